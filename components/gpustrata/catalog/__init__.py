@@ -1,0 +1,1 @@
+"""Data catalogues (GPU models, cloud instance types, ...), each entry with its source."""

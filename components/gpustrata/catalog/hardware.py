@@ -1,0 +1,291 @@
+"""Hardware catalogue: NVIDIA GPU models and the cloud instance types that carry them.
+
+The data lives in ``data/gpus.yaml`` and ``data/instances.yaml`` next to this module;
+every entry cites at least one source. Users add or override entries without code
+changes through :meth:`HardwareCatalog.extended`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from types import MappingProxyType
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "CatalogError",
+    "GpuModel",
+    "HardwareCatalog",
+    "InstanceType",
+    "load_hardware_catalog",
+]
+
+_SHARED_SUFFIX = "-SHARED"
+_DATA_PACKAGE = "gpustrata.catalog"
+_GPUS_FILE = "data/gpus.yaml"
+_INSTANCES_FILE = "data/instances.yaml"
+
+
+class CatalogError(ValueError):
+    """A catalogue file or a user-supplied entry is invalid or inconsistent."""
+
+
+class GpuModel(BaseModel):
+    """One NVIDIA GPU model, with the figures the planner needs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(
+        min_length=1,
+        description='Short stable id, e.g. "h100-sxm-80gb", "a10g", "l40s".',
+    )
+    name: str = Field(
+        min_length=1,
+        description='Marketing name, e.g. "NVIDIA H100 80GB HBM3 (SXM5)".',
+    )
+    memory_gib: float = Field(
+        gt=0,
+        description=(
+            "Total device memory as the NVIDIA driver reports it (NVML memory.total, the "
+            "nvidia-smi 'Total' and GFD's nvidia.com/gpu.memory label, in MiB) divided by "
+            "1024. vLLM sizes its budget from torch.cuda.mem_get_info() total, which is "
+            "smaller by the driver's reserved memory (typically 0.2-0.6 GiB, varying with "
+            "the driver version), so treat this as an upper bound."
+        ),
+    )
+    compute_capability: str = Field(
+        pattern=r"^\d+\.\d+$",
+        description='CUDA compute capability "major.minor", e.g. "9.0".',
+    )
+    bf16: bool = Field(description="Tensor cores support BF16.")
+    fp8: bool = Field(description="Tensor cores support FP8 (Ada, Hopper and later).")
+    dense_bf16_tflops: float = Field(
+        gt=0,
+        description=(
+            "Dense (no 2:4 sparsity) BF16 tensor TFLOP/s. GPUs without BF16 (Volta, "
+            "Turing) carry their FP16 tensor rate here, stated in notes."
+        ),
+    )
+    memory_bandwidth_gbs: float = Field(
+        gt=0, description="Peak memory bandwidth in GB/s (10^9 bytes per second)."
+    )
+    gfd_products: list[str] = Field(
+        min_length=1,
+        description=(
+            "Values GPU Feature Discovery sets in the nvidia.com/gpu.product node label "
+            '(NVML device name, spaces replaced by "-"), e.g. "NVIDIA-H100-80GB-HBM3".'
+        ),
+    )
+    mig_profiles: list[str] = Field(
+        default_factory=list,
+        description='MIG GPU-instance profiles such as "1g.10gb"; empty without MIG.',
+    )
+    notes: str = Field(default="", description="Caveats about the figures above.")
+    sources: list[str] = Field(
+        min_length=1,
+        description='Where the figures come from: URLs or "owner/repo/path@commit".',
+    )
+
+
+class InstanceType(BaseModel):
+    """One cloud instance type with GPUs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description='Instance type name, e.g. "p5.48xlarge".')
+    provider: str = Field(min_length=1, description='Cloud provider, e.g. "aws".')
+    gpu: str = Field(min_length=1, description="GpuModel.id of the attached GPUs.")
+    gpu_count: int = Field(ge=1, description="Number of GPUs attached to one instance.")
+    vcpu: int = Field(ge=1, description="vCPUs of one instance.")
+    memory_mib: int = Field(ge=1, description="Instance memory (RAM) in MiB.")
+    max_pods: int = Field(
+        ge=1,
+        description=(
+            "EKS default max pods (amazon-eks-ami eni-max-pods.txt; nodeadm computes "
+            "ENIs * (IPv4 addresses per ENI - 1) + 2)."
+        ),
+    )
+    arch: Literal["x86_64", "arm64"] = Field(description="CPU architecture.")
+    eks_ami_type: Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA"] = Field(
+        description="EKS managed node group amiType of the NVIDIA AL2023 AMI."
+    )
+    local_nvme_gib: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Instance-store NVMe total as the provider reports it (AWS "
+            "DescribeInstanceTypes TotalSizeInGB); 0 if none."
+        ),
+    )
+    network_gbps: float | None = Field(
+        default=None,
+        gt=0,
+        description="Baseline network bandwidth in Gbit/s; None when unknown.",
+    )
+    sources: list[str] = Field(
+        min_length=1,
+        description='Where the figures come from: URLs or "owner/repo/path@commit".',
+    )
+
+
+def _index_gpus(gpus: Iterable[GpuModel]) -> dict[str, GpuModel]:
+    return {g.id.lower(): g for g in gpus}
+
+
+class HardwareCatalog:
+    """Immutable lookup over GPU models and instance types.
+
+    Build it with :func:`load_hardware_catalog` (the shipped data) and add user entries
+    with :meth:`extended`. Construction checks that every instance references a known
+    GPU id.
+    """
+
+    __slots__ = ("_by_label", "_gpus", "_instances", "_lowered")
+
+    def __init__(self, gpus: Iterable[GpuModel], instances: Iterable[InstanceType]) -> None:
+        """Index ``gpus`` by id (case-insensitive) and ``instances`` by name; later entries win.
+
+        Raises:
+            CatalogError: an instance references a GPU id that is not in ``gpus``.
+        """
+        lowered = _index_gpus(gpus)
+        gpu_map = {g.id: g for g in lowered.values()}
+        inst_map: dict[str, InstanceType] = {}
+        for i in instances:
+            inst_map[i.name] = i
+        for inst in inst_map.values():
+            if inst.gpu.lower() not in lowered:
+                known = ", ".join(sorted(gpu_map))
+                raise CatalogError(
+                    f"instance {inst.name!r} references unknown gpu {inst.gpu!r}; "
+                    f"known gpu ids: {known}. Add a GpuModel with that id or fix the reference."
+                )
+        by_label: dict[str, GpuModel] = {}
+        for g in gpu_map.values():
+            for label in g.gfd_products:
+                by_label[label.lower()] = g
+        self._lowered: Mapping[str, GpuModel] = MappingProxyType(lowered)
+        self._gpus: Mapping[str, GpuModel] = MappingProxyType(gpu_map)
+        self._instances: Mapping[str, InstanceType] = MappingProxyType(inst_map)
+        self._by_label: Mapping[str, GpuModel] = MappingProxyType(by_label)
+
+    @property
+    def gpus(self) -> Mapping[str, GpuModel]:
+        """GPU models keyed by id (read-only)."""
+        return self._gpus
+
+    @property
+    def instances(self) -> Mapping[str, InstanceType]:
+        """Instance types keyed by name (read-only)."""
+        return self._instances
+
+    def gpu(self, key: str) -> GpuModel | None:
+        """Find a GPU by id (case-insensitive) or by a GFD ``nvidia.com/gpu.product`` value.
+
+        A trailing ``-SHARED`` (added by GFD when time-slicing replicates the GPU) is
+        ignored. Returns None when nothing matches.
+        """
+        k = key.strip().lower()
+        if not k:
+            return None
+        found = self._lowered.get(k) or self._by_label.get(k)
+        if found is None and k.endswith(_SHARED_SUFFIX.lower()):
+            found = self._by_label.get(k[: -len(_SHARED_SUFFIX)])
+        return found
+
+    def instance(self, name: str) -> InstanceType | None:
+        """Find an instance type by exact name (surrounding whitespace ignored)."""
+        return self._instances.get(name.strip())
+
+    def extended(
+        self,
+        gpus: Iterable[GpuModel] = (),
+        instances: Iterable[InstanceType] = (),
+    ) -> HardwareCatalog:
+        """Return a new catalogue with user entries added or overriding by id / name.
+
+        Raises:
+            CatalogError: an instance references a GPU id unknown to the result.
+        """
+        return HardwareCatalog(
+            [*self._gpus.values(), *gpus],
+            [*self._instances.values(), *instances],
+        )
+
+    def __repr__(self) -> str:
+        return f"HardwareCatalog(gpus={len(self._gpus)}, instances={len(self._instances)})"
+
+
+def _read_yaml(filename: str, key: str) -> list[Any]:
+    try:
+        text = resources.files(_DATA_PACKAGE).joinpath(filename).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"{filename}: cannot be read: {exc}") from exc
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{filename}: not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict) or set(doc) != {key}:
+        raise CatalogError(f"{filename}: expected a mapping with exactly one key {key!r}")
+    entries = doc[key]
+    if not isinstance(entries, list):
+        raise CatalogError(f"{filename}: {key!r} must be a list of mappings")
+    return entries
+
+
+def _entry_label(raw: Any, field: str, index: int) -> str:
+    if isinstance(raw, dict) and isinstance(raw.get(field), str):
+        return f"{raw[field]!r} (entry {index})"
+    return f"entry {index}"
+
+
+def _parse_gpus(filename: str, entries: list[Any]) -> list[GpuModel]:
+    out: list[GpuModel] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(entries):
+        label = _entry_label(raw, "id", i)
+        try:
+            gpu = GpuModel.model_validate(raw)
+        except ValidationError as exc:
+            raise CatalogError(f"{filename}: gpu {label} is invalid: {exc}") from exc
+        if gpu.id.lower() in seen:
+            raise CatalogError(f"{filename}: gpu {label} repeats id {gpu.id!r}")
+        seen.add(gpu.id.lower())
+        out.append(gpu)
+    return out
+
+
+def _parse_instances(filename: str, entries: list[Any]) -> list[InstanceType]:
+    out: list[InstanceType] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(entries):
+        label = _entry_label(raw, "name", i)
+        try:
+            inst = InstanceType.model_validate(raw)
+        except ValidationError as exc:
+            raise CatalogError(f"{filename}: instance {label} is invalid: {exc}") from exc
+        if inst.name in seen:
+            raise CatalogError(f"{filename}: instance {label} repeats name {inst.name!r}")
+        seen.add(inst.name)
+        out.append(inst)
+    return out
+
+
+@functools.cache
+def load_hardware_catalog() -> HardwareCatalog:
+    """Load the shipped GPU and instance catalogues (cached).
+
+    Raises:
+        CatalogError: a data file is unreadable or an entry is invalid; the message
+            names the file and the entry.
+    """
+    gpus = _parse_gpus(_GPUS_FILE, _read_yaml(_GPUS_FILE, "gpus"))
+    instances = _parse_instances(_INSTANCES_FILE, _read_yaml(_INSTANCES_FILE, "instances"))
+    try:
+        return HardwareCatalog(gpus, instances)
+    except CatalogError as exc:
+        raise CatalogError(f"{_INSTANCES_FILE}: {exc}") from exc

@@ -1,0 +1,280 @@
+"""Tests for the hardware catalogue (GPU models and instance types)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from gpustrata.catalog import hardware
+from gpustrata.catalog.hardware import (
+    CatalogError,
+    GpuModel,
+    HardwareCatalog,
+    InstanceType,
+    load_hardware_catalog,
+)
+
+GIB = 1024
+
+
+@pytest.fixture(scope="module")
+def catalog() -> HardwareCatalog:
+    return load_hardware_catalog()
+
+
+def _raw(filename: str, key: str) -> list[dict[str, Any]]:
+    text = resources.files("gpustrata.catalog").joinpath(filename).read_text(encoding="utf-8")
+    entries: list[dict[str, Any]] = yaml.safe_load(text)[key]
+    return entries
+
+
+# --- data integrity -------------------------------------------------------------------
+
+
+def test_catalog_loads_expected_coverage(catalog: HardwareCatalog) -> None:
+    for gpu_id in (
+        "t4",
+        "a10g",
+        "l4",
+        "l40s",
+        "a100-sxm-40gb",
+        "a100-sxm-80gb",
+        "h100-sxm-80gb",
+        "h200-sxm-141gb",
+        "b200",
+    ):
+        assert gpu_id in catalog.gpus, gpu_id
+    families = {name.split(".")[0] for name in catalog.instances}
+    assert {"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"} <= families
+    sizes = {n for n in catalog.instances if n.startswith("g5.")}
+    assert sizes == {
+        f"g5.{s}"
+        for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge")
+    } | {"g5.48xlarge"}
+
+
+def test_every_entry_has_a_source(catalog: HardwareCatalog) -> None:
+    for gpu in catalog.gpus.values():
+        assert gpu.sources and all(s.strip() for s in gpu.sources), gpu.id
+    for inst in catalog.instances.values():
+        assert inst.sources and all(s.strip() for s in inst.sources), inst.name
+
+
+def test_ids_and_names_unique_in_data_files() -> None:
+    gpu_ids = [g["id"].lower() for g in _raw("data/gpus.yaml", "gpus")]
+    assert len(gpu_ids) == len(set(gpu_ids))
+    names = [i["name"] for i in _raw("data/instances.yaml", "instances")]
+    assert len(names) == len(set(names))
+
+
+def test_gfd_labels_unique_across_gpus(catalog: HardwareCatalog) -> None:
+    labels = [lab.lower() for g in catalog.gpus.values() for lab in g.gfd_products]
+    assert len(labels) == len(set(labels))
+
+
+def test_every_instance_gpu_exists(catalog: HardwareCatalog) -> None:
+    for inst in catalog.instances.values():
+        assert catalog.gpu(inst.gpu) is not None, inst.name
+
+
+def test_arch_matches_ami_type(catalog: HardwareCatalog) -> None:
+    for inst in catalog.instances.values():
+        expected = "AL2023_x86_64_NVIDIA" if inst.arch == "x86_64" else "AL2023_ARM_64_NVIDIA"
+        assert inst.eks_ami_type == expected, inst.name
+
+
+# --- well-known facts -------------------------------------------------------------------
+
+
+def test_p5_48xlarge(catalog: HardwareCatalog) -> None:
+    p5 = catalog.instance("p5.48xlarge")
+    assert p5 is not None
+    assert (p5.gpu, p5.gpu_count, p5.vcpu, p5.memory_mib) == ("h100-sxm-80gb", 8, 192, 2048 * GIB)
+    assert p5.max_pods == 100
+    h100 = catalog.gpu(p5.gpu)
+    assert h100 is not None
+    assert 79 < h100.memory_gib <= 80 and h100.compute_capability == "9.0" and h100.fp8
+
+
+def test_g5_xlarge(catalog: HardwareCatalog) -> None:
+    g5 = catalog.instance("g5.xlarge")
+    assert g5 is not None
+    assert (g5.gpu, g5.gpu_count, g5.vcpu, g5.memory_mib) == ("a10g", 1, 4, 16 * GIB)
+    assert g5.max_pods == 58
+    a10g = catalog.gpu("a10g")
+    assert a10g is not None
+    assert 22 < a10g.memory_gib < 24
+
+
+def test_g6e_uses_l40s_and_p5en_uses_h200(catalog: HardwareCatalog) -> None:
+    g6e = catalog.instance("g6e.xlarge")
+    p5en = catalog.instance("p5en.48xlarge")
+    assert g6e is not None and p5en is not None
+    assert (g6e.gpu, g6e.gpu_count) == ("l40s", 1)
+    assert (p5en.gpu, p5en.gpu_count) == ("h200-sxm-141gb", 8)
+
+
+def test_g4dn_12xlarge_has_four_t4(catalog: HardwareCatalog) -> None:
+    inst = catalog.instance("g4dn.12xlarge")
+    assert inst is not None
+    assert (inst.gpu, inst.gpu_count, inst.max_pods) == ("t4", 4, 234)
+
+
+def test_p4d_vs_p4de_gpu_memory(catalog: HardwareCatalog) -> None:
+    p4d = catalog.instance("p4d.24xlarge")
+    p4de = catalog.instance("p4de.24xlarge")
+    assert p4d is not None and p4de is not None
+    assert (p4d.gpu, p4de.gpu) == ("a100-sxm-40gb", "a100-sxm-80gb")
+
+
+def test_gpus_without_bf16_say_so_in_notes(catalog: HardwareCatalog) -> None:
+    for gpu in catalog.gpus.values():
+        if not gpu.bf16:
+            assert "FP16" in gpu.notes, gpu.id
+
+
+# --- lookups ----------------------------------------------------------------------------
+
+
+def test_gpu_lookup_by_id_case_insensitive(catalog: HardwareCatalog) -> None:
+    gpu = catalog.gpu("H100-SXM-80GB")
+    assert gpu is not None and gpu.id == "h100-sxm-80gb"
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("NVIDIA-H100-80GB-HBM3", "h100-sxm-80gb"),
+        ("NVIDIA-A10G", "a10g"),
+        ("Tesla-T4", "t4"),
+        ("NVIDIA-L40S", "l40s"),
+        ("A100-SXM4-40GB", "a100-sxm-40gb"),
+        ("NVIDIA-H200", "h200-sxm-141gb"),
+    ],
+)
+def test_gpu_lookup_by_gfd_label(catalog: HardwareCatalog, label: str, expected: str) -> None:
+    gpu = catalog.gpu(label)
+    assert gpu is not None and gpu.id == expected
+
+
+def test_gpu_lookup_by_shared_label(catalog: HardwareCatalog) -> None:
+    gpu = catalog.gpu("NVIDIA-A10G-SHARED")
+    assert gpu is not None and gpu.id == "a10g"
+    gpu = catalog.gpu("Tesla-T4-SHARED")
+    assert gpu is not None and gpu.id == "t4"
+
+
+def test_gpu_lookup_unknown(catalog: HardwareCatalog) -> None:
+    assert catalog.gpu("NVIDIA-GeForce-RTX-4090") is None
+    assert catalog.gpu("") is None
+    assert catalog.instance("m5.large") is None
+
+
+# --- extension ---------------------------------------------------------------------------
+
+
+def _custom_gpu(**overrides: Any) -> GpuModel:
+    data: dict[str, Any] = {
+        "id": "my-gpu",
+        "name": "Custom GPU",
+        "memory_gib": 10.0,
+        "compute_capability": "8.0",
+        "bf16": True,
+        "fp8": False,
+        "dense_bf16_tflops": 100.0,
+        "memory_bandwidth_gbs": 1000.0,
+        "gfd_products": ["Custom-GPU"],
+        "mig_profiles": [],
+        "sources": ["https://example.com/datasheet"],
+    }
+    data.update(overrides)
+    return GpuModel.model_validate(data)
+
+
+def _custom_instance(**overrides: Any) -> InstanceType:
+    data: dict[str, Any] = {
+        "name": "x1.gpu",
+        "provider": "onprem",
+        "gpu": "my-gpu",
+        "gpu_count": 2,
+        "vcpu": 16,
+        "memory_mib": 65536,
+        "max_pods": 110,
+        "arch": "x86_64",
+        "eks_ami_type": "AL2023_x86_64_NVIDIA",
+        "sources": ["inventory"],
+    }
+    data.update(overrides)
+    return InstanceType.model_validate(data)
+
+
+def test_extended_adds_and_overrides(catalog: HardwareCatalog) -> None:
+    a10g = catalog.gpus["a10g"]
+    cheaper = a10g.model_copy(update={"memory_gib": 22.0})
+    ext = catalog.extended(gpus=[_custom_gpu(), cheaper], instances=[_custom_instance()])
+    assert ext.gpu("Custom-GPU") is not None
+    inst = ext.instance("x1.gpu")
+    assert inst is not None and inst.gpu_count == 2
+    overridden = ext.gpu("a10g")
+    assert overridden is not None and overridden.memory_gib == 22.0
+    assert len(ext.gpus) == len(catalog.gpus) + 1
+    # The original catalogue is untouched.
+    assert catalog.gpus["a10g"].memory_gib == a10g.memory_gib
+    assert catalog.instance("x1.gpu") is None
+
+
+def test_extended_override_is_case_insensitive(catalog: HardwareCatalog) -> None:
+    ext = catalog.extended(gpus=[catalog.gpus["t4"].model_copy(update={"id": "T4"})])
+    assert len(ext.gpus) == len(catalog.gpus)
+
+
+def test_extended_rejects_unknown_gpu(catalog: HardwareCatalog) -> None:
+    with pytest.raises(CatalogError, match=r"'x1\.gpu'.*unknown gpu 'my-gpu'"):
+        catalog.extended(instances=[_custom_instance()])
+    assert issubclass(CatalogError, ValueError)
+
+
+def test_models_forbid_extra_fields_and_need_sources() -> None:
+    with pytest.raises(ValueError):
+        _custom_gpu(colour="green")
+    with pytest.raises(ValueError):
+        _custom_gpu(sources=[])
+    with pytest.raises(ValueError):
+        _custom_instance(arch="sparc")
+
+
+# --- broken data files ---------------------------------------------------------------------
+
+
+def _broken_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, gpus: str) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "data" / "gpus.yaml").write_text(gpus, encoding="utf-8")
+    (pkg / "data" / "instances.yaml").write_text("instances: []\n", encoding="utf-8")
+    monkeypatch.setattr("importlib.resources.files", lambda _pkg: pkg)
+    hardware.load_hardware_catalog.cache_clear()
+
+
+def test_broken_entry_names_file_and_entry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _broken_files(
+        monkeypatch,
+        tmp_path,
+        "gpus:\n  - id: bad-gpu\n    name: Bad\n    memory_gib: -1\n",
+    )
+    try:
+        with pytest.raises(CatalogError, match=r"data/gpus\.yaml: gpu 'bad-gpu' \(entry 0\)"):
+            hardware.load_hardware_catalog()
+    finally:
+        hardware.load_hardware_catalog.cache_clear()
+
+
+def test_broken_yaml_names_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _broken_files(monkeypatch, tmp_path, "gpus: [unclosed\n")
+    try:
+        with pytest.raises(CatalogError, match=r"data/gpus\.yaml: not valid YAML"):
+            hardware.load_hardware_catalog()
+    finally:
+        hardware.load_hardware_catalog.cache_clear()

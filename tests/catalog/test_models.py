@@ -1,0 +1,454 @@
+"""Tests for the model architecture catalogue (gpustrata.catalog.models)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpustrata.catalog.models import (
+    ModelArchitecture,
+    ModelCatalog,
+    ModelCatalogError,
+    architecture_from_hf_config,
+    load_model_catalog,
+    load_model_catalog_file,
+)
+
+CATALOG = load_model_catalog()
+ENTRIES = list(CATALOG)
+IDS = [m.id for m in ENTRIES]
+
+REQUIRED_IDS = [
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/Llama-3.1-70B-Instruct",
+    "meta-llama/Llama-3.1-405B-Instruct",
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "meta-llama/Llama-3.2-3B-Instruct",
+    "meta-llama/Llama-3.3-70B-Instruct",
+    "Qwen/Qwen2.5-0.5B-Instruct",
+    "Qwen/Qwen2.5-1.5B-Instruct",
+    "Qwen/Qwen2.5-7B-Instruct",
+    "Qwen/Qwen2.5-14B-Instruct",
+    "Qwen/Qwen2.5-32B-Instruct",
+    "Qwen/Qwen2.5-72B-Instruct",
+    "Qwen/Qwen3-0.6B",
+    "Qwen/Qwen3-4B",
+    "Qwen/Qwen3-8B",
+    "Qwen/Qwen3-14B",
+    "Qwen/Qwen3-32B",
+    "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-235B-A22B",
+    "mistralai/Mistral-7B-Instruct-v0.3",
+    "mistralai/Ministral-8B-Instruct-2410",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "google/gemma-2-9b-it",
+    "google/gemma-2-27b-it",
+    "google/gemma-3-4b-it",
+    "google/gemma-3-12b-it",
+    "google/gemma-3-27b-it",
+    "deepseek-ai/DeepSeek-V3",
+    "deepseek-ai/DeepSeek-R1",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+    "openai/gpt-oss-20b",
+    "openai/gpt-oss-120b",
+    "microsoft/Phi-3-mini-4k-instruct",
+    "microsoft/phi-4",
+]
+
+
+def _get(model_id: str) -> ModelArchitecture:
+    model = CATALOG.get(model_id)
+    assert model is not None, model_id
+    return model
+
+
+# ------------------------------------------------------------------ the data file
+
+
+def test_catalog_loads_and_covers_the_required_models() -> None:
+    assert sorted(IDS) == sorted(REQUIRED_IDS)
+    assert load_model_catalog() is CATALOG  # functools.cache
+
+
+@pytest.mark.parametrize("model", ENTRIES, ids=IDS)
+def test_every_entry_cites_a_config_json(model: ModelArchitecture) -> None:
+    assert model.sources
+    assert model.sources[0] == f"https://huggingface.co/{model.id}/blob/main/config.json"
+
+
+def test_ids_and_aliases_are_unique_case_insensitively() -> None:
+    names = [name.casefold() for m in ENTRIES for name in m.names()]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("model", ENTRIES, ids=IDS)
+def test_kv_heads_divide_attention_heads(model: ModelArchitecture) -> None:
+    assert model.num_attention_heads % model.num_key_value_heads == 0
+
+
+@pytest.mark.parametrize("model", ENTRIES, ids=IDS)
+def test_head_dim_is_consistent_with_the_config(model: ModelArchitecture) -> None:
+    if model.head_dim_derived:
+        assert model.head_dim * model.num_attention_heads == model.hidden_size
+    if model.attention == "mla":
+        assert model.qk_nope_head_dim is not None and model.qk_rope_head_dim is not None
+        assert model.head_dim == model.qk_nope_head_dim + model.qk_rope_head_dim
+
+
+@pytest.mark.parametrize("model", ENTRIES, ids=IDS)
+def test_attention_fields_match_the_attention_kind(model: ModelArchitecture) -> None:
+    types = model.layer_attention_types()
+    assert len(types) == model.num_hidden_layers
+    if model.attention == "mla":
+        assert model.kv_lora_rank is not None and model.qk_rope_head_dim is not None
+        assert model.mla_latent_dim == model.kv_lora_rank + model.qk_rope_head_dim
+    else:
+        assert model.mla_latent_dim is None
+    if model.attention in ("full", "mla"):
+        assert model.sliding_window is None and set(types) == {"full_attention"}
+    if model.attention == "sliding_window":
+        assert model.sliding_window is not None and set(types) == {"sliding_attention"}
+    if model.attention == "hybrid_sliding":
+        assert model.sliding_window is not None
+        assert set(types) == {"full_attention", "sliding_attention"}
+
+
+@pytest.mark.parametrize("model", ENTRIES, ids=IDS)
+def test_moe_fields(model: ModelArchitecture) -> None:
+    if model.is_moe:
+        assert model.params_active_b < model.params_total_b
+    else:
+        assert model.params_active_b == model.params_total_b
+        assert model.moe_intermediate_size is None
+
+
+def _dense_estimate_b(m: ModelArchitecture) -> float:
+    embed = m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
+    attn = m.hidden_size * m.head_dim * (2 * m.num_attention_heads + 2 * m.num_key_value_heads)
+    mlp = 3 * m.hidden_size * m.intermediate_size
+    return (embed + m.num_hidden_layers * (attn + mlp)) / 1e9
+
+
+DENSE_TEXT = [
+    m
+    for m in ENTRIES
+    if not m.is_moe and m.attention != "mla" and "Conditional" not in m.architecture
+]
+
+
+@pytest.mark.parametrize("model", DENSE_TEXT, ids=[m.id for m in DENSE_TEXT])
+def test_parameter_counts_agree_with_the_shape(model: ModelArchitecture) -> None:
+    """A typo in a dimension or a parameter count shows up as a mismatch here."""
+    assert _dense_estimate_b(model) == pytest.approx(model.params_total_b, rel=0.03)
+
+
+# ------------------------------------------------------------------ spot checks
+
+
+def test_llama_31_70b_spot_check() -> None:
+    m = _get("meta-llama/Llama-3.1-70B-Instruct")
+    assert (m.num_hidden_layers, m.num_key_value_heads, m.head_dim) == (80, 8, 128)
+    assert m.attention == "full"
+
+
+def test_deepseek_v3_spot_check() -> None:
+    m = _get("deepseek-ai/DeepSeek-V3")
+    assert m.attention == "mla"
+    assert (m.kv_lora_rank, m.qk_rope_head_dim) == (512, 64)
+    assert m.mla_latent_dim == 576
+    assert (m.num_experts, m.num_experts_per_tok, m.quantization) == (256, 8, "fp8")
+
+
+def test_explicit_head_dims_differ_from_hidden_over_heads() -> None:
+    for model_id, head_dim in [
+        ("Qwen/Qwen3-0.6B", 128),
+        ("Qwen/Qwen3-235B-A22B", 128),
+        ("google/gemma-2-9b-it", 256),
+        ("google/gemma-3-27b-it", 128),
+        ("openai/gpt-oss-120b", 64),
+    ]:
+        m = _get(model_id)
+        assert m.head_dim == head_dim
+        assert m.head_dim * m.num_attention_heads != m.hidden_size
+
+
+def test_hybrid_layouts_match_vllm() -> None:
+    gemma3 = _get("google/gemma-3-27b-it").layer_attention_types()
+    assert [i for i, t in enumerate(gemma3) if t == "full_attention"] == list(range(5, 62, 6))
+    gemma2 = _get("google/gemma-2-9b-it").layer_attention_types()
+    assert gemma2[:2] == ("sliding_attention", "full_attention")
+    gpt_oss = _get("openai/gpt-oss-20b")
+    assert gpt_oss.sliding_window == 128
+    assert (gpt_oss.num_sliding_attention_layers, gpt_oss.num_full_attention_layers) == (12, 12)
+
+
+# ------------------------------------------------------------------ lookups
+
+
+def test_get_by_alias_and_case_insensitively() -> None:
+    m = _get("meta-llama/Llama-3.1-8B-Instruct")
+    assert CATALOG.get("meta-llama/Meta-Llama-3.1-8B-Instruct") is m
+    assert CATALOG.get("META-LLAMA/llama-3.1-8b-instruct") is m
+    assert "meta-llama/Llama-3.1-8B" in CATALOG
+    assert CATALOG.get("no/such-model") is None
+    assert CATALOG.models["meta-llama/Llama-3.1-8B-Instruct"] is m
+
+
+def _tiny(model_id: str, **overrides: Any) -> ModelArchitecture:
+    fields: dict[str, Any] = {
+        "id": model_id,
+        "architecture": "LlamaForCausalLM",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "vocab_size": 100,
+        "max_position_embeddings": 256,
+        "params_total_b": 0.001,
+        "params_active_b": 0.001,
+        "attention": "full",
+        "torch_dtype": "bfloat16",
+        "sources": ["test"],
+    }
+    fields.update(overrides)
+    return ModelArchitecture(**fields)
+
+
+def test_extended_adds_and_replaces() -> None:
+    private = _tiny("acme/private-7b", aliases=["acme/private"])
+    bigger = CATALOG.extended([private])
+    assert bigger.get("ACME/PRIVATE") is private
+    assert len(bigger) == len(CATALOG) + 1
+    assert CATALOG.get("acme/private-7b") is None  # original unchanged
+    replacement = _tiny("Qwen/Qwen3-8B")
+    replaced = CATALOG.extended([replacement])
+    assert replaced.get("qwen/qwen3-8b") is replacement
+    assert len(replaced) == len(CATALOG)
+
+
+def test_extended_rejects_alias_clash() -> None:
+    clash = _tiny("acme/other", aliases=["meta-llama/Llama-3.1-8B"])
+    with pytest.raises(ModelCatalogError, match="already used by model"):
+        CATALOG.extended([clash])
+
+
+# ------------------------------------------------------------------ validation
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"num_key_value_heads": 3}, "does not divide"),
+        ({"attention": "mla"}, "needs kv_lora_rank"),
+        ({"attention": "sliding_window"}, "needs sliding_window"),
+        ({"attention": "hybrid_sliding", "sliding_window": 8}, "sliding_window_pattern or"),
+        ({"sliding_window": 8}, "must not set sliding_window"),
+        ({"params_active_b": 2.0}, "exceeds params_total_b"),
+        ({"num_experts": 8}, "set both num_experts"),
+        ({"head_dim_derived": True, "head_dim": 8}, "head_dim_derived"),
+        ({"sources": []}, "at least 1 item"),
+        ({"unknown_field": 1}, "Extra inputs are not permitted"),
+    ],
+)
+def test_invalid_entries_are_rejected(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _tiny("acme/bad", **overrides)
+
+
+def test_catalog_file_errors_name_the_file_and_entry(tmp_path: Path) -> None:
+    path = tmp_path / "models.yaml"
+    path.write_text(
+        "models:\n  - id: acme/broken\n    architecture: LlamaForCausalLM\n    sources: [x]\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ModelCatalogError, match=r"models\.yaml: model #0 \('acme/broken'\)"):
+        load_model_catalog_file(path)
+    path.write_text("models: {}\n", encoding="utf-8")
+    with pytest.raises(ModelCatalogError, match="must be a list"):
+        load_model_catalog_file(path)
+
+
+def test_catalog_file_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    entry = _tiny("acme/tiny").model_dump(exclude_defaults=True)
+    path.write_text(json.dumps({"models": [entry]}), encoding="utf-8")  # JSON is YAML
+    loaded = load_model_catalog_file(path)
+    assert loaded.get("acme/tiny") == _tiny("acme/tiny")
+
+
+# ------------------------------------------------------------------ local config.json
+
+LLAMA_8B_CONFIG: dict[str, Any] = {
+    "_name_or_path": "acme/llama-ish-8b",
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 131072,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 128256,
+}
+
+
+def _write_config(tmp_path: Path, config: dict[str, Any]) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def test_architecture_from_llama_shaped_config(tmp_path: Path) -> None:
+    path = _write_config(tmp_path, LLAMA_8B_CONFIG)
+    arch = architecture_from_hf_config(path)
+    assert arch.id == "acme/llama-ish-8b"
+    assert (arch.num_hidden_layers, arch.num_key_value_heads, arch.head_dim) == (32, 8, 128)
+    assert arch.head_dim_derived
+    assert arch.attention == "full" and arch.quantization is None
+    # the estimate matches the published 8.03B for this shape
+    assert arch.params_total_b == pytest.approx(8.03, rel=0.01)
+    assert arch.params_active_b == arch.params_total_b
+    assert arch.notes is not None and "estimated" in arch.notes and "head_dim" in arch.notes
+    assert arch.sources == [path.resolve().as_uri()]
+    # a directory works too, and model_id overrides _name_or_path
+    assert architecture_from_hf_config(tmp_path, model_id="acme/x").id == "acme/x"
+
+
+def test_missing_key_error_names_file_and_key(tmp_path: Path) -> None:
+    config = dict(LLAMA_8B_CONFIG)
+    del config["num_hidden_layers"]
+    path = _write_config(tmp_path, config)
+    with pytest.raises(ModelCatalogError) as info:
+        architecture_from_hf_config(path)
+    assert str(path) in str(info.value)
+    assert "'num_hidden_layers'" in str(info.value)
+
+
+def test_unreadable_and_invalid_json(tmp_path: Path) -> None:
+    with pytest.raises(ModelCatalogError, match="cannot be read"):
+        architecture_from_hf_config(tmp_path / "nope.json")
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ModelCatalogError, match="not valid JSON"):
+        architecture_from_hf_config(bad)
+
+
+def test_from_config_mla_moe(tmp_path: Path) -> None:
+    config = {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "deepseek_v3",
+        "first_k_dense_replace": 3,
+        "hidden_size": 7168,
+        "intermediate_size": 18432,
+        "kv_lora_rank": 512,
+        "max_position_embeddings": 163840,
+        "moe_intermediate_size": 2048,
+        "n_routed_experts": 256,
+        "n_shared_experts": 1,
+        "num_attention_heads": 128,
+        "num_experts_per_tok": 8,
+        "num_hidden_layers": 61,
+        "num_key_value_heads": 128,
+        "q_lora_rank": 1536,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"},
+        "torch_dtype": "bfloat16",
+        "vocab_size": 129280,
+    }
+    arch = architecture_from_hf_config(_write_config(tmp_path, config), model_id="x/v3")
+    assert arch.attention == "mla" and arch.mla_latent_dim == 576 and arch.head_dim == 192
+    assert arch.quantization == "fp8"
+    assert (arch.num_experts, arch.num_experts_per_tok) == (256, 8)
+    # card: 671B total / 37B active (without the MTP layer)
+    assert arch.params_total_b == pytest.approx(671, rel=0.02)
+    assert arch.params_active_b == pytest.approx(37, rel=0.05)
+
+
+def test_from_config_hybrid_layer_types(tmp_path: Path) -> None:
+    config = {
+        "architectures": ["GptOssForCausalLM"],
+        "model_type": "gpt_oss",
+        "head_dim": 64,
+        "hidden_size": 2880,
+        "intermediate_size": 2880,
+        "layer_types": ["sliding_attention", "full_attention"] * 12,
+        "max_position_embeddings": 131072,
+        "num_attention_heads": 64,
+        "num_experts_per_tok": 4,
+        "num_hidden_layers": 24,
+        "num_key_value_heads": 8,
+        "num_local_experts": 32,
+        "quantization_config": {"quant_method": "mxfp4"},
+        "sliding_window": 128,
+        "vocab_size": 201088,
+    }
+    arch = architecture_from_hf_config(_write_config(tmp_path, config), model_id="x/oss")
+    assert arch.attention == "hybrid_sliding" and arch.sliding_window == 128
+    assert arch.layer_attention_types() == _get("openai/gpt-oss-20b").layer_attention_types()
+    assert arch.quantization == "mxfp4" and arch.torch_dtype == "bfloat16"
+    assert arch.params_total_b == pytest.approx(21, rel=0.05)
+    assert arch.params_active_b == pytest.approx(3.6, rel=0.1)
+
+
+def test_from_config_gemma3_text_config_defaults(tmp_path: Path) -> None:
+    config = {
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "text_config": {
+            "hidden_size": 2560,
+            "intermediate_size": 10240,
+            "model_type": "gemma3_text",
+            "num_hidden_layers": 34,
+            "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+            "sliding_window": 1024,
+        },
+        "torch_dtype": "bfloat16",
+    }
+    arch = architecture_from_hf_config(_write_config(tmp_path, config), model_id="x/g3")
+    ref = _get("google/gemma-3-4b-it")
+    for field in (
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "vocab_size",
+        "max_position_embeddings",
+        "sliding_window",
+        "sliding_window_pattern",
+    ):
+        assert getattr(arch, field) == getattr(ref, field), field
+    assert arch.notes is not None and "defaults" in arch.notes
+
+
+def test_from_config_qwen2_inert_sliding_window(tmp_path: Path) -> None:
+    config = {
+        "architectures": ["Qwen2ForCausalLM"],
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "max_position_embeddings": 32768,
+        "num_attention_heads": 28,
+        "num_hidden_layers": 28,
+        "num_key_value_heads": 4,
+        "sliding_window": 131072,
+        "use_sliding_window": False,
+        "vocab_size": 152064,
+    }
+    arch = architecture_from_hf_config(_write_config(tmp_path, config), model_id="x/q")
+    assert arch.attention == "full" and arch.sliding_window is None
+    assert arch.notes is not None and "torch_dtype" in arch.notes
+
+
+def test_catalog_type_is_reusable() -> None:
+    catalog = ModelCatalog([_tiny("a/b")])
+    assert len(catalog) == 1 and repr(catalog) == "ModelCatalog(1 models)"
