@@ -1,0 +1,38 @@
+"""The typed stack spec (pydantic v2) and its loader. No Pulumi import here."""
+
+from gpustrata.spec.loader import CONFIG_KEY, load_stack_file, stack_file, validate_stack
+from gpustrata.spec.models import (
+    AutoscalingSpec,
+    ClusterSpec,
+    EngineSpec,
+    GpuOperatorSpec,
+    GpuSharingSpec,
+    KubeletSpec,
+    KubeRaySpec,
+    ModelSpec,
+    NodePoolSpec,
+    SecretRef,
+    StackSpec,
+    Taint,
+    WeightsSpec,
+)
+
+__all__ = [
+    "CONFIG_KEY",
+    "AutoscalingSpec",
+    "ClusterSpec",
+    "EngineSpec",
+    "GpuOperatorSpec",
+    "GpuSharingSpec",
+    "KubeRaySpec",
+    "KubeletSpec",
+    "ModelSpec",
+    "NodePoolSpec",
+    "SecretRef",
+    "StackSpec",
+    "Taint",
+    "WeightsSpec",
+    "load_stack_file",
+    "stack_file",
+    "validate_stack",
+]

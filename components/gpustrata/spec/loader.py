@@ -1,0 +1,364 @@
+"""Load a stack from a Pulumi stack file or from Pulumi config, with one-line errors.
+
+A stack lives under the structured Pulumi config key ``gpustrata:stack`` in
+``stacks/Pulumi.<env>.yaml``. Every problem is reported as
+``file:line: gpustrata:stack.path: bad value ...; fix`` and nothing is returned
+(so nothing can be half applied) until the whole stack is valid.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+
+from gpustrata.errors import Problem, StackError
+from gpustrata.spec.models import StackSpec
+
+CONFIG_KEY = "gpustrata:stack"
+_MAX_VALUE_CHARS = 60
+
+
+def stack_file(stack: str, stacks_dir: str | Path = "stacks") -> Path:
+    """The stack file Pulumi reads for ``stack`` (``stackConfigDir: stacks``)."""
+    return Path(stacks_dir) / f"Pulumi.{stack}.yaml"
+
+
+def load_stack_file(path: str | Path) -> StackSpec:
+    """Read and validate the stack in a Pulumi stack file.
+
+    Raises :class:`StackError` naming the file, line, config path, value and fix.
+    """
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StackError(
+            [Problem("", "no such file; create it or pick a stack from stacks/")], file
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StackError([Problem("", f"cannot be read ({exc}); check the file")], file) from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise StackError(
+            [Problem("", f"is not valid YAML ({problem}); fix the syntax", line)], file
+        ) from None
+    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        raise StackError(
+            [Problem("config", "missing; a Pulumi stack file has a top-level 'config:' map")],
+            file,
+        )
+    if CONFIG_KEY not in document["config"]:
+        near = difflib.get_close_matches(CONFIG_KEY, [str(k) for k in document["config"]], 1)
+        hint = f"; did you mean '{near[0]}'?" if near else f"; add '{CONFIG_KEY}:' under config"
+        raise StackError([Problem(f"config.{CONFIG_KEY}", "missing" + hint)], file)
+    lines = _LineIndex(root, ("config", CONFIG_KEY))
+    return validate_stack(document["config"][CONFIG_KEY], file=file, lines=lines)
+
+
+def validate_stack(
+    value: Any, *, file: str | None = None, lines: _LineIndex | None = None
+) -> StackSpec:
+    """Validate a stack config value (already parsed) into a :class:`StackSpec`."""
+    if not isinstance(value, dict):
+        raise StackError(
+            [Problem(CONFIG_KEY, f"{_show(value)} is not a map; write the stack as a YAML map")],
+            file,
+        )
+    try:
+        spec = StackSpec.model_validate(value)
+    except ValidationError as exc:
+        problems = _dedupe(_problem(err, lines) for err in exc.errors())
+        raise StackError(problems, file) from None
+    problems = reference_problems(spec)
+    if problems:
+        raise StackError(
+            [Problem(p.path, p.message, lines.line(p.path) if lines else None) for p in problems],
+            file,
+        )
+    return spec
+
+
+def reference_problems(spec: StackSpec) -> list[Problem]:
+    """Cross-references pydantic cannot see: unique names, pools that exist, KubeRay on."""
+    problems: list[Problem] = []
+    pools = [p.name for p in spec.node_pools]
+    for what, names in (("node_pools", pools), ("models", [m.name for m in spec.models])):
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            if name in seen:
+                problems.append(
+                    Problem(
+                        f"{CONFIG_KEY}.{what}[{i}].name",
+                        f"'{name}' is used twice; give each entry a unique name",
+                    )
+                )
+            seen.add(name)
+    for i, model in enumerate(spec.models):
+        if model.pool not in pools:
+            choices = ", ".join(repr(p) for p in pools)
+            problems.append(
+                Problem(
+                    f"{CONFIG_KEY}.models[{i}].pool",
+                    f"'{model.pool}' is not a pool in node_pools; use one of {choices}",
+                )
+            )
+        if model.runtime == "rayservice" and not spec.kuberay.enabled:
+            problems.append(
+                Problem(
+                    f"{CONFIG_KEY}.models[{i}].runtime",
+                    "'rayservice' needs the KubeRay operator; set kuberay.enabled: true "
+                    "or use runtime 'deployment'",
+                )
+            )
+    return problems
+
+
+# --- pydantic error -> one line -------------------------------------------------------------
+
+
+def _problem(err: ErrorDetails, lines: _LineIndex | None) -> Problem:
+    loc = _clean_loc(err["loc"])
+    path = _path(loc)
+    kind = err["type"]
+    value = err.get("input")
+    ctx = err.get("ctx") or {}
+    field = _field_at(loc)
+    shown = _show(value)
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        message = f"unknown key '{key}'; " + _nearest_key(key, _model_at(loc[:-1]))
+    elif kind == "missing":
+        message = f"required key '{loc[-1]}' is missing; add it"
+        if field is not None and field.description:
+            message += f" ({_first_sentence(field.description)})"
+    elif kind in ("less_than_equal", "less_than"):
+        bound = ctx.get("le", ctx.get("lt"))
+        message = f"{shown} is above {bound}; {_fix(field)}"
+    elif kind in ("greater_than_equal", "greater_than"):
+        bound = ctx.get("ge", ctx.get("gt"))
+        word = "below" if kind == "greater_than_equal" else "not above"
+        message = f"{shown} is {word} {bound}; {_fix(field)}"
+    elif kind == "literal_error" or kind == "enum":
+        message = f"{shown} is not one of {ctx.get('expected')}; use one of them"
+    elif kind == "string_pattern_mismatch":
+        message = f"{shown} is not in the expected form; {_fix(field)}"
+    elif kind in ("too_short", "string_too_short"):
+        message = f"{shown} is too short; {_fix(field)}"
+    elif kind in ("too_long", "string_too_long"):
+        message = f"{shown} is too long; {_fix(field)}"
+    elif kind.endswith("_type") or kind.endswith("_parsing"):
+        expected = _TYPE_WORDS.get(kind.split("_")[0], kind.split("_")[0])
+        message = f"{shown} is not {expected}; {_fix(field)}"
+    elif kind == "value_error":
+        message = str(ctx.get("error", err["msg"]))
+    else:
+        message = f"{shown}: {err['msg']}; {_fix(field)}"
+    return Problem(path, message, lines.line(path) if lines else None)
+
+
+_TYPE_WORDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "a string",
+    "dict": "a map",
+    "list": "a list",
+    "model": "a map",
+    "literal": "an accepted value",
+}
+
+
+def _dedupe(problems: Iterator[Problem]) -> list[Problem]:
+    out: dict[str, Problem] = {}
+    for problem in problems:
+        out.setdefault(problem.path, problem)
+    return list(out.values())
+
+
+def _clean_loc(loc: Sequence[int | str]) -> tuple[int | str, ...]:
+    """Drop the union-member tags pydantic adds (``'str'``, ``'function-after[...]'``)."""
+    out: list[int | str] = []
+    for part in loc:
+        if isinstance(part, str) and _model_at(tuple(out)) is None and _is_tag(part, out):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _is_tag(part: str, parent: list[int | str]) -> bool:
+    if part in ("str", "int", "float", "bool", "none") or "[" in part:
+        # A dict key could be literally "str"; only treat it as a tag under a union value.
+        return _annotation_at(tuple(parent)) is not None and _is_union(
+            _annotation_at(tuple(parent))
+        )
+    return False
+
+
+def _path(loc: Sequence[int | str]) -> str:
+    out = CONFIG_KEY
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.replace("_", "").isalnum():
+            out += f".{part}"
+        else:
+            out += f"[{part!r}]"
+    return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif value is None:
+        text = "null"
+    elif isinstance(value, dict):
+        text = "a map"
+    elif isinstance(value, list):
+        text = "a list"
+    else:
+        text = str(value)
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[: _MAX_VALUE_CHARS - 3] + "..."
+    return text
+
+
+def _fix(field: FieldInfo | None) -> str:
+    if field is None:
+        return "see `gpustrata schema` for the accepted values"
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and isinstance(extra.get("fix"), str):
+        return str(extra["fix"])
+    if field.examples:
+        return f"use a value such as {_show(field.examples[0])}"
+    if field.description:
+        return f"expected: {_first_sentence(field.description)}"
+    return "see `gpustrata schema` for the accepted values"
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0].rstrip(".")
+
+
+def _nearest_key(key: str, model: type[BaseModel] | None) -> str:
+    if model is None:
+        return "remove it"
+    valid = list(model.model_fields)
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    if near:
+        return f"did you mean '{near[0]}'?"
+    return "valid keys are " + ", ".join(valid)
+
+
+# --- walking the spec types along a config path ---------------------------------------------
+
+
+def _is_union(annotation: Any) -> bool:
+    return get_origin(annotation) in (Union, types.UnionType)
+
+
+def _strip(annotation: Any) -> Any:
+    """Unwrap Annotated and Optional[X] down to X."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = get_args(annotation)[0]
+        elif _is_union(annotation):
+            members = [a for a in get_args(annotation) if a is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
+
+
+def _annotation_at(loc: Sequence[int | str]) -> Any:
+    annotation: Any = StackSpec
+    for part in loc:
+        annotation = _strip(annotation)
+        origin = get_origin(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            info = annotation.model_fields.get(str(part))
+            if info is None:
+                return None
+            annotation = info.annotation
+        elif origin in (list, tuple) and isinstance(part, int):
+            annotation = get_args(annotation)[0]
+        elif origin is dict:
+            annotation = get_args(annotation)[1]
+        else:
+            return None
+    return annotation
+
+
+def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
+    annotation = _strip(_annotation_at(loc))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _field_at(loc: Sequence[int | str]) -> FieldInfo | None:
+    if not loc or not isinstance(loc[-1], str):
+        return None
+    model = _model_at(loc[:-1])
+    return model.model_fields.get(loc[-1]) if model else None
+
+
+class _LineIndex:
+    """Maps config paths to line numbers in the YAML file, from the composed node tree."""
+
+    def __init__(self, root: yaml.Node | None, prefix: Sequence[str]) -> None:
+        self._lines: dict[str, int] = {}
+        node = root
+        for key in prefix:
+            node = _child(node, key)
+        if node is not None:
+            self._walk(node, CONFIG_KEY)
+
+    def _walk(self, node: yaml.Node, path: str) -> None:
+        self._lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = str(key_node.value)
+                child = f"{path}.{key}" if key.replace("_", "").isalnum() else f"{path}[{key!r}]"
+                self._lines[child] = key_node.start_mark.line + 1
+                self._walk(value_node, child)
+                self._lines[child] = key_node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._walk(item, f"{path}[{i}]")
+
+    def line(self, path: str) -> int | None:
+        """Line of ``path``, or of its nearest ancestor present in the file."""
+        while path:
+            if path in self._lines:
+                return self._lines[path]
+            cut = max(path.rfind("."), path.rfind("["))
+            if cut <= 0:
+                return None
+            path = path[:cut]
+        return None
+
+
+def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if key_node.value == key:
+                return value_node  # type: ignore[no-any-return]
+    return None

@@ -1,0 +1,455 @@
+"""The typed stack: one pydantic model per concern, upstream names where they exist.
+
+A stack file declares all three layers (Kubernetes node pools and GPU software,
+KubeRay, vLLM engines). Closed sets are ``Literal`` aliases so that the JSON
+Schema and the error messages list the accepted values. Every field carries a
+description; ``examples`` feed the "use ..." hint of an error message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gpustrata.catalog.hardware import GpuModel, InstanceType
+
+Environment = Literal["dev", "staging", "prod"]
+ClusterMode = Literal["create", "existing"]
+CapacityType = Literal["ON_DEMAND", "SPOT"]
+TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
+MigStrategy = Literal["none", "single", "mixed"]
+SharingStrategy = Literal["none", "time-slicing", "mps"]
+Runtime = Literal["deployment", "rayservice"]
+WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"]
+Autoscaler = Literal["none", "hpa", "keda"]
+# vLLM ``vllm/config/cache.py``: BlockSize and CacheDType literals (v0.11+).
+BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
+KvCacheDtype = Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"]
+# vLLM ``vllm/config/model.py``: ModelDType.
+ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=40,
+        pattern=_DNS_LABEL.pattern,
+        examples=["gpu-h100"],
+        description="A lowercase DNS label (RFC 1123): letters, digits and '-'.",
+    ),
+]
+Quantity = Annotated[
+    str,
+    Field(
+        pattern=_QUANTITY.pattern,
+        examples=["500m", "2Gi"],
+        description="A Kubernetes resource quantity such as '500m' or '2Gi'.",
+    ),
+]
+
+
+class _Model(BaseModel):
+    """Base: unknown keys are errors, values are validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class ClusterSpec(_Model):
+    """The Kubernetes cluster: an EKS cluster to create, or an existing one to reach."""
+
+    name: Name = Field(description="Cluster name (the EKS cluster name in create mode).")
+    mode: ClusterMode = Field(
+        default="create",
+        description="'create' provisions an EKS cluster; 'existing' targets a cluster reached "
+        "through a kubeconfig and context (node pools are then described, not created).",
+    )
+    kubernetes_version: str = Field(
+        pattern=r"^1\.[0-9]{2}$",
+        examples=["1.33"],
+        description="Kubernetes minor version, e.g. '1.33'. Rules check operator support "
+        "against it.",
+    )
+    region: str = Field(
+        default="us-west-2",
+        examples=["us-west-2"],
+        description="AWS region of the cluster and its node groups (create mode).",
+    )
+    subnet_ids: list[str] = Field(
+        default_factory=list,
+        description="Subnets for the cluster and node groups (create mode). Empty: the "
+        "region's default VPC subnets are looked up at deploy time.",
+    )
+    kubeconfig: str | None = Field(
+        default=None,
+        description="Path to a kubeconfig file (existing mode). Empty: the ambient "
+        "KUBECONFIG of the Pulumi run.",
+    )
+    context: str | None = Field(
+        default=None, description="kubeconfig context to use (existing mode)."
+    )
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> ClusterSpec:
+        if self.mode == "create" and (self.kubeconfig or self.context):
+            raise ValueError(
+                "kubeconfig/context are only used with mode 'existing'; set mode: existing "
+                "or remove them"
+            )
+        return self
+
+
+class Taint(_Model):
+    """A Kubernetes node taint (Kubernetes spelling of the effect)."""
+
+    key: str = Field(min_length=1, examples=["nvidia.com/gpu"], description="Taint key.")
+    value: str = Field(default="", description="Taint value ('' for none).")
+    effect: TaintEffect = Field(
+        default="NoSchedule", description="Taint effect in Kubernetes spelling."
+    )
+
+
+def _default_gpu_taints() -> list[Taint]:
+    return [Taint(key="nvidia.com/gpu", value="true", effect="NoSchedule")]
+
+
+class KubeletSpec(_Model):
+    """Kubelet reservations on the pool's nodes (rendered into nodeadm NodeConfig)."""
+
+    system_reserved: dict[str, Quantity] = Field(
+        default_factory=dict,
+        description="systemReserved (keys: cpu, memory, ephemeral-storage, pid). Empty: "
+        "gpustrata's default, shown with its source by `plan`.",
+    )
+    kube_reserved: dict[str, Quantity] = Field(
+        default_factory=dict,
+        description="kubeReserved (keys: cpu, memory, ephemeral-storage, pid). Empty: sized "
+        "from the instance's vCPU and max pods the way the EKS AMI computes it.",
+    )
+    eviction_hard: dict[str, str] = Field(
+        default_factory=dict,
+        description="evictionHard thresholds, e.g. {'memory.available': '500Mi'}. Empty: the "
+        "kubelet default (memory.available<100Mi, nodefs.available<10%, ...).",
+    )
+    max_pods: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="maxPods. Empty: the EKS value for the instance type (catalogue).",
+    )
+
+    @field_validator("system_reserved", "kube_reserved")
+    @classmethod
+    def _reservation_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        allowed = ("cpu", "memory", "ephemeral-storage", "pid")
+        for key in value:
+            if key not in allowed:
+                raise ValueError(
+                    f"'{key}' cannot be reserved; the kubelet accepts only "
+                    f"{', '.join(allowed)} (GPUs are not reservable: remove it)"
+                )
+        return value
+
+
+class NodePoolSpec(_Model):
+    """A GPU node pool: an EKS managed node group (create mode) or a described pool."""
+
+    name: Name = Field(description="Pool name; models refer to it.")
+    instance_type: str = Field(
+        examples=["g6e.xlarge", "p5.48xlarge"],
+        description="EC2 instance type; GPU model, count, vCPU and memory come from the "
+        "hardware catalogue (or `catalog.instances` in this stack).",
+    )
+    capacity_type: CapacityType = Field(default="ON_DEMAND", description="EKS capacity type.")
+    min_size: int = Field(default=0, ge=0, le=1000, description="Minimum node count.")
+    max_size: int = Field(default=1, ge=1, le=1000, description="Maximum node count.")
+    desired_size: int | None = Field(
+        default=None, ge=0, le=1000, description="Initial node count (default: min_size)."
+    )
+    disk_size_gib: int = Field(
+        default=200,
+        ge=20,
+        le=16384,
+        description="Root volume size in GiB (container images and downloaded weights).",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Extra node labels (GPU labels are added)."
+    )
+    taints: list[Taint] = Field(
+        default_factory=_default_gpu_taints,
+        description="Node taints. Default: nvidia.com/gpu=true:NoSchedule, so CPU Pods "
+        "cannot take GPU nodes.",
+    )
+    kubelet: KubeletSpec = Field(
+        default_factory=KubeletSpec, description="Kubelet reservations and limits."
+    )
+
+    @model_validator(mode="after")
+    def _sizes(self) -> NodePoolSpec:
+        if self.min_size > self.max_size:
+            raise ValueError(
+                f"min_size {self.min_size} is above max_size {self.max_size}; "
+                "raise max_size or lower min_size"
+            )
+        if self.desired_size is not None and not (
+            self.min_size <= self.desired_size <= self.max_size
+        ):
+            raise ValueError(
+                f"desired_size {self.desired_size} is outside min_size..max_size "
+                f"({self.min_size}..{self.max_size}); pick a value in that range"
+            )
+        return self
+
+
+class GpuSharingSpec(_Model):
+    """GPU sharing through the device plugin (time-slicing or MPS)."""
+
+    strategy: SharingStrategy = Field(default="none", description="Sharing strategy.")
+    replicas: int = Field(
+        default=1, ge=1, le=64, description="Advertised replicas per physical GPU."
+    )
+
+
+class GpuOperatorSpec(_Model):
+    """The NVIDIA GPU Operator Helm release with pinned component versions."""
+
+    enabled: bool = Field(default=True, description="Install the GPU Operator.")
+    chart_version: str = Field(
+        examples=["v25.10.0"], description="GPU Operator Helm chart version (pinned)."
+    )
+    namespace: Name = Field(default="gpu-operator", description="Namespace of the operator.")
+    driver_enabled: bool = Field(
+        default=False,
+        description="Let the operator install the driver. EKS NVIDIA AMIs ship one, so the "
+        "default is false.",
+    )
+    driver_version: str | None = Field(
+        default=None,
+        examples=["570.172.08"],
+        description="Driver version: the operator's when driver_enabled, else the version "
+        "preinstalled in the node image (for compatibility checks).",
+    )
+    toolkit_version: str | None = Field(
+        default=None, description="NVIDIA Container Toolkit version (empty: chart default)."
+    )
+    device_plugin_version: str | None = Field(
+        default=None, description="k8s-device-plugin version (empty: chart default)."
+    )
+    dcgm_exporter_version: str | None = Field(
+        default=None, description="DCGM exporter version (empty: chart default)."
+    )
+    mig_strategy: MigStrategy = Field(default="none", description="MIG strategy.")
+    sharing: GpuSharingSpec = Field(
+        default_factory=GpuSharingSpec, description="Time-slicing / MPS sharing."
+    )
+    service_monitor: bool = Field(
+        default=True, description="Create a ServiceMonitor for the DCGM exporter."
+    )
+
+
+class KubeRaySpec(_Model):
+    """The KubeRay operator (needed when a model runs on the 'rayservice' runtime)."""
+
+    enabled: bool = Field(default=False, description="Install the KubeRay operator.")
+    chart_version: str = Field(
+        default="1.4.2", examples=["1.4.2"], description="kuberay-operator chart version."
+    )
+    namespace: Name = Field(default="kuberay", description="Namespace of the operator.")
+    ray_version: str = Field(
+        default="2.46.0",
+        pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Ray version of the clusters (`rayVersion` and the image tag).",
+    )
+
+
+class WeightsSpec(_Model):
+    """Where the engine loads its weights from (drives the startup estimate)."""
+
+    source: WeightSource = Field(
+        default="huggingface", description="Weight source for the startup estimate."
+    )
+    uri: str | None = Field(
+        default=None, description="s3:// URI or path on the PVC / NVMe (source-specific)."
+    )
+    pvc_name: str | None = Field(
+        default=None, description="PersistentVolumeClaim holding the weights (source pvc)."
+    )
+    cache_size_gib: int = Field(
+        default=0,
+        ge=0,
+        le=65536,
+        description="Size of a model cache volume to create (0: an emptyDir sized by "
+        "ephemeral storage).",
+    )
+
+
+class SecretRef(_Model):
+    """A reference to a key of a Kubernetes Secret: no secret value lives in the stack."""
+
+    name: Name = Field(description="Secret name.")
+    key: str = Field(default="token", min_length=1, description="Key inside the Secret.")
+
+
+class EngineSpec(_Model):
+    """vLLM engine settings, named exactly as vLLM's EngineArgs names them."""
+
+    tensor_parallel_size: int = Field(
+        default=1, ge=1, le=64, description="vLLM --tensor-parallel-size."
+    )
+    pipeline_parallel_size: int = Field(
+        default=1, ge=1, le=64, description="vLLM --pipeline-parallel-size."
+    )
+    max_model_len: int | None = Field(
+        default=None,
+        ge=16,
+        le=10_485_760,
+        description="vLLM --max-model-len (empty: the model's maximum).",
+    )
+    gpu_memory_utilization: float = Field(
+        default=0.9,
+        gt=0.0,
+        le=1.0,
+        examples=[0.9],
+        json_schema_extra={"fix": "use a fraction such as 0.9"},
+        description="vLLM --gpu-memory-utilization: fraction of GPU memory for the engine "
+        "(vLLM default 0.9).",
+    )
+    dtype: ModelDtype = Field(default="auto", description="vLLM --dtype.")
+    kv_cache_dtype: KvCacheDtype = Field(default="auto", description="vLLM --kv-cache-dtype.")
+    block_size: BlockSize | None = Field(
+        default=None, description="vLLM --block-size (empty: the backend's default, 16 on CUDA)."
+    )
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, le=65536, description="vLLM --max-num-seqs."
+    )
+    max_num_batched_tokens: int | None = Field(
+        default=None, ge=1, le=10_485_760, description="vLLM --max-num-batched-tokens."
+    )
+    enable_chunked_prefill: bool | None = Field(
+        default=None, description="vLLM --enable-chunked-prefill (empty: vLLM's default)."
+    )
+    enable_prefix_caching: bool | None = Field(
+        default=None, description="vLLM --enable-prefix-caching (empty: vLLM's default)."
+    )
+    enforce_eager: bool = Field(
+        default=False, description="vLLM --enforce-eager (no CUDA graphs; slower decode)."
+    )
+    quantization: str | None = Field(
+        default=None, examples=["fp8", "awq"], description="vLLM --quantization."
+    )
+    trust_remote_code: bool = Field(default=False, description="vLLM --trust-remote-code.")
+    extra_args: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="Further vLLM flags by their EngineArgs name (rendered as --flag value).",
+    )
+
+    @property
+    def gpus_per_engine(self) -> int:
+        """GPUs one engine replica occupies: TP x PP."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+
+class AutoscalingSpec(_Model):
+    """Replica autoscaling for a model (one autoscaler per workload)."""
+
+    kind: Autoscaler = Field(
+        default="none",
+        description="'hpa' or 'keda' for the deployment runtime; Ray Serve autoscaling is "
+        "used on the rayservice runtime whenever max_replicas > min_replicas.",
+    )
+    min_replicas: int = Field(default=1, ge=0, le=1000, description="Minimum replicas.")
+    max_replicas: int = Field(default=1, ge=1, le=1000, description="Maximum replicas.")
+    target_waiting_requests: int = Field(
+        default=5,
+        ge=1,
+        le=10000,
+        description="Scale out when vllm:num_requests_waiting per replica exceeds this.",
+    )
+    target_ongoing_requests: int = Field(
+        default=32,
+        ge=1,
+        le=100000,
+        description="Ray Serve target_ongoing_requests per replica (rayservice runtime).",
+    )
+
+    @model_validator(mode="after")
+    def _bounds(self) -> AutoscalingSpec:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(
+                f"min_replicas {self.min_replicas} is above max_replicas {self.max_replicas}; "
+                "raise max_replicas or lower min_replicas"
+            )
+        return self
+
+
+class ModelSpec(_Model):
+    """A served model: what runs, where, and with which vLLM engine settings."""
+
+    name: Name = Field(description="Name of the served model (Kubernetes object names).")
+    model: str = Field(
+        min_length=1,
+        examples=["meta-llama/Llama-3.1-8B-Instruct"],
+        description="Hugging Face model id (or a path for a local model).",
+    )
+    served_model_name: str | None = Field(
+        default=None, description="Name clients use in the OpenAI API (default: model)."
+    )
+    runtime: Runtime = Field(
+        default="deployment",
+        description="'deployment' runs `vllm serve` in a Deployment; 'rayservice' runs Ray "
+        "Serve LLM on a KubeRay RayService.",
+    )
+    pool: Name = Field(description="Name of the node pool the engines run on.")
+    namespace: Name = Field(default="inference", description="Namespace of the workload.")
+    image: str = Field(
+        examples=["vllm/vllm-openai:v0.11.0"],
+        description="Container image, pinned by tag or digest.",
+    )
+    replicas: int = Field(
+        default=1, ge=0, le=1000, description="Engine replicas (without autoscaling)."
+    )
+    engine: EngineSpec = Field(default_factory=EngineSpec, description="vLLM engine settings.")
+    weights: WeightsSpec = Field(default_factory=WeightsSpec, description="Weight source.")
+    hf_token: SecretRef | None = Field(
+        default=None, description="Secret holding the Hugging Face token (gated models)."
+    )
+    autoscaling: AutoscalingSpec = Field(
+        default_factory=AutoscalingSpec, description="Autoscaling."
+    )
+    cpu: Quantity = Field(default="4", description="CPU request per engine Pod.")
+    memory: Quantity = Field(default="32Gi", description="Memory request and limit per Pod.")
+    shm_size: Quantity = Field(
+        default="8Gi",
+        description="Size of the memory-backed /dev/shm (NCCL needs more than the 64 MB "
+        "container default when an engine spans GPUs).",
+    )
+
+
+class CatalogExtensions(_Model):
+    """Catalogue entries added by this stack (a custom GPU, an instance type not listed)."""
+
+    gpus: list[GpuModel] = Field(
+        default_factory=list, description="Extra GPU models (override by id)."
+    )
+    instances: list[InstanceType] = Field(
+        default_factory=list, description="Extra instance types (override by name)."
+    )
+
+
+class StackSpec(_Model):
+    """A whole gpustrata stack: one environment, one cluster, its pools, software and models."""
+
+    environment: Environment = Field(description="Environment; sets rule enforcement.")
+    cluster: ClusterSpec = Field(description="The Kubernetes cluster.")
+    node_pools: list[NodePoolSpec] = Field(min_length=1, description="GPU node pools.")
+    gpu_operator: GpuOperatorSpec = Field(description="NVIDIA GPU Operator.")
+    kuberay: KubeRaySpec = Field(default_factory=KubeRaySpec, description="KubeRay operator.")
+    models: list[ModelSpec] = Field(default_factory=list, description="Served models.")
+    catalog: CatalogExtensions = Field(
+        default_factory=CatalogExtensions,
+        description="Catalogue entries this stack adds, without code changes.",
+    )
