@@ -1,0 +1,24 @@
+"""The planner: pure functions deriving every number the stack does not state."""
+
+from gpustrata.planning.plan import (
+    ModelPlan,
+    PlanError,
+    PoolPlan,
+    Probes,
+    RayLayout,
+    StackPlan,
+    plan_stack,
+)
+from gpustrata.planning.provenance import Derived, Ledger
+
+__all__ = [
+    "Derived",
+    "Ledger",
+    "ModelPlan",
+    "PlanError",
+    "PoolPlan",
+    "Probes",
+    "RayLayout",
+    "StackPlan",
+    "plan_stack",
+]
