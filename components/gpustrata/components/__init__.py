@@ -1,0 +1,27 @@
+"""Pulumi components: one ComponentResource per concept (tokens ``gpustrata:index:<Type>``)."""
+
+from gpustrata.components.cluster import EksCluster, EksClusterArgs
+from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs
+from gpustrata.components.operators import (
+    GpuOperator,
+    GpuOperatorArgs,
+    KubeRayOperator,
+    KubeRayOperatorArgs,
+)
+from gpustrata.components.serving import RayLlmService, VllmDeployment
+from gpustrata.components.stack import InferenceStack, InferenceStackArgs
+
+__all__ = [
+    "EksCluster",
+    "EksClusterArgs",
+    "GpuNodePool",
+    "GpuNodePoolArgs",
+    "GpuOperator",
+    "GpuOperatorArgs",
+    "InferenceStack",
+    "InferenceStackArgs",
+    "KubeRayOperator",
+    "KubeRayOperatorArgs",
+    "RayLlmService",
+    "VllmDeployment",
+]

@@ -1,0 +1,180 @@
+"""GpuNodePool: an EKS managed node group of GPU instances with kubelet reservations."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+
+from gpustrata.render.nodes import EKS_EFFECTS, nodeadm_user_data, pool_description
+
+
+class TaintArgs(TypedDict):
+    """A node taint in Kubernetes spelling."""
+
+    key: str
+    """Taint key."""
+    value: str
+    """Taint value."""
+    effect: str
+    """NoSchedule, NoExecute or PreferNoSchedule."""
+
+
+class KubeletArgs(TypedDict):
+    """Kubelet settings rendered into the nodeadm NodeConfig."""
+
+    max_pods: int
+    """maxPods."""
+    system_reserved: dict[str, str]
+    """systemReserved."""
+    kube_reserved: dict[str, str]
+    """kubeReserved."""
+    eviction_hard: dict[str, str]
+    """evictionHard."""
+
+
+class GpuNodePoolArgs(TypedDict):
+    """Inputs of :class:`GpuNodePool`."""
+
+    create: bool
+    """Create the node group (false: the pool exists and is only described)."""
+    pool_name: str
+    """Pool name (node label gpustrata.io/pool)."""
+    instance_type: str
+    """EC2 instance type."""
+    ami_type: str
+    """EKS amiType, e.g. AL2023_x86_64_NVIDIA."""
+    capacity_type: str
+    """ON_DEMAND or SPOT."""
+    min_size: int
+    """Minimum nodes."""
+    max_size: int
+    """Maximum nodes."""
+    desired_size: int
+    """Initial nodes."""
+    disk_size_gib: int
+    """Root volume size in GiB."""
+    labels: dict[str, str]
+    """Node labels."""
+    taints: list[TaintArgs]
+    """Node taints."""
+    kubelet: KubeletArgs
+    """Kubelet reservations."""
+    gpu_product: str
+    """GFD product label of the GPUs (for the pool description)."""
+    gpu_count: int
+    """GPUs per node."""
+    vcpu: int
+    """vCPUs per node."""
+    memory_mib: int
+    """Memory per node in MiB."""
+    cluster_name: NotRequired[pulumi.Input[str]]
+    """EKS cluster name (create mode)."""
+    node_role_arn: NotRequired[pulumi.Input[str]]
+    """IAM role of the nodes (create mode)."""
+    subnet_ids: NotRequired[pulumi.Input[Sequence[str]]]
+    """Subnets of the nodes (create mode)."""
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """A GPU node pool: launch template with nodeadm kubelet config + EKS managed node group.
+
+    Its ``description`` output is the ``GpuNodePool`` object the policy rules read, so
+    rules know the pool's GPUs, taints and reservations even when it is only described.
+    """
+
+    description: pulumi.Output[dict[str, Any]]
+    """The pool as the rules see it (kind GpuNodePool)."""
+    node_group_name: pulumi.Output[str]
+    """Name of the EKS node group ('' when described only)."""
+
+    def __init__(
+        self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        kubelet = args["kubelet"]
+        description = pool_description(
+            name=args["pool_name"],
+            instance_type=args["instance_type"],
+            gpu_product=args["gpu_product"],
+            gpu_count=args["gpu_count"],
+            vcpu=args["vcpu"],
+            memory_mib=args["memory_mib"],
+            labels=args["labels"],
+            taints=[
+                {"key": t["key"], "value": t["value"], "effect": t["effect"]}
+                for t in args["taints"]
+            ],
+            kubelet={
+                "maxPods": kubelet["max_pods"],
+                "systemReserved": kubelet["system_reserved"],
+                "kubeReserved": kubelet["kube_reserved"],
+                "evictionHard": kubelet["eviction_hard"],
+            },
+            min_size=args["min_size"],
+            max_size=args["max_size"],
+        )
+        super().__init__("gpustrata:index:GpuNodePool", name, {"description": description}, opts)
+        self.description = pulumi.Output.from_input(description)
+        if not args["create"]:
+            self.node_group_name = pulumi.Output.from_input("")
+            self.register_outputs({"description": description, "node_group_name": ""})
+            return
+        child = pulumi.ResourceOptions(parent=self)
+        user_data = nodeadm_user_data(
+            pool=args["pool_name"],
+            instance_type=args["instance_type"],
+            max_pods=kubelet["max_pods"],
+            system_reserved=kubelet["system_reserved"],
+            kube_reserved=kubelet["kube_reserved"],
+            eviction_hard=kubelet["eviction_hard"],
+        )
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            user_data=base64.b64encode(user_data.encode()).decode(),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=args["disk_size_gib"],
+                        volume_type="gp3",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_tokens="required", http_put_response_hop_limit=2
+            ),
+            opts=child,
+        )
+        group = aws.eks.NodeGroup(
+            f"{name}-ng",
+            cluster_name=args.get("cluster_name", ""),
+            node_group_name=args["pool_name"],
+            node_role_arn=args.get("node_role_arn", ""),
+            subnet_ids=args.get("subnet_ids", []),
+            instance_types=[args["instance_type"]],
+            ami_type=args["ami_type"],
+            capacity_type=args["capacity_type"],
+            labels=args["labels"],
+            taints=[
+                aws.eks.NodeGroupTaintArgs(
+                    key=t["key"], value=t["value"] or None, effect=EKS_EFFECTS[t["effect"]]
+                )
+                for t in args["taints"]
+            ],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=args["min_size"],
+                max_size=args["max_size"],
+                desired_size=args["desired_size"],
+            ),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            # The cluster autoscaler owns desired size after creation.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
+        )
+        self.node_group_name = group.node_group_name
+        self.register_outputs({"description": description, "node_group_name": self.node_group_name})

@@ -1,0 +1,103 @@
+"""GpuOperator and KubeRayOperator: pinned Helm releases."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from gpustrata.render.operators import GPU_OPERATOR_REPO, KUBERAY_REPO
+
+
+class GpuOperatorArgs(TypedDict):
+    """Inputs of :class:`GpuOperator`."""
+
+    namespace: str
+    """Namespace of the operator."""
+    chart_version: str
+    """gpu-operator chart version (pinned)."""
+    values: dict[str, Any]
+    """Chart values (rendered by gpustrata.render.operators.gpu_operator_values)."""
+    device_plugin_config: dict[str, Any]
+    """Device-plugin sharing config ({} for none), stored in a ConfigMap."""
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The NVIDIA GPU Operator: namespace, optional sharing ConfigMap, Helm release."""
+
+    release_name: pulumi.Output[str]
+    """Name of the Helm release."""
+
+    def __init__(
+        self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpustrata:index:GpuOperator", name, {}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ns = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": args["namespace"]}, opts=child)
+        depends: list[pulumi.Resource] = [ns]
+        if args["device_plugin_config"]:
+            cm = k8s.core.v1.ConfigMap(
+                f"{name}-device-plugin-config",
+                metadata={"name": "gpustrata-device-plugin-config", "namespace": args["namespace"]},
+                data={"shared": yaml.safe_dump(args["device_plugin_config"], sort_keys=False)},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
+            )
+            depends.append(cm)
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="gpu-operator",
+            chart="gpu-operator",
+            version=args["chart_version"],
+            namespace=args["namespace"],
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=GPU_OPERATOR_REPO),
+            values=args["values"],
+            # GPU workloads depend on this release; wait until its pods are ready.
+            skip_await=False,
+            timeout=900,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
+        )
+        self.release_name = release.name.apply(lambda n: n or "")
+        self.register_outputs({"release_name": self.release_name})
+
+
+class KubeRayOperatorArgs(TypedDict):
+    """Inputs of :class:`KubeRayOperator`."""
+
+    namespace: str
+    """Namespace of the operator."""
+    chart_version: str
+    """kuberay-operator chart version (pinned)."""
+    values: dict[str, Any]
+    """Chart values."""
+
+
+class KubeRayOperator(pulumi.ComponentResource):
+    """The KubeRay operator (and its CRDs) as a pinned Helm release."""
+
+    release_name: pulumi.Output[str]
+    """Name of the Helm release."""
+
+    def __init__(
+        self, name: str, args: KubeRayOperatorArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpustrata:index:KubeRayOperator", name, {}, opts)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata={"name": args["namespace"]},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="kuberay-operator",
+            chart="kuberay-operator",
+            version=args["chart_version"],
+            namespace=args["namespace"],
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBERAY_REPO),
+            values=args["values"],
+            skip_await=False,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
+        )
+        self.release_name = release.name.apply(lambda n: n or "")
+        self.register_outputs({"release_name": self.release_name})

@@ -1,0 +1,67 @@
+"""VllmDeployment and RayLlmService: the serving layer as Kubernetes objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpustrata.render.args import RayLlmServiceArgs, VllmDeploymentArgs
+from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
+
+
+def register_object(
+    name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions
+) -> pulumi.CustomResource:
+    """Register one rendered Kubernetes object with its typed pulumi_kubernetes class."""
+    kind, meta, api = obj["kind"], obj["metadata"], obj["apiVersion"]
+    if kind == "Deployment":
+        return k8s.apps.v1.Deployment(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "Service":
+        return k8s.core.v1.Service(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "PodDisruptionBudget":
+        return k8s.policy.v1.PodDisruptionBudget(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "HorizontalPodAutoscaler":
+        return k8s.autoscaling.v2.HorizontalPodAutoscaler(
+            name, metadata=meta, spec=obj["spec"], opts=opts
+        )
+    # CRDs (RayService, ScaledObject, ...): pass the object through unchanged.
+    return k8s.apiextensions.CustomResource(
+        name, api_version=api, kind=kind, metadata=meta, spec=obj["spec"], opts=opts
+    )
+
+
+class VllmDeployment(pulumi.ComponentResource):
+    """`vllm serve` in a Deployment, with Service, PDB and one autoscaler when needed."""
+
+    service_name: pulumi.Output[str]
+    """Name of the Service in front of the engines."""
+
+    def __init__(
+        self, name: str, args: VllmDeploymentArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpustrata:index:VllmDeployment", name, {}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        for obj in vllm_deployment_objects(args):
+            suffix = obj["kind"].lower()
+            register_object(f"{name}-{suffix}", obj, child)
+        self.service_name = pulumi.Output.from_input(args["name"])
+        self.register_outputs({"service_name": self.service_name})
+
+
+class RayLlmService(pulumi.ComponentResource):
+    """A RayService running Ray Serve LLM with GPU worker groups sized from the plan."""
+
+    service_name: pulumi.Output[str]
+    """Name of the RayService (KubeRay creates `<name>-serve-svc`)."""
+
+    def __init__(
+        self, name: str, args: RayLlmServiceArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpustrata:index:RayLlmService", name, {}, opts)
+        register_object(
+            f"{name}-rayservice", ray_service_object(args), pulumi.ResourceOptions(parent=self)
+        )
+        self.service_name = pulumi.Output.from_input(args["name"])
+        self.register_outputs({"service_name": self.service_name})

@@ -1,0 +1,226 @@
+"""InferenceStack: one StackSpec -> cluster, GPU pools, operators and served models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata.components.cluster import EksCluster
+from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, KubeletArgs, TaintArgs
+from gpustrata.components.operators import GpuOperator, KubeRayOperator
+from gpustrata.components.serving import RayLlmService, VllmDeployment
+from gpustrata.errors import Problem, StackError
+from gpustrata.planning.plan import PlanError, PoolPlan, StackPlan, plan_stack
+from gpustrata.render.from_plan import (
+    pool_tolerations,
+    ray_llm_service_args,
+    vllm_deployment_args,
+)
+from gpustrata.render.operators import (
+    device_plugin_sharing_config,
+    gpu_operator_values,
+    kuberay_values,
+)
+from gpustrata.spec.loader import validate_stack
+from gpustrata.spec.models import StackSpec
+
+
+class InferenceStackArgs(TypedDict):
+    """Inputs of :class:`InferenceStack`."""
+
+    stack: dict[str, Any]
+    """The stack document (what `gpustrata:stack` holds in a stack file)."""
+    source: NotRequired[str]
+    """Where the stack came from, for error messages (e.g. stacks/Pulumi.prod.yaml)."""
+
+
+def build_plan(stack: dict[str, Any], source: str | None = None) -> StackPlan:
+    """Validate and plan a stack document; raises StackError before anything registers."""
+    spec = validate_stack(stack, file=source)
+    return plan_spec(spec, source)
+
+
+def plan_spec(spec: StackSpec, source: str | None = None) -> StackPlan:
+    """Plan a validated spec with the catalogue plus the stack's own entries."""
+    hardware = load_hardware_catalog().extended(spec.catalog.gpus, spec.catalog.instances)
+    try:
+        return plan_stack(spec, hardware)
+    except PlanError as exc:
+        raise StackError([Problem(exc.path, str(exc))], source) from None
+
+
+class InferenceStack(pulumi.ComponentResource):
+    """All three layers of an LLM inference stack from one typed spec.
+
+    Registers the EKS cluster (create mode) or a provider for an existing cluster, one
+    GpuNodePool per pool, the GPU Operator, the KubeRay operator when a model needs it,
+    and one VllmDeployment or RayLlmService per model, in dependency order.
+    """
+
+    plan: StackPlan
+    kubeconfig: pulumi.Output[str]
+    """Kubeconfig of the cluster ('' for an existing cluster reached by kubeconfig)."""
+
+    def __init__(
+        self, name: str, args: InferenceStackArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        # Validate and plan before registering anything: a bad stack registers nothing.
+        self.plan = build_plan(args["stack"], args.get("source"))
+        super().__init__("gpustrata:index:InferenceStack", name, {}, opts)
+        spec = self.plan.spec
+        cluster_spec = spec.cluster
+        eks: EksCluster | None = None
+        if cluster_spec.mode == "create":
+            subnets = self._subnets(cluster_spec.subnet_ids)
+            eks = EksCluster(
+                f"{name}-cluster",
+                {
+                    "cluster_name": cluster_spec.name,
+                    "kubernetes_version": cluster_spec.kubernetes_version,
+                    "subnet_ids": subnets,
+                },
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            provider = eks.provider(f"{name}-k8s")
+            self.kubeconfig = eks.kubeconfig
+        else:
+            provider = k8s.Provider(
+                f"{name}-k8s",
+                kubeconfig=_read_kubeconfig(cluster_spec.kubeconfig),
+                context=cluster_spec.context,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.kubeconfig = pulumi.Output.from_input("")
+
+        pools: list[pulumi.Resource] = []
+        for pool in self.plan.pools.values():
+            pool_args = _pool_args(pool, create=eks is not None)
+            if eks is not None:
+                pool_args["cluster_name"] = eks.cluster_name
+                pool_args["node_role_arn"] = eks.node_role_arn
+                pool_args["subnet_ids"] = subnets
+            pools.append(
+                GpuNodePool(f"{name}-{pool.name}", pool_args, pulumi.ResourceOptions(parent=self))
+            )
+
+        k8s_opts = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
+        gpu_ready: list[pulumi.Resource] = []
+        if spec.gpu_operator.enabled:
+            tolerations = [t for p in self.plan.pools.values() for t in pool_tolerations(p)]
+            unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
+            gpu_ready.append(
+                GpuOperator(
+                    f"{name}-gpu-operator",
+                    {
+                        "namespace": spec.gpu_operator.namespace,
+                        "chart_version": spec.gpu_operator.chart_version,
+                        "values": gpu_operator_values(spec.gpu_operator, unique),
+                        "device_plugin_config": device_plugin_sharing_config(spec.gpu_operator)
+                        or {},
+                    },
+                    pulumi.ResourceOptions.merge(
+                        k8s_opts, pulumi.ResourceOptions(depends_on=pools)
+                    ),
+                )
+            )
+        kuberay: list[pulumi.Resource] = []
+        if spec.kuberay.enabled:
+            kuberay.append(
+                KubeRayOperator(
+                    f"{name}-kuberay",
+                    {
+                        "namespace": spec.kuberay.namespace,
+                        "chart_version": spec.kuberay.chart_version,
+                        "values": kuberay_values(),
+                    },
+                    k8s_opts,
+                )
+            )
+        namespaces: dict[str, pulumi.Resource] = {}
+        for model in spec.models:
+            if model.namespace not in namespaces:
+                namespaces[model.namespace] = k8s.core.v1.Namespace(
+                    f"{name}-ns-{model.namespace}",
+                    metadata={"name": model.namespace},
+                    opts=k8s_opts,
+                )
+        for mp in self.plan.models.values():
+            deps = [*gpu_ready, namespaces[mp.spec.namespace]]
+            if mp.spec.runtime == "rayservice":
+                RayLlmService(
+                    f"{name}-{mp.name}",
+                    ray_llm_service_args(mp, spec.kuberay.ray_version),
+                    pulumi.ResourceOptions.merge(
+                        k8s_opts, pulumi.ResourceOptions(depends_on=[*deps, *kuberay])
+                    ),
+                )
+            else:
+                VllmDeployment(
+                    f"{name}-{mp.name}",
+                    vllm_deployment_args(mp),
+                    pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=deps)),
+                )
+        self.register_outputs({"kubeconfig": self.kubeconfig})
+
+    def _subnets(self, subnet_ids: Sequence[str]) -> pulumi.Input[Sequence[str]]:
+        if subnet_ids:
+            return list(subnet_ids)
+        vpc = aws.ec2.get_vpc_output(default=True, opts=pulumi.InvokeOutputOptions(parent=self))
+        found = aws.ec2.get_subnets_output(
+            filters=[
+                aws.ec2.GetSubnetsFilterArgsDict(name="vpc-id", values=[vpc.id])  # type: ignore[list-item]
+            ],
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        )
+        return found.ids
+
+
+def _pool_args(pool: PoolPlan, *, create: bool) -> GpuNodePoolArgs:
+    spec = pool.spec
+    return GpuNodePoolArgs(
+        create=create,
+        pool_name=pool.name,
+        instance_type=pool.instance.name,
+        ami_type=pool.instance.eks_ami_type,
+        capacity_type=spec.capacity_type,
+        min_size=spec.min_size,
+        max_size=spec.max_size,
+        desired_size=spec.desired_size if spec.desired_size is not None else spec.min_size,
+        disk_size_gib=spec.disk_size_gib,
+        labels=pool.labels,
+        taints=[TaintArgs(key=t.key, value=t.value, effect=t.effect) for t in spec.taints],
+        kubelet=KubeletArgs(
+            max_pods=pool.max_pods,
+            system_reserved=pool.system_reserved,
+            kube_reserved=pool.kube_reserved,
+            eviction_hard=pool.eviction_hard,
+        ),
+        gpu_product=pool.gfd_product,
+        gpu_count=pool.instance.gpu_count,
+        vcpu=pool.instance.vcpu,
+        memory_mib=pool.instance.memory_mib,
+    )
+
+
+def _read_kubeconfig(path: str | None) -> str | None:
+    if not path:
+        return None
+    from pathlib import Path
+
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise StackError(
+            [
+                Problem(
+                    "gpustrata:stack.cluster.kubeconfig",
+                    f"'{path}' cannot be read ({exc}); "
+                    "point it at a kubeconfig file or leave it empty to use KUBECONFIG",
+                )
+            ]
+        ) from None

@@ -1,0 +1,1 @@
+"""Pure renderers: plan -> component args -> Kubernetes objects and text artefacts."""

@@ -1,0 +1,188 @@
+"""Inputs of the workload components, as plain typed dicts.
+
+These TypedDicts are the ``args`` of the Pulumi components and the input of the pure
+renderers, so a Pulumi program, ``gpustrata render`` and the component provider host
+(other Pulumi languages) all describe a workload the same way. No unions, no
+Literals: Pulumi's component analyzer reads these annotations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class TolerationArgs(TypedDict):
+    """A Kubernetes toleration."""
+
+    key: str
+    """Taint key to tolerate."""
+    operator: str
+    """'Equal' or 'Exists'."""
+    value: str
+    """Taint value ('' with Exists)."""
+    effect: str
+    """Taint effect in Kubernetes spelling ('' tolerates every effect)."""
+
+
+class SecretRefArgs(TypedDict):
+    """A key of a Kubernetes Secret."""
+
+    name: str
+    """Secret name."""
+    key: str
+    """Key inside the Secret."""
+
+
+class ProbeArgs(TypedDict):
+    """Probe timing for an engine container."""
+
+    startup_period_s: int
+    """startupProbe periodSeconds."""
+    startup_failure_threshold: int
+    """startupProbe failureThreshold (window = period x threshold)."""
+    liveness_period_s: int
+    """livenessProbe periodSeconds."""
+    liveness_failure_threshold: int
+    """livenessProbe failureThreshold."""
+    readiness_period_s: int
+    """readinessProbe periodSeconds."""
+    timeout_s: int
+    """timeoutSeconds of every probe."""
+
+
+class WeightsArgs(TypedDict):
+    """Where weights come from and where they are cached."""
+
+    source: str
+    """huggingface, s3, pvc or local-nvme."""
+    uri: NotRequired[str]
+    """s3:// URI or a path (source-specific)."""
+    pvc_name: NotRequired[str]
+    """Existing PersistentVolumeClaim with the weights or the cache."""
+
+
+class AutoscalingArgs(TypedDict):
+    """Replica autoscaling of one workload (one autoscaler)."""
+
+    kind: str
+    """none, hpa or keda."""
+    min_replicas: int
+    """Minimum replicas."""
+    max_replicas: int
+    """Maximum replicas."""
+    target_waiting_requests: int
+    """Scale out above this many vllm:num_requests_waiting per replica."""
+
+
+class VllmDeploymentArgs(TypedDict):
+    """A plain `vllm serve` Deployment and what goes with it."""
+
+    name: str
+    """Workload name (Deployment, Service, PDB, autoscaler)."""
+    namespace: str
+    """Namespace."""
+    model: str
+    """Model id or path passed to `vllm serve`."""
+    served_model_name: str
+    """Name clients use in the OpenAI API."""
+    image: str
+    """vLLM image, pinned."""
+    replicas: int
+    """Replicas (the autoscaler's minimum when autoscaling)."""
+    gpus: int
+    """GPUs per Pod: tensor_parallel_size x pipeline_parallel_size."""
+    cpu: str
+    """CPU request."""
+    memory: str
+    """Memory request and limit."""
+    shm_size: str
+    """Memory-backed /dev/shm size."""
+    ephemeral_storage: str
+    """Ephemeral-storage request and limit (weights downloaded to the Pod)."""
+    engine_args: dict[str, Any]
+    """vLLM engine arguments by EngineArgs name, rendered as flags."""
+    node_selector: dict[str, str]
+    """Node selector of the GPU pool."""
+    tolerations: list[TolerationArgs]
+    """Tolerations for the pool's taints."""
+    probes: ProbeArgs
+    """Probe timing."""
+    autoscaling: AutoscalingArgs
+    """Autoscaling."""
+    weights: WeightsArgs
+    """Weight source."""
+    hf_token: NotRequired[SecretRefArgs]
+    """Secret with the Hugging Face token."""
+
+
+class RayLlmModelArgs(TypedDict):
+    """One Ray Serve LLM `llm_config`."""
+
+    model_id: str
+    """Name clients use (model_loading_config.model_id)."""
+    model_source: str
+    """Hugging Face id, s3:// URI or path the weights load from."""
+    engine_kwargs: dict[str, Any]
+    """vLLM engine arguments."""
+    min_replicas: int
+    """Serve autoscaling min_replicas."""
+    max_replicas: int
+    """Serve autoscaling max_replicas."""
+    target_ongoing_requests: int
+    """Serve autoscaling target_ongoing_requests."""
+    placement_strategy: str
+    """Placement group strategy (STRICT_PACK, PACK, SPREAD)."""
+    bundles: list[dict[str, float]]
+    """Placement group bundles, one per GPU of the engine."""
+    accelerator_type: NotRequired[str]
+    """Ray accelerator type (e.g. H100) to pin engines to a GPU model."""
+
+
+class RayWorkerGroupArgs(TypedDict):
+    """A KubeRay worker group on one GPU pool."""
+
+    group_name: str
+    """workerGroupSpecs[].groupName."""
+    replicas: int
+    """Initial worker Pods."""
+    min_replicas: int
+    """Minimum worker Pods."""
+    max_replicas: int
+    """Maximum worker Pods."""
+    gpus: int
+    """GPUs per worker Pod (also rayStartParams num-gpus)."""
+    cpu: str
+    """CPU request and limit."""
+    memory: str
+    """Memory request and limit."""
+    shm_size: str
+    """Memory-backed /dev/shm size."""
+    node_selector: dict[str, str]
+    """Node selector of the GPU pool."""
+    tolerations: list[TolerationArgs]
+    """Tolerations for the pool's taints."""
+
+
+class RayLlmServiceArgs(TypedDict):
+    """A RayService running Ray Serve LLM (`ray.serve.llm:build_openai_app`)."""
+
+    name: str
+    """RayService name."""
+    namespace: str
+    """Namespace."""
+    image: str
+    """Ray image with vLLM (rayproject/ray-llm), pinned."""
+    ray_version: str
+    """rayVersion; must match the image."""
+    models: list[RayLlmModelArgs]
+    """The LLM configs served by this application."""
+    worker_groups: list[RayWorkerGroupArgs]
+    """GPU worker groups."""
+    head_cpu: str
+    """Head Pod CPU."""
+    head_memory: str
+    """Head Pod memory."""
+    probes: ProbeArgs
+    """Timing used for Serve health checks."""
+    hf_token: NotRequired[SecretRefArgs]
+    """Secret with the Hugging Face token."""

@@ -1,0 +1,92 @@
+"""Pure renderers for the node layer: nodeadm user data and pool descriptions."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+BOUNDARY = "//gpustrata//"
+POOL_API_VERSION = "gpustrata.io/v1alpha1"
+
+# EKS managed node groups spell taint effects in upper snake case.
+EKS_EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+}
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def nodeadm_user_data(
+    *,
+    pool: str,
+    instance_type: str,
+    max_pods: int,
+    system_reserved: dict[str, str],
+    kube_reserved: dict[str, str],
+    eviction_hard: dict[str, str],
+) -> str:
+    """MIME multi-part user data carrying an AL2023 nodeadm ``NodeConfig`` for the kubelet."""
+    template = _environment().get_template("nodeadm-userdata.mime.j2")
+    return template.render(
+        boundary=BOUNDARY,
+        pool=pool,
+        instance_type=instance_type,
+        max_pods=max_pods,
+        system_reserved=system_reserved,
+        kube_reserved=kube_reserved,
+        eviction_hard={k: _eviction_value(v) for k, v in eviction_hard.items()},
+    )
+
+
+def _eviction_value(value: str) -> str:
+    # KubeletConfiguration.evictionHard values are bare quantities ("500Mi", "10%");
+    # accept the flag spelling "<500Mi" too.
+    return value.lstrip("<")
+
+
+def pool_description(
+    *,
+    name: str,
+    instance_type: str,
+    gpu_product: str,
+    gpu_count: int,
+    vcpu: int,
+    memory_mib: int,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+    kubelet: dict[str, Any],
+    min_size: int,
+    max_size: int,
+) -> dict[str, Any]:
+    """The ``GpuNodePool`` object the rules read (same shape in manifests and Pulumi)."""
+    return {
+        "apiVersion": POOL_API_VERSION,
+        "kind": "GpuNodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "instanceType": instance_type,
+            "gpuProduct": gpu_product,
+            "gpuCount": gpu_count,
+            "cpu": vcpu,
+            "memoryMiB": memory_mib,
+            "labels": dict(labels),
+            "taints": [dict(t) for t in taints],
+            "kubelet": kubelet,
+            "minSize": min_size,
+            "maxSize": max_size,
+        },
+    }

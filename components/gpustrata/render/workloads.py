@@ -1,0 +1,364 @@
+"""Pure renderers: component args -> Kubernetes objects (camelCase dicts).
+
+The Pulumi components register exactly these objects, and ``gpustrata render`` prints
+them, so ``gpustrata check`` on rendered manifests sees what ``pulumi up`` deploys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpustrata.render.args import (
+    ProbeArgs,
+    RayLlmServiceArgs,
+    RayWorkerGroupArgs,
+    SecretRefArgs,
+    TolerationArgs,
+    VllmDeploymentArgs,
+)
+
+VLLM_PORT = 8000
+SERVE_PORT = 8000
+APP_LABEL = "app.kubernetes.io/name"
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpustrata"}
+
+
+def engine_flags(engine_args: dict[str, Any]) -> list[str]:
+    """vLLM EngineArgs names -> `vllm serve` flags (``--name value``; booleans as switches)."""
+    flags: list[str] = []
+    for name, value in engine_args.items():
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            if value:
+                flags.append(flag)
+            elif name in ("enable_prefix_caching", "enable_chunked_prefill"):
+                flags.append("--no-" + name.replace("_", "-"))
+            continue
+        flags += [flag, str(value)]
+    return flags
+
+
+def _tolerations(tolerations: list[TolerationArgs]) -> list[dict[str, str]]:
+    out = []
+    for t in tolerations:
+        item = {"key": t["key"], "operator": t["operator"]}
+        if t["operator"] == "Equal":
+            item["value"] = t["value"]
+        if t["effect"]:
+            item["effect"] = t["effect"]
+        out.append(item)
+    return out
+
+
+def _hf_env(secret: SecretRefArgs | None) -> list[dict[str, Any]]:
+    if secret is None:
+        return []
+    ref = {"secretKeyRef": {"name": secret["name"], "key": secret["key"]}}
+    return [{"name": "HF_TOKEN", "valueFrom": ref}]
+
+
+def _probes(probes: ProbeArgs, port: int | str) -> dict[str, Any]:
+    timeout = probes["timeout_s"]
+    return {
+        "startupProbe": {
+            "httpGet": {"path": "/health", "port": port},
+            "periodSeconds": probes["startup_period_s"],
+            "failureThreshold": probes["startup_failure_threshold"],
+            "timeoutSeconds": timeout,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/health", "port": port},
+            "periodSeconds": probes["liveness_period_s"],
+            "failureThreshold": probes["liveness_failure_threshold"],
+            "timeoutSeconds": timeout,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/health", "port": port},
+            "periodSeconds": probes["readiness_period_s"],
+            "failureThreshold": 3,
+            "timeoutSeconds": timeout,
+        },
+    }
+
+
+def _shm_volume(size: str) -> dict[str, Any]:
+    return {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}
+
+
+def _meta(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, "namespace": namespace, "labels": {**labels, **MANAGED_BY}}
+
+
+def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
+    """Deployment, Service, and (when needed) PDB and autoscaler for a `vllm serve` engine."""
+    name, ns = args["name"], args["namespace"]
+    labels = {APP_LABEL: name, PART_OF_LABEL: "gpustrata"}
+    selector = {APP_LABEL: name}
+    gpus = str(args["gpus"])
+    limits = {
+        "nvidia.com/gpu": gpus,
+        "memory": args["memory"],
+        "ephemeral-storage": args["ephemeral_storage"],
+    }
+    requests = {**limits, "cpu": args["cpu"]}
+    command = [
+        "vllm",
+        "serve",
+        args["model"],
+        "--served-model-name",
+        args["served_model_name"],
+        "--port",
+        str(VLLM_PORT),
+        *engine_flags(args["engine_args"]),
+    ]
+    volumes: list[dict[str, Any]] = [_shm_volume(args["shm_size"])]
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    weights = args["weights"]
+    if weights["source"] == "pvc" and weights.get("pvc_name"):
+        volumes.append(
+            {"name": "model-cache", "persistentVolumeClaim": {"claimName": weights["pvc_name"]}}
+        )
+        mounts.append({"name": "model-cache", "mountPath": "/root/.cache/huggingface"})
+    container = {
+        "name": "vllm",
+        "image": args["image"],
+        "command": command,
+        "ports": [{"name": "http", "containerPort": VLLM_PORT}],
+        "env": _hf_env(args.get("hf_token")),
+        "resources": {"requests": requests, "limits": limits},
+        "volumeMounts": mounts,
+        **_probes(args["probes"], "http"),
+    }
+    auto = args["autoscaling"]
+    replicas = auto["min_replicas"] if auto["kind"] != "none" else args["replicas"]
+    max_replicas = auto["max_replicas"] if auto["kind"] != "none" else args["replicas"]
+    pod_spec: dict[str, Any] = {
+        "containers": [container],
+        "volumes": volumes,
+        "nodeSelector": dict(args["node_selector"]),
+        "tolerations": _tolerations(args["tolerations"]),
+        # vLLM drains in-flight requests on SIGTERM; give long generations time to finish.
+        "terminationGracePeriodSeconds": 120,
+    }
+    if max_replicas > 1:
+        pod_spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": selector},
+            }
+        ]
+    deployment: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(name, ns, labels),
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector},
+            # GPUs are scarce: never surge a second GPU Pod during an update (K008).
+            "strategy": (
+                {"type": "Recreate"}
+                if max_replicas <= 1
+                else {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+                }
+            ),
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(name, ns, labels),
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
+        },
+    }
+    objects = [deployment, service]
+    if max_replicas > 1:
+        objects.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": _meta(name, ns, labels),
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector}},
+            }
+        )
+    if auto["kind"] == "keda":
+        objects.append(_scaled_object(args, labels))
+    elif auto["kind"] == "hpa":
+        objects.append(_hpa(args, labels))
+    return objects
+
+
+def _waiting_query(args: VllmDeploymentArgs) -> str:
+    return (
+        f'sum(vllm:num_requests_waiting{{namespace="{args["namespace"]}",'
+        f'model_name="{args["served_model_name"]}"}})'
+    )
+
+
+def _scaled_object(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str, Any]:
+    auto = args["autoscaling"]
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": _meta(args["name"], args["namespace"], labels),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": args["name"]},
+            "minReplicaCount": auto["min_replicas"],
+            "maxReplicaCount": auto["max_replicas"],
+            # A new engine needs minutes to load; do not flap on short bursts.
+            "cooldownPeriod": 600,
+            "triggers": [
+                {
+                    "type": "prometheus",
+                    "metadata": {
+                        "serverAddress": "http://prometheus-operated.monitoring.svc:9090",
+                        "query": _waiting_query(args),
+                        "threshold": str(auto["target_waiting_requests"]),
+                    },
+                }
+            ],
+        },
+    }
+
+
+def _hpa(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str, Any]:
+    auto = args["autoscaling"]
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": _meta(args["name"], args["namespace"], labels),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": args["name"]},
+            "minReplicas": max(1, auto["min_replicas"]),
+            "maxReplicas": auto["max_replicas"],
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "vllm:num_requests_waiting"},
+                        "target": {
+                            "type": "AverageValue",
+                            "averageValue": str(auto["target_waiting_requests"]),
+                        },
+                    },
+                }
+            ],
+        },
+    }
+
+
+def serve_config(args: RayLlmServiceArgs) -> dict[str, Any]:
+    """The Ray Serve config (``serveConfigV2``) of a Ray Serve LLM application."""
+    llm_configs = []
+    for model in args["models"]:
+        config: dict[str, Any] = {
+            "model_loading_config": {
+                "model_id": model["model_id"],
+                "model_source": model["model_source"],
+            },
+            "engine_kwargs": dict(model["engine_kwargs"]),
+            "deployment_config": {
+                "autoscaling_config": {
+                    "min_replicas": model["min_replicas"],
+                    "max_replicas": model["max_replicas"],
+                    "target_ongoing_requests": model["target_ongoing_requests"],
+                },
+            },
+            "placement_group_config": {
+                "bundles": model["bundles"],
+                "strategy": model["placement_strategy"],
+            },
+        }
+        if model.get("accelerator_type"):
+            config["accelerator_type"] = model["accelerator_type"]
+        llm_configs.append(config)
+    return {
+        "applications": [
+            {
+                "name": "llm",
+                "route_prefix": "/",
+                "import_path": "ray.serve.llm:build_openai_app",
+                "args": {"llm_configs": llm_configs},
+            }
+        ]
+    }
+
+
+def _ray_container(
+    name: str, image: str, cpu: str, memory: str, gpus: int, env: list[dict[str, Any]]
+) -> dict[str, Any]:
+    resources: dict[str, dict[str, str]] = {
+        "requests": {"cpu": cpu, "memory": memory},
+        "limits": {"cpu": cpu, "memory": memory},
+    }
+    if gpus:
+        resources["requests"]["nvidia.com/gpu"] = str(gpus)
+        resources["limits"]["nvidia.com/gpu"] = str(gpus)
+    return {"name": name, "image": image, "env": env, "resources": resources}
+
+
+def _worker_group(args: RayLlmServiceArgs, group: RayWorkerGroupArgs) -> dict[str, Any]:
+    container = _ray_container(
+        "ray-worker",
+        args["image"],
+        group["cpu"],
+        group["memory"],
+        group["gpus"],
+        _hf_env(args.get("hf_token")),
+    )
+    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    return {
+        "groupName": group["group_name"],
+        "replicas": group["replicas"],
+        "minReplicas": group["min_replicas"],
+        "maxReplicas": group["max_replicas"],
+        "rayStartParams": {"num-gpus": str(group["gpus"])},
+        "template": {
+            "spec": {
+                "containers": [container],
+                "volumes": [_shm_volume(group["shm_size"])],
+                "nodeSelector": dict(group["node_selector"]),
+                "tolerations": _tolerations(group["tolerations"]),
+            }
+        },
+    }
+
+
+def ray_service_object(args: RayLlmServiceArgs) -> dict[str, Any]:
+    """A RayService (ray.io/v1) running Ray Serve LLM on a CPU head and GPU workers."""
+    labels = {APP_LABEL: args["name"], PART_OF_LABEL: "gpustrata"}
+    head = _ray_container("ray-head", args["image"], args["head_cpu"], args["head_memory"], 0, [])
+    head["ports"] = [
+        {"name": "gcs", "containerPort": 6379},
+        {"name": "dashboard", "containerPort": 8265},
+        {"name": "serve", "containerPort": SERVE_PORT},
+    ]
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": _meta(args["name"], args["namespace"], labels),
+        "spec": {
+            "serveConfigV2": yaml.safe_dump(serve_config(args), sort_keys=False),
+            "rayClusterConfig": {
+                "rayVersion": args["ray_version"],
+                "enableInTreeAutoscaling": True,
+                "headGroupSpec": {
+                    # The head schedules no GPU work: keep engines off it (R002).
+                    "rayStartParams": {"num-cpus": "0", "num-gpus": "0"},
+                    "template": {"spec": {"containers": [head]}},
+                },
+                "workerGroupSpecs": [_worker_group(args, g) for g in args["worker_groups"]],
+            },
+        },
+    }
