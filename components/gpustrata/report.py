@@ -1,0 +1,146 @@
+"""`gpustrata plan`: run the program under mocks, check what it registered, report by layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpustrata.components.stack import build_plan
+from gpustrata.mockrun import Registered, run_program
+from gpustrata.planning.plan import StackPlan
+
+LAYERS = ("nodes", "gpu-software", "ray", "vllm", "other")
+_LAYER_OF_COMPONENT = {
+    "gpustrata:index:EksCluster": "nodes",
+    "gpustrata:index:GpuNodePool": "nodes",
+    "gpustrata:index:GpuOperator": "gpu-software",
+    "gpustrata:index:KubeRayOperator": "ray",
+    "gpustrata:index:RayLlmService": "ray",
+    "gpustrata:index:VllmDeployment": "vllm",
+}
+_LAYER_TITLES = {
+    "nodes": "Nodes (Kubernetes decides which node and how many whole GPUs)",
+    "gpu-software": "GPU software (driver, toolkit, device plugin, DCGM)",
+    "ray": "Ray (KubeRay: which worker runs which engine, placement groups)",
+    "vllm": "vLLM (plain Deployments: engine flags, probes, autoscaling)",
+    "other": "Other",
+}
+
+
+@dataclass
+class PlanReport:
+    """What `plan` shows: resources by layer, derived values, rule findings."""
+
+    stack: str
+    file: str
+    plan: StackPlan
+    resources: list[Registered]
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    not_evaluated: list[dict[str, Any]] = field(default_factory=list)
+    exit_code: int = 0
+
+    def layer_of(self, resource: Registered) -> str:
+        """The layer a resource belongs to: its own or its nearest gpustrata ancestor's."""
+        by_name = {r.name: r for r in self.resources}
+        current: Registered | None = resource
+        while current is not None:
+            if current.type in _LAYER_OF_COMPONENT:
+                return _LAYER_OF_COMPONENT[current.type]
+            current = by_name.get(current.parent) if current.parent else None
+        return "other"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: {stack, resources, derived, findings, not_evaluated}."""
+        return {
+            "stack": self.stack,
+            "file": self.file,
+            "resources": [
+                {**r.as_dict(), "layer": self.layer_of(r)}
+                for r in self.resources
+                if r.type != "pulumi:pulumi:Stack"
+            ],
+            "derived": [d.as_dict() for d in self.plan.derived],
+            "findings": self.findings,
+            "not_evaluated": self.not_evaluated,
+        }
+
+    def text(self) -> str:
+        """The report for people: layers, models side by side, derived values, findings."""
+        lines = [f"Stack {self.stack} ({self.file}): {len(self.resources) - 1} resources"]
+        grouped: dict[str, list[Registered]] = {layer: [] for layer in LAYERS}
+        for r in self.resources:
+            if r.type != "pulumi:pulumi:Stack" and r.type != "gpustrata:index:InferenceStack":
+                grouped[self.layer_of(r)].append(r)
+        for layer in LAYERS:
+            if not grouped[layer]:
+                continue
+            lines += ["", _LAYER_TITLES[layer]]
+            lines += [f"  {r.type:<48} {r.name}" for r in grouped[layer]]
+        lines += ["", "Models, three layers side by side"]
+        lines += _model_table(self.plan)
+        lines += ["", "Derived values (value <- working [source])"]
+        for d in self.plan.derived:
+            lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")
+        lines += ["", f"Findings: {len(self.findings)}"]
+        for f in self.findings:
+            lines.append(f"  {f['rule']} {f['enforcement']:<9} {f['resource']}: {f['message']}")
+            lines.append(f"      fix: {f['fix']}")
+        if self.not_evaluated:
+            lines.append(f"Not evaluated: {len(self.not_evaluated)}")
+            for n in self.not_evaluated:
+                lines.append(f"  {n['rule']} {n['resource']}: {n['reason']}")
+        return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def _model_table(plan: StackPlan) -> list[str]:
+    header = ("model", "pool / GPUs per node", "Ray workers", "vLLM engine", "startup window")
+    rows = [header]
+    for mp in plan.models.values():
+        pool = mp.pool
+        engine = mp.spec.engine
+        ray = "-"
+        if mp.ray is not None:
+            ray = (
+                f"{mp.ray.min_workers}..{mp.ray.max_workers} x {mp.ray.gpus_per_worker} GPU, "
+                f"{mp.ray.placement_strategy}"
+            )
+        vllm = (
+            f"TP{engine.tensor_parallel_size} x PP{engine.pipeline_parallel_size} = "
+            f"{mp.gpus_per_replica} GPU, {mp.min_replicas}..{mp.max_replicas} replicas, "
+            f"max_model_len {engine.max_model_len or 'model max'}"
+        )
+        rows.append(
+            (
+                mp.name,
+                f"{pool.name}: {pool.instance.name} {pool.instance.gpu_count} x {pool.gpu.id}",
+                ray,
+                vllm,
+                f"{mp.probes.startup_window_s} s",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+
+
+def plan_report(file: Path, stack: str, document: dict[str, Any], project_dir: Path) -> PlanReport:
+    """Plan, run the program under mocks, and check every registered resource."""
+    from gpustrata_policies.adapters import objects_from_pulumi
+    from gpustrata_policies.engine import evaluate
+
+    plan = build_plan(document, str(file))
+    program = project_dir / "__main__.py"
+    resources = run_program(document, stack=stack, program=program if program.exists() else None)
+    report = PlanReport(stack=stack, file=str(file), plan=plan, resources=resources)
+    objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
+    result = evaluate(objects, environment=plan.spec.environment)
+    report.findings = [f.to_json() for f in result.findings]
+    report.not_evaluated = [n.to_json() for n in result.not_evaluated]
+    report.exit_code = result.exit_code
+    return report
