@@ -14,8 +14,8 @@ from gpustrata.spec.loader import load_stack_file
 # (old text, new text, expected message after "file:line: ")
 BAD_STACKS = [
     pytest.param(
-        "gpu_memory_utilization: 0.9\n        weights",
-        "gpu_memory_utilization: 1.4\n        weights",
+        "gpu_memory_utilization: 0.9\n          dtype: bfloat16\n          max_num_seqs",
+        "gpu_memory_utilization: 1.4\n          dtype: bfloat16\n          max_num_seqs",
         "gpustrata:stack.models[1].engine.gpu_memory_utilization: 1.4 is above 1.0; "
         "use a fraction such as 0.9",
         id="above-bound",
