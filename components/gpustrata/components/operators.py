@@ -45,18 +45,9 @@ class GpuOperator(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
             )
             depends.append(cm)
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name="gpu-operator",
-            chart="gpu-operator",
-            version=args["chart_version"],
-            namespace=args["namespace"],
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=GPU_OPERATOR_REPO),
-            values=args["values"],
-            # GPU workloads depend on this release; wait until its pods are ready.
-            skip_await=False,
-            timeout=900,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
+        # GPU workloads depend on this release; it waits until the operator's pods are ready.
+        release = _release(
+            self, f"{name}-release", "gpu-operator", GPU_OPERATOR_REPO, args, depends
         )
         self.release_name = release.name.apply(lambda n: n or "")
         self.register_outputs({"release_name": self.release_name})
@@ -88,16 +79,29 @@ class KubeRayOperator(pulumi.ComponentResource):
             metadata={"name": args["namespace"]},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name="kuberay-operator",
-            chart="kuberay-operator",
-            version=args["chart_version"],
-            namespace=args["namespace"],
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBERAY_REPO),
-            values=args["values"],
-            skip_await=False,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
-        )
+        release = _release(self, f"{name}-release", "kuberay-operator", KUBERAY_REPO, args, [ns])
         self.release_name = release.name.apply(lambda n: n or "")
         self.register_outputs({"release_name": self.release_name})
+
+
+def _release(
+    parent: pulumi.Resource,
+    name: str,
+    chart: str,
+    repo: str,
+    args: GpuOperatorArgs | KubeRayOperatorArgs,
+    depends_on: list[pulumi.Resource],
+) -> k8s.helm.v3.Release:
+    """A pinned Helm release that waits for its resources (skip_await off, 15 min)."""
+    return k8s.helm.v3.Release(
+        name,
+        name=chart,
+        chart=chart,
+        version=args["chart_version"],
+        namespace=args["namespace"],
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+        values=args["values"],
+        skip_await=False,
+        timeout=900,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on),
+    )
