@@ -18,7 +18,19 @@ ADVISORY = {"K003", "K006", "K008", "K011", "K012", "K013", "K015", "O004", "R00
 
 def test_the_issue_rules_are_registered() -> None:
     ids = {r.meta.id for r in RULES}
-    assert {"K001", "K002", "K004", "K007", "K009", "K010", "K011", "K012", "K013", "K014", "V011"} <= ids
+    assert {
+        "K001",
+        "K002",
+        "K004",
+        "K007",
+        "K009",
+        "K010",
+        "K011",
+        "K012",
+        "K013",
+        "K014",
+        "V011",
+    } <= ids
 
 
 def test_ids_and_names_are_unique() -> None:

@@ -1,0 +1,170 @@
+"""The gpustrata CrossGuard policy pack: the same rules as `gpustrata check` / `plan`.
+
+Per-object rules are ResourceValidationPolicies, rules that relate several objects
+are StackValidationPolicies. Each policy's config (``pulumi preview --policy-pack-config``)
+accepts ``environment`` (dev|staging|prod), the rule's thresholds and
+``gpu_resources``. The default environment comes from ``GPUSTRATA_ENVIRONMENT``, the
+stack config key ``gpustrata:environment``, or the stack name (``.../prod``);
+otherwise ``prod``. Pulumi's own ``enforcementLevel`` setting decides how a
+violation is reported; its default is the rule's enforcement in that environment.
+Values unknown during preview make a rule "not applicable" for that resource.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    PolicyPack,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from gpustrata_policies.adapters import object_from_pulumi
+from gpustrata_policies.config import PolicyConfig
+from gpustrata_policies.engine import all_rules, evaluate, load_config
+from gpustrata_policies.model import ENVIRONMENTS, Report, Rule
+from gpustrata_policies.view import K8sObject
+
+_LEVELS = {
+    "mandatory": EnforcementLevel.MANDATORY,
+    "advisory": EnforcementLevel.ADVISORY,
+    "disabled": EnforcementLevel.DISABLED,
+}
+
+
+def startup_environment() -> str:
+    """The environment the pack runs for, before any per-policy config."""
+    env = os.environ.get("GPUSTRATA_ENVIRONMENT")
+    if env in ENVIRONMENTS:
+        return env
+    try:
+        stack_config = json.loads(os.environ.get("PULUMI_CONFIG") or "{}")
+    except ValueError:
+        stack_config = {}
+    env = stack_config.get("gpustrata:environment") if isinstance(stack_config, dict) else None
+    if env in ENVIRONMENTS:
+        return str(env)
+    stack = os.environ.get("PULUMI_STACK", "").rsplit("/", 1)[-1]
+    return stack if stack in ENVIRONMENTS else "prod"
+
+
+ENVIRONMENT = startup_environment()
+
+
+def _raw(value: Any) -> Any:
+    """Plain dicts/lists behind pulumi-policy's unknown-checking proxies (which wrap every
+    level and raise on unknowns); unknown sentinels stay strings for the adapter."""
+    if isinstance(value, Mapping):
+        try:
+            target = value["__target"]
+        except KeyError:
+            target = value
+        return {k: _raw(v) for k, v in target.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        try:
+            target = value["__target"]  # type: ignore[call-overload]
+        except (TypeError, KeyError, IndexError):
+            target = value
+        return [_raw(v) for v in target]
+    return value
+
+
+def _config(rule: Rule, settings: Mapping[str, Any]) -> PolicyConfig:
+    data = dict(settings)
+    env = data.pop("environment", ENVIRONMENT)
+    top: dict[str, Any] = {
+        k: data.pop(k) for k in ("gpu_resources", "secret_env_names") if k in data
+    }
+    return load_config({**top, "rules": {rule.meta.id: data} if data else {}}, env)
+
+
+def _report(
+    report: Report, report_violation: ReportViolation, urns: Mapping[str, str], args: Any
+) -> None:
+    for f in report.findings:
+        report_violation(
+            f"[{f.rule}] {f.resource}: {f.message}\nFix: {f.fix}", urns.get(f.resource)
+        )
+    if not report.findings and report.not_evaluated:
+        args.not_applicable("; ".join(f"{n.resource}: {n.reason}" for n in report.not_evaluated))
+
+
+def _resource_policy(rule: Rule, **common: Any) -> ResourceValidationPolicy:
+    def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+        obj = object_from_pulumi(args.resource_type, args.name, _raw(args.props))
+        if obj is None:
+            return
+        cfg = _config(rule, args.get_config())
+        report = evaluate(
+            [obj], config=cfg, environment=cfg.environment, rules=[rule], report_unknown_kinds=False
+        )
+        _report(report, report_violation, {}, args)
+
+    return ResourceValidationPolicy(validate=validate, **common)
+
+
+def _stack_policy(rule: Rule, **common: Any) -> StackValidationPolicy:
+    def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        objects, urns = [], {}
+        for res in args.resources:
+            raw = object_from_pulumi(res.resource_type, res.name, _raw(res.props))
+            if raw is not None:
+                obj = K8sObject(raw)
+                objects.append(obj)
+                urns[obj.resource] = res.urn
+        cfg = _config(rule, args.get_config())
+        report = evaluate(
+            objects,
+            config=cfg,
+            environment=cfg.environment,
+            rules=[rule],
+            report_unknown_kinds=False,
+        )
+        _report(report, report_violation, urns, args)
+
+    return StackValidationPolicy(validate=validate, **common)
+
+
+def build_policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
+    """One CrossGuard policy per rule."""
+    policies: list[ResourceValidationPolicy | StackValidationPolicy] = []
+    for rule in all_rules():
+        m = rule.meta
+        properties: dict[str, dict[str, Any]] = {
+            "environment": {"type": "string", "enum": list(ENVIRONMENTS), "default": ENVIRONMENT},
+            "gpu_resources": {"type": "array", "items": {"type": "string"}},
+        }
+        if m.id == "K014":
+            properties["secret_env_names"] = {"type": "array", "items": {"type": "string"}}
+        for key, (kind, default) in m.thresholds.items():
+            properties[key] = {"type": kind, "default": default}
+        common = {
+            "name": m.name,
+            "description": f"{m.id}: {m.title}",
+            "enforcement_level": _LEVELS[m.default_enforcement[ENVIRONMENT]],  # type: ignore[index]
+            "config_schema": PolicyConfigSchema(properties=properties),
+            "severity": Severity(m.severity),
+            "remediation_steps": m.fix,
+            "url": m.references[0],
+            "tags": [m.layer, m.id],
+        }
+        make = _stack_policy if m.scope == "stack" else _resource_policy
+        policies.append(make(rule, **common))
+    return policies
+
+
+PolicyPack(
+    name="gpustrata",
+    policies=build_policies(),  # type: ignore[arg-type]
+    description="GPU, Ray and vLLM checks for LLM inference on Kubernetes (gpustrata rules).",
+)

@@ -1,0 +1,34 @@
+"""gpustrata policies: GPU / Ray / vLLM rules over Kubernetes-shaped objects.
+
+Pure Python, no Pulumi import. Entry points:
+
+* :func:`evaluate` (objects -> :class:`Report` with findings, not-evaluated, exit code);
+* :func:`objects_from_pulumi` (Pulumi resources -> objects, for ``gpustrata plan``);
+* :mod:`gpustrata_policies.cli` (``gpustrata check`` / ``explain``);
+* ``policies/__main__.py`` (the CrossGuard pack, a thin layer over the same rules).
+"""
+
+from .adapters import objects_from_pulumi
+from .config import ConfigError, PolicyConfig
+from .engine import all_rules, evaluate, find_rule, load_config
+from .model import Finding, NotEvaluated, Report, Rule, RuleMeta
+from .unknown import UNKNOWN, is_unknown
+from .view import K8sObject
+
+__all__ = [
+    "UNKNOWN",
+    "ConfigError",
+    "Finding",
+    "K8sObject",
+    "NotEvaluated",
+    "PolicyConfig",
+    "Report",
+    "Rule",
+    "RuleMeta",
+    "all_rules",
+    "evaluate",
+    "find_rule",
+    "is_unknown",
+    "load_config",
+    "objects_from_pulumi",
+]

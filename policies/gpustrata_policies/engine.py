@@ -1,0 +1,132 @@
+"""The rule registry and :func:`evaluate`: every adapter ends here."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from .config import PolicyConfig, parse_environment
+from .model import Finding, NotEvaluated, Report, Rule, RuleContext, RuleMeta, Violation
+from .unknown import UnknownInput
+from .view import KNOWN_KINDS, K8sObject
+
+__all__ = ["all_rules", "evaluate", "find_rule", "load_config", "to_objects"]
+
+
+@cache
+def all_rules() -> tuple[Rule, ...]:
+    """Every rule module in :mod:`gpustrata_policies.rules` (each exports ``RULE``), by id."""
+    from . import rules as package
+
+    found: list[Rule] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        rule = getattr(module, "RULE", None)
+        if not isinstance(rule, Rule):
+            raise TypeError(f"{module.__name__} does not define RULE = Rule(...)")
+        found.append(rule)
+    return tuple(sorted(found, key=lambda r: r.meta.id))
+
+
+def find_rule(key: str) -> Rule | None:
+    """A rule by id (``K001``, case-insensitive) or kebab-case name."""
+    wanted = key.strip()
+    for rule in all_rules():
+        if rule.meta.id.lower() == wanted.lower() or rule.meta.name == wanted:
+            return rule
+    return None
+
+
+def _find_meta(key: str) -> RuleMeta | None:
+    rule = find_rule(key)
+    return rule.meta if rule else None
+
+
+def load_config(data: Mapping[str, Any] | None, environment: str | None = None) -> PolicyConfig:
+    """Validate a policy-config mapping against the registered rules."""
+    return PolicyConfig.from_mapping(data, environment=environment, resolve_rule=_find_meta)
+
+
+def to_objects(objects: Iterable[K8sObject | Mapping[str, Any]]) -> list[K8sObject]:
+    """Wrap plain dicts as :class:`K8sObject` (objects already wrapped pass through)."""
+    return [o if isinstance(o, K8sObject) else K8sObject(o) for o in objects]
+
+
+def evaluate(
+    objects: Iterable[K8sObject | Mapping[str, Any]],
+    *,
+    environment: str = "prod",
+    config: PolicyConfig | Mapping[str, Any] | None = None,
+    rules: Sequence[Rule] | None = None,
+    report_unknown_kinds: bool = True,
+) -> Report:
+    """Run *rules* (default: all) over *objects* and collect findings.
+
+    Never raises on odd input: an unknown value (Pulumi preview) or a shape a
+    rule cannot read becomes a "not evaluated" record with the reason.
+    """
+    if isinstance(config, PolicyConfig):
+        cfg = config.with_environment(parse_environment(environment))
+    else:
+        cfg = load_config(config, environment)
+    objs = to_objects(objects)
+    report = Report(objects=len(objs))
+    known: list[K8sObject] = []
+    for obj in objs:
+        if obj.kind in KNOWN_KINDS:
+            known.append(obj)
+        elif report_unknown_kinds:
+            what = f"kind {obj.kind} ({obj.api_version})" if obj.kind else "a document without kind"
+            report.not_evaluated.append(
+                NotEvaluated("*", obj.resource, f"{what} is not one gpustrata reads")
+            )
+    cache: dict[str, Any] = {}
+    for rule in rules if rules is not None else all_rules():
+        meta = rule.meta
+        enforcement, warning = cfg.enforcement(meta)
+        if warning:
+            report.warnings.append(warning)
+        if enforcement == "disabled":
+            continue
+        ctx = RuleContext(meta, cfg, known, cache)
+        for obj in known:
+            try:
+                outcomes = list(rule.check(ctx, obj))
+            except UnknownInput as exc:
+                outcomes = [
+                    NotEvaluated(
+                        meta.id, obj.resource, f"{exc.what} is unknown until the deployment runs"
+                    )
+                ]
+            except Exception as exc:  # odd input must not crash the run
+                outcomes = [
+                    NotEvaluated(
+                        meta.id,
+                        obj.resource,
+                        f"could not read the object ({type(exc).__name__}: {exc})",
+                    )
+                ]
+            for outcome in outcomes:
+                if isinstance(outcome, Violation):
+                    report.findings.append(
+                        Finding(
+                            meta.id,
+                            meta.name,
+                            meta.severity,
+                            enforcement,
+                            outcome.obj.resource,
+                            outcome.message,
+                            meta.fix,
+                            outcome.obj.file,
+                            outcome.obj.line_of(outcome.path),
+                        )
+                    )
+                else:
+                    report.not_evaluated.append(outcome)
+    report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, f.resource))
+    return report

