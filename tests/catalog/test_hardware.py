@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from gpustrata.catalog import hardware
 from gpustrata.catalog.hardware import (
     CatalogError,
