@@ -1,7 +1,5 @@
 """EksCluster: the EKS control plane, its IAM roles, and a Kubernetes provider for it."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
 from typing import TypedDict

@@ -1,7 +1,5 @@
 """GpuNodePool: an EKS managed node group of GPU instances with kubelet reservations."""
 
-from __future__ import annotations
-
 import base64
 from collections.abc import Sequence
 from typing import Any, NotRequired, TypedDict

@@ -1,7 +1,5 @@
 """GpuOperator and KubeRayOperator: pinned Helm releases."""
 
-from __future__ import annotations
-
 from typing import Any, TypedDict
 
 import pulumi

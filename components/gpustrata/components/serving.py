@@ -1,7 +1,5 @@
 """VllmDeployment and RayLlmService: the serving layer as Kubernetes objects."""
 
-from __future__ import annotations
-
 from typing import Any
 
 import pulumi

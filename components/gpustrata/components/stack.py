@@ -1,7 +1,5 @@
 """InferenceStack: one StackSpec -> cluster, GPU pools, operators and served models."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any, NotRequired, TypedDict
 
@@ -62,7 +60,6 @@ class InferenceStack(pulumi.ComponentResource):
     and one VllmDeployment or RayLlmService per model, in dependency order.
     """
 
-    plan: StackPlan
     kubeconfig: pulumi.Output[str]
     """Kubeconfig of the cluster ('' for an existing cluster reached by kubeconfig)."""
 
@@ -70,7 +67,7 @@ class InferenceStack(pulumi.ComponentResource):
         self, name: str, args: InferenceStackArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         # Validate and plan before registering anything: a bad stack registers nothing.
-        self.plan = build_plan(args["stack"], args.get("source"))
+        self._plan = build_plan(args["stack"], args.get("source"))
         super().__init__("gpustrata:index:InferenceStack", name, {}, opts)
         spec = self.plan.spec
         cluster_spec = spec.cluster
@@ -166,6 +163,11 @@ class InferenceStack(pulumi.ComponentResource):
                     pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=deps)),
                 )
         self.register_outputs({"kubeconfig": self.kubeconfig})
+
+    @property
+    def plan(self) -> StackPlan:
+        """The resolved plan (every derived value with its provenance)."""
+        return self._plan
 
     def _subnets(self, subnet_ids: Sequence[str]) -> pulumi.Input[Sequence[str]]:
         if subnet_ids:

@@ -6,8 +6,6 @@ renderers, so a Pulumi program, ``gpustrata render`` and the component provider 
 Literals: Pulumi's component analyzer reads these annotations.
 """
 
-from __future__ import annotations
-
 from typing import Any, NotRequired, TypedDict
 
 
