@@ -11,12 +11,15 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from gpustrata import __version__
 from gpustrata.errors import GpustrataError
+
+if TYPE_CHECKING:
+    from gpustrata.planning.plan import StackPlan
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 
@@ -94,16 +97,14 @@ def _stack_file(args: argparse.Namespace) -> tuple[Path, str]:
     return stack_file(args.stack, Path(args.project_dir) / "stacks"), args.stack
 
 
-def _load(args: argparse.Namespace) -> tuple[Path, str, dict[str, Any]]:
-    """Validate the stack file first, so errors carry line numbers; return its document."""
+def _load(args: argparse.Namespace) -> tuple[Path, str, StackPlan, dict[str, Any]]:
+    """Validate and plan the stack file (errors carry line numbers); keep its document."""
     from gpustrata.components.stack import plan_spec
-    from gpustrata.spec.loader import CONFIG_KEY, load_stack_file
+    from gpustrata.spec.loader import read_stack_file
 
     path, stack = _stack_file(args)
-    spec = load_stack_file(path)
-    plan_spec(spec, str(path))
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return path, stack, document["config"][CONFIG_KEY]
+    spec, document = read_stack_file(path)
+    return path, stack, plan_spec(spec, str(path)), document
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -131,8 +132,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def _cmd_plan(args: argparse.Namespace) -> int:
     from gpustrata.report import plan_report
 
-    path, stack, document = _load(args)
-    report = plan_report(path, stack, document, Path(args.project_dir))
+    path, stack, plan, document = _load(args)
+    report = plan_report(path, stack, plan, document, Path(args.project_dir))
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2, default=str))
     else:

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpustrata.components.stack import build_plan
 from gpustrata.mockrun import Registered, run_program
 from gpustrata.planning.plan import StackPlan
 
@@ -39,16 +38,22 @@ class PlanReport:
     findings: list[dict[str, Any]] = field(default_factory=list)
     not_evaluated: list[dict[str, Any]] = field(default_factory=list)
     exit_code: int = 0
+    _index: dict[str, Registered] = field(default_factory=dict, repr=False)
 
     def layer_of(self, resource: Registered) -> str:
         """The layer a resource belongs to: its own or its nearest gpustrata ancestor's."""
-        by_name = {r.name: r for r in self.resources}
+        by_name = self._by_name()
         current: Registered | None = resource
         while current is not None:
             if current.type in _LAYER_OF_COMPONENT:
                 return _LAYER_OF_COMPONENT[current.type]
             current = by_name.get(current.parent) if current.parent else None
         return "other"
+
+    def _by_name(self) -> dict[str, Registered]:
+        if len(self._index) != len(self.resources):
+            self._index = {r.name: r for r in self.resources}
+        return self._index
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form: {stack, resources, derived, findings, not_evaluated}."""
@@ -129,12 +134,16 @@ def _model_table(plan: StackPlan) -> list[str]:
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
 
 
-def plan_report(file: Path, stack: str, document: dict[str, Any], project_dir: Path) -> PlanReport:
-    """Plan, run the program under mocks, and check every registered resource."""
+def plan_report(
+    file: Path, stack: str, plan: StackPlan, document: dict[str, Any], project_dir: Path
+) -> PlanReport:
+    """Run the program for ``document`` under mocks and check every registered resource.
+
+    ``plan`` is the already validated plan of ``document``, shown beside the resources.
+    """
     from gpustrata_policies.adapters import objects_from_pulumi
     from gpustrata_policies.engine import evaluate
 
-    plan = build_plan(document, str(file))
     program = project_dir / "__main__.py"
     resources = run_program(document, stack=stack, program=program if program.exists() else None)
     report = PlanReport(stack=stack, file=str(file), plan=plan, resources=resources)

@@ -37,6 +37,12 @@ def load_stack_file(path: str | Path) -> StackSpec:
 
     Raises :class:`StackError` naming the file, line, config path, value and fix.
     """
+    return read_stack_file(path)[0]
+
+
+def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
+    """Like :func:`load_stack_file`, also returning the raw `gpustrata:stack` document
+    (what Pulumi hands the program as config)."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -66,7 +72,8 @@ def load_stack_file(path: str | Path) -> StackSpec:
         hint = f"; did you mean '{near[0]}'?" if near else f"; add '{CONFIG_KEY}:' under config"
         raise StackError([Problem(f"config.{CONFIG_KEY}", "missing" + hint)], file)
     lines = _LineIndex(root, ("config", CONFIG_KEY))
-    return validate_stack(document["config"][CONFIG_KEY], file=file, lines=lines)
+    stack = document["config"][CONFIG_KEY]
+    return validate_stack(stack, file=file, lines=lines), stack
 
 
 def validate_stack(
