@@ -11,7 +11,7 @@ import yaml
 from _stacks import ROOT, STACKS, stack_doc
 
 from gpustrata.mockrun import Registered, run_program
-from gpustrata.render.nodes import nodeadm_user_data
+from gpustrata.render.nodes import kubelet_config, nodeadm_user_data
 
 
 @pytest.fixture(scope="module")
@@ -153,10 +153,12 @@ def test_user_data_quotes_values() -> None:
     text = nodeadm_user_data(
         pool="p",
         instance_type="g6.xlarge",
-        max_pods=58,
-        system_reserved={"cpu": "500m"},
-        kube_reserved={"memory": "893Mi"},
-        eviction_hard={"memory.available": "<500Mi", "nodefs.available": "10%"},
+        kubelet=kubelet_config(
+            max_pods=58,
+            system_reserved={"cpu": "500m"},
+            kube_reserved={"memory": "893Mi"},
+            eviction_hard={"memory.available": "<500Mi", "nodefs.available": "10%"},
+        ),
     )
     payload = text.split("Content-Type: application/node.eks.aws", 1)[1].split("--//gpustrata//--")[
         0

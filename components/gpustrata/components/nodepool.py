@@ -7,7 +7,12 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
-from gpustrata.render.nodes import EKS_EFFECTS, nodeadm_user_data, pool_description
+from gpustrata.render.nodes import (
+    EKS_EFFECTS,
+    kubelet_config,
+    nodeadm_user_data,
+    pool_description,
+)
 
 
 class TaintArgs(TypedDict):
@@ -92,7 +97,7 @@ class GpuNodePool(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        kubelet = args["kubelet"]
+        kubelet = kubelet_config(**args["kubelet"])
         description = pool_description(
             name=args["pool_name"],
             instance_type=args["instance_type"],
@@ -105,12 +110,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 {"key": t["key"], "value": t["value"], "effect": t["effect"]}
                 for t in args["taints"]
             ],
-            kubelet={
-                "maxPods": kubelet["max_pods"],
-                "systemReserved": kubelet["system_reserved"],
-                "kubeReserved": kubelet["kube_reserved"],
-                "evictionHard": kubelet["eviction_hard"],
-            },
+            kubelet=kubelet,
             min_size=args["min_size"],
             max_size=args["max_size"],
         )
@@ -122,12 +122,7 @@ class GpuNodePool(pulumi.ComponentResource):
             return
         child = pulumi.ResourceOptions(parent=self)
         user_data = nodeadm_user_data(
-            pool=args["pool_name"],
-            instance_type=args["instance_type"],
-            max_pods=kubelet["max_pods"],
-            system_reserved=kubelet["system_reserved"],
-            kube_reserved=kubelet["kube_reserved"],
-            eviction_hard=kubelet["eviction_hard"],
+            pool=args["pool_name"], instance_type=args["instance_type"], kubelet=kubelet
         )
         template = aws.ec2.LaunchTemplate(
             f"{name}-lt",

@@ -14,7 +14,7 @@ from gpustrata.render.args import (
     VllmDeploymentArgs,
     WeightsArgs,
 )
-from gpustrata.render.nodes import pool_description
+from gpustrata.render.nodes import kubelet_config, pool_description
 from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
 from gpustrata.spec.models import EngineSpec, ModelSpec
 
@@ -194,12 +194,12 @@ def pool_object(pool: PoolPlan) -> dict[str, Any]:
         memory_mib=pool.instance.memory_mib,
         labels=pool.labels,
         taints=[t.model_dump() for t in spec.taints],
-        kubelet={
-            "maxPods": pool.max_pods,
-            "systemReserved": pool.system_reserved,
-            "kubeReserved": pool.kube_reserved,
-            "evictionHard": pool.eviction_hard,
-        },
+        kubelet=kubelet_config(
+            max_pods=pool.max_pods,
+            system_reserved=pool.system_reserved,
+            kube_reserved=pool.kube_reserved,
+            eviction_hard=pool.eviction_hard,
+        ),
         min_size=spec.min_size,
         max_size=spec.max_size,
     )

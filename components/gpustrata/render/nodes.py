@@ -30,25 +30,39 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def nodeadm_user_data(
+def kubelet_config(
     *,
-    pool: str,
-    instance_type: str,
     max_pods: int,
     system_reserved: dict[str, str],
     kube_reserved: dict[str, str],
     eviction_hard: dict[str, str],
-) -> str:
-    """MIME multi-part user data carrying an AL2023 nodeadm ``NodeConfig`` for the kubelet."""
+) -> dict[str, Any]:
+    """The kubelet settings of a pool in KubeletConfiguration spelling.
+
+    The same mapping goes into the nodeadm user data and the GpuNodePool description.
+    """
+    return {
+        "maxPods": max_pods,
+        "systemReserved": system_reserved,
+        "kubeReserved": kube_reserved,
+        "evictionHard": eviction_hard,
+    }
+
+
+def nodeadm_user_data(*, pool: str, instance_type: str, kubelet: dict[str, Any]) -> str:
+    """MIME multi-part user data carrying an AL2023 nodeadm ``NodeConfig`` for the kubelet.
+
+    ``kubelet`` is a :func:`kubelet_config` mapping.
+    """
     template = _environment().get_template("nodeadm-userdata.mime.j2")
     return template.render(
         boundary=BOUNDARY,
         pool=pool,
         instance_type=instance_type,
-        max_pods=max_pods,
-        system_reserved=system_reserved,
-        kube_reserved=kube_reserved,
-        eviction_hard={k: _eviction_value(v) for k, v in eviction_hard.items()},
+        max_pods=kubelet["maxPods"],
+        system_reserved=kubelet["systemReserved"],
+        kube_reserved=kubelet["kubeReserved"],
+        eviction_hard={k: _eviction_value(v) for k, v in kubelet["evictionHard"].items()},
     )
 
 
