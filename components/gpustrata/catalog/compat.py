@@ -29,6 +29,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gpustrata.catalog.hardware import CatalogError
+
 __all__ = [
     "CompatCatalog",
     "CompatCatalogError",
@@ -135,7 +137,7 @@ def version_satisfies(version: str, specifier: str) -> bool:
     return True
 
 
-class CompatCatalogError(ValueError):
+class CompatCatalogError(CatalogError):
     """A compatibility data file is unreadable or an entry in it is invalid.
 
     The message names the file and the entry (table and version) so the data can be fixed.

@@ -29,6 +29,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gpustrata.catalog.hardware import CatalogError
+
 __all__ = [
     "AttentionKind",
     "LayerAttentionType",
@@ -50,8 +52,11 @@ _DATA_PACKAGE = "gpustrata.catalog"
 _MODELS_FILE = "data/models.yaml"
 
 
-class ModelCatalogError(ValueError):
-    """A model catalogue file, an entry, or a local ``config.json`` is invalid."""
+class ModelCatalogError(CatalogError):
+    """A model catalogue file, an entry, or a local ``config.json`` is invalid.
+
+    A :class:`CatalogError`, so one handler catches every catalogue's data errors.
+    """
 
 
 class ModelArchitecture(BaseModel):
