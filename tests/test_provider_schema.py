@@ -1,0 +1,183 @@
+"""The component provider plugin, started the way Pulumi's Python language host starts it.
+
+`pulumi package add <repo>/components` makes the language host run the plugin directory
+(`python components <engine address>`, pulumi-language-python RunPlugin: a directory with
+`__main__.py` is run directly) from the consumer program's directory. The plugin prints
+its port; the engine then calls GetSchema over gRPC and generates the consumer's SDK from
+the answer. This test does the same with the protobuf stubs shipped in the `pulumi`
+package, and checks that the schema types and describes every component.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+from _stacks import ROOT
+
+grpc = pytest.importorskip("grpc")
+from google.protobuf import empty_pb2  # noqa: E402
+from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc  # noqa: E402
+
+import gpustrata.components as components  # noqa: E402
+from gpustrata import __version__  # noqa: E402
+from gpustrata.provider import PACKAGE, schema  # noqa: E402
+
+PLUGIN_DIR = ROOT / "components"
+# The components issue 8 names; every other exported component is checked too.
+NAMED = (
+    "InferenceStack",
+    "EksCluster",
+    "GpuNodePool",
+    "GpuOperator",
+    "KubeRayOperator",
+    "RayLlmService",
+    "VllmDeployment",
+)
+PRIMITIVES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+@pytest.fixture(scope="module")
+def served_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
+    """(GetPluginInfo answer, GetSchema text) from the running plugin."""
+    consumer_dir = tmp_path_factory.mktemp("consumer")  # the language host's cwd
+    # The engine address is only dialled for logging during Construct; a closed port will do.
+    proc = subprocess.Popen(
+        [sys.executable, str(PLUGIN_DIR), "127.0.0.1:1"],
+        cwd=consumer_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        port = proc.stdout.readline().strip()
+        assert port.isdigit(), (
+            f"plugin printed no port: {port!r} {proc.stderr.read() if proc.stderr else ''}"
+        )
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(channel).result(timeout=30)
+        stub = provider_pb2_grpc.ResourceProviderStub(channel)
+        info = stub.GetPluginInfo(empty_pb2.Empty())
+        answer = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0))
+        channel.close()
+        yield info, answer.schema
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def package(served_schema: tuple[Any, str]) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(served_schema[1])
+    return loaded
+
+
+def test_plugin_manifest_is_a_python_source_plugin() -> None:
+    manifest = yaml.safe_load((PLUGIN_DIR / "PulumiPlugin.yaml").read_text(encoding="utf-8"))
+    assert manifest == {"runtime": "python"}
+    assert (PLUGIN_DIR / "__main__.py").is_file()
+    # The language host pip-installs requirements.txt from the plugin directory.
+    requirements = (PLUGIN_DIR / "requirements.txt").read_text(encoding="utf-8").split()
+    assert "-e" in requirements and ".." in requirements
+    assert (PLUGIN_DIR / ".." / "pyproject.toml").resolve() == ROOT / "pyproject.toml"
+
+
+def test_plugin_info_and_package_identity(
+    served_schema: tuple[Any, str], package: dict[str, Any]
+) -> None:
+    info, _ = served_schema
+    assert info.version == __version__
+    assert package["name"] == PACKAGE == "gpustrata"
+    assert package["version"] == __version__
+
+
+def test_served_schema_is_the_in_process_schema(package: dict[str, Any]) -> None:
+    assert package == schema()
+
+
+def test_every_component_is_in_the_schema(package: dict[str, Any]) -> None:
+    resources = package["resources"]
+    exported = {
+        name
+        for name in components.__all__
+        if isinstance(getattr(components, name), type)
+        and issubclass(getattr(components, name), pulumi.ComponentResource)
+    }
+    assert set(NAMED) <= exported
+    expected = {f"{PACKAGE}:index:{name}" for name in exported}
+    assert set(resources) == expected
+    for token, resource in resources.items():
+        assert resource["isComponent"] is True, token
+        assert resource.get("description", "").strip(), f"{token}: no description"
+
+
+def _check_property(where: str, prop: dict[str, Any], types: dict[str, Any]) -> None:
+    assert prop.get("description", "").strip(), f"{where}: no description"
+    ref = prop.get("$ref")
+    if ref is not None:
+        if ref.startswith("#/types/"):
+            assert ref[len("#/types/") :] in types, f"{where}: dangling {ref}"
+        else:
+            assert ref == "pulumi.json#/Any", f"{where}: unexpected {ref}"
+        return
+    assert prop.get("type") in PRIMITIVES, f"{where}: untyped {prop}"
+    if prop["type"] == "array":
+        _check_property(f"{where}[]", prop["items"], types)
+    if prop["type"] == "object":
+        _check_property(f"{where}{{}}", prop["additionalProperties"], types)
+
+
+def test_inputs_and_outputs_are_typed_and_described(package: dict[str, Any]) -> None:
+    types = package.get("types", {})
+    for token, resource in package["resources"].items():
+        inputs = resource["inputProperties"]
+        outputs = resource["properties"]
+        assert inputs, f"{token}: no inputs"
+        assert outputs, f"{token}: no outputs"
+        assert set(resource.get("requiredInputs", [])) <= set(inputs)
+        assert set(resource.get("required", [])) <= set(outputs)
+        for name, prop in inputs.items():
+            _check_property(f"{token} input {name}", prop, types)
+        for name, prop in outputs.items():
+            _check_property(f"{token} output {name}", prop, types)
+    for token, typ in types.items():
+        assert typ["type"] == "object" and typ["properties"], token
+        for name, prop in typ["properties"].items():
+            _check_property(f"{token}.{name}", prop, types)
+
+
+def test_typed_spot_checks(package: dict[str, Any]) -> None:
+    """A few inputs whose schema type a TypeScript / Go / YAML user relies on."""
+    res = package["resources"]
+    pool = res["gpustrata:index:GpuNodePool"]["inputProperties"]
+    assert pool["minSize"]["type"] == "integer"
+    assert pool["create"]["type"] == "boolean"
+    assert pool["taints"]["type"] == "array"
+    taint_ref = pool["taints"]["items"]["$ref"]
+    assert set(package["types"][taint_ref[len("#/types/") :]]["properties"]) == {
+        "key",
+        "value",
+        "effect",
+    }
+    assert res["gpustrata:index:InferenceStack"]["requiredInputs"] == ["stack"]
+    assert res["gpustrata:index:InferenceStack"]["inputProperties"]["stack"]["type"] == "object"
+    assert res["gpustrata:index:EksCluster"]["properties"]["kubeconfig"]["type"] == "string"
+
+
+def test_schema_summary(package: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Print the components with their inputs (shown with `pytest -s` or -rA)."""
+    lines = []
+    for token, resource in package["resources"].items():
+        lines.append(
+            f"{token}: inputs {', '.join(resource['inputProperties'])}; "
+            f"outputs {', '.join(resource['properties'])}"
+        )
+    print("\n".join(lines))
+    assert len(lines) >= len(NAMED)
