@@ -16,6 +16,14 @@ Users describe pools in manifests as::
       kubelet: {systemReserved: {}, kubeReserved: {}, evictionHard: {}, maxPods: 100}
       minSize: 0
       maxSize: 4
+      kubernetesVersion: "1.34"                # kubelet minor of the nodes
+      amiType: AL2023_x86_64_NVIDIA            # EKS node image (ships the NVIDIA driver)
+      driverPreinstalled: true                 # default: from amiType
+      driverVersion: "580.173.02"              # the node image's driver
+      diskSizeGiB: 200                         # root volume (container layers, downloads)
+
+A pool converted from an ``aws:eks/nodeGroup:NodeGroup`` carries the annotation
+``gpustrata.io/derived-from``; a described pool of the same name replaces it.
 """
 
 from __future__ import annotations
@@ -26,7 +34,54 @@ from typing import Any
 
 from .view import K8sObject, as_list, as_map
 
-__all__ = ["GpuPool", "matches_selectors", "normalise_effect", "pools_of", "tolerates"]
+__all__ = [
+    "DERIVED_FROM",
+    "GpuPool",
+    "ami_ships_driver",
+    "matches_selectors",
+    "normalise_effect",
+    "pools_of",
+    "tolerates",
+]
+
+DERIVED_FROM = "gpustrata.io/derived-from"
+"""Annotation on pool objects converted from a cloud node group (a description wins)."""
+
+# EKS amiType values (API_Nodegroup amiType): which node images ship the NVIDIA driver.
+_AMI_WITH_NVIDIA_DRIVER = frozenset(
+    {
+        "AL2_x86_64_GPU",
+        "AL2023_x86_64_NVIDIA",
+        "AL2023_ARM_64_NVIDIA",
+        "BOTTLEROCKET_x86_64_NVIDIA",
+        "BOTTLEROCKET_ARM_64_NVIDIA",
+    }
+)
+_AMI_WITHOUT_NVIDIA_DRIVER = frozenset(
+    {
+        "AL2_x86_64",
+        "AL2_ARM_64",
+        "AL2023_x86_64_STANDARD",
+        "AL2023_ARM_64_STANDARD",
+        "AL2023_x86_64_NEURON",
+        "BOTTLEROCKET_x86_64",
+        "BOTTLEROCKET_ARM_64",
+        "BOTTLEROCKET_x86_64_FIPS",
+        "BOTTLEROCKET_ARM_64_FIPS",
+    }
+)
+
+
+def ami_ships_driver(ami_type: object) -> bool | None:
+    """Does an EKS node image (``amiType``) ship the NVIDIA driver? ``None``: unknown/custom."""
+    if not isinstance(ami_type, str):
+        return None
+    if ami_type in _AMI_WITH_NVIDIA_DRIVER:
+        return True
+    if ami_type in _AMI_WITHOUT_NVIDIA_DRIVER:
+        return False
+    return None
+
 
 _EFFECTS = {
     "NO_SCHEDULE": "NoSchedule",
@@ -78,6 +133,43 @@ class GpuPool:
         """A GPU pool: declares GPUs or a GPU product."""
         return bool(self.gpu_count) or bool(self.gpu_product)
 
+    def text(self, key: str) -> str | None:
+        """A string field of the pool's spec (numbers as text), else ``None``."""
+        value = self.extra.get(key)
+        if isinstance(value, bool) or value is None:
+            return None
+        return str(value) if isinstance(value, str | int | float) else None
+
+    @property
+    def kubernetes_version(self) -> str | None:
+        """Kubernetes minor of the pool's nodes (``spec.kubernetesVersion``)."""
+        return self.text("kubernetesVersion")
+
+    @property
+    def ami_type(self) -> str | None:
+        """EKS ``amiType`` of the node image (``spec.amiType``)."""
+        return self.text("amiType")
+
+    @property
+    def driver_preinstalled(self) -> bool | None:
+        """Does the node image ship the NVIDIA driver? Stated, else from ``amiType``."""
+        stated = self.extra.get("driverPreinstalled")
+        if isinstance(stated, bool):
+            return stated
+        return ami_ships_driver(self.ami_type)
+
+    @property
+    def driver_version(self) -> str | None:
+        """Version of the driver in the node image (``spec.driverVersion``)."""
+        return self.text("driverVersion")
+
+    @property
+    def derived(self) -> bool:
+        """Converted from a cloud node group rather than described."""
+        annotations = self.obj.raw.get("metadata", {})
+        annotations = annotations.get("annotations") if isinstance(annotations, Mapping) else None
+        return isinstance(annotations, Mapping) and DERIVED_FROM in annotations
+
 
 def _int(value: object) -> int | None:
     if isinstance(value, bool):
@@ -89,7 +181,8 @@ def _int(value: object) -> int | None:
 
 
 def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
-    """Every ``GpuNodePool`` object, normalised."""
+    """Every ``GpuNodePool`` object, normalised; a pool derived from a node group is
+    dropped when a described pool has the same name (``gpustrata plan`` registers both)."""
     pools = []
     for obj in objects:
         if obj.kind != "GpuNodePool":
@@ -126,7 +219,8 @@ def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
                 spec,
             )
         )
-    return pools
+    described = {p.name for p in pools if not p.derived}
+    return [p for p in pools if not (p.derived and p.name in described)]
 
 
 def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
@@ -150,7 +244,8 @@ def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     if key in _UBIQUITOUS and key not in labels:
         return True
     op = expr.get("operator")
-    values = [str(v) for v in expr.get("values") or []]
+    raw = expr.get("values")
+    values = [str(v) for v in raw] if isinstance(raw, list) else []
     present = key in labels
     if op == "In":
         return present and labels[key] in values
@@ -160,7 +255,7 @@ def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
         return present
     if op == "DoesNotExist":
         return not present
-    if op in {"Gt", "Lt"} and present and values:
+    if op in ("Gt", "Lt") and present and values:  # a tuple: op may be any YAML value
         left, right = _int(labels[key]), _int(values[0])
         if left is None or right is None:
             return False

@@ -50,6 +50,8 @@ class GpuNodePoolArgs(TypedDict):
     """EC2 instance type."""
     ami_type: str
     """EKS amiType, e.g. AL2023_x86_64_NVIDIA."""
+    kubernetes_version: str
+    """Kubernetes minor of the nodes (the node group's version), e.g. '1.34'."""
     capacity_type: str
     """ON_DEMAND or SPOT."""
     min_size: int
@@ -74,6 +76,8 @@ class GpuNodePoolArgs(TypedDict):
     """vCPUs per node."""
     memory_mib: int
     """Memory per node in MiB."""
+    driver_version: NotRequired[str]
+    """NVIDIA driver preinstalled in the node image (for the rules' driver checks)."""
     cluster_name: NotRequired[pulumi.Input[str]]
     """EKS cluster name (create mode)."""
     node_role_arn: NotRequired[pulumi.Input[str]]
@@ -113,6 +117,11 @@ class GpuNodePool(pulumi.ComponentResource):
             kubelet=kubelet,
             min_size=args["min_size"],
             max_size=args["max_size"],
+            kubernetes_version=args["kubernetes_version"],
+            # A described pool's node image is not known to the stack.
+            ami_type=args["ami_type"] if args["create"] else None,
+            driver_version=args.get("driver_version"),
+            disk_size_gib=args["disk_size_gib"] if args["create"] else None,
         )
         super().__init__("gpustrata:index:GpuNodePool", name, {"description": description}, opts)
         self.description = pulumi.Output.from_input(description)
@@ -150,6 +159,8 @@ class GpuNodePool(pulumi.ComponentResource):
             subnet_ids=args.get("subnet_ids", []),
             instance_types=[args["instance_type"]],
             ami_type=args["ami_type"],
+            # Nodes follow the cluster's minor: a control-plane upgrade in the stack rolls them.
+            version=args["kubernetes_version"],
             capacity_type=args["capacity_type"],
             labels=args["labels"],
             taints=[

@@ -1,12 +1,16 @@
 """GpuOperator and KubeRayOperator: pinned Helm releases."""
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from gpustrata.render.operators import GPU_OPERATOR_REPO, KUBERAY_REPO
+from gpustrata.render.operators import (
+    GPU_OPERATOR_REPO,
+    KUBERAY_REPO,
+    gpu_operator_description,
+)
 
 
 class GpuOperatorArgs(TypedDict):
@@ -20,10 +24,16 @@ class GpuOperatorArgs(TypedDict):
     """Chart values (rendered by gpustrata.render.operators.gpu_operator_values)."""
     device_plugin_config: dict[str, Any]
     """Device-plugin sharing config ({} for none), stored in a ConfigMap."""
+    declared_overrides: NotRequired[list[str]]
+    """Components whose version differs from the release's tested set on purpose."""
 
 
 class GpuOperator(pulumi.ComponentResource):
-    """The NVIDIA GPU Operator: namespace, optional sharing ConfigMap, Helm release."""
+    """The NVIDIA GPU Operator: namespace, optional sharing ConfigMap, Helm release.
+
+    Its ``description`` input is the ``GpuOperator`` object the policy rules read (chart
+    version, values, declared overrides), like :class:`GpuNodePool`'s pool description.
+    """
 
     release_name: pulumi.Output[str]
     """Name of the Helm release."""
@@ -31,7 +41,13 @@ class GpuOperator(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gpustrata:index:GpuOperator", name, {}, opts)
+        description = gpu_operator_description(
+            namespace=args["namespace"],
+            chart_version=args["chart_version"],
+            values=args["values"],
+            declared_overrides=list(args.get("declared_overrides", [])),
+        )
+        super().__init__("gpustrata:index:GpuOperator", name, {"description": description}, opts)
         child = pulumi.ResourceOptions(parent=self)
         ns = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": args["namespace"]}, opts=child)
         depends: list[pulumi.Resource] = [ns]

@@ -85,22 +85,40 @@ def pool_description(
     kubelet: dict[str, Any],
     min_size: int,
     max_size: int,
+    kubernetes_version: str | None = None,
+    ami_type: str | None = None,
+    driver_version: str | None = None,
+    disk_size_gib: int | None = None,
 ) -> dict[str, Any]:
-    """The ``GpuNodePool`` object the rules read (same shape in manifests and Pulumi)."""
+    """The ``GpuNodePool`` object the rules read (same shape in manifests and Pulumi).
+
+    ``ami_type`` is the node image (the rules derive whether it ships the NVIDIA driver);
+    ``driver_version`` the driver in that image. Both stay unset for a pool that is only
+    described (an existing cluster's node image is not known to the stack).
+    """
+    spec: dict[str, Any] = {
+        "instanceType": instance_type,
+        "gpuProduct": gpu_product,
+        "gpuCount": gpu_count,
+        "cpu": vcpu,
+        "memoryMiB": memory_mib,
+        "labels": dict(labels),
+        "taints": [dict(t) for t in taints],
+        "kubelet": kubelet,
+        "minSize": min_size,
+        "maxSize": max_size,
+    }
+    for key, value in (
+        ("kubernetesVersion", kubernetes_version),
+        ("amiType", ami_type),
+        ("driverVersion", driver_version),
+        ("diskSizeGiB", disk_size_gib),
+    ):
+        if value is not None:
+            spec[key] = value
     return {
         "apiVersion": POOL_API_VERSION,
         "kind": "GpuNodePool",
         "metadata": {"name": name},
-        "spec": {
-            "instanceType": instance_type,
-            "gpuProduct": gpu_product,
-            "gpuCount": gpu_count,
-            "cpu": vcpu,
-            "memoryMiB": memory_mib,
-            "labels": dict(labels),
-            "taints": [dict(t) for t in taints],
-            "kubelet": kubelet,
-            "minSize": min_size,
-            "maxSize": max_size,
-        },
+        "spec": spec,
     }
