@@ -10,10 +10,15 @@ File format (YAML or JSON), every key optional::
       shm-for-multi-gpu:
         min_shm_size: 2Gi                     # a threshold, all environments
         dev: {enforcement: advisory, min_shm_size: 512Mi}   # per environment
+      concurrency-within-kv:                  # V012
+        typical_sequence_tokens: 4096         # prompt + output tokens (default 2048)
 
 Enforcement is ``mandatory``, ``advisory`` or ``disabled``. ``dev`` and
 ``staging`` may relax any rule; ``prod`` never relaxes a rule that is mandatory
 in production: such an override is ignored and reported as a warning.
+
+Thresholds are those a rule declares (``gpustrata explain RULE`` lists them with their
+defaults); ``integer`` and ``number`` thresholds must be numbers.
 """
 
 from __future__ import annotations
@@ -160,5 +165,24 @@ def _flat_settings(
             raise ConfigError(
                 f"{where}.{key}: unknown setting; allowed: {', '.join(sorted(allowed))}"
             )
-        out[key] = _enforcement(value, f"{where}.{key}") if key == "enforcement" else value
+        if key == "enforcement":
+            out[key] = _enforcement(value, f"{where}.{key}")
+        elif meta is not None and key in meta.thresholds:
+            out[key] = _number(value, meta.thresholds[key][0], f"{where}.{key}")
+        else:
+            out[key] = value
     return out
+
+
+def _number(value: Any, kind: str, where: str) -> Any:
+    """A numeric threshold checked against its declared JSON-schema type (others as given)."""
+    if kind not in {"integer", "number"}:
+        return value
+    if isinstance(value, float) and value.is_integer() and kind == "integer":
+        value = int(value)  # CrossGuard passes every config number as a double
+    wanted = int if kind == "integer" else int | float
+    if isinstance(value, bool) or not isinstance(value, wanted):
+        raise ConfigError(
+            f"{where}: {value!r} is not {'an integer' if kind == 'integer' else 'a number'}"
+        )
+    return value

@@ -1,0 +1,421 @@
+"""The vLLM engine rules V002, V005 and V006: exact messages on their fixtures, and how they
+decide by vLLM release, GPU and model (including what they refuse to guess).
+
+The facts these rules encode are checked against the installed vLLM 0.33.0 in
+``tests/engines/test_vllm_rule_facts.py`` (the real package, optional ``engines`` extra).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES
+
+from gpustrata_policies import evaluate
+from gpustrata_policies.engine import find_rule
+from gpustrata_policies.loader import load_paths
+from gpustrata_policies.rules import v002_parallelism_fits_model as v002
+
+RULES = ("V002", "V005", "V006")
+
+EXPECTED_VLLM_ENGINE: dict[str, list[tuple[str, str]]] = {
+    "V002/bad-parallel-sizes.yaml": [
+        (
+            "Deployment/llm/llama-70b",
+            "container 'vllm' serves meta-llama/Llama-3.1-70B-Instruct (64 attention heads, 8 "
+            "KV heads, 80 layers): tensor_parallel_size 3 does not divide its 64 attention "
+            "heads (vLLM refuses to start: 'Total number of attention heads (64) must be "
+            "divisible by tensor parallel size (3).'); use one of 1, 2, 4, 8, 16, 32, 64",
+        ),
+        (
+            "Deployment/llm/qwen-7b",
+            "container 'vllm' serves Qwen/Qwen2.5-7B-Instruct (28 attention heads, 4 KV heads, "
+            "28 layers): tensor_parallel_size 7 and its 4 KV heads neither divide the other "
+            "(vLLM's attention layers split KV heads across ranks, or replicate them when TP "
+            "is larger, and assert one divides the other); use one of 1, 2, 4, 28",
+        ),
+        (
+            "RayService/ray/deepseek",
+            "serveConfigV2 applications[0].args.llm_configs[0] serves deepseek-ai/DeepSeek-V3 "
+            "(128 attention heads, MLA, 61 layers): pipeline_parallel_size 64 is outside "
+            "1..61, its number of layers (each pipeline stage needs at least one layer)",
+        ),
+    ],
+    "V005/bad-batch-budget.yaml": [
+        (
+            "Deployment/llm/many-seqs",
+            "container 'vllm' runs vLLM 0.33.0 (image vllm/vllm-openai:v0.33.0) with "
+            "max_num_batched_tokens 2048 (unset: vLLM 0.33.0's default for vllm serve on "
+            "NVIDIA L4 Tensor Core GPU (22.49 GiB, nvidia.com/gpu.product=NVIDIA-L4), "
+            "EngineArgs.get_batch_defaults) below max_num_seqs 4096: vLLM refuses to start "
+            "('max_num_batched_tokens (2048) must be greater than or equal to max_num_seqs "
+            "(4096).'); raise max_num_batched_tokens to at least 4096 or lower max_num_seqs",
+        ),
+        (
+            "Deployment/llm/unchunked",
+            "container 'vllm' runs vLLM 0.33.0 (image vllm/vllm-openai:v0.33.0) with chunked "
+            "prefill off (--no-enable-chunked-prefill) and max_num_batched_tokens 4096 below "
+            "max_model_len 8192: vLLM refuses to start ('max_num_batched_tokens (4096) is "
+            "smaller than max_model_len (8192)'); set max_num_batched_tokens to at least 8192 "
+            "or turn chunked prefill on",
+        ),
+        (
+            "Deployment/llm/old-v1",
+            "container 'vllm' runs vLLM 0.8.5 (image vllm/vllm-openai:v0.8.5) with "
+            "max_num_batched_tokens 512 below max_num_seqs 1024 (unset: vLLM 0.8.5's default "
+            "for vllm serve on NVIDIA H100 80GB HBM3 (SXM5) (79.65 GiB, "
+            "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3)): vLLM refuses to start "
+            "('max_num_batched_tokens (512) must be greater than or equal to max_num_seqs "
+            "(1024).'); raise max_num_batched_tokens to at least 1024 or lower max_num_seqs",
+        ),
+        (
+            "Deployment/llm/v0-engine",
+            "container 'vllm' runs vLLM 0.8.5's V0 engine (image vllm/vllm-openai:v0.8.5, "
+            "VLLM_USE_V1=0) with chunked prefill off (the V0 engine's default for "
+            "max_model_len up to 32768) and max_num_batched_tokens 8192 below max_model_len "
+            "16384: vLLM refuses to start ('max_num_batched_tokens (8192) is smaller than "
+            "max_model_len (16384)'); set max_num_batched_tokens to at least 16384 or turn "
+            "chunked prefill on",
+        ),
+    ],
+    "V006/bad-block-size.yaml": [
+        (
+            "Deployment/llm/small-blocks",
+            "container 'vllm' sets block_size 8, which vLLM 0.33.0 (image "
+            "vllm/vllm-openai:v0.33.0) refuses on NVIDIA L4 Tensor Core GPU "
+            "(nvidia.com/gpu.product=NVIDIA-L4): no CUDA attention backend of vLLM 0.33.0 "
+            "takes it (every one needs a multiple of 16), so it stops with 'No valid "
+            "attention backend found'; use 16 (vLLM's default) or another multiple of 16 that "
+            "this release accepts",
+        ),
+        (
+            "Deployment/llm/big-blocks",
+            "container 'vllm' sets block_size 256, which vLLM 0.11.0 (image "
+            "vllm/vllm-openai:v0.11.0) refuses on NVIDIA H100 80GB HBM3 (SXM5) "
+            "(nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3): vLLM 0.11.0's --block-size only "
+            "takes 1, 8, 16, 32, 64, 128 (CacheConfig.BlockSize), so the argument parser "
+            "rejects it; use 16 (vLLM's default) or another multiple of 16 that this release "
+            "accepts",
+        ),
+        (
+            "RayService/ray/llm",
+            "serveConfigV2 applications[0].args.llm_configs[0] sets block_size 24, which vLLM "
+            "0.29.0 (image rayproject/ray-llm:2.60.0-py311-cu128 (Ray 2.60.0 pins "
+            "vllm==0.29.0); judged by 0.12.0 and 0.33.0, the releases read around it, which "
+            "agree) refuses on NVIDIA L40S (nvidia.com/gpu.product=NVIDIA-L40S): no CUDA "
+            "attention backend of vLLM 0.33.0 takes it (every one needs a multiple of 16), so "
+            "it stops with 'No valid attention backend found'; use 16 (vLLM's default) or "
+            "another multiple of 16 that this release accepts",
+        ),
+    ],
+}
+"""Exact messages of these rules' bad fixtures (for a shared registry of expectations)."""
+
+BAD = sorted(p for r in RULES for p in (FIXTURES / r).glob("bad-*.yaml"))
+OWN_GOOD = sorted(p for r in RULES for p in (FIXTURES / r).glob("good-*.yaml"))
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(FIXTURES).as_posix()
+
+
+def test_every_bad_fixture_has_expected_messages() -> None:
+    assert sorted(EXPECTED_VLLM_ENGINE) == [_rel(p) for p in BAD]
+
+
+@pytest.mark.parametrize("path", BAD, ids=_rel)
+def test_bad_fixture_gives_exactly_the_expected_findings(path: Path) -> None:
+    rule_id = path.parent.name
+    report = evaluate(load_paths([str(path)]))
+    mine = [f for f in report.findings if f.rule == rule_id]
+    assert [(f.resource, f.message) for f in mine] == EXPECTED_VLLM_ENGINE[_rel(path)]
+    assert all(f.file == str(path) and f.line for f in mine)
+    assert {f.enforcement for f in mine} == {"mandatory"}
+    assert [n for n in report.not_evaluated if n.rule == rule_id] == []
+
+
+@pytest.mark.parametrize("path", OWN_GOOD, ids=_rel)
+def test_own_good_fixtures_are_clean_for_every_rule(path: Path) -> None:
+    report = evaluate(load_paths([str(path)]))
+    assert [(f.rule, f.message) for f in report.findings] == []
+    assert [(n.rule, n.reason) for n in report.not_evaluated] == []
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/good-*.yaml")), ids=_rel)
+def test_no_good_fixture_violates_these_rules(path: Path) -> None:
+    """Other rules' good fixtures may leave these rules unevaluated (a served name the
+    catalogue does not know), never violated."""
+    report = evaluate(load_paths([str(path)]))
+    assert [(f.rule, f.message) for f in report.findings if f.rule in RULES] == []
+
+
+@pytest.mark.parametrize("rule_id", RULES)
+def test_rules_are_mandatory_everywhere(rule_id: str) -> None:
+    rule = find_rule(rule_id)
+    assert rule is not None
+    assert set(rule.meta.default_enforcement.values()) == {"mandatory"}
+
+
+# --------------------------------------------------------------------------- inline objects
+
+
+def deployment(
+    argv: list[str],
+    image: str = "vllm/vllm-openai:v0.33.0",
+    gpu: str | None = "NVIDIA-L4",
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A one-container Deployment running ``vllm serve`` with ``argv``."""
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "vllm",
+                "image": image,
+                "command": ["vllm", "serve", *argv],
+                "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
+                "resources": {"limits": {"nvidia.com/gpu": 1}},
+            }
+        ]
+    }
+    if gpu:
+        spec["nodeSelector"] = {"nvidia.com/gpu.product": gpu}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "vllm"}},
+            "template": {"metadata": {"labels": {"app": "vllm"}}, "spec": spec},
+        },
+    }
+
+
+def ray_service(engine_kwargs: str, source: str, gpu: str = "NVIDIA-L40S") -> dict[str, Any]:
+    """A RayService with one Ray Serve LLM config on rayproject/ray-llm 2.60.0 (vLLM 0.29.0)."""
+    image = "rayproject/ray-llm:2.60.0-py311-cu128"
+    serve = (
+        "applications:\n- name: llms\n  import_path: ray.serve.llm:build_openai_app\n"
+        "  args:\n    llm_configs:\n"
+        f"    - model_loading_config: {{model_id: m, model_source: {source}}}\n"
+        f"      engine_kwargs: {engine_kwargs}\n"
+    )
+    worker = {
+        "groupName": "gpu",
+        "replicas": 1,
+        "template": {
+            "spec": {
+                "nodeSelector": {"nvidia.com/gpu.product": gpu},
+                "containers": [
+                    {"name": "w", "image": image, "resources": {"limits": {"nvidia.com/gpu": 1}}}
+                ],
+            }
+        },
+    }
+    head = {"template": {"spec": {"containers": [{"name": "h", "image": image}]}}}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "llm", "namespace": "ray"},
+        "spec": {
+            "serveConfigV2": serve,
+            "rayClusterConfig": {"headGroupSpec": head, "workerGroupSpecs": [worker]},
+        },
+    }
+
+
+def outcomes(rule_id: str, *objects: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(violation messages, not-evaluated reasons) of one rule."""
+    rule = find_rule(rule_id)
+    assert rule is not None
+    report = evaluate(list(objects), rules=[rule])
+    return [f.message for f in report.findings], [n.reason for n in report.not_evaluated]
+
+
+# --------------------------------------------------------------------------- V002
+
+
+def test_v002_unknown_model_is_not_evaluated_only_when_parallel() -> None:
+    found, skipped = outcomes("V002", deployment(["acme/private-7b", "-tp", "2"]))
+    assert found == []
+    assert skipped == [
+        "container 'vllm' serves acme/private-7b, which is not in the model catalogue, so "
+        "its attention heads and layers are unknown"
+    ]
+    assert outcomes("V002", deployment(["acme/private-7b"])) == ([], [])
+
+
+def test_v002_reads_ray_model_source_and_mla_ignores_kv_heads() -> None:
+    # DeepSeek-V3: 128 heads, MLA (config repeats 128 KV heads, irrelevant): TP 16 is fine.
+    ok = ray_service("{tensor_parallel_size: 16}", "deepseek-ai/DeepSeek-V3")
+    assert outcomes("V002", ok) == ([], [])
+    bad = ray_service("{tensor_parallel_size: 6}", "deepseek-ai/DeepSeek-V3")
+    (message,), _ = outcomes("V002", bad)
+    assert "tensor_parallel_size 6 does not divide its 128 attention heads" in message
+
+
+def test_v002_kv_replication_needs_tp_to_be_a_multiple_of_kv_heads() -> None:
+    from gpustrata.catalog.models import load_model_catalog
+
+    arch = load_model_catalog().get("meta-llama/Llama-3.1-70B-Instruct")
+    assert arch is not None
+    assert v002.valid_tp_sizes(arch) == [1, 2, 4, 8, 16, 32, 64]
+    assert v002.problems(arch, 16, 1) == []  # 8 KV heads, each replicated on 2 ranks
+    qwen = load_model_catalog().get("Qwen/Qwen2.5-7B-Instruct")  # 28 heads, 4 KV heads
+    assert qwen is not None
+    assert v002.valid_tp_sizes(qwen) == [1, 2, 4, 28]
+
+
+# --------------------------------------------------------------------------- V005
+
+
+def test_v005_defaults_alone_are_never_reported() -> None:
+    assert outcomes("V005", deployment(["meta-llama/Llama-3.1-8B-Instruct"])) == ([], [])
+
+
+def test_v005_unknown_version_judges_only_stated_values() -> None:
+    both = deployment(
+        [
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--max-num-batched-tokens",
+            "64",
+            "--max-num-seqs",
+            "128",
+        ],
+        image="registry.example.com/vllm:custom",
+    )
+    (message,), _ = outcomes("V005", both)
+    assert message.startswith("container 'vllm' runs vLLM with max_num_batched_tokens 64 below")
+    one = deployment(
+        ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "128"],
+        image="registry.example.com/vllm:custom",
+    )
+    assert outcomes("V005", one) == (
+        [],
+        [
+            "container 'vllm': the batch budget depends on vLLM's defaults and chunked "
+            "prefill, but the image (registry.example.com/vllm:custom) does not name a vLLM "
+            "version"
+        ],
+    )
+
+
+def test_v005_release_0_11_0_ignores_disabling_chunked_prefill_but_0_11_1_does_not() -> None:
+    argv = [
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--no-enable-chunked-prefill",
+        "--max-num-batched-tokens",
+        "4096",
+        "--max-model-len",
+        "8192",
+    ]
+    assert outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.11.0")) == ([], [])
+    (message,), _ = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.11.1"))
+    assert "chunked prefill off (--no-enable-chunked-prefill)" in message
+
+
+def test_v005_between_read_releases_needs_both_to_agree() -> None:
+    # ray-llm 2.60.0 pins vLLM 0.29.0, between 0.12.0 and 0.33.0. On an L40S both default to
+    # 2048 tokens (and Ray's own engine context to 2048 as well): 4096 sequences fail.
+    found, _ = outcomes("V005", ray_service("{max_num_seqs: 4096}", "Qwen/Qwen2.5-7B-Instruct"))
+    assert len(found) == 1
+    assert "judged by 0.12.0 and 0.33.0" in found[0]
+    assert "max_num_batched_tokens 2048 (unset:" in found[0]
+    # On a B200 (179 GiB) 0.12.0 defaults to 8192 and 0.33.0 to 16384 tokens for vllm serve:
+    # 10000 sequences fit one and not the other, so nothing is claimed.
+    argv = ["Qwen/Qwen2.5-7B-Instruct", "--max-num-seqs", "10000"]
+    found, skipped = outcomes(
+        "V005", deployment(argv, image="vllm/vllm-openai:v0.29.0", gpu="NVIDIA-B200")
+    )
+    assert found == []
+    assert skipped == [
+        "container 'vllm': whether max_num_batched_tokens covers max_num_seqs is open: "
+        "vLLM's defaults differ between the GPUs or releases considered "
+        "(max_num_batched_tokens 8192 or 16384, max_num_seqs 10000)"
+    ]
+
+
+def test_v005_unknown_gpu_decides_only_when_every_default_agrees() -> None:
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "20000"]
+    (message,), _ = outcomes("V005", deployment(argv, gpu=None))
+    assert "max_num_batched_tokens 2048 or 8192 or 16384 (unset:" in message
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "4096"]
+    found, skipped = outcomes("V005", deployment(argv, gpu=None))
+    assert found == [] and len(skipped) == 1
+
+
+def test_v005_release_outside_the_read_range_is_not_judged_on_defaults() -> None:
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "4096"]
+    found, skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.34.0"))
+    assert found == []
+    assert skipped and "the V1 engine of vLLM 0.34.0 was not read" in skipped[0]
+
+
+# --------------------------------------------------------------------------- V006
+
+
+def test_v006_default_block_size_is_not_judged() -> None:
+    assert outcomes("V006", deployment(["meta-llama/Llama-3.1-8B-Instruct"])) == ([], [])
+
+
+@pytest.mark.parametrize("block", ["0", "-16", "sixteen"])
+def test_v006_non_positive_or_non_numeric(block: str) -> None:
+    (message,), _ = outcomes(
+        "V006", deployment(["meta-llama/Llama-3.1-8B-Instruct", "--block-size", block])
+    )
+    assert message == (
+        f"container 'vllm' sets block_size {block}, which is not a positive number of tokens; "
+        "use 16 (vLLM's default) or another multiple of 16"
+    )
+
+
+def test_v006_unknown_gpu_is_enough_when_every_gpu_refuses() -> None:
+    (message,), _ = outcomes(
+        "V006", deployment(["meta-llama/Llama-3.1-8B-Instruct", "--block-size", "8"], gpu=None)
+    )
+    assert "refuses on any GPU (no pool or GPU selector names one)" in message
+
+
+def test_v006_releases_that_disagree_are_not_evaluated() -> None:
+    # 48 is a multiple of 16: 0.33.0 takes it, 0.12.0's --block-size choices do not.
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--block-size", "48"]
+    found, skipped = outcomes("V006", deployment(argv, image="vllm/vllm-openai:v0.29.0"))
+    assert found == []
+    assert len(skipped) == 1 and "vLLM 0.29.0" in skipped[0]
+    assert outcomes("V006", deployment(argv)) == ([], [])  # 0.33.0 itself accepts 48
+    # Ray Serve LLM passes engine_kwargs, which skip the CLI choices in 0.12.0: both accept.
+    assert outcomes("V006", ray_service("{block_size: 48}", "Qwen/Qwen2.5-7B-Instruct")) == (
+        [],
+        [],
+    )
+
+
+def test_v006_mla_below_hopper_on_old_releases_is_not_guessed() -> None:
+    argv = ["deepseek-ai/DeepSeek-V3", "--block-size", "16"]
+    found, skipped = outcomes(
+        "V006",
+        deployment(argv, image="vllm/vllm-openai:v0.11.0", gpu="NVIDIA-A100-SXM4-80GB"),
+    )
+    assert found == []
+    assert skipped == [
+        "container 'vllm' sets block_size 16 for vLLM 0.11.0: the MLA backends of vLLM 0.11.0 "
+        "below compute capability 9 were not read"
+    ]
+    assert outcomes(
+        "V006", deployment(argv, image="vllm/vllm-openai:v0.11.0", gpu="NVIDIA-H100-80GB-HBM3")
+    ) == ([], [])
+
+
+def test_v006_unknown_or_unread_versions_are_not_evaluated() -> None:
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--block-size", "8"]
+    _, skipped = outcomes("V006", deployment(argv, image="vllm/vllm-openai:v0.10.2"))
+    assert skipped == [
+        "container 'vllm' sets block_size 8 for vLLM 0.10.2; V006 knows the block sizes of "
+        "vLLM 0.11.0, 0.11.1, 0.11.2, 0.12.0, 0.33.0 (read from their sources), not of 0.10.2"
+    ]
+    _, skipped = outcomes("V006", deployment(argv, image="example.com/vllm:latest"))
+    assert skipped == [
+        "container 'vllm' sets block_size 8, but the image (example.com/vllm:latest) does not "
+        "name a vLLM version, and the block sizes vLLM accepts depend on its version"
+    ]

@@ -1,0 +1,460 @@
+"""The capacity planner: vLLM 0.33 KV-cache arithmetic, weights, budget, time, CLI.
+
+Expected values are worked out by hand in the comments from the formulas in vLLM 0.33.0
+(vllm/v1/kv_cache_interface.py, vllm/v1/core/kv_cache_planning.py,
+vllm/v1/core/kv_cache_utils.py) and from figures vLLM itself logged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from _stacks import ROOT, stack_doc
+
+from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
+from gpustrata.catalog.models import ModelArchitecture, load_model_catalog
+from gpustrata.cli import main
+from gpustrata.components.stack import build_plan
+from gpustrata.planning.capacity import (
+    GIB,
+    CapacityError,
+    default_max_num_batched_tokens,
+    estimate_capacity,
+    kv_cache_blocks,
+    pp_layer_partition,
+    weights_estimate,
+)
+from gpustrata.planning.plan import FALLBACK_STARTUP_BUDGET_S, STARTUP_PERIOD_S
+
+
+def arch(model_id: str) -> ModelArchitecture:
+    found = load_model_catalog().get(model_id)
+    assert found is not None, model_id
+    return found
+
+
+def gpu(gpu_id: str) -> GpuModel:
+    found = load_hardware_catalog().gpu(gpu_id)
+    assert found is not None, gpu_id
+    return found
+
+
+LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
+
+# --------------------------------------------------------------------------- page size
+
+
+@pytest.mark.parametrize(
+    ("tp", "cache_dtype", "page"),
+    [
+        (1, "auto", 2 * 16 * 8 * 128 * 2),  # K+V x block x 8 KV heads x 128 x bf16 = 65536
+        (2, "auto", 2 * 16 * 4 * 128 * 2),  # 8 // 2 = 4 heads per rank
+        (8, "auto", 2 * 16 * 1 * 128 * 2),
+        (16, "auto", 2 * 16 * 1 * 128 * 2),  # max(1, 8 // 16): the head is replicated
+        (1, "fp8", 2 * 16 * 8 * 128 * 1),  # fp8 variants are one byte
+        (1, "fp8_e5m2", 2 * 16 * 8 * 128 * 1),
+    ],
+)
+def test_full_attention_page_size(tp: int, cache_dtype: str, page: int) -> None:
+    kv = kv_cache_blocks(
+        arch(LLAMA8), tensor_parallel_size=tp, cache_dtype=cache_dtype, available_bytes=GIB
+    )
+    assert kv.page_size_bytes == page
+    assert kv.bytes_per_block == 32 * page  # one group of all 32 layers
+    assert kv.num_blocks == GIB // (32 * page)
+
+
+def test_llama8b_blocks_and_vllm_reported_tokens() -> None:
+    a = arch(LLAMA8)
+    # 10 GiB / (32 layers x 65536 B) = 10737418240 / 2097152 = 5120 blocks.
+    kv = kv_cache_blocks(a, available_bytes=10 * GIB)
+    assert (kv.num_blocks, kv.bytes_per_token) == (5120, 32 * 8 * 2 * 128 * 2)
+    # max_model_len 131072 = 8192 blocks per request: 5120 / 8192 x 131072 = 81920 tokens.
+    assert kv.max_model_len == a.max_position_embeddings
+    assert kv.tokens == 81920 == kv.num_blocks * 16
+    # vLLM reports int(num_blocks / cdiv(L, 16) x L): with L = 1000 that is
+    # int(5120 / 63 x 1000) = 81269, not 5120 x 16.
+    short = kv_cache_blocks(a, available_bytes=10 * GIB, max_model_len=1000)
+    assert short.blocks_per_request == 63
+    assert short.tokens == 81269
+    assert short.max_concurrency == pytest.approx(5120 / 63)
+
+
+def test_block_size_and_dtype_scale_the_page() -> None:
+    a = arch(LLAMA8)
+    kv32 = kv_cache_blocks(a, block_size=32, available_bytes=10 * GIB)
+    assert kv32.page_size_bytes == 131072 and kv32.num_blocks == 2560
+    fp32 = kv_cache_blocks(a, model_dtype="float32", available_bytes=10 * GIB)
+    assert fp32.page_size_bytes == 2 * 65536
+    # "auto" cache follows an explicit model dtype; an explicit cache dtype wins.
+    assert kv_cache_blocks(a, model_dtype="float16", available_bytes=GIB).cache_dtype == "float16"
+
+
+def test_mla_page_is_one_latent_not_split_by_tp() -> None:
+    ds = arch("deepseek-ai/DeepSeek-V3")
+    # kv_lora_rank 512 + qk_rope_head_dim 64 = 576 elements per token; num_kv_heads 1.
+    for tp in (1, 8):
+        kv = kv_cache_blocks(ds, tensor_parallel_size=tp, available_bytes=GIB)
+        assert kv.page_size_bytes == 16 * 576 * 2
+        assert kv.num_kv_heads_per_rank == 1
+        assert kv.bytes_per_block == 61 * 16 * 576 * 2
+    assert kv_cache_blocks(ds, cache_dtype="fp8", available_bytes=GIB).page_size_bytes == 16 * 576
+    # fp8_ds_mla packs NoPE + RoPE + scales into 656 bytes per token.
+    packed = kv_cache_blocks(ds, cache_dtype="fp8_ds_mla", block_size=64, available_bytes=GIB)
+    assert packed.page_size_bytes == 64 * 656
+
+
+def test_sliding_window_model_reports_window_bounded_capacity() -> None:
+    phi = arch("microsoft/Phi-3-mini-4k-instruct")  # every layer slides, window 2047
+    page = 32 * 16 * (96 + 96) * 2
+    kv = kv_cache_blocks(phi, available_bytes=32 * page * 1000, max_num_batched_tokens=2048)
+    assert kv.page_size_bytes == page and kv.num_blocks == 1000
+    assert [g.kind for g in kv.groups] == ["sliding_window"]
+    # One request holds min(2047 - 1 + 2 batches x 2048 in flight, 4096) = 4096 tokens,
+    # cdiv(4096, 16) + 1 = 257 blocks; vLLM reports int(1000 / 257 x 4096) = 15937 tokens.
+    assert kv.blocks_per_request == 257
+    assert kv.tokens == 15937
+
+
+def test_sliding_layers_round_to_the_kernel_block() -> None:
+    phi = arch("microsoft/Phi-3-mini-4k-instruct")
+    # FlashAttention's MultipleOf(16): a sliding layer cannot use block 8, it takes 16.
+    kv = kv_cache_blocks(phi, block_size=8, available_bytes=GIB)
+    assert kv.groups[0].block_size == 16
+    assert kv.page_size_bytes == 32 * 16 * 192 * 2
+
+
+def test_hybrid_gemma3_groups_share_one_block_pool() -> None:
+    g = arch("google/gemma-3-27b-it")  # 62 layers: 10 full, 52 sliding (window 1024)
+    page = 16 * 16 * (128 + 128) * 2
+    kv = kv_cache_blocks(g, available_bytes=GIB)
+    full = [x for x in kv.groups if x.kind == "full_attention"]
+    sliding = [x for x in kv.groups if x.kind == "sliding_window"]
+    # Group size = min(10, 52) = 10: one full group, cdiv(52, 10) = 6 sliding groups of
+    # layers[i::6] (9, 9, 9, 9, 8, 8 layers).
+    assert [len(x.layers) for x in full] == [10]
+    assert sorted(len(x.layers) for x in sliding) == [8, 8, 9, 9, 9, 9]
+    assert sorted(i for x in kv.groups for i in x.layers) == list(range(62))
+    assert kv.bytes_per_block == 10 * page
+    assert kv.num_blocks == GIB // (10 * page)
+    # Without the hybrid manager every layer is full attention in one group.
+    flat = kv_cache_blocks(g, available_bytes=GIB, hybrid_kv_cache_manager=False)
+    assert len(flat.groups) == 1 and flat.bytes_per_block == 62 * page
+    assert flat.num_blocks < kv.num_blocks
+
+
+def test_hybrid_gpt_oss_uses_equal_groups() -> None:
+    # 12 sliding + 12 full: max < 1.5 x min, so group size 12, two groups.
+    kv = kv_cache_blocks(arch("openai/gpt-oss-20b"), available_bytes=GIB)
+    assert sorted(len(x.layers) for x in kv.groups) == [12, 12]
+    assert kv.bytes_per_block == 12 * (8 * 16 * 128 * 2)
+
+
+def test_pipeline_stages_follow_get_pp_indices() -> None:
+    # 126 // 4 = 31, remainder 2 to the stages before the last: [31, 32, 32, 31].
+    assert pp_layer_partition(126, 4) == (31, 32, 32, 31)
+    assert pp_layer_partition(80, 3) == (27, 27, 26)
+    big = arch("meta-llama/Llama-3.1-405B-Instruct")
+    kv = kv_cache_blocks(big, tensor_parallel_size=8, pipeline_parallel_size=4, available_bytes=GIB)
+    page = 16 * 1 * 256 * 2
+    assert kv.layers_per_stage == (31, 32, 32, 31)
+    assert kv.bytes_per_block == 32 * page  # the 32-layer stages limit every worker
+    assert kv.num_blocks == GIB // (32 * page)
+    # Per-stage budgets: the tightest stage wins.
+    uneven = kv_cache_blocks(
+        big,
+        tensor_parallel_size=8,
+        pipeline_parallel_size=4,
+        available_bytes=[GIB, GIB, GIB // 2, GIB],
+    )
+    assert uneven.num_blocks == (GIB // 2) // (32 * page)
+
+
+def test_one_full_length_request_must_fit() -> None:
+    a = arch(LLAMA8)
+    bpb = 32 * 65536
+    # vLLM checks max_model_len against available minus the null block.
+    ok = kv_cache_blocks(a, available_bytes=bpb * 8193)
+    assert ok.fits_one_sequence and ok.vllm_error is None
+    short = kv_cache_blocks(a, available_bytes=bpb * 8193 - 1)
+    assert not short.fits_one_sequence
+    assert short.vllm_error is not None
+    assert "To serve at least one request with the model's max seq len (131072)" in (
+        short.vllm_error
+    )
+    # 8191 usable blocks hold 8191 x 16 = 131056 tokens.
+    assert short.largest_max_model_len == 8191 * 16
+
+
+@pytest.mark.parametrize(
+    ("tp", "setting"), [(3, "tensor_parallel_size"), (64, "tensor_parallel_size")]
+)
+def test_parallelism_vllm_refuses(tp: int, setting: str) -> None:
+    with pytest.raises(CapacityError) as err:
+        kv_cache_blocks(arch(LLAMA8), tensor_parallel_size=tp, available_bytes=GIB)
+    assert err.value.setting == setting
+
+
+def test_fp8_ds_mla_only_for_mla() -> None:
+    with pytest.raises(CapacityError, match="only for MLA"):
+        kv_cache_blocks(arch(LLAMA8), cache_dtype="fp8_ds_mla", available_bytes=GIB)
+
+
+# --------------------------------------------------------------------------- weights, budget
+
+
+def test_weights_match_vllm_logged_figures() -> None:
+    # vLLM PR #10511 logged "model weights take 14.96GiB" for Llama-3-8B (same shape as
+    # 3.1-8B) at TP 1 and 7.48 GiB at TP 2.
+    a = arch(LLAMA8)
+    one = weights_estimate(a).bytes_per_gpu / GIB
+    two = weights_estimate(a, tensor_parallel_size=2).bytes_per_gpu / GIB
+    assert one == pytest.approx(14.96, rel=0.01)
+    assert two == pytest.approx(7.48, rel=0.01)
+
+
+def test_quantised_weights() -> None:
+    # gpt-oss ships MXFP4 experts: "the large model fits on a single H100 GPU, while the
+    # small one runs within 16GB of memory" (Hugging Face gpt-oss launch post; model card).
+    small = weights_estimate(arch("openai/gpt-oss-20b")).total_bytes
+    large = weights_estimate(arch("openai/gpt-oss-120b")).total_bytes
+    assert 12e9 < small < 16e9
+    assert large < gpu("h100-sxm-80gb").memory_gib * GIB * 0.9
+    bf16 = weights_estimate(arch("openai/gpt-oss-120b"), quantization=None).total_bytes
+    assert bf16 == large  # the checkpoint's own quantisation applies when none is forced
+    # FP8 DeepSeek-V3: ~1 byte per parameter of 671B (embeddings in bf16).
+    ds = weights_estimate(arch("deepseek-ai/DeepSeek-V3"), tensor_parallel_size=8)
+    assert ds.total_bytes / 1e9 == pytest.approx(673, rel=0.01)
+    # On-the-fly fp8 halves a bf16 model's linear layers.
+    a = arch(LLAMA8)
+    assert (
+        weights_estimate(a, quantization="fp8").total_bytes < 0.6 * weights_estimate(a).total_bytes
+    )
+    with pytest.raises(CapacityError):
+        weights_estimate(a, quantization="bogus")
+
+
+def test_memory_budget_terms_add_up() -> None:
+    est = estimate_capacity(arch(LLAMA8), gpu("l40s"), gpu_memory_utilization=0.9)
+    m = est.memory
+    assert m.requested.value == math.ceil(m.total.value * 0.9)
+    assert m.available_kv_bytes == (
+        m.requested.value
+        - m.weights.value
+        - m.activation.value
+        - m.cuda_graphs.value
+        - m.runtime_overhead.value
+    )
+    eager = estimate_capacity(arch(LLAMA8), gpu("l40s"), enforce_eager=True)
+    assert eager.memory.cuda_graphs.value == 0
+    for term in (m.total, m.requested, m.weights, m.activation, m.cuda_graphs):
+        assert term.explanation
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "expected"),
+    [("b200", 16384), ("h100-sxm-80gb", 8192), ("a100-sxm-80gb", 2048), ("l40s", 2048)],
+)
+def test_default_batch_budget_tiers(gpu_id: str, expected: int) -> None:
+    assert default_max_num_batched_tokens(gpu(gpu_id), 4096)[0] == expected
+    # Without chunked prefill vLLM raises it to max_model_len.
+    assert default_max_num_batched_tokens(gpu(gpu_id), 65536, False)[0] == 65536
+
+
+def test_largest_max_model_len_is_the_fit_boundary() -> None:
+    est = estimate_capacity(arch(LLAMA8), gpu("l4"), max_model_len=131072)
+    largest = est.largest_max_model_len
+    assert 0 < largest < 131072 and not est.fits
+    assert estimate_capacity(arch(LLAMA8), gpu("l4"), max_model_len=largest).fits
+    assert not estimate_capacity(arch(LLAMA8), gpu("l4"), max_model_len=largest + 16).fits
+
+
+# --------------------------------------------------------------------------- time
+
+
+def test_startup_is_weights_over_bandwidth_plus_init() -> None:
+    a = arch("meta-llama/Llama-3.3-70B-Instruct")
+    est = estimate_capacity(a, gpu("h100-sxm-80gb"), tensor_parallel_size=4, weights_source="s3")
+    st = est.startup
+    assert st.load_gbps == 1.0
+    assert st.load_s == pytest.approx(est.weights.total_bytes / 1e9)
+    assert st.init_s == 90  # 30 s + 60 s torch.compile / CUDA graphs (dense model)
+    assert st.budget_s == pytest.approx((st.load_s + 90) * 1.5)
+    assert "GB / 1.0 GB/s (s3) + 90 s init" in st.explanation
+    fast = estimate_capacity(a, gpu("h100-sxm-80gb"), tensor_parallel_size=4, load_gbps=2.0)
+    assert fast.startup.load_s == pytest.approx(st.load_s / 2)
+    moe = estimate_capacity(arch("Qwen/Qwen3-30B-A3B"), gpu("h100-sxm-80gb"), enforce_eager=True)
+    assert moe.startup.init_s == 30 + 90  # no compile, MoE warmup
+
+
+def test_longest_step_scales_with_tp_and_batch() -> None:
+    a = arch("meta-llama/Llama-3.3-70B-Instruct")
+    h100 = gpu("h100-sxm-80gb")
+    four = estimate_capacity(a, h100, tensor_parallel_size=4, max_model_len=32768)
+    eight = estimate_capacity(a, h100, tensor_parallel_size=8, max_model_len=32768)
+    assert four.longest_step.tokens == 8192  # chunked prefill: max_num_batched_tokens
+    assert eight.longest_step.seconds == pytest.approx(four.longest_step.seconds / 2)
+    whole = estimate_capacity(
+        a, h100, tensor_parallel_size=4, max_model_len=32768, enable_chunked_prefill=False
+    )
+    assert whole.longest_step.tokens == 32768
+    assert whole.longest_step.seconds > 3 * four.longest_step.seconds
+
+
+# --------------------------------------------------------------------------- planner
+
+
+def test_planner_sizes_the_startup_probe_from_the_estimate() -> None:
+    plan = build_plan(stack_doc("prod"))
+    mp = plan.models["llama-70b"]
+    assert mp.capacity is not None and mp.capacity_unavailable is None
+    cap = mp.capacity
+    assert (cap.tensor_parallel_size, cap.gpu_id, cap.max_model_len) == (4, "h100-sxm-80gb", 32768)
+    assert cap.startup.load_gbps == 1.0  # weights.source s3
+    assert mp.probes.startup_failure_threshold == math.ceil(cap.startup.budget_s / STARTUP_PERIOD_S)
+    derived = {d.key: d for d in plan.derived}
+    probe = derived["models.llama-70b.startupProbe.failureThreshold"]
+    assert probe.source == "formula"
+    assert "141.1 GB / 1.0 GB/s (s3) + 90 s init" in probe.why and "x1.5" in probe.why
+    for key in (
+        "weightsPerGpu",
+        "kvCacheTokens",
+        "fullLengthSequences",
+        "startupSeconds",
+        "longestStepSeconds",
+        "largestMaxModelLen",
+    ):
+        assert derived[f"models.llama-70b.capacity.{key}"].why
+
+
+def test_planner_falls_back_for_unknown_models() -> None:
+    doc = stack_doc("prod")
+    doc["models"][1]["model"] = "acme/private-model"
+    plan = build_plan(doc)
+    mp = plan.models["llama-8b"]
+    assert mp.capacity is None and mp.capacity_unavailable is not None
+    assert mp.probes.startup_failure_threshold == FALLBACK_STARTUP_BUDGET_S // STARTUP_PERIOD_S
+    probe = {d.key: d for d in plan.derived}["models.llama-8b.startupProbe.failureThreshold"]
+    assert probe.source == "default" and "acme/private-model" in probe.why
+
+
+def test_planner_reads_weights_load_gbps() -> None:
+    doc = stack_doc("prod")
+    doc["models"][1]["weights"]["load_gbps"] = 3.0
+    doc["models"][1]["startup_init_s"] = 10
+    st = build_plan(doc).models["llama-8b"].capacity
+    assert st is not None
+    assert (st.startup.load_gbps, st.startup.init_s) == (3.0, 10)
+
+
+# --------------------------------------------------------------------------- CLI
+
+FIGURES = (
+    "weights_bytes_per_gpu",
+    "kv_bytes_per_token_per_gpu",
+    "kv_cache_tokens",
+    "max_concurrent_full_length_sequences",
+    "largest_max_model_len",
+    "startup_seconds",
+    "longest_step_seconds",
+)
+
+
+def test_capacity_json_for_the_prod_70b(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["capacity", "--stack", "prod", "--model-name", "llama-70b", "--project-dir", str(ROOT)]
+    assert main([*args, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for key in FIGURES:
+        assert set(doc[key]) == {"value", "explanation"} and doc[key]["explanation"], key
+    plan = build_plan(stack_doc("prod")).models["llama-70b"].capacity
+    assert plan is not None
+    assert doc["kv_cache_tokens"]["value"] == plan.kv.tokens
+    assert doc["weights_bytes_per_gpu"]["value"] == plan.weights.bytes_per_gpu
+    assert doc["settings"]["tensor_parallel_size"] == 4 and doc["fits"] is True
+    rows = doc["what_if"]
+    assert any(r["current"] for r in rows)
+    assert all(r["fits"] for r in rows)
+    assert {r["tensor_parallel_size"] for r in rows} <= {1, 2, 4, 8}
+
+
+def test_capacity_flags_override_the_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["capacity", "--stack", "prod", "--model-name", "llama-70b", "--project-dir", str(ROOT)]
+    main([*base, "--format", "json"])
+    four = json.loads(capsys.readouterr().out)
+    main([*base, "--tp", "8", "--kv-cache-dtype", "fp8", "--format", "json"])
+    eight = json.loads(capsys.readouterr().out)
+    assert eight["settings"]["tensor_parallel_size"] == 8
+    assert (
+        eight["kv_cache_page_size_bytes"]["value"] == four["kv_cache_page_size_bytes"]["value"] // 4
+    )
+
+
+def test_capacity_text_ad_hoc(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["capacity", "--model", LLAMA8, "--gpu", "NVIDIA-L40S", "--max-model-len", "8192"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Capacity of meta-llama/Llama-3.1-8B-Instruct on 1 x l40s" in out
+    assert "KV cache tokens" in out and "<- page = 8 KV heads per rank" in out
+    assert "What if" in out
+
+
+def test_capacity_from_a_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "num_hidden_layers": 16,
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+        "torch_dtype": "bfloat16",
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    assert main(["capacity", "--model", str(path), "--gpu", "l4", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # 8 KV heads x 16 x (64 + 64) x 2 B; head_dim 2048 / 32 = 64.
+    assert doc["kv_cache_page_size_bytes"]["value"] == 8 * 16 * 128 * 2
+
+
+def test_capacity_that_does_not_fit_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["capacity", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "l40s"])
+    out = capsys.readouterr().out
+    assert code == 1 and "vLLM refuses to start" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--model", "llama-70b", "--gpu", "l4"], "--model 'llama-70b'"),
+        (["--model", LLAMA8, "--gpu", "h100"], "--gpu 'h100' is not a catalogue GPU id"),
+        (["--model", LLAMA8, "--gpu", "l4", "--tp", "3"], "--tp 3: tensor_parallel_size 3"),
+        (["--model", LLAMA8, "--gpu", "l4", "--tp", "two"], "--tp 'two'"),
+        (["--model", LLAMA8, "--gpu", "l4", "--block-size", "7"], "--block-size '7'"),
+        (["--model", LLAMA8], "--gpu is required"),
+        (["--stack", "prod"], "--model-name is required"),
+        (["--stack", "prod", "--model-name", "llama70b"], "did you mean llama-70b"),
+    ],
+)
+def test_capacity_bad_input_is_one_line_exit_2(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["capacity", *argv, "--project-dir", str(ROOT)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert needle in err
+
+
+@pytest.mark.parametrize("cache", ["auto", "fp8"])
+def test_float16_is_refused_for_gemma_like_vllm(cache: str) -> None:
+    """vLLM 0.33 refuses float16 for gemma2/gemma3/glm4 (_FLOAT16_NOT_SUPPORTED_MODELS)."""
+    arch = load_model_catalog().get("google/gemma-2-9b-it")
+    assert arch is not None
+    with pytest.raises(CapacityError, match="refuses float16 for model type 'gemma2'"):
+        kv_cache_blocks(arch, model_dtype="float16", cache_dtype=cache, available_bytes=10**10)
+    assert kv_cache_blocks(arch, model_dtype="bfloat16", cache_dtype=cache, available_bytes=10**10)
