@@ -80,6 +80,15 @@ class GpuModel(BaseModel):
             '(NVML device name, spaces replaced by "-"), e.g. "NVIDIA-H100-80GB-HBM3".'
         ),
     )
+    ray_accelerator_type: str | None = Field(
+        default=None,
+        description=(
+            'The accelerator type Ray detects on a node with this GPU, e.g. "H100": the '
+            "`accelerator_type:<X>` node resource and the value of Ray Serve LLM's "
+            "`accelerator_type`. None when Ray's detected value is not a Ray Serve LLM "
+            "accelerator type."
+        ),
+    )
     mig_profiles: list[str] = Field(
         default_factory=list,
         description='MIG GPU-instance profiles such as "1g.10gb"; empty without MIG.',

@@ -31,7 +31,9 @@ def register_object(
 
 
 class VllmDeployment(pulumi.ComponentResource):
-    """`vllm serve` in a Deployment, with Service, PDB and one autoscaler when needed."""
+    """`vllm serve` in a Deployment with its Service, a PDB when it can run more than one
+    replica, the one autoscaler the stack asks for (HPA or KEDA) and a ServiceMonitor for
+    vLLM's /metrics."""
 
     service_name: pulumi.Output[str]
     """Name of the Service in front of the engines."""
@@ -49,7 +51,9 @@ class VllmDeployment(pulumi.ComponentResource):
 
 
 class RayLlmService(pulumi.ComponentResource):
-    """A RayService running Ray Serve LLM with GPU worker groups sized from the plan."""
+    """A RayService running Ray Serve LLM (``ray.serve.llm:build_openai_app``): a CPU-only
+    head, one GPU worker group per pool sized from the plan, placement groups of TP x PP
+    bundles, and an upgrade strategy the pool's GPUs can hold."""
 
     service_name: pulumi.Output[str]
     """Name of the RayService (KubeRay creates `<name>-serve-svc`)."""

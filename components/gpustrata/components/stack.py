@@ -13,15 +13,16 @@ from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, KubeletA
 from gpustrata.components.operators import GpuOperator, KubeRayOperator
 from gpustrata.components.serving import RayLlmService, VllmDeployment
 from gpustrata.errors import Problem, StackError
+from gpustrata.planning.kuberay import plan_kuberay
 from gpustrata.planning.plan import PlanError, PoolPlan, StackPlan, plan_stack
 from gpustrata.render.from_plan import (
-    pool_tolerations,
+    node_image_driver,
+    operator_values,
     ray_llm_service_args,
     vllm_deployment_args,
 )
 from gpustrata.render.operators import (
     device_plugin_sharing_config,
-    gpu_operator_values,
     kuberay_values,
 )
 from gpustrata.spec.loader import validate_stack
@@ -47,7 +48,9 @@ def plan_spec(spec: StackSpec, source: str | None = None) -> StackPlan:
     """Plan a validated spec with the catalogue plus the stack's own entries."""
     hardware = load_hardware_catalog().extended(spec.catalog.gpus, spec.catalog.instances)
     try:
-        return plan_stack(spec, hardware)
+        plan = plan_stack(spec, hardware)
+        plan.derived.extend(plan_kuberay(spec))  # the operator release against the Ray version
+        return plan
     except PlanError as exc:
         raise StackError([Problem(exc.path, str(exc))], source) from None
 
@@ -96,7 +99,7 @@ class InferenceStack(pulumi.ComponentResource):
 
         pools: list[pulumi.Resource] = []
         for pool in self.plan.pools.values():
-            pool_args = _pool_args(pool, create=eks is not None)
+            pool_args = _pool_args(pool, spec, create=eks is not None)
             if eks is not None:
                 pool_args["cluster_name"] = eks.cluster_name
                 pool_args["node_role_arn"] = eks.node_role_arn
@@ -108,17 +111,16 @@ class InferenceStack(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
         gpu_ready: list[pulumi.Resource] = []
         if spec.gpu_operator.enabled:
-            tolerations = [t for p in self.plan.pools.values() for t in pool_tolerations(p)]
-            unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
             gpu_ready.append(
                 GpuOperator(
                     f"{name}-gpu-operator",
                     {
                         "namespace": spec.gpu_operator.namespace,
                         "chart_version": spec.gpu_operator.chart_version,
-                        "values": gpu_operator_values(spec.gpu_operator, unique),
+                        "values": operator_values(self.plan),
                         "device_plugin_config": device_plugin_sharing_config(spec.gpu_operator)
                         or {},
+                        "declared_overrides": list(spec.gpu_operator.declared_overrides),
                     },
                     pulumi.ResourceOptions.merge(
                         k8s_opts, pulumi.ResourceOptions(depends_on=pools)
@@ -133,7 +135,7 @@ class InferenceStack(pulumi.ComponentResource):
                     {
                         "namespace": spec.kuberay.namespace,
                         "chart_version": spec.kuberay.chart_version,
-                        "values": kuberay_values(),
+                        "values": kuberay_values(spec.kuberay.chart_version),
                     },
                     k8s_opts,
                 )
@@ -182,13 +184,14 @@ class InferenceStack(pulumi.ComponentResource):
         return found.ids
 
 
-def _pool_args(pool: PoolPlan, *, create: bool) -> GpuNodePoolArgs:
+def _pool_args(pool: PoolPlan, stack: StackSpec, *, create: bool) -> GpuNodePoolArgs:
     spec = pool.spec
-    return GpuNodePoolArgs(
+    args = GpuNodePoolArgs(
         create=create,
         pool_name=pool.name,
         instance_type=pool.instance.name,
         ami_type=pool.instance.eks_ami_type,
+        kubernetes_version=stack.cluster.kubernetes_version,
         capacity_type=spec.capacity_type,
         min_size=spec.min_size,
         max_size=spec.max_size,
@@ -207,6 +210,10 @@ def _pool_args(pool: PoolPlan, *, create: bool) -> GpuNodePoolArgs:
         vcpu=pool.instance.vcpu,
         memory_mib=pool.instance.memory_mib,
     )
+    driver = node_image_driver(stack)
+    if driver:
+        args["driver_version"] = driver
+    return args
 
 
 def _read_kubeconfig(path: str | None) -> str | None:

@@ -109,8 +109,12 @@ class VllmDeploymentArgs(TypedDict):
     """Autoscaling."""
     weights: WeightsArgs
     """Weight source."""
+    service_monitor: bool
+    """Create a Prometheus Operator ServiceMonitor for vLLM's /metrics."""
     hf_token: NotRequired[SecretRefArgs]
     """Secret with the Hugging Face token."""
+    startup_estimate_s: NotRequired[int]
+    """Planner's engine startup estimate (load + init), annotated for the rules."""
 
 
 class RayLlmModelArgs(TypedDict):
@@ -134,6 +138,12 @@ class RayLlmModelArgs(TypedDict):
     """Placement group bundles, one per GPU of the engine."""
     accelerator_type: NotRequired[str]
     """Ray accelerator type (e.g. H100) to pin engines to a GPU model."""
+    health_check_period_s: int
+    """Serve deployment health_check_period_s of the engine replicas."""
+    health_check_timeout_s: int
+    """Serve deployment health_check_timeout_s of the engine replicas."""
+    engine_start_timeout_s: int
+    """RAYLLM_ENGINE_START_TIMEOUT_S: seconds Ray Serve LLM waits for the engine to start."""
 
 
 class RayWorkerGroupArgs(TypedDict):
@@ -155,6 +165,8 @@ class RayWorkerGroupArgs(TypedDict):
     """Memory request and limit."""
     shm_size: str
     """Memory-backed /dev/shm size."""
+    ephemeral_storage: str
+    """Ephemeral-storage request and limit (weights are downloaded to the worker)."""
     node_selector: dict[str, str]
     """Node selector of the GPU pool."""
     tolerations: list[TolerationArgs]
@@ -182,5 +194,11 @@ class RayLlmServiceArgs(TypedDict):
     """Head Pod memory."""
     probes: ProbeArgs
     """Timing used for Serve health checks."""
+    upgrade_strategy: str
+    """RayService upgradeStrategy.type: NewCluster, NewClusterWithIncrementalUpgrade or None."""
+    startup_estimate_s: NotRequired[int]
+    """Planner's engine startup estimate (load + init), annotated for the rules."""
+    weights: NotRequired[WeightsArgs]
+    """Weight source (a PVC is mounted on the workers as the model cache)."""
     hf_token: NotRequired[SecretRefArgs]
     """Secret with the Hugging Face token."""

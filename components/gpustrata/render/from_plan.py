@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
@@ -15,8 +16,9 @@ from gpustrata.render.args import (
     WeightsArgs,
 )
 from gpustrata.render.nodes import kubelet_config, pool_description
+from gpustrata.render.operators import gpu_operator_description, gpu_operator_values
 from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
-from gpustrata.spec.models import EngineSpec, ModelSpec
+from gpustrata.spec.models import EngineSpec, ModelSpec, StackSpec
 
 # Engine settings rendered as vLLM flags; the model id and port are positional/fixed.
 _ENGINE_FIELDS = (
@@ -115,7 +117,7 @@ def vllm_deployment_args(mp: ModelPlan) -> VllmDeploymentArgs:
         cpu=m.cpu,
         memory=m.memory,
         shm_size=m.shm_size,
-        ephemeral_storage=f"{max(50, m.weights.cache_size_gib)}Gi",
+        ephemeral_storage=weights_storage(mp)[0],
         engine_args=engine_args(m.engine),
         node_selector=pool_selector(mp.pool),
         tolerations=pool_tolerations(mp.pool),
@@ -127,7 +129,10 @@ def vllm_deployment_args(mp: ModelPlan) -> VllmDeploymentArgs:
             target_waiting_requests=auto.target_waiting_requests,
         ),
         weights=_weights(m),
+        service_monitor=m.service_monitor,
     )
+    if mp.capacity is not None:
+        args["startup_estimate_s"] = math.ceil(mp.capacity.startup.total_s)
     secret = _secret(m)
     if secret:
         args["hf_token"] = secret
@@ -156,6 +161,9 @@ def ray_llm_service_args(mp: ModelPlan, ray_version: str) -> RayLlmServiceArgs:
                 "target_ongoing_requests": m.autoscaling.target_ongoing_requests,
                 "placement_strategy": ray.placement_strategy,
                 "bundles": ray.bundles,
+                "health_check_period_s": ray.health_check_period_s,
+                "health_check_timeout_s": ray.health_check_timeout_s,
+                "engine_start_timeout_s": ray.engine_start_timeout_s,
             }
         ],
         worker_groups=[
@@ -168,23 +176,93 @@ def ray_llm_service_args(mp: ModelPlan, ray_version: str) -> RayLlmServiceArgs:
                 "cpu": m.cpu,
                 "memory": m.memory,
                 "shm_size": m.shm_size,
+                "ephemeral_storage": weights_storage(mp)[0],
                 "node_selector": pool_selector(mp.pool),
                 "tolerations": pool_tolerations(mp.pool),
             }
         ],
-        head_cpu="4",
-        head_memory="16Gi",
+        head_cpu=HEAD_CPU,
+        head_memory=HEAD_MEMORY,
         probes=probe_args(mp),
+        upgrade_strategy=ray.upgrade_strategy,
+        weights=_weights(m),
     )
+    if ray.accelerator_type:
+        args["models"][0]["accelerator_type"] = ray.accelerator_type
+    if mp.capacity is not None:
+        args["startup_estimate_s"] = math.ceil(mp.capacity.startup.total_s)
     secret = _secret(m)
     if secret:
         args["hf_token"] = secret
     return args
 
 
-def pool_object(pool: PoolPlan) -> dict[str, Any]:
-    """The GpuNodePool description of a planned pool."""
+# The head runs GCS, the dashboard, the Serve controller and the autoscaler, no engine.
+HEAD_CPU = "4"
+HEAD_MEMORY = "16Gi"
+WEIGHTS_FALLBACK_GIB = 50
+"""Ephemeral storage when the model's weight size is unknown (not in the model catalogue)."""
+SCRATCH_GIB = 10
+"""Room beside the weights: tokenizer and config files, torch.compile and Triton caches, logs."""
+
+
+def weights_storage(mp: ModelPlan) -> tuple[str, str]:
+    """Ephemeral storage (and cache emptyDir size) of an engine Pod, and why.
+
+    Every engine Pod (a Ray worker too: Ray Serve LLM downloads the model on each node of
+    the placement group) holds a full copy of the weights unless they live on a PVC.
+    """
+    weights = mp.spec.weights
+    if weights.source == "pvc" and weights.pvc_name:
+        return f"{SCRATCH_GIB}Gi", (
+            f"weights on PVC {weights.pvc_name}; {SCRATCH_GIB} GiB for caches and logs"
+        )
+    if weights.cache_size_gib:
+        return f"{weights.cache_size_gib}Gi", "weights.cache_size_gib in the stack"
+    if mp.capacity is not None:
+        total = mp.capacity.weights.total_bytes
+        size = math.ceil(total * 1.1 / 2**30) + SCRATCH_GIB
+        return f"{size}Gi", (
+            f"weights {total / 2**30:.1f} GiB (capacity estimate) x 1.1 for partial downloads "
+            f"+ {SCRATCH_GIB} GiB for caches and logs"
+        )
+    return f"{WEIGHTS_FALLBACK_GIB}Gi", (
+        f"fallback {WEIGHTS_FALLBACK_GIB} GiB: no weight size ({mp.capacity_unavailable})"
+    )
+
+
+def operator_values(plan: StackPlan) -> dict[str, Any]:
+    """GPU Operator chart values for the plan: its pools' taints tolerated once each."""
+    tolerations = [t for p in plan.pools.values() for t in pool_tolerations(p)]
+    unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
+    return gpu_operator_values(plan.spec.gpu_operator, unique)
+
+
+def operator_object(plan: StackPlan) -> dict[str, Any] | None:
+    """The GpuOperator description the GpuOperator component registers (None: not installed)."""
+    operator = plan.spec.gpu_operator
+    if not operator.enabled:
+        return None
+    return gpu_operator_description(
+        namespace=operator.namespace,
+        chart_version=operator.chart_version,
+        values=operator_values(plan),
+        declared_overrides=list(operator.declared_overrides),
+    )
+
+
+def node_image_driver(stack: StackSpec) -> str | None:
+    """The driver preinstalled in the pools' node image, as the stack states it
+    (``gpu_operator.driver_version`` when the operator does not install the driver)."""
+    operator = stack.gpu_operator
+    return operator.driver_version if not operator.driver_enabled else None
+
+
+def pool_object(pool: PoolPlan, stack: StackSpec | None = None) -> dict[str, Any]:
+    """The GpuNodePool description of a planned pool (*stack* adds the cluster's Kubernetes
+    version, the node image and its driver, as the GpuNodePool component registers them)."""
     spec = pool.spec
+    create = stack is not None and stack.cluster.mode == "create"
     return pool_description(
         name=pool.name,
         instance_type=pool.instance.name,
@@ -202,6 +280,10 @@ def pool_object(pool: PoolPlan) -> dict[str, Any]:
         ),
         min_size=spec.min_size,
         max_size=spec.max_size,
+        kubernetes_version=stack.cluster.kubernetes_version if stack else None,
+        ami_type=pool.instance.eks_ami_type if create else None,
+        driver_version=node_image_driver(stack) if stack else None,
+        disk_size_gib=spec.disk_size_gib if create else None,
     )
 
 

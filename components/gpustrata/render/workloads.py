@@ -17,6 +17,7 @@ from gpustrata.render.args import (
     SecretRefArgs,
     TolerationArgs,
     VllmDeploymentArgs,
+    WeightsArgs,
 )
 
 VLLM_PORT = 8000
@@ -24,6 +25,14 @@ SERVE_PORT = 8000
 APP_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpustrata"}
+STARTUP_ESTIMATE_ANNOTATION = "gpustrata.io/startup-estimate-seconds"
+"""The planner's engine startup estimate (load + init) on a RayService (rule R005)."""
+ENGINE_START_TIMEOUT_ENV = "RAYLLM_ENGINE_START_TIMEOUT_S"
+"""Ray Serve LLM: seconds LLMServer waits for the engine (ray/llm/_internal/serve/constants.py)."""
+VLLM_CACHE_DIR = "/root/.cache"
+"""HF_HOME and vLLM caches of the vllm/vllm-openai image (it runs as root)."""
+RAY_CACHE_DIR = "/home/ray/.cache"
+"""The same caches in rayproject images (user ray)."""
 
 
 def engine_flags(engine_args: dict[str, Any]) -> list[str]:
@@ -116,14 +125,14 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
         str(VLLM_PORT),
         *engine_flags(args["engine_args"]),
     ]
-    volumes: list[dict[str, Any]] = [_shm_volume(args["shm_size"])]
-    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    weights = args["weights"]
-    if weights["source"] == "pvc" and weights.get("pvc_name"):
-        volumes.append(
-            {"name": "model-cache", "persistentVolumeClaim": {"claimName": weights["pvc_name"]}}
-        )
-        mounts.append({"name": "model-cache", "mountPath": "/root/.cache/huggingface"})
+    volumes = [
+        _shm_volume(args["shm_size"]),
+        _cache_volume(args["weights"], args["ephemeral_storage"]),
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "model-cache", "mountPath": VLLM_CACHE_DIR},
+    ]
     container = {
         "name": "vllm",
         "image": args["image"],
@@ -154,10 +163,14 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
                 "labelSelector": {"matchLabels": selector},
             }
         ]
+    metadata = _meta(name, ns, labels)
+    if "startup_estimate_s" in args:
+        # The rules (V009) size the startup window against the planner's own estimate.
+        metadata["annotations"] = {STARTUP_ESTIMATE_ANNOTATION: str(args["startup_estimate_s"])}
     deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(name, ns, labels),
+        "metadata": metadata,
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": selector},
@@ -196,7 +209,32 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
         objects.append(_scaled_object(args, labels))
     elif auto["kind"] == "hpa":
         objects.append(_hpa(args, labels))
+    if args["service_monitor"]:
+        objects.append(_service_monitor(name, ns, labels, selector))
     return objects
+
+
+def _cache_volume(weights: WeightsArgs, size: str) -> dict[str, Any]:
+    """The weights cache: the stack's PVC, else an emptyDir bounded like ephemeral storage."""
+    if weights["source"] == "pvc" and weights.get("pvc_name"):
+        return {"name": "model-cache", "persistentVolumeClaim": {"claimName": weights["pvc_name"]}}
+    return {"name": "model-cache", "emptyDir": {"sizeLimit": size}}
+
+
+def _service_monitor(
+    name: str, namespace: str, labels: dict[str, str], selector: dict[str, str]
+) -> dict[str, Any]:
+    """A Prometheus Operator ServiceMonitor scraping vLLM's /metrics through the Service."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": _meta(name, namespace, labels),
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "namespaceSelector": {"matchNames": [namespace]},
+            "endpoints": [{"port": "http", "path": "/metrics", "interval": "15s"}],
+        },
+    }
 
 
 def _waiting_query(args: VllmDeploymentArgs) -> str:
@@ -259,7 +297,14 @@ def _hpa(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str, Any]:
 
 
 def serve_config(args: RayLlmServiceArgs) -> dict[str, Any]:
-    """The Ray Serve config (``serveConfigV2``) of a Ray Serve LLM application."""
+    """The Ray Serve config (``serveConfigV2``) of a Ray Serve LLM application.
+
+    One ``llm_config`` per model, in the names of Ray Serve LLM's ``LLMConfig``
+    (ray python/ray/llm/_internal/serve/core/configs/llm_config.py): typed vLLM
+    ``engine_kwargs``, ``deployment_config`` with Serve autoscaling on ongoing requests and
+    health checks, ``placement_group_config`` (one bundle per GPU worker, strategy from the
+    layout), ``accelerator_type`` and the engine start timeout in ``runtime_env``.
+    """
     llm_configs = []
     for model in args["models"]:
         config: dict[str, Any] = {
@@ -274,10 +319,15 @@ def serve_config(args: RayLlmServiceArgs) -> dict[str, Any]:
                     "max_replicas": model["max_replicas"],
                     "target_ongoing_requests": model["target_ongoing_requests"],
                 },
+                "health_check_period_s": model["health_check_period_s"],
+                "health_check_timeout_s": model["health_check_timeout_s"],
             },
             "placement_group_config": {
-                "bundles": model["bundles"],
+                "bundles": [dict(b) for b in model["bundles"]],
                 "strategy": model["placement_strategy"],
+            },
+            "runtime_env": {
+                "env_vars": {ENGINE_START_TIMEOUT_ENV: str(model["engine_start_timeout_s"])}
             },
         }
         if model.get("accelerator_type"):
@@ -296,12 +346,14 @@ def serve_config(args: RayLlmServiceArgs) -> dict[str, Any]:
 
 
 def _ray_container(
-    name: str, image: str, cpu: str, memory: str, gpus: int, env: list[dict[str, Any]]
+    name: str,
+    image: str,
+    requests: dict[str, str],
+    gpus: int,
+    env: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    resources: dict[str, dict[str, str]] = {
-        "requests": {"cpu": cpu, "memory": memory},
-        "limits": {"cpu": cpu, "memory": memory},
-    }
+    """A Ray container: requests = limits (Guaranteed), GPUs only where the group has them."""
+    resources: dict[str, dict[str, str]] = {"requests": dict(requests), "limits": dict(requests)}
     if gpus:
         resources["requests"]["nvidia.com/gpu"] = str(gpus)
         resources["limits"]["nvidia.com/gpu"] = str(gpus)
@@ -309,25 +361,36 @@ def _ray_container(
 
 
 def _worker_group(args: RayLlmServiceArgs, group: RayWorkerGroupArgs) -> dict[str, Any]:
+    """One KubeRay worker group on one GPU pool; Ray sees exactly the container's GPUs."""
     container = _ray_container(
         "ray-worker",
         args["image"],
-        group["cpu"],
-        group["memory"],
+        {
+            "cpu": group["cpu"],
+            "memory": group["memory"],
+            "ephemeral-storage": group["ephemeral_storage"],
+        },
         group["gpus"],
         _hf_env(args.get("hf_token")),
     )
-    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    volumes = [_shm_volume(group["shm_size"])]
+    weights = args.get("weights")
+    if weights is not None and weights["source"] == "pvc" and weights.get("pvc_name"):
+        volumes.append(_cache_volume(weights, group["ephemeral_storage"]))
+        mounts.append({"name": "model-cache", "mountPath": RAY_CACHE_DIR})
+    container["volumeMounts"] = mounts
     return {
         "groupName": group["group_name"],
         "replicas": group["replicas"],
         "minReplicas": group["min_replicas"],
         "maxReplicas": group["max_replicas"],
+        # Ray advertises exactly the container's GPU limit (R001).
         "rayStartParams": {"num-gpus": str(group["gpus"])},
         "template": {
             "spec": {
                 "containers": [container],
-                "volumes": [_shm_volume(group["shm_size"])],
+                "volumes": volumes,
                 "nodeSelector": dict(group["node_selector"]),
                 "tolerations": _tolerations(group["tolerations"]),
             }
@@ -338,17 +401,29 @@ def _worker_group(args: RayLlmServiceArgs, group: RayWorkerGroupArgs) -> dict[st
 def ray_service_object(args: RayLlmServiceArgs) -> dict[str, Any]:
     """A RayService (ray.io/v1) running Ray Serve LLM on a CPU head and GPU workers."""
     labels = {APP_LABEL: args["name"], PART_OF_LABEL: "gpustrata"}
-    head = _ray_container("ray-head", args["image"], args["head_cpu"], args["head_memory"], 0, [])
+    head = _ray_container(
+        "ray-head",
+        args["image"],
+        {"cpu": args["head_cpu"], "memory": args["head_memory"]},
+        0,
+        _hf_env(args.get("hf_token")),
+    )
     head["ports"] = [
         {"name": "gcs", "containerPort": 6379},
         {"name": "dashboard", "containerPort": 8265},
         {"name": "serve", "containerPort": SERVE_PORT},
     ]
+    metadata = _meta(args["name"], args["namespace"], labels)
+    if "startup_estimate_s" in args:
+        metadata["annotations"] = {STARTUP_ESTIMATE_ANNOTATION: str(args["startup_estimate_s"])}
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayService",
-        "metadata": _meta(args["name"], args["namespace"], labels),
+        "metadata": metadata,
         "spec": {
+            # NewCluster only where the pools hold a second cluster (R006); the deprecated
+            # *UnhealthySecondThreshold fields are not set: KubeRay >= 1.1 ignores them.
+            "upgradeStrategy": {"type": args["upgrade_strategy"]},
             "serveConfigV2": yaml.safe_dump(serve_config(args), sort_keys=False),
             "rayClusterConfig": {
                 "rayVersion": args["ray_version"],

@@ -69,6 +69,14 @@ def is_keda_owned(obj: K8sObject) -> bool:
     return "scaledobject.keda.sh/name" in obj.labels
 
 
+def autoscaler_target(obj: K8sObject) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) an HPA / KEDA ScaledObject writes replicas of; ``None`` for
+    other kinds, for the HPA KEDA creates for a ScaledObject, and without a target name."""
+    if obj.kind not in AUTOSCALER_KINDS or is_keda_owned(obj):
+        return None
+    return scale_target(obj)
+
+
 def runs_vllm(obj: K8sObject) -> bool:
     """Does the object run a vLLM engine (a container command, or Ray Serve LLM configs)?"""
     if obj.kind == "RayService":

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from ..model import Outcome, Rule, RuleContext, RuleMeta
 from ..unknown import known
 from ..view import K8sObject, dig
-from ._common import AUTOSCALER_KINDS, MANDATORY, is_keda_owned, object_index, scale_target
+from ._common import MANDATORY, autoscaler_target, object_index
 
 Key = tuple[str, str, str]
 
@@ -17,10 +17,9 @@ def _autoscalers(ctx: RuleContext) -> dict[Key, list[K8sObject]]:
     def build() -> dict[Key, list[K8sObject]]:
         index: dict[Key, list[K8sObject]] = defaultdict(list)
         for o in ctx.objects:
-            if o.kind in AUTOSCALER_KINDS and not is_keda_owned(o):
-                target = scale_target(o)
-                if target:
-                    index[target].append(o)
+            target = autoscaler_target(o)
+            if target:
+                index[target].append(o)
         return index
 
     result: dict[Key, list[K8sObject]] = ctx.memo("autoscalers_by_target", build)
@@ -42,9 +41,7 @@ def in_tree_autoscaling(target: K8sObject) -> bool:
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """One replica writer per workload."""
-    if obj.kind not in AUTOSCALER_KINDS or is_keda_owned(obj):
-        return
-    key = scale_target(obj)
+    key = autoscaler_target(obj)
     if key is None:
         return
     target_name = f"{key[0]}/{key[2]}"

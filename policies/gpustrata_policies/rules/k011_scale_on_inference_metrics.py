@@ -7,14 +7,7 @@ from collections.abc import Iterator, Mapping
 
 from ..model import Outcome, Rule, RuleContext, RuleMeta
 from ..view import K8sObject, as_list, as_map, dig
-from ._common import (
-    ADVISORY,
-    AUTOSCALER_KINDS,
-    is_keda_owned,
-    object_index,
-    runs_vllm,
-    scale_target,
-)
+from ._common import ADVISORY, autoscaler_target, object_index, runs_vllm
 
 INFERENCE_METRIC = re.compile(
     r"num_requests_waiting|num_requests_running|kv_cache_usage|gpu_cache_usage|queue|"
@@ -49,9 +42,7 @@ def metrics_of(obj: K8sObject) -> list[str]:
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Autoscalers of vLLM workloads use a queue or KV-cache metric."""
-    if obj.kind not in AUTOSCALER_KINDS or is_keda_owned(obj):
-        return
-    key = scale_target(obj)
+    key = autoscaler_target(obj)
     if key is None:
         return
     target = object_index(ctx).get(key)
