@@ -11,7 +11,6 @@ package, and checks that the schema types and describes every component.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from _grpc import plugin_channel
 from _stacks import ROOT
 
 grpc = pytest.importorskip("grpc")
@@ -48,29 +48,16 @@ def served_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[An
     """(GetPluginInfo answer, GetSchema text) from the running plugin."""
     consumer_dir = tmp_path_factory.mktemp("consumer")  # the language host's cwd
     # The engine address is only dialled for logging during Construct; a closed port will do.
-    proc = subprocess.Popen(
+    with plugin_channel(
         [sys.executable, str(PLUGIN_DIR), "127.0.0.1:1"],
         cwd=consumer_dir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        port = proc.stdout.readline().strip()
-        assert port.isdigit(), (
-            f"plugin printed no port: {port!r} {proc.stderr.read() if proc.stderr else ''}"
-        )
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        grpc.channel_ready_future(channel).result(timeout=30)
+        no_port="plugin printed no port",
+        timeout=30,
+    ) as channel:
         stub = provider_pb2_grpc.ResourceProviderStub(channel)
         info = stub.GetPluginInfo(empty_pb2.Empty())
         answer = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0))
-        channel.close()
-        yield info, answer.schema
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    yield info, answer.schema
 
 
 @pytest.fixture(scope="module")

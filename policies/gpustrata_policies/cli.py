@@ -113,7 +113,7 @@ def register_commands(subparsers: Any) -> None:
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or - (stdin)")
     check.add_argument("--environment", choices=ENVIRONMENTS, default="prod")
-    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text")
     check.add_argument("--config", metavar="FILE", help="policy config (YAML or JSON)")
     check.set_defaults(func=check_command)
     explain = subparsers.add_parser("explain", help="explain a rule (id or name)")

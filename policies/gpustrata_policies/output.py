@@ -89,6 +89,15 @@ def to_sarif(report: Report) -> dict[str, Any]:
                 location["region"] = {"startLine": f.line}
             result["locations"] = [{"physicalLocation": location}]
         results.append(result)
+    crashed = [
+        {
+            "level": "error",
+            "message": {"text": f"{f.rule} on {f.resource}: {f.message}"},
+            "descriptor": {"id": f.rule},
+        }
+        for f in report.findings
+        if f.internal
+    ]
     notes = [
         {
             "level": "note",
@@ -109,7 +118,13 @@ def to_sarif(report: Report) -> dict[str, Any]:
                         "rules": driver_rules,
                     }
                 },
-                "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notes}],
+                "invocations": [
+                    {
+                        # A crashed rule (internal error) means the run did not check everything.
+                        "executionSuccessful": not crashed,
+                        "toolExecutionNotifications": crashed + notes,
+                    }
+                ],
                 "results": results,
             }
         ],
@@ -117,9 +132,13 @@ def to_sarif(report: Report) -> dict[str, Any]:
 
 
 def render(report: Report, fmt: str) -> str:
-    """``text``, ``json`` or ``sarif``."""
+    """``text``, ``json``, ``sarif`` or ``markdown`` (a pull-request comment)."""
     if fmt == "json":
         return json.dumps(report.to_json(), indent=2) + "\n"
     if fmt == "sarif":
         return json.dumps(to_sarif(report), indent=2) + "\n"
+    if fmt == "markdown":
+        from .markdown import to_markdown
+
+        return to_markdown(report)
     return to_text(report)

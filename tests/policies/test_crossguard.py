@@ -11,13 +11,13 @@ same findings.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _grpc import plugin_channel
 from conftest import FIXTURES, REPO
 
 grpc = pytest.importorskip("grpc")
@@ -35,27 +35,14 @@ def analyzer() -> Iterator[Any]:
         "PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}",
         "GPUSTRATA_ENVIRONMENT": "prod",
     }
-    proc = subprocess.Popen(
+    with plugin_channel(
         [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "policies"],
         cwd=REPO,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        assert line.isdigit(), (
-            f"pack did not print a port: {line!r} {proc.stderr.read() if proc.stderr else ''}"
-        )
-        channel = grpc.insecure_channel(f"127.0.0.1:{line}")
-        grpc.channel_ready_future(channel).result(timeout=20)
+        no_port="pack did not print a port",
+        timeout=20,
+    ) as channel:
         yield analyzer_pb2_grpc.AnalyzerStub(channel)
-        channel.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _token(obj: dict[str, Any]) -> str:
