@@ -28,7 +28,7 @@ BAD_STACKS = [
         id="typo-key",
     ),
     pytest.param(
-        "max_num_seqs: 128",
+        "max_num_seqs: 64",
         "max_num_seqs: many",
         "gpustrata:stack.models[1].engine.max_num_seqs: 'many' is not a whole number; "
         "expected: vLLM --max-num-seqs",
@@ -116,7 +116,7 @@ def test_bad_stack_is_one_line_exit_2(
 
 
 def test_line_numbers_point_at_the_bad_value(mutated_stack) -> None:
-    path = mutated_stack("max_num_seqs: 128", "max_num_seqs: many")
+    path = mutated_stack("max_num_seqs: 64", "max_num_seqs: many")
     with pytest.raises(StackError) as info:
         load_stack_file(path)
     line = info.value.problems[0].line

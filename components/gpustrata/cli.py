@@ -55,7 +55,31 @@ def _parser() -> argparse.ArgumentParser:
         help="run the stack's Pulumi program offline (Pulumi mocks) and show what it registers",
     )
     _stack_args(plan)
-    plan.add_argument("--format", choices=("text", "json"), default="text")
+    plan.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="markdown: a pull-request comment (with --base: what the change did)",
+    )
+    plan.add_argument(
+        "--base",
+        metavar="REF|FILE",
+        help="compare with a base stack file (markdown only): an existing FILE, or else a git "
+        "revision REF whose copy of the stack file is read with `git show REF:./<file>`",
+    )
+    plan.add_argument(
+        "--diagram",
+        type=Path,
+        metavar="FILE.svg",
+        help="also draw the stack as SVG: pools and GPUs, Ray workers and placement groups, "
+        "vLLM engines and their GPU memory",
+    )
+    plan.add_argument(
+        "--verify-placement",
+        action="store_true",
+        help="also ask Ray's scheduler, on a local cluster mirroring each RayService's worker "
+        "groups, whether every engine's placement groups fit (needs the engines extra)",
+    )
     plan.set_defaults(func=_cmd_plan)
 
     render = sub.add_parser("render", help="print the Kubernetes objects a stack deploys (YAML)")
@@ -64,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the JSON Schema of a stack (for editors)")
     schema.set_defaults(func=_cmd_schema)
+
+    from gpustrata.capacity_report import register_capacity_command
+
+    register_capacity_command(sub)
 
     from gpustrata_policies.cli import register_commands
 
@@ -119,12 +147,14 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 def _cmd_render(args: argparse.Namespace) -> int:
     from gpustrata.components.stack import plan_spec
-    from gpustrata.render.from_plan import pool_object, workload_objects
+    from gpustrata.render.from_plan import operator_object, pool_object, workload_objects
     from gpustrata.spec.loader import load_stack_file
 
     path, _ = _stack_file(args)
     plan = plan_spec(load_stack_file(path), str(path))
-    objects = [pool_object(p) for p in plan.pools.values()] + workload_objects(plan)
+    operator = operator_object(plan)
+    objects = [pool_object(p, plan.spec) for p in plan.pools.values()]
+    objects += ([operator] if operator else []) + workload_objects(plan)
     print(yaml.safe_dump_all(objects, sort_keys=False), end="")
     return 0
 
@@ -132,13 +162,43 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def _cmd_plan(args: argparse.Namespace) -> int:
     from gpustrata.report import plan_report
 
+    if args.verify_placement:
+        from gpustrata.placement import INSTALL_HINT, EnginesMissing, ray_available
+
+        if not ray_available():  # before the plan runs: the flag cannot be honoured
+            raise EnginesMissing(
+                f"--verify-placement needs Ray, which is not installed: {INSTALL_HINT}"
+            )
+    if args.base is not None and args.format != "markdown":
+        from gpustrata.errors import InputError
+
+        raise InputError("--base compares in the markdown report; add --format markdown")
     path, stack, plan, document = _load(args)
     report = plan_report(path, stack, plan, document, Path(args.project_dir))
+    placement = None
+    if args.verify_placement:
+        from gpustrata.placement import mirror_clusters, verify_placement
+
+        placement = verify_placement(mirror_clusters(plan))
     if args.format == "json":
-        print(json.dumps(report.as_dict(), indent=2, default=str))
+        data = report.as_dict()
+        if placement is not None:
+            data["placement"] = placement.as_dict()
+        print(json.dumps(data, indent=2, default=str))
+    elif args.format == "markdown":
+        from gpustrata.report_markdown import markdown_report
+
+        lines = placement.lines() if placement is not None else None
+        print(markdown_report(report, document, args.base, args.project_dir, lines), end="")
     else:
         print(report.text())
-    return report.exit_code
+        if placement is not None:
+            print("\n" + "\n".join(placement.lines()))
+    if args.diagram is not None:
+        from gpustrata.diagram import write_diagram
+
+        write_diagram(plan, args.diagram)
+    return max(report.exit_code, placement.exit_code if placement else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

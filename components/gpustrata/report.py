@@ -8,6 +8,7 @@ from typing import Any
 
 from gpustrata.mockrun import Registered, run_program
 from gpustrata.planning.plan import StackPlan
+from gpustrata.serving_report import serving_rows, serving_text
 
 LAYERS = ("nodes", "gpu-software", "ray", "vllm", "other")
 _LAYER_OF_COMPONENT = {
@@ -66,6 +67,7 @@ class PlanReport:
                 if r.type != "pulumi:pulumi:Stack"
             ],
             "derived": [d.as_dict() for d in self.plan.derived],
+            "serving": [vars(r) for r in serving_rows(self.plan, self.resources)],
             "findings": self.findings,
             "not_evaluated": self.not_evaluated,
         }
@@ -84,6 +86,9 @@ class PlanReport:
             lines += [f"  {r.type:<48} {r.name}" for r in grouped[layer]]
         lines += ["", "Models, three layers side by side"]
         lines += _model_table(self.plan)
+        serving = serving_text(self.plan, self.resources)
+        if serving:
+            lines += ["", "Serving layer: each value as registered, next to the plan", *serving]
         lines += ["", "Derived values (value <- working [source])"]
         for d in self.plan.derived:
             lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")

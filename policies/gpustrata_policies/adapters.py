@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .pools import DERIVED_FROM
 from .unknown import UNKNOWN, replace_pulumi_unknowns
 
 __all__ = ["node_group_to_pool", "object_from_pulumi", "objects_from_pulumi"]
 
 NODE_GROUP_TOKEN = "aws:eks/nodeGroup:NodeGroup"
 GPU_NODE_POOL_TOKEN = "gpustrata:index:GpuNodePool"
+GPU_OPERATOR_TOKEN = "gpustrata:index:GpuOperator"
+DESCRIPTION_KINDS = {GPU_NODE_POOL_TOKEN: "GpuNodePool", GPU_OPERATOR_TOKEN: "GpuOperator"}
 HELM_RELEASE_TOKENS = frozenset({"kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Release"})
 
 
@@ -77,11 +80,19 @@ def node_group_to_pool(name: str, props: Mapping[str, Any]) -> dict[str, Any]:
         spec["gpuProduct"] = product
     if count is not None:
         spec["gpuCount"] = count
+    for key, field in (("version", "kubernetesVersion"), ("amiType", "amiType")):
+        if isinstance(props.get(key), str):
+            spec[field] = props[key]
+    if isinstance(props.get("diskSize"), int):
+        spec["diskSizeGiB"] = props["diskSize"]
     group_name = props.get("nodeGroupName")
     return {
         "apiVersion": "gpustrata.io/v1alpha1",
         "kind": "GpuNodePool",
-        "metadata": {"name": group_name if isinstance(group_name, str) else name},
+        "metadata": {
+            "name": group_name if isinstance(group_name, str) else name,
+            "annotations": {DERIVED_FROM: NODE_GROUP_TOKEN},
+        },
         "spec": spec,
     }
 
@@ -93,12 +104,12 @@ def object_from_pulumi(
     props = replace_pulumi_unknowns(inputs)
     if props is UNKNOWN or not isinstance(props, dict):
         return None
-    if type_token == GPU_NODE_POOL_TOKEN:
+    if type_token in DESCRIPTION_KINDS:
         desc = props.get("description")
         if isinstance(desc, dict):
             desc = dict(desc)
             desc.setdefault("apiVersion", "gpustrata.io/v1alpha1")
-            desc.setdefault("kind", "GpuNodePool")
+            desc.setdefault("kind", DESCRIPTION_KINDS[type_token])
             return _with_name(desc, name)
         return None
     if type_token == NODE_GROUP_TOKEN:
@@ -135,7 +146,8 @@ def objects_from_pulumi(
     Handles ``kubernetes:*`` resources and CustomResources (camelCase inputs with
     apiVersion/kind; auto-named ones fall back to the logical name), Helm Releases
     (kept as kind ``HelmRelease``), ``aws:eks/nodeGroup:NodeGroup`` and
-    ``gpustrata:index:GpuNodePool`` (as ``GpuNodePool`` objects). Others are dropped.
+    ``gpustrata:index:GpuNodePool`` (as ``GpuNodePool`` objects) and the
+    ``gpustrata:index:GpuOperator`` description (kind ``GpuOperator``). Others are dropped.
     """
     out = []
     for token, name, inputs in resources:

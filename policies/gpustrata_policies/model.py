@@ -69,6 +69,9 @@ class Violation:
     obj: K8sObject
     message: str
     path: Path = ()
+    advisory: bool = False
+    """Reported as advisory even where the rule is mandatory (RULES.md: a rule whose row
+    makes some cases advisory, e.g. R004 for a Ray version mismatch that crosses nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,8 @@ class Finding:
     fix: str
     file: str | None = None
     line: int | None = None
+    internal: bool = False
+    """The rule crashed on the object (an internal error), see ``engine.internal_error``."""
 
     def to_json(self) -> dict[str, str]:
         """The ``findings`` entry of the JSON output contract (RULES.md), exactly."""
@@ -163,9 +168,14 @@ class RuleContext:
         """The configured value of one of this rule's thresholds."""
         return self.config.threshold(self.meta.id, key, self.meta.thresholds[key][1])
 
-    def violation(self, obj: K8sObject, message: str, path: Path = ()) -> Violation:
-        """A violation on *obj*; *path* points at the offending field for line numbers."""
-        return Violation(obj, message, path)
+    def violation(
+        self, obj: K8sObject, message: str, path: Path = (), *, advisory: bool = False
+    ) -> Violation:
+        """A violation on *obj*; *path* points at the offending field for line numbers.
+
+        ``advisory=True`` caps this finding's enforcement at advisory.
+        """
+        return Violation(obj, message, path, advisory)
 
     def not_evaluated(self, obj: K8sObject, reason: str) -> NotEvaluated:
         """A not-evaluated record for *obj*."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -25,6 +26,8 @@ _SUFFIX = {
     "Pi": Fraction(2**50),
     "Ei": Fraction(2**60),
 }
+# Far beyond any resource (an exabyte is 1e18) and still instant to compute.
+_MAX_EXPONENT = 64
 # k8s.io/apimachinery/pkg/api/resource/quantity.go: sign, digits, optional fraction, suffix.
 _QUANTITY = re.compile(
     r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
@@ -38,7 +41,7 @@ def parse_quantity(value: object) -> Fraction | None:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
-        return Fraction(str(value))
+        return Fraction(str(value)) if math.isfinite(value) else None  # YAML .nan / .inf
     if not isinstance(value, str):
         return None
     match = _QUANTITY.match(value.strip())
@@ -47,7 +50,10 @@ def parse_quantity(value: object) -> Fraction | None:
     sign, number, exponent, suffix = match.groups()
     amount = Fraction(number)
     if exponent:
-        amount *= Fraction(10) ** int(exponent[1:])
+        power = int(exponent[1:])
+        if abs(power) > _MAX_EXPONENT:
+            return None  # "1e999999999" would take minutes to expand; no real quantity
+        amount *= Fraction(10) ** power
     else:
         amount *= _SUFFIX[suffix or ""]
     return -amount if sign == "-" else amount

@@ -45,8 +45,12 @@ OTHER_KINDS = frozenset(
         "ScaledObject",
         "VerticalPodAutoscaler",
         "PodDisruptionBudget",
+        "ServiceMonitor",
+        "PodMonitor",
         "GpuNodePool",
+        "GpuOperator",
         "HelmRelease",
+        "ClusterPolicy",
         "Service",
         "ConfigMap",
         "Secret",
@@ -65,7 +69,14 @@ KNOWN_KINDS = WORKLOAD_KINDS | RAY_KINDS | KSERVE_KINDS | OTHER_KINDS
 """Kinds gpustrata reads (or knows to be irrelevant); others are "not evaluated"."""
 
 CLUSTER_SCOPED_KINDS = frozenset(
-    {"Namespace", "ClusterServingRuntime", "GpuNodePool", "ClusterRole", "ClusterRoleBinding"}
+    {
+        "Namespace",
+        "ClusterServingRuntime",
+        "GpuNodePool",
+        "ClusterPolicy",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    }
 )
 
 

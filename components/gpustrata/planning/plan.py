@@ -9,17 +9,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+from gpustrata.catalog.models import ModelCatalog, ModelCatalogError, load_model_catalog
+from gpustrata.planning.capacity import (
+    CapacityError,
+    CapacityEstimate,
+    estimate_for_model,
+    gib,
+    resolve_architecture,
+)
 from gpustrata.planning.provenance import Derived, Ledger
 from gpustrata.spec.models import ModelSpec, NodePoolSpec, StackSpec
 
 NODEADM_SOURCE = "awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go"
 POOL_LABEL = "gpustrata.io/pool"
 
-# Until the capacity planner estimates load time from the weights, the startup window is
-# a fixed budget: generous enough for a 70B model streamed from S3 at ~1 GB/s plus init.
-DEFAULT_STARTUP_BUDGET_S = 1800
+# The startup window is the capacity planner's estimate (weights / load bandwidth + engine
+# init) x STARTUP_SAFETY_FACTOR. Only a model whose architecture is unknown (not in the
+# catalogue, no local config.json) or whose settings cannot be estimated falls back to
+# this fixed budget: generous enough for a 70B model streamed from S3 at ~1 GB/s plus init.
+FALLBACK_STARTUP_BUDGET_S = 1800
 STARTUP_PERIOD_S = 10
 LIVENESS_PERIOD_S = 10
 LIVENESS_FAILURES = 3
@@ -61,6 +72,16 @@ class RayLayout:
     max_workers: int
     placement_strategy: str
     bundles: list[dict[str, float]]
+    accelerator_type: str | None = None
+    """Ray accelerator type of the pool's GPU (Ray Serve LLM ``accelerator_type``)."""
+    upgrade_strategy: str = "NewCluster"
+    """RayService ``upgradeStrategy.type``: NewCluster when the pool holds two clusters."""
+    engine_start_timeout_s: int = 3600
+    """``RAYLLM_ENGINE_START_TIMEOUT_S``: how long Ray Serve LLM waits for an engine."""
+    health_check_period_s: int = 10
+    """Serve ``health_check_period_s`` of the engine replicas (the liveness period)."""
+    health_check_timeout_s: int = 10
+    """Serve ``health_check_timeout_s`` of the engine replicas (the probe timeout)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +112,14 @@ class ModelPlan:
     max_replicas: int
     probes: Probes
     ray: RayLayout | None
+    capacity: CapacityEstimate | None = None
+    """Weights per GPU, KV-cache capacity, startup and longest-step estimates for this
+    model on its pool's GPU (``capacity.startup.budget_s`` sizes the startup probe;
+    ``capacity.longest_step.seconds`` is the longest engine step). None when the
+    architecture is unknown or the settings cannot be estimated: see
+    ``capacity_unavailable``."""
+    capacity_unavailable: str | None = None
+    """Why ``capacity`` is None (e.g. the model is not in the catalogue)."""
 
     @property
     def name(self) -> str:
@@ -121,12 +150,26 @@ class PlanError(ValueError):
         super().__init__(message)
 
 
-def plan_stack(spec: StackSpec, hardware: HardwareCatalog) -> StackPlan:
-    """Derive every value the components need; raises :class:`PlanError` on missing facts."""
+def plan_stack(
+    spec: StackSpec,
+    hardware: HardwareCatalog,
+    models: ModelCatalog | None = None,
+    base_dir: Path | None = None,
+) -> StackPlan:
+    """Derive every value the components need; raises :class:`PlanError` on missing facts.
+
+    ``models`` is the model catalogue (default: the built-in one); a model given as a
+    path to a local config.json resolves against ``base_dir`` (default: the working
+    directory).
+    """
     ledger = Ledger()
+    catalog = models or load_model_catalog()
     pools = {p.name: _plan_pool(p, i, hardware, ledger) for i, p in enumerate(spec.node_pools)}
-    models = {m.name: _plan_model(m, pools[m.pool], ledger) for m in spec.models}
-    return StackPlan(spec=spec, pools=pools, models=models, derived=ledger.items)
+    planned = {
+        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir)
+        for i, m in enumerate(spec.models)
+    }
+    return StackPlan(spec=spec, pools=pools, models=planned, derived=ledger.items)
 
 
 def kube_reserved_cpu_millicores(vcpu: int) -> int:
@@ -220,6 +263,7 @@ def _plan_pool(
         **pool.labels,
         POOL_LABEL: pool.name,
         "gpustrata.io/gpu": gpu.id,
+        "gpustrata.io/gpu-count": str(instance.gpu_count),
     }
     return PoolPlan(
         spec=pool,
@@ -233,7 +277,14 @@ def _plan_pool(
     )
 
 
-def _plan_model(model: ModelSpec, pool: PoolPlan, ledger: Ledger) -> ModelPlan:
+def _plan_model(
+    model: ModelSpec,
+    index: int,
+    pool: PoolPlan,
+    ledger: Ledger,
+    catalog: ModelCatalog,
+    base_dir: Path | None,
+) -> ModelPlan:
     key = f"models.{model.name}"
     engine = model.engine
     gpus = ledger.add(
@@ -252,7 +303,27 @@ def _plan_model(model: ModelSpec, pool: PoolPlan, ledger: Ledger) -> ModelPlan:
         why = "replicas (no autoscaling)"
     ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
 
-    failures = math.ceil(DEFAULT_STARTUP_BUDGET_S / STARTUP_PERIOD_S)
+    capacity, unavailable = _capacity(model, index, pool, catalog, base_dir)
+    if capacity is not None:
+        _record_capacity(key, capacity, ledger)
+        startup = capacity.startup
+        failures = max(1, math.ceil(startup.budget_s / STARTUP_PERIOD_S))
+        ledger.add(
+            f"{key}.startupProbe.failureThreshold",
+            failures,
+            "formula",
+            f"{startup.explanation} / periodSeconds {STARTUP_PERIOD_S} "
+            f"(startup estimate: {key}.capacity.startupSeconds)",
+        )
+    else:
+        failures = math.ceil(FALLBACK_STARTUP_BUDGET_S / STARTUP_PERIOD_S)
+        ledger.add(
+            f"{key}.startupProbe.failureThreshold",
+            failures,
+            "default",
+            f"{FALLBACK_STARTUP_BUDGET_S} s fallback startup budget / periodSeconds "
+            f"{STARTUP_PERIOD_S}: no startup estimate ({unavailable})",
+        )
     probes = Probes(
         startup_period_s=STARTUP_PERIOD_S,
         startup_failure_threshold=failures,
@@ -261,17 +332,10 @@ def _plan_model(model: ModelSpec, pool: PoolPlan, ledger: Ledger) -> ModelPlan:
         readiness_period_s=READINESS_PERIOD_S,
         timeout_s=PROBE_TIMEOUT_S,
     )
-    ledger.add(
-        f"{key}.startupProbe.failureThreshold",
-        failures,
-        "default",
-        f"{DEFAULT_STARTUP_BUDGET_S} s startup budget / periodSeconds {STARTUP_PERIOD_S} "
-        "(fixed budget; no load-time estimate for this model yet)",
-    )
 
     ray = None
     if model.runtime == "rayservice":
-        ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, ledger)
+        ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, probes, ledger)
     return ModelPlan(
         spec=model,
         pool=pool,
@@ -280,6 +344,83 @@ def _plan_model(model: ModelSpec, pool: PoolPlan, ledger: Ledger) -> ModelPlan:
         max_replicas=max_replicas,
         probes=probes,
         ray=ray,
+        capacity=capacity,
+        capacity_unavailable=unavailable,
+    )
+
+
+def _capacity(
+    model: ModelSpec,
+    index: int,
+    pool: PoolPlan,
+    catalog: ModelCatalog,
+    base_dir: Path | None,
+) -> tuple[CapacityEstimate | None, str | None]:
+    """The capacity estimate, or None and why (a rule reports what cannot be planned)."""
+    try:
+        arch = resolve_architecture(model.model, catalog, base_dir)
+    except ModelCatalogError as exc:
+        raise PlanError(f"gpustrata:stack.models[{index}].model", str(exc)) from None
+    if arch is None:
+        return None, (
+            f"model {model.model!r} is not in the model catalogue and is not a path to a "
+            "config.json"
+        )
+    try:
+        return estimate_for_model(model, arch, pool.gpu), None
+    except CapacityError as exc:
+        return None, f"{arch.id} with these engine settings cannot be estimated: {exc}"
+
+
+def _record_capacity(key: str, cap: CapacityEstimate, ledger: Ledger) -> None:
+    """Put the capacity figures in the ledger so `plan` shows their working."""
+    ckey = f"{key}.capacity"
+    for name, why in cap.defaults.items():
+        value = getattr(cap, "chunked_prefill" if name == "enable_chunked_prefill" else name)
+        ledger.add(f"{ckey}.defaults.{name}", value, "upstream-default", why)
+    ledger.add(
+        f"{ckey}.weightsPerGpu", gib(cap.weights.bytes_per_gpu), "formula", cap.weights.explanation
+    )
+    ledger.add(
+        f"{ckey}.kvCacheMemoryPerGpu",
+        gib(max(0, cap.memory.available_kv_bytes)),
+        "formula",
+        cap.memory.explanation,
+    )
+    ledger.add(
+        f"{ckey}.kvBytesPerToken",
+        cap.kv.bytes_per_token,
+        "formula",
+        f"sum over the GPU's layers of the per-token page bytes ({cap.kv.explanation})",
+    )
+    ledger.add(f"{ckey}.kvCacheTokens", cap.kv.tokens, "formula", cap.kv.explanation)
+    ledger.add(
+        f"{ckey}.fullLengthSequences",
+        cap.max_concurrent_full_length_sequences,
+        "formula",
+        f"floor({cap.kv.num_blocks:,} blocks / {cap.kv.blocks_per_request:,} blocks per "
+        f"{cap.max_model_len:,}-token request)"
+        + ("" if cap.fits else f"; vLLM would refuse to start: {cap.kv.vllm_error}"),
+    )
+    ledger.add(
+        f"{ckey}.largestMaxModelLen",
+        cap.largest_max_model_len,
+        "formula",
+        "largest max_model_len whose request fits the KV budget (binary search as vLLM's "
+        "estimate_max_model_len, up to the model's max_position_embeddings)",
+    )
+    ledger.add(
+        f"{ckey}.startupSeconds",
+        round(cap.startup.total_s),
+        "formula",
+        f"{cap.startup.explanation}; load bandwidth: {cap.startup.load_source}; init: "
+        f"{cap.startup.init_source}",
+    )
+    ledger.add(
+        f"{ckey}.longestStepSeconds",
+        round(cap.longest_step.seconds, 2),
+        "formula",
+        cap.longest_step.explanation,
     )
 
 
@@ -289,6 +430,7 @@ def _ray_layout(
     gpus_per_replica: int,
     min_replicas: int,
     max_replicas: int,
+    probes: Probes,
     ledger: Ledger,
 ) -> RayLayout:
     key = f"models.{model.name}.ray"
@@ -322,6 +464,50 @@ def _ray_layout(
         f"max engine replicas {max_replicas} x workers per replica {workers_per_replica}",
     )
     bundles = [{"GPU": 1.0} for _ in range(gpus_per_replica)]
+    ledger.add(
+        f"{key}.bundles",
+        f"{gpus_per_replica} x {{GPU: 1}}",
+        "formula",
+        f"one bundle per vLLM worker: TP x PP = {gpus_per_replica} (Ray Serve LLM places each "
+        "GPU worker of the engine in one bundle)",
+    )
+    accelerator = pool.gpu.ray_accelerator_type
+    ledger.add(
+        f"{key}.acceleratorType",
+        accelerator or "-",
+        "catalogue",
+        f"Ray's accelerator type for {pool.gpu.id} (hardware catalogue)"
+        if accelerator
+        else f"{pool.gpu.id} has no Ray Serve LLM accelerator type; engines are not pinned",
+    )
+    upgrade = _upgrade_strategy(key, pool, gpus_per_worker, min_workers, max_workers, ledger)
+    start_timeout = ledger.add(
+        f"{key}.engineStartTimeoutSeconds",
+        probes.startup_window_s,
+        "formula",
+        f"RAYLLM_ENGINE_START_TIMEOUT_S = the startup window {probes.startup_window_s} s "
+        f"(periodSeconds {probes.startup_period_s} x failureThreshold "
+        f"{probes.startup_failure_threshold}); Ray Serve LLM stops waiting for the engine "
+        f"after it (default {RAY_LLM_ENGINE_START_TIMEOUT_DEFAULT_S} s, {RAY_LLM_CONSTANTS})",
+    )
+    serve_health = (
+        f"Ray Serve restarts a replica after {SERVE_UNHEALTHY_THRESHOLD} failed health checks "
+        f"(REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD, {RAY_SERVE_CONSTANTS}), like the "
+        f"kubelet after livenessProbe failureThreshold {probes.liveness_failure_threshold}"
+    )
+    period = ledger.add(
+        f"{key}.healthCheckPeriodSeconds",
+        probes.liveness_period_s,
+        "formula",
+        f"livenessProbe periodSeconds {probes.liveness_period_s}; {serve_health}",
+    )
+    timeout = ledger.add(
+        f"{key}.healthCheckTimeoutSeconds",
+        probes.timeout_s,
+        "formula",
+        f"probe timeoutSeconds {probes.timeout_s}; Serve health checks start once the engine "
+        "is up, so they never cut a model load short",
+    )
     return RayLayout(
         gpus_per_worker=gpus_per_worker,
         workers_per_replica=workers_per_replica,
@@ -329,4 +515,48 @@ def _ray_layout(
         max_workers=max_workers,
         placement_strategy=strategy,
         bundles=bundles,
+        accelerator_type=accelerator,
+        upgrade_strategy=upgrade,
+        engine_start_timeout_s=start_timeout,
+        health_check_period_s=period,
+        health_check_timeout_s=timeout,
     )
+
+
+RAY_LLM_CONSTANTS = "ray python/ray/llm/_internal/serve/constants.py@ray-2.60.0"
+RAY_SERVE_CONSTANTS = "ray python/ray/serve/_private/constants.py@ray-2.60.0"
+SERVE_UNHEALTHY_THRESHOLD = 3
+RAY_LLM_ENGINE_START_TIMEOUT_DEFAULT_S = 3600
+KUBERAY_UPGRADE_SOURCE = (
+    "kuberay ray-operator/controllers/ray/rayservice_controller.go@v1.7.0 "
+    "(isZeroDowntimeUpgradeEnabled, shouldPrepareNewCluster)"
+)
+
+
+def _upgrade_strategy(
+    key: str,
+    pool: PoolPlan,
+    gpus_per_worker: int,
+    min_workers: int,
+    max_workers: int,
+    ledger: Ledger,
+) -> str:
+    """NewCluster (zero-downtime) when the pool holds the serving cluster at its maximum
+    plus a new cluster at its initial size; otherwise None (no second cluster)."""
+    pool_gpus = pool.spec.max_size * pool.instance.gpu_count
+    active, pending = max_workers * gpus_per_worker, min_workers * gpus_per_worker
+    need = active + pending
+    working = (
+        f"serving cluster at max {max_workers} x {gpus_per_worker} GPUs + new cluster at "
+        f"{min_workers} x {gpus_per_worker} GPUs = {need} GPUs vs pool {pool.name} max_size "
+        f"{pool.spec.max_size} x {pool.instance.gpu_count} GPUs = {pool_gpus}"
+    )
+    if need <= pool_gpus:
+        why = f"{working}: room for a second cluster, zero-downtime ({KUBERAY_UPGRADE_SOURCE})"
+        return str(ledger.add(f"{key}.upgradeStrategy", "NewCluster", "formula", why))
+    why = (
+        f"{working}: no room for a second cluster, so KubeRay must not create one; Serve "
+        "config changes still apply in place, rayClusterConfig changes need a manual rollout "
+        f"({KUBERAY_UPGRADE_SOURCE})"
+    )
+    return str(ledger.add(f"{key}.upgradeStrategy", "None", "formula", why))

@@ -21,6 +21,8 @@ CapacityType = Literal["ON_DEMAND", "SPOT"]
 TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
 MigStrategy = Literal["none", "single", "mixed"]
 SharingStrategy = Literal["none", "time-slicing", "mps"]
+TolerationOperator = Literal["Equal", "Exists"]
+OperatorComponent = Literal["driver", "toolkit", "device_plugin", "dcgm_exporter"]
 Runtime = Literal["deployment", "rayservice"]
 WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"]
 Autoscaler = Literal["none", "hpa", "keda"]
@@ -214,6 +216,29 @@ class GpuSharingSpec(_Model):
     )
 
 
+class Toleration(_Model):
+    """A Kubernetes toleration (Kubernetes spelling of the effect)."""
+
+    key: str = Field(
+        default="", examples=["nvidia.com/gpu"], description="Taint key ('' with Exists: all)."
+    )
+    operator: TolerationOperator = Field(default="Equal", description="Equal or Exists.")
+    value: str = Field(default="", description="Taint value (Equal only).")
+    effect: TaintEffect | None = Field(
+        default=None, description="Effect to tolerate (empty: every effect)."
+    )
+
+    @model_validator(mode="after")
+    def _exists_has_no_value(self) -> Toleration:
+        if self.operator == "Exists" and self.value:
+            raise ValueError(
+                f"operator Exists takes no value (got '{self.value}'); remove value or use Equal"
+            )
+        if self.operator == "Equal" and not self.key:
+            raise ValueError("operator Equal needs a key; set key or use Exists")
+        return self
+
+
 class GpuOperatorSpec(_Model):
     """The NVIDIA GPU Operator Helm release with pinned component versions."""
 
@@ -242,12 +267,30 @@ class GpuOperatorSpec(_Model):
     dcgm_exporter_version: str | None = Field(
         default=None, description="DCGM exporter version (empty: chart default)."
     )
-    mig_strategy: MigStrategy = Field(default="none", description="MIG strategy.")
+    mig_strategy: MigStrategy = Field(
+        default="none",
+        description="MIG strategy of the device plugin and GFD (ClusterPolicy mig.strategy): "
+        "'none' ignores MIG, 'single' advertises each MIG instance of a partitioned GPU as "
+        "nvidia.com/gpu, 'mixed' advertises nvidia.com/mig-<profile>. Pools are partitioned "
+        "by their nvidia.com/mig.config label (rule O005 checks the pair).",
+    )
     sharing: GpuSharingSpec = Field(
         default_factory=GpuSharingSpec, description="Time-slicing / MPS sharing."
     )
     service_monitor: bool = Field(
         default=True, description="Create a ServiceMonitor for the DCGM exporter."
+    )
+    tolerations: list[Toleration] | None = Field(
+        default=None,
+        description="Tolerations of the operator's DaemonSets and the NFD worker "
+        "(daemonsets.tolerations, node-feature-discovery.worker.tolerations). Empty: exactly "
+        "the node pools' taints (rule O006 checks that every pool taint is tolerated).",
+    )
+    declared_overrides: list[OperatorComponent] = Field(
+        default_factory=list,
+        description="Components whose version (driver_version with driver_enabled, "
+        "toolkit_version, device_plugin_version, dcgm_exporter_version) deliberately differs "
+        "from the chart release's tested set (rule O004 accepts them).",
     )
 
 
@@ -285,6 +328,16 @@ class WeightsSpec(_Model):
         description="Size of a model cache volume to create (0: an emptyDir sized by "
         "ephemeral storage).",
     )
+    load_gbps: float | None = Field(
+        default=None,
+        gt=0,
+        le=1000,
+        examples=[1.0],
+        description="Measured weight load bandwidth in GB/s (10^9 bytes/s) from this source "
+        "into the engine, for the startup estimate. Empty: gpustrata's default for the "
+        "source (huggingface 0.25, s3 1.0, pvc 0.3, local-nvme 2.0; shown with its source "
+        "by `plan` and `capacity`).",
+    )
 
 
 class SecretRef(_Model):
@@ -315,8 +368,10 @@ class EngineSpec(_Model):
         le=1.0,
         examples=[0.9],
         json_schema_extra={"fix": "use a fraction such as 0.9"},
-        description="vLLM --gpu-memory-utilization: fraction of GPU memory for the engine "
-        "(vLLM default 0.9).",
+        description="vLLM --gpu-memory-utilization: fraction of GPU memory for the engine. "
+        "gpustrata always passes it; its default 0.9 leaves more headroom than vLLM 0.33's "
+        "own default of 0.92 (vllm/config/cache.py) for memory vLLM does not count "
+        "(CUDA context, NCCL buffers).",
     )
     dtype: ModelDtype = Field(default="auto", description="vLLM --dtype.")
     kv_cache_dtype: KvCacheDtype = Field(default="auto", description="vLLM --kv-cache-dtype.")
@@ -426,6 +481,20 @@ class ModelSpec(_Model):
         default="8Gi",
         description="Size of the memory-backed /dev/shm (NCCL needs more than the 64 MB "
         "container default when an engine spans GPUs).",
+    )
+    service_monitor: bool = Field(
+        default=True,
+        description="Create a Prometheus Operator ServiceMonitor for vLLM's /metrics "
+        "(deployment runtime; needs the monitoring.coreos.com CRDs in the cluster).",
+    )
+    startup_init_s: int | None = Field(
+        default=None,
+        ge=1,
+        le=86400,
+        description="Engine initialisation time in seconds after the weights are loaded "
+        "(profiling, KV allocation, torch.compile, CUDA graph capture), for the startup "
+        "estimate. Empty: gpustrata's default (30 s, +60 s without enforce_eager, +90 s "
+        "for MoE models).",
     )
 
 

@@ -27,7 +27,7 @@ def _tolerates_default(tolerations: list[Mapping[str, Any]]) -> bool:
     for tol in tolerations:
         effect = tol.get("effect") or ""
         key = tol.get("key") or ""
-        if effect not in {"", "NoSchedule", "NO_SCHEDULE"}:
+        if effect not in ("", "NoSchedule", "NO_SCHEDULE"):  # a tuple: effect may be a list
             continue
         if key == "nvidia.com/gpu" or (not key and tol.get("operator") == "Exists"):
             return True  # an Equal toleration's value cannot be checked without pool data
