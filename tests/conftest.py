@@ -1,11 +1,30 @@
-"""Shared fixtures: stack-file mutation."""
+"""Shared fixtures: stack-file mutation; the hypothesis profile; property-suite counts."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import _fuzz
 import pytest
 from _stacks import stack_path
+from hypothesis import settings
+
+# CI: derandomized, so every run tries the same cases (no flaky CI, nothing to store);
+# `GPUSTRATA_HYPOTHESIS_PROFILE=explore` draws fresh random cases and keeps failures in
+# the git-ignored .hypothesis/ database for replay.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, deadline=None)
+settings.load_profile(os.environ.get("GPUSTRATA_HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Cases tried and failures found by each property-based suite (issue 7)."""
+    lines = _fuzz.summary_lines()
+    if lines:
+        terminalreporter.write_sep("=", "property-based cases")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture

@@ -23,7 +23,14 @@ class Problem:
         if file and self.line is not None:
             where = f"{file}:{self.line}"
         parts = [p for p in (where, self.path) if p]
-        return ": ".join([*parts, self.message])
+        return _one_line(": ".join([*parts, self.message]))
+
+
+def _one_line(text: str) -> str:
+    """Escape line breaks and other control characters (user text must not add lines)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class GpustrataError(Exception):

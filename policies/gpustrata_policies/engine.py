@@ -4,16 +4,36 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sysconfig
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from .config import PolicyConfig, parse_environment
-from .model import Finding, NotEvaluated, Report, Rule, RuleContext, RuleMeta, Violation
+from .model import (
+    Enforcement,
+    Finding,
+    NotEvaluated,
+    Report,
+    Rule,
+    RuleContext,
+    RuleMeta,
+    Violation,
+)
 from .unknown import UnknownInput
 from .view import KNOWN_KINDS, K8sObject
 
-__all__ = ["all_rules", "evaluate", "find_rule", "load_config", "to_objects"]
+__all__ = [
+    "INTERNAL_ERROR",
+    "all_rules",
+    "evaluate",
+    "find_rule",
+    "internal_error",
+    "load_config",
+    "to_objects",
+]
 
 
 @cache
@@ -57,6 +77,45 @@ def to_objects(objects: Iterable[K8sObject | Mapping[str, Any]]) -> list[K8sObje
     return [o if isinstance(o, K8sObject) else K8sObject(o) for o in objects]
 
 
+INTERNAL_ERROR = "internal error"
+"""How the message of a finding for a crashed rule starts (see :func:`internal_error`)."""
+
+
+def internal_error(
+    meta: RuleMeta, enforcement: Enforcement, obj: K8sObject, exc: BaseException
+) -> Finding:
+    """The finding for a rule that raised on *obj*: fail closed, say where, leak nothing.
+
+    It keeps the rule's enforcement (a mandatory rule that could not check an object
+    must not let it pass silently). The message names the exception type and the
+    line of gpustrata code that raised, never the exception text, which may quote
+    values from the object (a token, say).
+    """
+    # The innermost frame of the rule's own code: not this engine, not a library.
+    libraries = {sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename != __file__ and not any(f.filename.startswith(d) for d in libraries)
+    ]
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return Finding(
+        meta.id,
+        meta.name,
+        meta.severity,
+        enforcement,
+        obj.resource,
+        f"{INTERNAL_ERROR}: rule {meta.id} raised {type(exc).__name__}{where} on this object "
+        "and could not check it",
+        "This is a gpustrata bug, not necessarily a problem in the object: report it with "
+        "the object and the gpustrata version. Until it is fixed the object is not checked "
+        "by this rule; outside prod the rule can be set to advisory in the policy config.",
+        obj.file,
+        obj.line,
+        internal=True,
+    )
+
+
 def evaluate(
     objects: Iterable[K8sObject | Mapping[str, Any]],
     *,
@@ -67,8 +126,10 @@ def evaluate(
 ) -> Report:
     """Run *rules* (default: all) over *objects* and collect findings.
 
-    Never raises on odd input: an unknown value (Pulumi preview) or a shape a
-    rule cannot read becomes a "not evaluated" record with the reason.
+    Never raises on odd input: an unknown value (Pulumi preview) becomes a "not
+    evaluated" record with the reason; a rule that crashes becomes an internal-error
+    finding for that rule and object (:func:`internal_error`), and the other rules
+    still run.
     """
     if isinstance(config, PolicyConfig):
         cfg = config.with_environment(parse_environment(environment))
@@ -95,30 +156,28 @@ def evaluate(
             continue
         ctx = RuleContext(meta, cfg, known, cache)
         for obj in known:
+            outcomes: list[Any] = []
             try:
-                outcomes = list(rule.check(ctx, obj))
+                # One at a time: what a rule reported before it stopped is kept.
+                for outcome in rule.check(ctx, obj):
+                    outcomes.append(outcome)
             except UnknownInput as exc:
-                outcomes = [
+                outcomes.append(
                     NotEvaluated(
                         meta.id, obj.resource, f"{exc.what} is unknown until the deployment runs"
                     )
-                ]
-            except Exception as exc:  # odd input must not crash the run
-                outcomes = [
-                    NotEvaluated(
-                        meta.id,
-                        obj.resource,
-                        f"could not read the object ({type(exc).__name__}: {exc})",
-                    )
-                ]
+                )
+            except Exception as exc:  # a rule bug: report it, run the other rules
+                report.findings.append(internal_error(meta, enforcement, obj, exc))
             for outcome in outcomes:
                 if isinstance(outcome, Violation):
+                    level = "advisory" if outcome.advisory else enforcement
                     report.findings.append(
                         Finding(
                             meta.id,
                             meta.name,
                             meta.severity,
-                            enforcement,
+                            level,
                             outcome.obj.resource,
                             outcome.message,
                             meta.fix,

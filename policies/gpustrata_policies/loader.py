@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -11,6 +12,7 @@ from typing import Any
 import yaml
 
 from .view import K8sObject
+from .yamlguard import YamlShapeError, check_node
 
 __all__ = ["InputError", "load_paths", "load_text"]
 
@@ -28,18 +30,42 @@ class InputError(Exception):
     """Unreadable input: the message names the file (and line when known)."""
 
 
-def _record_lines(node: yaml.Node, path: Path, lines: dict[Path, int]) -> None:
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                child = (*path, key_node.value)
+def _record_lines(root: yaml.Node, name: str) -> dict[Path, int]:
+    """Line of every mapping key and list item, by path; rejects duplicate keys.
+
+    Iterative (deep documents must not exhaust the interpreter's stack).
+    """
+    lines: dict[Path, int] = {}
+    todo: list[tuple[yaml.Node, Path]] = [(root, ())]
+    while todo:
+        node, path = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = key_node.value
+                if key in seen and key_node.tag != "tag:yaml.org,2002:merge":
+                    raise InputError(
+                        f"{name}:{key_node.start_mark.line + 1}: duplicate key "
+                        f"{_short(key)} in one mapping; YAML requires unique keys and tools "
+                        "disagree on which value wins, so keep one"
+                    )
+                seen.add(key)
+                child = (*path, key)
                 lines[child] = key_node.start_mark.line + 1
-                _record_lines(value_node, child, lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            child = (*path, index)
-            lines[child] = item.start_mark.line + 1
-            _record_lines(item, child, lines)
+                todo.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                child = (*path, index)
+                lines[child] = item.start_mark.line + 1
+                todo.append((item, child))
+    return lines
+
+
+def _short(text: str, limit: int = 60) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
 
 
 def _objects(
@@ -65,16 +91,29 @@ def _objects(
 
 
 def load_text(text: str, name: str) -> list[K8sObject]:
-    """Parse YAML (multi-document) or JSON text; raises :class:`InputError` when malformed."""
-    if "\x00" in text:
-        raise InputError(f"{name}: binary input (contains NUL bytes), not YAML or JSON")
+    """Parse YAML (multi-document) or JSON text; raises :class:`InputError` when malformed.
+
+    Untrusted input is expected: binary data, documents nested too deeply, YAML
+    alias loops and alias bombs (:mod:`.yamlguard`) and duplicate keys are reported
+    with the file and line instead of crashing, hanging or picking a value silently.
+    """
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise InputError(f"{name}:{line}: binary input (contains NUL bytes), not YAML or JSON")
     if name.endswith(".json"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InputError(f"{name}: JSON nested too deeply to read") from None
         return list(_objects(data, name, 1, None))
-    sources = [(m.start(), m.group(1)) for m in _HELM_SOURCE.finditer(text)]
+    source_starts: list[int] = []
+    source_names: list[str] = []
+    for match in _HELM_SOURCE.finditer(text):
+        source_starts.append(match.start())
+        source_names.append(match.group(1))
     out: list[K8sObject] = []
     loader = _Loader(text)
     try:
@@ -82,20 +121,24 @@ def load_text(text: str, name: str) -> list[K8sObject]:
             node = loader.get_node()
             if node is None:
                 continue
+            check_node(node)  # alias loops and alias bombs, before anything walks it
+            lines = _record_lines(node, name)
             data = loader.construct_document(node)
-            lines: dict[Path, int] = {}
-            _record_lines(node, (), lines)
             start = node.start_mark.line + 1
             origin = name
-            if sources:  # Helm output: blame the template the document came from
-                before = [src for pos, src in sources if pos <= node.start_mark.index]
-                origin = before[-1] if before else name
+            if source_starts:  # Helm output: blame the template the document came from
+                at = bisect.bisect_right(source_starts, node.start_mark.index)
+                origin = source_names[at - 1] if at else name
             out.extend(_objects(data, origin, start, lines))
+    except YamlShapeError as exc:
+        raise InputError(f"{name}:{exc.line}: cannot be checked: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"{where}: invalid YAML: {problem}") from None
+    except RecursionError:  # the pure-Python loader composes recursively
+        raise InputError(f"{name}: YAML nested too deeply to read") from None
     finally:
         loader.dispose()
     return out
@@ -106,11 +149,16 @@ def _read(path: FsPath) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return _decode(data, str(path))
+
+
+def _decode(data: bytes, name: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(
-            f"{path}: not UTF-8 text (byte {exc.start}); is it a binary file?"
+            f"{name}:{line}: not UTF-8 text (byte {exc.start}); is it a binary file?"
         ) from None
 
 
@@ -125,10 +173,7 @@ def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
                 else (stdin.read() if stdin is not None else b"")
             )
             if isinstance(data, bytes):
-                try:
-                    data = data.decode("utf-8-sig")
-                except UnicodeDecodeError as exc:
-                    raise InputError(f"<stdin>: not UTF-8 text (byte {exc.start})") from None
+                data = _decode(data, "<stdin>")
             objects.extend(load_text(data, "<stdin>"))
             continue
         path = FsPath(raw)

@@ -79,10 +79,11 @@ def to_sarif(report: Report) -> dict[str, Any]:
     for f in report.findings:
         result: dict[str, Any] = {
             "ruleId": f.rule,
-            "ruleIndex": index[f.rule],
             "level": "error" if f.enforcement == "mandatory" else "warning",
             "message": {"text": f"{f.resource}: {f.message}"},
         }
+        if f.rule in index:  # a rule passed to evaluate() directly is not in the driver
+            result["ruleIndex"] = index[f.rule]
         if f.file and not f.file.startswith("<"):
             location: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.file)}}
             if f.line:

@@ -13,7 +13,10 @@ from collections.abc import Mapping
 from typing import Any, Final, final
 
 __all__ = [
+    "PULUMI_SECRET_SIG",
+    "PULUMI_SIG_KEY",
     "PULUMI_UNKNOWN_SENTINELS",
+    "SECRET_PLACEHOLDER",
     "UNKNOWN",
     "UnknownInput",
     "is_unknown",
@@ -57,6 +60,15 @@ PULUMI_UNKNOWN_SENTINELS: Final = frozenset(
 )
 
 
+# pulumi/pulumi sdk/python/lib/pulumi/runtime/rpc.py (_special_sig_key, _special_secret_sig):
+# Pulumi's mocks and the engine's wire format mark a secret as {SIG_KEY: SECRET_SIG, value}.
+PULUMI_SIG_KEY: Final = "4dabf18193072939515e22adb298388d"
+PULUMI_SECRET_SIG: Final = "1b47061264138c4ac30d75fd1eb44270"
+SECRET_PLACEHOLDER: Final = "[secret]"
+"""What rules see instead of a Pulumi secret value: they can tell a literal is there
+(K014) but can never quote it."""
+
+
 class UnknownInput(Exception):
     """Raised by a rule when an input it needs is unknown (Pulumi preview)."""
 
@@ -81,8 +93,9 @@ def replace_pulumi_unknowns(value: Any) -> Any:
     """Copy a JSON-like value, turning Pulumi's unknown sentinels into :data:`UNKNOWN`.
 
     Anything that is not JSON-like (an unresolved ``Output``, an asset) also
-    becomes :data:`UNKNOWN`: a rule cannot read it. Whole floats become ints, as
-    the engine sends every number as a double.
+    becomes :data:`UNKNOWN`: a rule cannot read it. A Pulumi secret becomes
+    :data:`SECRET_PLACEHOLDER`, so no rule message can quote it. Whole floats
+    become ints, as the engine sends every number as a double.
     """
     if isinstance(value, str):
         return UNKNOWN if value in PULUMI_UNKNOWN_SENTINELS else value
@@ -91,6 +104,8 @@ def replace_pulumi_unknowns(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, Mapping):
+        if value.get(PULUMI_SIG_KEY) == PULUMI_SECRET_SIG:
+            return SECRET_PLACEHOLDER
         return {str(k): replace_pulumi_unknowns(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [replace_pulumi_unknowns(v) for v in value]

@@ -52,15 +52,26 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StackError([Problem("", f"cannot be read ({exc}); check the file")], file) from None
+    from gpustrata_policies.yamlguard import YamlShapeError, check_node
+
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is not None:
+            check_node(root)  # alias loops and alias bombs, before anything walks it
         document = yaml.safe_load(text)
+    except YamlShapeError as exc:
+        raise StackError([Problem("", f"cannot be used: {exc}", exc.line)], file) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise StackError(
             [Problem("", f"is not valid YAML ({problem}); fix the syntax", line)], file
+        ) from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise StackError(
+            [Problem("", "is nested too deeply to read; a stack file is a few levels deep")],
+            file,
         ) from None
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
         raise StackError(
@@ -147,7 +158,7 @@ def _problem(err: ErrorDetails, lines: _LineIndex | None) -> Problem:
     shown = _show(value)
     if kind == "extra_forbidden":
         key = str(loc[-1])
-        message = f"unknown key '{key}'; " + _nearest_key(key, _model_at(loc[:-1]))
+        message = f"unknown key {_show(key)}; " + _nearest_key(key, _model_at(loc[:-1]))
     elif kind == "missing":
         message = f"required key '{loc[-1]}' is missing; add it"
         if field is not None and field.description:
@@ -218,13 +229,15 @@ def _is_tag(part: str, parent: list[int | str]) -> bool:
 def _path(loc: Sequence[int | str]) -> str:
     out = CONFIG_KEY
     for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part.replace("_", "").isalnum():
-            out += f".{part}"
-        else:
-            out += f"[{part!r}]"
+        out += f"[{part}]" if isinstance(part, int) else _key_part(part)
     return out
+
+
+def _key_part(key: str) -> str:
+    """``.key`` for a plain key, else ``['key']`` (quoted, shortened: keys come from users)."""
+    if key.replace("_", "").isalnum() and len(key) <= _MAX_VALUE_CHARS:
+        return f".{key}"
+    return f"[{_show(key)}]"
 
 
 def _show(value: Any) -> str:
@@ -338,18 +351,19 @@ class _LineIndex:
         if node is not None:
             self._walk(node, CONFIG_KEY)
 
-    def _walk(self, node: yaml.Node, path: str) -> None:
-        self._lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                key = str(key_node.value)
-                child = f"{path}.{key}" if key.replace("_", "").isalnum() else f"{path}[{key!r}]"
-                self._lines[child] = key_node.start_mark.line + 1
-                self._walk(value_node, child)
-                self._lines[child] = key_node.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                self._walk(item, f"{path}[{i}]")
+    def _walk(self, root: yaml.Node, root_path: str) -> None:
+        # Iterative: a deeply nested file must not exhaust the interpreter's stack.
+        todo: list[tuple[yaml.Node, str, int]] = [(root, root_path, root.start_mark.line + 1)]
+        while todo:
+            node, path, line = todo.pop()
+            self._lines[path] = line  # a map value is found at its key's line
+            if isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    child = path + _key_part(str(key_node.value))
+                    todo.append((value_node, child, key_node.start_mark.line + 1))
+            elif isinstance(node, yaml.SequenceNode):
+                for i, item in enumerate(node.value):
+                    todo.append((item, f"{path}[{i}]", item.start_mark.line + 1))
 
     def line(self, path: str) -> int | None:
         """Line of ``path``, or of its nearest ancestor present in the file."""

@@ -30,7 +30,10 @@ MIG_USER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 
 def _strategies(ctx: RuleContext) -> dict[str, str]:
     """MIG strategy per operator (``{}`` when no operator is described)."""
-    return {op.obj.resource: op.mig_strategy for op in operators(ctx)}
+    found: dict[str, str] = ctx.memo(  # once per evaluation, not once per object
+        "o005_strategies", lambda: {op.obj.resource: op.mig_strategy for op in operators(ctx)}
+    )
+    return found
 
 
 def _profile_problem(profile: str, gpu: GpuModel | None, where: str) -> str | None:

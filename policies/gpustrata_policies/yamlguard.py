@@ -1,0 +1,84 @@
+"""Guards for YAML from untrusted pull requests: alias loops and alias bombs.
+
+YAML anchors and aliases let a small file describe a self-referencing value (which
+never finishes walking) or one that expands exponentially ("billion laughs": ten
+aliases of ten aliases of ... of a list). PyYAML constructs both without complaint
+as shared Python objects; whoever walks the result then hangs or runs out of memory.
+:func:`check_node` inspects the composed node graph in linear time, before anything
+is constructed or walked, and names the line of the offending alias target.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+__all__ = ["ALIAS_EXPANSION_FACTOR", "ALIAS_EXPANSION_SLACK", "YamlShapeError", "check_node"]
+
+ALIAS_EXPANSION_FACTOR = 10
+"""A document may expand, through aliases, to at most this many times its own nodes ..."""
+ALIAS_EXPANSION_SLACK = 100_000
+"""... plus this many values (generous for hand-written anchors; far below a bomb)."""
+
+
+class YamlShapeError(ValueError):
+    """A YAML document that cannot be walked safely; ``line`` is 1-based (or ``None``)."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def check_node(root: yaml.Node) -> int:
+    """Raise :class:`YamlShapeError` if *root* refers to itself or is an alias bomb.
+
+    Returns the number of values the document expands to. Iterative (no recursion
+    limit) and linear in the number of distinct nodes.
+    """
+    expanded: dict[int, int] = {}  # id(node) -> expanded size, once finished
+    on_path: set[int] = set()
+    distinct = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            on_path.discard(key)
+            expanded[key] = 1 + sum(expanded[id(c)] for c in _children(node))
+            continue
+        if key in expanded:
+            continue
+        if key in on_path:
+            raise YamlShapeError(
+                "an alias refers to a value that contains it (a self-referencing "
+                "document never ends); replace the alias with the values it stands for",
+                node.start_mark.line + 1,
+            )
+        distinct += 1
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                raise YamlShapeError(
+                    "an alias refers to a value that contains it (a self-referencing "
+                    "document never ends); replace the alias with the values it stands for",
+                    child.start_mark.line + 1,
+                )
+            if id(child) not in expanded:
+                stack.append((child, False))
+    total = expanded[id(root)]
+    budget = ALIAS_EXPANSION_FACTOR * distinct + ALIAS_EXPANSION_SLACK
+    if total > budget:
+        raise YamlShapeError(
+            f"aliases expand {distinct} values into {total} (more than {budget}); "
+            "this looks like an alias bomb: write the values out or drop the aliases",
+            root.start_mark.line + 1,
+        )
+    return total
