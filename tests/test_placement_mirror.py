@@ -49,3 +49,22 @@ def test_verify_placement_without_ray_names_the_extra(
     )
     with pytest.raises(placement.EnginesMissing):
         placement.verify_placement(mirror_clusters(build_plan(stack_doc("prod"))))
+
+
+def test_verify_placement_names_each_cluster_as_it_goes() -> None:
+    """--verify-placement reports progress per RayService ("lines"), and nothing when off."""
+    import io
+
+    from gpustrata.placement import MirrorCluster, with_progress
+
+    mirrors = [MirrorCluster(service=f"inference/llm-{i}", nodes=[], engines=[]) for i in (1, 2)]
+    out = io.StringIO()
+    assert list(with_progress(mirrors, stream=out, mode="lines")) == mirrors
+    lines = out.getvalue().splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "[1/2] verify-placement inference/llm-1",
+        "[2/2] verify-placement inference/llm-2",
+    ]
+    quiet = io.StringIO()
+    assert list(with_progress(mirrors, stream=quiet, mode="off")) == mirrors
+    assert quiet.getvalue() == ""

@@ -28,11 +28,12 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
 from gpustrata.errors import GpustrataError
+from gpustrata.progress import Mode, Progress
 from gpustrata_policies.quantity import parse_quantity
 
 if TYPE_CHECKING:
@@ -311,6 +312,23 @@ def ray_available() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
+def with_progress(
+    mirrors: Sequence[MirrorCluster], *, stream: TextIO | None = None, mode: Mode = "auto"
+) -> Iterator[MirrorCluster]:
+    """Yield each mirror cluster while a progress line names it (quiet in CI and pipes).
+
+    Starting a Ray cluster per RayService takes 10-25 s on two cores, so a terminal user
+    sees which one is being checked.
+    """
+    progress = Progress(len(mirrors), "verify-placement", stream=stream, mode=mode)
+    try:
+        for mirror in mirrors:
+            with progress.step(mirror.service):
+                yield mirror
+    finally:
+        progress.close()
+
+
 def verify_placement(
     clusters: Sequence[MirrorCluster], *, timeout_s: float = 30.0
 ) -> PlacementReport:
@@ -337,9 +355,7 @@ def verify_placement(
             report.serve_problems += [
                 f"{mirror.service}: {p}" for p in validate_serve_config(mirror.serve_config)
             ]
-    for mirror in clusters:
-        if not mirror.engines:
-            continue
+    for mirror in with_progress([m for m in clusters if m.engines]):
         cluster = Cluster(
             initialize_head=True,
             head_node_args={
