@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import catalogs
 from ..engines import EngineArgs, serve_config, split_image, vllm_engine, vllm_version
@@ -594,13 +594,13 @@ def _estimate(
     settings: EngineSettings,
 ) -> CapacityEstimate | str:
     def build() -> CapacityEstimate | str:
-        from gpustrata.planning.capacity import CapacityError, estimate_capacity
+        from gpustrata.planning.capacity import CapacityError
 
         try:
-            est = estimate_capacity(arch, gpu, **settings.kwargs)
+            est = estimate(arch, gpu, **settings.kwargs)
             fitted = est.kv.largest_max_model_len
             if settings.auto_fit and 0 < fitted < est.max_model_len:
-                est = estimate_capacity(arch, gpu, **{**settings.kwargs, "max_model_len": fitted})
+                est = estimate(arch, gpu, **{**settings.kwargs, "max_model_len": fitted})
             return est
         except CapacityError as exc:
             return f"{site.label}: {exc}"
@@ -754,3 +754,33 @@ def annotated_startup(site: EngineSite) -> int | None:
         if value is not None and _is_number(value):
             return int(Fraction(str(value)))
     return None
+
+
+_ESTIMATES: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+_ESTIMATES_MAX = 4096
+
+
+def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityEstimate:
+    """``estimate_capacity``, memoised for the process.
+
+    V003, V004 and V012 size the same engine many times (V012 binary-searches
+    max_num_seqs, V003 tries other TP sizes and GPUs), and a manifest often repeats an
+    engine, so one estimate per (model, GPU, settings) is computed once. Errors are not
+    cached. Keyed by object identity (catalogue entries are shared) with the objects
+    kept alive in the value, so an id is never reused for another entry.
+    """
+    from gpustrata.planning.capacity import estimate_capacity
+
+    try:
+        key = (id(arch), id(gpu), tuple(sorted(kwargs.items())))
+        hash(key)
+    except TypeError:
+        return estimate_capacity(arch, gpu, **kwargs)
+    hit = _ESTIMATES.get(key)
+    if hit is not None and hit[0] is arch and hit[1] is gpu:
+        return cast("CapacityEstimate", hit[2])
+    result = estimate_capacity(arch, gpu, **kwargs)
+    if len(_ESTIMATES) >= _ESTIMATES_MAX:
+        _ESTIMATES.clear()
+    _ESTIMATES[key] = (arch, gpu, result)
+    return result

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from ..view import K8sObject
-from ._capacity import VLLM_SRC, Inputs, estimated_engines
+from ._capacity import VLLM_SRC, Inputs, estimate, estimated_engines
 from ._common import MANDATORY
 
 if TYPE_CHECKING:
@@ -18,11 +18,11 @@ _TP_SIZES = (2, 4, 8, 16)
 
 def _try(inp: Inputs, gpu: Any = None, **overrides: Any) -> CapacityEstimate | None:
     """The same engine with one setting changed (None: vLLM would refuse it)."""
-    from gpustrata.planning.capacity import CapacityError, estimate_capacity
+    from gpustrata.planning.capacity import CapacityError
 
     kwargs = {**inp.settings.kwargs, **overrides}
     try:
-        return estimate_capacity(inp.model.arch, gpu or inp.gpu.gpu, **kwargs)
+        return estimate(inp.model.arch, gpu or inp.gpu.gpu, **kwargs)
     except CapacityError:
         return None
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from ..model import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from ..view import K8sObject
-from ._capacity import VLLM_SRC, Inputs, estimated_engines
+from ._capacity import VLLM_SRC, Inputs, estimate, estimated_engines
 from ._common import ADVISORY
 
 TYPICAL_SEQUENCE_TOKENS = 2048
@@ -46,7 +46,7 @@ def reachable_max_num_seqs(inp: Inputs, tokens: int) -> int:
     Lowering max_num_seqs shrinks the sampler's buffers in vLLM's profile run, so the KV
     cache grows a little; binary search over max_num_seqs with the same planner.
     """
-    from gpustrata.planning.capacity import CapacityError, estimate_capacity, largest_passing
+    from gpustrata.planning.capacity import CapacityError, largest_passing
 
     def holds(n: int) -> bool:
         kwargs = {
@@ -55,7 +55,7 @@ def reachable_max_num_seqs(inp: Inputs, tokens: int) -> int:
             "max_model_len": inp.estimate.max_model_len,
         }
         try:
-            est = estimate_capacity(inp.model.arch, inp.gpu.gpu, **kwargs)
+            est = estimate(inp.model.arch, inp.gpu.gpu, **kwargs)
         except CapacityError:
             return False
         alt = Inputs(inp.site, inp.model, inp.gpu, inp.version, inp.settings, est)
