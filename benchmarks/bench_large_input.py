@@ -61,13 +61,13 @@ def _documents() -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]]
     return cluster, workloads
 
 
-def write_inputs(directory: Path, megabytes: int) -> tuple[Path, Path, int]:
+def write_inputs(directory: Path, megabytes: float) -> tuple[Path, Path, int]:
     """A Helm-style multi-document YAML file and a JSON List of about *megabytes* MB each.
 
     Written as a stream, so this process stays small (its peak is not the one measured).
     """
     cluster, base = _documents()
-    target = megabytes * 1024 * 1024
+    target = int(megabytes * 1024 * 1024)
     yaml_path, json_path = directory / "big.yaml", directory / "big.json"
     size = count = 0
     with yaml_path.open("w", encoding="utf-8") as out, json_path.open("w") as js:

@@ -240,3 +240,34 @@ def mutated(draw: st.DrawFn, base: Any, value: st.SearchStrategy[Any], max_steps
         elif op == "bump" and isinstance(current, int | float) and not isinstance(current, bool):
             doc = put(doc, where, draw(st.sampled_from([0, -1, current * 1000, -current])))
     return doc
+
+
+# Characters and tokens that change what YAML means: structure, anchors, tags, document
+# markers, byte-order marks and line breaks YAML treats specially, special scalars.
+YAML_PIECES = [
+    ":", "- ", "  ", "\t", "{", "[", "]", "'", '"', "&a ", "*a", "!!", "!!str ", "!!binary ",
+    "!!python/object:os.system", "<<: *a\n", "\n", "---\n", "...\n", "#", "%", "@", "`", "|",
+    ">", "? ", "\ufeff", "\x00", "\x85", "\u2028", "null", "~", ".nan", "1e99999", "-.inf",
+]  # fmt: skip
+
+TEXT_EDITS = ("insert", "delete", "replace", "truncate", "indent")
+
+
+def damage(draw: st.DrawFn, text: str, edits: tuple[str, ...] = TEXT_EDITS) -> str:
+    """*text* with 1-4 random edits (of the kinds in *edits*) at random places."""
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(text)))
+        op = draw(st.sampled_from(edits))
+        piece = draw(st.one_of(st.sampled_from(YAML_PIECES), st.text(max_size=8)))
+        if op == "insert":
+            text = text[:at] + piece + text[at:]
+        elif op == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 40)) :]
+        elif op == "replace":
+            text = text[:at] + piece + text[at + len(piece) :]
+        elif op == "truncate":
+            text = text[:at]
+        else:
+            line_start = text.rfind("\n", 0, at) + 1
+            text = text[:line_start] + " " * draw(st.integers(1, 3)) + text[line_start:]
+    return text

@@ -56,10 +56,11 @@ def check_command(
         objects = load_paths(list(args.paths), stdin if stdin is not None else sys.stdin)
     except (InputError, ConfigError) as exc:
         return _error(str(exc))
-    from .output import render  # keeps `explain` light
+    from .output import write  # keeps `explain` light
 
     report = evaluate(objects, environment=config.environment, config=config)
-    out.write(render(report, args.format))
+    del objects  # the report keeps what it needs; free the manifests before output
+    write(report, args.format, out)
     for warning in report.warnings:
         print(f"gpustrata: warning: {warning}", file=sys.stderr)
     return report.exit_code

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path as FsPath
 from typing import Any
@@ -30,11 +31,16 @@ class InputError(Exception):
     """Unreadable input: the message names the file (and line when known)."""
 
 
-def _record_lines(root: yaml.Node, name: str) -> dict[Path, int]:
+def _record_lines(
+    root: yaml.Node, name: str, shared: dict[Path, Path] | None = None
+) -> dict[Path, int]:
     """Line of every mapping key and list item, by path; rejects duplicate keys.
 
-    Iterative (deep documents must not exhaust the interpreter's stack).
+    Iterative (deep documents must not exhaust the interpreter's stack). Paths are
+    shared through *shared* between documents of one input: a large input repeats the
+    same few thousand paths, and one tuple per path keeps its memory near the data's.
     """
+    shared = {} if shared is None else shared
     lines: dict[Path, int] = {}
     todo: list[tuple[yaml.Node, Path]] = [(root, ())]
     while todo:
@@ -44,7 +50,8 @@ def _record_lines(root: yaml.Node, name: str) -> dict[Path, int]:
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
                     continue
-                key = key_node.value
+                # One str per distinct key: the constructor reuses node.value for the data.
+                key = key_node.value = sys.intern(key_node.value)
                 if key in seen and key_node.tag != "tag:yaml.org,2002:merge":
                     raise InputError(
                         f"{name}:{key_node.start_mark.line + 1}: duplicate key "
@@ -53,11 +60,13 @@ def _record_lines(root: yaml.Node, name: str) -> dict[Path, int]:
                     )
                 seen.add(key)
                 child = (*path, key)
+                child = shared.setdefault(child, child)
                 lines[child] = key_node.start_mark.line + 1
                 todo.append((value_node, child))
         elif isinstance(node, yaml.SequenceNode):
             for index, item in enumerate(node.value):
                 child = (*path, index)
+                child = shared.setdefault(child, child)
                 lines[child] = item.start_mark.line + 1
                 todo.append((item, child))
     return lines
@@ -115,6 +124,7 @@ def load_text(text: str, name: str) -> list[K8sObject]:
         source_starts.append(match.start())
         source_names.append(match.group(1))
     out: list[K8sObject] = []
+    shared: dict[Path, Path] = {}
     loader = _Loader(text)
     try:
         while loader.check_node():
@@ -122,7 +132,7 @@ def load_text(text: str, name: str) -> list[K8sObject]:
             if node is None:
                 continue
             check_node(node)  # alias loops and alias bombs, before anything walks it
-            lines = _record_lines(node, name)
+            lines = _record_lines(node, name, shared)
             data = loader.construct_document(node)
             start = node.start_mark.line + 1
             origin = name

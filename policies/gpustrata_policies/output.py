@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .engine import all_rules
 from .model import Finding, Report
 
-__all__ = ["render", "to_sarif", "to_text"]
+__all__ = ["render", "to_sarif", "to_text", "write"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_URI = "https://github.com/gpustrata/gpustrata"
@@ -130,6 +130,16 @@ def to_sarif(report: Report) -> dict[str, Any]:
             }
         ],
     }
+
+
+def write(report: Report, fmt: str, out: TextIO) -> None:
+    """Write :func:`render`'s output to *out*; JSON and SARIF are streamed, not built as
+    one string first (a large input's report is tens of MB)."""
+    if fmt in ("json", "sarif"):
+        json.dump(report.to_json() if fmt == "json" else to_sarif(report), out, indent=2)
+        out.write("\n")
+    else:
+        out.write(render(report, fmt))
 
 
 def render(report: Report, fmt: str) -> str:

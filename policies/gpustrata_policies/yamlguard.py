@@ -42,6 +42,25 @@ def check_node(root: yaml.Node) -> int:
     Returns the number of values the document expands to. Iterative (no recursion
     limit) and linear in the number of distinct nodes.
     """
+    # Fast path: an alias is the same node object reached twice. Without one (nearly
+    # every real manifest) there is nothing to expand; only then count expansions.
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            return _check_shared(root)
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for pair in node.value:
+                todo.extend(pair)
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+    return len(seen)
+
+
+def _check_shared(root: yaml.Node) -> int:
+    """:func:`check_node` for a document with aliases: loops, and the expanded size."""
     expanded: dict[int, int] = {}  # id(node) -> expanded size, once finished
     on_path: set[int] = set()
     distinct = 0
