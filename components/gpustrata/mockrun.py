@@ -21,6 +21,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import wait_for_rpcs
 
 from gpustrata.errors import GpustrataError, StackError
+from gpustrata_policies.unknown import PULUMI_SECRET_SIG, PULUMI_SIG_KEY, SECRET_PLACEHOLDER
 
 PROJECT = "gpustrata"
 
@@ -48,10 +49,29 @@ class Registered:
     parent: str | None
     custom: bool
     inputs: dict[str, Any]
+    """Inputs as registered; each Pulumi secret is replaced by ``SECRET_PLACEHOLDER``."""
+    depends_on: tuple[str, ...] = ()
+    """Names of the resources this one waits for (``depends_on`` and input dependencies,
+    component dependencies expanded to their children, as the engine receives them)."""
+    protect: bool = False
+    """``protect``: ``pulumi destroy`` and replacements refuse to delete it."""
+    retain_on_delete: bool = False
+    """``retain_on_delete``: removing it from the program leaves it in the cluster."""
+    secret_paths: tuple[str, ...] = ()
+    """Where in ``inputs`` Pulumi secrets were (``stringData.token``), redacted."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form for ``plan --format json``."""
-        return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
+        out: dict[str, Any] = {
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "inputs": self.inputs,
+        }
+        out["depends_on"] = list(self.depends_on)
+        if self.protect or self.retain_on_delete:
+            out["protect"], out["retain_on_delete"] = self.protect, self.retain_on_delete
+        return out
 
 
 class _Mocks(pulumi.runtime.Mocks):
@@ -70,17 +90,42 @@ class _Mocks(pulumi.runtime.Mocks):
         return dict(_CALLS.get(args.token, {})), []
 
 
+@dataclass(frozen=True)
+class _Record:
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str
+    dependencies: tuple[str, ...]
+    protect: bool
+    retain_on_delete: bool
+
+
 class _RecordingMonitor(MockMonitor):
-    """Pulumi's MockMonitor, also keeping each registration with its parent."""
+    """Pulumi's MockMonitor, also keeping each registration's parent, dependencies and
+    options. MockResourceArgs carries none of these; the RegisterResourceRequest the SDK
+    sends (pulumi/runtime/resource.py) does: ``dependencies`` holds the URNs of explicit
+    ``depends_on`` and of input dependencies, with local components expanded to their
+    children (pulumi/runtime/rpc.py ``_add_dependency``)."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
-        self.records: list[tuple[str, str, str, bool, str]] = []
+        self.records: list[_Record] = []
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         self.records.append(
-            (response.urn, request.type, request.name, bool(request.custom), request.parent)
+            _Record(
+                response.urn,
+                request.type,
+                request.name,
+                bool(request.custom),
+                request.parent,
+                tuple(request.dependencies),
+                bool(request.protect),
+                bool(request.retainOnDelete),
+            )
         )
         return response
 
@@ -91,11 +136,14 @@ def run_program(
     stack: str,
     program: Path | None = None,
     extra_config: dict[str, str] | None = None,
+    secret_keys: list[str] | None = None,
 ) -> list[Registered]:
     """Run the program for ``stack`` with ``gpustrata:stack`` = ``stack_doc``; return resources.
 
     ``program`` is the project's ``__main__.py``; without it the packaged program runs.
-    Raises :class:`StackError` for a bad stack (nothing is recorded then).
+    ``secret_keys`` names keys of ``extra_config`` that are Pulumi secrets (as
+    ``pulumi config set --secret`` makes them). Raises :class:`StackError` for a bad
+    stack (nothing is recorded then).
     """
     config = {"gpustrata:stack": json.dumps(stack_doc), **(extra_config or {})}
     mocks = _Mocks()
@@ -104,7 +152,7 @@ def run_program(
     asyncio.set_event_loop(loop)
     try:
         pulumi.runtime.settings.reset_options()
-        pulumi.runtime.set_all_config(config)
+        pulumi.runtime.set_all_config(config, secret_keys)
         pulumi.runtime.set_mocks(
             mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor
         )
@@ -132,23 +180,44 @@ def _drain(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def _collect(monitor: _RecordingMonitor) -> list[Registered]:
-    names = {urn: name for urn, _, name, _, _ in monitor.records}
+    names = {r.urn: r.name for r in monitor.records}
     states = {urn: reg.state for urn, reg in monitor.resources.items()}
     out = []
-    for urn, typ, name, custom, parent in monitor.records:
-        inputs = _plain(states.get(urn, {}))
-        out.append(Registered(typ, name, names.get(parent), custom, inputs))
+    for r in monitor.records:
+        secrets: list[str] = []
+        inputs = _plain(states.get(r.urn, {}), "", secrets)
+        out.append(
+            Registered(
+                r.type,
+                r.name,
+                names.get(r.parent),
+                r.custom,
+                inputs,
+                tuple(names.get(d, d) for d in r.dependencies),
+                r.protect,
+                r.retain_on_delete,
+                tuple(secrets),
+            )
+        )
     return out
 
 
-def _plain(value: Any) -> Any:
-    """Protobuf Structs carry every number as a float: give integral floats back as ints."""
+def _plain(value: Any, path: str = "", secrets: list[str] | None = None) -> Any:
+    """Protobuf Structs carry every number as a float: give integral floats back as ints.
+
+    A Pulumi secret (``rpc.wrap_rpc_secret``'s signature map) becomes the placeholder
+    and its path is noted: no plaintext secret leaves this module (plan text/json).
+    """
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        if value.get(PULUMI_SIG_KEY) == PULUMI_SECRET_SIG:
+            if secrets is not None:
+                secrets.append(path)
+            return SECRET_PLACEHOLDER
+        return {k: _plain(v, f"{path}.{k}" if path else str(k), secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
     return value
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pulumi
 
-from gpustrata.components.stack import InferenceStack
+from gpustrata.components.stack import InferenceStack, InferenceStackArgs
 from gpustrata.errors import StackError
 from gpustrata.spec.loader import stack_file
 
@@ -18,8 +18,12 @@ def main() -> InferenceStack:
     config = pulumi.Config("gpustrata")
     document = config.require_object("stack")
     source = str(stack_file(pulumi.get_stack()))
+    args: InferenceStackArgs = {"stack": document, "source": source}
+    token = config.get_secret("hfToken")  # only ever a Pulumi secret Output
+    if token is not None:
+        args["hf_token_value"] = token
     try:
-        stack = InferenceStack("gpustrata", {"stack": document, "source": source})
+        stack = InferenceStack("gpustrata", args)
     except StackError as exc:
         # RunError prints the message without a Python traceback.
         raise pulumi.RunError(exc.render()) from None

@@ -25,6 +25,7 @@ from gpustrata.render.operators import (
     device_plugin_sharing_config,
     kuberay_values,
 )
+from gpustrata.render.workloads import MANAGED_BY
 from gpustrata.spec.loader import validate_stack
 from gpustrata.spec.models import StackSpec
 
@@ -36,6 +37,10 @@ class InferenceStackArgs(TypedDict):
     """The stack document (what `gpustrata:stack` holds in a stack file)."""
     source: NotRequired[str]
     """Where the stack came from, for error messages (e.g. stacks/Pulumi.prod.yaml)."""
+    hf_token_value: NotRequired[pulumi.Input[str]]
+    """The Hugging Face token as a Pulumi secret (config ``gpustrata:hfToken``, set with
+    ``pulumi config set --secret``). gpustrata then creates the Secrets the models'
+    ``hf_token`` references name; without it those Secrets must already exist."""
 
 
 def build_plan(stack: dict[str, Any], source: str | None = None) -> StackPlan:
@@ -71,6 +76,8 @@ class InferenceStack(pulumi.ComponentResource):
     ) -> None:
         # Validate and plan before registering anything: a bad stack registers nothing.
         self._plan = build_plan(args["stack"], args.get("source"))
+        token = args.get("hf_token_value")
+        token_secrets = _token_secrets(self._plan.spec) if token is not None else {}
         super().__init__("gpustrata:index:InferenceStack", name, {}, opts)
         spec = self.plan.spec
         cluster_spec = spec.cluster
@@ -98,15 +105,17 @@ class InferenceStack(pulumi.ComponentResource):
             self.kubeconfig = pulumi.Output.from_input("")
 
         pools: list[pulumi.Resource] = []
+        pool_of: dict[str, pulumi.Resource] = {}
         for pool in self.plan.pools.values():
             pool_args = _pool_args(pool, spec, create=eks is not None)
             if eks is not None:
                 pool_args["cluster_name"] = eks.cluster_name
                 pool_args["node_role_arn"] = eks.node_role_arn
                 pool_args["subnet_ids"] = subnets
-            pools.append(
-                GpuNodePool(f"{name}-{pool.name}", pool_args, pulumi.ResourceOptions(parent=self))
+            pool_of[pool.name] = GpuNodePool(
+                f"{name}-{pool.name}", pool_args, pulumi.ResourceOptions(parent=self)
             )
+            pools.append(pool_of[pool.name])
 
         k8s_opts = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
         gpu_ready: list[pulumi.Resource] = []
@@ -143,13 +152,37 @@ class InferenceStack(pulumi.ComponentResource):
         namespaces: dict[str, pulumi.Resource] = {}
         for model in spec.models:
             if model.namespace not in namespaces:
+                # Retained: the namespace also holds what gpustrata does not own (the
+                # hf_token Secret, model-cache PVCs); deleting it would delete them too.
                 namespaces[model.namespace] = k8s.core.v1.Namespace(
                     f"{name}-ns-{model.namespace}",
                     metadata={"name": model.namespace},
-                    opts=k8s_opts,
+                    opts=pulumi.ResourceOptions.merge(
+                        k8s_opts, pulumi.ResourceOptions(retain_on_delete=True)
+                    ),
                 )
+        created: dict[tuple[str, str], pulumi.Resource] = {}
+        for (namespace, secret_name), keys in token_secrets.items():
+            assert token is not None  # token_secrets is empty without a token
+            # The token stays a Pulumi secret: encrypted in state, never in plan output.
+            value: pulumi.Output[str] = pulumi.Output.secret(token)
+            created[(namespace, secret_name)] = k8s.core.v1.Secret(
+                f"{name}-secret-{namespace}-{secret_name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=secret_name, namespace=namespace, labels=MANAGED_BY
+                ),
+                type="Opaque",
+                string_data=dict.fromkeys(keys, value),
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[namespaces[namespace]])
+                ),
+            )
         for mp in self.plan.models.values():
-            deps = [*gpu_ready, namespaces[mp.spec.namespace]]
+            # GPU nodes and a ready GPU Operator (its release awaits its pods) come first.
+            deps = [pool_of[mp.pool.name], *gpu_ready, namespaces[mp.spec.namespace]]
+            ref = mp.spec.hf_token
+            if ref is not None and (mp.spec.namespace, ref.name) in created:
+                deps.append(created[(mp.spec.namespace, ref.name)])
             if mp.spec.runtime == "rayservice":
                 RayLlmService(
                     f"{name}-{mp.name}",
@@ -214,6 +247,27 @@ def _pool_args(pool: PoolPlan, stack: StackSpec, *, create: bool) -> GpuNodePool
     if driver:
         args["driver_version"] = driver
     return args
+
+
+def _token_secrets(spec: StackSpec) -> dict[tuple[str, str], list[str]]:
+    """(namespace, Secret name) -> keys, for every model's ``hf_token`` reference."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for model in spec.models:
+        if model.hf_token is not None:
+            keys = out.setdefault((model.namespace, model.hf_token.name), [])
+            if model.hf_token.key not in keys:
+                keys.append(model.hf_token.key)
+    if not out:
+        raise StackError(
+            [
+                Problem(
+                    "gpustrata:hfToken",
+                    "is set but no model names a Secret in hf_token; add hf_token: "
+                    "{name: hf-token} to the models that need the token, or remove the config",
+                )
+            ]
+        )
+    return out
 
 
 def _read_kubeconfig(path: str | None) -> str | None:

@@ -21,9 +21,11 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from gpustrata.errors import Problem, StackError
-from gpustrata.spec.models import StackSpec
+from gpustrata.spec.models import SECRET_FLAG, StackSpec
 
 CONFIG_KEY = "gpustrata:stack"
+SECRET_CONFIG_KEY = "gpustrata:hfToken"
+"""The Hugging Face token, only ever as a Pulumi secret (``secure:`` in the stack file)."""
 _MAX_VALUE_CHARS = 60
 
 
@@ -82,6 +84,29 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
         near = difflib.get_close_matches(CONFIG_KEY, [str(k) for k in document["config"]], 1)
         hint = f"; did you mean '{near[0]}'?" if near else f"; add '{CONFIG_KEY}:' under config"
         raise StackError([Problem(f"config.{CONFIG_KEY}", "missing" + hint)], file)
+    token = document["config"].get(SECRET_CONFIG_KEY)
+    if token is not None and not (isinstance(token, dict) and set(token) == {"secure"}):
+        config_node = _child(root, "config")
+        key_line = next(
+            (
+                k.start_mark.line + 1
+                for k, _ in getattr(config_node, "value", [])
+                if getattr(k, "value", None) == SECRET_CONFIG_KEY
+            ),
+            None,
+        )
+        raise StackError(
+            [
+                Problem(
+                    f"config.{SECRET_CONFIG_KEY}",
+                    "is stored in plaintext in the stack file, readable by anyone with the "
+                    "repository (the value is not shown); remove it and run `pulumi config "
+                    f"set --secret {SECRET_CONFIG_KEY}` so that Pulumi encrypts it",
+                    key_line,
+                )
+            ],
+            file,
+        )
     lines = _LineIndex(root, ("config", CONFIG_KEY))
     stack = document["config"][CONFIG_KEY]
     return validate_stack(stack, file=file, lines=lines), stack
@@ -155,7 +180,7 @@ def _problem(err: ErrorDetails, lines: _LineIndex | None) -> Problem:
     value = err.get("input")
     ctx = err.get("ctx") or {}
     field = _field_at(loc)
-    shown = _show(value)
+    shown = _SECRET_SHOWN if _secret_loc(loc) else _show(value)
     if kind == "extra_forbidden":
         key = str(loc[-1])
         message = f"unknown key {_show(key)}; " + _nearest_key(key, _model_at(loc[:-1]))
@@ -238,6 +263,17 @@ def _key_part(key: str) -> str:
     if key.replace("_", "").isalnum() and len(key) <= _MAX_VALUE_CHARS:
         return f".{key}"
     return f"[{_show(key)}]"
+
+
+_SECRET_SHOWN = "the value (not shown: it may be a secret)"
+
+
+def _secret_loc(loc: Sequence[int | str]) -> bool:
+    """A place where a misplaced credential may sit: its value is never quoted back."""
+    return any(
+        part == "hf_token" or (isinstance(part, str) and SECRET_FLAG.search(part.lower()))
+        for part in loc
+    )
 
 
 def _show(value: Any) -> str:

@@ -32,6 +32,9 @@ KvCacheDtype = Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_i
 # vLLM ``vllm/config/model.py``: ModelDType.
 ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
 
+# vLLM flags that carry credentials: --api-key (vllm/entrypoints/openai/cli_args.py) and
+# --hf-token (vllm/config/model.py ModelConfig.hf_token), and anything named like them.
+SECRET_FLAG = re.compile(r"(^|[_-])(api[_-]?key|token|secret|password|passwd)$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 
@@ -399,8 +402,22 @@ class EngineSpec(_Model):
     trust_remote_code: bool = Field(default=False, description="vLLM --trust-remote-code.")
     extra_args: dict[str, str | int | float | bool] = Field(
         default_factory=dict,
-        description="Further vLLM flags by their EngineArgs name (rendered as --flag value).",
+        description="Further vLLM flags by their EngineArgs name (rendered as --flag value). "
+        "Never secrets (api_key, hf_token): flags are readable in the Pod spec.",
     )
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_secret_flags(cls, value: dict[str, object]) -> dict[str, object]:
+        for key in value:
+            if SECRET_FLAG.search(key.lower()):
+                # The value is never quoted: it may be the secret itself.
+                raise ValueError(
+                    f"'{key[:40]}' would put a secret on the vLLM command line, readable by "
+                    "anyone who can read the Pod; remove it and use hf_token (a Secret "
+                    "reference) for the Hugging Face token"
+                )
+        return value
 
     @property
     def gpus_per_engine(self) -> int:

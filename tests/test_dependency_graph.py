@@ -1,0 +1,184 @@
+"""Safe deployment: the dependency graph and resource options, as the engine receives them.
+
+The program runs under Pulumi's mocks; ``gpustrata.mockrun`` records each
+RegisterResourceRequest's ``dependencies`` (explicit ``depends_on`` plus input
+dependencies, components expanded to their children), ``protect`` and
+``retainOnDelete``. The assertions are on custom resources, so they hold for whatever
+objects the components register now or later.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from _stacks import STACKS, stack_doc
+
+from gpustrata.mockrun import Registered, run_program
+from gpustrata_policies.adapters import object_from_pulumi
+from gpustrata_policies.engine import evaluate, find_rule
+from gpustrata_policies.view import RAY_KINDS, K8sObject
+
+HELM = "kubernetes:helm.sh/v3:Release"
+
+
+def _run(doc: dict[str, Any], env: str) -> dict[str, Registered]:
+    return {r.name: r for r in run_program(doc, stack=env)}
+
+
+def _closure(res: dict[str, Registered], name: str) -> set[str]:
+    """Everything *name* waits for, transitively."""
+    seen: set[str] = set()
+    todo = list(res[name].depends_on)
+    while todo:
+        dep = todo.pop()
+        if dep not in seen:
+            seen.add(dep)
+            todo.extend(res[dep].depends_on if dep in res else ())
+    return seen
+
+
+def _of_type(res: dict[str, Registered], prefix: str) -> list[Registered]:
+    return [r for r in res.values() if r.type.startswith(prefix)]
+
+
+def _release(res: dict[str, Registered], chart: str) -> Registered | None:
+    found = [r for r in _of_type(res, HELM) if r.inputs.get("chart") == chart]
+    return found[0] if found else None
+
+
+def _gpu_objects(res: dict[str, Registered]) -> Iterable[tuple[Registered, K8sObject]]:
+    for r in _of_type(res, "kubernetes:"):
+        raw = object_from_pulumi(r.type, r.name, r.inputs)
+        if raw is not None:
+            obj = K8sObject(raw)
+            if any(p.gpu_count() > 0 for p in obj.pods()):
+                yield r, obj
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def stack(request: pytest.FixtureRequest) -> tuple[str, dict[str, Registered]]:
+    env = request.param
+    return env, _run(stack_doc(env), env)
+
+
+def test_dependencies_are_recorded_and_acyclic(stack: tuple[str, dict[str, Registered]]) -> None:
+    _, res = stack
+    order = {name: i for i, name in enumerate(res)}
+    assert any(r.depends_on for r in res.values()), "no dependency recorded at all"
+    for r in res.values():
+        for dep in r.depends_on:
+            assert dep in res, f"{r.name} depends on unregistered {dep}"
+            assert order[dep] < order[r.name], f"{r.name} registered before {dep}"
+        assert r.name not in _closure(res, r.name), f"dependency cycle through {r.name}"
+
+
+def test_crds_and_operators_before_custom_resources(
+    stack: tuple[str, dict[str, Registered]],
+) -> None:
+    _, res = stack
+    kuberay = _release(res, "kuberay-operator")
+    ray_resources = [
+        r for r in _of_type(res, "kubernetes:ray.io/") if r.type.rsplit(":", 1)[1] in RAY_KINDS
+    ]
+    if ray_resources:
+        assert kuberay is not None
+    for r in ray_resources:
+        # The release installs the RayService CRD and awaits the operator (skip_await off).
+        assert kuberay is not None and kuberay.name in _closure(res, r.name), r.name
+    for release in _of_type(res, HELM):
+        assert release.inputs.get("skipAwait") in (None, False), release.name
+        namespaces = [
+            n.name
+            for n in _of_type(res, "kubernetes:core/v1:Namespace")
+            if n.inputs.get("metadata", {}).get("name") == release.inputs.get("namespace")
+        ]
+        assert set(namespaces) <= _closure(res, release.name), release.name
+
+
+def test_gpu_workloads_wait_for_gpu_nodes_and_the_gpu_operator(
+    stack: tuple[str, dict[str, Registered]],
+) -> None:
+    env, res = stack
+    operator = _release(res, "gpu-operator")
+    assert operator is not None  # every reference stack installs it
+    node_groups = {
+        r.inputs.get("nodeGroupName"): r.name for r in _of_type(res, "aws:eks/nodeGroup")
+    }
+    workloads = list(_gpu_objects(res))
+    assert workloads, f"{env}: no GPU workload found"
+    for r, obj in workloads:
+        deps = _closure(res, r.name)
+        assert operator.name in deps, f"{r.name} does not wait for the GPU Operator"
+        pools = {
+            str(p.node_selector().get("gpustrata.io/pool")) for p in obj.pods() if p.gpu_count()
+        }
+        for pool in pools:
+            assert node_groups[pool] in deps, f"{r.name} does not wait for node group {pool}"
+
+
+def test_every_namespaced_object_waits_for_its_namespace(
+    stack: tuple[str, dict[str, Registered]],
+) -> None:
+    _, res = stack
+    created = {
+        n.inputs["metadata"]["name"]: n.name for n in _of_type(res, "kubernetes:core/v1:Namespace")
+    }
+    for r in _of_type(res, "kubernetes:"):
+        ns = (r.inputs.get("metadata") or {}).get("namespace") or r.inputs.get("namespace")
+        if ns in created and not r.type.endswith(":Namespace"):
+            assert created[ns] in _closure(res, r.name), f"{r.name} before namespace {ns}"
+
+
+def test_data_that_must_survive_is_retained(stack: tuple[str, dict[str, Registered]]) -> None:
+    env, res = stack
+    model_namespaces = {m.get("namespace", "inference") for m in stack_doc(env)["models"]}
+    for n in _of_type(res, "kubernetes:core/v1:Namespace"):
+        if n.inputs["metadata"]["name"] in model_namespaces:
+            # It holds the hf_token Secret and model-cache PVCs gpustrata does not own.
+            assert n.retain_on_delete, n.name
+    for pvc in _of_type(res, "kubernetes:core/v1:PersistentVolumeClaim"):
+        assert pvc.retain_on_delete or pvc.protect, pvc.name
+
+
+def test_rollouts_cannot_deadlock_on_gpus(stack: tuple[str, dict[str, Registered]]) -> None:
+    env, res = stack
+    for r, obj in _gpu_objects(res):
+        if obj.kind == "Deployment":
+            strategy = obj.raw["spec"]["strategy"]
+            surge = (strategy.get("rollingUpdate") or {}).get("maxSurge")
+            assert strategy["type"] == "Recreate" or surge in (0, "0", "0%"), r.name
+    # The rules that know pool capacity agree (a surge or second Ray cluster must fit).
+    objects = [
+        o for r in res.values() if (o := object_from_pulumi(r.type, r.name, r.inputs)) is not None
+    ]
+    rules = [find_rule("K008"), find_rule("R006")]
+    report = evaluate(objects, environment=env, rules=[r for r in rules if r is not None])
+    assert [f for f in report.findings if f.enforcement == "mandatory"] == []
+
+
+@pytest.mark.parametrize("mode", ["operator-disabled", "existing-cluster"])
+def test_ordering_holds_in_other_shapes(mode: str) -> None:
+    doc = copy.deepcopy(stack_doc("prod"))
+    if mode == "operator-disabled":
+        doc["gpu_operator"]["enabled"] = False
+    else:
+        doc["cluster"]["mode"] = "existing"
+    res = _run(doc, "prod")
+    kuberay = _release(res, "kuberay-operator")
+    assert kuberay is not None
+    for r in _of_type(res, "kubernetes:ray.io/v1:RayService"):
+        assert kuberay.name in _closure(res, r.name)
+    node_groups = {
+        r.inputs.get("nodeGroupName"): r.name for r in _of_type(res, "aws:eks/nodeGroup")
+    }
+    if mode == "existing-cluster":
+        assert node_groups == {}  # described pools: nothing to create, nothing to wait for
+        return
+    for r, obj in _gpu_objects(res):
+        for pod in obj.pods():
+            if pod.gpu_count():
+                pool = pod.node_selector().get("gpustrata.io/pool")
+                assert node_groups[pool] in _closure(res, r.name), f"{r.name} before its nodes"
