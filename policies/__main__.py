@@ -43,7 +43,12 @@ _LEVELS = {
 
 
 def startup_environment() -> str:
-    """The environment the pack runs for, before any per-policy config."""
+    """The environment the pack runs for, before any per-policy config.
+
+    ``GPUSTRATA_ENVIRONMENT`` (set by CI) wins. Stack config is part of the change under
+    review, so ``gpustrata:environment`` may make the pack stricter than the stack's
+    name (``.../prod``) says, never more relaxed.
+    """
     env = os.environ.get("GPUSTRATA_ENVIRONMENT")
     if env in ENVIRONMENTS:
         return env
@@ -51,11 +56,10 @@ def startup_environment() -> str:
         stack_config = json.loads(os.environ.get("PULUMI_CONFIG") or "{}")
     except ValueError:
         stack_config = {}
-    env = stack_config.get("gpustrata:environment") if isinstance(stack_config, dict) else None
-    if env in ENVIRONMENTS:
-        return str(env)
+    claim = stack_config.get("gpustrata:environment") if isinstance(stack_config, dict) else None
     stack = os.environ.get("PULUMI_STACK", "").rsplit("/", 1)[-1]
-    return stack if stack in ENVIRONMENTS else "prod"
+    named = [e for e in (claim, stack) if e in ENVIRONMENTS]
+    return max(named, key=ENVIRONMENTS.index) if named else "prod"
 
 
 ENVIRONMENT = startup_environment()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,3 +45,20 @@ def plugin_channel(
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def policy_pack(repo: Path, env: Mapping[str, str]) -> Iterator[Any]:
+    """The repository's policy pack, started as `pulumi preview --policy-pack` starts it,
+    with *env* (plus a PYTHONPATH for the repository's packages); yields an Analyzer stub."""
+    from pulumi.runtime.proto import analyzer_pb2_grpc
+
+    full = {**env, "PYTHONPATH": f"{repo / 'components'}:{repo / 'policies'}"}
+    with plugin_channel(
+        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "policies"],
+        cwd=repo,
+        env=full,
+        no_port="pack did not print a port",
+        timeout=20,
+    ) as channel:
+        yield analyzer_pb2_grpc.AnalyzerStub(channel)

@@ -139,6 +139,32 @@ def _model_table(plan: StackPlan) -> list[str]:
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
 
 
+def rules_environment(declared: str, stack: str) -> str:
+    """The environment rules are enforced for: the stack file's ``environment``, but never
+    more relaxed than the stack's name (the file is part of the change under review; a
+    ``Pulumi.prod.yaml`` that declares ``environment: dev`` is still checked as prod)."""
+    order = ("dev", "staging", "prod")
+    if stack in order and order.index(stack) > order.index(declared):
+        return stack
+    return declared
+
+
+def _secret_config(file: Path) -> tuple[dict[str, str], list[str]]:
+    """Secret config the stack file sets (``secure:``), as a stand-in secret: plan never
+    decrypts, so the program registers what it would (a Secret) with no value to leak."""
+    import yaml
+
+    from gpustrata.spec.loader import SECRET_CONFIG_KEY
+
+    try:
+        config = (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).get("config") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return {}, []
+    if isinstance(config, dict) and SECRET_CONFIG_KEY in config:
+        return {SECRET_CONFIG_KEY: "<encrypted in the stack file>"}, [SECRET_CONFIG_KEY]
+    return {}, []
+
+
 def plan_report(
     file: Path, stack: str, plan: StackPlan, document: dict[str, Any], project_dir: Path
 ) -> PlanReport:
@@ -150,10 +176,17 @@ def plan_report(
     from gpustrata_policies.engine import evaluate
 
     program = project_dir / "__main__.py"
-    resources = run_program(document, stack=stack, program=program if program.exists() else None)
+    extra, secret_keys = _secret_config(file)
+    resources = run_program(
+        document,
+        stack=stack,
+        program=program if program.exists() else None,
+        extra_config=extra,
+        secret_keys=secret_keys,
+    )
     report = PlanReport(stack=stack, file=str(file), plan=plan, resources=resources)
     objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
-    result = evaluate(objects, environment=plan.spec.environment)
+    result = evaluate(objects, environment=rules_environment(plan.spec.environment, stack))
     report.findings = [f.to_json() for f in result.findings]
     report.not_evaluated = [n.to_json() for n in result.not_evaluated]
     report.exit_code = result.exit_code

@@ -11,18 +11,17 @@ same findings.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _grpc import plugin_channel
+from _grpc import policy_pack
 from conftest import FIXTURES, REPO
 
 grpc = pytest.importorskip("grpc")
 from google.protobuf import empty_pb2, struct_pb2  # noqa: E402
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc  # noqa: E402
+from pulumi.runtime.proto import analyzer_pb2  # noqa: E402
 
 from gpustrata_policies import all_rules, evaluate, objects_from_pulumi  # noqa: E402
 from gpustrata_policies.loader import load_paths  # noqa: E402
@@ -30,19 +29,8 @@ from gpustrata_policies.loader import load_paths  # noqa: E402
 
 @pytest.fixture(scope="module")
 def analyzer() -> Iterator[Any]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}",
-        "GPUSTRATA_ENVIRONMENT": "prod",
-    }
-    with plugin_channel(
-        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "policies"],
-        cwd=REPO,
-        env=env,
-        no_port="pack did not print a port",
-        timeout=20,
-    ) as channel:
-        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+    with policy_pack(REPO, {**os.environ, "GPUSTRATA_ENVIRONMENT": "prod"}) as stub:
+        yield stub
 
 
 def _token(obj: dict[str, Any]) -> str:

@@ -1,0 +1,80 @@
+"""What a change under review cannot do: relax enforcement by declaring a laxer environment.
+
+The stack file (``environment:``, ``gpustrata:environment``) is part of the pull request;
+the stack's name and ``GPUSTRATA_ENVIRONMENT`` come from CI. Declared environments may
+make checks stricter, never more relaxed (docs/threat-model.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _grpc import policy_pack
+from conftest import REPO
+
+grpc = pytest.importorskip("grpc")
+from google.protobuf import empty_pb2  # noqa: E402
+
+from gpustrata.cli import main  # noqa: E402
+from gpustrata.report import rules_environment  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("declared", "stack", "expected"),
+    [
+        ("dev", "prod", "prod"),
+        ("prod", "dev", "prod"),
+        ("dev", "staging", "staging"),
+        ("staging", "my-sandbox", "staging"),
+    ],
+)
+def test_plan_enforces_the_stricter_of_file_and_stack_name(
+    declared: str, stack: str, expected: str
+) -> None:
+    assert rules_environment(declared, stack) == expected
+
+
+def test_a_prod_stack_declaring_dev_is_still_checked_as_prod(tmp_path: Path) -> None:
+    text = (REPO / "stacks" / "Pulumi.prod.yaml").read_text(encoding="utf-8")
+    text = text.replace("environment: prod", "environment: dev", 1)
+    text = text.replace(
+        "enable_prefix_caching: true",
+        "enable_prefix_caching: true\n          enforce_eager: true",
+        1,
+    )
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(text, encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["plan", "--file", str(path), "--project-dir", str(REPO), "--format", "json"])
+    v008 = [f for f in json.loads(out.getvalue())["findings"] if f["rule"] == "V008"]
+    assert v008 and {f["enforcement"] for f in v008} == {"mandatory"}  # prod: mandatory
+    assert code == 1
+
+
+def _levels(env: dict[str, str]) -> dict[str, int]:
+    base = {k: v for k, v in os.environ.items() if k != "GPUSTRATA_ENVIRONMENT"}
+    with policy_pack(REPO, {**base, **env}) as stub:
+        info: Any = stub.GetAnalyzerInfo(empty_pb2.Empty())
+    return {p.name: p.enforcementLevel for p in info.policies}
+
+
+def test_the_pack_ignores_a_laxer_environment_in_stack_config() -> None:
+    config = json.dumps({"gpustrata:environment": "dev"})
+    prod = _levels({"PULUMI_STACK": "org/gpustrata/prod", "PULUMI_CONFIG": config})
+    dev = _levels({"PULUMI_STACK": "org/gpustrata/dev"})
+    # no-eager-in-production (V008): advisory in dev, mandatory in prod.
+    assert prod["no-eager-in-production"] != dev["no-eager-in-production"]
+    stricter = _levels(
+        {
+            "PULUMI_STACK": "org/gpustrata/dev",
+            "PULUMI_CONFIG": json.dumps({"gpustrata:environment": "prod"}),
+        }
+    )
+    assert stricter == prod
