@@ -105,7 +105,7 @@ def _rerun_raw(objects: list[K8sObject], rule_id: str) -> None:
 
 
 @settings(
-    max_examples=1200,
+    max_examples=1500,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
