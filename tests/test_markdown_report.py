@@ -107,7 +107,6 @@ def test_the_report_alone_says_why_raising_max_model_len_fails(
         finding,
         "so vLLM refuses to start",
         f"set max\\_model\\_len to at most {largest}",
-        "<br>**Fix:** ",
         "max\\_model\\_len **32,768** (was 8,192)",
         "full-length requests at once **0: vLLM refuses to start** (was 2)",
         f"largest max\\_model\\_len that fits {largest}",
@@ -249,8 +248,10 @@ def test_check_markdown_groups_findings_by_severity_with_one_fix_per_rule(
     mandatory = sum(f["enforcement"] == "mandatory" for f in data["findings"])
     assert out.startswith(f"## gpustrata check\n\n❌ **Fails: {mandatory} mandatory findings**")
     for rule in {f["rule"] for f in data["findings"]}:
-        fixes = {f["fix"] for f in data["findings"] if f["rule"] == rule}
-        assert all(out.count(str(escape(fix))) == 1 for fix in fixes), rule
+        group = [f for f in data["findings"] if f["rule"] == rule]
+        # Once per rule, or not at all when every message gives its own computed fix.
+        times = 0 if all(" Fix: " in f["message"] for f in group) else 1
+        assert all(out.count(str(escape(f["fix"]))) == times for f in group), rule
     headings = [line for line in out.splitlines() if line.startswith("#### ")]
     order = ["Critical", "High", "Medium", "Low"]
     ranks = [next(i for i, s in enumerate(order) if s in h) for h in headings]
@@ -259,6 +260,28 @@ def test_check_markdown_groups_findings_by_severity_with_one_fix_per_rule(
     )
     assert f"Not evaluated ({len(data['not_evaluated'])})" in out
     assert "tests/policies/fixtures/K001/bad-request-without-limit.yaml:" in out
+
+
+def test_a_message_with_its_own_fix_does_not_repeat_the_rules_general_one() -> None:
+    from gpustrata_policies.markdown import findings_markdown
+
+    def finding(message: str) -> dict[str, str]:
+        return {
+            "rule": "V004",
+            "name": "context-fits-kv-cache",
+            "severity": "critical",
+            "enforcement": "mandatory",
+            "resource": "Deployment/llm/a",
+            "message": message,
+            "fix": "Lower max_model_len.",
+        }
+
+    own = "\n".join(findings_markdown([finding("too long. Fix: set max_model_len to 100")]))
+    assert "to 100" in own and "Lower max" not in own
+    plain = "\n".join(findings_markdown([finding("too long")]))
+    assert "**Fix:** Lower max\\_model\\_len." in plain
+    mixed = "\n".join(findings_markdown([finding("a. Fix: set 1"), finding("b")]))
+    assert mixed.count("Lower max") == 1
 
 
 def test_check_markdown_without_findings_passes() -> None:

@@ -117,12 +117,18 @@ def _occurrence(f: Mapping[str, Any]) -> str:
 
 
 def _rule_lines(group: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One bullet per rule and enforcement with the fix once, then its occurrences."""
+    """One bullet per rule and enforcement with the fix once, then its occurrences.
+
+    The rule's general fix is left out when every message already gives its own,
+    computed one ("Fix: set max_model_len to at most 21,456")."""
     first = group[0]
     head = f"- **{escape(first['rule'])} {escape(first.get('name', ''))}** ({first['enforcement']})"
+    own = all(" Fix: " in f["message"] for f in group)
     if len(group) == 1:
-        return [f"{head} on {_occurrence(first)}<br>**Fix:** {escape(first['fix'])}"]
-    lines = [f"{head}, {len(group)} times. **Fix:** {escape(first['fix'])}"]
+        fix = "" if own else f"<br>**Fix:** {escape(first['fix'])}"
+        return [f"{head} on {_occurrence(first)}{fix}"]
+    fix = "" if own else f" **Fix:** {escape(first['fix'])}"
+    lines = [f"{head}, {len(group)} times.{fix}"]
     return lines + [f"  - on {_occurrence(f)}" for f in group]
 
 
