@@ -56,6 +56,7 @@ _DATA_GLOB_PREFIX = "compat-"
 _VERSION_RE = re.compile(r"^[vV]?(\d+(?:\.\d+)*)(.*)$")
 
 
+@functools.lru_cache(maxsize=4096)  # rules compare the same few versions per object
 def parse_version(s: str) -> tuple[int, ...]:
     """Parse a version string into a tuple of integers, tolerantly.
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import catalogs
 from ..engines import EngineArgs, serve_config, split_image, vllm_engine, vllm_version
@@ -27,6 +27,8 @@ from ..unknown import UNKNOWN, UnknownInput
 from ..view import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
 from ._nodes import gpu_model_of_pool, gpu_model_of_selectors, gpu_pools, targeted_pools
 from ._ray import flag_is_on
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -784,3 +786,22 @@ def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityE
         _ESTIMATES.clear()
     _ESTIMATES[key] = (arch, gpu, result)
     return result
+
+
+_DERIVED: dict[tuple[int, str, int], tuple[Any, Any]] = {}
+
+
+def per_estimate(est: CapacityEstimate, what: str, arg: int, compute: Callable[[], T]) -> T:
+    """*compute*() for one estimate, once per process (V012's typical-length capacity and
+    its max_num_seqs search: a manifest repeats engines, and :func:`estimate` hands the
+    same estimate object to every repeat). The estimate is kept alive in the value, so an
+    id is never matched to another estimate."""
+    key = (id(est), what, arg)
+    hit = _DERIVED.get(key)
+    if hit is not None and hit[0] is est:
+        return cast("T", hit[1])
+    value = compute()
+    if len(_DERIVED) >= _ESTIMATES_MAX:
+        _DERIVED.clear()
+    _DERIVED[key] = (est, value)
+    return value

@@ -56,10 +56,21 @@ def operators(ctx: RuleContext) -> list[GpuOperatorView]:
 def operators_for(ctx: RuleContext, obj: K8sObject) -> list[GpuOperatorView]:
     """The GPU Operator installations *obj* is (raises UnknownInput when its chart or version
     is unknown during a preview, so the engine records "not evaluated")."""
-    views = [op for op in operators(ctx) if op.obj is obj]
+    by_object: dict[int, list[GpuOperatorView]] = ctx.memo(
+        "gpu_operators_by_object", lambda: _by_object(operators(ctx))
+    )
+    views = by_object.get(id(obj), [])
     if not views and obj.kind in OPERATOR_KINDS:
         operator_view(obj)  # re-raises UnknownInput for an unreadable operator
     return views
+
+
+def _by_object(ops: Sequence[GpuOperatorView]) -> dict[int, list[GpuOperatorView]]:
+    # Keyed by identity: the objects outlive the evaluation that holds this index.
+    out: dict[int, list[GpuOperatorView]] = {}
+    for op in ops:
+        out.setdefault(id(op.obj), []).append(op)
+    return out
 
 
 def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
@@ -193,6 +204,15 @@ def pool_driver(pool: GpuPool | None, ops: Sequence[GpuOperatorView]) -> Driver 
     if pool is not None and pool.driver_version:
         return Driver(pool.driver_version, f"stated for pool {pool.name}")
     return None
+
+
+def driver_on(ctx: RuleContext, pool: GpuPool | None) -> Driver | None:
+    """:func:`pool_driver` for *pool* with this evaluation's operators, once per pool."""
+    drivers: dict[int, Driver | None] = ctx.memo("pool_drivers", dict)
+    key = id(pool)
+    if key not in drivers:
+        drivers[key] = pool_driver(pool, operators(ctx))
+    return drivers[key]
 
 
 def tolerations_of(pod: PodRef) -> list[Mapping[str, Any]]:

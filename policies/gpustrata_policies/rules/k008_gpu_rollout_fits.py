@@ -49,18 +49,23 @@ def _resolve(value: Any, replicas: int, round_up: bool) -> int | None:
 
 
 def _autoscaled_max(ctx: RuleContext, obj: K8sObject) -> int | None:
-    best = None
-    for other in ctx.objects:
-        if other.kind in AUTOSCALER_KINDS and scale_target(other) == (
-            obj.kind,
-            obj.namespace,
-            obj.name,
-        ):
+    """The largest replica count an HPA or ScaledObject may give *obj* (``None``: none)."""
+
+    def build() -> dict[tuple[str, str, str], int]:
+        # One pass over the autoscalers, not one per workload.
+        out: dict[tuple[str, str, str], int] = {}
+        for other in ctx.objects:
+            if other.kind not in AUTOSCALER_KINDS:
+                continue
+            target = scale_target(other)
             key = "maxReplicas" if other.kind == "HorizontalPodAutoscaler" else "maxReplicaCount"
             value = _int(dig(other.raw, "spec", key), 100 if key == "maxReplicaCount" else 0)
-            if value:
-                best = max(best or 0, value)
-    return best
+            if target is not None and value:
+                out[target] = max(out.get(target, 0), value)
+        return out
+
+    by_target: dict[tuple[str, str, str], int] = ctx.memo("k008_max_by_target", build)
+    return by_target.get((obj.kind, obj.namespace, obj.name))
 
 
 def _max_pods(ctx: RuleContext, obj: K8sObject, pod: PodRef) -> int | None:

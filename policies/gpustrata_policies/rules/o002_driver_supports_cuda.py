@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 from ..pools import GpuPool
 from ..view import K8sObject
 from ._common import MANDATORY
-from ._nodes import gpu_pools, gpu_requests, operators, pool_driver, targeted_pools
+from ._nodes import driver_on, gpu_pools, gpu_requests, targeted_pools
 
 CUDA_DRIVER_TABLE = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html#cuda-driver"
 
@@ -38,13 +38,12 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """The driver on the pool is new enough for the CUDA of every GPU image on it."""
     extra = ctx.config.gpu_resources
     pools = gpu_pools(ctx)
-    ops = operators(ctx)
     for pod in obj.pods():
         if not gpu_requests(pod, extra):
             continue
         targets: list[GpuPool | None] = list(targeted_pools(pod, pools)) if pools else [None]
         for target in targets:
-            driver = pool_driver(target, ops)
+            driver = driver_on(ctx, target)
             if driver is None:
                 continue  # nothing states which driver these nodes run
             for c in pod.containers(init=False):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from ..model import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from ..view import K8sObject
-from ._capacity import VLLM_SRC, Inputs, estimate, estimated_engines
+from ._capacity import VLLM_SRC, Inputs, estimate, estimated_engines, per_estimate
 from ._common import ADVISORY
 
 TYPICAL_SEQUENCE_TOKENS = 2048
@@ -23,6 +23,10 @@ AZURE_TRACE = (
 def typical_capacity(inp: Inputs, tokens: int) -> tuple[int, int]:
     """(sequences of *tokens* the KV cache holds at once, blocks one such sequence takes),
     with vLLM 0.33's block arithmetic on the engine's KV memory."""
+    return per_estimate(inp.estimate, "typical", tokens, lambda: _typical(inp, tokens))
+
+
+def _typical(inp: Inputs, tokens: int) -> tuple[int, int]:
     from gpustrata.planning.capacity import kv_cache_blocks
 
     est = inp.estimate
@@ -46,6 +50,10 @@ def reachable_max_num_seqs(inp: Inputs, tokens: int) -> int:
     Lowering max_num_seqs shrinks the sampler's buffers in vLLM's profile run, so the KV
     cache grows a little; binary search over max_num_seqs with the same planner.
     """
+    return per_estimate(inp.estimate, "reachable", tokens, lambda: _reachable(inp, tokens))
+
+
+def _reachable(inp: Inputs, tokens: int) -> int:
     from gpustrata.planning.capacity import CapacityError, largest_passing
 
     def holds(n: int) -> bool:
