@@ -29,6 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gpustrata.catalog._yaml import safe_load
 from gpustrata.catalog.hardware import CatalogError
 
 __all__ = [
@@ -616,7 +617,7 @@ def _parse_documents(
     seen: dict[tuple[str, tuple[int, ...]], str] = {}
     for filename, text in documents:
         try:
-            data = yaml.safe_load(text)
+            data = safe_load(text)
         except yaml.YAMLError as exc:
             raise CompatCatalogError(f"{filename}: not valid YAML: {exc}") from exc
         if data is None:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpustrata.catalog._yaml import safe_load
+
 __all__ = [
     "CatalogError",
     "GpuModel",
@@ -235,7 +237,7 @@ def _read_yaml(filename: str, key: str) -> list[Any]:
     except OSError as exc:
         raise CatalogError(f"{filename}: cannot be read: {exc}") from exc
     try:
-        doc = yaml.safe_load(text)
+        doc = safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{filename}: not valid YAML: {exc}") from exc
     if not isinstance(doc, dict) or set(doc) != {key}:

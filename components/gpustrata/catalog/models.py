@@ -29,6 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gpustrata.catalog._yaml import safe_load
 from gpustrata.catalog.hardware import CatalogError
 
 __all__ = [
@@ -466,7 +467,7 @@ def _entry_label(raw: Any, index: int) -> str:
 def _parse_catalog(text: str, filename: str) -> ModelCatalog:
     """Parse catalogue YAML text; errors name ``filename`` and the entry."""
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         raise ModelCatalogError(f"{filename}: not valid YAML: {exc}") from exc
     if not isinstance(data, Mapping) or set(data) != {"models"}:
