@@ -193,13 +193,38 @@ def _collect(monitor: _RecordingMonitor) -> list[Registered]:
                 names.get(r.parent),
                 r.custom,
                 inputs,
-                tuple(names.get(d, d) for d in r.dependencies),
+                tuple(sorted(names.get(d, d) for d in r.dependencies)),
                 r.protect,
                 r.retain_on_delete,
                 tuple(secrets),
             )
         )
-    return out
+    return _tree_order(out)
+
+
+def _tree_order(resources: list[Registered]) -> list[Registered]:
+    """Parents before their children, siblings by name: Pulumi registers concurrently, so
+    the order registrations arrive in differs between runs and would make ``plan`` output
+    (and the diff of two plans) change with nothing changed."""
+    children: dict[str | None, list[Registered]] = {}
+    for r in resources:
+        children.setdefault(r.parent, []).append(r)
+    out: list[Registered] = []
+    seen: set[int] = set()  # parents are named, and two types may share a name
+    todo = sorted(children.get(None, []), key=_sibling_key, reverse=True)
+    while todo:
+        r = todo.pop()
+        if id(r) in seen:
+            continue
+        seen.add(id(r))
+        out.append(r)
+        todo.extend(sorted(children.get(r.name, []), key=_sibling_key, reverse=True))
+    # Children of a parent that was never registered keep a place too.
+    return out + sorted((r for r in resources if id(r) not in seen), key=_sibling_key)
+
+
+def _sibling_key(r: Registered) -> tuple[str, str]:
+    return r.name, r.type
 
 
 def _plain(value: Any, path: str = "", secrets: list[str] | None = None) -> Any:

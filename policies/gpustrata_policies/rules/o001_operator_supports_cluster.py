@@ -19,6 +19,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         for pool in pools:
             if pool.kubernetes_version:
                 versions.setdefault(pool.kubernetes_version, []).append(pool.name)
+        for names in versions.values():
+            names.sort()  # input order is not meaningful (Pulumi registers concurrently)
         if not versions:
             yield ctx.not_evaluated(
                 obj,
