@@ -87,6 +87,16 @@ EXPECTED: dict[str, list[tuple[str, str, str]]] = {
             "the other replicas stay pending",
         ),
     ],
+    "R003/bad-pool-max-size-caps-workers.yaml": [
+        (
+            "RayService/ray/llm",
+            "mandatory",
+            "engine 'llama-70b' runs up to 4 replicas of 8 GPUs (autoscaling_config) but only 3 "
+            "fit on the worker Pods at their maxReplicas and their pools' maxSize (worker group "
+            "'gpu': 3 Pods x 8 GPUs (not 4: pool h100 holds 1 per 8-GPU node x maxSize 3 = 3)); "
+            "the other replicas stay pending",
+        ),
+    ],
     "R003/bad-strict-pack-too-big.yaml": [
         (
             "RayService/ray/llm",

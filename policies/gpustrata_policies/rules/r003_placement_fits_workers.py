@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -14,9 +15,10 @@ from ..kuberay import (
     fmt_gpus,
 )
 from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
+from ..view import K8sObject, PodRef
 from ._common import MANDATORY
-from ._ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
+from ._nodes import targeted_pools
+from ._ray import KUBERAY_V170, RAY_V2600, described_gpu_pools, gpu_worker_groups
 
 UNBOUNDED = 100_000
 """Worker groups with more max replicas than this are treated as unbounded."""
@@ -27,6 +29,8 @@ class _Group:
     label: str
     gpus: Fraction
     pods: int
+    capped: str = ""
+    """Why ``pods`` is below the group's max replicas (its pool's maxSize), if it is."""
 
 
 def _one_replica(engine: EnginePlacement, strategy: str, groups: list[_Group]) -> str | None:
@@ -119,7 +123,11 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             return
         group, gpus = found
         _, _, most = group.replica_bounds(autoscaling)
-        groups.append(_Group(group.label, gpus, most))
+        cap = _pool_cap(ctx, group.pod, gpus)
+        if cap is not None and cap[0] < most:
+            groups.append(_Group(group.label, gpus, cap[0], f"not {most}: {cap[1]}"))
+        else:
+            groups.append(_Group(group.label, gpus, most))
     gpu_engines = [e for e in engines if e.gpus > 0]
     if groups:
         for reason in unreadable:
@@ -168,14 +176,41 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     if failure is None:
         return
     engine, fitted = failure
-    layout = "; ".join(f"{g.label}: {g.pods} Pods x {fmt_gpus(g.gpus)} GPUs" for g in groups)
+    layout = "; ".join(
+        f"{g.label}: {g.pods} Pods x {fmt_gpus(g.gpus)} GPUs"
+        + (f" ({g.capped})" if g.capped else "")
+        for g in groups
+    )
     what = "maxReplicas" if autoscaling else "replicas (in-tree autoscaling is off)"
+    if any(g.capped for g in groups):
+        what += " and their pools' maxSize"
     yield ctx.violation(
         obj,
         f"{engine.where} runs up to {engine.max_replicas} replicas of {fmt_gpus(engine.gpus)} "
         f"GPUs ({engine.replicas_why}) but only {fitted} fit on the worker Pods at their "
         f"{what} ({layout}); the other replicas stay pending",
         path,
+    )
+
+
+def _pool_cap(ctx: RuleContext, pod: PodRef, gpus: Fraction) -> tuple[int, str] | None:
+    """The most worker Pods of *gpus* GPUs the one described pool a group targets holds at
+    its maxSize, with the working; ``None`` when no single pool with a size is known (or a
+    Pod does not fit a node at all: K005 reports that)."""
+    pools = described_gpu_pools(ctx)
+    matched = targeted_pools(pod, pools) if pools else []
+    if len(matched) != 1:
+        return None
+    pool = matched[0]
+    if pool.max_size is None or not pool.gpu_count:
+        return None
+    per_node = math.floor(Fraction(pool.gpu_count) / gpus)
+    if per_node < 1:
+        return None
+    most = pool.max_size * per_node
+    return most, (
+        f"pool {pool.name} holds {per_node} per {pool.gpu_count}-GPU node x maxSize "
+        f"{pool.max_size} = {most}"
     )
 
 
@@ -208,12 +243,15 @@ RULE = Rule(
             "before for TP-only engines). STRICT_PACK needs every bundle on one Ray node, "
             "that is one worker Pod; a bundle never spans nodes. A placement group that no "
             "layout of the worker groups at their max replicas can hold stays INFEASIBLE and "
-            "the replica never starts; replicas beyond what the groups hold stay pending."
+            "the replica never starts; replicas beyond what the groups hold stay pending. "
+            "Where a described GPU pool is the only one a worker group can use, the group "
+            "holds no more Pods than the pool's maxSize nodes can: the Ray autoscaler asks "
+            "for more, and they stay Pending."
         ),
         fix=(
             "Give the worker group Pods at least TP x PP GPUs (num-gpus = the container's GPU "
             "limit) for STRICT_PACK, use PACK for engines that span nodes, or raise the "
-            "group's maxReplicas to max_replicas x Pods per engine."
+            "group's maxReplicas (and its pool's maxSize) to max_replicas x Pods per engine."
         ),
         references=(
             f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
@@ -221,7 +259,7 @@ RULE = Rule(
             "https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html",
             f"{KUBERAY_V170}/apis/ray/v1/raycluster_types.go",
         ),
-        scope="resource",
+        scope="stack",  # reads the GPU pools the worker groups use
     ),
     check,
 )
