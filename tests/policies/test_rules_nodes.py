@@ -477,3 +477,72 @@ def test_image_without_cuda_says_nothing() -> None:
     assert image_cuda("busybox:1.36") is None
     unknown = image_cuda("vllm/vllm-openai:v0.7.3")
     assert unknown is not None and unknown.cuda is None
+
+
+def _k008_objects(hpa_max: Any, hpa_target: Any) -> list[dict[str, Any]]:
+    def deployment(name: str, strategy: dict[str, Any]) -> dict[str, Any]:
+        pod = {
+            "nodeSelector": {"pool": "p"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "vllm/vllm-openai:v0.33.0",
+                    "resources": {"limits": {"nvidia.com/gpu": 2}},
+                }
+            ],
+        }
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"replicas": 1, "strategy": strategy, "template": {"spec": pod}},
+        }
+
+    surge = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    return [
+        {
+            "apiVersion": "gpustrata.io/v1alpha1",
+            "kind": "GpuNodePool",
+            "metadata": {"name": "p"},
+            "spec": {
+                "gpuCount": 4,
+                "maxSize": 1,
+                "labels": {"pool": "p"},
+                "gpuProduct": "NVIDIA-L4",
+            },
+        },
+        deployment("a", surge),
+        deployment("b", {"type": "Recreate"}),
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "h", "namespace": "ns"},
+            "spec": {
+                "scaleTargetRef": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": hpa_target,
+                },
+                "maxReplicas": hpa_max,
+            },
+        },
+    ]
+
+
+@pytest.mark.parametrize("target", ["other", "a"])
+def test_k008_an_unknown_autoscaler_spoils_only_its_own_target(target: str) -> None:
+    """A preview-time unknown maxReplicas on another workload's HPA must not hide the surge
+    of Deployment a (2 + 2 surge GPUs next to b's 2, on a 4-GPU pool); on a's own HPA it
+    makes a "not evaluated"."""
+    from gpustrata_policies.unknown import UNKNOWN
+
+    rule = find_rule("K008")
+    assert rule is not None
+    report = evaluate(_k008_objects(UNKNOWN, target), environment="prod", rules=[rule])
+    flagged = [f.resource for f in report.findings]
+    unknown = [n.resource for n in report.not_evaluated]
+    if target == "other":
+        assert (flagged, unknown) == (["Deployment/ns/a"], [])
+    else:
+        assert (flagged, unknown) == ([], ["Deployment/ns/a"])

@@ -328,3 +328,38 @@ def test_deprecated_thresholds_are_noted_not_violations() -> None:
         "since 1.1 (https://github.com/ray-project/kuberay/issues/1685); the engine start "
         "timeout is what bounds a model load"
     ]
+
+
+@pytest.mark.parametrize(
+    "sharing",
+    ["time-slicing label", "MIG label", "device-plugin ConfigMap"],
+)
+def test_r003_does_not_cap_workers_by_a_pool_whose_gpus_may_be_shared(sharing: str) -> None:
+    """With time-slicing, MPS or MIG a node advertises more nvidia.com/gpu than it holds,
+    so the pool's maxSize x physical GPUs is no bound on the worker Pods."""
+    import copy
+
+    import yaml
+
+    path = FIXTURES / "R003" / "bad-pool-max-size-caps-workers.yaml"
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    assert [f.rule for f in evaluate(docs).findings if f.rule == "R003"] == ["R003"]
+    docs = copy.deepcopy(docs)
+    pool = next(d for d in docs if d["kind"] == "GpuNodePool")
+    if sharing == "time-slicing label":
+        pool["spec"]["labels"] = {"nvidia.com/gpu.replicas": "4"}
+    elif sharing == "MIG label":
+        pool["spec"]["labels"] = {"nvidia.com/mig.config": "all-1g.10gb"}
+    else:
+        config = {
+            "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}
+        }
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "time-slicing", "namespace": "gpu-operator"},
+                "data": {"any": yaml.safe_dump(config)},
+            }
+        )
+    assert [f for f in evaluate(docs).findings if f.rule == "R003"] == []

@@ -16,7 +16,7 @@ from ..model import RuleContext
 from ..pools import GpuPool, matches_selectors, pools_of
 from ..quantity import parse_quantity
 from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, PodRef, as_list, as_map, is_gpu_resource
+from ..view import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -35,6 +35,8 @@ MIG_K8S = "https://docs.nvidia.com/datacenter/cloud-native/kubernetes/latest/ind
 KUBE_RESERVED = "https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/"
 GIB = 1024**3
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 MIG_DISABLED = "all-disabled"
 OPERATOR_KINDS = frozenset({"HelmRelease", "ClusterPolicy", "GpuOperator"})
 
@@ -237,3 +239,47 @@ def kubelet_of(pool: GpuPool) -> Mapping[str, Any] | None:
     if raw is UNKNOWN:
         raise UnknownInput(f"spec.kubelet of {pool.obj.resource}")
     return as_map(raw, "kubelet") if isinstance(raw, Mapping) else None
+
+
+def config_map_time_slicing(ctx: RuleContext) -> tuple[int, str] | None:
+    """Cluster-wide time-slicing from a device-plugin sharing ConfigMap in the input:
+    (replicas per GPU, where it is set), once per evaluation."""
+
+    def build() -> tuple[int, str] | None:
+        import yaml
+
+        for obj in ctx.objects:
+            if obj.kind != "ConfigMap":
+                continue
+            for key, text in as_map(obj.raw.get("data"), "data").items():
+                try:
+                    data = yaml.safe_load(text) if isinstance(text, str) else None
+                except yaml.YAMLError:
+                    continue
+                resources = dig(data, "sharing", "timeSlicing", "resources")
+                for res in resources if isinstance(resources, list) else []:
+                    if isinstance(res, Mapping) and res.get("name") == "nvidia.com/gpu":
+                        replicas = res.get("replicas")
+                        if isinstance(replicas, int) and replicas > 1:
+                            where = f"time-slicing x{replicas} in {obj.resource}:{key}"
+                            return replicas, where
+        return None
+
+    found: tuple[int, str] | None = ctx.memo("device_plugin_time_slicing", build)
+    return found
+
+
+def shared_gpus(ctx: RuleContext, pool: GpuPool) -> str | None:
+    """Why the pool's nodes may advertise more ``nvidia.com/gpu`` than they hold (MIG
+    slices, time-slicing or MPS replicas), or ``None`` when nothing in the input says so."""
+    if mig_config(pool):
+        return f"{MIG_CONFIG_LABEL}={mig_config(pool)}"
+    for label in (STRATEGY_LABEL, REPLICAS_LABEL):
+        if pool.labels.get(label) not in (None, "", "none", "1"):
+            return f"{label}={pool.labels[label]}"
+    for op in operators(ctx):
+        name = op.value("devicePlugin", "config", "name")
+        if name:
+            return f"{op.label} mounts device-plugin config {name}"
+    found = config_map_time_slicing(ctx)
+    return found[1] if found else None

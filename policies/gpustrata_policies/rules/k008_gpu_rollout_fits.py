@@ -49,23 +49,44 @@ def _resolve(value: Any, replicas: int, round_up: bool) -> int | None:
 
 
 def _autoscaled_max(ctx: RuleContext, obj: K8sObject) -> int | None:
-    """The largest replica count an HPA or ScaledObject may give *obj* (``None``: none)."""
+    """The largest replica count an HPA or ScaledObject may give *obj* (``None``: none).
+    Raises UnknownInput when an autoscaler that may target *obj* is unknown at preview."""
+    Target = tuple[str, str, str]
 
-    def build() -> dict[tuple[str, str, str], int]:
-        # One pass over the autoscalers, not one per workload.
-        out: dict[tuple[str, str, str], int] = {}
+    def build() -> tuple[dict[Target, int], dict[Target | None, str]]:
+        # One pass over the autoscalers, not one per workload. An unknown value spoils
+        # only the workloads it may concern (a target of None: any of them).
+        most: dict[Target, int] = {}
+        unknown: dict[Target | None, str] = {}
         for other in ctx.objects:
             if other.kind not in AUTOSCALER_KINDS:
                 continue
-            target = scale_target(other)
+            try:
+                target = scale_target(other)
+            except UnknownInput as exc:
+                unknown.setdefault(None, str(exc))
+                continue
+            if target is None:
+                continue
             key = "maxReplicas" if other.kind == "HorizontalPodAutoscaler" else "maxReplicaCount"
-            value = _int(dig(other.raw, "spec", key), 100 if key == "maxReplicaCount" else 0)
-            if target is not None and value:
-                out[target] = max(out.get(target, 0), value)
-        return out
+            try:
+                value = _int(dig(other.raw, "spec", key), 100 if key == "maxReplicaCount" else 0)
+            except UnknownInput as exc:
+                unknown.setdefault(target, str(exc))
+                continue
+            if value:
+                most[target] = max(most.get(target, 0), value)
+        return most, unknown
 
-    by_target: dict[tuple[str, str, str], int] = ctx.memo("k008_max_by_target", build)
-    return by_target.get((obj.kind, obj.namespace, obj.name))
+    found: tuple[dict[Target, int], dict[Target | None, str]] = ctx.memo(
+        "k008_max_by_target", build
+    )
+    most, unknown = found
+    target = (obj.kind, obj.namespace, obj.name)
+    reason = unknown.get(target) or unknown.get(None)
+    if reason is not None:
+        raise UnknownInput(reason)
+    return most.get(target)
 
 
 def _max_pods(ctx: RuleContext, obj: K8sObject, pod: PodRef) -> int | None:
@@ -91,27 +112,37 @@ def _max_pods(ctx: RuleContext, obj: K8sObject, pod: PodRef) -> int | None:
     return max(replicas, auto) if auto else replicas
 
 
-def _demand(ctx: RuleContext, pools: list[GpuPool], extra: tuple[str, ...]) -> dict[str, int]:
-    """GPUs every GPU workload can hold per pool name, at its maximum size."""
+def _demand(
+    ctx: RuleContext, pools: list[GpuPool], extra: tuple[str, ...]
+) -> tuple[dict[str, int], dict[str, str]]:
+    """GPUs every GPU workload can hold per pool name, at its maximum size; and per pool
+    name, why some workload's share is unknown during a preview."""
 
-    def build() -> dict[str, int]:
+    def build() -> tuple[dict[str, int], dict[str, str]]:
         used: dict[str, int] = {}
+        unknown: dict[str, str] = {}
         for other in ctx.objects:
             try:
                 for pod in other.pods():
                     gpus = sum(gpu_requests(pod, extra).values(), Fraction(0))
                     if not gpus:
                         continue
-                    count = _max_pods(ctx, other, pod)
                     hits = targeted_pools(pod, pools)
-                    if count is None or len(hits) != 1:
+                    if len(hits) != 1:
                         continue  # spread over several pools: not attributed
+                    try:
+                        count = _max_pods(ctx, other, pod)
+                    except UnknownInput as exc:
+                        unknown.setdefault(hits[0].name, f"{other.resource}: {exc.what}")
+                        continue
+                    if count is None:
+                        continue
                     used[hits[0].name] = used.get(hits[0].name, 0) + math.ceil(gpus) * count
             except UnknownInput:
-                continue  # sized at deploy time; the subject's own check reports unknowns
-        return used
+                continue  # its Pods are unknown: the subject's own check reports that
+        return used, unknown
 
-    demand: dict[str, int] = ctx.memo("k008_gpu_demand", build)
+    demand: tuple[dict[str, int], dict[str, str]] = ctx.memo("k008_gpu_demand", build)
     return demand
 
 
@@ -148,11 +179,18 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 "maxSize or GPU count, so their spare GPUs are unknown",
             )
             continue
-        demand = _demand(ctx, pools, extra)
+        demand, unknown = _demand(ctx, pools, extra)
         capacity = sum((p.max_size or 0) * (p.gpu_count or 0) for p in sized)
         used = sum(demand.get(p.name, 0) for p in sized)
         need = surge * math.ceil(gpus)
         if capacity - used >= need:
+            reasons = [unknown[p.name] for p in sized if p.name in unknown]
+            if reasons:  # it fits without a workload whose size is unknown: undecided
+                yield ctx.not_evaluated(
+                    obj,
+                    f"the GPUs held on pool(s) {', '.join(p.name for p in sized)} are "
+                    f"unknown until deploy ({reasons[0]})",
+                )
             continue
         how = (
             "the RollingUpdate defaults maxSurge 25%, maxUnavailable 25%"

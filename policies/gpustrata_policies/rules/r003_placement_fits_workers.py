@@ -15,9 +15,10 @@ from ..kuberay import (
     fmt_gpus,
 )
 from ..model import Outcome, Rule, RuleContext, RuleMeta
+from ..unknown import UnknownInput
 from ..view import K8sObject, PodRef
 from ._common import MANDATORY
-from ._nodes import targeted_pools
+from ._nodes import gpu_requests, shared_gpus, targeted_pools
 from ._ray import KUBERAY_V170, RAY_V2600, described_gpu_pools, gpu_worker_groups
 
 UNBOUNDED = 100_000
@@ -123,7 +124,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             return
         group, gpus = found
         _, _, most = group.replica_bounds(autoscaling)
-        cap = _pool_cap(ctx, group.pod, gpus)
+        cap = _pool_cap(ctx, group.pod)
         if cap is not None and cap[0] < most:
             groups.append(_Group(group.label, gpus, cap[0], f"not {most}: {cap[1]}"))
         else:
@@ -193,18 +194,26 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     )
 
 
-def _pool_cap(ctx: RuleContext, pod: PodRef, gpus: Fraction) -> tuple[int, str] | None:
-    """The most worker Pods of *gpus* GPUs the one described pool a group targets holds at
-    its maxSize, with the working; ``None`` when no single pool with a size is known (or a
-    Pod does not fit a node at all: K005 reports that)."""
+def _pool_cap(ctx: RuleContext, pod: PodRef) -> tuple[int, str] | None:
+    """The most worker Pods like *pod* the one described pool it targets holds at its
+    maxSize, with the working. ``None`` when that is not known for certain: no single
+    pool with a size and GPU count, GPUs other than whole ``nvidia.com/gpu``, a node that
+    may advertise shared GPUs (MIG, time-slicing, MPS), or a Pod that fits no node (K005
+    reports that)."""
     pools = described_gpu_pools(ctx)
     matched = targeted_pools(pod, pools) if pools else []
     if len(matched) != 1:
         return None
     pool = matched[0]
-    if pool.max_size is None or not pool.gpu_count:
+    requests = gpu_requests(pod, ctx.config.gpu_resources)
+    if pool.max_size is None or not pool.gpu_count or set(requests) != {"nvidia.com/gpu"}:
         return None
-    per_node = math.floor(Fraction(pool.gpu_count) / gpus)
+    try:
+        if shared_gpus(ctx, pool) is not None:
+            return None
+    except UnknownInput:
+        return None  # sharing unknown during preview: no cap rather than a guess
+    per_node = math.floor(Fraction(pool.gpu_count) / requests["nvidia.com/gpu"])
     if per_node < 1:
         return None
     most = pool.max_size * per_node

@@ -8,22 +8,19 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import yaml
-
 from ..engines import EngineArgs, serve_config
 from ..kuberay import engine_placements, fmt_gpus
 from ..model import Outcome, Rule, RuleContext, RuleMeta
 from ..pools import matches_selectors
 from ..unknown import UNKNOWN, UnknownInput
-from ..view import ContainerRef, K8sObject, as_map, dig
+from ..view import ContainerRef, K8sObject
 from ._common import MANDATORY
+from ._nodes import REPLICAS_LABEL, STRATEGY_LABEL, config_map_time_slicing
 from ._ray import RAY_V2600, container_engines, described_gpu_pools
 
 VLLM_CACHE_CONFIG = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py"
 DEFAULT_FLOOR = 0.9
 """vLLM's default gpu_memory_utilization is at least 0.9 in every release (0.92 in 0.33)."""
-STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
-REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 
 
@@ -55,28 +52,8 @@ class _Sharing:
 
 def _config_map_time_slicing(ctx: RuleContext) -> _Sharing | None:
     """Cluster-wide time-slicing from a device-plugin sharing ConfigMap in the input."""
-
-    def build() -> _Sharing | None:
-        for obj in ctx.objects:
-            if obj.kind != "ConfigMap":
-                continue
-            for key, text in as_map(obj.raw.get("data"), "data").items():
-                try:
-                    data = yaml.safe_load(text) if isinstance(text, str) else None
-                except yaml.YAMLError:
-                    continue
-                resources = dig(data, "sharing", "timeSlicing", "resources")
-                for res in resources if isinstance(resources, list) else []:
-                    if isinstance(res, Mapping) and res.get("name") == "nvidia.com/gpu":
-                        replicas = res.get("replicas")
-                        if isinstance(replicas, int) and replicas > 1:
-                            return _Sharing(
-                                replicas, True, f"time-slicing x{replicas} in {obj.resource}:{key}"
-                            )
-        return None
-
-    found: _Sharing | None = ctx.memo("device_plugin_time_slicing", build)
-    return found
+    found = config_map_time_slicing(ctx)
+    return _Sharing(found[0], True, found[1]) if found else None
 
 
 def _sharing(ctx: RuleContext, container: ContainerRef) -> _Sharing | None:
