@@ -32,7 +32,7 @@ from pulumi_policy import (
 from gpustrata_policies.adapters import object_from_pulumi
 from gpustrata_policies.config import PolicyConfig
 from gpustrata_policies.engine import all_rules, evaluate, load_config
-from gpustrata_policies.model import ENVIRONMENTS, Report, Rule
+from gpustrata_policies.model import ENVIRONMENTS, Report, Rule, enforced_environment
 from gpustrata_policies.view import K8sObject
 
 _LEVELS = {
@@ -45,21 +45,17 @@ _LEVELS = {
 def startup_environment() -> str:
     """The environment the pack runs for, before any per-policy config.
 
-    ``GPUSTRATA_ENVIRONMENT`` (set by CI) wins. Stack config is part of the change under
-    review, so ``gpustrata:environment`` may make the pack stricter than the stack's
-    name (``.../prod``) says, never more relaxed.
+    ``GPUSTRATA_ENVIRONMENT`` (set by CI) wins. Otherwise the stack's name (``.../prod``;
+    any other name counts as prod), which stack config (``gpustrata:environment``, part
+    of the change under review) may make stricter, never more relaxed.
     """
-    env = os.environ.get("GPUSTRATA_ENVIRONMENT")
-    if env in ENVIRONMENTS:
-        return env
     try:
         stack_config = json.loads(os.environ.get("PULUMI_CONFIG") or "{}")
     except ValueError:
         stack_config = {}
     claim = stack_config.get("gpustrata:environment") if isinstance(stack_config, dict) else None
     stack = os.environ.get("PULUMI_STACK", "").rsplit("/", 1)[-1]
-    named = [e for e in (claim, stack) if e in ENVIRONMENTS]
-    return max(named, key=ENVIRONMENTS.index) if named else "prod"
+    return enforced_environment([claim], stack, os.environ.get("GPUSTRATA_ENVIRONMENT"))
 
 
 ENVIRONMENT = startup_environment()

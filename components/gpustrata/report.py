@@ -140,13 +140,15 @@ def _model_table(plan: StackPlan) -> list[str]:
 
 
 def rules_environment(declared: str, stack: str) -> str:
-    """The environment rules are enforced for: the stack file's ``environment``, but never
-    more relaxed than the stack's name (the file is part of the change under review; a
-    ``Pulumi.prod.yaml`` that declares ``environment: dev`` is still checked as prod)."""
-    order = ("dev", "staging", "prod")
-    if stack in order and order.index(stack) > order.index(declared):
-        return stack
-    return declared
+    """The environment rules are enforced for: ``GPUSTRATA_ENVIRONMENT`` when CI sets it,
+    else the stack file's ``environment`` but never more relaxed than the stack's name
+    (any name but dev/staging/prod counts as prod). The file is part of the change under
+    review: a ``Pulumi.prod.yaml`` that declares ``environment: dev`` is checked as prod."""
+    import os
+
+    from gpustrata_policies.model import enforced_environment
+
+    return enforced_environment([declared], stack, os.environ.get("GPUSTRATA_ENVIRONMENT"))
 
 
 def _secret_config(file: Path) -> tuple[dict[str, str], list[str]]:
@@ -166,11 +168,18 @@ def _secret_config(file: Path) -> tuple[dict[str, str], list[str]]:
 
 
 def plan_report(
-    file: Path, stack: str, plan: StackPlan, document: dict[str, Any], project_dir: Path
+    file: Path,
+    stack: str,
+    plan: StackPlan,
+    document: dict[str, Any],
+    project_dir: Path,
+    label: str | None = None,
 ) -> PlanReport:
     """Run the program for ``document`` under mocks and check every registered resource.
 
     ``plan`` is the already validated plan of ``document``, shown beside the resources.
+    ``file`` is read for its secret config; ``label`` names it in the report (default:
+    ``file``), e.g. ``origin/main:stacks/Pulumi.prod.yaml`` for a base read from git.
     """
     from gpustrata_policies.adapters import objects_from_pulumi
     from gpustrata_policies.engine import evaluate
@@ -184,7 +193,7 @@ def plan_report(
         extra_config=extra,
         secret_keys=secret_keys,
     )
-    report = PlanReport(stack=stack, file=str(file), plan=plan, resources=resources)
+    report = PlanReport(stack=stack, file=label or str(file), plan=plan, resources=resources)
     objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
     result = evaluate(objects, environment=rules_environment(plan.spec.environment, stack))
     report.findings = [f.to_json() for f in result.findings]

@@ -31,13 +31,20 @@ from gpustrata.report import rules_environment  # noqa: E402
         ("dev", "prod", "prod"),
         ("prod", "dev", "prod"),
         ("dev", "staging", "staging"),
-        ("staging", "my-sandbox", "staging"),
+        ("staging", "my-sandbox", "prod"),  # a name that is no environment counts as prod
+        ("dev", "prod-eu", "prod"),
     ],
 )
 def test_plan_enforces_the_stricter_of_file_and_stack_name(
-    declared: str, stack: str, expected: str
+    declared: str, stack: str, expected: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("GPUSTRATA_ENVIRONMENT", raising=False)
     assert rules_environment(declared, stack) == expected
+
+
+def test_ci_chooses_the_environment_for_other_stack_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUSTRATA_ENVIRONMENT", "dev")
+    assert rules_environment("prod", "alice-sandbox") == "dev"  # CI configuration is trusted
 
 
 def test_a_prod_stack_declaring_dev_is_still_checked_as_prod(tmp_path: Path) -> None:
@@ -78,3 +85,6 @@ def test_the_pack_ignores_a_laxer_environment_in_stack_config() -> None:
         }
     )
     assert stricter == prod
+    # A stack named like no environment is prod, whatever its config claims.
+    other = _levels({"PULUMI_STACK": "org/gpustrata/prod-eu", "PULUMI_CONFIG": config})
+    assert other == prod
