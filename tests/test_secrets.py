@@ -80,6 +80,23 @@ def test_pulumi_secret_config_becomes_a_secret_and_stays_one(env: str) -> None:
     assert readers
 
 
+def test_token_secrets_in_different_namespaces_have_different_names() -> None:
+    """(team-a, hf) and (team, a-hf) must not both become `...-secret-team-a-hf`."""
+    doc = copy.deepcopy(stack_doc("prod"))
+    first, second = doc["models"][:2]
+    first["namespace"], first["hf_token"] = "team-a", {"name": "hf", "key": "token"}
+    second["namespace"], second["hf_token"] = "team", {"name": "a-hf", "key": "token"}
+    resources = run_program(
+        doc, stack="prod", extra_config={CONFIG_KEY: TOKEN}, secret_keys=[CONFIG_KEY]
+    )
+    secrets = [r for r in resources if r.type == "kubernetes:core/v1:Secret"]
+    placed = sorted(
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]) for r in secrets
+    )
+    assert placed == [("team", "a-hf"), ("team-a", "hf")]
+    assert len({r.name for r in secrets}) == 2
+
+
 def test_token_config_without_a_reference_is_an_error() -> None:
     doc = copy.deepcopy(stack_doc("dev"))
     for m in doc["models"]:
@@ -109,11 +126,49 @@ def test_plan_with_an_encrypted_token_shows_no_value(tmp_path: Path, fmt: str) -
         assert [r["inputs"]["stringData"] for r in secret] == ["[secret]"]
 
 
+def test_a_base_revision_with_the_same_token_config_adds_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`plan --base REV` plans the base from its own file, secret config included: a
+    change that only lowers max_model_len shows no Secret as added, and no token."""
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    assert git, "git is needed for --base REF"
+    repo = tmp_path / "repo"
+    (repo / "stacks").mkdir(parents=True)
+    head = _stack_file(repo / "stacks", "prod", f"  {CONFIG_KEY}:\n    secure: v1:{TOKEN}\n")
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for args in (["init", "-q"], ["add", "."], [*ident, "commit", "-q", "-m", "base"]):
+        subprocess.run([git, *args], cwd=repo, check=True, capture_output=True)
+    text = head.read_text(encoding="utf-8")
+    assert text.count("max_model_len: 16384") == 1
+    head.write_text(text.replace("max_model_len: 16384", "max_model_len: 12288"), encoding="utf-8")
+    monkeypatch.chdir(repo)
+    argv = ["plan", "--file", "stacks/Pulumi.prod.yaml", "--project-dir", str(ROOT)]
+    code, output = _cli([*argv, "--format", "markdown", "--base", "HEAD"])
+    assert code in (0, 1), output
+    assert TOKEN not in output
+    assert "`16384` | `12288`" in output  # the change is reported
+    assert "Secret" not in output, output
+
+
 def test_a_plaintext_token_in_the_stack_file_is_refused_unquoted(tmp_path: Path) -> None:
     path = _stack_file(tmp_path, "prod", f"  {CONFIG_KEY}: {TOKEN}\n")
     code, output = _cli(["plan", "--file", str(path), "--project-dir", str(ROOT)])
     assert code == 2
     assert f"{path}:4: config.{CONFIG_KEY}: is stored in plaintext" in output
+    assert TOKEN not in output
+
+
+def test_a_plaintext_token_hidden_by_a_repeated_key_is_refused(tmp_path: Path) -> None:
+    """PyYAML keeps the last of two equal keys; the plaintext first one must not pass."""
+    config = f"  {CONFIG_KEY}: {TOKEN}\n  {CONFIG_KEY}:\n    secure: v1:abc\n"
+    path = _stack_file(tmp_path, "prod", config)
+    code, output = _cli(["plan", "--file", str(path), "--project-dir", str(ROOT)])
+    assert code == 2
+    assert f"{path}:5: cannot be used: duplicate key '{CONFIG_KEY}' in config" in output
     assert TOKEN not in output
 
 

@@ -248,5 +248,6 @@ def _plan_base(base: BaseStack, stack: str, project_dir: Path) -> tuple[dict[str
             plan = plan_spec(spec, base.label)
         except StackError as exc:
             raise StackError(exc.problems, base.label) from None
-    report = plan_report(Path(base.label), stack, plan, document, project_dir)
+        # Read from the base's own file: its secret config decides which Secrets exist.
+        report = plan_report(path, stack, plan, document, project_dir, label=base.label)
     return document, plan, report

@@ -1,4 +1,4 @@
-"""Guards for YAML from untrusted pull requests: alias loops and alias bombs.
+"""Guards for YAML from untrusted pull requests: alias loops, alias bombs, repeated keys.
 
 YAML anchors and aliases let a small file describe a self-referencing value (which
 never finishes walking) or one that expands exponentially ("billion laughs": ten
@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import yaml
 
-__all__ = ["ALIAS_EXPANSION_FACTOR", "ALIAS_EXPANSION_SLACK", "YamlShapeError", "check_node"]
+__all__ = [
+    "ALIAS_EXPANSION_FACTOR",
+    "ALIAS_EXPANSION_SLACK",
+    "YamlShapeError",
+    "check_node",
+    "check_unique_keys",
+]
 
 ALIAS_EXPANSION_FACTOR = 10
 """A document may expand, through aliases, to at most this many times its own nodes ..."""
@@ -101,3 +107,37 @@ def _check_shared(root: yaml.Node) -> int:
             root.start_mark.line + 1,
         )
     return total
+
+
+def check_unique_keys(root: yaml.Node) -> None:
+    """Raise :class:`YamlShapeError` at the first mapping that repeats a key.
+
+    YAML requires unique keys, but PyYAML keeps the last value silently, and other tools
+    (kubectl, Pulumi, reviewers reading the diff) may take the first: a stack file with
+    ``gpustrata:hfToken`` twice could hide a plaintext token behind an encrypted one.
+    Merge keys (``<<``) are exempt. Iterative, each node visited once.
+    """
+    seen_nodes: set[int] = set()
+    todo: list[tuple[yaml.Node, str]] = [(root, "")]
+    while todo:
+        node, where = todo.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = str(key_node.value)
+                if key in keys and key_node.tag != "tag:yaml.org,2002:merge":
+                    shown = key if len(key) <= 60 else key[:57] + "..."
+                    raise YamlShapeError(
+                        f"duplicate key {shown!r}{' in ' + where if where else ''}: YAML "
+                        "requires unique keys and tools disagree on which value wins; keep one",
+                        key_node.start_mark.line + 1,
+                    )
+                keys.add(key)
+                todo.append((value_node, f"{where}.{key}" if where else key))
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend((item, f"{where}[{i}]") for i, item in enumerate(node.value))

@@ -167,7 +167,8 @@ class InferenceStack(pulumi.ComponentResource):
             # The token stays a Pulumi secret: encrypted in state, never in plan output.
             value: pulumi.Output[str] = pulumi.Output.secret(token)
             created[(namespace, secret_name)] = k8s.core.v1.Secret(
-                f"{name}-secret-{namespace}-{secret_name}",
+                # "." cannot occur in a namespace (a DNS label): no two pairs share a name.
+                f"{name}-secret-{namespace}.{secret_name}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=secret_name, namespace=namespace, labels=MANAGED_BY
                 ),

@@ -54,12 +54,13 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StackError([Problem("", f"cannot be read ({exc}); check the file")], file) from None
-    from gpustrata_policies.yamlguard import YamlShapeError, check_node
+    from gpustrata_policies.yamlguard import YamlShapeError, check_node, check_unique_keys
 
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         if root is not None:
             check_node(root)  # alias loops and alias bombs, before anything walks it
+            check_unique_keys(root)
         document = yaml.safe_load(text)
     except YamlShapeError as exc:
         raise StackError([Problem("", f"cannot be used: {exc}", exc.line)], file) from None
