@@ -117,6 +117,25 @@ def test_gpu_workloads_wait_for_gpu_nodes_and_the_gpu_operator(
             assert node_groups[pool] in deps, f"{r.name} does not wait for node group {pool}"
 
 
+def test_the_gpu_operator_itself_waits_for_the_gpu_nodes(
+    stack: tuple[str, dict[str, Registered]],
+) -> None:
+    """Each custom resource of the GPU Operator (namespace, ConfigMap, release) carries the
+    node-group edges itself, so destroy and the state graph keep the order too."""
+    env, res = stack
+    node_groups = {r.name for r in _of_type(res, "aws:eks/nodeGroup")}
+    assert node_groups or env != "prod"  # prod creates its cluster: the case is exercised
+    children = [r for r in res.values() if r.parent and r.custom and _is_operator_child(res, r)]
+    assert children
+    for r in children:
+        assert node_groups <= set(r.depends_on) | _closure(res, r.name), r.name
+
+
+def _is_operator_child(res: dict[str, Registered], r: Registered) -> bool:
+    parent = res.get(r.parent or "")
+    return parent is not None and parent.type == "gpustrata:index:GpuOperator"
+
+
 def test_every_namespaced_object_waits_for_its_namespace(
     stack: tuple[str, dict[str, Registered]],
 ) -> None:

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from gpustrata.components._options import child_options
 from gpustrata.render.operators import (
     GPU_OPERATOR_REPO,
     KUBERAY_REPO,
@@ -48,20 +49,22 @@ class GpuOperator(pulumi.ComponentResource):
             declared_overrides=list(args.get("declared_overrides", [])),
         )
         super().__init__("gpustrata:index:GpuOperator", name, {"description": description}, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        ns = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": args["namespace"]}, opts=child)
+        # Its children wait for what it waits for (the GPU node groups).
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
+        )
         depends: list[pulumi.Resource] = [ns]
         if args["device_plugin_config"]:
             cm = k8s.core.v1.ConfigMap(
                 f"{name}-device-plugin-config",
                 metadata={"name": "gpustrata-device-plugin-config", "namespace": args["namespace"]},
                 data={"shared": yaml.safe_dump(args["device_plugin_config"], sort_keys=False)},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
+                opts=child_options(self, opts, [ns]),
             )
             depends.append(cm)
         # GPU workloads depend on this release; it waits until the operator's pods are ready.
         release = _release(
-            self, f"{name}-release", "gpu-operator", GPU_OPERATOR_REPO, args, depends
+            self, f"{name}-release", "gpu-operator", GPU_OPERATOR_REPO, args, opts, depends
         )
         self.release_name = release.name.apply(lambda n: n or "")
         self.register_outputs({"release_name": self.release_name})
@@ -89,11 +92,11 @@ class KubeRayOperator(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpustrata:index:KubeRayOperator", name, {}, opts)
         ns = k8s.core.v1.Namespace(
-            f"{name}-ns",
-            metadata={"name": args["namespace"]},
-            opts=pulumi.ResourceOptions(parent=self),
+            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
         )
-        release = _release(self, f"{name}-release", "kuberay-operator", KUBERAY_REPO, args, [ns])
+        release = _release(
+            self, f"{name}-release", "kuberay-operator", KUBERAY_REPO, args, opts, [ns]
+        )
         self.release_name = release.name.apply(lambda n: n or "")
         self.register_outputs({"release_name": self.release_name})
 
@@ -104,6 +107,7 @@ def _release(
     chart: str,
     repo: str,
     args: GpuOperatorArgs | KubeRayOperatorArgs,
+    opts: pulumi.ResourceOptions | None,
     depends_on: list[pulumi.Resource],
 ) -> k8s.helm.v3.Release:
     """A pinned Helm release that waits for its resources (skip_await off, 15 min)."""
@@ -117,5 +121,5 @@ def _release(
         values=args["values"],
         skip_await=False,
         timeout=900,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on),
+        opts=child_options(parent, opts, depends_on),
     )

@@ -5,6 +5,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpustrata.components._options import child_options
 from gpustrata.render.args import RayLlmServiceArgs, VllmDeploymentArgs
 from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
 
@@ -30,15 +31,6 @@ def register_object(
     )
 
 
-def _child_options(
-    parent: pulumi.Resource, opts: pulumi.ResourceOptions | None
-) -> pulumi.ResourceOptions:
-    """Children carry the component's ``depends_on`` themselves (operators, CRDs, GPU
-    nodes), so the order is in the engine's graph for every custom resource, not only
-    implied by the parent's registration."""
-    return pulumi.ResourceOptions(parent=parent, depends_on=opts.depends_on if opts else None)
-
-
 class VllmDeployment(pulumi.ComponentResource):
     """`vllm serve` in a Deployment with its Service, a PDB when it can run more than one
     replica, the one autoscaler the stack asks for (HPA or KEDA) and a ServiceMonitor for
@@ -51,7 +43,7 @@ class VllmDeployment(pulumi.ComponentResource):
         self, name: str, args: VllmDeploymentArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpustrata:index:VllmDeployment", name, {}, opts)
-        child = _child_options(self, opts)
+        child = child_options(self, opts)
         for obj in vllm_deployment_objects(args):
             suffix = obj["kind"].lower()
             register_object(f"{name}-{suffix}", obj, child)
@@ -71,6 +63,6 @@ class RayLlmService(pulumi.ComponentResource):
         self, name: str, args: RayLlmServiceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpustrata:index:RayLlmService", name, {}, opts)
-        register_object(f"{name}-rayservice", ray_service_object(args), _child_options(self, opts))
+        register_object(f"{name}-rayservice", ray_service_object(args), child_options(self, opts))
         self.service_name = pulumi.Output.from_input(args["name"])
         self.register_outputs({"service_name": self.service_name})
