@@ -39,6 +39,10 @@ class PlanReport:
     findings: list[dict[str, Any]] = field(default_factory=list)
     not_evaluated: list[dict[str, Any]] = field(default_factory=list)
     exit_code: int = 0
+    environment: str = ""
+    """The environment the rules were enforced for."""
+    environment_why: str = ""
+    """Why that environment (see :func:`rules_environment`)."""
     _index: dict[str, Registered] = field(default_factory=dict, repr=False)
 
     def layer_of(self, resource: Registered) -> str:
@@ -70,11 +74,14 @@ class PlanReport:
             "serving": [vars(r) for r in serving_rows(self.plan, self.resources)],
             "findings": self.findings,
             "not_evaluated": self.not_evaluated,
+            "environment": {"enforced": self.environment, "why": self.environment_why},
         }
 
     def text(self) -> str:
         """The report for people: layers, models side by side, derived values, findings."""
         lines = [f"Stack {self.stack} ({self.file}): {len(self.resources) - 1} resources"]
+        if self.environment:
+            lines.append(f"Rules enforced for {self.environment}: {self.environment_why}")
         grouped: dict[str, list[Registered]] = {layer: [] for layer in LAYERS}
         for r in self.resources:
             if r.type != "pulumi:pulumi:Stack" and r.type != "gpustrata:index:InferenceStack":
@@ -144,11 +151,31 @@ def rules_environment(declared: str, stack: str) -> str:
     else the stack file's ``environment`` but never more relaxed than the stack's name
     (any name but dev/staging/prod counts as prod). The file is part of the change under
     review: a ``Pulumi.prod.yaml`` that declares ``environment: dev`` is checked as prod."""
+    return environment_and_why(declared, stack)[0]
+
+
+def environment_and_why(declared: str, stack: str) -> tuple[str, str]:
+    """:func:`rules_environment` with the reason, for the report."""
     import os
 
-    from gpustrata_policies.model import enforced_environment
+    from gpustrata_policies.model import ENVIRONMENTS, enforced_environment
 
-    return enforced_environment([declared], stack, os.environ.get("GPUSTRATA_ENVIRONMENT"))
+    override = os.environ.get("GPUSTRATA_ENVIRONMENT")
+    env = enforced_environment([declared], stack, override)
+    if override in ENVIRONMENTS:
+        why = f"GPUSTRATA_ENVIRONMENT={override} (set by CI)"
+    elif stack not in ENVIRONMENTS:
+        why = (
+            f"stack '{stack}' is named like no environment, so it counts as prod; set "
+            "GPUSTRATA_ENVIRONMENT to choose"
+        )
+    elif env == declared == stack:
+        why = "the stack file's environment and the stack's name agree"
+    elif env == stack:
+        why = f"the stack's name; the file's environment: {declared} cannot relax it"
+    else:
+        why = f"the stack file's environment, stricter than the stack's name {stack}"
+    return env, why
 
 
 def _secret_config(file: Path) -> tuple[dict[str, str], list[str]]:
@@ -195,7 +222,8 @@ def plan_report(
     )
     report = PlanReport(stack=stack, file=label or str(file), plan=plan, resources=resources)
     objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
-    result = evaluate(objects, environment=rules_environment(plan.spec.environment, stack))
+    report.environment, report.environment_why = environment_and_why(plan.spec.environment, stack)
+    result = evaluate(objects, environment=report.environment)
     report.findings = [f.to_json() for f in result.findings]
     report.not_evaluated = [n.to_json() for n in result.not_evaluated]
     report.exit_code = result.exit_code

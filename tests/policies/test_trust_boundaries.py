@@ -88,3 +88,22 @@ def test_the_pack_ignores_a_laxer_environment_in_stack_config() -> None:
     # A stack named like no environment is prod, whatever its config claims.
     other = _levels({"PULUMI_STACK": "org/gpustrata/prod-eu", "PULUMI_CONFIG": config})
     assert other == prod
+
+
+def test_plan_says_which_environment_it_enforced_and_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GPUSTRATA_ENVIRONMENT", raising=False)
+    path = tmp_path / "Pulumi.alice.yaml"  # declares environment: staging
+    path.write_text((REPO / "stacks" / "Pulumi.staging.yaml").read_text(encoding="utf-8"))
+    argv = ["plan", "--file", str(path), "--project-dir", str(REPO)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main([*argv, "--format", "json"])
+    environment = json.loads(out.getvalue())["environment"]
+    assert environment["enforced"] == "prod"
+    assert "'alice' is named like no environment" in environment["why"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(argv)
+    assert out.getvalue().splitlines()[1].startswith("Rules enforced for prod: stack 'alice'")
