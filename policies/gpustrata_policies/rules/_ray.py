@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
 from ..engines import EngineArgs, vllm_engine
 from ..kuberay import RayGroup, ray_groups
 from ..model import RuleContext
-from ..pools import GpuPool, matches_selectors, pools_of, tolerates
-from ..view import ContainerRef, K8sObject, PodRef, as_list
+from ..pools import GpuPool, matches_selectors, tolerates
+from ..view import ContainerRef, K8sObject, PodRef
+from ._nodes import tolerations_of
 
 KUBERAY_V170 = "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator"
 RAY_V2600 = "https://github.com/ray-project/ray/blob/ray-2.60.0/python/ray"
@@ -20,14 +21,6 @@ GPU_LABEL_PREFIXES = (
     "karpenter.k8s.aws/instance-gpu",
     "cloud.google.com/gke-accelerator",
 )
-
-
-def described_gpu_pools(ctx: RuleContext) -> list[GpuPool]:
-    """GPU pools described in the input (GpuNodePool objects), once per evaluation."""
-    pools: list[GpuPool] = ctx.memo(
-        "ray_gpu_pools", lambda: [p for p in pools_of(ctx.objects) if p.has_gpus]
-    )
-    return pools
 
 
 def gpu_worker_groups(
@@ -48,16 +41,10 @@ def gpu_worker_groups(
             yield group, gpus
 
 
-def tolerations(pod: PodRef) -> list[Mapping[str, Any]]:
-    """The pod's tolerations."""
-    items = as_list(pod.spec.get("tolerations"), "tolerations")
-    return [t for t in items if isinstance(t, Mapping)]
-
-
 def reachable_pools(pod: PodRef, pools: list[GpuPool]) -> list[GpuPool]:
     """Described GPU pools the pod can be scheduled on (selectors match, taints tolerated)."""
     selector, terms = pod.node_selector(), pod.required_affinity_terms()
-    tols = tolerations(pod)
+    tols = tolerations_of(pod)
     return [
         p
         for p in pools
@@ -66,15 +53,9 @@ def reachable_pools(pod: PodRef, pools: list[GpuPool]) -> list[GpuPool]:
     ]
 
 
-def targeted_pools(pod: PodRef, pools: list[GpuPool]) -> list[GpuPool]:
-    """Described GPU pools whose labels satisfy the pod's selectors (taints aside)."""
-    selector, terms = pod.node_selector(), pod.required_affinity_terms()
-    return [p for p in pools if matches_selectors(selector, terms, p.labels)]
-
-
 def tolerates_gpu_taint(pod: PodRef) -> bool:
     """Without pool data: does the pod tolerate the usual ``nvidia.com/gpu`` NoSchedule taint?"""
-    for tol in tolerations(pod):
+    for tol in tolerations_of(pod):
         effect = str(tol.get("effect") or "")
         if effect not in {"", "NoSchedule", "NO_SCHEDULE"}:
             continue

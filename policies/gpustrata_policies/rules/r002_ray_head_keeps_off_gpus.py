@@ -8,9 +8,9 @@ from ..kuberay import fmt_gpus, ray_groups
 from ..model import Outcome, Rule, RuleContext, RuleMeta
 from ..view import K8sObject
 from ._common import ADVISORY
+from ._nodes import gpu_pools
 from ._ray import (
     KUBERAY_V170,
-    described_gpu_pools,
     reachable_pools,
     selects_gpu_nodes,
     tolerates_gpu_taint,
@@ -51,7 +51,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     path,
                 )
             continue
-        pools = described_gpu_pools(ctx)
+        pools = gpu_pools(ctx)
         if pools:
             reachable = reachable_pools(group.pod, pools)
             if not reachable:

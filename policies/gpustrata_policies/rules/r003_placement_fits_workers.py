@@ -18,8 +18,8 @@ from ..model import Outcome, Rule, RuleContext, RuleMeta
 from ..unknown import UnknownInput
 from ..view import K8sObject, PodRef
 from ._common import MANDATORY
-from ._nodes import gpu_requests, shared_gpus, targeted_pools
-from ._ray import KUBERAY_V170, RAY_V2600, described_gpu_pools, gpu_worker_groups
+from ._nodes import gpu_pools, gpu_requests, shared_gpus, targeted_pools
+from ._ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
 
 UNBOUNDED = 100_000
 """Worker groups with more max replicas than this are treated as unbounded."""
@@ -200,7 +200,7 @@ def _pool_cap(ctx: RuleContext, pod: PodRef) -> tuple[int, str] | None:
     pool with a size and GPU count, GPUs other than whole ``nvidia.com/gpu``, a node that
     may advertise shared GPUs (MIG, time-slicing, MPS), or a Pod that fits no node (K005
     reports that)."""
-    pools = described_gpu_pools(ctx)
+    pools = gpu_pools(ctx)
     matched = targeted_pools(pod, pools) if pools else []
     if len(matched) != 1:
         return None

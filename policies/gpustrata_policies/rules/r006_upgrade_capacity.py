@@ -12,7 +12,8 @@ from ..pools import GpuPool
 from ..unknown import UNKNOWN, UnknownInput
 from ..view import K8sObject, as_list, dig
 from ._common import ADVISORY
-from ._ray import KUBERAY_V170, described_gpu_pools, gpu_worker_groups, targeted_pools
+from ._nodes import gpu_pools, targeted_pools
+from ._ray import KUBERAY_V170, gpu_worker_groups
 
 NEW_CLUSTER = "NewCluster"
 INCREMENTAL = "NewClusterWithIncrementalUpgrade"
@@ -53,7 +54,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     if strategy not in (NEW_CLUSTER, INCREMENTAL):
         return
     autoscaling = autoscaling_enabled(obj)
-    pools = described_gpu_pools(ctx)
+    pools = gpu_pools(ctx)
     active = Fraction(0)
     pending = Fraction(0)
     used: dict[str, GpuPool] = {}

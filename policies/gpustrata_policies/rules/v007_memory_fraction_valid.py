@@ -15,8 +15,8 @@ from ..pools import matches_selectors
 from ..unknown import UNKNOWN, UnknownInput
 from ..view import ContainerRef, K8sObject
 from ._common import MANDATORY
-from ._nodes import REPLICAS_LABEL, STRATEGY_LABEL, config_map_time_slicing
-from ._ray import RAY_V2600, container_engines, described_gpu_pools
+from ._nodes import REPLICAS_LABEL, STRATEGY_LABEL, config_map_time_slicing, gpu_pools
+from ._ray import RAY_V2600, container_engines
 
 VLLM_CACHE_CONFIG = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py"
 DEFAULT_FLOOR = 0.9
@@ -64,7 +64,7 @@ def _sharing(ctx: RuleContext, container: ContainerRef) -> _Sharing | None:
         return _Sharing(2, False, f"it requests {SHARED_RESOURCE} (a time-sliced GPU)")
     label_sets: list[tuple[str, Mapping[str, Any]]] = [("its node selector", pod.selected_labels())]
     selector, terms = pod.node_selector(), pod.required_affinity_terms()
-    for pool in described_gpu_pools(ctx):
+    for pool in gpu_pools(ctx):
         if matches_selectors(selector, terms, pool.labels):
             label_sets.append((f"pool {pool.name}", pool.labels))
     for where, labels in label_sets:
