@@ -7,6 +7,7 @@ from typing import Any
 
 from ..engines import serve_config, vllm_engine
 from ..model import Enforcement, Environment, RuleContext
+from ..unknown import UnknownInput
 from ..view import K8sObject, as_list, as_map, dig
 
 MANDATORY: dict[Environment, Enforcement] = {
@@ -59,6 +60,34 @@ def scale_target(obj: K8sObject) -> tuple[str, str, str] | None:
     default_kind = "Deployment" if obj.kind == "ScaledObject" else ""
     kind = ref.get("kind") or default_kind
     return str(kind), obj.namespace, name
+
+
+def autoscalers_by_scale_target(
+    ctx: RuleContext,
+) -> tuple[dict[tuple[str, str, str], list[K8sObject]], str | None]:
+    """HPAs and ScaledObjects by the (kind, namespace, name) they scale, once per
+    evaluation; and why some autoscaler's target is unknown during a preview (``None``:
+    none is), since such an autoscaler may scale any workload."""
+
+    def build() -> tuple[dict[tuple[str, str, str], list[K8sObject]], str | None]:
+        index: dict[tuple[str, str, str], list[K8sObject]] = {}
+        unknown: str | None = None
+        for obj in ctx.objects:
+            if obj.kind not in AUTOSCALER_KINDS:
+                continue
+            try:
+                target = scale_target(obj)
+            except UnknownInput as exc:
+                unknown = unknown or exc.what
+                continue
+            if target is not None:
+                index.setdefault(target, []).append(obj)
+        return index, unknown
+
+    found: tuple[dict[tuple[str, str, str], list[K8sObject]], str | None] = ctx.memo(
+        "autoscalers_by_scale_target", build
+    )
+    return found
 
 
 def is_keda_owned(obj: K8sObject) -> bool:

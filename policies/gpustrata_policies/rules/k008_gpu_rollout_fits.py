@@ -11,7 +11,7 @@ from ..model import Outcome, Rule, RuleContext, RuleMeta
 from ..pools import GpuPool
 from ..unknown import UNKNOWN, UnknownInput
 from ..view import K8sObject, PodRef, as_map, dig
-from ._common import ADVISORY, AUTOSCALER_KINDS, scale_target
+from ._common import ADVISORY, autoscalers_by_scale_target
 from ._nodes import fmt_count, gpu_pools, gpu_requests, targeted_pools
 
 DEPLOYMENT_STRATEGY = (
@@ -54,28 +54,25 @@ def _autoscaled_max(ctx: RuleContext, obj: K8sObject) -> int | None:
     Target = tuple[str, str, str]
 
     def build() -> tuple[dict[Target, int], dict[Target | None, str]]:
-        # One pass over the autoscalers, not one per workload. An unknown value spoils
-        # only the workloads it may concern (a target of None: any of them).
+        # An unknown value spoils only the workloads it may concern (None: any of them).
+        by_target, unknown_target = autoscalers_by_scale_target(ctx)
         most: dict[Target, int] = {}
         unknown: dict[Target | None, str] = {}
-        for other in ctx.objects:
-            if other.kind not in AUTOSCALER_KINDS:
-                continue
-            try:
-                target = scale_target(other)
-            except UnknownInput as exc:
-                unknown.setdefault(None, str(exc))
-                continue
-            if target is None:
-                continue
-            key = "maxReplicas" if other.kind == "HorizontalPodAutoscaler" else "maxReplicaCount"
-            try:
-                value = _int(dig(other.raw, "spec", key), 100 if key == "maxReplicaCount" else 0)
-            except UnknownInput as exc:
-                unknown.setdefault(target, str(exc))
-                continue
-            if value:
-                most[target] = max(most.get(target, 0), value)
+        if unknown_target is not None:
+            unknown[None] = unknown_target
+        for target, scalers in by_target.items():
+            for other in scalers:
+                key = (
+                    "maxReplicas" if other.kind == "HorizontalPodAutoscaler" else "maxReplicaCount"
+                )
+                default = 100 if key == "maxReplicaCount" else 0
+                try:
+                    value = _int(dig(other.raw, "spec", key), default)
+                except UnknownInput as exc:
+                    unknown.setdefault(target, exc.what)
+                    continue
+                if value:
+                    most[target] = max(most.get(target, 0), value)
         return most, unknown
 
     found: tuple[dict[Target, int], dict[Target | None, str]] = ctx.memo(

@@ -6,9 +6,9 @@ from collections.abc import Iterator, Mapping
 
 from ..model import Outcome, Rule, RuleContext, RuleMeta
 from ..pools import matches_selectors, pools_of
-from ..unknown import known
+from ..unknown import UnknownInput, known
 from ..view import K8sObject, PodRef, as_list, as_map, dig
-from ._common import ADVISORY, AUTOSCALER_KINDS, runs_vllm, scale_target, selector_matches
+from ._common import ADVISORY, autoscalers_by_scale_target, runs_vllm, selector_matches
 
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet"})
 HOSTNAME = "kubernetes.io/hostname"
@@ -17,13 +17,16 @@ FULL_NODE_GPUS = 8  # the largest common GPU node (p4d/p5, a2/a3, ND) has 8 GPUs
 
 def _min_replicas(ctx: RuleContext) -> dict[tuple[str, str, str], int]:
     def build() -> dict[tuple[str, str, str], int]:
+        by_target, unknown = autoscalers_by_scale_target(ctx)
+        if unknown is not None:
+            raise UnknownInput(unknown)  # it may scale this workload
         out: dict[tuple[str, str, str], int] = {}
-        for scaler in ctx.objects:
-            target = scale_target(scaler) if scaler.kind in AUTOSCALER_KINDS else None
-            key = "minReplicaCount" if scaler.kind == "ScaledObject" else "minReplicas"
-            low = dig(scaler.raw, "spec", key)
-            if target and isinstance(low, int) and not isinstance(low, bool):
-                out[target] = max(out.get(target, 0), low)
+        for target, scalers in by_target.items():
+            for scaler in scalers:
+                key = "minReplicaCount" if scaler.kind == "ScaledObject" else "minReplicas"
+                low = dig(scaler.raw, "spec", key)
+                if isinstance(low, int) and not isinstance(low, bool):
+                    out[target] = max(out.get(target, 0), low)
         return out
 
     result: dict[tuple[str, str, str], int] = ctx.memo("min_replicas_by_target", build)
