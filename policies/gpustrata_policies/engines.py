@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from gpustrata.yamlio import safe_load
+
 from .unknown import UNKNOWN, UnknownInput
 from .view import ContainerRef, K8sObject, dig
 
@@ -265,7 +267,7 @@ def serve_config(obj: K8sObject) -> ServeConfig | None:
 def _parse_serve_config(text: str) -> ServeConfig:
     """Parse once per distinct string (callers treat the result as read-only)."""
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1} of the string)" if mark else ""

@@ -12,15 +12,12 @@ from typing import Any
 
 import yaml
 
+from gpustrata.yamlio import SAFE_LOADER
+
 from .view import K8sObject
 from .yamlguard import YamlShapeError, check_node
 
 __all__ = ["InputError", "load_paths", "load_text"]
-
-try:  # libyaml is much faster; fall back to the pure-Python loader
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment,unused-ignore]
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
@@ -125,7 +122,7 @@ def load_text(text: str, name: str) -> list[K8sObject]:
         source_names.append(match.group(1))
     out: list[K8sObject] = []
     shared: dict[Path, Path] = {}
-    loader = _Loader(text)
+    loader = SAFE_LOADER(text)
     try:
         while loader.check_node():
             node = loader.get_node()

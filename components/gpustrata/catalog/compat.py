@@ -29,8 +29,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gpustrata.catalog._yaml import safe_load
 from gpustrata.catalog.hardware import CatalogError
+from gpustrata.yamlio import safe_load
 
 __all__ = [
     "CompatCatalog",
