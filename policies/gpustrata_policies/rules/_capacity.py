@@ -12,6 +12,7 @@ a GPU is found, so ``gpustrata check`` on manifests without one stays light.
 
 from __future__ import annotations
 
+import operator
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -758,8 +759,29 @@ def annotated_startup(site: EngineSite) -> int | None:
     return None
 
 
-_ESTIMATES: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
-_ESTIMATES_MAX = 4096
+_CACHE_MAX = 4096
+_ESTIMATES: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]] = {}
+_DERIVED: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]] = {}
+
+
+def _by_identity(
+    cache: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]],
+    anchors: tuple[object, ...],
+    rest: tuple[Any, ...],
+    compute: Callable[[], T],
+) -> T:
+    """*compute*() once per process for the *anchors* (by identity) and *rest*. The
+    anchors are kept alive in the value, so an id is never matched to another object;
+    errors are not cached; the cache is emptied when it reaches its bound."""
+    key = (*map(id, anchors), *rest)
+    hit = cache.get(key)
+    if hit is not None and all(map(operator.is_, hit[0], anchors)):
+        return cast("T", hit[1])
+    value = compute()
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
+    cache[key] = (anchors, value)
+    return value
 
 
 def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityEstimate:
@@ -767,41 +789,23 @@ def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityE
 
     V003, V004 and V012 size the same engine many times (V012 binary-searches
     max_num_seqs, V003 tries other TP sizes and GPUs), and a manifest often repeats an
-    engine, so one estimate per (model, GPU, settings) is computed once. Errors are not
-    cached. Keyed by object identity (catalogue entries are shared) with the objects
-    kept alive in the value, so an id is never reused for another entry.
+    engine, so one estimate per (model, GPU, settings) is computed once. Keyed by the
+    identity of the catalogue entries (they are shared) and the settings.
     """
     from gpustrata.planning.capacity import estimate_capacity
 
+    settings = tuple(sorted(kwargs.items()))
     try:
-        key = (id(arch), id(gpu), tuple(sorted(kwargs.items())))
-        hash(key)
+        hash(settings)
     except TypeError:
         return estimate_capacity(arch, gpu, **kwargs)
-    hit = _ESTIMATES.get(key)
-    if hit is not None and hit[0] is arch and hit[1] is gpu:
-        return cast("CapacityEstimate", hit[2])
-    result = estimate_capacity(arch, gpu, **kwargs)
-    if len(_ESTIMATES) >= _ESTIMATES_MAX:
-        _ESTIMATES.clear()
-    _ESTIMATES[key] = (arch, gpu, result)
-    return result
-
-
-_DERIVED: dict[tuple[int, str, int], tuple[Any, Any]] = {}
+    return _by_identity(
+        _ESTIMATES, (arch, gpu), settings, lambda: estimate_capacity(arch, gpu, **kwargs)
+    )
 
 
 def per_estimate(est: CapacityEstimate, what: str, arg: int, compute: Callable[[], T]) -> T:
     """*compute*() for one estimate, once per process (V012's typical-length capacity and
     its max_num_seqs search: a manifest repeats engines, and :func:`estimate` hands the
-    same estimate object to every repeat). The estimate is kept alive in the value, so an
-    id is never matched to another estimate."""
-    key = (id(est), what, arg)
-    hit = _DERIVED.get(key)
-    if hit is not None and hit[0] is est:
-        return cast("T", hit[1])
-    value = compute()
-    if len(_DERIVED) >= _ESTIMATES_MAX:
-        _DERIVED.clear()
-    _DERIVED[key] = (est, value)
-    return value
+    same estimate object to every repeat)."""
+    return _by_identity(_DERIVED, (est,), (what, arg), compute)
