@@ -8,12 +8,12 @@ Pure Python, no Pulumi import. Entry points:
 * ``policies/__main__.py`` (the CrossGuard pack, a thin layer over the same rules).
 """
 
-from .adapters import objects_from_pulumi
-from .config import ConfigError, PolicyConfig
-from .engine import all_rules, evaluate, find_rule, load_config
-from .model import Finding, NotEvaluated, Report, Rule, RuleMeta
-from .unknown import UNKNOWN, is_unknown
-from .view import K8sObject
+from gpustrata_policies.adapters import objects_from_pulumi
+from gpustrata_policies.config import ConfigError, PolicyConfig
+from gpustrata_policies.engine import all_rules, evaluate, find_rule, load_config
+from gpustrata_policies.model import Finding, NotEvaluated, Report, Rule, RuleMeta
+from gpustrata_policies.unknown import UNKNOWN, is_unknown
+from gpustrata_policies.view import K8sObject
 
 __all__ = [
     "UNKNOWN",

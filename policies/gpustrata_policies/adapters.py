@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .pools import DERIVED_FROM
-from .unknown import UNKNOWN, replace_pulumi_unknowns
+from gpustrata_policies.pools import DERIVED_FROM
+from gpustrata_policies.unknown import UNKNOWN, replace_pulumi_unknowns
 
 __all__ = ["node_group_to_pool", "object_from_pulumi", "objects_from_pulumi"]
 

@@ -15,10 +15,10 @@ from typing import Any, TextIO
 
 import yaml
 
-from .config import ConfigError
-from .engine import all_rules, evaluate, find_rule, load_config
-from .loader import InputError, load_paths
-from .model import ENVIRONMENTS
+from gpustrata_policies.config import ConfigError
+from gpustrata_policies.engine import all_rules, evaluate, find_rule, load_config
+from gpustrata_policies.loader import InputError, load_paths
+from gpustrata_policies.model import ENVIRONMENTS
 
 __all__ = ["check_command", "explain_command", "main", "register_commands"]
 
@@ -56,7 +56,7 @@ def check_command(
         objects = load_paths(list(args.paths), stdin if stdin is not None else sys.stdin)
     except (InputError, ConfigError) as exc:
         return _error(str(exc))
-    from .output import write  # keeps `explain` light
+    from gpustrata_policies.output import write  # keeps `explain` light
 
     report = evaluate(objects, environment=config.environment, config=config)
     del objects  # the report keeps what it needs; free the manifests before output

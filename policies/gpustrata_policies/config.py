@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .model import ENFORCEMENTS, ENVIRONMENTS, Enforcement, Environment, RuleMeta
+from gpustrata_policies.model import ENFORCEMENTS, ENVIRONMENTS, Enforcement, Environment, RuleMeta
 
 __all__ = ["ConfigError", "PolicyConfig", "parse_environment"]
 

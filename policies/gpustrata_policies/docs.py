@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from .engine import all_rules
-from .model import ENVIRONMENTS
+from gpustrata_policies.engine import all_rules
+from gpustrata_policies.model import ENVIRONMENTS
 
 __all__ = ["rules_markdown"]
 

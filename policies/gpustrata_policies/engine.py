@@ -11,8 +11,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .config import PolicyConfig, parse_environment
-from .model import (
+from gpustrata_policies.config import PolicyConfig, parse_environment
+from gpustrata_policies.model import (
     Enforcement,
     Finding,
     NotEvaluated,
@@ -22,8 +22,8 @@ from .model import (
     RuleMeta,
     Violation,
 )
-from .unknown import UnknownInput
-from .view import KNOWN_KINDS, K8sObject
+from gpustrata_policies.unknown import UnknownInput
+from gpustrata_policies.view import KNOWN_KINDS, K8sObject
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -39,7 +39,7 @@ __all__ = [
 @cache
 def all_rules() -> tuple[Rule, ...]:
     """Every rule module in :mod:`gpustrata_policies.rules` (each exports ``RULE``), by id."""
-    from . import rules as package
+    from gpustrata_policies import rules as package
 
     found: list[Rule] = []
     for info in pkgutil.iter_modules(package.__path__):

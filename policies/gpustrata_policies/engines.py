@@ -26,9 +26,8 @@ from typing import Any
 import yaml
 
 from gpustrata.yamlio import safe_load
-
-from .unknown import UNKNOWN, UnknownInput
-from .view import ContainerRef, K8sObject, dig
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import ContainerRef, K8sObject, dig
 
 __all__ = [
     "EngineArgs",

@@ -32,8 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .unknown import UNKNOWN, UnknownInput
-from .view import K8sObject, as_list, as_map, dig
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, as_list, as_map, dig
 
 __all__ = [
     "CHART_DEFAULTS_SOURCE",

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .engines import serve_config
-from .quantity import parse_quantity
-from .unknown import UNKNOWN, UnknownInput
-from .view import ContainerRef, K8sObject, PodRef, as_map, dig
+from gpustrata_policies.engines import serve_config
+from gpustrata_policies.quantity import parse_quantity
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import ContainerRef, K8sObject, PodRef, as_map, dig
 
 __all__ = [
     "KUBERAY_MAX_REPLICAS_DEFAULT",

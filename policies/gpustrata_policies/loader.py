@@ -13,9 +13,8 @@ from typing import Any
 import yaml
 
 from gpustrata.yamlio import SAFE_LOADER
-
-from .view import K8sObject
-from .yamlguard import YamlShapeError, check_node
+from gpustrata_policies.view import K8sObject
+from gpustrata_policies.yamlguard import YamlShapeError, check_node
 
 __all__ = ["InputError", "load_paths", "load_text"]
 

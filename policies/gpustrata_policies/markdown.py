@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .model import SEVERITIES, Report
+from gpustrata_policies.model import SEVERITIES, Report
 
 __all__ = [
     "Md",

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .config import PolicyConfig
-    from .view import K8sObject
+    from gpustrata_policies.config import PolicyConfig
+    from gpustrata_policies.view import K8sObject
 
 __all__ = [
     "ENFORCEMENTS",

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from .engine import all_rules
-from .model import Finding, Report
+from gpustrata_policies.engine import all_rules
+from gpustrata_policies.model import Finding, Report
 
 __all__ = ["render", "to_sarif", "to_text", "write"]
 
@@ -149,7 +149,7 @@ def render(report: Report, fmt: str) -> str:
     if fmt == "sarif":
         return json.dumps(to_sarif(report), indent=2) + "\n"
     if fmt == "markdown":
-        from .markdown import to_markdown
+        from gpustrata_policies.markdown import to_markdown
 
         return to_markdown(report)
     return to_text(report)

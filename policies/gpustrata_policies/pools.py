@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .view import K8sObject, as_list, as_map
+from gpustrata_policies.view import K8sObject, as_list, as_map
 
 __all__ = [
     "DERIVED_FROM",

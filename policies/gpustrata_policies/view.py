@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .quantity import parse_quantity
-from .unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.quantity import parse_quantity
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
 
 __all__ = [
     "CLUSTER_SCOPED_KINDS",

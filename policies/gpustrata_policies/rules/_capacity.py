@@ -20,14 +20,25 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .. import catalogs
-from ..engines import EngineArgs, serve_config, split_image, vllm_engine, vllm_version
-from ..kuberay import ray_groups
-from ..model import NotEvaluated, RuleContext
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
-from ._nodes import gpu_model_of_pool, gpu_model_of_selectors, gpu_pools, targeted_pools
-from ._ray import flag_is_on
+from gpustrata_policies import catalogs
+from gpustrata_policies.engines import (
+    EngineArgs,
+    serve_config,
+    split_image,
+    vllm_engine,
+    vllm_version,
+)
+from gpustrata_policies.kuberay import ray_groups
+from gpustrata_policies.model import NotEvaluated, RuleContext
+from gpustrata_policies.rules._nodes import (
+    gpu_model_of_pool,
+    gpu_model_of_selectors,
+    gpu_pools,
+    targeted_pools,
+)
+from gpustrata_policies.rules._ray import flag_is_on
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
 
 T = TypeVar("T")
 

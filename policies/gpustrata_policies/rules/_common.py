@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..engines import serve_config, vllm_engine
-from ..model import Enforcement, Environment, RuleContext
-from ..unknown import UnknownInput
-from ..view import K8sObject, as_list, as_map, dig
+from gpustrata_policies.engines import serve_config, vllm_engine
+from gpustrata_policies.model import Enforcement, Environment, RuleContext
+from gpustrata_policies.unknown import UnknownInput
+from gpustrata_policies.view import K8sObject, as_list, as_map, dig
 
 MANDATORY: dict[Environment, Enforcement] = {
     "dev": "mandatory",

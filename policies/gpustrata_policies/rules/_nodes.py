@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from .. import catalogs
-from ..gpu_operator import GpuOperatorView, operator_view, operators_of
-from ..model import RuleContext
-from ..pools import GpuPool, matches_selectors, pools_of
-from ..quantity import parse_quantity
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
+from gpustrata_policies import catalogs
+from gpustrata_policies.gpu_operator import GpuOperatorView, operator_view, operators_of
+from gpustrata_policies.model import RuleContext
+from gpustrata_policies.pools import GpuPool, matches_selectors, pools_of
+from gpustrata_policies.quantity import parse_quantity
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
-from ..engines import EngineArgs, vllm_engine
-from ..kuberay import RayGroup, ray_groups
-from ..model import RuleContext
-from ..pools import GpuPool, matches_selectors, tolerates
-from ..view import ContainerRef, K8sObject, PodRef
-from ._nodes import tolerations_of
+from gpustrata_policies.engines import EngineArgs, vllm_engine
+from gpustrata_policies.kuberay import RayGroup, ray_groups
+from gpustrata_policies.model import RuleContext
+from gpustrata_policies.pools import GpuPool, matches_selectors, tolerates
+from gpustrata_policies.rules._nodes import tolerations_of
+from gpustrata_policies.view import ContainerRef, K8sObject, PodRef
 
 KUBERAY_V170 = "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator"
 RAY_V2600 = "https://github.com/ray-project/ray/blob/ray-2.60.0/python/ray"

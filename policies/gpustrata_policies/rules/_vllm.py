@@ -18,12 +18,23 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import catalogs
-from ..engines import EngineArgs, serve_config, split_image, vllm_engine, vllm_version
-from ..model import RuleContext
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, PodRef, dig
-from ._nodes import gpu_model_of_pool, gpu_model_of_selectors, gpu_pools, targeted_pools
+from gpustrata_policies import catalogs
+from gpustrata_policies.engines import (
+    EngineArgs,
+    serve_config,
+    split_image,
+    vllm_engine,
+    vllm_version,
+)
+from gpustrata_policies.model import RuleContext
+from gpustrata_policies.rules._nodes import (
+    gpu_model_of_pool,
+    gpu_model_of_selectors,
+    gpu_pools,
+    targeted_pools,
+)
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, PodRef, dig
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..quantity import parse_quantity
-from ..unknown import known
-from ..view import K8sObject, is_gpu_resource
-from ._common import K8S_RESOURCE_VALIDATION, K8S_SCHEDULING_GPUS, MANDATORY, fmt
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.quantity import parse_quantity
+from gpustrata_policies.rules._common import (
+    K8S_RESOURCE_VALIDATION,
+    K8S_SCHEDULING_GPUS,
+    MANDATORY,
+    fmt,
+)
+from gpustrata_policies.unknown import known
+from gpustrata_policies.view import K8sObject, is_gpu_resource
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:

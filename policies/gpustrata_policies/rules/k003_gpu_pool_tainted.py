@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import ADVISORY, K8S_SCHEDULING_GPUS
-from ._nodes import gpu_pools, pool_label
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY, K8S_SCHEDULING_GPUS
+from gpustrata_policies.rules._nodes import gpu_pools, pool_label
+from gpustrata_policies.view import K8sObject
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:

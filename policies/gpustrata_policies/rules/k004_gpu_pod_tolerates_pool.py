@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import GpuPool, matches_selectors, pools_of, tolerates
-from ..view import K8sObject, PodRef, as_list
-from ._common import K8S_SCHEDULING_GPUS, MANDATORY
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import GpuPool, matches_selectors, pools_of, tolerates
+from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
+from gpustrata_policies.view import K8sObject, PodRef, as_list
 
 DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}
 

@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .. import catalogs
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import GpuPool
-from ..quantity import parse_quantity
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, PodRef, as_map
-from ._common import K8S_SCHEDULING_GPUS, MANDATORY
-from ._nodes import (
+from gpustrata_policies import catalogs
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import GpuPool
+from gpustrata_policies.quantity import parse_quantity
+from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
+from gpustrata_policies.rules._nodes import (
     KUBE_RESERVED,
     fmt_count,
     gpu_pools,
@@ -23,6 +21,8 @@ from ._nodes import (
     pool_label,
     targeted_pools,
 )
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, PodRef, as_map
 
 MIB = 1024**2
 GIB = 1024**3

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..quantity import parse_quantity
-from ..view import K8sObject, as_map
-from ._common import ADVISORY
-from ._nodes import KUBE_RESERVED, gpu_pools, kubelet_of, pool_label
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.quantity import parse_quantity
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.rules._nodes import KUBE_RESERVED, gpu_pools, kubelet_of, pool_label
+from gpustrata_policies.view import K8sObject, as_map
 
 RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
 NODEADM_KUBELET = (

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
-from ..engines import serve_config, vllm_engine
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..quantity import format_bytes, parse_quantity
-from ..view import ContainerRef, K8sObject, PodRef, as_list, dig
-from ._common import MANDATORY
+from gpustrata_policies.engines import serve_config, vllm_engine
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.quantity import format_bytes, parse_quantity
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import ContainerRef, K8sObject, PodRef, as_list, dig
 
 RUNTIME_DEFAULT_SHM = Fraction(64 * 2**20)  # Docker/containerd default /dev/shm: 64 MiB
 

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import GpuPool
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, PodRef, as_map, dig
-from ._common import ADVISORY, autoscalers_by_scale_target
-from ._nodes import fmt_count, gpu_pools, gpu_requests, targeted_pools
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import GpuPool
+from gpustrata_policies.rules._common import ADVISORY, autoscalers_by_scale_target
+from gpustrata_policies.rules._nodes import fmt_count, gpu_pools, gpu_requests, targeted_pools
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, PodRef, as_map, dig
 
 DEPLOYMENT_STRATEGY = (
     "https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#strategy"

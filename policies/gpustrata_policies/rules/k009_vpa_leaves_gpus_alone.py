@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..unknown import known
-from ..view import K8sObject, as_list, dig, is_gpu_resource
-from ._common import MANDATORY, object_index, scale_target
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY, object_index, scale_target
+from gpustrata_policies.unknown import known
+from gpustrata_policies.view import K8sObject, as_list, dig, is_gpu_resource
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:

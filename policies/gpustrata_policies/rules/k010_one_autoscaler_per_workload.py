@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..unknown import known
-from ..view import K8sObject, dig
-from ._common import MANDATORY, autoscaler_target, object_index
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY, autoscaler_target, object_index
+from gpustrata_policies.unknown import known
+from gpustrata_policies.view import K8sObject, dig
 
 Key = tuple[str, str, str]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject, as_list, as_map, dig
-from ._common import ADVISORY, autoscaler_target, object_index, runs_vllm
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY, autoscaler_target, object_index, runs_vllm
+from gpustrata_policies.view import K8sObject, as_list, as_map, dig
 
 INFERENCE_METRIC = re.compile(
     r"num_requests_waiting|num_requests_running|kv_cache_usage|gpu_cache_usage|queue|"

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import matches_selectors, pools_of
-from ..unknown import UnknownInput, known
-from ..view import K8sObject, PodRef, as_list, as_map, dig
-from ._common import ADVISORY, autoscalers_by_scale_target, runs_vllm, selector_matches
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import matches_selectors, pools_of
+from gpustrata_policies.rules._common import (
+    ADVISORY,
+    autoscalers_by_scale_target,
+    runs_vllm,
+    selector_matches,
+)
+from gpustrata_policies.unknown import UnknownInput, known
+from gpustrata_policies.view import K8sObject, PodRef, as_list, as_map, dig
 
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet"})
 HOSTNAME = "kubernetes.io/hostname"

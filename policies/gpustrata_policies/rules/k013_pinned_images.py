@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..engines import split_image
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..unknown import known
-from ..view import K8sObject
-from ._common import ADVISORY
+from gpustrata_policies.engines import split_image
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.unknown import known
+from gpustrata_policies.view import K8sObject
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:

@@ -6,10 +6,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..engines import serve_config, vllm_engine
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject, as_map
-from ._common import MANDATORY
+from gpustrata_policies.engines import serve_config, vllm_engine
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import K8sObject, as_map
 
 KNOWN_SECRET_ENV = frozenset(
     {

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .. import catalogs
-from ..engines import serve_config, split_image, vllm_engine
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..quantity import parse_quantity
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import ContainerRef, K8sObject, PodRef, as_list, dig
-from ._common import ADVISORY
-from ._nodes import GIB, gpu_requests
+from gpustrata_policies import catalogs
+from gpustrata_policies.engines import serve_config, split_image, vllm_engine
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.quantity import parse_quantity
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.rules._nodes import GIB, gpu_requests
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import ContainerRef, K8sObject, PodRef, as_list, dig
 
 # vLLM streams weights from object storage (only config/tokenizer files are pulled:
 # vllm/config/model.py maybe_pull_model_tokenizer_for_runai); Ray Serve LLM downloads

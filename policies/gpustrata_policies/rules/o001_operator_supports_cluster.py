@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import catalogs
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import MANDATORY
-from ._nodes import GPU_OPERATOR_PLATFORMS, gpu_pools, operators_for
+from gpustrata_policies import catalogs
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._nodes import GPU_OPERATOR_PLATFORMS, gpu_pools, operators_for
+from gpustrata_policies.view import K8sObject
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:

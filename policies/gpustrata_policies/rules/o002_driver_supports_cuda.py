@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .. import catalogs
-from ..catalogs import image_cuda, readable_version
-from ..model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies import catalogs
+from gpustrata_policies.catalogs import image_cuda, readable_version
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import DriverRequirement
-from ..pools import GpuPool
-from ..view import K8sObject
-from ._common import MANDATORY
-from ._nodes import driver_on, gpu_pools, gpu_requests, targeted_pools
+from gpustrata_policies.pools import GpuPool
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._nodes import driver_on, gpu_pools, gpu_requests, targeted_pools
+from gpustrata_policies.view import K8sObject
 
 CUDA_DRIVER_TABLE = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html#cuda-driver"
 

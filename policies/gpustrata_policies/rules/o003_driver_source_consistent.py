@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import GpuPool
-from ..view import K8sObject
-from ._common import MANDATORY
-from ._nodes import EKS_AMI_TYPES, GPU_OPERATOR_EKS, gpu_pools, operators_for
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import GpuPool
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._nodes import (
+    EKS_AMI_TYPES,
+    GPU_OPERATOR_EKS,
+    gpu_pools,
+    operators_for,
+)
+from gpustrata_policies.view import K8sObject
 
 
 def _images(pools: list[GpuPool]) -> str:

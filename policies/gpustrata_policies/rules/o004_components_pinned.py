@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import catalogs
-from ..gpu_operator import DECLARED_OVERRIDES_ANNOTATION, GpuOperatorView
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import ADVISORY
-from ._nodes import GPU_OPERATOR_VALUES, operators_for
+from gpustrata_policies import catalogs
+from gpustrata_policies.gpu_operator import DECLARED_OVERRIDES_ANNOTATION, GpuOperatorView
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.rules._nodes import GPU_OPERATOR_VALUES, operators_for
+from gpustrata_policies.view import K8sObject
 
 COMPONENT_MATRIX = (
     "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/life-cycle-policy.html"

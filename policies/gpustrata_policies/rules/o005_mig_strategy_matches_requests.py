@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import GpuPool
-from ..view import K8sObject, PodRef
-from ._common import MANDATORY
-from ._nodes import (
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import GpuPool
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._nodes import (
     MIG_CONFIG_LABEL,
     MIG_K8S,
     gpu_model_of_pool,
@@ -20,6 +19,7 @@ from ._nodes import (
     operators,
     targeted_pools,
 )
+from gpustrata_policies.view import K8sObject, PodRef
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import tolerates
-from ..view import K8sObject
-from ._common import MANDATORY
-from ._nodes import GPU_OPERATOR_VALUES, gpu_pools, operators_for
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import tolerates
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._nodes import GPU_OPERATOR_VALUES, gpu_pools, operators_for
+from gpustrata_policies.view import K8sObject
 
 
 def _taint(t: Mapping[str, str]) -> str:

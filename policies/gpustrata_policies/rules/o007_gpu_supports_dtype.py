@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .. import catalogs
-from ..engines import EngineArgs, serve_config, vllm_engine
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject, PodRef
-from ._common import MANDATORY
-from ._nodes import (
+from gpustrata_policies import catalogs
+from gpustrata_policies.engines import EngineArgs, serve_config, vllm_engine
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._nodes import (
     gpu_model_of_pool,
     gpu_model_of_selectors,
     gpu_pools,
     gpu_requests,
     targeted_pools,
 )
+from gpustrata_policies.view import K8sObject, PodRef
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel

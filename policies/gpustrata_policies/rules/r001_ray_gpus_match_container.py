@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..kuberay import fmt_gpus as format_number
-from ..kuberay import ray_groups
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import MANDATORY
+from gpustrata_policies.kuberay import fmt_gpus as format_number
+from gpustrata_policies.kuberay import ray_groups
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import K8sObject
 
 KUBERAY_POD_GO = (
     "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator/controllers/ray/common/pod.go"

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..kuberay import fmt_gpus, ray_groups
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import ADVISORY
-from ._nodes import gpu_pools
-from ._ray import (
+from gpustrata_policies.kuberay import fmt_gpus, ray_groups
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.rules._nodes import gpu_pools
+from gpustrata_policies.rules._ray import (
     KUBERAY_V170,
     reachable_pools,
     selects_gpu_nodes,
     tolerates_gpu_taint,
 )
+from gpustrata_policies.view import K8sObject
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:

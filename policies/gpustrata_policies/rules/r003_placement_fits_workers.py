@@ -7,19 +7,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..kuberay import (
+from gpustrata_policies.kuberay import (
     RAY_SERVE_LLM_PG_PR,
     EnginePlacement,
     autoscaling_enabled,
     engine_placements,
     fmt_gpus,
 )
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..unknown import UnknownInput
-from ..view import K8sObject, PodRef
-from ._common import MANDATORY
-from ._nodes import gpu_pools, gpu_requests, shared_gpus, targeted_pools
-from ._ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._nodes import gpu_pools, gpu_requests, shared_gpus, targeted_pools
+from gpustrata_policies.rules._ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
+from gpustrata_policies.unknown import UnknownInput
+from gpustrata_policies.view import K8sObject, PodRef
 
 UNBOUNDED = 100_000
 """Worker groups with more max replicas than this are treated as unbounded."""

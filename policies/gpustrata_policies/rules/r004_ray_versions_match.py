@@ -6,14 +6,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import catalogs
-from ..engines import serve_config, split_image
-from ..kuberay import cluster_spec_path, ray_groups
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, as_list, as_map, dig
-from ._common import MANDATORY
-from ._ray import KUBERAY_V170
+from gpustrata_policies import catalogs
+from gpustrata_policies.engines import serve_config, split_image
+from gpustrata_policies.kuberay import cluster_spec_path, ray_groups
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._ray import KUBERAY_V170
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, as_list, as_map, dig
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import KubeRayRelease, RayVersionGate

@@ -6,14 +6,14 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .. import catalogs
-from ..engines import EngineArgs, serve_config
-from ..kuberay import ray_groups
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, as_map, dig
-from ._common import MANDATORY
-from ._ray import KUBERAY_V170, RAY_V2600
+from gpustrata_policies import catalogs
+from gpustrata_policies.engines import EngineArgs, serve_config
+from gpustrata_policies.kuberay import ray_groups
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._ray import KUBERAY_V170, RAY_V2600
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, as_map, dig
 
 ENGINE_START_TIMEOUT_ENV = "RAYLLM_ENGINE_START_TIMEOUT_S"
 ENGINE_START_TIMEOUT_DEFAULT_S = 3600  # ray 2.60 python/ray/llm/_internal/serve/constants.py

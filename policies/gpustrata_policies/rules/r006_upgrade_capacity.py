@@ -6,14 +6,14 @@ import math
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
-from ..kuberay import autoscaling_enabled, fmt_gpus
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import GpuPool
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, as_list, dig
-from ._common import ADVISORY
-from ._nodes import gpu_pools, targeted_pools
-from ._ray import KUBERAY_V170, gpu_worker_groups
+from gpustrata_policies.kuberay import autoscaling_enabled, fmt_gpus
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import GpuPool
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.rules._nodes import gpu_pools, targeted_pools
+from gpustrata_policies.rules._ray import KUBERAY_V170, gpu_worker_groups
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, as_list, dig
 
 NEW_CLUSTER = "NewCluster"
 INCREMENTAL = "NewClusterWithIncrementalUpgrade"

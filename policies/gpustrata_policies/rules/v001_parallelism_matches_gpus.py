@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fractions import Fraction
 
-from ..engines import EngineArgs
-from ..kuberay import engine_placements, fmt_gpus
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import MANDATORY
-from ._ray import RAY_V2600, container_engines
+from gpustrata_policies.engines import EngineArgs
+from gpustrata_policies.kuberay import engine_placements, fmt_gpus
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._ray import RAY_V2600, container_engines
+from gpustrata_policies.view import K8sObject
 
 MULTI_NODE_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime", "InferenceService"})
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import MANDATORY
-from ._vllm import as_int, engine_sites, site_architecture, vllm_source
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._vllm import as_int, engine_sites, site_architecture, vllm_source
+from gpustrata_policies.view import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.catalog.models import ModelArchitecture

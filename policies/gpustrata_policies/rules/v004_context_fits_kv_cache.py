@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._capacity import VLLM_SRC, Inputs, estimated_engines
-from ._common import MANDATORY
+from gpustrata_policies.model import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._capacity import VLLM_SRC, Inputs, estimated_engines
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import K8sObject
 
 
 def message(inp: Inputs) -> str:

@@ -6,10 +6,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import MANDATORY
-from ._vllm import (
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._vllm import (
     EngineSite,
     Version,
     as_int,
@@ -21,6 +20,7 @@ from ._vllm import (
     site_version,
     vllm_source,
 )
+from gpustrata_policies.view import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel

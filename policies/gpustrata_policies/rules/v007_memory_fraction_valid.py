@@ -8,15 +8,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..engines import EngineArgs, serve_config
-from ..kuberay import engine_placements, fmt_gpus
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..pools import matches_selectors
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import ContainerRef, K8sObject
-from ._common import MANDATORY
-from ._nodes import REPLICAS_LABEL, STRATEGY_LABEL, config_map_time_slicing, gpu_pools
-from ._ray import RAY_V2600, container_engines
+from gpustrata_policies.engines import EngineArgs, serve_config
+from gpustrata_policies.kuberay import engine_placements, fmt_gpus
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.pools import matches_selectors
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._nodes import (
+    REPLICAS_LABEL,
+    STRATEGY_LABEL,
+    config_map_time_slicing,
+    gpu_pools,
+)
+from gpustrata_policies.rules._ray import RAY_V2600, container_engines
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import ContainerRef, K8sObject
 
 VLLM_CACHE_CONFIG = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py"
 DEFAULT_FLOOR = 0.9

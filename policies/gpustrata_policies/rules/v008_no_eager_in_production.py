@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..engines import EngineArgs, serve_config
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._common import MANDATORY_IN_PROD
-from ._ray import container_engines, flag_is_on
+from gpustrata_policies.engines import EngineArgs, serve_config
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY_IN_PROD
+from gpustrata_policies.rules._ray import container_engines, flag_is_on
+from gpustrata_policies.view import K8sObject
 
 VLLM_CONFIG = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config"
 DEEPEP_HT = "deepep_high_throughput"

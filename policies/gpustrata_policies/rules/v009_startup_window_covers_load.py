@@ -6,9 +6,8 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._capacity import (
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._capacity import (
     STARTUP_ESTIMATE_ANNOTATION,
     VLLM_SRC,
     EngineSite,
@@ -22,7 +21,8 @@ from ._capacity import (
     resolve_model,
     weights_source,
 )
-from ._common import MANDATORY
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.planning.capacity import StartupEstimate

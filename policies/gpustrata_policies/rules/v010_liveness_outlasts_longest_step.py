@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..unknown import UNKNOWN, UnknownInput
-from ..view import K8sObject, as_map
-from ._capacity import (
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._capacity import (
     VLLM_SRC,
     EngineSite,
     Probe,
@@ -18,7 +16,9 @@ from ._capacity import (
     not_evaluated_reason,
     probe,
 )
-from ._common import MANDATORY
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view import K8sObject, as_map
 
 MIN_TIMEOUT_S = 5
 """A /health answer may take seconds while the API-server process is saturated: probes with

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from ..engines import vllm_engine
-from ..model import Outcome, Rule, RuleContext, RuleMeta
-from ..view import ContainerRef, K8sObject, as_list, as_map
-from ._common import MANDATORY
+from gpustrata_policies.engines import vllm_engine
+from gpustrata_policies.model import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import ContainerRef, K8sObject, as_list, as_map
 
 READY_PATHS = ("/health", "/v1/models", "/ping")
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ..model import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
-from ..view import K8sObject
-from ._capacity import VLLM_SRC, Inputs, estimate, estimated_engines, per_estimate
-from ._common import ADVISORY
+from gpustrata_policies.model import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._capacity import (
+    VLLM_SRC,
+    Inputs,
+    estimate,
+    estimated_engines,
+    per_estimate,
+)
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view import K8sObject
 
 TYPICAL_SEQUENCE_TOKENS = 2048
 """Prompt + output tokens of a typical request. The Azure LLM inference trace 2023
