@@ -1,5 +1,5 @@
 """gpustrata's Pulumi program: `pulumi up` reads stacks/Pulumi.<stack>.yaml (gpustrata:stack)."""
 
-from gpustrata.program import main
+from gpustrata.runtime.program import main
 
 main()

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "components"), str(REPO / "policies")]
 
 from gpustrata_policies import evaluate  # noqa: E402
-from gpustrata_policies.loader import load_paths, load_text  # noqa: E402
+from gpustrata_policies.inputs.manifests import load_paths, load_text  # noqa: E402
 
 FIXTURES = REPO / "tests" / "policies" / "fixtures"
 
@@ -66,7 +66,7 @@ def main() -> None:
         files = sorted(FIXTURES.glob("*/*.yaml"))[:20]
         for i, f in enumerate(files):
             (Path(tmp) / f"{i:02d}-{f.name}").write_text(f.read_text())
-        code = "import sys; from gpustrata_policies.cli import main; sys.exit(main(sys.argv[1:]))"
+        code = "import sys; from gpustrata.cli.check import main; sys.exit(main(sys.argv[1:]))"
         env = {"PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}", "PATH": "/usr/bin:/bin"}
         runs = []
         for _ in range(3):

@@ -5,7 +5,7 @@
 Builds ~50 MB of Helm-style output (``# Source:`` comments, ``---`` separators, empty
 documents, ``null`` values) from the rule fixtures, with unique object names, and a
 JSON ``kind: List`` of the same objects. Each input is checked by a fresh interpreter
-(`python -m gpustrata.cli check --format json`), which reports its own peak RSS
+(`python -m gpustrata.cli.app check --format json`), which reports its own peak RSS
 (``VmHWM`` from ``/proc/self/status``: ``ru_maxrss`` of an exec'ed child can
 report its parent's peak). The generated files
 live in a temporary directory and are removed afterwards (not committed).
@@ -29,7 +29,7 @@ FIXTURES = REPO / "tests" / "policies" / "fixtures"
 
 _CHILD = """
 import resource, sys
-from gpustrata.cli import main
+from gpustrata.cli.app import main
 src = sys.argv[1]
 args = ["check", "--format", "json", src]
 if src == "-":
@@ -110,8 +110,9 @@ def check(source: str, stdin_file: Path | None = None) -> tuple[int, float, floa
 def baseline() -> float:
     """Peak RSS in MiB of an interpreter that only imports the check command."""
     code = (
-        "import resource, gpustrata.cli, gpustrata_policies.output, gpustrata_policies.engine;"
-        "gpustrata_policies.engine.all_rules();"
+        "import resource, gpustrata.cli.app, gpustrata_policies.output.formats;"
+        "import gpustrata_policies.evaluate;"
+        "gpustrata_policies.evaluate.all_rules();"
         "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

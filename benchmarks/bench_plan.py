@@ -1,6 +1,6 @@
 """Cold wall time of `gpustrata plan` per reference stack and for 1, 10, 100 served models.
 
-Each run is a fresh interpreter (`python -m gpustrata.cli plan ...`), so imports count.
+Each run is a fresh interpreter (`python -m gpustrata.cli.app plan ...`), so imports count.
 Prints a table and the least-squares slope in seconds per added model.
 Usage: python benchmarks/bench_plan.py [--repeat N]
 """
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def cold_run(args: list[str]) -> float:
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "gpustrata.cli", "plan", *args, "--format", "json"],
+        [sys.executable, "-m", "gpustrata.cli.app", "plan", *args, "--format", "json"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -29,11 +29,12 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpustrata_policies.adapters import object_from_pulumi
+from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
 from gpustrata_policies.config import PolicyConfig
-from gpustrata_policies.engine import all_rules, evaluate, load_config
-from gpustrata_policies.model import ENVIRONMENTS, Report, Rule, enforced_environment
-from gpustrata_policies.view import K8sObject
+from gpustrata_policies.evaluate import all_rules, evaluate, load_config
+from gpustrata_policies.findings import Report, Rule
+from gpustrata_policies.inputs.pulumi import object_from_pulumi
+from gpustrata_policies.view.objects import K8sObject
 
 _LEVELS = {
     "mandatory": EnforcementLevel.MANDATORY,

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from _stacks import ROOT, stack_doc
 
+from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
-from gpustrata.catalog.models import ModelArchitecture, load_model_catalog
-from gpustrata.cli import main
+from gpustrata.cli.app import main
 from gpustrata.components.stack import build_plan
-from gpustrata.planning.capacity import (
+from gpustrata.planning.plan import FALLBACK_STARTUP_BUDGET_S, STARTUP_PERIOD_S
+from gpustrata.vllm.capacity import (
     GIB,
     CapacityError,
     default_max_num_batched_tokens,
@@ -27,7 +28,6 @@ from gpustrata.planning.capacity import (
     pp_layer_partition,
     weights_estimate,
 )
-from gpustrata.planning.plan import FALLBACK_STARTUP_BUDGET_S, STARTUP_PERIOD_S
 
 
 def arch(model_id: str) -> ModelArchitecture:

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from _stacks import ROOT, STACKS, stack_path
 
-from gpustrata import cli
+from gpustrata.cli import app as cli
 
 WORKFLOW = ROOT / "docs" / "examples" / "github-actions.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from _stacks import ROOT, STACKS, stack_doc
 
-from gpustrata.cli import main
+from gpustrata.cli.app import main
 
 
 @pytest.mark.parametrize("env", STACKS)
@@ -75,7 +75,7 @@ def test_rendered_objects_pass_check(env: str, capsys: pytest.CaptureFixture[str
     rendered = capsys.readouterr().out
     docs = list(yaml.safe_load_all(rendered))
     assert {d["kind"] for d in docs} >= {"GpuNodePool", "Deployment"}
-    from gpustrata_policies.cli import check_command
+    from gpustrata.cli.check import check_command
 
     parser_args = _check_args(["-", "--environment", env, "--format", "json"])
     out = io.StringIO()
@@ -90,7 +90,7 @@ def _check_args(argv: list[str]):  # type: ignore[no-untyped-def]
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    from gpustrata_policies.cli import register_commands
+    from gpustrata.cli.check import register_commands
 
     register_commands(sub)
     return parser.parse_args(["check", *argv])

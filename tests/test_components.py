@@ -10,8 +10,8 @@ import pytest
 import yaml
 from _stacks import ROOT, STACKS, stack_doc
 
-from gpustrata.mockrun import Registered, run_program
 from gpustrata.render.nodes import kubelet_config, nodeadm_user_data
+from gpustrata.runtime.mockrun import Registered, run_program
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +171,7 @@ def test_user_data_quotes_values() -> None:
 
 
 def test_bad_stack_registers_nothing() -> None:
-    from gpustrata.errors import StackError
+    from gpustrata.core.errors import StackError
 
     doc = stack_doc("prod")
     doc["models"][0]["engine"]["gpu_memory_utilization"] = 2

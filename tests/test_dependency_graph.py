@@ -1,6 +1,6 @@
 """Safe deployment: the dependency graph and resource options, as the engine receives them.
 
-The program runs under Pulumi's mocks; ``gpustrata.mockrun`` records each
+The program runs under Pulumi's mocks; ``gpustrata.runtime.mockrun`` records each
 RegisterResourceRequest's ``dependencies`` (explicit ``depends_on`` plus input
 dependencies, components expanded to their children), ``protect`` and
 ``retainOnDelete``. The assertions are on custom resources, so they hold for whatever
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from _stacks import STACKS, stack_doc
 
-from gpustrata.mockrun import Registered, run_program
-from gpustrata_policies.adapters import object_from_pulumi
-from gpustrata_policies.engine import evaluate, find_rule
-from gpustrata_policies.view import RAY_KINDS, K8sObject
+from gpustrata.runtime.mockrun import Registered, run_program
+from gpustrata_policies.evaluate import evaluate, find_rule
+from gpustrata_policies.inputs.pulumi import object_from_pulumi
+from gpustrata_policies.view.objects import RAY_KINDS, K8sObject
 
 HELM = "kubernetes:helm.sh/v3:Release"
 

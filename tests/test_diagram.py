@@ -16,10 +16,10 @@ import pytest
 from _stacks import ROOT, stack_path
 from PIL import Image, ImageFont
 
-from gpustrata.cli import main
+from gpustrata.cli.app import main
 from gpustrata.components.stack import plan_spec
-from gpustrata.diagram import MEMORY_COLOURS, SVG_NS, diagram_svg
 from gpustrata.planning.plan import StackPlan
+from gpustrata.reports.diagram import MEMORY_COLOURS, SVG_NS, diagram_svg
 from gpustrata.spec.loader import load_stack_file
 
 NS = {"svg": SVG_NS}

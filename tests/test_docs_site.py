@@ -16,14 +16,14 @@ import pytest
 import yaml
 from _stacks import ROOT, stack_doc
 
-from gpustrata import cli
-from gpustrata import docs as docgen
+from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
-from gpustrata.catalog.models import load_model_catalog
+from gpustrata.cli import app as cli
 from gpustrata.components.stack import plan_spec
+from gpustrata.reports import docs as docgen
 from gpustrata.spec.loader import validate_stack
-from gpustrata.spec.models import StackSpec
+from gpustrata.spec.stack import StackSpec
 
 DOCS = ROOT / "docs"
 
@@ -31,9 +31,9 @@ DOCS = ROOT / "docs"
 @pytest.mark.parametrize("rel", sorted(docgen.PAGES))
 def test_generated_page_is_current(rel: str) -> None:
     path = DOCS / rel
-    assert path.exists(), f"{path} missing: run python -m gpustrata.docs"
+    assert path.exists(), f"{path} missing: run python -m gpustrata.reports.docs"
     assert path.read_text(encoding="utf-8") == docgen.PAGES[rel](), (
-        f"{path} is stale: run python -m gpustrata.docs"
+        f"{path} is stale: run python -m gpustrata.reports.docs"
     )
 
 

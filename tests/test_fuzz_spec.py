@@ -31,9 +31,9 @@ from _stacks import ROOT, STACKS, stack_doc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpustrata.cli import main
+from gpustrata.cli.app import main
 from gpustrata.components.stack import plan_spec
-from gpustrata.errors import StackError
+from gpustrata.core.errors import StackError
 from gpustrata.render.from_plan import pool_object, pool_tolerations, workload_objects
 from gpustrata.render.nodes import nodeadm_user_data
 from gpustrata.render.operators import (
@@ -42,7 +42,7 @@ from gpustrata.render.operators import (
     kuberay_values,
 )
 from gpustrata.spec.loader import read_stack_file
-from gpustrata_policies.engine import evaluate
+from gpustrata_policies.evaluate import evaluate
 
 REFERENCE = {env: stack_doc(env) for env in STACKS}
 MAX_LINE = 600  # after the file name; user text in a message is cut to 60 characters

@@ -15,7 +15,7 @@ import kubernetes_validate
 import pytest
 from _stacks import ROOT, STACKS, stack_doc
 
-from gpustrata.mockrun import run_program
+from gpustrata.runtime.mockrun import run_program
 from gpustrata_policies import objects_from_pulumi
 
 CUSTOM_GROUPS = {"ray.io", "keda.sh", "monitoring.coreos.com", "gpustrata.io", "helm.sh"}

@@ -7,9 +7,9 @@ import json
 import pytest
 from _stacks import ROOT, stack_doc
 
-from gpustrata.cli import main
+from gpustrata.cli.app import main
 from gpustrata.components.stack import build_plan
-from gpustrata.errors import StackError
+from gpustrata.core.errors import StackError
 from gpustrata.render.operators import kuberay_values
 
 

@@ -20,10 +20,10 @@ import pytest
 from _stacks import ROOT, stack_path
 from markdown_it import MarkdownIt
 
-from gpustrata.cli import main
+from gpustrata.cli.app import main
 from gpustrata.components.stack import plan_spec
 from gpustrata.spec.loader import load_stack_file
-from gpustrata_policies.markdown import code, escape
+from gpustrata_policies.output.markdown import code, escape
 
 SNAPSHOT = ROOT / "tests" / "snapshots" / "plan-staging-raise-max-model-len.md"
 UPDATE = os.environ.get("GPUSTRATA_UPDATE_SNAPSHOTS") == "1"
@@ -263,7 +263,7 @@ def test_check_markdown_groups_findings_by_severity_with_one_fix_per_rule(
 
 
 def test_a_message_with_its_own_fix_does_not_repeat_the_rules_general_one() -> None:
-    from gpustrata_policies.markdown import findings_markdown
+    from gpustrata_policies.output.markdown import findings_markdown
 
     def finding(message: str) -> dict[str, str]:
         return {
@@ -285,8 +285,8 @@ def test_a_message_with_its_own_fix_does_not_repeat_the_rules_general_one() -> N
 
 
 def test_check_markdown_without_findings_passes() -> None:
-    from gpustrata_policies.model import NotEvaluated, Report
-    from gpustrata_policies.output import render
+    from gpustrata_policies.findings import NotEvaluated, Report
+    from gpustrata_policies.output.formats import render
 
     report = Report(objects=3, not_evaluated=[NotEvaluated("K004", "Pod/a/b", "no pool | known")])
     out = render(report, "markdown")
@@ -311,7 +311,7 @@ def test_the_docs_excerpt_is_the_snapshot() -> None:
 
 
 def test_the_docs_commands_parse() -> None:
-    from gpustrata.cli import _parser
+    from gpustrata.cli.app import _parser
 
     page = DOC.read_text(encoding="utf-8")
     commands = [
@@ -331,7 +331,7 @@ def test_the_docs_commands_parse() -> None:
 
 
 def test_the_planner_says_an_engine_would_not_start_unless_a_rule_does(tmp_path: Path) -> None:
-    from gpustrata.report_markdown import engine_problems
+    from gpustrata.reports.markdown import engine_problems
 
     _write_pair(tmp_path)
     plan = plan_spec(load_stack_file(tmp_path / "stacks" / "Pulumi.staging.yaml"))
@@ -346,7 +346,7 @@ def test_the_planner_says_an_engine_would_not_start_unless_a_rule_does(tmp_path:
 
 
 def test_settings_are_compared_by_name_not_position() -> None:
-    from gpustrata.compare import MISSING, settings_changes
+    from gpustrata.reports.compare import MISSING, settings_changes
 
     before = {"models": [{"name": "a", "replicas": 1}, {"name": "b", "replicas": 2}]}
     after = {"models": [{"name": "b", "replicas": 3}, {"name": "a", "replicas": 1}]}

@@ -8,9 +8,9 @@ import pytest
 import yaml
 from _stacks import ROOT, stack_doc
 
-from gpustrata.mockrun import Registered, run_program
 from gpustrata.render.operators import gpu_operator_values
-from gpustrata.spec.models import GpuOperatorSpec
+from gpustrata.runtime.mockrun import Registered, run_program
+from gpustrata.spec.stack import GpuOperatorSpec
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def test_bad_tolerations_are_rejected(toleration: dict[str, str], message: str) 
 
 
 def test_render_prints_pools_and_operator_for_check(capsys: pytest.CaptureFixture[str]) -> None:
-    from gpustrata.cli import main
+    from gpustrata.cli.app import main
 
     assert main(["render", "--stack", "prod", "--project-dir", str(ROOT)]) == 0
     objects = list(yaml.safe_load_all(capsys.readouterr().out))

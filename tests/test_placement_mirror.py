@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from _stacks import ROOT, stack_doc
 
-import gpustrata.placement as placement
-from gpustrata.cli import main
+import gpustrata.runtime.placement as placement
+from gpustrata.cli.app import main
 from gpustrata.components.stack import build_plan
-from gpustrata.placement import mirror_clusters
+from gpustrata.runtime.placement import mirror_clusters
 
 
 def test_prod_mirror_is_the_worker_group_at_max_replicas() -> None:
@@ -55,7 +55,7 @@ def test_verify_placement_names_each_cluster_as_it_goes() -> None:
     """--verify-placement reports progress per RayService ("lines"), and nothing when off."""
     import io
 
-    from gpustrata.placement import MirrorCluster, with_progress
+    from gpustrata.runtime.placement import MirrorCluster, with_progress
 
     mirrors = [MirrorCluster(service=f"inference/llm-{i}", nodes=[], engines=[]) for i in (1, 2)]
     out = io.StringIO()

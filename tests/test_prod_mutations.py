@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from _stacks import ROOT, stack_path
 
-from gpustrata.cli import main
+from gpustrata.cli.app import main
 
 NODE_RULES = {"K003", "K005", "K006", "K008", "K015"}
 OPERATOR_RULES = {"O001", "O002", "O003", "O004", "O005", "O006", "O007"}

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 from _stacks import ROOT
 
-from gpustrata.progress import Progress, choose_mode
+from gpustrata.core.progress import Progress, choose_mode
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # colour / style sequences (not cursor or erase)
 
@@ -99,7 +99,7 @@ def test_real_terminal_and_real_pipe() -> None:
     """isatty() on a pseudo-terminal (live) and on a pipe (quiet), in a child process."""
     script = textwrap.dedent(
         """
-        from gpustrata.progress import Progress
+        from gpustrata.core.progress import Progress
         with Progress(2, "plan") as p:
             for name in ("dev", "prod"):
                 with p.step(name):

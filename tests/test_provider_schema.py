@@ -27,7 +27,7 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc  # noqa: E402
 
 import gpustrata.components as components  # noqa: E402
 from gpustrata import __version__  # noqa: E402
-from gpustrata.provider import PACKAGE, schema  # noqa: E402
+from gpustrata.runtime.provider import PACKAGE, schema  # noqa: E402
 
 PLUGIN_DIR = ROOT / "components"
 # The components issue 8 names; every other exported component is checked too.

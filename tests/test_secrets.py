@@ -22,9 +22,9 @@ import pytest
 import yaml
 from _stacks import ROOT, STACKS, stack_doc, stack_path
 
-from gpustrata.cli import main
-from gpustrata.errors import StackError
-from gpustrata.mockrun import run_program
+from gpustrata.cli.app import main
+from gpustrata.core.errors import StackError
+from gpustrata.runtime.mockrun import run_program
 from gpustrata.spec.loader import validate_stack
 
 TOKEN = "hf_SentinelToken9f8e7d6c5b4a39281706"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpustrata.cli import main
-from gpustrata.errors import StackError
+from gpustrata.cli.app import main
+from gpustrata.core.errors import StackError
 from gpustrata.spec.loader import load_stack_file
 
 # (old text, new text, expected message after "file:line: ")

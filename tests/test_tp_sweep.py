@@ -17,8 +17,8 @@ import yaml
 from _stacks import ROOT
 
 from gpustrata.components.stack import plan_spec
-from gpustrata.mockrun import Registered, run_program
-from gpustrata.serving_report import serving_rows
+from gpustrata.reports.serving import serving_rows
+from gpustrata.runtime.mockrun import Registered, run_program
 from gpustrata.spec.loader import read_stack_file
 from gpustrata_policies import evaluate, objects_from_pulumi
 

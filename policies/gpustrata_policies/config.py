@@ -27,7 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from gpustrata_policies.model import ENFORCEMENTS, ENVIRONMENTS, Enforcement, Environment, RuleMeta
+from gpustrata.core.environments import ENVIRONMENTS, Environment
+from gpustrata_policies.findings import ENFORCEMENTS, Enforcement, RuleMeta
 
 __all__ = ["ConfigError", "PolicyConfig", "parse_environment"]
 

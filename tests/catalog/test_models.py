@@ -1,4 +1,4 @@
-"""Tests for the model architecture catalogue (gpustrata.catalog.models)."""
+"""Tests for the model architecture catalogue (gpustrata.catalog.architectures)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpustrata.catalog.models import (
+from gpustrata.catalog.architectures import (
     ModelArchitecture,
     ModelCatalog,
     ModelCatalogError,

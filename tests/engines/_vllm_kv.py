@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpustrata.catalog.models import ModelArchitecture
+from gpustrata.catalog.architectures import ModelArchitecture
 
 GIB = 1 << 30
 

@@ -16,7 +16,11 @@ from _stacks import STACKS, stack_doc
 from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.components.stack import build_plan
 from gpustrata.render.from_plan import workload_objects
-from gpustrata.serve_schema import llm_source_fields, ray_accelerator_types, validate_serve_config
+from gpustrata.runtime.serve_schema import (
+    llm_source_fields,
+    ray_accelerator_types,
+    validate_serve_config,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -1,7 +1,7 @@
 """gpustrata's KV-cache block math against vLLM 0.33's own, on a grid of catalogue models.
 
 For every grid point (model x TP x PP x dtype x KV-cache dtype x block size) this asserts
-that ``gpustrata.planning.capacity.kv_cache_blocks`` gives the page size and the block
+that ``gpustrata.vllm.capacity.kv_cache_blocks`` gives the page size and the block
 count that vLLM's ``get_kv_cache_configs`` computes for the same memory budget, from the
 KV-cache specs vLLM derives for that model config. Which parts are vLLM's and which this
 test assembles is listed in ``_vllm_kv.py`` (module docstring): the config, the model's
@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from conftest import engine_module
 
-from gpustrata.catalog.models import ModelArchitecture, load_model_catalog
-from gpustrata.planning.capacity import CapacityError, kv_cache_blocks
+from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
+from gpustrata.vllm.capacity import CapacityError, kv_cache_blocks
 
 pytestmark = [
     pytest.mark.engines,

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from conftest import engine_module
 
+from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
-from gpustrata.catalog.models import load_model_catalog
-from gpustrata_policies.rules import v002_parallelism_fits_model as v002
-from gpustrata_policies.rules import v005_batch_budget_covers_context as v005
-from gpustrata_policies.rules import v006_block_size_valid as v006
+from gpustrata_policies.rules.v002_parallelism_fits_model import rule as v002
+from gpustrata_policies.rules.v005_batch_budget_covers_context import rule as v005
+from gpustrata_policies.rules.v006_block_size_valid import rule as v006
 
 pytestmark = [
     pytest.mark.engines,

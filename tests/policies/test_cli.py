@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import FIELD_CORPUS, FIXTURES, REPO
 
-from gpustrata_policies.cli import register_commands
-from gpustrata_policies.docs import rules_markdown
+from gpustrata.cli.check import register_commands
+from gpustrata_policies.output.docs import rules_markdown
 
 
 def run(argv: list[str], stdin: str | bytes | None = None) -> tuple[int, str, str]:
@@ -155,7 +155,7 @@ def test_explain_by_id_and_name() -> None:
 
 def test_docs_rules_md_is_up_to_date() -> None:
     assert (REPO / "docs" / "rules.md").read_text() == rules_markdown(), (
-        "regenerate: python -m gpustrata_policies.docs > docs/rules.md"
+        "regenerate: python -m gpustrata_policies.output.docs > docs/rules.md"
     )
 
 
@@ -177,7 +177,7 @@ def test_field_corpus_runs_without_error() -> None:
 
 def test_check_is_light_on_imports() -> None:
     code = (
-        "import sys; from gpustrata_policies.cli import main; "
+        "import sys; from gpustrata.cli.check import main; "
         "rc = main(['check', '--format', 'json', sys.argv[1]]); "
         "bad = [m for m in sys.modules if m.startswith(('pulumi', 'pydantic', 'grpc'))]; "
         "print(bad, file=sys.stderr); sys.exit(3 if bad else rc)"

@@ -24,7 +24,7 @@ from google.protobuf import empty_pb2, struct_pb2  # noqa: E402
 from pulumi.runtime.proto import analyzer_pb2  # noqa: E402
 
 from gpustrata_policies import all_rules, evaluate, objects_from_pulumi  # noqa: E402
-from gpustrata_policies.loader import load_paths  # noqa: E402
+from gpustrata_policies.inputs.manifests import load_paths  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cli import run
 
-from gpustrata_policies.engine import evaluate
-from gpustrata_policies.loader import InputError, load_text
+from gpustrata_policies.evaluate import evaluate
+from gpustrata_policies.inputs.manifests import InputError, load_text
 
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -7,8 +7,9 @@ import re
 import pytest
 from conftest import FIXTURES
 
-from gpustrata_policies.engine import all_rules, find_rule
-from gpustrata_policies.model import ENFORCEMENTS, ENVIRONMENTS, LAYERS, SEVERITIES
+from gpustrata.core.environments import ENVIRONMENTS
+from gpustrata_policies.evaluate import all_rules, find_rule
+from gpustrata_policies.findings import ENFORCEMENTS, LAYERS, SEVERITIES
 
 RULES = all_rules()
 # RULES.md: "advisory for K003, K006, K008, K011, K012, K013, K015, O004, R002, R006,
@@ -50,7 +51,8 @@ def test_metadata_is_complete(rule) -> None:  # type: ignore[no-untyped-def]
     assert set(m.default_enforcement.values()) <= set(ENFORCEMENTS)
     expected = "advisory" if m.id in ADVISORY else "mandatory"
     assert m.default_enforcement["prod"] == expected
-    assert rule.check.__module__.rsplit(".", 1)[-1].startswith(m.id.lower() + "_")
+    *_, folder, module = rule.check.__module__.split(".")
+    assert (folder, module) == (f"{m.id.lower()}_{m.name.replace('-', '_')}", "rule")
     assert find_rule(m.id) is rule and find_rule(m.name) is rule
 
 

@@ -24,11 +24,11 @@ from conftest import FIXTURES, REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpustrata_policies.adapters import objects_from_pulumi
-from gpustrata_policies.engine import INTERNAL_ERROR, all_rules, evaluate
-from gpustrata_policies.model import NotEvaluated, Rule, RuleContext, RuleMeta
-from gpustrata_policies.unknown import PULUMI_UNKNOWN_SENTINELS, UNKNOWN, UnknownInput
-from gpustrata_policies.view import KNOWN_KINDS, K8sObject
+from gpustrata.core.unknown import PULUMI_UNKNOWN_SENTINELS, UNKNOWN, UnknownInput
+from gpustrata_policies.evaluate import INTERNAL_ERROR, all_rules, evaluate
+from gpustrata_policies.findings import NotEvaluated, Rule, RuleContext, RuleMeta
+from gpustrata_policies.inputs.pulumi import objects_from_pulumi
+from gpustrata_policies.view.objects import KNOWN_KINDS, K8sObject
 
 sys.path.insert(0, str(REPO / "tests"))
 from _fuzz import junk, mutated, pulumi_secret, record
@@ -95,7 +95,7 @@ def _as_pulumi(objects: list[Any]) -> list[dict[str, Any]]:
 def _rerun_raw(objects: list[K8sObject], rule_id: str) -> None:
     """Run one rule without the engine's safety net, to show the traceback."""
     rule = next(r for r in all_rules() if r.meta.id == rule_id)
-    from gpustrata_policies.engine import load_config
+    from gpustrata_policies.evaluate import load_config
 
     ctx = RuleContext(rule.meta, load_config(None, "prod"), objects, {})
     for obj in objects:
@@ -204,7 +204,7 @@ def test_a_crashing_rule_is_an_internal_error_and_others_still_run(env: str, lev
 
 
 def test_internal_error_in_json_and_sarif_output() -> None:
-    from gpustrata_policies.output import render
+    from gpustrata_policies.output.formats import render
 
     report = evaluate([_pod("second")], environment="prod", rules=[CRASHING])
     data = yaml.safe_load(render(report, "json"))

@@ -8,7 +8,7 @@ import pytest
 from conftest import FIXTURES
 
 from gpustrata_policies import evaluate
-from gpustrata_policies.loader import load_paths
+from gpustrata_policies.inputs.manifests import load_paths
 
 EXPECTED: dict[str, list[tuple[str, str]]] = {
     "K001/bad-request-without-limit.yaml": [

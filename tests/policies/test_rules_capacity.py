@@ -16,10 +16,10 @@ from conftest import FIXTURES, REPO
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.config import ConfigError
-from gpustrata_policies.engine import find_rule, load_config, to_objects
-from gpustrata_policies.loader import load_paths
-from gpustrata_policies.model import RuleContext
-from gpustrata_policies.rules import _capacity
+from gpustrata_policies.evaluate import find_rule, load_config, to_objects
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.inputs.manifests import load_paths
+from gpustrata_policies.view import capacity_sites as _capacity
 
 sys.path.insert(0, str(REPO / "tests"))
 from _stacks import STACKS
@@ -245,9 +245,9 @@ def test_good_fixture_is_clean_and_really_evaluated(path: Path) -> None:
 
 
 def test_v003_numbers_and_fix_come_from_the_planner() -> None:
+    from gpustrata.catalog.architectures import load_model_catalog
     from gpustrata.catalog.hardware import load_hardware_catalog
-    from gpustrata.catalog.models import load_model_catalog
-    from gpustrata.planning.capacity import estimate_capacity, gib
+    from gpustrata.vllm.capacity import estimate_capacity, gib
 
     arch = load_model_catalog().get("meta-llama/Llama-3.1-70B-Instruct")
     l4 = load_hardware_catalog().gpu("NVIDIA-L4")
@@ -316,8 +316,8 @@ def test_v012_on_a_short_context_counts_max_model_len_sequences() -> None:
 
 
 def test_v009_safety_factor_is_the_planners() -> None:
-    from gpustrata.planning.capacity import STARTUP_SAFETY_FACTOR
-    from gpustrata_policies.rules.v009_startup_window_covers_load import SAFETY_FACTOR
+    from gpustrata.vllm.capacity import STARTUP_SAFETY_FACTOR
+    from gpustrata_policies.rules.v009_startup_window_covers_load.rule import SAFETY_FACTOR
 
     assert SAFETY_FACTOR == STARTUP_SAFETY_FACTOR
 
@@ -575,7 +575,7 @@ def test_defaults_are_named_in_the_message() -> None:
 
 
 def _plan(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    from gpustrata.cli import main
+    from gpustrata.cli.app import main
 
     main(["plan", *args, "--project-dir", str(REPO), "--format", "json"])
     data: dict[str, Any] = json.loads(capsys.readouterr().out)

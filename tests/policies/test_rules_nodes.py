@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from conftest import FIXTURES
 
+from gpustrata.core.unknown import PULUMI_UNKNOWN_SENTINELS
 from gpustrata_policies import evaluate, objects_from_pulumi
-from gpustrata_policies.catalogs import image_cuda
-from gpustrata_policies.engine import find_rule
-from gpustrata_policies.gpu_operator import operators_of
-from gpustrata_policies.loader import load_paths
-from gpustrata_policies.pools import pools_of
-from gpustrata_policies.unknown import PULUMI_UNKNOWN_SENTINELS
-from gpustrata_policies.view import K8sObject
+from gpustrata_policies.evaluate import find_rule
+from gpustrata_policies.inputs.manifests import load_paths
+from gpustrata_policies.view.catalogs import image_cuda
+from gpustrata_policies.view.gpu_operator import operators_of
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.pools import pools_of
 
 RULES = (
     "K003",
@@ -535,7 +535,7 @@ def test_k008_an_unknown_autoscaler_spoils_only_its_own_target(target: str) -> N
     """A preview-time unknown maxReplicas on another workload's HPA must not hide the surge
     of Deployment a (2 + 2 surge GPUs next to b's 2, on a 4-GPU pool); on a's own HPA it
     makes a "not evaluated"."""
-    from gpustrata_policies.unknown import UNKNOWN
+    from gpustrata.core.unknown import UNKNOWN
 
     rule = find_rule("K008")
     assert rule is not None

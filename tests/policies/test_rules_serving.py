@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpustrata_policies import evaluate, find_rule
-from gpustrata_policies.loader import load_paths
+from gpustrata_policies.inputs.manifests import load_paths
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -14,9 +14,9 @@ import pytest
 from conftest import FIXTURES
 
 from gpustrata_policies import evaluate
-from gpustrata_policies.engine import find_rule
-from gpustrata_policies.loader import load_paths
-from gpustrata_policies.rules import v002_parallelism_fits_model as v002
+from gpustrata_policies.evaluate import find_rule
+from gpustrata_policies.inputs.manifests import load_paths
+from gpustrata_policies.rules.v002_parallelism_fits_model import rule as v002
 
 RULES = ("V002", "V005", "V006")
 
@@ -256,7 +256,7 @@ def test_v002_reads_ray_model_source_and_mla_ignores_kv_heads() -> None:
 
 
 def test_v002_kv_replication_needs_tp_to_be_a_multiple_of_kv_heads() -> None:
-    from gpustrata.catalog.models import load_model_catalog
+    from gpustrata.catalog.architectures import load_model_catalog
 
     arch = load_model_catalog().get("meta-llama/Llama-3.1-70B-Instruct")
     assert arch is not None

@@ -21,8 +21,8 @@ from conftest import REPO
 grpc = pytest.importorskip("grpc")
 from google.protobuf import empty_pb2  # noqa: E402
 
-from gpustrata.cli import main  # noqa: E402
-from gpustrata.report import rules_environment  # noqa: E402
+from gpustrata.cli.app import main  # noqa: E402
+from gpustrata.reports.text import rules_environment  # noqa: E402
 
 
 @pytest.mark.parametrize(

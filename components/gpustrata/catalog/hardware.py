@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gpustrata.yamlio import safe_load
+from gpustrata.core.yamlio import safe_load
 
 __all__ = [
     "CatalogError",

@@ -12,9 +12,9 @@ from gpustrata.components.cluster import EksCluster
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, KubeletArgs, TaintArgs
 from gpustrata.components.operators import GpuOperator, KubeRayOperator
 from gpustrata.components.serving import RayLlmService, VllmDeployment
-from gpustrata.errors import Problem, StackError
-from gpustrata.planning.kuberay import plan_kuberay
+from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.plan import PlanError, PoolPlan, StackPlan, plan_stack
+from gpustrata.planning.ray_layout import plan_kuberay
 from gpustrata.render.from_plan import (
     node_image_driver,
     operator_values,
@@ -27,7 +27,7 @@ from gpustrata.render.operators import (
 )
 from gpustrata.render.workloads import MANAGED_BY
 from gpustrata.spec.loader import validate_stack
-from gpustrata.spec.models import StackSpec
+from gpustrata.spec.stack import StackSpec
 
 
 class InferenceStackArgs(TypedDict):

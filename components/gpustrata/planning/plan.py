@@ -11,20 +11,20 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpustrata.catalog.architectures import ModelCatalog, ModelCatalogError, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
-from gpustrata.catalog.models import ModelCatalog, ModelCatalogError, load_model_catalog
-from gpustrata.planning.capacity import (
+from gpustrata.core.contract import GPU_COUNT_LABEL, GPU_LABEL, POOL_LABEL
+from gpustrata.planning.provenance import Derived, Ledger
+from gpustrata.spec.stack import ModelSpec, NodePoolSpec, StackSpec
+from gpustrata.vllm.capacity import (
     CapacityError,
     CapacityEstimate,
     estimate_for_model,
     gib,
     resolve_architecture,
 )
-from gpustrata.planning.provenance import Derived, Ledger
-from gpustrata.spec.models import ModelSpec, NodePoolSpec, StackSpec
 
 NODEADM_SOURCE = "awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go"
-POOL_LABEL = "gpustrata.io/pool"
 
 # The startup window is the capacity planner's estimate (weights / load bandwidth + engine
 # init) x STARTUP_SAFETY_FACTOR. Only a model whose architecture is unknown (not in the
@@ -262,8 +262,8 @@ def _plan_pool(
     labels = {
         **pool.labels,
         POOL_LABEL: pool.name,
-        "gpustrata.io/gpu": gpu.id,
-        "gpustrata.io/gpu-count": str(instance.gpu_count),
+        GPU_LABEL: gpu.id,
+        GPU_COUNT_LABEL: str(instance.gpu_count),
     }
     return PoolPlan(
         spec=pool,

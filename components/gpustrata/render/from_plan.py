@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpustrata.core.contract import POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
 from gpustrata.render.args import (
     AutoscalingArgs,
@@ -18,7 +19,7 @@ from gpustrata.render.args import (
 from gpustrata.render.nodes import kubelet_config, pool_description
 from gpustrata.render.operators import gpu_operator_description, gpu_operator_values
 from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
-from gpustrata.spec.models import EngineSpec, ModelSpec, StackSpec
+from gpustrata.spec.stack import EngineSpec, ModelSpec, StackSpec
 
 # Engine settings rendered as vLLM flags; the model id and port are positional/fixed.
 _ENGINE_FIELDS = (
@@ -71,7 +72,7 @@ def pool_tolerations(pool: PoolPlan) -> list[TolerationArgs]:
 
 def pool_selector(pool: PoolPlan) -> dict[str, str]:
     """Node selector that lands Pods on the pool."""
-    return {"gpustrata.io/pool": pool.name}
+    return {POOL_LABEL: pool.name}
 
 
 def probe_args(mp: ModelPlan) -> ProbeArgs:

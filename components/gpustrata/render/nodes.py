@@ -8,9 +8,11 @@ from typing import Any
 
 import jinja2
 
+from gpustrata.core.contract import API_VERSION
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 BOUNDARY = "//gpustrata//"
-POOL_API_VERSION = "gpustrata.io/v1alpha1"
+POOL_API_VERSION = API_VERSION
 
 # EKS managed node groups spell taint effects in upper snake case.
 EKS_EFFECTS = {

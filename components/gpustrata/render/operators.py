@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpustrata.core.contract import API_VERSION
 from gpustrata.render.args import TolerationArgs
-from gpustrata.spec.models import GpuOperatorSpec
+from gpustrata.spec.stack import GpuOperatorSpec
 
 GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
@@ -73,7 +74,7 @@ def gpu_operator_description(
     chart's value keys (``devicePlugin``).
     """
     return {
-        "apiVersion": "gpustrata.io/v1alpha1",
+        "apiVersion": API_VERSION,
         "kind": "GpuOperator",
         "metadata": {"name": GPU_OPERATOR_CHART, "namespace": namespace},
         "spec": {

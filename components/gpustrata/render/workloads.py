@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.render.args import (
     ProbeArgs,
     RayLlmServiceArgs,
@@ -25,7 +26,6 @@ SERVE_PORT = 8000
 APP_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpustrata"}
-STARTUP_ESTIMATE_ANNOTATION = "gpustrata.io/startup-estimate-seconds"
 """The planner's engine startup estimate (load + init) on a RayService (rule R005)."""
 ENGINE_START_TIMEOUT_ENV = "RAYLLM_ENGINE_START_TIMEOUT_S"
 """Ray Serve LLM: seconds LLMServer waits for the engine (ray/llm/_internal/serve/constants.py)."""

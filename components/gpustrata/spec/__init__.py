@@ -1,7 +1,7 @@
 """The typed stack spec (pydantic v2) and its loader. No Pulumi import here."""
 
 from gpustrata.spec.loader import CONFIG_KEY, load_stack_file, stack_file, validate_stack
-from gpustrata.spec.models import (
+from gpustrata.spec.stack import (
     AutoscalingSpec,
     ClusterSpec,
     EngineSpec,

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from gpustrata.errors import Problem, StackError
-from gpustrata.spec.models import SECRET_FLAG, StackSpec
+from gpustrata.core.errors import Problem, StackError
+from gpustrata.spec.stack import SECRET_FLAG, StackSpec
 
 CONFIG_KEY = "gpustrata:stack"
 SECRET_CONFIG_KEY = "gpustrata:hfToken"
@@ -54,7 +54,7 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StackError([Problem("", f"cannot be read ({exc}); check the file")], file) from None
-    from gpustrata_policies.yamlguard import YamlShapeError, check_node, check_unique_keys
+    from gpustrata.core.yamlguard import YamlShapeError, check_node, check_unique_keys
 
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)

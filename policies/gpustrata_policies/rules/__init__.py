@@ -1,5 +1,7 @@
-"""One rule per module. Each module exports ``RULE = Rule(meta=RuleMeta(...), check=...)``.
+"""One rule per folder: ``<id>_<name>/rule.py`` exports ``RULE = Rule(meta=..., check=...)``.
 
-Module names start with the lower-case rule id (``k001_...``); the registry in
-:mod:`gpustrata_policies.engine` discovers them. Helpers live in ``_common``.
+Beside ``rule.py`` sit the rule's ``good-*.yaml`` and ``bad-*.yaml`` fixtures and
+``expected.yaml`` (the exact findings of each fixture). The registry in
+:mod:`gpustrata_policies.evaluate` discovers the folders; helpers shared by rules live in
+``_common``.
 """

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpustrata_policies.engines import serve_config, vllm_engine
-from gpustrata_policies.model import Enforcement, Environment, RuleContext
-from gpustrata_policies.unknown import UnknownInput
-from gpustrata_policies.view import K8sObject, as_list, as_map, dig
+from gpustrata.core.environments import Environment
+from gpustrata.core.unknown import UnknownInput
+from gpustrata_policies.findings import Enforcement, RuleContext
+from gpustrata_policies.view.engines import serve_config, vllm_engine
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 MANDATORY: dict[Environment, Enforcement] = {
     "dev": "mandatory",

@@ -1,0 +1,800 @@
+"""Model architecture catalogue: the shapes vLLM needs to size weights and the KV cache.
+
+The data lives in ``data/models.yaml`` next to this module; every entry was checked
+against the model's Hugging Face ``config.json`` and cites where each figure comes
+from. Private models are described from a local ``config.json`` with
+:func:`architecture_from_hf_config` and added with :meth:`ModelCatalog.extended`.
+
+What the KV-cache planner reads (vLLM V1 semantics):
+
+* full or sliding attention: per layer and token, ``num_key_value_heads`` heads of
+  ``head_dim`` for K and the same for V (``head_size_k == head_size_v == head_dim``);
+* sliding-window layers keep at most ``sliding_window`` tokens; which layers slide is
+  :meth:`ModelArchitecture.layer_attention_types` (``hybrid_sliding`` models mix both);
+* MLA (DeepSeek V2/V3/R1): one compressed latent of ``kv_lora_rank + qk_rope_head_dim``
+  elements per token and layer (:attr:`ModelArchitecture.mla_latent_dim`), shared by
+  all heads.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpustrata.catalog.hardware import CatalogError
+from gpustrata.core.yamlio import safe_load
+
+__all__ = [
+    "AttentionKind",
+    "LayerAttentionType",
+    "ModelArchitecture",
+    "ModelCatalog",
+    "ModelCatalogError",
+    "architecture_from_hf_config",
+    "load_model_catalog",
+    "load_model_catalog_file",
+]
+
+AttentionKind = Literal["full", "sliding_window", "hybrid_sliding", "mla"]
+"""How the attention layers bound the KV cache (see :class:`ModelArchitecture`)."""
+
+LayerAttentionType = Literal["full_attention", "sliding_attention"]
+"""Per-layer attention type, with the names Hugging Face uses in ``layer_types``."""
+
+_DATA_PACKAGE = "gpustrata.catalog"
+_MODELS_FILE = "data/models.yaml"
+
+
+class ModelCatalogError(CatalogError):
+    """A model catalogue file, an entry, or a local ``config.json`` is invalid.
+
+    A :class:`CatalogError`, so one handler catches every catalogue's data errors.
+    """
+
+
+class ModelArchitecture(BaseModel):
+    """The architecture of one model, as its Hugging Face ``config.json`` declares it.
+
+    Field names follow ``config.json`` where one exists. For multimodal models
+    (Gemma 3) the figures are those of the language model (``text_config``), with
+    transformers' defaults filled in where the file leaves a key out.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(
+        min_length=1,
+        description='Hugging Face repo id, e.g. "meta-llama/Llama-3.1-70B-Instruct".',
+    )
+    aliases: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Other Hugging Face repo ids with the same config.json shape and weight format "
+            "(base/instruct twins, renamed repos). Quantised repos are separate entries "
+            "because their weight bytes differ."
+        ),
+    )
+    architecture: str = Field(
+        min_length=1,
+        description='config.json "architectures"[0], e.g. "LlamaForCausalLM".',
+    )
+    model_type: str | None = Field(
+        default=None,
+        description='config.json "model_type" (of text_config for multimodal models).',
+    )
+    num_hidden_layers: int = Field(gt=0, description="Decoder layers (config.json).")
+    hidden_size: int = Field(gt=0, description="Residual stream width (config.json).")
+    intermediate_size: int = Field(
+        gt=0,
+        description=(
+            "Dense MLP width (config.json). For MoE models this is the dense-layer width; "
+            "the per-expert width is moe_intermediate_size."
+        ),
+    )
+    moe_intermediate_size: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Per-expert MLP width (config.json moe_intermediate_size; Mixtral and gpt-oss "
+            "experts use intermediate_size and leave this unset)."
+        ),
+    )
+    num_attention_heads: int = Field(gt=0, description="Query heads (config.json).")
+    num_key_value_heads: int = Field(
+        gt=0,
+        description=(
+            "Key/value heads (config.json; equal to num_attention_heads when the file has "
+            "none). For MLA models config.json repeats num_attention_heads, but the cache "
+            "stores one latent per token: use mla_latent_dim."
+        ),
+    )
+    head_dim: int = Field(
+        gt=0,
+        description=(
+            "Per-head dimension of K and V. The explicit config.json head_dim where the "
+            "file has one (Qwen3, Gemma, gpt-oss: NOT hidden_size / num_attention_heads); "
+            "otherwise hidden_size // num_attention_heads and head_dim_derived is true. "
+            "For MLA: qk_nope_head_dim + qk_rope_head_dim (the query/key head width)."
+        ),
+    )
+    head_dim_derived: bool = Field(
+        default=False,
+        description=(
+            "True when config.json has no head_dim and head_dim was computed as "
+            "hidden_size // num_attention_heads (what transformers and vLLM do)."
+        ),
+    )
+    vocab_size: int = Field(gt=0, description="Vocabulary size (config.json).")
+    max_position_embeddings: int = Field(
+        gt=0,
+        description=(
+            "config.json max_position_embeddings: the default max_model_len vLLM derives "
+            "(before rope_scaling adjustments it may apply)."
+        ),
+    )
+    tie_word_embeddings: bool = Field(
+        default=False,
+        description="The output projection shares the input embedding (config.json).",
+    )
+    params_total_b: float = Field(
+        gt=0,
+        description=(
+            "Total parameters in billions: the model card figure where the card states "
+            "one (cited in sources), else the repo's safetensors count; estimated from the "
+            "config only for entries built by architecture_from_hf_config (see notes)."
+        ),
+    )
+    params_active_b: float = Field(
+        gt=0,
+        description=(
+            "Parameters active per token in billions (== total for dense models). For MoE "
+            "models the card figure; cards (OpenAI, DeepSeek) leave out the input-embedding "
+            "lookup, and so does the estimate of architecture_from_hf_config."
+        ),
+    )
+    attention: AttentionKind = Field(
+        description=(
+            '"full": every layer attends to the whole context; "sliding_window": every '
+            'layer keeps at most sliding_window tokens; "hybrid_sliding": some layers '
+            "slide (see sliding_window_pattern / layer_types), the rest are full; "
+            '"mla": multi-head latent attention (DeepSeek), one latent per token.'
+        ),
+    )
+    sliding_window: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Tokens a sliding-window layer attends to (config.json sliding_window). Unset "
+            'for "full" and "mla" models, including Qwen2 configs whose sliding_window is '
+            "inert because use_sliding_window is false."
+        ),
+    )
+    sliding_window_pattern: int | None = Field(
+        default=None,
+        ge=2,
+        description=(
+            "For hybrid_sliding: every N-th layer (1-based) is full attention, the others "
+            "slide, i.e. layer i (0-based) is full iff (i + 1) % N == 0. Gemma 3: 6 "
+            "(config.json sliding_window_pattern); Gemma 2 and gpt-oss: 2 (sliding "
+            "first, alternating). Leave unset when layer_types is given."
+        ),
+    )
+    layer_types: list[LayerAttentionType] | None = Field(
+        default=None,
+        description=(
+            "Explicit per-layer attention types (config.json layer_types), for hybrid "
+            "layouts that no sliding_window_pattern describes. Must have "
+            "num_hidden_layers items."
+        ),
+    )
+    kv_lora_rank: int | None = Field(
+        default=None, gt=0, description="MLA compressed KV latent rank (config.json)."
+    )
+    qk_rope_head_dim: int | None = Field(
+        default=None,
+        gt=0,
+        description="MLA decoupled RoPE key dimension, cached with the latent (config.json).",
+    )
+    qk_nope_head_dim: int | None = Field(
+        default=None, gt=0, description="MLA per-head non-RoPE query/key dim (config.json)."
+    )
+    v_head_dim: int | None = Field(
+        default=None, gt=0, description="MLA per-head value dim (config.json)."
+    )
+    q_lora_rank: int | None = Field(
+        default=None, gt=0, description="MLA query compression rank (config.json)."
+    )
+    torch_dtype: str = Field(
+        min_length=1,
+        description=(
+            'Default dtype of config.json ("torch_dtype", or "dtype" in newer files), '
+            'e.g. "bfloat16": the dtype vLLM picks with --dtype auto.'
+        ),
+    )
+    quantization: str | None = Field(
+        default=None,
+        description=(
+            "Weight quantisation shipped in the repo (config.json quantization_config."
+            'quant_method), e.g. "fp8", "mxfp4", "awq", "gptq"; unset for plain weights.'
+        ),
+    )
+    weights_bytes: int | None = Field(
+        default=None,
+        gt=0,
+        description="Total size of the repo's safetensors files, where a source states it.",
+    )
+    num_experts: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Routed experts per MoE layer (config.json num_experts / num_local_experts / "
+            "n_routed_experts)."
+        ),
+    )
+    num_experts_per_tok: int | None = Field(
+        default=None,
+        gt=0,
+        description="Routed experts active per token (config.json num_experts_per_tok).",
+    )
+    sources: list[str] = Field(
+        min_length=1,
+        description="URLs or repo/path citations for the figures above (at least one).",
+    )
+    notes: str | None = Field(
+        default=None,
+        description="Caveats: derived values, config quirks, how vLLM treats the model.",
+    )
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> ModelArchitecture:
+        """Reject combinations that cannot describe a real model, quoting the values."""
+        where = f"model {self.id!r}"
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"{where}: num_key_value_heads {self.num_key_value_heads} does not divide "
+                f"num_attention_heads {self.num_attention_heads}"
+            )
+        if self.head_dim_derived and self.head_dim * self.num_attention_heads != self.hidden_size:
+            raise ValueError(
+                f"{where}: head_dim_derived is true but head_dim {self.head_dim} x "
+                f"num_attention_heads {self.num_attention_heads} != hidden_size "
+                f"{self.hidden_size}"
+            )
+        if self.params_active_b > self.params_total_b:
+            raise ValueError(
+                f"{where}: params_active_b {self.params_active_b} exceeds params_total_b "
+                f"{self.params_total_b}"
+            )
+        if (self.num_experts is None) != (self.num_experts_per_tok is None):
+            raise ValueError(f"{where}: set both num_experts and num_experts_per_tok, or neither")
+        if (
+            self.num_experts is not None
+            and self.num_experts_per_tok is not None
+            and self.num_experts_per_tok > self.num_experts
+        ):
+            raise ValueError(
+                f"{where}: num_experts_per_tok {self.num_experts_per_tok} exceeds "
+                f"num_experts {self.num_experts}"
+            )
+        if self.id in self.aliases:
+            raise ValueError(f"{where}: aliases repeat the id")
+        self._check_attention(where)
+        return self
+
+    def _check_attention(self, where: str) -> None:
+        """Check that the attention fields fit the declared attention kind."""
+        kind = self.attention
+        if kind == "mla":
+            if self.kv_lora_rank is None or self.qk_rope_head_dim is None:
+                raise ValueError(
+                    f'{where}: attention "mla" needs kv_lora_rank and qk_rope_head_dim'
+                )
+            if (
+                self.qk_nope_head_dim is not None
+                and self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim
+            ):
+                raise ValueError(
+                    f"{where}: MLA head_dim {self.head_dim} != qk_nope_head_dim "
+                    f"{self.qk_nope_head_dim} + qk_rope_head_dim {self.qk_rope_head_dim}"
+                )
+        elif self.kv_lora_rank is not None:
+            raise ValueError(f'{where}: kv_lora_rank is set but attention is {kind!r}, not "mla"')
+        if kind in ("full", "mla"):
+            if self.sliding_window is not None or self.sliding_window_pattern is not None:
+                raise ValueError(
+                    f"{where}: attention {kind!r} must not set sliding_window or "
+                    'sliding_window_pattern (use "sliding_window" or "hybrid_sliding")'
+                )
+            if self.layer_types is not None and "sliding_attention" in self.layer_types:
+                raise ValueError(f"{where}: attention {kind!r} but layer_types has sliding layers")
+            return
+        if self.sliding_window is None:
+            raise ValueError(f"{where}: attention {kind!r} needs sliding_window")
+        if kind == "sliding_window":
+            if self.sliding_window_pattern is not None:
+                raise ValueError(
+                    f'{where}: attention "sliding_window" slides every layer; '
+                    'use "hybrid_sliding" with sliding_window_pattern'
+                )
+            if self.layer_types is not None and "full_attention" in self.layer_types:
+                raise ValueError(f'{where}: attention "sliding_window" but layer_types has full')
+            return
+        # hybrid_sliding
+        if self.layer_types is None and self.sliding_window_pattern is None:
+            raise ValueError(
+                f'{where}: attention "hybrid_sliding" needs sliding_window_pattern or layer_types'
+            )
+        if self.layer_types is not None:
+            if len(self.layer_types) != self.num_hidden_layers:
+                raise ValueError(
+                    f"{where}: layer_types has {len(self.layer_types)} items, "
+                    f"num_hidden_layers is {self.num_hidden_layers}"
+                )
+            if self.sliding_window_pattern is not None and list(self.layer_types) != list(
+                _pattern_layer_types(self.num_hidden_layers, self.sliding_window_pattern)
+            ):
+                raise ValueError(
+                    f"{where}: layer_types contradict sliding_window_pattern "
+                    f"{self.sliding_window_pattern}"
+                )
+        types = self.layer_attention_types()
+        if "full_attention" not in types or "sliding_attention" not in types:
+            raise ValueError(
+                f'{where}: attention "hybrid_sliding" needs both full and sliding layers'
+            )
+
+    def layer_attention_types(self) -> tuple[LayerAttentionType, ...]:
+        """Return the attention type of every layer, in order."""
+        if self.layer_types is not None:
+            return tuple(self.layer_types)
+        kind: LayerAttentionType = "full_attention"
+        if self.attention == "sliding_window":
+            kind = "sliding_attention"
+        elif self.attention == "hybrid_sliding" and self.sliding_window_pattern is not None:
+            return _pattern_layer_types(self.num_hidden_layers, self.sliding_window_pattern)
+        return tuple(kind for _ in range(self.num_hidden_layers))
+
+    @property
+    def num_full_attention_layers(self) -> int:
+        """Layers whose KV cache grows with the whole context."""
+        return self.layer_attention_types().count("full_attention")
+
+    @property
+    def num_sliding_attention_layers(self) -> int:
+        """Layers whose KV cache is bounded by sliding_window tokens."""
+        return self.layer_attention_types().count("sliding_attention")
+
+    @property
+    def is_moe(self) -> bool:
+        """True for mixture-of-experts models."""
+        return self.num_experts is not None
+
+    @property
+    def mla_latent_dim(self) -> int | None:
+        """MLA cache elements per token and layer (kv_lora_rank + qk_rope_head_dim)."""
+        if self.kv_lora_rank is None or self.qk_rope_head_dim is None:
+            return None
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    def names(self) -> tuple[str, ...]:
+        """Return the id followed by the aliases."""
+        return (self.id, *self.aliases)
+
+
+def _pattern_layer_types(num_layers: int, pattern: int) -> tuple[LayerAttentionType, ...]:
+    """Expand a sliding_window_pattern: layer i is full iff (i + 1) % pattern == 0."""
+    return tuple(
+        "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+        for i in range(num_layers)
+    )
+
+
+class ModelCatalog:
+    """An immutable set of model architectures, looked up by id or alias.
+
+    Lookups ignore case, as the Hugging Face Hub does for repo ids.
+    """
+
+    def __init__(self, models: Iterable[ModelArchitecture]) -> None:
+        """Index ``models``; raise :class:`ModelCatalogError` on a repeated id or alias."""
+        by_id: dict[str, ModelArchitecture] = {}
+        index: dict[str, ModelArchitecture] = {}
+        for model in models:
+            for name in model.names():
+                key = name.casefold()
+                other = index.get(key)
+                if other is not None:
+                    raise ModelCatalogError(
+                        f"model {model.id!r}: name {name!r} is already used by model {other.id!r}"
+                    )
+                index[key] = model
+            by_id[model.id] = model
+        self._models: Mapping[str, ModelArchitecture] = MappingProxyType(by_id)
+        self._index: Mapping[str, ModelArchitecture] = MappingProxyType(index)
+
+    @property
+    def models(self) -> Mapping[str, ModelArchitecture]:
+        """All entries keyed by their id (read-only)."""
+        return self._models
+
+    def get(self, id_or_alias: str) -> ModelArchitecture | None:
+        """Return the entry whose id or alias is ``id_or_alias`` (case-insensitive)."""
+        return self._index.get(id_or_alias.strip().casefold())
+
+    def extended(self, extra: Iterable[ModelArchitecture]) -> ModelCatalog:
+        """Return a new catalogue with ``extra`` added.
+
+        An extra entry whose id matches an existing entry (case-insensitive) replaces
+        it; any other name clash raises :class:`ModelCatalogError`.
+        """
+        extra_list = list(extra)
+        replaced = {m.id.casefold() for m in extra_list}
+        kept = [m for m in self._models.values() if m.id.casefold() not in replaced]
+        return ModelCatalog([*kept, *extra_list])
+
+    def __contains__(self, id_or_alias: object) -> bool:
+        """True when ``id_or_alias`` names an entry."""
+        return isinstance(id_or_alias, str) and self.get(id_or_alias) is not None
+
+    def __iter__(self) -> Iterator[ModelArchitecture]:
+        """Iterate over the entries."""
+        return iter(self._models.values())
+
+    def __len__(self) -> int:
+        """Number of entries."""
+        return len(self._models)
+
+    def __repr__(self) -> str:
+        """Summarise the catalogue."""
+        return f"ModelCatalog({len(self)} models)"
+
+
+def _entry_label(raw: Any, index: int) -> str:
+    """Name an entry for an error message: its position and, when readable, its id."""
+    if isinstance(raw, Mapping) and isinstance(raw.get("id"), str):
+        return f"#{index} ({raw['id']!r})"
+    return f"#{index}"
+
+
+def _parse_catalog(text: str, filename: str) -> ModelCatalog:
+    """Parse catalogue YAML text; errors name ``filename`` and the entry."""
+    try:
+        data = safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ModelCatalogError(f"{filename}: not valid YAML: {exc}") from exc
+    if not isinstance(data, Mapping) or set(data) != {"models"}:
+        raise ModelCatalogError(f"{filename}: expected a mapping with exactly one key 'models'")
+    entries = data["models"]
+    if not isinstance(entries, list):
+        raise ModelCatalogError(f"{filename}: 'models' must be a list of mappings")
+    models: list[ModelArchitecture] = []
+    for index, raw in enumerate(entries):
+        label = _entry_label(raw, index)
+        if not isinstance(raw, Mapping):
+            raise ModelCatalogError(f"{filename}: model {label} is not a mapping")
+        try:
+            models.append(ModelArchitecture.model_validate(raw))
+        except ValidationError as exc:
+            raise ModelCatalogError(f"{filename}: model {label} is invalid: {exc}") from exc
+    try:
+        return ModelCatalog(models)
+    except ModelCatalogError as exc:
+        raise ModelCatalogError(f"{filename}: {exc}") from exc
+
+
+@functools.cache
+def load_model_catalog() -> ModelCatalog:
+    """Load the built-in catalogue (``gpustrata.catalog/data/models.yaml``), once."""
+    try:
+        text = resources.files(_DATA_PACKAGE).joinpath(_MODELS_FILE).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ModelCatalogError(f"{_MODELS_FILE}: cannot be read: {exc}") from exc
+    return _parse_catalog(text, _MODELS_FILE)
+
+
+def load_model_catalog_file(path: str | Path) -> ModelCatalog:
+    """Load a user catalogue file with the same layout as ``data/models.yaml``."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ModelCatalogError(f"{file}: cannot be read: {exc}") from exc
+    return _parse_catalog(text, str(file))
+
+
+# transformers defaults for keys that multimodal configs leave out of text_config
+# (huggingface/transformers src/transformers/models/gemma3/configuration_gemma3.py,
+# Gemma3TextConfig.__init__ defaults).
+_TEXT_CONFIG_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262208,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+        "tie_word_embeddings": True,
+    },
+}
+
+_EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
+_TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_topk")
+
+
+def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -> ModelArchitecture:
+    """Describe a model from a local Hugging Face ``config.json`` (file or directory).
+
+    Parameter counts are estimated from the config (see the entry's ``notes``):
+    embeddings ``vocab_size x hidden_size`` (twice unless ``tie_word_embeddings``),
+    attention projections, gated MLPs (three ``hidden x intermediate`` matrices; per
+    expert for MoE, plus shared experts and the router), norms and biases ignored.
+    The estimate is usually within a few percent of the safetensors count.
+
+    ``model_id`` defaults to the config's ``_name_or_path``, else the directory name.
+    Raises :class:`ModelCatalogError` naming the file and the missing or bad key.
+    """
+    file = Path(path)
+    if file.is_dir():
+        file = file / "config.json"
+    try:
+        root = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelCatalogError(f"{file}: cannot be read: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ModelCatalogError(f"{file}: not valid JSON: {exc}") from exc
+    if not isinstance(root, dict):
+        raise ModelCatalogError(f"{file}: expected a JSON object")
+    return _ConfigReader(file, root).build(model_id)
+
+
+class _ConfigReader:
+    """Reads one config.json, tracking which section a key came from for errors."""
+
+    def __init__(self, file: Path, root: dict[str, Any]) -> None:
+        self.file = file
+        self.root = root
+        text = root.get("text_config")
+        self.prefix = "text_config." if isinstance(text, dict) else ""
+        section: dict[str, Any] = dict(text) if isinstance(text, dict) else dict(root)
+        defaults = _TEXT_CONFIG_DEFAULTS.get(str(section.get("model_type")), {})
+        self.defaulted = sorted(k for k in defaults if section.get(k) is None)
+        self.cfg = {**defaults, **{k: v for k, v in section.items() if v is not None}}
+        self.notes: list[str] = []
+
+    def fail(self, message: str) -> ModelCatalogError:
+        """Build an error naming the file."""
+        return ModelCatalogError(f"{self.file}: {message}")
+
+    def opt_int(self, key: str) -> int | None:
+        """Return an optional positive integer key."""
+        value = self.cfg.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise self.fail(f"{self.prefix}{key} must be a positive integer, got {value!r}")
+        return value
+
+    def req_int(self, key: str) -> int:
+        """Return a required positive integer key."""
+        value = self.opt_int(key)
+        if value is None:
+            raise self.fail(f"missing required key {self.prefix}{key!r}")
+        return value
+
+    def first_int(self, keys: tuple[str, ...]) -> int | None:
+        """Return the first of ``keys`` that is set."""
+        for key in keys:
+            value = self.opt_int(key)
+            if value is not None:
+                return value
+        return None
+
+    def build(self, model_id: str | None) -> ModelArchitecture:
+        """Assemble the ModelArchitecture."""
+        cfg = self.cfg
+        archs = self.root.get("architectures")
+        if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+            raise self.fail("missing required key 'architectures' (a non-empty list)")
+        layers = self.req_int("num_hidden_layers")
+        hidden = self.req_int("hidden_size")
+        heads = self.req_int("num_attention_heads")
+        vocab = self.req_int("vocab_size")
+        max_pos = self.req_int("max_position_embeddings")
+        num_experts = self.first_int(_EXPERT_KEYS)
+        top_k = self.first_int(_TOP_K_KEYS) if num_experts is not None else None
+        moe_inter = self.opt_int("moe_intermediate_size")
+        inter = self.opt_int("intermediate_size")
+        if inter is None:
+            if moe_inter is None:
+                raise self.fail(f"missing required key {self.prefix}'intermediate_size'")
+            inter = moe_inter
+        kv_heads = self.opt_int("num_key_value_heads")
+        if kv_heads is None:
+            kv_heads = heads
+            self.notes.append("num_key_value_heads absent: taken as num_attention_heads (MHA).")
+        mla = self.opt_int("kv_lora_rank") is not None
+        head_dim, derived = self._head_dim(hidden, heads, mla)
+        attention, window, pattern, layer_types = self._attention(layers, mla)
+        dtype = cfg.get("torch_dtype") or cfg.get("dtype") or self.root.get("torch_dtype")
+        dtype = dtype or self.root.get("dtype")
+        if not isinstance(dtype, str):
+            dtype = "bfloat16"
+            self.notes.append('config.json has no torch_dtype: assumed "bfloat16".')
+        quant = self.root.get("quantization_config") or cfg.get("quantization_config")
+        quant_method = quant.get("quant_method") if isinstance(quant, dict) else None
+        tied = bool(cfg.get("tie_word_embeddings", self.root.get("tie_word_embeddings", False)))
+        total, active = self._estimate_params(
+            layers, hidden, inter, heads, kv_heads, head_dim, vocab, tied, num_experts, top_k
+        )
+        if self.defaulted:
+            self.notes.append(
+                "transformers defaults used for text_config keys: " + ", ".join(self.defaulted)
+            )
+        name = model_id or self.root.get("_name_or_path") or self.file.parent.name
+        try:
+            return ModelArchitecture(
+                id=str(name),
+                architecture=archs[0],
+                model_type=cfg.get("model_type"),
+                num_hidden_layers=layers,
+                hidden_size=hidden,
+                intermediate_size=inter,
+                moe_intermediate_size=moe_inter if num_experts is not None else None,
+                num_attention_heads=heads,
+                num_key_value_heads=kv_heads,
+                head_dim=head_dim,
+                head_dim_derived=derived,
+                vocab_size=vocab,
+                max_position_embeddings=max_pos,
+                tie_word_embeddings=tied,
+                params_total_b=round(total / 1e9, 3),
+                params_active_b=round(active / 1e9, 3),
+                attention=attention,
+                sliding_window=window,
+                sliding_window_pattern=pattern,
+                layer_types=layer_types,
+                kv_lora_rank=self.opt_int("kv_lora_rank"),
+                qk_rope_head_dim=self.opt_int("qk_rope_head_dim"),
+                qk_nope_head_dim=self.opt_int("qk_nope_head_dim"),
+                v_head_dim=self.opt_int("v_head_dim"),
+                q_lora_rank=self.opt_int("q_lora_rank"),
+                torch_dtype=dtype,
+                quantization=str(quant_method) if quant_method else None,
+                num_experts=num_experts,
+                num_experts_per_tok=top_k,
+                sources=[self.file.resolve().as_uri()],
+                notes=" ".join(self.notes),
+            )
+        except ValidationError as exc:
+            raise self.fail(f"does not describe a consistent model: {exc}") from exc
+
+    def _head_dim(self, hidden: int, heads: int, mla: bool) -> tuple[int, bool]:
+        """Return (head_dim, derived)."""
+        if mla:
+            rope = self.opt_int("qk_rope_head_dim")
+            if rope is None:
+                raise self.fail(
+                    f"MLA config (kv_lora_rank set) lacks {self.prefix}'qk_rope_head_dim'"
+                )
+            nope = self.opt_int("qk_nope_head_dim")
+            if nope is None:
+                raise self.fail(
+                    f"MLA config (kv_lora_rank set) lacks {self.prefix}'qk_nope_head_dim'"
+                )
+            self.notes.append("MLA: head_dim = qk_nope_head_dim + qk_rope_head_dim.")
+            return nope + rope, False
+        explicit = self.opt_int("head_dim")
+        if explicit is not None:
+            return explicit, False
+        if hidden % heads:
+            raise self.fail(
+                f"no {self.prefix}'head_dim' and hidden_size {hidden} is not divisible by "
+                f"num_attention_heads {heads}"
+            )
+        self.notes.append("head_dim absent: derived as hidden_size // num_attention_heads.")
+        return hidden // heads, True
+
+    def _attention(
+        self, layers: int, mla: bool
+    ) -> tuple[AttentionKind, int | None, int | None, list[LayerAttentionType] | None]:
+        """Return (attention, sliding_window, sliding_window_pattern, layer_types)."""
+        if mla:
+            return "mla", None, None, None
+        cfg = self.cfg
+        window = self.opt_int("sliding_window")
+        raw_types = cfg.get("layer_types")
+        if isinstance(raw_types, list):
+            bad = [t for t in raw_types if t not in ("full_attention", "sliding_attention")]
+            if bad:
+                raise self.fail(f"{self.prefix}layer_types has unsupported entries {bad[:3]!r}")
+            if len(raw_types) != layers:
+                raise self.fail(
+                    f"{self.prefix}layer_types has {len(raw_types)} items, "
+                    f"num_hidden_layers is {layers}"
+                )
+            types: list[LayerAttentionType] = list(raw_types)
+            if "sliding_attention" not in types:
+                return "full", None, None, None
+            if window is None:
+                raise self.fail(
+                    f"layer_types has sliding layers but no {self.prefix}'sliding_window'"
+                )
+            if "full_attention" not in types:
+                return "sliding_window", window, None, None
+            return "hybrid_sliding", window, None, types
+        if cfg.get("use_sliding_window") is False or window is None:
+            return "full", None, None, None
+        pattern = self.opt_int("sliding_window_pattern")
+        if pattern is None and cfg.get("model_type") == "gemma2":
+            pattern = 2
+            self.notes.append("Gemma 2: even layers slide, odd layers are full (pattern 2).")
+        if pattern is not None and pattern > 1 and layers >= pattern:
+            return "hybrid_sliding", window, pattern, None
+        return "sliding_window", window, None, None
+
+    def _estimate_params(
+        self,
+        layers: int,
+        hidden: int,
+        inter: int,
+        heads: int,
+        kv_heads: int,
+        head_dim: int,
+        vocab: int,
+        tied: bool,
+        num_experts: int | None,
+        top_k: int | None,
+    ) -> tuple[int, int]:
+        """Estimate (total, active) parameters from the config shape."""
+        cfg = self.cfg
+        embed = vocab * hidden * (1 if tied else 2)
+        kv_lora = self.opt_int("kv_lora_rank")
+        if kv_lora is not None:
+            rope = self.opt_int("qk_rope_head_dim") or 0
+            nope = self.opt_int("qk_nope_head_dim") or 0
+            v_dim = self.opt_int("v_head_dim") or nope
+            q_lora = self.opt_int("q_lora_rank")
+            q_out = heads * (nope + rope)
+            q_proj = hidden * q_lora + q_lora * q_out if q_lora else hidden * q_out
+            attn = q_proj + hidden * (kv_lora + rope) + kv_lora * heads * (nope + v_dim)
+            attn += heads * v_dim * hidden
+        else:
+            attn = hidden * head_dim * (2 * heads + 2 * kv_heads)
+        dense_mlp = 3 * hidden * inter
+        if num_experts is None or top_k is None:
+            per_layer = attn + dense_mlp
+            total = embed + layers * per_layer
+            self.notes.append(
+                "params estimated from config (embeddings, attention, gated MLP; "
+                "norms/biases ignored)."
+            )
+            return total, total
+        expert = 3 * hidden * (self.opt_int("moe_intermediate_size") or inter)
+        shared_n = self.opt_int("n_shared_experts") or 0
+        shared = shared_n * expert
+        shared_inter = self.opt_int("shared_expert_intermediate_size")
+        if shared_inter:
+            shared += 3 * hidden * shared_inter
+        router = hidden * num_experts
+        dense_layers = min(int(cfg.get("first_k_dense_replace") or 0), layers)
+        moe_layers = layers - dense_layers
+        base = embed + layers * attn + dense_layers * dense_mlp
+        base += moe_layers * (shared + router)
+        total = base + moe_layers * num_experts * expert
+        # Active excludes the input-embedding lookup, as the OpenAI and DeepSeek cards count.
+        active = base - vocab * hidden + moe_layers * top_k * expert
+        self.notes.append(
+            "params estimated from config (embeddings, attention, experts x 3 x hidden x "
+            "moe_intermediate, shared experts, router; norms/biases ignored; active "
+            "excludes the input embedding)."
+        )
+        return total, active

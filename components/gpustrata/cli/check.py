@@ -1,0 +1,135 @@
+"""``gpustrata check`` and ``gpustrata explain``: plugged into the main CLI's argparse.
+
+The lead's CLI calls :func:`register_commands` with its subparsers; each command
+sets ``func=handler(args) -> int``. Exit codes (RULES.md): 0 no mandatory
+finding, 1 one or more, 2 unreadable input or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from gpustrata.core.environments import ENVIRONMENTS
+from gpustrata_policies.config import ConfigError
+from gpustrata_policies.evaluate import all_rules, evaluate, find_rule, load_config
+from gpustrata_policies.inputs.manifests import InputError, load_paths
+
+__all__ = ["check_command", "explain_command", "main", "register_commands"]
+
+
+def _error(message: str) -> int:
+    print(f"gpustrata: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _read_config(path: str | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    try:
+        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else f":{getattr(exc, 'lineno', '')}"
+        raise ConfigError(f"{path}{line.rstrip(':')}: invalid config file") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def check_command(
+    args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None
+) -> int:
+    """Run every rule over the manifests named in ``args.paths``."""
+    out = out or sys.stdout
+    try:
+        config = load_config(_read_config(args.config), args.environment)
+        objects = load_paths(list(args.paths), stdin if stdin is not None else sys.stdin)
+    except (InputError, ConfigError) as exc:
+        return _error(str(exc))
+    from gpustrata_policies.output.formats import write  # keeps `explain` light
+
+    report = evaluate(objects, environment=config.environment, config=config)
+    del objects  # the report keeps what it needs; free the manifests before output
+    write(report, args.format, out)
+    for warning in report.warnings:
+        print(f"gpustrata: warning: {warning}", file=sys.stderr)
+    return report.exit_code
+
+
+def _example(rule_id: str) -> str | None:
+    """The first bad fixture of a rule, when the source tree is around."""
+    root = Path(__file__).resolve().parents[3] / "tests" / "policies" / "fixtures" / rule_id
+    files = sorted(root.glob("bad-*.yaml")) if root.is_dir() else []
+    return files[0].read_text(encoding="utf-8") if files else None
+
+
+def explain_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Print a rule's rationale, fix, an example and references."""
+    out = out or sys.stdout
+    rule = find_rule(args.rule)
+    if rule is None:
+        known = ", ".join(f"{r.meta.id} {r.meta.name}" for r in all_rules())
+        return _error(f"no rule {args.rule!r}; known rules: {known}")
+    m = rule.meta
+    enforcement = ", ".join(f"{env}: {m.default_enforcement[env]}" for env in ENVIRONMENTS)
+    parts = [
+        f"{m.id} {m.name}: {m.title}",
+        f"layer: {m.layer}   severity: {m.severity}   default enforcement: {enforcement}",
+        "",
+        "Why:",
+        f"  {m.rationale}",
+        "",
+        "Fix:",
+        f"  {m.fix}",
+    ]
+    if m.thresholds:
+        parts += ["", "Settings (policy config rules." + m.id + "):"]
+        parts += [f"  {k}: default {v[1]!r}" for k, v in m.thresholds.items()]
+    example = _example(m.id)
+    if example:
+        parts += ["", "Example that violates it:", *("  " + line for line in example.splitlines())]
+    parts += ["", "References:", *(f"  {u}" for u in m.references)]
+    out.write("\n".join(parts) + "\n")
+    return 0
+
+
+def register_commands(subparsers: Any) -> None:
+    """Add ``check`` and ``explain`` to an argparse subparsers object."""
+    check = subparsers.add_parser(
+        "check",
+        help="check Kubernetes manifests (files, folders, - for stdin) against the rules",
+        description="Check manifests against the gpustrata rules. Exit 0: no mandatory "
+        "finding; 1: mandatory findings; 2: unreadable input. Describe node pools with "
+        "kind GpuNodePool (apiVersion gpustrata.io/v1alpha1) in the manifests.",
+    )
+    check.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or - (stdin)")
+    check.add_argument("--environment", choices=ENVIRONMENTS, default="prod")
+    check.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text")
+    check.add_argument("--config", metavar="FILE", help="policy config (YAML or JSON)")
+    check.set_defaults(func=check_command)
+    explain = subparsers.add_parser("explain", help="explain a rule (id or name)")
+    explain.add_argument("rule", metavar="RULE", help="rule id (K001) or name")
+    explain.set_defaults(func=explain_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point (``python -m gpustrata.cli.check check ...``)."""
+    parser = argparse.ArgumentParser(prog="gpustrata")
+    register_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""The render -> rules contract: names gpustrata writes on the objects it renders and the
+rules read back. Written once here; the renderers, the view and the reports import them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "API_VERSION",
+    "DECLARED_OVERRIDES_ANNOTATION",
+    "DERIVED_FROM_ANNOTATION",
+    "GPU_COUNT_LABEL",
+    "GPU_LABEL",
+    "POOL_LABEL",
+    "STARTUP_ESTIMATE_ANNOTATION",
+]
+
+API_VERSION = "gpustrata.io/v1alpha1"
+"""apiVersion of the descriptions gpustrata renders for the rules (``GpuNodePool``,
+``GpuOperator``): what the cluster holds but Kubernetes has no object for."""
+POOL_LABEL = "gpustrata.io/pool"
+"""Node label naming a pool; workloads select their pool by it."""
+GPU_LABEL = "gpustrata.io/gpu"
+"""Node label with the catalogue id of a pool's GPU."""
+GPU_COUNT_LABEL = "gpustrata.io/gpu-count"
+"""Node label with the number of GPUs on each of a pool's nodes."""
+STARTUP_ESTIMATE_ANNOTATION = "gpustrata.io/startup-estimate-seconds"
+"""The planner's startup estimate (seconds, before the safety factor) on rendered objects."""
+DERIVED_FROM_ANNOTATION = "gpustrata.io/derived-from"
+"""On a pool the view derived from another source (Node objects, a node group)."""
+DECLARED_OVERRIDES_ANNOTATION = "gpustrata.io/declared-overrides"
+"""GPU Operator components whose version differs from the release's tested set on purpose."""

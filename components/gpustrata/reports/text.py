@@ -1,0 +1,230 @@
+"""`gpustrata plan`: run the program under mocks, check what it registered, report by layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpustrata.planning.plan import StackPlan
+from gpustrata.reports.serving import serving_rows, serving_text
+from gpustrata.runtime.mockrun import Registered, run_program
+
+LAYERS = ("nodes", "gpu-software", "ray", "vllm", "other")
+_LAYER_OF_COMPONENT = {
+    "gpustrata:index:EksCluster": "nodes",
+    "gpustrata:index:GpuNodePool": "nodes",
+    "gpustrata:index:GpuOperator": "gpu-software",
+    "gpustrata:index:KubeRayOperator": "ray",
+    "gpustrata:index:RayLlmService": "ray",
+    "gpustrata:index:VllmDeployment": "vllm",
+}
+_LAYER_TITLES = {
+    "nodes": "Nodes (Kubernetes decides which node and how many whole GPUs)",
+    "gpu-software": "GPU software (driver, toolkit, device plugin, DCGM)",
+    "ray": "Ray (KubeRay: which worker runs which engine, placement groups)",
+    "vllm": "vLLM (plain Deployments: engine flags, probes, autoscaling)",
+    "other": "Other",
+}
+
+
+@dataclass
+class PlanReport:
+    """What `plan` shows: resources by layer, derived values, rule findings."""
+
+    stack: str
+    file: str
+    plan: StackPlan
+    resources: list[Registered]
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    not_evaluated: list[dict[str, Any]] = field(default_factory=list)
+    exit_code: int = 0
+    environment: str = ""
+    """The environment the rules were enforced for."""
+    environment_why: str = ""
+    """Why that environment (see :func:`rules_environment`)."""
+    _index: dict[str, Registered] = field(default_factory=dict, repr=False)
+
+    def layer_of(self, resource: Registered) -> str:
+        """The layer a resource belongs to: its own or its nearest gpustrata ancestor's."""
+        by_name = self._by_name()
+        current: Registered | None = resource
+        while current is not None:
+            if current.type in _LAYER_OF_COMPONENT:
+                return _LAYER_OF_COMPONENT[current.type]
+            current = by_name.get(current.parent) if current.parent else None
+        return "other"
+
+    def _by_name(self) -> dict[str, Registered]:
+        if len(self._index) != len(self.resources):
+            self._index = {r.name: r for r in self.resources}
+        return self._index
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: {stack, resources, derived, findings, not_evaluated}."""
+        return {
+            "stack": self.stack,
+            "file": self.file,
+            "resources": [
+                {**r.as_dict(), "layer": self.layer_of(r)}
+                for r in self.resources
+                if r.type != "pulumi:pulumi:Stack"
+            ],
+            "derived": [d.as_dict() for d in self.plan.derived],
+            "serving": [vars(r) for r in serving_rows(self.plan, self.resources)],
+            "findings": self.findings,
+            "not_evaluated": self.not_evaluated,
+            "environment": {"enforced": self.environment, "why": self.environment_why},
+        }
+
+    def text(self) -> str:
+        """The report for people: layers, models side by side, derived values, findings."""
+        lines = [f"Stack {self.stack} ({self.file}): {len(self.resources) - 1} resources"]
+        if self.environment:
+            lines.append(f"Rules enforced for {self.environment}: {self.environment_why}")
+        grouped: dict[str, list[Registered]] = {layer: [] for layer in LAYERS}
+        for r in self.resources:
+            if r.type != "pulumi:pulumi:Stack" and r.type != "gpustrata:index:InferenceStack":
+                grouped[self.layer_of(r)].append(r)
+        for layer in LAYERS:
+            if not grouped[layer]:
+                continue
+            lines += ["", _LAYER_TITLES[layer]]
+            lines += [f"  {r.type:<48} {r.name}" for r in grouped[layer]]
+        lines += ["", "Models, three layers side by side"]
+        lines += _model_table(self.plan)
+        serving = serving_text(self.plan, self.resources)
+        if serving:
+            lines += ["", "Serving layer: each value as registered, next to the plan", *serving]
+        lines += ["", "Derived values (value <- working [source])"]
+        for d in self.plan.derived:
+            lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")
+        lines += ["", f"Findings: {len(self.findings)}"]
+        for f in self.findings:
+            lines.append(f"  {f['rule']} {f['enforcement']:<9} {f['resource']}: {f['message']}")
+            lines.append(f"      fix: {f['fix']}")
+        if self.not_evaluated:
+            lines.append(f"Not evaluated: {len(self.not_evaluated)}")
+            for n in self.not_evaluated:
+                lines.append(f"  {n['rule']} {n['resource']}: {n['reason']}")
+        return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def _model_table(plan: StackPlan) -> list[str]:
+    header = ("model", "pool / GPUs per node", "Ray workers", "vLLM engine", "startup window")
+    rows = [header]
+    for mp in plan.models.values():
+        pool = mp.pool
+        engine = mp.spec.engine
+        ray = "-"
+        if mp.ray is not None:
+            ray = (
+                f"{mp.ray.min_workers}..{mp.ray.max_workers} x {mp.ray.gpus_per_worker} GPU, "
+                f"{mp.ray.placement_strategy}"
+            )
+        vllm = (
+            f"TP{engine.tensor_parallel_size} x PP{engine.pipeline_parallel_size} = "
+            f"{mp.gpus_per_replica} GPU, {mp.min_replicas}..{mp.max_replicas} replicas, "
+            f"max_model_len {engine.max_model_len or 'model max'}"
+        )
+        rows.append(
+            (
+                mp.name,
+                f"{pool.name}: {pool.instance.name} {pool.instance.gpu_count} x {pool.gpu.id}",
+                ray,
+                vllm,
+                f"{mp.probes.startup_window_s} s",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+
+
+def rules_environment(declared: str, stack: str) -> str:
+    """The environment rules are enforced for: ``GPUSTRATA_ENVIRONMENT`` when CI sets it,
+    else the stack file's ``environment`` but never more relaxed than the stack's name
+    (any name but dev/staging/prod counts as prod). The file is part of the change under
+    review: a ``Pulumi.prod.yaml`` that declares ``environment: dev`` is checked as prod."""
+    return environment_and_why(declared, stack)[0]
+
+
+def environment_and_why(declared: str, stack: str) -> tuple[str, str]:
+    """:func:`rules_environment` with the reason, for the report."""
+    import os
+
+    from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
+
+    override = os.environ.get("GPUSTRATA_ENVIRONMENT")
+    env = enforced_environment([declared], stack, override)
+    if override in ENVIRONMENTS:
+        why = f"GPUSTRATA_ENVIRONMENT={override} (set by CI)"
+    elif stack not in ENVIRONMENTS:
+        why = (
+            f"stack '{stack}' is named like no environment, so it counts as prod; set "
+            "GPUSTRATA_ENVIRONMENT to choose"
+        )
+    elif env == declared == stack:
+        why = "the stack file's environment and the stack's name agree"
+    elif env == stack:
+        why = f"the stack's name; the file's environment: {declared} cannot relax it"
+    else:
+        why = f"the stack file's environment, stricter than the stack's name {stack}"
+    return env, why
+
+
+def _secret_config(file: Path) -> tuple[dict[str, str], list[str]]:
+    """Secret config the stack file sets (``secure:``), as a stand-in secret: plan never
+    decrypts, so the program registers what it would (a Secret) with no value to leak."""
+    import yaml
+
+    from gpustrata.spec.loader import SECRET_CONFIG_KEY
+
+    try:
+        config = (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).get("config") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return {}, []
+    if isinstance(config, dict) and SECRET_CONFIG_KEY in config:
+        return {SECRET_CONFIG_KEY: "<encrypted in the stack file>"}, [SECRET_CONFIG_KEY]
+    return {}, []
+
+
+def plan_report(
+    file: Path,
+    stack: str,
+    plan: StackPlan,
+    document: dict[str, Any],
+    project_dir: Path,
+    label: str | None = None,
+) -> PlanReport:
+    """Run the program for ``document`` under mocks and check every registered resource.
+
+    ``plan`` is the already validated plan of ``document``, shown beside the resources.
+    ``file`` is read for its secret config; ``label`` names it in the report (default:
+    ``file``), e.g. ``origin/main:stacks/Pulumi.prod.yaml`` for a base read from git.
+    """
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.pulumi import objects_from_pulumi
+
+    program = project_dir / "__main__.py"
+    extra, secret_keys = _secret_config(file)
+    resources = run_program(
+        document,
+        stack=stack,
+        program=program if program.exists() else None,
+        extra_config=extra,
+        secret_keys=secret_keys,
+    )
+    report = PlanReport(stack=stack, file=label or str(file), plan=plan, resources=resources)
+    objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
+    report.environment, report.environment_why = environment_and_why(plan.spec.environment, stack)
+    result = evaluate(objects, environment=report.environment)
+    report.findings = [f.to_json() for f in result.findings]
+    report.not_evaluated = [n.to_json() for n in result.not_evaluated]
+    report.exit_code = result.exit_code
+    return report

@@ -1,0 +1,192 @@
+"""The rule registry and :func:`evaluate`: every adapter ends here."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sysconfig
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpustrata.core.unknown import UnknownInput
+from gpustrata_policies.config import PolicyConfig, parse_environment
+from gpustrata_policies.findings import (
+    Enforcement,
+    Finding,
+    NotEvaluated,
+    Report,
+    Rule,
+    RuleContext,
+    RuleMeta,
+    Violation,
+)
+from gpustrata_policies.view.objects import KNOWN_KINDS, K8sObject
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "all_rules",
+    "evaluate",
+    "find_rule",
+    "internal_error",
+    "load_config",
+    "to_objects",
+]
+
+
+@cache
+def all_rules() -> tuple[Rule, ...]:
+    """Every rule folder in :mod:`gpustrata_policies.rules` (``<id>_<name>/rule.py`` exports
+    ``RULE``), by id."""
+    from gpustrata_policies import rules as package
+
+    found: list[Rule] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_") or not info.ispkg:
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}.rule")
+        rule = getattr(module, "RULE", None)
+        if not isinstance(rule, Rule):
+            raise TypeError(f"{module.__name__} does not define RULE = Rule(...)")
+        found.append(rule)
+    return tuple(sorted(found, key=lambda r: r.meta.id))
+
+
+def find_rule(key: str) -> Rule | None:
+    """A rule by id (``K001``, case-insensitive) or kebab-case name."""
+    wanted = key.strip()
+    for rule in all_rules():
+        if rule.meta.id.lower() == wanted.lower() or rule.meta.name == wanted:
+            return rule
+    return None
+
+
+def _find_meta(key: str) -> RuleMeta | None:
+    rule = find_rule(key)
+    return rule.meta if rule else None
+
+
+def load_config(data: Mapping[str, Any] | None, environment: str | None = None) -> PolicyConfig:
+    """Validate a policy-config mapping against the registered rules."""
+    return PolicyConfig.from_mapping(data, environment=environment, resolve_rule=_find_meta)
+
+
+def to_objects(objects: Iterable[K8sObject | Mapping[str, Any]]) -> list[K8sObject]:
+    """Wrap plain dicts as :class:`K8sObject` (objects already wrapped pass through)."""
+    return [o if isinstance(o, K8sObject) else K8sObject(o) for o in objects]
+
+
+INTERNAL_ERROR = "internal error"
+"""How the message of a finding for a crashed rule starts (see :func:`internal_error`)."""
+
+
+def internal_error(
+    meta: RuleMeta, enforcement: Enforcement, obj: K8sObject, exc: BaseException
+) -> Finding:
+    """The finding for a rule that raised on *obj*: fail closed, say where, leak nothing.
+
+    It keeps the rule's enforcement (a mandatory rule that could not check an object
+    must not let it pass silently). The message names the exception type and the
+    line of gpustrata code that raised, never the exception text, which may quote
+    values from the object (a token, say).
+    """
+    # The innermost frame of the rule's own code: not this engine, not a library.
+    libraries = {sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename != __file__ and not any(f.filename.startswith(d) for d in libraries)
+    ]
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return Finding(
+        meta.id,
+        meta.name,
+        meta.severity,
+        enforcement,
+        obj.resource,
+        f"{INTERNAL_ERROR}: rule {meta.id} raised {type(exc).__name__}{where} on this object "
+        "and could not check it",
+        "This is a gpustrata bug, not necessarily a problem in the object: report it with "
+        "the object and the gpustrata version. Until it is fixed the object is not checked "
+        "by this rule; outside prod the rule can be set to advisory in the policy config.",
+        obj.file,
+        obj.line,
+        internal=True,
+    )
+
+
+def evaluate(
+    objects: Iterable[K8sObject | Mapping[str, Any]],
+    *,
+    environment: str = "prod",
+    config: PolicyConfig | Mapping[str, Any] | None = None,
+    rules: Sequence[Rule] | None = None,
+    report_unknown_kinds: bool = True,
+) -> Report:
+    """Run *rules* (default: all) over *objects* and collect findings.
+
+    Never raises on odd input: an unknown value (Pulumi preview) becomes a "not
+    evaluated" record with the reason; a rule that crashes becomes an internal-error
+    finding for that rule and object (:func:`internal_error`), and the other rules
+    still run.
+    """
+    if isinstance(config, PolicyConfig):
+        cfg = config.with_environment(parse_environment(environment))
+    else:
+        cfg = load_config(config, environment)
+    objs = to_objects(objects)
+    report = Report(objects=len(objs))
+    known: list[K8sObject] = []
+    for obj in objs:
+        if obj.kind in KNOWN_KINDS:
+            known.append(obj)
+        elif report_unknown_kinds:
+            what = f"kind {obj.kind} ({obj.api_version})" if obj.kind else "a document without kind"
+            report.not_evaluated.append(
+                NotEvaluated("*", obj.resource, f"{what} is not one gpustrata reads")
+            )
+    cache: dict[str, Any] = {}
+    for rule in rules if rules is not None else all_rules():
+        meta = rule.meta
+        enforcement, warning = cfg.enforcement(meta)
+        if warning:
+            report.warnings.append(warning)
+        if enforcement == "disabled":
+            continue
+        ctx = RuleContext(meta, cfg, known, cache)
+        for obj in known:
+            outcomes: list[Any] = []
+            try:
+                # One at a time: what a rule reported before it stopped is kept.
+                for outcome in rule.check(ctx, obj):
+                    outcomes.append(outcome)
+            except UnknownInput as exc:
+                outcomes.append(
+                    NotEvaluated(
+                        meta.id, obj.resource, f"{exc.what} is unknown until the deployment runs"
+                    )
+                )
+            except Exception as exc:  # a rule bug: report it, run the other rules
+                report.findings.append(internal_error(meta, enforcement, obj, exc))
+            for outcome in outcomes:
+                if isinstance(outcome, Violation):
+                    level = "advisory" if outcome.advisory else enforcement
+                    report.findings.append(
+                        Finding(
+                            meta.id,
+                            meta.name,
+                            meta.severity,
+                            level,
+                            outcome.obj.resource,
+                            outcome.message,
+                            meta.fix,
+                            outcome.obj.file,
+                            outcome.obj.line_of(outcome.path),
+                        )
+                    )
+                else:
+                    report.not_evaluated.append(outcome)
+    report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, f.resource))
+    return report

@@ -1,0 +1,1 @@
+"""Where objects come from: manifests (files, folders, stdin) and Pulumi resources."""

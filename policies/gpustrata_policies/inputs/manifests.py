@@ -1,0 +1,194 @@
+"""Read manifests (files, folders, stdin) into :class:`~.view.K8sObject` with line numbers."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path as FsPath
+from typing import Any
+
+import yaml
+
+from gpustrata.core.yamlguard import YamlShapeError, check_node
+from gpustrata.core.yamlio import SAFE_LOADER
+from gpustrata_policies.view.objects import K8sObject
+
+__all__ = ["InputError", "load_paths", "load_text"]
+
+_SUFFIXES = (".yaml", ".yml", ".json")
+_HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
+Path = tuple[str | int, ...]
+
+
+class InputError(Exception):
+    """Unreadable input: the message names the file (and line when known)."""
+
+
+def _record_lines(
+    root: yaml.Node, name: str, shared: dict[Path, Path] | None = None
+) -> dict[Path, int]:
+    """Line of every mapping key and list item, by path; rejects duplicate keys.
+
+    Iterative (deep documents must not exhaust the interpreter's stack). Paths are
+    shared through *shared* between documents of one input: a large input repeats the
+    same few thousand paths, and one tuple per path keeps its memory near the data's.
+    """
+    shared = {} if shared is None else shared
+    lines: dict[Path, int] = {}
+    todo: list[tuple[yaml.Node, Path]] = [(root, ())]
+    while todo:
+        node, path = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                # One str per distinct key: the constructor reuses node.value for the data.
+                key = key_node.value = sys.intern(key_node.value)
+                if key in seen and key_node.tag != "tag:yaml.org,2002:merge":
+                    raise InputError(
+                        f"{name}:{key_node.start_mark.line + 1}: duplicate key "
+                        f"{_short(key)} in one mapping; YAML requires unique keys and tools "
+                        "disagree on which value wins, so keep one"
+                    )
+                seen.add(key)
+                child = (*path, key)
+                child = shared.setdefault(child, child)
+                lines[child] = key_node.start_mark.line + 1
+                todo.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                child = (*path, index)
+                child = shared.setdefault(child, child)
+                lines[child] = item.start_mark.line + 1
+                todo.append((item, child))
+    return lines
+
+
+def _short(text: str, limit: int = 60) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
+
+
+def _objects(
+    data: Any, name: str, line: int | None, lines: dict[Path, int] | None
+) -> Iterator[K8sObject]:
+    if (
+        isinstance(data, Mapping)
+        and data.get("kind") == "List"
+        and isinstance(data.get("items"), list)
+    ):
+        for index, item in enumerate(data["items"]):  # `kubectl get -o yaml` output
+            sub = {p[2:]: v for p, v in (lines or {}).items() if p[:2] == ("items", index)}
+            item_line = (lines or {}).get(("items", index), line)
+            yield from _objects(item, name, item_line, sub)
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            sub = {p[1:]: v for p, v in (lines or {}).items() if p[:1] == (index,)}
+            yield from _objects(item, name, (lines or {}).get((index,), line), sub)
+    elif isinstance(data, Mapping):
+        yield K8sObject(data, name, line, lines)
+    elif data is not None:
+        yield K8sObject({}, name, line, lines)  # a scalar document: reported as not evaluated
+
+
+def load_text(text: str, name: str) -> list[K8sObject]:
+    """Parse YAML (multi-document) or JSON text; raises :class:`InputError` when malformed.
+
+    Untrusted input is expected: binary data, documents nested too deeply, YAML
+    alias loops and alias bombs (:mod:`.yamlguard`) and duplicate keys are reported
+    with the file and line instead of crashing, hanging or picking a value silently.
+    """
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise InputError(f"{name}:{line}: binary input (contains NUL bytes), not YAML or JSON")
+    if name.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InputError(f"{name}: JSON nested too deeply to read") from None
+        return list(_objects(data, name, 1, None))
+    source_starts: list[int] = []
+    source_names: list[str] = []
+    for match in _HELM_SOURCE.finditer(text):
+        source_starts.append(match.start())
+        source_names.append(match.group(1))
+    out: list[K8sObject] = []
+    shared: dict[Path, Path] = {}
+    loader = SAFE_LOADER(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            check_node(node)  # alias loops and alias bombs, before anything walks it
+            lines = _record_lines(node, name, shared)
+            data = loader.construct_document(node)
+            start = node.start_mark.line + 1
+            origin = name
+            if source_starts:  # Helm output: blame the template the document came from
+                at = bisect.bisect_right(source_starts, node.start_mark.index)
+                origin = source_names[at - 1] if at else name
+            out.extend(_objects(data, origin, start, lines))
+    except YamlShapeError as exc:
+        raise InputError(f"{name}:{exc.line}: cannot be checked: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{where}: invalid YAML: {problem}") from None
+    except RecursionError:  # the pure-Python loader composes recursively
+        raise InputError(f"{name}: YAML nested too deeply to read") from None
+    finally:
+        loader.dispose()
+    return out
+
+
+def _read(path: FsPath) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return _decode(data, str(path))
+
+
+def _decode(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{name}:{line}: not UTF-8 text (byte {exc.start}); is it a binary file?"
+        ) from None
+
+
+def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
+    """Load files, folders (recursive ``*.yaml``/``*.yml``/``*.json``) and ``-`` (stdin)."""
+    objects: list[K8sObject] = []
+    for raw in paths:
+        if raw == "-":
+            data = (
+                stdin.buffer.read()
+                if stdin is not None and hasattr(stdin, "buffer")
+                else (stdin.read() if stdin is not None else b"")
+            )
+            if isinstance(data, bytes):
+                data = _decode(data, "<stdin>")
+            objects.extend(load_text(data, "<stdin>"))
+            continue
+        path = FsPath(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
+            for file in files:
+                objects.extend(load_text(_read(file), str(file)))
+        elif path.exists():
+            objects.extend(load_text(_read(path), str(path)))
+        else:
+            raise InputError(f"{raw}: no such file or directory")
+    return objects

@@ -1,0 +1,158 @@
+"""Pulumi-free adapters: turn Pulumi resources (type token, name, inputs) into objects.
+
+Used by ``gpustrata plan`` (resources registered under Pulumi's mocks) and by the
+CrossGuard pack (``policies/__main__.py``). Nothing here imports Pulumi: inputs are
+plain dicts, and Pulumi's unknown sentinels (or anything not JSON-like, such as an
+unresolved Output) become :data:`~.unknown.UNKNOWN`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gpustrata.core.contract import API_VERSION
+from gpustrata.core.unknown import UNKNOWN, replace_pulumi_unknowns
+from gpustrata_policies.view.pools import DERIVED_FROM
+
+__all__ = ["node_group_to_pool", "object_from_pulumi", "objects_from_pulumi"]
+
+NODE_GROUP_TOKEN = "aws:eks/nodeGroup:NodeGroup"
+GPU_NODE_POOL_TOKEN = "gpustrata:index:GpuNodePool"
+GPU_OPERATOR_TOKEN = "gpustrata:index:GpuOperator"
+DESCRIPTION_KINDS = {GPU_NODE_POOL_TOKEN: "GpuNodePool", GPU_OPERATOR_TOKEN: "GpuOperator"}
+HELM_RELEASE_TOKENS = frozenset({"kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Release"})
+
+
+def _api_version(token: str) -> str:
+    # kubernetes:apps/v1:Deployment -> apps/v1; kubernetes:core/v1:Pod -> v1
+    module = token.split(":")[1]
+    return module[len("core/") :] if module.startswith("core/") else module
+
+
+def _with_name(obj: dict[str, Any], logical_name: str) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    meta = dict(meta) if isinstance(meta, Mapping) else {}
+    if not isinstance(meta.get("name"), str) or not meta.get("name"):
+        meta["name"] = logical_name  # Pulumi auto-naming: the logical name is the stem
+    obj["metadata"] = meta
+    return obj
+
+
+def _gpu_facts(instance_type: Any) -> tuple[str | None, int | None]:
+    """GPU product label and count for an instance type from the hardware catalogue."""
+    if not isinstance(instance_type, str):
+        return None, None
+    try:
+        from gpustrata.catalog.hardware import load_hardware_catalog
+    except ImportError:  # catalogue not installed: the pool carries no GPU facts
+        return None, None
+    try:
+        catalog = load_hardware_catalog()
+        instance = catalog.instance(instance_type)
+        gpu = catalog.gpu(instance.gpu) if instance is not None else None
+    except Exception:  # a broken catalogue must not break policy evaluation
+        return None, None
+    if instance is None:
+        return None, None
+    label = gpu.gfd_products[0] if gpu is not None and gpu.gfd_products else None
+    return label, instance.gpu_count
+
+
+def node_group_to_pool(name: str, props: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``aws:eks/nodeGroup:NodeGroup``'s inputs as a ``GpuNodePool`` object."""
+    instance_types = props.get("instanceTypes")
+    instance_type = (
+        instance_types[0] if isinstance(instance_types, list) and instance_types else None
+    )
+    labels = props.get("labels") if isinstance(props.get("labels"), Mapping) else {}
+    product, count = _gpu_facts(instance_type)
+    if isinstance(labels, Mapping) and isinstance(labels.get("nvidia.com/gpu.product"), str):
+        product = labels["nvidia.com/gpu.product"]
+    scaling = props.get("scalingConfig") if isinstance(props.get("scalingConfig"), Mapping) else {}
+    spec: dict[str, Any] = {
+        "instanceType": instance_type,
+        "labels": dict(labels) if isinstance(labels, Mapping) else labels,
+        "taints": props.get("taints") or [],
+        "minSize": scaling.get("minSize") if isinstance(scaling, Mapping) else None,
+        "maxSize": scaling.get("maxSize") if isinstance(scaling, Mapping) else None,
+    }
+    if product:
+        spec["gpuProduct"] = product
+    if count is not None:
+        spec["gpuCount"] = count
+    for key, field in (("version", "kubernetesVersion"), ("amiType", "amiType")):
+        if isinstance(props.get(key), str):
+            spec[field] = props[key]
+    if isinstance(props.get("diskSize"), int):
+        spec["diskSizeGiB"] = props["diskSize"]
+    group_name = props.get("nodeGroupName")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "GpuNodePool",
+        "metadata": {
+            "name": group_name if isinstance(group_name, str) else name,
+            "annotations": {DERIVED_FROM: NODE_GROUP_TOKEN},
+        },
+        "spec": spec,
+    }
+
+
+def object_from_pulumi(
+    type_token: str, name: str, inputs: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """One resource as a Kubernetes-shaped object, or ``None`` if rules never read it."""
+    props = replace_pulumi_unknowns(inputs)
+    if props is UNKNOWN or not isinstance(props, dict):
+        return None
+    if type_token in DESCRIPTION_KINDS:
+        desc = props.get("description")
+        if isinstance(desc, dict):
+            desc = dict(desc)
+            desc.setdefault("apiVersion", API_VERSION)
+            desc.setdefault("kind", DESCRIPTION_KINDS[type_token])
+            return _with_name(desc, name)
+        return None
+    if type_token == NODE_GROUP_TOKEN:
+        return node_group_to_pool(name, props)
+    if type_token in HELM_RELEASE_TOKENS:
+        release = props.get("name")
+        return {
+            "apiVersion": "helm.sh/v3",
+            "kind": "HelmRelease",
+            "metadata": {
+                "name": release if isinstance(release, str) and release else name,
+                "namespace": props.get("namespace")
+                if isinstance(props.get("namespace"), str)
+                else None,
+            },
+            "spec": props,
+        }
+    if not type_token.startswith("kubernetes:") or type_token.count(":") != 2:
+        return None
+    kind = type_token.rsplit(":", 1)[1]
+    if kind.endswith("List") or kind.endswith("Patch"):
+        return None
+    obj = dict(props)
+    obj.setdefault("apiVersion", _api_version(type_token))
+    obj.setdefault("kind", kind)
+    return _with_name(obj, name)
+
+
+def objects_from_pulumi(
+    resources: Iterable[tuple[str, str, Mapping[str, Any]]],
+) -> list[dict[str, Any]]:
+    """Convert ``(type token, logical name, inputs)`` triples for :func:`~.engine.evaluate`.
+
+    Handles ``kubernetes:*`` resources and CustomResources (camelCase inputs with
+    apiVersion/kind; auto-named ones fall back to the logical name), Helm Releases
+    (kept as kind ``HelmRelease``), ``aws:eks/nodeGroup:NodeGroup`` and
+    ``gpustrata:index:GpuNodePool`` (as ``GpuNodePool`` objects) and the
+    ``gpustrata:index:GpuOperator`` description (kind ``GpuOperator``). Others are dropped.
+    """
+    out = []
+    for token, name, inputs in resources:
+        obj = object_from_pulumi(token, name, inputs)
+        if obj is not None:
+            out.append(obj)
+    return out

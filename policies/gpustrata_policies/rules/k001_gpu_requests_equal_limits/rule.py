@@ -1,0 +1,70 @@
+"""K001 gpu-requests-equal-limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.unknown import known
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import (
+    K8S_RESOURCE_VALIDATION,
+    K8S_SCHEDULING_GPUS,
+    MANDATORY,
+    fmt,
+)
+from gpustrata_policies.view.objects import K8sObject, is_gpu_resource
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Every GPU request has a limit, and equals it."""
+    extra = ctx.config.gpu_resources
+    for c in obj.containers():
+        limits, requests = c.resources("limits"), c.resources("requests")
+        for name in sorted(requests):
+            if not is_gpu_resource(name, extra):
+                continue
+            req = known(requests[name], f"requests.{name} of {c.label}")
+            path = (*c.path, "resources", "requests", name)
+            if name not in limits:
+                yield ctx.violation(
+                    obj,
+                    f"{c.label} requests {name}: {fmt(req)} but sets no limit; the API server "
+                    "rejects it (Limit must be set for non overcommitable resources)",
+                    path,
+                )
+                continue
+            lim = known(limits[name], f"limits.{name} of {c.label}")
+            q_req, q_lim = parse_quantity(req), parse_quantity(lim)
+            differs = q_req != q_lim if q_req is not None and q_lim is not None else req != lim
+            if differs:
+                yield ctx.violation(
+                    obj,
+                    f"{c.label} requests {name}: {fmt(req)} but limits it to {fmt(lim)}; the API "
+                    f"server rejects it (must be equal to {name} limit of {fmt(lim)})",
+                    path,
+                )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K001",
+        name="gpu-requests-equal-limits",
+        title="GPU requests are set under limits and equal them",
+        layer="kubernetes",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "GPUs are extended resources, which Kubernetes never overcommits: a container "
+            "that asks for one must set it under limits, and a request, if present, must equal "
+            "the limit. The API server rejects anything else, but only when the Pod is "
+            "created, so a Deployment or RayCluster is accepted and its Pods never appear."
+        ),
+        fix=(
+            "Set the GPU count under resources.limits (e.g. nvidia.com/gpu: 1); drop the "
+            "request or make it equal to the limit."
+        ),
+        references=(K8S_SCHEDULING_GPUS, K8S_RESOURCE_VALIDATION),
+    ),
+    check,
+)

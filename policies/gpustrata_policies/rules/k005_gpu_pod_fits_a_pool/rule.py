@@ -1,0 +1,287 @@
+"""K005 gpu-pod-fits-a-pool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.nodes import (
+    KUBE_RESERVED,
+    fmt_count,
+    gpu_pools,
+    gpu_requests,
+    kubelet_of,
+    pool_label,
+    targeted_pools,
+)
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_map
+from gpustrata_policies.view.pools import GpuPool
+
+MIB = 1024**2
+GIB = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """What one pod asks of a node."""
+
+    gpus: Fraction
+    """Whole-GPU resources (``nvidia.com/gpu`` and renamed shared GPUs); MIG excluded."""
+    cpu: Fraction | None
+    memory: Fraction | None
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """What one node of a pool offers, and how that was worked out."""
+
+    gpus: int | None
+    cpu: Fraction | None
+    memory: Fraction | None
+    basis: str
+
+
+def _resource(pod: PodRef, name: str) -> Fraction | None:
+    """Effective pod request of cpu/memory: sum of app containers, max with init ones,
+    plus the pod overhead; ``None`` when no container states it."""
+    found = False
+
+    def one(c: Any) -> Fraction:
+        nonlocal found
+        raw = c.resources("requests").get(name)
+        if raw is None:
+            raw = c.resources("limits").get(name)
+        if raw is UNKNOWN:
+            raise UnknownInput(f"{name} of {c.label}")
+        value = parse_quantity(raw)
+        if value is None:
+            return Fraction(0)
+        found = True
+        return value
+
+    app = sum((one(c) for c in pod.containers(init=False)), Fraction(0))
+    init = max((one(c) for c in pod.containers() if c.init), default=Fraction(0))
+    overhead = parse_quantity(as_map(pod.spec.get("overhead"), "overhead").get(name))
+    if not found:
+        return None
+    return max(app, init) + (overhead or 0)
+
+
+def _demand(pod: PodRef, extra: tuple[str, ...]) -> Demand:
+    gpus = sum(
+        (n for r, n in gpu_requests(pod, extra).items() if not r.startswith("nvidia.com/mig-")),
+        Fraction(0),
+    )
+    return Demand(gpus, _resource(pod, "cpu"), _resource(pod, "memory"))
+
+
+def _reserved(kubelet: Mapping[str, Any], name: str, capacity: Fraction) -> Fraction:
+    total = Fraction(0)
+    for section in ("systemReserved", "kubeReserved"):
+        total += parse_quantity(as_map(kubelet.get(section), section).get(name)) or 0
+    if name == "memory":
+        raw = as_map(kubelet.get("evictionHard"), "evictionHard").get("memory.available")
+        if isinstance(raw, str) and raw.lstrip("<").endswith("%"):
+            total += capacity * Fraction(raw.lstrip("<")[:-1]) / 100
+        elif raw is not None:
+            total += parse_quantity(str(raw).lstrip("<")) or 0
+    return total
+
+
+def _capacity(pool: GpuPool) -> Capacity:
+    cpu = parse_quantity(pool.extra.get("cpu"))
+    mem_mib = parse_quantity(pool.extra.get("memoryMiB"))
+    memory = mem_mib * MIB if mem_mib is not None else None
+    source = "described"
+    name = pool.text("instanceType")
+    if (cpu is None or memory is None) and name:
+        inst = catalogs.instance(name)
+        if inst is not None:
+            cpu = cpu if cpu is not None else Fraction(inst.vcpu)
+            memory = memory if memory is not None else Fraction(inst.memory_mib * MIB)
+            source = f"{name} in the hardware catalogue"
+    replicas = parse_quantity(pool.labels.get("nvidia.com/gpu.replicas")) or 1
+    gpus = int(pool.gpu_count * replicas) if pool.gpu_count else None
+    kubelet = kubelet_of(pool)
+    if kubelet is None:
+        return Capacity(gpus, cpu, memory, f"capacity ({source}; reservations not described)")
+    if cpu is not None:
+        cpu -= _reserved(kubelet, "cpu", cpu)
+    if memory is not None:
+        memory -= _reserved(kubelet, "memory", memory)
+    return Capacity(gpus, cpu, memory, "allocatable after kubelet reservations")
+
+
+def _cores(value: Fraction) -> str:
+    return f"{float(value):.2f}".rstrip("0").rstrip(".")
+
+
+def _gib(value: Fraction) -> str:
+    return f"{float(value) / GIB:.1f}Gi"
+
+
+def _shortfalls(demand: Demand, cap: Capacity) -> tuple[list[str], bool]:
+    """What does not fit, and whether any needed figure was unknown."""
+    short: list[str] = []
+    unknown = False
+    if demand.gpus:
+        if cap.gpus is None:
+            unknown = True
+        elif demand.gpus > cap.gpus:
+            short.append(f"{cap.gpus} GPU(s) per node")
+    for what, need, have, show in (
+        ("CPU", demand.cpu, cap.cpu, _cores),
+        ("memory", demand.memory, cap.memory, _gib),
+    ):
+        if need is None or need == 0:
+            continue
+        if have is None:
+            unknown = True
+        elif need > have:
+            short.append(f"{show(have)} {what}")
+    return short, unknown
+
+
+def _labels(labels: Mapping[str, Any]) -> str:
+    if not labels:
+        return "no node labels"
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _asks(demand: Demand) -> str:
+    parts = [f"{fmt_count(demand.gpus)} GPU(s)"] if demand.gpus else []
+    if demand.cpu:
+        parts.append(f"{_cores(demand.cpu)} CPU")
+    if demand.memory:
+        parts.append(f"{_gib(demand.memory)} memory")
+    return ", ".join(parts)
+
+
+def _check_pools(
+    ctx: RuleContext, obj: K8sObject, pod: PodRef, demand: Demand, pools: list[GpuPool]
+) -> Iterator[Outcome]:
+    targeted = targeted_pools(pod, pools)
+    path = (*pod.path, "nodeSelector")
+    if not targeted:
+        yield ctx.violation(
+            obj,
+            f"pod{pod.where} requests {_asks(demand)} and selects "
+            f"{_labels(pod.selected_labels())}, but no described GPU pool has "
+            f"those labels (pools: {', '.join(p.name for p in pools)}); it stays Pending",
+            path,
+        )
+        return
+    reasons, unknown = [], []
+    for pool in targeted:
+        cap = _capacity(pool)
+        short, missing = _shortfalls(demand, cap)
+        if not short and not missing:
+            return  # fits this pool
+        if short:
+            reasons.append(f"{pool_label(pool)} offers {', '.join(short)} ({cap.basis})")
+        else:
+            unknown.append(pool.name)
+    if unknown:
+        yield ctx.not_evaluated(
+            obj,
+            f"pod{pod.where} requests {_asks(demand)}; the GPU count, CPU or memory of "
+            f"pool(s) {', '.join(unknown)} is not described and not in the hardware catalogue",
+        )
+        return
+    yield ctx.violation(
+        obj,
+        f"pod{pod.where} requests {_asks(demand)} per pod, more than any pool it can land "
+        f"on: {'; '.join(reasons)}; it stays Pending",
+        (*pod.path, "containers"),
+    )
+
+
+def _check_selectors(
+    ctx: RuleContext, obj: K8sObject, pod: PodRef, demand: Demand
+) -> Iterator[Outcome]:
+    """No pool described: use the instance type / GPU count the pod selects, if any."""
+    labels = pod.selected_labels()
+    name = labels.get("node.kubernetes.io/instance-type")
+    count = parse_quantity(labels.get("nvidia.com/gpu.count"))
+    if isinstance(name, str):
+        inst = catalogs.instance(name)
+        if inst is None:
+            yield ctx.not_evaluated(
+                obj,
+                f"pod{pod.where} selects instance type {name}, which is not in the hardware "
+                "catalogue",
+            )
+            return
+        cap = Capacity(
+            inst.gpu_count,
+            Fraction(inst.vcpu),
+            Fraction(inst.memory_mib * MIB),
+            f"{name} capacity before kubelet reservations, hardware catalogue",
+        )
+        where = f"instance type {name}"
+    elif count is not None:
+        cap = Capacity(int(count), None, None, "nvidia.com/gpu.count node selector")
+        where = f"nodes labelled nvidia.com/gpu.count={fmt_count(count)}"
+    else:
+        return
+    short, _ = _shortfalls(demand, cap)
+    if short:
+        yield ctx.violation(
+            obj,
+            f"pod{pod.where} requests {_asks(demand)} per pod but selects {where}, which "
+            f"offers {', '.join(short)} ({cap.basis}); it stays Pending",
+            (*pod.path, "nodeSelector"),
+        )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """A GPU pod fits (GPUs, CPU, memory after reservations) a pool it selects."""
+    extra = ctx.config.gpu_resources
+    for pod in obj.pods():
+        if not gpu_requests(pod, extra):
+            continue
+        demand = _demand(pod, extra)
+        pools = gpu_pools(ctx)
+        if pools:
+            yield from _check_pools(ctx, obj, pod, demand, pools)
+        else:
+            yield from _check_selectors(ctx, obj, pod, demand)
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K005",
+        name="gpu-pod-fits-a-pool",
+        title="GPU pods fit a node of a pool they select",
+        layer="kubernetes",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "A Pod is placed on one node: it needs a node whose labels match its selectors "
+            "and whose allocatable GPUs, CPU and memory (capacity minus systemReserved, "
+            "kubeReserved and the hard eviction threshold) cover its requests. Otherwise it "
+            "stays Pending with 'Insufficient nvidia.com/gpu' or 'didn't match node "
+            "affinity', and a cluster autoscaler adds nothing because no node shape fits. "
+            "Without described pools the rule uses the instance type or nvidia.com/gpu.count "
+            "the Pod selects (capacity before reservations, a lower bound)."
+        ),
+        fix=(
+            "Select a pool whose instance type has enough GPUs, CPU and memory for one Pod, "
+            "or lower the Pod's requests (fewer GPUs per Pod means smaller tensor parallelism)."
+        ),
+        references=(
+            K8S_SCHEDULING_GPUS,
+            KUBE_RESERVED,
+            "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/",
+        ),
+        scope="stack",
+    ),
+    check,
+)

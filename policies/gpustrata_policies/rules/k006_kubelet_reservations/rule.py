@@ -1,0 +1,107 @@
+"""K006 kubelet-reservations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpustrata.core.quantity import parse_quantity
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view.nodes import KUBE_RESERVED, gpu_pools, kubelet_of, pool_label
+from gpustrata_policies.view.objects import K8sObject, as_map
+
+RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
+NODEADM_KUBELET = (
+    "https://github.com/awslabs/amazon-eks-ami/blob/main/nodeadm/internal/kubelet/config.go"
+)
+
+
+def _reserved(section: Mapping[str, Any], key: str) -> bool:
+    value = parse_quantity(section.get(key))
+    return value is not None and value > 0
+
+
+def _problems(kubelet: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for name in ("systemReserved", "kubeReserved"):
+        section = as_map(kubelet.get(name), f"kubelet.{name}")
+        bad = sorted(k for k in section if k not in RESERVABLE)
+        if bad:
+            problems.append(
+                f"{name} lists {', '.join(bad)}, which the kubelet cannot reserve (it "
+                f"accepts only {', '.join(RESERVABLE)} and exits with 'cannot reserve "
+                f'"{bad[0]}" resource\')'
+            )
+        missing = [k for k in ("cpu", "memory") if not _reserved(section, k)]
+        if missing:
+            who = "system daemons" if name == "systemReserved" else "the kubelet and runtime"
+            problems.append(f"{name} reserves no {' or '.join(missing)} for {who}")
+    eviction = as_map(kubelet.get("evictionHard"), "kubelet.evictionHard")
+    threshold = eviction.get("memory.available")
+    if not isinstance(threshold, str | int | float) or not str(threshold).lstrip("<"):
+        problems.append(
+            "evictionHard sets no memory.available threshold (at most the kubelet's 100Mi "
+            "default applies)"
+        )
+    return problems
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """GPU pools reserve cpu/memory for system and kubelet and set a memory eviction floor."""
+    if obj.kind != "GpuNodePool":
+        return
+    for pool in gpu_pools(ctx):
+        if pool.obj is not obj:
+            continue
+        kubelet = kubelet_of(pool)
+        if kubelet is None:
+            where = (
+                "is a node group whose kubelet settings live in its launch template user data"
+                if pool.derived
+                else "does not describe its kubelet settings (spec.kubelet)"
+            )
+            yield ctx.not_evaluated(obj, f"{pool_label(pool)} {where}")
+            continue
+        problems = _problems(kubelet)
+        if problems:
+            yield ctx.violation(
+                obj,
+                f"GPU {pool_label(pool)}: {'; '.join(problems)}",
+                ("spec", "kubelet"),
+            )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K006",
+        name="kubelet-reservations",
+        title="GPU pools reserve resources for the system and the kubelet",
+        layer="kubernetes",
+        severity="medium",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "Allocatable = capacity - systemReserved - kubeReserved - the hard eviction "
+            "threshold. Without reservations the scheduler hands the whole node to Pods; "
+            "loading tens of GB of weights then starves containerd, the kubelet and the NVIDIA "
+            "host daemons, the node goes NotReady and every engine on it restarts. The kubelet "
+            "accepts only cpu, memory, ephemeral-storage and pid in its reservations (GPUs are "
+            "not reservable). Its built-in hard eviction threshold, memory.available<100Mi, "
+            "leaves no room for the page cache of a weight load. EKS AL2023 nodeadm computes "
+            "kubeReserved from the instance but reserves nothing for the system."
+        ),
+        fix=(
+            "Set systemReserved and kubeReserved cpu and memory (gpustrata sizes kubeReserved "
+            "the way nodeadm does) and evictionHard memory.available, e.g. 500Mi or more on "
+            "GPU nodes."
+        ),
+        references=(
+            KUBE_RESERVED,
+            "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/",
+            NODEADM_KUBELET,
+            "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubelet/app/server.go",
+        ),
+        scope="stack",
+    ),
+    check,
+)

@@ -1,0 +1,150 @@
+"""K007 shm-for-multi-gpu."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from fractions import Fraction
+
+from gpustrata.core.quantity import format_bytes, parse_quantity
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.engines import serve_config, vllm_engine
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
+
+RUNTIME_DEFAULT_SHM = Fraction(64 * 2**20)  # Docker/containerd default /dev/shm: 64 MiB
+
+
+def _pod_memory_limit(pod: PodRef) -> Fraction | None:
+    limits = [c.memory_limit() for c in pod.containers(init=False)]
+    if not limits or any(x is None for x in limits):
+        return None
+    return sum((x for x in limits if x is not None), Fraction(0))
+
+
+def shm_status(pod: PodRef, c: ContainerRef) -> tuple[str, Fraction | None, str]:
+    """(medium, size or None for node-bounded, description) of the container's /dev/shm."""
+    if pod.spec.get("hostIPC") is True:
+        return "memory", None, "uses the host IPC namespace and its /dev/shm (hostIPC: true)"
+    for mount in as_list(c.raw.get("volumeMounts"), f"volumeMounts of {c.label}"):
+        if (
+            not isinstance(mount, Mapping)
+            or str(mount.get("mountPath", "")).rstrip("/") != "/dev/shm"
+        ):
+            continue
+        name = str(mount.get("name"))
+        volume = pod.volumes().get(name, {})
+        empty_dir = volume.get("emptyDir")
+        if isinstance(empty_dir, Mapping) or ("emptyDir" in volume and empty_dir is None):
+            empty_dir = empty_dir or {}
+            if empty_dir.get("medium") != "Memory":
+                return "disk", None, f"mounts the disk-backed emptyDir '{name}' at /dev/shm"
+            size_limit = parse_quantity(empty_dir.get("sizeLimit"))
+            pod_limit = _pod_memory_limit(pod)
+            sizes = [s for s in (size_limit, pod_limit) if s is not None]
+            size = min(sizes) if sizes else None
+            why = "sizeLimit" if size is not None and size == size_limit else "pod memory limit"
+            desc = (
+                f"mounts a memory-backed /dev/shm of {format_bytes(size)} ({why})" if size else ""
+            )
+            return "memory", size, desc
+        if dig(volume, "hostPath", "path") == "/dev/shm":
+            return "memory", None, "mounts the host's /dev/shm"
+        return "disk", None, f"mounts volume '{name}' at /dev/shm, which is not memory-backed"
+    if pod.is_ray:  # KubeRay adds a memory emptyDir sized to the memory limit (else request)
+        size = c.memory_limit() or c.memory_request()
+        desc = (
+            f"gets KubeRay's injected /dev/shm sized to its memory of {format_bytes(size)}"
+            if size
+            else ""
+        )
+        return "memory", size, desc
+    return (
+        "none",
+        RUNTIME_DEFAULT_SHM,
+        "mounts nothing at /dev/shm (the container runtime gives 64Mi)",
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Multi-GPU vLLM engines get a memory-backed /dev/shm of at least the minimum."""
+    minimum = parse_quantity(ctx.threshold("min_shm_size"))
+    if minimum is None:
+        yield ctx.not_evaluated(
+            obj, f"min_shm_size {ctx.threshold('min_shm_size')!r} is not a quantity"
+        )
+        return
+    extra = ctx.config.gpu_resources
+    ray_engines: int | None = None
+    if obj.kind == "RayService":
+        cfg = serve_config(obj)
+        if cfg and cfg.engines and all(e.complete for e in cfg.engines):
+            sizes = [e.gpus_per_engine() for e in cfg.engines]
+            if all(s is not None for s in sizes):
+                ray_engines = max(s for s in sizes if s is not None)
+    for pod in obj.pods():
+        for c in pod.containers(init=False):
+            if pod.is_ray:
+                if c.gpu_limit(extra) <= 0:
+                    continue
+                per_engine = ray_engines
+            else:
+                engine = vllm_engine(c)
+                if engine is None:
+                    continue
+                per_engine = engine.gpus_per_engine()
+                if per_engine == 1 and not engine.complete:
+                    per_engine = None  # flags may come from elsewhere ($@, variables)
+            medium, size, desc = shm_status(pod, c)
+            if medium == "memory" and (size is None or size >= minimum):
+                continue
+            if per_engine is None:
+                if c.gpu_limit(extra) > 1:
+                    yield ctx.not_evaluated(
+                        obj,
+                        f"{c.label} has {c.gpu_limit(extra)} GPUs and {desc}, but its "
+                        "tensor/pipeline parallel sizes are not readable",
+                    )
+                continue
+            if per_engine <= 1:
+                continue
+            yield ctx.violation(
+                obj,
+                f"{c.label} runs vLLM engines of {per_engine} GPUs (tensor x pipeline parallel) "
+                f"and {desc}; NCCL between the engine's GPU workers needs at least "
+                f"{format_bytes(minimum)} of memory-backed /dev/shm",
+                (*c.path, "volumeMounts"),
+            )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K007",
+        name="shm-for-multi-gpu",
+        title="Multi-GPU vLLM engines get a memory-backed /dev/shm",
+        layer="kubernetes",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "With tensor or pipeline parallelism vLLM runs one worker per GPU, and NCCL and "
+            "PyTorch exchange data through shared memory in /dev/shm. Containers get 64Mi "
+            'there by default, and NCCL fails or hangs ("unhandled system error", bus '
+            "errors). NCCL's troubleshooting guide asks for --shm-size=1g in Docker, and "
+            "vLLM's Kubernetes guide mounts a memory emptyDir at /dev/shm, hence the 1Gi "
+            "default minimum. KubeRay already injects a memory-backed /dev/shm sized to the "
+            "memory limit into Ray containers that mount none, so a Ray worker fails only "
+            "when its own mount is disk-backed or too small."
+        ),
+        fix=(
+            "Add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 2Gi}} and mount "
+            "it at /dev/shm in the vLLM container (count the size against the memory limit)."
+        ),
+        references=(
+            "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#docker",
+            "https://docs.vllm.ai/en/latest/deployment/k8s.html",
+            "https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/common/pod.go",
+            "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir",
+        ),
+        thresholds={"min_shm_size": ("string", "1Gi")},
+    ),
+    check,
+)

@@ -1,0 +1,235 @@
+"""K008 gpu-rollout-fits."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any
+
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY, autoscalers_by_scale_target
+from gpustrata_policies.view.nodes import fmt_count, gpu_pools, gpu_requests, targeted_pools
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_map, dig
+from gpustrata_policies.view.pools import GpuPool
+
+DEPLOYMENT_STRATEGY = (
+    "https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#strategy"
+)
+
+
+def _int(value: Any, default: int) -> int | None:
+    if value is None:
+        return default
+    if value is UNKNOWN:
+        raise UnknownInput("replicas")
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def _resolve(value: Any, replicas: int, round_up: bool) -> int | None:
+    """maxSurge (rounded up) / maxUnavailable (rounded down) of a rolling update."""
+    if value is UNKNOWN:
+        raise UnknownInput("rollingUpdate")
+    text = str(value).strip()
+    if text.endswith("%"):
+        try:
+            pct = Fraction(text[:-1]) / 100
+        except ValueError:
+            return None
+        scaled = pct * replicas
+        return math.ceil(scaled) if round_up else math.floor(scaled)
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _autoscaled_max(ctx: RuleContext, obj: K8sObject) -> int | None:
+    """The largest replica count an HPA or ScaledObject may give *obj* (``None``: none).
+    Raises UnknownInput when an autoscaler that may target *obj* is unknown at preview."""
+    Target = tuple[str, str, str]
+
+    def build() -> tuple[dict[Target, int], dict[Target | None, str]]:
+        # An unknown value spoils only the workloads it may concern (None: any of them).
+        by_target, unknown_target = autoscalers_by_scale_target(ctx)
+        most: dict[Target, int] = {}
+        unknown: dict[Target | None, str] = {}
+        if unknown_target is not None:
+            unknown[None] = unknown_target
+        for target, scalers in by_target.items():
+            for other in scalers:
+                key = (
+                    "maxReplicas" if other.kind == "HorizontalPodAutoscaler" else "maxReplicaCount"
+                )
+                default = 100 if key == "maxReplicaCount" else 0
+                try:
+                    value = _int(dig(other.raw, "spec", key), default)
+                except UnknownInput as exc:
+                    unknown.setdefault(target, exc.what)
+                    continue
+                if value:
+                    most[target] = max(most.get(target, 0), value)
+        return most, unknown
+
+    found: tuple[dict[Target, int], dict[Target | None, str]] = ctx.memo(
+        "k008_max_by_target", build
+    )
+    most, unknown = found
+    target = (obj.kind, obj.namespace, obj.name)
+    reason = unknown.get(target) or unknown.get(None)
+    if reason is not None:
+        raise UnknownInput(reason)
+    return most.get(target)
+
+
+def _max_pods(ctx: RuleContext, obj: K8sObject, pod: PodRef) -> int | None:
+    """The most Pods of this template the workload runs (autoscalers included)."""
+    if pod.is_ray:
+        group = pod.ray_group or {}
+        auto = dig(obj.raw, "spec", "enableInTreeAutoscaling") or dig(
+            obj.raw, "spec", "rayClusterConfig", "enableInTreeAutoscaling"
+        )
+        if pod.role == "head":
+            return 1
+        key = "maxReplicas" if auto is True else "replicas"
+        return _int(group.get(key), 1)
+    if obj.kind == "Pod":
+        return 1
+    replicas = _int(pod.replicas, 1)
+    if replicas is None:
+        return None
+    if obj.kind == "LeaderWorkerSet":
+        size = _int(dig(obj.raw, "spec", "leaderWorkerTemplate", "size"), 1) or 1
+        replicas *= size if pod.role == "worker" else 1
+    auto = _autoscaled_max(ctx, obj)
+    return max(replicas, auto) if auto else replicas
+
+
+def _demand(
+    ctx: RuleContext, pools: list[GpuPool], extra: tuple[str, ...]
+) -> tuple[dict[str, int], dict[str, str]]:
+    """GPUs every GPU workload can hold per pool name, at its maximum size; and per pool
+    name, why some workload's share is unknown during a preview."""
+
+    def build() -> tuple[dict[str, int], dict[str, str]]:
+        used: dict[str, int] = {}
+        unknown: dict[str, str] = {}
+        for other in ctx.objects:
+            try:
+                for pod in other.pods():
+                    gpus = sum(gpu_requests(pod, extra).values(), Fraction(0))
+                    if not gpus:
+                        continue
+                    hits = targeted_pools(pod, pools)
+                    if len(hits) != 1:
+                        continue  # spread over several pools: not attributed
+                    try:
+                        count = _max_pods(ctx, other, pod)
+                    except UnknownInput as exc:
+                        unknown.setdefault(hits[0].name, f"{other.resource}: {exc.what}")
+                        continue
+                    if count is None:
+                        continue
+                    used[hits[0].name] = used.get(hits[0].name, 0) + math.ceil(gpus) * count
+            except UnknownInput:
+                continue  # its Pods are unknown: the subject's own check reports that
+        return used, unknown
+
+    demand: tuple[dict[str, int], dict[str, str]] = ctx.memo("k008_gpu_demand", build)
+    return demand
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """A GPU Deployment's rolling update needs no GPU the pool does not have."""
+    if obj.kind != "Deployment":
+        return
+    extra = ctx.config.gpu_resources
+    pools = gpu_pools(ctx)
+    for pod in obj.pods():
+        gpus = sum(gpu_requests(pod, extra).values(), Fraction(0))
+        if not gpus or not pools:
+            continue  # not a GPU Pod, or no pool to measure the surge against
+        strategy = as_map(dig(obj.raw, "spec", "strategy"), "spec.strategy")
+        if strategy.get("type") == "Recreate":
+            continue
+        replicas = _int(dig(obj.raw, "spec", "replicas"), 1)
+        rolling = as_map(strategy.get("rollingUpdate"), "rollingUpdate")
+        surge = _resolve(rolling.get("maxSurge", "25%"), replicas or 1, True)
+        unavailable = _resolve(rolling.get("maxUnavailable", "25%"), replicas or 1, False)
+        if replicas is None or surge is None or unavailable is None:
+            continue  # unreadable: the API server rejects it
+        if surge == 0 or unavailable > 0:
+            continue  # no surge, or old Pods make room
+        targeted = targeted_pools(pod, pools)
+        if not targeted:
+            continue  # K005 reports a Pod that matches no pool
+        sized = [p for p in targeted if p.max_size is not None and p.gpu_count]
+        if len(sized) != len(targeted):
+            yield ctx.not_evaluated(
+                obj,
+                f"the rolling update surges {surge} Pod(s) of {fmt_count(gpus)} GPU(s) and "
+                f"pool(s) {', '.join(p.name for p in targeted if p not in sized)} state no "
+                "maxSize or GPU count, so their spare GPUs are unknown",
+            )
+            continue
+        demand, unknown = _demand(ctx, pools, extra)
+        capacity = sum((p.max_size or 0) * (p.gpu_count or 0) for p in sized)
+        used = sum(demand.get(p.name, 0) for p in sized)
+        need = surge * math.ceil(gpus)
+        if capacity - used >= need:
+            reasons = [unknown[p.name] for p in sized if p.name in unknown]
+            if reasons:  # it fits without a workload whose size is unknown: undecided
+                yield ctx.not_evaluated(
+                    obj,
+                    f"the GPUs held on pool(s) {', '.join(p.name for p in sized)} are "
+                    f"unknown until deploy ({reasons[0]})",
+                )
+            continue
+        how = (
+            "the RollingUpdate defaults maxSurge 25%, maxUnavailable 25%"
+            if not rolling
+            else ("its rollingUpdate")
+        )
+        names = ", ".join(p.name for p in sized)
+        yield ctx.violation(
+            obj,
+            f"Deployment {obj.name} updates {replicas} replica(s) with maxSurge {surge} and "
+            f"maxUnavailable 0 ({how}): the surge Pod(s) need {need} GPU(s) but pool(s) "
+            f"{names} have {max(capacity - used, 0)} spare ({capacity} GPU(s) at max size, "
+            f"{used} held by GPU workloads at their max replicas); no old Pod is removed "
+            "first, so the rollout never finishes",
+            ("spec", "strategy"),
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K008",
+        name="gpu-rollout-fits",
+        title="GPU Deployments can roll out without spare GPUs",
+        layer="kubernetes",
+        severity="medium",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "A Deployment's default RollingUpdate (maxSurge 25% rounded up, maxUnavailable 25% "
+            "rounded down) starts a new Pod before stopping an old one whenever maxUnavailable "
+            "rounds to 0, which it does below 4 replicas. On a GPU pool that is full at its "
+            "maximum size the surge Pod never schedules, no old Pod is stopped, and the update "
+            "hangs until progressDeadlineSeconds marks it failed."
+        ),
+        fix=(
+            "Use strategy Recreate for a single replica, or RollingUpdate with maxSurge: 0 and "
+            "maxUnavailable: 1; or keep spare GPUs in the pool's maxSize for the surge."
+        ),
+        references=(
+            DEPLOYMENT_STRATEGY,
+            "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/deployment-v1/",
+        ),
+        scope="stack",
+    ),
+    check,
+)

@@ -1,0 +1,78 @@
+"""K009 vpa-leaves-gpus-alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from gpustrata.core.unknown import known
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY, object_index, scale_target
+from gpustrata_policies.view.objects import K8sObject, as_list, dig, is_gpu_resource
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """A VPA that is not Off controls only cpu and memory of GPU workloads."""
+    if obj.kind != "VerticalPodAutoscaler":
+        return
+    mode = known(dig(obj.raw, "spec", "updatePolicy", "updateMode"), "updateMode") or "Auto"
+    if mode == "Off":
+        return
+    extra = ctx.config.gpu_resources
+    target_key = scale_target(obj)
+    target = object_index(ctx).get(target_key) if target_key else None
+    policies = as_list(
+        dig(obj.raw, "spec", "resourcePolicy", "containerPolicies"), "containerPolicies"
+    )
+    for index, policy in enumerate(policies):
+        if not isinstance(policy, Mapping):
+            continue
+        controlled = as_list(policy.get("controlledResources"), "controlledResources")
+        other = [str(r) for r in controlled if r not in ("cpu", "memory")]
+        if not other:
+            continue
+        gpu_listed = any(is_gpu_resource(r, extra) for r in other)
+        target_has_gpus = target is not None and any(p.gpu_count(extra) > 0 for p in target.pods())
+        if not gpu_listed and target is None:
+            yield ctx.not_evaluated(
+                obj, f"target {'/'.join(target_key or ('?',))} is not among the objects"
+            )
+            continue
+        if not (gpu_listed or target_has_gpus):
+            continue
+        what = f"{target_key[0]}/{target_key[2]}" if target_key else "its target"
+        yield ctx.violation(
+            obj,
+            f"VPA in updateMode {mode} controls {', '.join(other)} for container "
+            f"'{policy.get('containerName', '*')}' of GPU workload {what}; restrict "
+            "controlledResources to cpu and memory",
+            ("spec", "resourcePolicy", "containerPolicies", index, "controlledResources"),
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K009",
+        name="vpa-leaves-gpus-alone",
+        title="A VPA on a GPU workload controls only cpu and memory",
+        layer="kubernetes",
+        severity="medium",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "The Vertical Pod Autoscaler rewrites the resources it controls and evicts Pods "
+            "to apply them. GPUs are whole devices chosen by the engine's parallelism; a VPA "
+            "that touches them produces invalid or wrong GPU counts and restarts engines that "
+            "take minutes to load. Keep it to cpu and memory, or run it with updateMode Off "
+            "for recommendations only."
+        ),
+        fix=(
+            "Set resourcePolicy.containerPolicies[].controlledResources: [cpu, memory] (the "
+            "VPA default), or updatePolicy.updateMode: Off."
+        ),
+        references=(
+            "https://github.com/kubernetes/autoscaler/blob/master/vertical-pod-autoscaler/docs/api.md",
+            "https://kubernetes.io/docs/concepts/workloads/autoscaling/vertical-pod-autoscale/",
+        ),
+        scope="stack",
+    ),
+    check,
+)

@@ -1,0 +1,97 @@
+"""K010 one-autoscaler-per-workload."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from gpustrata.core.unknown import known
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY, autoscaler_target, object_index
+from gpustrata_policies.view.objects import K8sObject, dig
+
+Key = tuple[str, str, str]
+
+
+def _autoscalers(ctx: RuleContext) -> dict[Key, list[K8sObject]]:
+    def build() -> dict[Key, list[K8sObject]]:
+        index: dict[Key, list[K8sObject]] = defaultdict(list)
+        for o in ctx.objects:
+            target = autoscaler_target(o)
+            if target:
+                index[target].append(o)
+        return index
+
+    result: dict[Key, list[K8sObject]] = ctx.memo("autoscalers_by_target", build)
+    return result
+
+
+def in_tree_autoscaling(target: K8sObject) -> bool:
+    """Is the KubeRay in-tree (Ray) autoscaler on for a RayCluster/RayService/RayJob?"""
+    base = {
+        "RayCluster": ("spec",),
+        "RayService": ("spec", "rayClusterConfig"),
+        "RayJob": ("spec", "rayClusterSpec"),
+    }.get(target.kind)
+    if base is None:
+        return False
+    value = known(dig(target.raw, *base, "enableInTreeAutoscaling"), "enableInTreeAutoscaling")
+    return value is True
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """One replica writer per workload."""
+    key = autoscaler_target(obj)
+    if key is None:
+        return
+    target_name = f"{key[0]}/{key[2]}"
+    others = [o for o in _autoscalers(ctx).get(key, []) if o is not obj]
+    if others:
+        names = ", ".join(f"{o.kind} {o.name}" for o in others[:3])
+        if len(others) > 3:
+            names += f" (and {len(others) - 3} more)"
+        yield ctx.violation(
+            obj,
+            f"{obj.kind} {obj.name} and {names} both set the replica count of {target_name}; "
+            "they overwrite each other",
+            ("spec", "scaleTargetRef"),
+        )
+    target = object_index(ctx).get(key)
+    if target is not None and in_tree_autoscaling(target):
+        yield ctx.violation(
+            obj,
+            f"{obj.kind} {obj.name} scales {target_name}, whose KubeRay in-tree autoscaler "
+            "(enableInTreeAutoscaling: true) also sets its worker replicas",
+            ("spec", "scaleTargetRef"),
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K010",
+        name="one-autoscaler-per-workload",
+        title="One controller writes each replica count",
+        layer="kubernetes",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "Two HPAs (or an HPA and a KEDA ScaledObject, which creates its own HPA) on one "
+            "target overwrite each other's replica count and make GPU Pods flap; the HPA "
+            "controller itself refuses to act when several HPAs select the same Pods. An HPA "
+            "on a RayCluster/RayService whose in-tree autoscaler is on fights the Ray "
+            "autoscaler. Ray Serve autoscaling of Serve replicas plus the Ray autoscaler "
+            "adding worker Pods is the designed pairing and is not reported."
+        ),
+        fix=(
+            "Keep one autoscaler per workload: delete the extra HPA/ScaledObject, or turn off "
+            "enableInTreeAutoscaling and let the HPA/KEDA scale, not both."
+        ),
+        references=(
+            "https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/",
+            "https://keda.sh/docs/latest/concepts/scaling-deployments/",
+            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/configuring-autoscaling.html",
+        ),
+        scope="stack",
+    ),
+    check,
+)

@@ -1,0 +1,93 @@
+"""K011 scale-on-inference-metrics."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY, autoscaler_target, object_index, runs_vllm
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+
+INFERENCE_METRIC = re.compile(
+    r"num_requests_waiting|num_requests_running|kv_cache_usage|gpu_cache_usage|queue|"
+    r"time_to_first_token|ttft",
+    re.IGNORECASE,
+)
+
+
+def metrics_of(obj: K8sObject) -> list[str]:
+    """Human-readable names of what an HPA / ScaledObject scales on."""
+    out: list[str] = []
+    if obj.kind == "HorizontalPodAutoscaler":
+        metrics = as_list(dig(obj.raw, "spec", "metrics"), "spec.metrics")
+        if not metrics:  # autoscaling/v2 default: 80% average CPU utilisation
+            return ["cpu (default)"]
+        for m in metrics:
+            if not isinstance(m, Mapping):
+                continue
+            kind = str(m.get("type", ""))
+            body = as_map(m.get(kind[:1].lower() + kind[1:]), kind)
+            name = body.get("name") or dig(body, "metric", "name")
+            out.append(str(name) if name else kind)
+    else:
+        for trig in as_list(dig(obj.raw, "spec", "triggers"), "spec.triggers"):
+            if not isinstance(trig, Mapping):
+                continue
+            meta = as_map(trig.get("metadata"), "metadata")
+            detail = meta.get("query") or meta.get("metricName") or ""
+            out.append(f"{trig.get('type')}: {detail}" if detail else str(trig.get("type")))
+    return out
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Autoscalers of vLLM workloads use a queue or KV-cache metric."""
+    key = autoscaler_target(obj)
+    if key is None:
+        return
+    target = object_index(ctx).get(key)
+    if target is None:
+        yield ctx.not_evaluated(obj, f"scale target {key[0]}/{key[2]} is not among the objects")
+        return
+    if not runs_vllm(target):
+        return
+    metrics = metrics_of(obj)
+    if any(INFERENCE_METRIC.search(m) for m in metrics):
+        return
+    yield ctx.violation(
+        obj,
+        f"{obj.kind} {obj.name} scales vLLM workload {key[0]}/{key[2]} on "
+        f"{', '.join(metrics) or 'nothing'} only; GPU engines saturate on queue and KV cache, "
+        "not CPU or memory",
+        ("spec", "metrics" if obj.kind == "HorizontalPodAutoscaler" else "triggers"),
+    )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K011",
+        name="scale-on-inference-metrics",
+        title="Autoscalers of vLLM workloads scale on inference metrics",
+        layer="kubernetes",
+        severity="medium",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "A vLLM server's CPU and memory barely move with load, and GPU utilisation is "
+            "near 100% as soon as one request runs. Load shows up as requests waiting "
+            "(vllm:num_requests_waiting) and KV-cache usage (vllm:kv_cache_usage_perc, "
+            "vllm:gpu_cache_usage_perc in older releases). An autoscaler on CPU never scales out, "
+            "or scales on noise."
+        ),
+        fix=(
+            "Scale on vllm:num_requests_waiting or vllm:kv_cache_usage_perc through a "
+            "Prometheus adapter (HPA Pods/External metric) or a KEDA prometheus trigger."
+        ),
+        references=(
+            "https://docs.vllm.ai/en/latest/design/metrics.html",
+            "https://keda.sh/docs/latest/scalers/prometheus/",
+            "https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale-walkthrough/",
+        ),
+        scope="stack",
+    ),
+    check,
+)

@@ -1,0 +1,57 @@
+"""K013 pinned-images."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustrata.core.unknown import known
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view.engines import split_image
+from gpustrata_policies.view.objects import K8sObject
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Images carry a tag other than ``latest`` (or a digest)."""
+    for c in obj.containers():
+        image = known(c.image, f"image of {c.label}")
+        if not isinstance(image, str) or not image:
+            continue  # filled in by a controller (KServe presets) or invalid anyway
+        _, tag, digest = split_image(image)
+        if digest:
+            continue
+        if tag is None:
+            problem = "has no tag, so it pulls :latest"
+        elif tag == "latest":
+            problem = "uses the :latest tag"
+        else:
+            continue
+        yield ctx.violation(
+            obj,
+            f"{c.label} image {image} {problem}; what runs changes without a change here",
+            (*c.path, "image"),
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K013",
+        name="pinned-images",
+        title="Images are pinned to a version",
+        layer="kubernetes",
+        severity="low",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "Engine flags, defaults and CUDA requirements change between vLLM and Ray "
+            "releases (for example the V1 engine became the default, and flags were renamed). "
+            "An image without a tag, or tagged latest, runs whatever was pushed last, and two "
+            "replicas of one Deployment can run different engines."
+        ),
+        fix="Pin every image to a release tag (vllm/vllm-openai:v0.8.5) or a digest (@sha256:...).",
+        references=(
+            "https://kubernetes.io/docs/concepts/containers/images/#image-names",
+            "https://kubernetes.io/docs/concepts/configuration/overview/#container-images",
+        ),
+    ),
+    check,
+)

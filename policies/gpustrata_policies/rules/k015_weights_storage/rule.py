@@ -1,0 +1,291 @@
+"""K015 weights-storage."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import serve_config, split_image, vllm_engine
+from gpustrata_policies.view.nodes import GIB, gpu_requests
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
+
+# vLLM streams weights from object storage (only config/tokenizer files are pulled:
+# vllm/config/model.py maybe_pull_model_tokenizer_for_runai); Ray Serve LLM downloads
+# nothing on workers for these load formats (ray.llm NodeModelDownloadable.NONE).
+OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://")
+STREAMING_LOAD_FORMATS = frozenset({"runai_streamer", "runai_streamer_sharded", "tensorizer"})
+# huggingface_hub: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+HF_ENV_DOCS = "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables"
+_IMAGE_HOME = {"vllm/vllm-openai": "/root", "rayproject/ray-llm": "/home/ray"}
+_BYTES_PER_PARAM = {
+    "bfloat16": Fraction(2),
+    "float16": Fraction(2),
+    "half": Fraction(2),
+    "float32": Fraction(4),
+    "float": Fraction(4),
+}
+_QUANT_BYTES = {"fp8": Fraction(1), "int8": Fraction(1), "mxfp4": Fraction(1, 2)}
+_QUANT_BYTES.update({q: Fraction(1, 2) for q in ("awq", "gptq", "nvfp4", "bitsandbytes")})
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """One model a container downloads and where to (its size is looked up when needed)."""
+
+    model: str
+    target: str | None
+    """Directory the weights land in (``None``: the image's home is unknown)."""
+    ids: tuple[str, ...]
+    """Names to look the model up by in the model catalogue."""
+
+    @property
+    def size(self) -> Fraction | None:
+        """Bytes of weights (catalogue lower bound), or ``None``."""
+        return weights_size(list(self.ids))[0]
+
+
+def _local(model: str) -> bool:
+    return model.startswith(("/", "./", "../", "file:"))
+
+
+def weights_size(model_ids: list[str]) -> tuple[Fraction | None, str]:
+    """Bytes of a model's weights from the model catalogue (a lower bound), or ``None``."""
+    for model_id in model_ids:
+        arch = catalogs.model_architecture(model_id)
+        if arch is None:
+            continue
+        if arch.weights_bytes:
+            return Fraction(arch.weights_bytes), f"{arch.id} safetensors"
+        per = _QUANT_BYTES.get(arch.quantization or "") if arch.quantization else None
+        per = per if per is not None else _BYTES_PER_PARAM.get(arch.torch_dtype)
+        if per is None:
+            return None, ""
+        size = Fraction(str(arch.params_total_b)) * 10**9 * per
+        dtype = arch.quantization or arch.torch_dtype
+        return size, f"{arch.params_total_b}B parameters x {float(per):g} bytes ({dtype})"
+    return None, ""
+
+
+def _gb(value: Fraction) -> str:
+    return f"{float(value) / 10**9:.1f} GB"
+
+
+def _env(c: ContainerRef) -> dict[str, str]:
+    return c.literal_env()
+
+
+def _hf_dir(c: ContainerRef) -> str | None:
+    env = _env(c)
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    if env.get("HF_HOME"):
+        return posixpath.join(env["HF_HOME"], "hub")
+    home = env.get("HOME")
+    if home is None and isinstance(c.image, str):
+        home = _IMAGE_HOME.get(split_image(c.image)[0])
+    return posixpath.join(home, ".cache/huggingface/hub") if home else None
+
+
+def _vllm_download(c: ContainerRef) -> Download | None:
+    engine = vllm_engine(c)
+    if engine is None or not isinstance(engine.model, str) or not engine.model:
+        return None
+    model = engine.model
+    if "$" in model:
+        return None  # filled in at run time (a serving runtime's ${MODEL}): not known here
+    if _local(model) or model.startswith(OBJECT_STORE_PREFIXES):
+        return None
+    if str(engine.get("load_format") or "") in STREAMING_LOAD_FORMATS:
+        return None
+    if _env(c).get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}:
+        return None  # reads a prepared cache, downloads nothing
+    target = engine.get("download_dir")
+    target = str(target) if isinstance(target, str) else _hf_dir(c)
+    return Download(model, target, (model,))
+
+
+def _ray_downloads(obj: K8sObject, c: ContainerRef) -> list[Download]:
+    cfg = serve_config(obj)
+    if cfg is None:
+        return []
+    out = []
+    for llm in cfg.llm_configs:
+        model_id = dig(llm, "model_loading_config", "model_id")
+        source = dig(llm, "model_loading_config", "model_source")
+        if isinstance(source, Mapping):  # CloudMirrorConfig
+            source = source.get("bucket_uri")
+        name = source if isinstance(source, str) and source else model_id
+        if not isinstance(name, str) or _local(name):
+            continue
+        kwargs = llm.get("engine_kwargs")
+        if isinstance(kwargs, Mapping) and str(kwargs.get("load_format")) in STREAMING_LOAD_FORMATS:
+            continue
+        ids = tuple(n for n in (source, model_id) if isinstance(n, str))
+        out.append(Download(name, _hf_dir(c), ids))
+    return out
+
+
+def _covering_mount(c: ContainerRef, target: str | None) -> Mapping[str, Any] | None:
+    for mount in as_list(c.raw.get("volumeMounts"), f"volumeMounts of {c.label}"):
+        if not isinstance(mount, Mapping) or not isinstance(mount.get("mountPath"), str):
+            continue
+        path = posixpath.normpath(mount["mountPath"])
+        if target is not None:
+            target = posixpath.normpath(target)
+            if not (path.startswith("/") and target.startswith("/")):
+                continue  # commonpath cannot compare a relative path (not a valid mount)
+            if posixpath.commonpath([path, target]) == path:
+                return mount
+        elif path.endswith(("/.cache", "/.cache/huggingface", "/huggingface")):
+            return mount
+    return None
+
+
+def _ephemeral(c: ContainerRef) -> tuple[Fraction | None, Fraction | None]:
+    def get(section: str) -> Any:
+        raw = c.resources(section).get("ephemeral-storage")
+        if raw is UNKNOWN:
+            raise UnknownInput(f"ephemeral-storage of {c.label}")
+        return parse_quantity(raw)
+
+    limit = get("limits")
+    request = get("requests")
+    return (request if request is not None else limit), limit
+
+
+def _check_container(
+    ctx: RuleContext, obj: K8sObject, pod: PodRef, c: ContainerRef, downloads: list[Download]
+) -> Iterator[Outcome]:
+    target = downloads[0].target
+    mount = _covering_mount(c, target)
+    empty: Any = None
+    if mount is not None:
+        volume = pod.volumes().get(str(mount.get("name")))
+        empty = volume.get("emptyDir") if volume is not None else None
+        if not isinstance(empty, Mapping):
+            return  # a persistent, host or CSI volume holds the weights
+        if empty.get("medium") == "Memory":
+            return  # counted against the Pod's memory, not its disk
+    sizes = [d.size for d in downloads]
+    total = sum((s for s in sizes if s is not None), Fraction(0)) if None not in sizes else None
+    what = ", ".join(d.model for d in downloads)
+    weights = f"{what} (at least {_gb(total)} of weights)" if total else what
+    where = f" into {target}" if target else " into the Hugging Face cache"
+    storage = "with no volume for them"
+    if mount is not None and isinstance(empty, Mapping):
+        size_limit = parse_quantity(empty.get("sizeLimit"))
+        if size_limit is not None and total is not None and size_limit < total:
+            yield ctx.violation(
+                obj,
+                f"{c.label} downloads {weights}{where}, on the emptyDir "
+                f"'{mount.get('name')}' whose sizeLimit {empty.get('sizeLimit')} is smaller; "
+                "the kubelet evicts the Pod when the download passes it",
+                (*pod.path, "volumes"),
+            )
+            return
+        if size_limit is not None and total is not None:
+            return
+        storage = f"on the emptyDir '{mount.get('name')}' (node disk, no sizeLimit)"
+    request, limit = _ephemeral(c)
+    path = (*c.path, "resources")
+    if request is None:
+        yield ctx.violation(
+            obj,
+            f"{c.label} downloads {weights}{where} {storage} and sets no "
+            "ephemeral-storage request or limit; the scheduler reserves no disk for the "
+            "download, and under disk pressure the kubelet evicts Pods by usage above their "
+            "request, this one early",
+            path,
+        )
+        return
+    if total is None:
+        unknown = [d.model for d in downloads if d.size is None]
+        yield ctx.not_evaluated(
+            obj,
+            f"{c.label} sets an ephemeral-storage request but the weight size of "
+            f"{', '.join(unknown)} is unknown (not in the model catalogue)",
+        )
+        return
+    short = [
+        f"{name} {fmt}"
+        for name, value, fmt in (
+            ("request", request, _gi(request)),
+            ("limit", limit, _gi(limit) if limit is not None else ""),
+        )
+        if value is not None and value < total
+    ]
+    if short:
+        yield ctx.violation(
+            obj,
+            f"{c.label} downloads {weights}{where}, but its ephemeral-storage "
+            f"{' and '.join(short)} {'are' if len(short) > 1 else 'is'} below that; the "
+            "kubelet evicts the Pod past its limit, and a small request lets the scheduler "
+            "place it on a node without the room",
+            path,
+        )
+
+
+def _gi(value: Fraction | None) -> str:
+    if value is None:
+        return ""
+    return f"{float(value) / GIB:g}Gi"
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Engines that download weights have a volume or enough ephemeral storage for them."""
+    extra = ctx.config.gpu_resources
+    for pod in obj.pods():
+        for c in pod.containers(init=False):
+            if pod.is_ray:
+                if pod.role == "head" or not gpu_requests(pod, extra):
+                    continue
+                downloads = _ray_downloads(obj, c)
+            else:
+                found = _vllm_download(c)
+                downloads = [found] if found else []
+            if downloads:
+                yield from _check_container(ctx, obj, pod, c, downloads)
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K015",
+        name="weights-storage",
+        title="Engines that download weights have storage for them",
+        layer="kubernetes",
+        severity="medium",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "vLLM and Ray Serve LLM download Hugging Face (and, on Ray, S3/GCS) weights into "
+            "the Hugging Face cache inside the container unless a volume is mounted there. That "
+            "is the container's writable layer on the node's root disk: without an "
+            "ephemeral-storage request the scheduler reserves nothing for tens or hundreds of "
+            "GB, and under disk pressure the kubelet evicts the Pods using the most storage "
+            "above their request first; an ephemeral-storage limit or emptyDir sizeLimit below "
+            "the weights evicts the Pod mid-download. Weight sizes come from the model "
+            "catalogue (parameters x bytes per parameter, a lower bound)."
+        ),
+        fix=(
+            "Mount a PersistentVolumeClaim (or a local NVMe hostPath) at the Hugging Face cache "
+            "(HF_HOME, default ~/.cache/huggingface) or --download-dir, or set "
+            "resources.requests/limits.ephemeral-storage above the weight size; or stream "
+            "weights (--load-format runai_streamer)."
+        ),
+        references=(
+            "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/"
+            "#local-ephemeral-storage",
+            "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/",
+            HF_ENV_DOCS,
+            "https://docs.vllm.ai/en/latest/models/extensions/runai_model_streamer.html",
+        ),
+    ),
+    check,
+)

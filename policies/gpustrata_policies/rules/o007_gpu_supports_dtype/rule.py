@@ -1,0 +1,135 @@
+"""O007 gpu-supports-dtype."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import EngineArgs, serve_config, vllm_engine
+from gpustrata_policies.view.nodes import (
+    gpu_model_of_pool,
+    gpu_model_of_selectors,
+    gpu_pools,
+    gpu_requests,
+    targeted_pools,
+)
+from gpustrata_policies.view.objects import K8sObject, PodRef
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.hardware import GpuModel
+
+VLLM_FP8 = "https://docs.vllm.ai/en/latest/features/quantization/fp8.html"
+CUDA_GPUS = "https://developer.nvidia.com/cuda-gpus"
+_BF16 = {"bfloat16", "bf16"}
+# FP8 checkpoints run weight-only (W8A16, Marlin) on Ampere and natively from Ada/Hopper;
+# vLLM has no FP8 kernels below compute capability 8.0 (vLLM FP8 W8A8 docs).
+_FP8 = {"fp8", "fbgemm_fp8"}
+
+
+def _capability(gpu: GpuModel) -> tuple[int, int]:
+    major, minor = gpu.compute_capability.split(".")
+    return int(major), int(minor)
+
+
+def _problems(engine: EngineArgs, model: str | None, gpu: GpuModel) -> list[str]:
+    cc = _capability(gpu)
+    out = []
+    dtype = str(engine.get("dtype") or "auto").lower()
+    if dtype in _BF16 and cc < (8, 0):
+        out.append(
+            f"dtype {dtype} needs compute capability 8.0 or newer (vLLM refuses to start: "
+            "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0'); "
+            "use --dtype half"
+        )
+    quant = engine.get("quantization")
+    where = "--quantization"
+    if not isinstance(quant, str) and model:
+        arch = catalogs.model_architecture(model)
+        quant, where = (arch.quantization if arch else None), f"the checkpoint of {model}"
+    if isinstance(quant, str) and quant.lower() in _FP8 and cc < (8, 0):
+        out.append(
+            f"FP8 weights ({where}: {quant}) need compute capability 8.0 or newer (weight-only "
+            "FP8 via Marlin on Ampere, native FP8 from 8.9); vLLM has no FP8 kernels below 8.0"
+        )
+    return out
+
+
+def _engines(obj: K8sObject, pod: PodRef) -> list[tuple[EngineArgs, str | None]]:
+    found = []
+    if pod.is_ray:
+        if pod.role == "head":
+            return []
+        cfg = serve_config(obj)
+        found += [(e, e.model) for e in (cfg.engines if cfg else [])]
+        return found
+    for c in pod.containers(init=False):
+        one = vllm_engine(c)
+        if one is not None:
+            found.append((one, one.model))
+    return found
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """An explicit bf16 dtype or FP8 quantisation runs on the pool's GPU."""
+    pools = gpu_pools(ctx)
+    for pod in obj.pods():
+        if not gpu_requests(pod, ctx.config.gpu_resources):
+            continue
+        engines = _engines(obj, pod)
+        if not engines:
+            continue
+        gpus: list[tuple[GpuModel, str]] = []
+        if pools:
+            for pool in targeted_pools(pod, pools):
+                gpu = gpu_model_of_pool(pool)
+                if gpu is not None:
+                    gpus.append((gpu, f"pool {pool.name}"))
+        else:
+            gpu, label = gpu_model_of_selectors(pod)
+            if gpu is not None:
+                gpus.append((gpu, f"selected by {label}"))
+        for gpu, where in gpus:
+            for engine, model in engines:
+                problems = _problems(engine, model, gpu)
+                if problems:
+                    yield ctx.violation(
+                        obj,
+                        f"{engine.source} runs on {gpu.name} ({where}, compute capability "
+                        f"{gpu.compute_capability}): {'; '.join(problems)}",
+                        (*pod.path, "containers"),
+                    )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="O007",
+        name="gpu-supports-dtype",
+        title="The pool's GPU supports the engine's dtype and quantisation",
+        layer="gpu-operator",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "bfloat16 needs compute capability 8.0 (Ampere) or newer: with --dtype bfloat16 "
+            "on a T4 or V100 vLLM stops at start-up. FP8 checkpoints need 8.0 or newer too: "
+            "Ampere runs them weight-only through Marlin kernels, Ada and Hopper natively; "
+            "older GPUs have no FP8 kernels. With dtype auto vLLM picks a dtype the GPU "
+            "supports, so only explicit settings and the checkpoint's own quantisation are "
+            "checked. The GPU comes from the pool (or the Pod's GPU node selectors), its "
+            "compute capability from the hardware catalogue."
+        ),
+        fix=(
+            "Use --dtype half on GPUs older than Ampere, a non-FP8 checkpoint there, or move "
+            "the model to a pool with Ampere or newer GPUs."
+        ),
+        references=(
+            CUDA_GPUS,
+            VLLM_FP8,
+            "https://docs.vllm.ai/en/latest/configuration/engine_args.html",
+        ),
+        scope="stack",
+    ),
+    check,
+)

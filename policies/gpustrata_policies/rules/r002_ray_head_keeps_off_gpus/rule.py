@@ -1,0 +1,108 @@
+"""R002 ray-head-keeps-off-gpus."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view.kuberay import fmt_gpus, ray_groups
+from gpustrata_policies.view.nodes import gpu_pools
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.ray import (
+    KUBERAY_V170,
+    reachable_pools,
+    selects_gpu_nodes,
+    tolerates_gpu_taint,
+)
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """The head advertises num-gpus "0", requests no GPU, and so never hosts an engine."""
+    if ctx.threshold("allow_head_gpus") is True:
+        return
+    extra = ctx.config.gpu_resources
+    for group in ray_groups(obj):
+        if not group.is_head:
+            continue
+        path = (*group.path, "rayStartParams")
+        requested = group.pod.gpu_count(extra)
+        try:
+            advertised, where = group.advertised_gpus()
+        except ValueError as exc:
+            yield ctx.not_evaluated(obj, f"head group: {exc}")
+            continue
+        if requested > 0:
+            yield ctx.violation(
+                obj,
+                f"head group requests {fmt_gpus(requested)} GPU(s); Ray then schedules "
+                "engine workers on the head, next to GCS, the dashboard and the Serve "
+                "controller, and a GPU fault or OOM there takes the whole cluster down",
+                (*group.pod.path, "containers"),
+            )
+            continue
+        if advertised is not None:
+            if advertised > 0:
+                yield ctx.violation(
+                    obj,
+                    f"head group advertises {fmt_gpus(advertised)} GPU(s) ({where}) without "
+                    "requesting any; Ray places GPU engine workers on the head, where no GPU "
+                    "is allocated to them",
+                    path,
+                )
+            continue
+        pools = gpu_pools(ctx)
+        if pools:
+            reachable = reachable_pools(group.pod, pools)
+            if not reachable:
+                continue
+            how = f"can be scheduled on GPU pool(s) {', '.join(p.name for p in reachable)}"
+        elif tolerates_gpu_taint(group.pod):
+            how = "tolerates the nvidia.com/gpu taint, so it can be scheduled on a GPU node"
+        elif selects_gpu_nodes(group.pod):
+            how = "selects GPU node labels"
+        else:
+            continue
+        yield ctx.violation(
+            obj,
+            f'head group leaves rayStartParams num-gpus unset (not "0") and {how}; there '
+            "the NVIDIA runtime can expose the node's GPUs to a container that requests none "
+            "(CUDA images set NVIDIA_VISIBLE_DEVICES=all), Ray counts them and places "
+            "engine workers on the head",
+            path,
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="R002",
+        name="ray-head-keeps-off-gpus",
+        title="The Ray head advertises no GPUs",
+        layer="ray",
+        severity="medium",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "The head runs GCS, the dashboard, the autoscaler and the Serve controller; an "
+            "engine placed there competes with them for memory and CPU, and losing the head "
+            "loses the cluster. Ray advertises whatever GPUs it detects, so the head must say "
+            'num-gpus: "0" and request none. A head Pod that requests no GPU can still see a '
+            "node's GPUs when it lands on a GPU node: the NVIDIA container runtime honours "
+            "NVIDIA_VISIBLE_DEVICES=all from CUDA-based images by default "
+            "(accept-nvidia-visible-devices-envvar-when-unprivileged). Set the threshold "
+            "allow_head_gpus for single-node clusters that run engines on the head on purpose."
+        ),
+        fix=(
+            'Set headGroupSpec.rayStartParams num-gpus: "0" (and num-cpus: "0" to keep Serve '
+            "replicas off the head) and remove GPU requests from the head Pod."
+        ),
+        references=(
+            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html",
+            f"{KUBERAY_V170}/controllers/ray/common/pod.go",
+            # accept-nvidia-visible-devices-envvar-when-unprivileged defaults to true:
+            "https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/internal/config/config.go",
+        ),
+        thresholds={"allow_head_gpus": ("boolean", False)},
+        scope="stack",
+    ),
+    check,
+)

@@ -1,0 +1,274 @@
+"""R003 placement-fits-workers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+
+from gpustrata.core.unknown import UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.kuberay import (
+    RAY_SERVE_LLM_PG_PR,
+    EnginePlacement,
+    autoscaling_enabled,
+    engine_placements,
+    fmt_gpus,
+)
+from gpustrata_policies.view.nodes import gpu_pools, gpu_requests, shared_gpus, targeted_pools
+from gpustrata_policies.view.objects import K8sObject, PodRef
+from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
+
+UNBOUNDED = 100_000
+"""Worker groups with more max replicas than this are treated as unbounded."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    label: str
+    gpus: Fraction
+    pods: int
+    capped: str = ""
+    """Why ``pods`` is below the group's max replicas (its pool's maxSize), if it is."""
+
+
+def _one_replica(engine: EnginePlacement, strategy: str, groups: list[_Group]) -> str | None:
+    """Why one replica of the engine cannot be placed, or ``None`` when it can."""
+    largest = max(groups, key=lambda g: g.gpus)
+    need = engine.gpus
+    bundle_max = max((Fraction(str(b.get("GPU", 0))) for b in engine.bundles), default=Fraction(0))
+    layout = f"{len(engine.bundles)} bundles, {fmt_gpus(need)} GPU(s)"
+    if strategy == "STRICT_PACK":
+        if need > largest.gpus:
+            return (
+                f"needs {fmt_gpus(need)} GPU(s) on one Ray node (placement group of {layout}, "
+                f"STRICT_PACK) but the largest worker Pod has {fmt_gpus(largest.gpus)} "
+                f"({largest.label}); Ray cannot create the placement group (INFEASIBLE) and "
+                "the engine never starts"
+            )
+        return None
+    if bundle_max > largest.gpus:
+        return (
+            f"has a placement bundle of {fmt_gpus(bundle_max)} GPUs but the largest worker "
+            f"Pod has {fmt_gpus(largest.gpus)} ({largest.label}); a bundle never spans nodes, "
+            "so the placement group is INFEASIBLE"
+        )
+    if strategy == "STRICT_SPREAD":
+        nodes = sum(g.pods for g in groups if g.gpus >= bundle_max)
+        if nodes < len(engine.bundles):
+            return (
+                f"needs {len(engine.bundles)} distinct Ray nodes (STRICT_SPREAD) but the worker "
+                f"groups have at most {nodes} Pods with {fmt_gpus(bundle_max)} GPU(s)"
+            )
+        return None
+    total = sum((g.gpus * g.pods for g in groups), Fraction(0))
+    if need > total:
+        return (
+            f"needs {fmt_gpus(need)} GPU(s) ({layout}, {strategy}) but the worker groups have "
+            f"{fmt_gpus(total)} at their max replicas"
+        )
+    return None
+
+
+def _pack(
+    replicas: list[tuple[EnginePlacement, str]], groups: list[_Group]
+) -> tuple[EnginePlacement, int] | None:
+    """First-fit-decreasing placement of every replica on the worker Pods at max replicas.
+
+    Returns the first engine whose replicas do not all fit and how many of them did.
+    """
+    free = [g.gpus for g in groups for _ in range(g.pods)]
+    placed: dict[int, int] = {}
+    for engine, strategy in sorted(replicas, key=lambda r: r[0].gpus, reverse=True):
+        ok = True
+        if strategy == "STRICT_PACK":
+            for i, room in enumerate(free):
+                if room >= engine.gpus:
+                    free[i] -= engine.gpus
+                    break
+            else:
+                ok = False
+        else:
+            used: set[int] = set()
+            trial = list(free)
+            for bundle in engine.bundles:
+                gpu = Fraction(str(bundle.get("GPU", 0)))
+                for i, room in enumerate(trial):
+                    if room >= gpu and not (strategy == "STRICT_SPREAD" and i in used):
+                        trial[i] -= gpu
+                        used.add(i)
+                        break
+                else:
+                    ok = False
+                    break
+            if ok:
+                free = trial
+        if not ok:
+            return engine, placed.get(id(engine), 0)
+        placed[id(engine)] = placed.get(id(engine), 0) + 1
+    return None
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Every engine's placement group fits one worker layout, and all replicas fit at max."""
+    if obj.kind != "RayService":
+        return
+    engines, unreadable = engine_placements(obj)
+    autoscaling = autoscaling_enabled(obj)
+    groups: list[_Group] = []
+    for found in gpu_worker_groups(ctx, obj):
+        if isinstance(found, str):
+            yield ctx.not_evaluated(obj, found)
+            return
+        group, gpus = found
+        _, _, most = group.replica_bounds(autoscaling)
+        cap = _pool_cap(ctx, group.pod)
+        if cap is not None and cap[0] < most:
+            groups.append(_Group(group.label, gpus, cap[0], f"not {most}: {cap[1]}"))
+        else:
+            groups.append(_Group(group.label, gpus, most))
+    gpu_engines = [e for e in engines if e.gpus > 0]
+    if groups:
+        for reason in unreadable:
+            yield ctx.not_evaluated(obj, f"placement of {reason}")
+    if not gpu_engines:
+        return
+    path = ("spec", "serveConfigV2")
+    if not groups:
+        yield ctx.violation(
+            obj,
+            f"{gpu_engines[0].where} needs {fmt_gpus(gpu_engines[0].gpus)} GPU(s) but no worker "
+            "group advertises GPUs; its placement group can never be created",
+            path,
+        )
+        return
+    placeable: list[EnginePlacement] = []
+    for engine in gpu_engines:
+        verdicts = {s: _one_replica(engine, s, groups) for s in engine.strategies}
+        if len({v is None for v in verdicts.values()}) > 1:
+            yield ctx.not_evaluated(
+                obj,
+                f"{engine.where} sets no placement_group_config; Ray Serve LLM's default "
+                f"strategy changed from STRICT_PACK to PACK ({RAY_SERVE_LLM_PG_PR}) and the "
+                "engine fits only one of them",
+            )
+            continue
+        problem = next(iter(verdicts.values()))
+        if problem is not None:
+            strategy = engine.strategies[0]
+            default = "" if engine.explicit else f" (Ray Serve LLM default {strategy})"
+            yield ctx.violation(obj, f"{engine.where}{default} {problem}", path)
+            continue
+        placeable.append(engine)
+    if not placeable or any(g.pods > UNBOUNDED for g in groups):
+        return
+    # The replicas of every engine on the cluster share its worker Pods.
+    outcomes = [_pack(choice, groups) for choice in _strategy_choices(placeable)]
+    if len({o is None for o in outcomes}) > 1:
+        yield ctx.not_evaluated(
+            obj,
+            "whether every replica fits depends on Ray Serve LLM's default placement strategy "
+            f"({RAY_SERVE_LLM_PG_PR}); set placement_group_config.strategy",
+        )
+        return
+    failure = outcomes[0]
+    if failure is None:
+        return
+    engine, fitted = failure
+    layout = "; ".join(
+        f"{g.label}: {g.pods} Pods x {fmt_gpus(g.gpus)} GPUs"
+        + (f" ({g.capped})" if g.capped else "")
+        for g in groups
+    )
+    what = "maxReplicas" if autoscaling else "replicas (in-tree autoscaling is off)"
+    if any(g.capped for g in groups):
+        what += " and their pools' maxSize"
+    yield ctx.violation(
+        obj,
+        f"{engine.where} runs up to {engine.max_replicas} replicas of {fmt_gpus(engine.gpus)} "
+        f"GPUs ({engine.replicas_why}) but only {fitted} fit on the worker Pods at their "
+        f"{what} ({layout}); the other replicas stay pending",
+        path,
+    )
+
+
+def _pool_cap(ctx: RuleContext, pod: PodRef) -> tuple[int, str] | None:
+    """The most worker Pods like *pod* the one described pool it targets holds at its
+    maxSize, with the working. ``None`` when that is not known for certain: no single
+    pool with a size and GPU count, GPUs other than whole ``nvidia.com/gpu``, a node that
+    may advertise shared GPUs (MIG, time-slicing, MPS), or a Pod that fits no node (K005
+    reports that)."""
+    pools = gpu_pools(ctx)
+    matched = targeted_pools(pod, pools) if pools else []
+    if len(matched) != 1:
+        return None
+    pool = matched[0]
+    requests = gpu_requests(pod, ctx.config.gpu_resources)
+    if pool.max_size is None or not pool.gpu_count or set(requests) != {"nvidia.com/gpu"}:
+        return None
+    try:
+        if shared_gpus(ctx, pool) is not None:
+            return None
+    except UnknownInput:
+        return None  # sharing unknown during preview: no cap rather than a guess
+    per_node = math.floor(Fraction(pool.gpu_count) / requests["nvidia.com/gpu"])
+    if per_node < 1:
+        return None
+    most = pool.max_size * per_node
+    return most, (
+        f"pool {pool.name} holds {per_node} per {pool.gpu_count}-GPU node x maxSize "
+        f"{pool.max_size} = {most}"
+    )
+
+
+def _strategy_choices(engines: list[EnginePlacement]) -> list[list[tuple[EnginePlacement, str]]]:
+    """Replica lists to pack, one per reading of Ray Serve LLM's default strategy (engines
+    with a written strategy use it in every reading)."""
+    candidates = sorted({s for e in engines for s in e.strategies}) or ["PACK"]
+    out = []
+    for pick in candidates:
+        chosen: list[tuple[EnginePlacement, str]] = []
+        for e in engines:
+            strategy = pick if pick in e.strategies else e.strategies[0]
+            chosen.extend([(e, strategy)] * e.max_replicas)
+        out.append(chosen)
+    return out
+
+
+RULE = Rule(
+    RuleMeta(
+        id="R003",
+        name="placement-fits-workers",
+        title="Each engine's placement group fits the Ray worker groups",
+        layer="ray",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "Ray Serve LLM reserves a placement group per engine replica: one bundle per "
+            "vLLM GPU worker (tensor x pipeline parallel), with the strategy from "
+            "placement_group_config (PACK when unset since ray-project/ray#56980, STRICT_PACK "
+            "before for TP-only engines). STRICT_PACK needs every bundle on one Ray node, "
+            "that is one worker Pod; a bundle never spans nodes. A placement group that no "
+            "layout of the worker groups at their max replicas can hold stays INFEASIBLE and "
+            "the replica never starts; replicas beyond what the groups hold stay pending. "
+            "Where a described GPU pool is the only one a worker group can use, the group "
+            "holds no more Pods than the pool's maxSize nodes can: the Ray autoscaler asks "
+            "for more, and they stay Pending."
+        ),
+        fix=(
+            "Give the worker group Pods at least TP x PP GPUs (num-gpus = the container's GPU "
+            "limit) for STRICT_PACK, use PACK for engines that span nodes, or raise the "
+            "group's maxReplicas (and its pool's maxSize) to max_replicas x Pods per engine."
+        ),
+        references=(
+            f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
+            f"{RAY_V2600}/llm/_internal/serve/core/server/llm_server.py",
+            "https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html",
+            f"{KUBERAY_V170}/apis/ray/v1/raycluster_types.go",
+        ),
+        scope="stack",  # reads the GPU pools the worker groups use
+    ),
+    check,
+)

@@ -1,0 +1,291 @@
+"""R004 ray-versions-match."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import serve_config, split_image
+from gpustrata_policies.view.kuberay import cluster_spec_path, ray_groups
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.ray import KUBERAY_V170
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.compat import KubeRayRelease, RayVersionGate
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
+_RAY_IN_NAME = re.compile(r"(?:^|[^a-z])ray-?(\d+\.\d+\.\d+)")
+_VLLM_PIN = re.compile(r"^vllm(?:\[[^\]]*\])?\s*==\s*([0-9][0-9a-zA-Z.+]*)\s*$")
+OPERATOR_CHART = "kuberay-operator"
+OPERATOR_IMAGE = "kuberay/operator"
+
+
+def _key(version: str) -> tuple[int, int, int] | None:
+    m = _VERSION.match(version.strip().lstrip("vV"))
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+def image_ray_version(image: Any) -> str | None:
+    """Ray version of a Ray image: ``rayproject/ray*:2.46.0-...`` / ``:ray-2.48.0-...``, or a
+    ``ray2.24.0``-style version in the repository name."""
+    if not isinstance(image, str):
+        return None
+    repo, tag, _ = split_image(image)
+    tag = tag or ""
+    if repo.startswith("rayproject/ray") or repo.startswith("docker.io/rayproject/ray"):
+        m = re.match(r"^(?:ray-)?(\d+\.\d+\.\d+)", tag)
+        if m:
+            return m[1]
+    for text in (repo.rsplit("/", 1)[-1], tag):
+        m = _RAY_IN_NAME.search(text)
+        if m:
+            return m[1]
+    return None
+
+
+def _operator_version(ctx: RuleContext) -> tuple[str, str] | None:
+    """(KubeRay version, where it was read) from the operator's Helm release or Deployment."""
+
+    def build() -> tuple[str, str] | None:
+        for obj in ctx.objects:
+            if obj.kind == "HelmRelease":
+                spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
+                chart = spec.get("chart")
+                version = spec.get("version")
+                if isinstance(chart, Mapping):  # Flux: spec.chart.spec.{chart,version}
+                    version = dig(chart, "spec", "version")
+                    chart = dig(chart, "spec", "chart")
+                if chart != OPERATOR_CHART:
+                    continue
+                tag = dig(spec, "values", "image", "tag")
+                if isinstance(tag, str) and _key(tag):
+                    return tag, f"{obj.resource} values image.tag"
+                if isinstance(version, str) and _key(version):
+                    return version, f"{obj.resource} chart {OPERATOR_CHART} {version}"
+            elif obj.kind == "Deployment":
+                for c in obj.containers(init=False):
+                    image = c.image
+                    if isinstance(image, str) and split_image(image)[0].endswith(OPERATOR_IMAGE):
+                        tag = split_image(image)[1]
+                        if tag and _key(tag):
+                            return tag, f"{obj.resource} image {image}"
+        return None
+
+    found: tuple[str, str] | None = ctx.memo("kuberay_operator_version", build)
+    return found
+
+
+def _gate_used(gate: RayVersionGate, obj: K8sObject, cluster: Mapping[str, Any]) -> bool:
+    """Does this object use the behaviour the gate switches? Unknown gates count as used."""
+    if gate.name == "job-metadata":
+        return obj.kind == "RayJob" and bool(dig(obj.raw, "spec", "metadata"))
+    if gate.name == "autoscaler-v2-default":
+        version = dig(cluster, "autoscalerOptions", "version")
+        return cluster.get("enableInTreeAutoscaling") is True and not version
+    if gate.name == "token-auth":
+        return bool(dig(cluster, "authOptions", "mode") == "token")
+    if gate.name == "k8s-token-auth":
+        return dig(cluster, "authOptions", "enableK8sTokenAuth") is True
+    if gate.name == "worker-group-priority":
+        groups = as_list(cluster.get("workerGroupSpecs"), "workerGroupSpecs")
+        return any(isinstance(g, Mapping) and g.get("priority") is not None for g in groups)
+    return True  # unified-http-health-probe (every Ray Pod) and gates added later
+
+
+def _crossed(
+    release: KubeRayRelease, a: str | None, b: str, obj: K8sObject, cluster: Mapping[str, Any]
+) -> list[RayVersionGate]:
+    """Gates of *release* whose boundary lies between *a* (None: unset) and *b*, in use."""
+    kb = _key(b)
+    ka = _key(a) if a else (0, 0, 0)
+    if kb is None or ka is None:
+        return []
+    out = []
+    for gate in release.ray_version_gates:
+        kg = _key(gate.min_ray)
+        if kg is not None and (ka >= kg) != (kb >= kg) and _gate_used(gate, obj, cluster):
+            out.append(gate)
+    return out
+
+
+def _vllm_pins(obj: K8sObject) -> list[tuple[str, str]]:
+    """(vLLM version, where) pinned by runtime_env pip of Ray Serve LLM applications."""
+    cfg = serve_config(obj)
+    if cfg is None:
+        return []
+    out = []
+    for app in cfg.applications:
+        llm_app = str(app.get("import_path", "")).startswith("ray.serve.llm") or (
+            isinstance(app.get("args"), Mapping) and "llm_configs" in app["args"]
+        )
+        if not llm_app:
+            continue
+        envs = [("applications runtime_env", app.get("runtime_env"))]
+        args = app.get("args")
+        configs = args.get("llm_configs") if isinstance(args, Mapping) else None
+        for i, llm in enumerate(configs if isinstance(configs, list) else []):
+            if isinstance(llm, Mapping):
+                envs.append((f"llm_configs[{i}].runtime_env", llm.get("runtime_env")))
+        for where, env in envs:
+            pip = env.get("pip") if isinstance(env, Mapping) else None
+            pip = pip.get("packages") if isinstance(pip, Mapping) else pip
+            for item in pip if isinstance(pip, list) else []:
+                m = _VLLM_PIN.match(str(item))
+                if m:
+                    out.append((m[1], f"serveConfigV2 {where} pip {item}"))
+    return out
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """rayVersion = the images' Ray; the operator supports it; the vLLM pinned fits that Ray."""
+    base = cluster_spec_path(obj)
+    if base is None:
+        return
+    cluster = as_map(dig(obj.raw, *base), f"{'.'.join(base)} of {obj.resource}")
+    raw_version = cluster.get("rayVersion")
+    if raw_version is UNKNOWN:
+        raise UnknownInput(f"rayVersion of {obj.resource}")
+    declared = str(raw_version) if isinstance(raw_version, str | int | float) else None
+    path = (*base, "rayVersion")
+    images: dict[str, list[tuple[str, str]]] = {}
+    for group in ray_groups(obj):
+        container = group.container
+        version = image_ray_version(container.image) if container else None
+        if container is not None and version:
+            images.setdefault(version, []).append((group.label, str(container.image)))
+    if len(images) > 1:
+        detail = "; ".join(
+            f"Ray {v} in {', '.join(label for label, _ in w)}" for v, w in sorted(images.items())
+        )
+        yield ctx.violation(
+            obj,
+            f"the Ray containers run different Ray versions ({detail}); Ray refuses to join "
+            "nodes whose version differs from the head's",
+            (*base, "workerGroupSpecs"),
+        )
+        return
+    image_version = next(iter(images), None)
+    compat = catalogs.compat() if (image_version or declared) else None
+    operator = _operator_version(ctx)
+    release = compat.kuberay(operator[0]) if compat and operator else None
+    if compat is not None and release is None:
+        newest = compat.kuberay_releases()
+        gates_release = newest[0] if newest else None
+        operator_note = (
+            f"KubeRay {operator[0]} is not catalogued, so the gates of {gates_release.version}"
+            if operator and gates_release
+            else f"gates of KubeRay {gates_release.version}, the newest catalogued: the "
+            "operator version is not in the input"
+            if gates_release
+            else ""
+        )
+    else:
+        gates_release = release
+        operator_note = (
+            f"KubeRay {release.version} from {operator[1]}" if release and operator else ""
+        )
+    if image_version and declared != image_version and gates_release is not None:
+        crossed = _crossed(gates_release, declared, image_version, obj, cluster)
+        stated = f"rayVersion {declared}" if declared else "rayVersion is unset"
+        head = f"{stated} but the Ray image {images[image_version][0][1]} runs Ray {image_version}"
+        if crossed:
+            names = ", ".join(f"{g.name} (Ray {g.min_ray})" for g in crossed)
+            yield ctx.violation(
+                obj,
+                f"{head}; KubeRay switches {names} on rayVersion ({operator_note}), so it "
+                "configures the Pods for the wrong Ray",
+                path,
+            )
+        else:
+            yield ctx.violation(
+                obj,
+                f"{head}; no behaviour this object uses switches between them "
+                f"({operator_note}), but KubeRay reads rayVersion to choose probes, "
+                "autoscaler and auth: keep it equal to the image",
+                path,
+                advisory=True,
+            )
+    ray = declared or image_version
+    if compat is None or ray is None or _key(ray) is None:
+        return
+    if release is not None:
+        supported = release.supports_ray(ray)
+        if supported is False:
+            yield ctx.violation(
+                obj,
+                f"Ray {ray} is older than KubeRay {release.version} supports (Ray "
+                f"{release.min_ray} and later; operator from {operator[1] if operator else '?'})",
+                path,
+            )
+        elif supported is None:
+            yield ctx.not_evaluated(
+                obj,
+                f"KubeRay {release.version} documents no minimum Ray version in the "
+                f"compatibility catalogue; its support for Ray {ray} is not checked",
+            )
+    elif operator is not None:
+        yield ctx.not_evaluated(
+            obj,
+            f"KubeRay {operator[0]} is not in the compatibility catalogue; its support for Ray "
+            f"{ray} is not checked",
+        )
+    pins = _vllm_pins(obj) if obj.kind == "RayService" else []
+    if not pins:
+        return
+    ray_release = compat.ray(ray)
+    for vllm, where in pins:
+        ok = ray_release.supports_vllm(vllm) if ray_release else None
+        if ok is False and ray_release is not None:
+            yield ctx.violation(
+                obj,
+                f"Ray Serve LLM runs vLLM {vllm} ({where}) but ray[llm]=={ray_release.version} "
+                f"requires vllm{ray_release.vllm_requirement}",
+                ("spec", "serveConfigV2"),
+            )
+        elif ok is None:
+            yield ctx.not_evaluated(
+                obj,
+                f"Ray {ray} has no ray[llm] vLLM requirement in the compatibility catalogue; "
+                f"vLLM {vllm} ({where}) is not checked",
+            )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="R004",
+        name="ray-versions-match",
+        title="Ray, KubeRay and vLLM versions agree",
+        layer="ray",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "KubeRay decides per cluster from rayVersion, not from the image, how to probe "
+            "the Pods (a single HTTP health endpoint from Ray 2.53), which autoscaler to run "
+            "(v2 from Ray 2.47), and whether auth and worker-group priority are allowed; a "
+            "stale rayVersion silently configures the cluster for another Ray. Each KubeRay "
+            "release supports Ray from some version on, Ray refuses nodes of another Ray "
+            "version, and Ray Serve LLM needs the vLLM its ray[llm] extra names. A mismatch "
+            "that crosses a KubeRay behaviour boundary this object uses, or the support "
+            "matrix, is mandatory; any other rayVersion mismatch is advisory."
+        ),
+        fix=(
+            "Set rayVersion to the Ray version of the images, use the same Ray image on head "
+            "and workers, and pin the vLLM the Ray release requires (rayproject/ray-llm "
+            "images ship it)."
+        ),
+        references=(
+            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/upgrade-guide.html",
+            f"{KUBERAY_V170}/controllers/ray/common/pod.go",
+            f"{KUBERAY_V170}/apis/ray/v1/raycluster_types.go",
+            f"{KUBERAY_V170}/controllers/ray/utils/validation.go",
+            "https://pypi.org/project/ray/",
+        ),
+        scope="stack",
+    ),
+    check,
+)

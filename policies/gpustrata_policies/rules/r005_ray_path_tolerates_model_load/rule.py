@@ -1,0 +1,224 @@
+"""R005 ray-path-tolerates-model-load."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION as ESTIMATE_ANNOTATION
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import EngineArgs, serve_config
+from gpustrata_policies.view.kuberay import ray_groups
+from gpustrata_policies.view.objects import K8sObject, as_map, dig
+from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600
+
+ENGINE_START_TIMEOUT_ENV = "RAYLLM_ENGINE_START_TIMEOUT_S"
+ENGINE_START_TIMEOUT_DEFAULT_S = 3600  # ray 2.60 python/ray/llm/_internal/serve/constants.py
+THRESHOLDS = {
+    # KubeRay v0.6.0 rayservice_controller.go defaults: an application not RUNNING (still
+    # DEPLOYING while its engine loads) for longer makes KubeRay replace the cluster. v1.0.0
+    # raised them to 900 / 300 s and counted only UNHEALTHY/DEPLOY_FAILED; v1.1 dropped them.
+    "serviceUnhealthySecondThreshold": 60,
+    "deploymentUnhealthySecondThreshold": 60,
+}
+KUBERAY_1685 = "https://github.com/ray-project/kuberay/issues/1685"
+
+
+def _seconds(value: Any, what: str) -> int | None:
+    if value is UNKNOWN:
+        raise UnknownInput(what)
+    if isinstance(value, bool):
+        return None
+    try:
+        return math.ceil(float(str(value)))
+    except ValueError:
+        return None
+
+
+def _timeout(obj: K8sObject, app: Mapping[str, Any], llm: Mapping[str, Any]) -> tuple[int, str]:
+    """RAYLLM_ENGINE_START_TIMEOUT_S for one engine, and where it is set."""
+    for where, env in (
+        ("llm_config runtime_env", dig(llm, "runtime_env", "env_vars")),
+        ("application runtime_env", dig(app, "runtime_env", "env_vars")),
+    ):
+        if isinstance(env, Mapping) and ENGINE_START_TIMEOUT_ENV in env:
+            value = _seconds(env[ENGINE_START_TIMEOUT_ENV], ENGINE_START_TIMEOUT_ENV)
+            if value is not None:
+                return value, f"{ENGINE_START_TIMEOUT_ENV}={value} in the {where}"
+    for group in ray_groups(obj):
+        container = group.container
+        if group.is_head or container is None:
+            continue
+        value_text = container.literal_env().get(ENGINE_START_TIMEOUT_ENV)
+        value = _seconds(value_text, ENGINE_START_TIMEOUT_ENV) if value_text else None
+        if value is not None:
+            return value, f"{ENGINE_START_TIMEOUT_ENV}={value} in the {group.label} env"
+    return ENGINE_START_TIMEOUT_DEFAULT_S, (
+        f"{ENGINE_START_TIMEOUT_ENV} unset: Ray Serve LLM's default "
+        f"{ENGINE_START_TIMEOUT_DEFAULT_S} s (ray 2.60)"
+    )
+
+
+def _weights_source(source: Any) -> str:
+    text = str(source or "")
+    if text.startswith(("s3://", "gs://", "abfss://", "azure://")):
+        return "s3"
+    if text.startswith("/"):
+        return "pvc"
+    return "huggingface"
+
+
+def _estimate(obj: K8sObject, engine: EngineArgs, llm: Mapping[str, Any]) -> tuple[int | None, str]:
+    """(estimated startup in seconds, working) or (None, why it is unknown)."""
+    annotated = dig(obj.raw, "metadata", "annotations", ESTIMATE_ANNOTATION)
+    value = _seconds(annotated, ESTIMATE_ANNOTATION) if annotated is not None else None
+    if value is not None:
+        return value, f"the planner's startup estimate, annotation {ESTIMATE_ANNOTATION}"
+    source = dig(llm, "model_loading_config", "model_source")
+    model = source if isinstance(source, str) and source else engine.model
+    if not isinstance(model, str) or not model:
+        return None, f"{engine.source} names no model"
+    arch = catalogs.model_architecture(model) or (
+        catalogs.model_architecture(engine.model) if engine.model else None
+    )
+    if arch is None:
+        return None, f"model {model!r} is not in the model catalogue, so its load time is unknown"
+    try:
+        from gpustrata.vllm.capacity import startup_estimate, weights_estimate
+
+        weights = weights_estimate(
+            arch,
+            tensor_parallel_size=engine.get_int("tensor_parallel_size") or 1,
+            pipeline_parallel_size=engine.get_int("pipeline_parallel_size") or 1,
+            model_dtype=str(engine.get("dtype") or "auto"),
+            quantization=str(engine.get("quantization")) if engine.get("quantization") else None,
+        )
+        startup = startup_estimate(
+            arch,
+            weights,
+            weights_source=_weights_source(source),
+            enforce_eager=engine.get("enforce_eager") in (True, "true", "True"),
+        )
+    except Exception as exc:  # an estimate the capacity planner refuses is not a violation
+        return None, f"the startup of {arch.id} cannot be estimated ({exc})"
+    load = f"{startup.weights_bytes / 1e9:.1f} GB at {startup.load_gbps:g} GB/s"
+    return math.ceil(startup.total_s), (
+        f"estimated: {load} ({startup.load_source.split(':')[0]}) + {startup.init_s:.0f} s "
+        "engine init"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Ray Serve LLM waits longer than the model takes to load; old thresholds noted."""
+    if obj.kind != "RayService":
+        return
+    spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
+    honoured = obj.api_version == "ray.io/v1alpha1"  # KubeRay < 1.1 (kuberay#1685)
+    cfg = serve_config(obj)
+    engines = list(cfg.engines) if cfg else []
+    configs = list(cfg.llm_configs) if cfg else []
+    apps = list(cfg.applications) if cfg else []
+    estimates: list[tuple[int, str]] = []
+    llm_iter = iter(configs)
+    for engine in engines:
+        if not engine.complete:
+            continue
+        llm = next(llm_iter)
+        app = next((a for a in apps if isinstance(a.get("args"), Mapping) and llm in _llms(a)), {})
+        needed, why = _estimate(obj, engine, llm)
+        timeout, where = _timeout(obj, app, llm)
+        label = f"engine '{engine.model}'" if engine.model else engine.source
+        if needed is None:
+            yield ctx.not_evaluated(obj, f"{label}: {why}; {where} is not checked")
+            continue
+        estimates.append((needed, why))
+        if timeout < needed:
+            yield ctx.violation(
+                obj,
+                f"{label}: Ray Serve LLM gives up on the engine after {timeout} s ({where}) "
+                f"but loading it needs {needed} s ({why}); the replica is killed and restarted "
+                "before it ever serves",
+                ("spec", "serveConfigV2"),
+            )
+    for key, default in THRESHOLDS.items():
+        if key not in spec:
+            if honoured and estimates and default < max(b for b, _ in estimates):
+                needed, why = max(estimates)
+                yield ctx.violation(
+                    obj,
+                    f"{key} is unset, so KubeRay before 1.0 ({obj.api_version}) replaces the "
+                    f"cluster when the application is not RUNNING after {default} s, less than "
+                    f"the {needed} s the engine needs to load ({why})",
+                    ("spec",),
+                )
+            continue
+        value = _seconds(spec[key], key)
+        if not honoured:
+            yield ctx.not_evaluated(
+                obj,
+                f"{key}: {spec[key]} has no effect: KubeRay ignores it in ray.io/v1 since "
+                f"1.1 ({KUBERAY_1685}); the engine start timeout is what bounds a model load",
+            )
+        elif value is not None and estimates and value < max(b for b, _ in estimates):
+            needed, why = max(estimates)
+            yield ctx.violation(
+                obj,
+                f"{key}: {value} s is less than the {needed} s the engine needs to load "
+                f"({why}); KubeRay before 1.0 ({obj.api_version}) replaces the cluster when the "
+                "application is not RUNNING by then",
+                ("spec", key),
+            )
+
+
+def _llms(app: Mapping[str, Any]) -> list[Any]:
+    args = app.get("args")
+    configs = args.get("llm_configs") if isinstance(args, Mapping) else None
+    if isinstance(configs, list):
+        return configs
+    single = args.get("llm_config") if isinstance(args, Mapping) else None
+    return [single] if single is not None else []
+
+
+RULE = Rule(
+    RuleMeta(
+        id="R005",
+        name="ray-path-tolerates-model-load",
+        title="Nothing on the Ray path gives up on an engine while it loads",
+        layer="ray",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "A 70B engine needs minutes to download and load its weights and to compile. On "
+            "the Ray path no kubelet probe watches the engine; Ray Serve LLM's LLMServer "
+            "awaits the engine start inside the replica constructor with a timeout, "
+            "RAYLLM_ENGINE_START_TIMEOUT_S (3600 s by default in Ray 2.60), and Serve health "
+            "checks begin only once the replica is running, so they never cut a load short. "
+            "The RayService serviceUnhealthySecondThreshold/deploymentUnhealthySecondThreshold "
+            "fields were honoured only before KubeRay 1.1 (up to 0.6 a cluster whose application "
+            "was not RUNNING within 60 s was replaced, mid-load); in ray.io/v1 they are "
+            "deprecated and unused (kuberay#1685), so setting them is reported as having no "
+            "effect. The "
+            "startup time is the planner's estimate (annotation "
+            "gpustrata.io/startup-estimate-seconds) or the capacity planner's: weights / "
+            "load bandwidth + engine init."
+        ),
+        fix=(
+            "Set RAYLLM_ENGINE_START_TIMEOUT_S in the llm_config's runtime_env.env_vars to at "
+            "least the estimated startup (gpustrata sets the startup window: estimate x 1.5); "
+            "drop the deprecated *UnhealthySecondThreshold fields."
+        ),
+        references=(
+            f"{RAY_V2600}/llm/_internal/serve/constants.py",
+            f"{RAY_V2600}/llm/_internal/serve/core/server/llm_server.py",
+            f"{RAY_V2600}/serve/_private/deployment_state.py",
+            f"{KUBERAY_V170}/apis/ray/v1/rayservice_types.go",
+            KUBERAY_1685,
+            "https://github.com/ray-project/kuberay/blob/v0.6.0/ray-operator/controllers/ray/rayservice_controller.go",
+        ),
+    ),
+    check,
+)

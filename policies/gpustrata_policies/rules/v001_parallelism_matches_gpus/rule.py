@@ -1,0 +1,161 @@
+"""V001 parallelism-matches-gpus."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.engines import EngineArgs
+from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.ray import RAY_V2600, container_engines
+
+MULTI_NODE_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime", "InferenceService"})
+
+
+def _factors(engine: EngineArgs) -> tuple[int, int, int] | None:
+    """(TP, PP, local DP) as vLLM reads them (unset: 1; local DP defaults to DP)."""
+    values = []
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        values.append(engine.get_int(key) if engine.get(key) is not None else 1)
+    if engine.get("data_parallel_size_local") is not None:
+        values.append(engine.get_int("data_parallel_size_local"))
+    else:
+        dp = engine.get("data_parallel_size")
+        values.append(engine.get_int("data_parallel_size") if dp is not None else 1)
+    if any(v is None or v < 1 for v in values):
+        return None
+    tp, pp, dp = (int(v) for v in values if v is not None)
+    return tp, pp, dp
+
+
+def _formula(tp: int, pp: int, dp: int) -> str:
+    text = f"tensor_parallel_size {tp} x pipeline_parallel_size {pp}"
+    if dp > 1:
+        text += f" x local data parallel {dp}"
+    return f"{text} = {tp * pp * dp}"
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """TP x PP (x local DP) equals the GPUs the engine gets: the container or the bundles."""
+    extra = ctx.config.gpu_resources
+    for container, engine in container_engines(obj):
+        pod = container.pod
+        factors = _factors(engine)
+        limit = container.gpu_limit(extra)
+        if factors is None:
+            yield ctx.not_evaluated(
+                obj, f"{container.label}: tensor/pipeline/data parallel sizes are not integers"
+            )
+            continue
+        tp, pp, dp = factors
+        need = tp * pp * dp
+        set_here = any(
+            engine.get(k) is not None
+            for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+        )
+        if not engine.complete and not set_here:
+            if limit > 1:
+                yield ctx.not_evaluated(
+                    obj,
+                    f"{container.label} has {fmt_gpus(limit)} GPUs but its parallel sizes may "
+                    "come from arguments outside the manifest ($@ or variables)",
+                )
+            continue
+        got, where = limit, f"its GPU limit is {fmt_gpus(limit)}"
+        if obj.kind == "LeaderWorkerSet":
+            workers = [p for p in obj.pods() if p.role == "worker"]
+            size = obj.raw.get("spec", {}).get("leaderWorkerTemplate", {}).get("size", 1)
+            if pod.role == "leader" and workers and isinstance(size, int) and size > 1:
+                per_worker = workers[0].gpu_count(extra)
+                got = limit + (size - 1) * per_worker
+                where = (
+                    f"its group of {size} Pods has {fmt_gpus(got)} GPUs (leader "
+                    f"{fmt_gpus(limit)} + {size - 1} x {fmt_gpus(per_worker)})"
+                )
+        elif obj.kind in MULTI_NODE_KINDS and pod.spec.get("workerSpec") is not None:
+            yield ctx.not_evaluated(
+                obj, f"{container.label} spans the workerSpec Pods; their GPUs are set by KServe"
+            )
+            continue
+        elif str(engine.get("distributed_executor_backend") or "") == "ray" and need > limit:
+            yield ctx.not_evaluated(
+                obj,
+                f"{container.label} uses the Ray executor; the GPUs beyond its own "
+                f"{fmt_gpus(limit)} come from the Ray cluster it joins",
+            )
+            continue
+        if Fraction(need) == got:
+            continue
+        if got < need:
+            effect = "vLLM starts one worker per GPU and fails at startup when it finds fewer GPUs"
+        else:
+            effect = f"{fmt_gpus(got - need)} GPU(s) stay allocated and idle"
+        yield ctx.violation(
+            obj,
+            f"{container.label} runs a vLLM engine of {_formula(tp, pp, dp)} GPUs but "
+            f"{where}; {effect}",
+            (*container.path, "resources"),
+        )
+    if obj.kind != "RayService":
+        return
+    placements, _ = engine_placements(obj)
+    for placement in placements:
+        if not placement.explicit:
+            continue  # Ray Serve LLM makes TP x PP bundles of one GPU itself
+        world = placement.tp * placement.pp
+        gpu_bundles = [Fraction(str(b.get("GPU", 0))) for b in placement.bundles]
+        gpu_bundles = [g for g in gpu_bundles if g > 0]
+        whole = all(g.denominator == 1 for g in gpu_bundles)
+        held: Fraction = sum(gpu_bundles, Fraction(0)) if whole else Fraction(len(gpu_bundles))
+        if held == world:
+            continue
+        what = (
+            f"its placement_group_config bundles hold {fmt_gpus(held)} GPUs"
+            if whole
+            else f"its placement_group_config has {len(gpu_bundles)} fractional GPU bundles"
+        )
+        effect = (
+            "vLLM's Ray executor places one GPU worker per bundle and fails to start"
+            if held < world
+            else f"{fmt_gpus(held - world)} reserved GPU(s) stay idle"
+        )
+        yield ctx.violation(
+            obj,
+            f"{placement.where} runs tensor_parallel_size {placement.tp} x "
+            f"pipeline_parallel_size {placement.pp} = {world} GPU workers but {what}; "
+            f"{effect}",
+            ("spec", "serveConfigV2"),
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V001",
+        name="parallelism-matches-gpus",
+        title="Tensor x pipeline parallelism equals the engine's GPUs",
+        layer="vllm",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "vLLM starts one worker per GPU: tensor_parallel_size x pipeline_parallel_size "
+            "(x the data-parallel ranks on this node). With fewer GPUs in the container it "
+            "fails at startup; with more, the surplus is allocated by Kubernetes and never "
+            "used. On Ray Serve LLM each worker takes one placement bundle, so the bundles "
+            "must hold exactly TP x PP GPUs. A LeaderWorkerSet group's GPUs are the leader's "
+            "plus the workers'."
+        ),
+        fix=(
+            "Set the container's nvidia.com/gpu limit (or the placement bundles) to "
+            "tensor_parallel_size x pipeline_parallel_size, or change the parallel sizes."
+        ),
+        references=(
+            "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html",
+            f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
+            "https://lws.sigs.k8s.io/docs/examples/vllm/",
+        ),
+    ),
+    check,
+)

@@ -1,0 +1,131 @@
+"""V002 parallelism-fits-model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.vllm_sites import as_int, engine_sites, site_architecture, vllm_source
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.architectures import ModelArchitecture
+
+V = "0.33.0"
+MODEL_PY = vllm_source(V, "vllm/config/model.py")
+LLAMA_PY = vllm_source(V, "vllm/model_executor/models/llama.py")
+PP_UTILS = vllm_source(V, "vllm/distributed/utils.py")
+LARGEST_SHOWN = 64
+
+
+def _kv_ok(arch: ModelArchitecture, tp: int) -> bool:
+    """KV heads split over TP ranks, or replicated evenly (not for MLA's shared latent)."""
+    if arch.attention == "mla":
+        return True
+    kv = arch.num_key_value_heads
+    return kv % tp == 0 if kv >= tp else tp % kv == 0
+
+
+def valid_tp_sizes(arch: ModelArchitecture) -> list[int]:
+    """TP sizes (up to 64) vLLM accepts for the model."""
+    return [
+        tp
+        for tp in range(1, LARGEST_SHOWN + 1)
+        if arch.num_attention_heads % tp == 0 and _kv_ok(arch, tp)
+    ]
+
+
+def problems(arch: ModelArchitecture, tp: int, pp: int) -> list[str]:
+    """Why vLLM refuses this TP/PP for the model (empty when it accepts them)."""
+    out: list[str] = []
+    heads, kv, layers = arch.num_attention_heads, arch.num_key_value_heads, arch.num_hidden_layers
+    fits = ", ".join(str(t) for t in valid_tp_sizes(arch))
+    if tp < 1:
+        out.append(f"tensor_parallel_size {tp} is not a positive number; use one of {fits}")
+    elif heads % tp:
+        out.append(
+            f"tensor_parallel_size {tp} does not divide its {heads} attention heads (vLLM "
+            f"refuses to start: 'Total number of attention heads ({heads}) must be divisible "
+            f"by tensor parallel size ({tp}).'); use one of {fits}"
+        )
+    elif not _kv_ok(arch, tp):
+        out.append(
+            f"tensor_parallel_size {tp} and its {kv} KV heads neither divide the other (vLLM's "
+            "attention layers split KV heads across ranks, or replicate them when TP is "
+            f"larger, and assert one divides the other); use one of {fits}"
+        )
+    if pp < 1 or pp > layers:
+        out.append(
+            f"pipeline_parallel_size {pp} is outside 1..{layers}, its number of layers "
+            "(each pipeline stage needs at least one layer)"
+        )
+    return out
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """TP divides the model's heads (and fits its KV heads); PP is at most its layers."""
+    for site in engine_sites(obj):
+        engine = site.engine
+        tp, pp = as_int(engine, "tensor_parallel_size"), as_int(engine, "pipeline_parallel_size")
+        tp = 1 if tp is None else tp
+        pp = 1 if pp is None else pp
+        if isinstance(tp, str) or isinstance(pp, str):
+            bad = tp if isinstance(tp, str) else pp
+            yield ctx.not_evaluated(
+                obj, f"{site.label}: parallel size {bad!r} is not a number (V001 reads it too)"
+            )
+            continue
+        if tp == 1 and pp == 1:
+            continue
+        arch = site_architecture(site)
+        if arch is None:
+            yield ctx.not_evaluated(
+                obj,
+                f"{site.label} serves {' / '.join(site.models) or 'a model it does not name'}, "
+                "which is not in the model catalogue, so its attention heads and layers are "
+                "unknown",
+            )
+            continue
+        found = problems(arch, tp, pp)
+        if found:
+            kv = "MLA" if arch.attention == "mla" else f"{arch.num_key_value_heads} KV heads"
+            yield ctx.violation(
+                obj,
+                f"{site.label} serves {arch.id} ({arch.num_attention_heads} attention heads, "
+                f"{kv}, {arch.num_hidden_layers} layers): " + "; ".join(found),
+                site.path,
+            )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V002",
+        name="parallelism-fits-model",
+        title="Tensor and pipeline parallel sizes fit the model's heads and layers",
+        layer="vllm",
+        severity="critical",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "vLLM splits attention heads evenly across tensor-parallel ranks: "
+            "ModelConfig.verify_with_parallel_config refuses a tensor_parallel_size that "
+            "does not divide the model's attention heads, before any weight loads. KV heads "
+            "are split too, or replicated when TP exceeds them, and the attention layers "
+            "assert that one count divides the other (e.g. 8 KV heads with TP 16 works, with "
+            "TP 12 it does not). MLA models (DeepSeek) cache one latent shared by all heads, "
+            "so only the attention heads count. Pipeline parallelism splits the layers over "
+            "stages (get_pp_indices); more stages than layers leaves stages without a layer. "
+            "Head and layer counts come from the model catalogue (config.json); a model it "
+            "does not know is reported as not evaluated. Checked against vLLM 0.33.0's "
+            "config/model.py, models/llama.py and distributed/utils.py."
+        ),
+        fix=(
+            "Pick a tensor_parallel_size that divides the attention heads (the message lists "
+            "the sizes vLLM accepts) and a pipeline_parallel_size no larger than the layers; "
+            "keep TP x PP equal to the GPUs the engine gets (V001)."
+        ),
+        references=(MODEL_PY, LLAMA_PY, PP_UTILS),
+    ),
+    check,
+)

@@ -1,0 +1,131 @@
+"""V003 weights-fit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.capacity_sites import VLLM_SRC, Inputs, estimate, estimated_engines
+from gpustrata_policies.view.objects import K8sObject
+
+if TYPE_CHECKING:
+    from gpustrata.vllm.capacity import CapacityEstimate
+
+_TP_SIZES = (2, 4, 8, 16)
+
+
+def _try(inp: Inputs, gpu: Any = None, **overrides: Any) -> CapacityEstimate | None:
+    """The same engine with one setting changed (None: vLLM would refuse it)."""
+    from gpustrata.vllm.capacity import CapacityError
+
+    kwargs = {**inp.settings.kwargs, **overrides}
+    try:
+        return estimate(inp.model.arch, gpu or inp.gpu.gpu, **kwargs)
+    except CapacityError:
+        return None
+
+
+def _fixes(inp: Inputs) -> str:
+    """Concrete alternatives that make the weights fit, computed with the same planner."""
+    from gpustrata.catalog.hardware import load_hardware_catalog
+    from gpustrata.vllm.capacity import gib
+
+    est = inp.estimate
+    tp, pp = est.tensor_parallel_size, est.pipeline_parallel_size
+    out: list[str] = []
+    for size in (s for s in _TP_SIZES if s > tp):
+        alt = _try(inp, tensor_parallel_size=size)
+        if alt is not None and alt.weights_fit:
+            out.append(
+                f"tensor_parallel_size {size} on {inp.gpu.gpu.name} "
+                f"({gib(alt.weights.bytes_per_gpu)} of weights per GPU, {size * pp} GPUs)"
+            )
+            break
+    bigger = sorted(
+        (g for g in load_hardware_catalog().gpus.values() if g.memory_gib > inp.gpu.gpu.memory_gib),
+        key=lambda g: g.memory_gib,
+    )
+    for gpu in bigger:
+        alt = _try(inp, gpu=gpu)
+        if alt is not None and alt.weights_fit:
+            out.append(f"a GPU with more memory such as {gpu.name} ({gpu.memory_gib:g} GiB)")
+            break
+    if not inp.settings.kwargs.get("quantization") and inp.model.arch.quantization is None:
+        alt = _try(inp, quantization="fp8")
+        if alt is not None and alt.weights_fit:
+            out.append(f"an FP8-quantised checkpoint ({gib(alt.weights.bytes_per_gpu)} per GPU)")
+    if not out:
+        return (
+            "no larger tensor_parallel_size, catalogued GPU or FP8 checkpoint fits it on one "
+            "node: add pipeline parallelism across nodes"
+        )
+    return "use " + ", or ".join(out)
+
+
+def message(inp: Inputs) -> str:
+    """The violation text for an engine whose weights do not fit."""
+    from gpustrata.vllm.capacity import gib
+
+    est = inp.estimate
+    mem = est.memory
+    parallel = f"tensor_parallel_size {est.tensor_parallel_size}"
+    if est.pipeline_parallel_size > 1:
+        parallel += f" x pipeline_parallel_size {est.pipeline_parallel_size}"
+    overhead = mem.activation.value + mem.cuda_graphs.value + mem.runtime_overhead.value
+    room = mem.requested.value - overhead
+    defaults = inp.default_notes("tensor_parallel_size", "gpu_memory_utilization")
+    return (
+        f"{inp.site.label} serves {inp.model.name} on {inp.gpu.label} with {parallel}: its "
+        f"weights take {gib(est.weights.bytes_per_gpu)} per GPU ({est.weights.explanation}), "
+        f"but gpu_memory_utilization {est.gpu_memory_utilization:g} x "
+        f"{gib(mem.total.value)} = {gib(mem.requested.value)}, less "
+        f"{gib(mem.activation.value)} of activations, {gib(mem.cuda_graphs.value)} of CUDA "
+        f"graphs and {gib(mem.runtime_overhead.value)} of runtime overhead, leaves "
+        f"{gib(max(0, room))} for them ({gib(est.weights.bytes_per_gpu - room)} short); "
+        f"vLLM fails with out of memory while loading{defaults}. Fix: {_fixes(inp)}"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Weights per GPU plus activations and runtime overhead fit the memory vLLM may use."""
+    for inp in estimated_engines(ctx, obj):
+        if isinstance(inp, NotEvaluated):
+            yield inp
+        elif not inp.estimate.weights_fit:
+            yield ctx.violation(obj, message(inp), inp.site.path)
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V003",
+        name="weights-fit",
+        title="The model's weights fit the GPU memory vLLM may use",
+        layer="vllm",
+        severity="critical",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "vLLM loads 1/TP of the weights (and of its pipeline stage's layers) onto each "
+            "GPU, then profiles a forward pass and captures CUDA graphs, all inside "
+            "gpu_memory_utilization x the GPU's memory. When weights, activation peak, CUDA "
+            "graphs and runtime overhead exceed that, the engine fails with CUDA out of "
+            "memory or 'No available memory for the cache blocks' and the Pod crash-loops. "
+            "The model's shape comes from the model catalogue, the GPU from the pool "
+            "description or the Pod's GPU node labels, the arithmetic from the capacity "
+            "planner (vLLM 0.33's sharding and memory profiling; each term is explained in "
+            "the message). Unset flags take vLLM 0.33's defaults."
+        ),
+        fix=(
+            "Raise tensor_parallel_size (and the GPUs per Pod with it), move to a GPU with "
+            "more memory, or serve a quantised checkpoint (FP8, AWQ/GPTQ)."
+        ),
+        references=(
+            f"{VLLM_SRC}/vllm/v1/worker/gpu_worker.py",
+            f"{VLLM_SRC}/vllm/config/cache.py",
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory.html",
+        ),
+        scope="stack",
+    ),
+    check,
+)

@@ -1,0 +1,80 @@
+"""V004 context-fits-kv-cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.capacity_sites import VLLM_SRC, Inputs, estimated_engines
+from gpustrata_policies.view.objects import K8sObject
+
+
+def message(inp: Inputs) -> str:
+    """The violation text for an engine whose KV cache cannot hold one full sequence."""
+    from gpustrata.vllm.capacity import gib
+
+    est = inp.estimate
+    kv = est.kv
+    mml = est.max_model_len
+    largest = min(kv.largest_max_model_len, est.model_max_len)
+    fix = (
+        f"set max_model_len to at most {largest:,}"
+        if largest
+        else "the KV cache cannot hold even one token"
+    )
+    defaults = inp.default_notes("max_model_len", "gpu_memory_utilization")
+    return (
+        f"{inp.site.label} serves {inp.model.name} on {inp.gpu.label} with max_model_len "
+        f"{mml:,}: after {gib(est.weights.bytes_per_gpu)} of weights per GPU the KV cache "
+        f"gets {gib(max(0, est.memory.available_kv_bytes))} per GPU, {kv.tokens:,} tokens "
+        f"({kv.max_concurrency:.2f} sequences of {mml:,}), but one {mml:,}-token sequence "
+        f"needs {gib(kv.needed_bytes)} ({kv.blocks_per_request:,} blocks of "
+        f"{kv.bytes_per_block:,} B), so vLLM refuses to start ('To serve at least one request "
+        f"with the model's max seq len ...'){defaults}. Fix: {fix}, raise "
+        "gpu_memory_utilization, use kv_cache_dtype fp8, or add GPUs (tensor_parallel_size)"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """One max_model_len sequence fits the KV-cache memory of every GPU of the engine."""
+    for inp in estimated_engines(ctx, obj):
+        if isinstance(inp, NotEvaluated):
+            yield inp
+        # Weights that do not fit are V003's finding; the KV cache is moot then.
+        elif inp.estimate.weights_fit and not inp.estimate.kv.fits_one_sequence:
+            yield ctx.violation(obj, message(inp), inp.site.path)
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V004",
+        name="context-fits-kv-cache",
+        title="The KV cache holds at least one max_model_len sequence",
+        layer="vllm",
+        severity="critical",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "After loading the weights and profiling, vLLM gives the rest of "
+            "gpu_memory_utilization x GPU memory to the KV cache and refuses to start when one "
+            "request of max_model_len tokens does not fit in it "
+            "(_check_enough_kv_cache_memory: 'To serve at least one request with the model's "
+            "max seq len ...'). With max_model_len unset vLLM takes the model's full context "
+            "(131072 tokens for Llama 3.1), which rarely fits a single 24-48 GB GPU. The block "
+            "arithmetic is vLLM 0.33's (page size per layer, KV heads per TP rank, sliding "
+            "windows, MLA, fp8 KV); the message gives the capacity in tokens and sequences and "
+            "the largest max_model_len that fits."
+        ),
+        fix=(
+            "Lower max_model_len to at most the largest length the message names, raise "
+            "gpu_memory_utilization, use --kv-cache-dtype fp8, or shard over more GPUs."
+        ),
+        references=(
+            f"{VLLM_SRC}/vllm/v1/core/kv_cache_planning.py",
+            f"{VLLM_SRC}/vllm/v1/kv_cache_interface.py",
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory.html",
+        ),
+        scope="stack",
+    ),
+    check,
+)

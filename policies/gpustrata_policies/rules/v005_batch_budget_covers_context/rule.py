@@ -1,0 +1,371 @@
+"""V005 batch-budget-covers-context."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.vllm_sites import (
+    EngineSite,
+    Version,
+    as_bool,
+    as_int,
+    engine_sites,
+    gib,
+    neighbours,
+    parse_version,
+    site_architecture,
+    site_gpus,
+    site_version,
+    vllm_source,
+)
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.architectures import ModelArchitecture
+    from gpustrata.catalog.hardware import GpuModel
+
+ARG_UTILS = "vllm/engine/arg_utils.py"
+SCHEDULER_033 = vllm_source("0.33.0", "vllm/config/scheduler.py")
+LONG_CONTEXT = 32768
+"""V0 turns chunked prefill on by default above this max_model_len (_set_default_args_v0)."""
+V0_DEFAULT_SEQS = 256
+DEFAULT_TOKENS = 2048
+"""SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS (every release read)."""
+ENGINE_CONTEXT_SEQS = 128
+"""SchedulerConfig.DEFAULT_MAX_NUM_SEQS: engines built outside ``vllm serve``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """One row of ``EngineArgs.get_batch_defaults`` (OPENAI_API_SERVER usage context)."""
+
+    min_gib: float
+    tokens: int
+    seqs: int
+    not_a100: bool = False
+
+    def takes(self, gpu: GpuModel) -> bool:
+        """Does the GPU land in this row?"""
+        if gpu.memory_gib < self.min_gib:
+            return False
+        return not (self.not_a100 and "a100" in f"{gpu.id} {gpu.name}".lower())
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """Scheduler defaults and rules read in one vLLM release's V1 engine."""
+
+    version: str
+    chunked_forced: bool
+    """V1 turns chunked prefill on whatever the flag says ("V1 always uses chunked prefills")."""
+    tiers: tuple[Tier, ...]
+    """Default rows, largest GPUs first; the last row (min_gib 0) is the fallback."""
+    clamp_seqs: bool
+    """An unset max_num_seqs is lowered to max_num_batched_tokens."""
+
+    def tier(self, gpu: GpuModel) -> Tier:
+        """The default row of a GPU."""
+        return next(t for t in self.tiers if t.takes(gpu))
+
+
+_SMALL = Tier(0, DEFAULT_TOKENS, 256)
+_MID_085 = Tier(70, 8192, 1024)
+_MID = Tier(70, 8192, 1024, not_a100=True)
+READ: list[tuple[Version, Release]] = [
+    ((0, 8, 5), Release("0.8.5", True, (_MID_085, _SMALL), False)),
+    ((0, 10, 2), Release("0.10.2", True, (_MID, _SMALL), True)),
+    ((0, 11, 0), Release("0.11.0", True, (_MID, _SMALL), True)),
+    ((0, 11, 1), Release("0.11.1", False, (_MID, _SMALL), True)),
+    ((0, 11, 2), Release("0.11.2", False, (_MID, _SMALL), True)),
+    ((0, 12, 0), Release("0.12.0", False, (_MID, _SMALL), True)),
+    ((0, 33, 0), Release("0.33.0", False, (Tier(160, 16384, 1024), _MID, _SMALL), True)),
+]
+V0_READ = ((0, 8, 5), (0, 10, 2))
+"""Releases whose V0 engine defaults were read (_set_default_args_v0, SchedulerConfig)."""
+
+
+@dataclass(frozen=True, slots=True)
+class World:
+    """One way vLLM may run this engine (release read, GPU row, usage context)."""
+
+    release: str
+    chunked: bool | None
+    chunked_why: str
+    tokens: int | None
+    tokens_why: str
+    seqs: int | None
+    seqs_why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the engine states."""
+
+    tokens: int | None
+    seqs: int | None
+    chunked: bool | None
+    max_len: int | None
+    max_len_why: str
+
+
+def _v1_worlds(
+    s: Settings, releases: list[Release], gpus: list[tuple[GpuModel, str]], ray: bool
+) -> list[World]:
+    worlds = []
+    for r in releases:
+        chunked = True if r.chunked_forced or s.chunked is None else s.chunked
+        chunked_why = (
+            f"vLLM {r.version}'s V1 engine always chunks prefills"
+            if r.chunked_forced
+            else ("--no-enable-chunked-prefill" if chunked is False else "on by default")
+        )
+        rows: list[tuple[Tier, str]] = [
+            (r.tier(g), f"vllm serve on {g.name} ({gib(g)}, {where})") for g, where in gpus
+        ] or [(t, f"vllm serve on a GPU of {t.min_gib:g} GiB or more") for t in r.tiers]
+        contexts = [(t.tokens, t.seqs, why) for t, why in rows]
+        if ray:  # Ray Serve LLM builds the engine itself: usage context not read
+            contexts.append((DEFAULT_TOKENS, ENGINE_CONTEXT_SEQS, "an engine built by Ray"))
+        for tokens_default, seqs_default, why in contexts:
+            tokens, tokens_why = s.tokens, "set"
+            if tokens is None:
+                tokens_why = f"vLLM {r.version}'s default for {why}, EngineArgs.get_batch_defaults"
+                tokens = tokens_default
+                if chunked is False:  # raised to cover max_model_len
+                    tokens = max(tokens, s.max_len) if s.max_len else None
+            seqs, seqs_why = s.seqs, "set"
+            if seqs is None:
+                seqs = min(seqs_default, tokens) if r.clamp_seqs and tokens else seqs_default
+                seqs_why = f"vLLM {r.version}'s default for {why}" + (
+                    ", lowered to the token budget" if seqs != seqs_default else ""
+                )
+            worlds.append(
+                World(r.version, chunked, chunked_why, tokens, tokens_why, seqs, seqs_why)
+            )
+    return worlds
+
+
+def _v0_worlds(s: Settings, arch: ModelArchitecture | None, read: bool) -> list[World]:
+    """The V0 engine (read in 0.8.5 and 0.10.2: _set_default_args_v0, SchedulerConfig)."""
+    options: list[tuple[bool | None, str]]
+    if s.chunked is not None:
+        options = [(s.chunked, "--enable-chunked-prefill" if s.chunked else "chunked prefill off")]
+    elif s.max_len is not None and s.max_len <= LONG_CONTEXT:
+        options = [(False, f"the V0 engine's default for max_model_len up to {LONG_CONTEXT}")]
+    elif s.max_len is not None and arch is not None:
+        # off by default for MLA, sliding-window and multimodal models
+        plain = arch.attention == "full" and not arch.architecture.endswith(
+            "ForConditionalGeneration"
+        )
+        why = f"the V0 engine's default above {LONG_CONTEXT} tokens for {arch.id}"
+        options = [(plain, why)]
+    else:
+        options = [(True, "V0 default"), (False, "V0 default")]
+    worlds = []
+    for chunked, why in options:
+        tokens, tokens_why = s.tokens, "set"
+        if tokens is None and read:
+            if chunked:
+                tokens = DEFAULT_TOKENS
+            else:  # raised to max_model_len: unknown without it
+                tokens = max(DEFAULT_TOKENS, s.max_len) if s.max_len else None
+            tokens_why = "the V0 engine's default (SchedulerConfig)"
+        seqs, seqs_why = s.seqs, "set"
+        if seqs is None and read:
+            seqs, seqs_why = V0_DEFAULT_SEQS, "the V0 engine's default (_set_default_args_v0)"
+        worlds.append(World("V0", chunked, why, tokens, tokens_why, seqs, seqs_why))
+    return worlds
+
+
+Verdict = Literal["violates", "passes", "unknown"]
+
+
+def _budget_vs_len(w: World, s: Settings) -> Verdict:
+    if w.chunked is True or s.tokens is None:
+        return "passes"  # chunked, or vLLM raised its default to max_model_len
+    if s.max_len is None or w.chunked is None:
+        return "unknown" if s.max_len is None or s.tokens < s.max_len else "passes"
+    return "violates" if s.tokens < s.max_len else "passes"
+
+
+def _budget_vs_seqs(w: World) -> Verdict:
+    if w.tokens is None or w.seqs is None:
+        return "unknown"
+    return "violates" if w.tokens < w.seqs else "passes"
+
+
+def _all(verdicts: list[Verdict]) -> Verdict:
+    if verdicts and all(v == "violates" for v in verdicts):
+        return "violates"
+    if all(v == "passes" for v in verdicts):
+        return "passes"
+    return "unknown"
+
+
+def _values(values: list[int | None]) -> str:
+    shown = sorted({v for v in values if v is not None})
+    return " or ".join(str(v) for v in shown)
+
+
+def _judge(ctx: RuleContext, site: EngineSite, s: Settings) -> Iterator[Outcome]:
+    obj, label = site.obj, site.label
+    version, where = site_version(site)
+    parsed = parse_version(version)
+    arch = site_architecture(site)
+    use_v1 = site.env.get("VLLM_USE_V1")
+    if parsed is None:
+        worlds: list[World] | None = None
+        why_unknown = where
+    elif (parsed >= (0, 8, 0) and use_v1 != "0") or parsed >= (0, 11, 0):
+        releases = neighbours(parsed, READ)
+        worlds = _v1_worlds(s, releases, site_gpus(ctx, site), site.ray) if releases else None
+        read = ", ".join(r.version for _, r in READ)
+        why_unknown = f"the V1 engine of vLLM {version} was not read (read: {read})"
+        if releases and len(releases) == 2:
+            where += (
+                f"; judged by {releases[0].version} and {releases[1].version}, the releases "
+                "read around it"
+            )
+    elif parsed < (0, 8, 0) and use_v1 == "1":
+        worlds, why_unknown = None, f"vLLM {version}'s experimental V1 engine was not read"
+    else:
+        worlds = _v0_worlds(s, arch, V0_READ[0] <= parsed <= V0_READ[-1])
+        why_unknown = ""
+        if use_v1 == "0":
+            where += ", VLLM_USE_V1=0"
+    engine_kind = "'s V0 engine" if worlds and worlds[0].release == "V0" else ""
+    running = f"vLLM {version}{engine_kind} ({where})" if version else "vLLM"
+    if worlds is None:
+        # Only stated values can be judged: the release's defaults and chunking are unknown.
+        if s.tokens is not None and s.seqs is not None and s.tokens < s.seqs:
+            yield ctx.violation(obj, _seqs_message(label, running, s, []), site.path)
+        elif s.tokens is not None or s.seqs is not None or s.chunked is False:
+            yield ctx.not_evaluated(
+                obj,
+                f"{label}: the batch budget depends on vLLM's defaults and chunked prefill, "
+                f"but {why_unknown}",
+            )
+        return
+    verdict = _all([_budget_vs_len(w, s) for w in worlds])
+    if verdict == "violates":
+        yield ctx.violation(obj, _len_message(label, running, s, worlds), site.path)
+    elif verdict == "unknown":
+        yield ctx.not_evaluated(
+            obj,
+            f"{label} sets max_num_batched_tokens {s.tokens}, but whether {running} chunks "
+            "prefills or what max_model_len is could not be read",
+        )
+    verdict = _all([_budget_vs_seqs(w) for w in worlds])
+    if verdict == "violates":
+        yield ctx.violation(obj, _seqs_message(label, running, s, worlds), site.path)
+    elif verdict == "unknown":
+        if any(w.tokens is None or w.seqs is None for w in worlds):
+            why = f"the defaults of {running} were not read"
+        else:
+            why = (
+                f"vLLM's defaults differ between the GPUs or releases considered "
+                f"(max_num_batched_tokens {_values([w.tokens for w in worlds])}, max_num_seqs "
+                f"{_values([w.seqs for w in worlds])})"
+            )
+        yield ctx.not_evaluated(
+            obj, f"{label}: whether max_num_batched_tokens covers max_num_seqs is open: {why}"
+        )
+
+
+def _len_message(label: str, running: str, s: Settings, worlds: list[World]) -> str:
+    return (
+        f"{label} runs {running} with chunked prefill off ({worlds[0].chunked_why}) and "
+        f"max_num_batched_tokens {s.tokens} below max_model_len {s.max_len}"
+        f"{s.max_len_why}: vLLM refuses to start ('max_num_batched_tokens ({s.tokens}) is "
+        f"smaller than max_model_len ({s.max_len})'); set max_num_batched_tokens to at least "
+        f"{s.max_len} or turn chunked prefill on"
+    )
+
+
+def _seqs_message(label: str, running: str, s: Settings, worlds: list[World]) -> str:
+    if s.tokens is not None:
+        tokens = f"max_num_batched_tokens {s.tokens}"
+    else:
+        tokens = (
+            f"max_num_batched_tokens {_values([w.tokens for w in worlds])} "
+            f"(unset: {worlds[0].tokens_why})"
+        )
+    if s.seqs is not None:
+        seqs = f"max_num_seqs {s.seqs}"
+    else:
+        seqs = f"max_num_seqs {_values([w.seqs for w in worlds])} (unset: {worlds[0].seqs_why})"
+    low = min(w.tokens for w in worlds if w.tokens) if worlds else s.tokens
+    high = max(w.seqs for w in worlds if w.seqs) if worlds else s.seqs
+    return (
+        f"{label} runs {running} with {tokens} below {seqs}: vLLM refuses to start "
+        f"('max_num_batched_tokens ({low}) must be greater than or equal to max_num_seqs "
+        f"({high}).'); raise max_num_batched_tokens to at least {high} or lower max_num_seqs"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """The engine's batch token budget covers max_num_seqs, and max_model_len unchunked."""
+    for site in engine_sites(obj):
+        e = site.engine
+        raw = {k: as_int(e, k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
+        bad = {k: v for k, v in raw.items() if isinstance(v, str)}
+        if bad:
+            key, value = next(iter(bad.items()))
+            yield ctx.not_evaluated(obj, f"{site.label}: {key} {value!r} is not a number")
+            continue
+        tokens, seqs, max_len = (v if isinstance(v, int) else None for v in raw.values())
+        chunked = as_bool(e, "enable_chunked_prefill")
+        if tokens is None and seqs is None:
+            continue  # vLLM's own defaults agree with each other in every release read
+        arch = site_architecture(site)
+        max_len_why = ""
+        if max_len is None and arch is not None:
+            max_len = arch.max_position_embeddings
+            max_len_why = f" (unset: {arch.id}'s max_position_embeddings, which vLLM derives)"
+        yield from _judge(ctx, site, Settings(tokens, seqs, chunked, max_len, max_len_why))
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V005",
+        name="batch-budget-covers-context",
+        title="The batch token budget covers max_num_seqs, and max_model_len without chunking",
+        layer="vllm",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "max_num_batched_tokens is the token budget of one engine step. vLLM refuses to "
+            "start when it is below max_num_seqs (SchedulerConfig: 'must be greater than or "
+            "equal to max_num_seqs'), and, when prefills are not chunked, when it is below "
+            "max_model_len (a prompt longer than the budget could never be scheduled). "
+            "Whether prefills are chunked depends on the release: the V0 engine chunks only "
+            "when asked, or by default above 32768 tokens for plain-attention models; the V1 "
+            "engine of 0.8.x to 0.11.0 always chunks, ignoring --no-enable-chunked-prefill; "
+            "from 0.11.1 V1 chunks by default and honours the flag. Unset values take the "
+            "release's real defaults (EngineArgs.get_batch_defaults: 2048 tokens / 256 "
+            "sequences, 8192 / 1024 on GPUs of 70 GiB or more except A100, and from some "
+            "release up to 0.33.0 16384 on 160 GiB or more; an unset max_num_seqs is lowered "
+            "to the token budget from 0.10.2), and the message says which default it used. "
+            "Read in vLLM 0.8.5, 0.10.2, 0.11.0-0.11.2, 0.12.0 and 0.33.0; a release between "
+            "two of them is judged by both, and reported only when they agree."
+        ),
+        fix=(
+            "Raise max_num_batched_tokens to at least max_num_seqs (and to max_model_len when "
+            "chunked prefill is off), or lower max_num_seqs; leaving both unset uses vLLM's "
+            "matching defaults."
+        ),
+        references=(
+            SCHEDULER_033,
+            vllm_source("0.33.0", ARG_UTILS),
+            vllm_source("0.11.1", ARG_UTILS),
+            vllm_source("0.11.0", ARG_UTILS),
+            vllm_source("0.8.5", ARG_UTILS),
+            "https://github.com/vllm-project/vllm/issues/18547",
+        ),
+        scope="stack",
+    ),
+    check,
+)

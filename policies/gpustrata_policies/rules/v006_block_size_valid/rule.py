@@ -1,0 +1,261 @@
+"""V006 block-size-valid."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.vllm_sites import (
+    EngineSite,
+    Version,
+    as_int,
+    engine_sites,
+    neighbours,
+    parse_version,
+    site_architecture,
+    site_gpus,
+    site_version,
+    vllm_source,
+)
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.hardware import GpuModel
+
+Verdict = tuple[bool | None, str]
+"""(refused?, why): None when the release's behaviour on that GPU was not read."""
+
+_MULTIPLE_OF_16 = (
+    "its CUDA attention backends need a multiple of 16 (FlashAttention and Triton stop with "
+    "'Block size must be a multiple of 16.')"
+)
+
+
+def _legacy(version: str, choices: tuple[int, ...]) -> Callable[..., Verdict]:
+    """vLLM 0.11.0-0.12.0: ``--block-size`` choices from ``CacheConfig.BlockSize``; the
+    default CUDA backend by compute capability (``vllm/platforms/cuda.py``): FlashAttention
+    (or Triton, for sinks / FP8 KV off Hopper) on 8.x-9.x, FlashInfer on 10.x, FlexAttention
+    below 8.0."""
+
+    def verdict(block: int, mla: bool, cc: tuple[int, int], cli: bool) -> Verdict:
+        # The choices bind the command line only: engine kwargs (Ray Serve LLM) reach
+        # CacheConfig, whose block_size is SkipValidation[BlockSize].
+        if cli and block not in choices:
+            return True, (
+                f"vLLM {version}'s --block-size only takes {', '.join(map(str, choices))} "
+                "(CacheConfig.BlockSize), so the argument parser rejects it"
+            )
+        if mla:
+            # CudaPlatform.check_and_update_config forces FlashMLA's 64 (compute capability
+            # 9) or CUTLASS MLA's 128 (10): any listed size is accepted (and replaced).
+            if cc[0] in (9, 10):
+                return False, ""
+            return None, (
+                f"the MLA backends of vLLM {version} below compute capability 9 were not read"
+            )
+        if cc[0] >= 10:  # FlashInfer is the default there; its limits were not read
+            return None, (
+                f"vLLM {version}'s default backend on compute capability 10 (FlashInfer) "
+                "was not read"
+            )
+        if cc[0] < 8:  # FlexAttention, which declares no block-size limit there
+            return None, (
+                f"vLLM {version}'s default backend below compute capability 8 (FlexAttention) "
+                "has no stated block-size limit"
+            )
+        return (True, _MULTIPLE_OF_16) if block % 16 else (False, "")
+
+    return verdict
+
+
+def _v033(block: int, mla: bool, cc: tuple[int, int], cli: bool) -> Verdict:
+    """vLLM 0.33.0: any positive int parses; the backend must support it (all CUDA ones
+    declare multiples of 16: FlashAttention/Triton/Flex MultipleOf(16), FlashInfer 16/32/64,
+    Triton-MLA and FlashAttention-MLA MultipleOf(16), FlashMLA 64, FlashInfer-MLA 32/64,
+    CUTLASS-MLA 128), else CudaPlatform.get_attn_backend_cls stops."""
+    if block % 16:
+        kind = "MLA" if mla else "attention"
+        return True, (
+            f"no CUDA {kind} backend of vLLM 0.33.0 takes it (every one needs a multiple of "
+            "16), so it stops with 'No valid attention backend found'"
+        )
+    return False, ""
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """The block-size facts read in one vLLM release."""
+
+    version: str
+    verdict: Callable[..., Verdict]
+    sources: tuple[str, ...]
+
+
+_CHOICES_011 = (1, 8, 16, 32, 64, 128)
+_CHOICES_0111 = (1, 8, 16, 32, 64, 128, 256)
+READ: list[tuple[Version, Release]] = [
+    (
+        (0, 11, 0),
+        Release(
+            "0.11.0",
+            _legacy("0.11.0", _CHOICES_011),
+            (
+                vllm_source("0.11.0", "vllm/config/cache.py"),
+                vllm_source("0.11.0", "vllm/v1/attention/backends/flash_attn.py"),
+                vllm_source("0.11.0", "vllm/platforms/cuda.py"),
+            ),
+        ),
+    ),
+    ((0, 11, 1), Release("0.11.1", _legacy("0.11.1", _CHOICES_0111), ())),
+    ((0, 11, 2), Release("0.11.2", _legacy("0.11.2", _CHOICES_0111), ())),
+    ((0, 12, 0), Release("0.12.0", _legacy("0.12.0", _CHOICES_0111), ())),
+    (
+        (0, 33, 0),
+        Release(
+            "0.33.0",
+            _v033,
+            (
+                vllm_source("0.33.0", "vllm/config/cache.py"),
+                vllm_source("0.33.0", "vllm/v1/attention/backend.py"),
+                vllm_source("0.33.0", "vllm/platforms/cuda.py"),
+            ),
+        ),
+    ),
+]
+_ALL_CC = ((7, 0), (7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0))
+
+
+def _cc(gpu: GpuModel) -> tuple[int, int]:
+    major, _, minor = gpu.compute_capability.partition(".")
+    return int(major), int(minor or 0)
+
+
+def _judge(
+    releases: list[Release],
+    block: int,
+    mla_options: tuple[bool, ...],
+    ccs: list[tuple[int, int]],
+    cli: bool,
+) -> Verdict:
+    """Refused only if every release, model kind and GPU considered refuses it."""
+    results = [
+        r.verdict(block, mla, cc, cli) for r in releases for mla in mla_options for cc in ccs
+    ]
+    if all(refused is True for refused, _ in results):
+        return True, results[-1][1]
+    if all(refused is False for refused, _ in results):
+        return False, ""
+    return None, next((why for refused, why in results if refused is None), "") or (
+        "the releases, GPUs or model kinds considered disagree"
+    )
+
+
+def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
+    obj = site.obj
+    version, where = site_version(site)
+    parsed = parse_version(version)
+    if version is None or parsed is None:
+        return ctx.not_evaluated(
+            obj,
+            f"{site.label} sets block_size {block}, but {where}, and the block sizes "
+            "vLLM accepts depend on its version",
+        )
+    releases = neighbours(parsed, READ)
+    if releases is None:
+        read = ", ".join(r.version for _, r in READ)
+        return ctx.not_evaluated(
+            obj,
+            f"{site.label} sets block_size {block} for vLLM {version}; V006 knows the block "
+            f"sizes of vLLM {read} (read from their sources), not of {version}",
+        )
+    arch = site_architecture(site)
+    mla_options = (arch.attention == "mla",) if arch else (False, True)
+    gpus = site_gpus(ctx, site)
+    ccs = [_cc(g) for g, _ in gpus] or list(_ALL_CC)
+    refused, why = _judge(releases, block, mla_options, ccs, not site.ray)
+    if refused is None:
+        return ctx.not_evaluated(
+            obj, f"{site.label} sets block_size {block} for vLLM {version}: {why}"
+        )
+    if not refused:
+        return None
+    judged = f"vLLM {version} ({where})"
+    if len(releases) == 2:
+        judged = (
+            f"vLLM {version} ({where}; judged by {releases[0].version} and "
+            f"{releases[1].version}, the releases read around it, which agree)"
+        )
+    on = (
+        "on " + ", ".join(f"{g.name} ({w})" for g, w in gpus)
+        if gpus
+        else "on any GPU (no pool or GPU selector names one)"
+    )
+    return ctx.violation(
+        obj,
+        f"{site.label} sets block_size {block}, which {judged} refuses {on}: {why}; use 16 "
+        "(vLLM's default) or another multiple of 16 that this release accepts",
+        site.path,
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """An explicit block_size is one the vLLM release and its CUDA backend accept."""
+    for site in engine_sites(obj):
+        raw = as_int(site.engine, "block_size")
+        if raw is None:
+            continue  # vLLM's default (16) is valid for every release and backend read
+        if isinstance(raw, str) or raw < 1:
+            yield ctx.violation(
+                obj,
+                f"{site.label} sets block_size {raw}, which is not a positive number of tokens; "
+                "use 16 (vLLM's default) or another multiple of 16",
+                site.path,
+            )
+            continue
+        outcome = _outcome(ctx, site, raw)
+        if outcome is not None:
+            yield outcome
+
+
+def _references() -> tuple[str, ...]:
+    seen: list[str] = []
+    for _, release in READ:
+        seen += [s for s in release.sources if s not in seen]
+    return tuple(seen)
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V006",
+        name="block-size-valid",
+        title="block_size is one the vLLM release and its attention backend accept",
+        layer="vllm",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "The KV cache is paged in blocks of block_size tokens and every attention kernel "
+            "has its own page constraints. vLLM 0.11.0-0.12.0 only parse --block-size values "
+            "from CacheConfig.BlockSize (1, 8, 16, 32, 64, 128; 256 from 0.11.1), and their "
+            "FlashAttention and Triton backends, the default on compute capability 8.x-9.x, "
+            "stop with 'Block size must be a multiple of 16.' (on 9 and 10 MLA models get "
+            "FlashMLA's 64 or CUTLASS MLA's 128 forced instead; FlexAttention below 8.0 and "
+            "FlashInfer on 10.x were not read, so those cases are not evaluated). vLLM 0.33.0 "
+            "parses any positive number but every CUDA backend declares multiples of 16 "
+            "(AttentionBackend.get_supported_kernel_block_sizes), so the backend selection "
+            "finds none for other sizes. These facts were read from the sources of those "
+            "releases; a release between two of them is judged by both and reported only when "
+            "they agree, others are not evaluated. The GPU (compute capability) comes from the "
+            "pool or GPU selectors, MLA from the model catalogue."
+        ),
+        fix=(
+            "Leave block_size unset (16) or use a multiple of 16 the release lists (16, 32, "
+            "64, 128; MLA models on Hopper/Blackwell prefer 64/128)."
+        ),
+        references=_references(),
+        scope="stack",
+    ),
+    check,
+)

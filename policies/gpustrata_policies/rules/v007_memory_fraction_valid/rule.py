@@ -1,0 +1,179 @@
+"""V007 memory-fraction-valid."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.engines import EngineArgs, serve_config
+from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
+from gpustrata_policies.view.nodes import (
+    REPLICAS_LABEL,
+    STRATEGY_LABEL,
+    config_map_time_slicing,
+    gpu_pools,
+)
+from gpustrata_policies.view.objects import ContainerRef, K8sObject
+from gpustrata_policies.view.pools import matches_selectors
+from gpustrata_policies.view.ray import RAY_V2600, container_engines
+
+VLLM_CACHE_CONFIG = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py"
+DEFAULT_FLOOR = 0.9
+"""vLLM's default gpu_memory_utilization is at least 0.9 in every release (0.92 in 0.33)."""
+SHARED_RESOURCE = "nvidia.com/gpu.shared"
+
+
+def _utilization(engine: EngineArgs) -> tuple[float | None, str, bool]:
+    """(value, as written, set) of gpu_memory_utilization; value None when unreadable."""
+    raw = engine.get("gpu_memory_utilization")
+    if raw is UNKNOWN:
+        raise UnknownInput(f"gpu_memory_utilization of {engine.source}")
+    if raw is None:
+        return (
+            DEFAULT_FLOOR,
+            f"vLLM's default gpu_memory_utilization (at least {DEFAULT_FLOOR})",
+            False,
+        )
+    if isinstance(raw, bool):
+        return None, f"gpu_memory_utilization {raw}", True
+    try:
+        return float(str(raw)), f"gpu_memory_utilization {raw}", True
+    except ValueError:
+        return None, f"gpu_memory_utilization {raw}", True
+
+
+@dataclass(frozen=True, slots=True)
+class _Sharing:
+    replicas: int
+    exact: bool
+    where: str
+
+
+def _config_map_time_slicing(ctx: RuleContext) -> _Sharing | None:
+    """Cluster-wide time-slicing from a device-plugin sharing ConfigMap in the input."""
+    found = config_map_time_slicing(ctx)
+    return _Sharing(found[0], True, found[1]) if found else None
+
+
+def _sharing(ctx: RuleContext, container: ContainerRef) -> _Sharing | None:
+    """Time-slicing that lets several Pods use the GPU this container gets."""
+    pod = container.pod
+    limits = container.resources("limits")
+    if SHARED_RESOURCE in limits:
+        return _Sharing(2, False, f"it requests {SHARED_RESOURCE} (a time-sliced GPU)")
+    label_sets: list[tuple[str, Mapping[str, Any]]] = [("its node selector", pod.selected_labels())]
+    selector, terms = pod.node_selector(), pod.required_affinity_terms()
+    for pool in gpu_pools(ctx):
+        if matches_selectors(selector, terms, pool.labels):
+            label_sets.append((f"pool {pool.name}", pool.labels))
+    for where, labels in label_sets:
+        strategy = str(labels.get(STRATEGY_LABEL, ""))
+        replicas = labels.get(REPLICAS_LABEL)
+        count = int(str(replicas)) if str(replicas or "").isdigit() else None
+        if strategy == "time-slicing" or (count and count > 1 and strategy != "mps"):
+            if count and count > 1:
+                return _Sharing(count, True, f"{where}: {REPLICAS_LABEL}={count}")
+            return _Sharing(2, False, f"{where}: {STRATEGY_LABEL}=time-slicing")
+    if "nvidia.com/gpu" in limits:
+        return _config_map_time_slicing(ctx)
+    return None
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """0 < gpu_memory_utilization <= 1; engines sharing one GPU sum to at most 1."""
+    for container, engine in container_engines(obj):
+        value, text, explicit = _utilization(engine)
+        where = container.label
+        if explicit and (value is None or not 0 < value <= 1):
+            yield ctx.violation(
+                obj,
+                f"{where} sets {text}; vLLM accepts a fraction in (0, 1] and refuses to start",
+                (*container.path, "args"),
+            )
+            continue
+        if value is None or container.gpu_limit(ctx.config.gpu_resources) != 1:
+            continue
+        sharing = _sharing(ctx, container)
+        if sharing is None or sharing.replicas * value <= 1:
+            continue
+        count = str(sharing.replicas) if sharing.exact else f"at least {sharing.replicas}"
+        yield ctx.violation(
+            obj,
+            f"{where} gets a time-sliced GPU ({sharing.where}) that {count} Pods share with no "
+            f"memory isolation, and its engine takes {text} of the GPU's memory: {count} "
+            f"engines need {sharing.replicas * value:.2f} x the GPU; the second fails with out "
+            "of memory",
+            (*container.path, "resources"),
+        )
+    if obj.kind != "RayService":
+        return
+    cfg = serve_config(obj)
+    by_source = {e.source: e for e in (cfg.engines if cfg else [])}
+    placements, _ = engine_placements(obj)
+    for placement in placements:
+        ray_engine = by_source.get(placement.label)
+        if ray_engine is None:
+            continue
+        value, text, explicit = _utilization(ray_engine)
+        if explicit and (value is None or not 0 < value <= 1):
+            yield ctx.violation(
+                obj,
+                f"{placement.where} sets {text}; vLLM accepts a fraction in (0, 1] and refuses "
+                "to start",
+                ("spec", "serveConfigV2"),
+            )
+            continue
+        gpus = [Fraction(str(b.get("GPU", 0))) for b in placement.bundles]
+        fractional = [g for g in gpus if 0 < g < 1]
+        if value is None or not fractional:
+            continue
+        smallest = min(fractional)
+        per_gpu = math.floor(1 / smallest)
+        if per_gpu * value <= 1:
+            continue
+        yield ctx.violation(
+            obj,
+            f"{placement.where} places workers in bundles of {fmt_gpus(smallest)} GPU, so Ray "
+            f"can put {per_gpu} of them on one GPU, each taking {text} of its memory: "
+            f"{per_gpu * value:.2f} x the GPU; set gpu_memory_utilization to at most "
+            f"{math.floor(100 / per_gpu) / 100:g}",
+            ("spec", "serveConfigV2"),
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V007",
+        name="memory-fraction-valid",
+        title="gpu_memory_utilization is a fraction that fits the GPU's sharing",
+        layer="vllm",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "gpu_memory_utilization is the fraction of the whole GPU's memory one vLLM "
+            "instance takes for weights, activations and KV cache; vLLM accepts only values in "
+            "(0, 1]. Each instance sizes itself from the GPU's total, not from what is free, so "
+            "engines that share a GPU (Ray placement bundles of a fraction of a GPU, or "
+            "time-slicing, which has no memory isolation) must sum to at most 1 or the later "
+            "ones fail with out of memory. MPS as the NVIDIA device plugin sets it up caps "
+            "each client at its share, which is what vLLM then sizes from."
+        ),
+        fix=(
+            "Use a value in (0, 1]; with k engines per GPU, at most 1/k each (for example 0.45 "
+            "for two), or give each engine a whole GPU."
+        ),
+        references=(
+            VLLM_CACHE_CONFIG,
+            f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
+            "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html",
+        ),
+        scope="stack",
+    ),
+    check,
+)

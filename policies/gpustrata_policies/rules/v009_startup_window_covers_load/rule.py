@@ -1,0 +1,175 @@
+"""V009 startup-window-covers-load."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.capacity_sites import (
+    VLLM_SRC,
+    EngineSite,
+    ModelRef,
+    Probe,
+    annotated_startup,
+    engine_settings,
+    engine_sites,
+    not_evaluated_reason,
+    probe,
+    resolve_model,
+    weights_source,
+)
+from gpustrata_policies.view.objects import K8sObject
+
+if TYPE_CHECKING:
+    from gpustrata.vllm.capacity import StartupEstimate
+
+SAFETY_FACTOR = 1.5
+"""The planner's STARTUP_SAFETY_FACTOR (gpustrata.vllm.capacity), default of the
+``safety_factor`` threshold."""
+K8S_PROBES = "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/"
+
+
+def _window(startup: Probe | None, liveness: Probe | None) -> tuple[int, str, Probe] | None:
+    """Seconds the kubelet gives the engine before restarting it, and the working."""
+    chosen = startup or liveness
+    if chosen is None:
+        return None
+    seconds = chosen.initial_delay + chosen.failure_threshold * chosen.period
+    prefix = "" if startup is not None else "no startupProbe, so the "
+    return (
+        seconds,
+        f"{prefix}{chosen.kind} {chosen.text('initialDelaySeconds')} + "
+        f"{chosen.text('failureThreshold')} x {chosen.text('periodSeconds')} = {seconds} s",
+        chosen,
+    )
+
+
+def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstimate | str:
+    """The planner's startup estimate for this engine's weights and settings."""
+    from gpustrata.vllm.capacity import CapacityError, startup_estimate, weights_estimate
+
+    settings = engine_settings(site, model.arch, v0=False)
+    if isinstance(settings, str):
+        return settings
+    kw = settings.kwargs
+    source, _ = weights_source(site, model)
+    try:
+        weights = weights_estimate(
+            model.arch,
+            tensor_parallel_size=kw["tensor_parallel_size"],
+            pipeline_parallel_size=kw["pipeline_parallel_size"],
+            model_dtype=kw.get("dtype", "auto"),
+            quantization=kw.get("quantization"),
+        )
+        return startup_estimate(
+            model.arch,
+            weights,
+            weights_source=source,
+            enforce_eager=kw["enforce_eager"],
+            safety_factor=factor,
+        )
+    except CapacityError as exc:
+        return str(exc)
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """The startup (or, without one, liveness) window exceeds the estimated engine startup."""
+    factor = ctx.threshold("safety_factor")
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or factor < 1:
+        yield ctx.not_evaluated(obj, f"safety_factor {factor!r} is not a number >= 1")
+        return
+    for site in engine_sites(ctx, obj):
+        container = site.container
+        if container is None:
+            continue  # the Ray path has no kubelet probe on the engine: R005 covers it
+        startup, liveness = probe(container, "startupProbe"), probe(container, "livenessProbe")
+        for bad in (startup, liveness):
+            if isinstance(bad, str):
+                yield ctx.not_evaluated(obj, f"{site.label}: {bad}")
+        if isinstance(startup, str) or isinstance(liveness, str):
+            continue
+        window = _window(startup, liveness)
+        if window is None:
+            continue  # nothing restarts the container while it loads
+        seconds, working, chosen = window
+        model = resolve_model(site)
+        if isinstance(model, str):
+            yield ctx.not_evaluated(obj, not_evaluated_reason(site, model))
+            continue
+        annotated = annotated_startup(site)
+        if annotated is not None:
+            needed = annotated * factor
+            chain = (
+                f"the planner's estimate {annotated} s (annotation {STARTUP_ESTIMATE_ANNOTATION}) "
+                f"x{factor:g} = {needed:.0f} s"
+            )
+        else:
+            estimate = _estimate(site, model, float(factor))
+            if isinstance(estimate, str):
+                yield ctx.not_evaluated(obj, not_evaluated_reason(site, estimate))
+                continue
+            needed = estimate.budget_s
+            _, where = weights_source(site, model)
+            chain = f"{estimate.explanation} ({where})"
+        if seconds >= needed:
+            continue
+        failures = math.ceil((needed - chosen.initial_delay) / chosen.period)
+        if chosen.kind == "startupProbe":
+            fix = (
+                f"raise startupProbe.failureThreshold to {failures} (x periodSeconds "
+                f"{chosen.period} = {failures * chosen.period} s)"
+            )
+        else:
+            fix = (
+                f"add a startupProbe on /health with periodSeconds 10 and failureThreshold "
+                f"{math.ceil(needed / 10)}, keeping the livenessProbe for steady state"
+            )
+        yield ctx.violation(
+            obj,
+            f"{site.label} gets {seconds} s to start ({working}) but {model.name} needs an "
+            f"estimated {needed:.0f} s: {chain}; the kubelet restarts the container before the "
+            f"model has loaded, again on every attempt. Fix: {fix}",
+            (*container.path, chosen.kind),
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V009",
+        name="startup-window-covers-load",
+        title="The startup window covers the model load",
+        layer="vllm",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "vLLM answers /health only after it has loaded the weights, profiled memory, "
+            "compiled the model and captured CUDA graphs: minutes for a 70B model. The kubelet "
+            "restarts a container whose startupProbe (or, without one, livenessProbe) keeps "
+            "failing for initialDelaySeconds + failureThreshold x periodSeconds, and the "
+            "restarted container starts the load again, so the Pod never becomes ready. The "
+            "estimate is the capacity planner's: weight bytes / load bandwidth of the weight "
+            "source (Hugging Face download, object storage, PVC, local disk: read from the "
+            "model URI and the volume holding the Hugging Face cache) + engine init, times the "
+            "safety factor (threshold safety_factor, default 1.5 like the planner's probes); "
+            "the planner's own estimate (annotation gpustrata.io/startup-estimate-seconds) wins "
+            "where present. Ray Serve LLM engines have no kubelet probe on the engine: "
+            "RAYLLM_ENGINE_START_TIMEOUT_S and the RayService thresholds are R005's."
+        ),
+        fix=(
+            "Add or lengthen a startupProbe on /health so that initialDelaySeconds + "
+            "failureThreshold x periodSeconds exceeds the estimated startup; keep the "
+            "livenessProbe short for steady state."
+        ),
+        references=(
+            K8S_PROBES,
+            f"{VLLM_SRC}/vllm/entrypoints/openai/api_server.py",
+            "https://developer.nvidia.com/blog/reducing-cold-start-latency-for-llm-inference-with-nvidia-runai-model-streamer/",
+        ),
+        thresholds={"safety_factor": ("number", SAFETY_FACTOR)},
+    ),
+    check,
+)

@@ -1,0 +1,242 @@
+"""V010 liveness-outlasts-longest-step."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.capacity_sites import (
+    VLLM_SRC,
+    EngineSite,
+    Probe,
+    capacity_inputs,
+    engine_sites,
+    engine_version,
+    not_evaluated_reason,
+    probe,
+)
+from gpustrata_policies.view.objects import K8sObject, as_map
+
+MIN_TIMEOUT_S = 5
+"""A /health answer may take seconds while the API-server process is saturated: probes with
+Kubernetes' 1 s default (or 2 s) restarted healthy vLLM Pods under load and 5-15 s fixed it
+(scaleapi/llm-engine#255, gonka-ai/gonka#1421, llm-d/llm-d-benchmark#1734)."""
+MIN_FAILURES = 2
+"""One late answer must not restart a Pod that takes minutes to reload its weights."""
+MIN_TOLERANCE_S = 30
+"""failureThreshold x periodSeconds: Kubernetes' default 3 x 10 s."""
+SERVE_UNHEALTHY_THRESHOLD = 3
+"""Ray Serve restarts a replica after 3 failed health checks in a row
+(REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD, ray 2.60 python/ray/serve/_private/constants.py)."""
+SERVE_LLM_HEALTH_DEFAULTS = {"health_check_period_s": 10, "health_check_timeout_s": 10}
+"""Ray Serve LLM's deployment defaults (ray 2.60 python/ray/llm/_internal/serve/constants.py)."""
+RAY_V2600 = "https://github.com/ray-project/ray/blob/ray-2.60.0/python/ray"
+V1_HEALTH = f"{VLLM_SRC}/vllm/v1/engine/async_llm.py"
+V0_HEALTH = "https://github.com/vllm-project/vllm/blob/v0.5.5/vllm/engine/async_llm_engine.py"
+V0_HEARTBEAT_FIX = "https://github.com/vllm-project/vllm/pull/9818"
+"""[Bugfix][core] replace heartbeat with pid check: until then (vLLM 0.6.0-0.6.3) the
+multiprocessing front end marked the engine dead when its loop had not come round for
+3 x VLLM_RPC_TIMEOUT (30 s), e.g. during one long prefill (vllm-project/vllm#10024)."""
+
+
+def _floor_problems(
+    ctx: RuleContext, timeout: float, failures: int, period: float, names: tuple[str, str, str]
+) -> list[str]:
+    """What falls below the floor (timeout, failures, failures x period)."""
+    t_name, f_name, p_name = names
+    min_timeout = ctx.threshold("min_timeout_seconds")
+    min_failures = ctx.threshold("min_failure_threshold")
+    min_tolerance = ctx.threshold("min_tolerance_seconds")
+    out = []
+    if timeout < min_timeout:
+        out.append(f"{t_name} {timeout:g} < {min_timeout}")
+    if f_name and failures < min_failures:
+        out.append(f"{f_name} {failures} < {min_failures}")
+    if failures * period < min_tolerance:
+        times = f"{f_name} {failures}" if f_name else f"{failures} failures"
+        out.append(f"{times} x {p_name} {period:g} = {failures * period:g} s < {min_tolerance} s")
+    return out
+
+
+def _floor_text(ctx: RuleContext, names: tuple[str, str, str]) -> str:
+    t_name, f_name, p_name = names
+    return (
+        f"{t_name} >= {ctx.threshold('min_timeout_seconds')}, {f_name} >= "
+        f"{ctx.threshold('min_failure_threshold')} and {f_name} x {p_name} >= "
+        f"{ctx.threshold('min_tolerance_seconds')} s"
+    )
+
+
+def _v1_container(ctx: RuleContext, site: EngineSite, live: Probe, where: str) -> str | None:
+    names = ("timeoutSeconds", "failureThreshold", "periodSeconds")
+    problems = _floor_problems(ctx, live.timeout, live.failure_threshold, live.period, names)
+    if not problems:
+        return None
+    return (
+        f"{site.label} runs {where} on the V1 engine, whose /health only reads an error flag "
+        "in the API-server process (AsyncLLM.check_health), so a long prefill never blocks it; "
+        "but that process also tokenizes, detokenizes and streams every request and answers "
+        f"late under load, and its livenessProbe ({live.text('timeoutSeconds')}, "
+        f"{live.text('failureThreshold')}, {live.text('periodSeconds')}) restarts a busy, "
+        f"healthy Pod: {'; '.join(problems)}. Fix: {_floor_text(ctx, names)}"
+    )
+
+
+def _v0_container(
+    ctx: RuleContext, obj: K8sObject, site: EngineSite, live: Probe, where: str, why: str
+) -> Iterator[Outcome]:
+    found = capacity_inputs(ctx, site)
+    if isinstance(found, str):
+        yield ctx.not_evaluated(obj, not_evaluated_reason(site, found))
+        return
+    stall = (live.failure_threshold - 1) * live.period + live.timeout
+    for inp in found:
+        step = inp.estimate.longest_step
+        if step.seconds < stall:
+            continue
+        defaults = inp.default_notes("enable_chunked_prefill", "max_num_batched_tokens")
+        yield ctx.violation(
+            obj,
+            f"{site.label} runs {where} on the V0 engine ({why}), whose /health waits on the "
+            f"engine loop, and its livenessProbe restarts the container when failureThreshold "
+            f"{live.failure_threshold} probes in a row get no answer: a stall of "
+            f"({live.failure_threshold} - 1) x periodSeconds {live.period} + timeoutSeconds "
+            f"{live.timeout} = {stall} s. The longest engine step of {inp.model.name} on "
+            f"{inp.gpu.label} is estimated at {step.seconds:.1f} s: {step.explanation}"
+            f"{defaults}; one long prompt gets the Pod killed. Fix: make (failureThreshold - 1) "
+            f"x periodSeconds + timeoutSeconds exceed {step.seconds:.0f} s, or enable chunked "
+            "prefill with a smaller max_num_batched_tokens",
+            (*site.container.path, "livenessProbe") if site.container else site.path,
+        )
+
+
+def _seconds(config: Mapping[str, Any], key: str) -> float | str | None:
+    value = config.get(key)
+    if value is UNKNOWN:
+        raise UnknownInput(key)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return f"{key} {value!r} is not a number"
+    try:
+        return float(str(value))
+    except ValueError:
+        return f"{key} {value!r} is not a number"
+
+
+def _ray(ctx: RuleContext, obj: K8sObject, site: EngineSite) -> Iterator[Outcome]:
+    """Ray Serve health checks of a Ray Serve LLM replica, against the same floor."""
+    config = as_map(site.llm_config.get("deployment_config"), "deployment_config")
+    values: dict[str, float] = {}
+    written: dict[str, str] = {}
+    for key, default in SERVE_LLM_HEALTH_DEFAULTS.items():
+        value = _seconds(config, key)
+        if isinstance(value, str):
+            yield ctx.not_evaluated(obj, f"{site.label}: {value}")
+            return
+        values[key] = value if value is not None else float(default)
+        written[key] = "" if value is not None else " (Ray Serve LLM default)"
+    names = ("health_check_timeout_s", "", "health_check_period_s")
+    problems = _floor_problems(
+        ctx,
+        values["health_check_timeout_s"],
+        SERVE_UNHEALTHY_THRESHOLD,
+        values["health_check_period_s"],
+        names,
+    )
+    if problems:
+        yield ctx.violation(
+            obj,
+            f"{site.label}: Ray Serve restarts the replica (and reloads the model) after "
+            f"{SERVE_UNHEALTHY_THRESHOLD} failed health checks in a row "
+            f"(health_check_timeout_s {values['health_check_timeout_s']:g}"
+            f"{written['health_check_timeout_s']}, health_check_period_s "
+            f"{values['health_check_period_s']:g}{written['health_check_period_s']}); the "
+            "check awaits vLLM's AsyncLLM.check_health in the replica's event loop, which "
+            f"answers late under load: {'; '.join(problems)}. Fix: "
+            f"health_check_timeout_s >= {ctx.threshold('min_timeout_seconds')} and "
+            f"{SERVE_UNHEALTHY_THRESHOLD} x health_check_period_s >= "
+            f"{ctx.threshold('min_tolerance_seconds')} s in the deployment_config",
+            site.path,
+        )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """A liveness check that a long prefill (V0) or a busy API server (V1) cannot fail."""
+    for site in engine_sites(ctx, obj):
+        if site.container is None:
+            yield from _ray(ctx, obj, site)
+            continue
+        live = probe(site.container, "livenessProbe")
+        if isinstance(live, str):
+            yield ctx.not_evaluated(obj, f"{site.label}: {live}")
+            continue
+        if live is None or "tcpSocket" in live.raw:
+            continue  # no liveness probe, or one the kernel answers (the listen backlog)
+        version = engine_version(site)
+        if version.v0:
+            yield from _v0_container(ctx, obj, site, live, version.where, version.why)
+            continue
+        text = _v1_container(ctx, site, live, version.where)
+        if text is not None:
+            yield ctx.violation(obj, text, (*site.container.path, "livenessProbe"))
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V010",
+        name="liveness-outlasts-longest-step",
+        title="A long prefill or a busy API server cannot get the engine killed",
+        layer="vllm",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "A liveness failure restarts the container and the engine reloads its weights for "
+            "minutes. Which failures matter depends on the engine. In vLLM's V0 engine /health "
+            "is tied to the engine loop: with --engine-use-ray (vLLM <= 0.5) "
+            "AsyncLLMEngine.check_health awaits the engine actor, which answers after the "
+            "running step, and 0.6's multiprocessing front end declared the engine dead when "
+            "its loop had not come round for 30 s until vllm#9818. A probe can then wait out a "
+            "whole engine step: the longest step (a "
+            "prefill of max_num_batched_tokens, or of max_model_len without chunked prefill, "
+            "estimated by the capacity planner from FLOPs and the GPU's rate) must be shorter "
+            "than (failureThreshold - 1) x periodSeconds + timeoutSeconds. In the V1 engine "
+            "(default from vLLM 0.8.0, the only one from 0.11.0) /health only reads an error "
+            "flag in the API-server process (vLLM 0.33 AsyncLLM.check_health), so steps never "
+            "delay it, but that process tokenizes, detokenizes and streams every request and "
+            "answers late when saturated; Kubernetes' 1 s default timeout has restarted busy, "
+            "healthy vLLM Pods. There the rule asks for a floor: timeoutSeconds >= 5, "
+            "failureThreshold >= 2 and failureThreshold x periodSeconds >= 30 s (thresholds "
+            "min_timeout_seconds, min_failure_threshold, min_tolerance_seconds). The version "
+            "comes from the image tag (ray-llm images through the vLLM their Ray release pins) "
+            "and VLLM_USE_V1; an unknown version is taken as 0.33. Ray Serve LLM replicas get "
+            "the same floor on their Serve health checks (3 failures in a row restart a "
+            "replica)."
+        ),
+        fix=(
+            "V1 engine: livenessProbe timeoutSeconds >= 5, failureThreshold >= 2, "
+            "failureThreshold x periodSeconds >= 30 s. V0 engine: make the probe outlast the "
+            "longest step, or enable chunked prefill with a smaller max_num_batched_tokens."
+        ),
+        references=(
+            V1_HEALTH,
+            f"{VLLM_SRC}/vllm/entrypoints/serve/instrumentator/health.py",
+            V0_HEALTH,
+            V0_HEARTBEAT_FIX,
+            "https://github.com/scaleapi/llm-engine/pull/255",
+            "https://github.com/llm-d/llm-d-benchmark/pull/1734",
+            "https://github.com/gonka-ai/gonka/pull/1421",
+            f"{RAY_V2600}/serve/_private/constants.py",
+        ),
+        scope="stack",
+        thresholds={
+            "min_timeout_seconds": ("integer", MIN_TIMEOUT_S),
+            "min_failure_threshold": ("integer", MIN_FAILURES),
+            "min_tolerance_seconds": ("integer", MIN_TOLERANCE_S),
+        },
+    ),
+    check,
+)

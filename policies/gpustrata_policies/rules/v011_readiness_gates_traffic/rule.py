@@ -1,0 +1,102 @@
+"""V011 readiness-gates-traffic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.engines import vllm_engine
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map
+
+READY_PATHS = ("/health", "/v1/models", "/ping")
+
+
+def _port_number(c: ContainerRef, port: object) -> int | None:
+    if isinstance(port, int) and not isinstance(port, bool):
+        return port
+    for p in as_list(c.raw.get("ports"), "ports"):
+        if isinstance(p, Mapping) and p.get("name") == port:
+            value = p.get("containerPort")
+            return value if isinstance(value, int) else None
+    try:
+        return int(str(port))
+    except ValueError:
+        return None
+
+
+def problem(c: ContainerRef, serving_port: int | None) -> str | None:
+    """Why the readiness probe does not gate traffic on the engine, or ``None``."""
+    probe = c.raw.get("readinessProbe")
+    if not isinstance(probe, Mapping):
+        return (
+            "has no readinessProbe, so the pod is Ready (and gets traffic) while the engine loads"
+        )
+    http = as_map(probe.get("httpGet"), "httpGet")
+    if http:
+        path = str(http.get("path") or "/")
+        if path.rstrip("/") in READY_PATHS:
+            return None
+        return f"has a readinessProbe on {path}, which is not /health or /v1/models"
+    tcp = as_map(probe.get("tcpSocket"), "tcpSocket")
+    if tcp:
+        # vLLM binds its port early but listens only once the engine is up
+        # (vllm/entrypoints/openai/api_server.py setup_server), so a TCP probe on the
+        # serving port does wait for the model.
+        port = _port_number(c, tcp.get("port"))
+        if serving_port is not None and port == serving_port:
+            return None
+        return (
+            f"has a tcpSocket readinessProbe on port {tcp.get('port')}, "
+            f"not vLLM's port {serving_port}"
+        )
+    command = as_list(as_map(probe.get("exec"), "exec").get("command"), "exec.command")
+    if any(p in str(part) for part in command for p in READY_PATHS):
+        return None
+    return "has a readinessProbe that does not query /health or /v1/models"
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Containers that serve vLLM have a readiness probe on /health or /v1/models."""
+    for pod in obj.pods():
+        if pod.is_ray:
+            continue  # Ray Serve routes only to healthy replicas; KubeRay sets pod probes
+        for c in pod.containers(init=False):
+            engine = vllm_engine(c)
+            if engine is None or engine.values.get("headless") is True:
+                continue
+            why = problem(c, engine.port)
+            if why:
+                yield ctx.violation(
+                    obj, f"{c.label} serves vLLM but {why}", (*c.path, "readinessProbe")
+                )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V011",
+        name="readiness-gates-traffic",
+        title="A readiness probe keeps traffic off engines that are still loading",
+        layer="vllm",
+        severity="high",
+        default_enforcement=MANDATORY,
+        rationale=(
+            "Loading weights, profiling memory and capturing CUDA graphs take minutes. "
+            "Without a readiness probe Kubernetes marks the Pod Ready as soon as the "
+            "container starts and the Service sends requests that fail or hang until the "
+            "engine is up, on every rollout and restart. vLLM's /health answers 200 only once "
+            "the engine runs (and /v1/models once the model is served); vLLM also listens on "
+            "its port only after the engine is built, so a TCP probe on that port is accepted."
+        ),
+        fix=(
+            "Add readinessProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 5} to "
+            "the vLLM container (use a startupProbe for the load time, see V009)."
+        ),
+        references=(
+            "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/",
+            "https://docs.vllm.ai/en/latest/deployment/k8s.html",
+            "https://github.com/vllm-project/vllm/blob/main/vllm/entrypoints/openai/api_server.py",
+        ),
+    ),
+    check,
+)

@@ -1,0 +1,163 @@
+"""V012 concurrency-within-kv."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view.capacity_sites import (
+    VLLM_SRC,
+    Inputs,
+    estimate,
+    estimated_engines,
+    per_estimate,
+)
+from gpustrata_policies.view.objects import K8sObject
+
+TYPICAL_SEQUENCE_TOKENS = 2048
+"""Prompt + output tokens of a typical request. The Azure LLM inference trace 2023
+(Splitwise, ISCA 2024; github.com/Azure/AzurePublicDataset data/AzureLLMInferenceTrace_conv.csv)
+shows conversation requests of about 1000 prompt + 100-500 output tokens within a 4k
+context; 2048 covers such a request with room for a longer system prompt."""
+AZURE_TRACE = (
+    "https://github.com/Azure/AzurePublicDataset/blob/master/AzureLLMInferenceDataset2023.md"
+)
+
+
+def typical_capacity(inp: Inputs, tokens: int) -> tuple[int, int]:
+    """(sequences of *tokens* the KV cache holds at once, blocks one such sequence takes),
+    with vLLM 0.33's block arithmetic on the engine's KV memory."""
+    return per_estimate(inp.estimate, "typical", tokens, lambda: _typical(inp, tokens))
+
+
+def _typical(inp: Inputs, tokens: int) -> tuple[int, int]:
+    from gpustrata.vllm.capacity import kv_cache_blocks
+
+    est = inp.estimate
+    layout = kv_cache_blocks(
+        inp.model.arch,
+        tensor_parallel_size=est.tensor_parallel_size,
+        pipeline_parallel_size=est.pipeline_parallel_size,
+        block_size=est.block_size,
+        cache_dtype=est.kv_cache_dtype,
+        model_dtype=est.dtype,
+        available_bytes=[max(0, a) for a in est.memory.available_kv_per_stage],
+        max_model_len=tokens,
+        max_num_batched_tokens=est.max_num_batched_tokens,
+    )
+    return math.floor(layout.max_concurrency), layout.blocks_per_request
+
+
+def reachable_max_num_seqs(inp: Inputs, tokens: int) -> int:
+    """The largest max_num_seqs whose own KV cache holds that many sequences of *tokens*.
+
+    Lowering max_num_seqs shrinks the sampler's buffers in vLLM's profile run, so the KV
+    cache grows a little; binary search over max_num_seqs with the same planner.
+    """
+    return per_estimate(inp.estimate, "reachable", tokens, lambda: _reachable(inp, tokens))
+
+
+def _reachable(inp: Inputs, tokens: int) -> int:
+    from gpustrata.vllm.capacity import CapacityError, largest_passing
+
+    def holds(n: int) -> bool:
+        kwargs = {
+            **inp.settings.kwargs,
+            "max_num_seqs": n,
+            "max_model_len": inp.estimate.max_model_len,
+        }
+        try:
+            est = estimate(inp.model.arch, inp.gpu.gpu, **kwargs)
+        except CapacityError:
+            return False
+        alt = Inputs(inp.site, inp.model, inp.gpu, inp.version, inp.settings, est)
+        return est.fits and typical_capacity(alt, tokens)[0] >= n
+
+    return largest_passing(holds, inp.estimate.max_num_seqs)
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """The KV cache holds max_num_seqs sequences of the configured typical length."""
+    typical = ctx.threshold("typical_sequence_tokens")
+    if isinstance(typical, float) and typical.is_integer():
+        typical = int(typical)  # CrossGuard passes config numbers as doubles
+    if isinstance(typical, bool) or not isinstance(typical, int) or typical < 1:
+        yield ctx.not_evaluated(
+            obj, f"typical_sequence_tokens {typical!r} is not a positive integer"
+        )
+        return
+    for inp in estimated_engines(ctx, obj):
+        if isinstance(inp, NotEvaluated):
+            yield inp
+            continue
+        est = inp.estimate
+        if not est.fits:
+            continue  # V003 / V004: vLLM does not start at all
+        length = min(typical, est.max_model_len)
+        held, blocks = typical_capacity(inp, length)
+        if held >= est.max_num_seqs:
+            continue
+        what = (
+            f"typical_sequence_tokens {typical:,}"
+            if length == typical
+            else f"max_model_len, below typical_sequence_tokens {typical:,}"
+        )
+        defaults = inp.default_notes("max_num_seqs", "max_model_len")
+        best = reachable_max_num_seqs(inp, length)
+        fix = (
+            f"set max_num_seqs to at most {best:,} (with fewer sequences vLLM's sampler "
+            f"buffers shrink and the KV cache holds {best:,} sequences of {length:,} tokens)"
+            if best
+            else f"not even one sequence of {length:,} tokens fits: lower max_model_len"
+        )
+        yield ctx.violation(
+            obj,
+            f"{inp.site.label} lets vLLM run max_num_seqs {est.max_num_seqs:,} sequences at "
+            f"once, but the KV cache of {inp.model.name} on {inp.gpu.label} holds "
+            f"{est.kv.tokens:,} tokens ({est.kv.num_blocks:,} blocks of {est.block_size} "
+            f"tokens): {held:,} sequences of {length:,} tokens ({what}, {blocks:,} blocks "
+            f"each) or {est.max_concurrent_full_length_sequences:,} of max_model_len "
+            f"{est.max_model_len:,}; beyond that requests wait for KV blocks or running "
+            f"ones are preempted and recomputed, so {est.max_num_seqs:,} is never "
+            f"reached{defaults}. Fix: {fix}, or give the KV cache more memory",
+            inp.site.path,
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="V012",
+        name="concurrency-within-kv",
+        title="max_num_seqs is reachable within the KV cache",
+        layer="vllm",
+        severity="medium",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "max_num_seqs caps how many sequences vLLM's scheduler runs at once, but every "
+            "running sequence holds KV-cache blocks for its prompt and output. When the KV "
+            "cache holds fewer sequences of a typical length than max_num_seqs, the cap is "
+            "never reached: new requests wait for free blocks and running ones are preempted "
+            "and recomputed, so throughput planning, autoscaling targets and load tests based "
+            "on max_num_seqs are wrong. The capacity is vLLM 0.33's block arithmetic on the "
+            "planner's KV budget; the typical length is the typical_sequence_tokens threshold "
+            "(prompt + output tokens, default 2048 after the Azure LLM inference trace 2023). "
+            "Unset max_num_seqs takes vLLM's default for the GPU (256, or 1024 on GPUs with "
+            "70 GiB or more)."
+        ),
+        fix=(
+            "Set max_num_seqs to at most the number of typical sequences the KV cache holds "
+            "(the message gives it), or give the KV cache more memory (higher "
+            "gpu_memory_utilization, fp8 KV cache, more tensor parallelism)."
+        ),
+        references=(
+            f"{VLLM_SRC}/vllm/v1/core/sched/scheduler.py",
+            f"{VLLM_SRC}/vllm/v1/core/kv_cache_utils.py",
+            AZURE_TRACE,
+        ),
+        scope="stack",
+        thresholds={"typical_sequence_tokens": ("integer", TYPICAL_SEQUENCE_TOKENS)},
+    ),
+    check,
+)

@@ -1,0 +1,822 @@
+"""Helpers shared by the capacity rules V003, V004, V009, V010 and V012 (not a rule).
+
+An adapter from what a manifest says about a vLLM engine to the capacity planner
+(:mod:`gpustrata.vllm.capacity`): which engines an object runs (``vllm serve`` in a
+container, or Ray Serve LLM ``llm_configs``), the model architecture (model catalogue),
+the GPU the engine runs on (pool descriptions or GPU node labels), its settings with
+vLLM's defaults where unset, and the vLLM version / engine generation from the image.
+
+The planner and the catalogues use pydantic; they are imported only once an engine with
+a GPU is found, so ``gpustrata check`` on manifests without one stays light.
+"""
+
+from __future__ import annotations
+
+import operator
+import posixpath
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import NotEvaluated, RuleContext
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import (
+    EngineArgs,
+    serve_config,
+    split_image,
+    vllm_engine,
+    vllm_version,
+)
+from gpustrata_policies.view.kuberay import ray_groups
+from gpustrata_policies.view.nodes import (
+    gpu_model_of_pool,
+    gpu_model_of_selectors,
+    gpu_pools,
+    targeted_pools,
+)
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
+from gpustrata_policies.view.ray import flag_is_on
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.architectures import ModelArchitecture
+    from gpustrata.catalog.hardware import GpuModel
+    from gpustrata.vllm.capacity import CapacityEstimate
+
+Path = tuple[str | int, ...]
+
+REFERENCE_VLLM = "0.33.0"
+"""The vLLM release whose defaults and memory arithmetic the capacity planner models."""
+VLLM_SRC = f"https://github.com/vllm-project/vllm/blob/v{REFERENCE_VLLM}"
+"""The planner's startup estimate (seconds, before the safety factor) on rendered objects."""
+KARPENTER_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
+KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
+OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://", "abfss://")
+# vLLM V0 defaults that differ from 0.33 (vllm/engine/arg_utils.py _set_default_args_v0 and
+# vllm/config.py SchedulerConfig.__post_init__ of the V0 releases).
+V0_MAX_NUM_SEQS = 256
+V0_LONG_CONTEXT = 32768
+V0_BATCH_TOKENS = 2048
+# Settings that change the memory budget in ways the planner does not model.
+_UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_override")
+# vllm/utils/argparse_utils.py human_readable_int: '32k' = 32000, '32K' = 32768.
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+AUTO_FIT = -1
+"""``--max-model-len -1`` / ``auto``: vLLM 0.33 fits max_model_len to the KV cache
+(vllm/v1/core/kv_cache_planning.py ``_auto_fit_max_model_len``)."""
+
+
+# --------------------------------------------------------------------------- engines
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSite:
+    """One vLLM engine in an object: how it is configured and where its GPUs are."""
+
+    obj: K8sObject
+    engine: EngineArgs
+    label: str
+    """``container 'vllm'`` / ``Ray Serve LLM engine 'llama'`` for messages."""
+    path: Path
+    """Where the settings are written (for line numbers)."""
+    pod: PodRef | None
+    """The Pod spec whose GPUs run the engine (None: no GPU worker group found)."""
+    container: ContainerRef | None = None
+    """The container running ``vllm serve`` (None on the Ray Serve LLM path)."""
+    llm_config: Mapping[str, Any] = field(default_factory=dict)
+    """The Ray Serve LLM ``llm_config`` ({} for containers)."""
+    image: Any = None
+    """The image running the engine (the Ray worker's on the Ray Serve LLM path)."""
+
+
+def _gpu_resources(pod: PodRef, extra: tuple[str, ...]) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    for c in pod.containers(init=False):
+        for section in ("limits", "requests"):
+            for name, raw in c.resources(section).items():
+                if name.startswith("nvidia.com/") or name in extra:
+                    if raw is UNKNOWN:
+                        raise UnknownInput(f"{name} of {c.label}")
+                    out.setdefault(name, Fraction(str(raw)) if _is_number(raw) else Fraction(0))
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def _is_number(raw: Any) -> bool:
+    try:
+        Fraction(str(raw))
+    except ValueError:
+        return False
+    return not isinstance(raw, bool)
+
+
+def _ray_gpu_pod(ctx: RuleContext, obj: K8sObject, llm: Mapping[str, Any]) -> PodRef | None:
+    """The worker group a Ray Serve LLM engine runs on: the only GPU group, or the one whose
+    GPU is the engine's ``accelerator_type`` (Ray's name for the GPU model)."""
+    extra = ctx.config.gpu_resources
+    groups = [g for g in ray_groups(obj) if not g.is_head and _gpu_resources(g.pod, extra)]
+    if len(groups) == 1:
+        return groups[0].pod
+    wanted = llm.get("accelerator_type")
+    if not isinstance(wanted, str):
+        return None
+    matching = [
+        g.pod
+        for g in groups
+        if any(r.gpu.ray_accelerator_type == wanted for r in _listed(_pod_gpus(ctx, g.pod)))
+    ]
+    return matching[0] if len(matching) == 1 else None
+
+
+def _listed(found: list[GpuRef] | str) -> list[GpuRef]:
+    return [] if isinstance(found, str) else found
+
+
+def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
+    """Every vLLM engine *obj* runs that asks for GPUs (memoised per evaluation)."""
+
+    def build() -> list[EngineSite]:
+        extra = ctx.config.gpu_resources
+        sites: list[EngineSite] = []
+        for pod in obj.pods():
+            if pod.is_ray:
+                continue
+            for c in pod.containers(init=False):
+                engine = vllm_engine(c)
+                if engine is None or not c.gpu_limit(extra):
+                    continue
+                key = "args" if "args" in c.raw else "command"
+                sites.append(
+                    EngineSite(obj, engine, c.label, (*c.path, key), pod, c, image=c.image)
+                )
+        if obj.kind == "RayService":
+            cfg = serve_config(obj)
+            configs = iter(cfg.llm_configs if cfg else [])
+            for engine in cfg.engines if cfg else []:
+                if not engine.complete:
+                    continue  # an llm_config given as a file path: nothing to read
+                llm = next(configs)
+                ray_pod = _ray_gpu_pod(ctx, obj, llm)
+                image = None
+                if ray_pod is not None:
+                    image = next((c.image for c in ray_pod.containers(init=False)), None)
+                label = f"Ray Serve LLM engine '{engine.model}'" if engine.model else engine.source
+                sites.append(
+                    EngineSite(
+                        obj, engine, label, ("spec", "serveConfigV2"), ray_pod, None, llm, image
+                    )
+                )
+        return sites
+
+    found: list[EngineSite] = ctx.memo(f"capacity-sites:{id(obj)}", build)
+    return found
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """The catalogued architecture of an engine's model and how it was found."""
+
+    arch: ModelArchitecture
+    written: str
+    """The model as the manifest names it."""
+
+    @property
+    def name(self) -> str:
+        """``Qwen/Qwen2.5-7B-Instruct`` (or ``s3://... (meta-llama/...)`` when they differ)."""
+        return self.arch.id if self.written == self.arch.id else f"{self.written} ({self.arch.id})"
+
+
+def _model_candidates(site: EngineSite) -> list[str]:
+    out: list[str] = []
+    loading = as_map(site.llm_config.get("model_loading_config"), "model_loading_config")
+    source = loading.get("model_source")
+    if source is UNKNOWN:
+        raise UnknownInput(f"model_loading_config.model_source of {site.label}")
+    if isinstance(source, str) and source:
+        out.append(source)
+    if isinstance(site.engine.model, str) and site.engine.model:
+        out.append(site.engine.model)
+    served = site.engine.get("served_model_name")
+    if isinstance(served, str) and out and _is_location(out[0]):
+        out.append(served)  # a path or bucket served under its Hugging Face name
+    return out
+
+
+def _is_location(model: str) -> bool:
+    return model.startswith(("/", "./", "../", "file:", *OBJECT_STORE_PREFIXES))
+
+
+def resolve_model(site: EngineSite) -> ModelRef | str:
+    """The engine's model architecture from the model catalogue, or why it is unknown."""
+    names = _model_candidates(site)
+    if not names:
+        return f"{site.label} names no model"
+    for name in names:
+        arch = catalogs.model_architecture(name)
+        if arch is not None:
+            return ModelRef(arch, names[0])
+    shown = " / ".join(repr(n) for n in dict.fromkeys(names))
+    return f"model {shown} is not in the model catalogue, so its size and shape are unknown"
+
+
+# --------------------------------------------------------------------------- GPU
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRef:
+    """A GPU model an engine runs on and what says so."""
+
+    gpu: GpuModel
+    where: str
+
+    @property
+    def label(self) -> str:
+        """``NVIDIA L4 (nvidia.com/gpu.product=NVIDIA-L4)``."""
+        return f"{self.gpu.name} ({self.where})"
+
+
+def _karpenter_gpu(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str] | None:
+    """Karpenter's ``instance-gpu-name`` (``h100``, ``a10g``) resolved through the AWS
+    instance types of the hardware catalogue; ``instance-gpu-memory`` (MiB) picks between
+    models of one name (A100 40 GB / 80 GB)."""
+    name = labels.get(KARPENTER_GPU_NAME)
+    if not isinstance(name, str):
+        return None
+    where = f"{KARPENTER_GPU_NAME}={name}"
+    hw = catalogs.hardware()
+    ids = {i.gpu for i in hw.instances.values()}
+    key = name.strip().lower()
+    found = [hw.gpus[g] for g in sorted(ids) if g == key or g.startswith(f"{key}-")]
+    memory = labels.get(KARPENTER_GPU_MEMORY)
+    if len(found) > 1 and memory is not None and _is_number(memory):
+        mib = float(str(memory))
+        found = [g for g in found if abs(g.memory_gib * 1024 - mib) <= 0.1 * mib]
+        where += f", {KARPENTER_GPU_MEMORY}={memory}"
+    return (found[0] if len(found) == 1 else None), where
+
+
+def _pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
+    """The GPU model(s) a Pod can land on, or why none is known.
+
+    Described pools the Pod targets win (each distinct GPU model is returned); otherwise
+    the Pod's GPU node selectors (GFD product, instance type, Karpenter, GKE labels).
+    """
+    pools = gpu_pools(ctx)
+    refs: dict[str, GpuRef] = {}
+    unknown: list[str] = []
+    for pool in targeted_pools(pod, pools) if pools else []:
+        gpu = gpu_model_of_pool(pool)
+        if gpu is None:
+            unknown.append(f"pool {pool.name} ({pool.gpu_product or pool.text('instanceType')})")
+        else:
+            refs.setdefault(gpu.id, GpuRef(gpu, f"pool {pool.name}"))
+    if refs:
+        return list(refs.values())
+    karpenter = _karpenter_gpu(pod.selected_labels())
+    gpu, where = karpenter if karpenter is not None else gpu_model_of_selectors(pod)
+    if gpu is not None:
+        return [GpuRef(gpu, where)]
+    if where:
+        return f"the GPU model selected by {where} is not in the hardware catalogue"
+    if unknown:
+        return f"the GPU model of {', '.join(unknown)} is not in the hardware catalogue"
+    return (
+        "the GPU model is unknown: the Pod selects no nvidia.com/gpu.product, "
+        "node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-gpu-name or "
+        "cloud.google.com/gke-accelerator label and matches no described GpuNodePool"
+    )
+
+
+def resolve_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:
+    """The GPU model(s) the engine can land on, or why none is known (MIG slices and
+    unmatched Ray worker groups are not evaluated)."""
+    pod = site.pod
+    if pod is None:
+        return (
+            f"{site.label}: no Ray worker group with GPUs could be matched to the engine "
+            "(several GPU groups and no accelerator_type naming one of their GPUs)"
+        )
+    mig = [n for n in _gpu_resources(pod, ctx.config.gpu_resources) if "/mig-" in n]
+    if mig:
+        return (
+            f"{site.label} gets a MIG slice ({', '.join(mig)}); the memory of a slice is not "
+            "modelled"
+        )
+    return _pod_gpus(ctx, pod)
+
+
+# --------------------------------------------------------------------------- version
+
+
+@dataclass(frozen=True, slots=True)
+class EngineVersion:
+    """The vLLM release an engine runs and which engine generation serves it."""
+
+    version: str | None
+    where: str
+    """``vLLM 0.8.5 (image vllm/vllm-openai:v0.8.5)`` or why the reference release is assumed."""
+    v0: bool
+    """The V0 engine (``/health`` tied to the engine loop); False: V1 (``AsyncLLM``)."""
+    why: str
+    """Why this engine generation (catalogue default or ``VLLM_USE_V1``)."""
+
+
+def _env(site: EngineSite) -> dict[str, str]:
+    """Literal env of the engine: the container's, or the Ray worker's plus the
+    llm_config ``runtime_env.env_vars`` (which win)."""
+    if site.container is not None:
+        return site.container.literal_env()
+    env: dict[str, str] = {}
+    first = next(iter(site.pod.containers(init=False)), None) if site.pod else None
+    if first is not None:
+        env = first.literal_env()
+    values = dig(site.llm_config, "runtime_env", "env_vars")
+    if isinstance(values, Mapping):
+        env.update({str(k): str(v) for k, v in values.items()})
+    return env
+
+
+def engine_version(site: EngineSite) -> EngineVersion:
+    """The vLLM version from the image tag (``vllm/vllm-openai:vX``; ``rayproject/ray-llm``
+    through the Ray release that pins it) and the engine generation the compatibility
+    catalogue gives it (V1 the default from 0.8.0, V0 removed in 0.11.0)."""
+    image = site.image
+    version = vllm_version(image) if isinstance(image, str) else None
+    where = f"vLLM {version} (image {image})" if version else ""
+    if version is None and isinstance(image, str) and "ray-llm" in split_image(image)[0]:
+        tag = split_image(image)[1] or ""
+        info = catalogs.compat().ray_llm_image(tag)
+        if info is not None and info.vllm:
+            version = info.vllm
+            where = f"vLLM {version} (pinned by Ray {info.ray}, image {image})"
+    if version is None:
+        what = f"image {image}" if isinstance(image, str) else "the image"
+        where = f"a vLLM whose release {what} does not name (taken as {REFERENCE_VLLM})"
+    use_v1 = _env(site).get("VLLM_USE_V1")
+    release = catalogs.compat().vllm(version) if version else None
+    if release is not None:
+        v0 = release.default_engine == "v0"
+        why = f"vLLM {release.version}'s default engine in the compatibility catalogue"
+        if use_v1 in {"0", "1"} and release.v0_engine_available:
+            v0, why = use_v1 == "0", f"VLLM_USE_V1={use_v1}"
+    elif version is not None and _older(version, "0.8.0"):
+        v0, why = True, f"vLLM {version} predates 0.8.0, where V1 became the default"
+    else:
+        v0, why = False, "V1, the only engine since vLLM 0.11.0"
+    return EngineVersion(version, where, v0, why)
+
+
+def _older(version: str, than: str) -> bool:
+    try:
+        from gpustrata.core.versions import parse_version
+
+        return parse_version(version) < parse_version(than)
+    except ValueError:
+        return False
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """Engine settings for :func:`estimate_capacity`, with the defaults that were applied."""
+
+    kwargs: dict[str, Any]
+    defaults: dict[str, str]
+    """Setting -> how its unset value was resolved (quoted in messages)."""
+    auto_fit: bool = False
+    """``max_model_len`` -1/auto: the estimate uses the largest length that fits."""
+
+
+def _raw(engine: EngineArgs, key: str) -> Any:
+    value = engine.get(key)
+    if value is UNKNOWN:
+        raise UnknownInput(f"{key} of {engine.source}")
+    return value
+
+
+def _int(engine: EngineArgs, key: str) -> int | str | None:
+    """An integer setting: the value, None when unset, or an error text."""
+    value = _raw(engine, key)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    if key == "max_model_len" and text.lower() == "auto":
+        return AUTO_FIT
+    match = _HUMAN_INT.fullmatch(text)
+    try:
+        if match:
+            number, suffix = match.groups()
+            if suffix in _BINARY:
+                return int(number) * _BINARY[suffix]
+            return int(float(number) * _DECIMAL[suffix.lower()])
+        return int(text)
+    except ValueError:
+        return f"{key} {value!r} is not an integer"
+
+
+def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> EngineSettings | str:
+    """Read the settings the planner needs; unset ones take vLLM's defaults (0.33, or the
+    V0 engine's where they differ). Returns an error text for unreadable values."""
+    from gpustrata.vllm.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
+
+    engine = site.engine
+    if not engine.complete:
+        return (
+            f"{site.label} may take further flags from outside the manifest ($@ or unresolved "
+            "variables), so its engine settings are not known"
+        )
+    for key in _UNMODELLED:
+        if _raw(engine, key) not in (None, False, 0, "0"):
+            return f"{key} {engine.get(key)} changes the memory budget in a way not modelled"
+    dp = _int(engine, "data_parallel_size")
+    if flag_is_on(_raw(engine, "enable_expert_parallel")) and dp not in (None, 1):
+        return "expert parallelism across data-parallel ranks is not modelled"
+    kwargs: dict[str, Any] = {}
+    defaults: dict[str, str] = {}
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        value = _int(engine, key)
+        if isinstance(value, str):
+            return value
+        if value is not None and value < 1:
+            return f"{key} {value} must be positive"
+        kwargs[key] = value if value is not None else 1
+        if value is None:
+            defaults[key] = f"{key} unset: 1"
+    auto_fit = False
+    for key in ("max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
+        value = _int(engine, key)
+        if isinstance(value, str):
+            return value
+        if key == "max_model_len" and value == AUTO_FIT:
+            auto_fit, value = True, None
+        elif value is not None and value < 1:
+            return f"{key} {value} must be positive"
+        kwargs[key] = value
+    util = _raw(engine, "gpu_memory_utilization")
+    if util is None:
+        kwargs["gpu_memory_utilization"] = DEFAULT_GPU_MEMORY_UTILIZATION
+        defaults["gpu_memory_utilization"] = (
+            f"gpu_memory_utilization unset: vLLM {REFERENCE_VLLM}'s default "
+            f"{DEFAULT_GPU_MEMORY_UTILIZATION}"
+        )
+    else:
+        try:
+            kwargs["gpu_memory_utilization"] = float(str(util))
+        except ValueError:
+            return f"gpu_memory_utilization {util!r} is not a number"
+        if not 0 < kwargs["gpu_memory_utilization"] <= 1:
+            return f"gpu_memory_utilization {util} is outside (0, 1] (V007)"
+    for key in ("dtype", "kv_cache_dtype", "quantization"):
+        value = _raw(engine, key)
+        if value is not None and not isinstance(value, bool):
+            kwargs[key] = str(value)
+    chunked = _raw(engine, "enable_chunked_prefill")
+    if chunked is not None:
+        kwargs["enable_chunked_prefill"] = flag_is_on(chunked)
+    kwargs["enforce_eager"] = flag_is_on(_raw(engine, "enforce_eager"))
+    mml = kwargs["max_model_len"] or arch.max_position_embeddings
+    if auto_fit:
+        defaults["max_model_len"] = (
+            f"max_model_len auto: vLLM fits it to the KV cache, up to the model's "
+            f"max_position_embeddings {mml}"
+        )
+    elif kwargs["max_model_len"] is None:
+        defaults["max_model_len"] = (
+            f"max_model_len unset: vLLM uses the model's max_position_embeddings {mml}"
+        )
+    if v0:
+        _v0_defaults(kwargs, defaults, arch, mml)
+    return EngineSettings(kwargs, defaults, auto_fit)
+
+
+def _v0_defaults(
+    kwargs: dict[str, Any], defaults: dict[str, str], arch: ModelArchitecture, mml: int
+) -> None:
+    """The V0 engine's own defaults (``_set_default_args_v0``, V0 ``SchedulerConfig``)."""
+    if kwargs.get("enable_chunked_prefill") is None:
+        long_context = mml > V0_LONG_CONTEXT and arch.attention in ("full",)
+        kwargs["enable_chunked_prefill"] = long_context
+        defaults["enable_chunked_prefill"] = (
+            "enable_chunked_prefill unset: the V0 engine turns it on only for max_model_len "
+            f"above {V0_LONG_CONTEXT} without sliding windows or MLA"
+        )
+    if kwargs["max_num_batched_tokens"] is None:
+        chunked = kwargs["enable_chunked_prefill"]
+        value = V0_BATCH_TOKENS if chunked else max(mml, V0_BATCH_TOKENS)
+        kwargs["max_num_batched_tokens"] = value
+        defaults["max_num_batched_tokens"] = (
+            f"max_num_batched_tokens unset: the V0 engine uses {value} "
+            + ("(chunked prefill)" if chunked else f"(max(max_model_len, {V0_BATCH_TOKENS}))")
+        )
+    if kwargs["max_num_seqs"] is None:
+        kwargs["max_num_seqs"] = V0_MAX_NUM_SEQS
+        defaults["max_num_seqs"] = f"max_num_seqs unset: the V0 engine's default {V0_MAX_NUM_SEQS}"
+
+
+# --------------------------------------------------------------------------- estimate
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """Everything a capacity rule needs for one engine on one GPU model."""
+
+    site: EngineSite
+    model: ModelRef
+    gpu: GpuRef
+    version: EngineVersion
+    settings: EngineSettings
+    estimate: CapacityEstimate
+
+    def default_notes(self, *keys: str) -> str:
+        """``; max_model_len unset: ...`` for the settings among *keys* left to vLLM."""
+        est = self.estimate
+        notes: list[str] = []
+        for key in keys:
+            if key in self.settings.defaults:
+                notes.append(self.settings.defaults[key])
+            elif key in est.defaults and key in _PER_GPU_DEFAULTS:
+                notes.append(
+                    f"{key} unset: vLLM {REFERENCE_VLLM}'s default on {self.gpu.gpu.name} is "
+                    f"{getattr(est, key)}"
+                )
+            elif key == "block_size" and key in est.defaults:
+                notes.append(f"block_size unset: vLLM {REFERENCE_VLLM} uses {est.block_size}")
+            elif key == "enable_chunked_prefill" and key in est.defaults:
+                notes.append("chunked prefill on: the V1 engine always chunks long prompts")
+        return "".join(f"; {n}" for n in notes)
+
+
+_PER_GPU_DEFAULTS = frozenset({"max_num_seqs", "max_num_batched_tokens"})
+
+
+def not_evaluated_reason(site: EngineSite, reason: str) -> str:
+    """*reason* prefixed with the engine's label unless it names it already."""
+    return reason if reason.startswith(site.label) else f"{site.label}: {reason}"
+
+
+def capacity_inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
+    """The capacity estimate of *site* on each GPU model it can land on, or why it
+    cannot be made (a "not evaluated" reason naming the missing input)."""
+    gpus = resolve_gpus(ctx, site)
+    if isinstance(gpus, str):
+        return gpus
+    model = resolve_model(site)
+    if isinstance(model, str):
+        return model
+    version = engine_version(site)
+    settings = engine_settings(site, model.arch, version.v0)
+    if isinstance(settings, str):
+        return settings
+    out: list[Inputs] = []
+    for ref in gpus:
+        estimate = _estimate(ctx, site, model.arch, ref.gpu, settings)
+        if isinstance(estimate, str):
+            return estimate
+        out.append(Inputs(site, model, ref, version, settings, estimate))
+    return out
+
+
+def estimated_engines(ctx: RuleContext, obj: K8sObject) -> Iterator[Inputs | NotEvaluated]:
+    """The capacity inputs of every engine *obj* runs, on each GPU model it can land on,
+    and a "not evaluated" record for each engine whose inputs cannot be made."""
+    for site in engine_sites(ctx, obj):
+        found = capacity_inputs(ctx, site)
+        if isinstance(found, str):
+            yield ctx.not_evaluated(obj, not_evaluated_reason(site, found))
+        else:
+            yield from found
+
+
+def _estimate(
+    ctx: RuleContext,
+    site: EngineSite,
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    settings: EngineSettings,
+) -> CapacityEstimate | str:
+    def build() -> CapacityEstimate | str:
+        from gpustrata.vllm.capacity import CapacityError
+
+        try:
+            est = estimate(arch, gpu, **settings.kwargs)
+            fitted = est.kv.largest_max_model_len
+            if settings.auto_fit and 0 < fitted < est.max_model_len:
+                est = estimate(arch, gpu, **{**settings.kwargs, "max_model_len": fitted})
+            return est
+        except CapacityError as exc:
+            return f"{site.label}: {exc}"
+
+    key = f"capacity-estimate:{id(site.obj)}:{site.engine.source}:{gpu.id}"
+    found: CapacityEstimate | str = ctx.memo(key, build)
+    return found
+
+
+# --------------------------------------------------------------------------- weights source
+
+
+def _mount_for(container: ContainerRef, path: str) -> tuple[str, Mapping[str, Any]] | None:
+    """The volume mounted at the longest prefix of *path*: (mountPath, volume)."""
+    volumes = container.pod.volumes()
+    best: tuple[str, Mapping[str, Any]] | None = None
+    for mount in as_list(container.raw.get("volumeMounts"), f"volumeMounts of {container.label}"):
+        if not isinstance(mount, Mapping):
+            continue
+        at, name = str(mount.get("mountPath") or ""), mount.get("name")
+        if not at or not isinstance(name, str) or name not in volumes:
+            continue
+        inside = path == at or path.startswith(at.rstrip("/") + "/")
+        if inside and (best is None or len(at) > len(best[0])):
+            best = (at, volumes[name])
+    return best
+
+
+def _volume_source(at: str, volume: Mapping[str, Any]) -> tuple[str, str]:
+    if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+        claim = dig(volume, "persistentVolumeClaim", "claimName")
+        return "pvc", f"PersistentVolumeClaim '{claim}' mounted at {at}"
+    if isinstance(volume.get("hostPath"), Mapping):
+        return "local-nvme", f"hostPath {dig(volume, 'hostPath', 'path')} mounted at {at}"
+    if dig(volume, "emptyDir", "medium") == "Memory":
+        return "local-nvme", f"a memory-backed emptyDir mounted at {at}"
+    if isinstance(volume.get("emptyDir"), Mapping):
+        return "pvc", f"an emptyDir on the node's disk mounted at {at}"
+    return "pvc", f"volume '{volume.get('name')}' mounted at {at}"
+
+
+def _hf_cache(container: ContainerRef, engine: EngineArgs) -> str:
+    """Where vLLM keeps Hub downloads: ``--download-dir``, HF_HUB_CACHE, HF_HOME/hub, or
+    the home of the image's user (root in ``vllm/vllm-openai``)."""
+    target = engine.get("download_dir")
+    if isinstance(target, str):
+        return target
+    env = container.literal_env()
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    if env.get("HF_HOME"):
+        return posixpath.join(env["HF_HOME"], "hub")
+    return posixpath.join(env.get("HOME", "/root"), ".cache/huggingface/hub")
+
+
+def weights_source(site: EngineSite, model: ModelRef) -> tuple[str, str]:
+    """The planner's weight source (huggingface, s3, pvc, local-nvme) and why."""
+    written = model.written
+    if written.startswith(OBJECT_STORE_PREFIXES):
+        return "s3", f"weights streamed from {written}"
+    container = site.container
+    if container is None:
+        return "huggingface", "weights downloaded from the Hugging Face Hub"
+    if written.startswith("/"):
+        found = _mount_for(container, written)
+        if found is None:
+            return "pvc", f"weights read from {written} in the image (node disk)"
+        source, where = _volume_source(*found)
+        return source, f"weights read from {where}"
+    cache = _hf_cache(container, site.engine)
+    found = _mount_for(container, cache)
+    if found is not None and isinstance(found[1].get("persistentVolumeClaim"), Mapping):
+        source, where = _volume_source(*found)
+        return source, f"weights read from the Hugging Face cache on {where}"
+    return "huggingface", "weights downloaded from the Hugging Face Hub"
+
+
+# --------------------------------------------------------------------------- probes
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A kubelet probe with Kubernetes' defaults filled in."""
+
+    kind: str
+    raw: Mapping[str, Any]
+    initial_delay: int
+    period: int
+    timeout: int
+    failure_threshold: int
+    written: frozenset[str]
+
+    def text(self, key: str) -> str:
+        """``failureThreshold 3`` or ``failureThreshold 3 (default)``."""
+        value = {
+            "initialDelaySeconds": self.initial_delay,
+            "periodSeconds": self.period,
+            "timeoutSeconds": self.timeout,
+            "failureThreshold": self.failure_threshold,
+        }[key]
+        return f"{key} {value}" if key in self.written else f"{key} {value} (default)"
+
+
+# k8s.io/api/core/v1 Probe defaults (SetDefaults_Probe).
+_PROBE_DEFAULTS = {
+    "initialDelaySeconds": 0,
+    "periodSeconds": 10,
+    "timeoutSeconds": 1,
+    "failureThreshold": 3,
+}
+
+
+def probe(container: ContainerRef, kind: str) -> Probe | str | None:
+    """The container's ``startupProbe`` / ``livenessProbe`` (None: absent; str: unreadable)."""
+    raw = container.raw.get(kind)
+    if raw is UNKNOWN:
+        raise UnknownInput(f"{kind} of {container.label}")
+    if not isinstance(raw, Mapping):
+        return None
+    values: dict[str, int] = {}
+    for key, default in _PROBE_DEFAULTS.items():
+        value = raw.get(key)
+        if value is UNKNOWN:
+            raise UnknownInput(f"{kind}.{key} of {container.label}")
+        if value is None:
+            values[key] = default
+        elif isinstance(value, int) and not isinstance(value, bool):
+            values[key] = value
+        else:
+            return f"{kind}.{key} {value!r} is not an integer"
+    return Probe(
+        kind,
+        raw,
+        values["initialDelaySeconds"],
+        values["periodSeconds"],
+        values["timeoutSeconds"],
+        values["failureThreshold"],
+        frozenset(k for k in _PROBE_DEFAULTS if raw.get(k) is not None),
+    )
+
+
+def annotated_startup(site: EngineSite) -> int | None:
+    """The planner's startup estimate annotated on the object or its Pod template."""
+    for meta in (
+        dig(site.obj.raw, "metadata", "annotations"),
+        dig(site.obj.raw, *(site.pod.path[:-1] if site.pod else ()), "metadata", "annotations"),
+    ):
+        value = meta.get(STARTUP_ESTIMATE_ANNOTATION) if isinstance(meta, Mapping) else None
+        if value is UNKNOWN:
+            raise UnknownInput(f"annotation {STARTUP_ESTIMATE_ANNOTATION} of {site.obj.resource}")
+        if value is not None and _is_number(value):
+            return int(Fraction(str(value)))
+    return None
+
+
+_CACHE_MAX = 4096
+_ESTIMATES: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]] = {}
+_DERIVED: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]] = {}
+
+
+def _by_identity(
+    cache: dict[tuple[Any, ...], tuple[tuple[object, ...], Any]],
+    anchors: tuple[object, ...],
+    rest: tuple[Any, ...],
+    compute: Callable[[], T],
+) -> T:
+    """*compute*() once per process for the *anchors* (by identity) and *rest*. The
+    anchors are kept alive in the value, so an id is never matched to another object;
+    errors are not cached; the cache is emptied when it reaches its bound."""
+    key = (*map(id, anchors), *rest)
+    hit = cache.get(key)
+    if hit is not None and all(map(operator.is_, hit[0], anchors)):
+        return cast("T", hit[1])
+    value = compute()
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
+    cache[key] = (anchors, value)
+    return value
+
+
+def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityEstimate:
+    """``estimate_capacity``, memoised for the process.
+
+    V003, V004 and V012 size the same engine many times (V012 binary-searches
+    max_num_seqs, V003 tries other TP sizes and GPUs), and a manifest often repeats an
+    engine, so one estimate per (model, GPU, settings) is computed once. Keyed by the
+    identity of the catalogue entries (they are shared) and the settings.
+    """
+    from gpustrata.vllm.capacity import estimate_capacity
+
+    settings = tuple(sorted(kwargs.items()))
+    try:
+        hash(settings)
+    except TypeError:
+        return estimate_capacity(arch, gpu, **kwargs)
+    return _by_identity(
+        _ESTIMATES, (arch, gpu), settings, lambda: estimate_capacity(arch, gpu, **kwargs)
+    )
+
+
+def per_estimate(est: CapacityEstimate, what: str, arg: int, compute: Callable[[], T]) -> T:
+    """*compute*() for one estimate, once per process (V012's typical-length capacity and
+    its max_num_seqs search: a manifest repeats engines, and :func:`estimate` hands the
+    same estimate object to every repeat)."""
+    return _by_identity(_DERIVED, (est,), (what, arg), compute)

@@ -1,0 +1,128 @@
+"""Catalogue look-ups for rules, loaded lazily (the catalogues use pydantic; a run that
+never needs them, like ``gpustrata check`` on a plain Deployment, never imports it).
+
+Every look-up returns ``None`` (or an :class:`ImageCuda` with ``cuda=None`` and the
+reason) when the catalogue does not know the answer: rules never guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpustrata_policies.view.engines import split_image, vllm_version
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.architectures import ModelArchitecture
+    from gpustrata.catalog.compat import CompatCatalog, GpuOperatorRelease
+    from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+
+__all__ = [
+    "ImageCuda",
+    "compat",
+    "gpu_by_label",
+    "hardware",
+    "image_cuda",
+    "instance",
+    "model_architecture",
+    "operator_release",
+    "readable_version",
+]
+
+_CU_TAG = re.compile(r"(?:^|[-_.])cu(\d{3})(?=$|[-_.])")
+_CUDA_TAG = re.compile(r"(?:^|[-_.])cuda-?(\d+\.\d+(?:\.\d+)?)(?=$|[-_])")
+
+
+def compat() -> CompatCatalog:
+    """The packaged compatibility catalogue."""
+    from gpustrata.catalog.compat import load_compat_catalog
+
+    return load_compat_catalog()
+
+
+def hardware() -> HardwareCatalog:
+    """The packaged hardware catalogue."""
+    from gpustrata.catalog.hardware import load_hardware_catalog
+
+    return load_hardware_catalog()
+
+
+def instance(name: str) -> InstanceType | None:
+    """An instance type by name, or ``None``."""
+    return hardware().instance(name)
+
+
+def gpu_by_label(label: str) -> GpuModel | None:
+    """A GPU by catalogue id or GFD ``nvidia.com/gpu.product`` value, or ``None``."""
+    return hardware().gpu(label)
+
+
+def operator_release(version: str | None) -> GpuOperatorRelease | None:
+    """The catalogued GPU Operator release, or ``None``."""
+    return compat().gpu_operator(version) if version else None
+
+
+def model_architecture(model_id: str) -> ModelArchitecture | None:
+    """A model architecture by Hugging Face id or alias, or ``None``."""
+    from gpustrata.catalog.architectures import load_model_catalog
+
+    return load_model_catalog().get(model_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageCuda:
+    """The CUDA version an image is built on, where that was read, or why it is unknown."""
+
+    cuda: str | None
+    why: str
+
+
+def image_cuda(image: object) -> ImageCuda | None:
+    """CUDA of an image: ``vllm/vllm-openai:vX`` via the catalogue, a ``cuNNN`` /
+    ``cudaX.Y`` tag segment (``rayproject/ray-llm:2.46.0-py311-cu124``), else ``None``
+    (the image says nothing about CUDA)."""
+    if not isinstance(image, str):
+        return None
+    repo, tag, _ = split_image(image)
+    tag = tag or ""
+    match = _CU_TAG.search(tag)
+    if match:
+        code = match.group(1)
+        return ImageCuda(f"{int(code[:-1])}.{int(code[-1])}", f"the tag's cu{code}")
+    match = _CUDA_TAG.search(tag)
+    if match:
+        return ImageCuda(match.group(1), f"the tag's cuda{match.group(1)}")
+    if repo.rsplit("/", 2)[-2:] == ["nvidia", "cuda"]:
+        base = re.match(r"(\d+\.\d+(?:\.\d+)?)-", tag)
+        if base:
+            return ImageCuda(base.group(1), "the nvidia/cuda base image tag")
+    version = vllm_version(image)
+    if version is None:
+        return None
+    release = compat().vllm(version)
+    if release is None:
+        return ImageCuda(None, f"vLLM {version} is not in the compatibility catalogue")
+    if release.image_cuda is None:
+        return ImageCuda(
+            None, f"the CUDA version of the vLLM {release.version} image is not catalogued"
+        )
+    return ImageCuda(
+        release.image_cuda, f"vLLM {release.version} docker/Dockerfile ARG CUDA_VERSION"
+    )
+
+
+def readable_version(text: str) -> bool:
+    """Does *text* parse as a version the catalogue can compare?"""
+    from gpustrata.core.versions import parse_version
+
+    try:
+        parse_version(text)
+    except ValueError:
+        return False
+    return True
+
+
+def repo_name(image: str) -> str:
+    """``vllm/vllm-openai:v0.8.5`` -> ``vllm/vllm-openai``."""
+    return split_image(image)[0]

@@ -1,0 +1,285 @@
+"""Helpers shared by the node-pool and GPU Operator rules (K003..K015, O001..O007).
+
+Not a rule module: the registry skips modules whose name starts with ``_``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.gpu_operator import GpuOperatorView, operator_view, operators_of
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
+from gpustrata_policies.view.pools import GpuPool, matches_selectors, pools_of
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.hardware import GpuModel
+
+EKS_AMI_TYPES = "https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html"
+GPU_OPERATOR_EKS = (
+    "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/amazon-eks.html"
+)
+GPU_OPERATOR_PLATFORMS = (
+    "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html"
+)
+GPU_OPERATOR_VALUES = (
+    "https://github.com/NVIDIA/gpu-operator/blob/main/deployments/gpu-operator/values.yaml"
+)
+MIG_K8S = "https://docs.nvidia.com/datacenter/cloud-native/kubernetes/latest/index.html"
+KUBE_RESERVED = "https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/"
+GIB = 1024**3
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+MIG_DISABLED = "all-disabled"
+OPERATOR_KINDS = frozenset({"HelmRelease", "ClusterPolicy", "GpuOperator"})
+
+
+def gpu_pools(ctx: RuleContext) -> list[GpuPool]:
+    """Described GPU pools (node-group-derived duplicates dropped), once per evaluation."""
+    pools: list[GpuPool] = ctx.memo(
+        "gpu_pools", lambda: [p for p in pools_of(ctx.objects) if p.has_gpus]
+    )
+    return pools
+
+
+def operators(ctx: RuleContext) -> list[GpuOperatorView]:
+    """GPU Operator installations, once per evaluation."""
+    found: list[GpuOperatorView] = ctx.memo("gpu_operators", lambda: operators_of(ctx.objects))
+    return found
+
+
+def operators_for(ctx: RuleContext, obj: K8sObject) -> list[GpuOperatorView]:
+    """The GPU Operator installations *obj* is (raises UnknownInput when its chart or version
+    is unknown during a preview, so the engine records "not evaluated")."""
+    by_object: dict[int, list[GpuOperatorView]] = ctx.memo(
+        "gpu_operators_by_object", lambda: _by_object(operators(ctx))
+    )
+    views = by_object.get(id(obj), [])
+    if not views and obj.kind in OPERATOR_KINDS:
+        operator_view(obj)  # re-raises UnknownInput for an unreadable operator
+    return views
+
+
+def _by_object(ops: Sequence[GpuOperatorView]) -> dict[int, list[GpuOperatorView]]:
+    # Keyed by identity: the objects outlive the evaluation that holds this index.
+    out: dict[int, list[GpuOperatorView]] = {}
+    for op in ops:
+        out.setdefault(id(op.obj), []).append(op)
+    return out
+
+
+def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
+    """Pools whose node labels satisfy the pod's nodeSelector and required affinity."""
+    selector, terms = pod.node_selector(), pod.required_affinity_terms()
+    return [p for p in pools if matches_selectors(selector, terms, p.labels)]
+
+
+def pool_label(pool: GpuPool) -> str:
+    """``pool gpu-h100 (8 x NVIDIA-H100-80GB-HBM3)`` for messages."""
+    what = pool.gpu_product or pool.text("instanceType") or "GPUs"
+    count = f"{pool.gpu_count} x " if pool.gpu_count else ""
+    return f"pool {pool.name} ({count}{what})"
+
+
+def gpu_requests(pod: PodRef, extra: Sequence[str] = ()) -> dict[str, Fraction]:
+    """GPU resources of the pod's app containers by name (limits, requests as fallback)."""
+    out: dict[str, Fraction] = {}
+    for c in pod.containers(init=False):
+        limits, requests = c.resources("limits"), c.resources("requests")
+        for name in {*limits, *requests}:
+            if not is_gpu_resource(name, extra):
+                continue
+            raw = limits.get(name, requests.get(name))
+            if raw is UNKNOWN:
+                raise UnknownInput(f"{name} of {c.label}")
+            out[name] = out.get(name, Fraction(0)) + (parse_quantity(raw) or Fraction(0))
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def fmt_count(value: Fraction) -> str:
+    """A whole number without a fraction part."""
+    return str(value.numerator) if value.denominator == 1 else str(float(value))
+
+
+def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
+    """The catalogue GPU of a pool: its GFD product label, else its instance type."""
+    if pool.gpu_product:
+        found = catalogs.gpu_by_label(pool.gpu_product)
+        if found is not None:
+            return found
+    name = pool.text("instanceType")
+    if name:
+        inst = catalogs.instance(name)
+        if inst is not None:
+            return catalogs.gpu_by_label(inst.gpu)
+    return None
+
+
+# Node labels that name the GPU model (RULES.md "Where the inputs come from").
+_GPU_NAME_LABELS = (
+    "nvidia.com/gpu.product",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "cloud.google.com/gke-accelerator",
+)
+_GKE_ACCELERATORS = {
+    "nvidia-tesla-t4": "t4",
+    "nvidia-l4": "l4",
+    "nvidia-tesla-a100": "a100-sxm-40gb",
+    "nvidia-a100-80gb": "a100-sxm-80gb",
+    "nvidia-h100-80gb": "h100-sxm-80gb",
+    "nvidia-h200-141gb": "h200-sxm-141gb",
+    "nvidia-b200": "b200",
+}
+
+
+def gpu_model_of_selectors(pod: PodRef) -> tuple[GpuModel | None, str]:
+    """The GPU model a pod pins by node selector/affinity, and the label that said so.
+
+    Returns ``(None, "")`` when the pod names no GPU model (no catalogue look-up then).
+    """
+    labels = pod.selected_labels()
+    for key in _GPU_NAME_LABELS:
+        value = labels.get(key)
+        if not isinstance(value, str):
+            continue
+        if key == "cloud.google.com/gke-accelerator":
+            gpu_id = _GKE_ACCELERATORS.get(value)
+            found = catalogs.gpu_by_label(gpu_id) if gpu_id else None
+        else:
+            found = catalogs.gpu_by_label(value)
+        return found, f"{key}={value}"
+    inst_name = labels.get("node.kubernetes.io/instance-type")
+    if isinstance(inst_name, str):
+        inst = catalogs.instance(inst_name)
+        found = catalogs.gpu_by_label(inst.gpu) if inst is not None else None
+        return found, f"node.kubernetes.io/instance-type={inst_name}"
+    return None, ""
+
+
+@dataclass(frozen=True, slots=True)
+class Driver:
+    """The NVIDIA driver on a pool's nodes and where that is stated."""
+
+    version: str | None
+    where: str
+    """``preinstalled in the node image (AL2023_x86_64_NVIDIA)`` / ``installed by ...``."""
+
+
+def operator_driver(op: GpuOperatorView) -> Driver:
+    """The driver an operator installs: ``driver.version`` or the release's chart default."""
+    stated = op.component_version("driver")
+    if stated:
+        return Driver(stated, f"installed by {op.label}, driver.version")
+    release = catalogs.operator_release(op.version)
+    if release is None:
+        reason = (
+            f"{op.label} is not in the compatibility catalogue"
+            if op.version
+            else "the GPU Operator's release is not stated"
+        )
+        return Driver(
+            None, f"installed by the GPU Operator, whose chart default is unknown: {reason}"
+        )
+    return Driver(release.default_driver, f"installed by {op.label}, its chart default")
+
+
+def pool_driver(pool: GpuPool | None, ops: Sequence[GpuOperatorView]) -> Driver | None:
+    """The driver on a pool's nodes (``None``: nothing states one).
+
+    A node image that ships the driver keeps it (the operator's driver container does not
+    replace a loaded host driver); otherwise the operator with ``driver.enabled`` installs
+    its own.
+    """
+    if pool is not None and pool.driver_preinstalled:
+        image = f" {pool.ami_type}" if pool.ami_type else ""
+        return Driver(pool.driver_version, f"preinstalled in the node image{image}")
+    installing = [op for op in ops if op.enabled("driver")]
+    if installing:
+        return operator_driver(installing[0])
+    if pool is not None and pool.driver_version:
+        return Driver(pool.driver_version, f"stated for pool {pool.name}")
+    return None
+
+
+def driver_on(ctx: RuleContext, pool: GpuPool | None) -> Driver | None:
+    """:func:`pool_driver` for *pool* with this evaluation's operators, once per pool."""
+    drivers: dict[int, Driver | None] = ctx.memo("pool_drivers", dict)
+    key = id(pool)
+    if key not in drivers:
+        drivers[key] = pool_driver(pool, operators(ctx))
+    return drivers[key]
+
+
+def tolerations_of(pod: PodRef) -> list[Mapping[str, Any]]:
+    """The pod's tolerations."""
+    return [
+        t for t in as_list(pod.spec.get("tolerations"), "tolerations") if isinstance(t, Mapping)
+    ]
+
+
+def mig_config(pool: GpuPool) -> str | None:
+    """The pool's ``nvidia.com/mig.config`` label (``None``: MIG off, the operator's
+    ``all-disabled`` default, controllers/nodelabeling_controller.go)."""
+    value = pool.labels.get(MIG_CONFIG_LABEL)
+    if not value or value == MIG_DISABLED:
+        return None
+    return value
+
+
+def kubelet_of(pool: GpuPool) -> Mapping[str, Any] | None:
+    """The pool's ``spec.kubelet`` mapping, or ``None`` when not described."""
+    raw = pool.extra.get("kubelet")
+    if raw is UNKNOWN:
+        raise UnknownInput(f"spec.kubelet of {pool.obj.resource}")
+    return as_map(raw, "kubelet") if isinstance(raw, Mapping) else None
+
+
+def config_map_time_slicing(ctx: RuleContext) -> tuple[int, str] | None:
+    """Cluster-wide time-slicing from a device-plugin sharing ConfigMap in the input:
+    (replicas per GPU, where it is set), once per evaluation."""
+
+    def build() -> tuple[int, str] | None:
+        import yaml
+
+        for obj in ctx.objects:
+            if obj.kind != "ConfigMap":
+                continue
+            for key, text in as_map(obj.raw.get("data"), "data").items():
+                try:
+                    data = yaml.safe_load(text) if isinstance(text, str) else None
+                except yaml.YAMLError:
+                    continue
+                resources = dig(data, "sharing", "timeSlicing", "resources")
+                for res in resources if isinstance(resources, list) else []:
+                    if isinstance(res, Mapping) and res.get("name") == "nvidia.com/gpu":
+                        replicas = res.get("replicas")
+                        if isinstance(replicas, int) and replicas > 1:
+                            where = f"time-slicing x{replicas} in {obj.resource}:{key}"
+                            return replicas, where
+        return None
+
+    found: tuple[int, str] | None = ctx.memo("device_plugin_time_slicing", build)
+    return found
+
+
+def shared_gpus(ctx: RuleContext, pool: GpuPool) -> str | None:
+    """Why the pool's nodes may advertise more ``nvidia.com/gpu`` than they hold (MIG
+    slices, time-slicing or MPS replicas), or ``None`` when nothing in the input says so."""
+    if mig_config(pool):
+        return f"{MIG_CONFIG_LABEL}={mig_config(pool)}"
+    for label in (STRATEGY_LABEL, REPLICAS_LABEL):
+        if pool.labels.get(label) not in (None, "", "none", "1"):
+            return f"{label}={pool.labels[label]}"
+    for op in operators(ctx):
+        name = op.value("devicePlugin", "config", "name")
+        if name:
+            return f"{op.label} mounts device-plugin config {name}"
+    found = config_map_time_slicing(ctx)
+    return found[1] if found else None

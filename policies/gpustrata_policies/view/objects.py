@@ -1,0 +1,425 @@
+"""A read-only view of Kubernetes-shaped objects: where the Pods are in every kind.
+
+Objects are plain dicts (parsed YAML, Pulumi inputs). The view knows where the
+pod template sits in each workload kind, which containers ask for GPUs, and
+which node labels a pod selects. Unknown values (:data:`~.unknown.UNKNOWN`)
+pass through; accessors that need them raise :class:`~.unknown.UnknownInput`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+
+__all__ = [
+    "CLUSTER_SCOPED_KINDS",
+    "KNOWN_KINDS",
+    "RAY_KINDS",
+    "ContainerRef",
+    "K8sObject",
+    "PodRef",
+    "as_list",
+    "as_map",
+    "dig",
+    "is_gpu_resource",
+]
+
+Path = tuple[str | int, ...]
+
+WORKLOAD_KINDS = frozenset(
+    {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"}
+)
+RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob"})
+KSERVE_KINDS = frozenset(
+    {"ServingRuntime", "ClusterServingRuntime", "InferenceService", "LLMInferenceService"}
+)
+OTHER_KINDS = frozenset(
+    {
+        "LeaderWorkerSet",
+        "HorizontalPodAutoscaler",
+        "ScaledObject",
+        "VerticalPodAutoscaler",
+        "PodDisruptionBudget",
+        "ServiceMonitor",
+        "PodMonitor",
+        "GpuNodePool",
+        "GpuOperator",
+        "HelmRelease",
+        "ClusterPolicy",
+        "Service",
+        "ConfigMap",
+        "Secret",
+        "Namespace",
+        "ServiceAccount",
+        "PersistentVolumeClaim",
+        "Ingress",
+        "NetworkPolicy",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    }
+)
+KNOWN_KINDS = WORKLOAD_KINDS | RAY_KINDS | KSERVE_KINDS | OTHER_KINDS
+"""Kinds gpustrata reads (or knows to be irrelevant); others are "not evaluated"."""
+
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        "Namespace",
+        "ClusterServingRuntime",
+        "GpuNodePool",
+        "ClusterPolicy",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    }
+)
+
+
+def dig(data: Any, *path: str | int) -> Any:
+    """Walk *path* into nested dicts/lists; ``None`` when absent, UNKNOWN when unknown."""
+    cur = data
+    for key in path:
+        if cur is UNKNOWN:
+            return UNKNOWN
+        if isinstance(key, int):
+            if not isinstance(cur, list) or not -len(cur) <= key < len(cur):
+                return None
+            cur = cur[key]
+        else:
+            if not isinstance(cur, Mapping):
+                return None
+            cur = cur.get(key)
+    return cur
+
+
+def as_list(value: Any, what: str) -> list[Any]:
+    """A list field, ``[]`` if absent or odd; raises UnknownInput if unknown."""
+    if value is UNKNOWN:
+        raise UnknownInput(what)
+    return value if isinstance(value, list) else []
+
+
+def as_map(value: Any, what: str) -> Mapping[str, Any]:
+    """A mapping field, ``{}`` if absent or odd; raises UnknownInput if unknown."""
+    if value is UNKNOWN:
+        raise UnknownInput(what)
+    return value if isinstance(value, Mapping) else {}
+
+
+def is_gpu_resource(name: str, extra: Sequence[str] = ()) -> bool:
+    """``nvidia.com/gpu``, renamed shared GPUs (``nvidia.com/gpu.shared``), MIG
+    profiles (``nvidia.com/mig-1g.10gb``) and configured others."""
+    return (
+        name == "nvidia.com/gpu"
+        or name.startswith(("nvidia.com/gpu.", "nvidia.com/mig-"))
+        or name in extra
+    )
+
+
+@dataclass(slots=True)
+class K8sObject:
+    """One Kubernetes-shaped object and where it came from."""
+
+    raw: Mapping[str, Any]
+    file: str | None = None
+    line: int | None = None
+    lines: Mapping[Path, int] | None = None
+    """Line of each mapping key / list item, by path (from the YAML loader)."""
+    _pods: list[PodRef] | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """``kind``, or ``""``."""
+        kind = self.raw.get("kind")
+        return kind if isinstance(kind, str) else ""
+
+    @property
+    def api_version(self) -> str:
+        """``apiVersion``, or ``""``."""
+        value = self.raw.get("apiVersion")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def name(self) -> str:
+        """``metadata.name`` (``generateName`` or ``?`` as fallbacks)."""
+        meta = self.raw.get("metadata")
+        if isinstance(meta, Mapping):
+            for key in ("name", "generateName"):
+                value = meta.get(key)
+                if isinstance(value, str) and value:
+                    return value
+        return "?"
+
+    @property
+    def namespace(self) -> str:
+        """``metadata.namespace``; ``default`` when unset (``-`` for cluster-scoped kinds)."""
+        if self.kind in CLUSTER_SCOPED_KINDS:
+            return "-"
+        value = dig(self.raw, "metadata", "namespace")
+        return value if isinstance(value, str) and value else "default"
+
+    @property
+    def resource(self) -> str:
+        """``Kind/namespace/name`` as in the output contract."""
+        return f"{self.kind or '?'}/{self.namespace}/{self.name}"
+
+    @property
+    def labels(self) -> Mapping[str, Any]:
+        """``metadata.labels``."""
+        return as_map(dig(self.raw, "metadata", "labels"), "metadata.labels")
+
+    def line_of(self, path: Path) -> int | None:
+        """Line of the longest known prefix of *path*, else the object's line."""
+        if self.lines:
+            for end in range(len(path), 0, -1):
+                line = self.lines.get(path[:end])
+                if line is not None:
+                    return line
+        return self.line
+
+    def pods(self) -> list[PodRef]:
+        """Every pod spec this object creates (cached)."""
+        if self._pods is None:
+            self._pods = list(_pod_refs(self))
+        return self._pods
+
+    def containers(self, *, init: bool = True) -> Iterator[ContainerRef]:
+        """Every container of every pod spec (init containers too unless ``init=False``)."""
+        for pod in self.pods():
+            yield from pod.containers(init=init)
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """A pod spec inside an object: its path, role and (for Ray) its group spec."""
+
+    obj: K8sObject
+    path: Path
+    spec: Mapping[str, Any]
+    role: str = ""
+    labels: Mapping[str, Any] = field(default_factory=dict)
+    ray_group: Mapping[str, Any] | None = None
+    replicas: Any = None
+
+    @property
+    def where(self) -> str:
+        """``" (worker group 'gpu')"`` style suffix for messages, or ``""``."""
+        return f" ({self.role})" if self.role else ""
+
+    @property
+    def is_ray(self) -> bool:
+        """True for a RayCluster head or worker group (also inside RayService/RayJob)."""
+        return self.ray_group is not None
+
+    def containers(self, *, init: bool = True) -> Iterator[ContainerRef]:
+        """Containers (and init containers) of this pod spec."""
+        keys = ("containers", "initContainers") if init else ("containers",)
+        for key in keys:
+            items = as_list(self.spec.get(key), f"{key} of {self.obj.resource}")
+            for index, raw in enumerate(items):
+                if raw is UNKNOWN:
+                    raise UnknownInput(f"{key}[{index}] of {self.obj.resource}")
+                if isinstance(raw, Mapping):
+                    yield ContainerRef(self, (*self.path, key, index), raw, key == "initContainers")
+        model = self.spec.get("model") if self.obj.kind == "InferenceService" else None
+        if isinstance(model, Mapping):
+            yield ContainerRef(self, (*self.path, "model"), model, False)
+
+    def volumes(self) -> dict[str, Mapping[str, Any]]:
+        """Volumes by name."""
+        out: dict[str, Mapping[str, Any]] = {}
+        for vol in as_list(self.spec.get("volumes"), f"volumes of {self.obj.resource}"):
+            if isinstance(vol, Mapping) and isinstance(vol.get("name"), str):
+                out[vol["name"]] = vol
+        return out
+
+    def gpu_count(self, extra: Sequence[str] = ()) -> Fraction:
+        """GPUs the pod asks for (sum over app containers; max with init containers)."""
+        app = sum((c.gpu_limit(extra) for c in self.containers(init=False)), Fraction(0))
+        init = max((c.gpu_limit(extra) for c in self.containers() if c.init), default=Fraction(0))
+        return max(app, init)
+
+    def node_selector(self) -> dict[str, Any]:
+        """``nodeSelector`` labels."""
+        return dict(as_map(self.spec.get("nodeSelector"), "nodeSelector"))
+
+    def required_affinity_terms(self) -> list[list[Mapping[str, Any]]]:
+        """Required node affinity: a list of OR-ed terms, each a list of AND-ed expressions."""
+        terms = dig(
+            self.spec,
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        )
+        out = []
+        for term in as_list(terms, "nodeSelectorTerms"):
+            exprs = as_list(dig(term, "matchExpressions"), "matchExpressions")
+            out.append([e for e in exprs if isinstance(e, Mapping)])
+        return out
+
+    def selected_labels(self) -> dict[str, Any]:
+        """Labels the pod pins by nodeSelector or single-valued ``In`` affinity."""
+        labels = self.node_selector()
+        for term in self.required_affinity_terms()[:1]:
+            for expr in term:
+                values = expr.get("values")
+                if expr.get("operator") == "In" and isinstance(values, list) and len(values) == 1:
+                    labels.setdefault(str(expr.get("key")), values[0])
+        return labels
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerRef:
+    """A container inside a pod spec."""
+
+    pod: PodRef
+    path: Path
+    raw: Mapping[str, Any]
+    init: bool = False
+
+    @property
+    def name(self) -> str:
+        """Container name (or ``?``)."""
+        name = self.raw.get("name")
+        return name if isinstance(name, str) else "?"
+
+    @property
+    def label(self) -> str:
+        """``container 'x'`` plus the pod role, for messages."""
+        kind = "init container" if self.init else "container"
+        return f"{kind} '{self.name}'{self.pod.where}"
+
+    @property
+    def image(self) -> Any:
+        """``image`` (may be UNKNOWN or None)."""
+        return self.raw.get("image")
+
+    def resources(self, section: str) -> Mapping[str, Any]:
+        """``resources.limits`` or ``resources.requests``."""
+        return as_map(dig(self.raw, "resources", section), f"resources.{section} of {self.label}")
+
+    def gpu_limit(self, extra: Sequence[str] = ()) -> Fraction:
+        """Sum of GPU resources in limits (requests default to limits for these)."""
+        total = Fraction(0)
+        limits = self.resources("limits")
+        requests = self.resources("requests")
+        for name in {*limits, *requests}:
+            if is_gpu_resource(name, extra):
+                raw = limits.get(name, requests.get(name))
+                if raw is UNKNOWN:
+                    raise UnknownInput(f"{name} of {self.label}")
+                total += parse_quantity(raw) or 0
+        return total
+
+    def env(self) -> list[Mapping[str, Any]]:
+        """``env`` entries."""
+        return [
+            e
+            for e in as_list(self.raw.get("env"), f"env of {self.label}")
+            if isinstance(e, Mapping)
+        ]
+
+    def literal_env(self) -> dict[str, str]:
+        """Env vars with literal string values (for ``$(VAR)`` expansion)."""
+        out: dict[str, str] = {}
+        for entry in self.env():
+            name, value = entry.get("name"), entry.get("value")
+            if isinstance(name, str) and isinstance(value, str | int | float):
+                out[name] = str(value)
+        return out
+
+    def memory_limit(self) -> Fraction | None:
+        """``resources.limits.memory`` in bytes, or ``None``."""
+        return parse_quantity(self.resources("limits").get("memory"))
+
+    def memory_request(self) -> Fraction | None:
+        """``resources.requests.memory`` in bytes, or ``None``."""
+        return parse_quantity(self.resources("requests").get("memory"))
+
+
+def _template(obj: K8sObject, path: Path, role: str = "", **kw: Any) -> Iterator[PodRef]:
+    template = dig(obj.raw, *path)
+    if template is UNKNOWN:
+        raise UnknownInput(f"{'.'.join(map(str, path))} of {obj.resource}")
+    if not isinstance(template, Mapping):
+        return
+    spec = template.get("spec")
+    if spec is UNKNOWN:
+        raise UnknownInput(f"{'.'.join(map(str, path))}.spec of {obj.resource}")
+    if isinstance(spec, Mapping):
+        labels = as_map(dig(template, "metadata", "labels"), "template labels")
+        yield PodRef(obj, (*path, "spec"), spec, role, labels, **kw)
+
+
+def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodRef]:
+    head = dig(obj.raw, *base, "headGroupSpec")
+    if isinstance(head, Mapping):
+        yield from _template(obj, (*base, "headGroupSpec", "template"), "head", ray_group=head)
+    groups = as_list(dig(obj.raw, *base, "workerGroupSpecs"), "workerGroupSpecs")
+    for index, group in enumerate(groups):
+        if isinstance(group, Mapping):
+            name = group.get("groupName", index)
+            yield from _template(
+                obj,
+                (*base, "workerGroupSpecs", index, "template"),
+                f"worker group '{name}'",
+                ray_group=group,
+                replicas=group.get("replicas"),
+            )
+
+
+def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
+    kind, raw = obj.kind, obj.raw
+    if kind == "Pod":
+        spec = raw.get("spec")
+        if isinstance(spec, Mapping):
+            yield PodRef(obj, ("spec",), spec, "", obj.labels)
+    elif kind in {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}:
+        yield from _template(obj, ("spec", "template"), replicas=dig(raw, "spec", "replicas"))
+    elif kind == "CronJob":
+        yield from _template(obj, ("spec", "jobTemplate", "spec", "template"))
+    elif kind == "LeaderWorkerSet":
+        base = ("spec", "leaderWorkerTemplate")
+        replicas = dig(raw, "spec", "replicas")
+        leader = dig(raw, *base, "leaderTemplate")
+        if isinstance(leader, Mapping):
+            yield from _template(obj, (*base, "leaderTemplate"), "leader", replicas=replicas)
+            yield from _template(obj, (*base, "workerTemplate"), "worker", replicas=replicas)
+        else:  # without a leaderTemplate the workerTemplate is used for every pod
+            yield from _template(obj, (*base, "workerTemplate"), "", replicas=replicas)
+    elif kind == "RayCluster":
+        yield from _ray_cluster(obj, ("spec",))
+    elif kind == "RayService":
+        yield from _ray_cluster(obj, ("spec", "rayClusterConfig"))
+    elif kind == "RayJob":
+        yield from _ray_cluster(obj, ("spec", "rayClusterSpec"))
+    elif kind in {"ServingRuntime", "ClusterServingRuntime"}:
+        spec = raw.get("spec")
+        if isinstance(spec, Mapping):
+            yield PodRef(obj, ("spec",), spec, "")
+            worker = spec.get("workerSpec")
+            if isinstance(worker, Mapping):
+                yield PodRef(obj, ("spec", "workerSpec"), worker, "workerSpec")
+    elif kind == "InferenceService":
+        predictor = dig(raw, "spec", "predictor")
+        if isinstance(predictor, Mapping):
+            yield PodRef(obj, ("spec", "predictor"), predictor, "predictor")
+            worker = predictor.get("workerSpec")
+            if isinstance(worker, Mapping):
+                yield PodRef(obj, ("spec", "predictor", "workerSpec"), worker, "workerSpec")
+    elif kind == "LLMInferenceService":
+        for path, role in (
+            (("spec", "template"), "template"),
+            (("spec", "worker"), "worker"),
+            (("spec", "prefill", "template"), "prefill template"),
+            (("spec", "prefill", "worker"), "prefill worker"),
+        ):
+            spec = dig(raw, *path)
+            if isinstance(spec, Mapping):
+                yield PodRef(obj, path, spec, role, replicas=dig(raw, "spec", "replicas"))

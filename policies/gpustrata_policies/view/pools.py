@@ -1,0 +1,279 @@
+"""GPU node pools as rules see them, plus taint/toleration/selector matching.
+
+Users describe pools in manifests as::
+
+    apiVersion: gpustrata.io/v1alpha1
+    kind: GpuNodePool
+    metadata: {name: h100}
+    spec:
+      instanceType: p5.48xlarge
+      gpuProduct: NVIDIA-H100-80GB-HBM3      # GPU Feature Discovery label value
+      gpuCount: 8
+      cpu: 192                                # vCPUs
+      memoryMiB: 2097152
+      labels: {workload: llm}
+      taints: [{key: nvidia.com/gpu, value: "true", effect: NO_SCHEDULE}]
+      kubelet: {systemReserved: {}, kubeReserved: {}, evictionHard: {}, maxPods: 100}
+      minSize: 0
+      maxSize: 4
+      kubernetesVersion: "1.34"                # kubelet minor of the nodes
+      amiType: AL2023_x86_64_NVIDIA            # EKS node image (ships the NVIDIA driver)
+      driverPreinstalled: true                 # default: from amiType
+      driverVersion: "580.173.02"              # the node image's driver
+      diskSizeGiB: 200                         # root volume (container layers, downloads)
+
+A pool converted from an ``aws:eks/nodeGroup:NodeGroup`` carries the annotation
+``gpustrata.io/derived-from``; a described pool of the same name replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpustrata.core.contract import DERIVED_FROM_ANNOTATION as DERIVED_FROM
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map
+
+__all__ = [
+    "DERIVED_FROM",
+    "GpuPool",
+    "ami_ships_driver",
+    "matches_selectors",
+    "normalise_effect",
+    "pools_of",
+    "tolerates",
+]
+
+"""Annotation on pool objects converted from a cloud node group (a description wins)."""
+
+# EKS amiType values (API_Nodegroup amiType): which node images ship the NVIDIA driver.
+_AMI_WITH_NVIDIA_DRIVER = frozenset(
+    {
+        "AL2_x86_64_GPU",
+        "AL2023_x86_64_NVIDIA",
+        "AL2023_ARM_64_NVIDIA",
+        "BOTTLEROCKET_x86_64_NVIDIA",
+        "BOTTLEROCKET_ARM_64_NVIDIA",
+    }
+)
+_AMI_WITHOUT_NVIDIA_DRIVER = frozenset(
+    {
+        "AL2_x86_64",
+        "AL2_ARM_64",
+        "AL2023_x86_64_STANDARD",
+        "AL2023_ARM_64_STANDARD",
+        "AL2023_x86_64_NEURON",
+        "BOTTLEROCKET_x86_64",
+        "BOTTLEROCKET_ARM_64",
+        "BOTTLEROCKET_x86_64_FIPS",
+        "BOTTLEROCKET_ARM_64_FIPS",
+    }
+)
+
+
+def ami_ships_driver(ami_type: object) -> bool | None:
+    """Does an EKS node image (``amiType``) ship the NVIDIA driver? ``None``: unknown/custom."""
+    if not isinstance(ami_type, str):
+        return None
+    if ami_type in _AMI_WITH_NVIDIA_DRIVER:
+        return True
+    if ami_type in _AMI_WITHOUT_NVIDIA_DRIVER:
+        return False
+    return None
+
+
+_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
+# Labels every node has whatever its pool; a pool description need not list them.
+_UBIQUITOUS = frozenset(
+    {
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+    }
+)
+
+
+def normalise_effect(effect: object) -> str:
+    """EKS ``NO_SCHEDULE`` -> Kubernetes ``NoSchedule``; others unchanged."""
+    text = str(effect or "")
+    return _EFFECTS.get(text, text)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPool:
+    """A node pool with the labels its nodes carry and its taints."""
+
+    obj: K8sObject
+    name: str
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    gpu_count: int | None
+    gpu_product: str | None
+    max_size: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def hard_taints(self) -> list[dict[str, str]]:
+        """Taints that keep pods off (NoSchedule, NoExecute)."""
+        return [t for t in self.taints if t["effect"] in {"NoSchedule", "NoExecute"}]
+
+    @property
+    def has_gpus(self) -> bool:
+        """A GPU pool: declares GPUs or a GPU product."""
+        return bool(self.gpu_count) or bool(self.gpu_product)
+
+    def text(self, key: str) -> str | None:
+        """A string field of the pool's spec (numbers as text), else ``None``."""
+        value = self.extra.get(key)
+        if isinstance(value, bool) or value is None:
+            return None
+        return str(value) if isinstance(value, str | int | float) else None
+
+    @property
+    def kubernetes_version(self) -> str | None:
+        """Kubernetes minor of the pool's nodes (``spec.kubernetesVersion``)."""
+        return self.text("kubernetesVersion")
+
+    @property
+    def ami_type(self) -> str | None:
+        """EKS ``amiType`` of the node image (``spec.amiType``)."""
+        return self.text("amiType")
+
+    @property
+    def driver_preinstalled(self) -> bool | None:
+        """Does the node image ship the NVIDIA driver? Stated, else from ``amiType``."""
+        stated = self.extra.get("driverPreinstalled")
+        if isinstance(stated, bool):
+            return stated
+        return ami_ships_driver(self.ami_type)
+
+    @property
+    def driver_version(self) -> str | None:
+        """Version of the driver in the node image (``spec.driverVersion``)."""
+        return self.text("driverVersion")
+
+    @property
+    def derived(self) -> bool:
+        """Converted from a cloud node group rather than described."""
+        annotations = self.obj.raw.get("metadata", {})
+        annotations = annotations.get("annotations") if isinstance(annotations, Mapping) else None
+        return isinstance(annotations, Mapping) and DERIVED_FROM in annotations
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(str(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
+    """Every ``GpuNodePool`` object, normalised; a pool derived from a node group is
+    dropped when a described pool has the same name (``gpustrata plan`` registers both)."""
+    pools = []
+    for obj in objects:
+        if obj.kind != "GpuNodePool":
+            continue
+        spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
+        labels = {str(k): str(v) for k, v in as_map(spec.get("labels"), "labels").items()}
+        product = spec.get("gpuProduct")
+        count = _int(spec.get("gpuCount"))
+        if isinstance(spec.get("instanceType"), str):
+            labels.setdefault("node.kubernetes.io/instance-type", spec["instanceType"])
+        if isinstance(product, str):
+            labels.setdefault("nvidia.com/gpu.product", product)
+        if count is not None:
+            labels.setdefault("nvidia.com/gpu.count", str(count))
+        taints = []
+        for taint in as_list(spec.get("taints"), f"taints of {obj.resource}"):
+            if isinstance(taint, Mapping):
+                taints.append(
+                    {
+                        "key": str(taint.get("key") or ""),
+                        "value": str(taint.get("value") or ""),
+                        "effect": normalise_effect(taint.get("effect")),
+                    }
+                )
+        pools.append(
+            GpuPool(
+                obj,
+                obj.name,
+                labels,
+                taints,
+                count,
+                product if isinstance(product, str) else None,
+                _int(spec.get("maxSize")),
+                spec,
+            )
+        )
+    described = {p.name for p in pools if not p.derived}
+    return [p for p in pools if not (p.derived and p.name in described)]
+
+
+def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
+    """Kubernetes toleration semantics (k8s.io/api/core/v1 Toleration.ToleratesTaint)."""
+    for tol in tolerations:
+        effect = normalise_effect(tol.get("effect"))
+        if effect and effect != taint["effect"]:
+            continue
+        key = str(tol.get("key") or "")
+        operator = tol.get("operator") or "Equal"
+        if operator == "Exists":
+            if not key or key == taint["key"]:
+                return True
+        elif key == taint["key"] and str(tol.get("value") or "") == taint["value"]:
+            return True
+    return False
+
+
+def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key = str(expr.get("key"))
+    if key in _UBIQUITOUS and key not in labels:
+        return True
+    op = expr.get("operator")
+    raw = expr.get("values")
+    values = [str(v) for v in raw] if isinstance(raw, list) else []
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and values:  # a tuple: op may be any YAML value
+        left, right = _int(labels[key]), _int(values[0])
+        if left is None or right is None:
+            return False
+        return left > right if op == "Gt" else left < right
+    return False
+
+
+def matches_selectors(
+    node_selector: Mapping[str, Any],
+    affinity_terms: list[list[Mapping[str, Any]]],
+    labels: Mapping[str, str],
+) -> bool:
+    """Would a node with *labels* satisfy the nodeSelector and required affinity?"""
+    for key, value in node_selector.items():
+        if key in _UBIQUITOUS and key not in labels:
+            continue
+        if labels.get(key) != str(value):
+            return False
+    if affinity_terms:
+        return any(all(_expr_matches(e, labels) for e in term) for term in affinity_terms)
+    return True
