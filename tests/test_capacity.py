@@ -17,7 +17,7 @@ from _stacks import ROOT, stack_doc
 from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
 from gpustrata.cli.app import main
-from gpustrata.components.stack import build_plan
+from gpustrata.planning.build import build_plan
 from gpustrata.planning.plan import FALLBACK_STARTUP_BUDGET_S, STARTUP_PERIOD_S
 from gpustrata.vllm.capacity import (
     GIB,

@@ -17,7 +17,7 @@ from _stacks import ROOT, stack_path
 from PIL import Image, ImageFont
 
 from gpustrata.cli.app import main
-from gpustrata.components.stack import plan_spec
+from gpustrata.planning.build import plan_spec
 from gpustrata.planning.plan import StackPlan
 from gpustrata.reports.diagram import MEMORY_COLOURS, SVG_NS, diagram_svg
 from gpustrata.spec.loader import load_stack_file

@@ -20,7 +20,7 @@ from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.cli import app as cli
-from gpustrata.components.stack import plan_spec
+from gpustrata.planning.build import plan_spec
 from gpustrata.reports import docs as docgen
 from gpustrata.spec.loader import validate_stack
 from gpustrata.spec.stack import StackSpec

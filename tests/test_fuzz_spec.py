@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpustrata.cli.app import main
-from gpustrata.components.stack import plan_spec
 from gpustrata.core.errors import StackError
+from gpustrata.planning.build import plan_spec
 from gpustrata.render.from_plan import pool_object, pool_tolerations, workload_objects
 from gpustrata.render.nodes import nodeadm_user_data
 from gpustrata.render.operators import (

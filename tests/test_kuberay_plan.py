@@ -8,8 +8,8 @@ import pytest
 from _stacks import ROOT, stack_doc
 
 from gpustrata.cli.app import main
-from gpustrata.components.stack import build_plan
 from gpustrata.core.errors import StackError
+from gpustrata.planning.build import build_plan
 from gpustrata.render.operators import kuberay_values
 
 

@@ -21,7 +21,7 @@ from _stacks import ROOT, stack_path
 from markdown_it import MarkdownIt
 
 from gpustrata.cli.app import main
-from gpustrata.components.stack import plan_spec
+from gpustrata.planning.build import plan_spec
 from gpustrata.spec.loader import load_stack_file
 from gpustrata_policies.output.markdown import code, escape
 

@@ -7,7 +7,7 @@ from _stacks import ROOT, stack_doc
 
 import gpustrata.runtime.placement as placement
 from gpustrata.cli.app import main
-from gpustrata.components.stack import build_plan
+from gpustrata.planning.build import build_plan
 from gpustrata.runtime.placement import mirror_clusters
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from _stacks import ROOT
 
-from gpustrata.components.stack import plan_spec
+from gpustrata.planning.build import plan_spec
 from gpustrata.reports.serving import serving_rows
 from gpustrata.runtime.mockrun import Registered, run_program
 from gpustrata.spec.loader import read_stack_file

@@ -15,7 +15,7 @@ from _engines_required import require_engine
 from _stacks import ROOT, stack_doc
 
 from gpustrata.cli.app import main
-from gpustrata.components.stack import build_plan
+from gpustrata.planning.build import build_plan
 from gpustrata.render.from_plan import workload_objects
 from gpustrata.runtime.placement import mirror_cluster, mirror_clusters, verify_placement
 from gpustrata_policies import evaluate

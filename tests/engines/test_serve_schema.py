@@ -14,7 +14,7 @@ from _engines_required import require_engine
 from _stacks import STACKS, stack_doc
 
 from gpustrata.catalog.hardware import load_hardware_catalog
-from gpustrata.components.stack import build_plan
+from gpustrata.planning.build import build_plan
 from gpustrata.render.from_plan import workload_objects
 from gpustrata.runtime.serve_schema import (
     llm_source_fields,

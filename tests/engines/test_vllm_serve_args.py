@@ -27,7 +27,7 @@ from _stacks import STACKS, stack_path
 from conftest import engine_module
 
 from gpustrata.catalog.architectures import load_model_catalog
-from gpustrata.components.stack import plan_spec
+from gpustrata.planning.build import plan_spec
 from gpustrata.render.from_plan import workload_objects
 from gpustrata.render.workloads import engine_flags
 from gpustrata.spec.loader import load_stack_file

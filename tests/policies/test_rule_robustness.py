@@ -45,7 +45,7 @@ def _fixture_seeds() -> list[list[dict[str, Any]]]:
 
 
 def _stack_seeds() -> list[list[dict[str, Any]]]:
-    from gpustrata.components.stack import build_plan
+    from gpustrata.planning.build import build_plan
     from gpustrata.render.from_plan import pool_object, workload_objects
     from gpustrata.spec.loader import read_stack_file
 

@@ -125,7 +125,7 @@ def _stack_file(args: argparse.Namespace) -> tuple[Path, str]:
 
 def _load(args: argparse.Namespace) -> tuple[Path, str, StackPlan, dict[str, Any]]:
     """Validate and plan the stack file (errors carry line numbers); keep its document."""
-    from gpustrata.components.stack import plan_spec
+    from gpustrata.planning.build import plan_spec
     from gpustrata.spec.loader import read_stack_file
 
     path, stack = _stack_file(args)
@@ -144,7 +144,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    from gpustrata.components.stack import plan_spec
+    from gpustrata.planning.build import plan_spec
     from gpustrata.render.from_plan import operator_object, pool_object, workload_objects
     from gpustrata.spec.loader import load_stack_file
 

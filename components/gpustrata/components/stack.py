@@ -7,14 +7,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.components.cluster import EksCluster
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, KubeletArgs, TaintArgs
 from gpustrata.components.operators import GpuOperator, KubeRayOperator
 from gpustrata.components.serving import RayLlmService, VllmDeployment
 from gpustrata.core.errors import Problem, StackError
-from gpustrata.planning.plan import PlanError, PoolPlan, StackPlan, plan_stack
-from gpustrata.planning.ray_layout import plan_kuberay
+from gpustrata.planning.build import build_plan
+from gpustrata.planning.plan import PoolPlan, StackPlan
 from gpustrata.render.from_plan import (
     node_image_driver,
     operator_values,
@@ -26,7 +25,6 @@ from gpustrata.render.operators import (
     kuberay_values,
 )
 from gpustrata.render.workloads import MANAGED_BY
-from gpustrata.spec.loader import validate_stack
 from gpustrata.spec.stack import StackSpec
 
 
@@ -41,23 +39,6 @@ class InferenceStackArgs(TypedDict):
     """The Hugging Face token as a Pulumi secret (config ``gpustrata:hfToken``, set with
     ``pulumi config set --secret``). gpustrata then creates the Secrets the models'
     ``hf_token`` references name; without it those Secrets must already exist."""
-
-
-def build_plan(stack: dict[str, Any], source: str | None = None) -> StackPlan:
-    """Validate and plan a stack document; raises StackError before anything registers."""
-    spec = validate_stack(stack, file=source)
-    return plan_spec(spec, source)
-
-
-def plan_spec(spec: StackSpec, source: str | None = None) -> StackPlan:
-    """Plan a validated spec with the catalogue plus the stack's own entries."""
-    hardware = load_hardware_catalog().extended(spec.catalog.gpus, spec.catalog.instances)
-    try:
-        plan = plan_stack(spec, hardware)
-        plan.derived.extend(plan_kuberay(spec))  # the operator release against the Ray version
-        return plan
-    except PlanError as exc:
-        raise StackError([Problem(exc.path, str(exc))], source) from None
 
 
 class InferenceStack(pulumi.ComponentResource):

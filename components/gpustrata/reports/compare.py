@@ -235,7 +235,7 @@ def _resource_label(key: tuple[str, str]) -> str:
 
 
 def _plan_base(base: BaseStack, stack: str, project_dir: Path) -> tuple[dict[str, Any], Any, Any]:
-    from gpustrata.components.stack import plan_spec
+    from gpustrata.planning.build import plan_spec
     from gpustrata.reports.text import plan_report
     from gpustrata.spec.loader import read_stack_file
 

@@ -639,7 +639,7 @@ def components_markdown() -> str:
 
 def prod_diagram() -> str:
     """The prod reference stack as ``gpustrata plan --diagram`` draws it."""
-    from gpustrata.components.stack import plan_spec
+    from gpustrata.planning.build import plan_spec
     from gpustrata.reports.diagram import diagram_svg
     from gpustrata.spec.loader import load_stack_file
 

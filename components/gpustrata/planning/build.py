@@ -1,0 +1,35 @@
+"""Validate and plan a stack: the pure half of :class:`~gpustrata.components.InferenceStack`.
+
+No Pulumi import here, so ``render``, ``capacity``, ``compare`` and ``docs`` can plan a
+stack without loading the Pulumi SDK or its providers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata.core.errors import Problem, StackError
+from gpustrata.planning.plan import PlanError, StackPlan, plan_stack
+from gpustrata.planning.ray_layout import plan_kuberay
+from gpustrata.spec.loader import validate_stack
+from gpustrata.spec.stack import StackSpec
+
+__all__ = ["build_plan", "plan_spec"]
+
+
+def build_plan(stack: dict[str, Any], source: str | None = None) -> StackPlan:
+    """Validate and plan a stack document; raises StackError before anything registers."""
+    spec = validate_stack(stack, file=source)
+    return plan_spec(spec, source)
+
+
+def plan_spec(spec: StackSpec, source: str | None = None) -> StackPlan:
+    """Plan a validated spec with the catalogue plus the stack's own entries."""
+    hardware = load_hardware_catalog().extended(spec.catalog.gpus, spec.catalog.instances)
+    try:
+        plan = plan_stack(spec, hardware)
+        plan.derived.extend(plan_kuberay(spec))  # the operator release against the Ray version
+        return plan
+    except PlanError as exc:
+        raise StackError([Problem(exc.path, str(exc))], source) from None
