@@ -99,7 +99,7 @@ def _substitute(arg: str) -> str:
 
 
 def test_every_gpustrata_command_parses() -> None:
-    parser = cli._parser()
+    parser = cli.build_parser()
     seen = []
     for job, step in _steps():
         for argv in _gpustrata_commands(step.get("run", "")):

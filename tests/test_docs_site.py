@@ -70,7 +70,7 @@ def test_spec_reference_documents_every_field() -> None:
 
 def test_cli_reference_lists_every_command_and_option() -> None:
     page = docgen.cli_markdown()
-    parser = cli._parser()
+    parser = cli.build_parser()
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert subs
     for sub in subs:

@@ -311,7 +311,7 @@ def test_the_docs_excerpt_is_the_snapshot() -> None:
 
 
 def test_the_docs_commands_parse() -> None:
-    from gpustrata.cli.app import _parser
+    from gpustrata.cli.app import build_parser
 
     page = DOC.read_text(encoding="utf-8")
     commands = [
@@ -326,7 +326,7 @@ def test_the_docs_commands_parse() -> None:
             a.replace('"', "").replace("$STACK", "prod").replace("$BASE", "origin/main")
             for a in command.split()[1:]
         ]
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
         assert args.func is not None, command
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gpustrata.core.environments import ENVIRONMENTS, Environment
+from gpustrata.core.errors import InputError
 from gpustrata_policies.findings import ENFORCEMENTS, Enforcement, RuleMeta
 
 __all__ = ["ConfigError", "PolicyConfig", "parse_environment"]
@@ -35,8 +36,8 @@ __all__ = ["ConfigError", "PolicyConfig", "parse_environment"]
 _TOP_KEYS = {"environment", "gpu_resources", "secret_env_names", "rules"}
 
 
-class ConfigError(ValueError):
-    """Invalid policy configuration; the message names the key and the fix."""
+class ConfigError(InputError, ValueError):
+    """Invalid policy configuration; the message names the key and the fix (exit 2)."""
 
 
 def parse_environment(value: object, where: str = "environment") -> Environment:

@@ -46,9 +46,9 @@ spec:
 def _error(argv: list[str], stdin: str | bytes | None = None) -> str:
     code, out, err = run(argv, stdin)
     assert code == 2 and out == "", (code, out, err)
-    assert err.startswith("gpustrata: error: ") and err.count("\n") == 1, err
+    assert err.startswith("gpustrata: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
-    return err.removeprefix("gpustrata: error: ").strip()
+    return err.removeprefix("gpustrata: ").strip()
 
 
 def _findings(argv: list[str], stdin: str | bytes | None = None) -> dict[str, object]:

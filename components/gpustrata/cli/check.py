@@ -1,8 +1,9 @@
-"""``gpustrata check`` and ``gpustrata explain``: plugged into the main CLI's argparse.
+"""``gpustrata check`` and ``gpustrata explain``: their part of the one ``gpustrata`` tree.
 
-The lead's CLI calls :func:`register_commands` with its subparsers; each command
-sets ``func=handler(args) -> int``. Exit codes (RULES.md): 0 no mandatory
-finding, 1 one or more, 2 unreadable input or configuration.
+:mod:`gpustrata.cli.app` calls :func:`register_commands` with its subparsers; each
+command sets ``func=handler(args) -> int``. Exit codes (RULES.md): 0 no mandatory
+finding, 1 one or more, 2 unreadable input or configuration, printed in the one style
+of :mod:`gpustrata.cli.errors`.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ from typing import Any, TextIO
 
 import yaml
 
+from gpustrata.cli.errors import report_error, run_parser, user_error
 from gpustrata.core.environments import ENVIRONMENTS
+from gpustrata.core.errors import InputError
 from gpustrata_policies.config import ConfigError
 from gpustrata_policies.evaluate import all_rules, evaluate, find_rule, load_config
-from gpustrata_policies.inputs.manifests import InputError, load_paths
+from gpustrata_policies.inputs.manifests import load_paths
 
 __all__ = ["check_command", "explain_command", "main", "register_commands"]
 
 
 def _error(message: str) -> int:
-    print(f"gpustrata: error: {message}", file=sys.stderr)
-    return 2
+    return user_error(message)
 
 
 def _read_config(path: str | None) -> dict[str, Any] | None:
@@ -54,8 +56,8 @@ def check_command(
     try:
         config = load_config(_read_config(args.config), args.environment)
         objects = load_paths(list(args.paths), stdin if stdin is not None else sys.stdin)
-    except (InputError, ConfigError) as exc:
-        return _error(str(exc))
+    except InputError as exc:  # a ConfigError is one too
+        return report_error(exc)
     from gpustrata_policies.output.formats import write  # keeps `explain` light
 
     report = evaluate(objects, environment=config.environment, config=config)
@@ -123,12 +125,14 @@ def register_commands(subparsers: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point (``python -m gpustrata.cli.check check ...``)."""
+    """Light entry point (``python -m gpustrata.cli.check check ...``): these two commands only.
+
+    The same sub-commands and error handling as ``gpustrata check``/``explain``, without
+    loading the rest of the tree (the stack models and the capacity model).
+    """
     parser = argparse.ArgumentParser(prog="gpustrata")
     register_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
-    return code
+    return run_parser(parser, argv)
 
 
 if __name__ == "__main__":

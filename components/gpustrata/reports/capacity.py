@@ -1,4 +1,4 @@
-"""`gpustrata capacity`: will the model fit, how much KV cache, how long to start.
+"""What ``gpustrata capacity`` reports: will the model fit, how much KV cache, how long to start.
 
 For a stack model (``--stack prod --model-name llama-70b``) or ad hoc flags (``--model
 meta-llama/Llama-3.1-8B-Instruct --gpu l40s --tp 1``); flags given with a stack override
@@ -20,41 +20,33 @@ the stack's values (what-if). Output:
   ``max_concurrent_full_length_sequences``, ``largest_max_model_len``,
   ``startup_seconds``, ``longest_step_seconds``, ``current``).
 
-Exit codes: 0 the configuration fits; 1 vLLM would refuse to start (weights or one
-``max_model_len`` request do not fit); 2 bad input (one line naming the flag, the
-value and the fix).
+The flags and the command itself live in :mod:`gpustrata.cli.capacity`.
 """
 
 from __future__ import annotations
 
-import argparse
-import difflib
-import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
-from gpustrata.catalog.hardware import (
-    CatalogError,
-    GpuModel,
-    HardwareCatalog,
-    load_hardware_catalog,
-)
+from gpustrata.catalog.architectures import ModelArchitecture
+from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
 from gpustrata.core.errors import InputError
-from gpustrata.spec.stack import BlockSize, KvCacheDtype, ModelDtype, ModelSpec
 from gpustrata.vllm.capacity import (
-    LOAD_GBPS_DEFAULTS,
     CapacityError,
     CapacityEstimate,
     estimate_capacity,
     gib,
-    model_settings,
-    resolve_architecture,
 )
 
-__all__ = ["WHAT_IF_TP_SIZES", "capacity_document", "capacity_text", "register_capacity_command"]
+__all__ = [
+    "WHAT_IF_TP_SIZES",
+    "CapacityTarget",
+    "capacity_document",
+    "capacity_text",
+    "estimate",
+    "what_if",
+]
 
 WHAT_IF_TP_SIZES = (1, 2, 4, 8)
 """Tensor-parallel sizes the what-if table tries (one node's worth of GPUs)."""
@@ -75,133 +67,8 @@ _FLAGS = {
 }
 
 
-def register_capacity_command(sub: Any) -> None:
-    """Add ``capacity`` to the ``gpustrata`` sub-command parser."""
-    p = sub.add_parser(
-        "capacity",
-        help="weights per GPU, KV-cache capacity, largest max_model_len, startup and step "
-        "time for a stack model or ad hoc flags",
-        description="Capacity of one vLLM engine, each figure with its derivation. Use a "
-        "stack model (--stack/--file with --model-name) or --model with --gpu; flags given "
-        "with a stack override its values. Exit 1 when vLLM would refuse to start.",
-    )
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
-    src.add_argument("--file", type=Path, help="path of a Pulumi stack file")
-    p.add_argument("--project-dir", type=Path, default=Path("."), help="Pulumi project dir")
-    p.add_argument("--model-name", help="the stack model to size (default: the only one)")
-    p.add_argument("--model", help="model catalogue id or alias, or a path to a config.json")
-    p.add_argument("--gpu", help="catalogue GPU id (h100-sxm-80gb) or GFD product label")
-    p.add_argument("--tp", help="tensor_parallel_size")
-    p.add_argument("--pp", help="pipeline_parallel_size")
-    p.add_argument("--max-model-len", help="max_model_len (default: the model's maximum)")
-    p.add_argument("--gpu-memory-utilization", help="fraction of GPU memory (vLLM default 0.92)")
-    p.add_argument("--dtype", help="model dtype: " + ", ".join(get_args(ModelDtype)))
-    p.add_argument("--kv-cache-dtype", help="KV cache dtype: " + ", ".join(get_args(KvCacheDtype)))
-    p.add_argument(
-        "--block-size", help="KV block size: " + ", ".join(map(str, get_args(BlockSize)))
-    )
-    p.add_argument("--max-num-batched-tokens", help="max_num_batched_tokens (default: vLLM's)")
-    p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's)")
-    p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
-    p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs / torch.compile")
-    p.add_argument("--weights-source", help="huggingface, s3, pvc or local-nvme")
-    p.add_argument("--load-gbps", help="measured weight load bandwidth in GB/s")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(func=_cmd_capacity)
-
-
-# --------------------------------------------------------------------------- input
-
-
-def _int(flag: str, raw: str | None, low: int, example: str) -> int | None:
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = low - 1
-    if value < low:
-        raise InputError(f"{flag} {raw!r}: expected an integer >= {low}, e.g. {example}")
-    return value
-
-
-def _float(flag: str, raw: str | None, ok: Callable[[float], bool], fix: str) -> float | None:
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not ok(value):
-        raise InputError(f"{flag} {raw!r}: {fix}")
-    return value
-
-
-def _choice(flag: str, raw: str | None, choices: Iterable[object]) -> str | None:
-    if raw is None:
-        return None
-    allowed = [str(c) for c in choices]
-    if raw not in allowed:
-        near = difflib.get_close_matches(raw, allowed, 1)
-        hint = f"did you mean {near[0]}? " if near else ""
-        raise InputError(f"{flag} {raw!r} is not accepted; {hint}use one of {', '.join(allowed)}")
-    return raw
-
-
-def _close(query: str, names: Iterable[str], n: int = 3) -> list[str]:
-    """Names closest to ``query`` (case-insensitive, also against the part after '/')."""
-    q = query.strip().lower()
-    scored: list[tuple[float, str]] = []
-    for name in set(names):
-        low = name.lower()
-        short = low.rsplit("/", 1)[-1]
-        score = max(
-            difflib.SequenceMatcher(None, q, low).ratio(),
-            difflib.SequenceMatcher(None, q, short).ratio(),
-            0.9 if q and q in low else 0.0,
-        )
-        scored.append((score, name))
-    scored.sort(key=lambda s: (-s[0], s[1]))
-    return [name for score, name in scored[:n] if score >= 0.4]
-
-
-def _resolve_model(raw: str, base: Path | None = None) -> ModelArchitecture:
-    catalog = load_model_catalog()
-    try:
-        arch = resolve_architecture(raw, catalog, base)
-    except CatalogError as exc:
-        raise InputError(f"--model {raw!r}: {exc}") from None
-    if arch is None:
-        if raw.endswith(".json") or raw.startswith(("/", "./", "../", "~")):
-            raise InputError(
-                f"--model {raw!r}: no such file; give a config.json (or a directory holding "
-                "one) or a model catalogue id"
-            )
-        names = [n for m in catalog for n in m.names()]
-        near = _close(raw, names)
-        hint = f"close matches: {', '.join(near)}" if near else "see catalog/data/models.yaml"
-        raise InputError(
-            f"--model {raw!r} is neither a model catalogue id nor a path to a config.json; {hint}"
-        )
-    return arch
-
-
-def _resolve_gpu(raw: str, hardware: HardwareCatalog) -> GpuModel:
-    gpu = hardware.gpu(raw)
-    if gpu is None:
-        names = [
-            *hardware.gpus,
-            *(label for g in hardware.gpus.values() for label in g.gfd_products),
-        ]
-        near = _close(raw, names)
-        hint = f"close matches: {', '.join(near)}" if near else f"known: {', '.join(hardware.gpus)}"
-        raise InputError(f"--gpu {raw!r} is not a catalogue GPU id or GFD product label; {hint}")
-    return gpu
-
-
 @dataclass
-class _Target:
+class CapacityTarget:
     """What to size: the model, the GPU, the settings, and where they came from."""
 
     arch: ModelArchitecture
@@ -212,106 +79,7 @@ class _Target:
     hardware: HardwareCatalog
 
 
-def _stack_model(
-    args: argparse.Namespace,
-) -> tuple[ModelSpec | None, GpuModel | None, str | None, HardwareCatalog]:
-    """The stack model named by --model-name (or the only one), with its pool's GPU."""
-    hardware = load_hardware_catalog()
-    if args.stack is None and args.file is None:
-        if args.model_name:
-            raise InputError("--model-name needs a stack: add --stack NAME or --file PATH")
-        return None, None, None, hardware
-    from gpustrata.cli.app import _load
-
-    path, stack, plan, _ = _load(args)
-    hardware = hardware.extended(plan.spec.catalog.gpus, plan.spec.catalog.instances)
-    names = list(plan.models)
-    if not names:
-        raise InputError(f"{path}: the stack serves no models; pass --model and --gpu instead")
-    if args.model_name is None:
-        if len(names) > 1:
-            raise InputError(
-                f"--model-name is required: stack {stack} serves {', '.join(names)}; "
-                f"e.g. --model-name {names[0]}"
-            )
-        name = names[0]
-    elif args.model_name not in plan.models:
-        near = difflib.get_close_matches(args.model_name, names, 1)
-        hint = f"did you mean {near[0]}? " if near else ""
-        raise InputError(
-            f"--model-name {args.model_name!r} is not a model of stack {stack}; {hint}"
-            f"use one of {', '.join(names)}"
-        )
-    else:
-        name = args.model_name
-    mp = plan.models[name]
-    return mp.spec, mp.pool.gpu, f"{stack} ({path})", hardware
-
-
-def _target(args: argparse.Namespace) -> _Target:
-    spec, pool_gpu, stack, hardware = _stack_model(args)
-    settings: dict[str, Any] = {} if spec is None else model_settings(spec)
-    flags: dict[str, Any] = {
-        "tensor_parallel_size": _int("--tp", args.tp, 1, "1, 2, 4 or 8"),
-        "pipeline_parallel_size": _int("--pp", args.pp, 1, "1 or 2"),
-        "max_model_len": _int("--max-model-len", args.max_model_len, 16, "32768"),
-        "gpu_memory_utilization": _float(
-            "--gpu-memory-utilization",
-            args.gpu_memory_utilization,
-            lambda v: 0 < v <= 1,
-            "use a fraction in (0, 1] such as 0.9",
-        ),
-        "dtype": _choice("--dtype", args.dtype, get_args(ModelDtype)),
-        "kv_cache_dtype": _choice("--kv-cache-dtype", args.kv_cache_dtype, get_args(KvCacheDtype)),
-        "block_size": _choice("--block-size", args.block_size, get_args(BlockSize)),
-        "max_num_batched_tokens": _int(
-            "--max-num-batched-tokens", args.max_num_batched_tokens, 1, "8192"
-        ),
-        "max_num_seqs": _int("--max-num-seqs", args.max_num_seqs, 1, "256"),
-        "quantization": args.quantization,
-        "weights_source": _choice("--weights-source", args.weights_source, LOAD_GBPS_DEFAULTS),
-        "load_gbps": _float(
-            "--load-gbps",
-            args.load_gbps,
-            lambda v: 0 < v <= 1000,
-            "use a positive bandwidth in GB/s such as 1.0",
-        ),
-    }
-    if flags["block_size"] is not None:
-        flags["block_size"] = int(flags["block_size"])
-    if args.enforce_eager:
-        flags["enforce_eager"] = True
-    settings.update({k: v for k, v in flags.items() if v is not None})
-
-    if args.model is not None:
-        arch = _resolve_model(args.model)
-    elif spec is not None:
-        found = resolve_architecture(spec.model, load_model_catalog())
-        if found is None:
-            raise InputError(
-                f"stack model {spec.name}: {spec.model!r} is not in the model catalogue; "
-                "pass --model with a catalogue id or a config.json path"
-            )
-        arch = found
-    else:
-        raise InputError(
-            "name what to size: --stack NAME [--model-name M], or --model ID|CONFIG.JSON "
-            "with --gpu ID"
-        )
-    if args.gpu is not None:
-        gpu = _resolve_gpu(args.gpu, hardware)
-    elif pool_gpu is not None:
-        gpu = pool_gpu
-    else:
-        raise InputError(
-            "--gpu is required with --model: a catalogue GPU id such as h100-sxm-80gb or a "
-            "GFD product label such as NVIDIA-H100-80GB-HBM3"
-        )
-    name = spec.name if spec is not None else None
-    return _Target(arch, gpu, settings, stack, name, hardware)
-
-
-def _estimate(target: _Target, **overrides: Any) -> CapacityEstimate:
+def estimate(target: CapacityTarget, **overrides: Any) -> CapacityEstimate:
     try:
         return estimate_capacity(target.arch, target.gpu, **{**target.settings, **overrides})
     except CapacityError as exc:
@@ -324,7 +92,7 @@ def _estimate(target: _Target, **overrides: Any) -> CapacityEstimate:
         raise InputError(f"{flag}{shown}: {exc}") from None
 
 
-def _what_if(target: _Target, current: CapacityEstimate) -> list[CapacityEstimate]:
+def what_if(target: CapacityTarget, current: CapacityEstimate) -> list[CapacityEstimate]:
     """Fitting configurations over WHAT_IF_TP_SIZES x catalogue GPUs (same settings)."""
     rows: list[CapacityEstimate] = []
     gpus = sorted(target.hardware.gpus.values(), key=lambda g: (g.memory_gib, g.id))
@@ -573,15 +341,3 @@ def capacity_text(
             + ")"
         )
     return "\n".join(lines)
-
-
-def _cmd_capacity(args: argparse.Namespace) -> int:
-    target = _target(args)
-    est = _estimate(target)
-    rows = _what_if(target, est)
-    if args.format == "json":
-        doc = capacity_document(est, rows, target.stack, target.model_name)
-        print(json.dumps(doc, indent=2))
-    else:
-        print(capacity_text(est, rows, target.stack, target.model_name))
-    return 0 if est.fits else 1

@@ -492,7 +492,7 @@ def cli_markdown() -> str:
     """The CLI reference, from the ``gpustrata`` argparse parser (no hand-written flags)."""
     from gpustrata.cli import app as cli
 
-    parser = cli._parser()
+    parser = cli.build_parser()
     subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     helps = {
         choice.dest: choice.help or "" for sub in subparsers for choice in sub._choices_actions

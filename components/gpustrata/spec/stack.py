@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpustrata.catalog.hardware import GpuModel, InstanceType
+from gpustrata.core.environments import Environment
 
-Environment = Literal["dev", "staging", "prod"]
 ClusterMode = Literal["create", "existing"]
 CapacityType = Literal["ON_DEMAND", "SPOT"]
 TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]

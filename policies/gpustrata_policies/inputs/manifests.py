@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from gpustrata.core.errors import InputError
 from gpustrata.core.yamlguard import YamlShapeError, check_node
 from gpustrata.core.yamlio import SAFE_LOADER
 from gpustrata_policies.view.objects import K8sObject
@@ -21,10 +22,6 @@ __all__ = ["InputError", "load_paths", "load_text"]
 _SUFFIXES = (".yaml", ".yml", ".json")
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
 Path = tuple[str | int, ...]
-
-
-class InputError(Exception):
-    """Unreadable input: the message names the file (and line when known)."""
 
 
 def _record_lines(

@@ -1,0 +1,56 @@
+"""The stack a command works on: ``--stack`` / ``--file`` / ``--project-dir``, read and planned.
+
+Shared by ``plan``, ``render`` and ``capacity``. Planning here imports no Pulumi.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpustrata.core.errors import InputError
+
+if TYPE_CHECKING:
+    from gpustrata.planning.plan import StackPlan
+
+__all__ = ["add_stack_args", "load_stack", "stack_file_of"]
+
+_PROJECT_DIR_HELP = "the Pulumi project (Pulumi.yaml, __main__.py, stacks/); default: current dir"
+
+
+def add_stack_args(
+    parser: argparse.ArgumentParser, project_dir_help: str = _PROJECT_DIR_HELP
+) -> None:
+    """Add ``--stack NAME | --file PATH`` and ``--project-dir DIR`` to a sub-command."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    group.add_argument("--file", type=Path, help="path of a Pulumi stack file")
+    parser.add_argument("--project-dir", type=Path, default=Path("."), help=project_dir_help)
+
+
+def stack_file_of(args: argparse.Namespace) -> tuple[Path, str]:
+    """The stack file the flags name, and the stack's name (``dev`` for an odd file name)."""
+    from gpustrata.spec.loader import stack_file
+
+    if args.file is not None:
+        path = Path(args.file)
+        name = path.name
+        stack = name[len("Pulumi.") : -len(".yaml")] if name.startswith("Pulumi.") else "dev"
+        return path, stack
+    if not args.stack:
+        raise InputError("name a stack with --stack dev|staging|prod or a file with --file")
+    return stack_file(args.stack, Path(args.project_dir) / "stacks"), args.stack
+
+
+def load_stack(args: argparse.Namespace) -> tuple[Path, str, StackPlan, dict[str, Any]]:
+    """Validate and plan the stack file (errors carry line numbers); keep its document.
+
+    Returns the file, the stack's name, the plan and the file's parsed YAML document.
+    """
+    from gpustrata.planning.build import plan_spec
+    from gpustrata.spec.loader import read_stack_file
+
+    path, stack = stack_file_of(args)
+    spec, document = read_stack_file(path)
+    return path, stack, plan_spec(spec, str(path)), document

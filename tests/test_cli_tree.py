@@ -1,0 +1,77 @@
+"""The one ``gpustrata`` tree: commands that only plan load no Pulumi; one error style."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from _stacks import ROOT
+
+from gpustrata.cli.app import build_parser, main
+
+_PROBE = (
+    "import sys; {code}; "
+    "bad = sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi')); "
+    "print(bad, file=sys.stderr); sys.exit(3 if bad else 0)"
+)
+
+
+def _pulumi_free(code: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(code=code)],
+        cwd=ROOT,
+        env={"PYTHONPATH": f"{ROOT / 'components'}:{ROOT / 'policies'}", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_planning_imports_no_pulumi() -> None:
+    _pulumi_free("import gpustrata.planning.build")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["render", "--stack", "dev"],
+        ["schema"],
+        ["capacity", "--stack", "dev"],
+        ["explain", "K004"],
+        ["check", "tests/policies/fixtures/K001"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_commands_that_only_plan_import_no_pulumi(argv: list[str]) -> None:
+    # The exit code of the command itself is not the point: `check` exits 1 on K001.
+    _pulumi_free(
+        f"from gpustrata.cli import main; import contextlib, io; "
+        f"f = io.StringIO(); c = contextlib.redirect_stdout(f); c.__enter__(); main({argv!r})"
+    )
+
+
+def test_every_command_is_in_the_one_tree() -> None:
+    sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices)
+    assert set(sub.choices) == {"plan", "render", "schema", "capacity", "check", "explain"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["render"], "name a stack with --stack dev|staging|prod or a file with --file"),
+        (["plan", "--stack", "dev", "--base", "main"], "--base compares in the markdown report"),
+        (["check", "no/such/dir"], "no/such/dir: no such file or directory"),
+        (["explain", "K999"], "no rule 'K999'; known rules: "),
+        (["capacity", "--model", "no-such-model"], "--model 'no-such-model'"),
+    ],
+    ids=["render", "plan", "check", "explain", "capacity"],
+)
+def test_one_error_style(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main([*argv, *(["--project-dir", str(ROOT)] if argv[0] in ("render", "plan") else [])]) == 2
+    )
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"gpustrata: {message}"), err
+    assert err.count("\n") == 1 and "Traceback" not in err
