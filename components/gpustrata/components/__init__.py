@@ -1,6 +1,7 @@
 """Pulumi components: one ComponentResource per concept (tokens ``gpustrata:index:<Type>``)."""
 
 from gpustrata.components.cluster import EksCluster, EksClusterArgs
+from gpustrata.components.inference_stack import InferenceStack, InferenceStackArgs
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs
 from gpustrata.components.operators import (
     GpuOperator,
@@ -9,7 +10,6 @@ from gpustrata.components.operators import (
     KubeRayOperatorArgs,
 )
 from gpustrata.components.serving import RayLlmService, VllmDeployment
-from gpustrata.components.stack import InferenceStack, InferenceStackArgs
 
 __all__ = [
     "EksCluster",

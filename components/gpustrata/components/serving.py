@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpustrata.components._options import child_options
-from gpustrata.render.args import RayLlmServiceArgs, VllmDeploymentArgs
+from gpustrata.render.workload_args import RayLlmServiceArgs, VllmDeploymentArgs
 from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
 
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from gpustrata.core.contract import POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
-from gpustrata.render.args import (
+from gpustrata.render.nodes import kubelet_config, pool_description
+from gpustrata.render.operators import gpu_operator_description, gpu_operator_values
+from gpustrata.render.workload_args import (
     AutoscalingArgs,
     ProbeArgs,
     RayLlmServiceArgs,
@@ -16,8 +18,6 @@ from gpustrata.render.args import (
     VllmDeploymentArgs,
     WeightsArgs,
 )
-from gpustrata.render.nodes import kubelet_config, pool_description
-from gpustrata.render.operators import gpu_operator_description, gpu_operator_values
 from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
 from gpustrata.spec.stack import EngineSpec, ModelSpec, StackSpec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpustrata.core.contract import API_VERSION
-from gpustrata.render.args import TolerationArgs
+from gpustrata.render.workload_args import TolerationArgs
 from gpustrata.spec.stack import GpuOperatorSpec
 
 GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"

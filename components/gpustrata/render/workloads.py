@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
-from gpustrata.render.args import (
+from gpustrata.render.workload_args import (
     ProbeArgs,
     RayLlmServiceArgs,
     RayWorkerGroupArgs,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pulumi
 
-from gpustrata.components.stack import InferenceStack, InferenceStackArgs
+from gpustrata.components.inference_stack import InferenceStack, InferenceStackArgs
 from gpustrata.core.errors import StackError
 from gpustrata.spec.loader import stack_file
 
