@@ -20,8 +20,8 @@ from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.cli import app as cli
+from gpustrata.cli import docs as docgen
 from gpustrata.planning.build import plan_spec
-from gpustrata.reports import docs as docgen
 from gpustrata.spec.loader import validate_stack
 from gpustrata.spec.stack import StackSpec
 
@@ -31,9 +31,9 @@ DOCS = ROOT / "docs"
 @pytest.mark.parametrize("rel", sorted(docgen.PAGES))
 def test_generated_page_is_current(rel: str) -> None:
     path = DOCS / rel
-    assert path.exists(), f"{path} missing: run python -m gpustrata.reports.docs"
+    assert path.exists(), f"{path} missing: run python -m gpustrata.cli.docs"
     assert path.read_text(encoding="utf-8") == docgen.PAGES[rel](), (
-        f"{path} is stale: run python -m gpustrata.reports.docs"
+        f"{path} is stale: run python -m gpustrata.cli.docs"
     )
 
 
