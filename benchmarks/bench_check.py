@@ -23,12 +23,17 @@ sys.path[:0] = [str(REPO / "components"), str(REPO / "policies")]
 from gpustrata_policies import evaluate  # noqa: E402
 from gpustrata_policies.inputs.manifests import load_paths, load_text  # noqa: E402
 
-FIXTURES = REPO / "tests" / "policies" / "fixtures"
+# Every rule folder's good-*.yaml and bad-*.yaml fixtures (not its expected.yaml).
+FIXTURES = sorted(
+    p
+    for kind in ("good", "bad")
+    for p in (REPO / "policies" / "gpustrata_policies" / "rules").glob(f"*/{kind}-*.yaml")
+)
 
 
 def _corpus() -> list[dict[str, object]]:
     docs = []
-    for path in sorted(FIXTURES.glob("*/*.yaml")):
+    for path in FIXTURES:
         docs.extend(d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict))
     return docs
 
@@ -63,7 +68,7 @@ def main() -> None:
             f"{n / took_parse:>8,.0f} objects/s parse+evaluate ({len(report.findings)} findings)"
         )
     with tempfile.TemporaryDirectory() as tmp:
-        files = sorted(FIXTURES.glob("*/*.yaml"))[:20]
+        files = FIXTURES[:20]
         for i, f in enumerate(files):
             (Path(tmp) / f"{i:02d}-{f.name}").write_text(f.read_text())
         code = "import sys; from gpustrata.cli.check import main; sys.exit(main(sys.argv[1:]))"

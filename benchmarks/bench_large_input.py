@@ -25,7 +25,12 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "tests" / "policies" / "fixtures"
+# Every rule folder's good-*.yaml and bad-*.yaml fixtures (not its expected.yaml).
+FIXTURES = sorted(
+    p
+    for kind in ("good", "bad")
+    for p in (REPO / "policies" / "gpustrata_policies" / "rules").glob(f"*/{kind}-*.yaml")
+)
 
 _CHILD = """
 import resource, sys
@@ -49,7 +54,7 @@ _CLUSTER_KINDS = ("GpuNodePool", "GpuOperator", "HelmRelease", "ClusterPolicy")
 
 def _documents() -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]]]:
     cluster, workloads = [], []
-    for path in sorted(FIXTURES.glob("*/*.yaml")):
+    for path in FIXTURES:
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if not isinstance(doc, dict):
                 continue

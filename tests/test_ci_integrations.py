@@ -30,7 +30,7 @@ from gpustrata.cli import app as cli
 WORKFLOW = ROOT / "docs" / "examples" / "github-actions.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
 CONSUMER_CONFIG = ROOT / "docs" / "examples" / "pre-commit-config.yaml"
-FIXTURES = ROOT / "tests" / "policies" / "fixtures"
+K001 = ROOT / "policies" / "gpustrata_policies" / "rules" / "k001_gpu_requests_equal_limits"
 # Sample values for the shell variables the workflow passes to gpustrata.
 SAMPLES = {"$STACK": "dev", "$environment": "dev", "${{ matrix.stack }}": "dev"}
 SHELL_BREAKS = {"|", "||", "&&", ";", ">", ">>", "<", "(", ")", "$("}
@@ -239,8 +239,8 @@ def _run_hook(files: list[Path], args: list[str] | None = None) -> subprocess.Co
 
 
 def test_hook_entry_fails_a_bad_manifest_and_passes_a_good_one() -> None:
-    bad = sorted((FIXTURES / "K001").glob("bad-*.yaml"))[0]
-    good = sorted((FIXTURES / "K001").glob("good-*.yaml"))[0]
+    bad = sorted(K001.glob("bad-*.yaml"))[0]
+    good = sorted(K001.glob("good-*.yaml"))[0]
     failed = _run_hook([bad])
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "K001 gpu-requests-equal-limits [mandatory" in failed.stdout

@@ -238,8 +238,9 @@ def test_a_hostile_model_id_renders_as_text(
 def test_check_markdown_groups_findings_by_severity_with_one_fix_per_rule(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    fixtures = ROOT / "tests" / "policies" / "fixtures"
-    paths = [str(fixtures / "K001"), str(fixtures / "K004")]
+    rules = ROOT / "policies" / "gpustrata_policies" / "rules"
+    folders = [rules / "k001_gpu_requests_equal_limits", rules / "k004_gpu_pod_tolerates_pool"]
+    paths = sorted(str(p) for f in folders for p in f.glob("*-*.yaml"))  # not expected.yaml
     json_code = main(["check", "--format", "json", *paths])
     data = json.loads(capsys.readouterr().out)
     md_code = main(["check", "--format", "markdown", *paths])
@@ -259,7 +260,7 @@ def test_check_markdown_groups_findings_by_severity_with_one_fix_per_rule(
         {f["severity"] for f in data["findings"]}
     )
     assert f"Not evaluated ({len(data['not_evaluated'])})" in out
-    assert "tests/policies/fixtures/K001/bad-request-without-limit.yaml:" in out
+    assert "rules/k001_gpu_requests_equal_limits/bad-request-without-limit.yaml:" in out
 
 
 def test_a_message_with_its_own_fix_does_not_repeat_the_rules_general_one() -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import importlib.resources
 import pkgutil
 import sysconfig
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -32,26 +34,45 @@ __all__ = [
     "find_rule",
     "internal_error",
     "load_config",
+    "rule_folder",
     "to_objects",
 ]
+
+
+@cache
+def _discover() -> dict[str, tuple[str, Rule]]:
+    """Rule id -> (package of its folder, the rule), for every folder of
+    :mod:`gpustrata_policies.rules`."""
+    from gpustrata_policies import rules as package
+
+    found: dict[str, tuple[str, Rule]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_") or not info.ispkg:
+            continue
+        folder = f"{package.__name__}.{info.name}"
+        module = importlib.import_module(f"{folder}.rule")
+        rule = getattr(module, "RULE", None)
+        if not isinstance(rule, Rule):
+            raise TypeError(f"{module.__name__} does not define RULE = Rule(...)")
+        if rule.meta.id in found:
+            raise TypeError(f"rule id {rule.meta.id} in both {found[rule.meta.id][0]} and {folder}")
+        found[rule.meta.id] = (folder, rule)
+    return found
 
 
 @cache
 def all_rules() -> tuple[Rule, ...]:
     """Every rule folder in :mod:`gpustrata_policies.rules` (``<id>_<name>/rule.py`` exports
     ``RULE``), by id."""
-    from gpustrata_policies import rules as package
+    return tuple(rule for _, rule in sorted(_discover().values(), key=lambda e: e[1].meta.id))
 
-    found: list[Rule] = []
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("_") or not info.ispkg:
-            continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}.rule")
-        rule = getattr(module, "RULE", None)
-        if not isinstance(rule, Rule):
-            raise TypeError(f"{module.__name__} does not define RULE = Rule(...)")
-        found.append(rule)
-    return tuple(sorted(found, key=lambda r: r.meta.id))
+
+def rule_folder(rule: Rule) -> Traversable:
+    """The folder of *rule* (``rule.py``, ``good-*.yaml`` and ``bad-*.yaml`` fixtures,
+    ``expected.yaml``) as package resources: readable the same from a source tree or an
+    installed wheel."""
+    folder, _ = _discover()[rule.meta.id]
+    return importlib.resources.files(folder)
 
 
 def find_rule(key: str) -> Rule | None:

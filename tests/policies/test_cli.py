@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIELD_CORPUS, FIXTURES, REPO
+from conftest import FIELD_CORPUS, REPO, RULES_DIR, fixture, fixture_files
 
 from gpustrata.cli.check import register_commands
 from gpustrata_policies.output.docs import rules_markdown
@@ -35,7 +35,7 @@ def run(argv: list[str], stdin: str | bytes | None = None) -> tuple[int, str, st
 
 def test_json_output_contract() -> None:
     code, out, _ = run(
-        ["check", "--format", "json", str(FIXTURES / "K001"), str(FIXTURES / "K013")]
+        ["check", "--format", "json", *map(str, fixture_files(rules=("K001", "K013")))]
     )
     data = json.loads(out)
     assert set(data) == {"findings", "not_evaluated"}
@@ -47,14 +47,14 @@ def test_json_output_contract() -> None:
 
 
 def test_advisory_only_exits_zero_and_dev_relaxes() -> None:
-    code, out, _ = run(["check", str(FIXTURES / "K013" / "bad-latest-and-untagged.yaml")])
+    code, out, _ = run(["check", str(fixture("K013", "bad-latest-and-untagged.yaml"))])
     assert code == 0 and "K013 pinned-images [advisory, low]" in out
 
 
 def test_config_file_and_environment(tmp_path: Path) -> None:
     cfg = tmp_path / "policy.yaml"
     cfg.write_text("rules:\n  pinned-images: {staging: {enforcement: mandatory}}\n")
-    bad = str(FIXTURES / "K013" / "bad-latest-and-untagged.yaml")
+    bad = str(fixture("K013", "bad-latest-and-untagged.yaml"))
     assert run(["check", "--config", str(cfg), "--environment", "staging", bad])[0] == 1
     assert run(["check", "--config", str(cfg), "--environment", "dev", bad])[0] == 0
     cfg.write_text("rules: {K001: sometimes}\n")
@@ -65,7 +65,7 @@ def test_config_file_and_environment(tmp_path: Path) -> None:
 def test_stdin_helm_output_blames_the_template() -> None:
     text = (
         "---\n# Source: chart/templates/deploy.yaml\n"
-        + (FIXTURES / "V011" / "bad-no-readiness.yaml").read_text()
+        + (fixture("V011", "bad-no-readiness.yaml")).read_text()
     )
     code, out, _ = run(["check", "-"], stdin=text)
     assert code == 1 and "chart/templates/deploy.yaml:" in out
@@ -121,7 +121,8 @@ def _sarif_schema() -> dict[str, object] | None:
 
 def test_sarif_is_valid_2_1_0(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
-    code, out, _ = run(["check", "--format", "sarif", "tests/policies/fixtures"])
+    files = [str(p.relative_to(REPO)) for p in fixture_files()]
+    code, out, _ = run(["check", "--format", "sarif", *files])
     sarif = json.loads(out)
     assert code == 1 and sarif["version"] == "2.1.0" and sarif["$schema"]
     run0 = sarif["runs"][0]
@@ -131,7 +132,9 @@ def test_sarif_is_valid_2_1_0(monkeypatch: pytest.MonkeyPatch) -> None:
     for result in run0["results"]:
         assert result["level"] in {"error", "warning"} and result["message"]["text"]
         loc = result["locations"][0]["physicalLocation"]
-        assert loc["artifactLocation"]["uri"].startswith("tests/policies/fixtures/")
+        assert loc["artifactLocation"]["uri"].startswith(
+            f"{RULES_DIR.relative_to(REPO).as_posix()}/"
+        )
         assert loc["region"]["startLine"] >= 1
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
     schema = _sarif_schema()
@@ -183,7 +186,7 @@ def test_check_is_light_on_imports() -> None:
         "print(bad, file=sys.stderr); sys.exit(3 if bad else rc)"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(FIXTURES / "K001")],
+        [sys.executable, "-c", code, str(fixture("K001", "bad-request-without-limit.yaml"))],
         env={"PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from _grpc import policy_pack
-from conftest import FIXTURES, REPO
+from conftest import REPO, fixture, fixture_files
 
 grpc = pytest.importorskip("grpc")
 from google.protobuf import empty_pb2, struct_pb2  # noqa: E402
@@ -87,7 +87,7 @@ def test_analyzer_info(analyzer: Any) -> None:
 
 def test_analyze_good_bad_and_unknown(analyzer: Any) -> None:
     analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
-    bad = load_paths([str(FIXTURES / "K001" / "bad-request-without-limit.yaml")])[0].raw
+    bad = load_paths([str(fixture("K001", "bad-request-without-limit.yaml"))])[0].raw
     token = "kubernetes:apps/v1:Deployment"
     resp = analyzer.Analyze(
         analyzer_pb2.AnalyzeRequest(
@@ -102,7 +102,7 @@ def test_analyze_good_bad_and_unknown(analyzer: Any) -> None:
         "container 'vllm' requests nvidia.com/gpu: 1 but sets no limit; the API server rejects it "
         "(Limit must be set for non overcommitable resources)",
     ) in _findings(resp.diagnostics)
-    good = load_paths([str(FIXTURES / "K001" / "good-limits-only.yaml")])[0].raw
+    good = load_paths([str(fixture("K001", "good-limits-only.yaml"))])[0].raw
     resp = analyzer.Analyze(
         analyzer_pb2.AnalyzeRequest(
             type="kubernetes:core/v1:Pod",
@@ -123,7 +123,7 @@ def test_analyze_good_bad_and_unknown(analyzer: Any) -> None:
 
 
 def test_configure_threshold_and_environment(analyzer: Any) -> None:
-    good = load_paths([str(FIXTURES / "K007" / "good-memory-shm.yaml")])[0].raw  # 2Gi /dev/shm
+    good = load_paths([str(fixture("K007", "good-memory-shm.yaml"))])[0].raw  # 2Gi /dev/shm
     token = "kubernetes:apps/v1:StatefulSet"
     request = analyzer_pb2.AnalyzeRequest(
         type=token, properties=_struct(dict(good)), urn=_urn(token, "s"), name="s"
@@ -148,7 +148,9 @@ def test_configure_threshold_and_environment(analyzer: Any) -> None:
 def test_three_adapters_agree(analyzer: Any, tmp_path: Path) -> None:
     analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
     files = sorted(
-        str(p) for p in FIXTURES.glob("*/bad-*.yaml") if "K004/bad-no-toleration" not in str(p)
+        str(p)
+        for p in fixture_files("bad")
+        if p != fixture("K004", "bad-no-toleration-no-pool.yaml")
     )
     # One namespace-unique set: take the K004 pool fixture plus every bad fixture's objects
     # that do not collide by resource name.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES, REPO
+from conftest import REPO, fixture_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cli import run
@@ -170,7 +170,7 @@ def test_directory_with_mixed_files(tmp_path: Path) -> None:
 @st.composite
 def damaged_manifest(draw: st.DrawFn) -> str:
     """A fixture file with a few characters inserted, deleted or replaced."""
-    files = sorted(FIXTURES.glob("*/*.yaml"))
+    files = fixture_files()
     text = draw(st.sampled_from(files)).read_text(encoding="utf-8")
     return damage(draw, text)
 

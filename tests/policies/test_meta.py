@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import FIXTURES
+from conftest import rule_dir
 
 from gpustrata.core.environments import ENVIRONMENTS
 from gpustrata_policies.evaluate import all_rules, find_rule
@@ -58,6 +58,6 @@ def test_metadata_is_complete(rule) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.meta.id)
 def test_every_rule_has_good_and_bad_fixtures(rule) -> None:  # type: ignore[no-untyped-def]
-    folder = FIXTURES / rule.meta.id
+    folder = rule_dir(rule.meta.id)
     assert sorted(folder.glob("good-*.yaml")), f"no good fixture in {folder}"
     assert sorted(folder.glob("bad-*.yaml")), f"no bad fixture in {folder}"

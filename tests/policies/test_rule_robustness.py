@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURES, REPO
+from conftest import REPO, fixture_files, fixture_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +37,7 @@ from _stacks import STACKS
 
 def _fixture_seeds() -> list[list[dict[str, Any]]]:
     seeds = []
-    for path in sorted(FIXTURES.glob("*/*.yaml")):
+    for path in fixture_files():
         docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
         if docs and all(isinstance(d, dict) for d in docs):
             seeds.append(docs)
@@ -251,6 +251,6 @@ def test_pulumi_secrets_reach_rules_only_as_a_placeholder() -> None:
 
 def test_seeds_cover_every_rule_with_fixtures() -> None:
     """Guards the seed list: each rule's fixtures are seeds (new rules included)."""
-    with_fixtures = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
+    with_fixtures = {fixture_id(p).split("/")[0] for p in fixture_files()}
     assert {r.meta.id for r in all_rules()} <= with_fixtures | {"Z999"}
     assert len(SEEDS) >= len(with_fixtures)

@@ -1,5 +1,6 @@
-"""The capacity rules V003, V004, V009, V010 and V012: exact messages on their fixtures, the
-planner's numbers behind them, the inputs they read from manifests, and the reference stacks."""
+"""The capacity rules V003, V004, V009, V010 and V012: the planner's numbers behind their
+messages, the inputs they read from manifests, and the reference stacks. Their fixtures and
+exact findings: the rule folders, run by ``test_rule_folders.py``."""
 
 from __future__ import annotations
 
@@ -12,168 +13,18 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURES, REPO
+from conftest import REPO, fixture, fixture_files, fixture_id
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.config import ConfigError
 from gpustrata_policies.evaluate import find_rule, load_config, to_objects
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.inputs.manifests import load_paths
 from gpustrata_policies.view import capacity_sites as _capacity
 
 sys.path.insert(0, str(REPO / "tests"))
 from _stacks import STACKS
 
 RULE_IDS = ("V003", "V004", "V009", "V010", "V012")
-
-EXPECTED: dict[str, list[tuple[str, str]]] = {
-    "V003/bad-70b-on-one-l4.yaml": [
-        (
-            "Deployment/llm/llama-70b",
-            "container 'vllm' serves meta-llama/Llama-3.1-70B-Instruct on NVIDIA L4 Tensor "
-            "Core GPU (nvidia.com/gpu.product=NVIDIA-L4) with tensor_parallel_size 1: its "
-            "weights take 131.41 GiB per GPU (70.55B params (bfloat16): 68.45B non-embedding "
-            "params x 16 bits + embeddings 1.05B x 2 B + lm_head 1.05B x 2 B = 141.1 GB; / "
-            "TP 1 -> 131.41 GiB per GPU), but gpu_memory_utilization 0.92 x 22.04 GiB = "
-            "20.28 GiB, less 0.74 GiB of activations, 1.00 GiB of CUDA graphs and 1.00 GiB "
-            "of runtime overhead, leaves 17.54 GiB for them (113.87 GiB short); vLLM fails "
-            "with out of memory while loading; tensor_parallel_size unset: 1; "
-            "gpu_memory_utilization unset: vLLM 0.33.0's default 0.92. Fix: use "
-            "tensor_parallel_size 8 on NVIDIA L4 Tensor Core GPU (16.43 GiB of weights per "
-            "GPU, 8 GPUs), or a GPU with more memory such as NVIDIA B200 (HGX, SXM) (179.06 "
-            "GiB)",
-        ),
-    ],
-    "V004/bad-full-context-on-l4.yaml": [
-        (
-            "Deployment/llm/llama-8b",
-            "container 'vllm' serves meta-llama/Llama-3.1-8B-Instruct on NVIDIA L4 Tensor "
-            "Core GPU (node.kubernetes.io/instance-type=g6.2xlarge) with max_model_len "
-            "131,072: after 14.96 GiB of weights per GPU the KV cache gets 2.38 GiB per GPU, "
-            "19,520 tokens (0.15 sequences of 131,072), but one 131,072-token sequence needs "
-            "16.00 GiB (8,192 blocks of 2,097,152 B), so vLLM refuses to start ('To serve at "
-            "least one request with the model's max seq len ...'). Fix: set max_model_len to "
-            "at most 19,504, raise gpu_memory_utilization, use kv_cache_dtype fp8, or add "
-            "GPUs (tensor_parallel_size)",
-        ),
-        (
-            "Deployment/llm/llama-8b-default",
-            "container 'vllm' serves meta-llama/Llama-3.1-8B-Instruct on NVIDIA L4 Tensor "
-            "Core GPU (karpenter.k8s.aws/instance-gpu-name=l4) with max_model_len 131,072: "
-            "after 14.96 GiB of weights per GPU the KV cache gets 2.83 GiB per GPU, 23,136 "
-            "tokens (0.18 sequences of 131,072), but one 131,072-token sequence needs 16.00 "
-            "GiB (8,192 blocks of 2,097,152 B), so vLLM refuses to start ('To serve at least "
-            "one request with the model's max seq len ...'); max_model_len unset: vLLM uses "
-            "the model's max_position_embeddings 131072; gpu_memory_utilization unset: vLLM "
-            "0.33.0's default 0.92. Fix: set max_model_len to at most 23,120, raise "
-            "gpu_memory_utilization, use kv_cache_dtype fp8, or add GPUs "
-            "(tensor_parallel_size)",
-        ),
-    ],
-    "V004/bad-ray-full-context.yaml": [
-        (
-            "RayService/ray/llama",
-            "Ray Serve LLM engine 'llama-8b' serves meta-llama/Llama-3.1-8B-Instruct on "
-            "NVIDIA L4 Tensor Core GPU (nvidia.com/gpu.product=NVIDIA-L4) with max_model_len "
-            "131,072: after 14.96 GiB of weights per GPU the KV cache gets 2.62 GiB per GPU, "
-            "21,472 tokens (0.16 sequences of 131,072), but one 131,072-token sequence needs "
-            "16.00 GiB (8,192 blocks of 2,097,152 B), so vLLM refuses to start ('To serve at "
-            "least one request with the model's max seq len ...'); max_model_len unset: vLLM "
-            "uses the model's max_position_embeddings 131072. Fix: set max_model_len to at "
-            "most 21,456, raise gpu_memory_utilization, use kv_cache_dtype fp8, or add GPUs "
-            "(tensor_parallel_size)",
-        ),
-    ],
-    "V009/bad-70b-in-300s.yaml": [
-        (
-            "Deployment/llm/llama-70b",
-            "container 'vllm' gets 300 s to start (startupProbe initialDelaySeconds 0 "
-            "(default) + failureThreshold 30 x periodSeconds 10 = 300 s) but "
-            "meta-llama/Llama-3.3-70B-Instruct needs an estimated 982 s: 141.1 GB / 0.25 "
-            "GB/s (huggingface) + 90 s init = 654 s, x1.5 = 982 s (weights downloaded from "
-            "the Hugging Face Hub); the kubelet restarts the container before the model has "
-            "loaded, again on every attempt. Fix: raise startupProbe.failureThreshold to 99 "
-            "(x periodSeconds 10 = 990 s)",
-        ),
-        (
-            "Deployment/llm/mistral-7b",
-            "container 'vllm' gets 90 s to start (no startupProbe, so the livenessProbe "
-            "initialDelaySeconds 60 + failureThreshold 3 (default) x periodSeconds 10 "
-            "(default) = 90 s) but mistralai/Mistral-7B-Instruct-v0.3 needs an estimated 222 "
-            "s: 14.5 GB / 0.25 GB/s (huggingface) + 90 s init = 148 s, x1.5 = 222 s (weights "
-            "downloaded from the Hugging Face Hub); the kubelet restarts the container "
-            "before the model has loaded, again on every attempt. Fix: add a startupProbe on "
-            "/health with periodSeconds 10 and failureThreshold 23, keeping the "
-            "livenessProbe for steady state",
-        ),
-    ],
-    "V010/bad-one-second-one-failure.yaml": [
-        (
-            "Deployment/llm/qwen-7b",
-            "container 'vllm' runs vLLM 0.33.0 (image vllm/vllm-openai:v0.33.0) on the V1 "
-            "engine, whose /health only reads an error flag in the API-server process "
-            "(AsyncLLM.check_health), so a long prefill never blocks it; but that process "
-            "also tokenizes, detokenizes and streams every request and answers late under "
-            "load, and its livenessProbe (timeoutSeconds 1, failureThreshold 1, "
-            "periodSeconds 10) restarts a busy, healthy Pod: timeoutSeconds 1 < 5; "
-            "failureThreshold 1 < 2; failureThreshold 1 x periodSeconds 10 = 10 s < 30 s. "
-            "Fix: timeoutSeconds >= 5, failureThreshold >= 2 and failureThreshold x "
-            "periodSeconds >= 30 s",
-        ),
-    ],
-    "V010/bad-ray-serve-health-check.yaml": [
-        (
-            "RayService/ray/qwen",
-            "Ray Serve LLM engine 'Qwen/Qwen2.5-7B-Instruct': Ray Serve restarts the replica "
-            "(and reloads the model) after 3 failed health checks in a row "
-            "(health_check_timeout_s 1, health_check_period_s 2); the check awaits vLLM's "
-            "AsyncLLM.check_health in the replica's event loop, which answers late under "
-            "load: health_check_timeout_s 1 < 5; 3 failures x health_check_period_s 2 = 6 s "
-            "< 30 s. Fix: health_check_timeout_s >= 5 and 3 x health_check_period_s >= 30 s "
-            "in the deployment_config",
-        ),
-    ],
-    "V010/bad-v0-step-outlasts-liveness.yaml": [
-        (
-            "Deployment/llm/qwen-14b",
-            "container 'vllm' runs vLLM 0.6.6.post1 (image vllm/vllm-openai:v0.6.6.post1) on "
-            "the V0 engine (vLLM 0.6.6.post1's default engine in the compatibility "
-            "catalogue), whose /health waits on the engine loop, and its livenessProbe "
-            "restarts the container when failureThreshold 2 probes in a row get no answer: a "
-            "stall of (2 - 1) x periodSeconds 5 + timeoutSeconds 3 = 8 s. The longest engine "
-            "step of Qwen/Qwen2.5-14B-Instruct on NVIDIA L40S "
-            "(node.kubernetes.io/instance-type=g6e.2xlarge) is estimated at 9.6 s: prefill "
-            "of 32,768 tokens (context 16,384): 2 x 13.14B active params + attention + "
-            "logits = 1,389 TFLOP / (362.05 TFLOP/s x TP 1 x 0.4 efficiency) = 9.59 s; "
-            "enable_chunked_prefill unset: the V0 engine turns it on only for max_model_len "
-            "above 32768 without sliding windows or MLA; max_num_batched_tokens unset: the "
-            "V0 engine uses 32768 (max(max_model_len, 2048)); one long prompt gets the Pod "
-            "killed. Fix: make (failureThreshold - 1) x periodSeconds + timeoutSeconds "
-            "exceed 10 s, or enable chunked prefill with a smaller max_num_batched_tokens",
-        ),
-    ],
-    "V012/bad-1024-seqs-on-l4.yaml": [
-        (
-            "Deployment/llm/llama-8b",
-            "container 'vllm' lets vLLM run max_num_seqs 1,024 sequences at once, but the KV "
-            "cache of meta-llama/Llama-3.1-8B-Instruct on NVIDIA L4 Tensor Core GPU "
-            "(nvidia.com/gpu.product=NVIDIA-L4) holds 13,520 tokens (845 blocks of 16 "
-            "tokens): 6 sequences of 2,048 tokens (typical_sequence_tokens 2,048, 128 blocks "
-            "each) or 1 of max_model_len 8,192; beyond that requests wait for KV blocks or "
-            "running ones are preempted and recomputed, so 1,024 is never reached. Fix: set "
-            "max_num_seqs to at most 10 (with fewer sequences vLLM's sampler buffers shrink "
-            "and the KV cache holds 10 sequences of 2,048 tokens), or give the KV cache more "
-            "memory",
-        ),
-    ],
-}
-
-BAD = sorted(p for r in RULE_IDS for p in (FIXTURES / r).glob("bad-*.yaml"))
-GOOD = sorted(p for r in RULE_IDS for p in (FIXTURES / r).glob("good-*.yaml"))
-
-
-def _rel(path: Path) -> str:
-    return path.relative_to(FIXTURES).as_posix()
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
@@ -219,25 +70,10 @@ def _set_flag(docs: list[dict[str, Any]], flag: str, value: str, index: int = 0)
 # --------------------------------------------------------------------------- fixtures
 
 
-def test_every_bad_fixture_has_expected_messages() -> None:
-    assert sorted(EXPECTED) == [_rel(p) for p in BAD]
-
-
-@pytest.mark.parametrize("path", BAD, ids=_rel)
-def test_bad_fixture_gives_exactly_the_expected_findings(path: Path) -> None:
-    rule_id = path.parent.name
-    report = evaluate(load_paths([str(path)]))
-    mine = [f for f in report.findings if f.rule == rule_id]
-    assert [(f.resource, f.message) for f in mine] == EXPECTED[_rel(path)]
-    assert all(f.file == str(path) and f.line for f in mine)
-    assert {f.enforcement for f in mine} == {"advisory" if rule_id == "V012" else "mandatory"}
-
-
-@pytest.mark.parametrize("path", GOOD, ids=_rel)
-def test_good_fixture_is_clean_and_really_evaluated(path: Path) -> None:
-    report = evaluate(load_paths([str(path)]))
-    assert [(f.rule, f.message) for f in report.findings] == []
-    assert report.not_evaluated == []
+@pytest.mark.parametrize("path", fixture_files("good", RULE_IDS), ids=fixture_id)
+def test_good_fixture_is_really_evaluated(path: Path) -> None:
+    """The folder runner checks that these good fixtures are clean and nothing is "not
+    evaluated"; here: they do reach the capacity estimate (an engine is sized)."""
     assert _inputs(_docs(path)), "no engine was evaluated"
 
 
@@ -253,7 +89,7 @@ def test_v003_numbers_and_fix_come_from_the_planner() -> None:
     l4 = load_hardware_catalog().gpu("NVIDIA-L4")
     assert arch is not None and l4 is not None
     est = estimate_capacity(arch, l4, max_model_len=8192)
-    [message] = _findings(_docs(FIXTURES / "V003/bad-70b-on-one-l4.yaml"), "V003")
+    [message] = _findings(_docs(fixture("V003", "bad-70b-on-one-l4.yaml")), "V003")
     assert not est.weights_fit
     assert f"weights take {gib(est.weights.bytes_per_gpu)} per GPU" in message
     # The fix names the smallest TP that fits: 4 does not, 8 does.
@@ -264,7 +100,7 @@ def test_v003_numbers_and_fix_come_from_the_planner() -> None:
 
 
 def test_v004_largest_max_model_len_is_the_boundary() -> None:
-    docs = _docs(FIXTURES / "V004/bad-full-context-on-l4.yaml")[:1]
+    docs = _docs(fixture("V004", "bad-full-context-on-l4.yaml"))[:1]
     [inp] = _inputs(docs)
     largest = inp.estimate.kv.largest_max_model_len
     [message] = _findings(docs, "V004")
@@ -276,12 +112,12 @@ def test_v004_largest_max_model_len_is_the_boundary() -> None:
 
 
 def test_v004_leaves_weights_that_do_not_fit_to_v003() -> None:
-    docs = _docs(FIXTURES / "V003/bad-70b-on-one-l4.yaml")
+    docs = _docs(fixture("V003", "bad-70b-on-one-l4.yaml"))
     assert _findings(docs, "V004") == [] and len(_findings(docs, "V003")) == 1
 
 
 def test_v012_fix_is_the_largest_reachable_max_num_seqs() -> None:
-    docs = _docs(FIXTURES / "V012/bad-1024-seqs-on-l4.yaml")
+    docs = _docs(fixture("V012", "bad-1024-seqs-on-l4.yaml"))
     [message] = _findings(docs, "V012")
     best = int(message.split("set max_num_seqs to at most ")[1].split(" ")[0])
     assert 1 < best < 1024
@@ -292,7 +128,7 @@ def test_v012_fix_is_the_largest_reachable_max_num_seqs() -> None:
 
 
 def test_v012_typical_length_is_configurable_and_validated() -> None:
-    docs = _docs(FIXTURES / "V012/bad-1024-seqs-on-l4.yaml")
+    docs = _docs(fixture("V012", "bad-1024-seqs-on-l4.yaml"))
     config = {"rules": {"concurrency-within-kv": {"typical_sequence_tokens": 512}}}
     [message] = _findings(docs, "V012", config)
     assert "sequences of 512 tokens (typical_sequence_tokens 512, 32 blocks each)" in message
@@ -307,7 +143,7 @@ def test_v012_typical_length_is_configurable_and_validated() -> None:
 
 
 def test_v012_on_a_short_context_counts_max_model_len_sequences() -> None:
-    docs = _docs(FIXTURES / "V012/bad-1024-seqs-on-l4.yaml")
+    docs = _docs(fixture("V012", "bad-1024-seqs-on-l4.yaml"))
     _set_flag(docs, "--max-model-len", "1024")
     [message] = _findings(docs, "V012")
     assert (
@@ -323,7 +159,7 @@ def test_v009_safety_factor_is_the_planners() -> None:
 
 
 def test_v009_window_against_safety_factor_threshold() -> None:
-    docs = _docs(FIXTURES / "V009/bad-70b-in-300s.yaml")[:1]
+    docs = _docs(fixture("V009", "bad-70b-in-300s.yaml"))[:1]
     _container(docs)["startupProbe"]["failureThreshold"] = 66  # 660 s > 654 s estimated
     assert len(_findings(docs, "V009")) == 1  # x1.5 = 982 s
     relaxed = {"rules": {"V009": {"safety_factor": 1.0}}}
@@ -331,7 +167,7 @@ def test_v009_window_against_safety_factor_threshold() -> None:
 
 
 def test_v009_uses_the_planners_annotation() -> None:
-    docs = _docs(FIXTURES / "V009/bad-70b-in-300s.yaml")[:1]
+    docs = _docs(fixture("V009", "bad-70b-in-300s.yaml"))[:1]
     docs[0]["metadata"]["annotations"] = {_capacity.STARTUP_ESTIMATE_ANNOTATION: "190"}
     assert _findings(docs, "V009") == []  # 190 s x 1.5 = 285 s < 300 s
     docs[0]["metadata"]["annotations"][_capacity.STARTUP_ESTIMATE_ANNOTATION] = "300"
@@ -447,14 +283,14 @@ def test_ray_llm_image_reads_the_pinned_vllm() -> None:
 
 
 def test_v010_thresholds_are_configurable() -> None:
-    docs = _docs(FIXTURES / "V010/bad-one-second-one-failure.yaml")
+    docs = _docs(fixture("V010", "bad-one-second-one-failure.yaml"))
     config = {"rules": {"V010": {"min_timeout_seconds": 1}}}
     [message] = _findings(docs, "V010", config)
     assert "timeoutSeconds 1 < " not in message and "failureThreshold 1 < 2" in message
 
 
 def test_v010_skips_tcp_and_missing_liveness() -> None:
-    docs = _docs(FIXTURES / "V010/bad-one-second-one-failure.yaml")
+    docs = _docs(fixture("V010", "bad-one-second-one-failure.yaml"))
     live = _container(docs)["livenessProbe"]
     live.pop("httpGet")
     live["tcpSocket"] = {"port": 8000}
@@ -464,7 +300,7 @@ def test_v010_skips_tcp_and_missing_liveness() -> None:
 
 
 def test_v010_v0_step_uses_chunked_prefill_when_set() -> None:
-    docs = _docs(FIXTURES / "V010/bad-v0-step-outlasts-liveness.yaml")
+    docs = _docs(fixture("V010", "bad-v0-step-outlasts-liveness.yaml"))
     [before] = _inputs(docs)
     _container(docs)["args"] += ["--enable-chunked-prefill", "--max-num-batched-tokens", "2048"]
     [after] = _inputs(docs)
@@ -565,7 +401,7 @@ def test_unknown_values_during_preview_are_not_evaluated() -> None:
 
 
 def test_defaults_are_named_in_the_message() -> None:
-    docs = _docs(FIXTURES / "V004/bad-full-context-on-l4.yaml")[1:]
+    docs = _docs(fixture("V004", "bad-full-context-on-l4.yaml"))[1:]
     [message] = _findings(docs, "V004")
     assert "max_model_len unset: vLLM uses the model's max_position_embeddings 131072" in message
     assert "gpu_memory_utilization unset: vLLM 0.33.0's default 0.92" in message
@@ -629,7 +465,7 @@ def test_planner_and_v009_agree_on_the_startup_window(
 
 @pytest.mark.parametrize("value", ["auto", "-1"])
 def test_auto_fit_max_model_len_takes_the_largest_that_fits(value: str) -> None:
-    docs = _docs(FIXTURES / "V004/bad-full-context-on-l4.yaml")[:1]
+    docs = _docs(fixture("V004", "bad-full-context-on-l4.yaml"))[:1]
     [full] = _inputs(docs)
     _set_flag(docs, "--max-model-len", value)
     [fitted] = _inputs(docs)

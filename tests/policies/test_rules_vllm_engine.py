@@ -1,5 +1,6 @@
-"""The vLLM engine rules V002, V005 and V006: exact messages on their fixtures, and how they
-decide by vLLM release, GPU and model (including what they refuse to guess).
+"""The vLLM engine rules V002, V005 and V006: how they decide by vLLM release, GPU and model
+(including what they refuse to guess). Their fixtures and exact findings: the rule folders,
+run by ``test_rule_folders.py``.
 
 The facts these rules encode are checked against the installed vLLM 0.33.0 in
 ``tests/engines/test_vllm_rule_facts.py`` (the real package, optional ``engines`` extra).
@@ -7,148 +8,15 @@ The facts these rules encode are checked against the installed vLLM 0.33.0 in
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.evaluate import find_rule
-from gpustrata_policies.inputs.manifests import load_paths
 from gpustrata_policies.rules.v002_parallelism_fits_model import rule as v002
 
 RULES = ("V002", "V005", "V006")
-
-EXPECTED_VLLM_ENGINE: dict[str, list[tuple[str, str]]] = {
-    "V002/bad-parallel-sizes.yaml": [
-        (
-            "Deployment/llm/llama-70b",
-            "container 'vllm' serves meta-llama/Llama-3.1-70B-Instruct (64 attention heads, 8 "
-            "KV heads, 80 layers): tensor_parallel_size 3 does not divide its 64 attention "
-            "heads (vLLM refuses to start: 'Total number of attention heads (64) must be "
-            "divisible by tensor parallel size (3).'); use one of 1, 2, 4, 8, 16, 32, 64",
-        ),
-        (
-            "Deployment/llm/qwen-7b",
-            "container 'vllm' serves Qwen/Qwen2.5-7B-Instruct (28 attention heads, 4 KV heads, "
-            "28 layers): tensor_parallel_size 7 and its 4 KV heads neither divide the other "
-            "(vLLM's attention layers split KV heads across ranks, or replicate them when TP "
-            "is larger, and assert one divides the other); use one of 1, 2, 4, 28",
-        ),
-        (
-            "RayService/ray/deepseek",
-            "serveConfigV2 applications[0].args.llm_configs[0] serves deepseek-ai/DeepSeek-V3 "
-            "(128 attention heads, MLA, 61 layers): pipeline_parallel_size 64 is outside "
-            "1..61, its number of layers (each pipeline stage needs at least one layer)",
-        ),
-    ],
-    "V005/bad-batch-budget.yaml": [
-        (
-            "Deployment/llm/many-seqs",
-            "container 'vllm' runs vLLM 0.33.0 (image vllm/vllm-openai:v0.33.0) with "
-            "max_num_batched_tokens 2048 (unset: vLLM 0.33.0's default for vllm serve on "
-            "NVIDIA L4 Tensor Core GPU (22.49 GiB, nvidia.com/gpu.product=NVIDIA-L4), "
-            "EngineArgs.get_batch_defaults) below max_num_seqs 4096: vLLM refuses to start "
-            "('max_num_batched_tokens (2048) must be greater than or equal to max_num_seqs "
-            "(4096).'); raise max_num_batched_tokens to at least 4096 or lower max_num_seqs",
-        ),
-        (
-            "Deployment/llm/unchunked",
-            "container 'vllm' runs vLLM 0.33.0 (image vllm/vllm-openai:v0.33.0) with chunked "
-            "prefill off (--no-enable-chunked-prefill) and max_num_batched_tokens 4096 below "
-            "max_model_len 8192: vLLM refuses to start ('max_num_batched_tokens (4096) is "
-            "smaller than max_model_len (8192)'); set max_num_batched_tokens to at least 8192 "
-            "or turn chunked prefill on",
-        ),
-        (
-            "Deployment/llm/old-v1",
-            "container 'vllm' runs vLLM 0.8.5 (image vllm/vllm-openai:v0.8.5) with "
-            "max_num_batched_tokens 512 below max_num_seqs 1024 (unset: vLLM 0.8.5's default "
-            "for vllm serve on NVIDIA H100 80GB HBM3 (SXM5) (79.65 GiB, "
-            "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3)): vLLM refuses to start "
-            "('max_num_batched_tokens (512) must be greater than or equal to max_num_seqs "
-            "(1024).'); raise max_num_batched_tokens to at least 1024 or lower max_num_seqs",
-        ),
-        (
-            "Deployment/llm/v0-engine",
-            "container 'vllm' runs vLLM 0.8.5's V0 engine (image vllm/vllm-openai:v0.8.5, "
-            "VLLM_USE_V1=0) with chunked prefill off (the V0 engine's default for "
-            "max_model_len up to 32768) and max_num_batched_tokens 8192 below max_model_len "
-            "16384: vLLM refuses to start ('max_num_batched_tokens (8192) is smaller than "
-            "max_model_len (16384)'); set max_num_batched_tokens to at least 16384 or turn "
-            "chunked prefill on",
-        ),
-    ],
-    "V006/bad-block-size.yaml": [
-        (
-            "Deployment/llm/small-blocks",
-            "container 'vllm' sets block_size 8, which vLLM 0.33.0 (image "
-            "vllm/vllm-openai:v0.33.0) refuses on NVIDIA L4 Tensor Core GPU "
-            "(nvidia.com/gpu.product=NVIDIA-L4): no CUDA attention backend of vLLM 0.33.0 "
-            "takes it (every one needs a multiple of 16), so it stops with 'No valid "
-            "attention backend found'; use 16 (vLLM's default) or another multiple of 16 that "
-            "this release accepts",
-        ),
-        (
-            "Deployment/llm/big-blocks",
-            "container 'vllm' sets block_size 256, which vLLM 0.11.0 (image "
-            "vllm/vllm-openai:v0.11.0) refuses on NVIDIA H100 80GB HBM3 (SXM5) "
-            "(nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3): vLLM 0.11.0's --block-size only "
-            "takes 1, 8, 16, 32, 64, 128 (CacheConfig.BlockSize), so the argument parser "
-            "rejects it; use 16 (vLLM's default) or another multiple of 16 that this release "
-            "accepts",
-        ),
-        (
-            "RayService/ray/llm",
-            "serveConfigV2 applications[0].args.llm_configs[0] sets block_size 24, which vLLM "
-            "0.29.0 (image rayproject/ray-llm:2.60.0-py311-cu128 (Ray 2.60.0 pins "
-            "vllm==0.29.0); judged by 0.12.0 and 0.33.0, the releases read around it, which "
-            "agree) refuses on NVIDIA L40S (nvidia.com/gpu.product=NVIDIA-L40S): no CUDA "
-            "attention backend of vLLM 0.33.0 takes it (every one needs a multiple of 16), so "
-            "it stops with 'No valid attention backend found'; use 16 (vLLM's default) or "
-            "another multiple of 16 that this release accepts",
-        ),
-    ],
-}
-"""Exact messages of these rules' bad fixtures (for a shared registry of expectations)."""
-
-BAD = sorted(p for r in RULES for p in (FIXTURES / r).glob("bad-*.yaml"))
-OWN_GOOD = sorted(p for r in RULES for p in (FIXTURES / r).glob("good-*.yaml"))
-
-
-def _rel(path: Path) -> str:
-    return path.relative_to(FIXTURES).as_posix()
-
-
-def test_every_bad_fixture_has_expected_messages() -> None:
-    assert sorted(EXPECTED_VLLM_ENGINE) == [_rel(p) for p in BAD]
-
-
-@pytest.mark.parametrize("path", BAD, ids=_rel)
-def test_bad_fixture_gives_exactly_the_expected_findings(path: Path) -> None:
-    rule_id = path.parent.name
-    report = evaluate(load_paths([str(path)]))
-    mine = [f for f in report.findings if f.rule == rule_id]
-    assert [(f.resource, f.message) for f in mine] == EXPECTED_VLLM_ENGINE[_rel(path)]
-    assert all(f.file == str(path) and f.line for f in mine)
-    assert {f.enforcement for f in mine} == {"mandatory"}
-    assert [n for n in report.not_evaluated if n.rule == rule_id] == []
-
-
-@pytest.mark.parametrize("path", OWN_GOOD, ids=_rel)
-def test_own_good_fixtures_are_clean_for_every_rule(path: Path) -> None:
-    report = evaluate(load_paths([str(path)]))
-    assert [(f.rule, f.message) for f in report.findings] == []
-    assert [(n.rule, n.reason) for n in report.not_evaluated] == []
-
-
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/good-*.yaml")), ids=_rel)
-def test_no_good_fixture_violates_these_rules(path: Path) -> None:
-    """Other rules' good fixtures may leave these rules unevaluated (a served name the
-    catalogue does not know), never violated."""
-    report = evaluate(load_paths([str(path)]))
-    assert [(f.rule, f.message) for f in report.findings if f.rule in RULES] == []
 
 
 @pytest.mark.parametrize("rule_id", RULES)

@@ -20,7 +20,8 @@ from gpustrata.cli.errors import report_error, run_parser, user_error
 from gpustrata.core.environments import ENVIRONMENTS
 from gpustrata.core.errors import InputError
 from gpustrata_policies.config import ConfigError
-from gpustrata_policies.evaluate import all_rules, evaluate, find_rule, load_config
+from gpustrata_policies.evaluate import all_rules, evaluate, find_rule, load_config, rule_folder
+from gpustrata_policies.findings import Rule
 from gpustrata_policies.inputs.manifests import load_paths
 
 __all__ = ["check_command", "explain_command", "main", "register_commands"]
@@ -68,11 +69,15 @@ def check_command(
     return report.exit_code
 
 
-def _example(rule_id: str) -> str | None:
-    """The first bad fixture of a rule, when the source tree is around."""
-    root = Path(__file__).resolve().parents[3] / "tests" / "policies" / "fixtures" / rule_id
-    files = sorted(root.glob("bad-*.yaml")) if root.is_dir() else []
-    return files[0].read_text(encoding="utf-8") if files else None
+def _example(rule: Rule) -> str | None:
+    """The first bad fixture in the rule's folder, read as package data (so an installed
+    wheel has it too)."""
+    names = sorted(
+        f.name
+        for f in rule_folder(rule).iterdir()
+        if f.name.startswith("bad-") and f.name.endswith(".yaml")
+    )
+    return rule_folder(rule).joinpath(names[0]).read_text(encoding="utf-8") if names else None
 
 
 def explain_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -97,7 +102,7 @@ def explain_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if m.thresholds:
         parts += ["", "Settings (policy config rules." + m.id + "):"]
         parts += [f"  {k}: default {v[1]!r}" for k, v in m.thresholds.items()]
-    example = _example(m.id)
+    example = _example(rule)
     if example:
         parts += ["", "Example that violates it:", *("  " + line for line in example.splitlines())]
     parts += ["", "References:", *(f"  {u}" for u in m.references)]
