@@ -40,7 +40,10 @@ def test_planning_imports_no_pulumi() -> None:
         ["schema"],
         ["capacity", "--stack", "dev"],
         ["explain", "K004"],
-        ["check", "tests/policies/fixtures/K001"],
+        [
+            "check",
+            "policies/gpustrata_policies/rules/k001_gpu_requests_equal_limits/bad-request-without-limit.yaml",
+        ],
     ],
     ids=lambda argv: argv[0],
 )
