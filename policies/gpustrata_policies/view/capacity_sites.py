@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import operator
 import posixpath
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.vllm.flags import AUTO_FIT, int_setting
 from gpustrata_policies.findings import NotEvaluated, RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
@@ -64,13 +64,6 @@ V0_LONG_CONTEXT = 32768
 V0_BATCH_TOKENS = 2048
 # Settings that change the memory budget in ways the planner does not model.
 _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_override")
-# vllm/utils/argparse_utils.py human_readable_int: '32k' = 32000, '32K' = 32768.
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-AUTO_FIT = -1
-"""``--max-model-len -1`` / ``auto``: vLLM 0.33 fits max_model_len to the KV cache
-(vllm/v1/core/kv_cache_planning.py ``_auto_fit_max_model_len``)."""
 
 
 # --------------------------------------------------------------------------- engines
@@ -406,25 +399,11 @@ def _raw(engine: EngineArgs, key: str) -> Any:
 
 
 def _int(engine: EngineArgs, key: str) -> int | str | None:
-    """An integer setting: the value, None when unset, or an error text."""
-    value = _raw(engine, key)
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    text = str(value).strip()
-    if key == "max_model_len" and text.lower() == "auto":
-        return AUTO_FIT
-    match = _HUMAN_INT.fullmatch(text)
-    try:
-        if match:
-            number, suffix = match.groups()
-            if suffix in _BINARY:
-                return int(number) * _BINARY[suffix]
-            return int(float(number) * _DECIMAL[suffix.lower()])
-        return int(text)
-    except ValueError:
-        return f"{key} {value!r} is not an integer"
+    """An integer setting as vLLM reads it: the value, None when unset, or an error text."""
+    value = int_setting(engine.values, key, engine.source)
+    if isinstance(value, str):
+        return f"{key} {engine.get(key)!r} is not an integer"
+    return value
 
 
 def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> EngineSettings | str:

@@ -27,6 +27,7 @@ import yaml
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.yamlio import safe_load
+from gpustrata.vllm.flags import int_setting, parse_flags
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, dig
 
 __all__ = [
@@ -39,28 +40,6 @@ __all__ = [
     "vllm_version",
 ]
 
-_SHORT = {
-    "-tp": "tensor_parallel_size",
-    "-pp": "pipeline_parallel_size",
-    "-dp": "data_parallel_size",
-}
-_BOOLEAN = frozenset(
-    {
-        "enforce_eager",
-        "trust_remote_code",
-        "enable_chunked_prefill",
-        "enable_prefix_caching",
-        "disable_log_requests",
-        "disable_log_stats",
-        "enable_auto_tool_choice",
-        "enable_expert_parallel",
-        "enable_lora",
-        "disable_custom_all_reduce",
-        "headless",
-        "is_decode_worker",
-        "is_prefill_worker",
-    }
-)
 _API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 _VAR = re.compile(
     r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)"
@@ -84,14 +63,10 @@ class EngineArgs:
         return self.values.get(key.replace("-", "_"))
 
     def get_int(self, key: str) -> int | None:
-        """An integer setting, ``None`` when absent or not an integer."""
-        value = self.get(key)
-        if value is UNKNOWN:
-            raise UnknownInput(f"{key} of {self.source}")
-        try:
-            return int(str(value)) if value is not None and not isinstance(value, bool) else None
-        except ValueError:
-            return None
+        """An integer setting as vLLM reads it (:func:`gpustrata.vllm.flags.int_setting`),
+        ``None`` when absent or not an integer."""
+        value = int_setting(self.values, key.replace("-", "_"), self.source)
+        return value if isinstance(value, int) else None
 
     def gpus_per_engine(self) -> int | None:
         """TP x PP, or ``None`` when a factor is unreadable (defaults are 1)."""
@@ -121,45 +96,6 @@ def _tokens(command: str) -> list[str]:
         return shlex.split(command, comments=True)
     except ValueError:
         return command.split()
-
-
-def parse_flags(tokens: list[str], values: dict[str, Any]) -> str | None:
-    """Parse vLLM CLI flags into *values*; returns the first positional (the model)."""
-    positional: str | None = None
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        i += 1
-        if tok in _SHORT:
-            key = _SHORT[tok]
-        elif tok.startswith("--") and len(tok) > 2:
-            key = tok[2:]
-        else:
-            if positional is None and not tok.startswith("-"):
-                positional = tok
-            continue
-        value: Any = True
-        if "=" in key:
-            key, value = key.split("=", 1)
-        key = key.replace("-", "_")
-        if value is True:
-            nxt = tokens[i] if i < len(tokens) else None
-            takes = key not in _BOOLEAN or (nxt or "").lower() in {"true", "false"}
-            if takes and nxt is not None and (not nxt.startswith("-") or _is_number(nxt)):
-                value = nxt
-                i += 1
-        if key.startswith("no_") and value is True:
-            key, value = key[3:], False
-        values[key] = value
-    return positional
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _vllm_invocation(tokens: list[str]) -> list[str] | None:

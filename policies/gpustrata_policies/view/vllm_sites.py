@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
@@ -176,33 +177,14 @@ def site_architecture(site: EngineSite) -> ModelArchitecture | None:
 
 
 def as_int(engine: EngineArgs, key: str) -> int | str | None:
-    """An integer setting; ``None`` when unset; the raw text when it is not an integer."""
-    value = engine.get(key)
-    if value is UNKNOWN:
-        raise UnknownInput(f"{key} of {engine.source}")
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return value
-    text = str(value).strip()
-    return int(text) if re.fullmatch(r"[+-]?\d+", text) else text
+    """An integer setting as vLLM reads it; ``None`` when unset; the raw text when vLLM
+    would refuse it (:func:`gpustrata.vllm.flags.int_setting`)."""
+    return int_setting(engine.values, key, engine.source)
 
 
 def as_bool(engine: EngineArgs, key: str) -> bool | None:
     """A boolean setting (``--flag``, ``--no-flag``, ``--flag=false``, YAML bools)."""
-    value = engine.get(key)
-    if value is UNKNOWN:
-        raise UnknownInput(f"{key} of {engine.source}")
-    if value is None or isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in {"true", "1", "yes"}:
-        return True
-    if text in {"false", "0", "no"}:
-        return False
-    return None
+    return flag_bool(engine.values, key, engine.source)
 
 
 def neighbours(version: Version, read: Sequence[tuple[Version, T]]) -> list[T] | None:
