@@ -4,8 +4,8 @@ Pure functions over a :class:`~gpustrata.catalog.architectures.ModelArchitecture
 :class:`~gpustrata.catalog.hardware.GpuModel`; no Pulumi import. Every figure carries
 the working that produced it, so ``plan``, ``capacity`` and the rules can show it.
 
-KV-cache arithmetic follows vLLM 0.33.0 exactly (file paths below are in the
-``vllm==0.33.0`` wheel):
+KV-cache arithmetic follows the reference vLLM release of the release catalogue
+(``catalog/data/vllm-releases.yaml``) exactly (file paths below are in its wheel):
 
 * page of one layer (``vllm/v1/kv_cache_interface.py`` ``AttentionSpec.page_size_bytes``):
   ``num_kv_heads x block_size x (head_size + head_size_v) x dtype bytes`` with
@@ -46,7 +46,9 @@ from gpustrata.catalog.architectures import (
     load_model_catalog,
 )
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.vllm_releases import load_vllm_releases
 from gpustrata.spec.stack import ModelSpec
+from gpustrata.vllm.settings import EngineSettings
 
 __all__ = [
     "DEFAULT_EFFICIENCY",
@@ -85,8 +87,10 @@ __all__ = [
     "weights_estimate",
 ]
 
-VLLM_VERSION = "0.33.0"
+VLLM_VERSION = load_vllm_releases().reference
+"""The reference vLLM release, whose arithmetic and defaults this module follows."""
 _V = f"vllm {VLLM_VERSION}"
+_MINOR = ".".join(VLLM_VERSION.split(".")[:2])
 SRC_KV_SPEC = f"{_V} vllm/v1/kv_cache_interface.py"
 SRC_KV_PLAN = f"{_V} vllm/v1/core/kv_cache_planning.py"
 SRC_KV_UTILS = f"{_V} vllm/v1/core/kv_cache_utils.py"
@@ -100,8 +104,8 @@ SRC_PP = f"{_V} vllm/distributed/utils.py get_pp_indices"
 GIB = 1 << 30
 GB = 10**9
 
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
-"""vLLM 0.33 ``CacheConfig.gpu_memory_utilization`` default (``vllm/config/cache.py``)."""
+DEFAULT_GPU_MEMORY_UTILIZATION = load_vllm_releases().gpu_memory_utilization.value
+"""The reference release's ``CacheConfig.gpu_memory_utilization`` default (catalogue)."""
 
 STARTUP_SAFETY_FACTOR = 1.5
 """Startup probe budget = estimated startup x this factor (gpustrata default)."""
@@ -247,7 +251,7 @@ def largest_passing(test: Callable[[int], bool], high: int) -> int:
 
 
 FLOAT16_REFUSED_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
-"""Model types vLLM refuses to run in float16 (vllm 0.33.0 vllm/config/model.py
+"""Model types vLLM refuses to run in float16 (reference release vllm/config/model.py
 ``_FLOAT16_NOT_SUPPORTED_MODELS``)."""
 
 
@@ -272,7 +276,7 @@ def model_dtype_bytes(arch: ModelArchitecture, model_dtype: str = "auto") -> tup
         raise CapacityError(
             "dtype",
             f"vLLM refuses float16 for model type {arch.model_type!r} ({arch.id}): numerical "
-            "instability (vllm 0.33.0 vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS); "
+            f"instability ({_V} vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS); "
             "use bfloat16 or float32",
         )
     return name, size
@@ -308,7 +312,7 @@ def cache_dtype_bytes(
 
 
 def pp_layer_partition(num_layers: int, pipeline_parallel_size: int) -> tuple[int, ...]:
-    """Layers per pipeline stage, as ``get_pp_indices`` splits them (vLLM 0.33).
+    """Layers per pipeline stage, as ``get_pp_indices`` splits them (reference vLLM release).
 
     Even split; the remainder goes one each to the stages before the last, from the
     second-to-last backwards (``VLLM_PP_LAYER_PARTITION`` unset).
@@ -484,7 +488,7 @@ class KvCacheGroup:
 
 @dataclass(frozen=True)
 class KvCacheLayout:
-    """The KV cache vLLM V1 (0.33) builds on one worker for a given memory budget.
+    """The KV cache vLLM V1 (reference release) builds on one worker for a given memory budget.
 
     ``num_blocks`` is what ``get_kv_cache_configs`` gives every worker (the smallest
     over pipeline stages); ``tokens`` and ``max_concurrency`` are what vLLM logs as
@@ -540,7 +544,7 @@ def kv_cache_blocks(
     hybrid_kv_cache_manager: bool = True,
     sliding_kernel_block: int = 16,
 ) -> KvCacheLayout:
-    """Page size, block count and token capacity exactly as vLLM 0.33 computes them.
+    """Page size, block count and token capacity exactly as the reference release computes them.
 
     Args:
         arch: the model.
@@ -553,7 +557,7 @@ def kv_cache_blocks(
             derived value); only capacity in tokens, the fit check and concurrency use it.
         max_num_batched_tokens / max_concurrent_batches: only sliding-window layers use
             them (``VllmConfig.max_in_flight_tokens``); the latter defaults to PP + 1
-            (async scheduling with the V2 model runner, vLLM 0.33's default on GPUs).
+            (async scheduling with the V2 model runner, the reference release's default on GPUs).
         hybrid_kv_cache_manager: False mirrors ``--disable-hybrid-kv-cache-manager``.
         sliding_kernel_block: the attention backend's kernel block multiple that
             sliding-window layers round to (16 for FlashAttention/Triton on CUDA, 32 on
@@ -840,11 +844,11 @@ def cuda_total_bytes(gpu: GpuModel) -> int:
 
 @dataclass(frozen=True)
 class MemoryBudget:
-    """The per-GPU memory budget vLLM 0.33's ``determine_available_memory`` computes.
+    """The per-GPU memory budget of the reference release's ``determine_available_memory``.
 
     ``available_kv = ceil(total x gpu_memory_utilization) - (weights + activation peak +
     runtime overhead) - CUDA graph estimate`` (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``
-    is on by default in 0.33). Memory the process holds before vLLM's first snapshot
+    is on by default in that release). Memory the process holds before vLLM's first snapshot
     (CUDA context, NCCL, cuBLAS handles) is outside the budget: it must fit in
     ``total x (1 - gpu_memory_utilization)``.
     """
@@ -942,7 +946,7 @@ def memory_budget(
         graphs = Term(
             _CUDA_GRAPH_BYTES,
             "gpustrata default 1 GiB, subtracted because VLLM_MEMORY_PROFILER_ESTIMATE_"
-            f"CUDAGRAPHS=1 is the 0.33 default ({SRC_WORKER}); measured 0.32-0.65 GiB for "
+            f"CUDAGRAPHS=1 is the {_MINOR} default ({SRC_WORKER}); measured 0.32-0.65 GiB for "
             "7-8B models (vLLM PRs #11005, #21489), ~1.3 GiB for Llama 4 Maverick (#21489)",
         )
     runtime = Term(
@@ -974,7 +978,7 @@ def memory_budget(
 
 
 def default_block_size(arch: ModelArchitecture, gpu: GpuModel | None = None) -> tuple[int, str]:
-    """vLLM 0.33's block size when ``--block-size`` is unset, with the reason.
+    """The reference vLLM release's block size when ``--block-size`` is unset, with the reason.
 
     ``CacheConfig.DEFAULT_BLOCK_SIZE`` is 16 and the default CUDA backends accept it
     (FlashAttention ``MultipleOf(16)``); on compute capability 10.x MLA models get
@@ -1234,35 +1238,55 @@ class CapacityEstimate:
         return self.tensor_parallel_size * self.pipeline_parallel_size
 
 
+def _resolved_int(settings: EngineSettings, key: str, default: int | None) -> int | None:
+    value = getattr(settings, key)
+    if isinstance(value, str):
+        raise CapacityError(key, f"{key} {value!r} is not an integer")
+    return default if value is None else int(value)
+
+
 def estimate_capacity(
     arch: ModelArchitecture,
     gpu: GpuModel,
+    settings: EngineSettings | None = None,
     *,
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    max_model_len: int | None = None,
-    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
-    dtype: str = "auto",
-    kv_cache_dtype: str = "auto",
-    block_size: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    max_num_seqs: int | None = None,
-    enable_chunked_prefill: bool | None = None,
-    enforce_eager: bool = False,
-    quantization: str | None = None,
     weights_source: str = "huggingface",
     load_gbps: float | None = None,
     engine_init_s: float | None = None,
     safety_factor: float = STARTUP_SAFETY_FACTOR,
     efficiency: float = DEFAULT_EFFICIENCY,
+    **engine: Any,
 ) -> CapacityEstimate:
     """Weights, memory budget, KV cache, startup and longest step for one engine.
 
-    Unset settings take vLLM 0.33's defaults (recorded in ``defaults``). Raises
-    :class:`CapacityError` for settings vLLM would refuse (TP not dividing the heads,
-    an unknown dtype).
+    *settings* are the engine's vLLM settings; ``engine`` keywords (vLLM names such as
+    ``max_model_len=8192``) change single ones, a shorthand for
+    ``settings.replace(...)``. The other keywords describe the weights' load and the
+    planner's margins, not vLLM. Unset settings take the reference release's defaults
+    (recorded in ``defaults``). Raises :class:`CapacityError` for settings vLLM would
+    refuse (TP not dividing the heads, an unknown dtype, a value that is not a number).
     """
-    tp, pp = tensor_parallel_size, pipeline_parallel_size
+    settings = (settings or EngineSettings()).replace(**engine) if engine else settings
+    settings = settings or EngineSettings()
+    tp = _resolved_int(settings, "tensor_parallel_size", 1) or 1
+    pp = _resolved_int(settings, "pipeline_parallel_size", 1) or 1
+    max_model_len = _resolved_int(settings, "max_model_len", None)
+    block_size = _resolved_int(settings, "block_size", None)
+    max_num_batched_tokens = _resolved_int(settings, "max_num_batched_tokens", None)
+    max_num_seqs = _resolved_int(settings, "max_num_seqs", None)
+    utilization = settings.gpu_memory_utilization
+    if isinstance(utilization, str):
+        raise CapacityError(
+            "gpu_memory_utilization", f"gpu_memory_utilization {utilization!r} is not a number"
+        )
+    gpu_memory_utilization = DEFAULT_GPU_MEMORY_UTILIZATION if utilization is None else utilization
+    dtype = settings.dtype or "auto"
+    kv_cache_dtype = settings.kv_cache_dtype or "auto"
+    quantization = settings.quantization
+    enforce_eager = settings.enforce_eager is True
+    enable_chunked_prefill = (
+        None if settings.enable_chunked_prefill is None else settings.enable_chunked_prefill is True
+    )
     if not 0 < gpu_memory_utilization <= 1:
         raise CapacityError(
             "gpu_memory_utilization",

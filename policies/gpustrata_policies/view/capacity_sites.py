@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from gpustrata.catalog.vllm_releases import vllm_file_url
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import AUTO_FIT, int_setting
+from gpustrata.vllm.settings import EngineSettings as VllmSettings
 from gpustrata_policies.findings import NotEvaluated, RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
@@ -50,18 +52,15 @@ if TYPE_CHECKING:
 
 Path = tuple[str | int, ...]
 
-REFERENCE_VLLM = "0.33.0"
-"""The vLLM release whose defaults and memory arithmetic the capacity planner models."""
-VLLM_SRC = f"https://github.com/vllm-project/vllm/blob/v{REFERENCE_VLLM}"
+_RELEASES = catalogs.vllm_releases()
+REFERENCE_VLLM = _RELEASES.reference
+"""The vLLM release whose defaults and memory arithmetic the capacity planner models
+(the release catalogue's reference)."""
+VLLM_SRC = vllm_file_url(REFERENCE_VLLM, "").rstrip("/")
 """The planner's startup estimate (seconds, before the safety factor) on rendered objects."""
 KARPENTER_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
 KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://", "abfss://")
-# vLLM V0 defaults that differ from 0.33 (vllm/engine/arg_utils.py _set_default_args_v0 and
-# vllm/config.py SchedulerConfig.__post_init__ of the V0 releases).
-V0_MAX_NUM_SEQS = 256
-V0_LONG_CONTEXT = 32768
-V0_BATCH_TOKENS = 2048
 # Settings that change the memory budget in ways the planner does not model.
 _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_override")
 
@@ -341,7 +340,8 @@ def _env(site: EngineSite) -> dict[str, str]:
 def engine_version(site: EngineSite) -> EngineVersion:
     """The vLLM version from the image tag (``vllm/vllm-openai:vX``; ``rayproject/ray-llm``
     through the Ray release that pins it) and the engine generation the compatibility
-    catalogue gives it (V1 the default from 0.8.0, V0 removed in 0.11.0)."""
+    catalogue gives it (V1 the default from, and V0 removed in, the releases the vLLM
+    release catalogue names)."""
     image = site.image
     version = vllm_version(image) if isinstance(image, str) else None
     where = f"vLLM {version} (image {image})" if version else ""
@@ -361,10 +361,11 @@ def engine_version(site: EngineSite) -> EngineVersion:
         why = f"vLLM {release.version}'s default engine in the compatibility catalogue"
         if use_v1 in {"0", "1"} and release.v0_engine_available:
             v0, why = use_v1 == "0", f"VLLM_USE_V1={use_v1}"
-    elif version is not None and _older(version, "0.8.0"):
-        v0, why = True, f"vLLM {version} predates 0.8.0, where V1 became the default"
+    elif version is not None and _older(version, _RELEASES.v1_default_from):
+        v1_from = _RELEASES.v1_default_from
+        v0, why = True, f"vLLM {version} predates {v1_from}, where V1 became the default"
     else:
-        v0, why = False, "V1, the only engine since vLLM 0.11.0"
+        v0, why = False, f"V1, the only engine since vLLM {_RELEASES.v0_removed_in}"
     return EngineVersion(version, where, v0, why)
 
 
@@ -381,10 +382,12 @@ def _older(version: str, than: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class EngineSettings:
-    """Engine settings for :func:`estimate_capacity`, with the defaults that were applied."""
+class PlannerSettings:
+    """An engine's settings for the capacity planner, with the defaults that were applied."""
 
-    kwargs: dict[str, Any]
+    engine: VllmSettings
+    """The settings :func:`estimate_capacity` takes (V0 defaults filled in where they
+    differ from the reference release)."""
     defaults: dict[str, str]
     """Setting -> how its unset value was resolved (quoted in messages)."""
     auto_fit: bool = False
@@ -406,9 +409,10 @@ def _int(engine: EngineArgs, key: str) -> int | str | None:
     return value
 
 
-def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> EngineSettings | str:
-    """Read the settings the planner needs; unset ones take vLLM's defaults (0.33, or the
-    V0 engine's where they differ). Returns an error text for unreadable values."""
+def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> PlannerSettings | str:
+    """Read the settings the planner needs; unset ones take vLLM's defaults (the reference
+    release's, or the V0 engine's where they differ). Returns an error text for unreadable
+    values."""
     from gpustrata.vllm.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
 
     engine = site.engine
@@ -478,31 +482,32 @@ def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> Engi
         )
     if v0:
         _v0_defaults(kwargs, defaults, arch, mml)
-    return EngineSettings(kwargs, defaults, auto_fit)
+    return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit)
 
 
 def _v0_defaults(
     kwargs: dict[str, Any], defaults: dict[str, str], arch: ModelArchitecture, mml: int
 ) -> None:
     """The V0 engine's own defaults (``_set_default_args_v0``, V0 ``SchedulerConfig``)."""
+    v0 = _RELEASES.v0_defaults
     if kwargs.get("enable_chunked_prefill") is None:
-        long_context = mml > V0_LONG_CONTEXT and arch.attention in ("full",)
+        long_context = mml > v0.long_context and arch.attention in ("full",)
         kwargs["enable_chunked_prefill"] = long_context
         defaults["enable_chunked_prefill"] = (
             "enable_chunked_prefill unset: the V0 engine turns it on only for max_model_len "
-            f"above {V0_LONG_CONTEXT} without sliding windows or MLA"
+            f"above {v0.long_context} without sliding windows or MLA"
         )
     if kwargs["max_num_batched_tokens"] is None:
         chunked = kwargs["enable_chunked_prefill"]
-        value = V0_BATCH_TOKENS if chunked else max(mml, V0_BATCH_TOKENS)
+        value = v0.batch_tokens if chunked else max(mml, v0.batch_tokens)
         kwargs["max_num_batched_tokens"] = value
         defaults["max_num_batched_tokens"] = (
             f"max_num_batched_tokens unset: the V0 engine uses {value} "
-            + ("(chunked prefill)" if chunked else f"(max(max_model_len, {V0_BATCH_TOKENS}))")
+            + ("(chunked prefill)" if chunked else f"(max(max_model_len, {v0.batch_tokens}))")
         )
     if kwargs["max_num_seqs"] is None:
-        kwargs["max_num_seqs"] = V0_MAX_NUM_SEQS
-        defaults["max_num_seqs"] = f"max_num_seqs unset: the V0 engine's default {V0_MAX_NUM_SEQS}"
+        kwargs["max_num_seqs"] = v0.max_num_seqs
+        defaults["max_num_seqs"] = f"max_num_seqs unset: the V0 engine's default {v0.max_num_seqs}"
 
 
 # --------------------------------------------------------------------------- estimate
@@ -516,7 +521,7 @@ class Inputs:
     model: ModelRef
     gpu: GpuRef
     version: EngineVersion
-    settings: EngineSettings
+    settings: PlannerSettings
     estimate: CapacityEstimate
 
     def default_notes(self, *keys: str) -> str:
@@ -584,16 +589,16 @@ def _estimate(
     site: EngineSite,
     arch: ModelArchitecture,
     gpu: GpuModel,
-    settings: EngineSettings,
+    settings: PlannerSettings,
 ) -> CapacityEstimate | str:
     def build() -> CapacityEstimate | str:
         from gpustrata.vllm.capacity import CapacityError
 
         try:
-            est = estimate(arch, gpu, **settings.kwargs)
+            est = estimate(arch, gpu, settings.engine)
             fitted = est.kv.largest_max_model_len
             if settings.auto_fit and 0 < fitted < est.max_model_len:
-                est = estimate(arch, gpu, **{**settings.kwargs, "max_model_len": fitted})
+                est = estimate(arch, gpu, settings.engine.replace(max_model_len=fitted))
             return est
         except CapacityError as exc:
             return f"{site.label}: {exc}"
@@ -774,7 +779,7 @@ def _by_identity(
     return value
 
 
-def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityEstimate:
+def estimate(arch: ModelArchitecture, gpu: GpuModel, settings: VllmSettings) -> CapacityEstimate:
     """``estimate_capacity``, memoised for the process.
 
     V003, V004 and V012 size the same engine many times (V012 binary-searches
@@ -784,13 +789,8 @@ def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityE
     """
     from gpustrata.vllm.capacity import estimate_capacity
 
-    settings = tuple(sorted(kwargs.items()))
-    try:
-        hash(settings)
-    except TypeError:
-        return estimate_capacity(arch, gpu, **kwargs)
     return _by_identity(
-        _ESTIMATES, (arch, gpu), settings, lambda: estimate_capacity(arch, gpu, **kwargs)
+        _ESTIMATES, (arch, gpu), (settings,), lambda: estimate_capacity(arch, gpu, settings)
     )
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from gpustrata.catalog.vllm_releases import vllm_file_url as vllm_source
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
@@ -52,16 +53,12 @@ __all__ = [
     "engine_sites",
     "neighbours",
     "parse_version",
+    "release_key",
     "site_architecture",
     "site_gpus",
     "site_version",
     "vllm_source",
 ]
-
-
-def vllm_source(version: str, path: str) -> str:
-    """URL of a file of a vLLM release (the tag is ``v<version>``)."""
-    return f"https://github.com/vllm-project/vllm/blob/v{version}/{path}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +119,8 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)*")
 
 
 def parse_version(text: str | None) -> Version | None:
-    """``'0.11.1'`` -> ``(0, 11, 1)`` (``.postN`` and local labels dropped)."""
+    """``'1.2.3'`` -> ``(1, 2, 3)``, ``'v1.2'`` -> ``(1, 2, 0)`` (``.postN`` and local
+    labels dropped)."""
     if not text:
         return None
     match = _NUMBER.match(text.lstrip("v"))
@@ -130,6 +128,14 @@ def parse_version(text: str | None) -> Version | None:
         return None
     parts = tuple(int(p) for p in match.group(0).split("."))
     return (*parts, 0, 0, 0)[:3]
+
+
+def release_key(version: str) -> Version:
+    """A catalogued release as a comparison key (``'1.2.3'`` -> ``(1, 2, 3)``)."""
+    key = parse_version(version)
+    if key is None:
+        raise ValueError(f"{version!r} is not a release version")
+    return key
 
 
 def site_version(site: EngineSite) -> tuple[str | None, str]:

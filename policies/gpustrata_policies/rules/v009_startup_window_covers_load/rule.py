@@ -55,21 +55,21 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
     settings = engine_settings(site, model.arch, v0=False)
     if isinstance(settings, str):
         return settings
-    kw = settings.kwargs
+    engine = settings.engine
     source, _ = weights_source(site, model)
     try:
         weights = weights_estimate(
             model.arch,
-            tensor_parallel_size=kw["tensor_parallel_size"],
-            pipeline_parallel_size=kw["pipeline_parallel_size"],
-            model_dtype=kw.get("dtype", "auto"),
-            quantization=kw.get("quantization"),
+            tensor_parallel_size=int(engine.tensor_parallel_size or 1),
+            pipeline_parallel_size=int(engine.pipeline_parallel_size or 1),
+            model_dtype=engine.dtype or "auto",
+            quantization=engine.quantization,
         )
         return startup_estimate(
             model.arch,
             weights,
             weights_source=source,
-            enforce_eager=kw["enforce_eager"],
+            enforce_eager=engine.enforce_eager is True,
             safety_factor=factor,
         )
     except CapacityError as exc:

@@ -8,6 +8,7 @@ from typing import Any
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.capacity_sites import (
     VLLM_SRC,
     EngineSite,
@@ -205,14 +206,16 @@ RULE = Rule(
             "estimated by the capacity planner from FLOPs and the GPU's rate) must be shorter "
             "than (failureThreshold - 1) x periodSeconds + timeoutSeconds. In the V1 engine "
             "(default from vLLM 0.8.0, the only one from 0.11.0) /health only reads an error "
-            "flag in the API-server process (vLLM 0.33 AsyncLLM.check_health), so steps never "
+            f"flag in the API-server process (vLLM {catalogs.reference_vllm_minor()} "
+            "AsyncLLM.check_health), so steps never "
             "delay it, but that process tokenizes, detokenizes and streams every request and "
             "answers late when saturated; Kubernetes' 1 s default timeout has restarted busy, "
             "healthy vLLM Pods. There the rule asks for a floor: timeoutSeconds >= 5, "
             "failureThreshold >= 2 and failureThreshold x periodSeconds >= 30 s (thresholds "
             "min_timeout_seconds, min_failure_threshold, min_tolerance_seconds). The version "
             "comes from the image tag (ray-llm images through the vLLM their Ray release pins) "
-            "and VLLM_USE_V1; an unknown version is taken as 0.33. Ray Serve LLM replicas get "
+            "and VLLM_USE_V1; an unknown version is taken as "
+            f"{catalogs.reference_vllm_minor()}. Ray Serve LLM replicas get "
             "the same floor on their Serve health checks (3 failures in a row restart a "
             "replica)."
         ),
