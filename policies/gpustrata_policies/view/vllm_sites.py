@@ -108,7 +108,7 @@ def engine_sites(obj: K8sObject) -> Iterator[EngineSite]:
         for c in pod.containers(init=False):
             engine = vllm_engine(c)
             if engine is not None:
-                path = (*c.path, "command" if "command" in c.raw else "args")
+                path = (*c.path, "args" if "args" in c.raw else "command")
                 names = (engine.model,) if engine.model else ()
                 yield EngineSite(
                     obj, engine, path, (c.image,), c.literal_env(), (pod,), False, names
