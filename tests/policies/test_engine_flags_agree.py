@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpustrata_policies import evaluate
-from gpustrata_policies.evaluate import find_rule
-from gpustrata_policies.view import capacity_sites, vllm_sites
+from gpustrata_policies.evaluate import find_rule, load_config
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.view import capacity_sites, engines
 from gpustrata_policies.view.objects import K8sObject
 
 
@@ -39,6 +40,12 @@ def _deployment(*flags: str) -> dict[str, Any]:
     }
 
 
+def _ctx() -> RuleContext:
+    rule = find_rule("V005")
+    assert rule is not None
+    return RuleContext(rule.meta, load_config(None), [])
+
+
 def _outcomes(rule_id: str, manifest: dict[str, Any]) -> list[str]:
     rule = find_rule(rule_id)
     assert rule is not None
@@ -50,9 +57,9 @@ FLAGS = ("--max-model-len=8k", "--max-num-batched-tokens=8k")
 
 
 def test_both_readers_read_8k_as_8000() -> None:
-    (site,) = list(vllm_sites.engine_sites(K8sObject(_deployment(*FLAGS))))
-    assert vllm_sites.as_int(site.engine, "max_model_len") == 8000
-    assert vllm_sites.as_int(site.engine, "max_num_batched_tokens") == 8000
+    (site,) = list(engines.engine_sites(_ctx(), K8sObject(_deployment(*FLAGS))))
+    assert engines.as_int(site.engine, "max_model_len") == 8000
+    assert engines.as_int(site.engine, "max_num_batched_tokens") == 8000
     assert capacity_sites._int(site.engine, "max_model_len") == 8000
     assert capacity_sites._int(site.engine, "max_num_batched_tokens") == 8000
 

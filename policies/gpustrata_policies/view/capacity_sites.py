@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -27,21 +27,20 @@ from gpustrata.vllm.settings import EngineSettings as VllmSettings
 from gpustrata_policies.findings import NotEvaluated, RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
+    EngineSite,
+    GpuRef,
+    gpu_resources,
+    is_number,
+    pod_gpus,
+)
+from gpustrata_policies.view.engines import engine_sites as all_engine_sites
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.ray import flag_is_on
+from gpustrata_policies.view.vllm_args import (
     EngineArgs,
-    serve_config,
     split_image,
-    vllm_engine,
     vllm_version,
 )
-from gpustrata_policies.view.kuberay import ray_groups
-from gpustrata_policies.view.nodes import (
-    gpu_model_of_pool,
-    gpu_model_of_selectors,
-    gpu_pools,
-    targeted_pools,
-)
-from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
-from gpustrata_policies.view.ray import flag_is_on
 
 T = TypeVar("T")
 
@@ -58,8 +57,6 @@ REFERENCE_VLLM = _RELEASES.reference
 (the release catalogue's reference)."""
 VLLM_SRC = vllm_file_url(REFERENCE_VLLM, "").rstrip("/")
 """The planner's startup estimate (seconds, before the safety factor) on rendered objects."""
-KARPENTER_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
-KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://", "abfss://")
 # Settings that change the memory budget in ways the planner does not model.
 _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_override")
@@ -68,106 +65,18 @@ _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_overri
 # --------------------------------------------------------------------------- engines
 
 
-@dataclass(frozen=True, slots=True)
-class EngineSite:
-    """One vLLM engine in an object: how it is configured and where its GPUs are."""
-
-    obj: K8sObject
-    engine: EngineArgs
-    label: str
-    """``container 'vllm'`` / ``Ray Serve LLM engine 'llama'`` for messages."""
-    path: Path
-    """Where the settings are written (for line numbers)."""
-    pod: PodRef | None
-    """The Pod spec whose GPUs run the engine (None: no GPU worker group found)."""
-    container: ContainerRef | None = None
-    """The container running ``vllm serve`` (None on the Ray Serve LLM path)."""
-    llm_config: Mapping[str, Any] = field(default_factory=dict)
-    """The Ray Serve LLM ``llm_config`` ({} for containers)."""
-    image: Any = None
-    """The image running the engine (the Ray worker's on the Ray Serve LLM path)."""
-
-
-def _gpu_resources(pod: PodRef, extra: tuple[str, ...]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for c in pod.containers(init=False):
-        for section in ("limits", "requests"):
-            for name, raw in c.resources(section).items():
-                if name.startswith("nvidia.com/") or name in extra:
-                    if raw is UNKNOWN:
-                        raise UnknownInput(f"{name} of {c.label}")
-                    out.setdefault(name, Fraction(str(raw)) if _is_number(raw) else Fraction(0))
-    return {k: v for k, v in out.items() if v > 0}
-
-
-def _is_number(raw: Any) -> bool:
-    try:
-        Fraction(str(raw))
-    except ValueError:
-        return False
-    return not isinstance(raw, bool)
-
-
-def _ray_gpu_pod(ctx: RuleContext, obj: K8sObject, llm: Mapping[str, Any]) -> PodRef | None:
-    """The worker group a Ray Serve LLM engine runs on: the only GPU group, or the one whose
-    GPU is the engine's ``accelerator_type`` (Ray's name for the GPU model)."""
-    extra = ctx.config.gpu_resources
-    groups = [g for g in ray_groups(obj) if not g.is_head and _gpu_resources(g.pod, extra)]
-    if len(groups) == 1:
-        return groups[0].pod
-    wanted = llm.get("accelerator_type")
-    if not isinstance(wanted, str):
-        return None
-    matching = [
-        g.pod
-        for g in groups
-        if any(r.gpu.ray_accelerator_type == wanted for r in _listed(_pod_gpus(ctx, g.pod)))
-    ]
-    return matching[0] if len(matching) == 1 else None
-
-
-def _listed(found: list[GpuRef] | str) -> list[GpuRef]:
-    return [] if isinstance(found, str) else found
-
-
 def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
-    """Every vLLM engine *obj* runs that asks for GPUs (memoised per evaluation)."""
-
-    def build() -> list[EngineSite]:
-        extra = ctx.config.gpu_resources
-        sites: list[EngineSite] = []
-        for pod in obj.pods():
-            if pod.is_ray:
-                continue
-            for c in pod.containers(init=False):
-                engine = vllm_engine(c)
-                if engine is None or not c.gpu_limit(extra):
-                    continue
-                key = "args" if "args" in c.raw else "command"
-                sites.append(
-                    EngineSite(obj, engine, c.label, (*c.path, key), pod, c, image=c.image)
-                )
-        if obj.kind == "RayService":
-            cfg = serve_config(obj)
-            configs = iter(cfg.llm_configs if cfg else [])
-            for engine in cfg.engines if cfg else []:
-                if not engine.complete:
-                    continue  # an llm_config given as a file path: nothing to read
-                llm = next(configs)
-                ray_pod = _ray_gpu_pod(ctx, obj, llm)
-                image = None
-                if ray_pod is not None:
-                    image = next((c.image for c in ray_pod.containers(init=False)), None)
-                label = f"Ray Serve LLM engine '{engine.model}'" if engine.model else engine.source
-                sites.append(
-                    EngineSite(
-                        obj, engine, label, ("spec", "serveConfigV2"), ray_pod, None, llm, image
-                    )
-                )
-        return sites
-
-    found: list[EngineSite] = ctx.memo(f"capacity-sites:{id(obj)}", build)
-    return found
+    """The engines of *obj* (:func:`gpustrata_policies.view.engines.engine_sites`) that ask
+    for GPUs: ``vllm serve`` containers with a GPU limit, and every Ray Serve LLM engine."""
+    extra = ctx.config.gpu_resources
+    sites: list[EngineSite] = []
+    for site in all_engine_sites(ctx, obj):
+        if site.container is not None and not site.container.gpu_limit(extra):
+            continue
+        if site.gpu_pod_unknown is not None:
+            raise UnknownInput(site.gpu_pod_unknown)
+        sites.append(site)
+    return sites
 
 
 # --------------------------------------------------------------------------- model
@@ -192,7 +101,7 @@ def _model_candidates(site: EngineSite) -> list[str]:
     loading = as_map(site.llm_config.get("model_loading_config"), "model_loading_config")
     source = loading.get("model_source")
     if source is UNKNOWN:
-        raise UnknownInput(f"model_loading_config.model_source of {site.label}")
+        raise UnknownInput(f"model_loading_config.model_source of {site.name}")
     if isinstance(source, str) and source:
         out.append(source)
     if isinstance(site.engine.model, str) and site.engine.model:
@@ -211,7 +120,7 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
     """The engine's model architecture from the model catalogue, or why it is unknown."""
     names = _model_candidates(site)
     if not names:
-        return f"{site.label} names no model"
+        return f"{site.name} names no model"
     for name in names:
         arch = catalogs.model_architecture(name)
         if arch is not None:
@@ -223,87 +132,22 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
 # --------------------------------------------------------------------------- GPU
 
 
-@dataclass(frozen=True, slots=True)
-class GpuRef:
-    """A GPU model an engine runs on and what says so."""
-
-    gpu: GpuModel
-    where: str
-
-    @property
-    def label(self) -> str:
-        """``NVIDIA L4 (nvidia.com/gpu.product=NVIDIA-L4)``."""
-        return f"{self.gpu.name} ({self.where})"
-
-
-def _karpenter_gpu(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str] | None:
-    """Karpenter's ``instance-gpu-name`` (``h100``, ``a10g``) resolved through the AWS
-    instance types of the hardware catalogue; ``instance-gpu-memory`` (MiB) picks between
-    models of one name (A100 40 GB / 80 GB)."""
-    name = labels.get(KARPENTER_GPU_NAME)
-    if not isinstance(name, str):
-        return None
-    where = f"{KARPENTER_GPU_NAME}={name}"
-    hw = catalogs.hardware()
-    ids = {i.gpu for i in hw.instances.values()}
-    key = name.strip().lower()
-    found = [hw.gpus[g] for g in sorted(ids) if g == key or g.startswith(f"{key}-")]
-    memory = labels.get(KARPENTER_GPU_MEMORY)
-    if len(found) > 1 and memory is not None and _is_number(memory):
-        mib = float(str(memory))
-        found = [g for g in found if abs(g.memory_gib * 1024 - mib) <= 0.1 * mib]
-        where += f", {KARPENTER_GPU_MEMORY}={memory}"
-    return (found[0] if len(found) == 1 else None), where
-
-
-def _pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
-    """The GPU model(s) a Pod can land on, or why none is known.
-
-    Described pools the Pod targets win (each distinct GPU model is returned); otherwise
-    the Pod's GPU node selectors (GFD product, instance type, Karpenter, GKE labels).
-    """
-    pools = gpu_pools(ctx)
-    refs: dict[str, GpuRef] = {}
-    unknown: list[str] = []
-    for pool in targeted_pools(pod, pools) if pools else []:
-        gpu = gpu_model_of_pool(pool)
-        if gpu is None:
-            unknown.append(f"pool {pool.name} ({pool.gpu_product or pool.text('instanceType')})")
-        else:
-            refs.setdefault(gpu.id, GpuRef(gpu, f"pool {pool.name}"))
-    if refs:
-        return list(refs.values())
-    karpenter = _karpenter_gpu(pod.selected_labels())
-    gpu, where = karpenter if karpenter is not None else gpu_model_of_selectors(pod)
-    if gpu is not None:
-        return [GpuRef(gpu, where)]
-    if where:
-        return f"the GPU model selected by {where} is not in the hardware catalogue"
-    if unknown:
-        return f"the GPU model of {', '.join(unknown)} is not in the hardware catalogue"
-    return (
-        "the GPU model is unknown: the Pod selects no nvidia.com/gpu.product, "
-        "node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-gpu-name or "
-        "cloud.google.com/gke-accelerator label and matches no described GpuNodePool"
-    )
-
-
 def resolve_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:
     """The GPU model(s) the engine can land on, or why none is known (MIG slices and
     unmatched Ray worker groups are not evaluated)."""
-    pod = site.pod
+    pod = site.gpu_pod
     if pod is None:
         return (
-            f"{site.label}: no Ray worker group with GPUs could be matched to the engine "
+            f"{site.name}: no Ray worker group with GPUs could be matched to the engine "
             "(several GPU groups and no accelerator_type naming one of their GPUs)"
         )
-    mig = [n for n in _gpu_resources(pod, ctx.config.gpu_resources) if "/mig-" in n]
+    mig = [n for n in gpu_resources(pod, ctx.config.gpu_resources) if "/mig-" in n]
     if mig:
         return (
-            f"{site.label} gets a MIG slice ({', '.join(mig)}); the memory of a slice is not "
+            f"{site.name} gets a MIG slice ({', '.join(mig)}); the memory of a slice is not "
             "modelled"
         )
-    return _pod_gpus(ctx, pod)
+    return pod_gpus(ctx, pod)
 
 
 # --------------------------------------------------------------------------- version
@@ -328,7 +172,7 @@ def _env(site: EngineSite) -> dict[str, str]:
     if site.container is not None:
         return site.container.literal_env()
     env: dict[str, str] = {}
-    first = next(iter(site.pod.containers(init=False)), None) if site.pod else None
+    first = next(iter(site.gpu_pod.containers(init=False)), None) if site.gpu_pod else None
     if first is not None:
         env = first.literal_env()
     values = dig(site.llm_config, "runtime_env", "env_vars")
@@ -418,7 +262,7 @@ def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> Plan
     engine = site.engine
     if not engine.complete:
         return (
-            f"{site.label} may take further flags from outside the manifest ($@ or unresolved "
+            f"{site.name} may take further flags from outside the manifest ($@ or unresolved "
             "variables), so its engine settings are not known"
         )
     for key in _UNMODELLED:
@@ -548,7 +392,7 @@ _PER_GPU_DEFAULTS = frozenset({"max_num_seqs", "max_num_batched_tokens"})
 
 def not_evaluated_reason(site: EngineSite, reason: str) -> str:
     """*reason* prefixed with the engine's label unless it names it already."""
-    return reason if reason.startswith(site.label) else f"{site.label}: {reason}"
+    return reason if reason.startswith(site.name) else f"{site.name}: {reason}"
 
 
 def capacity_inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
@@ -601,7 +445,7 @@ def _estimate(
                 est = estimate(arch, gpu, settings.engine.replace(max_model_len=fitted))
             return est
         except CapacityError as exc:
-            return f"{site.label}: {exc}"
+            return f"{site.name}: {exc}"
 
     key = f"capacity-estimate:{id(site.obj)}:{site.engine.source}:{gpu.id}"
     found: CapacityEstimate | str = ctx.memo(key, build)
@@ -742,14 +586,15 @@ def probe(container: ContainerRef, kind: str) -> Probe | str | None:
 
 def annotated_startup(site: EngineSite) -> int | None:
     """The planner's startup estimate annotated on the object or its Pod template."""
+    pod = site.gpu_pod
     for meta in (
         dig(site.obj.raw, "metadata", "annotations"),
-        dig(site.obj.raw, *(site.pod.path[:-1] if site.pod else ()), "metadata", "annotations"),
+        dig(site.obj.raw, *(pod.path[:-1] if pod else ()), "metadata", "annotations"),
     ):
         value = meta.get(STARTUP_ESTIMATE_ANNOTATION) if isinstance(meta, Mapping) else None
         if value is UNKNOWN:
             raise UnknownInput(f"annotation {STARTUP_ESTIMATE_ANNOTATION} of {site.obj.resource}")
-        if value is not None and _is_number(value):
+        if value is not None and is_number(value):
             return int(Fraction(str(value)))
     return None
 

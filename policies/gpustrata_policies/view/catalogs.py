@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpustrata_policies.view.engines import split_image, vllm_version
+from gpustrata_policies.view.vllm_args import split_image, vllm_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture

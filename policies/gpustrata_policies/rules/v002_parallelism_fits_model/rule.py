@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import as_int, engine_sites, site_architecture, vllm_source
 from gpustrata_policies.view.objects import K8sObject
-from gpustrata_policies.view.vllm_sites import as_int, engine_sites, site_architecture, vllm_source
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
@@ -68,7 +68,7 @@ def problems(arch: ModelArchitecture, tp: int, pp: int) -> list[str]:
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """TP divides the model's heads (and fits its KV heads); PP is at most its layers."""
-    for site in engine_sites(obj):
+    for site in engine_sites(ctx, obj):
         engine = site.engine
         tp, pp = as_int(engine, "tensor_parallel_size"), as_int(engine, "pipeline_parallel_size")
         tp = 1 if tp is None else tp

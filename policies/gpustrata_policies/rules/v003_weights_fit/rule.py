@@ -78,7 +78,7 @@ def message(inp: Inputs) -> str:
     room = mem.requested.value - overhead
     defaults = inp.default_notes("tensor_parallel_size", "gpu_memory_utilization")
     return (
-        f"{inp.site.label} serves {inp.model.name} on {inp.gpu.label} with {parallel}: its "
+        f"{inp.site.name} serves {inp.model.name} on {inp.gpu.label} with {parallel}: its "
         f"weights take {gib(est.weights.bytes_per_gpu)} per GPU ({est.weights.explanation}), "
         f"but gpu_memory_utilization {est.gpu_memory_utilization:g} x "
         f"{gib(mem.total.value)} = {gib(mem.requested.value)}, less "

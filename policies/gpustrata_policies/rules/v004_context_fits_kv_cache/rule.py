@@ -26,7 +26,7 @@ def message(inp: Inputs) -> str:
     )
     defaults = inp.default_notes("max_model_len", "gpu_memory_utilization")
     return (
-        f"{inp.site.label} serves {inp.model.name} on {inp.gpu.label} with max_model_len "
+        f"{inp.site.name} serves {inp.model.name} on {inp.gpu.label} with max_model_len "
         f"{mml:,}: after {gib(est.weights.bytes_per_gpu)} of weights per GPU the KV cache "
         f"gets {gib(max(0, est.memory.available_kv_bytes))} per GPU, {kv.tokens:,} tokens "
         f"({kv.max_concurrency:.2f} sequences of {mml:,}), but one {mml:,}-token sequence "

@@ -10,8 +10,7 @@ from gpustrata.catalog.vllm_releases import source_url
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.objects import K8sObject
-from gpustrata_policies.view.vllm_sites import (
+from gpustrata_policies.view.engines import (
     EngineSite,
     Version,
     as_bool,
@@ -25,6 +24,7 @@ from gpustrata_policies.view.vllm_sites import (
     site_gpus,
     site_version,
 )
+from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
@@ -313,7 +313,7 @@ def _seqs_message(label: str, running: str, s: Settings, worlds: list[World]) ->
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """The engine's batch token budget covers max_num_seqs, and max_model_len unchunked."""
-    for site in engine_sites(obj):
+    for site in engine_sites(ctx, obj):
         e = site.engine
         raw = {k: as_int(e, k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
         bad = {k: v for k, v in raw.items() if isinstance(v, str)}

@@ -10,8 +10,7 @@ from gpustrata.catalog.vllm_releases import BlockSizeRelease, source_url
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.objects import K8sObject
-from gpustrata_policies.view.vllm_sites import (
+from gpustrata_policies.view.engines import (
     EngineSite,
     Version,
     as_int,
@@ -23,6 +22,7 @@ from gpustrata_policies.view.vllm_sites import (
     site_gpus,
     site_version,
 )
+from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -188,7 +188,7 @@ def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """An explicit block_size is one the vLLM release and its CUDA backend accept."""
-    for site in engine_sites(obj):
+    for site in engine_sites(ctx, obj):
         raw = as_int(site.engine, "block_size")
         if raw is None:
             continue  # vLLM's default (16) is valid for every release and backend read

@@ -8,9 +8,9 @@ from gpustrata.catalog.vllm_releases import vllm_file_url
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY_IN_PROD
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.engines import EngineArgs, serve_config
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.ray import container_engines, flag_is_on
+from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
 VLLM_CONFIG = vllm_file_url(catalogs.reference_vllm(), "vllm/config")
 DEEPEP_HT = "deepep_high_throughput"

@@ -11,7 +11,6 @@ from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.capacity_sites import (
     VLLM_SRC,
-    EngineSite,
     ModelRef,
     Probe,
     annotated_startup,
@@ -22,6 +21,7 @@ from gpustrata_policies.view.capacity_sites import (
     resolve_model,
     weights_source,
 )
+from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         startup, liveness = probe(container, "startupProbe"), probe(container, "livenessProbe")
         for bad in (startup, liveness):
             if isinstance(bad, str):
-                yield ctx.not_evaluated(obj, f"{site.label}: {bad}")
+                yield ctx.not_evaluated(obj, f"{site.name}: {bad}")
         if isinstance(startup, str) or isinstance(liveness, str):
             continue
         window = _window(startup, liveness)
@@ -130,7 +130,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
         yield ctx.violation(
             obj,
-            f"{site.label} gets {seconds} s to start ({working}) but {model.name} needs an "
+            f"{site.name} gets {seconds} s to start ({working}) but {model.name} needs an "
             f"estimated {needed:.0f} s: {chain}; the kubelet restarts the container before the "
             f"model has loaded, again on every attempt. Fix: {fix}",
             (*container.path, chosen.kind),

@@ -113,7 +113,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
         yield ctx.violation(
             obj,
-            f"{inp.site.label} lets vLLM run max_num_seqs {est.max_num_seqs:,} sequences at "
+            f"{inp.site.name} lets vLLM run max_num_seqs {est.max_num_seqs:,} sequences at "
             f"once, but the KV cache of {inp.model.name} on {inp.gpu.label} holds "
             f"{est.kv.tokens:,} tokens ({est.kv.num_blocks:,} blocks of {est.block_size} "
             f"tokens): {held:,} sequences of {length:,} tokens ({what}, {blocks:,} blocks "
