@@ -12,7 +12,7 @@ from typing import Any
 from gpustrata_policies import evaluate
 from gpustrata_policies.evaluate import find_rule, load_config
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.view import capacity_sites, engines
+from gpustrata_policies.view import capacity, engines
 from gpustrata_policies.view.objects import K8sObject
 
 
@@ -60,8 +60,8 @@ def test_both_readers_read_8k_as_8000() -> None:
     (site,) = list(engines.engine_sites(_ctx(), K8sObject(_deployment(*FLAGS))))
     assert engines.as_int(site.engine, "max_model_len") == 8000
     assert engines.as_int(site.engine, "max_num_batched_tokens") == 8000
-    assert capacity_sites._int(site.engine, "max_model_len") == 8000
-    assert capacity_sites._int(site.engine, "max_num_batched_tokens") == 8000
+    assert capacity._int(site.engine, "max_model_len") == 8000
+    assert capacity._int(site.engine, "max_num_batched_tokens") == 8000
 
 
 def test_v005_and_capacity_rules_agree_on_8k() -> None:

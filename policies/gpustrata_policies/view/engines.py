@@ -15,7 +15,6 @@ the read range are not judged.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpustrata.catalog.vllm_releases import vllm_file_url as vllm_source
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.versions import parse_version
 from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
@@ -60,10 +60,10 @@ __all__ = [
     "engine_sites",
     "gpu_resources",
     "neighbours",
-    "parse_version",
     "pod_gpus",
     "ray_gpu_pod",
     "release_key",
+    "release_version",
     "site_architecture",
     "site_gpus",
     "site_version",
@@ -302,24 +302,22 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
 # --------------------------------------------------------------------------- versions
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)*")
-
-
-def parse_version(text: str | None) -> Version | None:
-    """``'1.2.3'`` -> ``(1, 2, 3)``, ``'v1.2'`` -> ``(1, 2, 0)`` (``.postN`` and local
-    labels dropped)."""
+def release_version(text: str | None) -> Version | None:
+    """A vLLM release as a 3-part comparison key: ``'1.2.3'`` -> ``(1, 2, 3)``, ``'v1.2'``
+    -> ``(1, 2, 0)``, ``'1.2.3.post1'`` -> ``(1, 2, 3)``; ``None`` when it is no version.
+    Read with :func:`gpustrata.core.versions.parse_version`, the one version grammar."""
     if not text:
         return None
-    match = _NUMBER.match(text.lstrip("v"))
-    if match is None:
+    try:
+        parts = parse_version(text)
+    except ValueError:
         return None
-    parts = tuple(int(p) for p in match.group(0).split("."))
     return (*parts, 0, 0, 0)[:3]
 
 
 def release_key(version: str) -> Version:
     """A catalogued release as a comparison key (``'1.2.3'`` -> ``(1, 2, 3)``)."""
-    key = parse_version(version)
+    key = release_version(version)
     if key is None:
         raise ValueError(f"{version!r} is not a release version")
     return key

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.capacity_sites import VLLM_SRC, Inputs, estimated_engines
+from gpustrata_policies.view.capacity import VLLM_SRC, Inputs, estimated_engines
 from gpustrata_policies.view.objects import K8sObject
 
 

@@ -18,8 +18,8 @@ from gpustrata_policies.view.engines import (
     engine_sites,
     gib,
     neighbours,
-    parse_version,
     release_key,
+    release_version,
     site_architecture,
     site_gpus,
     site_version,
@@ -218,7 +218,7 @@ def _values(values: list[int | None]) -> str:
 def _judge(ctx: RuleContext, site: EngineSite, s: Settings) -> Iterator[Outcome]:
     obj, label = site.obj, site.label
     version, where = site_version(site)
-    parsed = parse_version(version)
+    parsed = release_version(version)
     arch = site_architecture(site)
     use_v1 = site.env.get("VLLM_USE_V1")
     if parsed is None:

@@ -16,8 +16,8 @@ from gpustrata_policies.view.engines import (
     as_int,
     engine_sites,
     neighbours,
-    parse_version,
     release_key,
+    release_version,
     site_architecture,
     site_gpus,
     site_version,
@@ -141,7 +141,7 @@ def _judge(
 def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
     obj = site.obj
     version, where = site_version(site)
-    parsed = parse_version(version)
+    parsed = release_version(version)
     if version is None or parsed is None:
         return ctx.not_evaluated(
             obj,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.capacity_sites import (
+from gpustrata_policies.view.capacity import (
     VLLM_SRC,
     ModelRef,
     Probe,

@@ -9,7 +9,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.capacity_sites import (
+from gpustrata_policies.view.capacity import (
     VLLM_SRC,
     Probe,
     capacity_inputs,

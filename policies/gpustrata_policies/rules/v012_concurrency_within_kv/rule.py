@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.capacity_sites import (
+from gpustrata_policies.view.capacity import (
     VLLM_SRC,
     Inputs,
     estimate,

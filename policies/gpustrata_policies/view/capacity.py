@@ -1,10 +1,11 @@
-"""Helpers shared by the capacity rules V003, V004, V009, V010 and V012 (not a rule).
+"""The capacity estimate of the engines a manifest runs, for V003, V004, V009, V010, V012.
 
-An adapter from what a manifest says about a vLLM engine to the capacity planner
-(:mod:`gpustrata.vllm.capacity`): which engines an object runs (``vllm serve`` in a
-container, or Ray Serve LLM ``llm_configs``), the model architecture (model catalogue),
-the GPU the engine runs on (pool descriptions or GPU node labels), its settings with
-vLLM's defaults where unset, and the vLLM version / engine generation from the image.
+An adapter from the engine reader (:mod:`gpustrata_policies.view.engines`) to the
+capacity planner (:mod:`gpustrata.vllm.capacity`): which engines ask for GPUs, the model
+architecture (model catalogue), the GPU model the engine runs on (pool descriptions or
+GPU node labels), its :class:`~gpustrata.vllm.settings.EngineSettings` with vLLM's
+defaults where unset, the vLLM version / engine generation from the image, the weight
+source and the probes.
 
 The planner and the catalogues use pydantic; they are imported only once an engine with
 a GPU is found, so ``gpustrata check`` on manifests without one stays light.
