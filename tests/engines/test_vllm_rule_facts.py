@@ -24,9 +24,11 @@ from conftest import engine_module
 
 from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata.catalog.vllm_releases import reference_release
 from gpustrata_policies.rules.v002_parallelism_fits_model import rule as v002
 from gpustrata_policies.rules.v005_batch_budget_covers_context import rule as v005
 from gpustrata_policies.rules.v006_block_size_valid import rule as v006
+from gpustrata_policies.view.engines import release_key
 
 pytestmark = [
     pytest.mark.engines,
@@ -55,10 +57,11 @@ def _backends(names: tuple[str, ...]) -> list[Any]:
 @pytest.mark.parametrize("mla", [False, True], ids=["attention", "mla"])
 def test_v006_refuses_exactly_what_no_cuda_backend_supports(vllm: Any, mla: bool) -> None:
     backends = _backends(MLA if mla else REGULAR)
+    verdict = dict(v006.READ)[release_key(reference_release())].verdict
     for block in range(1, 513):
         supported = any(b.supports_block_size(block) for b in backends)
         for cc in ((8, 0), (9, 0), (10, 0)):
-            refused, _ = v006._v033(block, mla, cc, True)
+            refused, _ = verdict(block, mla, cc, True)
             assert refused is (not supported), (block, mla, cc)
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from gpustrata.core.quantity import parse_quantity
 from gpustrata_policies import UNKNOWN, ConfigError, evaluate, load_config, objects_from_pulumi
-from gpustrata_policies.view.engines import serve_config, split_image, vllm_engine, vllm_version
 from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.vllm_args import serve_config, split_image, vllm_engine, vllm_version
 
 
 def _container(**fields: Any) -> Any:

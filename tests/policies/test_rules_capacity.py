@@ -19,7 +19,7 @@ from gpustrata_policies import evaluate
 from gpustrata_policies.config import ConfigError
 from gpustrata_policies.evaluate import find_rule, load_config, to_objects
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.view import capacity_sites as _capacity
+from gpustrata_policies.view import capacity as _capacity
 
 sys.path.insert(0, str(REPO / "tests"))
 from _stacks import STACKS

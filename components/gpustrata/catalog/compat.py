@@ -476,7 +476,7 @@ class CompatCatalog:
         return req
 
     def vllm(self, version: str) -> VllmRelease | None:
-        """The vLLM release for ``'v0.8.5'``, ``'0.8.5'``, ``'0.8.5.post1'`` or ``'0.8.5+cu128'``.
+        """The vLLM release for ``'vX.Y.Z'``, ``'X.Y.Z'``, ``'X.Y.Z.post1'`` or ``'X.Y.Z+cu128'``.
 
         An exact match (including ``.postN``) wins; a ``.postN`` that is not catalogued falls back
         to its base release, and a base release that is not catalogued falls back to a catalogued

@@ -14,7 +14,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpustrata.catalog.hardware import GpuModel, InstanceType
+from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.environments import Environment
+
+_VLLM = load_vllm_releases()
+"""The vLLM release catalogue (its reference release's defaults are quoted below)."""
 
 ClusterMode = Literal["create", "existing"]
 CapacityType = Literal["ON_DEMAND", "SPOT"]
@@ -372,8 +376,10 @@ class EngineSpec(_Model):
         examples=[0.9],
         json_schema_extra={"fix": "use a fraction such as 0.9"},
         description="vLLM --gpu-memory-utilization: fraction of GPU memory for the engine. "
-        "gpustrata always passes it; its default 0.9 leaves more headroom than vLLM 0.33's "
-        "own default of 0.92 (vllm/config/cache.py) for memory vLLM does not count "
+        "gpustrata always passes it; its default 0.9 leaves more headroom than vLLM "
+        f"{minor_release(_VLLM.reference)}'s own default of "
+        f"{_VLLM.gpu_memory_utilization.value} (vllm/config/cache.py) for memory vLLM does "
+        "not count "
         "(CUDA context, NCCL buffers).",
     )
     dtype: ModelDtype = Field(default="auto", description="vLLM --dtype.")

@@ -8,8 +8,8 @@ from typing import Any
 from gpustrata.core.environments import Environment
 from gpustrata.core.unknown import UnknownInput
 from gpustrata_policies.findings import Enforcement, RuleContext
-from gpustrata_policies.view.engines import serve_config, vllm_engine
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
 MANDATORY: dict[Environment, Enforcement] = {
     "dev": "mandatory",

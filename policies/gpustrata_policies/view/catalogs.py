@@ -11,12 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpustrata_policies.view.engines import split_image, vllm_version
+from gpustrata_policies.view.vllm_args import split_image, vllm_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
     from gpustrata.catalog.compat import CompatCatalog, GpuOperatorRelease
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+    from gpustrata.catalog.vllm_releases import VllmReleases
 
 __all__ = [
     "ImageCuda",
@@ -28,6 +29,9 @@ __all__ = [
     "model_architecture",
     "operator_release",
     "readable_version",
+    "reference_vllm",
+    "reference_vllm_minor",
+    "vllm_releases",
 ]
 
 _CU_TAG = re.compile(r"(?:^|[-_.])cu(\d{3})(?=$|[-_.])")
@@ -39,6 +43,25 @@ def compat() -> CompatCatalog:
     from gpustrata.catalog.compat import load_compat_catalog
 
     return load_compat_catalog()
+
+
+def vllm_releases() -> VllmReleases:
+    """The packaged vLLM release catalogue (defaults and facts per release)."""
+    from gpustrata.catalog.vllm_releases import load_vllm_releases
+
+    return load_vllm_releases()
+
+
+def reference_vllm() -> str:
+    """The vLLM release a rule assumes when an image names none (from the catalogue)."""
+    return vllm_releases().reference
+
+
+def reference_vllm_minor() -> str:
+    """The reference release as its series (``X.Y``), for prose."""
+    from gpustrata.catalog.vllm_releases import minor_release
+
+    return minor_release(reference_vllm())
 
 
 def hardware() -> HardwareCatalog:

@@ -1,335 +1,403 @@
-"""Read vLLM engine settings and versions from containers and RayService configs.
+"""The one engine reader: every vLLM engine of an object as an :class:`EngineSite`.
 
-Spellings understood (all normalised to vLLM's underscore names):
+Flags are parsed by :mod:`gpustrata_policies.view.vllm_args` (vLLM's grammar,
+:mod:`gpustrata.vllm.flags`). Where a vLLM engine runs (a ``vllm serve`` container, or a
+Ray Serve LLM config in a RayService), which vLLM version it is (the image tag; a
+``rayproject/ray-llm`` tag through the Ray release's pinned vLLM in the compatibility
+catalogue), which GPU it gets (the pools it targets, else its GPU node selectors) and the
+model architecture (catalogue).
 
-* ``vllm serve MODEL --flag v`` / ``--flag=v`` / ``--flag_with_underscores v``;
-* ``python -m vllm.entrypoints.openai.api_server --model M``;
-* the ``vllm/vllm-openai`` image without a command (its entrypoint is the API
-  server, so ``args`` are the flags);
-* shell strings (``sh -c "...; vllm serve ..."``), with ``$(VAR)``/``$VAR``
-  expanded from literal env values;
-* env-driven launchers: flags in ``VLLM_ADDITIONAL_ARGS`` (KServe);
-* Ray Serve LLM ``serveConfigV2``: ``applications[].args.llm_configs[]`` with
-  ``engine_kwargs``, ``model_loading_config``, ``deployment_config``,
-  ``placement_group_config``, ``accelerator_type``.
+Version-dependent facts live in the rules and are keyed by the vLLM releases whose
+source was read. A version between two read releases is judged under both, and a rule
+reports only what both agree on (otherwise "not evaluated", saying why); releases outside
+the read range are not judged.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import yaml
-
+from gpustrata.catalog.vllm_releases import vllm_file_url as vllm_source
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata.core.yamlio import safe_load
-from gpustrata_policies.view.objects import ContainerRef, K8sObject, dig
+from gpustrata.core.versions import parse_version
+from gpustrata.vllm.flags import flag_bool, int_setting
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.kuberay import ray_groups
+from gpustrata_policies.view.nodes import (
+    gpu_model_of_pool,
+    gpu_model_of_selectors,
+    gpu_pools,
+    targeted_pools,
+)
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, dig
+from gpustrata_policies.view.vllm_args import (
+    EngineArgs,
+    serve_config,
+    split_image,
+    vllm_engine,
+    vllm_version,
+)
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.architectures import ModelArchitecture
+    from gpustrata.catalog.hardware import GpuModel
+
+Path = tuple[str | int, ...]
+Version = tuple[int, ...]
+T = TypeVar("T")
+KARPENTER_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
+KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 
 __all__ = [
-    "EngineArgs",
-    "ServeConfig",
-    "ray_version",
-    "serve_config",
-    "split_image",
-    "vllm_engine",
-    "vllm_version",
+    "EngineSite",
+    "GpuRef",
+    "as_bool",
+    "as_int",
+    "engine_sites",
+    "gpu_resources",
+    "neighbours",
+    "pod_gpus",
+    "ray_gpu_pod",
+    "release_key",
+    "release_version",
+    "site_architecture",
+    "site_gpus",
+    "site_version",
+    "vllm_source",
 ]
 
-_SHORT = {
-    "-tp": "tensor_parallel_size",
-    "-pp": "pipeline_parallel_size",
-    "-dp": "data_parallel_size",
-}
-_BOOLEAN = frozenset(
-    {
-        "enforce_eager",
-        "trust_remote_code",
-        "enable_chunked_prefill",
-        "enable_prefix_caching",
-        "disable_log_requests",
-        "disable_log_stats",
-        "enable_auto_tool_choice",
-        "enable_expert_parallel",
-        "enable_lora",
-        "disable_custom_all_reduce",
-        "headless",
-        "is_decode_worker",
-        "is_prefill_worker",
-    }
-)
-_API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
-_VAR = re.compile(
-    r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)"
-)
-_SEPARATORS = re.compile(r"\s*(?:;|&&|\|\||\n)\s*")
+
+@dataclass(frozen=True, slots=True)
+class EngineSite:
+    """One vLLM engine and what surrounds it: the one model of an engine every V rule,
+    R005 and the capacity rules read (built once per container or ``llm_configs`` entry,
+    memoised per evaluation by :func:`engine_sites`)."""
+
+    obj: K8sObject
+    engine: EngineArgs
+    path: Path
+    """Where the settings are written (the container's args, else its command; or
+    ``spec.serveConfigV2``)."""
+    images: tuple[Any, ...]
+    """Images that may run the engine (Ray: every worker container's)."""
+    env: Mapping[str, str]
+    """Literal env of the engine's containers (Ray: every worker container's, merged)."""
+    pods: tuple[PodRef, ...]
+    """The pod specs whose GPUs run the engine (Ray: the worker groups)."""
+    ray: bool
+    models: tuple[str, ...] = ()
+    """Names the model goes by (Ray: ``model_source`` first, then ``model_id``)."""
+    container: ContainerRef | None = None
+    """The container running ``vllm serve`` (None on the Ray Serve LLM path)."""
+    llm_config: Mapping[str, Any] = field(default_factory=dict)
+    """The Ray Serve LLM ``llm_config`` ({} for containers)."""
+    gpu_pod: PodRef | None = None
+    """The pod spec whose GPUs run the engine (Ray: the one GPU worker group, or the one
+    whose GPU is the ``accelerator_type``; None when none can be matched)."""
+    image: Any = None
+    """The image running the engine (Ray: the GPU worker group's first container's)."""
+    gpu_pod_unknown: str | None = None
+    """Set when the GPU worker group could not be read (a value known only at deploy time)."""
+
+    @property
+    def label(self) -> str:
+        """Where the engine is, for messages (``container 'vllm'`` / serveConfigV2 path)."""
+        return self.engine.source
+
+    @property
+    def name(self) -> str:
+        """The engine by name (``container 'vllm'`` / ``Ray Serve LLM engine 'llama'``)."""
+        if self.ray and self.engine.model:
+            return f"Ray Serve LLM engine '{self.engine.model}'"
+        return self.engine.source
 
 
-@dataclass(slots=True)
-class EngineArgs:
-    """Engine settings of one vLLM engine, with where they were read."""
+def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
+    """Every vLLM engine of the object (Ray Serve LLM configs once per RayService),
+    memoised per evaluation."""
 
-    source: str
-    model: str | None = None
-    values: dict[str, Any] = field(default_factory=dict)
-    complete: bool = True
-    """False when flags may come from elsewhere (``$@``, unresolved variables)."""
-    port: int | None = None
+    def build() -> list[EngineSite]:
+        return list(_build_sites(ctx, obj))
 
-    def get(self, key: str) -> Any:
-        """A setting by vLLM name (dashes or underscores)."""
-        return self.values.get(key.replace("-", "_"))
-
-    def get_int(self, key: str) -> int | None:
-        """An integer setting, ``None`` when absent or not an integer."""
-        value = self.get(key)
-        if value is UNKNOWN:
-            raise UnknownInput(f"{key} of {self.source}")
-        try:
-            return int(str(value)) if value is not None and not isinstance(value, bool) else None
-        except ValueError:
-            return None
-
-    def gpus_per_engine(self) -> int | None:
-        """TP x PP, or ``None`` when a factor is unreadable (defaults are 1)."""
-        tp = self.get_int("tensor_parallel_size") if self.get("tensor_parallel_size") else 1
-        pp = self.get_int("pipeline_parallel_size") if self.get("pipeline_parallel_size") else 1
-        if tp is None or pp is None:
-            return None
-        return tp * pp
+    found: list[EngineSite] = ctx.memo(f"engine-sites:{id(obj)}", build)
+    return found
 
 
-def _expand(text: str, env: Mapping[str, str]) -> tuple[str, bool]:
-    unresolved = False
-
-    def sub(match: re.Match[str]) -> str:
-        nonlocal unresolved
-        name = match.group(1) or match.group(2) or match.group(3)
-        if name in env:
-            return env[name]
-        unresolved = True
-        return match.group(0)
-
-    return _VAR.sub(sub, text), unresolved
-
-
-def _tokens(command: str) -> list[str]:
-    try:
-        return shlex.split(command, comments=True)
-    except ValueError:
-        return command.split()
-
-
-def parse_flags(tokens: list[str], values: dict[str, Any]) -> str | None:
-    """Parse vLLM CLI flags into *values*; returns the first positional (the model)."""
-    positional: str | None = None
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        i += 1
-        if tok in _SHORT:
-            key = _SHORT[tok]
-        elif tok.startswith("--") and len(tok) > 2:
-            key = tok[2:]
-        else:
-            if positional is None and not tok.startswith("-"):
-                positional = tok
-            continue
-        value: Any = True
-        if "=" in key:
-            key, value = key.split("=", 1)
-        key = key.replace("-", "_")
-        if value is True:
-            nxt = tokens[i] if i < len(tokens) else None
-            takes = key not in _BOOLEAN or (nxt or "").lower() in {"true", "false"}
-            if takes and nxt is not None and (not nxt.startswith("-") or _is_number(nxt)):
-                value = nxt
-                i += 1
-        if key.startswith("no_") and value is True:
-            key, value = key[3:], False
-        values[key] = value
-    return positional
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _vllm_invocation(tokens: list[str]) -> list[str] | None:
-    """The flags after ``vllm serve`` / ``-m vllm.entrypoints...``, else ``None``."""
-    for i, tok in enumerate(tokens):
-        base = tok.rsplit("/", 1)[-1]
-        if base == "vllm" and i + 1 < len(tokens) and tokens[i + 1] == "serve":
-            return tokens[i + 2 :]
-        if tok == "-m" and i + 1 < len(tokens) and tokens[i + 1] in _API_SERVER_MODULES:
-            return tokens[i + 2 :]
-    return None
-
-
-def split_image(image: str) -> tuple[str, str | None, str | None]:
-    """``repo[:tag][@digest]`` -> (repo, tag, digest); a registry port is not a tag."""
-    digest = None
-    if "@" in image:
-        image, digest = image.split("@", 1)
-    tag = None
-    last = image.rsplit("/", 1)[-1]
-    if ":" in last:
-        image, tag = image.rsplit(":", 1)
-    return image, tag, digest
-
-
-def _is_vllm_image(image: Any) -> bool:
-    if not isinstance(image, str):
-        return False
-    repo = split_image(image)[0]
-    return repo.rsplit("/", 1)[-1] in {"vllm-openai", "vllm-tpu", "vllm-openai-rocm"}
-
-
-def vllm_engine(container: ContainerRef) -> EngineArgs | None:
-    """vLLM engine settings of a container that runs the vLLM server, else ``None``."""
-    raw = container.raw
-    command = raw.get("command")
-    args = raw.get("args")
-    if command is UNKNOWN or args is UNKNOWN:
-        raise UnknownInput(f"command/args of {container.label}")
-    command = [str(c) for c in command] if isinstance(command, list) else []
-    args = [str(a) for a in args] if isinstance(args, list) else []
-    env = container.literal_env()
-    argv = command + args
-    flags: list[str] | None = None
-    complete = True
-    if argv and argv[0].rsplit("/", 1)[-1] in {"sh", "bash", "dash", "ash", "zsh"} and "-c" in argv:
-        script = " ".join(argv[argv.index("-c") + 1 :])
-        script = script.replace("\\\n", " ")
-        for part in _SEPARATORS.split(script):
-            expanded, unresolved = _expand(part, env)
-            found = _vllm_invocation(_tokens(expanded))
-            if found is not None:
-                flags, complete = found, not unresolved
-                break
-    elif argv:
-        expanded_argv = []
-        for tok in argv:
-            text, unresolved = _expand(tok, env)
-            complete = complete and not unresolved
-            expanded_argv.append(text)
-        flags = _vllm_invocation(expanded_argv)
-        if flags is None and not command and _is_vllm_image(container.image):
-            flags = expanded_argv
-    elif _is_vllm_image(container.image):
-        flags = []
-    if flags is None:
-        return None
-    if "$@" in flags or '"$@"' in flags:
-        complete = False
-        flags = [f for f in flags if f not in {"$@", '"$@"'}]
-    engine = EngineArgs(source=container.label, complete=complete)
-    engine.model = parse_flags(flags, engine.values)
-    extra = env.get("VLLM_ADDITIONAL_ARGS")
-    if extra:
-        parse_flags(_tokens(extra), engine.values)
-    if isinstance(engine.values.get("model"), str):
-        engine.model = engine.values["model"]
-    port = engine.get_int("port")
-    engine.port = port if port is not None else 8000
-    return engine
-
-
-@dataclass(slots=True)
-class ServeConfig:
-    """What a RayService ``serveConfigV2`` says about Ray Serve LLM engines."""
-
-    engines: list[EngineArgs] = field(default_factory=list)
-    llm_configs: list[Mapping[str, Any]] = field(default_factory=list)
-    applications: list[Mapping[str, Any]] = field(default_factory=list)
-    error: str | None = None
-
-
-def serve_config(obj: K8sObject) -> ServeConfig | None:
-    """Parse a RayService's ``serveConfigV2``; ``None`` if it has none."""
-    text = dig(obj.raw, "spec", "serveConfigV2")
-    if text is UNKNOWN:
-        raise UnknownInput(f"spec.serveConfigV2 of {obj.resource}")
-    if not isinstance(text, str):
-        return None
-    return _parse_serve_config(text)
-
-
-@lru_cache(maxsize=256)
-def _parse_serve_config(text: str) -> ServeConfig:
-    """Parse once per distinct string (callers treat the result as read-only)."""
-    try:
-        data = safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1} of the string)" if mark else ""
-        return ServeConfig(error=f"serveConfigV2 is not valid YAML{where}")
-    out = ServeConfig()
-    apps = data.get("applications") if isinstance(data, Mapping) else None
-    for app_index, app in enumerate(apps if isinstance(apps, list) else []):
-        if not isinstance(app, Mapping):
-            continue
-        out.applications.append(app)
-        args = app.get("args")
-        if not isinstance(args, Mapping):
-            continue
-        configs = args.get("llm_configs")
-        if not isinstance(configs, list):
-            single = args.get("llm_config")
-            configs = [single] if single is not None else []
-        for index, cfg in enumerate(configs):
-            label = f"serveConfigV2 applications[{app_index}].args.llm_configs[{index}]"
-            if not isinstance(cfg, Mapping):  # a path to a config file: not readable here
-                out.engines.append(EngineArgs(source=label, complete=False))
-                continue
-            out.llm_configs.append(cfg)
-            kwargs = cfg.get("engine_kwargs")
-            values = (
-                {str(k).replace("-", "_"): v for k, v in kwargs.items()}
-                if isinstance(kwargs, Mapping)
-                else {}
+def _build_sites(ctx: RuleContext, obj: K8sObject) -> Iterator[EngineSite]:
+    if obj.kind == "RayService":
+        cfg = serve_config(obj)
+        workers = tuple(p for p in obj.pods() if p.is_ray and p.role != "head")
+        containers = [c for p in workers for c in p.containers(init=False)]
+        env: dict[str, str] = {}
+        for c in containers:
+            env.update(c.literal_env())
+        images = tuple(c.image for c in containers)
+        complete = [e for e in cfg.engines if e.complete] if cfg else []
+        configs = cfg.llm_configs if cfg else []
+        for ray_engine, llm_config in zip(complete, configs, strict=False):
+            source = dig(llm_config, "model_loading_config", "model_source")
+            names = tuple(n for n in (source, ray_engine.model) if isinstance(n, str) and n)
+            unknown = None
+            try:
+                gpu_pod = ray_gpu_pod(ctx, obj, llm_config)
+            except UnknownInput as exc:
+                gpu_pod, unknown = None, str(exc)
+            image = None
+            if gpu_pod is not None:
+                image = next((c.image for c in gpu_pod.containers(init=False)), None)
+            yield EngineSite(
+                obj,
+                ray_engine,
+                ("spec", "serveConfigV2"),
+                images,
+                env,
+                workers,
+                True,
+                names,
+                llm_config=llm_config,
+                gpu_pod=gpu_pod,
+                image=image,
+                gpu_pod_unknown=unknown,
             )
-            model = dig(cfg, "model_loading_config", "model_id")
-            out.engines.append(
-                EngineArgs(
-                    source=label, model=model if isinstance(model, str) else None, values=values
+        return
+    for pod in obj.pods():
+        if pod.is_ray:
+            continue
+        for c in pod.containers(init=False):
+            engine = vllm_engine(c)
+            if engine is not None:
+                path = (*c.path, "args" if "args" in c.raw else "command")
+                names = (engine.model,) if engine.model else ()
+                yield EngineSite(
+                    obj,
+                    engine,
+                    path,
+                    (c.image,),
+                    c.literal_env(),
+                    (pod,),
+                    False,
+                    names,
+                    container=c,
+                    gpu_pod=pod,
+                    image=c.image,
                 )
-            )
-    return out
 
 
-_VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
+# --------------------------------------------------------------------------- GPU
 
 
-def vllm_version(image: Any) -> str | None:
-    """vLLM version from a ``vllm/vllm-openai:v0.8.5``-style image tag."""
-    if not _is_vllm_image(image):
+@dataclass(frozen=True, slots=True)
+class GpuRef:
+    """A GPU model an engine runs on and what says so."""
+
+    gpu: GpuModel
+    where: str
+
+    @property
+    def label(self) -> str:
+        """``NVIDIA L4 (nvidia.com/gpu.product=NVIDIA-L4)``."""
+        return f"{self.gpu.name} ({self.where})"
+
+
+def gpu_resources(pod: PodRef, extra: tuple[str, ...]) -> dict[str, Fraction]:
+    """The GPU resources (``nvidia.com/*`` and *extra*) the pod's app containers ask for."""
+    out: dict[str, Fraction] = {}
+    for c in pod.containers(init=False):
+        for section in ("limits", "requests"):
+            for name, raw in c.resources(section).items():
+                if name.startswith("nvidia.com/") or name in extra:
+                    if raw is UNKNOWN:
+                        raise UnknownInput(f"{name} of {c.label}")
+                    out.setdefault(name, Fraction(str(raw)) if is_number(raw) else Fraction(0))
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def is_number(raw: Any) -> bool:
+    """Does *raw* read as a number (not a boolean)?"""
+    try:
+        Fraction(str(raw))
+    except ValueError:
+        return False
+    return not isinstance(raw, bool)
+
+
+def ray_gpu_pod(ctx: RuleContext, obj: K8sObject, llm: Mapping[str, Any]) -> PodRef | None:
+    """The worker group a Ray Serve LLM engine runs on: the only GPU group, or the one whose
+    GPU is the engine's ``accelerator_type`` (Ray's name for the GPU model)."""
+    extra = ctx.config.gpu_resources
+    groups = [g for g in ray_groups(obj) if not g.is_head and gpu_resources(g.pod, extra)]
+    if len(groups) == 1:
+        return groups[0].pod
+    wanted = llm.get("accelerator_type")
+    if not isinstance(wanted, str):
         return None
-    tag = split_image(str(image))[1]
-    match = _VERSION.fullmatch(tag or "")
-    return match.group(1) if match else None
+    matching = [
+        g.pod
+        for g in groups
+        if any(r.gpu.ray_accelerator_type == wanted for r in _listed(pod_gpus(ctx, g.pod)))
+    ]
+    return matching[0] if len(matching) == 1 else None
 
 
-def ray_version(obj: K8sObject, images: Iterator[Any]) -> str | None:
-    """Ray version from ``rayVersion`` or a ``rayproject/ray*:2.46.0-...`` image tag."""
-    for path in (
-        ("spec", "rayVersion"),
-        ("spec", "rayClusterConfig", "rayVersion"),
-        ("spec", "rayClusterSpec", "rayVersion"),
-    ):
-        value = dig(obj.raw, *path)
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
-            return str(value)
-    for image in images:
-        if isinstance(image, str) and split_image(image)[0].startswith("rayproject/ray"):
-            match = re.search(r"(?:^|ray-)(\d+\.\d+\.\d+)", split_image(image)[1] or "")
-            if match:
-                return match.group(1)
+def _listed(found: list[GpuRef] | str) -> list[GpuRef]:
+    return [] if isinstance(found, str) else found
+
+
+def _karpenter_gpu(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str] | None:
+    """Karpenter's ``instance-gpu-name`` (``h100``, ``a10g``) resolved through the AWS
+    instance types of the hardware catalogue; ``instance-gpu-memory`` (MiB) picks between
+    models of one name (A100 40 GB / 80 GB)."""
+    name = labels.get(KARPENTER_GPU_NAME)
+    if not isinstance(name, str):
+        return None
+    where = f"{KARPENTER_GPU_NAME}={name}"
+    hw = catalogs.hardware()
+    ids = {i.gpu for i in hw.instances.values()}
+    key = name.strip().lower()
+    found = [hw.gpus[g] for g in sorted(ids) if g == key or g.startswith(f"{key}-")]
+    memory = labels.get(KARPENTER_GPU_MEMORY)
+    if len(found) > 1 and memory is not None and is_number(memory):
+        mib = float(str(memory))
+        found = [g for g in found if abs(g.memory_gib * 1024 - mib) <= 0.1 * mib]
+        where += f", {KARPENTER_GPU_MEMORY}={memory}"
+    return (found[0] if len(found) == 1 else None), where
+
+
+def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
+    """The GPU model(s) a Pod can land on, or why none is known.
+
+    Described pools the Pod targets win (each distinct GPU model is returned); otherwise
+    the Pod's GPU node selectors (GFD product, instance type, Karpenter, GKE labels).
+    """
+    pools = gpu_pools(ctx)
+    refs: dict[str, GpuRef] = {}
+    unknown: list[str] = []
+    for pool in targeted_pools(pod, pools) if pools else []:
+        gpu = gpu_model_of_pool(pool)
+        if gpu is None:
+            unknown.append(f"pool {pool.name} ({pool.gpu_product or pool.text('instanceType')})")
+        else:
+            refs.setdefault(gpu.id, GpuRef(gpu, f"pool {pool.name}"))
+    if refs:
+        return list(refs.values())
+    karpenter = _karpenter_gpu(pod.selected_labels())
+    gpu, where = karpenter if karpenter is not None else gpu_model_of_selectors(pod)
+    if gpu is not None:
+        return [GpuRef(gpu, where)]
+    if where:
+        return f"the GPU model selected by {where} is not in the hardware catalogue"
+    if unknown:
+        return f"the GPU model of {', '.join(unknown)} is not in the hardware catalogue"
+    return (
+        "the GPU model is unknown: the Pod selects no nvidia.com/gpu.product, "
+        "node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-gpu-name or "
+        "cloud.google.com/gke-accelerator label and matches no described GpuNodePool"
+    )
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def release_version(text: str | None) -> Version | None:
+    """A vLLM release as a 3-part comparison key: ``'1.2.3'`` -> ``(1, 2, 3)``, ``'v1.2'``
+    -> ``(1, 2, 0)``, ``'1.2.3.post1'`` -> ``(1, 2, 3)``; ``None`` when it is no version.
+    Read with :func:`gpustrata.core.versions.parse_version`, the one version grammar."""
+    if not text:
+        return None
+    try:
+        parts = parse_version(text)
+    except ValueError:
+        return None
+    return (*parts, 0, 0, 0)[:3]
+
+
+def release_key(version: str) -> Version:
+    """A catalogued release as a comparison key (``'1.2.3'`` -> ``(1, 2, 3)``)."""
+    key = release_version(version)
+    if key is None:
+        raise ValueError(f"{version!r} is not a release version")
+    return key
+
+
+def site_version(site: EngineSite) -> tuple[str | None, str]:
+    """(vLLM version, where it was read) of the engine's image; version None if unknown."""
+    for image in site.images:
+        if image is UNKNOWN:
+            raise UnknownInput(f"image of {site.label}")
+        version = vllm_version(image)
+        if version:
+            return version, f"image {image}"
+        if isinstance(image, str) and split_image(image)[0].endswith("rayproject/ray-llm"):
+            tag = split_image(image)[1] or ""
+            info = catalogs.compat().ray_llm_image(tag)
+            if info is not None and info.vllm:
+                return info.vllm, f"image {image} (Ray {info.ray} pins vllm=={info.vllm})"
+            return None, f"image {image} does not pin a vLLM version the catalogue knows"
+    shown = ", ".join(str(i) for i in site.images) or "none"
+    return None, f"the image ({shown}) does not name a vLLM version"
+
+
+def site_gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:
+    """Catalogue GPUs the engine can run on: its target pools', else its GPU selectors'."""
+    pools = gpu_pools(ctx)
+    found: dict[str, tuple[GpuModel, str]] = {}
+    for pod in site.pods:
+        if pools:
+            for pool in targeted_pools(pod, pools):
+                gpu = gpu_model_of_pool(pool)
+                if gpu is not None:
+                    found.setdefault(gpu.id, (gpu, f"pool {pool.name}"))
+        else:
+            gpu, label = gpu_model_of_selectors(pod)
+            if gpu is not None:
+                found.setdefault(gpu.id, (gpu, label))
+    return list(found.values())
+
+
+def site_architecture(site: EngineSite) -> ModelArchitecture | None:
+    """The catalogue architecture of the served model (by id or alias), or None."""
+    for name in site.models:
+        arch = catalogs.model_architecture(name)
+        if arch is not None:
+            return arch
     return None
+
+
+def as_int(engine: EngineArgs, key: str) -> int | str | None:
+    """An integer setting as vLLM reads it; ``None`` when unset; the raw text when vLLM
+    would refuse it (:func:`gpustrata.vllm.flags.int_setting`)."""
+    return int_setting(engine.values, key, engine.source)
+
+
+def as_bool(engine: EngineArgs, key: str) -> bool | None:
+    """A boolean setting (``--flag``, ``--no-flag``, ``--flag=false``, YAML bools)."""
+    return flag_bool(engine.values, key, engine.source)
+
+
+def neighbours(version: Version, read: Sequence[tuple[Version, T]]) -> list[T] | None:
+    """Facts of the read release itself, or of the read releases around it.
+
+    ``read`` is sorted by version. Returns None outside the read range.
+    """
+    for key, facts in read:
+        if key == version:
+            return [facts]
+    below = [f for k, f in read if k < version]
+    above = [f for k, f in read if k > version]
+    if not below or not above:
+        return None
+    return [below[-1], above[0]]
+
+
+def fmt_version(version: Version) -> str:
+    """``(0, 11, 1)`` -> ``0.11.1``."""
+    return ".".join(str(p) for p in version)
+
+
+def gib(gpu: GpuModel) -> str:
+    """``79.65 GiB`` for messages."""
+    return f"{gpu.memory_gib:g} GiB"

@@ -24,8 +24,8 @@ from typing import Any
 
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.view.engines import serve_config
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_map, dig
+from gpustrata_policies.view.vllm_args import serve_config
 
 __all__ = [
     "KUBERAY_MAX_REPLICAS_DEFAULT",

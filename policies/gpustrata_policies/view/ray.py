@@ -7,11 +7,11 @@ from fractions import Fraction
 from typing import Any
 
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.view.engines import EngineArgs, vllm_engine
 from gpustrata_policies.view.kuberay import RayGroup, ray_groups
 from gpustrata_policies.view.nodes import tolerations_of
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
 from gpustrata_policies.view.pools import GpuPool, matches_selectors, tolerates
+from gpustrata_policies.view.vllm_args import EngineArgs, vllm_engine
 
 KUBERAY_V170 = "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator"
 RAY_V2600 = "https://github.com/ray-project/ray/blob/ray-2.60.0/python/ray"

@@ -8,8 +8,8 @@ from fractions import Fraction
 from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.engines import serve_config, vllm_engine
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
+from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
 RUNTIME_DEFAULT_SHM = Fraction(64 * 2**20)  # Docker/containerd default /dev/shm: 64 MiB
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from gpustrata.core.unknown import known
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
-from gpustrata_policies.view.engines import split_image
 from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.vllm_args import split_image
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:

@@ -8,8 +8,8 @@ from typing import Any
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.engines import serve_config, vllm_engine
 from gpustrata_policies.view.objects import K8sObject, as_map
+from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
 KNOWN_SECRET_ENV = frozenset(
     {

@@ -13,9 +13,9 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.engines import serve_config, split_image, vllm_engine
 from gpustrata_policies.view.nodes import GIB, gpu_requests
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
+from gpustrata_policies.view.vllm_args import serve_config, split_image, vllm_engine
 
 # vLLM streams weights from object storage (only config/tokenizer files are pulled:
 # vllm/config/model.py maybe_pull_model_tokenizer_for_runai); Ray Serve LLM downloads

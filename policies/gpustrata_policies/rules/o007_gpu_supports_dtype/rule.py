@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.engines import EngineArgs, serve_config, vllm_engine
 from gpustrata_policies.view.nodes import (
     gpu_model_of_pool,
     gpu_model_of_selectors,
@@ -17,6 +16,7 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import K8sObject, PodRef
+from gpustrata_policies.view.vllm_args import EngineArgs, serve_config, vllm_engine
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel

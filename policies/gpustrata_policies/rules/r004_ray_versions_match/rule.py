@@ -10,10 +10,10 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.engines import serve_config, split_image
 from gpustrata_policies.view.kuberay import cluster_spec_path, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.ray import KUBERAY_V170
+from gpustrata_policies.view.vllm_args import serve_config, split_image
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import KubeRayRelease, RayVersionGate

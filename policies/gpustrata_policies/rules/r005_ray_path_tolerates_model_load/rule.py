@@ -11,10 +11,10 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.engines import EngineArgs, serve_config
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600
+from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
 ENGINE_START_TIMEOUT_ENV = "RAYLLM_ENGINE_START_TIMEOUT_S"
 ENGINE_START_TIMEOUT_DEFAULT_S = 3600  # ray 2.60 python/ray/llm/_internal/serve/constants.py

@@ -7,10 +7,10 @@ from fractions import Fraction
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.engines import EngineArgs
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.ray import RAY_V2600, container_engines
+from gpustrata_policies.view.vllm_args import EngineArgs
 
 MULTI_NODE_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime", "InferenceService"})
 

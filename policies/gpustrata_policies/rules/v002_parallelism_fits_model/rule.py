@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import as_int, engine_sites, site_architecture, vllm_source
 from gpustrata_policies.view.objects import K8sObject
-from gpustrata_policies.view.vllm_sites import as_int, engine_sites, site_architecture, vllm_source
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
 
-V = "0.33.0"
+V = catalogs.reference_vllm()
+"""The release whose sources these facts were checked against (catalogue reference)."""
 MODEL_PY = vllm_source(V, "vllm/config/model.py")
 LLAMA_PY = vllm_source(V, "vllm/model_executor/models/llama.py")
 PP_UTILS = vllm_source(V, "vllm/distributed/utils.py")
@@ -66,7 +68,7 @@ def problems(arch: ModelArchitecture, tp: int, pp: int) -> list[str]:
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """TP divides the model's heads (and fits its KV heads); PP is at most its layers."""
-    for site in engine_sites(obj):
+    for site in engine_sites(ctx, obj):
         engine = site.engine
         tp, pp = as_int(engine, "tensor_parallel_size"), as_int(engine, "pipeline_parallel_size")
         tp = 1 if tp is None else tp
@@ -117,7 +119,7 @@ RULE = Rule(
             "so only the attention heads count. Pipeline parallelism splits the layers over "
             "stages (get_pp_indices); more stages than layers leaves stages without a layer. "
             "Head and layer counts come from the model catalogue (config.json); a model it "
-            "does not know is reported as not evaluated. Checked against vLLM 0.33.0's "
+            f"does not know is reported as not evaluated. Checked against vLLM {V}'s "
             "config/model.py, models/llama.py and distributed/utils.py."
         ),
         fix=(

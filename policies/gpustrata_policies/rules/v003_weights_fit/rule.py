@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.capacity_sites import VLLM_SRC, Inputs, estimate, estimated_engines
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.capacity import VLLM_SRC, Inputs, estimate, estimated_engines
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
@@ -20,9 +21,9 @@ def _try(inp: Inputs, gpu: Any = None, **overrides: Any) -> CapacityEstimate | N
     """The same engine with one setting changed (None: vLLM would refuse it)."""
     from gpustrata.vllm.capacity import CapacityError
 
-    kwargs = {**inp.settings.kwargs, **overrides}
     try:
-        return estimate(inp.model.arch, gpu or inp.gpu.gpu, **kwargs)
+        settings = inp.settings.engine.replace(**overrides)
+        return estimate(inp.model.arch, gpu or inp.gpu.gpu, settings)
     except CapacityError:
         return None
 
@@ -52,7 +53,7 @@ def _fixes(inp: Inputs) -> str:
         if alt is not None and alt.weights_fit:
             out.append(f"a GPU with more memory such as {gpu.name} ({gpu.memory_gib:g} GiB)")
             break
-    if not inp.settings.kwargs.get("quantization") and inp.model.arch.quantization is None:
+    if not inp.settings.engine.quantization and inp.model.arch.quantization is None:
         alt = _try(inp, quantization="fp8")
         if alt is not None and alt.weights_fit:
             out.append(f"an FP8-quantised checkpoint ({gib(alt.weights.bytes_per_gpu)} per GPU)")
@@ -77,7 +78,7 @@ def message(inp: Inputs) -> str:
     room = mem.requested.value - overhead
     defaults = inp.default_notes("tensor_parallel_size", "gpu_memory_utilization")
     return (
-        f"{inp.site.label} serves {inp.model.name} on {inp.gpu.label} with {parallel}: its "
+        f"{inp.site.name} serves {inp.model.name} on {inp.gpu.label} with {parallel}: its "
         f"weights take {gib(est.weights.bytes_per_gpu)} per GPU ({est.weights.explanation}), "
         f"but gpu_memory_utilization {est.gpu_memory_utilization:g} x "
         f"{gib(mem.total.value)} = {gib(mem.requested.value)}, less "
@@ -113,8 +114,9 @@ RULE = Rule(
             "memory or 'No available memory for the cache blocks' and the Pod crash-loops. "
             "The model's shape comes from the model catalogue, the GPU from the pool "
             "description or the Pod's GPU node labels, the arithmetic from the capacity "
-            "planner (vLLM 0.33's sharding and memory profiling; each term is explained in "
-            "the message). Unset flags take vLLM 0.33's defaults."
+            f"planner (vLLM {catalogs.reference_vllm_minor()}'s sharding and memory profiling; "
+            "each term is explained in the message). Unset flags take vLLM "
+            f"{catalogs.reference_vllm_minor()}'s defaults."
         ),
         fix=(
             "Raise tensor_parallel_size (and the GPUs per Pod with it), move to a GPU with "

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.capacity_sites import VLLM_SRC, Inputs, estimated_engines
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.capacity import VLLM_SRC, Inputs, estimated_engines
 from gpustrata_policies.view.objects import K8sObject
 
 
@@ -25,7 +26,7 @@ def message(inp: Inputs) -> str:
     )
     defaults = inp.default_notes("max_model_len", "gpu_memory_utilization")
     return (
-        f"{inp.site.label} serves {inp.model.name} on {inp.gpu.label} with max_model_len "
+        f"{inp.site.name} serves {inp.model.name} on {inp.gpu.label} with max_model_len "
         f"{mml:,}: after {gib(est.weights.bytes_per_gpu)} of weights per GPU the KV cache "
         f"gets {gib(max(0, est.memory.available_kv_bytes))} per GPU, {kv.tokens:,} tokens "
         f"({kv.max_concurrency:.2f} sequences of {mml:,}), but one {mml:,}-token sequence "
@@ -61,7 +62,8 @@ RULE = Rule(
             "(_check_enough_kv_cache_memory: 'To serve at least one request with the model's "
             "max seq len ...'). With max_model_len unset vLLM takes the model's full context "
             "(131072 tokens for Llama 3.1), which rarely fits a single 24-48 GB GPU. The block "
-            "arithmetic is vLLM 0.33's (page size per layer, KV heads per TP rank, sliding "
+            f"arithmetic is vLLM {catalogs.reference_vllm_minor()}'s (page size per layer, KV "
+            "heads per TP rank, sliding "
             "windows, MLA, fp8 KV); the message gives the capacity in tokens and sequences and "
             "the largest max_model_len that fits."
         ),

@@ -6,10 +6,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from gpustrata.catalog.vllm_releases import source_url
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.objects import K8sObject
-from gpustrata_policies.view.vllm_sites import (
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import (
     EngineSite,
     Version,
     as_bool,
@@ -17,25 +18,25 @@ from gpustrata_policies.view.vllm_sites import (
     engine_sites,
     gib,
     neighbours,
-    parse_version,
+    release_key,
+    release_version,
     site_architecture,
     site_gpus,
     site_version,
-    vllm_source,
 )
+from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
     from gpustrata.catalog.hardware import GpuModel
 
-ARG_UTILS = "vllm/engine/arg_utils.py"
-SCHEDULER_033 = vllm_source("0.33.0", "vllm/config/scheduler.py")
-LONG_CONTEXT = 32768
+_CATALOGUE = catalogs.vllm_releases()
+LONG_CONTEXT = _CATALOGUE.v0_defaults.long_context
 """V0 turns chunked prefill on by default above this max_model_len (_set_default_args_v0)."""
-V0_DEFAULT_SEQS = 256
-DEFAULT_TOKENS = 2048
+V0_DEFAULT_SEQS = _CATALOGUE.v0_defaults.max_num_seqs
+DEFAULT_TOKENS = _CATALOGUE.default_batch_tokens.int_value
 """SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS (every release read)."""
-ENGINE_CONTEXT_SEQS = 128
+ENGINE_CONTEXT_SEQS = _CATALOGUE.engine_context_seqs.int_value
 """SchedulerConfig.DEFAULT_MAX_NUM_SEQS: engines built outside ``vllm serve``."""
 
 
@@ -72,20 +73,23 @@ class Release:
         return next(t for t in self.tiers if t.takes(gpu))
 
 
-_SMALL = Tier(0, DEFAULT_TOKENS, 256)
-_MID_085 = Tier(70, 8192, 1024)
-_MID = Tier(70, 8192, 1024, not_a100=True)
 READ: list[tuple[Version, Release]] = [
-    ((0, 8, 5), Release("0.8.5", True, (_MID_085, _SMALL), False)),
-    ((0, 10, 2), Release("0.10.2", True, (_MID, _SMALL), True)),
-    ((0, 11, 0), Release("0.11.0", True, (_MID, _SMALL), True)),
-    ((0, 11, 1), Release("0.11.1", False, (_MID, _SMALL), True)),
-    ((0, 11, 2), Release("0.11.2", False, (_MID, _SMALL), True)),
-    ((0, 12, 0), Release("0.12.0", False, (_MID, _SMALL), True)),
-    ((0, 33, 0), Release("0.33.0", False, (Tier(160, 16384, 1024), _MID, _SMALL), True)),
+    (
+        release_key(r.version),
+        Release(
+            r.version,
+            r.chunked_forced,
+            tuple(Tier(t.min_gib, t.tokens, t.seqs, t.not_a100) for t in r.batch_defaults),
+            r.clamp_seqs,
+        ),
+    )
+    for r in _CATALOGUE.scheduler
 ]
-V0_READ = ((0, 8, 5), (0, 10, 2))
+"""The releases whose scheduler defaults were read (release catalogue), oldest first."""
+V0_READ = tuple(release_key(v) for v in _CATALOGUE.v0_defaults.read_in)
 """Releases whose V0 engine defaults were read (_set_default_args_v0, SchedulerConfig)."""
+_V1_DEFAULT = release_key(_CATALOGUE.v1_default_from)
+_V0_REMOVED = release_key(_CATALOGUE.v0_removed_in)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +153,8 @@ def _v1_worlds(
 
 
 def _v0_worlds(s: Settings, arch: ModelArchitecture | None, read: bool) -> list[World]:
-    """The V0 engine (read in 0.8.5 and 0.10.2: _set_default_args_v0, SchedulerConfig)."""
+    """The V0 engine (read in the catalogue's v0_engine releases: _set_default_args_v0,
+    SchedulerConfig)."""
     options: list[tuple[bool | None, str]]
     if s.chunked is not None:
         options = [(s.chunked, "--enable-chunked-prefill" if s.chunked else "chunked prefill off")]
@@ -213,13 +218,13 @@ def _values(values: list[int | None]) -> str:
 def _judge(ctx: RuleContext, site: EngineSite, s: Settings) -> Iterator[Outcome]:
     obj, label = site.obj, site.label
     version, where = site_version(site)
-    parsed = parse_version(version)
+    parsed = release_version(version)
     arch = site_architecture(site)
     use_v1 = site.env.get("VLLM_USE_V1")
     if parsed is None:
         worlds: list[World] | None = None
         why_unknown = where
-    elif (parsed >= (0, 8, 0) and use_v1 != "0") or parsed >= (0, 11, 0):
+    elif (parsed >= _V1_DEFAULT and use_v1 != "0") or parsed >= _V0_REMOVED:
         releases = neighbours(parsed, READ)
         worlds = _v1_worlds(s, releases, site_gpus(ctx, site), site.ray) if releases else None
         read = ", ".join(r.version for _, r in READ)
@@ -229,7 +234,7 @@ def _judge(ctx: RuleContext, site: EngineSite, s: Settings) -> Iterator[Outcome]
                 f"; judged by {releases[0].version} and {releases[1].version}, the releases "
                 "read around it"
             )
-    elif parsed < (0, 8, 0) and use_v1 == "1":
+    elif parsed < _V1_DEFAULT and use_v1 == "1":
         worlds, why_unknown = None, f"vLLM {version}'s experimental V1 engine was not read"
     else:
         worlds = _v0_worlds(s, arch, V0_READ[0] <= parsed <= V0_READ[-1])
@@ -308,7 +313,7 @@ def _seqs_message(label: str, running: str, s: Settings, worlds: list[World]) ->
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """The engine's batch token budget covers max_num_seqs, and max_model_len unchunked."""
-    for site in engine_sites(obj):
+    for site in engine_sites(ctx, obj):
         e = site.engine
         raw = {k: as_int(e, k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
         bad = {k: v for k, v in raw.items() if isinstance(v, str)}
@@ -347,9 +352,11 @@ RULE = Rule(
             "from 0.11.1 V1 chunks by default and honours the flag. Unset values take the "
             "release's real defaults (EngineArgs.get_batch_defaults: 2048 tokens / 256 "
             "sequences, 8192 / 1024 on GPUs of 70 GiB or more except A100, and from some "
-            "release up to 0.33.0 16384 on 160 GiB or more; an unset max_num_seqs is lowered "
+            f"release up to {_CATALOGUE.reference} 16384 on 160 GiB or more; an unset "
+            "max_num_seqs is lowered "
             "to the token budget from 0.10.2), and the message says which default it used. "
-            "Read in vLLM 0.8.5, 0.10.2, 0.11.0-0.11.2, 0.12.0 and 0.33.0; a release between "
+            f"Read in vLLM 0.8.5, 0.10.2, 0.11.0-0.11.2, 0.12.0 and {_CATALOGUE.reference}; "
+            "a release between "
             "two of them is judged by both, and reported only when they agree."
         ),
         fix=(
@@ -358,11 +365,7 @@ RULE = Rule(
             "matching defaults."
         ),
         references=(
-            SCHEDULER_033,
-            vllm_source("0.33.0", ARG_UTILS),
-            vllm_source("0.11.1", ARG_UTILS),
-            vllm_source("0.11.0", ARG_UTILS),
-            vllm_source("0.8.5", ARG_UTILS),
+            *(source_url(s) for s in _CATALOGUE.scheduler_references),
             "https://github.com/vllm-project/vllm/issues/18547",
         ),
         scope="stack",

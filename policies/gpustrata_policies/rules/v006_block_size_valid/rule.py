@@ -6,21 +6,23 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpustrata.catalog.vllm_releases import BlockSizeRelease, source_url
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.objects import K8sObject
-from gpustrata_policies.view.vllm_sites import (
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import (
     EngineSite,
     Version,
     as_int,
     engine_sites,
     neighbours,
-    parse_version,
+    release_key,
+    release_version,
     site_architecture,
     site_gpus,
     site_version,
-    vllm_source,
 )
+from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -35,7 +37,7 @@ _MULTIPLE_OF_16 = (
 
 
 def _legacy(version: str, choices: tuple[int, ...]) -> Callable[..., Verdict]:
-    """vLLM 0.11.0-0.12.0: ``--block-size`` choices from ``CacheConfig.BlockSize``; the
+    """Releases with ``--block-size`` choices (``CacheConfig.BlockSize``); the
     default CUDA backend by compute capability (``vllm/platforms/cuda.py``): FlashAttention
     (or Triton, for sinks / FP8 KV off Hopper) on 8.x-9.x, FlashInfer on 10.x, FlexAttention
     below 8.0."""
@@ -71,18 +73,23 @@ def _legacy(version: str, choices: tuple[int, ...]) -> Callable[..., Verdict]:
     return verdict
 
 
-def _v033(block: int, mla: bool, cc: tuple[int, int], cli: bool) -> Verdict:
-    """vLLM 0.33.0: any positive int parses; the backend must support it (all CUDA ones
-    declare multiples of 16: FlashAttention/Triton/Flex MultipleOf(16), FlashInfer 16/32/64,
-    Triton-MLA and FlashAttention-MLA MultipleOf(16), FlashMLA 64, FlashInfer-MLA 32/64,
-    CUTLASS-MLA 128), else CudaPlatform.get_attn_backend_cls stops."""
-    if block % 16:
-        kind = "MLA" if mla else "attention"
-        return True, (
-            f"no CUDA {kind} backend of vLLM 0.33.0 takes it (every one needs a multiple of "
-            "16), so it stops with 'No valid attention backend found'"
-        )
-    return False, ""
+def _modern(version: str) -> Callable[..., Verdict]:
+    """Releases without ``--block-size`` choices (the reference release): any positive int
+    parses; the backend must support it (all CUDA ones declare multiples of 16:
+    FlashAttention/Triton/Flex MultipleOf(16), FlashInfer 16/32/64, Triton-MLA and
+    FlashAttention-MLA MultipleOf(16), FlashMLA 64, FlashInfer-MLA 32/64, CUTLASS-MLA 128),
+    else CudaPlatform.get_attn_backend_cls stops."""
+
+    def verdict(block: int, mla: bool, cc: tuple[int, int], cli: bool) -> Verdict:
+        if block % 16:
+            kind = "MLA" if mla else "attention"
+            return True, (
+                f"no CUDA {kind} backend of vLLM {version} takes it (every one needs a "
+                "multiple of 16), so it stops with 'No valid attention backend found'"
+            )
+        return False, ""
+
+    return verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,37 +101,15 @@ class Release:
     sources: tuple[str, ...]
 
 
-_CHOICES_011 = (1, 8, 16, 32, 64, 128)
-_CHOICES_0111 = (1, 8, 16, 32, 64, 128, 256)
+def _release(read: BlockSizeRelease) -> Release:
+    verdict = _legacy(read.version, read.cli_choices) if read.cli_choices else _modern(read.version)
+    return Release(read.version, verdict, tuple(source_url(x) for x in read.sources))
+
+
 READ: list[tuple[Version, Release]] = [
-    (
-        (0, 11, 0),
-        Release(
-            "0.11.0",
-            _legacy("0.11.0", _CHOICES_011),
-            (
-                vllm_source("0.11.0", "vllm/config/cache.py"),
-                vllm_source("0.11.0", "vllm/v1/attention/backends/flash_attn.py"),
-                vllm_source("0.11.0", "vllm/platforms/cuda.py"),
-            ),
-        ),
-    ),
-    ((0, 11, 1), Release("0.11.1", _legacy("0.11.1", _CHOICES_0111), ())),
-    ((0, 11, 2), Release("0.11.2", _legacy("0.11.2", _CHOICES_0111), ())),
-    ((0, 12, 0), Release("0.12.0", _legacy("0.12.0", _CHOICES_0111), ())),
-    (
-        (0, 33, 0),
-        Release(
-            "0.33.0",
-            _v033,
-            (
-                vllm_source("0.33.0", "vllm/config/cache.py"),
-                vllm_source("0.33.0", "vllm/v1/attention/backend.py"),
-                vllm_source("0.33.0", "vllm/platforms/cuda.py"),
-            ),
-        ),
-    ),
+    (release_key(r.version), _release(r)) for r in catalogs.vllm_releases().block_size
 ]
+"""The releases whose block-size facts were read (release catalogue), oldest first."""
 _ALL_CC = ((7, 0), (7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0))
 
 
@@ -156,7 +141,7 @@ def _judge(
 def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
     obj = site.obj
     version, where = site_version(site)
-    parsed = parse_version(version)
+    parsed = release_version(version)
     if version is None or parsed is None:
         return ctx.not_evaluated(
             obj,
@@ -203,7 +188,7 @@ def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """An explicit block_size is one the vLLM release and its CUDA backend accept."""
-    for site in engine_sites(obj):
+    for site in engine_sites(ctx, obj):
         raw = as_int(site.engine, "block_size")
         if raw is None:
             continue  # vLLM's default (16) is valid for every release and backend read
@@ -242,7 +227,8 @@ RULE = Rule(
             "FlashAttention and Triton backends, the default on compute capability 8.x-9.x, "
             "stop with 'Block size must be a multiple of 16.' (on 9 and 10 MLA models get "
             "FlashMLA's 64 or CUTLASS MLA's 128 forced instead; FlexAttention below 8.0 and "
-            "FlashInfer on 10.x were not read, so those cases are not evaluated). vLLM 0.33.0 "
+            "FlashInfer on 10.x were not read, so those cases are not evaluated). vLLM "
+            f"{catalogs.reference_vllm()} "
             "parses any positive number but every CUDA backend declares multiples of 16 "
             "(AttentionBackend.get_supported_kernel_block_sizes), so the backend selection "
             "finds none for other sizes. These facts were read from the sources of those "

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from gpustrata.catalog.vllm_releases import source_url
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.engines import EngineArgs, serve_config
+from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.nodes import (
     REPLICAS_LABEL,
@@ -22,10 +23,12 @@ from gpustrata_policies.view.nodes import (
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
 from gpustrata_policies.view.pools import matches_selectors
 from gpustrata_policies.view.ray import RAY_V2600, container_engines
+from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
-VLLM_CACHE_CONFIG = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py"
+VLLM_CACHE_CONFIG = source_url(catalogs.vllm_releases().gpu_memory_utilization.source)
 DEFAULT_FLOOR = 0.9
-"""vLLM's default gpu_memory_utilization is at least 0.9 in every release (0.92 in 0.33)."""
+"""vLLM's default gpu_memory_utilization is at least 0.9 in every release (the release
+catalogue holds the reference release's)."""
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustrata.catalog.vllm_releases import vllm_file_url
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY_IN_PROD
-from gpustrata_policies.view.engines import EngineArgs, serve_config
+from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.ray import container_engines, flag_is_on
+from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
-VLLM_CONFIG = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config"
+VLLM_CONFIG = vllm_file_url(catalogs.reference_vllm(), "vllm/config")
 DEEPEP_HT = "deepep_high_throughput"
 
 
@@ -62,7 +64,8 @@ RULE = Rule(
         severity="medium",
         default_enforcement=MANDATORY_IN_PROD,
         rationale=(
-            "enforce_eager disables torch.compile and CUDA graph capture (vLLM 0.33 "
+            "enforce_eager disables torch.compile and CUDA graph capture "
+            f"(vLLM {catalogs.reference_vllm_minor()} "
             "config/vllm.py): every decode step then launches each kernel from Python, which "
             "costs most at the small batches of interactive serving. It shortens startup and "
             "helps debugging, so it is advisory in dev and staging and mandatory in prod. "

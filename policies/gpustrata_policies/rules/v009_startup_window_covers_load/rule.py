@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.capacity_sites import (
+from gpustrata_policies.view.capacity import (
     VLLM_SRC,
-    EngineSite,
     ModelRef,
     Probe,
     annotated_startup,
@@ -22,6 +21,7 @@ from gpustrata_policies.view.capacity_sites import (
     resolve_model,
     weights_source,
 )
+from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
@@ -55,21 +55,21 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
     settings = engine_settings(site, model.arch, v0=False)
     if isinstance(settings, str):
         return settings
-    kw = settings.kwargs
+    engine = settings.engine
     source, _ = weights_source(site, model)
     try:
         weights = weights_estimate(
             model.arch,
-            tensor_parallel_size=kw["tensor_parallel_size"],
-            pipeline_parallel_size=kw["pipeline_parallel_size"],
-            model_dtype=kw.get("dtype", "auto"),
-            quantization=kw.get("quantization"),
+            tensor_parallel_size=int(engine.tensor_parallel_size or 1),
+            pipeline_parallel_size=int(engine.pipeline_parallel_size or 1),
+            model_dtype=engine.dtype or "auto",
+            quantization=engine.quantization,
         )
         return startup_estimate(
             model.arch,
             weights,
             weights_source=source,
-            enforce_eager=kw["enforce_eager"],
+            enforce_eager=engine.enforce_eager is True,
             safety_factor=factor,
         )
     except CapacityError as exc:
@@ -89,7 +89,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         startup, liveness = probe(container, "startupProbe"), probe(container, "livenessProbe")
         for bad in (startup, liveness):
             if isinstance(bad, str):
-                yield ctx.not_evaluated(obj, f"{site.label}: {bad}")
+                yield ctx.not_evaluated(obj, f"{site.name}: {bad}")
         if isinstance(startup, str) or isinstance(liveness, str):
             continue
         window = _window(startup, liveness)
@@ -130,7 +130,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
         yield ctx.violation(
             obj,
-            f"{site.label} gets {seconds} s to start ({working}) but {model.name} needs an "
+            f"{site.name} gets {seconds} s to start ({working}) but {model.name} needs an "
             f"estimated {needed:.0f} s: {chain}; the kubelet restarts the container before the "
             f"model has loaded, again on every attempt. Fix: {fix}",
             (*container.path, chosen.kind),

@@ -8,9 +8,9 @@ from typing import Any
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.capacity_sites import (
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.capacity import (
     VLLM_SRC,
-    EngineSite,
     Probe,
     capacity_inputs,
     engine_sites,
@@ -18,6 +18,7 @@ from gpustrata_policies.view.capacity_sites import (
     not_evaluated_reason,
     probe,
 )
+from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject, as_map
 
 MIN_TIMEOUT_S = 5
@@ -76,7 +77,7 @@ def _v1_container(ctx: RuleContext, site: EngineSite, live: Probe, where: str) -
     if not problems:
         return None
     return (
-        f"{site.label} runs {where} on the V1 engine, whose /health only reads an error flag "
+        f"{site.name} runs {where} on the V1 engine, whose /health only reads an error flag "
         "in the API-server process (AsyncLLM.check_health), so a long prefill never blocks it; "
         "but that process also tokenizes, detokenizes and streams every request and answers "
         f"late under load, and its livenessProbe ({live.text('timeoutSeconds')}, "
@@ -100,7 +101,7 @@ def _v0_container(
         defaults = inp.default_notes("enable_chunked_prefill", "max_num_batched_tokens")
         yield ctx.violation(
             obj,
-            f"{site.label} runs {where} on the V0 engine ({why}), whose /health waits on the "
+            f"{site.name} runs {where} on the V0 engine ({why}), whose /health waits on the "
             f"engine loop, and its livenessProbe restarts the container when failureThreshold "
             f"{live.failure_threshold} probes in a row get no answer: a stall of "
             f"({live.failure_threshold} - 1) x periodSeconds {live.period} + timeoutSeconds "
@@ -135,7 +136,7 @@ def _ray(ctx: RuleContext, obj: K8sObject, site: EngineSite) -> Iterator[Outcome
     for key, default in SERVE_LLM_HEALTH_DEFAULTS.items():
         value = _seconds(config, key)
         if isinstance(value, str):
-            yield ctx.not_evaluated(obj, f"{site.label}: {value}")
+            yield ctx.not_evaluated(obj, f"{site.name}: {value}")
             return
         values[key] = value if value is not None else float(default)
         written[key] = "" if value is not None else " (Ray Serve LLM default)"
@@ -150,7 +151,7 @@ def _ray(ctx: RuleContext, obj: K8sObject, site: EngineSite) -> Iterator[Outcome
     if problems:
         yield ctx.violation(
             obj,
-            f"{site.label}: Ray Serve restarts the replica (and reloads the model) after "
+            f"{site.name}: Ray Serve restarts the replica (and reloads the model) after "
             f"{SERVE_UNHEALTHY_THRESHOLD} failed health checks in a row "
             f"(health_check_timeout_s {values['health_check_timeout_s']:g}"
             f"{written['health_check_timeout_s']}, health_check_period_s "
@@ -172,7 +173,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             continue
         live = probe(site.container, "livenessProbe")
         if isinstance(live, str):
-            yield ctx.not_evaluated(obj, f"{site.label}: {live}")
+            yield ctx.not_evaluated(obj, f"{site.name}: {live}")
             continue
         if live is None or "tcpSocket" in live.raw:
             continue  # no liveness probe, or one the kernel answers (the listen backlog)
@@ -205,14 +206,16 @@ RULE = Rule(
             "estimated by the capacity planner from FLOPs and the GPU's rate) must be shorter "
             "than (failureThreshold - 1) x periodSeconds + timeoutSeconds. In the V1 engine "
             "(default from vLLM 0.8.0, the only one from 0.11.0) /health only reads an error "
-            "flag in the API-server process (vLLM 0.33 AsyncLLM.check_health), so steps never "
+            f"flag in the API-server process (vLLM {catalogs.reference_vllm_minor()} "
+            "AsyncLLM.check_health), so steps never "
             "delay it, but that process tokenizes, detokenizes and streams every request and "
             "answers late when saturated; Kubernetes' 1 s default timeout has restarted busy, "
             "healthy vLLM Pods. There the rule asks for a floor: timeoutSeconds >= 5, "
             "failureThreshold >= 2 and failureThreshold x periodSeconds >= 30 s (thresholds "
             "min_timeout_seconds, min_failure_threshold, min_tolerance_seconds). The version "
             "comes from the image tag (ray-llm images through the vLLM their Ray release pins) "
-            "and VLLM_USE_V1; an unknown version is taken as 0.33. Ray Serve LLM replicas get "
+            "and VLLM_USE_V1; an unknown version is taken as "
+            f"{catalogs.reference_vllm_minor()}. Ray Serve LLM replicas get "
             "the same floor on their Serve health checks (3 failures in a row restart a "
             "replica)."
         ),

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Mapping
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.engines import vllm_engine
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map
+from gpustrata_policies.view.vllm_args import vllm_engine
 
 READY_PATHS = ("/health", "/v1/models", "/ping")
 

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
-from gpustrata_policies.view.capacity_sites import (
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.capacity import (
     VLLM_SRC,
     Inputs,
     estimate,
@@ -28,7 +29,7 @@ AZURE_TRACE = (
 
 def typical_capacity(inp: Inputs, tokens: int) -> tuple[int, int]:
     """(sequences of *tokens* the KV cache holds at once, blocks one such sequence takes),
-    with vLLM 0.33's block arithmetic on the engine's KV memory."""
+    with the reference vLLM release's block arithmetic on the engine's KV memory."""
     return per_estimate(inp.estimate, "typical", tokens, lambda: _typical(inp, tokens))
 
 
@@ -63,13 +64,11 @@ def _reachable(inp: Inputs, tokens: int) -> int:
     from gpustrata.vllm.capacity import CapacityError, largest_passing
 
     def holds(n: int) -> bool:
-        kwargs = {
-            **inp.settings.kwargs,
-            "max_num_seqs": n,
-            "max_model_len": inp.estimate.max_model_len,
-        }
+        settings = inp.settings.engine.replace(
+            max_num_seqs=n, max_model_len=inp.estimate.max_model_len
+        )
         try:
-            est = estimate(inp.model.arch, inp.gpu.gpu, **kwargs)
+            est = estimate(inp.model.arch, inp.gpu.gpu, settings)
         except CapacityError:
             return False
         alt = Inputs(inp.site, inp.model, inp.gpu, inp.version, inp.settings, est)
@@ -114,7 +113,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
         yield ctx.violation(
             obj,
-            f"{inp.site.label} lets vLLM run max_num_seqs {est.max_num_seqs:,} sequences at "
+            f"{inp.site.name} lets vLLM run max_num_seqs {est.max_num_seqs:,} sequences at "
             f"once, but the KV cache of {inp.model.name} on {inp.gpu.label} holds "
             f"{est.kv.tokens:,} tokens ({est.kv.num_blocks:,} blocks of {est.block_size} "
             f"tokens): {held:,} sequences of {length:,} tokens ({what}, {blocks:,} blocks "
@@ -140,7 +139,8 @@ RULE = Rule(
             "cache holds fewer sequences of a typical length than max_num_seqs, the cap is "
             "never reached: new requests wait for free blocks and running ones are preempted "
             "and recomputed, so throughput planning, autoscaling targets and load tests based "
-            "on max_num_seqs are wrong. The capacity is vLLM 0.33's block arithmetic on the "
+            "on max_num_seqs are wrong. The capacity is vLLM "
+            f"{catalogs.reference_vllm_minor()}'s block arithmetic on the "
             "planner's KV budget; the typical length is the typical_sequence_tokens threshold "
             "(prompt + output tokens, default 2048 after the Azure LLM inference trace 2023). "
             "Unset max_num_seqs takes vLLM's default for the GPU (256, or 1024 on GPUs with "

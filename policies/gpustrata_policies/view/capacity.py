@@ -1,10 +1,11 @@
-"""Helpers shared by the capacity rules V003, V004, V009, V010 and V012 (not a rule).
+"""The capacity estimate of the engines a manifest runs, for V003, V004, V009, V010, V012.
 
-An adapter from what a manifest says about a vLLM engine to the capacity planner
-(:mod:`gpustrata.vllm.capacity`): which engines an object runs (``vllm serve`` in a
-container, or Ray Serve LLM ``llm_configs``), the model architecture (model catalogue),
-the GPU the engine runs on (pool descriptions or GPU node labels), its settings with
-vLLM's defaults where unset, and the vLLM version / engine generation from the image.
+An adapter from the engine reader (:mod:`gpustrata_policies.view.engines`) to the
+capacity planner (:mod:`gpustrata.vllm.capacity`): which engines ask for GPUs, the model
+architecture (model catalogue), the GPU model the engine runs on (pool descriptions or
+GPU node labels), its :class:`~gpustrata.vllm.settings.EngineSettings` with vLLM's
+defaults where unset, the vLLM version / engine generation from the image, the weight
+source and the probes.
 
 The planner and the catalogues use pydantic; they are imported only once an engine with
 a GPU is found, so ``gpustrata check`` on manifests without one stays light.
@@ -14,32 +15,33 @@ from __future__ import annotations
 
 import operator
 import posixpath
-import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from gpustrata.catalog.vllm_releases import vllm_file_url
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.vllm.flags import AUTO_FIT, int_setting
+from gpustrata.vllm.settings import EngineSettings as VllmSettings
 from gpustrata_policies.findings import NotEvaluated, RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
+    EngineSite,
+    GpuRef,
+    gpu_resources,
+    is_number,
+    pod_gpus,
+)
+from gpustrata_policies.view.engines import engine_sites as all_engine_sites
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.ray import flag_is_on
+from gpustrata_policies.view.vllm_args import (
     EngineArgs,
-    serve_config,
     split_image,
-    vllm_engine,
     vllm_version,
 )
-from gpustrata_policies.view.kuberay import ray_groups
-from gpustrata_policies.view.nodes import (
-    gpu_model_of_pool,
-    gpu_model_of_selectors,
-    gpu_pools,
-    targeted_pools,
-)
-from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
-from gpustrata_policies.view.ray import flag_is_on
 
 T = TypeVar("T")
 
@@ -50,132 +52,32 @@ if TYPE_CHECKING:
 
 Path = tuple[str | int, ...]
 
-REFERENCE_VLLM = "0.33.0"
-"""The vLLM release whose defaults and memory arithmetic the capacity planner models."""
-VLLM_SRC = f"https://github.com/vllm-project/vllm/blob/v{REFERENCE_VLLM}"
+_RELEASES = catalogs.vllm_releases()
+REFERENCE_VLLM = _RELEASES.reference
+"""The vLLM release whose defaults and memory arithmetic the capacity planner models
+(the release catalogue's reference)."""
+VLLM_SRC = vllm_file_url(REFERENCE_VLLM, "").rstrip("/")
 """The planner's startup estimate (seconds, before the safety factor) on rendered objects."""
-KARPENTER_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
-KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://", "abfss://")
-# vLLM V0 defaults that differ from 0.33 (vllm/engine/arg_utils.py _set_default_args_v0 and
-# vllm/config.py SchedulerConfig.__post_init__ of the V0 releases).
-V0_MAX_NUM_SEQS = 256
-V0_LONG_CONTEXT = 32768
-V0_BATCH_TOKENS = 2048
 # Settings that change the memory budget in ways the planner does not model.
 _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_override")
-# vllm/utils/argparse_utils.py human_readable_int: '32k' = 32000, '32K' = 32768.
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-AUTO_FIT = -1
-"""``--max-model-len -1`` / ``auto``: vLLM 0.33 fits max_model_len to the KV cache
-(vllm/v1/core/kv_cache_planning.py ``_auto_fit_max_model_len``)."""
 
 
 # --------------------------------------------------------------------------- engines
 
 
-@dataclass(frozen=True, slots=True)
-class EngineSite:
-    """One vLLM engine in an object: how it is configured and where its GPUs are."""
-
-    obj: K8sObject
-    engine: EngineArgs
-    label: str
-    """``container 'vllm'`` / ``Ray Serve LLM engine 'llama'`` for messages."""
-    path: Path
-    """Where the settings are written (for line numbers)."""
-    pod: PodRef | None
-    """The Pod spec whose GPUs run the engine (None: no GPU worker group found)."""
-    container: ContainerRef | None = None
-    """The container running ``vllm serve`` (None on the Ray Serve LLM path)."""
-    llm_config: Mapping[str, Any] = field(default_factory=dict)
-    """The Ray Serve LLM ``llm_config`` ({} for containers)."""
-    image: Any = None
-    """The image running the engine (the Ray worker's on the Ray Serve LLM path)."""
-
-
-def _gpu_resources(pod: PodRef, extra: tuple[str, ...]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for c in pod.containers(init=False):
-        for section in ("limits", "requests"):
-            for name, raw in c.resources(section).items():
-                if name.startswith("nvidia.com/") or name in extra:
-                    if raw is UNKNOWN:
-                        raise UnknownInput(f"{name} of {c.label}")
-                    out.setdefault(name, Fraction(str(raw)) if _is_number(raw) else Fraction(0))
-    return {k: v for k, v in out.items() if v > 0}
-
-
-def _is_number(raw: Any) -> bool:
-    try:
-        Fraction(str(raw))
-    except ValueError:
-        return False
-    return not isinstance(raw, bool)
-
-
-def _ray_gpu_pod(ctx: RuleContext, obj: K8sObject, llm: Mapping[str, Any]) -> PodRef | None:
-    """The worker group a Ray Serve LLM engine runs on: the only GPU group, or the one whose
-    GPU is the engine's ``accelerator_type`` (Ray's name for the GPU model)."""
-    extra = ctx.config.gpu_resources
-    groups = [g for g in ray_groups(obj) if not g.is_head and _gpu_resources(g.pod, extra)]
-    if len(groups) == 1:
-        return groups[0].pod
-    wanted = llm.get("accelerator_type")
-    if not isinstance(wanted, str):
-        return None
-    matching = [
-        g.pod
-        for g in groups
-        if any(r.gpu.ray_accelerator_type == wanted for r in _listed(_pod_gpus(ctx, g.pod)))
-    ]
-    return matching[0] if len(matching) == 1 else None
-
-
-def _listed(found: list[GpuRef] | str) -> list[GpuRef]:
-    return [] if isinstance(found, str) else found
-
-
 def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
-    """Every vLLM engine *obj* runs that asks for GPUs (memoised per evaluation)."""
-
-    def build() -> list[EngineSite]:
-        extra = ctx.config.gpu_resources
-        sites: list[EngineSite] = []
-        for pod in obj.pods():
-            if pod.is_ray:
-                continue
-            for c in pod.containers(init=False):
-                engine = vllm_engine(c)
-                if engine is None or not c.gpu_limit(extra):
-                    continue
-                key = "args" if "args" in c.raw else "command"
-                sites.append(
-                    EngineSite(obj, engine, c.label, (*c.path, key), pod, c, image=c.image)
-                )
-        if obj.kind == "RayService":
-            cfg = serve_config(obj)
-            configs = iter(cfg.llm_configs if cfg else [])
-            for engine in cfg.engines if cfg else []:
-                if not engine.complete:
-                    continue  # an llm_config given as a file path: nothing to read
-                llm = next(configs)
-                ray_pod = _ray_gpu_pod(ctx, obj, llm)
-                image = None
-                if ray_pod is not None:
-                    image = next((c.image for c in ray_pod.containers(init=False)), None)
-                label = f"Ray Serve LLM engine '{engine.model}'" if engine.model else engine.source
-                sites.append(
-                    EngineSite(
-                        obj, engine, label, ("spec", "serveConfigV2"), ray_pod, None, llm, image
-                    )
-                )
-        return sites
-
-    found: list[EngineSite] = ctx.memo(f"capacity-sites:{id(obj)}", build)
-    return found
+    """The engines of *obj* (:func:`gpustrata_policies.view.engines.engine_sites`) that ask
+    for GPUs: ``vllm serve`` containers with a GPU limit, and every Ray Serve LLM engine."""
+    extra = ctx.config.gpu_resources
+    sites: list[EngineSite] = []
+    for site in all_engine_sites(ctx, obj):
+        if site.container is not None and not site.container.gpu_limit(extra):
+            continue
+        if site.gpu_pod_unknown is not None:
+            raise UnknownInput(site.gpu_pod_unknown)
+        sites.append(site)
+    return sites
 
 
 # --------------------------------------------------------------------------- model
@@ -200,7 +102,7 @@ def _model_candidates(site: EngineSite) -> list[str]:
     loading = as_map(site.llm_config.get("model_loading_config"), "model_loading_config")
     source = loading.get("model_source")
     if source is UNKNOWN:
-        raise UnknownInput(f"model_loading_config.model_source of {site.label}")
+        raise UnknownInput(f"model_loading_config.model_source of {site.name}")
     if isinstance(source, str) and source:
         out.append(source)
     if isinstance(site.engine.model, str) and site.engine.model:
@@ -219,7 +121,7 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
     """The engine's model architecture from the model catalogue, or why it is unknown."""
     names = _model_candidates(site)
     if not names:
-        return f"{site.label} names no model"
+        return f"{site.name} names no model"
     for name in names:
         arch = catalogs.model_architecture(name)
         if arch is not None:
@@ -231,87 +133,22 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
 # --------------------------------------------------------------------------- GPU
 
 
-@dataclass(frozen=True, slots=True)
-class GpuRef:
-    """A GPU model an engine runs on and what says so."""
-
-    gpu: GpuModel
-    where: str
-
-    @property
-    def label(self) -> str:
-        """``NVIDIA L4 (nvidia.com/gpu.product=NVIDIA-L4)``."""
-        return f"{self.gpu.name} ({self.where})"
-
-
-def _karpenter_gpu(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str] | None:
-    """Karpenter's ``instance-gpu-name`` (``h100``, ``a10g``) resolved through the AWS
-    instance types of the hardware catalogue; ``instance-gpu-memory`` (MiB) picks between
-    models of one name (A100 40 GB / 80 GB)."""
-    name = labels.get(KARPENTER_GPU_NAME)
-    if not isinstance(name, str):
-        return None
-    where = f"{KARPENTER_GPU_NAME}={name}"
-    hw = catalogs.hardware()
-    ids = {i.gpu for i in hw.instances.values()}
-    key = name.strip().lower()
-    found = [hw.gpus[g] for g in sorted(ids) if g == key or g.startswith(f"{key}-")]
-    memory = labels.get(KARPENTER_GPU_MEMORY)
-    if len(found) > 1 and memory is not None and _is_number(memory):
-        mib = float(str(memory))
-        found = [g for g in found if abs(g.memory_gib * 1024 - mib) <= 0.1 * mib]
-        where += f", {KARPENTER_GPU_MEMORY}={memory}"
-    return (found[0] if len(found) == 1 else None), where
-
-
-def _pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
-    """The GPU model(s) a Pod can land on, or why none is known.
-
-    Described pools the Pod targets win (each distinct GPU model is returned); otherwise
-    the Pod's GPU node selectors (GFD product, instance type, Karpenter, GKE labels).
-    """
-    pools = gpu_pools(ctx)
-    refs: dict[str, GpuRef] = {}
-    unknown: list[str] = []
-    for pool in targeted_pools(pod, pools) if pools else []:
-        gpu = gpu_model_of_pool(pool)
-        if gpu is None:
-            unknown.append(f"pool {pool.name} ({pool.gpu_product or pool.text('instanceType')})")
-        else:
-            refs.setdefault(gpu.id, GpuRef(gpu, f"pool {pool.name}"))
-    if refs:
-        return list(refs.values())
-    karpenter = _karpenter_gpu(pod.selected_labels())
-    gpu, where = karpenter if karpenter is not None else gpu_model_of_selectors(pod)
-    if gpu is not None:
-        return [GpuRef(gpu, where)]
-    if where:
-        return f"the GPU model selected by {where} is not in the hardware catalogue"
-    if unknown:
-        return f"the GPU model of {', '.join(unknown)} is not in the hardware catalogue"
-    return (
-        "the GPU model is unknown: the Pod selects no nvidia.com/gpu.product, "
-        "node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-gpu-name or "
-        "cloud.google.com/gke-accelerator label and matches no described GpuNodePool"
-    )
-
-
 def resolve_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:
     """The GPU model(s) the engine can land on, or why none is known (MIG slices and
     unmatched Ray worker groups are not evaluated)."""
-    pod = site.pod
+    pod = site.gpu_pod
     if pod is None:
         return (
-            f"{site.label}: no Ray worker group with GPUs could be matched to the engine "
+            f"{site.name}: no Ray worker group with GPUs could be matched to the engine "
             "(several GPU groups and no accelerator_type naming one of their GPUs)"
         )
-    mig = [n for n in _gpu_resources(pod, ctx.config.gpu_resources) if "/mig-" in n]
+    mig = [n for n in gpu_resources(pod, ctx.config.gpu_resources) if "/mig-" in n]
     if mig:
         return (
-            f"{site.label} gets a MIG slice ({', '.join(mig)}); the memory of a slice is not "
+            f"{site.name} gets a MIG slice ({', '.join(mig)}); the memory of a slice is not "
             "modelled"
         )
-    return _pod_gpus(ctx, pod)
+    return pod_gpus(ctx, pod)
 
 
 # --------------------------------------------------------------------------- version
@@ -336,7 +173,7 @@ def _env(site: EngineSite) -> dict[str, str]:
     if site.container is not None:
         return site.container.literal_env()
     env: dict[str, str] = {}
-    first = next(iter(site.pod.containers(init=False)), None) if site.pod else None
+    first = next(iter(site.gpu_pod.containers(init=False)), None) if site.gpu_pod else None
     if first is not None:
         env = first.literal_env()
     values = dig(site.llm_config, "runtime_env", "env_vars")
@@ -348,7 +185,8 @@ def _env(site: EngineSite) -> dict[str, str]:
 def engine_version(site: EngineSite) -> EngineVersion:
     """The vLLM version from the image tag (``vllm/vllm-openai:vX``; ``rayproject/ray-llm``
     through the Ray release that pins it) and the engine generation the compatibility
-    catalogue gives it (V1 the default from 0.8.0, V0 removed in 0.11.0)."""
+    catalogue gives it (V1 the default from, and V0 removed in, the releases the vLLM
+    release catalogue names)."""
     image = site.image
     version = vllm_version(image) if isinstance(image, str) else None
     where = f"vLLM {version} (image {image})" if version else ""
@@ -368,10 +206,11 @@ def engine_version(site: EngineSite) -> EngineVersion:
         why = f"vLLM {release.version}'s default engine in the compatibility catalogue"
         if use_v1 in {"0", "1"} and release.v0_engine_available:
             v0, why = use_v1 == "0", f"VLLM_USE_V1={use_v1}"
-    elif version is not None and _older(version, "0.8.0"):
-        v0, why = True, f"vLLM {version} predates 0.8.0, where V1 became the default"
+    elif version is not None and _older(version, _RELEASES.v1_default_from):
+        v1_from = _RELEASES.v1_default_from
+        v0, why = True, f"vLLM {version} predates {v1_from}, where V1 became the default"
     else:
-        v0, why = False, "V1, the only engine since vLLM 0.11.0"
+        v0, why = False, f"V1, the only engine since vLLM {_RELEASES.v0_removed_in}"
     return EngineVersion(version, where, v0, why)
 
 
@@ -388,10 +227,12 @@ def _older(version: str, than: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class EngineSettings:
-    """Engine settings for :func:`estimate_capacity`, with the defaults that were applied."""
+class PlannerSettings:
+    """An engine's settings for the capacity planner, with the defaults that were applied."""
 
-    kwargs: dict[str, Any]
+    engine: VllmSettings
+    """The settings :func:`estimate_capacity` takes (V0 defaults filled in where they
+    differ from the reference release)."""
     defaults: dict[str, str]
     """Setting -> how its unset value was resolved (quoted in messages)."""
     auto_fit: bool = False
@@ -406,36 +247,23 @@ def _raw(engine: EngineArgs, key: str) -> Any:
 
 
 def _int(engine: EngineArgs, key: str) -> int | str | None:
-    """An integer setting: the value, None when unset, or an error text."""
-    value = _raw(engine, key)
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    text = str(value).strip()
-    if key == "max_model_len" and text.lower() == "auto":
-        return AUTO_FIT
-    match = _HUMAN_INT.fullmatch(text)
-    try:
-        if match:
-            number, suffix = match.groups()
-            if suffix in _BINARY:
-                return int(number) * _BINARY[suffix]
-            return int(float(number) * _DECIMAL[suffix.lower()])
-        return int(text)
-    except ValueError:
-        return f"{key} {value!r} is not an integer"
+    """An integer setting as vLLM reads it: the value, None when unset, or an error text."""
+    value = int_setting(engine.values, key, engine.source)
+    if isinstance(value, str):
+        return f"{key} {engine.get(key)!r} is not an integer"
+    return value
 
 
-def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> EngineSettings | str:
-    """Read the settings the planner needs; unset ones take vLLM's defaults (0.33, or the
-    V0 engine's where they differ). Returns an error text for unreadable values."""
+def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> PlannerSettings | str:
+    """Read the settings the planner needs; unset ones take vLLM's defaults (the reference
+    release's, or the V0 engine's where they differ). Returns an error text for unreadable
+    values."""
     from gpustrata.vllm.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
 
     engine = site.engine
     if not engine.complete:
         return (
-            f"{site.label} may take further flags from outside the manifest ($@ or unresolved "
+            f"{site.name} may take further flags from outside the manifest ($@ or unresolved "
             "variables), so its engine settings are not known"
         )
     for key in _UNMODELLED:
@@ -499,31 +327,32 @@ def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> Engi
         )
     if v0:
         _v0_defaults(kwargs, defaults, arch, mml)
-    return EngineSettings(kwargs, defaults, auto_fit)
+    return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit)
 
 
 def _v0_defaults(
     kwargs: dict[str, Any], defaults: dict[str, str], arch: ModelArchitecture, mml: int
 ) -> None:
     """The V0 engine's own defaults (``_set_default_args_v0``, V0 ``SchedulerConfig``)."""
+    v0 = _RELEASES.v0_defaults
     if kwargs.get("enable_chunked_prefill") is None:
-        long_context = mml > V0_LONG_CONTEXT and arch.attention in ("full",)
+        long_context = mml > v0.long_context and arch.attention in ("full",)
         kwargs["enable_chunked_prefill"] = long_context
         defaults["enable_chunked_prefill"] = (
             "enable_chunked_prefill unset: the V0 engine turns it on only for max_model_len "
-            f"above {V0_LONG_CONTEXT} without sliding windows or MLA"
+            f"above {v0.long_context} without sliding windows or MLA"
         )
     if kwargs["max_num_batched_tokens"] is None:
         chunked = kwargs["enable_chunked_prefill"]
-        value = V0_BATCH_TOKENS if chunked else max(mml, V0_BATCH_TOKENS)
+        value = v0.batch_tokens if chunked else max(mml, v0.batch_tokens)
         kwargs["max_num_batched_tokens"] = value
         defaults["max_num_batched_tokens"] = (
             f"max_num_batched_tokens unset: the V0 engine uses {value} "
-            + ("(chunked prefill)" if chunked else f"(max(max_model_len, {V0_BATCH_TOKENS}))")
+            + ("(chunked prefill)" if chunked else f"(max(max_model_len, {v0.batch_tokens}))")
         )
     if kwargs["max_num_seqs"] is None:
-        kwargs["max_num_seqs"] = V0_MAX_NUM_SEQS
-        defaults["max_num_seqs"] = f"max_num_seqs unset: the V0 engine's default {V0_MAX_NUM_SEQS}"
+        kwargs["max_num_seqs"] = v0.max_num_seqs
+        defaults["max_num_seqs"] = f"max_num_seqs unset: the V0 engine's default {v0.max_num_seqs}"
 
 
 # --------------------------------------------------------------------------- estimate
@@ -537,7 +366,7 @@ class Inputs:
     model: ModelRef
     gpu: GpuRef
     version: EngineVersion
-    settings: EngineSettings
+    settings: PlannerSettings
     estimate: CapacityEstimate
 
     def default_notes(self, *keys: str) -> str:
@@ -564,7 +393,7 @@ _PER_GPU_DEFAULTS = frozenset({"max_num_seqs", "max_num_batched_tokens"})
 
 def not_evaluated_reason(site: EngineSite, reason: str) -> str:
     """*reason* prefixed with the engine's label unless it names it already."""
-    return reason if reason.startswith(site.label) else f"{site.label}: {reason}"
+    return reason if reason.startswith(site.name) else f"{site.name}: {reason}"
 
 
 def capacity_inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
@@ -605,19 +434,19 @@ def _estimate(
     site: EngineSite,
     arch: ModelArchitecture,
     gpu: GpuModel,
-    settings: EngineSettings,
+    settings: PlannerSettings,
 ) -> CapacityEstimate | str:
     def build() -> CapacityEstimate | str:
         from gpustrata.vllm.capacity import CapacityError
 
         try:
-            est = estimate(arch, gpu, **settings.kwargs)
+            est = estimate(arch, gpu, settings.engine)
             fitted = est.kv.largest_max_model_len
             if settings.auto_fit and 0 < fitted < est.max_model_len:
-                est = estimate(arch, gpu, **{**settings.kwargs, "max_model_len": fitted})
+                est = estimate(arch, gpu, settings.engine.replace(max_model_len=fitted))
             return est
         except CapacityError as exc:
-            return f"{site.label}: {exc}"
+            return f"{site.name}: {exc}"
 
     key = f"capacity-estimate:{id(site.obj)}:{site.engine.source}:{gpu.id}"
     found: CapacityEstimate | str = ctx.memo(key, build)
@@ -758,14 +587,15 @@ def probe(container: ContainerRef, kind: str) -> Probe | str | None:
 
 def annotated_startup(site: EngineSite) -> int | None:
     """The planner's startup estimate annotated on the object or its Pod template."""
+    pod = site.gpu_pod
     for meta in (
         dig(site.obj.raw, "metadata", "annotations"),
-        dig(site.obj.raw, *(site.pod.path[:-1] if site.pod else ()), "metadata", "annotations"),
+        dig(site.obj.raw, *(pod.path[:-1] if pod else ()), "metadata", "annotations"),
     ):
         value = meta.get(STARTUP_ESTIMATE_ANNOTATION) if isinstance(meta, Mapping) else None
         if value is UNKNOWN:
             raise UnknownInput(f"annotation {STARTUP_ESTIMATE_ANNOTATION} of {site.obj.resource}")
-        if value is not None and _is_number(value):
+        if value is not None and is_number(value):
             return int(Fraction(str(value)))
     return None
 
@@ -795,7 +625,7 @@ def _by_identity(
     return value
 
 
-def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityEstimate:
+def estimate(arch: ModelArchitecture, gpu: GpuModel, settings: VllmSettings) -> CapacityEstimate:
     """``estimate_capacity``, memoised for the process.
 
     V003, V004 and V012 size the same engine many times (V012 binary-searches
@@ -805,13 +635,8 @@ def estimate(arch: ModelArchitecture, gpu: GpuModel, **kwargs: Any) -> CapacityE
     """
     from gpustrata.vllm.capacity import estimate_capacity
 
-    settings = tuple(sorted(kwargs.items()))
-    try:
-        hash(settings)
-    except TypeError:
-        return estimate_capacity(arch, gpu, **kwargs)
     return _by_identity(
-        _ESTIMATES, (arch, gpu), settings, lambda: estimate_capacity(arch, gpu, **kwargs)
+        _ESTIMATES, (arch, gpu), (settings,), lambda: estimate_capacity(arch, gpu, settings)
     )
 
 

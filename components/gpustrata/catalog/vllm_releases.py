@@ -1,0 +1,271 @@
+"""The vLLM release catalogue: each release's facts as data (``data/vllm-releases.yaml``).
+
+Every fact carries where it was read, ``vllm@vX.Y.Z:path`` (:func:`source_url` turns it
+into a link). The ``reference`` release is the one the capacity planner follows and the
+one a rule assumes when an image names no vLLM release; code never spells a release.
+Plain dataclasses and one YAML read, so the rules can use it without pydantic.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from gpustrata.core.versions import parse_version
+from gpustrata.core.yamlio import safe_load
+
+__all__ = [
+    "BatchDefaults",
+    "BlockSizeRelease",
+    "Fact",
+    "SchedulerRelease",
+    "V0Defaults",
+    "VllmReleaseCatalogError",
+    "VllmReleases",
+    "load_vllm_releases",
+    "minor_release",
+    "reference_release",
+    "source_url",
+    "vllm_file_url",
+]
+
+_DATA_FILE = "vllm-releases.yaml"
+_SOURCE = re.compile(r"vllm@v(?P<version>[0-9][^:]*):(?P<path>\S+)")
+_REPO = "https://github.com/vllm-project/vllm/blob"
+
+
+class VllmReleaseCatalogError(ValueError):
+    """The packaged vLLM release catalogue is malformed."""
+
+
+def vllm_file_url(version: str, path: str) -> str:
+    """URL of a file of a vLLM release (the tag is ``v<version>``)."""
+    return f"{_REPO}/v{version}/{path}"
+
+
+def source_url(source: str) -> str:
+    """``vllm@vX.Y.Z:vllm/config/cache.py`` -> its GitHub URL at tag ``vX.Y.Z``."""
+    match = _SOURCE.fullmatch(source)
+    if match is None:
+        raise VllmReleaseCatalogError(f"source {source!r} is not vllm@vX.Y.Z:path")
+    return vllm_file_url(match["version"], match["path"])
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One number read in vLLM's source, with where."""
+
+    value: float
+    source: str
+
+    @property
+    def int_value(self) -> int:
+        """The value as an int (counts and token budgets)."""
+        return int(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class V0Defaults:
+    """The V0 engine's own scheduler defaults where they differ from V1."""
+
+    read_in: tuple[str, ...]
+    max_num_seqs: int
+    long_context: int
+    """Chunked prefill is on by default only above this max_model_len."""
+    batch_tokens: int
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchDefaults:
+    """One row of ``EngineArgs.get_batch_defaults`` (GPUs of ``min_gib`` or more)."""
+
+    min_gib: float
+    tokens: int
+    seqs: int
+    not_a100: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerRelease:
+    """V1 scheduler defaults read in one release."""
+
+    version: str
+    chunked_forced: bool
+    clamp_seqs: bool
+    batch_defaults: tuple[BatchDefaults, ...]
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlockSizeRelease:
+    """``--block-size`` facts read in one release (``cli_choices`` None: any int parses)."""
+
+    version: str
+    cli_choices: tuple[int, ...] | None
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VllmReleases:
+    """The whole release catalogue."""
+
+    reference: str
+    """The release the planner follows and rules assume when an image names none."""
+    reference_source: str
+    v1_default_from: str
+    """V1 is the default engine from this release."""
+    v0_removed_in: str
+    """The first release without the V0 engine."""
+    engine_sources: tuple[str, ...]
+    gpu_memory_utilization: Fact
+    v0_defaults: V0Defaults
+    default_batch_tokens: Fact
+    engine_context_seqs: Fact
+    scheduler_references: tuple[str, ...]
+    scheduler: tuple[SchedulerRelease, ...]
+    block_size: tuple[BlockSizeRelease, ...]
+
+    def facts(self) -> list[tuple[str, Fact | str]]:
+        """Every sourced fact as (name, fact or source), for audits and tests."""
+        out: list[tuple[str, Fact | str]] = [
+            ("reference", self.reference_source),
+            ("gpu_memory_utilization", self.gpu_memory_utilization),
+            ("default_batch_tokens", self.default_batch_tokens),
+            ("engine_context_seqs", self.engine_context_seqs),
+        ]
+        out += [(f"engines {i}", s) for i, s in enumerate(self.engine_sources)]
+        out += [(f"v0_engine {i}", s) for i, s in enumerate(self.v0_defaults.sources)]
+        out += [(f"scheduler {r.version}", r.source) for r in self.scheduler]
+        out += [(f"scheduler reference {i}", s) for i, s in enumerate(self.scheduler_references)]
+        out += [(f"block_size {r.version}", s) for r in self.block_size for s in r.sources]
+        return out
+
+
+def _map(data: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise VllmReleaseCatalogError(f"{what} must be a mapping")
+    return data
+
+
+def _fact(data: Any, what: str) -> Fact:
+    m = _map(data, what)
+    value, source = m.get("value"), m.get("source")
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise VllmReleaseCatalogError(f"{what}.value must be a number")
+    source_url(_source(source, what))
+    return Fact(value, str(source))
+
+
+def _source(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise VllmReleaseCatalogError(f"{what}: source must be vllm@vX.Y.Z:path")
+    source_url(value)
+    return value
+
+
+def _version(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise VllmReleaseCatalogError(f"{what}: version must be a quoted string")
+    parse_version(value)
+    return value
+
+
+def releases_from_document(data: Any) -> VllmReleases:
+    """Validate the parsed ``vllm-releases.yaml``."""
+    doc = _map(data, "vllm-releases.yaml")
+    ref = _map(doc.get("reference"), "reference")
+    v0 = _map(doc.get("v0_engine"), "v0_engine")
+    v0_facts = {
+        k: _fact(v0.get(k), f"v0_engine.{k}")
+        for k in ("max_num_seqs", "long_context", "batch_tokens")
+    }
+    sched = _map(doc.get("scheduler"), "scheduler")
+    scheduler = []
+    for i, raw in enumerate(sched.get("releases") or []):
+        r = _map(raw, f"scheduler.releases[{i}]")
+        rows = tuple(
+            BatchDefaults(
+                float(row["min_gib"]),
+                int(row["tokens"]),
+                int(row["seqs"]),
+                bool(row.get("not_a100", False)),
+            )
+            for row in r["batch_defaults"]
+        )
+        scheduler.append(
+            SchedulerRelease(
+                _version(r.get("version"), f"scheduler.releases[{i}]"),
+                bool(r["chunked_forced"]),
+                bool(r["clamp_seqs"]),
+                rows,
+                _source(r.get("source"), f"scheduler.releases[{i}]"),
+            )
+        )
+    blocks = []
+    for i, raw in enumerate(doc.get("block_size") or []):
+        r = _map(raw, f"block_size[{i}]")
+        choices = r.get("cli_choices")
+        blocks.append(
+            BlockSizeRelease(
+                _version(r.get("version"), f"block_size[{i}]"),
+                tuple(int(c) for c in choices) if choices is not None else None,
+                tuple(_source(s, f"block_size[{i}]") for s in r.get("sources") or []),
+            )
+        )
+    engines = _map(doc.get("engines"), "engines")
+    v1_from = _map(engines.get("v1_default_from"), "engines.v1_default_from")
+    v0_gone = _map(engines.get("v0_removed_in"), "engines.v0_removed_in")
+    return VllmReleases(
+        reference=_version(ref.get("version"), "reference"),
+        reference_source=_source(ref.get("source"), "reference"),
+        v1_default_from=_version(v1_from.get("version"), "engines.v1_default_from"),
+        v0_removed_in=_version(v0_gone.get("version"), "engines.v0_removed_in"),
+        engine_sources=(
+            _source(v1_from.get("source"), "engines.v1_default_from"),
+            _source(v0_gone.get("source"), "engines.v0_removed_in"),
+        ),
+        gpu_memory_utilization=_fact(
+            _map(doc.get("defaults"), "defaults").get("gpu_memory_utilization"),
+            "defaults.gpu_memory_utilization",
+        ),
+        v0_defaults=V0Defaults(
+            tuple(_version(v, "v0_engine.read_in") for v in v0.get("read_in") or []),
+            v0_facts["max_num_seqs"].int_value,
+            v0_facts["long_context"].int_value,
+            v0_facts["batch_tokens"].int_value,
+            tuple(f.source for f in v0_facts.values()),
+        ),
+        default_batch_tokens=_fact(
+            sched.get("default_batch_tokens"), "scheduler.default_batch_tokens"
+        ),
+        engine_context_seqs=_fact(
+            sched.get("engine_context_seqs"), "scheduler.engine_context_seqs"
+        ),
+        scheduler_references=tuple(
+            _source(s, "scheduler.references") for s in sched.get("references") or []
+        ),
+        scheduler=tuple(sorted(scheduler, key=lambda r: parse_version(r.version))),
+        block_size=tuple(sorted(blocks, key=lambda r: parse_version(r.version))),
+    )
+
+
+@functools.cache
+def load_vllm_releases() -> VllmReleases:
+    """The packaged vLLM release catalogue (read once per process)."""
+    text = resources.files("gpustrata.catalog").joinpath("data", _DATA_FILE).read_text("utf-8")
+    return releases_from_document(safe_load(text))
+
+
+def minor_release(version: str) -> str:
+    """``'X.Y.Z'`` -> ``'X.Y'`` (how prose names a release series)."""
+    return ".".join(version.split(".")[:2])
+
+
+def reference_release() -> str:
+    """The reference vLLM release (``reference.version`` of the catalogue)."""
+    return load_vllm_releases().reference

@@ -1,0 +1,221 @@
+"""Time estimates: engine startup (weights load + init) and the longest engine step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from gpustrata.catalog.architectures import ModelArchitecture
+from gpustrata.catalog.hardware import GpuModel
+from gpustrata.vllm.terms import GB, CapacityError, gb
+from gpustrata.vllm.weights import WeightsEstimate
+
+__all__ = [
+    "DEFAULT_EFFICIENCY",
+    "LOAD_GBPS_DEFAULTS",
+    "STARTUP_SAFETY_FACTOR",
+    "StartupEstimate",
+    "StepEstimate",
+    "WeightSourceName",
+    "startup_estimate",
+    "step_estimate",
+]
+
+
+STARTUP_SAFETY_FACTOR = 1.5
+"""Startup probe budget = estimated startup x this factor (gpustrata default)."""
+
+DEFAULT_EFFICIENCY = 0.4
+"""Fraction of dense BF16 peak a large prefill step reaches (gpustrata default: model
+FLOP utilisation of 30-60 % is typical for long prefills; 0.4 errs towards a longer
+step, i.e. a safer liveness budget)."""
+
+WeightSourceName = Literal["huggingface", "s3", "pvc", "local-nvme"]
+
+LOAD_GBPS_DEFAULTS: Mapping[str, tuple[float, str]] = {
+    "huggingface": (
+        0.25,
+        "gpustrata default: half the ~500 MB/s that plain Python downloads top out at "
+        "(huggingface/hf_transfer README), for shared Hub bandwidth plus the read back "
+        "from the download cache",
+    ),
+    "s3": (
+        1.0,
+        "gpustrata default: Run:ai Model Streamer (vLLM --load-format runai_streamer) "
+        "read 15 GB in 14.3 s (~1.05 GB/s) at concurrency 16 in NVIDIA's benchmark "
+        "(developer.nvidia.com/blog/reducing-cold-start-latency-for-llm-inference-with-"
+        "nvidia-runai-model-streamer); S3 matches or beats that with enough concurrency",
+    ),
+    "pvc": (
+        0.3,
+        "gpustrata default: vLLM's safetensors loader read 15 GB from an EBS gp3 volume "
+        "in 48 s (~0.31 GB/s) in NVIDIA's Run:ai Model Streamer benchmark; gp3's baseline "
+        "is 125 MiB/s unless more throughput is provisioned",
+    ),
+    "local-nvme": (
+        2.0,
+        "gpustrata default: the Run:ai Model Streamer read 15 GB from an io2 SSD in 7.5 s "
+        "(~2 GB/s) in NVIDIA's benchmark; instance-store NVMe is at least that fast",
+    ),
+}
+"""Weight load bandwidth in GB/s (10^9 bytes/s) per ``weights.source`` with its source."""
+
+_INIT_BASE_S = 30
+_INIT_COMPILE_S = 60
+_INIT_MOE_S = 90
+_INIT_SOURCES = (
+    "vLLM PR #11005: 'init engine (profile, create kv cache, warmup model) took 14.18 s' "
+    "for Llama-3-8B without torch.compile, +25 s with it (torch.compile 19.4 s, CUDA graph "
+    "capture 15 s); vLLM issue #47456 (0.24, H100): dense 8B 86.6 s cold to /health, "
+    "Qwen3-30B-A3B fp8 init engine 143-264 s (DeepGEMM warmup ~82 s)"
+)
+
+
+# --------------------------------------------------------------------------- time
+
+
+@dataclass(frozen=True)
+class StartupEstimate:
+    """Time from container start to a ready engine: load + init, and the probe budget."""
+
+    weights_bytes: int
+    load_gbps: float
+    load_source: str
+    """Where the bandwidth comes from (spec override or the default's citation)."""
+    load_s: float
+    init_s: float
+    init_source: str
+    total_s: float
+    safety_factor: float
+    budget_s: float
+    """``total_s x safety_factor``: what probes and thresholds must allow."""
+    explanation: str
+    """The chain, e.g. ``141.1 GB / 1.0 GB/s + 90 s init = 231 s, x1.5 = 347 s``."""
+
+
+def startup_estimate(
+    arch: ModelArchitecture,
+    weights: WeightsEstimate,
+    *,
+    weights_source: str = "huggingface",
+    load_gbps: float | None = None,
+    engine_init_s: float | None = None,
+    enforce_eager: bool = False,
+    safety_factor: float = STARTUP_SAFETY_FACTOR,
+) -> StartupEstimate:
+    """Startup = total weight bytes / load bandwidth + engine init, times a safety factor.
+
+    Engine init (process start, profiling, KV allocation, torch.compile, CUDA graph
+    capture) defaults to 30 s + 60 s for compile and graphs (none with enforce_eager)
+    + 90 s for MoE kernel warmup, from the measurements cited in ``init_source``.
+    """
+    if load_gbps is not None:
+        gbps, source = load_gbps, f"weights.load_gbps {load_gbps} set in the stack"
+    else:
+        if weights_source not in LOAD_GBPS_DEFAULTS:
+            known = ", ".join(LOAD_GBPS_DEFAULTS)
+            raise CapacityError(
+                "weights.source", f"weights source {weights_source!r} is not one of {known}"
+            )
+        gbps, source = LOAD_GBPS_DEFAULTS[weights_source]
+    if gbps <= 0:
+        raise CapacityError("weights.load_gbps", f"load bandwidth {gbps} GB/s must be positive")
+    load_s = weights.total_bytes / (gbps * GB)
+    if engine_init_s is not None:
+        init_s, init_source = float(engine_init_s), "startup_init_s set in the stack"
+    else:
+        parts = [f"{_INIT_BASE_S} s process start, profiling and KV allocation"]
+        init_s = float(_INIT_BASE_S)
+        if not enforce_eager:
+            init_s += _INIT_COMPILE_S
+            parts.append(f"{_INIT_COMPILE_S} s torch.compile and CUDA graph capture")
+        if arch.is_moe:
+            init_s += _INIT_MOE_S
+            parts.append(f"{_INIT_MOE_S} s MoE kernel warmup")
+        init_source = "gpustrata default: " + " + ".join(parts) + f" ({_INIT_SOURCES})"
+    total = load_s + init_s
+    budget = total * safety_factor
+    why = (
+        f"{gb(weights.total_bytes)} / {_rate(gbps)} GB/s ({weights_source}) + {init_s:.0f} s init "
+        f"= {total:.0f} s, x{safety_factor:g} = {budget:.0f} s"
+    )
+    return StartupEstimate(
+        weights_bytes=weights.total_bytes,
+        load_gbps=gbps,
+        load_source=source,
+        load_s=load_s,
+        init_s=init_s,
+        init_source=init_source,
+        total_s=total,
+        safety_factor=safety_factor,
+        budget_s=budget,
+        explanation=why,
+    )
+
+
+def _rate(gbps: float) -> str:
+    """``1.0``, ``0.25``: one decimal unless more are needed."""
+    return f"{gbps:.1f}" if round(gbps, 1) == gbps else f"{gbps:g}"
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    """The longest engine step: a prefill of the largest batch."""
+
+    tokens: int
+    context_tokens: int
+    flops: float
+    effective_tflops: float
+    seconds: float
+    explanation: str
+
+
+def step_estimate(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    *,
+    tensor_parallel_size: int,
+    tokens: int,
+    max_model_len: int,
+    max_num_seqs: int,
+    efficiency: float = DEFAULT_EFFICIENCY,
+) -> StepEstimate:
+    """Prefill time of ``tokens`` tokens at the end of a ``max_model_len`` context.
+
+    FLOPs = 2 x T x (active params - embeddings - lm_head) + 2 x min(T, max_num_seqs)
+    x vocab x hidden (logits of the last token per sequence) + 4 x layers x heads x
+    head_dim x T x context, where context is the average attended length (``max_model_len
+    - T/2`` for a chunk at the end of a full prompt; ``T/2`` when the batch holds whole
+    prompts) and sliding layers attend at most their window. Time = FLOPs / (dense BF16
+    TFLOP/s x TP x efficiency); pipeline stages run one after another, so PP does not
+    shorten a step.
+    """
+    tp = tensor_parallel_size
+    t = tokens
+    h, vocab = arch.hidden_size, arch.vocab_size
+    embeds = vocab * h * (1 if arch.tie_word_embeddings else 2)
+    active = max(0.0, arch.params_active_b * 1e9 - embeds + (vocab * h if arch.is_moe else 0))
+    linear = 2 * t * active
+    logits = 2 * min(t, max_num_seqs) * vocab * h
+    ctx = max_model_len - t / 2 if t < max_model_len else max_model_len / 2
+    attn = 0.0
+    for kind in arch.layer_attention_types():
+        layer_ctx = min(ctx, arch.sliding_window or ctx) if kind == "sliding_attention" else ctx
+        attn += 4 * arch.num_attention_heads * arch.head_dim * t * layer_ctx
+    flops = linear + logits + attn
+    rate = gpu.dense_bf16_tflops * 1e12 * tp * efficiency
+    seconds = flops / rate
+    why = (
+        f"prefill of {t:,} tokens (context {ctx:,.0f}): 2 x {active / 1e9:.2f}B active params "
+        f"+ attention + logits = {flops / 1e12:,.0f} TFLOP / ({gpu.dense_bf16_tflops:g} "
+        f"TFLOP/s x TP {tp} x {efficiency:g} efficiency) = {seconds:.2f} s"
+    )
+    return StepEstimate(
+        tokens=t,
+        context_tokens=int(ctx),
+        flops=flops,
+        effective_tflops=rate / 1e12,
+        seconds=seconds,
+        explanation=why,
+    )
