@@ -199,8 +199,9 @@ def _stack_model(
 
 def _target(args: argparse.Namespace) -> CapacityTarget:
     from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.planning.model_capacity import model_settings
     from gpustrata.reports.capacity import CapacityTarget
-    from gpustrata.vllm.capacity import LOAD_GBPS_DEFAULTS, model_settings, resolve_architecture
+    from gpustrata.vllm.capacity import LOAD_GBPS_DEFAULTS, resolve_architecture
 
     spec, pool_gpu, stack, hardware = _stack_model(args)
     settings: dict[str, Any] = {} if spec is None else model_settings(spec)

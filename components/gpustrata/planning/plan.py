@@ -14,15 +14,10 @@ from pathlib import Path
 from gpustrata.catalog.architectures import ModelCatalog, ModelCatalogError, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
 from gpustrata.core.contract import GPU_COUNT_LABEL, GPU_LABEL, POOL_LABEL
+from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger
 from gpustrata.spec.stack import ModelSpec, NodePoolSpec, StackSpec
-from gpustrata.vllm.capacity import (
-    CapacityError,
-    CapacityEstimate,
-    estimate_for_model,
-    gib,
-    resolve_architecture,
-)
+from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
 
 NODEADM_SOURCE = "awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go"
 

@@ -22,7 +22,6 @@ from gpustrata.catalog.architectures import (
     load_model_catalog,
 )
 from gpustrata.catalog.hardware import GpuModel
-from gpustrata.spec.stack import ModelSpec
 from gpustrata.vllm.defaults import (
     default_block_size,
     default_max_num_batched_tokens,
@@ -69,14 +68,12 @@ __all__ = [
     "default_max_num_batched_tokens",
     "default_max_num_seqs",
     "estimate_capacity",
-    "estimate_for_model",
     "gb",
     "gib",
     "kv_cache_blocks",
     "largest_passing",
     "memory_budget",
     "model_dtype_bytes",
-    "model_settings",
     "pp_layer_partition",
     "resolve_architecture",
     "startup_estimate",
@@ -306,36 +303,3 @@ def resolve_architecture(
     if path.is_file() or (path.is_dir() and (path / "config.json").is_file()):
         return architecture_from_hf_config(path)
     return None
-
-
-def model_settings(model: ModelSpec) -> dict[str, Any]:
-    """A stack model's engine and weights settings as :func:`estimate_capacity` keywords."""
-    e = model.engine
-    return {
-        "tensor_parallel_size": e.tensor_parallel_size,
-        "pipeline_parallel_size": e.pipeline_parallel_size,
-        "max_model_len": e.max_model_len,
-        "gpu_memory_utilization": e.gpu_memory_utilization,
-        "dtype": e.dtype,
-        "kv_cache_dtype": e.kv_cache_dtype,
-        "block_size": e.block_size,
-        "max_num_batched_tokens": e.max_num_batched_tokens,
-        "max_num_seqs": e.max_num_seqs,
-        "enable_chunked_prefill": e.enable_chunked_prefill,
-        "enforce_eager": e.enforce_eager,
-        "quantization": e.quantization,
-        "weights_source": model.weights.source,
-        "load_gbps": model.weights.load_gbps,
-        "engine_init_s": model.startup_init_s,
-    }
-
-
-def estimate_for_model(
-    model: ModelSpec, arch: ModelArchitecture, gpu: GpuModel, **overrides: Any
-) -> CapacityEstimate:
-    """:func:`estimate_capacity` with a stack model's engine and weights settings.
-
-    ``overrides`` replace single settings by their :func:`estimate_capacity` name
-    (``tensor_parallel_size=8``), for what-if tables.
-    """
-    return estimate_capacity(arch, gpu, **{**model_settings(model), **overrides})
