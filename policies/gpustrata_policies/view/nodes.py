@@ -1,7 +1,6 @@
-"""Helpers shared by the node-pool and GPU Operator rules (K003..K015, O001..O007).
-
-Not a rule module: the registry skips modules whose name starts with ``_``.
-"""
+"""GPUs as the node-pool and GPU Operator rules (K003..K015, O001..O007) read them: the GPU
+pools an object targets, the catalogue GPU of a pool or of a Pod's GPU selectors, and the
+tolerations of a Pod."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Helpers shared by the Ray rules (not a rule: the registry skips ``_`` modules)."""
+"""Ray worker groups and the engines in plain containers, as the Ray and serving rules read
+them (GPU worker groups with their GPUs per Pod, `vllm serve` containers, KubeRay sources)."""
 
 from __future__ import annotations
 
