@@ -6,7 +6,7 @@ import math
 import re
 from fractions import Fraction
 
-__all__ = ["format_bytes", "parse_quantity"]
+__all__ = ["format_bytes", "parse_number", "parse_quantity"]
 
 _SUFFIX = {
     "": Fraction(1),
@@ -57,6 +57,27 @@ def parse_quantity(value: object) -> Fraction | None:
     else:
         amount *= _SUFFIX[suffix or ""]
     return -amount if sign == "-" else amount
+
+
+_NUMBER = re.compile(r"^\s*[+-]?(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?\s*$")
+
+
+def parse_number(value: object) -> Fraction | None:
+    """A plain number (``2``, ``0.5``, ``"1e3"``, no unit suffix) as an exact fraction;
+    ``None`` for anything else: bools, NaN/inf, units, or an exponent so large that
+    expanding it would take minutes (``"1e10000000"``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(str(value)) if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    match = _NUMBER.match(value)
+    if match is None or (match.group(2) and abs(int(match.group(2))) > _MAX_EXPONENT):
+        return None
+    return Fraction(value.strip())
 
 
 def format_bytes(amount: Fraction | int) -> str:

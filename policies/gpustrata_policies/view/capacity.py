@@ -142,7 +142,7 @@ def resolve_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:
             f"{site.name}: no Ray worker group with GPUs could be matched to the engine "
             "(several GPU groups and no accelerator_type naming one of their GPUs)"
         )
-    mig = [n for n in gpu_resources(pod, ctx.config.gpu_resources) if "/mig-" in n]
+    mig = [n for n in gpu_resources(ctx, pod) if "/mig-" in n]
     if mig:
         return (
             f"{site.name} gets a MIG slice ({', '.join(mig)}); the memory of a slice is not "
@@ -398,7 +398,13 @@ def not_evaluated_reason(site: EngineSite, reason: str) -> str:
 
 def capacity_inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     """The capacity estimate of *site* on each GPU model it can land on, or why it
-    cannot be made (a "not evaluated" reason naming the missing input)."""
+    cannot be made (a "not evaluated" reason naming the missing input); made once per
+    engine and evaluation, whichever capacity rule asks first."""
+    found: list[Inputs] | str = ctx.memo(f"capacity-inputs:{id(site)}", lambda: _inputs(ctx, site))
+    return found
+
+
+def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     gpus = resolve_gpus(ctx, site)
     if isinstance(gpus, str):
         return gpus

@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpustrata.catalog.vllm_releases import vllm_file_url as vllm_source
+from gpustrata.core.quantity import parse_number
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version
 from gpustrata.vllm.flags import flag_bool, int_setting
@@ -203,33 +204,37 @@ class GpuRef:
         return f"{self.gpu.name} ({self.where})"
 
 
-def gpu_resources(pod: PodRef, extra: tuple[str, ...]) -> dict[str, Fraction]:
-    """The GPU resources (``nvidia.com/*`` and *extra*) the pod's app containers ask for."""
-    out: dict[str, Fraction] = {}
-    for c in pod.containers(init=False):
-        for section in ("limits", "requests"):
-            for name, raw in c.resources(section).items():
-                if name.startswith("nvidia.com/") or name in extra:
-                    if raw is UNKNOWN:
-                        raise UnknownInput(f"{name} of {c.label}")
-                    out.setdefault(name, Fraction(str(raw)) if is_number(raw) else Fraction(0))
-    return {k: v for k, v in out.items() if v > 0}
+def gpu_resources(ctx: RuleContext, pod: PodRef) -> dict[str, Fraction]:
+    """The GPU resources (``nvidia.com/*`` and the configured others) the pod's app
+    containers ask for, read once per pod and evaluation (a Pod of N engine containers
+    asks N times)."""
+
+    def build() -> dict[str, Fraction]:
+        extra = ctx.config.gpu_resources
+        out: dict[str, Fraction] = {}
+        for c in pod.containers(init=False):
+            for section in ("limits", "requests"):
+                for name, raw in c.resources(section).items():
+                    if name.startswith("nvidia.com/") or name in extra:
+                        if raw is UNKNOWN:
+                            raise UnknownInput(f"{name} of {c.label}")
+                        # parse_number caps the exponent: "1e10000000" is no number.
+                        out.setdefault(name, parse_number(raw) or Fraction(0))
+        return {k: v for k, v in out.items() if v > 0}
+
+    found: dict[str, Fraction] = ctx.memo(f"gpu-resources:{id(pod.spec)}", build)
+    return found
 
 
 def is_number(raw: Any) -> bool:
-    """Does *raw* read as a number (not a boolean)?"""
-    try:
-        Fraction(str(raw))
-    except ValueError:
-        return False
-    return not isinstance(raw, bool)
+    """Does *raw* read as a plain number (not a boolean; no absurd exponent)?"""
+    return parse_number(raw) is not None
 
 
 def ray_gpu_pod(ctx: RuleContext, obj: K8sObject, llm: Mapping[str, Any]) -> PodRef | None:
     """The worker group a Ray Serve LLM engine runs on: the only GPU group, or the one whose
     GPU is the engine's ``accelerator_type`` (Ray's name for the GPU model)."""
-    extra = ctx.config.gpu_resources
-    groups = [g for g in ray_groups(obj) if not g.is_head and gpu_resources(g.pod, extra)]
+    groups = [g for g in ray_groups(obj) if not g.is_head and gpu_resources(ctx, g.pod)]
     if len(groups) == 1:
         return groups[0].pod
     wanted = llm.get("accelerator_type")
