@@ -96,3 +96,64 @@ def test_model_symlink_out_of_the_project_is_not_read(tmp_path: Path) -> None:
     assert why is not None and "leads outside the project" in why
     assert _outside_project("models/inside.json", catalog, tmp_path) is None
     assert _outside_project("meta-llama/Llama-3.1-8B-Instruct", catalog, tmp_path) is None
+
+
+# --- item 13: the secret-flag guard is an allowlist of vLLM's grammar --------------------
+
+TOKEN = "hf_" + "Q" * 34
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("hf-token ", "x"),
+        ("hf.token", "x"),
+        ("hf-tokens", "x"),
+        ("api-k\u0435y", "x"),  # Cyrillic e
+        ("api-key\u200b", "x"),
+        ("authorization", "Bearer " + TOKEN),
+        ("api-key=" + TOKEN, "1"),
+        ("served-model-name", TOKEN),
+    ],
+)
+def test_secret_flag_variants_are_refused_without_the_value(name: str, value: str) -> None:
+    import pydantic
+
+    from gpustrata.spec.stack import EngineSpec
+
+    with pytest.raises(pydantic.ValidationError) as caught:
+        EngineSpec(extra_args={name: value})
+    assert TOKEN not in str(caught.value.errors()[0]["msg"])
+
+
+def test_ordinary_flags_still_pass() -> None:
+    from gpustrata.spec.stack import EngineSpec
+
+    ok = {"max_num_batched_tokens": 8192, "long-prefill-token-threshold": 64, "tokenizer": "x"}
+    assert EngineSpec(extra_args=ok).extra_args == ok
+
+
+def test_flag_name_property() -> None:
+    """Every name that is not of vLLM's grammar, or hints at a credential, is refused."""
+    import sys
+
+    import pydantic
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _fuzz import record
+
+    from gpustrata.spec.stack import EngineSpec
+
+    base = st.sampled_from(["api-key", "api_key", "hf-token", "hf_token", "apikey"])
+    noise = st.sampled_from(["", " ", ".", "s", "\u200b", "\u202e", "=x", "\n", "\u0435", "A"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(base=base, before=noise, after=noise, upper=st.booleans())
+    def prop(base: str, before: str, after: str, upper: bool) -> None:
+        name = before + (base.upper() if upper else base) + after
+        with record("secret-flag-names"), pytest.raises(pydantic.ValidationError):
+            EngineSpec(extra_args={name: TOKEN})
+
+    prop()

@@ -175,3 +175,60 @@ def test_json_duplicate_keys_are_refused(tmp_path: Path) -> None:
     assert _error(["check", "--config", str(config), str(manifest)]).startswith(
         f"{config}:2: invalid config file: duplicate key 'rules'"
     )
+
+
+# --- item 14: K014 finds tokens in engine_kwargs, shell strings and repeated flags -------
+
+TOKEN = "hf_" + "Z" * 34
+
+
+def _k014(doc: dict[str, object]) -> list[str]:
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(json.dumps(doc), "k.json"))
+    messages = [f.message for f in report.findings if f.rule == "K014"]
+    assert all(TOKEN not in m for m in messages)
+    return messages
+
+
+def _deployment(container: dict[str, object]) -> dict[str, object]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "llm"},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+
+
+def test_k014_shell_string_and_second_flag() -> None:
+    shell = {
+        "name": "c",
+        "image": "vllm/vllm-openai:v0.33.0",
+        "command": ["sh", "-c"],
+        "args": [f"vllm serve m --api-key {TOKEN} --port 8000"],
+    }
+    assert any("--api-key in a shell command" in m for m in _k014(_deployment(shell)))
+    twice = {
+        "name": "c",
+        "image": "vllm/vllm-openai:v0.33.0",
+        "args": ["--model", "m", "--api-key=$(KEY)", f"--api-key={TOKEN}"],
+    }
+    assert any("--api-key a second time" in m for m in _k014(_deployment(twice)))
+
+
+def test_k014_engine_kwargs() -> None:
+    serve = (
+        "applications:\n  - name: a\n    import_path: ray.serve.llm:build_openai_app\n"
+        "    args:\n      llm_configs:\n        - model_loading_config: {model_id: m}\n"
+        f"          engine_kwargs: {{hf_token: {TOKEN}, api_key: {TOKEN}}}\n"
+    )
+    doc = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "r", "namespace": "llm"},
+        "spec": {"serveConfigV2": serve},
+    }
+    messages = _k014(doc)
+    assert any("engine_kwargs sets hf_token" in m for m in messages), messages
+    assert any("engine_kwargs sets api_key" in m for m in messages), messages

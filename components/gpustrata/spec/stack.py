@@ -36,6 +36,19 @@ ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
 # vLLM flags that carry credentials: --api-key (vllm/entrypoints/openai/cli_args.py) and
 # --hf-token (vllm/config/model.py ModelConfig.hf_token), and anything named like them.
 SECRET_FLAG = re.compile(r"(^|[_-])(api[_-]?key|token|secret|password|passwd)$")
+# vLLM's own flag grammar (EngineArgs field names, --kebab-case on the command line).
+FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+# Any part of a flag name that hints at a credential (hf-tokens, auth_header, ...).
+SECRET_PART = re.compile(
+    r"(^|[_-])(api[_-]?keys?|hf[_-]?tokens?)([_-]|$)"
+    r"|(^|[_-])(secrets?|passwords?|passwd|credentials?|auth[a-z]*|bearer)$"
+)
+# Values that look like a credential whatever the flag is called.
+TOKEN_VALUE = re.compile(
+    r"(^|[\s=:])(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|xox[abpr]-[A-Za-z0-9-]{10,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})|^\s*bearer\s",
+    re.IGNORECASE,
+)
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 # An image reference (distribution/reference grammar, simplified):
@@ -566,12 +579,24 @@ class EngineSpec(_Model):
     @classmethod
     def _no_secret_flags(cls, value: dict[str, object]) -> dict[str, object]:
         for key in value:
-            if SECRET_FLAG.search(key.lower()):
-                # The value is never quoted: it may be the secret itself.
+            # Names outside vLLM's grammar ('hf-token ', 'api-k\u0435y', 'api-key=hf_...')
+            # could slip a credential past the name check; neither they nor values are quoted.
+            if not FLAG_NAME.match(key) or len(key) > 64:
+                raise ValueError(
+                    "a flag name is not of vLLM's form (lowercase letters, digits, '-' and '_', "
+                    "at most 64; the name is not shown: it may hold a secret): use the "
+                    "EngineArgs name, e.g. max_num_seqs"
+                )
+            if SECRET_FLAG.search(key) or SECRET_PART.search(key):
                 raise ValueError(
                     f"'{key[:40]}' would put a secret on the vLLM command line, readable by "
                     "anyone who can read the Pod; remove it and use hf_token (a Secret "
                     "reference) for the Hugging Face token"
+                )
+            if isinstance(value[key], str) and TOKEN_VALUE.search(str(value[key])):
+                raise ValueError(
+                    f"the value of '{key[:40]}' looks like a token (not shown); flags are "
+                    "readable in the Pod spec: remove it and use a Secret reference"
                 )
         return value
 
