@@ -17,8 +17,12 @@ from typing import Any, TextIO
 import yaml
 
 from gpustrata.cli.errors import report_error, run_parser, user_error
+from gpustrata.core import jsonio
 from gpustrata.core.environments import ENVIRONMENTS
 from gpustrata.core.errors import InputError
+from gpustrata.core.jsonio import JsonShapeError
+from gpustrata.core.yamlguard import YamlShapeError
+from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.config import ConfigError
 from gpustrata_policies.evaluate import all_rules, evaluate, find_rule, load_config, rule_folder
 from gpustrata_policies.findings import Rule
@@ -39,7 +43,10 @@ def _read_config(path: str | None) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     try:
-        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+        data = jsonio.loads(text) if path.endswith(".json") else safe_load(text)
+    except (JsonShapeError, YamlShapeError) as exc:
+        line = f":{exc.line}" if exc.line is not None else ""
+        raise ConfigError(f"{path}{line}: invalid config file: {exc}") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else f":{getattr(exc, 'lineno', '')}"

@@ -15,7 +15,9 @@ import yaml
 __all__ = [
     "ALIAS_EXPANSION_FACTOR",
     "ALIAS_EXPANSION_SLACK",
+    "MAX_INT_DIGITS",
     "YamlShapeError",
+    "check_int_scalar",
     "check_node",
     "check_unique_keys",
 ]
@@ -26,8 +28,17 @@ ALIAS_EXPANSION_SLACK = 100_000
 """... plus this many values (generous for hand-written anchors; far below a bomb)."""
 
 
-class YamlShapeError(ValueError):
-    """A YAML document that cannot be walked safely; ``line`` is 1-based (or ``None``)."""
+MAX_INT_DIGITS = 4300
+"""Python refuses to read longer decimal integers (``sys.get_int_max_str_digits``); no
+count or size in a manifest or stack comes near it, so such a number is refused by name."""
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+class YamlShapeError(ValueError, yaml.YAMLError):
+    """A YAML document that cannot be walked safely; ``line`` is 1-based (or ``None``).
+
+    Also a :class:`yaml.YAMLError`, so code that reports invalid YAML reports this too.
+    """
 
     def __init__(self, message: str, line: int | None) -> None:
         super().__init__(message)
@@ -42,8 +53,21 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+def check_int_scalar(node: yaml.Node) -> None:
+    """Raise :class:`YamlShapeError` for an integer scalar longer than :data:`MAX_INT_DIGITS`."""
+    if isinstance(node, yaml.ScalarNode) and node.tag == _INT_TAG:
+        digits = sum(c.isdigit() for c in node.value) if len(node.value) > MAX_INT_DIGITS else 0
+        if digits > MAX_INT_DIGITS:
+            raise YamlShapeError(
+                f"an integer of {digits} digits (more than {MAX_INT_DIGITS}, the most "
+                "Python reads); no count or size is that large: write the intended number",
+                node.start_mark.line + 1,
+            )
+
+
 def check_node(root: yaml.Node) -> int:
-    """Raise :class:`YamlShapeError` if *root* refers to itself or is an alias bomb.
+    """Raise :class:`YamlShapeError` if *root* refers to itself, is an alias bomb or holds
+    an integer too long to read (:func:`check_int_scalar`).
 
     Returns the number of values the document expands to. Iterative (no recursion
     limit) and linear in the number of distinct nodes.
@@ -62,6 +86,8 @@ def check_node(root: yaml.Node) -> int:
                 todo.extend(pair)
         elif isinstance(node, yaml.SequenceNode):
             todo.extend(node.value)
+        else:
+            check_int_scalar(node)
     return len(seen)
 
 
@@ -87,6 +113,7 @@ def _check_shared(root: yaml.Node) -> int:
                 node.start_mark.line + 1,
             )
         distinct += 1
+        check_int_scalar(node)
         on_path.add(key)
         stack.append((node, True))
         for child in _children(node):

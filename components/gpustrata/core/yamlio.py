@@ -15,5 +15,21 @@ SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoade
 
 
 def safe_load(text: str) -> Any:
-    """``yaml.safe_load`` with :data:`SAFE_LOADER`."""
-    return yaml.load(text, Loader=SAFE_LOADER)
+    """``yaml.safe_load`` with :data:`SAFE_LOADER` and the guards of :mod:`.yamlguard`.
+
+    Alias loops and bombs, repeated keys and integers too long to read raise
+    :class:`~.yamlguard.YamlShapeError` (a :class:`yaml.YAMLError`) before anything
+    is constructed, so a serveConfigV2 string gets the same top-level guards as a file.
+    """
+    from gpustrata.core.yamlguard import check_node, check_unique_keys
+
+    loader = SAFE_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_node(node)
+        check_unique_keys(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()

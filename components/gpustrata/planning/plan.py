@@ -344,6 +344,27 @@ def _plan_model(
     )
 
 
+def _outside_project(model: str, catalog: ModelCatalog, base_dir: Path | None) -> str | None:
+    """Why the config.json path *model* may not be read (it leads outside the project).
+
+    The stack refuses absolute paths and '..' (:func:`~gpustrata.spec.stack.model_path_problem`);
+    this also catches a symbolic link inside the project that points out of it.
+    """
+    if catalog.get(model) is not None:
+        return None
+    root = (base_dir or Path.cwd()).resolve()
+    try:
+        target = (root / model).resolve()
+    except (OSError, RuntimeError):
+        return f"{model[:60]!r} cannot be resolved as a path; use the Hugging Face id"
+    if target != root and root not in target.parents:
+        return (
+            f"{model[:60]!r} leads outside the project (through a symbolic link); a stack "
+            "may only name a config.json inside the project: copy it into the project"
+        )
+    return None
+
+
 def _capacity(
     model: ModelSpec,
     index: int,
@@ -352,6 +373,9 @@ def _capacity(
     base_dir: Path | None,
 ) -> tuple[CapacityEstimate | None, str | None]:
     """The capacity estimate, or None and why (a rule reports what cannot be planned)."""
+    outside = _outside_project(model.model, catalog, base_dir)
+    if outside:
+        raise PlanError(f"gpustrata:stack.models[{index}].model", outside)
     try:
         arch = resolve_architecture(model.model, catalog, base_dir)
     except ModelCatalogError as exc:

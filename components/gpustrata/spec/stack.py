@@ -9,7 +9,8 @@ description; ``examples`` feed the "use ..." hint of an error message.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+import unicodedata
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -39,8 +40,100 @@ ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
 # vLLM flags that carry credentials: --api-key (vllm/entrypoints/openai/cli_args.py) and
 # --hf-token (vllm/config/model.py ModelConfig.hf_token), and anything named like them.
 SECRET_FLAG = re.compile(r"(^|[_-])(api[_-]?key|token|secret|password|passwd)$")
+# vLLM's own flag grammar (EngineArgs field names, --kebab-case on the command line).
+FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+# Any part of a flag name that hints at a credential (hf-tokens, auth_header, ...).
+SECRET_PART = re.compile(
+    r"(^|[_-])(api[_-]?keys?|hf[_-]?tokens?)([_-]|$)"
+    r"|(^|[_-])(secrets?|passwords?|passwd|credentials?|auth[a-z]*|bearer)$"
+)
+# Values that look like a credential whatever the flag is called.
+TOKEN_VALUE = re.compile(
+    r"(^|[\s=:])(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|xox[abpr]-[A-Za-z0-9-]{10,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})|^\s*bearer\s",
+    re.IGNORECASE,
+)
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+# An image reference (distribution/reference grammar, simplified):
+# [host[:port]/]path[:tag][@digest].
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+# A release version: 580.173.02, v26.7.0, 4.2.3-4.1.3-ubuntu22.04 (no '/', no '..').
+_VERSION = re.compile(r"^v?[0-9]+(?:\.[0-9A-Za-z]+)*(?:[-+][0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?$")
+# kubelet evictionHard: a quantity or a percentage (k8s.io/kubelet eviction signals).
+_THRESHOLD = re.compile(r"^[0-9]+(\.[0-9]+)?(%|Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+EVICTION_SIGNALS = (
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "containerfs.available",
+    "containerfs.inodesFree",
+    "pid.available",
+)
+# Longest name one path component may have (NAME_MAX on Linux and macOS), in bytes.
+NAME_MAX = 255
+MODEL_MAX = 1024
+
+
+def hidden_character(text: str) -> str | None:
+    """The first control, format (bidi, zero-width) or line-separator character, as U+XXXX."""
+    for char in text:
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cs"):
+            return f"U+{ord(char):04X}"
+    return None
+
+
+def uri_userinfo(uri: str) -> bool:
+    """True when *uri* carries credentials before its host (``s3://KEY:SECRET@bucket``)."""
+    _scheme, sep, rest = uri.partition("://")
+    return bool(sep) and "@" in rest.split("/", 1)[0]
+
+
+def redact_uri(uri: str) -> str:
+    """*uri* with its userinfo replaced by ``***`` (``s3://***@bucket/key``)."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return uri
+    authority, slash, path = rest.partition("/")
+    if "@" not in authority:
+        return uri
+    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def model_path_problem(model: str) -> str | None:
+    """Why *model* (a Hugging Face id or a path to a config.json) cannot be used, or None.
+
+    A stack file from a pull request must not make ``plan`` open files outside the
+    project (``/proc/self/environ``, ``../../etc/passwd``): absolute paths, ``~`` and
+    ``..`` are refused, and so are names no file system accepts (a component over 255
+    bytes raised ``OSError: File name too long``).
+    """
+    if len(model.encode("utf-8")) > MODEL_MAX:
+        return f"is {len(model.encode('utf-8'))} bytes long (at most {MODEL_MAX}); use the model id"
+    if any(len(part.encode("utf-8")) > NAME_MAX for part in model.replace("\\", "/").split("/")):
+        return (
+            f"has a path component over {NAME_MAX} bytes (no file system takes it); "
+            "use the Hugging Face id (org/name) or a shorter path"
+        )
+    if model.startswith(("/", "~", "\\")) or re.match(r"^[A-Za-z]:", model):
+        return (
+            "is an absolute path; a stack may only name a config.json inside the project "
+            "(a stack from a pull request must not read the runner's files): use a path "
+            "relative to the project"
+        )
+    if ".." in model.replace("\\", "/").split("/"):
+        return (
+            "leaves the project through '..'; a stack may only name a config.json inside "
+            "the project: use a path relative to the project without '..'"
+        )
+    return None
+
 
 Name = Annotated[
     str,
@@ -62,10 +155,47 @@ Quantity = Annotated[
 ]
 
 
-class _Model(BaseModel):
-    """Base: unknown keys are errors, values are validated on assignment."""
+Version = Annotated[
+    str,
+    Field(
+        max_length=64,
+        pattern=_VERSION.pattern,
+        examples=["580.173.02"],
+        description="A release version such as '580.173.02' or 'v26.7.0'.",
+    ),
+]
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+def _hidden(value: Any) -> str | None:
+    if isinstance(value, str):
+        return hidden_character(value)
+    if isinstance(value, dict):
+        return next((h for kv in value.items() for h in map(_hidden, kv) if h), None)
+    if isinstance(value, list):
+        return next((h for h in map(_hidden, value) if h), None)
+    return None
+
+
+class _Model(BaseModel):
+    """Base: unknown keys are errors, values are validated on assignment.
+
+    Strict: ``true`` is not a number and ``"true"`` not a boolean (YAML writes both
+    without quotes). No text may hold control, bidi or zero-width characters, which
+    render invisibly in a review and differently on the command line.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_hidden_characters(cls, value: Any) -> Any:
+        found = _hidden(value)
+        if found:
+            raise ValueError(
+                f"contains the invisible or control character {found} (a reviewer cannot "
+                "see it; it can change what the text means): remove it"
+            )
+        return value
 
 
 class ClusterSpec(_Model):
@@ -150,6 +280,22 @@ class KubeletSpec(_Model):
         le=1000,
         description="maxPods. Empty: the EKS value for the instance type (catalogue).",
     )
+
+    @field_validator("eviction_hard")
+    @classmethod
+    def _eviction_thresholds(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, threshold in value.items():
+            if key not in EVICTION_SIGNALS:
+                raise ValueError(
+                    f"{key[:40]!r} is not a kubelet eviction signal; use one of "
+                    f"{', '.join(EVICTION_SIGNALS)}"
+                )
+            if not _THRESHOLD.match(threshold):
+                raise ValueError(
+                    f"{key}: {threshold[:40]!r} is not a threshold; use a quantity such as "
+                    "'500Mi' or a percentage such as '10%'"
+                )
+        return value
 
     @field_validator("system_reserved", "kube_reserved")
     @classmethod
@@ -250,7 +396,7 @@ class GpuOperatorSpec(_Model):
     """The NVIDIA GPU Operator Helm release with pinned component versions."""
 
     enabled: bool = Field(default=True, description="Install the GPU Operator.")
-    chart_version: str = Field(
+    chart_version: Version = Field(
         examples=["v25.10.0"], description="GPU Operator Helm chart version (pinned)."
     )
     namespace: Name = Field(default="gpu-operator", description="Namespace of the operator.")
@@ -259,19 +405,19 @@ class GpuOperatorSpec(_Model):
         description="Let the operator install the driver. EKS NVIDIA AMIs ship one, so the "
         "default is false.",
     )
-    driver_version: str | None = Field(
+    driver_version: Version | None = Field(
         default=None,
         examples=["570.172.08"],
         description="Driver version: the operator's when driver_enabled, else the version "
         "preinstalled in the node image (for compatibility checks).",
     )
-    toolkit_version: str | None = Field(
+    toolkit_version: Version | None = Field(
         default=None, description="NVIDIA Container Toolkit version (empty: chart default)."
     )
-    device_plugin_version: str | None = Field(
+    device_plugin_version: Version | None = Field(
         default=None, description="k8s-device-plugin version (empty: chart default)."
     )
-    dcgm_exporter_version: str | None = Field(
+    dcgm_exporter_version: Version | None = Field(
         default=None, description="DCGM exporter version (empty: chart default)."
     )
     mig_strategy: MigStrategy = Field(
@@ -305,7 +451,7 @@ class KubeRaySpec(_Model):
     """The KubeRay operator (needed when a model runs on the 'rayservice' runtime)."""
 
     enabled: bool = Field(default=False, description="Install the KubeRay operator.")
-    chart_version: str = Field(
+    chart_version: Version = Field(
         default="1.4.2", examples=["1.4.2"], description="kuberay-operator chart version."
     )
     namespace: Name = Field(default="kuberay", description="Namespace of the operator.")
@@ -323,7 +469,9 @@ class WeightsSpec(_Model):
         default="huggingface", description="Weight source for the startup estimate."
     )
     uri: str | None = Field(
-        default=None, description="s3:// URI or path on the PVC / NVMe (source-specific)."
+        default=None,
+        max_length=2048,
+        description="s3:// URI or path on the PVC / NVMe (source-specific).",
     )
     pvc_name: str | None = Field(
         default=None, description="PersistentVolumeClaim holding the weights (source pvc)."
@@ -345,6 +493,27 @@ class WeightsSpec(_Model):
         "source (huggingface 0.25, s3 1.0, pvc 0.3, local-nvme 2.0; shown with its source "
         "by `plan` and `capacity`).",
     )
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if uri_userinfo(value):  # the value is not quoted: it holds a credential
+            raise ValueError(
+                f"{redact_uri(value)[:60]!r} carries credentials before the host (shown as "
+                "***); remove them and give the pod access through its service account "
+                "(IRSA) or a Secret"
+            )
+        scheme, sep, rest = value.partition("://")
+        if sep and not re.fullmatch(r"[a-z][a-z0-9+.-]*", scheme):
+            raise ValueError(f"{value[:60]!r} has no valid scheme; use s3://bucket/key")
+        if any(c.isspace() for c in value) or ".." in (rest if sep else value).split("/"):
+            raise ValueError(
+                f"{value[:60]!r} contains whitespace or a '..' segment; use s3://bucket/key "
+                "or a path on the volume without '..'"
+            )
+        return value
 
 
 class SecretRef(_Model):
@@ -416,12 +585,24 @@ class EngineSpec(_Model):
     @classmethod
     def _no_secret_flags(cls, value: dict[str, object]) -> dict[str, object]:
         for key in value:
-            if SECRET_FLAG.search(key.lower()):
-                # The value is never quoted: it may be the secret itself.
+            # Names outside vLLM's grammar ('hf-token ', 'api-k\u0435y', 'api-key=hf_...')
+            # could slip a credential past the name check; neither they nor values are quoted.
+            if not FLAG_NAME.match(key) or len(key) > 64:
+                raise ValueError(
+                    "a flag name is not of vLLM's form (lowercase letters, digits, '-' and '_', "
+                    "at most 64; the name is not shown: it may hold a secret): use the "
+                    "EngineArgs name, e.g. max_num_seqs"
+                )
+            if SECRET_FLAG.search(key) or SECRET_PART.search(key):
                 raise ValueError(
                     f"'{key[:40]}' would put a secret on the vLLM command line, readable by "
                     "anyone who can read the Pod; remove it and use hf_token (a Secret "
                     "reference) for the Hugging Face token"
+                )
+            if isinstance(value[key], str) and TOKEN_VALUE.search(str(value[key])):
+                raise ValueError(
+                    f"the value of '{key[:40]}' looks like a token (not shown); flags are "
+                    "readable in the Pod spec: remove it and use a Secret reference"
                 )
         return value
 
@@ -471,7 +652,8 @@ class ModelSpec(_Model):
     model: str = Field(
         min_length=1,
         examples=["meta-llama/Llama-3.1-8B-Instruct"],
-        description="Hugging Face model id (or a path for a local model).",
+        description="Hugging Face model id (or a path, inside the project, for a local "
+        "model's config.json).",
     )
     served_model_name: str | None = Field(
         default=None, description="Name clients use in the OpenAI API (default: model)."
@@ -484,6 +666,8 @@ class ModelSpec(_Model):
     pool: Name = Field(description="Name of the node pool the engines run on.")
     namespace: Name = Field(default="inference", description="Namespace of the workload.")
     image: str = Field(
+        max_length=512,
+        pattern=_IMAGE.pattern,
         examples=["vllm/vllm-openai:v0.11.0"],
         description="Container image, pinned by tag or digest.",
     )
@@ -519,6 +703,14 @@ class ModelSpec(_Model):
         "estimate. Empty: gpustrata's default (30 s, +60 s without enforce_eager, +90 s "
         "for MoE models).",
     )
+
+    @field_validator("model")
+    @classmethod
+    def _model_id_or_path(cls, value: str) -> str:
+        problem = model_path_problem(value)
+        if problem:
+            raise ValueError(f"{value[:60]!r} {problem}")
+        return value
 
 
 class CatalogExtensions(_Model):

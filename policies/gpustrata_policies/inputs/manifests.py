@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import bisect
+import codecs
 import json
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path as FsPath
@@ -12,7 +15,9 @@ from typing import Any
 
 import yaml
 
+from gpustrata.core import jsonio
 from gpustrata.core.errors import InputError
+from gpustrata.core.jsonio import JsonShapeError
 from gpustrata.core.yamlguard import YamlShapeError, check_node
 from gpustrata.core.yamlio import SAFE_LOADER
 from gpustrata_policies.view.objects import K8sObject
@@ -105,7 +110,10 @@ def load_text(text: str, name: str) -> list[K8sObject]:
         raise InputError(f"{name}:{line}: binary input (contains NUL bytes), not YAML or JSON")
     if name.endswith(".json"):
         try:
-            data = json.loads(text)
+            data = jsonio.loads(text)
+        except JsonShapeError as exc:
+            where = f"{name}:{exc.line}" if exc.line is not None else name
+            raise InputError(f"{where}: cannot be checked: {exc}") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from None
         except RecursionError:
@@ -147,11 +155,77 @@ def load_text(text: str, name: str) -> list[K8sObject]:
     return out
 
 
+_CHUNK = 1 << 20
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _special(path: FsPath, why: str) -> InputError:
+    return InputError(
+        f"{path}: {why}; gpustrata reads only regular files (a pipe or device may never "
+        "end): remove it, or pass its content on stdin with -"
+    )
+
+
+def _read_chunks(read: Any, name: str) -> bytes:
+    """Read to the end in chunks, refusing binary data at its first chunk (``/dev/zero``).
+
+    What is reported is what reading it all would report: a byte that is not UTF-8
+    (read so far) before the NUL bytes.
+    """
+    chunks: list[bytes] = []
+    while True:
+        chunk = read(_CHUNK)
+        if not chunk:
+            break
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8")
+        chunks.append(chunk)
+        if b"\x00" in chunk:
+            data = b"".join(chunks)
+            try:
+                codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=False)
+            except UnicodeDecodeError:
+                _decode(data, name)  # raises, naming the byte
+            line = data.count(b"\n", 0, data.find(b"\x00")) + 1
+            raise InputError(f"{name}:{line}: binary input (contains NUL bytes), not YAML or JSON")
+    return b"".join(chunks)
+
+
 def _read(path: FsPath) -> str:
+    """Read a regular file; FIFOs, devices, sockets and broken links are refused unopened.
+
+    Opened non-blocking and checked with ``fstat`` on the open descriptor, so a path
+    swapped for a FIFO after the check cannot block the run.
+    """
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
+        if not path.exists():
+            if path.is_symlink():
+                raise _special(path, "a symbolic link to nothing (or a link loop)") from None
+            raise InputError(f"{path}: no such file or directory") from None
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as file:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _special(path, _kind(mode))
+        os.set_blocking(fd, True)
+        try:
+            data = _read_chunks(file.read, str(path))
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     return _decode(data, str(path))
 
 
@@ -165,27 +239,55 @@ def _decode(data: bytes, name: str) -> str:
         ) from None
 
 
+def _folder_files(folder: FsPath) -> list[FsPath]:
+    """The manifest files under *folder*; symlinked folders are not followed.
+
+    An entry with a manifest suffix that is not a regular file (a FIFO, a device, a
+    broken or looping link) is refused rather than skipped: silently checking less
+    than was asked for would pass a pull request that hides a manifest that way.
+    """
+    files: list[FsPath] = []
+    for entry in sorted(folder.rglob("*")):
+        if entry.suffix not in _SUFFIXES:
+            continue
+        try:
+            mode = entry.stat().st_mode
+        except OSError:
+            if entry.is_symlink():
+                raise _special(entry, "a symbolic link to nothing (or a link loop)") from None
+            raise
+        if stat.S_ISDIR(mode):
+            continue  # a folder named like a file (`x.yaml/`): rglob walks it
+        if not stat.S_ISREG(mode):
+            raise _special(entry, _kind(mode))
+        files.append(entry)
+    return files
+
+
 def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
-    """Load files, folders (recursive ``*.yaml``/``*.yml``/``*.json``) and ``-`` (stdin)."""
+    """Load files, folders (recursive ``*.yaml``/``*.yml``/``*.json``) and ``-`` (stdin).
+
+    An empty path is refused (an unset CI variable must not check the working folder),
+    and so are special files (:func:`_read`).
+    """
     objects: list[K8sObject] = []
     for raw in paths:
-        if raw == "-":
-            data = (
-                stdin.buffer.read()
-                if stdin is not None and hasattr(stdin, "buffer")
-                else (stdin.read() if stdin is not None else b"")
+        if raw == "":
+            raise InputError(
+                "'': an empty path (an unset variable in the command?); name a file, "
+                "a folder, or - for stdin"
             )
-            if isinstance(data, bytes):
-                data = _decode(data, "<stdin>")
-            objects.extend(load_text(data, "<stdin>"))
+        if raw == "-":
+            source = getattr(stdin, "buffer", stdin)
+            data = _read_chunks(source.read, "<stdin>") if source is not None else b""
+            objects.extend(load_text(_decode(data, "<stdin>"), "<stdin>"))
             continue
         path = FsPath(raw)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
-            for file in files:
+            for file in _folder_files(path):
                 objects.extend(load_text(_read(file), str(file)))
-        elif path.exists():
-            objects.extend(load_text(_read(path), str(path)))
-        else:
+        elif not path.exists() and not path.is_symlink():
             raise InputError(f"{raw}: no such file or directory")
+        else:
+            objects.extend(load_text(_read(path), str(path)))
     return objects

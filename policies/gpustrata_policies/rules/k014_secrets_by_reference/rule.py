@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -46,6 +47,56 @@ def _literal(value: Any) -> str:
     return f"a literal value ({len(text)} characters)"
 
 
+_FLAG = re.compile(r"^--(api[-_]key|hf[-_]token)(?:=(.*))?$", re.DOTALL)
+
+
+def _literal_flag(value: str) -> bool:
+    return bool(value) and "$" not in value
+
+
+def _flag_values(tokens: list[str]) -> list[tuple[str, str]]:
+    """(flag, value) of every ``--api-key``/``--hf-token`` in *tokens*, in order."""
+    found: list[tuple[str, str]] = []
+    for index, token in enumerate(tokens):
+        match = _FLAG.match(token)
+        if not match:
+            continue
+        value = match.group(2)
+        if value is None:
+            following = tokens[index + 1] if index + 1 < len(tokens) else ""
+            value = "" if following.startswith("--") else following
+        found.append((match.group(1).replace("_", "-"), value))
+    return found
+
+
+def _command_line_flags(c: Any) -> Iterator[tuple[str, str, bool]]:
+    """(flag, value, in_shell) for secret flags the engine reader does not count.
+
+    The engine reader keeps one value per flag: a second ``--api-key`` in the same
+    arguments, and flags inside a shell string (``sh -c "vllm serve --api-key ..."``),
+    are found here.
+    """
+    tokens: list[str] = []
+    for part in ("command", "args"):
+        raw = c.raw.get(part)
+        tokens += [t for t in raw if isinstance(t, str)] if isinstance(raw, list) else []
+    direct = _flag_values(tokens)
+    seen: set[str] = set()
+    for flag, value in direct:
+        if flag in seen and _literal_flag(value):
+            yield flag, value, False
+        seen.add(flag)
+    for token in tokens:
+        if any(ch.isspace() for ch in token) and ("--api" in token or "--hf" in token):
+            try:
+                words = shlex.split(token)
+            except ValueError:
+                words = token.split()
+            for flag, value in _flag_values(words):
+                if _literal_flag(value):
+                    yield flag, value, True
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Secret-bearing env vars and flags come from Secrets."""
     extra = ctx.config.secret_env_names
@@ -69,6 +120,13 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     "command line",
                     (*c.path, "args"),
                 )
+        for flag, value, in_shell in _command_line_flags(c):
+            where = "in a shell command" if in_shell else "a second time"
+            yield ctx.violation(
+                obj,
+                f"{c.label} passes --{flag} {where} as {_literal(value)} on its command line",
+                (*c.path, "args"),
+            )
     if obj.kind == "RayService":
         cfg = serve_config(obj)
         scopes: list[Mapping[str, Any]] = [
@@ -84,6 +142,16 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     yield ctx.violation(
                         obj,
                         f"serveConfigV2 runtime_env sets {name} to {_literal(value)}",
+                        ("spec", "serveConfigV2"),
+                    )
+        for scope in cfg.llm_configs if cfg else []:
+            kwargs = scope.get("engine_kwargs")
+            for name, value in kwargs.items() if isinstance(kwargs, Mapping) else ():
+                secret = str(name).replace("-", "_") in SECRET_FLAGS
+                if secret and isinstance(value, str) and _literal_flag(value):
+                    yield ctx.violation(
+                        obj,
+                        f"serveConfigV2 engine_kwargs sets {name} to {_literal(value)}",
                         ("spec", "serveConfigV2"),
                     )
 

@@ -1,0 +1,234 @@
+"""Issue 19: hostile input to ``check`` ends in exit 2 naming the file (and line), or in
+results; never a hang, a blow-up or a traceback.
+
+Special files (FIFOs, devices, broken and looping links, ``/dev/zero``), the empty path,
+integers over Python's digit limit, JSON duplicate keys, and serveConfigV2 strings with
+the top-level YAML guards. Each test failed before its fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_cli import run
+
+sys.path.insert(0, str(REPO / "tests"))
+
+GPU_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  namespace: llm
+spec:
+  containers:
+    - name: c
+      image: vllm/vllm-openai:v0.33.0
+      resources:
+        requests: {nvidia.com/gpu: 1}
+"""
+
+
+def _error(argv: list[str], stdin: str | bytes | None = None, timeout: float = 20.0) -> str:
+    """Run `check` in a thread (a FIFO must not block the test run); return its one-line error."""
+    result: list[tuple[int, str, str]] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(run(argv, stdin))
+        except BaseException as exc:
+            failure.append(exc)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    assert not worker.is_alive(), f"check {argv} still running after {timeout} s (a hang)"
+    assert not failure, f"check raised {failure[0]!r} (a traceback)"
+    code, out, err = result[0]
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith("gpustrata: ") and err.count("\n") == 1, err
+    return err.removeprefix("gpustrata: ").strip()
+
+
+# --- items 3, 4, 7: special files and the empty path -------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_fifo_is_refused_without_opening_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "f.yaml"
+    os.mkfifo(fifo)
+    message = _error(["check", str(fifo)])
+    assert message.startswith(f"{fifo}: a FIFO (named pipe); gpustrata reads only regular"), message
+    # In a folder it is refused too, not skipped silently.
+    (tmp_path / "a.yaml").write_text(GPU_POD, encoding="utf-8")
+    assert _error(["check", str(tmp_path)]).startswith(f"{fifo}: a FIFO")
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_dev_zero_and_a_link_to_it_are_refused(tmp_path: Path) -> None:
+    assert _error(["check", "/dev/zero"]).startswith("/dev/zero: a device; ")
+    link = tmp_path / "z.yaml"
+    link.symlink_to("/dev/zero")
+    assert _error(["check", str(link)]).startswith(f"{link}: a device; ")
+    assert _error(["check", str(tmp_path)]).startswith(f"{link}: a device; ")
+    # On stdin: refused at the first chunk of NUL bytes, not read to the end of memory.
+    with open("/dev/zero", "rb") as zero:
+        zeros = zero.read(3 << 20)
+    assert _error(["check", "-"], zeros) == (
+        "<stdin>:1: binary input (contains NUL bytes), not YAML or JSON"
+    )
+
+
+def test_broken_and_looping_links_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(GPU_POD, encoding="utf-8")
+    broken = tmp_path / "gone.yaml"
+    broken.symlink_to(tmp_path / "nothing.yaml")
+    assert _error(["check", str(tmp_path)]).startswith(f"{broken}: a symbolic link to nothing")
+    assert _error(["check", str(broken)]).startswith(f"{broken}: a symbolic link to nothing")
+    broken.unlink()
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    assert _error(["check", str(tmp_path)]).startswith(f"{loop}: a symbolic link to nothing")
+    loop.unlink()
+    code, _out, _err = run(["check", str(tmp_path)])
+    assert code == 1  # the folder is fine again: K001 on a.yaml
+
+
+def test_empty_path_is_refused(tmp_path: Path) -> None:
+    message = _error(["check", ""])
+    assert message.startswith("'': an empty path (an unset variable in the command?)"), message
+    assert _error(["check", str(tmp_path), ""]).startswith("'': an empty path")
+
+
+# --- item 5: integers too long for Python ------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_huge_integer_in_a_manifest(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"big{suffix}"
+    big = "9" * 5000
+    if suffix == ".json":
+        path.write_text(
+            '{"kind": "Pod",\n "metadata": {"name": "p"},\n "spec": {"x": ' + big + "}}"
+        )
+    else:
+        path.write_text(GPU_POD.replace("gpu: 1}", "gpu: " + big + "}"))
+    message = _error(["check", str(path)])
+    line = 3 if suffix == ".json" else 11
+    assert message.startswith(f"{path}:{line}: cannot be checked: an integer of "), message
+    assert "more than 4300" in message and big not in message
+
+
+def test_huge_integer_in_a_serve_config_is_not_an_internal_error(tmp_path: Path) -> None:
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    serve = "applications:\n  - name: a\n    args:\n      n: " + "7" * 5000 + "\n"
+    doc = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "r", "namespace": "llm"},
+        "spec": {"serveConfigV2": serve},
+    }
+    report = evaluate(load_text(json.dumps(doc), "r.json"))
+    assert not [f for f in report.findings if f.internal], report.findings
+
+
+def test_serve_config_duplicate_applications_and_alias_bomb_are_reported() -> None:
+    from gpustrata.core.yamlguard import YamlShapeError
+    from gpustrata.core.yamlio import safe_load
+
+    with pytest.raises(YamlShapeError, match="duplicate key 'applications'"):
+        safe_load("applications: []\napplications: [{name: a}]\n")
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+        for p, c in zip("abcdefg", "bcdefgh", strict=True)
+    )
+    with pytest.raises(YamlShapeError, match="alias bomb"):
+        safe_load(bomb + "applications: [*h]\n")
+
+
+# --- item 8: JSON duplicate keys ---------------------------------------------------------
+
+
+def test_json_duplicate_keys_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "dup.json"
+    path.write_text('{"kind": "Pod",\n "metadata": {"name": "p"},\n "kind": "Secret"}')
+    message = _error(["check", str(path)])
+    assert re.fullmatch(
+        rf"{re.escape(str(path))}:3: cannot be checked: duplicate key 'kind' in one object: "
+        ".*keep one",
+        message,
+    ), message
+    config = tmp_path / "policy.json"
+    config.write_text('{"rules": {},\n "rules": {"K001": {"enforcement": "disabled"}}}')
+    manifest = tmp_path / "ok.yaml"
+    manifest.write_text(GPU_POD, encoding="utf-8")
+    assert _error(["check", "--config", str(config), str(manifest)]).startswith(
+        f"{config}:2: invalid config file: duplicate key 'rules'"
+    )
+
+
+# --- item 14: K014 finds tokens in engine_kwargs, shell strings and repeated flags -------
+
+TOKEN = "hf_" + "Z" * 34
+
+
+def _k014(doc: dict[str, object]) -> list[str]:
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(json.dumps(doc), "k.json"))
+    messages = [f.message for f in report.findings if f.rule == "K014"]
+    assert all(TOKEN not in m for m in messages)
+    return messages
+
+
+def _deployment(container: dict[str, object]) -> dict[str, object]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "llm"},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+
+
+def test_k014_shell_string_and_second_flag() -> None:
+    shell = {
+        "name": "c",
+        "image": "vllm/vllm-openai:v0.33.0",
+        "command": ["sh", "-c"],
+        "args": [f"vllm serve m --api-key {TOKEN} --port 8000"],
+    }
+    assert any("--api-key in a shell command" in m for m in _k014(_deployment(shell)))
+    twice = {
+        "name": "c",
+        "image": "vllm/vllm-openai:v0.33.0",
+        "args": ["--model", "m", "--api-key=$(KEY)", f"--api-key={TOKEN}"],
+    }
+    assert any("--api-key a second time" in m for m in _k014(_deployment(twice)))
+
+
+def test_k014_engine_kwargs() -> None:
+    serve = (
+        "applications:\n  - name: a\n    import_path: ray.serve.llm:build_openai_app\n"
+        "    args:\n      llm_configs:\n        - model_loading_config: {model_id: m}\n"
+        f"          engine_kwargs: {{hf_token: {TOKEN}, api_key: {TOKEN}}}\n"
+    )
+    doc = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "r", "namespace": "llm"},
+        "spec": {"serveConfigV2": serve},
+    }
+    messages = _k014(doc)
+    assert any("engine_kwargs sets hf_token" in m for m in messages), messages
+    assert any("engine_kwargs sets api_key" in m for m in messages), messages
