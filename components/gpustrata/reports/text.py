@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpustrata.core.terminal import printable
 from gpustrata.planning.plan import StackPlan
 from gpustrata.reports.serving import serving_rows, serving_text
 from gpustrata.runtime.mockrun import Registered, run_program
@@ -101,7 +102,10 @@ class PlanReport:
             lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")
         lines += ["", f"Findings: {len(self.findings)}"]
         for f in self.findings:
-            lines.append(f"  {f['rule']} {f['enforcement']:<9} {f['resource']}: {f['message']}")
+            lines.append(
+                f"  {f['rule']} {f['enforcement']:<9} {printable(f['resource'])}: "
+                f"{printable(f['message'])}"
+            )
             lines.append(f"      fix: {f['fix']}")
         if self.not_evaluated:
             lines.append(f"Not evaluated: {len(self.not_evaluated)}")

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
+from gpustrata.core.terminal import printable
 from gpustrata_policies.evaluate import all_rules
 from gpustrata_policies.findings import Finding, Report
 
@@ -17,22 +18,28 @@ TOOL_URI = "https://github.com/gpustrata/gpustrata"
 
 
 def _where(f: Finding) -> str:
-    if f.file and f.line:
-        return f"{f.file}:{f.line}: "
-    return f"{f.file}: " if f.file else ""
+    file = printable(f.file) if f.file else ""
+    if file and f.line:
+        return f"{file}:{f.line}: "
+    return f"{file}: " if file else ""
 
 
 def to_text(report: Report) -> str:
-    """A human-readable listing, one finding per paragraph, then a summary."""
+    """A human-readable listing, one finding per paragraph, then a summary. What the input
+    controls (names, quoted values, paths) is printed with control and bidi characters
+    escaped (:func:`gpustrata.core.terminal.printable`)."""
+    p = printable
     lines: list[str] = []
     for f in report.findings:
-        lines.append(f"{_where(f)}{f.rule} {f.name} [{f.enforcement}, {f.severity}] {f.resource}")
-        lines.append(f"  {f.message}")
-        lines.append(f"  fix: {f.fix}")
+        lines.append(
+            f"{_where(f)}{f.rule} {f.name} [{f.enforcement}, {f.severity}] {p(f.resource)}"
+        )
+        lines.append(f"  {p(f.message)}")
+        lines.append(f"  fix: {p(f.fix)}")
     if report.not_evaluated:
         lines.append("not evaluated:")
-        lines.extend(f"  {n.rule} {n.resource}: {n.reason}" for n in report.not_evaluated)
-    lines.extend(f"warning: {w}" for w in report.warnings)
+        lines.extend(f"  {n.rule} {p(n.resource)}: {p(n.reason)}" for n in report.not_evaluated)
+    lines.extend(f"warning: {p(w)}" for w in report.warnings)
     mandatory = sum(f.enforcement == "mandatory" for f in report.findings)
     lines.append(
         f"{report.objects} object(s) checked: {mandatory} mandatory, "

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gpustrata.core.terminal import printable
 from gpustrata_policies.findings import SEVERITIES, Report
 
 __all__ = [
@@ -51,7 +52,7 @@ def escape(text: object) -> Md:
     """
     if isinstance(text, Md):
         return text
-    s = _BLANKS.sub(" ", str(text)).strip()
+    s = printable(_BLANKS.sub(" ", str(text)).strip())
     s = s.replace("&", "&amp;").replace("<", "&lt;")
     s = _INLINE.sub(r"\\\1", s)
     s = _LEADING.sub(r"\\\1", s)
@@ -67,7 +68,7 @@ def code(text: object) -> Md:
     :func:`escape`.
     """
     s = str(text)
-    if not s or any(c in s for c in "`|\n\r"):
+    if not s or any(c in s for c in "`|\n\r") or printable(s) != s:
         return escape(s)
     return Md(f"`{s}`")
 
