@@ -1,9 +1,12 @@
 """The gpustrata CrossGuard policy pack: the same rules as `gpustrata check` / `plan`.
 
 Per-object rules are ResourceValidationPolicies, rules that relate several objects
-are StackValidationPolicies. Each policy's config (``pulumi preview --policy-pack-config``)
-accepts ``environment`` (dev|staging|prod), the rule's thresholds and
-``gpu_resources``. The default environment comes from ``GPUSTRATA_ENVIRONMENT``, the
+are StackValidationPolicies. Each policy's config (``pulumi preview --policy-pack-config``,
+or the config a Pulumi Cloud policy group enables the pack with; the same file
+``gpustrata check --config`` reads) accepts ``environment`` (dev|staging|prod), the
+rule's thresholds camelCased (``minShmSize``) and ``gpuResources`` (K014 also
+``secretEnvNames``); snake_case names still work and are reported on stderr as
+deprecated. The default environment comes from ``GPUSTRATA_ENVIRONMENT``, the
 stack config key ``gpustrata:environment``, or the stack name (``.../prod``);
 otherwise ``prod``. Pulumi's own ``enforcementLevel`` setting decides how a
 violation is reported; its default is the rule's enforcement in that environment.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,7 +34,7 @@ from pulumi_policy import (
 )
 
 from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
-from gpustrata_policies.config import PolicyConfig
+from gpustrata_policies.config import PolicyConfig, camel, policy_properties
 from gpustrata_policies.evaluate import all_rules, evaluate, load_config
 from gpustrata_policies.findings import Report, Rule
 from gpustrata_policies.inputs.pulumi import object_from_pulumi
@@ -80,13 +84,20 @@ def _raw(value: Any) -> Any:
     return value
 
 
+_REPORTED: set[str] = set()
+
+
 def _config(rule: Rule, settings: Mapping[str, Any]) -> PolicyConfig:
-    data = dict(settings)
-    env = data.pop("environment", ENVIRONMENT)
-    top: dict[str, Any] = {
-        k: data.pop(k) for k in ("gpu_resources", "secret_env_names") if k in data
-    }
-    return load_config({**top, "rules": {rule.meta.id: data} if data else {}}, env)
+    # Pulumi resolves enforcementLevel itself; what is left are the policy's properties.
+    data = {k: v for k, v in settings.items() if k not in {"enforcementLevel", "enforcement"}}
+    props, top, notes = policy_properties(rule.meta, data, rule.meta.name)
+    for note in notes:
+        if note not in _REPORTED:  # once per pack process, not once per resource
+            _REPORTED.add(note)
+            print(f"gpustrata: warning: {note}", file=sys.stderr)
+    env = top.pop("environment", ENVIRONMENT)
+    top = {k: list(v) for k, v in top.items()}
+    return load_config({**top, "rules": {rule.meta.id: props} if props else {}}, env)
 
 
 def _report(
@@ -143,12 +154,12 @@ def build_policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
         m = rule.meta
         properties: dict[str, dict[str, Any]] = {
             "environment": {"type": "string", "enum": list(ENVIRONMENTS), "default": ENVIRONMENT},
-            "gpu_resources": {"type": "array", "items": {"type": "string"}},
+            "gpuResources": {"type": "array", "items": {"type": "string"}},
         }
         if m.id == "K014":
-            properties["secret_env_names"] = {"type": "array", "items": {"type": "string"}}
+            properties["secretEnvNames"] = {"type": "array", "items": {"type": "string"}}
         for key, (kind, default) in m.thresholds.items():
-            properties[key] = {"type": kind, "default": default}
+            properties[camel(key)] = {"type": kind, "default": default}
         common = {
             "name": m.name,
             "description": f"{m.id}: {m.title}",

@@ -1,24 +1,34 @@
-"""Policy configuration: environment, enforcement overrides, thresholds.
+"""Policy configuration: enforcement overrides and thresholds, one file for the
+CrossGuard pack (``--policy-pack-config``, Pulumi Cloud) and ``gpustrata check --config``.
 
-File format (YAML or JSON), every key optional::
+The format is Pulumi's policy-pack-config (JSON, or YAML for ``check``): policy names as
+keys, each an enforcement level or a mapping with ``enforcementLevel`` and the policy's
+camelCase properties; ``all`` sets the level of every policy::
 
-    environment: prod            # dev | staging | prod (the CLI flag wins)
-    gpu_resources: [amd.com/gpu] # extra extended resources that are GPUs
-    secret_env_names: [MY_TOKEN] # extra env var names that carry secrets
-    rules:
-      K013: {enforcement: mandatory}          # rule id or name; all environments
-      shm-for-multi-gpu:
-        min_shm_size: 2Gi                     # a threshold, all environments
-        dev: {enforcement: advisory, min_shm_size: 512Mi}   # per environment
-      concurrency-within-kv:                  # V012
-        typical_sequence_tokens: 4096         # prompt + output tokens (default 2048)
+    {
+      "all": "advisory",
+      "pinned-images": "mandatory",
+      "shm-for-multi-gpu": {"enforcementLevel": "advisory", "minShmSize": "2Gi"},
+      "concurrency-within-kv": {"typicalSequenceTokens": 4096},
+      "gpu-requests-equal-limits": {"gpuResources": ["amd.com/gpu"]},
+      "no-secret-literals-in-env": {"secretEnvNames": ["MY_TOKEN"]}
+    }
 
-Enforcement is ``mandatory``, ``advisory`` or ``disabled``. ``dev`` and
-``staging`` may relax any rule; ``prod`` never relaxes a rule that is mandatory
-in production: such an override is ignored and reported as a warning.
+Properties: the rule's thresholds (``gpustrata explain RULE`` lists them, camelCased),
+``environment`` (dev|staging|prod: the pack's environment for that policy; ``check``
+uses ``--environment``), ``gpuResources`` (extra extended resources that are GPUs) and,
+for K014, ``secretEnvNames``; ``check`` applies the last two, from any policy, to every
+rule. Enforcement is ``mandatory``, ``advisory`` or ``disabled``. ``dev`` and
+``staging`` may relax any rule; ``prod`` never relaxes a rule that is mandatory in
+production: ``check`` ignores such an override and warns (the pack leaves enforcement
+levels to Pulumi).
 
-Thresholds are those a rule declares (``gpustrata explain RULE`` lists them with their
-defaults); ``integer`` and ``number`` thresholds must be numbers.
+Deprecated but still read (each use is reported): rule ids as keys, snake_case property
+names, ``enforcement`` for ``enforcementLevel``, per-environment blocks inside a policy
+(``dev: {enforcementLevel: advisory}``), and the former gpustrata-only layout
+(``environment``/``gpu_resources``/``secret_env_names``/``rules:`` at the top level).
+:class:`PolicyConfig.from_mapping` takes that former layout, which is also the
+internal form the Pulumi format is translated to.
 """
 
 from __future__ import annotations
@@ -31,7 +41,15 @@ from gpustrata.core.environments import ENVIRONMENTS, Environment
 from gpustrata.core.errors import InputError
 from gpustrata_policies.findings import ENFORCEMENTS, Enforcement, RuleMeta
 
-__all__ = ["ConfigError", "PolicyConfig", "parse_environment"]
+__all__ = [
+    "ConfigError",
+    "PolicyConfig",
+    "camel",
+    "from_pulumi_format",
+    "is_legacy_format",
+    "parse_environment",
+    "policy_properties",
+]
 
 _TOP_KEYS = {"environment", "gpu_resources", "secret_env_names", "rules"}
 
@@ -67,6 +85,8 @@ class PolicyConfig:
     rules: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     gpu_resources: tuple[str, ...] = ()
     secret_env_names: tuple[str, ...] = ()
+    deprecations: tuple[str, ...] = ()
+    """Deprecated spellings the file used, one sentence each (callers print them)."""
 
     @classmethod
     def from_mapping(
@@ -112,7 +132,9 @@ class PolicyConfig:
 
     def with_environment(self, environment: Environment) -> PolicyConfig:
         """The same configuration for another environment."""
-        return PolicyConfig(environment, self.rules, self.gpu_resources, self.secret_env_names)
+        return PolicyConfig(
+            environment, self.rules, self.gpu_resources, self.secret_env_names, self.deprecations
+        )
 
     def _lookup(self, rule_id: str, key: str) -> Any:
         settings = self.rules.get(rule_id, {})
@@ -188,3 +210,139 @@ def _number(value: Any, kind: str, where: str) -> Any:
             f"{where}: {value!r} is not {'an integer' if kind == 'integer' else 'a number'}"
         )
     return value
+
+
+_LEVELS = {"enforcementLevel", "enforcement"}
+_LISTS = {"gpuResources": "gpu_resources", "secretEnvNames": "secret_env_names"}
+
+
+def camel(name: str) -> str:
+    """A snake_case threshold name as a Pulumi policy property: ``min_shm_size`` ->
+    ``minShmSize``."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def is_legacy_format(data: Mapping[str, Any]) -> bool:
+    """Whether *data* is the former gpustrata-only layout (top-level ``rules`` etc.)."""
+    return any(key in data for key in _TOP_KEYS)
+
+
+def policy_properties(
+    meta: RuleMeta, settings: Mapping[str, Any], where: str
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """One policy's Pulumi-format properties, translated: (rule settings in the internal
+    form, run-wide settings ``environment``/``gpu_resources``/``secret_env_names``,
+    deprecation notices). ``enforcementLevel`` becomes the rule's ``enforcement``."""
+    rule: dict[str, Any] = {}
+    top: dict[str, Any] = {}
+    notes: list[str] = []
+    by_camel = {camel(k): k for k in meta.thresholds}
+    for key, value in settings.items():
+        if key in _LEVELS:
+            if key == "enforcement":
+                notes.append(f"{where}.enforcement is deprecated; use enforcementLevel")
+            rule["enforcement"] = _enforcement(value, f"{where}.{key}")
+        elif key == "environment":
+            top["environment"] = parse_environment(value, f"{where}.environment")
+        elif key in _LISTS:
+            top[_LISTS[key]] = _names(value, f"{where}.{key}")
+        elif key in _LISTS.values():
+            new = next(k for k, v in _LISTS.items() if v == key)
+            notes.append(f"{where}.{key} is deprecated; use {new}")
+            top[key] = _names(value, f"{where}.{key}")
+        elif key in by_camel:
+            rule[by_camel[key]] = value
+        elif key in meta.thresholds:
+            notes.append(f"{where}.{key} is deprecated; use {camel(key)}")
+            rule[key] = value
+        elif key in ENVIRONMENTS and isinstance(value, Mapping):
+            notes.append(
+                f"{where}.{key}: per-environment blocks are deprecated; use one config "
+                "file per environment (a Pulumi policy group per environment)"
+            )
+            inner, _, more = policy_properties(meta, value, f"{where}.{key}")
+            notes += more
+            rule[key] = inner
+        else:
+            allowed = sorted(
+                {"enforcementLevel", "environment", "gpuResources", *by_camel}
+                | ({"secretEnvNames"} if meta.id == "K014" else set())
+            )
+            raise ConfigError(f"{where}.{key}: unknown property; allowed: {', '.join(allowed)}")
+    return rule, top, notes
+
+
+def from_pulumi_format(
+    data: Mapping[str, Any],
+    *,
+    environment: str | None,
+    resolve_rule: Callable[[str], RuleMeta | None],
+    all_rules: Callable[[], list[RuleMeta]],
+) -> PolicyConfig:
+    """A :class:`PolicyConfig` from Pulumi's policy-pack-config format (or the former
+    layout, with a deprecation notice); *environment* (``--environment``) wins."""
+    if is_legacy_format(data):
+        cfg = PolicyConfig.from_mapping(data, environment=environment, resolve_rule=resolve_rule)
+        note = (
+            "this policy config uses the former gpustrata layout (environment, "
+            "gpu_resources, secret_env_names, rules); it is deprecated: use Pulumi's "
+            "policy-pack-config format (policy names as keys, enforcementLevel, camelCase "
+            "properties), which the policy pack reads too"
+        )
+        return _with_notes(cfg, [note])
+    rules: dict[str, Any] = {}
+    gpu: list[str] = []
+    secrets: list[str] = []
+    envs: set[str] = set()
+    notes: list[str] = []
+    default_level: object = None
+    for key, value in data.items():
+        where = str(key)
+        if key == "all":
+            level = value.get("enforcementLevel") if isinstance(value, Mapping) else value
+            default_level = _enforcement(level, "all")
+            continue
+        meta = resolve_rule(where)
+        if meta is None:
+            raise ConfigError(f"{where}: no policy with that name")
+        if where != meta.name:
+            notes.append(f"{where}: rule ids as keys are deprecated; use the name {meta.name}")
+        if isinstance(value, str):
+            value = {"enforcementLevel": value}
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: expected an enforcement level or a mapping")
+        rule, top, more = policy_properties(meta, value, where)
+        notes += more
+        gpu += top.get("gpu_resources", ())
+        secrets += top.get("secret_env_names", ())
+        if "environment" in top:
+            envs.add(top["environment"])
+        rules[meta.id] = rule
+    if default_level is not None:
+        for meta in all_rules():
+            rule = rules.setdefault(meta.id, {})
+            rule.setdefault("enforcement", default_level)
+    env = environment
+    if env is None and len(envs) == 1:
+        env = envs.pop()
+    cfg = PolicyConfig.from_mapping(
+        {
+            "rules": rules,
+            "gpu_resources": list(dict.fromkeys(gpu)),
+            "secret_env_names": list(dict.fromkeys(secrets)),
+        },
+        environment=env,
+        resolve_rule=resolve_rule,
+    )
+    return _with_notes(cfg, notes)
+
+
+def _with_notes(cfg: PolicyConfig, notes: list[str]) -> PolicyConfig:
+    return PolicyConfig(
+        cfg.environment,
+        cfg.rules,
+        cfg.gpu_resources,
+        cfg.secret_env_names,
+        tuple(dict.fromkeys([*cfg.deprecations, *notes])),
+    )

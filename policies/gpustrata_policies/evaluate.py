@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpustrata.core.unknown import UnknownInput
-from gpustrata_policies.config import PolicyConfig, parse_environment
+from gpustrata_policies.config import PolicyConfig, from_pulumi_format, parse_environment
 from gpustrata_policies.findings import (
     Enforcement,
     Finding,
@@ -34,6 +34,7 @@ __all__ = [
     "find_rule",
     "internal_error",
     "load_config",
+    "load_policy_config",
     "rule_folder",
     "to_objects",
 ]
@@ -92,6 +93,20 @@ def _find_meta(key: str) -> RuleMeta | None:
 def load_config(data: Mapping[str, Any] | None, environment: str | None = None) -> PolicyConfig:
     """Validate a policy-config mapping against the registered rules."""
     return PolicyConfig.from_mapping(data, environment=environment, resolve_rule=_find_meta)
+
+
+def load_policy_config(
+    data: Mapping[str, Any] | None, environment: str | None = None
+) -> PolicyConfig:
+    """Validate a policy config file's mapping: Pulumi's policy-pack-config format (the
+    one the pack reads), or the former layout; deprecated spellings are listed in the
+    result's ``deprecations``."""
+    return from_pulumi_format(
+        data or {},
+        environment=environment,
+        resolve_rule=_find_meta,
+        all_rules=lambda: [r.meta for r in all_rules()],
+    )
 
 
 def to_objects(objects: Iterable[K8sObject | Mapping[str, Any]]) -> list[K8sObject]:

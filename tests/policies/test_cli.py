@@ -149,7 +149,7 @@ def test_explain_by_id_and_name() -> None:
     code, out, _ = run(["explain", "K007"])
     assert code == 0
     assert out.startswith("K007 shm-for-multi-gpu: ")
-    for part in ("Why:", "Fix:", "Example that violates it:", "References:", "min_shm_size"):
+    for part in ("Why:", "Fix:", "Example that violates it:", "References:", "minShmSize"):
         assert part in out
     assert run(["explain", "pinned-images"])[1].startswith("K013 pinned-images")
     code, _, err = run(["explain", "K999"])

@@ -82,7 +82,7 @@ def test_analyzer_info(analyzer: Any) -> None:
         )
         assert policy.enforcementLevel == level
         assert "environment" in policy.configSchema.properties
-    assert "min_shm_size" in by_name["shm-for-multi-gpu"].configSchema.properties
+    assert "minShmSize" in by_name["shm-for-multi-gpu"].configSchema.properties
 
 
 def test_analyze_good_bad_and_unknown(analyzer: Any) -> None:
@@ -134,7 +134,7 @@ def test_configure_threshold_and_environment(analyzer: Any) -> None:
             policyConfig={
                 "shm-for-multi-gpu": analyzer_pb2.PolicyConfig(
                     enforcementLevel=analyzer_pb2.ADVISORY,
-                    properties=_struct({"min_shm_size": "4Gi", "environment": "dev"}),
+                    properties=_struct({"minShmSize": "4Gi", "environment": "dev"}),
                 ),
             }
         )

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-from conftest import REPO, fixture
+from _wheel import build_wheel, clean_env
+from conftest import fixture
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -18,31 +17,19 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 
 def test_installed_wheel_explains_with_its_example(tmp_path: Path) -> None:
-    # Build from a copy of what the wheel is made of: setuptools builds in place, and a
-    # build/ folder left in the worktree would leak stale files into later wheels.
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("components", "policies"):
-        ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "venv")
-        shutil.copytree(REPO / name, src / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    dist, site, elsewhere = tmp_path / "dist", tmp_path / "site", tmp_path / "elsewhere"
+    wheel = build_wheel(tmp_path)
+    site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
+    env = clean_env()
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    built = _run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), "."], src, env
-    )
-    assert built.returncode == 0, built.stdout + built.stderr
-    (wheel,) = dist.glob("gpustrata-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "gpustrata_policies/rules/k004_gpu_pod_tolerates_pool/expected.yaml" in names
     assert not [n for n in names if n.startswith("tests/")]
 
-    installed = _run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)], src, env)
+    installed = _run(
+        [*pip, "install", "--no-deps", "--target", str(site), str(wheel)], elsewhere, env
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    shutil.rmtree(src)  # nothing of the source copy is left to read from
 
     # PYTHONPATH comes before the shared venv's editable finder: check that it won.
     env["PYTHONPATH"] = str(site)

@@ -23,8 +23,14 @@ from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
 from gpustrata.core.yamlguard import YamlShapeError
 from gpustrata.core.yamlio import safe_load
-from gpustrata_policies.config import ConfigError
-from gpustrata_policies.evaluate import all_rules, evaluate, find_rule, load_config, rule_folder
+from gpustrata_policies.config import ConfigError, camel
+from gpustrata_policies.evaluate import (
+    all_rules,
+    evaluate,
+    find_rule,
+    load_policy_config,
+    rule_folder,
+)
 from gpustrata_policies.findings import Rule
 from gpustrata_policies.inputs.manifests import load_paths
 
@@ -62,7 +68,7 @@ def check_command(
     """Run every rule over the manifests named in ``args.paths``."""
     out = out or sys.stdout
     try:
-        config = load_config(_read_config(args.config), args.environment)
+        config = load_policy_config(_read_config(args.config), args.environment)
         objects = load_paths(list(args.paths), stdin if stdin is not None else sys.stdin)
     except InputError as exc:  # a ConfigError is one too
         return report_error(exc)
@@ -71,7 +77,7 @@ def check_command(
     report = evaluate(objects, environment=config.environment, config=config)
     del objects  # the report keeps what it needs; free the manifests before output
     write(report, args.format, out)
-    for warning in report.warnings:
+    for warning in [*config.deprecations, *report.warnings]:
         print(f"gpustrata: warning: {warning}", file=sys.stderr)
     return report.exit_code
 
@@ -107,8 +113,8 @@ def explain_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         f"  {m.fix}",
     ]
     if m.thresholds:
-        parts += ["", "Settings (policy config rules." + m.id + "):"]
-        parts += [f"  {k}: default {v[1]!r}" for k, v in m.thresholds.items()]
+        parts += ["", f"Settings (properties of policy {m.name} in the policy config):"]
+        parts += [f"  {camel(k)}: default {v[1]!r}" for k, v in m.thresholds.items()]
     example = _example(rule)
     if example:
         parts += ["", "Example that violates it:", *("  " + line for line in example.splitlines())]
@@ -129,7 +135,12 @@ def register_commands(subparsers: Any) -> None:
     check.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or - (stdin)")
     check.add_argument("--environment", choices=ENVIRONMENTS, default="prod")
     check.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text")
-    check.add_argument("--config", metavar="FILE", help="policy config (YAML or JSON)")
+    check.add_argument(
+        "--config",
+        metavar="FILE",
+        help="policy config in Pulumi's policy-pack-config format "
+        "(YAML or JSON): the file the policy pack reads",
+    )
     check.set_defaults(func=check_command)
     explain = subparsers.add_parser("explain", help="explain a rule (id or name)")
     explain.add_argument("rule", metavar="RULE", help="rule id (K001) or name")

@@ -539,6 +539,8 @@ def _pulumi_type(prop: dict[str, Any]) -> str:
     ref = prop.get("$ref")
     if ref == "pulumi.json#/Any":
         return "any"
+    if ref and "#/resources/pulumi:providers:" in ref:  # another package's provider
+        return f"`{ref.rsplit('/', 1)[-1]}` provider"
     if ref:
         name = ref.rsplit(":", 1)[-1]
         return f"[{name}](#{_slug(name)})"

@@ -16,7 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = ["add_stack_args", "load_stack", "stack_file_of"]
 
-_PROJECT_DIR_HELP = "the Pulumi project (Pulumi.yaml, __main__.py, stacks/); default: current dir"
+_PROJECT_DIR_HELP = (
+    "the Pulumi project folder: its Pulumi.yaml (validated), program and stackConfigDir; "
+    "default: current dir"
+)
 
 
 def add_stack_args(
@@ -24,15 +27,20 @@ def add_stack_args(
 ) -> None:
     """Add ``--stack NAME | --file PATH`` and ``--project-dir DIR`` to a sub-command."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    group.add_argument(
+        "--stack",
+        help="stack name: reads Pulumi.<stack>.yaml in the project's stackConfigDir "
+        "(Pulumi.yaml; default: the project folder)",
+    )
     group.add_argument("--file", type=Path, help="path of a Pulumi stack file")
     parser.add_argument("--project-dir", type=Path, default=Path("."), help=project_dir_help)
 
 
 def stack_file_of(args: argparse.Namespace) -> tuple[Path, str]:
     """The stack file the flags name, and the stack's name (``dev`` for an odd file name)."""
-    from gpustrata.spec.loader import stack_file
+    from gpustrata.spec.project import read_project
 
+    project = read_project(Path(args.project_dir))  # a broken Pulumi.yaml: exit 2
     if args.file is not None:
         path = Path(args.file)
         name = path.name
@@ -40,7 +48,7 @@ def stack_file_of(args: argparse.Namespace) -> tuple[Path, str]:
         return path, stack
     if not args.stack:
         raise InputError("name a stack with --stack dev|staging|prod or a file with --file")
-    return stack_file(args.stack, Path(args.project_dir) / "stacks"), args.stack
+    return project.stack_file(args.stack), args.stack
 
 
 def load_stack(args: argparse.Namespace) -> tuple[Path, str, StackPlan, dict[str, Any]]:

@@ -1,8 +1,15 @@
 """Pulumi components: one ComponentResource per concept (tokens ``gpustrata:index:<Type>``)."""
 
+from gpustrata.components._inputs import ComponentInputError, StackInputError
 from gpustrata.components.cluster import EksCluster, EksClusterArgs
 from gpustrata.components.inference_stack import InferenceStack, InferenceStackArgs
-from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs
+from gpustrata.components.nodepool import (
+    GpuNodePool,
+    GpuNodePoolArgs,
+    KubeletArgs,
+    TaintArgs,
+    gpu_node_pool_args,
+)
 from gpustrata.components.operators import (
     GpuOperator,
     GpuOperatorArgs,
@@ -10,8 +17,21 @@ from gpustrata.components.operators import (
     KubeRayOperatorArgs,
 )
 from gpustrata.components.serving import RayLlmService, VllmDeployment
+from gpustrata.render.workload_args import (
+    AutoscalingArgs,
+    ProbeArgs,
+    RayLlmModelArgs,
+    RayLlmServiceArgs,
+    RayWorkerGroupArgs,
+    SecretRefArgs,
+    TolerationArgs,
+    VllmDeploymentArgs,
+    WeightsArgs,
+)
 
 __all__ = [
+    "AutoscalingArgs",
+    "ComponentInputError",
     "EksCluster",
     "EksClusterArgs",
     "GpuNodePool",
@@ -22,6 +42,18 @@ __all__ = [
     "InferenceStackArgs",
     "KubeRayOperator",
     "KubeRayOperatorArgs",
+    "KubeletArgs",
+    "ProbeArgs",
+    "RayLlmModelArgs",
     "RayLlmService",
+    "RayLlmServiceArgs",
+    "RayWorkerGroupArgs",
+    "SecretRefArgs",
+    "StackInputError",
+    "TaintArgs",
+    "TolerationArgs",
     "VllmDeployment",
+    "VllmDeploymentArgs",
+    "WeightsArgs",
+    "gpu_node_pool_args",
 ]

@@ -7,6 +7,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from gpustrata.components._inputs import StackInputError
 from gpustrata.components.cluster import EksCluster
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, KubeletArgs, TaintArgs
 from gpustrata.components.operators import GpuOperator, KubeRayOperator
@@ -50,15 +51,30 @@ class InferenceStack(pulumi.ComponentResource):
     """
 
     kubeconfig: pulumi.Output[str]
-    """Kubeconfig of the cluster ('' for an existing cluster reached by kubeconfig)."""
+    """Kubeconfig of the cluster, a secret ('' for an existing cluster reached by
+    kubeconfig)."""
+    provider: k8s.Provider
+    """The Kubernetes provider every Kubernetes resource of the stack uses: pass it to
+    your own resources (``providers={"kubernetes": stack.provider}``)."""
+    cluster_name: pulumi.Output[str]
+    """Name of the cluster (the EKS cluster's name in create mode)."""
+    service_names: pulumi.Output[dict[str, str]]
+    """Model name -> the Kubernetes Service clients call (``<name>-serve-svc`` for Ray)."""
+    endpoints: pulumi.Output[dict[str, str]]
+    """Model name -> in-cluster OpenAI API base URL (``http://svc.ns.svc.cluster.local:8000/v1``)."""
+    node_group_names: pulumi.Output[dict[str, str]]
+    """Pool name -> EKS node group name ('' for a pool that is only described)."""
 
     def __init__(
         self, name: str, args: InferenceStackArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         # Validate and plan before registering anything: a bad stack registers nothing.
-        self._plan = build_plan(args["stack"], args.get("source"))
-        token = args.get("hf_token_value")
-        token_secrets = _token_secrets(self._plan.spec) if token is not None else {}
+        try:
+            self._plan = build_plan(args["stack"], args.get("source"))
+            token = args.get("hf_token_value")
+            token_secrets = _token_secrets(self._plan.spec) if token is not None else {}
+        except StackError as exc:
+            raise StackInputError(exc) from None
         super().__init__("gpustrata:index:InferenceStack", name, {}, opts)
         spec = self.plan.spec
         cluster_spec = spec.cluster
@@ -75,18 +91,22 @@ class InferenceStack(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             provider = eks.provider(f"{name}-k8s")
-            self.kubeconfig = eks.kubeconfig
+            self.kubeconfig = pulumi.Output.secret(eks.kubeconfig)
+            self.cluster_name = eks.cluster_name
         else:
             provider = k8s.Provider(
                 f"{name}-k8s",
-                kubeconfig=_read_kubeconfig(cluster_spec.kubeconfig),
+                # A path: the provider reads it when it configures (nothing read here).
+                kubeconfig=_kubeconfig_path(cluster_spec.kubeconfig),
                 context=cluster_spec.context,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            self.kubeconfig = pulumi.Output.from_input("")
+            self.kubeconfig = pulumi.Output.secret("")
+            self.cluster_name = pulumi.Output.from_input(cluster_spec.name)
+        self.provider = provider
 
         pools: list[pulumi.Resource] = []
-        pool_of: dict[str, pulumi.Resource] = {}
+        pool_of: dict[str, GpuNodePool] = {}
         for pool in self.plan.pools.values():
             pool_args = _pool_args(pool, spec, create=eks is not None)
             if eks is not None:
@@ -159,14 +179,17 @@ class InferenceStack(pulumi.ComponentResource):
                     k8s_opts, pulumi.ResourceOptions(depends_on=[namespaces[namespace]])
                 ),
             )
+        services: dict[str, pulumi.Output[str]] = {}
+        endpoints: dict[str, pulumi.Output[str]] = {}
         for mp in self.plan.models.values():
             # GPU nodes and a ready GPU Operator (its release awaits its pods) come first.
             deps = [pool_of[mp.pool.name], *gpu_ready, namespaces[mp.spec.namespace]]
             ref = mp.spec.hf_token
             if ref is not None and (mp.spec.namespace, ref.name) in created:
                 deps.append(created[(mp.spec.namespace, ref.name)])
+            workload: RayLlmService | VllmDeployment
             if mp.spec.runtime == "rayservice":
-                RayLlmService(
+                workload = RayLlmService(
                     f"{name}-{mp.name}",
                     ray_llm_service_args(mp, spec.kuberay.ray_version),
                     pulumi.ResourceOptions.merge(
@@ -174,12 +197,31 @@ class InferenceStack(pulumi.ComponentResource):
                     ),
                 )
             else:
-                VllmDeployment(
+                workload = VllmDeployment(
                     f"{name}-{mp.name}",
                     vllm_deployment_args(mp),
                     pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=deps)),
                 )
-        self.register_outputs({"kubeconfig": self.kubeconfig})
+            services[mp.name] = (
+                pulumi.Output.concat(workload.service_name, "-serve-svc")
+                if isinstance(workload, RayLlmService)
+                else workload.service_name
+            )
+            endpoints[mp.name] = workload.endpoint
+        self.service_names = _output_map(services)
+        self.endpoints = _output_map(endpoints)
+        self.node_group_names = _output_map(
+            {p: pool.node_group_name for p, pool in pool_of.items()}
+        )
+        self.register_outputs(
+            {
+                "kubeconfig": self.kubeconfig,
+                "clusterName": self.cluster_name,
+                "serviceNames": self.service_names,
+                "endpoints": self.endpoints,
+                "nodeGroupNames": self.node_group_names,
+            }
+        )
 
     @property
     def plan(self) -> StackPlan:
@@ -252,20 +294,18 @@ def _token_secrets(spec: StackSpec) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def _read_kubeconfig(path: str | None) -> str | None:
+def _output_map(values: dict[str, pulumi.Output[str]]) -> pulumi.Output[dict[str, str]]:
+    """One Output of a name -> Output mapping ({} when empty)."""
+    if not values:
+        return pulumi.Output.from_input({})
+    return pulumi.Output.all(**values)
+
+
+def _kubeconfig_path(path: str | None) -> str | None:
+    """The kubeconfig file for the provider (``~`` expanded), or None for its default
+    (``KUBECONFIG``, then ``~/.kube/config``)."""
     if not path:
         return None
     from pathlib import Path
 
-    try:
-        return Path(path).expanduser().read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StackError(
-            [
-                Problem(
-                    "gpustrata:stack.cluster.kubeconfig",
-                    f"'{path}' cannot be read ({exc}); "
-                    "point it at a kubeconfig file or leave it empty to use KUBECONFIG",
-                )
-            ]
-        ) from None
+    return str(Path(path).expanduser())

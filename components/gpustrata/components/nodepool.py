@@ -1,12 +1,13 @@
 """GpuNodePool: an EKS managed node group of GPU instances with kubelet reservations."""
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 
+from gpustrata.components._inputs import ComponentInputError, Placeholders
 from gpustrata.render.nodes import (
     EKS_EFFECTS,
     kubelet_config,
@@ -62,8 +63,8 @@ class GpuNodePoolArgs(TypedDict):
     """Initial nodes."""
     disk_size_gib: int
     """Root volume size in GiB."""
-    labels: dict[str, str]
-    """Node labels."""
+    labels: Mapping[str, pulumi.Input[str]]
+    """Node labels (values may be Outputs)."""
     taints: list[TaintArgs]
     """Node taints."""
     kubelet: KubeletArgs
@@ -102,6 +103,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         kubelet = kubelet_config(**args["kubelet"])
+        inputs = Placeholders()
         description = pool_description(
             name=args["pool_name"],
             instance_type=args["instance_type"],
@@ -109,7 +111,7 @@ class GpuNodePool(pulumi.ComponentResource):
             gpu_count=args["gpu_count"],
             vcpu=args["vcpu"],
             memory_mib=args["memory_mib"],
-            labels=args["labels"],
+            labels=inputs.plain_map(args["labels"]),
             taints=[
                 {"key": t["key"], "value": t["value"], "effect": t["effect"]}
                 for t in args["taints"]
@@ -123,6 +125,7 @@ class GpuNodePool(pulumi.ComponentResource):
             driver_version=args.get("driver_version"),
             disk_size_gib=args["disk_size_gib"] if args["create"] else None,
         )
+        description = inputs.restore(description)
         super().__init__("gpustrata:index:GpuNodePool", name, {"description": description}, opts)
         self.description = pulumi.Output.from_input(description)
         if not args["create"]:
@@ -182,3 +185,99 @@ class GpuNodePool(pulumi.ComponentResource):
         )
         self.node_group_name = group.node_group_name
         self.register_outputs({"description": description, "node_group_name": self.node_group_name})
+
+
+def gpu_node_pool_args(
+    instance_type: str,
+    *,
+    pool_name: str,
+    kubernetes_version: str,
+    create: bool = True,
+    min_size: int = 0,
+    max_size: int = 1,
+    desired_size: int | None = None,
+    capacity_type: str = "ON_DEMAND",
+    disk_size_gib: int | None = None,
+    labels: Mapping[str, pulumi.Input[str]] | None = None,
+    taints: Sequence[TaintArgs] | None = None,
+    driver_version: str | None = None,
+    cluster_name: pulumi.Input[str] | None = None,
+    node_role_arn: pulumi.Input[str] | None = None,
+    subnet_ids: pulumi.Input[Sequence[str]] | None = None,
+) -> GpuNodePoolArgs:
+    """:class:`GpuNodePoolArgs` for *instance_type*, with what the catalogue knows filled
+    in: GPU product and count, vCPUs, memory, the EKS AMI type, maxPods and the kubelet
+    reservations (the same planner ``InferenceStack`` uses). ``taints`` default to the
+    usual ``nvidia.com/gpu=true:NoSchedule``. Raises :class:`ComponentInputError` naming
+    the argument for an unknown instance type or an invalid value."""
+    from pydantic import ValidationError
+
+    from gpustrata.catalog.hardware import load_hardware_catalog
+    from gpustrata.planning.plan import PlanError, _plan_pool
+    from gpustrata.planning.provenance import Ledger
+    from gpustrata.spec.stack import NodePoolSpec
+
+    plain = {k: v for k, v in (labels or {}).items() if isinstance(v, str)}
+    fields: dict[str, Any] = {
+        "name": pool_name,
+        "instance_type": instance_type,
+        "capacity_type": capacity_type,
+        "min_size": min_size,
+        "max_size": max_size,
+        "labels": plain,
+    }
+    if desired_size is not None:
+        fields["desired_size"] = desired_size
+    if disk_size_gib is not None:
+        fields["disk_size_gib"] = disk_size_gib
+    if taints is not None:
+        fields["taints"] = [dict(t) for t in taints]
+    try:
+        spec = NodePoolSpec.model_validate(fields)
+        pool = _plan_pool(spec, 0, load_hardware_catalog(), Ledger())
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "args"
+        raise ComponentInputError(_camel(where), f"{where}: {err['msg']}") from None
+    except PlanError as exc:
+        where = exc.path.rsplit(".", 1)[-1]
+        raise ComponentInputError(_camel(where), f"{where}: {exc}") from None
+    args = GpuNodePoolArgs(
+        create=create,
+        pool_name=pool.name,
+        instance_type=pool.instance.name,
+        ami_type=pool.instance.eks_ami_type,
+        kubernetes_version=kubernetes_version,
+        capacity_type=spec.capacity_type,
+        min_size=spec.min_size,
+        max_size=spec.max_size,
+        desired_size=spec.desired_size if spec.desired_size is not None else spec.min_size,
+        disk_size_gib=spec.disk_size_gib,
+        # The planner's labels (pool, GPU, count) plus the caller's, Outputs included.
+        labels={**(labels or {}), **pool.labels},
+        taints=[TaintArgs(key=t.key, value=t.value, effect=t.effect) for t in spec.taints],
+        kubelet=KubeletArgs(
+            max_pods=pool.max_pods,
+            system_reserved=pool.system_reserved,
+            kube_reserved=pool.kube_reserved,
+            eviction_hard=pool.eviction_hard,
+        ),
+        gpu_product=pool.gfd_product,
+        gpu_count=pool.instance.gpu_count,
+        vcpu=pool.instance.vcpu,
+        memory_mib=pool.instance.memory_mib,
+    )
+    if driver_version:
+        args["driver_version"] = driver_version
+    if cluster_name is not None:
+        args["cluster_name"] = cluster_name
+    if node_role_arn is not None:
+        args["node_role_arn"] = node_role_arn
+    if subnet_ids is not None:
+        args["subnet_ids"] = subnet_ids
+    return args
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from gpustrata.components._inputs import Placeholders
 from gpustrata.components._options import child_options
 from gpustrata.render.operators import (
     GPU_OPERATOR_REPO,
@@ -17,7 +18,7 @@ from gpustrata.render.operators import (
 class GpuOperatorArgs(TypedDict):
     """Inputs of :class:`GpuOperator`."""
 
-    namespace: str
+    namespace: pulumi.Input[str]
     """Namespace of the operator."""
     chart_version: str
     """gpu-operator chart version (pinned)."""
@@ -42,11 +43,14 @@ class GpuOperator(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        description = gpu_operator_description(
-            namespace=args["namespace"],
-            chart_version=args["chart_version"],
-            values=args["values"],
-            declared_overrides=list(args.get("declared_overrides", [])),
+        inputs = Placeholders()
+        description = inputs.restore(
+            gpu_operator_description(
+                namespace=inputs.plain(args["namespace"]),
+                chart_version=args["chart_version"],
+                values=args["values"],
+                declared_overrides=list(args.get("declared_overrides", [])),
+            )
         )
         super().__init__("gpustrata:index:GpuOperator", name, {"description": description}, opts)
         # Its children wait for what it waits for (the GPU node groups).
@@ -73,7 +77,7 @@ class GpuOperator(pulumi.ComponentResource):
 class KubeRayOperatorArgs(TypedDict):
     """Inputs of :class:`KubeRayOperator`."""
 
-    namespace: str
+    namespace: pulumi.Input[str]
     """Namespace of the operator."""
     chart_version: str
     """kuberay-operator chart version (pinned)."""

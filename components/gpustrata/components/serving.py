@@ -5,9 +5,19 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpustrata.components._inputs import Placeholders
 from gpustrata.components._options import child_options
 from gpustrata.render.workload_args import RayLlmServiceArgs, VllmDeploymentArgs
-from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
+from gpustrata.render.workloads import (
+    SERVE_PORT,
+    VLLM_PORT,
+    ray_service_object,
+    vllm_deployment_objects,
+)
+
+
+def _endpoint(service: pulumi.Input[str], namespace: pulumi.Input[str], port: int) -> Any:
+    return pulumi.Output.concat("http://", service, ".", namespace, f".svc.cluster.local:{port}/v1")
 
 
 def register_object(
@@ -38,17 +48,28 @@ class VllmDeployment(pulumi.ComponentResource):
 
     service_name: pulumi.Output[str]
     """Name of the Service in front of the engines."""
+    endpoint: pulumi.Output[str]
+    """In-cluster OpenAI API base URL (``http://<service>.<namespace>.svc.cluster.local:8000/v1``)."""
 
     def __init__(
         self, name: str, args: VllmDeploymentArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpustrata:index:VllmDeployment", name, {}, opts)
         child = child_options(self, opts)
-        for obj in vllm_deployment_objects(args):
+        inputs = Placeholders()
+        plain = VllmDeploymentArgs(
+            **{
+                **args,
+                "name": inputs.plain(args["name"]),
+                "namespace": inputs.plain(args["namespace"]),
+            }
+        )
+        for obj in vllm_deployment_objects(plain):
             suffix = obj["kind"].lower()
-            register_object(f"{name}-{suffix}", obj, child)
+            register_object(f"{name}-{suffix}", inputs.restore(obj), child)
         self.service_name = pulumi.Output.from_input(args["name"])
-        self.register_outputs({"service_name": self.service_name})
+        self.endpoint = _endpoint(args["name"], args["namespace"], VLLM_PORT)
+        self.register_outputs({"service_name": self.service_name, "endpoint": self.endpoint})
 
 
 class RayLlmService(pulumi.ComponentResource):
@@ -58,11 +79,24 @@ class RayLlmService(pulumi.ComponentResource):
 
     service_name: pulumi.Output[str]
     """Name of the RayService (KubeRay creates `<name>-serve-svc`)."""
+    endpoint: pulumi.Output[str]
+    """In-cluster OpenAI API base URL of the Serve Service (``<name>-serve-svc``)."""
 
     def __init__(
         self, name: str, args: RayLlmServiceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpustrata:index:RayLlmService", name, {}, opts)
-        register_object(f"{name}-rayservice", ray_service_object(args), child_options(self, opts))
+        inputs = Placeholders()
+        plain = RayLlmServiceArgs(
+            **{
+                **args,
+                "name": inputs.plain(args["name"]),
+                "namespace": inputs.plain(args["namespace"]),
+            }
+        )
+        obj = inputs.restore(ray_service_object(plain))
+        register_object(f"{name}-rayservice", obj, child_options(self, opts))
         self.service_name = pulumi.Output.from_input(args["name"])
-        self.register_outputs({"service_name": self.service_name})
+        serve_service = pulumi.Output.concat(args["name"], "-serve-svc")
+        self.endpoint = _endpoint(serve_service, args["namespace"], SERVE_PORT)
+        self.register_outputs({"service_name": self.service_name, "endpoint": self.endpoint})

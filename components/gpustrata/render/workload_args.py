@@ -4,9 +4,20 @@ These TypedDicts are the ``args`` of the Pulumi components and the input of the 
 renderers, so a Pulumi program, ``gpustrata render`` and the component provider host
 (other Pulumi languages) all describe a workload the same way. No unions, no
 Literals: Pulumi's component analyzer reads these annotations.
+
+Names and namespaces are :data:`StrInput`: ``pulumi.Input[str]`` to a type checker (a
+program may pass an ``Output``; the components resolve it), plain ``str`` at run time,
+so this module imports no Pulumi and the analyzer still sees a string.
 """
 
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+if TYPE_CHECKING:
+    import pulumi
+
+    StrInput = pulumi.Input[str]
+else:
+    StrInput = str
 
 
 class TolerationArgs(TypedDict):
@@ -75,9 +86,9 @@ class AutoscalingArgs(TypedDict):
 class VllmDeploymentArgs(TypedDict):
     """A plain `vllm serve` Deployment and what goes with it."""
 
-    name: str
+    name: StrInput
     """Workload name (Deployment, Service, PDB, autoscaler)."""
-    namespace: str
+    namespace: StrInput
     """Namespace."""
     model: str
     """Model id or path passed to `vllm serve`."""
@@ -176,9 +187,9 @@ class RayWorkerGroupArgs(TypedDict):
 class RayLlmServiceArgs(TypedDict):
     """A RayService running Ray Serve LLM (`ray.serve.llm:build_openai_app`)."""
 
-    name: str
+    name: StrInput
     """RayService name."""
-    namespace: str
+    namespace: StrInput
     """Namespace."""
     image: str
     """Ray image with vLLM (rayproject/ray-llm), pinned."""

@@ -35,6 +35,14 @@ RAY_CACHE_DIR = "/home/ray/.cache"
 """The same caches in rayproject images (user ray)."""
 
 
+def _plain(value: object) -> str:
+    """A name or namespace as the renderers need it: a string (the components put a
+    placeholder in for an ``Output`` before calling them)."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a plain string, got {type(value).__name__}")
+    return value
+
+
 def engine_flags(engine_args: dict[str, Any]) -> list[str]:
     """vLLM EngineArgs names -> `vllm serve` flags (``--name value``; booleans as switches)."""
     flags: list[str] = []
@@ -105,7 +113,7 @@ def _meta(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
 
 def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
     """Deployment, Service, and (when needed) PDB and autoscaler for a `vllm serve` engine."""
-    name, ns = args["name"], args["namespace"]
+    name, ns = _plain(args["name"]), _plain(args["namespace"])
     labels = {APP_LABEL: name, PART_OF_LABEL: "gpustrata"}
     selector = {APP_LABEL: name}
     gpus = str(args["gpus"])
@@ -239,7 +247,7 @@ def _service_monitor(
 
 def _waiting_query(args: VllmDeploymentArgs) -> str:
     return (
-        f'sum(vllm:num_requests_waiting{{namespace="{args["namespace"]}",'
+        f'sum(vllm:num_requests_waiting{{namespace="{_plain(args["namespace"])}",'
         f'model_name="{args["served_model_name"]}"}})'
     )
 
@@ -249,9 +257,13 @@ def _scaled_object(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
-        "metadata": _meta(args["name"], args["namespace"], labels),
+        "metadata": _meta(_plain(args["name"]), _plain(args["namespace"]), labels),
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": args["name"]},
+            "scaleTargetRef": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": _plain(args["name"]),
+            },
             "minReplicaCount": auto["min_replicas"],
             "maxReplicaCount": auto["max_replicas"],
             # A new engine needs minutes to load; do not flap on short bursts.
@@ -275,9 +287,13 @@ def _hpa(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str, Any]:
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
-        "metadata": _meta(args["name"], args["namespace"], labels),
+        "metadata": _meta(_plain(args["name"]), _plain(args["namespace"]), labels),
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": args["name"]},
+            "scaleTargetRef": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": _plain(args["name"]),
+            },
             "minReplicas": max(1, auto["min_replicas"]),
             "maxReplicas": auto["max_replicas"],
             "metrics": [
@@ -400,7 +416,7 @@ def _worker_group(args: RayLlmServiceArgs, group: RayWorkerGroupArgs) -> dict[st
 
 def ray_service_object(args: RayLlmServiceArgs) -> dict[str, Any]:
     """A RayService (ray.io/v1) running Ray Serve LLM on a CPU head and GPU workers."""
-    labels = {APP_LABEL: args["name"], PART_OF_LABEL: "gpustrata"}
+    labels = {APP_LABEL: _plain(args["name"]), PART_OF_LABEL: "gpustrata"}
     head = _ray_container(
         "ray-head",
         args["image"],
@@ -413,7 +429,7 @@ def ray_service_object(args: RayLlmServiceArgs) -> dict[str, Any]:
         {"name": "dashboard", "containerPort": 8265},
         {"name": "serve", "containerPort": SERVE_PORT},
     ]
-    metadata = _meta(args["name"], args["namespace"], labels)
+    metadata = _meta(_plain(args["name"]), _plain(args["namespace"]), labels)
     if "startup_estimate_s" in args:
         metadata["annotations"] = {STARTUP_ESTIMATE_ANNOTATION: str(args["startup_estimate_s"])}
     return {

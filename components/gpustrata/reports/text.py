@@ -212,14 +212,17 @@ def plan_report(
     ``file`` is read for its secret config; ``label`` names it in the report (default:
     ``file``), e.g. ``origin/main:stacks/Pulumi.prod.yaml`` for a base read from git.
     """
+    from gpustrata.spec.project import read_project
     from gpustrata_policies.evaluate import evaluate
     from gpustrata_policies.inputs.pulumi import objects_from_pulumi
 
-    program = project_dir / "__main__.py"
+    project = read_project(project_dir)
+    program = project.program()
     extra, secret_keys = _secret_config(file)
     resources = run_program(
         document,
         stack=stack,
+        project=project.name,
         program=program if program.exists() else None,
         extra_config=extra,
         secret_keys=secret_keys,

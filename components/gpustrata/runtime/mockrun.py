@@ -134,12 +134,14 @@ def run_program(
     stack_doc: dict[str, Any],
     *,
     stack: str,
+    project: str = PROJECT,
     program: Path | None = None,
     extra_config: dict[str, str] | None = None,
     secret_keys: list[str] | None = None,
 ) -> list[Registered]:
     """Run the program for ``stack`` with ``gpustrata:stack`` = ``stack_doc``; return resources.
 
+    ``project`` is the Pulumi project's name (Pulumi.yaml ``name``: the URNs' project).
     ``program`` is the project's ``__main__.py``; without it the packaged program runs.
     ``secret_keys`` names keys of ``extra_config`` that are Pulumi secrets (as
     ``pulumi config set --secret`` makes them). Raises :class:`StackError` for a bad
@@ -154,7 +156,7 @@ def run_program(
         pulumi.runtime.settings.reset_options()
         pulumi.runtime.set_all_config(config, secret_keys)
         pulumi.runtime.set_mocks(
-            mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor
+            mocks, project=project, stack=stack, preview=False, monitor=monitor
         )
         try:
             if program is not None:

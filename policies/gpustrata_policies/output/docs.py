@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from gpustrata.core.environments import ENVIRONMENTS
+from gpustrata_policies.config import camel
 from gpustrata_policies.evaluate import all_rules
 
 __all__ = ["rules_markdown"]
@@ -41,8 +42,8 @@ def rules_markdown() -> str:
             f"Fix: {m.fix}",
         ]
         if m.thresholds:
-            out += ["", "Settings (`rules.<id or name>` in the policy config):", ""]
-            out += [f"- `{k}` ({t}, default `{d}`)" for k, (t, d) in m.thresholds.items()]
+            out += ["", f"Settings (properties of `{m.name}` in the policy config):", ""]
+            out += [f"- `{camel(k)}` ({t}, default `{d}`)" for k, (t, d) in m.thresholds.items()]
         out += ["", "References:", "", *(f"- <{u}>" for u in m.references)]
     return "\n".join(out) + "\n"
 

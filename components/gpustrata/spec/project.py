@@ -1,0 +1,104 @@
+"""The Pulumi project file (``Pulumi.yaml``), read as the Pulumi CLI reads it.
+
+Pulumi requires ``name`` and ``runtime`` (a name, or a mapping with ``name`` and
+``options``), and finds stack files ``Pulumi.<stack>.yaml`` in ``stackConfigDir``,
+relative to the project folder; without it, in the project folder itself. ``main``
+names the program's folder or file (default: the project folder, ``__main__.py``).
+A project file Pulumi would refuse is an :class:`~gpustrata.core.errors.InputError`
+naming the file (exit 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpustrata.core.errors import InputError
+
+__all__ = ["PROJECT_FILES", "Project", "read_project"]
+
+PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
+"""The names Pulumi looks for in a project folder, in its order."""
+
+_STRING_KEYS = ("name", "description", "main", "stackConfigDir")
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    """What gpustrata needs of a Pulumi project."""
+
+    dir: Path
+    """The project folder."""
+    name: str
+    """The project name (Pulumi.yaml ``name``): the ``project`` part of every URN."""
+    runtime: str
+    """The language runtime's name (``python``)."""
+    stack_config_dir: Path
+    """Where ``Pulumi.<stack>.yaml`` files are."""
+    file: Path | None
+    """The Pulumi.yaml read, or None when the folder has none."""
+    main: Path | None = None
+    """``main`` resolved against the project folder, when set."""
+
+    def stack_file(self, stack: str) -> Path:
+        """The stack file Pulumi reads for *stack*."""
+        return self.stack_config_dir / f"Pulumi.{stack}.yaml"
+
+    def program(self) -> Path:
+        """The program file Pulumi runs: ``main`` (a file, or a folder's ``__main__.py``),
+        else ``__main__.py`` in the project folder."""
+        main = self.main if self.main is not None else self.dir
+        return main / "__main__.py" if main.suffix != ".py" else main
+
+
+def _fail(path: Path, message: str) -> InputError:
+    return InputError(f"{path}: {message}")
+
+
+def read_project(project_dir: Path) -> Project:
+    """Read and validate the project file in *project_dir*.
+
+    A folder without a project file is not a Pulumi project; for the commands that still
+    plan it, stack files are looked for in ``stacks/`` when that folder exists (this
+    repository's layout), else in the folder itself.
+    """
+    project_dir = Path(project_dir)
+    path = next((project_dir / n for n in PROJECT_FILES if (project_dir / n).is_file()), None)
+    if path is None:
+        stacks = project_dir / "stacks"
+        return Project(
+            project_dir, "gpustrata", "python", stacks if stacks.is_dir() else project_dir, None
+        )
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(path, f"cannot read ({exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise InputError(f"{where}: not valid YAML; Pulumi cannot read this project") from None
+    if not isinstance(data, dict):
+        raise _fail(path, "expected a mapping with at least name and runtime")
+    for key in _STRING_KEYS:
+        if key in data and not isinstance(data[key], str):
+            raise _fail(path, f"{key}: expected a string, got {data[key]!r}")
+    name = data.get("name")
+    if not name or not name.strip():
+        raise _fail(path, "name: required (the project name, e.g. name: gpustrata)")
+    runtime = data.get("runtime")
+    if isinstance(runtime, dict):
+        runtime = runtime.get("name")
+        if not isinstance(data["runtime"].get("options", {}), dict):
+            raise _fail(path, "runtime.options: expected a mapping")
+    if not isinstance(runtime, str) or not runtime:
+        raise _fail(path, "runtime: required, a name (python) or a mapping with name and options")
+    if "config" in data and not isinstance(data["config"], dict | type(None)):
+        raise _fail(path, "config: expected a mapping of config keys")
+    config_dir = project_dir / data.get("stackConfigDir", ".")
+    if not config_dir.is_dir():
+        raise _fail(path, f"stackConfigDir: {config_dir} is not a folder")
+    main = project_dir / data["main"] if data.get("main") else None
+    return Project(project_dir, name, runtime, config_dir, path, main)
