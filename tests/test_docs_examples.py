@@ -20,8 +20,9 @@ from gpustrata_policies.evaluate import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
 from gpustrata_policies.inputs.pulumi import objects_from_pulumi
 
-PAGES = sorted(p for p in (ROOT / "docs").rglob("*.md") if p.name != "rules.md") + [
-    ROOT / "README.md"
+PAGES = [
+    *sorted(p for p in (ROOT / "docs").rglob("*.md") if p.name != "rules.md"),
+    ROOT / "README.md",
 ]
 SNIPPET = re.compile(r"^    [a-z_]+:\s*(#.*)?$")
 
