@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 
 from gpustrata.components._inputs import StackInputError
 from gpustrata.components.cluster import EksCluster
-from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, KubeletArgs, TaintArgs
+from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, pool_plan_args
 from gpustrata.components.operators import GpuOperator, KubeRayOperator
 from gpustrata.components.serving import RayLlmService, VllmDeployment
 from gpustrata.core.errors import Problem, StackError
@@ -242,31 +242,7 @@ class InferenceStack(pulumi.ComponentResource):
 
 
 def _pool_args(pool: PoolPlan, stack: StackSpec, *, create: bool) -> GpuNodePoolArgs:
-    spec = pool.spec
-    args = GpuNodePoolArgs(
-        create=create,
-        pool_name=pool.name,
-        instance_type=pool.instance.name,
-        ami_type=pool.instance.eks_ami_type,
-        kubernetes_version=stack.cluster.kubernetes_version,
-        capacity_type=spec.capacity_type,
-        min_size=spec.min_size,
-        max_size=spec.max_size,
-        desired_size=spec.desired_size if spec.desired_size is not None else spec.min_size,
-        disk_size_gib=spec.disk_size_gib,
-        labels=pool.labels,
-        taints=[TaintArgs(key=t.key, value=t.value, effect=t.effect) for t in spec.taints],
-        kubelet=KubeletArgs(
-            max_pods=pool.max_pods,
-            system_reserved=pool.system_reserved,
-            kube_reserved=pool.kube_reserved,
-            eviction_hard=pool.eviction_hard,
-        ),
-        gpu_product=pool.gfd_product,
-        gpu_count=pool.instance.gpu_count,
-        vcpu=pool.instance.vcpu,
-        memory_mib=pool.instance.memory_mib,
-    )
+    args = pool_plan_args(pool, create=create, kubernetes_version=stack.cluster.kubernetes_version)
     driver = node_image_driver(stack)
     if driver:
         args["driver_version"] = driver

@@ -2,7 +2,7 @@
 
 import base64
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -14,6 +14,9 @@ from gpustrata.render.nodes import (
     nodeadm_user_data,
     pool_description,
 )
+
+if TYPE_CHECKING:
+    from gpustrata.planning.plan import PoolPlan
 
 
 class TaintArgs(TypedDict):
@@ -242,7 +245,35 @@ def gpu_node_pool_args(
     except PlanError as exc:
         where = exc.path.rsplit(".", 1)[-1]
         raise ComponentInputError(_camel(where), f"{where}: {exc}") from None
-    args = GpuNodePoolArgs(
+    args = pool_plan_args(
+        pool,
+        create=create,
+        kubernetes_version=kubernetes_version,
+        # The planner's labels (pool, GPU, count) plus the caller's, Outputs included.
+        labels={**(labels or {}), **pool.labels},
+    )
+    if driver_version:
+        args["driver_version"] = driver_version
+    if cluster_name is not None:
+        args["cluster_name"] = cluster_name
+    if node_role_arn is not None:
+        args["node_role_arn"] = node_role_arn
+    if subnet_ids is not None:
+        args["subnet_ids"] = subnet_ids
+    return args
+
+
+def pool_plan_args(
+    pool: "PoolPlan",
+    *,
+    create: bool,
+    kubernetes_version: str,
+    labels: Mapping[str, pulumi.Input[str]] | None = None,
+) -> GpuNodePoolArgs:
+    """:class:`GpuNodePoolArgs` of a planned pool: instance facts, taints and kubelet
+    reservations as the planner resolved them (labels: the planner's unless given)."""
+    spec = pool.spec
+    return GpuNodePoolArgs(
         create=create,
         pool_name=pool.name,
         instance_type=pool.instance.name,
@@ -253,8 +284,7 @@ def gpu_node_pool_args(
         max_size=spec.max_size,
         desired_size=spec.desired_size if spec.desired_size is not None else spec.min_size,
         disk_size_gib=spec.disk_size_gib,
-        # The planner's labels (pool, GPU, count) plus the caller's, Outputs included.
-        labels={**(labels or {}), **pool.labels},
+        labels=dict(labels) if labels is not None else pool.labels,
         taints=[TaintArgs(key=t.key, value=t.value, effect=t.effect) for t in spec.taints],
         kubelet=KubeletArgs(
             max_pods=pool.max_pods,
@@ -267,15 +297,6 @@ def gpu_node_pool_args(
         vcpu=pool.instance.vcpu,
         memory_mib=pool.instance.memory_mib,
     )
-    if driver_version:
-        args["driver_version"] = driver_version
-    if cluster_name is not None:
-        args["cluster_name"] = cluster_name
-    if node_role_arn is not None:
-        args["node_role_arn"] = node_role_arn
-    if subnet_ids is not None:
-        args["subnet_ids"] = subnet_ids
-    return args
 
 
 def _camel(name: str) -> str:
