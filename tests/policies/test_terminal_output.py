@@ -33,7 +33,7 @@ def _manifest(tmp_path: Path) -> Path:
 
 def test_printable_escapes_controls_bidi_and_zero_width() -> None:
     assert printable("a\x1b[31mb\x07c\r\nd\u202ee\u200bf\x85") == (
-        "a\\x1b[31mb\\x07c\\x0d\\x0ad\\u202ee\\u200bf\\x85"
+        "a\\x1b[31mb\\x07c\\r\\nd\\u202ee\\u200bf\\x85"
     )
     assert printable("plain text, ünïcödé, 日本") == "plain text, ünïcödé, 日本"
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpustrata.core.terminal import printable
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -23,14 +25,8 @@ class Problem:
         if file and self.line is not None:
             where = f"{file}:{self.line}"
         parts = [p for p in (where, self.path) if p]
-        return _one_line(": ".join([*parts, self.message]))
-
-
-def _one_line(text: str) -> str:
-    """Escape line breaks and other control characters (user text must not add lines)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        # User text must not add lines or control the terminal.
+        return printable(": ".join([*parts, self.message]))
 
 
 class GpustrataError(Exception):

@@ -1,29 +1,21 @@
-"""Text that is safe to print on a terminal or in a log: what a manifest controls (object
+"""Text that is safe to print on a terminal or in a log: what the input controls (object
 names, values quoted in messages) cannot move the cursor, forge a line or reorder text.
 
-C0 controls (line breaks included), DEL and C1 controls become ``\\xNN`` escapes; bidi
-overrides and isolates, and zero-width characters, become ``\\uNNNN`` escapes. JSON and
-SARIF need none of this: their encoders escape control characters themselves.
+Every character Python does not count as printable is written as its ``repr`` escape:
+C0 and C1 controls and DEL (``\\x1b``, ``\\x85``), line breaks and tabs (``\\n``, ``\\t``),
+bidi overrides and isolates and zero-width characters (``\\u202e``, ``\\u200b``, format
+characters all). JSON and SARIF need none of this: their encoders escape controls
+themselves. Error messages (:mod:`gpustrata.core.errors`) use the same function.
 """
 
 from __future__ import annotations
 
-import re
-
 __all__ = ["printable"]
-
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f"  # C0 (tab and line breaks too: one field, one line), DEL, C1
-    "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"  # bidi marks/overrides, zero-width
-)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def printable(text: object) -> str:
-    """``str(text)`` with every control, bidi and zero-width character escaped."""
+    """``str(text)`` on one line, with every non-printable character escaped."""
     s = str(text)
-    return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
