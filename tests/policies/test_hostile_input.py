@@ -18,22 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from test_cli import run
+from test_manifest_input import GPU_POD  # one GPU Pod manifest for both suites
 
 sys.path.insert(0, str(REPO / "tests"))
-
-GPU_POD = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-  namespace: llm
-spec:
-  containers:
-    - name: c
-      image: vllm/vllm-openai:v0.33.0
-      resources:
-        requests: {nvidia.com/gpu: 1}
-"""
 
 
 def _error(argv: list[str], stdin: str | bytes | None = None, timeout: float = 20.0) -> str:
