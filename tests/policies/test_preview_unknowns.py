@@ -10,12 +10,13 @@ not give (issue 19, item 16). Case counts are printed in the session summary.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _fuzz import CASES, record
+from _fuzz import CASES, SECONDS, record
 from _grpc import (
     diagnostic_findings,
     policy_pack,
@@ -40,9 +41,11 @@ STRING_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 def test_an_unknown_anywhere_adds_no_mandatory_finding(kind: str) -> None:
     """Every node of every fixture made unknown, in process: no new mandatory finding."""
     files = fixture_files(kind)
+    start = time.perf_counter()
     result = sweep(files)
     suite = f"preview-unknown-nodes-{kind}"
     CASES[suite] += result.trials
+    SECONDS[suite] += time.perf_counter() - start
     print(f"{suite}: {result.fixtures} fixtures, {result.trials} trials")
     assert result.fixtures == len(files) and result.trials > 1000
     shown = {label: sorted(found) for label, found in sorted((result.new or {}).items())[:20]}
