@@ -256,3 +256,29 @@ def test_the_pack_reports_no_new_mandatory_violation_for_an_unknown_leaf(analyze
     print(f"{suite}: {len(fixtures)} fixtures of {len(rules)} rules, {CASES[suite]} trials")
     assert CASES[suite] >= 200 and len(rules) == len(all_rules())
     assert not new, new
+
+
+@pytest.mark.parametrize(
+    ("owner", "name", "index"),
+    [("R004", "bad-support-matrix.yaml", 0), ("O006", "bad-untolerated-taints.yaml", 2)],
+)
+def test_an_unknown_metadata_through_the_pack_adapter_keeps_its_fields_unknown(
+    owner: str, name: str, index: int
+) -> None:
+    """Pulumi's sentinel as a whole ``metadata``: the pack names the object by its logical
+    name, but its namespace and labels stay unknown (not ``default`` and none), so no
+    message states them (R004 said ``HelmRelease/default/...``, O006 lost the version)."""
+    objects = load_paths([str(fixture(owner, name))])
+    tokens = [resource_token(o.raw) for o in objects]
+    raws = [dict(o.raw) for o in objects]
+
+    def mandatory(rs: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        triples = [
+            (t, o.name, resource_props(t, r)) for t, o, r in zip(tokens, objects, rs, strict=True)
+        ]
+        report = evaluate(objects_from_pulumi(triples))
+        return {(f.rule, f.message) for f in report.findings if f.enforcement == "mandatory"}
+
+    now = list(raws)
+    now[index] = {**raws[index], "metadata": STRING_UNKNOWN}
+    assert mandatory(now) - mandatory(raws) == set()
