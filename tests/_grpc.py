@@ -62,3 +62,46 @@ def policy_pack(repo: Path, env: Mapping[str, str]) -> Iterator[Any]:
         timeout=20,
     ) as channel:
         yield analyzer_pb2_grpc.AnalyzerStub(channel)
+
+
+# --- what the engine sends: one object as a Pulumi resource, and what the pack says back --
+
+
+def resource_token(obj: Mapping[str, Any]) -> str:
+    """The Pulumi type token of a Kubernetes-shaped fixture object (``GpuNodePool``: the
+    gpustrata component's)."""
+    if obj["kind"] == "GpuNodePool":
+        return "gpustrata:index:GpuNodePool"
+    api = obj["apiVersion"]
+    return f"kubernetes:{api if '/' in api else 'core/' + api}:{obj['kind']}"
+
+
+def resource_props(token: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs the engine sends for *obj* under *token* (a gpustrata component takes the
+    object as its ``description``)."""
+    return {"description": dict(obj)} if token.startswith("gpustrata:") else dict(obj)
+
+
+def to_struct(data: Mapping[str, Any]) -> Any:
+    """*data* as the protobuf Struct of the gRPC wire."""
+    from google.protobuf import struct_pb2
+
+    s = struct_pb2.Struct()
+    s.update(dict(data))
+    return s
+
+
+def resource_urn(token: str, name: str) -> str:
+    """A stack-``prod`` URN for a resource."""
+    return f"urn:pulumi:prod::gpustrata::{token}::{name}"
+
+
+def diagnostic_findings(diags: Any) -> set[tuple[str, str, str]]:
+    """(rule, resource, message) of each diagnostic the pack returned."""
+    out = set()
+    for d in diags:
+        head = d.message.split("\n")[1]  # line 0 is the policy description
+        rule, rest = head.split("] ", 1)
+        resource, message = rest.split(": ", 1)
+        out.add((rule.lstrip("["), resource, message))
+    return out

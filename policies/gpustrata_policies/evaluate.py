@@ -13,7 +13,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from gpustrata.core.unknown import UnknownInput
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, reading_unknowns, track_unknowns
 from gpustrata_policies.config import PolicyConfig, from_pulumi_format, parse_environment
 from gpustrata_policies.findings import (
     Enforcement,
@@ -110,8 +110,15 @@ def load_policy_config(
 
 
 def to_objects(objects: Iterable[K8sObject | Mapping[str, Any]]) -> list[K8sObject]:
-    """Wrap plain dicts as :class:`K8sObject` (objects already wrapped pass through)."""
-    return [o if isinstance(o, K8sObject) else K8sObject(o) for o in objects]
+    """Wrap plain dicts as :class:`K8sObject` (objects already wrapped pass through); an
+    object holding an unknown value is read through
+    :func:`~gpustrata.core.unknown.track_unknowns`."""
+    out = []
+    for o in objects:
+        obj = o if isinstance(o, K8sObject) else K8sObject(o)
+        tracked = track_unknowns(obj.raw, obj.resource)
+        out.append(obj if tracked is obj.raw else K8sObject(tracked, obj.file, obj.line, obj.lines))
+    return out
 
 
 INTERNAL_ERROR = "internal error"
@@ -176,7 +183,8 @@ def evaluate(
     report = Report(objects=len(objs))
     known: list[K8sObject] = []
     for obj in objs:
-        if obj.kind in KNOWN_KINDS:
+        if obj.kind in KNOWN_KINDS or obj.raw.get("kind") is UNKNOWN:
+            # An unknown kind may be any kind: rules that look across objects see it.
             known.append(obj)
         elif report_unknown_kinds:
             what = f"kind {obj.kind} ({obj.api_version})" if obj.kind else "a document without kind"
@@ -194,18 +202,24 @@ def evaluate(
         ctx = RuleContext(meta, cfg, known, cache)
         for obj in known:
             outcomes: list[Any] = []
-            try:
-                # One at a time: what a rule reported before it stopped is kept.
-                for outcome in rule.check(ctx, obj):
-                    outcomes.append(outcome)
-            except UnknownInput as exc:
-                outcomes.append(
-                    NotEvaluated(
-                        meta.id, obj.resource, f"{exc.what} is unknown until the deployment runs"
+            with reading_unknowns() as reads:
+                try:
+                    # One at a time: what a rule reported before it stopped is kept.
+                    for outcome in rule.check(ctx, obj):
+                        if reads and isinstance(outcome, Violation):
+                            # It read a value known only at deploy time: not applicable.
+                            raise UnknownInput(reads[0])
+                        outcomes.append(outcome)
+                except UnknownInput as exc:
+                    outcomes.append(
+                        NotEvaluated(
+                            meta.id,
+                            obj.resource,
+                            f"{exc.what} is unknown until the deployment runs",
+                        )
                     )
-                )
-            except Exception as exc:  # a rule bug: report it, run the other rules
-                report.findings.append(internal_error(meta, enforcement, obj, exc))
+                except Exception as exc:  # a rule bug: report it, run the other rules
+                    report.findings.append(internal_error(meta, enforcement, obj, exc))
             for outcome in outcomes:
                 if isinstance(outcome, Violation):
                     level = "advisory" if outcome.advisory else enforcement

@@ -16,11 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _grpc import policy_pack
+from _grpc import (
+    diagnostic_findings,
+    policy_pack,
+    resource_props,
+    resource_token,
+    resource_urn,
+    to_struct,
+)
 from conftest import REPO, fixture, fixture_files
 
 grpc = pytest.importorskip("grpc")
-from google.protobuf import empty_pb2, struct_pb2  # noqa: E402
+from google.protobuf import empty_pb2  # noqa: E402
 from pulumi.runtime.proto import analyzer_pb2  # noqa: E402
 
 from gpustrata_policies import all_rules, evaluate, objects_from_pulumi  # noqa: E402
@@ -31,37 +38,6 @@ from gpustrata_policies.inputs.manifests import load_paths  # noqa: E402
 def analyzer() -> Iterator[Any]:
     with policy_pack(REPO, {**os.environ, "GPUSTRATA_ENVIRONMENT": "prod"}) as stub:
         yield stub
-
-
-def _token(obj: dict[str, Any]) -> str:
-    if obj["kind"] == "GpuNodePool":
-        return "gpustrata:index:GpuNodePool"
-    api = obj["apiVersion"]
-    return f"kubernetes:{api if '/' in api else 'core/' + api}:{obj['kind']}"
-
-
-def _props(token: str, obj: dict[str, Any]) -> dict[str, Any]:
-    return {"description": obj} if token.startswith("gpustrata:") else obj
-
-
-def _struct(data: dict[str, Any]) -> struct_pb2.Struct:
-    s = struct_pb2.Struct()
-    s.update(data)
-    return s
-
-
-def _urn(token: str, name: str) -> str:
-    return f"urn:pulumi:prod::gpustrata::{token}::{name}"
-
-
-def _findings(diags: Any) -> set[tuple[str, str, str]]:
-    out = set()
-    for d in diags:
-        head = d.message.split("\n")[1]  # line 0 is the policy description
-        rule, rest = head.split("] ", 1)
-        resource, message = rest.split(": ", 1)
-        out.add((rule.lstrip("["), resource, message))
-    return out
 
 
 def test_analyzer_info(analyzer: Any) -> None:
@@ -91,7 +67,10 @@ def test_analyze_good_bad_and_unknown(analyzer: Any) -> None:
     token = "kubernetes:apps/v1:Deployment"
     resp = analyzer.Analyze(
         analyzer_pb2.AnalyzeRequest(
-            type=token, properties=_struct(dict(bad)), urn=_urn(token, "vllm"), name="vllm"
+            type=token,
+            properties=to_struct(dict(bad)),
+            urn=resource_urn(token, "vllm"),
+            name="vllm",
         )
     )
     assert {d.policyName for d in resp.diagnostics} == {"gpu-requests-equal-limits"}
@@ -101,13 +80,13 @@ def test_analyze_good_bad_and_unknown(analyzer: Any) -> None:
         "Deployment/llm/vllm",
         "container 'vllm' requests nvidia.com/gpu: 1 but sets no limit; the API server rejects it "
         "(Limit must be set for non overcommitable resources)",
-    ) in _findings(resp.diagnostics)
+    ) in diagnostic_findings(resp.diagnostics)
     good = load_paths([str(fixture("K001", "good-limits-only.yaml"))])[0].raw
     resp = analyzer.Analyze(
         analyzer_pb2.AnalyzeRequest(
             type="kubernetes:core/v1:Pod",
-            properties=_struct(dict(good)),
-            urn=_urn("p", "p"),
+            properties=to_struct(dict(good)),
+            urn=resource_urn("p", "p"),
             name="p",
         )
     )
@@ -116,7 +95,7 @@ def test_analyze_good_bad_and_unknown(analyzer: Any) -> None:
     unknown["spec"] = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
     resp = analyzer.Analyze(
         analyzer_pb2.AnalyzeRequest(
-            type=token, properties=_struct(unknown), urn=_urn(token, "u"), name="u"
+            type=token, properties=to_struct(unknown), urn=resource_urn(token, "u"), name="u"
         )
     )
     assert list(resp.diagnostics) == []
@@ -126,7 +105,7 @@ def test_configure_threshold_and_environment(analyzer: Any) -> None:
     good = load_paths([str(fixture("K007", "good-memory-shm.yaml"))])[0].raw  # 2Gi /dev/shm
     token = "kubernetes:apps/v1:StatefulSet"
     request = analyzer_pb2.AnalyzeRequest(
-        type=token, properties=_struct(dict(good)), urn=_urn(token, "s"), name="s"
+        type=token, properties=to_struct(dict(good)), urn=resource_urn(token, "s"), name="s"
     )
     assert list(analyzer.Analyze(request).diagnostics) == []
     analyzer.Configure(
@@ -134,7 +113,7 @@ def test_configure_threshold_and_environment(analyzer: Any) -> None:
             policyConfig={
                 "shm-for-multi-gpu": analyzer_pb2.PolicyConfig(
                     enforcementLevel=analyzer_pb2.ADVISORY,
-                    properties=_struct({"minShmSize": "4Gi", "environment": "dev"}),
+                    properties=to_struct({"minShmSize": "4Gi", "environment": "dev"}),
                 ),
             }
         )
@@ -168,7 +147,12 @@ def test_three_adapters_agree(analyzer: Any, tmp_path: Path) -> None:
         (f.rule, f.resource, f.message) for f in evaluate(load_paths([str(merged)])).findings
     }
     triples = [
-        (_token(dict(o.raw)), o.name, _props(_token(dict(o.raw)), dict(o.raw))) for o in objects
+        (
+            resource_token(dict(o.raw)),
+            o.name,
+            resource_props(resource_token(dict(o.raw)), dict(o.raw)),
+        )
+        for o in objects
     ]
     via_plan = {
         (f.rule, f.resource, f.message) for f in evaluate(objects_from_pulumi(triples)).findings
@@ -176,16 +160,18 @@ def test_three_adapters_agree(analyzer: Any, tmp_path: Path) -> None:
     via_pack: set[tuple[str, str, str]] = set()
     resources = []
     for token, name, props in triples:
-        urn = _urn(token, name)
+        urn = resource_urn(token, name)
         resp = analyzer.Analyze(
-            analyzer_pb2.AnalyzeRequest(type=token, properties=_struct(props), urn=urn, name=name)
+            analyzer_pb2.AnalyzeRequest(type=token, properties=to_struct(props), urn=urn, name=name)
         )
-        via_pack |= _findings(resp.diagnostics)
+        via_pack |= diagnostic_findings(resp.diagnostics)
         resources.append(
-            analyzer_pb2.AnalyzerResource(type=token, properties=_struct(props), urn=urn, name=name)
+            analyzer_pb2.AnalyzerResource(
+                type=token, properties=to_struct(props), urn=urn, name=name
+            )
         )
     stack = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=resources))
     assert all(d.urn for d in stack.diagnostics)  # stack findings point at the resource
-    via_pack |= _findings(stack.diagnostics)
+    via_pack |= diagnostic_findings(stack.diagnostics)
     assert len(via_check) >= 10
     assert via_check == via_plan == via_pack

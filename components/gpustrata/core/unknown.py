@@ -5,12 +5,20 @@ The engine sends them as sentinel strings; the adapters turn those into the
 :data:`UNKNOWN` singleton. A rule that needs such a value raises
 :class:`UnknownInput` (via :func:`known`), and the engine records "not evaluated"
 instead of a violation or a crash.
+
+Rules need not test for the sentinel at each read: :func:`track_unknowns` wraps an
+object that holds one so that every read of an unknown value (a mapping value or a list
+item, however reached) is noted inside :func:`reading_unknowns`, and the engine turns a
+violation a rule reports after such a read into "not evaluated": an unknown input makes a
+rule not applicable, never violated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final, final
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Final, SupportsIndex, final, overload
 
 __all__ = [
     "PULUMI_SECRET_SIG",
@@ -19,9 +27,14 @@ __all__ = [
     "SECRET_PLACEHOLDER",
     "UNKNOWN",
     "UnknownInput",
+    "contains_unknown",
+    "handled_unknowns",
     "is_unknown",
     "known",
+    "reading_unknowns",
     "replace_pulumi_unknowns",
+    "replay_reads",
+    "track_unknowns",
 ]
 
 
@@ -110,3 +123,141 @@ def replace_pulumi_unknowns(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [replace_pulumi_unknowns(v) for v in value]
     return UNKNOWN
+
+
+# --------------------------------------------------------------------------- read tracking
+
+_READS: ContextVar[list[str] | None] = ContextVar("gpustrata_unknown_reads", default=None)
+
+
+def _note(path: tuple[str | int, ...], owner: str) -> None:
+    reads = _READS.get()
+    if reads is not None:
+        where = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+        reads.append(f"{where} of {owner}" if owner else where)
+
+
+@contextmanager
+def reading_unknowns() -> Iterator[list[str]]:
+    """Collect, in the yielded list, where each unknown value read inside the block sits
+    (``spec.template.spec.tolerations[0] of Deployment/default/vllm``); reads of nested
+    blocks are theirs only (:func:`replay_reads` passes them on)."""
+    reads: list[str] = []
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
+@contextmanager
+def handled_unknowns() -> Iterator[None]:
+    """A block whose :class:`UnknownInput` the caller catches and accounts for itself (an
+    unknown autoscaler spoils only its own target): when the block raises it, the unknown
+    reads inside are dropped; when it ends normally they count as usual."""
+    with reading_unknowns() as reads:
+        yield
+    replay_reads(reads)
+
+
+def replay_reads(reads: Iterable[str]) -> None:
+    """Note *reads* in the enclosing :func:`reading_unknowns` block: a cached value built
+    from unknowns is as unknown to every later reader as to the first."""
+    current = _READS.get()
+    if current is not None:
+        current.extend(reads)
+
+
+def contains_unknown(value: Any) -> bool:
+    """Does *value* hold :data:`UNKNOWN` anywhere (iterative: any depth)?"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is UNKNOWN:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def track_unknowns(raw: Mapping[str, Any], owner: str = "") -> Mapping[str, Any]:
+    """*raw*, read-only, with every read of an unknown value noted (see
+    :func:`reading_unknowns`); *raw* itself when it holds no unknown. *owner* names the
+    object in the notes."""
+    if isinstance(raw, _TrackedMap) or not contains_unknown(raw):
+        return raw
+    tracked = _wrap(raw, (), owner)
+    assert isinstance(tracked, _TrackedMap)
+    return tracked
+
+
+def _wrap(value: Any, path: tuple[str | int, ...], owner: str) -> Any:
+    if isinstance(value, Mapping):
+        return _TrackedMap(value, path, owner)
+    if isinstance(value, list | tuple):
+        return _TrackedList(value, path, owner)
+    return value
+
+
+class _TrackedMap(Mapping[str, Any]):
+    """A read-only mapping that notes each read of an unknown value."""
+
+    __slots__ = ("_data", "_owner", "_path")
+
+    def __init__(self, data: Mapping[str, Any], path: tuple[str | int, ...], owner: str) -> None:
+        self._path = path
+        self._owner = owner
+        self._data = {k: _wrap(v, (*path, k), owner) for k, v in data.items()}
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        if value is UNKNOWN:
+            _note((*self._path, key), self._owner)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self._data:
+            return self[key]
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
+class _TrackedList(list[Any]):
+    """A list (``isinstance(x, list)`` holds) that notes each read of an unknown item."""
+
+    __slots__ = ("_owner", "_path")
+
+    def __init__(self, data: Iterable[Any], path: tuple[str | int, ...], owner: str) -> None:
+        super().__init__(_wrap(v, (*path, i), owner) for i, v in enumerate(data))
+        self._path = path
+        self._owner = owner
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: SupportsIndex | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        value = super().__getitem__(index)
+        if value is UNKNOWN:
+            position = index.__index__()
+            _note((*self._path, position % len(self) if position < 0 else position), self._owner)
+        return value
+
+    def __iter__(self) -> Iterator[Any]:
+        for index in range(len(self)):
+            yield self[index]

@@ -32,6 +32,8 @@ def _api_version(token: str) -> str:
 
 def _with_name(obj: dict[str, Any], logical_name: str) -> dict[str, Any]:
     meta = obj.get("metadata")
+    if meta is UNKNOWN:  # named by its logical name, as before; the rest stays unknown
+        meta = dict.fromkeys(("namespace", "labels", "annotations", "ownerReferences"), UNKNOWN)
     meta = dict(meta) if isinstance(meta, Mapping) else {}
     if not isinstance(meta.get("name"), str) or not meta.get("name"):
         meta["name"] = logical_name  # Pulumi auto-naming: the logical name is the stem

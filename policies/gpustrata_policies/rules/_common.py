@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpustrata.core.environments import Environment
-from gpustrata.core.unknown import UnknownInput
+from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Enforcement, RuleContext
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
@@ -77,7 +77,8 @@ def autoscalers_by_scale_target(
             if obj.kind not in AUTOSCALER_KINDS:
                 continue
             try:
-                target = scale_target(obj)
+                with handled_unknowns():
+                    target = scale_target(obj)
             except UnknownInput as exc:
                 unknown = unknown or exc.what
                 continue

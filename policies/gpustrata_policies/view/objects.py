@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpustrata.core.quantity import parse_quantity
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, reading_unknowns, replay_reads
 
 __all__ = [
     "CLUSTER_SCOPED_KINDS",
@@ -131,6 +131,7 @@ class K8sObject:
     lines: Mapping[Path, int] | None = None
     """Line of each mapping key / list item, by path (from the YAML loader)."""
     _pods: list[PodRef] | None = field(default=None, repr=False)
+    _pod_reads: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def kind(self) -> str:
@@ -185,7 +186,10 @@ class K8sObject:
     def pods(self) -> list[PodRef]:
         """Every pod spec this object creates (cached)."""
         if self._pods is None:
-            self._pods = list(_pod_refs(self))
+            with reading_unknowns() as reads:
+                self._pods = list(_pod_refs(self))
+            self._pod_reads = tuple(reads)
+        replay_reads(self._pod_reads)  # every caller read what finding the pods read
         return self._pods
 
     def containers(self, *, init: bool = True) -> Iterator[ContainerRef]:

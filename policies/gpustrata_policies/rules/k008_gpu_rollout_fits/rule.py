@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY, autoscalers_by_scale_target
 from gpustrata_policies.view.nodes import fmt_count, gpu_pools, gpu_requests, targeted_pools
@@ -67,7 +67,8 @@ def _autoscaled_max(ctx: RuleContext, obj: K8sObject) -> int | None:
                 )
                 default = 100 if key == "maxReplicaCount" else 0
                 try:
-                    value = _int(dig(other.raw, "spec", key), default)
+                    with handled_unknowns():
+                        value = _int(dig(other.raw, "spec", key), default)
                 except UnknownInput as exc:
                     unknown.setdefault(target, exc.what)
                     continue
@@ -128,7 +129,8 @@ def _demand(
                     if len(hits) != 1:
                         continue  # spread over several pools: not attributed
                     try:
-                        count = _max_pods(ctx, other, pod)
+                        with handled_unknowns():
+                            count = _max_pods(ctx, other, pod)
                     except UnknownInput as exc:
                         unknown.setdefault(hits[0].name, f"{other.resource}: {exc.what}")
                         continue

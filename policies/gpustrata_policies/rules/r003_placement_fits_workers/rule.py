@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
-from gpustrata.core.unknown import UnknownInput
+from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.kuberay import (
@@ -209,10 +209,12 @@ def _pool_cap(ctx: RuleContext, pod: PodRef) -> tuple[int, str] | None:
     if pool.max_size is None or not pool.gpu_count or set(requests) != {"nvidia.com/gpu"}:
         return None
     try:
-        if shared_gpus(ctx, pool) is not None:
-            return None
+        with handled_unknowns():
+            shared = shared_gpus(ctx, pool)
     except UnknownInput:
         return None  # sharing unknown during preview: no cap rather than a guess
+    if shared is not None:
+        return None
     per_node = math.floor(Fraction(pool.gpu_count) / requests["nvidia.com/gpu"])
     if per_node < 1:
         return None
