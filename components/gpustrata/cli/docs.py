@@ -592,7 +592,8 @@ def components_markdown() -> str:
         "generates an SDK from for TypeScript, Go, C#, Java or YAML programs (see "
         "[other languages](../howto/other-languages.md)). Input and output names are the "
         "schema's camelCase names; Python programs use the snake_case `args` keys. Inputs "
-        "are plain values unless marked as accepting an Output.",
+        "are plain values unless marked as accepting an Output. To run a program that uses "
+        "them offline, see [test your program](../howto/test-your-program.md).",
         "",
     ]
     out += _table(
