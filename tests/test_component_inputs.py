@@ -23,6 +23,7 @@ from gpustrata.components import (
     GpuNodePool,
     GpuOperator,
     GpuOperatorArgs,
+    StackArgs,
     VllmDeploymentArgs,
     gpu_node_pool_args,
 )
@@ -51,6 +52,14 @@ def in_namespace(args: VllmDeploymentArgs, ns: pulumi.Output[str]) -> VllmDeploy
 
 
 names: pulumi.Output[str] = pool.node_group_name
+
+# The stack typed from the spec: literal values of its closed sets type-check.
+stack: StackArgs = {
+    "environment": "dev",
+    "cluster": {"name": "llm-dev", "kubernetes_version": "1.34", "mode": "existing"},
+    "node_pools": [{"name": "gpu-l4", "instance_type": "g6.xlarge", "capacity_type": "SPOT"}],
+    "gpu_operator": {"chart_version": "v26.7.0"},
+}
 """
 
 
@@ -86,9 +95,10 @@ def test_a_strict_user_program_passes_outputs_to_namespace_and_label(tmp_path: P
     assert done.returncode == 0, done.stdout + done.stderr
     wrong = TYPED_PROGRAM.replace(
         '"namespace": namespace,', '"namespace": pulumi.Output.from_input(3),'
-    )
+    ).replace('"SPOT"', '"SPOTT"')
     done = _mypy(tmp_path, wrong)
     assert done.returncode == 1 and "Output[str]" in done.stdout, done.stdout
+    assert "TypedDict item \"capacity_type\" has type \"Literal['ON_DEMAND', 'SPOT']" in done.stdout
 
 
 def _run(tmp_path: Path, body: str, doc: dict[str, Any] | None = None) -> list[Registered]:

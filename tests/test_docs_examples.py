@@ -7,6 +7,7 @@ examples violate their rule on purpose."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import yaml
 from _stacks import ROOT, stack_doc
 
 from gpustrata.runtime.mockrun import run_program
+from gpustrata.runtime.provider import provider
 from gpustrata_policies.evaluate import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
 from gpustrata_policies.inputs.pulumi import objects_from_pulumi
@@ -103,8 +105,9 @@ def test_example_has_no_mandatory_finding(page: str, kind: str, block: str, tmp_
         return
     if kind == "stack":
         docs = [(data["config"]["gpustrata:stack"], "dev")]
-    elif kind == "program":
-        docs = [(data["resources"]["llm"]["properties"]["stack"], "dev")]
+    elif kind == "program":  # schema names, mapped as the provider maps a Construct
+        args = provider().component_args("InferenceStack", data["resources"]["llm"]["properties"])
+        docs = [(json.loads(json.dumps(args["stack"])), "dev")]
     else:  # a snippet extends the reference stack its page plans (`--stack X`)
         text = (ROOT / page).read_text(encoding="utf-8")
         named = re.search(r"gpustrata plan --stack (dev|staging|prod)", text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import re
 import shutil
@@ -148,7 +149,12 @@ def test_yaml_program_example_stack_validates() -> None:
     program = yaml.safe_load(block.group(1))
     resource = program["resources"]["llm"]
     assert resource["type"] == "gpustrata:index:InferenceStack"
-    plan_spec(validate_stack(resource["properties"]["stack"], file="other-languages.md"))
+    # Schema names (camelCase), mapped to the spec's as the provider maps a Construct.
+    from gpustrata.runtime.provider import provider
+
+    args = provider().component_args("InferenceStack", resource["properties"])
+    document = json.loads(json.dumps(args["stack"]))
+    plan_spec(validate_stack(document, file="other-languages.md"))
 
 
 def _mkdocs(cwd: Path, site: Path) -> subprocess.CompletedProcess[str]:

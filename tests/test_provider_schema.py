@@ -139,6 +139,11 @@ def test_inputs_and_outputs_are_typed_and_described(package: dict[str, Any]) -> 
         for name, prop in outputs.items():
             _check_property(f"{token} output {name}", prop, types)
     for token, typ in types.items():
+        assert typ.get("description", "").strip(), f"{token}: no description"
+        if "enum" in typ:  # a closed set of the spec (ClusterMode, BlockSize ...)
+            assert typ["type"] in {"string", "integer"} and typ["enum"], token
+            assert all(isinstance(e["value"], str | int) for e in typ["enum"]), token
+            continue
         assert typ["type"] == "object" and typ["properties"], token
         for name, prop in typ["properties"].items():
             _check_property(f"{token}.{name}", prop, types)
@@ -157,9 +162,46 @@ def test_typed_spot_checks(package: dict[str, Any]) -> None:
         "value",
         "effect",
     }
-    assert res["gpustrata:index:InferenceStack"]["requiredInputs"] == ["stack"]
-    assert res["gpustrata:index:InferenceStack"]["inputProperties"]["stack"]["type"] == "object"
+    inference = res["gpustrata:index:InferenceStack"]
+    assert inference["requiredInputs"] == ["stack"]
+    # The stack is an object type with the spec's properties (issue 16), not map<Any>.
+    stack_ref = inference["inputProperties"]["stack"]["$ref"]
+    stack = package["types"][stack_ref[len("#/types/") :]]
+    assert stack["type"] == "object"
+    assert {"environment", "cluster", "nodePools", "gpuOperator", "models"} <= set(
+        stack["properties"]
+    )
     assert res["gpustrata:index:EksCluster"]["properties"]["kubeconfig"]["type"] == "string"
+
+
+def test_workload_names_and_namespaces_take_inputs(package: dict[str, Any]) -> None:
+    """Another resource's Output may name a workload or its namespace in every language."""
+    res = package["resources"]
+    for component in ("VllmDeployment", "RayLlmService"):
+        inputs = res[f"gpustrata:index:{component}"]["inputProperties"]
+        for name in ("name", "namespace"):
+            assert inputs[name]["type"] == "string", (component, name)
+            assert "plain" not in inputs[name], (component, name)
+    for component in ("GpuOperator", "KubeRayOperator"):
+        assert "plain" not in res[f"gpustrata:index:{component}"]["inputProperties"]["namespace"]
+
+
+def test_inference_stack_outputs_and_secret_kubeconfig(package: dict[str, Any]) -> None:
+    """The outputs a user composes with (issue 16 item 3), kubeconfig marked secret."""
+    outputs = package["resources"]["gpustrata:index:InferenceStack"]["properties"]
+    assert outputs["provider"]["$ref"].endswith("#/resources/pulumi:providers:kubernetes")
+    assert outputs["clusterName"]["type"] == "string"
+    for name in ("serviceNames", "endpoints", "nodeGroupNames"):
+        assert outputs[name]["type"] == "object", name
+        assert outputs[name]["additionalProperties"]["type"] == "string", name
+    assert outputs["kubeconfig"]["secret"] is True
+    secret = {
+        f"{token}.{name}"
+        for token, resource in package["resources"].items()
+        for name, prop in resource["properties"].items()
+        if prop.get("secret")
+    }
+    assert secret == {"gpustrata:index:InferenceStack.kubeconfig"}
 
 
 def test_schema_summary(package: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:

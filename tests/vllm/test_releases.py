@@ -25,6 +25,10 @@ EXAMPLES = {
 }
 """Files whose release-shaped strings are illustrations, not facts the code relies on
 (the reference release is still refused there)."""
+GENERATED = {"components/gpustrata/components/stack_args.py"}
+"""Generated from the spec, whose descriptions quote the catalogue's reference release:
+an upgrade regenerates it (``python -m gpustrata.cli.codegen``; tests/test_stack_args.py
+fails while it is stale), as it regenerates docs/reference/spec.md."""
 SOURCE = re.compile(r"vllm@v\d+\.\d+\.\d+:vllm/\S+")
 
 
@@ -91,6 +95,8 @@ def test_no_code_outside_tests_spells_the_reference_release() -> None:
     offenders = []
     for package in ("components/gpustrata", "policies/gpustrata_policies"):
         for path in sorted((ROOT / package).rglob("*.py")):
+            if str(path.relative_to(ROOT)) in GENERATED:
+                continue
             for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
                 rel = str(path.relative_to(ROOT))
                 tables = [v for v in quoted.findall(line) if v in known and rel not in EXAMPLES]

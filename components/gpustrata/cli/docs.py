@@ -562,6 +562,8 @@ def _properties_table(
         kind = _pulumi_type(prop)
         if inputs and not prop.get("plain"):
             kind += " (accepts an Output)"
+        if prop.get("secret"):
+            kind += " (secret)"
         rows.append(
             [
                 f"`{name}`",
@@ -590,7 +592,8 @@ def components_markdown() -> str:
         "generates an SDK from for TypeScript, Go, C#, Java or YAML programs (see "
         "[other languages](../howto/other-languages.md)). Input and output names are the "
         "schema's camelCase names; Python programs use the snake_case `args` keys. Inputs "
-        "are plain values unless marked as accepting an Output.",
+        "are plain values unless marked as accepting an Output. To run a program that uses "
+        "them offline, see [test your program](../howto/test-your-program.md).",
         "",
     ]
     out += _table(
@@ -622,7 +625,14 @@ def components_markdown() -> str:
         out += ["", "Outputs:", ""]
         out += _properties_table(res.get("properties", {}), res.get("required", []), False)
     if types:
-        out += ["", "## Types", "", "Object types used by the inputs above."]
+        out += [
+            "",
+            "## Types",
+            "",
+            "Object and enum types used by the inputs above. `StackArgs` and the types it "
+            "uses are generated from the [stack spec](spec.md) (`python -m "
+            "gpustrata.cli.codegen`), which also checks the bounds and patterns listed there.",
+        ]
     for token, typ in types.items():
         name = token.rsplit(":", 1)[-1]
         out += [
@@ -632,6 +642,13 @@ def components_markdown() -> str:
             f"`{token}`: {_cell(inspect.cleandoc(typ.get('description', '')))}",
             "",
         ]
+        if "enum" in typ:  # a closed set: its values, as a program writes them
+            out.append(
+                f"A {typ['type']}, one of "
+                + ", ".join(_code(e["value"]) for e in typ["enum"])
+                + "."
+            )
+            continue
         out += _properties_table(typ.get("properties", {}), typ.get("required", []), True)
     return "\n".join(out) + "\n"
 

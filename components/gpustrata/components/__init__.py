@@ -17,6 +17,7 @@ from gpustrata.components.operators import (
     KubeRayOperatorArgs,
 )
 from gpustrata.components.serving import RayLlmService, VllmDeployment
+from gpustrata.components.stack_args import StackArgs
 from gpustrata.render.workload_args import (
     AutoscalingArgs,
     ProbeArgs,
@@ -49,6 +50,7 @@ __all__ = [
     "RayLlmServiceArgs",
     "RayWorkerGroupArgs",
     "SecretRefArgs",
+    "StackArgs",
     "StackInputError",
     "TaintArgs",
     "TolerationArgs",

@@ -1,7 +1,8 @@
 """InferenceStack: one StackSpec -> cluster, GPU pools, operators and served models."""
 
-from collections.abc import Sequence
-from typing import Any, NotRequired, TypedDict
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -12,6 +13,7 @@ from gpustrata.components.cluster import EksCluster
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, pool_plan_args
 from gpustrata.components.operators import GpuOperator, KubeRayOperator
 from gpustrata.components.serving import RayLlmService, VllmDeployment
+from gpustrata.components.stack_args import StackArgs
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.build import build_plan
 from gpustrata.planning.plan import PoolPlan, StackPlan
@@ -28,12 +30,18 @@ from gpustrata.render.operators import (
 from gpustrata.render.workloads import MANAGED_BY
 from gpustrata.spec.stack import StackSpec
 
+if TYPE_CHECKING:  # a document loaded from a stack file (YAML) is validated the same way
+    _StackDocument = StackArgs | Mapping[str, Any]
+else:  # what Pulumi's analyzer reads: the typed stack, so the schema has its types
+    _StackDocument = StackArgs
+
 
 class InferenceStackArgs(TypedDict):
     """Inputs of :class:`InferenceStack`."""
 
-    stack: dict[str, Any]
-    """The stack document (what `gpustrata:stack` holds in a stack file)."""
+    stack: _StackDocument
+    """The stack document (what `gpustrata:stack` holds in a stack file), validated by
+    the spec at construction (``gpustrata schema`` prints its JSON Schema)."""
     source: NotRequired[str]
     """Where the stack came from, for error messages (e.g. stacks/Pulumi.prod.yaml)."""
     hf_token_value: NotRequired[pulumi.Input[str]]
@@ -49,6 +57,8 @@ class InferenceStack(pulumi.ComponentResource):
     GpuNodePool per pool, the GPU Operator, the KubeRay operator when a model needs it,
     and one VllmDeployment or RayLlmService per model, in dependency order.
     """
+
+    _secret_outputs = ("kubeconfig",)  # marked secret in the component schema
 
     kubeconfig: pulumi.Output[str]
     """Kubeconfig of the cluster, a secret ('' for an existing cluster reached by
@@ -70,7 +80,7 @@ class InferenceStack(pulumi.ComponentResource):
     ) -> None:
         # Validate and plan before registering anything: a bad stack registers nothing.
         try:
-            self._plan = build_plan(args["stack"], args.get("source"))
+            self._plan = build_plan(_document(args["stack"]), args.get("source"))
             token = args.get("hf_token_value")
             token_secrets = _token_secrets(self._plan.spec) if token is not None else {}
         except StackError as exc:
@@ -268,6 +278,18 @@ def _token_secrets(spec: StackSpec) -> dict[tuple[str, str], list[str]]:
             ]
         )
     return out
+
+
+def _document(value: Any) -> Any:
+    """The stack as plain data: the component provider hands enum inputs over as the
+    generated Enum members (``ClusterMode.CREATE``); the spec, strict, takes their values."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {k: _document(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_document(v) for v in value]
+    return value
 
 
 def _output_map(values: dict[str, pulumi.Output[str]]) -> pulumi.Output[dict[str, str]]:

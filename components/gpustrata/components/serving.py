@@ -15,6 +15,15 @@ from gpustrata.render.workloads import (
     vllm_deployment_objects,
 )
 
+# Pulumi's component analyzer reads the runtime annotations of ``args``. workload_args
+# imports no Pulumi, so its names and namespaces are ``StrInput`` = ``pulumi.Input[str]``
+# only to a type checker and ``str`` at run time; here, where Pulumi is loaded, they get
+# the real annotation, so the component schema marks them as Inputs (not plain) and
+# other languages may pass another resource's Output, as Python programs can.
+_STR_INPUT = pulumi.Input[str]
+for _args in (VllmDeploymentArgs, RayLlmServiceArgs):
+    _args.__annotations__.update(name=_STR_INPUT, namespace=_STR_INPUT)
+
 
 def _endpoint(service: pulumi.Input[str], namespace: pulumi.Input[str], port: int) -> Any:
     return pulumi.Output.concat("http://", service, ".", namespace, f".svc.cluster.local:{port}/v1")

@@ -9,7 +9,7 @@ from typing import Any
 from gpustrata.core.terminal import printable
 from gpustrata.planning.plan import StackPlan
 from gpustrata.reports.serving import serving_rows, serving_text
-from gpustrata.runtime.mockrun import Registered, run_program
+from gpustrata.runtime.mockrun import Registered, run_program, stack_config
 
 LAYERS = ("nodes", "gpu-software", "ray", "vllm", "other")
 _LAYER_OF_COMPONENT = {
@@ -182,22 +182,6 @@ def environment_and_why(declared: str, stack: str) -> tuple[str, str]:
     return env, why
 
 
-def _secret_config(file: Path) -> tuple[dict[str, str], list[str]]:
-    """Secret config the stack file sets (``secure:``), as a stand-in secret: plan never
-    decrypts, so the program registers what it would (a Secret) with no value to leak."""
-    import yaml
-
-    from gpustrata.spec.loader import SECRET_CONFIG_KEY
-
-    try:
-        config = (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).get("config") or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return {}, []
-    if isinstance(config, dict) and SECRET_CONFIG_KEY in config:
-        return {SECRET_CONFIG_KEY: "<encrypted in the stack file>"}, [SECRET_CONFIG_KEY]
-    return {}, []
-
-
 def plan_report(
     file: Path,
     stack: str,
@@ -218,7 +202,8 @@ def plan_report(
 
     project = read_project(project_dir)
     program = project.program()
-    extra, secret_keys = _secret_config(file)
+    # The program gets the stack file's config as Pulumi passes it (secrets as stand-ins).
+    extra, secret_keys = stack_config(file, project.name)[1:]
     resources = run_program(
         document,
         stack=stack,

@@ -1,8 +1,18 @@
-"""Run the Pulumi program offline under Pulumi's own mocks and record what it registers.
+"""Run a Pulumi program offline under Pulumi's own mocks and record what it registers.
 
 No Pulumi CLI, no cloud credentials: ``pulumi.runtime.set_mocks`` stands in for the
 engine, config is supplied the way the CLI supplies it (JSON strings per key), and a
 recording monitor keeps each registration's type, name, parent and inputs.
+
+:func:`run_project` is the public entry point for a user's own project (its Pulumi.yaml,
+program and stack files; ``gpustrata plan --project-dir`` runs the same):
+
+.. code-block:: python
+
+    from gpustrata.runtime.mockrun import run_project
+
+    resources = run_project("path/to/project", stack="dev")
+    assert any(r.type == "kubernetes:apps/v1:Deployment" for r in resources)
 """
 
 from __future__ import annotations
@@ -10,7 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import runpy
+import sys
+import traceback
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +34,7 @@ import pulumi.runtime
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import wait_for_rpcs
 
-from gpustrata.core.errors import GpustrataError, StackError
+from gpustrata.core.errors import GpustrataError, InputError, StackError
 from gpustrata.core.unknown import PULUMI_SECRET_SIG, PULUMI_SIG_KEY, SECRET_PLACEHOLDER
 
 PROJECT = "gpustrata"
@@ -131,7 +145,7 @@ class _RecordingMonitor(MockMonitor):
 
 
 def run_program(
-    stack_doc: dict[str, Any],
+    stack_doc: dict[str, Any] | None,
     *,
     stack: str,
     project: str = PROJECT,
@@ -141,13 +155,19 @@ def run_program(
 ) -> list[Registered]:
     """Run the program for ``stack`` with ``gpustrata:stack`` = ``stack_doc``; return resources.
 
-    ``project`` is the Pulumi project's name (Pulumi.yaml ``name``: the URNs' project).
-    ``program`` is the project's ``__main__.py``; without it the packaged program runs.
-    ``secret_keys`` names keys of ``extra_config`` that are Pulumi secrets (as
-    ``pulumi config set --secret`` makes them). Raises :class:`StackError` for a bad
-    stack (nothing is recorded then).
+    ``stack_doc`` None sets no ``gpustrata:stack`` (a program that builds components
+    itself). ``project`` is the Pulumi project's name (Pulumi.yaml ``name``: the URNs'
+    project). ``program`` is the project's ``__main__.py``, run as Pulumi runs it: in its
+    folder, which is also first on ``sys.path`` (so its own modules import); without it
+    the packaged program runs. ``extra_config`` maps full config keys (``team:owner``)
+    to the strings the CLI would pass; ``secret_keys`` names those that are Pulumi
+    secrets (as ``pulumi config set --secret`` makes them). Raises :class:`StackError`
+    for a bad stack or a ``pulumi.RunError``, :class:`ProgramError` naming the file and
+    line where the program raised anything else.
     """
-    config = {"gpustrata:stack": json.dumps(stack_doc), **(extra_config or {})}
+    config = dict(extra_config or {})
+    if stack_doc is not None:
+        config["gpustrata:stack"] = json.dumps(stack_doc)
     mocks = _Mocks()
     monitor = _RecordingMonitor(mocks)
     loop = asyncio.new_event_loop()
@@ -160,7 +180,8 @@ def run_program(
         )
         try:
             if program is not None:
-                runpy.run_path(str(program), run_name="__main__")
+                with _in_folder(program.resolve().parent):
+                    runpy.run_path(str(program), run_name="__main__")
             else:
                 from gpustrata.runtime.program import main
 
@@ -169,10 +190,113 @@ def run_program(
         except pulumi.RunError as exc:
             _drain(loop)
             raise StackError.from_rendered(str(exc)) from None
+        except (GpustrataError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # the user's program failed: name where, not a traceback
+            _drain(loop)
+            raise ProgramError(program, exc) from None
     finally:
         loop.close()
         asyncio.set_event_loop(None)
     return _collect(monitor)
+
+
+class ProgramError(GpustrataError):
+    """The Pulumi program raised an exception (not a ``pulumi.RunError``): the message
+    names the program's file and line and the exception, without a traceback."""
+
+    def __init__(self, program: Path | None, exc: BaseException) -> None:
+        where = str(program) if program is not None else "the Pulumi program"
+        frames = traceback.extract_tb(exc.__traceback__)
+        mine = [f for f in frames if program is not None and Path(f.filename) == program.resolve()]
+        last = (mine or frames)[-1:]
+        if last and last[0].lineno is not None:
+            where = f"{last[0].filename}:{last[0].lineno}"
+        super().__init__(f"{where}: the program raised {type(exc).__name__}: {exc}")
+
+
+@contextlib.contextmanager
+def _in_folder(folder: Path) -> Iterator[None]:
+    """Run with *folder* as the working directory and first on ``sys.path``, as Pulumi's
+    Python language host runs a program (its modules beside it import)."""
+    cwd = Path.cwd()
+    sys.path.insert(0, str(folder))
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(folder))
+
+
+def stack_config(file: Path, project: str) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """The config of a stack file as Pulumi passes it to the program.
+
+    Returns the ``gpustrata:stack`` document (``{}`` when absent), every other key as
+    the CLI passes it (a string, JSON for other values; a key without a namespace is the
+    project's, ``<project>:<key>``), and the keys that are secrets. A ``secure:`` value is
+    never decrypted: the program gets a stand-in secret, so it registers what it would
+    (a Secret) with no value to leak.
+    """
+    import yaml
+
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{file}: cannot read the stack file: {exc}") from None
+    config = data.get("config") if isinstance(data, Mapping) else None
+    if not isinstance(config, Mapping):
+        config = {}
+    document: dict[str, Any] = {}
+    out: dict[str, str] = {}
+    secret: list[str] = []
+    for key, value in config.items():
+        full = str(key) if ":" in str(key) else f"{project}:{key}"
+        if full == "gpustrata:stack":
+            document = value if isinstance(value, dict) else {}
+        elif isinstance(value, Mapping) and set(value) == {"secure"}:
+            out[full] = "<encrypted in the stack file>"
+            secret.append(full)
+        else:
+            out[full] = value if isinstance(value, str) else json.dumps(value)
+    return document, out, secret
+
+
+def run_project(
+    project_dir: str | Path = ".",
+    stack: str = "dev",
+    *,
+    config: Mapping[str, str] | None = None,
+) -> list[Registered]:
+    """Run the Pulumi program of a project folder under Pulumi's mocks; return what it
+    registers (parents before children).
+
+    The project is read as Pulumi reads it: ``Pulumi.yaml`` (name, ``main``,
+    ``stackConfigDir``) and the stack file ``Pulumi.<stack>.yaml``, whose config the
+    program gets (``pulumi.Config``; secrets as stand-ins). ``config`` adds or overrides
+    keys (full names, string values). The program is any Python Pulumi program, for
+    example one that imports :mod:`gpustrata.components`; a bad stack raises
+    :class:`StackError`, an exception in the program :class:`ProgramError`, a broken
+    Pulumi.yaml :class:`InputError`. No Pulumi CLI and no credentials are needed.
+    """
+    from gpustrata.spec.project import read_project
+
+    project = read_project(Path(project_dir))
+    file = project.stack_file(stack)
+    document, extra, secret = stack_config(file, project.name) if file.is_file() else ({}, {}, [])
+    extra.update(config or {})
+    program = project.program()
+    if not program.is_file():
+        raise InputError(f"{program}: no Pulumi program (Pulumi.yaml main, or __main__.py)")
+    return run_program(
+        document or None,
+        stack=stack,
+        project=project.name,
+        program=program,
+        extra_config=extra,
+        secret_keys=secret,
+    )
 
 
 def _drain(loop: asyncio.AbstractEventLoop) -> None:
@@ -248,4 +372,11 @@ def _plain(value: Any, path: str = "", secrets: list[str] | None = None) -> Any:
     return value
 
 
-__all__ = ["GpustrataError", "Registered", "run_program"]
+__all__ = [
+    "GpustrataError",
+    "ProgramError",
+    "Registered",
+    "run_program",
+    "run_project",
+    "stack_config",
+]

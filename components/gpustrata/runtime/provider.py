@@ -10,15 +10,23 @@ and generates an SDK in the program's language from it. At deploy time the same 
 
 The schema is inferred by Pulumi's component analyzer
 (:mod:`pulumi.provider.experimental.analyzer`) from the components' annotated ``args``
-TypedDicts and ``pulumi.Output`` attributes, with their docstrings as descriptions.
+TypedDicts and ``pulumi.Output`` attributes, with their docstrings as descriptions;
+``InferenceStack.stack`` is typed by the TypedDicts generated from the spec
+(:mod:`gpustrata.components.stack_args`). The analyzer has no notion of a secret output,
+so the outputs a component names in ``_secret_outputs`` are marked ``secret`` here.
 """
 
+import json
+import sys
+from collections.abc import Mapping
 from inspect import isclass
 from typing import Any
 
 import pulumi
-from pulumi.provider.experimental import component_provider_host
+import pulumi.provider
+from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.experimental.util import camel_case
 
 import gpustrata.components as _components
 from gpustrata import __version__
@@ -37,15 +45,38 @@ def components() -> list[type[pulumi.ComponentResource]]:
     return found
 
 
-def provider() -> ComponentProvider:
+class GpustrataProvider(ComponentProvider):
+    """Pulumi's component provider for gpustrata's components, with secret outputs marked
+    in the schema (``"secret": true``: generated SDKs keep them secret)."""
+
+    def __init__(self) -> None:
+        found = components()
+        super().__init__(found, PACKAGE, None, __version__)
+        assert self.schema is not None
+        package = json.loads(self.schema)
+        for component in found:
+            token = f"{PACKAGE}:index:{component.__name__}"
+            outputs = package["resources"][token]["properties"]
+            for name in getattr(component, "_secret_outputs", ()):
+                outputs[camel_case(name)]["secret"] = True
+        self.schema = json.dumps(package)
+
+    def component_args(self, component: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``args`` the component *component* receives for *inputs* in schema names
+        (camelCase, as a TypeScript or YAML program writes them), mapped the way a
+        ``Construct`` request is: Python names, enum values as the generated Enums,
+        missing required inputs raised as :class:`pulumi.InputPropertyError`."""
+        definition = Analyzer(PACKAGE).analyze(components())["component_definitions"][component]
+        return dict(self.map_inputs(dict(inputs), definition))
+
+
+def provider() -> GpustrataProvider:
     """The provider the plugin serves (the analyzer runs here, as in the plugin)."""
-    return ComponentProvider(components(), PACKAGE, None, __version__)
+    return GpustrataProvider()
 
 
 def schema() -> dict[str, Any]:
     """The package schema the plugin answers ``GetSchema`` with, as a dict."""
-    import json
-
     text = provider().schema
     assert text is not None
     loaded: dict[str, Any] = json.loads(text)
@@ -53,5 +84,8 @@ def schema() -> dict[str, Any]:
 
 
 def main() -> None:
-    """Serve the components over gRPC (prints the port; Pulumi passes the engine address)."""
-    component_provider_host(components(), PACKAGE, version=__version__)
+    """Serve the components over gRPC (prints the port; Pulumi passes the engine address).
+
+    What ``pulumi.provider.experimental.component_provider_host`` does, with the
+    provider above: the language host passes the engine address as the first argument."""
+    pulumi.provider.main(provider(), sys.argv[1:])
