@@ -18,6 +18,7 @@ __all__ = [
     "StartupEstimate",
     "StepEstimate",
     "WeightSourceName",
+    "forward_flops",
     "startup_estimate",
     "step_estimate",
 ]
@@ -159,6 +160,34 @@ def _rate(gbps: float) -> str:
     return f"{gbps:.1f}" if round(gbps, 1) == gbps else f"{gbps:g}"
 
 
+def _linear_params(arch: ModelArchitecture) -> float:
+    """Parameters one token multiplies through: active params less embeddings and lm_head."""
+    h, vocab = arch.hidden_size, arch.vocab_size
+    embeds = vocab * h * (1 if arch.tie_word_embeddings else 2)
+    return max(0.0, arch.params_active_b * 1e9 - embeds + (vocab * h if arch.is_moe else 0))
+
+
+def forward_flops(
+    arch: ModelArchitecture, tokens: float, context: float, logits_tokens: float
+) -> float:
+    """FLOPs of one forward pass over ``tokens`` tokens attending ``context`` tokens each.
+
+    2 x tokens x (active params - embeddings - lm_head) + 2 x ``logits_tokens`` x vocab x
+    hidden (logits are computed for the last token of each sequence) + 4 x heads x head_dim
+    x tokens x context per layer (QK^T and PV), sliding layers attending at most their
+    window. The one FLOP count of the step estimate and the serving model.
+    """
+    linear = 2 * tokens * _linear_params(arch)
+    logits = 2 * logits_tokens * arch.vocab_size * arch.hidden_size
+    attn = 0.0
+    for kind in arch.layer_attention_types():
+        layer_ctx = (
+            min(context, arch.sliding_window or context) if kind == "sliding_attention" else context
+        )
+        attn += 4 * arch.num_attention_heads * arch.head_dim * tokens * layer_ctx
+    return linear + logits + attn
+
+
 @dataclass(frozen=True)
 class StepEstimate:
     """The longest engine step: a prefill of the largest batch."""
@@ -193,17 +222,9 @@ def step_estimate(
     """
     tp = tensor_parallel_size
     t = tokens
-    h, vocab = arch.hidden_size, arch.vocab_size
-    embeds = vocab * h * (1 if arch.tie_word_embeddings else 2)
-    active = max(0.0, arch.params_active_b * 1e9 - embeds + (vocab * h if arch.is_moe else 0))
-    linear = 2 * t * active
-    logits = 2 * min(t, max_num_seqs) * vocab * h
     ctx = max_model_len - t / 2 if t < max_model_len else max_model_len / 2
-    attn = 0.0
-    for kind in arch.layer_attention_types():
-        layer_ctx = min(ctx, arch.sliding_window or ctx) if kind == "sliding_attention" else ctx
-        attn += 4 * arch.num_attention_heads * arch.head_dim * t * layer_ctx
-    flops = linear + logits + attn
+    flops = forward_flops(arch, t, ctx, min(t, max_num_seqs))
+    active = _linear_params(arch)
     rate = gpu.dense_bf16_tflops * 1e12 * tp * efficiency
     seconds = flops / rate
     why = (
