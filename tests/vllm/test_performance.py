@@ -160,3 +160,21 @@ def test_every_prediction_carries_its_working() -> None:
     p = predict_serving(arch, gpu, est, Workload(2048, 256, concurrency=64), c)
     for term in (p.tpot_seconds, p.ttft_seconds, p.output_tokens_per_second, p.running):
         assert term.explanation and term.value > 0
+
+
+def test_every_startup_constant_cites_published_logs() -> None:
+    from gpustrata.catalog.serving import load_startup_logs
+    from gpustrata.vllm.timing import fitted_engine_init_seconds
+
+    ids = {log.id for log in load_startup_logs()}
+    startup = load_serving_fit().startup
+    assert {"init_base_s", "compile_s_per_layer", "graph_capture_s"} <= set(startup)
+    for name, c in startup.items():
+        assert c.fitted_on and set(c.fitted_on) <= ids, name
+    # More layers compile longer; eager skips compile and graphs.
+    assert fitted_engine_init_seconds(80, enforce_eager=False) > fitted_engine_init_seconds(
+        32, enforce_eager=False
+    )
+    assert fitted_engine_init_seconds(80, enforce_eager=True) < fitted_engine_init_seconds(
+        32, enforce_eager=False
+    )

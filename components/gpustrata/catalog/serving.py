@@ -145,7 +145,7 @@ class StartupLog(BaseModel):
 
     id: str = Field(min_length=1)
     model: str = Field(min_length=1)
-    gpu: str = Field(min_length=1)
+    gpu: str = Field(min_length=1, description='GpuModel.id or "not stated ..."')
     tensor_parallel_size: int = Field(default=1, ge=1)
     vllm_version: str = Field(min_length=1)
     weights_source: Literal["huggingface-cold", "huggingface-warm", "s3", "pvc", "local-nvme"]
@@ -154,7 +154,11 @@ class StartupLog(BaseModel):
     init_s: float | None = Field(default=None, gt=0)
     graph_capture_s: float | None = Field(default=None, gt=0)
     compile_s: float | None = Field(default=None, ge=0)
+    compile_cached: bool = False
     enforce_eager: bool = False
+    layers: int | None = Field(
+        default=None, ge=1, description="Decoder layers, where the model is not in the catalogue"
+    )
     source: str = Field(min_length=1)
     quote: str = Field(min_length=1)
     notes: str = ""

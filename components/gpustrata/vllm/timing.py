@@ -8,6 +8,7 @@ from typing import Literal
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.serving import StartupLog, load_serving_fit
 from gpustrata.vllm.terms import GB, CapacityError, gb
 from gpustrata.vllm.weights import WeightsEstimate
 
@@ -18,7 +19,9 @@ __all__ = [
     "StartupEstimate",
     "StepEstimate",
     "WeightSourceName",
+    "fitted_engine_init_seconds",
     "forward_flops",
+    "predict_logged_startup",
     "startup_estimate",
     "step_estimate",
 ]
@@ -153,6 +156,57 @@ def startup_estimate(
         budget_s=budget,
         explanation=why,
     )
+
+
+def fitted_engine_init_seconds(layers: int, *, enforce_eager: bool) -> float:
+    """Engine init of a dense model of ``layers`` decoder layers with the constants fitted
+    on published logs (the ``startup:`` section of ``catalog/data/serving-fit.yaml``):
+    base + cold torch.compile per layer + CUDA graph capture; eager: the fitted base.
+
+    Not yet the planner's default (:func:`startup_estimate` keeps 30 s + 60 s): switching
+    changes V009/R005 findings and the planned probe windows, a decision left to review.
+    """
+    fit = load_serving_fit().startup
+    base = fit["init_base_s"].value
+    if enforce_eager:
+        return base
+    return base + fit["compile_s_per_layer"].value * layers + fit["graph_capture_s"].value
+
+
+def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
+    """(fitted prediction, today's default prediction, logged, how) for a published log.
+
+    Compares the log's load, its init, or both summed. Load bandwidth: the fitted median
+    of the log's source; today's default is :data:`LOAD_GBPS_DEFAULTS` (a warm Hugging
+    Face cache has no planner source: the fitted median stands in for both).
+    """
+    from gpustrata.catalog.architectures import load_model_catalog
+
+    fit = load_serving_fit().startup
+    fitted = default = logged = 0.0
+    how: list[str] = []
+    if log.load_s and log.weights_gib:
+        key = "load_gbps_" + log.weights_source.replace("-", "_")
+        gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
+        planner = {"huggingface-cold": "huggingface"}.get(log.weights_source, log.weights_source)
+        today = LOAD_GBPS_DEFAULTS[planner][0] if planner in LOAD_GBPS_DEFAULTS else gbps
+        size = log.weights_gib * (1 << 30)
+        fitted += size / (gbps * GB)
+        default += size / (today * GB)
+        logged += log.load_s
+        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s (today {today:g})")
+    if log.init_s:
+        arch = load_model_catalog().get(log.model)
+        layers = log.layers or (arch.num_hidden_layers if arch else None)
+        if layers is not None:
+            init = fitted_engine_init_seconds(layers, enforce_eager=log.enforce_eager)
+            if log.compile_cached and not log.enforce_eager:
+                init += fit["compile_cached_s"].value - fit["compile_s_per_layer"].value * layers
+            fitted += init
+            default += _INIT_BASE_S + (0 if log.enforce_eager else _INIT_COMPILE_S)
+            logged += log.init_s
+            how.append(f"init {init:.0f} s ({layers} layers)")
+    return fitted, default, logged, "; ".join(how)
 
 
 def _rate(gbps: float) -> str:
