@@ -39,6 +39,17 @@ def test_planning_imports_no_pulumi() -> None:
         ["render", "--stack", "dev"],
         ["schema"],
         ["capacity", "--stack", "dev"],
+        [
+            "size",
+            "--model",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--input-tokens",
+            "512",
+            "--output-tokens",
+            "128",
+            "--concurrency",
+            "8",
+        ],
         ["explain", "K004"],
         [
             "check",
@@ -57,7 +68,15 @@ def test_commands_that_only_plan_import_no_pulumi(argv: list[str]) -> None:
 
 def test_every_command_is_in_the_one_tree() -> None:
     sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices)
-    assert set(sub.choices) == {"plan", "render", "schema", "capacity", "check", "explain"}
+    assert set(sub.choices) == {
+        "plan",
+        "render",
+        "schema",
+        "capacity",
+        "size",
+        "check",
+        "explain",
+    }
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """The `gpustrata` command: one argparse tree for every sub-command.
 
 Each ``cli`` module adds its sub-commands (:mod:`.plan`: plan, render, schema;
-:mod:`.capacity`: capacity; :mod:`.check`: check, explain); this module assembles them.
+:mod:`.capacity`: capacity; :mod:`.size`: size; :mod:`.check`: check, explain); this
+module assembles them.
 Exit codes: 0 fine, 1 a mandatory finding, 2 unusable input (named with file and path),
 printed in one style by :mod:`.errors`. Bad input never shows a traceback.
 """
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from gpustrata import __version__
-from gpustrata.cli import capacity, check, plan
+from gpustrata.cli import capacity, check, plan, size
 from gpustrata.cli.errors import run_parser
 
 __all__ = ["build_parser", "main"]
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(metavar="COMMAND")
     plan.register(sub)
     capacity.register(sub)
+    size.register(sub)
     check.register_commands(sub)
     return parser
 

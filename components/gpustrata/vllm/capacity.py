@@ -113,6 +113,8 @@ class CapacityEstimate:
     longest_step: StepEstimate
     defaults: dict[str, str] = field(default_factory=dict)
     """Settings gpustrata resolved to vLLM's defaults, with the reason."""
+    quantization: str | None = None
+    """The weights' quantisation: the setting, else the checkpoint's (config.json)."""
 
     @property
     def weights_fit(self) -> bool:
@@ -282,6 +284,7 @@ def estimate_capacity(
         startup=startup,
         longest_step=step,
         defaults=defaults,
+        quantization=quantization or arch.quantization,
     )
 
 

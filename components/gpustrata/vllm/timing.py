@@ -8,6 +8,7 @@ from typing import Literal
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.serving import StartupLog, load_serving_fit
 from gpustrata.vllm.terms import GB, CapacityError, gb
 from gpustrata.vllm.weights import WeightsEstimate
 
@@ -18,6 +19,9 @@ __all__ = [
     "StartupEstimate",
     "StepEstimate",
     "WeightSourceName",
+    "fitted_engine_init_seconds",
+    "forward_flops",
+    "predict_logged_startup",
     "startup_estimate",
     "step_estimate",
 ]
@@ -154,9 +158,88 @@ def startup_estimate(
     )
 
 
+def fitted_engine_init_seconds(layers: int, *, enforce_eager: bool) -> float:
+    """Engine init of a dense model of ``layers`` decoder layers with the constants fitted
+    on published logs (the ``startup:`` section of ``catalog/data/serving-fit.yaml``):
+    base + cold torch.compile per layer + CUDA graph capture; eager: the fitted base.
+
+    Not yet the planner's default (:func:`startup_estimate` keeps 30 s + 60 s): switching
+    changes V009/R005 findings and the planned probe windows, a decision left to review.
+    """
+    fit = load_serving_fit().startup
+    base = fit["init_base_s"].value
+    if enforce_eager:
+        return base
+    return base + fit["compile_s_per_layer"].value * layers + fit["graph_capture_s"].value
+
+
+def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
+    """(fitted prediction, today's default prediction, logged, how) for a published log.
+
+    Compares the log's load, its init, or both summed. Load bandwidth: the fitted median
+    of the log's source; today's default is :data:`LOAD_GBPS_DEFAULTS` (a warm Hugging
+    Face cache has no planner source: the fitted median stands in for both).
+    """
+    from gpustrata.catalog.architectures import load_model_catalog
+
+    fit = load_serving_fit().startup
+    fitted = default = logged = 0.0
+    how: list[str] = []
+    if log.load_s and log.weights_gib:
+        key = "load_gbps_" + log.weights_source.replace("-", "_")
+        gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
+        planner = {"huggingface-cold": "huggingface"}.get(log.weights_source, log.weights_source)
+        today = LOAD_GBPS_DEFAULTS[planner][0] if planner in LOAD_GBPS_DEFAULTS else gbps
+        size = log.weights_gib * (1 << 30)
+        fitted += size / (gbps * GB)
+        default += size / (today * GB)
+        logged += log.load_s
+        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s (today {today:g})")
+    if log.init_s:
+        arch = load_model_catalog().get(log.model)
+        layers = log.layers or (arch.num_hidden_layers if arch else None)
+        if layers is not None:
+            init = fitted_engine_init_seconds(layers, enforce_eager=log.enforce_eager)
+            if log.compile_cached and not log.enforce_eager:
+                init += fit["compile_cached_s"].value - fit["compile_s_per_layer"].value * layers
+            fitted += init
+            default += _INIT_BASE_S + (0 if log.enforce_eager else _INIT_COMPILE_S)
+            logged += log.init_s
+            how.append(f"init {init:.0f} s ({layers} layers)")
+    return fitted, default, logged, "; ".join(how)
+
+
 def _rate(gbps: float) -> str:
     """``1.0``, ``0.25``: one decimal unless more are needed."""
     return f"{gbps:.1f}" if round(gbps, 1) == gbps else f"{gbps:g}"
+
+
+def _linear_params(arch: ModelArchitecture) -> float:
+    """Parameters one token multiplies through: active params less embeddings and lm_head."""
+    h, vocab = arch.hidden_size, arch.vocab_size
+    embeds = vocab * h * (1 if arch.tie_word_embeddings else 2)
+    return max(0.0, arch.params_active_b * 1e9 - embeds + (vocab * h if arch.is_moe else 0))
+
+
+def forward_flops(
+    arch: ModelArchitecture, tokens: float, context: float, logits_tokens: float
+) -> float:
+    """FLOPs of one forward pass over ``tokens`` tokens attending ``context`` tokens each.
+
+    2 x tokens x (active params - embeddings - lm_head) + 2 x ``logits_tokens`` x vocab x
+    hidden (logits are computed for the last token of each sequence) + 4 x heads x head_dim
+    x tokens x context per layer (QK^T and PV), sliding layers attending at most their
+    window. The one FLOP count of the step estimate and the serving model.
+    """
+    linear = 2 * tokens * _linear_params(arch)
+    logits = 2 * logits_tokens * arch.vocab_size * arch.hidden_size
+    attn = 0.0
+    for kind in arch.layer_attention_types():
+        layer_ctx = (
+            min(context, arch.sliding_window or context) if kind == "sliding_attention" else context
+        )
+        attn += 4 * arch.num_attention_heads * arch.head_dim * tokens * layer_ctx
+    return linear + logits + attn
 
 
 @dataclass(frozen=True)
@@ -193,17 +276,9 @@ def step_estimate(
     """
     tp = tensor_parallel_size
     t = tokens
-    h, vocab = arch.hidden_size, arch.vocab_size
-    embeds = vocab * h * (1 if arch.tie_word_embeddings else 2)
-    active = max(0.0, arch.params_active_b * 1e9 - embeds + (vocab * h if arch.is_moe else 0))
-    linear = 2 * t * active
-    logits = 2 * min(t, max_num_seqs) * vocab * h
     ctx = max_model_len - t / 2 if t < max_model_len else max_model_len / 2
-    attn = 0.0
-    for kind in arch.layer_attention_types():
-        layer_ctx = min(ctx, arch.sliding_window or ctx) if kind == "sliding_attention" else ctx
-        attn += 4 * arch.num_attention_heads * arch.head_dim * t * layer_ctx
-    flops = linear + logits + attn
+    flops = forward_flops(arch, t, ctx, min(t, max_num_seqs))
+    active = _linear_params(arch)
     rate = gpu.dense_bf16_tflops * 1e12 * tp * efficiency
     seconds = flops / rate
     why = (

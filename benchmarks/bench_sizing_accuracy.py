@@ -1,0 +1,92 @@
+"""How well the serving model predicts published vLLM runs, and the startup fit.
+
+Prints every point of ``catalog/data/serving-calibration.yaml`` with the measured and
+predicted TPOT, TTFT and throughput, the relative error of each, and the medians over the
+fitted figures (goal: TPOT and throughput median <= 20 %, none beyond 40 %). Then every
+startup log of ``catalog/data/startup-logs.yaml`` with the logged and predicted time
+(goal: within a factor 1.5 for >= 80 %).
+
+    python benchmarks/bench_sizing_accuracy.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+from gpustrata.catalog.serving import load_serving_calibration
+from gpustrata.vllm.calibration import default_constants, predict_point
+
+
+def _fmt(x: float | None, scale: float = 1.0, nd: int = 1) -> str:
+    return "-" if x is None else f"{x * scale:,.{nd}f}"
+
+
+def _serving() -> int:
+    c = default_constants()
+    print("serving model:", c.source, "\n")
+    head = (
+        f"{'point':44} {'TPOT ms':>15} {'err':>6} {'TTFT ms':>17} {'err':>6} "
+        f"{'tok/s':>17} {'err':>6}"
+    )
+    print(head)
+    errs: dict[str, list[float]] = {"tpot": [], "throughput": [], "ttft": []}
+    misses: list[str] = []
+    for p in load_serving_calibration():
+        pp = predict_point(p, c)
+        pred = pp.prediction
+        e = pp.errors()
+        for k, v in e.items():
+            errs[k].append(abs(v))
+            if k != "ttft" and abs(v) > 0.4:
+                misses.append(f"{p.id} {k} {v:+.0%}")
+
+        def cell(k: str, e: dict[str, float] = e) -> str:
+            return f"{e[k]:+6.0%}" if k in e else "  n/f "
+
+        print(
+            f"{p.id[:44]:44} {_fmt(p.tpot_ms):>7}/{pred.tpot_seconds.value * 1e3:<7.1f} "
+            f"{cell('tpot')} {_fmt(p.ttft_ms):>8}/{pred.ttft_seconds.value * 1e3:<8.1f} "
+            f"{cell('ttft')} {_fmt(p.output_tokens_per_second):>8}/{pp.throughput:<8.1f} "
+            f"{cell('throughput')}"
+        )
+    print("\n(n/f: not measured, or not fitted: see the point's notes)")
+    for k, v in errs.items():
+        if v:
+            print(
+                f"median |error| {k}: {statistics.median(v):.1%} over {len(v)} figures, "
+                f"max {max(v):.1%}"
+            )
+    print("beyond 40 % (TPOT/throughput):", ", ".join(misses) or "none")
+    return 0
+
+
+def _startup() -> int:
+    from gpustrata.catalog.serving import load_startup_logs
+    from gpustrata.vllm.timing import predict_logged_startup
+
+    logs = load_startup_logs()
+    print(f"\nstartup: {len(logs)} published logs (fitted constants; today = the planner's)")
+    within = within_today = 0
+    for log in logs:
+        fitted, today, logged, why = predict_logged_startup(log)
+        ratio, ratio_today = fitted / logged, today / logged
+        ok = 1 / 1.5 <= ratio <= 1.5
+        ok_today = 1 / 1.5 <= ratio_today <= 1.5
+        within += ok
+        within_today += ok_today
+        print(
+            f"{log.id[:40]:40} logged {logged:7.1f} s fitted {fitted:7.1f} s x{ratio:5.2f} "
+            f"{'ok  ' if ok else 'MISS'} today {today:7.1f} s x{ratio_today:5.2f} "
+            f"{'ok  ' if ok_today else 'MISS'} {why}"
+        )
+    n = len(logs)
+    print(
+        f"within a factor 1.5: fitted {within}/{n} = {within / n:.0%}, "
+        f"today's defaults {within_today}/{n} = {within_today / n:.0%} (goal 80 %)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serving() or _startup())

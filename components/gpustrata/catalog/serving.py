@@ -1,0 +1,254 @@
+"""Serving facts: GPU interconnect, instance prices, published vLLM runs and the fit on them.
+
+The data lives next to this module:
+
+* ``data/serving.yaml``: per-GPU NVLink/PCIe bandwidth and instance prices (each cited);
+* ``data/serving-calibration.yaml``: published vLLM serving results with their full
+  conditions, source URL and a verbatim quote;
+* ``data/startup-logs.yaml``: published vLLM startup logs (load and init times);
+* ``data/serving-fit.yaml``: the constants fitted once on those points by
+  ``benchmarks/fit_serving_model.py`` (which writes the file), with the ids they were
+  fitted on.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from importlib import resources
+from types import MappingProxyType
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpustrata.catalog.hardware import CatalogError
+from gpustrata.core.yamlio import safe_load
+
+__all__ = [
+    "CalibrationPoint",
+    "FittedConstant",
+    "InstancePrice",
+    "Interconnect",
+    "ServingFacts",
+    "ServingFit",
+    "StartupLog",
+    "load_serving_calibration",
+    "load_serving_facts",
+    "load_serving_fit",
+    "load_startup_logs",
+]
+
+_PACKAGE = "gpustrata.catalog"
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class Interconnect(BaseModel):
+    """The bandwidth between the GPUs of one instance, per GPU and direction."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu: str = Field(min_length=1, description="GpuModel.id")
+    kind: str = Field(min_length=1, description="nvlink4, pcie4, ...")
+    gbs: float = Field(gt=0, description="GB/s per GPU per direction")
+    source: str = Field(min_length=1)
+
+
+class InstancePrice(BaseModel):
+    """What one instance costs per hour, where and when it was read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance: str = Field(min_length=1)
+    kind: Literal["on-demand", "spot", "capacity-block"]
+    region: str = Field(min_length=1)
+    usd_per_hour: float = Field(gt=0)
+    read: str = Field(min_length=1, description="When the price was read")
+    source: str = Field(min_length=1)
+
+
+class ServingFacts:
+    """Interconnect by GPU id and prices by instance type (read-only)."""
+
+    __slots__ = ("_interconnect", "_prices")
+
+    def __init__(self, interconnect: list[Interconnect], prices: list[InstancePrice]) -> None:
+        """Index the entries (later ones win)."""
+        self._interconnect: Mapping[str, Interconnect] = MappingProxyType(
+            {i.gpu: i for i in interconnect}
+        )
+        by_type: dict[str, list[InstancePrice]] = {}
+        for p in prices:
+            by_type.setdefault(p.instance, []).append(p)
+        self._prices: Mapping[str, tuple[InstancePrice, ...]] = MappingProxyType(
+            {k: tuple(v) for k, v in by_type.items()}
+        )
+
+    def interconnect(self, gpu_id: str) -> Interconnect | None:
+        """The GPU-to-GPU link of ``gpu_id``, or None when the catalogue has none."""
+        return self._interconnect.get(gpu_id)
+
+    def price(self, instance: str) -> InstancePrice | None:
+        """The instance's price: on-demand first, then capacity-block, then spot."""
+        order = {"on-demand": 0, "capacity-block": 1, "spot": 2}
+        found = sorted(self._prices.get(instance, ()), key=lambda p: order[p.kind])
+        return found[0] if found else None
+
+
+class CalibrationPoint(BaseModel):
+    """One published vLLM serving result with its conditions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    model: str = Field(min_length=1, description="Model catalogue id")
+    gpu: str = Field(min_length=1, description="GpuModel.id")
+    tensor_parallel_size: int = Field(ge=1)
+    pipeline_parallel_size: int = Field(default=1, ge=1)
+    vllm_version: str = Field(min_length=1, description='Release, or "not stated"')
+    input_tokens: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+    concurrency: int | None = Field(default=None, ge=1)
+    request_rate: float | None = Field(default=None, gt=0)
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Engine settings the run states (vLLM names)"
+    )
+    output_tokens_per_second: float | None = Field(default=None, gt=0)
+    throughput_kind: Literal["end-to-end", "decode"] = Field(
+        default="end-to-end",
+        description=(
+            "end-to-end: output tokens / benchmark duration (vLLM's 'Output token "
+            "throughput'); decode: concurrency / TPOT (tt-inference-server's 'Tput Decode')"
+        ),
+    )
+    ttft_ms: float | None = Field(default=None, gt=0)
+    tpot_ms: float | None = Field(default=None, gt=0)
+    source: str = Field(min_length=1)
+    quote: str = Field(min_length=1, description="Verbatim from the source")
+    notes: str = ""
+    not_fitted: list[Literal["ttft", "tpot", "throughput"]] = Field(
+        default_factory=list,
+        description="Figures left out of the fit (and the medians), with why in notes",
+    )
+
+    @model_validator(mode="after")
+    def _one_load(self) -> CalibrationPoint:
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise ValueError("give exactly one of concurrency or request_rate")
+        return self
+
+
+class StartupLog(BaseModel):
+    """One published vLLM startup log: what loaded, from where, and how long each part took."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    gpu: str = Field(min_length=1, description='GpuModel.id or "not stated ..."')
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    vllm_version: str = Field(min_length=1)
+    weights_source: Literal["huggingface-cold", "huggingface-warm", "s3", "pvc", "local-nvme"]
+    weights_gib: float | None = Field(default=None, gt=0, description="Per GPU, as logged")
+    load_s: float | None = Field(default=None, gt=0)
+    init_s: float | None = Field(default=None, gt=0)
+    graph_capture_s: float | None = Field(default=None, gt=0)
+    compile_s: float | None = Field(default=None, ge=0)
+    compile_cached: bool = False
+    enforce_eager: bool = False
+    layers: int | None = Field(
+        default=None, ge=1, description="Decoder layers, where the model is not in the catalogue"
+    )
+    source: str = Field(min_length=1)
+    quote: str = Field(min_length=1)
+    notes: str = ""
+
+
+class FittedConstant(BaseModel):
+    """A constant fitted on published points: its value and the ids it was fitted on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float
+    fitted_on: list[str] = Field(min_length=1)
+    explanation: str = Field(min_length=1)
+
+
+class ServingFit(BaseModel):
+    """The constants ``benchmarks/fit_serving_model.py`` fitted, one mapping per name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: str = Field(min_length=1)
+    constants: dict[str, FittedConstant]
+    startup: dict[str, FittedConstant] = Field(default_factory=dict)
+
+
+def _read(filename: str) -> Any:
+    try:
+        text = resources.files(_PACKAGE).joinpath(filename).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"{filename}: cannot be read: {exc}") from exc
+    try:
+        return safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{filename}: not valid YAML: {exc}") from exc
+
+
+def _entries(filename: str, doc: Any, key: str) -> list[Any]:
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        raise CatalogError(f"{filename}: expected a mapping with a list under {key!r}")
+    return list(doc[key])
+
+
+def _parse(filename: str, key: str, model: type[_M], entries: list[Any]) -> list[_M]:
+    out: list[_M] = []
+    for i, raw in enumerate(entries):
+        try:
+            out.append(model.model_validate(raw))
+        except ValidationError as exc:
+            raise CatalogError(f"{filename}: {key} entry {i} is invalid: {exc}") from exc
+    return out
+
+
+@functools.cache
+def load_serving_facts() -> ServingFacts:
+    """Interconnect and prices from ``data/serving.yaml`` (cached)."""
+    name = "data/serving.yaml"
+    doc = _read(name)
+    links = _parse(name, "interconnect", Interconnect, _entries(name, doc, "interconnect"))
+    prices = _parse(name, "prices", InstancePrice, _entries(name, doc, "prices"))
+    return ServingFacts(links, prices)
+
+
+@functools.cache
+def load_serving_calibration() -> tuple[CalibrationPoint, ...]:
+    """The published serving results of ``data/serving-calibration.yaml`` (cached)."""
+    name = "data/serving-calibration.yaml"
+    doc = _read(name)
+    points = _parse(name, "points", CalibrationPoint, _entries(name, doc, "points"))
+    seen: set[str] = set()
+    for p in points:
+        if p.id in seen:
+            raise CatalogError(f"{name}: point id {p.id!r} repeats")
+        seen.add(p.id)
+    return tuple(points)
+
+
+@functools.cache
+def load_startup_logs() -> tuple[StartupLog, ...]:
+    """The published startup logs of ``data/startup-logs.yaml`` (cached)."""
+    name = "data/startup-logs.yaml"
+    doc = _read(name)
+    return tuple(_parse(name, "logs", StartupLog, _entries(name, doc, "logs")))
+
+
+@functools.cache
+def load_serving_fit() -> ServingFit:
+    """The fitted constants of ``data/serving-fit.yaml`` (cached)."""
+    name = "data/serving-fit.yaml"
+    doc = _read(name)
+    try:
+        return ServingFit.model_validate(doc)
+    except ValidationError as exc:
+        raise CatalogError(f"{name}: invalid: {exc}") from exc

@@ -1,0 +1,145 @@
+"""``gpustrata size``: which GPUs, TP and replicas serve a workload within SLOs, cheapest.
+
+The search and the ranking are :mod:`gpustrata.planning.sizing`; the output
+:mod:`gpustrata.reports.sizing`. Exit codes: 0 some candidate meets the SLOs; 1 none does
+(the candidates and their misses are still printed); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, get_args
+
+from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata.cli.capacity import _choice, _float, _int, _resolve_gpu, _resolve_model
+from gpustrata.core.errors import InputError
+from gpustrata.spec.stack import KvCacheDtype, ModelDtype
+
+__all__ = ["register", "size_command"]
+
+
+def register(sub: Any) -> None:
+    """Add ``size`` to the ``gpustrata`` sub-command parser."""
+    p = sub.add_parser(
+        "size",
+        help="which instance type, TP and replicas meet TTFT/TPOT targets for a workload, "
+        "cheapest first, with a stack snippet",
+        description="Search instance types x tensor-parallel sizes x replicas for a model and "
+        "a workload (fixed input/output lengths at a concurrency or a request rate); keep "
+        "the configurations vLLM starts (the capacity estimate), predict TTFT, TPOT, "
+        "throughput and cost with the calibrated serving model, rank the SLO-meeting ones "
+        "by cost. Exit 1 when none meets the SLOs.",
+    )
+    p.add_argument("--model", required=True, help="model catalogue id or a config.json path")
+    p.add_argument("--input-tokens", required=True, help="prompt tokens per request")
+    p.add_argument("--output-tokens", required=True, help="generated tokens per request")
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--concurrency", help="requests in flight (closed loop)")
+    load.add_argument("--request-rate", help="requests per second arriving (open loop)")
+    p.add_argument("--ttft", help="TTFT target in seconds (e.g. 2)")
+    p.add_argument("--tpot", help="TPOT (inter-token latency) target in seconds (e.g. 0.05)")
+    p.add_argument(
+        "--gpu", action="append", default=[], help="only this GPU (id or GFD label); repeatable"
+    )
+    p.add_argument(
+        "--instance-type", action="append", default=[], help="only this instance type; repeatable"
+    )
+    p.add_argument("--tp", help="only this tensor_parallel_size")
+    p.add_argument("--pp", help="pipeline_parallel_size (default 1)")
+    p.add_argument("--replicas", help="evaluate exactly this many replicas")
+    p.add_argument("--max-model-len", help="max_model_len (default: input + output tokens)")
+    p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's for the GPU)")
+    p.add_argument("--dtype", help="model dtype: " + ", ".join(get_args(ModelDtype)))
+    p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
+    p.add_argument("--kv-cache-dtype", help="KV cache dtype: " + ", ".join(get_args(KvCacheDtype)))
+    p.add_argument("--max-cost-per-hour", help="drop candidates above this USD per hour")
+    p.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="TYPE=USD",
+        help="price per hour of an instance type (overrides the catalogue); repeatable",
+    )
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.set_defaults(func=size_command)
+
+
+def _prices(raw: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in raw:
+        name, sep, value = item.partition("=")
+        price = _float("--price", value if sep else None, lambda v: v > 0, "use TYPE=USD")
+        if not sep or not name.strip() or price is None:
+            raise InputError(f"--price {item!r}: expected TYPE=USD, e.g. p5.48xlarge=55.04")
+        out[name.strip()] = price
+    return out
+
+
+def _request(args: argparse.Namespace) -> Any:
+    from gpustrata.planning.sizing import TP_SIZES, SizingRequest
+    from gpustrata.vllm.performance import Workload
+
+    hardware = load_hardware_catalog()
+    arch = _resolve_model(args.model)
+    positive = ("use a positive number such as 1.5",)
+    inp = _int("--input-tokens", args.input_tokens, 1, "2048")
+    outp = _int("--output-tokens", args.output_tokens, 1, "256")
+    conc = _int("--concurrency", args.concurrency, 1, "64")
+    rate = _float("--request-rate", args.request_rate, lambda v: v > 0, *positive)
+    assert inp is not None and outp is not None
+    gpus = [_resolve_gpu(g, hardware) for g in args.gpu]
+    for name in args.instance_type:
+        inst = hardware.instance(name)
+        if inst is None:
+            raise InputError(
+                f"--instance-type {name!r} is not in the instance catalogue "
+                "(catalog/data/instances.yaml)"
+            )
+    tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8")
+    settings: dict[str, Any] = {
+        "dtype": _choice("--dtype", args.dtype, get_args(ModelDtype)),
+        "kv_cache_dtype": _choice("--kv-cache-dtype", args.kv_cache_dtype, get_args(KvCacheDtype)),
+        "quantization": args.quantization,
+        "max_model_len": _int("--max-model-len", args.max_model_len, 16, "4096"),
+        "max_num_seqs": _int("--max-num-seqs", args.max_num_seqs, 1, "256"),
+    }
+    return SizingRequest(
+        arch=arch,
+        workload=Workload(inp, outp, concurrency=conc, request_rate=rate),
+        ttft_s=_float("--ttft", args.ttft, lambda v: v > 0, *positive),
+        tpot_s=_float("--tpot", args.tpot, lambda v: v > 0, *positive),
+        gpus=gpus,
+        instance_types=tuple(args.instance_type),
+        tensor_parallel_sizes=(tp,) if tp else TP_SIZES,
+        pipeline_parallel_size=_int("--pp", args.pp, 1, "1 or 2") or 1,
+        replicas=_int("--replicas", args.replicas, 1, "2"),
+        settings={k: v for k, v in settings.items() if v is not None},
+        max_cost_per_hour=_float(
+            "--max-cost-per-hour", args.max_cost_per_hour, lambda v: v > 0, *positive
+        ),
+        prices=_prices(args.price),
+    )
+
+
+def size_command(args: argparse.Namespace) -> int:
+    """Search, print the ranked candidates; 1 when none meets the SLOs."""
+    from gpustrata.catalog.serving import load_serving_facts
+    from gpustrata.planning.sizing import size
+    from gpustrata.reports.sizing import sizing_document, sizing_markdown, sizing_text
+    from gpustrata.vllm.calibration import default_constants
+    from gpustrata.vllm.capacity import CapacityError
+
+    req = _request(args)
+    constants = default_constants()
+    try:
+        result = size(req, load_hardware_catalog(), load_serving_facts(), constants)
+    except CapacityError as exc:
+        raise InputError(f"{exc.setting}: {exc}") from None
+    if args.format == "json":
+        print(json.dumps(sizing_document(result, constants), indent=2))
+    elif args.format == "markdown":
+        print(sizing_markdown(result, constants))
+    else:
+        print(sizing_text(result, constants))
+    return 0 if result.candidates and result.candidates[0].meets_slo else 1

@@ -1,0 +1,276 @@
+"""Sizing from a workload: which instance type, TP and replicas meet the SLOs cheapest.
+
+:func:`size` searches instance types x tensor-parallel sizes (within one instance) x
+replicas, keeps only configurations the capacity estimate says vLLM starts
+(:attr:`~gpustrata.vllm.capacity.CapacityEstimate.fits`), predicts each with
+:func:`~gpustrata.vllm.performance.predict_serving`, and ranks the SLO-meeting ones by
+cost per hour (then the rest, each with the reasons it misses). Pure: no Pulumi.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpustrata.catalog.architectures import ModelArchitecture
+from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+from gpustrata.catalog.serving import ServingFacts
+from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, estimate_capacity
+from gpustrata.vllm.performance import (
+    ServingConstants,
+    ServingPrediction,
+    Workload,
+    predict_serving,
+)
+from gpustrata.vllm.terms import Term
+
+__all__ = [
+    "TP_SIZES",
+    "Candidate",
+    "Rejected",
+    "SizingRequest",
+    "SizingResult",
+    "size",
+]
+
+TP_SIZES = (1, 2, 4, 8)
+"""Tensor-parallel sizes tried (one instance's GPUs at most)."""
+MAX_REPLICAS = 64
+"""Replicas tried before a configuration is reported as missing the SLOs."""
+
+
+@dataclass(frozen=True)
+class SizingRequest:
+    """What to size: the model, the workload, the SLOs and what the search may choose."""
+
+    arch: ModelArchitecture
+    workload: Workload
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    gpus: Sequence[GpuModel] = ()
+    """Only these GPUs (empty: every GPU of the catalogue's instance types)."""
+    instance_types: Sequence[str] = ()
+    tensor_parallel_sizes: Sequence[int] = TP_SIZES
+    pipeline_parallel_size: int = 1
+    replicas: int | None = None
+    """Fixed replicas (None: the fewest that meet the SLOs)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Engine settings for every candidate (vLLM names: dtype, quantization, ...)."""
+    max_cost_per_hour: float | None = None
+    prices: dict[str, float] = field(default_factory=dict)
+    """USD per hour by instance type, overriding the catalogue."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration that starts, with its predicted performance and cost."""
+
+    instance: InstanceType
+    gpu: GpuModel
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    replicas: int
+    instances: int
+    estimate: CapacityEstimate
+    per_replica: ServingPrediction
+    output_tokens_per_second: Term
+    requests_per_second: Term
+    cost_per_hour: Term | None
+    cost_per_million_output_tokens: Term | None
+    misses: tuple[str, ...]
+
+    @property
+    def meets_slo(self) -> bool:
+        """No SLO, saturation or cost limit missed."""
+        return not self.misses
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A configuration left out, and why."""
+
+    instance: str
+    gpu: str
+    tensor_parallel_size: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class SizingResult:
+    """Candidates ranked (SLO-meeting by cost first), and the configurations left out."""
+
+    request: SizingRequest
+    candidates: tuple[Candidate, ...]
+    rejected: tuple[Rejected, ...]
+    max_model_len: int
+    max_model_len_why: str
+
+
+def _price(
+    inst: InstanceType, facts: ServingFacts, overrides: dict[str, float]
+) -> tuple[float, str] | None:
+    if inst.name in overrides:
+        return overrides[inst.name], f"--price {inst.name}={overrides[inst.name]:g}"
+    p = facts.price(inst.name)
+    if p is None:
+        return None
+    return p.usd_per_hour, f"{p.kind} {p.region}, read {p.read}: {p.source}"
+
+
+def _misses(req: SizingRequest, pred: ServingPrediction, cost: float | None) -> list[str]:
+    out: list[str] = []
+    if pred.saturated:
+        out.append("saturated: the request rate exceeds what the replicas sustain")
+    if req.ttft_s is not None and pred.ttft_seconds.value > req.ttft_s:
+        out.append(f"TTFT {pred.ttft_seconds.value:.2f} s > {req.ttft_s:g} s")
+    if req.tpot_s is not None and pred.tpot_seconds.value > req.tpot_s:
+        out.append(f"TPOT {pred.tpot_seconds.value * 1e3:.1f} ms > {req.tpot_s * 1e3:g} ms")
+    if req.max_cost_per_hour is not None and cost is not None and cost > req.max_cost_per_hour:
+        out.append(f"cost ${cost:,.2f}/h > ${req.max_cost_per_hour:g}/h")
+    return out
+
+
+def _per_replica(w: Workload, replicas: int) -> Workload:
+    if w.concurrency is not None:
+        return Workload(w.input_tokens, w.output_tokens, concurrency=-(-w.concurrency // replicas))
+    return Workload(w.input_tokens, w.output_tokens, request_rate=(w.request_rate or 0) / replicas)
+
+
+def size(
+    req: SizingRequest,
+    hardware: HardwareCatalog,
+    facts: ServingFacts,
+    constants: ServingConstants,
+) -> SizingResult:
+    """Search, predict and rank (see the module docstring)."""
+    w = req.workload
+    mml = req.settings.get("max_model_len")
+    if mml is None:
+        mml = w.input_tokens + w.output_tokens
+        mml_why = f"{mml} = input {w.input_tokens} + output {w.output_tokens} tokens"
+    else:
+        mml_why = f"{mml} (given)"
+    wanted = {g.id for g in req.gpus}
+    types = [
+        i
+        for i in hardware.instances.values()
+        if (not req.instance_types or i.name in req.instance_types)
+        and (not wanted or i.gpu in wanted)
+    ]
+    rejected: list[Rejected] = []
+    candidates: list[Candidate] = []
+    estimates: dict[tuple[str, int], CapacityEstimate | str] = {}
+    for inst in sorted(types, key=lambda i: (i.gpu, i.gpu_count, i.name)):
+        gpu = hardware.gpu(inst.gpu)
+        assert gpu is not None  # the catalogue checks instance -> GPU references
+        for tp in req.tensor_parallel_sizes:
+            gpus_per_replica = tp * req.pipeline_parallel_size
+            if gpus_per_replica > inst.gpu_count:
+                continue
+            key = (gpu.id, tp)
+            if key not in estimates:
+                try:
+                    est = estimate_capacity(
+                        req.arch,
+                        gpu,
+                        **{
+                            **req.settings,
+                            "max_model_len": mml,
+                            "tensor_parallel_size": tp,
+                            "pipeline_parallel_size": req.pipeline_parallel_size,
+                        },
+                    )
+                    estimates[key] = est if est.fits else (est.kv.vllm_error or "does not fit")
+                except CapacityError as exc:
+                    estimates[key] = str(exc)
+            found = estimates[key]
+            if isinstance(found, str):
+                rejected.append(Rejected(inst.name, gpu.id, tp, found))
+                continue
+            candidates.append(_candidate(req, inst, gpu, tp, found, facts, constants))
+    ranked = sorted(
+        candidates,
+        key=lambda c: (
+            not c.meets_slo,
+            c.cost_per_hour is None,
+            c.cost_per_hour.value if c.cost_per_hour else 0.0,
+            c.instances * c.instance.gpu_count,
+            -c.output_tokens_per_second.value,
+        ),
+    )
+    return SizingResult(req, tuple(ranked), tuple(rejected), int(mml), mml_why)
+
+
+def _candidate(
+    req: SizingRequest,
+    inst: InstanceType,
+    gpu: GpuModel,
+    tp: int,
+    est: CapacityEstimate,
+    facts: ServingFacts,
+    constants: ServingConstants,
+) -> Candidate:
+    link = facts.interconnect(gpu.id)
+    per_instance = inst.gpu_count // (tp * req.pipeline_parallel_size)
+    price = _price(inst, facts, req.prices)
+    tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
+    best: tuple[int, ServingPrediction, list[str], float | None] | None = None
+    for r in tries:
+        pred = predict_serving(
+            req.arch,
+            gpu,
+            est,
+            _per_replica(req.workload, r),
+            constants,
+            interconnect_gbs=link.gbs if link else None,
+        )
+        instances = -(-r // per_instance)
+        cost = instances * price[0] if price else None
+        misses = _misses(req, pred, cost)
+        slo_misses = [m for m in misses if not m.startswith("cost")]
+        if best is None or not slo_misses:
+            best = (r, pred, misses, cost)
+        if not slo_misses:
+            break
+        # More replicas cannot shorten TPOT below one sequence's step or TTFT below one
+        # prompt's prefill: stop once a single-request replica still misses.
+        if pred.running.value <= 1 and not pred.saturated:
+            break
+    assert best is not None
+    r, pred, misses, cost = best
+    instances = -(-r // per_instance)
+    tok = pred.output_tokens_per_second.value * r
+    tok_t = Term(tok, f"{r} replicas x {pred.output_tokens_per_second.value:,.1f} tok/s")
+    rps = Term(tok / req.workload.output_tokens, f"{tok:,.1f} tok/s / {req.workload.output_tokens}")
+    cost_t = per_m = None
+    if price is not None and cost is not None:
+        cost_t = Term(
+            cost,
+            f"{instances} x {inst.name} at ${price[0]:g}/h ({price[1]}); {per_instance} "
+            f"replica(s) of {tp * req.pipeline_parallel_size} GPU(s) per instance",
+        )
+        per_m = Term(
+            cost / (tok * 3600) * 1e6,
+            f"${cost:,.2f}/h / ({tok:,.1f} tok/s x 3600) x 1e6",
+        )
+    elif req.max_cost_per_hour is not None:
+        misses = [*misses, f"no price for {inst.name}: pass --price {inst.name}=USD"]
+    if math.isinf(pred.ttft_seconds.value) and not any(m.startswith("saturated") for m in misses):
+        misses = [*misses, "saturated"]
+    return Candidate(
+        instance=inst,
+        gpu=gpu,
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=req.pipeline_parallel_size,
+        replicas=r,
+        instances=instances,
+        estimate=est,
+        per_replica=pred,
+        output_tokens_per_second=tok_t,
+        requests_per_second=rps,
+        cost_per_hour=cost_t,
+        cost_per_million_output_tokens=per_m,
+        misses=tuple(misses),
+    )

@@ -1,0 +1,279 @@
+"""What ``gpustrata size`` prints: ranked candidates, rejections, and a stack snippet.
+
+* text: the top candidates with their predicted TTFT/TPOT/throughput and cost, the
+  working of the top one (``<-`` lines), the others that miss (with why), rejections,
+  and a ready-to-paste ``node_pools`` + ``models`` snippet for the top one;
+* markdown: the same as tables;
+* JSON: ``{"workload", "slo", "max_model_len", "constants", "candidates": [{"gpu",
+  "instance_type", "tensor_parallel_size", "pipeline_parallel_size", "replicas",
+  "instances", "max_num_seqs", "max_num_batched_tokens", "predicted": {"tpot_seconds",
+  "ttft_seconds", "output_tokens_per_second", "requests_per_second", "running"},
+  "cost_per_hour", "cost_per_million_output_tokens", "meets_slo", "misses"}],
+  "rejected": [{"instance_type", "gpu", "tensor_parallel_size", "reason"}], "snippet"}``;
+  figures are ``{"value", "explanation"}`` pairs as in ``gpustrata capacity``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import yaml
+
+from gpustrata.planning.sizing import Candidate, SizingResult
+from gpustrata.vllm.performance import ServingConstants
+from gpustrata.vllm.reference import VLLM_VERSION
+from gpustrata.vllm.terms import Term
+
+__all__ = ["sizing_document", "sizing_markdown", "sizing_snippet", "sizing_text"]
+
+_SHOWN = 10
+
+
+def _term(t: Term | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    value = t.value
+    if isinstance(value, float) and math.isinf(value):
+        return {"value": None, "explanation": t.explanation}
+    return t.as_dict()
+
+
+def _name(model_id: str) -> str:
+    base = model_id.rsplit("/", 1)[-1].lower()
+    return re.sub(r"[^a-z0-9-]+", "-", base).strip("-")[:40] or "model"
+
+
+def sizing_snippet(result: SizingResult) -> str | None:
+    """A ``node_pools`` + ``models`` stack fragment for the top candidate (None if none)."""
+    if not result.candidates:
+        return None
+    c = result.candidates[0]
+    pool = f"gpu-{c.gpu.id}"
+    engine: dict[str, Any] = {
+        "tensor_parallel_size": c.tensor_parallel_size,
+        "max_model_len": result.max_model_len,
+    }
+    if c.pipeline_parallel_size > 1:
+        engine["pipeline_parallel_size"] = c.pipeline_parallel_size
+    for key in ("dtype", "quantization", "kv_cache_dtype", "max_num_seqs"):
+        if result.request.settings.get(key) is not None:
+            engine[key] = result.request.settings[key]
+    doc = {
+        "node_pools": [
+            {
+                "name": pool,
+                "instance_type": c.instance.name,
+                "capacity_type": "ON_DEMAND",
+                "min_size": c.instances,
+                "max_size": c.instances,
+            }
+        ],
+        "models": [
+            {
+                "name": _name(result.request.arch.id),
+                "model": result.request.arch.id,
+                "runtime": "deployment",
+                "pool": pool,
+                "image": f"vllm/vllm-openai:v{VLLM_VERSION}",
+                "replicas": c.replicas,
+                "engine": engine,
+            }
+        ],
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _cost(c: Candidate) -> str:
+    return f"${c.cost_per_hour.value:,.2f}/h" if c.cost_per_hour else "no price"
+
+
+def _per_m(c: Candidate) -> str:
+    t = c.cost_per_million_output_tokens
+    return f"${t.value:,.2f}" if t else "-"
+
+
+def _ttft(c: Candidate) -> str:
+    v = c.per_replica.ttft_seconds.value
+    return "inf" if math.isinf(v) else f"{v:.2f} s"
+
+
+def _row(c: Candidate) -> list[str]:
+    return [
+        c.instance.name,
+        c.gpu.id,
+        str(c.tensor_parallel_size),
+        str(c.replicas),
+        str(c.instances),
+        _ttft(c),
+        f"{c.per_replica.tpot_seconds.value * 1e3:.1f} ms",
+        f"{c.output_tokens_per_second.value:,.0f}",
+        _cost(c),
+        _per_m(c),
+        "yes" if c.meets_slo else "; ".join(c.misses),
+    ]
+
+
+_HEAD = [
+    "instance",
+    "gpu",
+    "TP",
+    "replicas",
+    "instances",
+    "TTFT",
+    "TPOT",
+    "out tok/s",
+    "cost",
+    "$/M out",
+    "meets SLO",
+]
+
+
+def _workload(result: SizingResult) -> str:
+    w = result.request.workload
+    load = f"concurrency {w.concurrency}" if w.concurrency else f"{w.request_rate:g} req/s"
+    slo = []
+    if result.request.ttft_s is not None:
+        slo.append(f"TTFT <= {result.request.ttft_s:g} s")
+    if result.request.tpot_s is not None:
+        slo.append(f"TPOT <= {result.request.tpot_s * 1e3:g} ms")
+    return f"{result.request.arch.id}: {w.input_tokens} in / {w.output_tokens} out at {load}" + (
+        f"; SLO {', '.join(slo)}" if slo else ""
+    )
+
+
+def sizing_text(result: SizingResult, constants: ServingConstants) -> str:
+    """The plain-text report."""
+    out = [_workload(result), f"max_model_len {result.max_model_len_why}", ""]
+    if not result.candidates:
+        out.append("no configuration starts: see the rejections below")
+    else:
+        widths = [
+            max(len(h), *(len(_row(c)[i]) for c in result.candidates[:_SHOWN]))
+            for i, h in enumerate(_HEAD)
+        ]
+        out.append("  ".join(h.ljust(n) for h, n in zip(_HEAD, widths, strict=True)))
+        for c in result.candidates[:_SHOWN]:
+            out.append("  ".join(v.ljust(n) for v, n in zip(_row(c), widths, strict=True)))
+        if len(result.candidates) > _SHOWN:
+            out.append(f"... and {len(result.candidates) - _SHOWN} more (--format json lists all)")
+        top = result.candidates[0]
+        out += [
+            "",
+            f"top: {top.instance.name}, TP {top.tensor_parallel_size}, {top.replicas} replica(s)",
+        ]
+        p = top.per_replica
+        for label, t in (
+            ("running", p.running),
+            ("TPOT", p.tpot_seconds),
+            ("TTFT", p.ttft_seconds),
+            ("throughput", top.output_tokens_per_second),
+            ("cost", top.cost_per_hour),
+            ("$/M out", top.cost_per_million_output_tokens),
+        ):
+            if t is not None:
+                out.append(f"  {label:<10} <- {t.explanation}")
+        snippet = sizing_snippet(result)
+        if snippet:
+            out += [
+                "",
+                "stack snippet (under gpustrata:stack):",
+                *("  " + ln for ln in snippet.splitlines()),
+            ]
+    if result.rejected:
+        out += ["", f"rejected ({len(result.rejected)}):"]
+        seen: set[tuple[str, int]] = set()
+        for r in result.rejected:
+            if (r.gpu, r.tensor_parallel_size) in seen:
+                continue
+            seen.add((r.gpu, r.tensor_parallel_size))
+            out.append(f"  {r.gpu} TP {r.tensor_parallel_size}: {r.reason}")
+    out += ["", _constants_line(constants)]
+    return "\n".join(out)
+
+
+def _constants_line(c: ServingConstants) -> str:
+    return (
+        f"serving model: memory efficiency {c.memory_efficiency:g}, compute efficiency "
+        f"{c.compute_efficiency:g}, {c.step_overhead_s * 1e3:g} ms/step + "
+        f"{c.per_sequence_overhead_s * 1e6:g} us/sequence, {c.request_overhead_s * 1e3:g} ms/"
+        "request (catalog/data/serving-fit.yaml, fitted on the published runs of "
+        "serving-calibration.yaml; --format json has each constant's working)"
+    )
+
+
+def sizing_markdown(result: SizingResult, constants: ServingConstants) -> str:
+    """The report as markdown tables."""
+    out = [f"### Sizing: {_workload(result)}", ""]
+    if result.candidates:
+        out.append("| " + " | ".join(_HEAD) + " |")
+        out.append("|" + "---|" * len(_HEAD))
+        for c in result.candidates[:_SHOWN]:
+            out.append("| " + " | ".join(v.replace("|", "/") for v in _row(c)) + " |")
+        snippet = sizing_snippet(result)
+        if snippet:
+            out += ["", "```yaml", snippet.rstrip(), "```"]
+    else:
+        out.append("No configuration starts.")
+    if result.rejected:
+        out += ["", "<details><summary>rejected</summary>", ""]
+        out += [
+            f"- {r.instance} ({r.gpu}) TP {r.tensor_parallel_size}: {r.reason}"
+            for r in result.rejected
+        ]
+        out += ["", "</details>"]
+    out += ["", f"_{_constants_line(constants)}_"]
+    return "\n".join(out)
+
+
+def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[str, Any]:
+    """The JSON document (see the module docstring)."""
+    w = result.request.workload
+    return {
+        "model": result.request.arch.id,
+        "workload": {
+            "input_tokens": w.input_tokens,
+            "output_tokens": w.output_tokens,
+            "concurrency": w.concurrency,
+            "request_rate": w.request_rate,
+        },
+        "slo": {"ttft_seconds": result.request.ttft_s, "tpot_seconds": result.request.tpot_s},
+        "max_model_len": {"value": result.max_model_len, "explanation": result.max_model_len_why},
+        "constants": {"source": constants.source},
+        "candidates": [
+            {
+                "gpu": c.gpu.id,
+                "instance_type": c.instance.name,
+                "tensor_parallel_size": c.tensor_parallel_size,
+                "pipeline_parallel_size": c.pipeline_parallel_size,
+                "replicas": c.replicas,
+                "instances": c.instances,
+                "max_num_seqs": c.estimate.max_num_seqs,
+                "max_num_batched_tokens": c.estimate.max_num_batched_tokens,
+                "kv_cache_tokens": c.estimate.kv.tokens,
+                "predicted": {
+                    "tpot_seconds": _term(c.per_replica.tpot_seconds),
+                    "ttft_seconds": _term(c.per_replica.ttft_seconds),
+                    "output_tokens_per_second": _term(c.output_tokens_per_second),
+                    "requests_per_second": _term(c.requests_per_second),
+                    "running_per_replica": _term(c.per_replica.running),
+                },
+                "cost_per_hour": _term(c.cost_per_hour),
+                "cost_per_million_output_tokens": _term(c.cost_per_million_output_tokens),
+                "meets_slo": c.meets_slo,
+                "misses": list(c.misses),
+            }
+            for c in result.candidates
+        ],
+        "rejected": [
+            {
+                "instance_type": r.instance,
+                "gpu": r.gpu,
+                "tensor_parallel_size": r.tensor_parallel_size,
+                "reason": r.reason,
+            }
+            for r in result.rejected
+        ],
+        "snippet": sizing_snippet(result),
+    }

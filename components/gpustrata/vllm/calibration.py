@@ -1,0 +1,139 @@
+"""The serving model's constants as fitted, and its prediction of a published run.
+
+:func:`default_constants` reads ``catalog/data/serving-fit.yaml`` (written once by
+``benchmarks/fit_serving_model.py``); :func:`predict_point` sizes one published run of
+``catalog/data/serving-calibration.yaml`` with given constants, the one path the fit and
+``benchmarks/bench_sizing_accuracy.py`` share.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
+from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
+from gpustrata.catalog.serving import (
+    CalibrationPoint,
+    ServingFit,
+    load_serving_calibration,
+    load_serving_facts,
+    load_serving_fit,
+)
+from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, estimate_capacity
+from gpustrata.vllm.performance import (
+    ServingConstants,
+    ServingPrediction,
+    Workload,
+    predict_serving,
+)
+
+__all__ = [
+    "CONSTANT_NAMES",
+    "PointPrediction",
+    "constants_from_fit",
+    "default_constants",
+    "predict_point",
+]
+
+CONSTANT_NAMES = (
+    "memory_efficiency",
+    "compute_efficiency",
+    "step_overhead_s",
+    "per_sequence_overhead_s",
+    "allreduce_latency_s",
+    "moe_layer_overhead_s",
+    "request_overhead_s",
+)
+"""The fields of :class:`ServingConstants` the fit sets, in its order."""
+
+
+def constants_from_fit(fit: ServingFit) -> ServingConstants:
+    """:class:`ServingConstants` from a fit, its source naming the points of each value."""
+    values = {}
+    why = []
+    for name in CONSTANT_NAMES:
+        c = fit.constants.get(name)
+        if c is None:
+            raise CapacityError(name, f"serving-fit.yaml has no constant {name!r}")
+        values[name] = c.value
+        why.append(f"{name} {c.value:g} ({c.explanation}; fitted on {len(c.fitted_on)} points)")
+    return ServingConstants(
+        memory_efficiency=values["memory_efficiency"],
+        compute_efficiency=values["compute_efficiency"],
+        step_overhead_s=values["step_overhead_s"],
+        per_sequence_overhead_s=values["per_sequence_overhead_s"],
+        allreduce_latency_s=values["allreduce_latency_s"],
+        moe_layer_overhead_s=values["moe_layer_overhead_s"],
+        request_overhead_s=values["request_overhead_s"],
+        source=f"catalog/data/serving-fit.yaml ({fit.method}): " + "; ".join(why),
+    )
+
+
+@functools.cache
+def default_constants() -> ServingConstants:
+    """The shipped fit (cached)."""
+    return constants_from_fit(load_serving_fit())
+
+
+@dataclass(frozen=True)
+class PointPrediction:
+    """A published run and what the model predicts for it."""
+
+    point: CalibrationPoint
+    prediction: ServingPrediction
+
+    @property
+    def throughput(self) -> float:
+        """Predicted throughput as the point measures it (end-to-end or decode)."""
+        pred = self.prediction
+        if self.point.throughput_kind == "decode":
+            return float(pred.running.value) / pred.tpot_seconds.value
+        return pred.output_tokens_per_second.value
+
+    def errors(self) -> dict[str, float]:
+        """Relative error (predicted / measured - 1) of each measured, fitted figure."""
+        p, pred = self.point, self.prediction
+        out: dict[str, float] = {}
+        if p.tpot_ms and "tpot" not in p.not_fitted:
+            out["tpot"] = pred.tpot_seconds.value * 1e3 / p.tpot_ms - 1
+        if p.output_tokens_per_second and "throughput" not in p.not_fitted:
+            out["throughput"] = self.throughput / p.output_tokens_per_second - 1
+        if p.ttft_ms and "ttft" not in p.not_fitted:
+            out["ttft"] = pred.ttft_seconds.value * 1e3 / p.ttft_ms - 1
+        return out
+
+
+@functools.cache
+def _sized(point_id: str) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
+    point = next(p for p in load_serving_calibration() if p.id == point_id)
+    arch = load_model_catalog().get(point.model)
+    gpu = load_hardware_catalog().gpu(point.gpu)
+    if arch is None or gpu is None:
+        raise CapacityError("point", f"{point.id}: model or GPU not in the catalogue")
+    settings = {
+        "tensor_parallel_size": point.tensor_parallel_size,
+        "pipeline_parallel_size": point.pipeline_parallel_size,
+        **point.settings,
+    }
+    settings.setdefault("max_model_len", point.input_tokens + point.output_tokens + 16)
+    return arch, gpu, estimate_capacity(arch, gpu, **settings)
+
+
+def predict_point(point: CalibrationPoint, constants: ServingConstants) -> PointPrediction:
+    """Size ``point``'s model, GPU and settings and predict its workload.
+
+    ``point`` must be one of :func:`load_serving_calibration` (its sizing is cached by id).
+    """
+    arch, gpu, est = _sized(point.id)
+    link = load_serving_facts().interconnect(gpu.id)
+    workload = Workload(
+        point.input_tokens,
+        point.output_tokens,
+        concurrency=point.concurrency,
+        request_rate=point.request_rate,
+    )
+    pred = predict_serving(
+        arch, gpu, est, workload, constants, interconnect_gbs=link.gbs if link else None
+    )
+    return PointPrediction(point, pred)

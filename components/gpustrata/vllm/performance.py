@@ -1,0 +1,464 @@
+"""The serving performance of one vLLM engine: decode step, prefill, TTFT, TPOT, throughput.
+
+A roofline over the figures the capacity estimate already has (weights per GPU, the exact
+KV cache, max_num_seqs, max_num_batched_tokens) and the catalogue's GPU facts (memory
+bandwidth, dense BF16 TFLOP/s, GPU-to-GPU bandwidth):
+
+* decode step = max(bytes read / (bandwidth x memory efficiency), FLOPs / (peak x compute
+  efficiency)) + TP all-reduces (2 per layer) + a per-step and a per-sequence overhead.
+  Bytes read: the weights on one GPU (MoE: the shared part plus the experts the batch
+  routes to), plus the KV cache each running sequence attends over.
+* prefill: the same with the prompt's tokens; chunked prefill spreads the prompts of the
+  running batch over its decode steps, so a decode step also carries ``B x input /
+  output`` prompt tokens on average (the other sequences' prompts: what makes TPOT grow
+  with the prompt and the batch).
+* at a concurrency (closed loop, as ``vllm bench serve --max-concurrency``) or a request
+  rate (open loop): the running batch is bounded by max_num_seqs and by the requests the
+  KV cache holds; the rest queue (TTFT grows by the wait).
+
+Every number is a :class:`~gpustrata.vllm.terms.Term` (value and working). The
+efficiencies and overheads are :class:`ServingConstants`, fitted once to published
+vLLM runs (``catalog/data/serving-fit.yaml``, points in ``serving-calibration.yaml``).
+Pure: no Pulumi import.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpustrata.catalog.architectures import ModelArchitecture
+from gpustrata.catalog.hardware import GpuModel
+from gpustrata.vllm.capacity import CapacityEstimate
+from gpustrata.vllm.terms import GB, CapacityError, Term
+from gpustrata.vllm.timing import forward_flops
+
+__all__ = [
+    "FP8_QUANTIZATIONS",
+    "DecodeStep",
+    "ServingConstants",
+    "ServingPrediction",
+    "Workload",
+    "decode_step",
+    "predict_serving",
+    "prefill_seconds",
+]
+
+FP8_QUANTIZATIONS = frozenset({"fp8", "fbgemm_fp8", "modelopt", "compressed-tensors-fp8"})
+"""Quantisations whose GEMMs run on FP8 tensor cores (twice the BF16 rate) where the GPU
+has them."""
+
+
+@dataclass(frozen=True)
+class ServingConstants:
+    """The calibrated constants of the model, with where each came from."""
+
+    memory_efficiency: float
+    """Fraction of the datasheet memory bandwidth a decode step's reads reach."""
+    compute_efficiency: float
+    """Fraction of dense peak FLOP/s a prefill (or compute-bound decode) reaches."""
+    step_overhead_s: float
+    """Fixed time per engine step (scheduler, sampler, launches, output processing)."""
+    per_sequence_overhead_s: float
+    """Time per running sequence per step (CPU bookkeeping, detokenisation, streaming)."""
+    allreduce_latency_s: float
+    """Fixed time of one tensor-parallel all-reduce (launch and synchronisation)."""
+    moe_layer_overhead_s: float
+    """Fixed time per MoE layer per step (routing, permutation, the fused-MoE kernels'
+    launch), beyond the bytes the experts read."""
+    request_overhead_s: float
+    """Fixed time added to each request's TTFT (HTTP, tokenisation, scheduling, the first
+    token's detokenisation and streaming)."""
+    source: str
+    """Where the values come from (the fit and its points)."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the engine is asked to serve: fixed lengths at a concurrency or a rate."""
+
+    input_tokens: int
+    output_tokens: int
+    concurrency: int | None = None
+    """Requests in flight (closed loop); None with a request rate."""
+    request_rate: float | None = None
+    """Requests per second arriving (open loop); None with a concurrency."""
+
+    def __post_init__(self) -> None:
+        if self.input_tokens < 1 or self.output_tokens < 1:
+            raise CapacityError("workload", "input and output tokens must be at least 1")
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise CapacityError("workload", "give exactly one of concurrency or request rate")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise CapacityError("workload", "concurrency must be at least 1")
+        if self.request_rate is not None and not self.request_rate > 0:
+            raise CapacityError("workload", "request rate must be positive")
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One engine step of ``batch`` decoding sequences (plus prompt tokens), with its parts."""
+
+    batch: int
+    prompt_tokens: float
+    weight_bytes: Term
+    kv_bytes: Term
+    flops: Term
+    memory_s: Term
+    compute_s: Term
+    allreduce_s: Term
+    overhead_s: Term
+    seconds: Term
+
+
+@dataclass(frozen=True)
+class ServingPrediction:
+    """TTFT, TPOT, throughput of one engine replica for a workload, each with its working."""
+
+    workload: Workload
+    running: Term
+    """Sequences decoding together (bounded by concurrency, max_num_seqs and the KV cache)."""
+    limit: str
+    """What bounds ``running``: ``concurrency``, ``max_num_seqs``, ``kv_cache`` or ``rate``."""
+    kv_sequences: Term
+    """Requests of input + output tokens the KV cache holds at once."""
+    step: DecodeStep
+    tpot_seconds: Term
+    ttft_seconds: Term
+    output_tokens_per_second: Term
+    requests_per_second: Term
+    saturated: bool
+    """A request rate above what the engine sustains: the queue grows without bound."""
+
+
+# --------------------------------------------------------------------------- parts
+
+
+def _bytes_per_param(arch: ModelArchitecture, est: CapacityEstimate) -> float:
+    return est.weights.total_bytes / max(1.0, arch.params_total_b * 1e9)
+
+
+def _weight_bytes_read(arch: ModelArchitecture, est: CapacityEstimate, tokens: float) -> Term:
+    """Weight bytes one GPU of the largest stage reads in a step of ``tokens`` tokens."""
+    per_gpu = est.weights.bytes_per_gpu
+    e, k = arch.num_experts or 0, arch.num_experts_per_tok or 0
+    if not arch.is_moe or e <= k or k <= 0:
+        return Term(per_gpu, f"{per_gpu / GB:.2f} GB of weights on one GPU, all read")
+    per_expert = (arch.params_total_b - arch.params_active_b) * 1e9 / (e - k)
+    expert_bytes = min(per_gpu, e * per_expert * _bytes_per_param(arch, est) / est.gpus)
+    touched = 1 - (1 - k / e) ** max(1.0, tokens)
+    read = per_gpu - expert_bytes * (1 - touched)
+    return Term(
+        read,
+        f"{(per_gpu - expert_bytes) / GB:.2f} GB shared weights + {expert_bytes / GB:.2f} GB "
+        f"experts x {touched:.0%} touched (1 - (1 - {k}/{e})^{tokens:.0f} tokens) "
+        f"= {read / GB:.2f} GB per GPU",
+    )
+
+
+def _kv_bytes_read(arch: ModelArchitecture, est: CapacityEstimate, batch: int, ctx: float) -> Term:
+    """KV cache bytes ``batch`` sequences of average context ``ctx`` attend over, per GPU."""
+    per_token = est.kv.bytes_per_token
+    layers = arch.num_hidden_layers
+    sliding = arch.num_sliding_attention_layers
+    window = arch.sliding_window or ctx
+    eff_ctx = ((layers - sliding) * ctx + sliding * min(ctx, window)) / layers
+    value = batch * eff_ctx * per_token
+    return Term(
+        value,
+        f"{batch} sequences x {eff_ctx:,.0f} attended tokens x {per_token:,} B/token/GPU "
+        f"= {value / GB:.2f} GB",
+    )
+
+
+def _peak_flops(gpu: GpuModel, est: CapacityEstimate) -> tuple[float, str]:
+    fp8 = gpu.fp8 and (est.quantization or "").lower() in FP8_QUANTIZATIONS
+    mult = 2.0 if fp8 else 1.0
+    why = f"{gpu.dense_bf16_tflops:g} TFLOP/s dense BF16" + (" x 2 (FP8 GEMMs)" if fp8 else "")
+    return gpu.dense_bf16_tflops * 1e12 * mult, why
+
+
+def _allreduce(
+    arch: ModelArchitecture,
+    est: CapacityEstimate,
+    tokens: float,
+    interconnect_gbs: float | None,
+    c: ServingConstants,
+) -> Term:
+    tp = est.tensor_parallel_size
+    if tp == 1:
+        return Term(0.0, "TP 1: no all-reduce")
+    bw = interconnect_gbs or 32.0
+    layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
+    msg = tokens * arch.hidden_size * 2
+    one = c.allreduce_latency_s + 2 * (tp - 1) / tp * msg / (bw * GB)
+    total = 2 * layers * one
+    src = "" if interconnect_gbs else " (no interconnect in the catalogue: PCIe Gen4 assumed)"
+    return Term(
+        total,
+        f"2 all-reduces x {layers} layers x ({c.allreduce_latency_s * 1e6:.0f} us + ring "
+        f"2x{tp - 1}/{tp} x {msg / 1e6:.2f} MB / {bw:g} GB/s{src}) = {total * 1e3:.2f} ms",
+    )
+
+
+def decode_step(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    *,
+    batch: int,
+    context: float,
+    constants: ServingConstants,
+    interconnect_gbs: float | None = None,
+    prompt_tokens: float = 0.0,
+    prompt_context: float = 0.0,
+) -> DecodeStep:
+    """One step: ``batch`` sequences decode one token at ``context`` tokens each, and the
+    step also prefills ``prompt_tokens`` tokens attending ``prompt_context`` on average.
+
+    Pipeline stages run one after another for a token, so a step costs the largest
+    stage's time x PP (a conservative reading of vLLM's pipelining).
+    """
+    c = constants
+    pp = est.pipeline_parallel_size
+    tokens = batch + prompt_tokens
+    w = _weight_bytes_read(arch, est, tokens)
+    kv = _kv_bytes_read(arch, est, batch, context)
+    flops_total = forward_flops(arch, batch, context, batch)
+    if prompt_tokens > 0:
+        flops_total += forward_flops(arch, prompt_tokens, prompt_context, 0)
+    flops = flops_total / est.gpus
+    fl = Term(flops, f"{flops_total / 1e12:,.2f} TFLOP / {est.gpus} GPUs")
+    bw = gpu.memory_bandwidth_gbs * GB * c.memory_efficiency
+    mem = (w.value + kv.value) / bw * pp
+    peak, peak_why = _peak_flops(gpu, est)
+    comp = flops / (peak * c.compute_efficiency) * pp
+    pp_why = f" x PP {pp}" if pp > 1 else ""
+    mem_t = Term(
+        mem,
+        f"({w.value / GB:.2f} + {kv.value / GB:.2f}) GB / ({gpu.memory_bandwidth_gbs:g} GB/s "
+        f"x {c.memory_efficiency:g}){pp_why} = {mem * 1e3:.2f} ms",
+    )
+    comp_t = Term(
+        comp,
+        f"{flops / 1e12:.3f} TFLOP / ({peak_why} x {c.compute_efficiency:g}){pp_why} "
+        f"= {comp * 1e3:.2f} ms",
+    )
+    ar = _allreduce(arch, est, tokens, interconnect_gbs, c)
+    moe_layers = arch.num_hidden_layers if arch.is_moe else 0
+    over = (
+        c.step_overhead_s + c.per_sequence_overhead_s * batch + c.moe_layer_overhead_s * moe_layers
+    )
+    moe_why = (
+        f" + {c.moe_layer_overhead_s * 1e6:.0f} us x {moe_layers} MoE layers" if moe_layers else ""
+    )
+    over_t = Term(
+        over,
+        f"{c.step_overhead_s * 1e3:.2f} ms per step + {c.per_sequence_overhead_s * 1e6:.0f} us "
+        f"x {batch} sequences{moe_why}",
+    )
+    total = max(mem, comp) + ar.value * pp + over
+    bound = "memory" if mem >= comp else "compute"
+    secs = Term(
+        total,
+        f"max(memory {mem * 1e3:.2f} ms, compute {comp * 1e3:.2f} ms) [{bound}-bound] + "
+        f"all-reduce {ar.value * pp * 1e3:.2f} ms + overhead {over * 1e3:.2f} ms "
+        f"= {total * 1e3:.2f} ms",
+    )
+    return DecodeStep(batch, prompt_tokens, w, kv, fl, mem_t, comp_t, ar, over_t, secs)
+
+
+def prefill_seconds(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    *,
+    input_tokens: int,
+    decoding: int,
+    context: float,
+    constants: ServingConstants,
+    interconnect_gbs: float | None = None,
+) -> Term:
+    """Time to prefill one prompt while ``decoding`` sequences keep decoding (chunked prefill).
+
+    The prompt goes in chunks of ``max_num_batched_tokens - decoding`` tokens, one per step;
+    each chunk's step also decodes the running batch.
+    """
+    budget = max(1, est.max_num_batched_tokens - decoding)
+    chunks = max(1, math.ceil(input_tokens / budget)) if est.chunked_prefill else 1
+    chunk = input_tokens / chunks
+    total = 0.0
+    for i in range(chunks):
+        ctx = i * chunk + chunk / 2
+        step = decode_step(
+            arch,
+            gpu,
+            est,
+            batch=decoding,
+            context=context,
+            constants=constants,
+            interconnect_gbs=interconnect_gbs,
+            prompt_tokens=chunk,
+            prompt_context=ctx,
+        )
+        total += step.seconds.value
+    total += constants.request_overhead_s
+    return Term(
+        total,
+        f"{input_tokens:,} prompt tokens in {chunks} chunk(s) of <= {budget:,} "
+        f"(max_num_batched_tokens {est.max_num_batched_tokens:,} - {decoding} decoding), "
+        f"each a step with the running batch, + {constants.request_overhead_s * 1e3:.0f} ms "
+        f"per request = {total * 1e3:.1f} ms",
+    )
+
+
+def _kv_sequences(est: CapacityEstimate, tokens: int) -> Term:
+    block = est.kv.block_size
+    per_seq = -(-tokens // block) * block
+    n = est.kv.tokens // per_seq if per_seq else 0
+    return Term(
+        n,
+        f"KV cache {est.kv.tokens:,} tokens // {per_seq:,} tokens per request "
+        f"(input + output, rounded up to blocks of {block}) = {n}",
+    )
+
+
+# --------------------------------------------------------------------------- serving
+
+
+def predict_serving(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    workload: Workload,
+    constants: ServingConstants,
+    *,
+    interconnect_gbs: float | None = None,
+) -> ServingPrediction:
+    """TTFT, TPOT, output tokens/s and requests/s of one replica serving ``workload``.
+
+    Closed loop (concurrency C): B = min(C, max_num_seqs, KV requests) decode together;
+    each step carries (B - 1) x input / output prompt tokens on average (chunked prefill), so
+    TPOT = that step's time; TTFT = the prompt's chunked prefill + the queue wait
+    (C/B - 1) x one request's service time when C > B. Throughput = B x output / (TTFT +
+    (output - 1) x TPOT). Open loop (rate R): the running batch N solves N = R x E2E(N)
+    (Little's law); above the largest rate B_max sustains, ``saturated``.
+    """
+    c = constants
+    w = workload
+    seq_tokens = w.input_tokens + w.output_tokens
+    kv_seqs = _kv_sequences(est, seq_tokens)
+    slots = max(1, min(est.max_num_seqs, int(kv_seqs.value)))
+    mean_ctx = w.input_tokens + w.output_tokens / 2
+
+    def at(batch: int) -> tuple[DecodeStep, Term, float]:
+        # The other sequences' prompts interleave with this one's decode steps.
+        prompt = (batch - 1) * w.input_tokens / w.output_tokens
+        step = decode_step(
+            arch,
+            gpu,
+            est,
+            batch=batch,
+            context=mean_ctx,
+            constants=c,
+            interconnect_gbs=interconnect_gbs,
+            prompt_tokens=prompt,
+            prompt_context=w.input_tokens / 2,
+        )
+        pre = prefill_seconds(
+            arch,
+            gpu,
+            est,
+            input_tokens=w.input_tokens,
+            decoding=max(0, batch - 1),
+            context=mean_ctx,
+            constants=c,
+            interconnect_gbs=interconnect_gbs,
+        )
+        e2e = pre.value + (w.output_tokens - 1) * step.seconds.value
+        return step, pre, e2e
+
+    saturated = False
+    if w.concurrency is not None:
+        running = min(w.concurrency, slots)
+        limit = (
+            "concurrency"
+            if running == w.concurrency
+            else ("max_num_seqs" if slots == est.max_num_seqs else "kv_cache")
+        )
+        step, pre, e2e = at(running)
+        wait = (w.concurrency / running - 1) * e2e
+        ttft = pre.value + wait
+        ttft_why = pre.explanation + (
+            f"; + queue {wait:.2f} s ({w.concurrency} requests for {running} slots: "
+            f"({w.concurrency}/{running} - 1) x {e2e:.2f} s per request)"
+            if wait > 0
+            else ""
+        )
+        tok_s = running * w.output_tokens / e2e
+        tok_why = (
+            f"{running} running x {w.output_tokens} tokens / {e2e:.2f} s per request "
+            f"(TTFT {pre.value:.3f} s + {w.output_tokens - 1} x TPOT) = {tok_s:,.1f} tok/s"
+        )
+    else:
+        rate = float(w.request_rate or 0.0)
+        step_max, _, e2e_max = at(slots)
+        max_rate = slots / e2e_max
+        if rate >= max_rate:
+            saturated = True
+            running, limit = slots, "rate"
+            step, pre, e2e = step_max, at(slots)[1], e2e_max
+            ttft = math.inf
+            ttft_why = (
+                f"saturated: {rate:g} req/s exceeds the {max_rate:.2f} req/s that {slots} "
+                f"slots sustain; the queue grows without bound"
+            )
+            tok_s = max_rate * w.output_tokens
+            tok_why = (
+                f"at most {max_rate:.2f} req/s x {w.output_tokens} tokens = {tok_s:,.1f} tok/s"
+            )
+        else:
+            n = 1.0
+            for _ in range(60):
+                _, _, e2e_n = at(max(1, math.ceil(n)))
+                n_next = min(float(slots), rate * e2e_n)
+                if abs(n_next - n) < 0.01:
+                    n = n_next
+                    break
+                n = 0.5 * (n + n_next)
+            running, limit = max(1, math.ceil(n)), "rate"
+            step, pre, e2e = at(running)
+            ttft, ttft_why = pre.value, pre.explanation
+            tok_s = rate * w.output_tokens
+            tok_why = (
+                f"{rate:g} req/s x {w.output_tokens} tokens = {tok_s:,.1f} tok/s "
+                f"(Little's law: {rate:g} x {e2e:.2f} s = {rate * e2e:.1f} running)"
+            )
+    tpot = step.seconds
+    tpot_term = Term(
+        tpot.value,
+        f"one step of {running} decoding + {step.prompt_tokens:,.0f} prompt tokens "
+        f"(the other {running - 1} x {w.input_tokens} / {w.output_tokens}, chunked prefill): "
+        + tpot.explanation,
+    )
+    limit_why = {
+        "concurrency": f"concurrency {running}",
+        "max_num_seqs": f"max_num_seqs {est.max_num_seqs}",
+        "kv_cache": f"the KV cache holds {int(kv_seqs.value)} requests",
+        "rate": f"{running} in flight at the request rate",
+    }[limit]
+    return ServingPrediction(
+        workload=w,
+        running=Term(running, f"{running} sequences decode together ({limit_why})"),
+        limit=limit,
+        kv_sequences=kv_seqs,
+        step=step,
+        tpot_seconds=tpot_term,
+        ttft_seconds=Term(ttft, ttft_why),
+        output_tokens_per_second=Term(tok_s, tok_why),
+        requests_per_second=Term(
+            tok_s / w.output_tokens,
+            f"{tok_s:,.1f} tok/s / {w.output_tokens} tokens per request",
+        ),
+        saturated=saturated,
+    )

@@ -1,0 +1,180 @@
+"""The serving performance model: a roofline a number can falsify, monotonicity, provenance."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpustrata.catalog.architectures import load_model_catalog
+from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
+from gpustrata.catalog.serving import load_serving_calibration, load_serving_fit
+from gpustrata.vllm.calibration import CONSTANT_NAMES, default_constants
+from gpustrata.vllm.capacity import estimate_capacity
+from gpustrata.vllm.performance import (
+    ServingConstants,
+    Workload,
+    decode_step,
+    predict_serving,
+)
+from gpustrata.vllm.terms import CapacityError
+
+LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
+LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
+BARE = ServingConstants(
+    memory_efficiency=1.0,
+    compute_efficiency=1.0,
+    step_overhead_s=0.0,
+    per_sequence_overhead_s=0.0,
+    allreduce_latency_s=0.0,
+    moe_layer_overhead_s=0.0,
+    request_overhead_s=0.0,
+    source="test: the bare roofline",
+)
+
+
+def _setup(model: str = LLAMA_8B, gpu: str = "h100-sxm-80gb", **settings: object):  # type: ignore[no-untyped-def]
+    arch = load_model_catalog().get(model)
+    g = load_hardware_catalog().gpu(gpu)
+    assert arch is not None and g is not None
+    est = estimate_capacity(arch, g, max_model_len=8192, **settings)
+    return arch, g, est
+
+
+def test_batch_one_decode_is_weights_over_bandwidth() -> None:
+    """At batch 1 with no overheads, a step reads the weights once: 16.06 GB / 3350 GB/s."""
+    arch, gpu, est = _setup()
+    step = decode_step(arch, gpu, est, batch=1, context=1, constants=BARE)
+    weights = est.weights.bytes_per_gpu
+    assert 16.0e9 < weights < 16.2e9  # Llama-3.1-8B in BF16
+    assert step.seconds.value == pytest.approx((weights + step.kv_bytes.value) / 3350e9)
+    assert step.seconds.value == pytest.approx(0.0048, rel=0.01)
+    assert "memory-bound" in step.seconds.explanation
+
+
+def test_large_batch_decode_turns_compute_bound() -> None:
+    """2 x 8B FLOPs per token: 8192 tokens x 15 GFLOP = 123 TFLOP > 16 GB / 3.35 TB/s."""
+    arch, gpu, est = _setup()
+    step = decode_step(arch, gpu, est, batch=8192, context=1, constants=BARE)
+    assert step.compute_s.value > step.memory_s.value
+    assert step.seconds.value == pytest.approx(step.flops.value / (gpu.dense_bf16_tflops * 1e12))
+
+
+def test_decode_is_monotonic_in_batch_tp_and_bandwidth() -> None:
+    c = default_constants()
+    arch, gpu, est = _setup()
+    times = [
+        decode_step(arch, gpu, est, batch=b, context=2048, constants=c).seconds.value
+        for b in (1, 8, 64, 256)
+    ]
+    assert times == sorted(times) and times[0] < times[-1]
+    arch70, _, _ = _setup(LLAMA_70B)
+    by_tp = []
+    for tp in (2, 4, 8):
+        _, _, est70 = _setup(LLAMA_70B, tensor_parallel_size=tp)
+        by_tp.append(
+            decode_step(
+                arch70, gpu, est70, batch=16, context=2048, constants=c, interconnect_gbs=450
+            ).seconds.value
+        )
+    assert by_tp == sorted(by_tp, reverse=True)
+    faster: GpuModel = gpu.model_copy(update={"memory_bandwidth_gbs": 2 * gpu.memory_bandwidth_gbs})
+    slow = decode_step(arch, gpu, est, batch=8, context=2048, constants=c).seconds.value
+    fast = decode_step(arch, faster, est, batch=8, context=2048, constants=c).seconds.value
+    assert fast < slow
+
+
+def test_throughput_grows_and_tpot_worsens_with_concurrency() -> None:
+    c = default_constants()
+    arch, gpu, est = _setup()
+    preds = [
+        predict_serving(arch, gpu, est, Workload(1024, 256, concurrency=n), c) for n in (1, 16, 64)
+    ]
+    tput = [p.output_tokens_per_second.value for p in preds]
+    tpot = [p.tpot_seconds.value for p in preds]
+    assert tput == sorted(tput) and tpot == sorted(tpot)
+
+
+def test_queueing_when_the_batch_is_bounded_by_max_num_seqs() -> None:
+    c = default_constants()
+    arch, gpu, est = _setup(max_num_seqs=8)
+    free = predict_serving(arch, gpu, est, Workload(512, 128, concurrency=8), c)
+    queued = predict_serving(arch, gpu, est, Workload(512, 128, concurrency=32), c)
+    assert queued.limit == "max_num_seqs" and queued.running.value == 8
+    assert queued.ttft_seconds.value > 3 * free.ttft_seconds.value
+    assert queued.output_tokens_per_second.value == pytest.approx(
+        free.output_tokens_per_second.value
+    )
+
+
+def test_request_rate_above_capacity_saturates() -> None:
+    c = default_constants()
+    arch, gpu, est = _setup()
+    calm = predict_serving(arch, gpu, est, Workload(512, 128, request_rate=1.0), c)
+    assert not calm.saturated and calm.requests_per_second.value == pytest.approx(1.0)
+    flood = predict_serving(arch, gpu, est, Workload(512, 128, request_rate=10_000.0), c)
+    assert flood.saturated and "saturated" in flood.ttft_seconds.explanation
+
+
+def test_moe_reads_only_the_touched_experts() -> None:
+    arch, gpu, est = _setup("Qwen/Qwen3-30B-A3B")
+    one = decode_step(arch, gpu, est, batch=1, context=1, constants=BARE).weight_bytes.value
+    many = decode_step(arch, gpu, est, batch=256, context=1, constants=BARE).weight_bytes.value
+    assert one < 0.2 * est.weights.bytes_per_gpu
+    assert many == pytest.approx(est.weights.bytes_per_gpu, rel=0.01)
+
+
+def test_fp8_weights_halve_the_bytes_and_double_the_peak() -> None:
+    arch, gpu, bf16 = _setup(LLAMA_70B, tensor_parallel_size=4)
+    _, _, fp8 = _setup(LLAMA_70B, tensor_parallel_size=4, quantization="fp8")
+    a = decode_step(arch, gpu, bf16, batch=4096, context=1, constants=BARE)
+    b = decode_step(arch, gpu, fp8, batch=4096, context=1, constants=BARE)
+    assert b.weight_bytes.value < 0.55 * a.weight_bytes.value
+    assert b.compute_s.value == pytest.approx(a.compute_s.value / 2)
+
+
+def test_workload_needs_one_load() -> None:
+    with pytest.raises(CapacityError):
+        Workload(10, 10)
+    with pytest.raises(CapacityError):
+        Workload(10, 10, concurrency=1, request_rate=1.0)
+
+
+def test_every_constant_cites_the_points_it_was_fitted_on() -> None:
+    fit = load_serving_fit()
+    ids = {p.id for p in load_serving_calibration()}
+    assert set(fit.constants) == set(CONSTANT_NAMES)
+    for name, c in fit.constants.items():
+        assert c.fitted_on and set(c.fitted_on) <= ids, name
+        assert c.explanation
+    assert len(ids) >= 15
+    c = default_constants()
+    assert all(f"{n} " in c.source for n in CONSTANT_NAMES)
+    fields = {f.name for f in dataclasses.fields(ServingConstants)} - {"source"}
+    assert fields == set(CONSTANT_NAMES)
+
+
+def test_every_prediction_carries_its_working() -> None:
+    c = default_constants()
+    arch, gpu, est = _setup()
+    p = predict_serving(arch, gpu, est, Workload(2048, 256, concurrency=64), c)
+    for term in (p.tpot_seconds, p.ttft_seconds, p.output_tokens_per_second, p.running):
+        assert term.explanation and term.value > 0
+
+
+def test_every_startup_constant_cites_published_logs() -> None:
+    from gpustrata.catalog.serving import load_startup_logs
+    from gpustrata.vllm.timing import fitted_engine_init_seconds
+
+    ids = {log.id for log in load_startup_logs()}
+    startup = load_serving_fit().startup
+    assert {"init_base_s", "compile_s_per_layer", "graph_capture_s"} <= set(startup)
+    for name, c in startup.items():
+        assert c.fitted_on and set(c.fitted_on) <= ids, name
+    # More layers compile longer; eager skips compile and graphs.
+    assert fitted_engine_init_seconds(80, enforce_eager=False) > fitted_engine_init_seconds(
+        32, enforce_eager=False
+    )
+    assert fitted_engine_init_seconds(80, enforce_eager=True) < fitted_engine_init_seconds(
+        32, enforce_eager=False
+    )
