@@ -390,8 +390,8 @@ def cluster_admission(ctx: RuleContext, pod: PodRef | None = None) -> Admission:
     found: Admission = ctx.memo("cluster_admission", build)
     if found.flavour or pod is None:
         return found
-    for key in pod.selected_labels():
-        if str(key).startswith("cloud.google.com/gke-"):
+    for key in pod.selected_labels():  # gke-accelerator, gke-nodepool, compute-class, ...
+        if str(key).startswith("cloud.google.com/"):
             return Admission("GKE", f"the pod selects {key}", True)
     return found
 
