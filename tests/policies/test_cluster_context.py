@@ -254,3 +254,17 @@ def test_unrendered_helm_template_exits_2_saying_render_it(tmp_path: Path) -> No
         "    {% for m in messages %}{{ m['content'] }}{% endfor %}\n"
     )
     assert [o.kind for o in load_text(config, "chat.yaml")] == ["ConfigMap"]
+
+
+def test_a_described_pool_wins_over_the_nodes_of_the_same_name() -> None:
+    described = (
+        "apiVersion: gpustrata.io/v1alpha1\nkind: GpuNodePool\nmetadata: {name: gpu-l4}\n"
+        "spec: {gpuProduct: NVIDIA-L4, gpuCount: 1}\n"
+    )
+    pools = pools_of(load_text("---\n".join([node(), described]), "m.yaml"))
+    assert [(p.name, p.from_nodes) for p in pools] == [("gpu-l4", False)]
+
+
+def test_stdin_cannot_be_both_the_manifests_and_the_context() -> None:
+    code, _, err = run(["check", "-", "--context", "-"], "kind: Pod\n")
+    assert code == 2 and "stdin can be read once" in err

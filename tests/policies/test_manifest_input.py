@@ -129,7 +129,7 @@ def test_empty_documents_comments_and_nulls(tmp_path: Path) -> None:
     # Helm output: the finding points into the template it came from, at the right line.
     assert "chart/templates/pod.yaml:16: K001" in out, out
     # Nothing to check is an error, not a pass: an empty stdin, a file of comments.
-    assert _error(["check", "-"], "").startswith("nothing was checked: - held no Kubernetes")
+    assert _error(["check", "-"], "").startswith("nothing was checked: stdin held no Kubernetes")
     assert _error(["check", "-"], "# nothing\n---\n").startswith("nothing was checked")
 
 

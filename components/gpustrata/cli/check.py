@@ -68,6 +68,8 @@ def check_command(
     """Run every rule over the manifests named in ``args.paths``."""
     out = out or sys.stdout
     source = stdin if stdin is not None else sys.stdin
+    if "-" in args.paths and "-" in (getattr(args, "context", None) or []):
+        return _error("- (stdin) given as a PATH and as --context; stdin can be read once")
     try:
         config = load_policy_config(_read_config(args.config), args.environment)
         objects = load_paths(list(args.paths), source)
@@ -80,7 +82,8 @@ def check_command(
         objects, context = [*objects, *context], []
     if not objects:
         return _error(
-            f"nothing was checked: {', '.join(args.paths)} held no Kubernetes object (an "
+            f"nothing was checked: {', '.join('stdin' if p == '-' else p for p in args.paths)} "
+            "held no Kubernetes object (an "
             "empty folder or file, empty stdin, or a folder without .yaml/.yml/.json "
             "files?); a check of nothing must not pass"
         )

@@ -194,8 +194,8 @@ def _int(value: object) -> int | None:
 
 def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
     """Every ``GpuNodePool`` object, normalised, and the pools of the ``Node`` objects
-    (:func:`node_pools`); a pool derived from a node group is dropped when a described pool
-    has the same name (``gpustrata plan`` registers both)."""
+    (:func:`node_pools`); a pool derived from a node group, or read from Nodes, is dropped
+    when a described pool has the same name (``gpustrata plan`` registers both)."""
     objects = list(objects)
     pools = []
     for obj in objects:
@@ -235,7 +235,9 @@ def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
         )
     described = {p.name for p in pools if not p.derived}
     kept = [p for p in pools if not (p.derived and p.name in described)]
-    return kept + node_pools(objects)
+    # A described pool also wins over the Nodes of the same name (a GpuNodePool for the
+    # node group `gpu-l4` and the dump of its Nodes are one pool, not two).
+    return kept + [p for p in node_pools(objects) if p.name not in described]
 
 
 def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
