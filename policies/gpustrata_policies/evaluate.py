@@ -25,6 +25,7 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Violation,
 )
+from gpustrata_policies.view.gpu_operator import operator_view
 from gpustrata_policies.view.objects import KNOWN_KINDS, K8sObject
 
 __all__ = [
@@ -121,6 +122,19 @@ def to_objects(objects: Iterable[K8sObject | Mapping[str, Any]]) -> list[K8sObje
     return out
 
 
+def _read(obj: K8sObject) -> bool:
+    """Is *obj* of a kind gpustrata reads? An Argo CD Application is when it installs a
+    chart the view reads (the GPU Operator)."""
+    if obj.kind in KNOWN_KINDS:
+        return True
+    if obj.kind != "Application":
+        return False
+    try:
+        return operator_view(obj) is not None
+    except UnknownInput:
+        return True  # the rules say "not evaluated" with the reason
+
+
 INTERNAL_ERROR = "internal error"
 """How the message of a finding for a crashed rule starts (see :func:`internal_error`)."""
 
@@ -167,8 +181,13 @@ def evaluate(
     config: PolicyConfig | Mapping[str, Any] | None = None,
     rules: Sequence[Rule] | None = None,
     report_unknown_kinds: bool = True,
+    context: Iterable[K8sObject | Mapping[str, Any]] = (),
 ) -> Report:
     """Run *rules* (default: all) over *objects* and collect findings.
+
+    *context* holds what the cluster says (Nodes, GPU Operator values, NodePools) given
+    apart from the manifests under review (``gpustrata check --context``): the rules read
+    it with the rest, but nothing is reported on it, not even its unread kinds.
 
     Never raises on odd input: an unknown value (Pulumi preview) becomes a "not
     evaluated" record with the reason; a rule that crashes becomes an internal-error
@@ -180,10 +199,12 @@ def evaluate(
     else:
         cfg = load_config(config, environment)
     objs = to_objects(objects)
+    background = [o for o in to_objects(context) if _read(o)]
+    hidden = {id(o) for o in background}
     report = Report(objects=len(objs))
     known: list[K8sObject] = []
     for obj in objs:
-        if obj.kind in KNOWN_KINDS or obj.raw.get("kind") is UNKNOWN:
+        if _read(obj) or obj.raw.get("kind") is UNKNOWN:
             # An unknown kind may be any kind: rules that look across objects see it.
             known.append(obj)
         elif report_unknown_kinds:
@@ -192,6 +213,7 @@ def evaluate(
                 NotEvaluated("*", obj.resource, f"{what} is not one gpustrata reads")
             )
     cache: dict[str, Any] = {}
+    everything = [*known, *background] if background else known
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)
@@ -199,7 +221,7 @@ def evaluate(
             report.warnings.append(warning)
         if enforcement == "disabled":
             continue
-        ctx = RuleContext(meta, cfg, known, cache)
+        ctx = RuleContext(meta, cfg, everything, cache)
         for obj in known:
             outcomes: list[Any] = []
             with reading_unknowns() as reads:
@@ -221,6 +243,8 @@ def evaluate(
                 except Exception as exc:  # a rule bug: report it, run the other rules
                     report.findings.append(internal_error(meta, enforcement, obj, exc))
             for outcome in outcomes:
+                if isinstance(outcome, Violation) and id(outcome.obj) in hidden:
+                    continue  # about a context object: not under review
                 if isinstance(outcome, Violation):
                     level = "advisory" if outcome.advisory else enforcement
                     report.findings.append(

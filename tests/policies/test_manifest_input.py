@@ -128,8 +128,9 @@ def test_empty_documents_comments_and_nulls(tmp_path: Path) -> None:
     _code, out, _ = run(["check", str(path)])
     # Helm output: the finding points into the template it came from, at the right line.
     assert "chart/templates/pod.yaml:16: K001" in out, out
-    assert run(["check", "-"], "")[0] == 0
-    assert "0 object(s) checked" in run(["check", "-"], "# nothing\n---\n")[1]
+    # Nothing to check is an error, not a pass: an empty stdin, a file of comments.
+    assert _error(["check", "-"], "").startswith("nothing was checked: stdin held no Kubernetes")
+    assert _error(["check", "-"], "# nothing\n---\n").startswith("nothing was checked")
 
 
 def test_json_file_stdin_and_list_kinds(tmp_path: Path) -> None:

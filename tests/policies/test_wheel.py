@@ -57,6 +57,8 @@ def test_installed_wheel_explains_with_its_example(tmp_path: Path) -> None:
         env,
     )
     assert explained.returncode == 0, explained.stderr
-    example = fixture("K004", "bad-no-toleration-no-pool.yaml").read_text(encoding="utf-8")
+    example = fixture("K004", "bad-kubeadm-toleration-value-misses.yaml").read_text(
+        encoding="utf-8"
+    )
     assert "Example that violates it:\n" in explained.stdout
     assert "\n".join("  " + line for line in example.splitlines()) in explained.stdout

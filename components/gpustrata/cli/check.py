@@ -32,7 +32,7 @@ from gpustrata_policies.evaluate import (
     rule_folder,
 )
 from gpustrata_policies.findings import Rule
-from gpustrata_policies.inputs.manifests import load_paths
+from gpustrata_policies.inputs.manifests import VALUES_CHARTS, load_paths, load_values
 
 __all__ = ["check_command", "explain_command", "main", "register_commands"]
 
@@ -67,15 +67,30 @@ def check_command(
 ) -> int:
     """Run every rule over the manifests named in ``args.paths``."""
     out = out or sys.stdout
+    source = stdin if stdin is not None else sys.stdin
+    if "-" in args.paths and "-" in (getattr(args, "context", None) or []):
+        return _error("- (stdin) given as a PATH and as --context; stdin can be read once")
     try:
         config = load_policy_config(_read_config(args.config), args.environment)
-        objects = load_paths(list(args.paths), stdin if stdin is not None else sys.stdin)
+        objects = load_paths(list(args.paths), source)
+        context = load_paths(list(getattr(args, "context", None) or []), source)
+        for spec in getattr(args, "values", None) or []:
+            context.extend(load_values(spec))
     except InputError as exc:  # a ConfigError is one too
         return report_error(exc)
+    if getattr(args, "check_context", False):
+        objects, context = [*objects, *context], []
+    if not objects:
+        return _error(
+            f"nothing was checked: {', '.join('stdin' if p == '-' else p for p in args.paths)} "
+            "held no Kubernetes object (an "
+            "empty folder or file, empty stdin, or a folder without .yaml/.yml/.json "
+            "files?); a check of nothing must not pass"
+        )
     from gpustrata_policies.output.formats import write  # keeps `explain` light
 
-    report = evaluate(objects, environment=config.environment, config=config)
-    del objects  # the report keeps what it needs; free the manifests before output
+    report = evaluate(objects, environment=config.environment, config=config, context=context)
+    del objects, context  # the report keeps what it needs; free the manifests before output
     write(report, args.format, out)
     for warning in [*config.deprecations, *report.warnings]:
         print(f"gpustrata: warning: {warning}", file=sys.stderr)
@@ -129,10 +144,32 @@ def register_commands(subparsers: Any) -> None:
         "check",
         help="check Kubernetes manifests (files, folders, - for stdin) against the rules",
         description="Check manifests against the gpustrata rules. Exit 0: no mandatory "
-        "finding; 1: mandatory findings; 2: unreadable input. Describe node pools with "
-        "kind GpuNodePool (apiVersion gpustrata.io/v1alpha1) in the manifests.",
+        "finding; 1: mandatory findings; 2: unreadable input, or nothing to check. The "
+        "cluster's facts (Node objects from `kubectl get nodes -o yaml`, GPU Operator "
+        "values, Karpenter NodePools) are read wherever they appear; give them with "
+        "--context to inform the rules without being reported on. Node pools can also be "
+        "described with kind GpuNodePool (apiVersion gpustrata.io/v1alpha1).",
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or - (stdin)")
+    check.add_argument(
+        "--context",
+        action="append",
+        metavar="PATH",
+        help="cluster dump (file, folder or -) the rules read but do not report on, e.g. "
+        "`kubectl get nodes,clusterpolicies,nodepools -o yaml`; repeatable",
+    )
+    check.add_argument(
+        "--check-context",
+        action="store_true",
+        help="report on the --context objects too",
+    )
+    check.add_argument(
+        "--values",
+        action="append",
+        metavar="CHART=FILE",
+        help="a Helm values file of CHART, read as cluster context (CHART: "
+        f"{', '.join(VALUES_CHARTS)}); repeatable",
+    )
     check.add_argument("--environment", choices=ENVIRONMENTS, default="prod")
     check.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text")
     check.add_argument(

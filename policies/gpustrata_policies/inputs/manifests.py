@@ -16,16 +16,39 @@ from typing import Any
 import yaml
 
 from gpustrata.core import jsonio
+from gpustrata.core.contract import API_VERSION
 from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
 from gpustrata.core.yamlguard import YamlShapeError, check_node
 from gpustrata.core.yamlio import SAFE_LOADER
 from gpustrata_policies.view.objects import K8sObject
 
-__all__ = ["InputError", "load_paths", "load_text"]
+__all__ = ["VALUES_CHARTS", "InputError", "load_paths", "load_text", "load_values"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
+# Helm (Go template) actions left in the text: the chart's objects (`.Values`, `.Release`,
+# ...) and `include "..."` anywhere, control actions (`{{- if`, `{{ end }}`) at the start
+# of a line, as templates place them; never in a YAML comment. Other `{{ }}` (Jinja chat
+# templates and Alertmanager templates in block scalars, which are indented, Argo Workflows
+# parameters, Prometheus `{{ $labels.x }}`) are not Helm's and stay readable.
+_HELM_ACTION = re.compile(
+    r"\{\{-?\s*(?:\.(?:Values|Release|Chart|Capabilities|Files|Template)\b|include\s+\")"
+    r"|^\{\{-?\s*(?:if|else|end|range|with|define|template|toYaml)\b",
+    re.MULTILINE,
+)
+_YAML_COMMENT = re.compile(r"(?:^|\s)#")
+
+
+def _helm_action(text: str) -> re.Match[str] | None:
+    """The first Helm template action outside a YAML comment, else ``None``."""
+    for match in _HELM_ACTION.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if not _YAML_COMMENT.search(text, line_start, match.start()):
+            return match
+    return None
+
+
 Path = tuple[str | int, ...]
 
 
@@ -75,6 +98,74 @@ def _short(text: str, limit: int = 60) -> str:
     return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
 
 
+VALUES_CHARTS = ("gpu-operator",)
+"""Charts whose Helm values file ``check`` reads (``--values CHART=FILE``)."""
+VALUES_KIND = "HelmValues"
+"""Kind of the object a values file becomes: ``spec.chart`` and ``spec.values``."""
+
+# Top-level keys of NVIDIA/gpu-operator deployments/gpu-operator/values.yaml (v26.7.0):
+# a kindless document with two of them, one specific to the chart, is its values file.
+_OPERATOR_KEYS = frozenset(
+    {
+        "driver",
+        "toolkit",
+        "devicePlugin",
+        "dcgm",
+        "dcgmExporter",
+        "gfd",
+        "mig",
+        "migManager",
+        "nfd",
+        "node-feature-discovery",
+        "operator",
+        "validator",
+        "daemonsets",
+        "vgpuManager",
+        "sandboxWorkloads",
+        "ccManager",
+    }
+)
+_OPERATOR_ONLY_KEYS = frozenset(
+    {
+        "toolkit",
+        "devicePlugin",
+        "dcgmExporter",
+        "gfd",
+        "migManager",
+        "node-feature-discovery",
+        "vgpuManager",
+        "sandboxWorkloads",
+        "ccManager",
+    }
+)
+
+
+def _values_chart(data: Mapping[str, Any], name: str) -> str | None:
+    """The chart a kindless document is the values of (by its keys, or one key and a
+    path naming the chart), else ``None``."""
+    keys = {k for k in data if isinstance(k, str)} & _OPERATOR_KEYS
+    if len(keys) >= 2 and keys & _OPERATOR_ONLY_KEYS:
+        return "gpu-operator"
+    if keys and "gpu-operator" in name.replace("\\", "/").lower():
+        return "gpu-operator"
+    return None
+
+
+def _values_object(
+    data: Mapping[str, Any], chart: str, name: str, line: int | None, lines: dict[Path, int] | None
+) -> K8sObject:
+    """A values file as the object the view reads: ``spec.values`` is the file."""
+    stem = FsPath(name).name or name
+    raw = {
+        "apiVersion": API_VERSION,
+        "kind": VALUES_KIND,
+        "metadata": {"name": stem},
+        "spec": {"chart": chart, "values": data},
+    }
+    moved = {("spec", "values", *p): v for p, v in (lines or {}).items()}
+    return K8sObject(raw, name, line, moved)
+
+
 def _objects(
     data: Any, name: str, line: int | None, lines: dict[Path, int] | None
 ) -> Iterator[K8sObject]:
@@ -92,7 +183,11 @@ def _objects(
             sub = {p[1:]: v for p, v in (lines or {}).items() if p[:1] == (index,)}
             yield from _objects(item, name, (lines or {}).get((index,), line), sub)
     elif isinstance(data, Mapping):
-        yield K8sObject(data, name, line, lines)
+        chart = _values_chart(data, name) if "kind" not in data else None
+        if chart is not None:
+            yield _values_object(data, chart, name, line, lines)
+        else:
+            yield K8sObject(data, name, line, lines)
     elif data is not None:
         yield K8sObject({}, name, line, lines)  # a scalar document: reported as not evaluated
 
@@ -119,6 +214,14 @@ def load_text(text: str, name: str) -> list[K8sObject]:
         except RecursionError:
             raise InputError(f"{name}: JSON nested too deeply to read") from None
         return list(_objects(data, name, 1, None))
+    template = _helm_action(text)
+    if template is not None:
+        line = text.count("\n", 0, template.start()) + 1
+        raise InputError(
+            f"{name}:{line}: an unrendered Helm template ({template.group(0)!r} ...); gpustrata "
+            "checks what Kubernetes receives: render it first, e.g. "
+            "`helm template RELEASE CHART -f values.yaml | gpustrata check -`"
+        )
     source_starts: list[int] = []
     source_names: list[str] = []
     for match in _HELM_SOURCE.finditer(text):
@@ -291,3 +394,27 @@ def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
         else:
             objects.extend(load_text(_read(path), str(path)))
     return objects
+
+
+def load_values(spec: str) -> list[K8sObject]:
+    """``CHART=FILE`` (``--values gpu-operator=values.yaml``): the file's documents as
+    the Helm values of *CHART*, whatever their keys."""
+    chart, sep, path = spec.partition("=")
+    if not sep or not path or chart not in VALUES_CHARTS:
+        raise InputError(
+            f"--values {spec!r}: expected CHART=FILE with CHART one of "
+            f"{', '.join(VALUES_CHARTS)} (e.g. --values gpu-operator=values.yaml)"
+        )
+    out = []
+    for obj in load_paths([path]):
+        if obj.kind == VALUES_KIND:
+            out.append(obj)
+        elif obj.kind or not obj.raw:
+            raise InputError(
+                f"{obj.file}:{obj.line}: --values {chart}: a Helm values file has no kind, "
+                f"but this document is a {obj.kind or 'scalar'}; pass manifests as PATH"
+            )
+        else:
+            lines = dict(obj.lines or {})
+            out.append(_values_object(obj.raw, chart, str(obj.file), obj.line, lines))
+    return out

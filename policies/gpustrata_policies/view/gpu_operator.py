@@ -1,10 +1,16 @@
 """The NVIDIA GPU Operator as rules see it, whatever the manifest that installs it.
 
-Read from three shapes, all normalised to the chart's ``values.yaml`` spelling:
+Read from these shapes, all normalised to the chart's ``values.yaml`` spelling:
 
 * a Helm release of the ``gpu-operator`` chart: Pulumi's ``kubernetes:helm.sh/v3:Release``
   (``spec.chart``, ``spec.version``, ``spec.values``) or a Flux ``HelmRelease``
   (``spec.chart.spec.chart``/``version``, ``spec.values``);
+* an Argo CD ``Application`` (``argoproj.io/v1alpha1``) whose ``spec.source`` (or one of
+  ``spec.sources``) is the chart: ``targetRevision`` is the release, ``helm.valuesObject``
+  or the YAML text of ``helm.values`` the values;
+* a values file (``values.yaml``, a document without ``kind``): recognised by its keys or
+  given with ``check --values gpu-operator=FILE``; the input reader makes it a
+  ``HelmValues`` object with ``spec.chart`` and ``spec.values``;
 * the operator's ``ClusterPolicy`` custom resource (``nvidia.com/v1``), whose ``spec``
   uses the same keys; its release comes from the ``helm.sh/chart`` label the chart sets;
 * a ``GpuOperator`` description (``gpustrata.io/v1alpha1``; what the gpustrata
@@ -32,8 +38,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from gpustrata.core.contract import DECLARED_OVERRIDES_ANNOTATION
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 __all__ = [
@@ -212,6 +221,13 @@ def operator_view(obj: K8sObject) -> GpuOperatorView | None:
             ("metadata", "labels", "helm.sh/chart") if version else None,
             _declared(obj, None),
         )
+    if obj.kind == "HelmValues":
+        if spec.get("chart") != CHART:
+            return None
+        values = as_map(spec.get("values"), f"values of {obj.file}")
+        return GpuOperatorView(obj, "HelmValues", values, ("spec", "values"), None)
+    if obj.kind == "Application" and obj.api_version.startswith("argoproj.io/"):
+        return _argo_view(obj, spec)
     if obj.kind != "HelmRelease":
         return None
     chart = spec.get("chart")
@@ -239,6 +255,40 @@ def operator_view(obj: K8sObject) -> GpuOperatorView | None:
         version_path,
         _declared(obj, None),
     )
+
+
+def _argo_view(obj: K8sObject, spec: Mapping[str, Any]) -> GpuOperatorView | None:
+    """An Argo CD Application that installs the chart (``spec.source`` or ``spec.sources``)."""
+    sources: list[tuple[tuple[str | int, ...], Any]] = [(("spec", "source"), spec.get("source"))]
+    for index, item in enumerate(as_list(spec.get("sources"), f"spec.sources of {obj.resource}")):
+        sources.append((("spec", "sources", index), item))
+    for base, source in sources:
+        if source is UNKNOWN:
+            raise UnknownInput(f"{'.'.join(map(str, base))} of {obj.resource}")
+        if not isinstance(source, Mapping) or not _is_chart(source.get("chart")):
+            continue
+        version = source.get("targetRevision")
+        if version is UNKNOWN:
+            raise UnknownInput(f"targetRevision of {obj.resource}")
+        helm = as_map(source.get("helm"), "helm")
+        path: tuple[str, ...] = (*map(str, base), "helm", "valuesObject")
+        values = helm.get("valuesObject")
+        if values is None and isinstance(helm.get("values"), str):
+            try:
+                values = safe_load(helm["values"])
+            except yaml.YAMLError:  # a syntax error or a guard (alias bomb, ...)
+                raise UnknownInput(f"helm.values of {obj.resource} (not readable YAML)") from None
+            path = (*map(str, base), "helm", "values")
+        return GpuOperatorView(
+            obj,
+            "HelmRelease",
+            as_map(values, f"helm values of {obj.resource}"),
+            path,
+            _text(version),
+            (*map(str, base), "targetRevision"),
+            _declared(obj, None),
+        )
+    return None
 
 
 def _release_key(view: GpuOperatorView) -> tuple[str, str]:

@@ -4,7 +4,7 @@ tolerations of a Pod."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -15,7 +15,7 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.gpu_operator import GpuOperatorView, operator_view, operators_of
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
-from gpustrata_policies.view.pools import GpuPool, matches_selectors, pools_of
+from gpustrata_policies.view.pools import DERIVED_FROM, GpuPool, matches_selectors, pools_of
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -37,7 +37,9 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 MIG_DISABLED = "all-disabled"
-OPERATOR_KINDS = frozenset({"HelmRelease", "ClusterPolicy", "GpuOperator"})
+OPERATOR_KINDS = frozenset(
+    {"HelmRelease", "HelmValues", "Application", "ClusterPolicy", "GpuOperator"}
+)
 
 
 def gpu_pools(ctx: RuleContext) -> list[GpuPool]:
@@ -108,7 +110,8 @@ def fmt_count(value: Fraction) -> str:
 
 
 def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
-    """The catalogue GPU of a pool: its GFD product label, else its instance type."""
+    """The catalogue GPU of a pool: its GFD product label, else its instance type, else
+    the other GPU labels its nodes carry (:func:`gpu_model_of_labels`)."""
     if pool.gpu_product:
         found = catalogs.gpu_by_label(pool.gpu_product)
         if found is not None:
@@ -118,7 +121,7 @@ def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
         inst = catalogs.instance(name)
         if inst is not None:
             return catalogs.gpu_by_label(inst.gpu)
-    return None
+    return gpu_model_of_labels(pool.labels)[0]
 
 
 # Node labels that name the GPU model (RULES.md "Where the inputs come from").
@@ -127,23 +130,24 @@ _GPU_NAME_LABELS = (
     "karpenter.k8s.aws/instance-gpu-name",
     "cloud.google.com/gke-accelerator",
 )
+GKE_GPUS = "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#available_gpus"
+# cloud.google.com/gke-accelerator values (the GPU names of GKE_GPUS) -> catalogue GPU.
 _GKE_ACCELERATORS = {
     "nvidia-tesla-t4": "t4",
+    "nvidia-tesla-v100": "v100-sxm-16gb",
     "nvidia-l4": "l4",
     "nvidia-tesla-a100": "a100-sxm-40gb",
     "nvidia-a100-80gb": "a100-sxm-80gb",
     "nvidia-h100-80gb": "h100-sxm-80gb",
+    "nvidia-h100-mega-80gb": "h100-sxm-80gb",
     "nvidia-h200-141gb": "h200-sxm-141gb",
     "nvidia-b200": "b200",
 }
 
 
-def gpu_model_of_selectors(pod: PodRef) -> tuple[GpuModel | None, str]:
-    """The GPU model a pod pins by node selector/affinity, and the label that said so.
-
-    Returns ``(None, "")`` when the pod names no GPU model (no catalogue look-up then).
-    """
-    labels = pod.selected_labels()
+def gpu_model_of_labels(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str]:
+    """The GPU model node labels name (GFD product, Karpenter GPU name, GKE accelerator,
+    instance type), and the label that said so; ``(None, "")`` when none names one."""
     for key in _GPU_NAME_LABELS:
         value = labels.get(key)
         if not isinstance(value, str):
@@ -160,6 +164,14 @@ def gpu_model_of_selectors(pod: PodRef) -> tuple[GpuModel | None, str]:
         found = catalogs.gpu_by_label(inst.gpu) if inst is not None else None
         return found, f"node.kubernetes.io/instance-type={inst_name}"
     return None, ""
+
+
+def gpu_model_of_selectors(pod: PodRef) -> tuple[GpuModel | None, str]:
+    """The GPU model a pod pins by node selector/affinity, and the label that said so.
+
+    Returns ``(None, "")`` when the pod names no GPU model (no catalogue look-up then).
+    """
+    return gpu_model_of_labels(pod.selected_labels())
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +208,11 @@ def pool_driver(pool: GpuPool | None, ops: Sequence[GpuOperatorView]) -> Driver 
     replace a loaded host driver); otherwise the operator with ``driver.enabled`` installs
     its own.
     """
+    if pool is not None and pool.from_nodes and pool.driver_version:
+        return Driver(
+            pool.driver_version,
+            "GFD labels nvidia.com/cuda.driver.* on its Nodes",
+        )
     if pool is not None and pool.driver_preinstalled:
         image = f" {pool.ami_type}" if pool.ami_type else ""
         return Driver(pool.driver_version, f"preinstalled in the node image{image}")
@@ -282,3 +299,105 @@ def shared_gpus(ctx: RuleContext, pool: GpuPool) -> str | None:
             return f"{op.label} mounts device-plugin config {name}"
     found = config_map_time_slicing(ctx)
     return found[1] if found else None
+
+
+# --------------------------------------------------------------------------- admission
+
+EKS_ADMISSION = "https://docs.aws.amazon.com/eks/latest/userguide/platform-versions.html"
+GKE_ADMISSION = "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus"
+K8S_DEFAULT_ADMISSION = (
+    "https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/"
+    "#which-plugins-are-enabled-by-default"
+)
+EXTENDED_RESOURCE_TOLERATION = "https://github.com/kubernetes/kubernetes/pull/55839"
+KUBEADM_SOCKET_ANNOTATION = "kubeadm.alpha.kubernetes.io/cri-socket"
+"""The annotation kubeadm writes on every Node it joins."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What the input says about the cluster's admission of GPU Pods.
+
+    ``extended_resource_toleration``: the ExtendedResourceToleration admission plugin,
+    which gives a Pod requesting extended resource R the toleration ``{key: R, operator:
+    Exists, effect: NoSchedule}`` (kubernetes/kubernetes#55839), is on (``True``: EKS on
+    every platform version, GKE), off (``False``: a self-managed control plane with the
+    Kubernetes defaults, which leave it off), or not known (``None``).
+    """
+
+    flavour: str
+    """``EKS``, ``GKE``, ``AKS``, ``kubeadm``, or ``""`` when nothing says."""
+    evidence: str
+    extended_resource_toleration: bool | None
+
+    @property
+    def known(self) -> bool:
+        """The admission behaviour is known (on or off)."""
+        return self.extended_resource_toleration is not None
+
+
+UNKNOWN_ADMISSION = Admission("", "", None)
+
+
+def _node_flavour(obj: K8sObject) -> Admission | None:
+    labels = as_map(obj.labels, "metadata.labels")
+    where = f"{obj.resource}"
+    for key in labels:
+        text = str(key)
+        if text.startswith(("eks.amazonaws.com/", "karpenter.k8s.aws/")):
+            return Admission("EKS", f"{where} label {text}", True)
+        if text.startswith("cloud.google.com/gke-"):
+            return Admission("GKE", f"{where} label {text}", True)
+        if text.startswith("kubernetes.azure.com/"):
+            return Admission("AKS", f"{where} label {text}", None)
+    annotations = as_map(dig(obj.raw, "metadata", "annotations"), "metadata.annotations")
+    if KUBEADM_SOCKET_ANNOTATION in annotations:
+        return Admission("kubeadm", f"{where} annotation {KUBEADM_SOCKET_ANNOTATION}", False)
+    return None
+
+
+def _object_flavour(obj: K8sObject) -> Admission | None:
+    if obj.kind == "Node":
+        return _node_flavour(obj)
+    if obj.kind == "EC2NodeClass" and obj.api_version.startswith("karpenter.k8s.aws/"):
+        return Admission("EKS", f"{obj.resource} (Karpenter's AWS provider)", True)
+    if obj.kind == "NodePool" and obj.api_version.startswith("karpenter.sh/"):
+        group = dig(obj.raw, "spec", "template", "spec", "nodeClassRef", "group")
+        if group == "karpenter.k8s.aws":
+            return Admission("EKS", f"{obj.resource} nodeClassRef {group}", True)
+    if obj.kind == "GpuNodePool":
+        ami = dig(obj.raw, "spec", "amiType")
+        if isinstance(ami, str) and ami:
+            return Admission("EKS", f"{obj.resource} spec.amiType {ami}", True)
+        source = dig(obj.raw, "metadata", "annotations", DERIVED_FROM)
+        if isinstance(source, str) and source.startswith("aws:eks"):
+            return Admission("EKS", f"{obj.resource} ({source})", True)
+    return None
+
+
+def cluster_admission(ctx: RuleContext, pod: PodRef | None = None) -> Admission:
+    """The cluster's admission as the input shows it (EKS node labels, Karpenter's
+    ``karpenter.k8s.aws`` objects, the stack's EKS pools, GKE/AKS labels, kubeadm's Node
+    annotation), else the GKE labels *pod* selects; once per evaluation."""
+
+    def build() -> Admission:
+        for obj in ctx.objects:
+            found = _object_flavour(obj)
+            if found is not None:
+                return found
+        return UNKNOWN_ADMISSION
+
+    found: Admission = ctx.memo("cluster_admission", build)
+    if found.flavour or pod is None:
+        return found
+    for key in pod.selected_labels():  # gke-accelerator, gke-nodepool, compute-class, ...
+        if str(key).startswith("cloud.google.com/"):
+            return Admission("GKE", f"the pod selects {key}", True)
+    return found
+
+
+def admitted_tolerations(admission: Admission, resources: Iterable[str]) -> list[dict[str, str]]:
+    """The tolerations the cluster's admission adds to a Pod requesting *resources*."""
+    if not admission.extended_resource_toleration:
+        return []
+    return [{"key": r, "operator": "Exists", "effect": "NoSchedule"} for r in sorted(resources)]

@@ -24,6 +24,11 @@ Users describe pools in manifests as::
 
 A pool converted from an ``aws:eks/nodeGroup:NodeGroup`` carries the annotation
 ``gpustrata.io/derived-from``; a described pool of the same name replaces it.
+
+``Node`` objects (``kubectl get nodes -o yaml``) are pools too: Nodes group by their pool
+label (:data:`NODE_POOL_LABELS`: EKS node group, Karpenter NodePool, GKE node pool, AKS
+agent pool), else by identical GPU shape, and a group reads what its Nodes show:
+:func:`node_pools`.
 """
 
 from __future__ import annotations
@@ -33,13 +38,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustrata.core.contract import DERIVED_FROM_ANNOTATION as DERIVED_FROM
-from gpustrata_policies.view.objects import K8sObject, as_list, as_map
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 __all__ = [
     "DERIVED_FROM",
+    "NODE_POOL_LABELS",
     "GpuPool",
     "ami_ships_driver",
     "matches_selectors",
+    "node_pools",
     "normalise_effect",
     "pools_of",
     "tolerates",
@@ -164,6 +171,11 @@ class GpuPool:
         return self.text("driverVersion")
 
     @property
+    def from_nodes(self) -> bool:
+        """Read from ``Node`` objects (:func:`node_pools`), not described."""
+        return self.extra.get("source") == "Node"
+
+    @property
     def derived(self) -> bool:
         """Converted from a cloud node group rather than described."""
         annotations = self.obj.raw.get("metadata", {})
@@ -181,8 +193,10 @@ def _int(value: object) -> int | None:
 
 
 def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
-    """Every ``GpuNodePool`` object, normalised; a pool derived from a node group is
-    dropped when a described pool has the same name (``gpustrata plan`` registers both)."""
+    """Every ``GpuNodePool`` object, normalised, and the pools of the ``Node`` objects
+    (:func:`node_pools`); a pool derived from a node group, or read from Nodes, is dropped
+    when a described pool has the same name (``gpustrata plan`` registers both)."""
+    objects = list(objects)
     pools = []
     for obj in objects:
         if obj.kind != "GpuNodePool":
@@ -220,7 +234,10 @@ def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
             )
         )
     described = {p.name for p in pools if not p.derived}
-    return [p for p in pools if not (p.derived and p.name in described)]
+    kept = [p for p in pools if not (p.derived and p.name in described)]
+    # A described pool also wins over the Nodes of the same name (a GpuNodePool for the
+    # node group `gpu-l4` and the dump of its Nodes are one pool, not two).
+    return kept + [p for p in node_pools(objects) if p.name not in described]
 
 
 def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
@@ -277,3 +294,184 @@ def matches_selectors(
     if affinity_terms:
         return any(all(_expr_matches(e, labels) for e in term) for term in affinity_terms)
     return True
+
+
+# --------------------------------------------------------------------------- Node objects
+
+NODE_POOL_LABELS = (
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "cloud.google.com/gke-nodepool",
+    "kubernetes.azure.com/agentpool",
+)
+"""Node labels naming the pool a Node belongs to (EKS managed node group, Karpenter
+NodePool, GKE node pool, AKS agent pool), in the order they are tried."""
+
+GFD_PRODUCT = "nvidia.com/gpu.product"
+GFD_COUNT = "nvidia.com/gpu.count"
+GKE_ACCELERATOR_COUNT = "cloud.google.com/gke-accelerator-count"
+KARPENTER_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
+"""``pre-installed`` when the GPU Operator's driver container found a host driver and
+disabled itself (NVIDIA/cloud-native-docs gpu-operator/release-notes.rst, 1.11.1)."""
+
+# Taints the node lifecycle controllers, the cluster autoscaler and Karpenter set for a
+# while on one Node: not the pool's own (Kubernetes "Taint based evictions",
+# cluster-autoscaler FAQ, Karpenter disruption docs).
+_TRANSIENT_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
+_TRANSIENT_TAINT_KEYS = frozenset(
+    {
+        "ToBeDeletedByClusterAutoscaler",
+        "DeletionCandidateOfClusterAutoscaler",
+        "karpenter.sh/disrupted",
+        "karpenter.sh/disruption",
+    }
+)
+
+
+def _node_labels(obj: K8sObject) -> dict[str, str]:
+    return {
+        str(k): str(v)
+        for k, v in as_map(obj.labels, f"metadata.labels of {obj.resource}").items()
+        if isinstance(v, str | int | float) and not isinstance(v, bool)
+    }
+
+
+def _node_taints(obj: K8sObject) -> list[dict[str, str]]:
+    out = []
+    for taint in as_list(dig(obj.raw, "spec", "taints"), f"spec.taints of {obj.resource}"):
+        if not isinstance(taint, Mapping):
+            continue
+        key = str(taint.get("key") or "")
+        if key.startswith(_TRANSIENT_TAINTS) or key in _TRANSIENT_TAINT_KEYS:
+            continue
+        out.append(
+            {
+                "key": key,
+                "value": str(taint.get("value") or ""),
+                "effect": normalise_effect(taint.get("effect")),
+            }
+        )
+    return out
+
+
+def node_gpu_count(obj: K8sObject, labels: Mapping[str, str]) -> int | None:
+    """Physical GPUs of a Node: GFD ``nvidia.com/gpu.count``, else GKE's
+    ``gke-accelerator-count``, Karpenter's ``instance-gpu-count``, else its
+    ``nvidia.com/gpu`` capacity divided by the time-slicing replicas label."""
+    for key in (GFD_COUNT, GKE_ACCELERATOR_COUNT, KARPENTER_GPU_COUNT):
+        count = _int(labels.get(key))
+        if count is not None:
+            return count
+    for section in ("capacity", "allocatable"):
+        advertised = _int(dig(obj.raw, "status", section, "nvidia.com/gpu"))
+        if advertised:
+            replicas = _int(labels.get("nvidia.com/gpu.replicas")) or 1
+            return max(advertised // replicas, 1)
+    return None
+
+
+def _driver_version(labels: Mapping[str, str]) -> str | None:
+    """The running driver from GFD labels (``cuda.driver.major/minor/rev``, as
+    NVIDIA/k8s-device-plugin internal/lm/nvml.go writes them)."""
+    major = labels.get("nvidia.com/cuda.driver.major")
+    minor = labels.get("nvidia.com/cuda.driver.minor")
+    rev = labels.get("nvidia.com/cuda.driver.rev")
+    if not major:
+        return None
+    return ".".join(p for p in (major, minor, rev) if p)
+
+
+def _kubelet_minor(obj: K8sObject) -> str | None:
+    """``v1.31.4-eks-1234`` -> ``1.31`` (``status.nodeInfo.kubeletVersion``)."""
+    text = dig(obj.raw, "status", "nodeInfo", "kubeletVersion")
+    if not isinstance(text, str):
+        return None
+    parts = text.lstrip("v").split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and parts[0].isdigit() else None
+
+
+def _image_ships_driver(obj: K8sObject, labels: Mapping[str, str]) -> tuple[bool, str] | None:
+    """Does the Node's image carry the NVIDIA driver, and what says so? The operator's own
+    label; Bottlerocket names its NVIDIA variant in ``osImage`` (``aws-k8s-1.31-nvidia``,
+    bottlerocket-os/bottlerocket README "Variants")."""
+    if labels.get(DRIVER_DEPLOY_LABEL) == "pre-installed":
+        return True, f"label {DRIVER_DEPLOY_LABEL}=pre-installed"
+    os_image = dig(obj.raw, "status", "nodeInfo", "osImage")
+    if isinstance(os_image, str) and os_image.startswith("Bottlerocket"):
+        return "-nvidia" in os_image, f"osImage {os_image}"
+    return None
+
+
+def _pool_key(labels: Mapping[str, str], gpus: int | None) -> tuple[str, str]:
+    for key in NODE_POOL_LABELS:
+        if labels.get(key):
+            return key, labels[key]
+    instance = next((labels[k] for k in INSTANCE_TYPE_LABELS if labels.get(k)), "")
+    shape = " x ".join(p for p in (str(gpus or ""), labels.get(GFD_PRODUCT, ""), instance) if p)
+    return "shape", shape or "no GPUs"
+
+
+def _common(values: list[Any]) -> Any:
+    """The value every Node of a group agrees on, else ``None``."""
+    return values[0] if values and all(v == values[0] for v in values) else None
+
+
+def node_pools(objects: Iterable[K8sObject]) -> list[GpuPool]:
+    """The node pools the ``Node`` objects among *objects* form.
+
+    A pool's labels and taints are those all its Nodes share; its GPU product and count,
+    instance type, Kubernetes minor (``nodeInfo.kubeletVersion``), driver (GFD labels) and
+    allocatable cpu/memory are read where every Node agrees. ``extra["nodes"]`` counts its
+    Nodes and ``extra["source"]`` says it was read from Nodes.
+    """
+    groups: dict[tuple[str, str], list[tuple[K8sObject, dict[str, str], int | None]]] = {}
+    for obj in objects:
+        if obj.kind != "Node":
+            continue
+        labels = _node_labels(obj)
+        gpus = node_gpu_count(obj, labels)
+        groups.setdefault(_pool_key(labels, gpus), []).append((obj, labels, gpus))
+    pools = []
+    for (key, value), members in groups.items():
+        first = members[0][0]
+        label_sets = [m[1] for m in members]
+        shared = {
+            k: v
+            for k, v in label_sets[0].items()
+            if k != "kubernetes.io/hostname" and all(ls.get(k) == v for ls in label_sets[1:])
+        }
+        taint_sets = [_node_taints(m[0]) for m in members]
+        taints = [t for t in taint_sets[0] if all(t in ts for ts in taint_sets[1:])]
+        count = _common([m[2] for m in members])
+        instance = next((shared[k] for k in INSTANCE_TYPE_LABELS if shared.get(k)), None)
+        cpu = _common([dig(m[0].raw, "status", "allocatable", "cpu") for m in members])
+        memory = _common([dig(m[0].raw, "status", "allocatable", "memory") for m in members])
+        shipped = _common([_image_ships_driver(m[0], m[1]) for m in members])
+        extra: dict[str, Any] = {
+            "source": "Node",
+            "nodes": len(members),
+            "poolLabel": key,
+            "instanceType": instance,
+            "kubernetesVersion": _common([_kubelet_minor(m[0]) for m in members]),
+            "driverVersion": _common([_driver_version(ls) for ls in label_sets]),
+            "driverPreinstalled": shipped[0] if shipped else None,
+            "nodeImage": shipped[1] if shipped else None,
+            "allocatable": {"cpu": cpu, "memory": memory},
+        }
+        name = value if key != "shape" else f"Nodes with {value}"
+        product = shared.get(GFD_PRODUCT)
+        pools.append(
+            GpuPool(
+                first,
+                name,
+                shared,
+                taints,
+                count,
+                product,
+                None,  # a dump shows the Nodes there now, not how far the pool scales
+                {k: v for k, v in extra.items() if v is not None},
+            )
+        )
+    return pools

@@ -7,20 +7,27 @@ from typing import Any
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
-from gpustrata_policies.view.objects import K8sObject, PodRef, as_list
-from gpustrata_policies.view.pools import GpuPool, matches_selectors, pools_of, tolerates
+from gpustrata_policies.view.nodes import (
+    EKS_ADMISSION,
+    EXTENDED_RESOURCE_TOLERATION,
+    GKE_ADMISSION,
+    K8S_DEFAULT_ADMISSION,
+    Admission,
+    admitted_tolerations,
+    cluster_admission,
+    gpu_pools,
+    gpu_requests,
+    targeted_pools,
+    tolerations_of,
+)
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.pools import tolerates
 
 DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}
 
 
 def _taint(t: Mapping[str, str]) -> str:
     return f"{t['key']}={t['value']}:{t['effect']}" if t["value"] else f"{t['key']}:{t['effect']}"
-
-
-def _on_gke(pod: PodRef) -> bool:
-    # GKE taints GPU nodes itself and its ExtendedResourceToleration admission adds the
-    # matching toleration to Pods that request nvidia.com/gpu.
-    return any(str(k).startswith("cloud.google.com/") for k in pod.selected_labels())
 
 
 def _tolerates_default(tolerations: list[Mapping[str, Any]]) -> bool:
@@ -34,40 +41,56 @@ def _tolerates_default(tolerations: list[Mapping[str, Any]]) -> bool:
     return False
 
 
+def _admission_note(admission: Admission) -> str:
+    if admission.extended_resource_toleration is False:
+        return (
+            f" (a {admission.flavour} cluster, {admission.evidence}: the "
+            "ExtendedResourceToleration admission plugin is off by default and adds no "
+            "toleration)"
+        )
+    return ""
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """A GPU pod tolerates the hard taints of a pool it targets."""
+    """A GPU pod tolerates the hard taints of a pool it targets, as the cluster admits it."""
     extra = ctx.config.gpu_resources
-    pools: list[GpuPool] = ctx.memo(
-        "gpu_pools", lambda: [p for p in pools_of(ctx.objects) if p.has_gpus]
-    )
+    pools = gpu_pools(ctx)
     for pod in obj.pods():
         gpus = pod.gpu_count(extra)
         if gpus <= 0:
             continue
-        tolerations = [
-            t for t in as_list(pod.spec.get("tolerations"), "tolerations") if isinstance(t, Mapping)
-        ]
+        stated = tolerations_of(pod)
         path = (*pod.path, "tolerations")
-        if obj.kind == "LLMInferenceService" and not tolerations:
+        if obj.kind == "LLMInferenceService" and not stated:
             yield ctx.not_evaluated(
                 obj,
                 f"pod{pod.where} is completed by the KServe controller from its "
                 "LLMInferenceServiceConfig presets, which may add the tolerations",
             )
             continue
+        admission = cluster_admission(ctx, pod)
+        requested = set(gpu_requests(pod, extra))
+        tolerations = [*stated, *admitted_tolerations(admission, requested)]
         if not pools:
-            if _on_gke(pod) or _tolerates_default(tolerations):
+            if admission.extended_resource_toleration or _tolerates_default(tolerations):
                 continue
             yield ctx.violation(
                 obj,
-                f"pod{pod.where} requests {gpus} GPU(s) but does not tolerate the "
-                f"{_taint(DEFAULT_TAINT)} taint of GPU nodes (no GpuNodePool is described, so "
-                "the default GPU taint is assumed); on tainted GPU nodes it stays Pending",
+                f"pod{pod.where} requests {gpus} GPU(s) but does not tolerate "
+                f"{_taint(DEFAULT_TAINT)}, the taint GPU nodes usually carry (assumed: no Node "
+                "object or GpuNodePool describes the pool's taints"
+                + (
+                    ""
+                    if admission.known
+                    else ", and nothing says whether the cluster's ExtendedResourceToleration "
+                    "admission plugin adds it, as EKS and GKE do"
+                )
+                + "); on nodes with that taint it stays Pending",
                 path,
+                advisory=True,
             )
             continue
-        selector, terms = pod.node_selector(), pod.required_affinity_terms()
-        targeted = [p for p in pools if matches_selectors(selector, terms, p.labels)]
+        targeted = targeted_pools(pod, pools)
         if not targeted:
             yield ctx.not_evaluated(
                 obj,
@@ -84,10 +107,30 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             f"pool {name}: {', '.join(_taint(t) for t in taints)}"
             for name, taints in missing.items()
         )
+        # A taint keyed by a requested resource, NoSchedule, is one the admission plugin
+        # would tolerate: only where it is known off is a miss certain.
+        admissible = all(
+            t["key"] in requested and t["effect"] == "NoSchedule"
+            for taints in missing.values()
+            for t in taints
+        )
+        if admissible and not admission.known:
+            yield ctx.violation(
+                obj,
+                f"pod{pod.where} requests {gpus} GPU(s) and targets GPU pool(s) "
+                f"{', '.join(missing)} but does not tolerate their taints ({detail}); it stays "
+                "Pending unless the cluster's ExtendedResourceToleration admission plugin adds "
+                "the toleration (EKS and GKE enable it; nothing in the input says which "
+                "cluster this is)",
+                path,
+                advisory=True,
+            )
+            continue
         yield ctx.violation(
             obj,
             f"pod{pod.where} requests {gpus} GPU(s) and targets GPU pool(s) "
-            f"{', '.join(missing)} but does not tolerate their taints ({detail}); it stays Pending",
+            f"{', '.join(missing)} but does not tolerate their taints ({detail})"
+            f"{_admission_note(admission)}; it stays Pending",
             path,
         )
 
@@ -104,9 +147,16 @@ RULE = Rule(
             "GPU pools carry a NoSchedule taint so CPU pods stay off expensive nodes (K003). "
             "A GPU pod without a matching toleration is never scheduled there and stays "
             "Pending with 'untolerated taint'. EKS spells effects NO_SCHEDULE, Kubernetes "
-            "NoSchedule; an Equal toleration must also match the taint's value. Without a "
-            "described pool the rule assumes the usual nvidia.com/gpu:NoSchedule taint; on GKE "
-            "the ExtendedResourceToleration admission plugin adds that toleration itself."
+            "NoSchedule; an Equal toleration must also match the taint's value. Clusters admit "
+            "Pods differently: where the ExtendedResourceToleration admission plugin is on (EKS "
+            "on every platform version, GKE) a Pod requesting nvidia.com/gpu is given "
+            "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, so only taints with "
+            "other keys (dedicated=gpu, AKS's sku=gpu) need their own toleration; the Kubernetes "
+            "defaults (kubeadm) leave it off. The rule reads the pools' taints from Node objects "
+            "or GpuNodePool descriptions and the cluster's flavour from the input (EKS and "
+            "Karpenter labels and objects, GKE/AKS labels, kubeadm's Node annotation). Where "
+            "the taints or the admission are not known, it reports the usual "
+            "nvidia.com/gpu:NoSchedule taint as advisory, naming the assumption."
         ),
         fix=(
             "Add a toleration for each NoSchedule/NoExecute taint of the target pool, e.g. "
@@ -116,7 +166,11 @@ RULE = Rule(
             "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/",
             K8S_SCHEDULING_GPUS,
             "https://docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html",
-            "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#gpu_pool",
+            EXTENDED_RESOURCE_TOLERATION,
+            EKS_ADMISSION,
+            "https://github.com/aws/containers-roadmap/issues/739",
+            GKE_ADMISSION,
+            K8S_DEFAULT_ADMISSION,
         ),
         scope="stack",
     ),

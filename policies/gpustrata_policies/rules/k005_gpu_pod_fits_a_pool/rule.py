@@ -96,6 +96,15 @@ def _reserved(kubelet: Mapping[str, Any], name: str, capacity: Fraction) -> Frac
 
 
 def _capacity(pool: GpuPool) -> Capacity:
+    replicas = parse_quantity(pool.labels.get("nvidia.com/gpu.replicas")) or 1
+    if pool.from_nodes:  # what the kubelet reports: after its reservations already
+        allocatable = as_map(pool.extra.get("allocatable"), "allocatable")
+        return Capacity(
+            int(pool.gpu_count * replicas) if pool.gpu_count else None,
+            parse_quantity(allocatable.get("cpu")),
+            parse_quantity(allocatable.get("memory")),
+            "Node status.allocatable",
+        )
     cpu = parse_quantity(pool.extra.get("cpu"))
     mem_mib = parse_quantity(pool.extra.get("memoryMiB"))
     memory = mem_mib * MIB if mem_mib is not None else None
@@ -107,7 +116,6 @@ def _capacity(pool: GpuPool) -> Capacity:
             cpu = cpu if cpu is not None else Fraction(inst.vcpu)
             memory = memory if memory is not None else Fraction(inst.memory_mib * MIB)
             source = f"{name} in the hardware catalogue"
-    replicas = parse_quantity(pool.labels.get("nvidia.com/gpu.replicas")) or 1
     gpus = int(pool.gpu_count * replicas) if pool.gpu_count else None
     kubelet = kubelet_of(pool)
     if kubelet is None:

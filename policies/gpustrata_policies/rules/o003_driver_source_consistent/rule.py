@@ -18,7 +18,8 @@ from gpustrata_policies.view.pools import GpuPool
 
 def _images(pools: list[GpuPool]) -> str:
     return "; ".join(
-        f"{p.name}: {p.ami_type or 'image stated in driverPreinstalled'}" for p in pools
+        f"{p.name}: {p.ami_type or p.text('nodeImage') or 'image stated in driverPreinstalled'}"
+        for p in pools
     )
 
 
@@ -29,8 +30,9 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if not known:
             yield ctx.not_evaluated(
                 obj,
-                "no GpuNodePool states its node image (spec.amiType or spec.driverPreinstalled), "
-                "so whether the nodes ship a driver is unknown",
+                "no GpuNodePool states its node image (spec.amiType or spec.driverPreinstalled) "
+                "and no Node shows one (Bottlerocket osImage, nvidia.com/gpu.deploy.driver="
+                "pre-installed), so whether the nodes ship a driver is unknown",
             )
             continue
         stated = op.value("driver", "enabled")

@@ -56,6 +56,13 @@ def _overrides(op: GpuOperatorView) -> tuple[list[str], bool]:
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """The chart is pinned and component versions are the release's tested set."""
     for op in operators_for(ctx, obj):
+        if op.source == "HelmValues":  # the version is on the helm command line, not here
+            yield ctx.not_evaluated(
+                obj,
+                "a values file does not state the chart version it is installed with, so "
+                "whether the release is pinned is unknown",
+            )
+            continue
         if op.is_helm and not op.pinned:
             shown = op.version or "unset"
             yield ctx.violation(
