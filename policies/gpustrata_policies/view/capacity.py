@@ -31,17 +31,14 @@ from gpustrata_policies.view.engines import (
     EngineSite,
     GpuRef,
     gpu_resources,
+    image_release,
     is_number,
     pod_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.ray import flag_is_on
-from gpustrata_policies.view.vllm_args import (
-    EngineArgs,
-    split_image,
-    vllm_version,
-)
+from gpustrata_policies.view.vllm_args import EngineArgs
 
 T = TypeVar("T")
 
@@ -188,14 +185,16 @@ def engine_version(site: EngineSite) -> EngineVersion:
     catalogue gives it (V1 the default from, and V0 removed in, the releases the vLLM
     release catalogue names)."""
     image = site.image
-    version = vllm_version(image) if isinstance(image, str) else None
-    where = f"vLLM {version} (image {image})" if version else ""
-    if version is None and isinstance(image, str) and "ray-llm" in split_image(image)[0]:
-        tag = split_image(image)[1] or ""
-        info = catalogs.compat().ray_llm_image(tag)
-        if info is not None and info.vllm:
-            version = info.vllm
-            where = f"vLLM {version} (pinned by Ray {info.ray}, image {image})"
+    found = image_release(image) if image is not None else None
+    version = found.version if found is not None else None
+    where = ""
+    if found is not None and version is not None:
+        if found.ray:
+            where = f"vLLM {version} (pinned by Ray {found.ray}, image {image})"
+        elif found.assumed:
+            where = f"vLLM {version} ({found.where})"
+        else:
+            where = f"vLLM {version} (image {image})"
     if version is None:
         what = f"image {image}" if isinstance(image, str) else "the image"
         where = f"a vLLM whose release {what} does not name (taken as {REFERENCE_VLLM})"
