@@ -468,6 +468,46 @@ def memory_default(read: Reader, listing: Callable[[str], list[str]]) -> tuple[f
     return None
 
 
+def block_size_choices(
+    read: Reader, listing: Callable[[str], list[str]]
+) -> tuple[list[int] | None, str] | None:
+    """The values ``--block-size`` parses (``choices=[...]``, or the ``Literal`` alias of
+    ``CacheConfig.block_size`` that get_kwargs turns into choices; None: any int), and the
+    file that says so."""
+    release = Release(read, listing)
+    path = "vllm/engine/arg_utils.py"
+    text = read(path)
+    if text is None:
+        return None
+    for call in ast.walk(ast.parse(text)):
+        if not (isinstance(call, ast.Call) and _call_name(call) == "add_argument"):
+            continue
+        if not any(isinstance(a, ast.Constant) and a.value == "--block-size" for a in call.args):
+            continue
+        for kw in call.keywords:
+            if kw.arg == "choices" and isinstance(kw.value, ast.List):
+                return [int(ast.literal_eval(e)) for e in kw.value.elts], path
+        info = release.cls("CacheConfig")
+        annotation = info.fields.get("block_size") if info else None
+        if info is None or annotation is None:
+            return None
+        names = _names(annotation)
+        module = ast.parse(release.read(info.path) or "")
+        for node in module.body:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in names
+                and isinstance(node.value, ast.Subscript)
+                and _base_name(node.value.value) == "Literal"
+            ):
+                items = node.value.slice
+                elts = items.elts if isinstance(items, ast.Tuple) else [items]
+                return [int(ast.literal_eval(e)) for e in elts], info.path
+        return None, info.path
+    return None
+
+
 def _literal_default(node: ast.expr) -> float | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         return float(node.value)
@@ -562,6 +602,12 @@ def main(argv: list[str] | None = None) -> int:
     if memory is not None:
         print(
             f"{version}: gpu_memory_utilization {memory[0]:g} (vllm@v{version}:{memory[1]})",
+            file=sys.stderr,
+        )
+    blocks = block_size_choices(read, listing)
+    if blocks is not None:
+        print(
+            f"{version}: --block-size choices {blocks[0]} (vllm@v{version}:{blocks[1]})",
             file=sys.stderr,
         )
     for warning in result.warnings:

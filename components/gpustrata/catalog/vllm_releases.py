@@ -114,6 +114,8 @@ class BlockSizeRelease:
     version: str
     cli_choices: tuple[int, ...] | None
     sources: tuple[str, ...]
+    backends_read: bool = True
+    """False: only the argument parser's choices were read, not the backends' limits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +261,7 @@ def releases_from_document(data: Any) -> VllmReleases:
                 _version(r.get("version"), f"block_size[{i}]"),
                 tuple(int(c) for c in choices) if choices is not None else None,
                 tuple(_source(s, f"block_size[{i}]") for s in r.get("sources") or []),
+                bool(r.get("backends_read", True)),
             )
         )
     health = _map(doc.get("health"), "health")
