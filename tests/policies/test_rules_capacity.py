@@ -300,7 +300,8 @@ def test_v010_skips_tcp_and_missing_liveness() -> None:
 
 
 def test_v010_v0_step_uses_chunked_prefill_when_set() -> None:
-    docs = _docs(fixture("V010", "bad-v0-step-outlasts-liveness.yaml"))
+    # The vLLM 0.6.3 engine (its /health is tied to the engine loop), not the 0.7.3 one.
+    docs = _docs(fixture("V010", "bad-v0-step-marks-engine-dead.yaml"))[:1]
     [before] = _inputs(docs)
     _container(docs)["args"] += ["--enable-chunked-prefill", "--max-num-batched-tokens", "2048"]
     [after] = _inputs(docs)

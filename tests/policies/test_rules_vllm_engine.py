@@ -184,24 +184,32 @@ def test_v005_release_0_11_0_ignores_disabling_chunked_prefill_but_0_11_1_does_n
 
 
 def test_v005_between_read_releases_needs_both_to_agree() -> None:
-    # ray-llm 2.60.0 pins vLLM 0.29.0, between 0.12.0 and 0.33.0. On an L40S both default to
+    # ray-llm 2.60.0 pins vLLM 0.29.0, between 0.28.0 and 0.33.0. On an L40S both default to
     # 2048 tokens (and Ray's own engine context to 2048 as well): 4096 sequences fail.
     found, _ = outcomes("V005", ray_service("{max_num_seqs: 4096}", "Qwen/Qwen2.5-7B-Instruct"))
     assert len(found) == 1
-    assert "judged by 0.12.0 and 0.33.0" in found[0]
+    assert "judged by 0.28.0 and 0.33.0" in found[0]
     assert "max_num_batched_tokens 2048 (unset:" in found[0]
-    # On a B200 (179 GiB) 0.12.0 defaults to 8192 and 0.33.0 to 16384 tokens for vllm serve:
-    # 10000 sequences fit one and not the other, so nothing is claimed.
+    # On a B200 (179 GiB) 0.12.0 and 0.27.1 default to 8192 tokens (the >= 160 GiB tier
+    # arrives in 0.28.0): 10000 sequences fail on 0.20.2, and fit 0.29.0's 16384.
     argv = ["Qwen/Qwen2.5-7B-Instruct", "--max-num-seqs", "10000"]
+    found, _ = outcomes(
+        "V005", deployment(argv, image="vllm/vllm-openai:v0.20.2", gpu="NVIDIA-B200")
+    )
+    assert len(found) == 1 and "judged by 0.12.0 and 0.27.1" in found[0]
     found, skipped = outcomes(
         "V005", deployment(argv, image="vllm/vllm-openai:v0.29.0", gpu="NVIDIA-B200")
     )
+    assert found == [] and skipped == []
+    # On an A100 80GB 0.8.5 defaults to 8192 tokens and 0.10.2 (A100 excluded) to 2048:
+    # 4096 sequences fit one and not the other, so nothing is claimed for 0.9.2.
+    argv = ["Qwen/Qwen2.5-7B-Instruct", "--max-num-seqs", "4096"]
+    found, skipped = outcomes(
+        "V005",
+        deployment(argv, image="vllm/vllm-openai:v0.9.2", gpu="NVIDIA-A100-SXM4-80GB"),
+    )
     assert found == []
-    assert skipped == [
-        "container 'vllm': whether max_num_batched_tokens covers max_num_seqs is open: "
-        "vLLM's defaults differ between the GPUs or releases considered "
-        "(max_num_batched_tokens 8192 or 16384, max_num_seqs 10000)"
-    ]
+    assert len(skipped) == 1 and "differ between the GPUs or releases" in skipped[0]
 
 
 def test_v005_unknown_gpu_decides_only_when_every_default_agrees() -> None:
@@ -277,11 +285,14 @@ def test_v006_mla_below_hopper_on_old_releases_is_not_guessed() -> None:
 
 def test_v006_unknown_or_unread_versions_are_not_evaluated() -> None:
     argv = ["meta-llama/Llama-3.1-8B-Instruct", "--block-size", "8"]
+    # 0.10.2's parser takes 8; its backends' limits were not read.
     _, skipped = outcomes("V006", deployment(argv, image="vllm/vllm-openai:v0.10.2"))
     assert skipped == [
-        "container 'vllm' sets block_size 8 for vLLM 0.10.2; V006 knows the block sizes of "
-        "vLLM 0.11.0, 0.11.1, 0.11.2, 0.12.0, 0.33.0 (read from their sources), not of 0.10.2"
+        "container 'vllm' sets block_size 8 for vLLM 0.10.2: the attention backends' "
+        "block-size limits of vLLM 0.10.2 were not read"
     ]
+    _, skipped = outcomes("V006", deployment(argv, image="vllm/vllm-openai:v0.5.4"))
+    assert len(skipped) == 1 and "not of 0.5.4" in skipped[0]
     _, skipped = outcomes("V006", deployment(argv, image="example.com/vllm:latest"))
     assert skipped == [
         "container 'vllm' sets block_size 8, but the image (example.com/vllm:latest) does not "

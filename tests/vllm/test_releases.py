@@ -3,7 +3,9 @@ where it was read, and no code outside tests spells a vLLM release."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,10 @@ from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.vllm_releases import (
     Fact,
     VllmReleaseCatalogError,
+    accepted_flags,
+    flag_releases,
     load_vllm_releases,
+    memory_default,
     releases_from_document,
     source_url,
 )
@@ -29,7 +34,7 @@ GENERATED = {"components/gpustrata/components/stack_args.py"}
 """Generated from the spec, whose descriptions quote the catalogue's reference release:
 an upgrade regenerates it (``python -m gpustrata.cli.codegen``; tests/test_stack_args.py
 fails while it is stale), as it regenerates docs/reference/spec.md."""
-SOURCE = re.compile(r"vllm@v\d+\.\d+\.\d+:vllm/\S+")
+SOURCE = re.compile(r"vllm@v\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?:vllm/\S+")
 
 
 def test_catalogue_loads_with_a_reference_release() -> None:
@@ -99,7 +104,69 @@ def test_no_code_outside_tests_spells_the_reference_release() -> None:
                 continue
             for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
                 rel = str(path.relative_to(ROOT))
-                tables = [v for v in quoted.findall(line) if v in known and rel not in EXAMPLES]
+                # Another project's release URL (KubeRay v0.6.0) is not a vLLM release.
+                other_repo = "github.com/" in line and "vllm-project/vllm" not in line
+                tables = [
+                    v
+                    for v in quoted.findall(line)
+                    if v in known and rel not in EXAMPLES and not other_repo
+                ]
                 if spelled.search(line) or tables:
                     offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_flag_sets_cover_every_minor_since_0_6() -> None:
+    """Each minor series from 0.6 to the reference has a read release (0.15: no sdist)."""
+    releases = flag_releases()
+    minors = {tuple(int(p) for p in v.split(".")[:2]) for v in releases}
+    ref = tuple(int(p) for p in load_vllm_releases().reference.split(".")[:2])
+    missing = [m for m in range(6, ref[1] + 1) if (0, m) not in minors]
+    assert missing == [15]
+    assert releases[-1] == load_vllm_releases().reference
+
+
+def test_flag_sets_know_the_renamed_and_removed_flags() -> None:
+    """Facts of the releases' own parsers the extraction must reproduce."""
+
+    def accepts(version: str, flag: str) -> bool:
+        sets = accepted_flags(version)
+        assert sets is not None
+        return all(flag in s.flags for s in sets)
+
+    assert accepts("0.9.2", "--use-v2-block-manager")
+    assert not accepts("0.10.0", "--use-v2-block-manager")
+    assert accepts("0.8.5", "--disable-log-requests")
+    assert not accepts("0.20.2", "--disable-log-requests")
+    assert accepts("0.20.2", "--enable-log-requests")
+    assert accepts("0.8.5", "--no-enable-chunked-prefill")
+    assert not accepts("0.7.3", "--no-enable-chunked-prefill")  # store_true before 0.8
+    assert [s.version for s in accepted_flags("0.8.2") or ()] == ["0.8.0", "0.8.5"]
+    assert accepted_flags("0.5.4") is None
+
+
+def test_flag_file_round_trips_through_the_packer(tmp_path: Path) -> None:
+    """vllm-flags.txt is what tools/vllm_flags.py --pack writes from per-release sets."""
+    spec = importlib.util.spec_from_file_location("vllm_flags_tool", ROOT / "tools/vllm_flags.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tool
+    spec.loader.exec_module(tool)
+    files = []
+    for version in flag_releases():
+        (fs,) = accepted_flags(version) or ()
+        path = tmp_path / f"{version}.txt"
+        path.write_text(f"# from x; read: {fs.provenance}\n" + "\n".join(sorted(fs.flags)) + "\n")
+        files.append(path)
+    packed = tool.pack(files)
+    data = ROOT / "components/gpustrata/catalog/data/vllm-flags.txt"
+    ours = [line for line in data.read_text().splitlines() if not line.startswith("# from")]
+    again = [line for line in packed.splitlines() if not line.startswith("# from")]
+    assert again == ours
+
+
+def test_memory_default_per_release() -> None:
+    """gpu_memory_utilization went from 0.9 to 0.92 between 0.19.1 and 0.20.2."""
+    assert (memory_default("0.7.3") or Fact(0, "")).value == 0.9
+    assert (memory_default("0.20.2") or Fact(0, "")).value == 0.92
+    assert memory_default("0.20.0") is None  # between 0.19.1 (0.9) and 0.20.2 (0.92)

@@ -22,11 +22,17 @@ __all__ = [
     "BatchDefaults",
     "BlockSizeRelease",
     "Fact",
+    "FlagChange",
+    "FlagSet",
+    "HealthFacts",
     "SchedulerRelease",
     "V0Defaults",
     "VllmReleaseCatalogError",
     "VllmReleases",
+    "accepted_flags",
+    "flag_releases",
     "load_vllm_releases",
+    "memory_default",
     "minor_release",
     "reference_release",
     "source_url",
@@ -108,6 +114,38 @@ class BlockSizeRelease:
     version: str
     cli_choices: tuple[int, ...] | None
     sources: tuple[str, ...]
+    backends_read: bool = True
+    """False: only the argument parser's choices were read, not the backends' limits."""
+
+
+@dataclass(frozen=True, slots=True)
+class FlagChange:
+    """What replaced a flag that later releases dropped."""
+
+    flag: str
+    instead: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class HealthFacts:
+    """What the V0 engine's ``/health`` waits on, per release."""
+
+    v0_engine_loop_until: str
+    """The first release whose V0 ``/health`` no longer depends on the engine loop."""
+    v0_dead_after_s: Fact
+    """Before that release: seconds without an engine-loop turn that mark the engine dead."""
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FlagSet:
+    """The engine flags one read release's ``vllm serve`` accepts."""
+
+    version: str
+    flags: frozenset[str]
+    provenance: str
+    """What the extraction read (``vllm@vX.Y.Z:path, ...``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +167,11 @@ class VllmReleases:
     scheduler_references: tuple[str, ...]
     scheduler: tuple[SchedulerRelease, ...]
     block_size: tuple[BlockSizeRelease, ...]
+    health: HealthFacts
+    memory_defaults: tuple[tuple[str, Fact], ...]
+    """(release, its default gpu_memory_utilization), sorted by release."""
+    flags_file: str
+    flag_changes: tuple[FlagChange, ...]
 
     def facts(self) -> list[tuple[str, Fact | str]]:
         """Every sourced fact as (name, fact or source), for audits and tests."""
@@ -143,6 +186,9 @@ class VllmReleases:
         out += [(f"scheduler {r.version}", r.source) for r in self.scheduler]
         out += [(f"scheduler reference {i}", s) for i, s in enumerate(self.scheduler_references)]
         out += [(f"block_size {r.version}", s) for r in self.block_size for s in r.sources]
+        out += [("health", s) for s in self.health.sources]
+        out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]
+        out += [(f"flags {c.flag}", c.source) for c in self.flag_changes]
         return out
 
 
@@ -215,6 +261,33 @@ def releases_from_document(data: Any) -> VllmReleases:
                 _version(r.get("version"), f"block_size[{i}]"),
                 tuple(int(c) for c in choices) if choices is not None else None,
                 tuple(_source(s, f"block_size[{i}]") for s in r.get("sources") or []),
+                bool(r.get("backends_read", True)),
+            )
+        )
+    health = _map(doc.get("health"), "health")
+    loop = _map(health.get("v0_engine_loop_until"), "health.v0_engine_loop_until")
+    dead = _fact(health.get("v0_dead_after_s"), "health.v0_dead_after_s")
+    memory = []
+    for i, row in enumerate(doc.get("memory_defaults") or []):
+        if not isinstance(row, list) or len(row) != 3:
+            raise VllmReleaseCatalogError(f"memory_defaults[{i}] must be [release, value, path]")
+        version = _version(row[0], f"memory_defaults[{i}]")
+        memory.append(
+            (
+                version,
+                _fact(
+                    {"value": row[1], "source": f"vllm@v{version}:{row[2]}"},
+                    f"memory_defaults[{i}]",
+                ),
+            )
+        )
+    flags = _map(doc.get("flags"), "flags")
+    changes = []
+    for i, raw in enumerate(flags.get("changes") or []):
+        r = _map(raw, f"flags.changes[{i}]")
+        changes.append(
+            FlagChange(
+                str(r["flag"]), str(r["instead"]), _source(r.get("source"), f"flags.changes[{i}]")
             )
         )
     engines = _map(doc.get("engines"), "engines")
@@ -251,6 +324,14 @@ def releases_from_document(data: Any) -> VllmReleases:
         ),
         scheduler=tuple(sorted(scheduler, key=lambda r: parse_version(r.version))),
         block_size=tuple(sorted(blocks, key=lambda r: parse_version(r.version))),
+        health=HealthFacts(
+            _version(loop.get("version"), "health.v0_engine_loop_until"),
+            dead,
+            (_source(loop.get("source"), "health.v0_engine_loop_until"), dead.source),
+        ),
+        memory_defaults=tuple(sorted(memory, key=lambda r: parse_version(r[0]))),
+        flags_file=str(flags.get("file") or ""),
+        flag_changes=tuple(changes),
     )
 
 
@@ -269,3 +350,80 @@ def minor_release(version: str) -> str:
 def reference_release() -> str:
     """The reference vLLM release (``reference.version`` of the catalogue)."""
     return load_vllm_releases().reference
+
+
+def _between(version: str, read: tuple[str, ...]) -> tuple[str, str] | str | None:
+    """The read release itself (a str), the read releases around it, or None outside."""
+    if version in read:
+        return version
+    key = parse_version(version)
+    below = [v for v in read if parse_version(v) < key]
+    above = [v for v in read if parse_version(v) > key]
+    if not below or not above:
+        return None
+    return below[-1], above[0]
+
+
+def memory_default(version: str) -> Fact | None:
+    """The default ``gpu_memory_utilization`` of a release: read in it, or agreed by the
+    read releases around it; None when unknown."""
+    table = dict(load_vllm_releases().memory_defaults)
+    found = _between(version, tuple(table))
+    if isinstance(found, str):
+        return table[found]
+    if found is None:
+        return None
+    low, high = table[found[0]], table[found[1]]
+    return low if low.value == high.value else None
+
+
+@functools.cache
+def _flag_sets() -> dict[str, FlagSet]:
+    """Unpack ``vllm-flags.txt`` (the first release in full, then +/- per release)."""
+    name = load_vllm_releases().flags_file
+    text = resources.files("gpustrata.catalog").joinpath("data", name).read_text("utf-8")
+    out: dict[str, FlagSet] = {}
+    current: set[str] = set()
+    version = provenance = ""
+
+    def close() -> None:
+        if version:
+            out[version] = FlagSet(version, frozenset(current), provenance)
+
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("@ "):
+            close()
+            version, provenance = _version(line[2:].strip(), f"{name}:{n}"), ""
+        elif line.startswith("# from ") and version:
+            provenance = line.split("read: ", 1)[-1]
+        elif not line or line.startswith("#"):
+            continue
+        elif not version:
+            raise VllmReleaseCatalogError(f"{name}:{n}: flag before the first '@ release'")
+        elif line.startswith("+ "):
+            current.add(line[2:])
+        elif line.startswith("- "):
+            current.discard(line[2:])
+        elif len(out) == 0:
+            current.add(line)
+        else:
+            raise VllmReleaseCatalogError(f"{name}:{n}: {line!r} needs + or -")
+    close()
+    return out
+
+
+def flag_releases() -> tuple[str, ...]:
+    """The releases whose accepted flags were extracted, oldest first."""
+    return tuple(sorted(_flag_sets(), key=parse_version))
+
+
+def accepted_flags(version: str) -> tuple[FlagSet, ...] | None:
+    """The flag sets that judge *version*: its own, or the two read releases around it
+    (a flag both accept is accepted, one neither accepts is not); None outside the range."""
+    sets = _flag_sets()
+    found = _between(version, flag_releases())
+    if found is None:
+        return None
+    if isinstance(found, str):
+        return (sets[found],)
+    return sets[found[0]], sets[found[1]]

@@ -129,19 +129,25 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def parse_flags(tokens: list[str], values: dict[str, Any]) -> str | None:
+def parse_flags(
+    tokens: list[str], values: dict[str, Any], written: list[str] | None = None
+) -> str | None:
     """Parse vLLM CLI flags into *values* (by setting name); returns the first positional
     (the model of ``vllm serve MODEL``).
 
     A flag's value is the next token unless that is another flag (a negative number is a
     value); a bare boolean flag is ``True`` and ``--no-x`` is ``x = False``. Values stay
     text: :func:`int_setting`, :func:`flag_bool` and :func:`json_setting` read them.
+    *written*, when given, collects each option as written (``--max_model_len``,
+    ``--no-enforce-eager``, ``-q``; without ``=value``).
     """
     positional: str | None = None
     i = 0
     while i < len(tokens):
         tok = tokens[i]
         i += 1
+        if written is not None and tok.startswith("-") and len(tok) > 1 and not _is_number(tok):
+            written.append(tok.split("=", 1)[0])
         if tok in SHORT_FLAGS:
             key = SHORT_FLAGS[tok]
         elif tok.startswith("--") and len(tok) > 2:

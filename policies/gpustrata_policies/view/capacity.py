@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from gpustrata.catalog.vllm_releases import vllm_file_url
+from gpustrata.catalog.vllm_releases import memory_default, vllm_file_url
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import AUTO_FIT, int_setting
@@ -31,17 +31,14 @@ from gpustrata_policies.view.engines import (
     EngineSite,
     GpuRef,
     gpu_resources,
+    image_release,
     is_number,
     pod_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.ray import flag_is_on
-from gpustrata_policies.view.vllm_args import (
-    EngineArgs,
-    split_image,
-    vllm_version,
-)
+from gpustrata_policies.view.vllm_args import EngineArgs
 
 T = TypeVar("T")
 
@@ -188,14 +185,16 @@ def engine_version(site: EngineSite) -> EngineVersion:
     catalogue gives it (V1 the default from, and V0 removed in, the releases the vLLM
     release catalogue names)."""
     image = site.image
-    version = vllm_version(image) if isinstance(image, str) else None
-    where = f"vLLM {version} (image {image})" if version else ""
-    if version is None and isinstance(image, str) and "ray-llm" in split_image(image)[0]:
-        tag = split_image(image)[1] or ""
-        info = catalogs.compat().ray_llm_image(tag)
-        if info is not None and info.vllm:
-            version = info.vllm
-            where = f"vLLM {version} (pinned by Ray {info.ray}, image {image})"
+    found = image_release(image) if image is not None else None
+    version = found.version if found is not None else None
+    where = ""
+    if found is not None and version is not None:
+        if found.ray:
+            where = f"vLLM {version} (pinned by Ray {found.ray}, image {image})"
+        elif found.assumed:
+            where = f"vLLM {version} ({found.where})"
+        else:
+            where = f"vLLM {version} (image {image})"
     if version is None:
         what = f"image {image}" if isinstance(image, str) else "the image"
         where = f"a vLLM whose release {what} does not name (taken as {REFERENCE_VLLM})"
@@ -254,10 +253,12 @@ def _int(engine: EngineArgs, key: str) -> int | str | None:
     return value
 
 
-def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> PlannerSettings | str:
-    """Read the settings the planner needs; unset ones take vLLM's defaults (the reference
-    release's, or the V0 engine's where they differ). Returns an error text for unreadable
-    values."""
+def engine_settings(
+    site: EngineSite, arch: ModelArchitecture, v0: bool, release: str | None = None
+) -> PlannerSettings | str:
+    """Read the settings the planner needs; unset ones take vLLM's defaults (the image's
+    *release* where the catalogue read it, else the reference release's; the V0 engine's
+    where they differ). Returns an error text for unreadable values."""
     from gpustrata.vllm.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
 
     engine = site.engine
@@ -295,11 +296,24 @@ def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> Plan
         kwargs[key] = value
     util = _raw(engine, "gpu_memory_utilization")
     if util is None:
-        kwargs["gpu_memory_utilization"] = DEFAULT_GPU_MEMORY_UTILIZATION
-        defaults["gpu_memory_utilization"] = (
-            f"gpu_memory_utilization unset: vLLM {REFERENCE_VLLM}'s default "
-            f"{DEFAULT_GPU_MEMORY_UTILIZATION}"
-        )
+        fact = memory_default(release) if release and release != REFERENCE_VLLM else None
+        if fact is None:
+            kwargs["gpu_memory_utilization"] = DEFAULT_GPU_MEMORY_UTILIZATION
+            defaults["gpu_memory_utilization"] = (
+                f"gpu_memory_utilization unset: vLLM {REFERENCE_VLLM}'s default "
+                f"{DEFAULT_GPU_MEMORY_UTILIZATION}"
+                + (
+                    f" (vLLM {release}'s was not read)"
+                    if release not in (None, REFERENCE_VLLM)
+                    else ""
+                )
+            )
+        else:
+            kwargs["gpu_memory_utilization"] = fact.value
+            defaults["gpu_memory_utilization"] = (
+                f"gpu_memory_utilization unset: vLLM {release}'s default {fact.value:g} "
+                f"({fact.source})"
+            )
     else:
         try:
             kwargs["gpu_memory_utilization"] = float(str(util))
@@ -412,7 +426,7 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     if isinstance(model, str):
         return model
     version = engine_version(site)
-    settings = engine_settings(site, model.arch, version.v0)
+    settings = engine_settings(site, model.arch, version.v0, version.version)
     if isinstance(settings, str):
         return settings
     out: list[Inputs] = []

@@ -37,9 +37,11 @@ from gpustrata_policies.view.nodes import (
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, dig
 from gpustrata_policies.view.vllm_args import (
     EngineArgs,
+    image_publisher,
     serve_config,
     split_image,
     vllm_engine,
+    vllm_tagged_image,
     vllm_version,
 )
 
@@ -56,10 +58,12 @@ KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 __all__ = [
     "EngineSite",
     "GpuRef",
+    "ImageRelease",
     "as_bool",
     "as_int",
     "engine_sites",
     "gpu_resources",
+    "image_release",
     "neighbours",
     "pod_gpus",
     "ray_gpu_pod",
@@ -328,20 +332,94 @@ def release_key(version: str) -> Version:
     return key
 
 
+VENDOR_BUILDS = (
+    ("nvcr.io/nvidia/", "NVIDIA NGC"),
+    ("registry.redhat.io/rhaiis/", "Red Hat AI Inference Server"),
+    ("vertex-ai/", "Vertex AI Model Garden"),
+)
+"""Vendor builds of vLLM whose tags are the vendor's own versions (repository prefix or
+part, vendor); the vLLM inside is not catalogued, so the release is unknown."""
+UNPINNED_TAGS = frozenset({"", "latest"})
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRelease:
+    """The vLLM release an image runs, as far as its reference says."""
+
+    version: str | None
+    """The release (``0.10.1.1``); None when the reference names none."""
+    where: str
+    """How it was read, or why no release is known (for messages)."""
+    assumed: bool = False
+    """The image is unpinned (``latest``): the newest catalogued release is assumed."""
+    ray: str | None = None
+    """The Ray release whose pin gave the version (``rayproject/ray-llm``)."""
+
+
+def image_release(image: Any) -> ImageRelease | None:
+    """The vLLM release of an image reference as people write them: ``vllm/vllm-openai``
+    tags (``v0.10.1.1``, ``v0.20.2-cu129``), ``latest`` or no tag (unpinned: the newest
+    catalogued release, assumed), a digest alone (names no release), a
+    ``rayproject/ray-llm`` tag (through the vLLM its Ray release pins), another
+    publisher's ``vllm-openai`` (``lmcache/vllm-openai``: its own versions) and vendor
+    builds (unknown). None when the image is none of these."""
+    if image is UNKNOWN:
+        raise UnknownInput("image")
+    if not isinstance(image, str):
+        return None
+    repo, tag, digest = split_image(image)
+    if repo.endswith("rayproject/ray-llm"):
+        info = catalogs.compat().ray_llm_image(tag or "")
+        if info is not None and info.vllm:
+            return ImageRelease(
+                info.vllm, f"image {image} (Ray {info.ray} pins vllm=={info.vllm})", ray=info.ray
+            )
+        return ImageRelease(None, f"image {image} does not pin a vLLM version the catalogue knows")
+    publisher = image_publisher(image)
+    if publisher is not None:
+        return ImageRelease(
+            None,
+            f"image {image} is tagged with {publisher}'s version, not vLLM's, and the "
+            f"catalogue does not map {publisher} releases to the vLLM inside",
+        )
+    for prefix, vendor in VENDOR_BUILDS:
+        if prefix in repo and "vllm" in repo.lower():
+            return ImageRelease(
+                None,
+                f"image {image} is a {vendor} build tagged with the vendor's version; the "
+                "vLLM release inside is not catalogued",
+            )
+    if not vllm_tagged_image(image):
+        return None
+    version = vllm_version(image)
+    if version is not None:
+        return ImageRelease(version, f"image {image}")
+    if tag is None and digest is not None:
+        return ImageRelease(None, f"image {image} is pinned by digest, which names no vLLM version")
+    if (tag or "") in UNPINNED_TAGS:
+        newest = catalogs.vllm_releases().reference
+        return ImageRelease(
+            newest,
+            f"image {image} (unpinned: assumed to be the newest catalogued release, vLLM {newest})",
+            assumed=True,
+        )
+    return ImageRelease(None, f"image {image}: tag {tag!r} names no vLLM release")
+
+
 def site_version(site: EngineSite) -> tuple[str | None, str]:
     """(vLLM version, where it was read) of the engine's image; version None if unknown."""
+    reasons = []
     for image in site.images:
         if image is UNKNOWN:
             raise UnknownInput(f"image of {site.label}")
-        version = vllm_version(image)
-        if version:
-            return version, f"image {image}"
-        if isinstance(image, str) and split_image(image)[0].endswith("rayproject/ray-llm"):
-            tag = split_image(image)[1] or ""
-            info = catalogs.compat().ray_llm_image(tag)
-            if info is not None and info.vllm:
-                return info.vllm, f"image {image} (Ray {info.ray} pins vllm=={info.vllm})"
-            return None, f"image {image} does not pin a vLLM version the catalogue knows"
+        found = image_release(image)
+        if found is None:
+            continue
+        if found.version:
+            return found.version, found.where
+        reasons.append(found.where)
+    if reasons:
+        return None, reasons[0]
     shown = ", ".join(str(i) for i in site.images) or "none"
     return None, f"the image ({shown}) does not name a vLLM version"
 

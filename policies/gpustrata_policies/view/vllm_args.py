@@ -31,12 +31,15 @@ from gpustrata.vllm.flags import int_setting, parse_flags
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, dig
 
 __all__ = [
+    "OTHER_PUBLISHERS",
     "EngineArgs",
     "ServeConfig",
+    "image_publisher",
     "ray_version",
     "serve_config",
     "split_image",
     "vllm_engine",
+    "vllm_tagged_image",
     "vllm_version",
 ]
 
@@ -57,6 +60,9 @@ class EngineArgs:
     complete: bool = True
     """False when flags may come from elsewhere (``$@``, unresolved variables)."""
     port: int | None = None
+    written: list[str] = field(default_factory=list)
+    """The options as written (``--max_model_len``, ``-tp``; Ray: ``engine_kwargs`` keys),
+    for the check that the release accepts them."""
 
     def get(self, key: str) -> Any:
         """A setting by vLLM name (dashes or underscores)."""
@@ -122,10 +128,28 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
 
 
 def _is_vllm_image(image: Any) -> bool:
+    """An image that runs the vLLM server (any owner's ``vllm-openai``)."""
     if not isinstance(image, str):
         return False
     repo = split_image(image)[0]
     return repo.rsplit("/", 1)[-1] in {"vllm-openai", "vllm-tpu", "vllm-openai-rocm"}
+
+
+def vllm_tagged_image(image: Any) -> bool:
+    """An image whose tag is a vLLM release (``vllm/vllm-openai``), not another project's
+    version (``lmcache/vllm-openai:v0.3.9`` is LMCache 0.3.9)."""
+    if not _is_vllm_image(image):
+        return False
+    return image_publisher(image) is None
+
+
+def image_publisher(image: Any) -> str | None:
+    """The other project whose versions a ``vllm-openai`` image's tags are (``LMCache``)."""
+    if not isinstance(image, str):
+        return None
+    parts = split_image(image)[0].split("/")
+    owner = parts[-2].lower() if len(parts) >= 2 else ""
+    return OTHER_PUBLISHERS.get(owner)
 
 
 def vllm_engine(container: ContainerRef) -> EngineArgs | None:
@@ -167,10 +191,10 @@ def vllm_engine(container: ContainerRef) -> EngineArgs | None:
         complete = False
         flags = [f for f in flags if f not in {"$@", '"$@"'}]
     engine = EngineArgs(source=container.label, complete=complete)
-    engine.model = parse_flags(flags, engine.values)
+    engine.model = parse_flags(flags, engine.values, engine.written)
     extra = env.get("VLLM_ADDITIONAL_ARGS")
     if extra:
-        parse_flags(_tokens(extra), engine.values)
+        parse_flags(_tokens(extra), engine.values, engine.written)
     if isinstance(engine.values.get("model"), str):
         engine.model = engine.values["model"]
     port = engine.get_int("port")
@@ -235,18 +259,28 @@ def _parse_serve_config(text: str) -> ServeConfig:
             model = dig(cfg, "model_loading_config", "model_id")
             out.engines.append(
                 EngineArgs(
-                    source=label, model=model if isinstance(model, str) else None, values=values
+                    source=label,
+                    model=model if isinstance(model, str) else None,
+                    values=values,
+                    written=[str(k) for k in kwargs] if isinstance(kwargs, Mapping) else [],
                 )
             )
     return out
 
 
-_VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
+_VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?)(?:-cu\d{3})?")
+"""A vLLM image tag: ``v0.8.5``, ``v0.10.1.1``, ``v0.8.5.post1``, ``v0.20.2-cu129``."""
+_VLLM_REPOS = frozenset({"vllm-openai", "vllm-tpu", "vllm-openai-rocm"})
+OTHER_PUBLISHERS = {"lmcache": "LMCache"}
+"""Owners of a ``vllm-openai`` image whose tags are their own project's versions
+(``lmcache/vllm-openai:v0.3.9`` is LMCache 0.3.9, built on some vLLM); a mirror
+(``registry.example.com/mirror/vllm-openai:v0.8.5``) keeps vLLM's tags."""
 
 
 def vllm_version(image: Any) -> str | None:
-    """vLLM version from a ``vllm/vllm-openai:v0.8.5``-style image tag."""
-    if not _is_vllm_image(image):
+    """vLLM version from a ``vllm/vllm-openai:v0.8.5``-style image tag (``v0.10.1.1``,
+    ``-cu129`` suffixes); None for another publisher's tag or a tag that is no release."""
+    if not vllm_tagged_image(image):
         return None
     tag = split_image(str(image))[1]
     match = _VERSION.fullmatch(tag or "")

@@ -351,12 +351,12 @@ RULE = Rule(
             "engine of 0.8.x to 0.11.0 always chunks, ignoring --no-enable-chunked-prefill; "
             "from 0.11.1 V1 chunks by default and honours the flag. Unset values take the "
             "release's real defaults (EngineArgs.get_batch_defaults: 2048 tokens / 256 "
-            "sequences, 8192 / 1024 on GPUs of 70 GiB or more except A100, and from some "
-            f"release up to {_CATALOGUE.reference} 16384 on 160 GiB or more; an unset "
-            "max_num_seqs is lowered "
+            "sequences, 8192 / 1024 on GPUs of 70 GiB or more except A100, and from 0.28 "
+            "16384 on 160 GiB or more; an unset max_num_seqs is lowered "
             "to the token budget from 0.10.2), and the message says which default it used. "
-            f"Read in vLLM 0.8.5, 0.10.2, 0.11.0-0.11.2, 0.12.0 and {_CATALOGUE.reference}; "
-            "a release between "
+            "Read in vLLM "
+            + ", ".join(r.version for r in _CATALOGUE.scheduler)
+            + "; a release between "
             "two of them is judged by both, and reported only when they agree."
         ),
         fix=(

@@ -101,8 +101,28 @@ class Release:
     sources: tuple[str, ...]
 
 
+def _parser_only(version: str, choices: tuple[int, ...]) -> Callable[..., Verdict]:
+    """Releases of which only the ``--block-size`` choices were read: a size outside them
+    is refused on the command line; the attention backends' limits are unknown."""
+
+    def verdict(block: int, mla: bool, cc: tuple[int, int], cli: bool) -> Verdict:
+        if cli and block not in choices:
+            return True, (
+                f"vLLM {version}'s --block-size only takes {', '.join(map(str, choices))}, "
+                "so the argument parser rejects it"
+            )
+        return None, f"the attention backends' block-size limits of vLLM {version} were not read"
+
+    return verdict
+
+
 def _release(read: BlockSizeRelease) -> Release:
-    verdict = _legacy(read.version, read.cli_choices) if read.cli_choices else _modern(read.version)
+    if read.cli_choices and not read.backends_read:
+        verdict = _parser_only(read.version, read.cli_choices)
+    elif read.cli_choices:
+        verdict = _legacy(read.version, read.cli_choices)
+    else:
+        verdict = _modern(read.version)
     return Release(read.version, verdict, tuple(source_url(x) for x in read.sources))
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gpustrata.catalog.vllm_releases import source_url
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
@@ -18,9 +20,11 @@ from gpustrata_policies.view.capacity import (
     not_evaluated_reason,
     probe,
 )
-from gpustrata_policies.view.engines import EngineSite
+from gpustrata_policies.view.engines import EngineSite, as_bool
 from gpustrata_policies.view.objects import K8sObject, as_map
 
+HEALTH = catalogs.vllm_releases().health
+"""What the V0 /health waits on, per release (catalogue)."""
 MIN_TIMEOUT_S = 5
 """A /health answer may take seconds while the API-server process is saturated: probes with
 Kubernetes' 1 s default (or 2 s) restarted healthy vLLM Pods under load and 5-15 s fixed it
@@ -36,7 +40,6 @@ SERVE_LLM_HEALTH_DEFAULTS = {"health_check_period_s": 10, "health_check_timeout_
 """Ray Serve LLM's deployment defaults (ray 2.60 python/ray/llm/_internal/serve/constants.py)."""
 RAY_V2600 = "https://github.com/ray-project/ray/blob/ray-2.60.0/python/ray"
 V1_HEALTH = f"{VLLM_SRC}/vllm/v1/engine/async_llm.py"
-V0_HEALTH = "https://github.com/vllm-project/vllm/blob/v0.5.5/vllm/engine/async_llm_engine.py"
 V0_HEARTBEAT_FIX = "https://github.com/vllm-project/vllm/pull/9818"
 """[Bugfix][core] replace heartbeat with pid check: until then (vLLM 0.6.0-0.6.3) the
 multiprocessing front end marked the engine dead when its loop had not come round for
@@ -71,14 +74,27 @@ def _floor_text(ctx: RuleContext, names: tuple[str, str, str]) -> str:
     )
 
 
-def _v1_container(ctx: RuleContext, site: EngineSite, live: Probe, where: str) -> str | None:
+def _floor(
+    ctx: RuleContext, site: EngineSite, live: Probe, where: str, v0: str | None
+) -> str | None:
+    """The floor every /health probe of a container engine needs (V1, and V0 from the
+    release whose front end reads only an error flag)."""
     names = ("timeoutSeconds", "failureThreshold", "periodSeconds")
     problems = _floor_problems(ctx, live.timeout, live.failure_threshold, live.period, names)
     if not problems:
         return None
+    if v0 is None:
+        engine = (
+            "on the V1 engine, whose /health only reads an error flag in the API-server "
+            "process (AsyncLLM.check_health)"
+        )
+    else:
+        engine = (
+            f"on the V0 engine ({v0}), whose multiprocessing front end's /health only reads "
+            f"an error flag (MQLLMEngineClient.check_health, {_source(HEALTH.sources[0])})"
+        )
     return (
-        f"{site.name} runs {where} on the V1 engine, whose /health only reads an error flag "
-        "in the API-server process (AsyncLLM.check_health), so a long prefill never blocks it; "
+        f"{site.name} runs {where} {engine}, so a long prefill never blocks it; "
         "but that process also tokenizes, detokenizes and streams every request and answers "
         f"late under load, and its livenessProbe ({live.text('timeoutSeconds')}, "
         f"{live.text('failureThreshold')}, {live.text('periodSeconds')}) restarts a busy, "
@@ -86,30 +102,48 @@ def _v1_container(ctx: RuleContext, site: EngineSite, live: Probe, where: str) -
     )
 
 
-def _v0_container(
-    ctx: RuleContext, obj: K8sObject, site: EngineSite, live: Probe, where: str, why: str
+def _source(source: str) -> str:
+    return source_url(source)
+
+
+def _loop_bound(version: str | None) -> bool:
+    """Does this release's V0 /health depend on the engine loop (before the release the
+    catalogue names, vllm#9818)?"""
+    if version is None:
+        return False
+    try:
+        return parse_version(version) < parse_version(HEALTH.v0_engine_loop_until)
+    except ValueError:
+        return False
+
+
+def _v0_loop_bound(
+    ctx: RuleContext, obj: K8sObject, site: EngineSite, where: str, why: str
 ) -> Iterator[Outcome]:
+    """Before the release that fixed it, the V0 multiprocessing front end marked the engine
+    dead (and /health failed for good) once one engine step outlasted its heartbeat
+    threshold, whatever the probe: the longest step must stay under it."""
     found = capacity_inputs(ctx, site)
     if isinstance(found, str):
         yield ctx.not_evaluated(obj, not_evaluated_reason(site, found))
         return
-    stall = (live.failure_threshold - 1) * live.period + live.timeout
+    limit = HEALTH.v0_dead_after_s.value
     for inp in found:
         step = inp.estimate.longest_step
-        if step.seconds < stall:
+        if step.seconds < limit:
             continue
         defaults = inp.default_notes("enable_chunked_prefill", "max_num_batched_tokens")
         yield ctx.violation(
             obj,
-            f"{site.name} runs {where} on the V0 engine ({why}), whose /health waits on the "
-            f"engine loop, and its livenessProbe restarts the container when failureThreshold "
-            f"{live.failure_threshold} probes in a row get no answer: a stall of "
-            f"({live.failure_threshold} - 1) x periodSeconds {live.period} + timeoutSeconds "
-            f"{live.timeout} = {stall} s. The longest engine step of {inp.model.name} on "
-            f"{inp.gpu.label} is estimated at {step.seconds:.1f} s: {step.explanation}"
-            f"{defaults}; one long prompt gets the Pod killed. Fix: make (failureThreshold - 1) "
-            f"x periodSeconds + timeoutSeconds exceed {step.seconds:.0f} s, or enable chunked "
-            "prefill with a smaller max_num_batched_tokens",
+            f"{site.name} runs {where} on the V0 engine ({why}), whose multiprocessing front "
+            f"end marks the engine dead when its loop has not come round for {limit:g} s "
+            f"(last_alive_threshold = 3 x VLLM_RPC_TIMEOUT, "
+            f"{_source(HEALTH.v0_dead_after_s.source)}); /health then fails until the "
+            f"livenessProbe restarts the container. The longest engine step of "
+            f"{inp.model.name} on {inp.gpu.label} is estimated at {step.seconds:.1f} s: "
+            f"{step.explanation}{defaults}; one long prompt gets the Pod killed. Fix: enable "
+            "chunked prefill with a smaller max_num_batched_tokens, or use a vLLM release "
+            f"from {HEALTH.v0_engine_loop_until} (vllm#9818)",
             (*site.container.path, "livenessProbe") if site.container else site.path,
         )
 
@@ -178,12 +212,12 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if live is None or "tcpSocket" in live.raw:
             continue  # no liveness probe, or one the kernel answers (the listen backlog)
         version = engine_version(site)
-        if version.v0:
-            yield from _v0_container(ctx, obj, site, live, version.where, version.why)
-            continue
-        text = _v1_container(ctx, site, live, version.where)
+        text = _floor(ctx, site, live, version.where, version.why if version.v0 else None)
         if text is not None:
             yield ctx.violation(obj, text, (*site.container.path, "livenessProbe"))
+        in_process = as_bool(site.engine, "disable_frontend_multiprocessing")
+        if version.v0 and _loop_bound(version.version) and not in_process:
+            yield from _v0_loop_bound(ctx, obj, site, version.where, version.why)
 
 
 RULE = Rule(
@@ -196,38 +230,37 @@ RULE = Rule(
         default_enforcement=MANDATORY,
         rationale=(
             "A liveness failure restarts the container and the engine reloads its weights for "
-            "minutes. Which failures matter depends on the engine. In vLLM's V0 engine /health "
-            "is tied to the engine loop: with --engine-use-ray (vLLM <= 0.5) "
-            "AsyncLLMEngine.check_health awaits the engine actor, which answers after the "
-            "running step, and 0.6's multiprocessing front end declared the engine dead when "
-            "its loop had not come round for 30 s until vllm#9818. A probe can then wait out a "
-            "whole engine step: the longest step (a "
-            "prefill of max_num_batched_tokens, or of max_model_len without chunked prefill, "
-            "estimated by the capacity planner from FLOPs and the GPU's rate) must be shorter "
-            "than (failureThreshold - 1) x periodSeconds + timeoutSeconds. In the V1 engine "
-            "(default from vLLM 0.8.0, the only one from 0.11.0) /health only reads an error "
-            f"flag in the API-server process (vLLM {catalogs.reference_vllm_minor()} "
-            "AsyncLLM.check_health), so steps never "
+            "minutes. In the V1 engine (default from vLLM 0.8.0, the only one from 0.11.0) and "
+            "in the V0 engine's multiprocessing front end from "
+            f"{HEALTH.v0_engine_loop_until} (vllm#9818) /health only reads an error flag in the "
+            f"API-server process (vLLM {catalogs.reference_vllm_minor()} "
+            "AsyncLLM.check_health; MQLLMEngineClient.check_health), so engine steps never "
             "delay it, but that process tokenizes, detokenizes and streams every request and "
             "answers late when saturated; Kubernetes' 1 s default timeout has restarted busy, "
-            "healthy vLLM Pods. There the rule asks for a floor: timeoutSeconds >= 5, "
-            "failureThreshold >= 2 and failureThreshold x periodSeconds >= 30 s (thresholds "
-            "min_timeout_seconds, min_failure_threshold, min_tolerance_seconds). The version "
-            "comes from the image tag (ray-llm images through the vLLM their Ray release pins) "
-            "and VLLM_USE_V1; an unknown version is taken as "
-            f"{catalogs.reference_vllm_minor()}. Ray Serve LLM replicas get "
-            "the same floor on their Serve health checks (3 failures in a row restart a "
-            "replica)."
+            "healthy vLLM Pods. Every container engine's livenessProbe therefore needs a "
+            "floor: timeoutSeconds >= 5, failureThreshold >= 2 and failureThreshold x "
+            "periodSeconds >= 30 s (thresholds min_timeout_seconds, min_failure_threshold, "
+            "min_tolerance_seconds). Before that release the V0 front end marked the engine "
+            f"dead once its loop had not come round for {HEALTH.v0_dead_after_s.value:g} s "
+            "(3 x VLLM_RPC_TIMEOUT), e.g. during one long prefill, and /health failed from "
+            "then on: there the longest step (a prefill of max_num_batched_tokens, or of "
+            "max_model_len without chunked prefill, estimated by the capacity planner from "
+            "FLOPs and the GPU's rate) must stay under it. The version comes from the image "
+            "tag (ray-llm images through the vLLM their Ray release pins) and VLLM_USE_V1; an "
+            f"unknown version is taken as {catalogs.reference_vllm_minor()}. Ray Serve LLM "
+            "replicas get the same floor on their Serve health checks (3 failures in a row "
+            "restart a replica)."
         ),
         fix=(
-            "V1 engine: livenessProbe timeoutSeconds >= 5, failureThreshold >= 2, "
-            "failureThreshold x periodSeconds >= 30 s. V0 engine: make the probe outlast the "
-            "longest step, or enable chunked prefill with a smaller max_num_batched_tokens."
+            "livenessProbe timeoutSeconds >= 5, failureThreshold >= 2, failureThreshold x "
+            f"periodSeconds >= 30 s. vLLM before {HEALTH.v0_engine_loop_until} (V0): keep the "
+            f"longest step under {HEALTH.v0_dead_after_s.value:g} s with chunked prefill and a "
+            "smaller max_num_batched_tokens, or upgrade."
         ),
         references=(
             V1_HEALTH,
             f"{VLLM_SRC}/vllm/entrypoints/serve/instrumentator/health.py",
-            V0_HEALTH,
+            *(source_url(s) for s in HEALTH.sources),
             V0_HEARTBEAT_FIX,
             "https://github.com/scaleapi/llm-engine/pull/255",
             "https://github.com/llm-d/llm-d-benchmark/pull/1734",

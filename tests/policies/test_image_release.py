@@ -1,0 +1,60 @@
+"""Image references as people write them -> the vLLM release they run (view.engines)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import image_release
+
+
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [
+        ("vllm/vllm-openai:v0.8.5", "0.8.5"),
+        ("vllm/vllm-openai:v0.8.5.post1", "0.8.5.post1"),
+        ("vllm/vllm-openai:v0.10.1.1", "0.10.1.1"),
+        ("vllm/vllm-openai:v0.20.2-cu129", "0.20.2"),
+        ("vllm/vllm-openai:v0.33.0-cu130", "0.33.0"),
+        ("docker.io/vllm/vllm-openai:v0.7.3@sha256:" + "a" * 64, "0.7.3"),
+        ("registry.example.com/mirror/vllm-openai:v0.9.2", "0.9.2"),
+        ("rayproject/ray-llm:2.60.0-py311-cu128", "0.29.0"),
+    ],
+)
+def test_tagged_release(image: str, version: str) -> None:
+    found = image_release(image)
+    assert found is not None and found.version == version and not found.assumed
+
+
+@pytest.mark.parametrize("image", ["vllm/vllm-openai:latest", "vllm/vllm-openai"])
+def test_unpinned_is_the_newest_release_and_says_so(image: str) -> None:
+    found = image_release(image)
+    assert found is not None and found.assumed
+    assert found.version == catalogs.vllm_releases().reference
+    assert "unpinned" in found.where
+
+
+@pytest.mark.parametrize(
+    ("image", "says"),
+    [
+        ("vllm/vllm-openai@sha256:" + "b" * 64, "digest"),
+        ("lmcache/vllm-openai:v0.3.9", "LMCache"),
+        ("lmcache/vllm-openai:latest", "LMCache"),
+        ("nvcr.io/nvidia/vllm:25.09-py3", "NVIDIA NGC"),
+        ("registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.2.3", "Red Hat AI Inference Server"),
+        (
+            "us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/"
+            "pytorch-vllm-serve:20250312_0916_RC01",
+            "Vertex AI",
+        ),
+        ("vllm/vllm-openai:nightly", "names no vLLM release"),
+    ],
+)
+def test_no_release_named(image: str, says: str) -> None:
+    found = image_release(image)
+    assert found is not None and found.version is None
+    assert says in found.where
+
+
+def test_not_a_vllm_image() -> None:
+    assert image_release("python:3.12") is None
