@@ -176,16 +176,34 @@ def test_min_driver_for_cuda() -> None:
     assert req is not None
     assert req.min_driver == "550.54.14"  # Table 3: CUDA 12.4 GA >=550.54.14
     assert req.minor_version_compat_min_driver == "525"
+    # The floor is per major.minor: images declare NVIDIA_REQUIRE_CUDA=cuda>=12.4, so an update
+    # needs its minor's GA driver, not the update's own toolkit driver.
     upd = c.min_driver_for_cuda("12.4.1")
-    assert upd is not None and upd.min_driver == "550.54.15"
+    assert upd is not None and upd.min_driver == "550.54.14" and upd.requested == "12.4.1"
     assert c.min_driver_for_cuda("cu128") is not None
     r128 = c.min_driver_for_cuda("12.8.1")
-    assert r128 is not None and r128.min_driver == "570.124.06"
+    assert r128 is not None and r128.min_driver == "570.26"
+    r1303 = c.min_driver_for_cuda("13.0.3")  # vLLM 0.33.0's image; newer than the table's rows
+    assert r1303 is not None and r1303.driver_ok("580.82.07")
     r130 = c.min_driver_for_cuda("13.0")
     assert r130 is not None and r130.min_driver == "580.65.06"
     assert r130.driver_ok("580.95.05") and not r130.driver_ok("575.57.08")
     assert c.min_driver_for_cuda("9.9") is None
     assert c.min_driver_for_cuda("nonsense") is None
+
+
+def test_image_driver_branches_for_forward_compatibility() -> None:
+    c = load_compat_catalog()
+    r1303 = c.min_driver_for_cuda("13.0.3")
+    assert r1303 is not None
+    listed = r1303.image_branches()
+    assert listed is not None and listed.branches == ["535", "550", "565", "570", "575"]
+    cu128 = c.min_driver_for_cuda("cu128")  # a tag names no update: the one 12.8 entry
+    assert cu128 is not None
+    entry = cu128.image_branches()
+    assert entry is not None and entry.cuda == "12.8.1" and "560" in entry.branches
+    unread = c.min_driver_for_cuda("12.4.1")
+    assert unread is not None and unread.image_branches() is None
 
 
 def test_vllm_lookup_is_tolerant() -> None:

@@ -63,6 +63,14 @@ class GpuModel(BaseModel):
         pattern=r"^\d+\.\d+$",
         description='CUDA compute capability "major.minor", e.g. "9.0".',
     )
+    brand: Literal["datacenter", "professional", "geforce"] = Field(
+        default="datacenter",
+        description=(
+            "Product line: data-center (Tesla lineage, CUDA forward compatibility supported), "
+            "professional RTX (forward compatibility only on NGC-Ready server SKUs) or GeForce "
+            "(no forward compatibility; the images' NVIDIA_REQUIRE_CUDA lists no GeForce branch)."
+        ),
+    )
     bf16: bool = Field(description="Tensor cores support BF16.")
     fp8: bool = Field(description="Tensor cores support FP8 (Ada, Hopper and later).")
     dense_bf16_tflops: float = Field(
