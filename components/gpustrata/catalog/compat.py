@@ -368,6 +368,12 @@ class KubeRayRelease(_Model):
         description="Whether RayService serviceUnhealthySecondThreshold/"
         "deploymentUnhealthySecondThreshold have any effect (kuberay#1685)."
     )
+    shm_skipped_with_plasma_directory: bool = Field(
+        default=False,
+        description="Whether KubeRay skips its memory-backed /dev/shm injection into Ray "
+        "containers whose rayStartParams set plasma-directory (ray-operator "
+        "controllers/ray/common/pod.go, from v1.6.0).",
+    )
     ray_version_gates: list[RayVersionGate] = Field(
         default_factory=list, description="Behaviour gated on rayVersion in this release."
     )
