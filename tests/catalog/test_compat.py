@@ -251,3 +251,26 @@ def test_ray_and_ray_llm_images() -> None:
     assert img2.sources
     assert c.ray_llm_image("nightly-py311-cu124") is None
     assert c.ray_llm_image("1.0.0-py311") is None  # Ray release not catalogued
+
+
+def test_older_gpu_operator_lines_are_catalogued() -> None:
+    """v23.9, v24.3 and v24.6: chart defaults at the tag, matrix from the docs tag."""
+    c = load_compat_catalog()
+    v239 = c.gpu_operator("v23.9.0")
+    assert v239 is not None and v239.default_driver == "535.104.12"
+    assert v239.eks_kubernetes is not None and v239.eks_kubernetes.max == "1.26"
+    v243 = c.gpu_operator("24.3.0")
+    assert v243 is not None and v243.default_driver == "550.54.15"
+    assert v243.supports_kubernetes("1.30") and not v243.supports_kubernetes("1.31")
+    v246 = c.gpu_operator("v24.6.2")
+    assert v246 is not None and v246.device_plugin.version == "0.16.2"
+    assert v246.driver_is_tested("550.144.03")
+
+
+def test_gpu_operator_25_3_supports_eks_1_29_to_1_33() -> None:
+    """The 25.3 line's platform-support page lists EKS 1.29-1.33 for every 25.3 patch."""
+    c = load_compat_catalog()
+    for version in ("v25.3.0", "v25.3.1", "v25.3.4"):
+        release = c.gpu_operator(version)
+        assert release is not None and release.eks_kubernetes is not None
+        assert (release.eks_kubernetes.min, release.eks_kubernetes.max) == ("1.29", "1.33")
