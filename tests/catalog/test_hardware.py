@@ -154,6 +154,19 @@ def test_gpu_lookup_by_id_case_insensitive(catalog: HardwareCatalog) -> None:
         ("NVIDIA-L40S", "l40s"),
         ("A100-SXM4-40GB", "a100-sxm-40gb"),
         ("NVIDIA-H200", "h200-sxm-141gb"),
+        ("NVIDIA-A100-80GB-PCIe", "a100-pcie-80gb"),
+        ("NVIDIA-H100-PCIe", "h100-pcie-80gb"),
+        ("NVIDIA-H100-NVL", "h100-nvl-94gb"),
+        ("NVIDIA-H200-NVL", "h200-nvl-141gb"),
+        ("NVIDIA-L40", "l40"),
+        ("NVIDIA-A30", "a30"),
+        ("NVIDIA-A40", "a40"),
+        ("NVIDIA-RTX-6000-Ada-Generation", "rtx-6000-ada"),
+        ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "rtx-pro-6000-blackwell-server"),
+        ("NVIDIA-GH200-480GB", "gh200-96gb"),
+        ("NVIDIA-GB200", "gb200"),
+        ("NVIDIA-B300-SXM6-AC", "b300"),
+        ("Tesla-V100-SXM2-32GB", "v100-sxm-32gb"),
     ],
 )
 def test_gpu_lookup_by_gfd_label(catalog: HardwareCatalog, label: str, expected: str) -> None:
@@ -166,6 +179,27 @@ def test_gpu_lookup_by_shared_label(catalog: HardwareCatalog) -> None:
     assert gpu is not None and gpu.id == "a10g"
     gpu = catalog.gpu("Tesla-T4-SHARED")
     assert gpu is not None and gpu.id == "t4"
+
+
+def test_mig_single_strategy_label_is_the_slice(catalog: HardwareCatalog) -> None:
+    """GFD's single-strategy product label names a slice derived from its parent GPU."""
+    gpu = catalog.gpu("NVIDIA-A100-SXM4-80GB-MIG-3g.40gb")
+    assert gpu is not None and gpu.id == "a100-sxm-80gb-mig-3g.40gb"
+    assert gpu.memory_gib == 40.0 and gpu.dense_bf16_tflops == round(312.0 * 3 / 7, 2)
+    assert gpu.compute_capability == "8.0" and gpu.mig_profiles == []
+    shared = catalog.gpu("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb-SHARED")
+    assert shared is not None and shared.memory_gib == round(79.65 / 8, 2)
+    assert catalog.gpu("NVIDIA-A100-SXM4-80GB-MIG-5g.50gb") is None  # no such profile
+    assert catalog.gpu("NVIDIA-L4-MIG-1g.10gb") is None  # L4 has no MIG
+
+
+def test_pcie_and_nvl_variants_differ_from_sxm(catalog: HardwareCatalog) -> None:
+    pcie, sxm = catalog.gpus["h100-pcie-80gb"], catalog.gpus["h100-sxm-80gb"]
+    assert pcie.memory_bandwidth_gbs < sxm.memory_bandwidth_gbs
+    assert pcie.dense_bf16_tflops < sxm.dense_bf16_tflops
+    assert catalog.gpus["h100-nvl-94gb"].memory_gib > sxm.memory_gib
+    assert catalog.gpus["rtx-6000-ada"].brand == "professional"
+    assert all(g.brand != "geforce" for g in catalog.gpus.values())
 
 
 def test_gpu_lookup_unknown(catalog: HardwareCatalog) -> None:

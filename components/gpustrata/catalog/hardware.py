@@ -8,6 +8,7 @@ changes through :meth:`HardwareCatalog.extended`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from types import MappingProxyType
@@ -27,6 +28,14 @@ __all__ = [
 ]
 
 _SHARED_SUFFIX = "-SHARED"
+# GFD's nvidia.com/gpu.product under the MIG "single" strategy: the parent's product name,
+# "MIG" and the profile joined by "-" (NVIDIA/k8s-device-plugin@v0.20.0:internal/lm/resource.go
+# getProductName, internal/lm/mig-strategy.go), e.g. NVIDIA-A100-SXM4-80GB-MIG-3g.40gb.
+_MIG_PRODUCT = re.compile(r"^(?P<parent>.+)-mig-(?P<profile>(?P<g>\d+)g\.(?P<gb>\d+)gb)$")
+_MIG_GUIDE = (
+    "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html#supported-mig-profiles"
+)
+_GFD_MIG = "NVIDIA/k8s-device-plugin@v0.20.0:internal/lm/resource.go"
 _DATA_PACKAGE = "gpustrata.catalog"
 _GPUS_FILE = "data/gpus.yaml"
 _INSTANCES_FILE = "data/instances.yaml"
@@ -82,6 +91,18 @@ class GpuModel(BaseModel):
     )
     memory_bandwidth_gbs: float = Field(
         gt=0, description="Peak memory bandwidth in GB/s (10^9 bytes per second)."
+    )
+    interconnect: Literal["nvlink", "pcie"] | None = Field(
+        default=None,
+        description="How the GPU talks to its peers: NVLink (SXM, NVL bridge) or PCIe only.",
+    )
+    interconnect_gbs: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Total (bidirectional) GPU-to-GPU bandwidth of that interconnect per GPU in GB/s, "
+            "datasheet figure (NVLink, or the PCIe link for PCIe-only parts); None if not read."
+        ),
     )
     gfd_products: list[str] = Field(
         min_length=1,
@@ -206,15 +227,53 @@ class HardwareCatalog:
         """Find a GPU by id (case-insensitive) or by a GFD ``nvidia.com/gpu.product`` value.
 
         A trailing ``-SHARED`` (added by GFD when time-slicing replicates the GPU) is
-        ignored. Returns None when nothing matches.
+        ignored; a MIG single-strategy label (``NVIDIA-A100-SXM4-80GB-MIG-3g.40gb``) gives the
+        slice, derived from its parent. Returns None when nothing matches.
         """
         k = key.strip().lower()
         if not k:
             return None
         found = self._lowered.get(k) or self._by_label.get(k)
         if found is None and k.endswith(_SHARED_SUFFIX.lower()):
-            found = self._by_label.get(k[: -len(_SHARED_SUFFIX)])
+            k = k[: -len(_SHARED_SUFFIX)]
+            found = self._by_label.get(k)
+        if found is None:
+            found = self._mig_slice(k, key.strip())
         return found
+
+    def _mig_slice(self, lowered: str, label: str) -> GpuModel | None:
+        """The MIG slice a single-strategy GFD product label names, derived from its parent.
+
+        Memory and bandwidth are the parent's scaled by the profile's GB over the full-GPU
+        profile's (``3g.40gb`` of ``7g.80gb``: half), tensor throughput by its compute slices
+        over 7 (MIG user guide). None when the parent or the profile is unknown.
+        """
+        m = _MIG_PRODUCT.match(lowered)
+        if m is None:
+            return None
+        parent = self._by_label.get(m["parent"])
+        if parent is None or m["profile"] not in parent.mig_profiles:
+            return None
+        full = max(int(p.split(".")[1].removesuffix("gb")) for p in parent.mig_profiles)
+        memory_share = int(m["gb"]) / full
+        return parent.model_copy(
+            update={
+                "id": f"{parent.id}-mig-{m['profile']}",
+                "name": f"{parent.name} MIG {m['profile']}",
+                "memory_gib": round(parent.memory_gib * memory_share, 2),
+                "dense_bf16_tflops": round(parent.dense_bf16_tflops * int(m["g"]) / 7, 2),
+                "memory_bandwidth_gbs": round(parent.memory_bandwidth_gbs * memory_share, 1),
+                "gfd_products": [label.removesuffix(_SHARED_SUFFIX)],
+                "mig_profiles": [],
+                "ray_accelerator_type": parent.ray_accelerator_type,
+                "notes": (
+                    f"MIG {m['profile']} slice of {parent.name}, derived: memory and bandwidth "
+                    f"x {m['gb']}/{full} (profile GB over the full-GPU profile), tensor rate x "
+                    f"{m['g']}/7 compute slices."
+                ),
+                "sources": [*parent.sources, _MIG_GUIDE, _GFD_MIG],
+            }
+        )
 
     def instance(self, name: str) -> InstanceType | None:
         """Find an instance type by exact name (surrounding whitespace ignored)."""
