@@ -78,6 +78,15 @@ BAD_STACKS = [
         id="unknown-instance",
     ),
     pytest.param(
+        "instance_type: g6e.2xlarge",
+        "instance_type: a3-highgpu-8g",
+        "gpustrata:stack.node_pools[1].instance_type: 'a3-highgpu-8g' is a gcp machine type; "
+        "gpustrata plans EKS node groups, so use an AWS instance type such as 'g6e.xlarge' or "
+        "'p5.48xlarge' (the catalogue's GKE and AKS types serve `gpustrata check` and "
+        "`capacity`)",
+        id="gke-machine-type",
+    ),
+    pytest.param(
         "environment: prod",
         "environment: [prod",
         "is not valid YAML (expected ',' or ']', but got ':'); fix the syntax",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from gpustrata.catalog import hardware
 from gpustrata.catalog.hardware import (
@@ -83,8 +84,55 @@ def test_every_instance_gpu_exists(catalog: HardwareCatalog) -> None:
 
 def test_arch_matches_ami_type(catalog: HardwareCatalog) -> None:
     for inst in catalog.instances.values():
+        if inst.provider != "aws":
+            assert inst.eks_ami_type is None and inst.max_pods is None, inst.name
+            continue
         expected = "AL2023_x86_64_NVIDIA" if inst.arch == "x86_64" else "AL2023_ARM_64_NVIDIA"
         assert inst.eks_ami_type == expected, inst.name
+
+
+@pytest.mark.parametrize(
+    ("name", "provider", "gpu", "count", "vcpu", "memory_gib"),
+    [
+        ("a2-highgpu-1g", "gcp", "a100-sxm-40gb", 1, 12, 85),
+        ("a2-ultragpu-8g", "gcp", "a100-sxm-80gb", 8, 96, 1360),
+        ("a3-highgpu-8g", "gcp", "h100-sxm-80gb", 8, 208, 1872),
+        ("a3-megagpu-8g", "gcp", "h100-sxm-80gb", 8, 208, 1872),
+        ("a3-ultragpu-8g", "gcp", "h200-sxm-141gb", 8, 224, 2952),
+        ("a4-highgpu-8g", "gcp", "b200", 8, 224, 3968),
+        ("g2-standard-48", "gcp", "l4", 4, 48, 192),
+        ("Standard_NC24ads_A100_v4", "azure", "a100-pcie-80gb", 1, 24, 220),
+        ("Standard_ND96isr_H100_v5", "azure", "h100-sxm-80gb", 8, 96, 1900),
+        ("Standard_ND96isr_H200_v5", "azure", "h200-sxm-141gb", 8, 96, 1850),
+        ("Standard_NC64as_T4_v3", "azure", "t4", 4, 64, 440),
+        ("Standard_NC24s_v3", "azure", "v100-pcie-16gb", 4, 24, 448),
+        ("p3.8xlarge", "aws", "v100-sxm-16gb", 4, 32, 244),
+        ("p3dn.24xlarge", "aws", "v100-sxm-32gb", 8, 96, 768),
+        ("p6-b300.48xlarge", "aws", "b300", 8, 192, 4096),
+    ],
+)
+def test_cloud_machine_types(
+    catalog: HardwareCatalog,
+    name: str,
+    provider: str,
+    gpu: str,
+    count: int,
+    vcpu: int,
+    memory_gib: int,
+) -> None:
+    """GKE, AKS and AWS types are looked up the same way: by the instance-type label value."""
+    inst = catalog.instance(name)
+    assert inst is not None and inst.provider == provider
+    assert (inst.gpu, inst.gpu_count, inst.vcpu) == (gpu, count, vcpu)
+    assert inst.memory_mib == memory_gib * 1024
+
+
+def test_eks_fields_follow_the_provider() -> None:
+    base = {"name": "x", "gpu": "l4", "gpu_count": 1, "vcpu": 4, "memory_mib": 16384}
+    base |= {"arch": "x86_64", "sources": ["s"]}
+    with pytest.raises(ValidationError, match="needs max_pods"):
+        InstanceType.model_validate({**base, "provider": "aws"})
+    assert InstanceType.model_validate({**base, "provider": "gcp"}).max_pods is None
 
 
 # --- well-known facts -------------------------------------------------------------------

@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
+from datetime import date
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpustrata.core.yamlio import safe_load
 
@@ -24,6 +25,7 @@ __all__ = [
     "GpuModel",
     "HardwareCatalog",
     "InstanceType",
+    "OnDemandPrice",
     "load_hardware_catalog",
 ]
 
@@ -131,27 +133,57 @@ class GpuModel(BaseModel):
     )
 
 
-class InstanceType(BaseModel):
-    """One cloud instance type with GPUs."""
+class OnDemandPrice(BaseModel):
+    """A published on-demand list price of one instance type."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1, description='Instance type name, e.g. "p5.48xlarge".')
-    provider: str = Field(min_length=1, description='Cloud provider, e.g. "aws".')
+    usd_per_hour: float = Field(gt=0, description="On-demand price per instance-hour in USD.")
+    region: str = Field(min_length=1, description='Region the price is for, e.g. "us-east-1".')
+    read_on: date = Field(description="The date the price was read (prices change).")
+    source: str = Field(min_length=1, description="Where it was read (URL or repo/path@commit).")
+
+
+class InstanceType(BaseModel):
+    """One cloud instance type (EC2 instance type, GCE machine type, Azure VM size) with GPUs.
+
+    Every cloud's types are keyed the same way, by the name the cloud's node label
+    ``node.kubernetes.io/instance-type`` carries; ``provider`` says which cloud. The EKS
+    fields (``max_pods``, ``eks_ami_type``) are required for AWS types and absent from the
+    GKE and AKS ones; the planner, which builds EKS node groups, needs both.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(
+        min_length=1,
+        description="Instance type name as node.kubernetes.io/instance-type carries it, e.g. "
+        '"p5.48xlarge", "a3-highgpu-8g", "Standard_ND96isr_H100_v5".',
+    )
+    provider: str = Field(
+        min_length=1,
+        description='Cloud provider: "aws" (EC2/EKS), "gcp" (GCE/GKE), "azure" (AKS), or a '
+        "name of your own for user entries.",
+    )
     gpu: str = Field(min_length=1, description="GpuModel.id of the attached GPUs.")
     gpu_count: int = Field(ge=1, description="Number of GPUs attached to one instance.")
     vcpu: int = Field(ge=1, description="vCPUs of one instance.")
     memory_mib: int = Field(ge=1, description="Instance memory (RAM) in MiB.")
-    max_pods: int = Field(
+    max_pods: int | None = Field(
+        default=None,
         ge=1,
         description=(
             "EKS default max pods (amazon-eks-ami eni-max-pods.txt; nodeadm computes "
-            "ENIs * (IPv4 addresses per ENI - 1) + 2)."
+            "ENIs * (IPv4 addresses per ENI - 1) + 2). AWS only."
         ),
     )
     arch: Literal["x86_64", "arm64"] = Field(description="CPU architecture.")
-    eks_ami_type: Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA"] = Field(
-        description="EKS managed node group amiType of the NVIDIA AL2023 AMI."
+    eks_ami_type: Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA"] | None = Field(
+        default=None,
+        description="EKS managed node group amiType of the NVIDIA AL2023 AMI. AWS only.",
+    )
+    price: OnDemandPrice | None = Field(
+        default=None, description="On-demand list price with its region, source and date."
     )
     local_nvme_gib: int = Field(
         default=0,
@@ -170,6 +202,15 @@ class InstanceType(BaseModel):
         min_length=1,
         description='Where the figures come from: URLs or "owner/repo/path@commit".',
     )
+
+    @model_validator(mode="after")
+    def _eks_fields_match_provider(self) -> InstanceType:
+        if self.provider == "aws" and (self.max_pods is None or self.eks_ami_type is None):
+            raise ValueError(
+                f"AWS instance type {self.name!r} needs max_pods and eks_ami_type (EKS node "
+                "groups are built from them)"
+            )
+        return self
 
 
 def _index_gpus(gpus: Iterable[GpuModel]) -> dict[str, GpuModel]:

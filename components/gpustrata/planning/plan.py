@@ -41,6 +41,8 @@ class PoolPlan:
     instance: InstanceType
     gpu: GpuModel
     max_pods: int
+    ami_type: str
+    """The EKS managed node group amiType of the instance's NVIDIA AL2023 AMI."""
     kube_reserved: dict[str, str]
     system_reserved: dict[str, str]
     eviction_hard: dict[str, str]
@@ -195,6 +197,13 @@ def _plan_pool(
             f"'{pool.instance_type}' is not in the hardware catalogue; use a GPU instance "
             "type such as 'g6e.xlarge' or 'p5.48xlarge'",
         )
+    if instance.max_pods is None or instance.eks_ami_type is None:
+        raise PlanError(
+            f"gpustrata:stack.node_pools[{index}].instance_type",
+            f"'{pool.instance_type}' is a {instance.provider} machine type; gpustrata plans EKS "
+            "node groups, so use an AWS instance type such as 'g6e.xlarge' or 'p5.48xlarge' "
+            "(the catalogue's GKE and AKS types serve `gpustrata check` and `capacity`)",
+        )
     gpu = hardware.gpu(instance.gpu)
     if gpu is None:  # the catalogue guarantees this; kept for user-extended catalogues
         raise PlanError(
@@ -265,6 +274,7 @@ def _plan_pool(
         instance=instance,
         gpu=gpu,
         max_pods=max_pods,
+        ami_type=instance.eks_ami_type,
         kube_reserved=kube_reserved,
         system_reserved=system_reserved,
         eviction_hard=eviction_hard,
