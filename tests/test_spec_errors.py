@@ -87,6 +87,16 @@ BAD_STACKS = [
         id="gke-machine-type",
     ),
     pytest.param(
+        "model: meta-llama/Llama-3.1-8B-Instruct",
+        "model: meta-llama/Llama-3.1-8B-Instuct",
+        "gpustrata:stack.models[1].model: 'meta-llama/Llama-3.1-8B-Instuct' is not in the "
+        "model catalogue and is not a path to a config.json; nearest catalogue ids: "
+        "'meta-llama/Llama-3.1-8B-Instruct', 'meta-llama/Llama-3.1-70B-Instruct', "
+        "'meta-llama/Llama-3.1-405B-Instruct'; or point model at the model's config.json "
+        "inside the project",
+        id="unknown-model-typo",
+    ),
+    pytest.param(
         "environment: prod",
         "environment: [prod",
         "is not valid YAML (expected ',' or ']', but got ':'); fix the syntax",

@@ -391,9 +391,20 @@ def _capacity(
     except ModelCatalogError as exc:
         raise PlanError(f"gpustrata:stack.models[{index}].model", str(exc)) from None
     if arch is None:
+        # A name close to a catalogue id is a typo until shown otherwise: refuse it rather
+        # than plan with the fallback budget. A name like no catalogue id (a private model)
+        # plans with the fallback, which the plan says.
+        near = catalog.nearest(model.model)
+        if near:
+            raise PlanError(
+                f"gpustrata:stack.models[{index}].model",
+                f"{model.model[:80]!r} is not in the model catalogue and is not a path to a "
+                f"config.json; nearest catalogue ids: {', '.join(repr(n) for n in near)}; or "
+                "point model at the model's config.json inside the project",
+            )
         return None, (
-            f"model {model.model!r} is not in the model catalogue and is not a path to a "
-            "config.json"
+            f"model {model.model!r} is not in the model catalogue (no catalogue id is close) "
+            "and is not a path to a config.json"
         )
     try:
         return estimate_for_model(model, arch, pool.gpu), None

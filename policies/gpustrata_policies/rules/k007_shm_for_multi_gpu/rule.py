@@ -198,6 +198,7 @@ RULE = Rule(
             "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir",
         ),
         thresholds={"min_shm_size": ("string", "1Gi")},
+        scope="stack",  # reads the KubeRay operator's release (plasma-directory skip)
     ),
     check,
 )

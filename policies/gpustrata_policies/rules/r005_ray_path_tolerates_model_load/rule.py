@@ -232,6 +232,7 @@ RULE = Rule(
             KUBERAY_1685,
             "https://github.com/ray-project/kuberay/blob/v0.6.0/ray-operator/controllers/ray/rayservice_controller.go",
         ),
+        scope="stack",  # reads the KubeRay operator's release (thresholds honoured or not)
     ),
     check,
 )
