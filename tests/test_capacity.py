@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from _stacks import ROOT, stack_doc
 from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
 from gpustrata.cli.app import main
+from gpustrata.core.errors import StackError
 from gpustrata.planning.build import build_plan
 from gpustrata.planning.plan import FALLBACK_STARTUP_BUDGET_S, STARTUP_PERIOD_S
 from gpustrata.vllm.capacity import (
@@ -328,6 +330,16 @@ def test_planner_sizes_the_startup_probe_from_the_estimate() -> None:
         "largestMaxModelLen",
     ):
         assert derived[f"models.llama-70b.capacity.{key}"].why
+
+
+def test_planner_refuses_a_model_id_close_to_a_catalogue_id() -> None:
+    """A typo used to plan clean with the 1800 s fallback; it is exit 2 with the nearest ids."""
+    doc = stack_doc("prod")
+    doc["models"][1]["model"] = "meta-llama/Llama-3.1-8B-Instuct"
+    with pytest.raises(
+        StackError, match=re.escape("nearest catalogue ids: 'meta-llama/Llama-3.1-8B-Instruct'")
+    ):
+        build_plan(doc)
 
 
 def test_planner_falls_back_for_unknown_models() -> None:

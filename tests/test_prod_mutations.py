@@ -79,8 +79,11 @@ def test_driver_too_old_for_the_vllm_image(mutated_stack: Any) -> None:
     assert resource == "Deployment/inference/llama-8b"
     # Both versions: the image's CUDA and its minimum driver, and the pool's driver.
     assert "vllm/vllm-openai:v0.33.0 is built on CUDA 13.0.3" in message
-    assert "needs NVIDIA driver >= 580.95.05" in message
+    assert "needs NVIDIA driver >= 580.65.06 (CUDA 13.0 GA)" in message
     assert "pool gpu-l40s runs driver 570.124.06" in message
+    # Branch 570 is one the image's NVIDIA_REQUIRE_CUDA lists: it runs only through CUDA
+    # forward compatibility on the data-center L40S, which the finding names.
+    assert "only through CUDA forward compatibility on NVIDIA L40S (data-center)" in message
     # The Ray Serve LLM image is CUDA 12.8 (cu128): 570.124.06 is new enough for it.
     assert all(r != "RayService/inference/llama-70b" for r, _ in findings(data, "O002"))
 

@@ -78,6 +78,25 @@ BAD_STACKS = [
         id="unknown-instance",
     ),
     pytest.param(
+        "instance_type: g6e.2xlarge",
+        "instance_type: a3-highgpu-8g",
+        "gpustrata:stack.node_pools[1].instance_type: 'a3-highgpu-8g' is a gcp machine type; "
+        "gpustrata plans EKS node groups, so use an AWS instance type such as 'g6e.xlarge' or "
+        "'p5.48xlarge' (the catalogue's GKE and AKS types serve `gpustrata check` and "
+        "`capacity`)",
+        id="gke-machine-type",
+    ),
+    pytest.param(
+        "model: meta-llama/Llama-3.1-8B-Instruct",
+        "model: meta-llama/Llama-3.1-8B-Instuct",
+        "gpustrata:stack.models[1].model: 'meta-llama/Llama-3.1-8B-Instuct' is not in the "
+        "model catalogue and is not a path to a config.json; nearest catalogue ids: "
+        "'meta-llama/Llama-3.1-8B-Instruct', 'meta-llama/Llama-3.1-70B-Instruct', "
+        "'meta-llama/Llama-3.1-405B-Instruct'; or point model at the model's config.json "
+        "inside the project",
+        id="unknown-model-typo",
+    ),
+    pytest.param(
         "environment: prod",
         "environment: [prod",
         "is not valid YAML (expected ',' or ']', but got ':'); fix the syntax",

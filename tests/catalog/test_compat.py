@@ -176,16 +176,34 @@ def test_min_driver_for_cuda() -> None:
     assert req is not None
     assert req.min_driver == "550.54.14"  # Table 3: CUDA 12.4 GA >=550.54.14
     assert req.minor_version_compat_min_driver == "525"
+    # The floor is per major.minor: images declare NVIDIA_REQUIRE_CUDA=cuda>=12.4, so an update
+    # needs its minor's GA driver, not the update's own toolkit driver.
     upd = c.min_driver_for_cuda("12.4.1")
-    assert upd is not None and upd.min_driver == "550.54.15"
+    assert upd is not None and upd.min_driver == "550.54.14" and upd.requested == "12.4.1"
     assert c.min_driver_for_cuda("cu128") is not None
     r128 = c.min_driver_for_cuda("12.8.1")
-    assert r128 is not None and r128.min_driver == "570.124.06"
+    assert r128 is not None and r128.min_driver == "570.26"
+    r1303 = c.min_driver_for_cuda("13.0.3")  # vLLM 0.33.0's image; newer than the table's rows
+    assert r1303 is not None and r1303.driver_ok("580.82.07")
     r130 = c.min_driver_for_cuda("13.0")
     assert r130 is not None and r130.min_driver == "580.65.06"
     assert r130.driver_ok("580.95.05") and not r130.driver_ok("575.57.08")
     assert c.min_driver_for_cuda("9.9") is None
     assert c.min_driver_for_cuda("nonsense") is None
+
+
+def test_image_driver_branches_for_forward_compatibility() -> None:
+    c = load_compat_catalog()
+    r1303 = c.min_driver_for_cuda("13.0.3")
+    assert r1303 is not None
+    listed = r1303.image_branches()
+    assert listed is not None and listed.branches == ["535", "550", "565", "570", "575"]
+    cu128 = c.min_driver_for_cuda("cu128")  # a tag names no update: the one 12.8 entry
+    assert cu128 is not None
+    entry = cu128.image_branches()
+    assert entry is not None and entry.cuda == "12.8.1" and "560" in entry.branches
+    unread = c.min_driver_for_cuda("12.4.1")
+    assert unread is not None and unread.image_branches() is None
 
 
 def test_vllm_lookup_is_tolerant() -> None:
@@ -233,3 +251,26 @@ def test_ray_and_ray_llm_images() -> None:
     assert img2.sources
     assert c.ray_llm_image("nightly-py311-cu124") is None
     assert c.ray_llm_image("1.0.0-py311") is None  # Ray release not catalogued
+
+
+def test_older_gpu_operator_lines_are_catalogued() -> None:
+    """v23.9, v24.3 and v24.6: chart defaults at the tag, matrix from the docs tag."""
+    c = load_compat_catalog()
+    v239 = c.gpu_operator("v23.9.0")
+    assert v239 is not None and v239.default_driver == "535.104.12"
+    assert v239.eks_kubernetes is not None and v239.eks_kubernetes.max == "1.26"
+    v243 = c.gpu_operator("24.3.0")
+    assert v243 is not None and v243.default_driver == "550.54.15"
+    assert v243.supports_kubernetes("1.30") and not v243.supports_kubernetes("1.31")
+    v246 = c.gpu_operator("v24.6.2")
+    assert v246 is not None and v246.device_plugin.version == "0.16.2"
+    assert v246.driver_is_tested("550.144.03")
+
+
+def test_gpu_operator_25_3_supports_eks_1_29_to_1_33() -> None:
+    """The 25.3 line's platform-support page lists EKS 1.29-1.33 for every 25.3 patch."""
+    c = load_compat_catalog()
+    for version in ("v25.3.0", "v25.3.1", "v25.3.4"):
+        release = c.gpu_operator(version)
+        assert release is not None and release.eks_kubernetes is not None
+        assert (release.eks_kubernetes.min, release.eks_kubernetes.max) == ("1.29", "1.33")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from gpustrata.catalog import hardware
 from gpustrata.catalog.hardware import (
@@ -83,8 +84,55 @@ def test_every_instance_gpu_exists(catalog: HardwareCatalog) -> None:
 
 def test_arch_matches_ami_type(catalog: HardwareCatalog) -> None:
     for inst in catalog.instances.values():
+        if inst.provider != "aws":
+            assert inst.eks_ami_type is None and inst.max_pods is None, inst.name
+            continue
         expected = "AL2023_x86_64_NVIDIA" if inst.arch == "x86_64" else "AL2023_ARM_64_NVIDIA"
         assert inst.eks_ami_type == expected, inst.name
+
+
+@pytest.mark.parametrize(
+    ("name", "provider", "gpu", "count", "vcpu", "memory_gib"),
+    [
+        ("a2-highgpu-1g", "gcp", "a100-sxm-40gb", 1, 12, 85),
+        ("a2-ultragpu-8g", "gcp", "a100-sxm-80gb", 8, 96, 1360),
+        ("a3-highgpu-8g", "gcp", "h100-sxm-80gb", 8, 208, 1872),
+        ("a3-megagpu-8g", "gcp", "h100-sxm-80gb", 8, 208, 1872),
+        ("a3-ultragpu-8g", "gcp", "h200-sxm-141gb", 8, 224, 2952),
+        ("a4-highgpu-8g", "gcp", "b200", 8, 224, 3968),
+        ("g2-standard-48", "gcp", "l4", 4, 48, 192),
+        ("Standard_NC24ads_A100_v4", "azure", "a100-pcie-80gb", 1, 24, 220),
+        ("Standard_ND96isr_H100_v5", "azure", "h100-sxm-80gb", 8, 96, 1900),
+        ("Standard_ND96isr_H200_v5", "azure", "h200-sxm-141gb", 8, 96, 1850),
+        ("Standard_NC64as_T4_v3", "azure", "t4", 4, 64, 440),
+        ("Standard_NC24s_v3", "azure", "v100-pcie-16gb", 4, 24, 448),
+        ("p3.8xlarge", "aws", "v100-sxm-16gb", 4, 32, 244),
+        ("p3dn.24xlarge", "aws", "v100-sxm-32gb", 8, 96, 768),
+        ("p6-b300.48xlarge", "aws", "b300", 8, 192, 4096),
+    ],
+)
+def test_cloud_machine_types(
+    catalog: HardwareCatalog,
+    name: str,
+    provider: str,
+    gpu: str,
+    count: int,
+    vcpu: int,
+    memory_gib: int,
+) -> None:
+    """GKE, AKS and AWS types are looked up the same way: by the instance-type label value."""
+    inst = catalog.instance(name)
+    assert inst is not None and inst.provider == provider
+    assert (inst.gpu, inst.gpu_count, inst.vcpu) == (gpu, count, vcpu)
+    assert inst.memory_mib == memory_gib * 1024
+
+
+def test_eks_fields_follow_the_provider() -> None:
+    base = {"name": "x", "gpu": "l4", "gpu_count": 1, "vcpu": 4, "memory_mib": 16384}
+    base |= {"arch": "x86_64", "sources": ["s"]}
+    with pytest.raises(ValidationError, match="needs max_pods"):
+        InstanceType.model_validate({**base, "provider": "aws"})
+    assert InstanceType.model_validate({**base, "provider": "gcp"}).max_pods is None
 
 
 # --- well-known facts -------------------------------------------------------------------
@@ -154,6 +202,19 @@ def test_gpu_lookup_by_id_case_insensitive(catalog: HardwareCatalog) -> None:
         ("NVIDIA-L40S", "l40s"),
         ("A100-SXM4-40GB", "a100-sxm-40gb"),
         ("NVIDIA-H200", "h200-sxm-141gb"),
+        ("NVIDIA-A100-80GB-PCIe", "a100-pcie-80gb"),
+        ("NVIDIA-H100-PCIe", "h100-pcie-80gb"),
+        ("NVIDIA-H100-NVL", "h100-nvl-94gb"),
+        ("NVIDIA-H200-NVL", "h200-nvl-141gb"),
+        ("NVIDIA-L40", "l40"),
+        ("NVIDIA-A30", "a30"),
+        ("NVIDIA-A40", "a40"),
+        ("NVIDIA-RTX-6000-Ada-Generation", "rtx-6000-ada"),
+        ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "rtx-pro-6000-blackwell-server"),
+        ("NVIDIA-GH200-480GB", "gh200-96gb"),
+        ("NVIDIA-GB200", "gb200"),
+        ("NVIDIA-B300-SXM6-AC", "b300"),
+        ("Tesla-V100-SXM2-32GB", "v100-sxm-32gb"),
     ],
 )
 def test_gpu_lookup_by_gfd_label(catalog: HardwareCatalog, label: str, expected: str) -> None:
@@ -166,6 +227,27 @@ def test_gpu_lookup_by_shared_label(catalog: HardwareCatalog) -> None:
     assert gpu is not None and gpu.id == "a10g"
     gpu = catalog.gpu("Tesla-T4-SHARED")
     assert gpu is not None and gpu.id == "t4"
+
+
+def test_mig_single_strategy_label_is_the_slice(catalog: HardwareCatalog) -> None:
+    """GFD's single-strategy product label names a slice derived from its parent GPU."""
+    gpu = catalog.gpu("NVIDIA-A100-SXM4-80GB-MIG-3g.40gb")
+    assert gpu is not None and gpu.id == "a100-sxm-80gb-mig-3g.40gb"
+    assert gpu.memory_gib == 40.0 and gpu.dense_bf16_tflops == round(312.0 * 3 / 7, 2)
+    assert gpu.compute_capability == "8.0" and gpu.mig_profiles == []
+    shared = catalog.gpu("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb-SHARED")
+    assert shared is not None and shared.memory_gib == round(79.65 / 8, 2)
+    assert catalog.gpu("NVIDIA-A100-SXM4-80GB-MIG-5g.50gb") is None  # no such profile
+    assert catalog.gpu("NVIDIA-L4-MIG-1g.10gb") is None  # L4 has no MIG
+
+
+def test_pcie_and_nvl_variants_differ_from_sxm(catalog: HardwareCatalog) -> None:
+    pcie, sxm = catalog.gpus["h100-pcie-80gb"], catalog.gpus["h100-sxm-80gb"]
+    assert pcie.memory_bandwidth_gbs < sxm.memory_bandwidth_gbs
+    assert pcie.dense_bf16_tflops < sxm.dense_bf16_tflops
+    assert catalog.gpus["h100-nvl-94gb"].memory_gib > sxm.memory_gib
+    assert catalog.gpus["rtx-6000-ada"].brand == "professional"
+    assert all(g.brand != "geforce" for g in catalog.gpus.values())
 
 
 def test_gpu_lookup_unknown(catalog: HardwareCatalog) -> None:

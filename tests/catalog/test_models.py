@@ -453,3 +453,53 @@ def test_from_config_qwen2_inert_sliding_window(tmp_path: Path) -> None:
 def test_catalog_type_is_reusable() -> None:
     catalog = ModelCatalog([_tiny("a/b")])
     assert len(catalog) == 1 and repr(catalog) == "ModelCatalog(1 models)"
+
+
+# Shaped like Qwen/Qwen3-Next-80B-A3B-Instruct's config.json
+# (https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json).
+QWEN3_NEXT_CONFIG: dict[str, Any] = {
+    "architectures": ["Qwen3NextForCausalLM"],
+    "model_type": "qwen3_next",
+    "hidden_size": 2048,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "intermediate_size": 5120,
+    "moe_intermediate_size": 512,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "vocab_size": 151936,
+    "max_position_embeddings": 262144,
+    "full_attention_interval": 4,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
+    "linear_conv_kernel_dim": 4,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_linear_attention_hybrid_is_refused_not_sized_as_full_attention(tmp_path: Path) -> None:
+    """Qwen3-Next used to come out as 48 full-attention layers; it is refused, clearly."""
+    path = _write_config(tmp_path, QWEN3_NEXT_CONFIG)
+    with pytest.raises(ModelCatalogError) as info:
+        architecture_from_hf_config(path)
+    message = str(info.value)
+    assert str(path) in message and "every 4th of 48 layers is full attention" in message
+    assert "gated_delta_net_state_shape" in message
+    typed = {**QWEN3_NEXT_CONFIG, "layer_types": ["linear_attention"] * 3 + ["full_attention"]}
+    typed |= {"num_hidden_layers": 4}
+    del typed["full_attention_interval"]
+    with pytest.raises(ModelCatalogError, match="1 of 4 layers are full attention"):
+        architecture_from_hf_config(_write_config(tmp_path, typed))
+
+
+def test_nearest_ids_for_a_typo() -> None:
+    catalog = load_model_catalog()
+    assert (
+        catalog.nearest("meta-llama/Llama-3.1-8B-Instuct")[0] == "meta-llama/Llama-3.1-8B-Instruct"
+    )
+    assert catalog.nearest("qwen2.5-7b-instruct")[0] == "Qwen/Qwen2.5-7B-Instruct"
+    assert catalog.nearest("acme/nothing-like-it") == []

@@ -40,6 +40,16 @@ def analyzer() -> Iterator[Any]:
         yield stub
 
 
+def _as_stack(analyzer: Any, request: Any) -> list[Any]:
+    """Diagnostics of one resource analysed as a stack: K007 is stack-scoped (it reads the
+    KubeRay operator's release), so the pack reports it from AnalyzeStack."""
+    resource = analyzer_pb2.AnalyzerResource(
+        type=request.type, properties=request.properties, urn=request.urn, name=request.name
+    )
+    stack = analyzer_pb2.AnalyzeStackRequest(resources=[resource])
+    return list(analyzer.AnalyzeStack(stack).diagnostics)
+
+
 def test_analyzer_info(analyzer: Any) -> None:
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     assert info.name == "gpustrata" and info.supportsConfig
@@ -107,7 +117,7 @@ def test_configure_threshold_and_environment(analyzer: Any) -> None:
     request = analyzer_pb2.AnalyzeRequest(
         type=token, properties=to_struct(dict(good)), urn=resource_urn(token, "s"), name="s"
     )
-    assert list(analyzer.Analyze(request).diagnostics) == []
+    assert _as_stack(analyzer, request) == []
     analyzer.Configure(
         analyzer_pb2.ConfigureAnalyzerRequest(
             policyConfig={
@@ -118,7 +128,7 @@ def test_configure_threshold_and_environment(analyzer: Any) -> None:
             }
         )
     )
-    diags = list(analyzer.Analyze(request).diagnostics)
+    diags = _as_stack(analyzer, request)
     assert [d.policyName for d in diags] == ["shm-for-multi-gpu"]
     assert diags[0].enforcementLevel == analyzer_pb2.ADVISORY and "at least 4Gi" in diags[0].message
     analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))

@@ -52,6 +52,16 @@ def _engine_request(config: dict[str, Any]) -> Any:
     return analyzer_pb2.ConfigureAnalyzerRequest(policyConfig=out)
 
 
+def _as_stack(analyzer: Any, request: Any) -> list[Any]:
+    """Diagnostics of one resource analysed as a stack: K007 is stack-scoped (it reads the
+    KubeRay operator's release), so the pack reports it from AnalyzeStack."""
+    resource = analyzer_pb2.AnalyzerResource(
+        type=request.type, properties=request.properties, urn=request.urn, name=request.name
+    )
+    stack = analyzer_pb2.AnalyzeStackRequest(resources=[resource])
+    return list(analyzer.AnalyzeStack(stack).diagnostics)
+
+
 def test_one_file_drives_check_and_the_pack(tmp_path: Path, analyzer: Any) -> None:
     path = tmp_path / "policy-dev.json"
     path.write_text(json.dumps(CONFIG))
@@ -69,7 +79,7 @@ def test_one_file_drives_check_and_the_pack(tmp_path: Path, analyzer: Any) -> No
     )
     analyzer.Configure(_engine_request(json.loads(path.read_text())))
     try:
-        diags = list(analyzer.Analyze(request).diagnostics)
+        diags = _as_stack(analyzer, request)
     finally:
         analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
     assert [d.policyName for d in diags] == ["shm-for-multi-gpu"]
@@ -129,7 +139,7 @@ def test_pack_reads_snake_case_properties_still(analyzer: Any) -> None:
     )
     analyzer.Configure(_engine_request({"shm-for-multi-gpu": {"min_shm_size": "4Gi"}}))
     try:
-        diags = list(analyzer.Analyze(request).diagnostics)
+        diags = _as_stack(analyzer, request)
     finally:
         analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
     assert [d.policyName for d in diags] == ["shm-for-multi-gpu"]

@@ -365,6 +365,11 @@ def test_human_readable_max_model_len(text: str, value: int) -> None:
             "model 'acme/private-llm' is not in the model catalogue",
         ),
         (
+            {"command": ["vllm", "serve", "Qwen/Qwen2.5-7B-Instrct"]},
+            "model 'Qwen/Qwen2.5-7B-Instrct' is not in the model catalogue, so its size and "
+            "shape are unknown (nearest catalogue ids: Qwen/Qwen2.5-7B-Instruct",
+        ),
+        (
             {"resources": {"limits": {"nvidia.com/mig-3g.40gb": 1}}},
             "gets a MIG slice (nvidia.com/mig-3g.40gb)",
         ),

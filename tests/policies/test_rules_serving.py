@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from conftest import fixture
 
+from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata_policies import evaluate, find_rule
 from gpustrata_policies.inputs.manifests import load_paths
 
@@ -71,10 +72,22 @@ def test_deprecated_thresholds_are_noted_not_violations() -> None:
     report = evaluate(load_paths([path]))
     notes = [n.reason for n in report.not_evaluated if n.rule == "R005"]
     assert notes == [
-        "serviceUnhealthySecondThreshold: 1800 has no effect: KubeRay ignores it in ray.io/v1 "
-        "since 1.1 (https://github.com/ray-project/kuberay/issues/1685); the engine start "
-        "timeout is what bounds a model load"
+        "serviceUnhealthySecondThreshold: 1800 has no effect from KubeRay 1.1 on, which ignores "
+        "it in ray.io/v1 (https://github.com/ray-project/kuberay/issues/1685; KubeRay 1.0 "
+        "applies it to UNHEALTHY/DEPLOY_FAILED applications, never to a loading one); the "
+        "engine start timeout is what bounds a model load"
     ]
+
+
+def test_kuberay_1_0_threshold_is_not_called_without_effect() -> None:
+    """KubeRay 1.0.0 still reads the thresholds (rayservice_controller.go at v1.0.0)."""
+    path = str(fixture("R005", "good-kuberay-1-0-threshold.yaml"))
+    report = evaluate(load_paths([path]))
+    assert [n.reason for n in report.not_evaluated if n.rule == "R005"] == []
+    release = load_compat_catalog().kuberay("v1.0.0")
+    assert release is not None and release.unhealthy_thresholds_honoured
+    later = load_compat_catalog().kuberay("v1.1.0")
+    assert later is not None and not later.unhealthy_thresholds_honoured
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ What the KV-cache planner reads (vLLM V1 semantics):
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping
@@ -429,6 +430,19 @@ class ModelCatalog:
         """Return the entry whose id or alias is ``id_or_alias`` (case-insensitive)."""
         return self._index.get(id_or_alias.strip().casefold())
 
+    def nearest(self, name: str, n: int = 3) -> list[str]:
+        """Up to ``n`` catalogue ids closest to ``name`` (difflib ratio, case-insensitive),
+        best first; empty when nothing is close. For "did you mean" messages."""
+        wanted = name.strip().casefold()
+        ids = {m.id.casefold(): m.id for m in self._models.values()}
+        # Compare the repo part too, so "llama-3.1-8b-instruct" finds the meta-llama entry.
+        keyed = {**ids, **{k.rsplit("/", 1)[-1]: v for k, v in ids.items()}}
+        hits = difflib.get_close_matches(wanted, list(keyed), n=n * 2, cutoff=0.6)
+        if "/" not in wanted:
+            hits += difflib.get_close_matches(wanted, list(ids), n=n, cutoff=0.6)
+        out = list(dict.fromkeys(keyed.get(h) or ids[h] for h in hits))
+        return out[:n]
+
     def extended(self, extra: Iterable[ModelArchitecture]) -> ModelCatalog:
         """Return a new catalogue with ``extra`` added.
 
@@ -556,6 +570,17 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
     return _ConfigReader(file, root).build(model_id)
 
 
+_LINEAR_ATTENTION_KEYS = (
+    "linear_num_value_heads",
+    "linear_num_key_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+    "full_attention_interval",
+)
+"""config.json keys of Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5), as vLLM reads them."""
+
+
 class _ConfigReader:
     """Reads one config.json, tracking which section a key came from for errors."""
 
@@ -605,6 +630,7 @@ class _ConfigReader:
         if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
             raise self.fail("missing required key 'architectures' (a non-empty list)")
         layers = self.req_int("num_hidden_layers")
+        self._refuse_linear_attention(layers)
         hidden = self.req_int("hidden_size")
         heads = self.req_int("num_attention_heads")
         vocab = self.req_int("vocab_size")
@@ -676,6 +702,44 @@ class _ConfigReader:
             )
         except ValidationError as exc:
             raise self.fail(f"does not describe a consistent model: {exc}") from exc
+
+    def _refuse_linear_attention(self, layers: int) -> None:
+        """Refuse hybrids of linear attention (Gated DeltaNet) and full attention.
+
+        vLLM keeps a fixed recurrent state per sequence for each linear-attention layer
+        (``MambaStateShapeCalculator.gated_delta_net_state_shape``, sized from
+        ``linear_num_key_heads`` / ``linear_num_value_heads`` / ``linear_key_head_dim`` /
+        ``linear_value_head_dim`` / ``linear_conv_kernel_dim`` in vLLM's
+        vllm/model_executor/models/qwen3_next.py at the reference release) and a KV cache only
+        for the full-attention layers, under its hybrid cache manager. gpustrata does not size
+        that state; reading the config as all full attention (what it did before) overstates
+        the KV cache per token several times, so the config is refused instead.
+        """
+        cfg = self.cfg
+        keys = [k for k in _LINEAR_ATTENTION_KEYS if cfg.get(k) is not None]
+        raw_types = cfg.get("layer_types")
+        linear_layers = (
+            sum(1 for t in raw_types if t == "linear_attention")
+            if isinstance(raw_types, list)
+            else 0
+        )
+        if not keys and not linear_layers:
+            return
+        interval = cfg.get("full_attention_interval")
+        if linear_layers:
+            split = f"{layers - linear_layers} of {layers} layers are full attention"
+        elif isinstance(interval, int) and interval > 0:
+            split = f"every {interval}th of {layers} layers is full attention"
+        else:
+            split = f"{layers} layers mix linear and full attention"
+        raise self.fail(
+            f"{cfg.get('model_type') or 'this model'} is a linear-attention hybrid ({split}; "
+            f"config keys {', '.join(self.prefix + k for k in keys) or 'layer_types'}): vLLM "
+            "keeps a Gated DeltaNet state per sequence for its linear layers "
+            "(vLLM's vllm/model_executor/layers/mamba/mamba_utils.py "
+            "gated_delta_net_state_shape), which gpustrata does not size yet; plan it from a "
+            "measured deployment rather than this estimate"
+        )
 
     def _head_dim(self, hidden: int, heads: int, mla: bool) -> tuple[int, bool]:
         """Return (head_dim, derived)."""

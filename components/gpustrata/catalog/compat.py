@@ -40,6 +40,7 @@ __all__ = [
     "CudaUpdate",
     "DriverRequirement",
     "GpuOperatorRelease",
+    "ImageDriverBranches",
     "KubeRayRelease",
     "KubernetesRange",
     "RayLlmImage",
@@ -233,10 +234,29 @@ class CudaUpdate(_Model):
     _v = field_validator("cuda", "toolkit_min_driver")(_check_version_text)
 
 
+class ImageDriverBranches(_Model):
+    """The driver branches an ``nvidia/cuda`` base image accepts below its CUDA's floor.
+
+    The images declare ``NVIDIA_REQUIRE_CUDA=cuda>=X.Y brand=tesla,driver>=B,driver<B+1 ...``:
+    the NVIDIA container runtime starts the container on an older driver of a listed branch
+    (any brand but GeForce/Titan), where the CUDA forward-compatibility libraries then carry it.
+    """
+
+    cuda: str = Field(description="Full CUDA version of the image, e.g. '12.8.1'.")
+    branches: list[str] = Field(
+        min_length=1, description="Driver branches listed in NVIDIA_REQUIRE_CUDA, e.g. ['535']."
+    )
+    sources: list[str] = _Sources
+
+    _v = field_validator("cuda")(_check_version_text)
+
+
 class DriverRequirement(_Model):
     """Minimum NVIDIA Linux driver for a CUDA ``major.minor`` (and its updates).
 
-    ``toolkit_min_driver`` is the value rule O002 enforces; see the data file header for why the
+    ``toolkit_min_driver`` (the GA release's driver) is the floor rule O002 enforces: images
+    declare ``NVIDIA_REQUIRE_CUDA=cuda>=X.Y``, a per-``major.minor`` condition, so a CUDA update
+    needs no newer driver than its GA release to start. See the data file header for why the
     minor-version-compatibility floor is not enough for inference images.
     """
 
@@ -254,6 +274,11 @@ class DriverRequirement(_Model):
         default=None,
         description="Driver branch where the minor-version-compat range ends (Table 2).",
     )
+    image_driver_branches: list[ImageDriverBranches] = Field(
+        default_factory=list,
+        description="Per nvidia/cuda image version of this minor: the driver branches its "
+        "NVIDIA_REQUIRE_CUDA accepts through forward compatibility (where read).",
+    )
     requested: str | None = Field(
         default=None,
         description="The CUDA version asked for, when it named an update (e.g. '12.4.1').",
@@ -266,23 +291,30 @@ class DriverRequirement(_Model):
 
     @property
     def min_driver(self) -> str:
-        """The driver rule O002 requires: the toolkit driver of the requested release.
+        """The driver rule O002 requires: the GA toolkit driver of this ``major.minor``.
 
-        For a ``major.minor`` request this is the GA driver; for ``major.minor.N`` it is that
-        update's driver; an update newer than the catalogue knows falls back to the newest known.
+        The same for every update of the minor: the images' ``NVIDIA_REQUIRE_CUDA`` condition is
+        ``cuda>=X.Y`` (a 580.82.07 driver starts a CUDA 13.0.3 image).
         """
-        if self.requested is None:
-            return self.toolkit_min_driver
-        want = parse_version(self.requested)
-        best = self.toolkit_min_driver
-        for u in sorted(self.updates, key=lambda x: parse_version(x.cuda)):
-            if _cmp(parse_version(u.cuda), want) <= 0:
-                best = u.toolkit_min_driver
-        return best
+        return self.toolkit_min_driver
 
     def driver_ok(self, driver_version: str) -> bool:
         """Return whether ``driver_version`` meets :attr:`min_driver`."""
         return _cmp(parse_version(driver_version), parse_version(self.min_driver)) >= 0
+
+    def image_branches(self) -> ImageDriverBranches | None:
+        """The forward-compatibility branches of the requested image, or None when not read.
+
+        An exact CUDA version match wins; a ``major.minor`` request (a ``cu128`` tag) uses the
+        entry of this minor only when there is exactly one, since updates change the list.
+        """
+        if self.requested is not None:
+            want = parse_version(self.requested)
+            for entry in self.image_driver_branches:
+                if _cmp(parse_version(entry.cuda), want) == 0:
+                    return entry
+            return None
+        return self.image_driver_branches[0] if len(self.image_driver_branches) == 1 else None
 
 
 class VllmRelease(_Model):
@@ -335,6 +367,12 @@ class KubeRayRelease(_Model):
     unhealthy_thresholds_honoured: bool = Field(
         description="Whether RayService serviceUnhealthySecondThreshold/"
         "deploymentUnhealthySecondThreshold have any effect (kuberay#1685)."
+    )
+    shm_skipped_with_plasma_directory: bool = Field(
+        default=False,
+        description="Whether KubeRay skips its memory-backed /dev/shm injection into Ray "
+        "containers whose rayStartParams set plasma-directory (ray-operator "
+        "controllers/ray/common/pod.go, from v1.6.0).",
     )
     ray_version_gates: list[RayVersionGate] = Field(
         default_factory=list, description="Behaviour gated on rayVersion in this release."
@@ -455,8 +493,9 @@ class CompatCatalog:
     def min_driver_for_cuda(self, cuda: str) -> DriverRequirement | None:
         """Driver requirement for ``'12.4'`` or ``'12.4.1'`` (also ``'cu124'``, ``'12.4.1-...'``).
 
-        The returned object's :attr:`DriverRequirement.min_driver` is the toolkit driver of the
-        named release; ``None`` when the CUDA minor is not catalogued.
+        The returned object's :attr:`DriverRequirement.min_driver` is the GA toolkit driver of the
+        minor (``requested`` keeps the update asked for); ``None`` when the minor is not
+        catalogued.
         """
         text = cuda.strip()
         m = re.fullmatch(r"cu(\d{3})", text)

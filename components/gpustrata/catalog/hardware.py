@@ -8,13 +8,15 @@ changes through :meth:`HardwareCatalog.extended`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Mapping
+from datetime import date
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpustrata.core.yamlio import safe_load
 
@@ -23,10 +25,19 @@ __all__ = [
     "GpuModel",
     "HardwareCatalog",
     "InstanceType",
+    "OnDemandPrice",
     "load_hardware_catalog",
 ]
 
 _SHARED_SUFFIX = "-SHARED"
+# GFD's nvidia.com/gpu.product under the MIG "single" strategy: the parent's product name,
+# "MIG" and the profile joined by "-" (NVIDIA/k8s-device-plugin@v0.20.0:internal/lm/resource.go
+# getProductName, internal/lm/mig-strategy.go), e.g. NVIDIA-A100-SXM4-80GB-MIG-3g.40gb.
+_MIG_PRODUCT = re.compile(r"^(?P<parent>.+)-mig-(?P<profile>(?P<g>\d+)g\.(?P<gb>\d+)gb)$")
+_MIG_GUIDE = (
+    "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html#supported-mig-profiles"
+)
+_GFD_MIG = "NVIDIA/k8s-device-plugin@v0.20.0:internal/lm/resource.go"
 _DATA_PACKAGE = "gpustrata.catalog"
 _GPUS_FILE = "data/gpus.yaml"
 _INSTANCES_FILE = "data/instances.yaml"
@@ -63,6 +74,14 @@ class GpuModel(BaseModel):
         pattern=r"^\d+\.\d+$",
         description='CUDA compute capability "major.minor", e.g. "9.0".',
     )
+    brand: Literal["datacenter", "professional", "geforce"] = Field(
+        default="datacenter",
+        description=(
+            "Product line: data-center (Tesla lineage, CUDA forward compatibility supported), "
+            "professional RTX (forward compatibility only on NGC-Ready server SKUs) or GeForce "
+            "(no forward compatibility; the images' NVIDIA_REQUIRE_CUDA lists no GeForce branch)."
+        ),
+    )
     bf16: bool = Field(description="Tensor cores support BF16.")
     fp8: bool = Field(description="Tensor cores support FP8 (Ada, Hopper and later).")
     dense_bf16_tflops: float = Field(
@@ -74,6 +93,18 @@ class GpuModel(BaseModel):
     )
     memory_bandwidth_gbs: float = Field(
         gt=0, description="Peak memory bandwidth in GB/s (10^9 bytes per second)."
+    )
+    interconnect: Literal["nvlink", "pcie"] | None = Field(
+        default=None,
+        description="How the GPU talks to its peers: NVLink (SXM, NVL bridge) or PCIe only.",
+    )
+    interconnect_gbs: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Total (bidirectional) GPU-to-GPU bandwidth of that interconnect per GPU in GB/s, "
+            "datasheet figure (NVLink, or the PCIe link for PCIe-only parts); None if not read."
+        ),
     )
     gfd_products: list[str] = Field(
         min_length=1,
@@ -102,27 +133,57 @@ class GpuModel(BaseModel):
     )
 
 
-class InstanceType(BaseModel):
-    """One cloud instance type with GPUs."""
+class OnDemandPrice(BaseModel):
+    """A published on-demand list price of one instance type."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1, description='Instance type name, e.g. "p5.48xlarge".')
-    provider: str = Field(min_length=1, description='Cloud provider, e.g. "aws".')
+    usd_per_hour: float = Field(gt=0, description="On-demand price per instance-hour in USD.")
+    region: str = Field(min_length=1, description='Region the price is for, e.g. "us-east-1".')
+    read_on: date = Field(description="The date the price was read (prices change).")
+    source: str = Field(min_length=1, description="Where it was read (URL or repo/path@commit).")
+
+
+class InstanceType(BaseModel):
+    """One cloud instance type (EC2 instance type, GCE machine type, Azure VM size) with GPUs.
+
+    Every cloud's types are keyed the same way, by the name the cloud's node label
+    ``node.kubernetes.io/instance-type`` carries; ``provider`` says which cloud. The EKS
+    fields (``max_pods``, ``eks_ami_type``) are required for AWS types and absent from the
+    GKE and AKS ones; the planner, which builds EKS node groups, needs both.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(
+        min_length=1,
+        description="Instance type name as node.kubernetes.io/instance-type carries it, e.g. "
+        '"p5.48xlarge", "a3-highgpu-8g", "Standard_ND96isr_H100_v5".',
+    )
+    provider: str = Field(
+        min_length=1,
+        description='Cloud provider: "aws" (EC2/EKS), "gcp" (GCE/GKE), "azure" (AKS), or a '
+        "name of your own for user entries.",
+    )
     gpu: str = Field(min_length=1, description="GpuModel.id of the attached GPUs.")
     gpu_count: int = Field(ge=1, description="Number of GPUs attached to one instance.")
     vcpu: int = Field(ge=1, description="vCPUs of one instance.")
     memory_mib: int = Field(ge=1, description="Instance memory (RAM) in MiB.")
-    max_pods: int = Field(
+    max_pods: int | None = Field(
+        default=None,
         ge=1,
         description=(
             "EKS default max pods (amazon-eks-ami eni-max-pods.txt; nodeadm computes "
-            "ENIs * (IPv4 addresses per ENI - 1) + 2)."
+            "ENIs * (IPv4 addresses per ENI - 1) + 2). AWS only."
         ),
     )
     arch: Literal["x86_64", "arm64"] = Field(description="CPU architecture.")
-    eks_ami_type: Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA"] = Field(
-        description="EKS managed node group amiType of the NVIDIA AL2023 AMI."
+    eks_ami_type: Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA"] | None = Field(
+        default=None,
+        description="EKS managed node group amiType of the NVIDIA AL2023 AMI. AWS only.",
+    )
+    price: OnDemandPrice | None = Field(
+        default=None, description="On-demand list price with its region, source and date."
     )
     local_nvme_gib: int = Field(
         default=0,
@@ -141,6 +202,15 @@ class InstanceType(BaseModel):
         min_length=1,
         description='Where the figures come from: URLs or "owner/repo/path@commit".',
     )
+
+    @model_validator(mode="after")
+    def _eks_fields_match_provider(self) -> InstanceType:
+        if self.provider == "aws" and (self.max_pods is None or self.eks_ami_type is None):
+            raise ValueError(
+                f"AWS instance type {self.name!r} needs max_pods and eks_ami_type (EKS node "
+                "groups are built from them)"
+            )
+        return self
 
 
 def _index_gpus(gpus: Iterable[GpuModel]) -> dict[str, GpuModel]:
@@ -198,15 +268,53 @@ class HardwareCatalog:
         """Find a GPU by id (case-insensitive) or by a GFD ``nvidia.com/gpu.product`` value.
 
         A trailing ``-SHARED`` (added by GFD when time-slicing replicates the GPU) is
-        ignored. Returns None when nothing matches.
+        ignored; a MIG single-strategy label (``NVIDIA-A100-SXM4-80GB-MIG-3g.40gb``) gives the
+        slice, derived from its parent. Returns None when nothing matches.
         """
         k = key.strip().lower()
         if not k:
             return None
         found = self._lowered.get(k) or self._by_label.get(k)
         if found is None and k.endswith(_SHARED_SUFFIX.lower()):
-            found = self._by_label.get(k[: -len(_SHARED_SUFFIX)])
+            k = k[: -len(_SHARED_SUFFIX)]
+            found = self._by_label.get(k)
+        if found is None:
+            found = self._mig_slice(k, key.strip())
         return found
+
+    def _mig_slice(self, lowered: str, label: str) -> GpuModel | None:
+        """The MIG slice a single-strategy GFD product label names, derived from its parent.
+
+        Memory and bandwidth are the parent's scaled by the profile's GB over the full-GPU
+        profile's (``3g.40gb`` of ``7g.80gb``: half), tensor throughput by its compute slices
+        over 7 (MIG user guide). None when the parent or the profile is unknown.
+        """
+        m = _MIG_PRODUCT.match(lowered)
+        if m is None:
+            return None
+        parent = self._by_label.get(m["parent"])
+        if parent is None or m["profile"] not in parent.mig_profiles:
+            return None
+        full = max(int(p.split(".")[1].removesuffix("gb")) for p in parent.mig_profiles)
+        memory_share = int(m["gb"]) / full
+        return parent.model_copy(
+            update={
+                "id": f"{parent.id}-mig-{m['profile']}",
+                "name": f"{parent.name} MIG {m['profile']}",
+                "memory_gib": round(parent.memory_gib * memory_share, 2),
+                "dense_bf16_tflops": round(parent.dense_bf16_tflops * int(m["g"]) / 7, 2),
+                "memory_bandwidth_gbs": round(parent.memory_bandwidth_gbs * memory_share, 1),
+                "gfd_products": [label.removesuffix(_SHARED_SUFFIX)],
+                "mig_profiles": [],
+                "ray_accelerator_type": parent.ray_accelerator_type,
+                "notes": (
+                    f"MIG {m['profile']} slice of {parent.name}, derived: memory and bandwidth "
+                    f"x {m['gb']}/{full} (profile GB over the full-GPU profile), tensor rate x "
+                    f"{m['g']}/7 compute slices."
+                ),
+                "sources": [*parent.sources, _MIG_GUIDE, _GFD_MIG],
+            }
+        )
 
     def instance(self, name: str) -> InstanceType | None:
         """Find an instance type by exact name (surrounding whitespace ignored)."""

@@ -278,30 +278,38 @@ def catalogue_markdown() -> str:
         "",
         "## Instance types",
         "",
-        "`instances.yaml`. `max pods` is the EKS default the kubelet reservation formula uses.",
+        "`instances.yaml`, keyed by the `node.kubernetes.io/instance-type` value. `max pods` "
+        "is the EKS default the kubelet reservation formula uses (AWS types only); the price "
+        "is the on-demand list price with its region and the date it was read.",
         "",
     ]
     out += _table(
         [
             "name",
+            "cloud",
             "GPUs",
             "vCPU",
             "memory GiB",
             "max pods",
             "local NVMe GiB",
             "network Gbit/s",
+            "on-demand USD/h",
             "sources",
         ],
         (
             [
                 f"`{i.name}`",
+                i.provider,
                 f"{i.gpu_count} x `{i.gpu}`",
                 str(i.vcpu),
                 _num(i.memory_mib / 1024),
-                str(i.max_pods),
+                "" if i.max_pods is None else str(i.max_pods),
                 str(i.local_nvme_gib),
                 _num(i.network_gbps),
-                _sources(i.sources),
+                ""
+                if i.price is None
+                else f"{_num(i.price.usd_per_hour)} ({i.price.region}, {i.price.read_on})",
+                _sources([*i.sources, *([i.price.source] if i.price else [])]),
             ]
             for i in instances
         ),

@@ -277,7 +277,7 @@ def pool_plan_args(
         create=create,
         pool_name=pool.name,
         instance_type=pool.instance.name,
-        ami_type=pool.instance.eks_ami_type,
+        ami_type=pool.ami_type,
         kubernetes_version=kubernetes_version,
         capacity_type=spec.capacity_type,
         min_size=spec.min_size,

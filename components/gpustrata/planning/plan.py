@@ -41,6 +41,8 @@ class PoolPlan:
     instance: InstanceType
     gpu: GpuModel
     max_pods: int
+    ami_type: str
+    """The EKS managed node group amiType of the instance's NVIDIA AL2023 AMI."""
     kube_reserved: dict[str, str]
     system_reserved: dict[str, str]
     eviction_hard: dict[str, str]
@@ -195,6 +197,13 @@ def _plan_pool(
             f"'{pool.instance_type}' is not in the hardware catalogue; use a GPU instance "
             "type such as 'g6e.xlarge' or 'p5.48xlarge'",
         )
+    if instance.max_pods is None or instance.eks_ami_type is None:
+        raise PlanError(
+            f"gpustrata:stack.node_pools[{index}].instance_type",
+            f"'{pool.instance_type}' is a {instance.provider} machine type; gpustrata plans EKS "
+            "node groups, so use an AWS instance type such as 'g6e.xlarge' or 'p5.48xlarge' "
+            "(the catalogue's GKE and AKS types serve `gpustrata check` and `capacity`)",
+        )
     gpu = hardware.gpu(instance.gpu)
     if gpu is None:  # the catalogue guarantees this; kept for user-extended catalogues
         raise PlanError(
@@ -265,6 +274,7 @@ def _plan_pool(
         instance=instance,
         gpu=gpu,
         max_pods=max_pods,
+        ami_type=instance.eks_ami_type,
         kube_reserved=kube_reserved,
         system_reserved=system_reserved,
         eviction_hard=eviction_hard,
@@ -381,9 +391,20 @@ def _capacity(
     except ModelCatalogError as exc:
         raise PlanError(f"gpustrata:stack.models[{index}].model", str(exc)) from None
     if arch is None:
+        # A name close to a catalogue id is a typo until shown otherwise: refuse it rather
+        # than plan with the fallback budget. A name like no catalogue id (a private model)
+        # plans with the fallback, which the plan says.
+        near = catalog.nearest(model.model)
+        if near:
+            raise PlanError(
+                f"gpustrata:stack.models[{index}].model",
+                f"{model.model[:80]!r} is not in the model catalogue and is not a path to a "
+                f"config.json; nearest catalogue ids: {', '.join(repr(n) for n in near)}; or "
+                "point model at the model's config.json inside the project",
+            )
         return None, (
-            f"model {model.model!r} is not in the model catalogue and is not a path to a "
-            "config.json"
+            f"model {model.model!r} is not in the model catalogue (no catalogue id is close) "
+            "and is not a path to a config.json"
         )
     try:
         return estimate_for_model(model, arch, pool.gpu), None

@@ -282,7 +282,7 @@ def pool_object(pool: PoolPlan, stack: StackSpec | None = None) -> dict[str, Any
         min_size=spec.min_size,
         max_size=spec.max_size,
         kubernetes_version=stack.cluster.kubernetes_version if stack else None,
-        ami_type=pool.instance.eks_ami_type if create else None,
+        ami_type=pool.ami_type if create else None,
         driver_version=node_image_driver(stack) if stack else None,
         disk_size_gib=spec.disk_size_gib if create else None,
     )

@@ -124,7 +124,9 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
         if arch is not None:
             return ModelRef(arch, names[0])
     shown = " / ".join(repr(n) for n in dict.fromkeys(names))
-    return f"model {shown} is not in the model catalogue, so its size and shape are unknown"
+    near = catalogs.nearest_models(names[0])
+    hint = f" (nearest catalogue ids: {', '.join(near)})" if near else ""
+    return f"model {shown} is not in the model catalogue, so its size and shape are unknown{hint}"
 
 
 # --------------------------------------------------------------------------- GPU

@@ -93,6 +93,13 @@ def model_architecture(model_id: str) -> ModelArchitecture | None:
     return load_model_catalog().get(model_id)
 
 
+def nearest_models(name: str) -> list[str]:
+    """Catalogue ids closest to an unknown model name, best first (may be empty)."""
+    from gpustrata.catalog.architectures import load_model_catalog
+
+    return load_model_catalog().nearest(name)
+
+
 @dataclass(frozen=True, slots=True)
 class ImageCuda:
     """The CUDA version an image is built on, where that was read, or why it is unknown."""

@@ -265,7 +265,7 @@ def _karpenter_gpu(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str] | N
         return None
     where = f"{KARPENTER_GPU_NAME}={name}"
     hw = catalogs.hardware()
-    ids = {i.gpu for i in hw.instances.values()}
+    ids = {i.gpu for i in hw.instances.values() if i.provider == "aws"}  # Karpenter: EC2
     key = name.strip().lower()
     found = [hw.gpus[g] for g in sorted(ids) if g == key or g.startswith(f"{key}-")]
     memory = labels.get(KARPENTER_GPU_MEMORY)

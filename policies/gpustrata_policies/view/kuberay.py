@@ -20,12 +20,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_map, dig
-from gpustrata_policies.view.vllm_args import serve_config
+from gpustrata_policies.view.vllm_args import serve_config, split_image
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.compat import KubeRayRelease
 
 __all__ = [
     "KUBERAY_MAX_REPLICAS_DEFAULT",
@@ -35,8 +40,57 @@ __all__ = [
     "engine_placements",
     "fmt_gpus",
     "is_kuberay_gpu_key",
+    "operator_release",
+    "operator_version",
     "ray_groups",
 ]
+
+OPERATOR_CHART = "kuberay-operator"
+OPERATOR_IMAGE = "kuberay/operator"
+_SEMVER = re.compile(r"^[vV]?\d+\.\d+\.\d+")
+
+
+def operator_version(ctx: RuleContext) -> tuple[str, str] | None:
+    """(KubeRay version, where it was read) from the operator's Helm release or Deployment."""
+
+    def build() -> tuple[str, str] | None:
+        for obj in ctx.objects:
+            if obj.kind == "HelmRelease":
+                spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
+                chart = spec.get("chart")
+                version = spec.get("version")
+                if isinstance(chart, Mapping):  # Flux: spec.chart.spec.{chart,version}
+                    version = dig(chart, "spec", "version")
+                    chart = dig(chart, "spec", "chart")
+                if chart != OPERATOR_CHART:
+                    continue
+                tag = dig(spec, "values", "image", "tag")
+                if isinstance(tag, str) and _SEMVER.match(tag.strip()):
+                    return tag, f"{obj.resource} values image.tag"
+                if isinstance(version, str) and _SEMVER.match(version.strip()):
+                    return version, f"{obj.resource} chart {OPERATOR_CHART} {version}"
+            elif obj.kind == "Deployment":
+                for c in obj.containers(init=False):
+                    image = c.image
+                    if isinstance(image, str) and split_image(image)[0].endswith(OPERATOR_IMAGE):
+                        tag = split_image(image)[1]
+                        if tag and _SEMVER.match(tag.strip()):
+                            return tag, f"{obj.resource} image {image}"
+        return None
+
+    found: tuple[str, str] | None = ctx.memo("kuberay_operator_version", build)
+    return found
+
+
+def operator_release(ctx: RuleContext) -> tuple[KubeRayRelease | None, str] | None:
+    """The catalogued KubeRay release the manifests deploy (None when not catalogued) and
+    where its version was read; None when no operator version is stated."""
+    found = operator_version(ctx)
+    if found is None:
+        return None
+    version, where = found
+    return catalogs.compat().kuberay(version), f"KubeRay {version} ({where})"
+
 
 KUBERAY_MAX_REPLICAS_DEFAULT = 2147483647
 """``workerGroupSpecs[].maxReplicas`` default (kubebuilder default maxInt32)."""

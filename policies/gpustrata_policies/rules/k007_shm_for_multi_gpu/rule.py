@@ -8,10 +8,26 @@ from fractions import Fraction
 from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
+from gpustrata_policies.view.kuberay import operator_release
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
 RUNTIME_DEFAULT_SHM = Fraction(64 * 2**20)  # Docker/containerd default /dev/shm: 64 MiB
+PLASMA_DIRECTORY = "plasma-directory"
+KUBERAY_POD_GO = "ray-project/kuberay@v1.6.0:ray-operator/controllers/ray/common/pod.go"
+Kuberay = tuple[bool | None, str]
+"""(skips /dev/shm injection when plasma-directory is set, or None when unknown; what said so)."""
+
+
+def _kuberay_skips(ctx: RuleContext) -> Kuberay:
+    """Does the deployed KubeRay skip its /dev/shm injection for an explicit plasma-directory?"""
+    found = operator_release(ctx)
+    if found is None:
+        return None, "the KubeRay operator's version is not stated"
+    release, where = found
+    if release is None:
+        return None, f"{where} is not in the compatibility catalogue"
+    return release.shm_skipped_with_plasma_directory, where
 
 
 def _pod_memory_limit(pod: PodRef) -> Fraction | None:
@@ -21,8 +37,15 @@ def _pod_memory_limit(pod: PodRef) -> Fraction | None:
     return sum((x for x in limits if x is not None), Fraction(0))
 
 
-def shm_status(pod: PodRef, c: ContainerRef) -> tuple[str, Fraction | None, str]:
-    """(medium, size or None for node-bounded, description) of the container's /dev/shm."""
+def shm_status(
+    pod: PodRef, c: ContainerRef, kuberay: Kuberay = (False, "")
+) -> tuple[str, Fraction | None, str]:
+    """(medium, size or None for node-bounded, description) of the container's /dev/shm.
+
+    The medium is ``unknown`` for a Ray container whose ``rayStartParams`` set
+    ``plasma-directory`` when the KubeRay release (``kuberay``) is not known: KubeRay 1.6.0+
+    then adds no /dev/shm.
+    """
     if pod.spec.get("hostIPC") is True:
         return "memory", None, "uses the host IPC namespace and its /dev/shm (hostIPC: true)"
     for mount in as_list(c.raw.get("volumeMounts"), f"volumeMounts of {c.label}"):
@@ -50,6 +73,28 @@ def shm_status(pod: PodRef, c: ContainerRef) -> tuple[str, Fraction | None, str]
         if dig(volume, "hostPath", "path") == "/dev/shm":
             return "memory", None, "mounts the host's /dev/shm"
         return "disk", None, f"mounts volume '{name}' at /dev/shm, which is not memory-backed"
+    params = as_map(dig(pod.ray_group or {}, "rayStartParams"), "rayStartParams")
+    if pod.is_ray and PLASMA_DIRECTORY in params:
+        skips, where = kuberay
+        plasma = f"rayStartParams {PLASMA_DIRECTORY}: {params[PLASMA_DIRECTORY]}"
+        if skips is None:
+            return (
+                "unknown",
+                None,
+                (
+                    f"sets {plasma}, for which KubeRay 1.6.0 and later add no /dev/shm "
+                    f"({KUBERAY_POD_GO}), and {where}"
+                ),
+            )
+        if skips:
+            return (
+                "none",
+                RUNTIME_DEFAULT_SHM,
+                (
+                    f"sets {plasma}, so {where} adds no /dev/shm ({KUBERAY_POD_GO}) and it mounts "
+                    "none (the container runtime gives 64Mi)"
+                ),
+            )
     if pod.is_ray:  # KubeRay adds a memory emptyDir sized to the memory limit (else request)
         size = c.memory_limit() or c.memory_request()
         desc = (
@@ -81,7 +126,10 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             sizes = [e.gpus_per_engine() for e in cfg.engines]
             if all(s is not None for s in sizes):
                 ray_engines = max(s for s in sizes if s is not None)
+    kuberay: Kuberay | None = None
     for pod in obj.pods():
+        if pod.is_ray and kuberay is None:
+            kuberay = _kuberay_skips(ctx)
         for c in pod.containers(init=False):
             if pod.is_ray:
                 if c.gpu_limit(extra) <= 0:
@@ -94,8 +142,12 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 per_engine = engine.gpus_per_engine()
                 if per_engine == 1 and not engine.complete:
                     per_engine = None  # flags may come from elsewhere ($@, variables)
-            medium, size, desc = shm_status(pod, c)
+            medium, size, desc = shm_status(pod, c, kuberay or (False, ""))
             if medium == "memory" and (size is None or size >= minimum):
+                continue
+            if medium == "unknown":
+                if per_engine is None or per_engine > 1:
+                    yield ctx.not_evaluated(obj, f"{c.label} {desc}")
                 continue
             if per_engine is None:
                 if c.gpu_limit(extra) > 1:
@@ -131,8 +183,9 @@ RULE = Rule(
             "errors). NCCL's troubleshooting guide asks for --shm-size=1g in Docker, and "
             "vLLM's Kubernetes guide mounts a memory emptyDir at /dev/shm, hence the 1Gi "
             "default minimum. KubeRay already injects a memory-backed /dev/shm sized to the "
-            "memory limit into Ray containers that mount none, so a Ray worker fails only "
-            "when its own mount is disk-backed or too small."
+            "memory limit into Ray containers that mount none (from KubeRay 1.6.0 not when "
+            "rayStartParams set plasma-directory), so a Ray worker fails only when its own "
+            "mount is disk-backed or too small, or KubeRay skipped the injection."
         ),
         fix=(
             "Add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 2Gi}} and mount "
@@ -141,10 +194,11 @@ RULE = Rule(
         references=(
             "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#docker",
             "https://docs.vllm.ai/en/latest/deployment/k8s.html",
-            "https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/common/pod.go",
+            "https://github.com/ray-project/kuberay/blob/v1.6.0/ray-operator/controllers/ray/common/pod.go",
             "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir",
         ),
         thresholds={"min_shm_size": ("string", "1Gi")},
+        scope="stack",  # reads the KubeRay operator's release (plasma-directory skip)
     ),
     check,
 )

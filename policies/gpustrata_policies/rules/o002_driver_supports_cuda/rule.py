@@ -11,26 +11,78 @@ from gpustrata_policies.view.catalogs import image_cuda, readable_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import DriverRequirement
+    from gpustrata.catalog.hardware import GpuModel
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.nodes import driver_on, gpu_pools, gpu_requests, targeted_pools
-from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.nodes import (
+    driver_on,
+    gpu_model_of_pool,
+    gpu_pools,
+    gpu_requests,
+    targeted_pools,
+)
+from gpustrata_policies.view.objects import ContainerRef, K8sObject
 from gpustrata_policies.view.pools import GpuPool
 
 CUDA_DRIVER_TABLE = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html#cuda-driver"
+FORWARD_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+VLLM_COMPAT_ENV = "VLLM_ENABLE_CUDA_COMPATIBILITY"
 
 
-def _bound_note(need: DriverRequirement) -> str:
-    """Say so when the image's CUDA update is newer than the driver table's newest one."""
-    if need.requested is None:
-        return ""
-    newest = max(need.updates, key=lambda u: tuple(int(p) for p in u.cuda.split(".")))
-    if tuple(int(p) for p in need.requested.split(".")) <= tuple(
-        int(p) for p in newest.cuda.split(".")
-    ):
-        return ""
-    return (
-        f" (CUDA {newest.cuda}'s driver, the newest {need.cuda} update in the driver table: "
-        "a lower bound)"
+def _env_on(c: ContainerRef, name: str) -> bool:
+    """The container sets ``name`` to 1/true (vLLM's boolean reading)."""
+    value = c.literal_env().get(name)
+    return value is not None and value.strip().lower() in ("1", "true")
+
+
+def _below_floor(
+    need: DriverRequirement,
+    driver: str,
+    gpu: GpuModel | None,
+    product: str | None,
+    c: ContainerRef,
+) -> tuple[bool, str]:
+    """Whether a driver below the floor is fatal (True) or relies on forward compatibility,
+    and the sentence that says which path does or does not exist. *product* is the pool's
+    GPU product label, which names a GeForce GPU the catalogue does not hold."""
+    branch = driver.split(".", 1)[0]
+    listed = need.image_branches()
+    geforce = gpu.name if gpu is not None and gpu.brand == "geforce" else None
+    if gpu is None and product is not None and "geforce" in product.lower():
+        geforce = product
+    if geforce is not None:
+        return True, (
+            f"{geforce} is a GeForce GPU: CUDA forward compatibility does not run there and "
+            "NVIDIA_REQUIRE_CUDA accepts no GeForce branch below the floor"
+        )
+    if listed is None:
+        return True, (
+            f"the driver branches the CUDA {need.requested or need.cuda} image accepts through "
+            "forward compatibility are not catalogued, so none is assumed"
+        )
+    names = "/".join(listed.branches)
+    if branch not in listed.branches:
+        return True, (
+            f"its NVIDIA_REQUIRE_CUDA accepts older drivers only of branches {names} (CUDA "
+            f"{listed.cuda}), not {branch}: no forward-compatibility path"
+        )
+    how = (
+        f"{c.label} sets {VLLM_COMPAT_ENV}=1, so vLLM loads them"
+        if _env_on(c, VLLM_COMPAT_ENV)
+        else (
+            "through the NVIDIA Container Toolkit's enable-cuda-compat hook, or vLLM's opt-in "
+            f"{VLLM_COMPAT_ENV}=1 (vllm-project/vllm#33992) where the image's release has it"
+        )
+    )
+    if gpu is None:
+        where = "on a data-center GPU (the pool's GPU model is unknown)"
+    elif gpu.brand == "professional":
+        where = f"on {gpu.name} only if it is an NGC-Ready server SKU"
+    else:
+        where = f"on {gpu.name} (data-center)"
+    return False, (
+        f"its NVIDIA_REQUIRE_CUDA lists driver branch {branch} (CUDA {listed.cuda}: {names}), "
+        f"so it starts and runs only through CUDA forward compatibility {where}: the image's "
+        f"cuda-compat libraries must load, {how} ({FORWARD_COMPAT})"
     )
 
 
@@ -75,15 +127,24 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 if need.driver_ok(driver.version):
                     continue
                 major_minor = ".".join(cuda.cuda.split(".")[:2])
-                bound = _bound_note(need)
-                yield ctx.violation(
-                    obj,
-                    f"{c.label} image {c.image} is built on CUDA {cuda.cuda} ({cuda.why}), "
-                    f"which needs NVIDIA driver >= {need.min_driver}{bound}, but {on} runs driver "
-                    f"{driver.version} ({driver.where}); the container does not start "
-                    f"(nvidia-container-cli: unsatisfied condition: cuda>={major_minor})",
-                    (*c.path, "image"),
+                gpu = gpu_model_of_pool(target) if target is not None else None
+                product = target.gpu_product if target is not None else None
+                fatal, path = _below_floor(need, driver.version, gpu, product, c)
+                head = (
+                    f"{c.label} image {c.image} is built on CUDA {cuda.cuda} ({cuda.why}), whose "
+                    f"NVIDIA_REQUIRE_CUDA=cuda>={major_minor} needs NVIDIA driver >= "
+                    f"{need.min_driver} (CUDA {need.cuda} GA), but {on} runs driver "
+                    f"{driver.version} ({driver.where})"
                 )
+                if fatal:
+                    yield ctx.violation(
+                        obj,
+                        f"{head}; {path}; the container does not start (nvidia-container-cli: "
+                        f"unsatisfied condition: cuda>={major_minor})",
+                        (*c.path, "image"),
+                    )
+                else:
+                    yield ctx.violation(obj, f"{head}; {path}", (*c.path, "image"), advisory=True)
 
 
 RULE = Rule(
@@ -95,14 +156,19 @@ RULE = Rule(
         severity="critical",
         default_enforcement=MANDATORY,
         rationale=(
-            "Every CUDA release needs a minimum driver (the CUDA toolkit's driver table). "
+            "Every CUDA minor needs a minimum driver (the CUDA toolkit's driver table, GA row: "
+            "the images declare NVIDIA_REQUIRE_CUDA=cuda>=X.Y, so any update of the minor "
+            "starts on it). "
             "The nvidia/cuda base images that vllm/vllm-openai and rayproject/ray-llm build on "
             "declare NVIDIA_REQUIRE_CUDA, so on an older driver the NVIDIA container runtime "
             "refuses to start the container; where it does start, kernels JIT-compiled from "
             "newer PTX fail with cudaErrorUnsupportedPtxVersion. The driver is the one in the "
             "node image (EKS NVIDIA AMIs) or the one the GPU Operator installs; the image's CUDA "
             "comes from its tag (cu128) or, for vllm/vllm-openai, from the compatibility "
-            "catalogue."
+            "catalogue. Below the floor, a data-center GPU on a driver branch the image's "
+            "NVIDIA_REQUIRE_CUDA lists still runs through CUDA forward compatibility once the "
+            "image's compat libraries load (advisory, naming the mechanism); GeForce GPUs and "
+            "unlisted branches have no such path (mandatory)."
         ),
         fix=(
             "Upgrade the node image or the operator's driver.version to one that meets the "
@@ -111,6 +177,7 @@ RULE = Rule(
         references=(
             CUDA_DRIVER_TABLE,
             "https://docs.nvidia.com/deploy/cuda-compatibility/index.html",
+            FORWARD_COMPAT,
             "https://github.com/vllm-project/vllm/issues/5635",
         ),
         scope="stack",

@@ -10,7 +10,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.kuberay import cluster_spec_path, ray_groups
+from gpustrata_policies.view.kuberay import cluster_spec_path, operator_version, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.ray import KUBERAY_V170
 from gpustrata_policies.view.vllm_args import serve_config, split_image
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 _RAY_IN_NAME = re.compile(r"(?:^|[^a-z])ray-?(\d+\.\d+\.\d+)")
 _VLLM_PIN = re.compile(r"^vllm(?:\[[^\]]*\])?\s*==\s*([0-9][0-9a-zA-Z.+]*)\s*$")
-OPERATOR_CHART = "kuberay-operator"
-OPERATOR_IMAGE = "kuberay/operator"
 
 
 def _key(version: str) -> tuple[int, int, int] | None:
@@ -46,38 +44,6 @@ def image_ray_version(image: Any) -> str | None:
         if m:
             return m[1]
     return None
-
-
-def _operator_version(ctx: RuleContext) -> tuple[str, str] | None:
-    """(KubeRay version, where it was read) from the operator's Helm release or Deployment."""
-
-    def build() -> tuple[str, str] | None:
-        for obj in ctx.objects:
-            if obj.kind == "HelmRelease":
-                spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
-                chart = spec.get("chart")
-                version = spec.get("version")
-                if isinstance(chart, Mapping):  # Flux: spec.chart.spec.{chart,version}
-                    version = dig(chart, "spec", "version")
-                    chart = dig(chart, "spec", "chart")
-                if chart != OPERATOR_CHART:
-                    continue
-                tag = dig(spec, "values", "image", "tag")
-                if isinstance(tag, str) and _key(tag):
-                    return tag, f"{obj.resource} values image.tag"
-                if isinstance(version, str) and _key(version):
-                    return version, f"{obj.resource} chart {OPERATOR_CHART} {version}"
-            elif obj.kind == "Deployment":
-                for c in obj.containers(init=False):
-                    image = c.image
-                    if isinstance(image, str) and split_image(image)[0].endswith(OPERATOR_IMAGE):
-                        tag = split_image(image)[1]
-                        if tag and _key(tag):
-                            return tag, f"{obj.resource} image {image}"
-        return None
-
-    found: tuple[str, str] | None = ctx.memo("kuberay_operator_version", build)
-    return found
 
 
 def _gate_used(gate: RayVersionGate, obj: K8sObject, cluster: Mapping[str, Any]) -> bool:
@@ -171,7 +137,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         return
     image_version = next(iter(images), None)
     compat = catalogs.compat() if (image_version or declared) else None
-    operator = _operator_version(ctx)
+    operator = operator_version(ctx)
     release = compat.kuberay(operator[0]) if compat and operator else None
     if compat is not None and release is None:
         newest = compat.kuberay_releases()

@@ -11,7 +11,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.kuberay import ray_groups
+from gpustrata_policies.view.kuberay import operator_release, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
@@ -117,7 +117,10 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     if obj.kind != "RayService":
         return
     spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
-    honoured = obj.api_version == "ray.io/v1alpha1"  # KubeRay < 1.1 (kuberay#1685)
+    operator = operator_release(ctx)
+    release = operator[0] if operator else None
+    # Without a catalogued operator release: ray.io/v1alpha1 means KubeRay before 1.0.
+    honoured = obj.api_version == "ray.io/v1alpha1" if release is None else False
     cfg = serve_config(obj)
     engines = list(cfg.engines) if cfg else []
     configs = list(cfg.llm_configs) if cfg else []
@@ -157,11 +160,21 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 )
             continue
         value = _seconds(spec[key], key)
-        if not honoured:
+        if release is not None and release.unhealthy_thresholds_honoured:
+            continue  # KubeRay 1.0 counts only UNHEALTHY/DEPLOY_FAILED time, not a load
+        if release is not None:
             yield ctx.not_evaluated(
                 obj,
-                f"{key}: {spec[key]} has no effect: KubeRay ignores it in ray.io/v1 since "
-                f"1.1 ({KUBERAY_1685}); the engine start timeout is what bounds a model load",
+                f"{key}: {spec[key]} has no effect: {operator[1] if operator else ''} ignores "
+                f"it ({KUBERAY_1685}); the engine start timeout is what bounds a model load",
+            )
+        elif not honoured:
+            yield ctx.not_evaluated(
+                obj,
+                f"{key}: {spec[key]} has no effect from KubeRay 1.1 on, which ignores it in "
+                f"ray.io/v1 ({KUBERAY_1685}; KubeRay 1.0 applies it to UNHEALTHY/DEPLOY_FAILED "
+                "applications, never to a loading one); the engine start timeout is what "
+                "bounds a model load",
             )
         elif value is not None and estimates and value < max(b for b, _ in estimates):
             needed, why = max(estimates)
@@ -219,6 +232,7 @@ RULE = Rule(
             KUBERAY_1685,
             "https://github.com/ray-project/kuberay/blob/v0.6.0/ray-operator/controllers/ray/rayservice_controller.go",
         ),
+        scope="stack",  # reads the KubeRay operator's release (thresholds honoured or not)
     ),
     check,
 )
