@@ -17,11 +17,11 @@ import operator
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from gpustrata.catalog.vllm_releases import vllm_file_url
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
+from gpustrata.core.quantity import parse_number
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import AUTO_FIT, int_setting
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
@@ -31,7 +31,6 @@ from gpustrata_policies.view.engines import (
     EngineSite,
     GpuRef,
     gpu_resources,
-    is_number,
     pod_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
@@ -601,8 +600,9 @@ def annotated_startup(site: EngineSite) -> int | None:
         value = meta.get(STARTUP_ESTIMATE_ANNOTATION) if isinstance(meta, Mapping) else None
         if value is UNKNOWN:
             raise UnknownInput(f"annotation {STARTUP_ESTIMATE_ANNOTATION} of {site.obj.resource}")
-        if value is not None and is_number(value):
-            return int(Fraction(str(value)))
+        number = parse_number(value)
+        if number is not None:
+            return int(number)
     return None
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import parse_number, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_map, dig
 from gpustrata_policies.view.vllm_args import serve_config
@@ -49,7 +49,9 @@ RAY_SERVE_LLM_PG_PR = "ray-project/ray#56980"
 
 def fmt_gpus(value: Fraction | int | float) -> str:
     """A GPU count as people write it: ``4``, ``0.5``."""
-    number = Fraction(str(value)) if isinstance(value, float) else Fraction(value)
+    number = value if isinstance(value, Fraction) else parse_number(value)
+    if number is None:  # a non-finite float
+        return str(value)
     if number.denominator == 1:
         return str(number.numerator)
     return f"{float(number):g}"
@@ -186,7 +188,8 @@ class EnginePlacement:
     model: str | None
     tp: int
     pp: int
-    bundles: list[dict[str, float]]
+    bundles: list[dict[str, Fraction]]
+    """Ray resources of each bundle, parsed by ``core.quantity.parse_number``."""
     strategies: tuple[str, ...]
     """The strategy as written, or the defaults Ray Serve LLM releases use when unset."""
     explicit: bool
@@ -199,7 +202,12 @@ class EnginePlacement:
     @property
     def gpus(self) -> Fraction:
         """GPUs of one engine replica: the sum over its bundles."""
-        return sum((Fraction(str(b.get("GPU", 0))) for b in self.bundles), Fraction(0))
+        return sum(self.bundle_gpus, Fraction(0))
+
+    @property
+    def bundle_gpus(self) -> list[Fraction]:
+        """The ``GPU`` of each bundle (0 where a bundle asks for none)."""
+        return [b.get("GPU", Fraction(0)) for b in self.bundles]
 
     @property
     def where(self) -> str:
@@ -267,15 +275,15 @@ def engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]]
             if not isinstance(raw, list) or not all(isinstance(b, Mapping) for b in raw):
                 unreadable.append(f"{engine.source}: placement_group_config has no bundles")
                 continue
-            try:
-                bundles = [{str(k): float(v) for k, v in b.items()} for b in raw]
-            except (TypeError, ValueError):
+            parsed = [{str(k): parse_number(v) for k, v in b.items()} for b in raw]
+            if any(v is None or v < 0 for b in parsed for v in b.values()):
                 unreadable.append(f"{engine.source}: a bundle holds a value that is not a number")
                 continue
+            bundles = [{k: v for k, v in b.items() if v is not None} for b in parsed]
             strategies: tuple[str, ...] = (strategy,)
             explicit = True
         else:
-            bundles = [{"GPU": 1.0} for _ in range(workers)]
+            bundles = [{"GPU": Fraction(1)} for _ in range(workers)]
             old = "PACK" if pp > 1 else "STRICT_PACK"
             strategies = ("PACK",) if old == "PACK" else ("PACK", "STRICT_PACK")
             explicit = False

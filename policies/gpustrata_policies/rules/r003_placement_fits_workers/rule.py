@@ -38,7 +38,7 @@ def _one_replica(engine: EnginePlacement, strategy: str, groups: list[_Group]) -
     """Why one replica of the engine cannot be placed, or ``None`` when it can."""
     largest = max(groups, key=lambda g: g.gpus)
     need = engine.gpus
-    bundle_max = max((Fraction(str(b.get("GPU", 0))) for b in engine.bundles), default=Fraction(0))
+    bundle_max = max(engine.bundle_gpus, default=Fraction(0))
     layout = f"{len(engine.bundles)} bundles, {fmt_gpus(need)} GPU(s)"
     if strategy == "STRICT_PACK":
         if need > largest.gpus:
@@ -93,8 +93,7 @@ def _pack(
         else:
             used: set[int] = set()
             trial = list(free)
-            for bundle in engine.bundles:
-                gpu = Fraction(str(bundle.get("GPU", 0)))
+            for gpu in engine.bundle_gpus:
                 for i, room in enumerate(trial):
                     if room >= gpu and not (strategy == "STRICT_SPREAD" and i in used):
                         trial[i] -= gpu
