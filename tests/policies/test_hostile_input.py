@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, fixture
 from test_cli import run
 from test_manifest_input import GPU_POD  # one GPU Pod manifest for both suites
 
@@ -141,6 +141,66 @@ def test_serve_config_duplicate_applications_and_alias_bomb_are_reported() -> No
     )
     with pytest.raises(YamlShapeError, match="alias bomb"):
         safe_load(bomb + "applications: [*h]\n")
+
+
+def _ray_service(serve_config: str) -> str:
+    """R003's good RayService fixture with *serve_config* (YAML text) as its serveConfigV2."""
+    text = fixture("R003", "good-strict-pack-fits.yaml").read_text()
+    start, end = text.index("  serveConfigV2: |"), text.index("  rayClusterConfig:")
+    return text[:start] + f"  serveConfigV2: {serve_config}\n" + text[end:]
+
+
+@pytest.mark.parametrize(
+    ("value", "what"), [("{applications: []}", "a mapping"), ("5", "an integer"), ("[]", "a list")]
+)
+def test_serve_config_that_is_not_a_string_is_reported(value: str, what: str) -> None:
+    """KubeRay's CRD types serveConfigV2 as a string: the API server rejects anything else,
+    so it is a finding (it used to be skipped as if the RayService had no Serve config)."""
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(_ray_service(value), "r.yaml"))
+    found = [(f.rule, f.message, f.line) for f in report.findings]
+    assert found == [
+        (
+            "R003",
+            f"spec.serveConfigV2 is {what}, not a string: KubeRay's RayService CRD declares it "
+            "a string (ray-project/kuberay@v1.7.0:ray-operator/apis/ray/v1/rayservice_types.go), "
+            "so the API server rejects the object and no engine is placed; write the Serve "
+            "config as a YAML block string (serveConfigV2: |)",
+            10,  # the serveConfigV2 line
+        )
+    ], found
+
+
+@pytest.mark.parametrize(
+    ("serve", "reason"),
+    [
+        ("applications: []\napplications: [{name: a}]\n", "duplicate key 'applications'"),
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+                for p, c in zip("abcdefg", "bcdefgh", strict=True)
+            )
+            + "applications: [*h]\n",
+            "alias bomb",
+        ),
+    ],
+    ids=["duplicate-applications", "alias-bomb"],
+)
+def test_serve_config_guards_reach_the_report(serve: str, reason: str) -> None:
+    """The top-level YAML guards hold inside a serveConfigV2 string through ``check``: the
+    RayService is "not evaluated" naming the guard, not read with the last key winning."""
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(_ray_service(json.dumps(serve)), "r.yaml"))
+    assert not report.findings, report.findings
+    reasons = [n.reason for n in report.not_evaluated if n.rule == "R003"]
+    assert any("serveConfigV2 is not valid YAML (line " in r and reason in r for r in reasons), (
+        reasons
+    )
 
 
 # --- item 8: JSON duplicate keys ---------------------------------------------------------

@@ -20,6 +20,7 @@ from gpustrata_policies.view.kuberay import (
 from gpustrata_policies.view.nodes import gpu_pools, gpu_requests, shared_gpus, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
+from gpustrata_policies.view.vllm_args import SERVE_CONFIG_TYPE_SOURCE, serve_config
 
 UNBOUNDED = 100_000
 """Worker groups with more max replicas than this are treated as unbounded."""
@@ -113,6 +114,17 @@ def _pack(
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Every engine's placement group fits one worker layout, and all replicas fit at max."""
     if obj.kind != "RayService":
+        return
+    cfg = serve_config(obj)
+    if cfg is not None and cfg.not_a_string:
+        yield ctx.violation(
+            obj,
+            f"spec.serveConfigV2 is {cfg.not_a_string}, not a string: KubeRay's RayService "
+            f"CRD declares it a string ({SERVE_CONFIG_TYPE_SOURCE}), so the API server rejects "
+            "the object and no engine is placed; write the Serve config as a YAML block "
+            "string (serveConfigV2: |)",
+            ("spec", "serveConfigV2"),
+        )
         return
     engines, unreadable = engine_placements(obj)
     autoscaling = autoscaling_enabled(obj)
