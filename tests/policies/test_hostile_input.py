@@ -279,3 +279,36 @@ def test_k014_engine_kwargs() -> None:
     messages = _k014(doc)
     assert any("engine_kwargs sets hf_token" in m for m in messages), messages
     assert any("engine_kwargs sets api_key" in m for m in messages), messages
+
+
+# --- item 12: every exit-2 message of `check` names the file and line --------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "config", "line", "says"),
+    [
+        ("bel.yaml", b"kind: Pod\nmetadata:\n  name: p\x07\n", False, 3,
+         "invalid YAML: unacceptable character #x0007"),
+        ("nul.yaml", b"kind: Pod\n\nx: \x00\n", False, 3, "binary input (contains NUL bytes)"),
+        ("latin1.yaml", b"kind: Pod\nx: caf\xe9\n", False, 2, "not UTF-8 text (byte 16)"),
+        ("c.yaml", b"rules:\n  K001: {enforcement: advisory}\x07\n", True, 2,
+         "invalid config file"),
+        ("c.yaml", b"rules:\n  K001: advisory\n  K999: advisory\n", True, 3,
+         "rules.K999: no rule with that id or name"),
+        ("c.json", b'{"rules":\n {"K001": {"enforcement": 7}}}', True, 2,
+         "rules.K001.enforcement: "),
+        ("c.yaml", b"\xff\n", True, 1, "not UTF-8 text (byte 0)"),
+    ],
+    ids=["manifest-bel", "manifest-nul", "manifest-latin1", "config-bel", "config-unknown-rule",
+         "config-json-value", "config-not-utf8"],
+)  # fmt: skip
+def test_check_exit_2_names_the_line(
+    tmp_path: Path, name: str, content: bytes, config: bool, line: int, says: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    manifest = tmp_path / "ok.yaml"
+    manifest.write_text(GPU_POD, encoding="utf-8")
+    argv = ["check", "--config", str(path), str(manifest)] if config else ["check", str(path)]
+    message = _error(argv)
+    assert message.startswith(f"{path}:{line}: ") and says in message, message

@@ -12,7 +12,7 @@ from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.plan import PlanError, StackPlan, plan_stack
 from gpustrata.planning.ray_layout import plan_kuberay
-from gpustrata.spec.loader import validate_stack
+from gpustrata.spec.loader import line_in_file, validate_stack
 from gpustrata.spec.stack import StackSpec
 
 __all__ = ["build_plan", "plan_spec"]
@@ -32,4 +32,6 @@ def plan_spec(spec: StackSpec, source: str | None = None) -> StackPlan:
         plan.derived.extend(plan_kuberay(spec))  # the operator release against the Ray version
         return plan
     except PlanError as exc:
-        raise StackError([Problem(exc.path, str(exc))], source) from None
+        raise StackError(
+            [Problem(exc.path, str(exc), line_in_file(source, exc.path))], source
+        ) from None
