@@ -69,7 +69,7 @@ M0 = "gpustrata:stack.models[0]"
         # item 14: credentials in URI userinfo are refused and never printed
         ("uri: s3://gpustrata-prod-models/llama-3.3-70b-instruct/",
          "uri: s3://AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMIK7MDENG@bucket/m/",
-         f"{M0}.weights.uri", "'s3://***@bucket/m/' carries credentials"),
+         f"{M0}.weights.uri", "holds a URI with credentials before the host (scheme://***@host"),
     ],
     ids=["long-model", "proc-environ", "etc-passwd", "dotdot", "home", "image-newline",
          "image-space", "driver-path", "bidi", "zero-width", "min-size-bool",

@@ -312,3 +312,63 @@ def test_check_exit_2_names_the_line(
     argv = ["check", "--config", str(path), str(manifest)] if config else ["check", str(path)]
     message = _error(argv)
     assert message.startswith(f"{path}:{line}: ") and says in message, message
+
+
+# --- item 14: URI credentials are redacted wherever gpustrata prints ---------------------
+
+KEY, SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
+CREDENTIAL_URI = f"s3://{KEY}:{SECRET}@models-bucket/llama/"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "markdown"])
+def test_uri_userinfo_is_redacted_in_check_output(tmp_path: Path, fmt: str) -> None:
+    """A vLLM engine loading from a URI with credentials: rules quote the model (K015,
+    V rules) and "not evaluated" reasons name it; no output format carries the key."""
+    doc = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "llm"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"},
+                    "containers": [
+                        {
+                            "name": "vllm",
+                            "image": "vllm/vllm-openai:v0.33.0",
+                            "args": ["--model", CREDENTIAL_URI, "--load-format", "runai_streamer"],
+                            "resources": {"limits": {"nvidia.com/gpu": 1}},
+                        }
+                    ],
+                }
+            }
+        },
+    }
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run(["check", "--format", fmt, str(path)])
+    assert code in (0, 1), err
+    shown = out.replace("\\*", "*").replace("@&#8203;", "@")  # markdown's escapes
+    assert "s3://***@models-bucket/llama/" in shown, out  # quoted, the userinfo hidden
+    assert KEY not in out + err and SECRET not in out + err
+
+
+def test_uri_userinfo_is_redacted_in_errors_and_refused_in_a_stack(tmp_path: Path) -> None:
+    message = _error(["check", CREDENTIAL_URI])
+    assert message == "s3://***@models-bucket/llama/: no such file or directory", message
+    from gpustrata.core.errors import StackError
+    from gpustrata.spec.loader import load_stack_file
+
+    stack = REPO / "stacks" / "Pulumi.dev.yaml"
+    hostile = tmp_path / "Pulumi.dev.yaml"
+    text = stack.read_text().replace(
+        "model: Qwen/Qwen2.5-1.5B-Instruct", f"model: {CREDENTIAL_URI}"
+    )
+    extra = f"\n          extra_args: {{served-model-name: '{CREDENTIAL_URI}'}}"
+    hostile.write_text(text.replace("        engine:", "        engine:" + extra, 1))
+    with pytest.raises(StackError) as caught:
+        load_stack_file(hostile)
+    shown = caught.value.render()
+    assert "gpustrata:stack.models[0].model: holds a URI with credentials" in shown, shown
+    assert "gpustrata:stack.models[0].engine.extra_args: holds a URI with credentials" in shown
+    assert KEY not in shown and SECRET not in shown
