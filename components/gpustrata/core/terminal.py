@@ -18,9 +18,10 @@ import re
 
 __all__ = ["has_userinfo", "printable", "redact_userinfo"]
 
-# scheme://userinfo@host: userinfo holds no '/', '?', '#' or blank (RFC 3986 section 3.2.1);
-# greedy up to the last '@' of the authority, so 's3://a@b@host' hides 'a@b'.
-_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#'\"]+@")
+# scheme://userinfo@host, userinfo of RFC 3986 section 3.2.1's characters (unreserved,
+# %-escapes, sub-delims but the quote, ':'); greedy up to the last '@' of the authority, so
+# 's3://a@b@host' hides 'a@b'.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[A-Za-z0-9._~%!$&()*+,;=:@-]+@")
 
 
 def has_userinfo(text: str) -> bool:

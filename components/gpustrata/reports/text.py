@@ -44,6 +44,8 @@ class PlanReport:
     """The environment the rules were enforced for."""
     environment_why: str = ""
     """Why that environment (see :func:`rules_environment`)."""
+    warnings: list[str] = field(default_factory=list)
+    """Advisory notes on the stack file (plaintext config named like a credential)."""
     _index: dict[str, Registered] = field(default_factory=dict, repr=False)
 
     def layer_of(self, resource: Registered) -> str:
@@ -76,6 +78,7 @@ class PlanReport:
             "findings": self.findings,
             "not_evaluated": self.not_evaluated,
             "environment": {"enforced": self.environment, "why": self.environment_why},
+            "warnings": self.warnings,
         }
 
     def text(self) -> str:
@@ -110,7 +113,10 @@ class PlanReport:
         if self.not_evaluated:
             lines.append(f"Not evaluated: {len(self.not_evaluated)}")
             for n in self.not_evaluated:
-                lines.append(f"  {n['rule']} {n['resource']}: {n['reason']}")
+                lines.append(f"  {n['rule']} {printable(n['resource'])}: {printable(n['reason'])}")
+        if self.warnings:
+            lines += ["", f"Warnings (advisory): {len(self.warnings)}"]
+            lines += [f"  {printable(w)}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -212,6 +218,7 @@ def plan_report(
     ``file`` is read for its secret config; ``label`` names it in the report (default:
     ``file``), e.g. ``origin/main:stacks/Pulumi.prod.yaml`` for a base read from git.
     """
+    from gpustrata.spec.loader import plaintext_secret_warnings
     from gpustrata.spec.project import read_project
     from gpustrata_policies.evaluate import evaluate
     from gpustrata_policies.inputs.pulumi import objects_from_pulumi
@@ -228,6 +235,7 @@ def plan_report(
         secret_keys=secret_keys,
     )
     report = PlanReport(stack=stack, file=label or str(file), plan=plan, resources=resources)
+    report.warnings = plaintext_secret_warnings(file)
     objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
     report.environment, report.environment_why = environment_and_why(plan.spec.environment, stack)
     result = evaluate(objects, environment=report.environment)

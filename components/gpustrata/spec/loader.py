@@ -9,6 +9,7 @@ A stack lives under the structured Pulumi config key ``gpustrata:stack`` in
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Iterator, Sequence
@@ -445,6 +446,52 @@ def _read(path: Path) -> str:
         if not path.exists() and not path.is_symlink():
             exc.reason = "no such file; create it or pick a stack from stacks/"
         raise StackError([Problem("", exc.reason, exc.line)], str(path)) from None
+
+
+_SECRET_WORDS = frozenset(
+    {"secret", "secrets", "password", "passwd", "token", "tokens", "credential", "credentials"}
+)
+_SECRET_PAIRS = ("api-key", "apikey", "private-key", "access-key", "client-secret")
+
+
+def secret_like_config_key(key: str) -> bool:
+    """Does a Pulumi config key (``aws:secretKey``, ``gpustrata:apiKey``) name a credential?
+
+    The name after the namespace, camelCase split into words: any word such as ``secret``,
+    ``password`` or ``token``, or ``api-key``, ``access-key``, ``private-key``."""
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", key.rpartition(":")[2]).lower()
+    name = name.replace("_", "-")
+    return bool(_SECRET_WORDS & set(name.split("-"))) or any(p in name for p in _SECRET_PAIRS)
+
+
+def plaintext_secret_warnings(path: str | Path) -> list[str]:
+    """One warning per stack config key named like a credential whose value is not a
+    Pulumi secret (``secure:``), naming the file and line, never the value.
+
+    ``gpustrata:hfToken`` in plaintext is an error (:func:`read_stack_file`); other keys
+    belong to other providers (``aws:secretKey``), so ``plan`` warns and goes on."""
+    try:
+        root = yaml.compose(read_text_file(Path(path)), Loader=yaml.SafeLoader)
+    except (TextFileError, yaml.YAMLError, RecursionError):
+        return []
+    config = _child(root, "config")
+    out: list[str] = []
+    for key_node, value_node in config.value if isinstance(config, yaml.MappingNode) else []:
+        key = str(key_node.value)
+        secure = isinstance(value_node, yaml.MappingNode) and [
+            str(k.value) for k, _ in value_node.value
+        ] == ["secure"]
+        if key == CONFIG_KEY or secure or not secret_like_config_key(key):
+            continue
+        problem = Problem(
+            f"config.{key}",
+            "is named like a credential but stored in plaintext in the stack file, readable "
+            "by anyone with the repository (the value is not shown); if it is one, run "
+            f"`pulumi config set --secret {key}` so that Pulumi encrypts it",
+            key_node.start_mark.line + 1,
+        )
+        out.append(problem.render(str(path)))
+    return out
 
 
 def line_in_file(file: str | None, path: str) -> int | None:
