@@ -372,3 +372,59 @@ def test_uri_userinfo_is_redacted_in_errors_and_refused_in_a_stack(tmp_path: Pat
     assert "gpustrata:stack.models[0].model: holds a URI with credentials" in shown, shown
     assert "gpustrata:stack.models[0].engine.extra_args: holds a URI with credentials" in shown
     assert KEY not in shown and SECRET not in shown
+
+
+# --- item 17: messages say values as YAML does, never as Python reprs --------------------
+
+
+def _pod_with_gpu(requests: str, limits: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec:\n  containers:\n"
+        "    - name: c\n      image: vllm/vllm-openai:v0.33.0\n      resources:\n"
+        f"        requests: {{nvidia.com/gpu: {requests}}}\n"
+        f"        limits: {{nvidia.com/gpu: {limits}}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("requests", "limits", "rule", "says"),
+    [
+        (".nan", ".nan", "K001", "requests nvidia.com/gpu: .nan and limits it to .nan; .nan is "
+         "not a quantity, so the API server rejects it"),
+        ("1", "abc", "K001", "abc is not a quantity"),
+        ("null", "null", "K002", "sets limits.nvidia.com/gpu: null, which is not a quantity"),
+        ("!!binary aGVsbG8=", "1", "K002",
+         "sets requests.nvidia.com/gpu: binary data (5 bytes), which is not a quantity"),
+    ],
+    ids=["nan", "garbage", "null", "binary"],
+)  # fmt: skip
+def test_messages_spell_values_as_yaml(requests: str, limits: str, rule: str, says: str) -> None:
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(_pod_with_gpu(requests, limits), "p.yaml"))
+    messages = [f.message for f in report.findings if f.rule == rule]
+    assert any(says in m for m in messages), messages
+    everything = " ".join(f.message for f in report.findings)
+    everything += " ".join(n.reason for n in report.not_evaluated)
+    assert "None" not in everything and "b'" not in everything and " nan " not in everything
+
+
+def test_k015_names_an_aliased_model_once() -> None:
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    text = fixture("R003", "good-strict-pack-fits.yaml").read_text()
+    start, end = text.index("            - model_loading_config"), text.index("  rayClusterConfig:")
+    config = text[start:end].replace(
+        "            - model_loading_config",
+        "            - &m\n              model_loading_config",
+        1,
+    )
+    aliased = text[:start] + config + "".join(["            - *m\n"] * 9) + text[end:]
+    aliased = aliased.replace("ephemeral-storage: 200Gi", "ephemeral-storage: 20Gi")
+    report = evaluate(load_text(aliased, "r.yaml"))
+    messages = [f.message for f in report.findings if f.rule == "K015"]
+    assert messages, [f.rule for f in report.findings]
+    for message in messages:
+        assert message.count("meta-llama/Llama-3.3-70B-Instruct") == 1, message

@@ -14,9 +14,11 @@ reason (``gpustrata_policies.evaluate``), so JSON and SARIF carry none either.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 
-__all__ = ["has_userinfo", "printable", "redact_userinfo"]
+__all__ = ["has_userinfo", "printable", "quoted", "redact_userinfo", "yaml_spelling"]
 
 # scheme://userinfo@host, userinfo of RFC 3986 section 3.2.1's characters (unreserved,
 # %-escapes, sub-delims but the quote, ':'); greedy up to the last '@' of the authority, so
@@ -42,3 +44,26 @@ def printable(text: object) -> str:
     if s.isprintable():
         return s
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+
+
+def yaml_spelling(value: object) -> str:
+    """An input value as YAML writes it, never a Python repr: ``null`` (not ``None``),
+    ``true``, ``.nan``, ``.inf``, binary data by its size, a mapping or list by its kind."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "null"
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    if isinstance(value, (bytes, bytearray)):
+        return f"binary data ({len(value)} bytes)"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return str(value)
+
+
+def quoted(value: object) -> str:
+    """:func:`yaml_spelling`, with text in single quotes (``'abc'``, ``null``, ``7``)."""
+    return f"'{value}'" if isinstance(value, str) else yaml_spelling(value)

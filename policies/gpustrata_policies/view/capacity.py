@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from gpustrata.catalog.vllm_releases import vllm_file_url
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.quantity import parse_number
+from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import AUTO_FIT, int_setting
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
@@ -249,7 +250,7 @@ def _int(engine: EngineArgs, key: str) -> int | str | None:
     """An integer setting as vLLM reads it: the value, None when unset, or an error text."""
     value = int_setting(engine.values, key, engine.source)
     if isinstance(value, str):
-        return f"{key} {engine.get(key)!r} is not an integer"
+        return f"{key} {quoted(engine.get(key))} is not an integer"
     return value
 
 
@@ -303,7 +304,7 @@ def engine_settings(site: EngineSite, arch: ModelArchitecture, v0: bool) -> Plan
         try:
             kwargs["gpu_memory_utilization"] = float(str(util))
         except ValueError:
-            return f"gpu_memory_utilization {util!r} is not a number"
+            return f"gpu_memory_utilization {quoted(util)} is not a number"
         if not 0 < kwargs["gpu_memory_utilization"] <= 1:
             return f"gpu_memory_utilization {util} is outside (0, 1] (V007)"
     for key in ("dtype", "kv_cache_dtype", "quantization"):
@@ -578,7 +579,7 @@ def probe(container: ContainerRef, kind: str) -> Probe | str | None:
         elif isinstance(value, int) and not isinstance(value, bool):
             values[key] = value
         else:
-            return f"{kind}.{key} {value!r} is not an integer"
+            return f"{kind}.{key} {quoted(value)} is not an integer"
     return Probe(
         kind,
         raw,

@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpustrata.core.quantity import parse_number, parse_quantity
+from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_map, dig
 from gpustrata_policies.view.vllm_args import serve_config
@@ -117,14 +118,14 @@ class RayGroup:
             if is_kuberay_gpu_key(str(key).lower()):
                 number = _number(value, f"resources.{key} of {self.label}")
                 if number is None:
-                    raise ValueError(f"resources.{key} {value!r} is not a number")
+                    raise ValueError(f"resources.{key} {quoted(value)} is not a number")
                 return number, f"resources.{key}: {value}"
         params = as_map(self.spec.get("rayStartParams"), f"rayStartParams of {self.label}")
         if "num-gpus" in params:
             raw = params["num-gpus"]
             number = _number(raw, f"rayStartParams.num-gpus of {self.label}")
             if number is None:
-                raise ValueError(f"rayStartParams.num-gpus {raw!r} is not a number")
+                raise ValueError(f"rayStartParams.num-gpus {quoted(raw)} is not a number")
             return number, f'rayStartParams.num-gpus: "{raw}"'
         return None, ""
 
@@ -268,7 +269,9 @@ def engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]]
         if isinstance(pg, Mapping):
             strategy = str(pg.get("strategy", "PACK"))
             if strategy not in _STRATEGIES:
-                unreadable.append(f"{engine.source}: placement strategy {strategy!r} is unknown")
+                unreadable.append(
+                    f"{engine.source}: placement strategy {quoted(strategy)} is unknown"
+                )
                 continue
             per_worker = pg.get("bundle_per_worker")
             raw = [per_worker] * workers if isinstance(per_worker, Mapping) else pg.get("bundles")
