@@ -21,11 +21,14 @@ __all__ = ["build_plan", "plan_spec"]
 def build_plan(stack: dict[str, Any], source: str | None = None) -> StackPlan:
     """Validate and plan a stack document; raises StackError before anything registers."""
     spec = validate_stack(stack, file=source)
-    return plan_spec(spec, source)
+    return plan_spec(spec, source, lines=False)  # the document may not be the file's
 
 
-def plan_spec(spec: StackSpec, source: str | None = None) -> StackPlan:
-    """Plan a validated spec with the catalogue plus the stack's own entries."""
+def plan_spec(spec: StackSpec, source: str | None = None, *, lines: bool = True) -> StackPlan:
+    """Plan a validated spec with the catalogue plus the stack's own entries.
+
+    A planning error names the line of its config path in the file *source* (when
+    *lines*: the spec was read from that file)."""
     hardware = load_hardware_catalog().extended(spec.catalog.gpus, spec.catalog.instances)
     try:
         plan = plan_stack(spec, hardware)
@@ -33,5 +36,5 @@ def plan_spec(spec: StackSpec, source: str | None = None) -> StackPlan:
         return plan
     except PlanError as exc:
         raise StackError(
-            [Problem(exc.path, str(exc), line_in_file(source, exc.path))], source
+            [Problem(exc.path, str(exc), line_in_file(source, exc.path) if lines else None)], source
         ) from None
