@@ -64,8 +64,9 @@ class PlanReport:
         return self._index
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: {stack, resources, derived, findings, not_evaluated}."""
-        return {
+        """The JSON form: {stack, resources, derived, findings, not_evaluated, environment}
+        and ``warnings`` when there are any."""
+        data: dict[str, Any] = {
             "stack": self.stack,
             "file": self.file,
             "resources": [
@@ -78,8 +79,10 @@ class PlanReport:
             "findings": self.findings,
             "not_evaluated": self.not_evaluated,
             "environment": {"enforced": self.environment, "why": self.environment_why},
-            "warnings": self.warnings,
         }
+        if self.warnings:  # only when there are any: the reference stacks' JSON is unchanged
+            data["warnings"] = self.warnings
+        return data
 
     def text(self) -> str:
         """The report for people: layers, models side by side, derived values, findings."""
