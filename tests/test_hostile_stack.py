@@ -69,7 +69,7 @@ M0 = "gpustrata:stack.models[0]"
         # item 14: credentials in URI userinfo are refused and never printed
         ("uri: s3://gpustrata-prod-models/llama-3.3-70b-instruct/",
          "uri: s3://AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMIK7MDENG@bucket/m/",
-         f"{M0}.weights.uri", "'s3://***@bucket/m/' carries credentials"),
+         f"{M0}.weights.uri", "holds a URI with credentials before the host (scheme://***@host"),
     ],
     ids=["long-model", "proc-environ", "etc-passwd", "dotdot", "home", "image-newline",
          "image-space", "driver-path", "bidi", "zero-width", "min-size-bool",
@@ -157,3 +157,79 @@ def test_flag_name_property() -> None:
             EngineSpec(extra_args={name: TOKEN})
 
     prop()
+
+
+# --- item 12: every exit-2 message about a stack file names its line ---------------------
+
+DEV = Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.dev.yaml"
+
+
+def _dev_with(old: bytes, new: bytes) -> bytes:
+    data = DEV.read_bytes()
+    assert old in data
+    return data.replace(old, new, 1)
+
+
+def _line_of(data: bytes, needle: bytes) -> int:
+    return data[: data.index(needle)].count(b"\n") + 1
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "says"),
+    [
+        (
+            d := _dev_with(b"instance_type: g6.xlarge", b"instance_type: g9.huge"),
+            _line_of(d, b"g9.huge"),
+            "node_pools[0].instance_type: 'g9.huge' is not in the hardware catalogue",
+        ),
+        (
+            d := _dev_with(b"gpustrata:stack:", b"gpustrata:stak:"),
+            _line_of(d, b"gpustrata:stak:"),
+            "config.gpustrata:stack: missing; did you mean 'gpustrata:stak'?",
+        ),
+        (
+            b"config:\n  aws:region: us-west-2\n  gpustrata:stack: hello\n",
+            3,
+            "gpustrata:stack: 'hello' is not a map",
+        ),
+        (
+            d := _dev_with(b"max_size: 1", b"max_size: 1\x00"),
+            _line_of(d, b"\x00"),
+            "binary input (contains NUL bytes), not YAML or JSON",
+        ),
+        (
+            d := _dev_with(b"max_size: 1", b"max_size: 1 \xff"),
+            _line_of(d, b"\xff"),
+            "not UTF-8 text (byte ",
+        ),
+        (
+            d := _dev_with(b"environment: dev", b"environment: dev\x07"),
+            _line_of(d, b"\x07"),
+            "holds the control character U+0007, which YAML does not allow",
+        ),
+        (b"stack: {}\n", 1, "config: missing; a Pulumi stack file has a top-level 'config:' map"),
+    ],
+    ids=["instance-type", "stak-typo", "stack-hello", "nul", "not-utf8", "bel", "no-config"],
+)  # fmt: skip
+def test_exit_2_names_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, line: int, says: str
+) -> None:
+    """Each message is ``file:LINE: ...`` (these gave no line, or a byte offset, before)."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_bytes(data)
+    for command in ("plan", "render"):
+        code = main([command, "--file", str(path)])
+        _out, err = capsys.readouterr()
+        assert code == 2 and "Traceback" not in err, (command, code, err)
+        assert err.startswith(f"gpustrata: {path}:{line}: "), (command, err)
+        assert says in err, err
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_a_stack_file_that_is_a_device_is_refused_unread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`plan --file` reads stack files as `check` reads manifests (core/textfiles.py)."""
+    link = tmp_path / "Pulumi.dev.yaml"
+    link.symlink_to("/dev/zero")
+    assert f"{link}: a device; gpustrata reads only regular files" in _plan_error(link, capsys)

@@ -307,3 +307,33 @@ def test_check_never_prints_a_token(env: str, fmt: str) -> None:
     if fmt == "json":
         found = {(f["rule"], f["resource"]) for f in json.loads(output)["findings"]}
         assert ("K014", "Deployment/llm/vllm") in found and ("K014", "RayService/ray/llm") in found
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_plaintext_secret_like_config_is_warned_about_unquoted(
+    tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 19 item 14: `aws:secretKey`, `gpustrata:apiKey` in plaintext get an advisory
+    warning naming the file and line (other providers' keys: plan still runs); a `secure:`
+    value and ordinary keys do not."""
+    from gpustrata.cli.app import main
+
+    value = "wJalrXUtnFEMI" + "K7MDENGbPxRfiCY"
+    text = stack_path("dev").read_text(encoding="utf-8")
+    text = text.replace(
+        "  aws:region: us-west-2\n",
+        f"  aws:region: us-west-2\n  aws:secretKey: {value}\n  gpustrata:apiKey: {value}\n"
+        "  aws:accessKey:\n    secure: v1:AAAA\n",
+        1,
+    )
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(text, encoding="utf-8")
+    code = main(["plan", "--file", str(path), "--format", fmt])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert value not in out + err
+    for key, line in (("aws:secretKey", 5), ("gpustrata:apiKey", 6)):
+        assert f"{path}:{line}: config.{key}: is named like a credential but stored in " in (
+            out.replace("\\", "")
+        ), out
+    assert "aws:accessKey" not in out and "aws:region:" not in out

@@ -8,11 +8,13 @@ import pkgutil
 import sysconfig
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from gpustrata.core.terminal import redact_userinfo
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, reading_unknowns, track_unknowns
 from gpustrata_policies.config import PolicyConfig, from_pulumi_format, parse_environment
 from gpustrata_policies.findings import (
@@ -210,7 +212,9 @@ def evaluate(
         elif report_unknown_kinds:
             what = f"kind {obj.kind} ({obj.api_version})" if obj.kind else "a document without kind"
             report.not_evaluated.append(
-                NotEvaluated("*", obj.resource, f"{what} is not one gpustrata reads")
+                NotEvaluated(
+                    "*", redact_userinfo(obj.resource), f"{what} is not one gpustrata reads"
+                )
             )
     cache: dict[str, Any] = {}
     everything = [*known, *background] if background else known
@@ -253,11 +257,19 @@ def evaluate(
                             meta.name,
                             meta.severity,
                             level,
-                            outcome.obj.resource,
-                            outcome.message,
+                            redact_userinfo(outcome.obj.resource),
+                            redact_userinfo(outcome.message),
                             meta.fix,
                             outcome.obj.file,
                             outcome.obj.line_of(outcome.path),
+                        )
+                    )
+                elif "@" in outcome.reason or "@" in outcome.resource:
+                    report.not_evaluated.append(
+                        replace(
+                            outcome,
+                            resource=redact_userinfo(outcome.resource),
+                            reason=redact_userinfo(outcome.reason),
                         )
                     )
                 else:

@@ -89,3 +89,20 @@ def test_gpu_resources_of_a_pod_are_read_once(
         reads[n] = calls["n"]
     # Quadratic (each engine re-reading every container) would be about 4x; linear 2x.
     assert reads[40] <= 2.5 * reads[20], reads
+
+
+@pytest.mark.parametrize("gpu", ['"1e10000000"', ".inf", ".nan", "true", '"x"'])
+def test_placement_bundle_gpu_that_is_no_number(tmp_path: Path, gpu: str) -> None:
+    """A placement bundle's GPU is read by the one number parser (``parse_number``), so
+    V001, V007 and R003 report the engine's placement as unreadable instead of crashing on
+    ``Fraction(str(inf))`` or expanding the exponent."""
+    text = fixture("R003", "good-strict-pack-fits.yaml").read_text()
+    hostile = tmp_path / "ray-bundle.yaml"
+    hostile.write_text(
+        text.replace("bundles: [{GPU: 1}, {GPU: 1}", f"bundles: [{{GPU: {gpu}}}, {{GPU: 1}}")
+    )
+    assert gpu in hostile.read_text()
+    report = evaluate(load_paths([hostile]))
+    assert not [f for f in report.findings if f.internal], report.findings
+    reasons = [n.reason for n in report.not_evaluated if n.rule == "R003"]
+    assert any("a bundle holds a value that is not a number" in r for r in reasons), reasons

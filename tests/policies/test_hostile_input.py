@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, fixture
 from test_cli import run
 from test_manifest_input import GPU_POD  # one GPU Pod manifest for both suites
 
@@ -143,6 +143,66 @@ def test_serve_config_duplicate_applications_and_alias_bomb_are_reported() -> No
         safe_load(bomb + "applications: [*h]\n")
 
 
+def _ray_service(serve_config: str) -> str:
+    """R003's good RayService fixture with *serve_config* (YAML text) as its serveConfigV2."""
+    text = fixture("R003", "good-strict-pack-fits.yaml").read_text()
+    start, end = text.index("  serveConfigV2: |"), text.index("  rayClusterConfig:")
+    return text[:start] + f"  serveConfigV2: {serve_config}\n" + text[end:]
+
+
+@pytest.mark.parametrize(
+    ("value", "what"), [("{applications: []}", "a mapping"), ("5", "an integer"), ("[]", "a list")]
+)
+def test_serve_config_that_is_not_a_string_is_reported(value: str, what: str) -> None:
+    """KubeRay's CRD types serveConfigV2 as a string: the API server rejects anything else,
+    so it is a finding (it used to be skipped as if the RayService had no Serve config)."""
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(_ray_service(value), "r.yaml"))
+    found = [(f.rule, f.message, f.line) for f in report.findings]
+    assert found == [
+        (
+            "R003",
+            f"spec.serveConfigV2 is {what}, not a string: KubeRay's RayService CRD declares it "
+            "a string (ray-project/kuberay@v1.7.0:ray-operator/apis/ray/v1/rayservice_types.go), "
+            "so the API server rejects the object and no engine is placed; write the Serve "
+            "config as a YAML block string (serveConfigV2: |)",
+            10,  # the serveConfigV2 line
+        )
+    ], found
+
+
+@pytest.mark.parametrize(
+    ("serve", "reason"),
+    [
+        ("applications: []\napplications: [{name: a}]\n", "duplicate key 'applications'"),
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+                for p, c in zip("abcdefg", "bcdefgh", strict=True)
+            )
+            + "applications: [*h]\n",
+            "alias bomb",
+        ),
+    ],
+    ids=["duplicate-applications", "alias-bomb"],
+)
+def test_serve_config_guards_reach_the_report(serve: str, reason: str) -> None:
+    """The top-level YAML guards hold inside a serveConfigV2 string through ``check``: the
+    RayService is "not evaluated" naming the guard, not read with the last key winning."""
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(_ray_service(json.dumps(serve)), "r.yaml"))
+    assert not report.findings, report.findings
+    reasons = [n.reason for n in report.not_evaluated if n.rule == "R003"]
+    assert any("serveConfigV2 is not valid YAML (line " in r and reason in r for r in reasons), (
+        reasons
+    )
+
+
 # --- item 8: JSON duplicate keys ---------------------------------------------------------
 
 
@@ -219,3 +279,152 @@ def test_k014_engine_kwargs() -> None:
     messages = _k014(doc)
     assert any("engine_kwargs sets hf_token" in m for m in messages), messages
     assert any("engine_kwargs sets api_key" in m for m in messages), messages
+
+
+# --- item 12: every exit-2 message of `check` names the file and line --------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "config", "line", "says"),
+    [
+        ("bel.yaml", b"kind: Pod\nmetadata:\n  name: p\x07\n", False, 3,
+         "invalid YAML: unacceptable character #x0007"),
+        ("nul.yaml", b"kind: Pod\n\nx: \x00\n", False, 3, "binary input (contains NUL bytes)"),
+        ("latin1.yaml", b"kind: Pod\nx: caf\xe9\n", False, 2, "not UTF-8 text (byte 16)"),
+        ("c.yaml", b"rules:\n  K001: {enforcement: advisory}\x07\n", True, 2,
+         "invalid config file"),
+        ("c.yaml", b"rules:\n  K001: advisory\n  K999: advisory\n", True, 3,
+         "rules.K999: no rule with that id or name"),
+        ("c.json", b'{"rules":\n {"K001": {"enforcement": 7}}}', True, 2,
+         "rules.K001.enforcement: "),
+        ("c.yaml", b"\xff\n", True, 1, "not UTF-8 text (byte 0)"),
+    ],
+    ids=["manifest-bel", "manifest-nul", "manifest-latin1", "config-bel", "config-unknown-rule",
+         "config-json-value", "config-not-utf8"],
+)  # fmt: skip
+def test_check_exit_2_names_the_line(
+    tmp_path: Path, name: str, content: bytes, config: bool, line: int, says: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    manifest = tmp_path / "ok.yaml"
+    manifest.write_text(GPU_POD, encoding="utf-8")
+    argv = ["check", "--config", str(path), str(manifest)] if config else ["check", str(path)]
+    message = _error(argv)
+    assert message.startswith(f"{path}:{line}: ") and says in message, message
+
+
+# --- item 14: URI credentials are redacted wherever gpustrata prints ---------------------
+
+KEY, SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
+CREDENTIAL_URI = f"s3://{KEY}:{SECRET}@models-bucket/llama/"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "markdown"])
+def test_uri_userinfo_is_redacted_in_check_output(tmp_path: Path, fmt: str) -> None:
+    """A vLLM engine loading from a URI with credentials: rules quote the model (K015,
+    V rules) and "not evaluated" reasons name it; no output format carries the key."""
+    doc = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "llm"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"},
+                    "containers": [
+                        {
+                            "name": "vllm",
+                            "image": "vllm/vllm-openai:v0.33.0",
+                            "args": ["--model", CREDENTIAL_URI, "--load-format", "runai_streamer"],
+                            "resources": {"limits": {"nvidia.com/gpu": 1}},
+                        }
+                    ],
+                }
+            }
+        },
+    }
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run(["check", "--format", fmt, str(path)])
+    assert code in (0, 1), err
+    shown = out.replace("\\*", "*").replace("@&#8203;", "@")  # markdown's escapes
+    assert "s3://***@models-bucket/llama/" in shown, out  # quoted, the userinfo hidden
+    assert KEY not in out + err and SECRET not in out + err
+
+
+def test_uri_userinfo_is_redacted_in_errors_and_refused_in_a_stack(tmp_path: Path) -> None:
+    message = _error(["check", CREDENTIAL_URI])
+    assert message == "s3://***@models-bucket/llama/: no such file or directory", message
+    from gpustrata.core.errors import StackError
+    from gpustrata.spec.loader import load_stack_file
+
+    stack = REPO / "stacks" / "Pulumi.dev.yaml"
+    hostile = tmp_path / "Pulumi.dev.yaml"
+    text = stack.read_text().replace(
+        "model: Qwen/Qwen2.5-1.5B-Instruct", f"model: {CREDENTIAL_URI}"
+    )
+    extra = f"\n          extra_args: {{served-model-name: '{CREDENTIAL_URI}'}}"
+    hostile.write_text(text.replace("        engine:", "        engine:" + extra, 1))
+    with pytest.raises(StackError) as caught:
+        load_stack_file(hostile)
+    shown = caught.value.render()
+    assert "gpustrata:stack.models[0].model: holds a URI with credentials" in shown, shown
+    assert "gpustrata:stack.models[0].engine.extra_args: holds a URI with credentials" in shown
+    assert KEY not in shown and SECRET not in shown
+
+
+# --- item 17: messages say values as YAML does, never as Python reprs --------------------
+
+
+def _pod_with_gpu(requests: str, limits: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec:\n  containers:\n"
+        "    - name: c\n      image: vllm/vllm-openai:v0.33.0\n      resources:\n"
+        f"        requests: {{nvidia.com/gpu: {requests}}}\n"
+        f"        limits: {{nvidia.com/gpu: {limits}}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("requests", "limits", "rule", "says"),
+    [
+        (".nan", ".nan", "K001", "requests nvidia.com/gpu: .nan and limits it to .nan; .nan is "
+         "not a quantity, so the API server rejects it"),
+        ("1", "abc", "K001", "abc is not a quantity"),
+        ("null", "null", "K002", "sets limits.nvidia.com/gpu: null, which is not a quantity"),
+        ("!!binary aGVsbG8=", "1", "K002",
+         "sets requests.nvidia.com/gpu: binary data (5 bytes), which is not a quantity"),
+    ],
+    ids=["nan", "garbage", "null", "binary"],
+)  # fmt: skip
+def test_messages_spell_values_as_yaml(requests: str, limits: str, rule: str, says: str) -> None:
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(_pod_with_gpu(requests, limits), "p.yaml"))
+    messages = [f.message for f in report.findings if f.rule == rule]
+    assert any(says in m for m in messages), messages
+    everything = " ".join(f.message for f in report.findings)
+    everything += " ".join(n.reason for n in report.not_evaluated)
+    assert "None" not in everything and "b'" not in everything and " nan " not in everything
+
+
+def test_k015_names_an_aliased_model_once() -> None:
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    text = fixture("R003", "good-strict-pack-fits.yaml").read_text()
+    start, end = text.index("            - model_loading_config"), text.index("  rayClusterConfig:")
+    config = text[start:end].replace(
+        "            - model_loading_config",
+        "            - &m\n              model_loading_config",
+        1,
+    )
+    aliased = text[:start] + config + "".join(["            - *m\n"] * 9) + text[end:]
+    aliased = aliased.replace("ephemeral-storage: 200Gi", "ephemeral-storage: 20Gi")
+    report = evaluate(load_text(aliased, "r.yaml"))
+    messages = [f.message for f in report.findings if f.rule == "K015"]
+    assert messages, [f.rule for f in report.findings]
+    for message in messages:
+        assert message.count("meta-llama/Llama-3.3-70B-Instruct") == 1, message

@@ -21,9 +21,10 @@ from gpustrata.core import jsonio
 from gpustrata.core.environments import ENVIRONMENTS
 from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
+from gpustrata.core.textfiles import read_text_file
 from gpustrata.core.yamlguard import YamlShapeError
-from gpustrata.core.yamlio import safe_load
-from gpustrata_policies.config import ConfigError, camel
+from gpustrata.core.yamlio import error_line, safe_load
+from gpustrata_policies.config import ConfigError, PolicyConfig, camel
 from gpustrata_policies.evaluate import (
     all_rules,
     evaluate,
@@ -45,21 +46,58 @@ def _read_config(path: str | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read ({exc})") from None
+        text = read_text_file(Path(path))  # a FIFO or /dev/zero is refused unread
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         data = jsonio.loads(text) if path.endswith(".json") else safe_load(text)
     except (JsonShapeError, YamlShapeError) as exc:
         line = f":{exc.line}" if exc.line is not None else ""
         raise ConfigError(f"{path}{line}: invalid config file: {exc}") from None
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else f":{getattr(exc, 'lineno', '')}"
-        raise ConfigError(f"{path}{line.rstrip(':')}: invalid config file") from None
+    except yaml.YAMLError as exc:
+        at = error_line(exc, text)
+        raise ConfigError(f"{path}{f':{at}' if at else ''}: invalid config file") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: invalid config file") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
+
+
+def _load_config(path: str | None, environment: str | None) -> PolicyConfig:
+    """The policy config of ``--config``; an invalid setting names the file and line."""
+    data = _read_config(path)
+    try:
+        return load_policy_config(data, environment)
+    except ConfigError as exc:
+        if path is None:
+            raise
+        where = str(exc).split(": ", 1)[0]
+        line = _key_line(read_text_file(Path(path)), where.split("."))
+        raise ConfigError(f"{path}:{line or 1}: {exc}") from None
+
+
+def _key_line(text: str, keys: list[str]) -> int | None:
+    """The line of the deepest of *keys* (a path of mapping keys) found in YAML or JSON
+    *text*; ``None`` when not even the first is there."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for key in keys:
+        child = next(
+            (
+                (k, v)
+                for k, v in (node.value if isinstance(node, yaml.MappingNode) else [])
+                if str(k.value) == key
+            ),
+            None,
+        )
+        if child is None:
+            break
+        line, node = child[0].start_mark.line + 1, child[1]
+    return line
 
 
 def check_command(
@@ -71,7 +109,7 @@ def check_command(
     if "-" in args.paths and "-" in (getattr(args, "context", None) or []):
         return _error("- (stdin) given as a PATH and as --context; stdin can be read once")
     try:
-        config = load_policy_config(_read_config(args.config), args.environment)
+        config = _load_config(args.config, args.environment)
         objects = load_paths(list(args.paths), source)
         context = load_paths(list(getattr(args, "context", None) or []), source)
         for spec in getattr(args, "values", None) or []:

@@ -11,13 +11,16 @@ import sys
 from collections.abc import Sequence
 
 from gpustrata.core.errors import GpustrataError
+from gpustrata.core.terminal import printable
 
 __all__ = ["report_error", "run_parser", "user_error"]
 
 
 def user_error(message: str, exit_code: int = 2) -> int:
-    """Print ``gpustrata: <message>`` on stderr; return the exit code."""
-    print(f"gpustrata: {message}", file=sys.stderr)
+    """Print ``gpustrata: <message>`` on stderr; return the exit code. Each line is made
+    printable (control characters escaped, URI credentials redacted: core/terminal.py)."""
+    text = "\n".join(printable(line) for line in message.splitlines() or [""])
+    print(f"gpustrata: {text}", file=sys.stderr)
     return exit_code
 
 

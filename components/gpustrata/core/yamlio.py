@@ -33,3 +33,18 @@ def safe_load(text: str) -> Any:
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def error_line(exc: yaml.YAMLError, text: str) -> int | None:
+    """The 1-based line a PyYAML error points at in *text*: its problem (or context) mark,
+    or for a character YAML does not allow (a :class:`yaml.reader.ReaderError`, which has
+    no mark) the line of that character; ``None`` when the error says nowhere."""
+    line = getattr(exc, "line", None)  # yamlguard.YamlShapeError
+    if isinstance(line, int):
+        return line
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return int(mark.line) + 1
+    if isinstance(exc, yaml.reader.ReaderError):
+        return text.count("\n", 0, exc.position) + 1
+    return None

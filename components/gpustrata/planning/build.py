@@ -12,7 +12,7 @@ from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.plan import PlanError, StackPlan, plan_stack
 from gpustrata.planning.ray_layout import plan_kuberay
-from gpustrata.spec.loader import validate_stack
+from gpustrata.spec.loader import line_in_file, validate_stack
 from gpustrata.spec.stack import StackSpec
 
 __all__ = ["build_plan", "plan_spec"]
@@ -21,15 +21,20 @@ __all__ = ["build_plan", "plan_spec"]
 def build_plan(stack: dict[str, Any], source: str | None = None) -> StackPlan:
     """Validate and plan a stack document; raises StackError before anything registers."""
     spec = validate_stack(stack, file=source)
-    return plan_spec(spec, source)
+    return plan_spec(spec, source, lines=False)  # the document may not be the file's
 
 
-def plan_spec(spec: StackSpec, source: str | None = None) -> StackPlan:
-    """Plan a validated spec with the catalogue plus the stack's own entries."""
+def plan_spec(spec: StackSpec, source: str | None = None, *, lines: bool = True) -> StackPlan:
+    """Plan a validated spec with the catalogue plus the stack's own entries.
+
+    A planning error names the line of its config path in the file *source* (when
+    *lines*: the spec was read from that file)."""
     hardware = load_hardware_catalog().extended(spec.catalog.gpus, spec.catalog.instances)
     try:
         plan = plan_stack(spec, hardware)
         plan.derived.extend(plan_kuberay(spec))  # the operator release against the Ray version
         return plan
     except PlanError as exc:
-        raise StackError([Problem(exc.path, str(exc))], source) from None
+        raise StackError(
+            [Problem(exc.path, str(exc), line_in_file(source, exc.path) if lines else None)], source
+        ) from None

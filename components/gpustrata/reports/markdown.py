@@ -371,4 +371,7 @@ def plan_markdown(
             resource_count=len([r for r in report.resources if r.type != "pulumi:pulumi:Stack"]),
         )
     )
+    if report.warnings:
+        notes = "\n".join(f"- {escape(w)}" for w in report.warnings)
+        text = text.rstrip("\n") + f"\n\n**Warnings (advisory)**\n\n{notes}\n"
     return text.rstrip("\n") + "\n"

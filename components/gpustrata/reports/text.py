@@ -44,6 +44,8 @@ class PlanReport:
     """The environment the rules were enforced for."""
     environment_why: str = ""
     """Why that environment (see :func:`rules_environment`)."""
+    warnings: list[str] = field(default_factory=list)
+    """Advisory notes on the stack file (plaintext config named like a credential)."""
     _index: dict[str, Registered] = field(default_factory=dict, repr=False)
 
     def layer_of(self, resource: Registered) -> str:
@@ -62,8 +64,9 @@ class PlanReport:
         return self._index
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: {stack, resources, derived, findings, not_evaluated}."""
-        return {
+        """The JSON form: {stack, resources, derived, findings, not_evaluated, environment}
+        and ``warnings`` when there are any."""
+        data: dict[str, Any] = {
             "stack": self.stack,
             "file": self.file,
             "resources": [
@@ -77,6 +80,9 @@ class PlanReport:
             "not_evaluated": self.not_evaluated,
             "environment": {"enforced": self.environment, "why": self.environment_why},
         }
+        if self.warnings:  # only when there are any: the reference stacks' JSON is unchanged
+            data["warnings"] = self.warnings
+        return data
 
     def text(self) -> str:
         """The report for people: layers, models side by side, derived values, findings."""
@@ -110,7 +116,10 @@ class PlanReport:
         if self.not_evaluated:
             lines.append(f"Not evaluated: {len(self.not_evaluated)}")
             for n in self.not_evaluated:
-                lines.append(f"  {n['rule']} {n['resource']}: {n['reason']}")
+                lines.append(f"  {n['rule']} {printable(n['resource'])}: {printable(n['reason'])}")
+        if self.warnings:
+            lines += ["", f"Warnings (advisory): {len(self.warnings)}"]
+            lines += [f"  {printable(w)}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -196,6 +205,7 @@ def plan_report(
     ``file`` is read for its secret config; ``label`` names it in the report (default:
     ``file``), e.g. ``origin/main:stacks/Pulumi.prod.yaml`` for a base read from git.
     """
+    from gpustrata.spec.loader import plaintext_secret_warnings
     from gpustrata.spec.project import read_project
     from gpustrata_policies.evaluate import evaluate
     from gpustrata_policies.inputs.pulumi import objects_from_pulumi
@@ -213,6 +223,7 @@ def plan_report(
         secret_keys=secret_keys,
     )
     report = PlanReport(stack=stack, file=label or str(file), plan=plan, resources=resources)
+    report.warnings = plaintext_secret_warnings(file)
     objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
     report.environment, report.environment_why = environment_and_why(plan.spec.environment, stack)
     result = evaluate(objects, environment=report.environment)

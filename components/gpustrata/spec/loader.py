@@ -9,6 +9,7 @@ A stack lives under the structured Pulumi config key ``gpustrata:stack`` in
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,8 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from gpustrata.core.errors import Problem, StackError
+from gpustrata.core.textfiles import TextFileError, read_text_file
+from gpustrata.core.yamlio import error_line
 from gpustrata.spec.stack import SECRET_FLAG, StackSpec
 
 CONFIG_KEY = "gpustrata:stack"
@@ -46,14 +49,7 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
     """Like :func:`load_stack_file`, also returning the raw `gpustrata:stack` document
     (what Pulumi hands the program as config)."""
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise StackError(
-            [Problem("", "no such file; create it or pick a stack from stacks/")], file
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StackError([Problem("", f"cannot be read ({exc}); check the file")], file) from None
+    text = _read(Path(path))
     from gpustrata.core.yamlguard import YamlShapeError, check_node, check_unique_keys
 
     try:
@@ -64,9 +60,21 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
         document = yaml.safe_load(text)
     except YamlShapeError as exc:
         raise StackError([Problem("", f"cannot be used: {exc}", exc.line)], file) from None
+    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
+        line = error_line(exc, text)
+        raise StackError(
+            [
+                Problem(
+                    "",
+                    f"holds the control character U+{exc.character:04X}, which YAML does not "
+                    "allow; remove it",
+                    line,
+                )
+            ],
+            file,
+        ) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
+        line = error_line(exc, text)
         problem = getattr(exc, "problem", None) or str(exc)
         raise StackError(
             [Problem("", f"is not valid YAML ({problem}); fix the syntax", line)], file
@@ -77,25 +85,25 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
             file,
         ) from None
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        config_line = _key_line(root, "config") or 1
         raise StackError(
-            [Problem("config", "missing; a Pulumi stack file has a top-level 'config:' map")],
+            [
+                Problem(
+                    "config",
+                    "missing; a Pulumi stack file has a top-level 'config:' map",
+                    config_line,
+                )
+            ],
             file,
         )
     if CONFIG_KEY not in document["config"]:
         near = difflib.get_close_matches(CONFIG_KEY, [str(k) for k in document["config"]], 1)
         hint = f"; did you mean '{near[0]}'?" if near else f"; add '{CONFIG_KEY}:' under config"
-        raise StackError([Problem(f"config.{CONFIG_KEY}", "missing" + hint)], file)
+        at = _key_line(_child(root, "config"), near[0]) if near else _key_line(root, "config")
+        raise StackError([Problem(f"config.{CONFIG_KEY}", "missing" + hint, at)], file)
     token = document["config"].get(SECRET_CONFIG_KEY)
     if token is not None and not (isinstance(token, dict) and set(token) == {"secure"}):
-        config_node = _child(root, "config")
-        key_line = next(
-            (
-                k.start_mark.line + 1
-                for k, _ in getattr(config_node, "value", [])
-                if getattr(k, "value", None) == SECRET_CONFIG_KEY
-            ),
-            None,
-        )
+        key_line = _key_line(_child(root, "config"), SECRET_CONFIG_KEY)
         raise StackError(
             [
                 Problem(
@@ -119,7 +127,13 @@ def validate_stack(
     """Validate a stack config value (already parsed) into a :class:`StackSpec`."""
     if not isinstance(value, dict):
         raise StackError(
-            [Problem(CONFIG_KEY, f"{_show(value)} is not a map; write the stack as a YAML map")],
+            [
+                Problem(
+                    CONFIG_KEY,
+                    f"{_show(value)} is not a map; write the stack as a YAML map",
+                    lines.line(CONFIG_KEY) if lines else None,
+                )
+            ],
             file,
         )
     try:
@@ -412,6 +426,85 @@ class _LineIndex:
                 return None
             path = path[:cut]
         return None
+
+
+def _key_line(node: yaml.Node | None, key: str) -> int | None:
+    """The line of *key* in the mapping *node*."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            if key_node.value == key:
+                return int(key_node.start_mark.line) + 1
+    return None
+
+
+def _read(path: Path) -> str:
+    """The stack file's text: a regular UTF-8 file without NUL bytes (a FIFO or
+    ``/dev/zero`` is refused unread), else a :class:`StackError` naming the line."""
+    try:
+        return read_text_file(path)
+    except TextFileError as exc:
+        if not path.exists() and not path.is_symlink():
+            exc.reason = "no such file; create it or pick a stack from stacks/"
+        raise StackError([Problem("", exc.reason, exc.line)], str(path)) from None
+
+
+_SECRET_WORDS = frozenset(
+    {"secret", "secrets", "password", "passwd", "token", "tokens", "credential", "credentials"}
+)
+_SECRET_PAIRS = ("api-key", "apikey", "private-key", "access-key", "client-secret")
+
+
+def secret_like_config_key(key: str) -> bool:
+    """Does a Pulumi config key (``aws:secretKey``, ``gpustrata:apiKey``) name a credential?
+
+    The name after the namespace, camelCase split into words: any word such as ``secret``,
+    ``password`` or ``token``, or ``api-key``, ``access-key``, ``private-key``."""
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", key.rpartition(":")[2]).lower()
+    name = name.replace("_", "-")
+    return bool(_SECRET_WORDS & set(name.split("-"))) or any(p in name for p in _SECRET_PAIRS)
+
+
+def plaintext_secret_warnings(path: str | Path) -> list[str]:
+    """One warning per stack config key named like a credential whose value is not a
+    Pulumi secret (``secure:``), naming the file and line, never the value.
+
+    ``gpustrata:hfToken`` in plaintext is an error (:func:`read_stack_file`); other keys
+    belong to other providers (``aws:secretKey``), so ``plan`` warns and goes on."""
+    try:
+        root = yaml.compose(read_text_file(Path(path)), Loader=yaml.SafeLoader)
+    except (TextFileError, yaml.YAMLError, RecursionError):
+        return []
+    config = _child(root, "config")
+    out: list[str] = []
+    for key_node, value_node in config.value if isinstance(config, yaml.MappingNode) else []:
+        key = str(key_node.value)
+        secure = isinstance(value_node, yaml.MappingNode) and [
+            str(k.value) for k, _ in value_node.value
+        ] == ["secure"]
+        if key == CONFIG_KEY or secure or not secret_like_config_key(key):
+            continue
+        problem = Problem(
+            f"config.{key}",
+            "is named like a credential but stored in plaintext in the stack file, readable "
+            "by anyone with the repository (the value is not shown); if it is one, run "
+            f"`pulumi config set --secret {key}` so that Pulumi encrypts it",
+            key_node.start_mark.line + 1,
+        )
+        out.append(problem.render(str(path)))
+    return out
+
+
+def line_in_file(file: str | None, path: str) -> int | None:
+    """The line of config *path* (``gpustrata:stack.node_pools[0].instance_type``) in the
+    stack file *file*, for errors found after validation (the planner's); ``None`` when the
+    file cannot be read again or has no such path."""
+    if file is None:
+        return None
+    try:
+        root = yaml.compose(_read(Path(file)), Loader=yaml.SafeLoader)
+    except (StackError, yaml.YAMLError, RecursionError):
+        return None
+    return _LineIndex(root, ("config", CONFIG_KEY)).line(path)
 
 
 def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpustrata.catalog.hardware import GpuModel, InstanceType
 from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.environments import Environment
+from gpustrata.core.terminal import has_userinfo
 
 _VLLM = load_vllm_releases()
 """The vLLM release catalogue (its reference release's defaults are quoted below)."""
@@ -89,23 +91,6 @@ def hidden_character(text: str) -> str | None:
     return None
 
 
-def uri_userinfo(uri: str) -> bool:
-    """True when *uri* carries credentials before its host (``s3://KEY:SECRET@bucket``)."""
-    _scheme, sep, rest = uri.partition("://")
-    return bool(sep) and "@" in rest.split("/", 1)[0]
-
-
-def redact_uri(uri: str) -> str:
-    """*uri* with its userinfo replaced by ``***`` (``s3://***@bucket/key``)."""
-    scheme, sep, rest = uri.partition("://")
-    if not sep:
-        return uri
-    authority, slash, path = rest.partition("/")
-    if "@" not in authority:
-        return uri
-    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
-
-
 def model_path_problem(model: str) -> str | None:
     """Why *model* (a Hugging Face id or a path to a config.json) cannot be used, or None.
 
@@ -166,14 +151,21 @@ Version = Annotated[
 ]
 
 
-def _hidden(value: Any) -> str | None:
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in *value*: itself, or the keys and values of its maps and lists."""
     if isinstance(value, str):
-        return hidden_character(value)
-    if isinstance(value, dict):
-        return next((h for kv in value.items() for h in map(_hidden, kv) if h), None)
-    if isinstance(value, list):
-        return next((h for h in map(_hidden, value) if h), None)
-    return None
+        yield value
+    elif isinstance(value, dict):
+        for kv in value.items():
+            for item in kv:
+                yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _hidden(value: Any) -> str | None:
+    return next((h for s in _strings(value) if (h := hidden_character(s))), None)
 
 
 class _Model(BaseModel):
@@ -194,6 +186,12 @@ class _Model(BaseModel):
             raise ValueError(
                 f"contains the invisible or control character {found} (a reviewer cannot "
                 "see it; it can change what the text means): remove it"
+            )
+        if any(has_userinfo(s) for s in _strings(value)):
+            raise ValueError(
+                "holds a URI with credentials before the host (scheme://***@host, not shown): "
+                "they would be printed by plan and written into the Pod spec; remove them and "
+                "give the pod access through its service account (IRSA) or a Secret"
             )
         return value
 
@@ -499,12 +497,7 @@ class WeightsSpec(_Model):
     def _uri(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        if uri_userinfo(value):  # the value is not quoted: it holds a credential
-            raise ValueError(
-                f"{redact_uri(value)[:60]!r} carries credentials before the host (shown as "
-                "***); remove them and give the pod access through its service account "
-                "(IRSA) or a Secret"
-            )
+        # userinfo (s3://KEY:SECRET@bucket) is refused for every string (_Model)
         scheme, sep, rest = value.partition("://")
         if sep and not re.fullmatch(r"[a-z][a-z0-9+.-]*", scheme):
             raise ValueError(f"{value[:60]!r} has no valid scheme; use s3://bucket/key")

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import bisect
-import codecs
 import json
-import os
 import re
 import stat
 import sys
@@ -19,8 +17,15 @@ from gpustrata.core import jsonio
 from gpustrata.core.contract import API_VERSION
 from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
+from gpustrata.core.textfiles import (
+    decode_text,
+    file_kind,
+    read_chunks,
+    read_text_file,
+    special_file_error,
+)
 from gpustrata.core.yamlguard import YamlShapeError, check_node
-from gpustrata.core.yamlio import SAFE_LOADER
+from gpustrata.core.yamlio import SAFE_LOADER, error_line
 from gpustrata_policies.view.objects import K8sObject
 
 __all__ = ["VALUES_CHARTS", "InputError", "load_paths", "load_text", "load_values"]
@@ -247,8 +252,8 @@ def load_text(text: str, name: str) -> list[K8sObject]:
     except YamlShapeError as exc:
         raise InputError(f"{name}:{exc.line}: cannot be checked: {exc}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        error_at = error_line(exc, text)
+        where = f"{name}:{error_at}" if error_at is not None else name
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"{where}: invalid YAML: {problem}") from None
     except RecursionError:  # the pure-Python loader composes recursively
@@ -256,90 +261,6 @@ def load_text(text: str, name: str) -> list[K8sObject]:
     finally:
         loader.dispose()
     return out
-
-
-_CHUNK = 1 << 20
-
-
-def _kind(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def _special(path: FsPath, why: str) -> InputError:
-    return InputError(
-        f"{path}: {why}; gpustrata reads only regular files (a pipe or device may never "
-        "end): remove it, or pass its content on stdin with -"
-    )
-
-
-def _read_chunks(read: Any, name: str) -> bytes:
-    """Read to the end in chunks, refusing binary data at its first chunk (``/dev/zero``).
-
-    What is reported is what reading it all would report: a byte that is not UTF-8
-    (read so far) before the NUL bytes.
-    """
-    chunks: list[bytes] = []
-    while True:
-        chunk = read(_CHUNK)
-        if not chunk:
-            break
-        if isinstance(chunk, str):
-            chunk = chunk.encode("utf-8")
-        chunks.append(chunk)
-        if b"\x00" in chunk:
-            data = b"".join(chunks)
-            try:
-                codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=False)
-            except UnicodeDecodeError:
-                _decode(data, name)  # raises, naming the byte
-            line = data.count(b"\n", 0, data.find(b"\x00")) + 1
-            raise InputError(f"{name}:{line}: binary input (contains NUL bytes), not YAML or JSON")
-    return b"".join(chunks)
-
-
-def _read(path: FsPath) -> str:
-    """Read a regular file; FIFOs, devices, sockets and broken links are refused unopened.
-
-    Opened non-blocking and checked with ``fstat`` on the open descriptor, so a path
-    swapped for a FIFO after the check cannot block the run.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        if not path.exists():
-            if path.is_symlink():
-                raise _special(path, "a symbolic link to nothing (or a link loop)") from None
-            raise InputError(f"{path}: no such file or directory") from None
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as file:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _special(path, _kind(mode))
-        os.set_blocking(fd, True)
-        try:
-            data = _read_chunks(file.read, str(path))
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    return _decode(data, str(path))
-
-
-def _decode(data: bytes, name: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            f"{name}:{line}: not UTF-8 text (byte {exc.start}); is it a binary file?"
-        ) from None
 
 
 def _folder_files(folder: FsPath) -> list[FsPath]:
@@ -357,12 +278,14 @@ def _folder_files(folder: FsPath) -> list[FsPath]:
             mode = entry.stat().st_mode
         except OSError:
             if entry.is_symlink():
-                raise _special(entry, "a symbolic link to nothing (or a link loop)") from None
+                raise special_file_error(
+                    entry, "a symbolic link to nothing (or a link loop)"
+                ) from None
             raise
         if stat.S_ISDIR(mode):
             continue  # a folder named like a file (`x.yaml/`): rglob walks it
         if not stat.S_ISREG(mode):
-            raise _special(entry, _kind(mode))
+            raise special_file_error(entry, file_kind(mode))
         files.append(entry)
     return files
 
@@ -371,7 +294,7 @@ def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
     """Load files, folders (recursive ``*.yaml``/``*.yml``/``*.json``) and ``-`` (stdin).
 
     An empty path is refused (an unset CI variable must not check the working folder),
-    and so are special files (:func:`_read`).
+    and so are special files (:func:`gpustrata.core.textfiles.read_text_file`).
     """
     objects: list[K8sObject] = []
     for raw in paths:
@@ -382,17 +305,17 @@ def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
             )
         if raw == "-":
             source = getattr(stdin, "buffer", stdin)
-            data = _read_chunks(source.read, "<stdin>") if source is not None else b""
-            objects.extend(load_text(_decode(data, "<stdin>"), "<stdin>"))
+            data = read_chunks(source.read, "<stdin>") if source is not None else b""
+            objects.extend(load_text(decode_text(data, "<stdin>"), "<stdin>"))
             continue
         path = FsPath(raw)
         if path.is_dir():
             for file in _folder_files(path):
-                objects.extend(load_text(_read(file), str(file)))
+                objects.extend(load_text(read_text_file(file), str(file)))
         elif not path.exists() and not path.is_symlink():
             raise InputError(f"{raw}: no such file or directory")
         else:
-            objects.extend(load_text(_read(path), str(path)))
+            objects.extend(load_text(read_text_file(path), str(path)))
     return objects
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpustrata.core.environments import Environment
+from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Enforcement, RuleContext
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
@@ -34,8 +35,9 @@ K8S_SCHEDULING_GPUS = "https://kubernetes.io/docs/tasks/manage-gpus/scheduling-g
 
 
 def fmt(value: Any) -> str:
-    """A manifest value as the user wrote it (strings unquoted)."""
-    return str(value) if not isinstance(value, bool) else str(value).lower()
+    """A manifest value as the user wrote it, in YAML's spelling (strings unquoted; never a
+    Python repr: :func:`gpustrata.core.terminal.yaml_spelling`)."""
+    return yaml_spelling(value)
 
 
 def object_index(ctx: RuleContext) -> dict[tuple[str, str, str], K8sObject]:

@@ -17,11 +17,12 @@ import operator
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from gpustrata.catalog.vllm_releases import memory_default, vllm_file_url
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
+from gpustrata.core.quantity import parse_number
+from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import AUTO_FIT, int_setting
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
@@ -32,7 +33,6 @@ from gpustrata_policies.view.engines import (
     GpuRef,
     gpu_resources,
     image_release,
-    is_number,
     pod_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
@@ -251,7 +251,7 @@ def _int(engine: EngineArgs, key: str) -> int | str | None:
     """An integer setting as vLLM reads it: the value, None when unset, or an error text."""
     value = int_setting(engine.values, key, engine.source)
     if isinstance(value, str):
-        return f"{key} {engine.get(key)!r} is not an integer"
+        return f"{key} {quoted(engine.get(key))} is not an integer"
     return value
 
 
@@ -320,7 +320,7 @@ def engine_settings(
         try:
             kwargs["gpu_memory_utilization"] = float(str(util))
         except ValueError:
-            return f"gpu_memory_utilization {util!r} is not a number"
+            return f"gpu_memory_utilization {quoted(util)} is not a number"
         if not 0 < kwargs["gpu_memory_utilization"] <= 1:
             return f"gpu_memory_utilization {util} is outside (0, 1] (V007)"
     for key in ("dtype", "kv_cache_dtype", "quantization"):
@@ -595,7 +595,7 @@ def probe(container: ContainerRef, kind: str) -> Probe | str | None:
         elif isinstance(value, int) and not isinstance(value, bool):
             values[key] = value
         else:
-            return f"{kind}.{key} {value!r} is not an integer"
+            return f"{kind}.{key} {quoted(value)} is not an integer"
     return Probe(
         kind,
         raw,
@@ -617,8 +617,9 @@ def annotated_startup(site: EngineSite) -> int | None:
         value = meta.get(STARTUP_ESTIMATE_ANNOTATION) if isinstance(meta, Mapping) else None
         if value is UNKNOWN:
             raise UnknownInput(f"annotation {STARTUP_ESTIMATE_ANNOTATION} of {site.obj.resource}")
-        if value is not None and is_number(value):
-            return int(Fraction(str(value)))
+        number = parse_number(value)
+        if number is not None:
+            return int(number)
     return None
 
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import parse_number, parse_quantity
+from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
@@ -103,7 +104,9 @@ RAY_SERVE_LLM_PG_PR = "ray-project/ray#56980"
 
 def fmt_gpus(value: Fraction | int | float) -> str:
     """A GPU count as people write it: ``4``, ``0.5``."""
-    number = Fraction(str(value)) if isinstance(value, float) else Fraction(value)
+    number = value if isinstance(value, Fraction) else parse_number(value)
+    if number is None:  # a non-finite float
+        return str(value)
     if number.denominator == 1:
         return str(number.numerator)
     return f"{float(number):g}"
@@ -169,14 +172,14 @@ class RayGroup:
             if is_kuberay_gpu_key(str(key).lower()):
                 number = _number(value, f"resources.{key} of {self.label}")
                 if number is None:
-                    raise ValueError(f"resources.{key} {value!r} is not a number")
+                    raise ValueError(f"resources.{key} {quoted(value)} is not a number")
                 return number, f"resources.{key}: {value}"
         params = as_map(self.spec.get("rayStartParams"), f"rayStartParams of {self.label}")
         if "num-gpus" in params:
             raw = params["num-gpus"]
             number = _number(raw, f"rayStartParams.num-gpus of {self.label}")
             if number is None:
-                raise ValueError(f"rayStartParams.num-gpus {raw!r} is not a number")
+                raise ValueError(f"rayStartParams.num-gpus {quoted(raw)} is not a number")
             return number, f'rayStartParams.num-gpus: "{raw}"'
         return None, ""
 
@@ -240,7 +243,8 @@ class EnginePlacement:
     model: str | None
     tp: int
     pp: int
-    bundles: list[dict[str, float]]
+    bundles: list[dict[str, Fraction]]
+    """Ray resources of each bundle, parsed by ``core.quantity.parse_number``."""
     strategies: tuple[str, ...]
     """The strategy as written, or the defaults Ray Serve LLM releases use when unset."""
     explicit: bool
@@ -253,7 +257,12 @@ class EnginePlacement:
     @property
     def gpus(self) -> Fraction:
         """GPUs of one engine replica: the sum over its bundles."""
-        return sum((Fraction(str(b.get("GPU", 0))) for b in self.bundles), Fraction(0))
+        return sum(self.bundle_gpus, Fraction(0))
+
+    @property
+    def bundle_gpus(self) -> list[Fraction]:
+        """The ``GPU`` of each bundle (0 where a bundle asks for none)."""
+        return [b.get("GPU", Fraction(0)) for b in self.bundles]
 
     @property
     def where(self) -> str:
@@ -314,22 +323,24 @@ def engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]]
         if isinstance(pg, Mapping):
             strategy = str(pg.get("strategy", "PACK"))
             if strategy not in _STRATEGIES:
-                unreadable.append(f"{engine.source}: placement strategy {strategy!r} is unknown")
+                unreadable.append(
+                    f"{engine.source}: placement strategy {quoted(strategy)} is unknown"
+                )
                 continue
             per_worker = pg.get("bundle_per_worker")
             raw = [per_worker] * workers if isinstance(per_worker, Mapping) else pg.get("bundles")
             if not isinstance(raw, list) or not all(isinstance(b, Mapping) for b in raw):
                 unreadable.append(f"{engine.source}: placement_group_config has no bundles")
                 continue
-            try:
-                bundles = [{str(k): float(v) for k, v in b.items()} for b in raw]
-            except (TypeError, ValueError):
+            parsed = [{str(k): parse_number(v) for k, v in b.items()} for b in raw]
+            if any(v is None or v < 0 for b in parsed for v in b.values()):
                 unreadable.append(f"{engine.source}: a bundle holds a value that is not a number")
                 continue
+            bundles = [{k: v for k, v in b.items() if v is not None} for b in parsed]
             strategies: tuple[str, ...] = (strategy,)
             explicit = True
         else:
-            bundles = [{"GPU": 1.0} for _ in range(workers)]
+            bundles = [{"GPU": Fraction(1)} for _ in range(workers)]
             old = "PACK" if pp > 1 else "STRICT_PACK"
             strategies = ("PACK",) if old == "PACK" else ("PACK", "STRICT_PACK")
             explicit = False

@@ -26,12 +26,14 @@ from typing import Any
 import yaml
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.yamlguard import YamlShapeError
 from gpustrata.core.yamlio import safe_load
 from gpustrata.vllm.flags import int_setting, parse_flags
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, dig
 
 __all__ = [
     "OTHER_PUBLISHERS",
+    "SERVE_CONFIG_TYPE_SOURCE",
     "EngineArgs",
     "ServeConfig",
     "image_publisher",
@@ -210,6 +212,22 @@ class ServeConfig:
     llm_configs: list[Mapping[str, Any]] = field(default_factory=list)
     applications: list[Mapping[str, Any]] = field(default_factory=list)
     error: str | None = None
+    not_a_string: str | None = None
+    """What ``serveConfigV2`` is when it is not a string (``a mapping``): the API server
+    rejects such a RayService (:data:`SERVE_CONFIG_TYPE_SOURCE`)."""
+
+
+SERVE_CONFIG_TYPE_SOURCE = "ray-project/kuberay@v1.7.0:ray-operator/apis/ray/v1/rayservice_types.go"
+"""Where KubeRay declares ``RayServiceSpec.ServeConfigV2`` a ``string`` (its CRD schema
+says ``type: string``)."""
+
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (Mapping, "a mapping"),
+    (list, "a list"),
+)
 
 
 def serve_config(obj: K8sObject) -> ServeConfig | None:
@@ -217,8 +235,11 @@ def serve_config(obj: K8sObject) -> ServeConfig | None:
     text = dig(obj.raw, "spec", "serveConfigV2")
     if text is UNKNOWN:
         raise UnknownInput(f"spec.serveConfigV2 of {obj.resource}")
-    if not isinstance(text, str):
+    if text is None:
         return None
+    if not isinstance(text, str):
+        what = next((name for t, name in _TYPE_NAMES if isinstance(text, t)), "not text")
+        return ServeConfig(error=f"serveConfigV2 is {what}, not a string", not_a_string=what)
     return _parse_serve_config(text)
 
 
@@ -227,6 +248,9 @@ def _parse_serve_config(text: str) -> ServeConfig:
     """Parse once per distinct string (callers treat the result as read-only)."""
     try:
         data = safe_load(text)
+    except YamlShapeError as exc:  # the guards a file gets: duplicate keys, alias bombs
+        where = f" (line {exc.line} of the string)" if exc.line else ""
+        return ServeConfig(error=f"serveConfigV2 is not valid YAML{where}: {exc}")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1} of the string)" if mark else ""

@@ -36,8 +36,16 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 continue
             lim = known(limits[name], f"limits.{name} of {c.label}")
             q_req, q_lim = parse_quantity(req), parse_quantity(lim)
-            differs = q_req != q_lim if q_req is not None and q_lim is not None else req != lim
-            if differs:
+            if q_req is None or q_lim is None:  # .nan, "abc": no comparison means anything
+                bad = sorted({fmt(v) for v, q in ((req, q_req), (lim, q_lim)) if q is None})
+                yield ctx.violation(
+                    obj,
+                    f"{c.label} requests {name}: {fmt(req)} and limits it to {fmt(lim)}; "
+                    f"{' and '.join(bad)} is not a quantity, so the API server rejects it",
+                    path,
+                )
+                continue
+            if q_req != q_lim:
                 yield ctx.violation(
                     obj,
                     f"{c.label} requests {name}: {fmt(req)} but limits it to {fmt(lim)}; the API "

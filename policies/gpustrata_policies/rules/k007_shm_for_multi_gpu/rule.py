@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
 from gpustrata.core.quantity import format_bytes, parse_quantity
+from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.kuberay import operator_release
@@ -115,7 +116,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     minimum = parse_quantity(ctx.threshold("min_shm_size"))
     if minimum is None:
         yield ctx.not_evaluated(
-            obj, f"min_shm_size {ctx.threshold('min_shm_size')!r} is not a quantity"
+            obj, f"min_shm_size {quoted(ctx.threshold('min_shm_size'))} is not a quantity"
         )
         return
     extra = ctx.config.gpu_resources

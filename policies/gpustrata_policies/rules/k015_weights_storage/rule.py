@@ -129,7 +129,9 @@ def _ray_downloads(obj: K8sObject, c: ContainerRef) -> list[Download]:
         if isinstance(kwargs, Mapping) and str(kwargs.get("load_format")) in STREAMING_LOAD_FORMATS:
             continue
         ids = tuple(n for n in (source, model_id) if isinstance(n, str))
-        out.append(Download(name, _hf_dir(c), ids))
+        download = Download(name, _hf_dir(c), ids)
+        if download not in out:  # YAML aliases repeat one llm_config: name it once
+            out.append(download)
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
@@ -51,7 +52,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             except ValueError:
                 yield ctx.not_evaluated(
                     obj,
-                    f"Kubernetes version {version!r} of pool(s) {', '.join(names)} is unreadable",
+                    f"Kubernetes version {quoted(version)} of pool(s) {', '.join(names)} "
+                    "is unreadable",
                 )
                 continue
             if supported:

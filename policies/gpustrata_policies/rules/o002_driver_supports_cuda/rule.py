@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.catalogs import image_cuda, readable_version
@@ -121,7 +122,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     continue
                 if not readable_version(driver.version):
                     yield ctx.not_evaluated(
-                        obj, f"driver version {driver.version!r} of {on} is unreadable"
+                        obj, f"driver version {quoted(driver.version)} of {on} is unreadable"
                     )
                     continue
                 if need.driver_ok(driver.version):

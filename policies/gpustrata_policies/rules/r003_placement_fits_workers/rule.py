@@ -20,6 +20,7 @@ from gpustrata_policies.view.kuberay import (
 from gpustrata_policies.view.nodes import gpu_pools, gpu_requests, shared_gpus, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
+from gpustrata_policies.view.vllm_args import SERVE_CONFIG_TYPE_SOURCE, serve_config
 
 UNBOUNDED = 100_000
 """Worker groups with more max replicas than this are treated as unbounded."""
@@ -38,7 +39,7 @@ def _one_replica(engine: EnginePlacement, strategy: str, groups: list[_Group]) -
     """Why one replica of the engine cannot be placed, or ``None`` when it can."""
     largest = max(groups, key=lambda g: g.gpus)
     need = engine.gpus
-    bundle_max = max((Fraction(str(b.get("GPU", 0))) for b in engine.bundles), default=Fraction(0))
+    bundle_max = max(engine.bundle_gpus, default=Fraction(0))
     layout = f"{len(engine.bundles)} bundles, {fmt_gpus(need)} GPU(s)"
     if strategy == "STRICT_PACK":
         if need > largest.gpus:
@@ -93,8 +94,7 @@ def _pack(
         else:
             used: set[int] = set()
             trial = list(free)
-            for bundle in engine.bundles:
-                gpu = Fraction(str(bundle.get("GPU", 0)))
+            for gpu in engine.bundle_gpus:
                 for i, room in enumerate(trial):
                     if room >= gpu and not (strategy == "STRICT_SPREAD" and i in used):
                         trial[i] -= gpu
@@ -114,6 +114,17 @@ def _pack(
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Every engine's placement group fits one worker layout, and all replicas fit at max."""
     if obj.kind != "RayService":
+        return
+    cfg = serve_config(obj)
+    if cfg is not None and cfg.not_a_string:
+        yield ctx.violation(
+            obj,
+            f"spec.serveConfigV2 is {cfg.not_a_string}, not a string: KubeRay's RayService "
+            f"CRD declares it a string ({SERVE_CONFIG_TYPE_SOURCE}), so the API server rejects "
+            "the object and no engine is placed; write the Serve config as a YAML block "
+            "string (serveConfigV2: |)",
+            ("spec", "serveConfigV2"),
+        )
         return
     engines, unreadable = engine_placements(obj)
     autoscaling = autoscaling_enabled(obj)

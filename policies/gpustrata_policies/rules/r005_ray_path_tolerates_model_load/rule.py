@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION as ESTIMATE_ANNOTATION
+from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
@@ -86,7 +87,10 @@ def _estimate(obj: K8sObject, engine: EngineArgs, llm: Mapping[str, Any]) -> tup
         catalogs.model_architecture(engine.model) if engine.model else None
     )
     if arch is None:
-        return None, f"model {model!r} is not in the model catalogue, so its load time is unknown"
+        return (
+            None,
+            f"model {quoted(model)} is not in the model catalogue, so its load time is unknown",
+        )
     try:
         from gpustrata.vllm.capacity import startup_estimate, weights_estimate
 

@@ -106,7 +106,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if not placement.explicit:
             continue  # Ray Serve LLM makes TP x PP bundles of one GPU itself
         world = placement.tp * placement.pp
-        gpu_bundles = [Fraction(str(b.get("GPU", 0))) for b in placement.bundles]
+        gpu_bundles = placement.bundle_gpus
         gpu_bundles = [g for g in gpu_bundles if g > 0]
         whole = all(g.denominator == 1 for g in gpu_bundles)
         held: Fraction = sum(gpu_bundles, Fraction(0)) if whole else Fraction(len(gpu_bundles))

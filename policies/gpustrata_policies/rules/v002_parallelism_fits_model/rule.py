@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
@@ -76,7 +77,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if isinstance(tp, str) or isinstance(pp, str):
             bad = tp if isinstance(tp, str) else pp
             yield ctx.not_evaluated(
-                obj, f"{site.label}: parallel size {bad!r} is not a number (V001 reads it too)"
+                obj,
+                f"{site.label}: parallel size {quoted(bad)} is not a number (V001 reads it too)",
             )
             continue
         if tp == 1 and pp == 1:

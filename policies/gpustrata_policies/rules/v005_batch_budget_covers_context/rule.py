@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gpustrata.catalog.vllm_releases import source_url
+from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
@@ -319,7 +320,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         bad = {k: v for k, v in raw.items() if isinstance(v, str)}
         if bad:
             key, value = next(iter(bad.items()))
-            yield ctx.not_evaluated(obj, f"{site.label}: {key} {value!r} is not a number")
+            yield ctx.not_evaluated(obj, f"{site.label}: {key} {quoted(value)} is not a number")
             continue
         tokens, seqs, max_len = (v if isinstance(v, int) else None for v in raw.values())
         chunked = as_bool(e, "enable_chunked_prefill")

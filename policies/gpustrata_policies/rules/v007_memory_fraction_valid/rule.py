@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from gpustrata.catalog.vllm_releases import source_url
@@ -132,7 +131,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 ("spec", "serveConfigV2"),
             )
             continue
-        gpus = [Fraction(str(b.get("GPU", 0))) for b in placement.bundles]
+        gpus = placement.bundle_gpus
         fractional = [g for g in gpus if 0 < g < 1]
         if value is None or not fractional:
             continue

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
+from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.capacity import (
@@ -80,7 +81,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """The startup (or, without one, liveness) window exceeds the estimated engine startup."""
     factor = ctx.threshold("safety_factor")
     if isinstance(factor, bool) or not isinstance(factor, int | float) or factor < 1:
-        yield ctx.not_evaluated(obj, f"safety_factor {factor!r} is not a number >= 1")
+        yield ctx.not_evaluated(obj, f"safety_factor {quoted(factor)} is not a number >= 1")
         return
     for site in engine_sites(ctx, obj):
         container = site.container

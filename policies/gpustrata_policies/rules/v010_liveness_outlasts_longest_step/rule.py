@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpustrata.catalog.vllm_releases import source_url
+from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
@@ -155,11 +156,11 @@ def _seconds(config: Mapping[str, Any], key: str) -> float | str | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        return f"{key} {value!r} is not a number"
+        return f"{key} {quoted(value)} is not a number"
     try:
         return float(str(value))
     except ValueError:
-        return f"{key} {value!r} is not a number"
+        return f"{key} {quoted(value)} is not a number"
 
 
 def _ray(ctx: RuleContext, obj: K8sObject, site: EngineSite) -> Iterator[Outcome]:

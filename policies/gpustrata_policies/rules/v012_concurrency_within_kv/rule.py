@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
 from gpustrata_policies.view import catalogs
@@ -84,7 +85,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         typical = int(typical)  # CrossGuard passes config numbers as doubles
     if isinstance(typical, bool) or not isinstance(typical, int) or typical < 1:
         yield ctx.not_evaluated(
-            obj, f"typical_sequence_tokens {typical!r} is not a positive integer"
+            obj, f"typical_sequence_tokens {quoted(typical)} is not a positive integer"
         )
         return
     for inp in estimated_engines(ctx, obj):
