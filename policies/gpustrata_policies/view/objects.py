@@ -132,6 +132,7 @@ class K8sObject:
     """Line of each mapping key / list item, by path (from the YAML loader)."""
     _pods: list[PodRef] | None = field(default=None, repr=False)
     _resource: str | None = field(default=None, repr=False, compare=False)
+    _kind: str | None = field(default=None, repr=False, compare=False)
 
     # What the rules ask of an object, read once: the rules are pure functions of
     # ``raw``, which nothing mutates once it is wrapped (issue 18: 40 rules asked each
@@ -140,8 +141,10 @@ class K8sObject:
     @property
     def kind(self) -> str:
         """``kind``, or ``""``."""
-        kind = self.raw.get("kind")
-        return kind if isinstance(kind, str) else ""
+        if self._kind is None:
+            kind = self.raw.get("kind")
+            self._kind = kind if isinstance(kind, str) else ""
+        return self._kind
 
     @property
     def api_version(self) -> str:
