@@ -66,9 +66,14 @@ def startup_environment() -> str:
 ENVIRONMENT = startup_environment()
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _raw(value: Any) -> Any:
     """Plain dicts/lists behind pulumi-policy's unknown-checking proxies (which wrap every
     level and raise on unknowns); unknown sentinels stay strings for the adapter."""
+    if type(value) in _SCALARS:  # most values: skip the two ABC checks below
+        return value
     if isinstance(value, Mapping):
         try:
             target = value["__target"]

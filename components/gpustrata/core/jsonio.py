@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from gpustrata.core.yamlguard import MAX_INT_DIGITS
 
-__all__ = ["JsonShapeError", "loads"]
+__all__ = ["JsonShapeError", "loads", "loads_located", "locate"]
 
 
 class JsonShapeError(ValueError):
@@ -54,8 +55,141 @@ def _line(text: str, index: int) -> int:
 
 def loads(text: str) -> Any:
     """Parse *text* as JSON; :class:`json.JSONDecodeError` for bad syntax, as ``json.loads``."""
+    return _strict(text, lambda: json.loads(text, object_pairs_hook=_pairs, parse_int=_int))
+
+
+# The C string scanner the json module decodes keys with (not in its typed interface).
+scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_STRICT = json.JSONDecoder(object_pairs_hook=_pairs, parse_int=_int)
+_PLAIN = json.JSONDecoder()
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def loads_located(text: str) -> tuple[Any, int, list[int] | None]:
+    """:func:`loads`, plus where things start: the offset of the top-level value, and of
+    each item of a top-level array or of a top-level object's ``items`` array (a
+    ``kind: List``, as ``kubectl get -o json`` prints), else ``None``.
+
+    One pass: the items are decoded one at a time where they start.
+    """
+    located: tuple[Any, int, list[int] | None] = _strict(text, lambda: _located(text))
+    return located
+
+
+def _located(text: str) -> tuple[Any, int, list[int] | None]:
+    start = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    starts: list[int] | None = None
+    data: Any
+    if text.startswith("[", start):
+        data, end, starts = _array(text, start)
+    elif text.startswith("{", start):
+        data, end, starts = _object(text, start)
+    else:
+        data, end = _STRICT.raw_decode(text, start)
+    end = _WS.match(text, end).end()  # type: ignore[union-attr]
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return data, start, starts
+
+
+def _array(text: str, pos: int) -> tuple[list[Any], int, list[int]]:
+    """The array at *pos* (``[``), its end, and where each item starts."""
+    items: list[Any] = []
+    starts: list[int] = []
+    pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", pos):
+        return items, pos + 1, starts
+    while True:
+        starts.append(pos)
+        item, pos = _STRICT.raw_decode(text, pos)
+        items.append(item)
+        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+        if text.startswith("]", pos):
+            return items, pos + 1, starts
+        if not text.startswith(",", pos):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+
+
+def _object(text: str, pos: int) -> tuple[dict[str, Any], int, list[int] | None]:
+    """The object at *pos* (``{``), its end, and where its ``items`` array's items start."""
+    pairs: list[tuple[str, Any]] = []
+    starts: list[int] | None = None
+    pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if text.startswith("}", pos):
+        return {}, pos + 1, None
+    while True:
+        if not text.startswith('"', pos):
+            raise json.JSONDecodeError(
+                "Expecting property name enclosed in double quotes", text, pos
+            )
+        key, pos = scanstring(text, pos + 1)
+        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+        if not text.startswith(":", pos):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
+        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+        if key == "items" and text.startswith("[", pos):
+            value, pos, starts = _array(text, pos)
+        else:
+            value, pos = _STRICT.raw_decode(text, pos)
+        pairs.append((key, value))
+        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+        if text.startswith("}", pos):
+            return _pairs(pairs), pos + 1, starts
+        if not text.startswith(",", pos):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+
+
+def locate(text: str, start: int, path: tuple[str | int, ...]) -> int | None:
+    """Offset of the last key (a ``str`` step) or item (an ``int`` step) of *path* inside
+    the valid JSON value at *start*; ``None`` when the path is not there.
+
+    Skips what is not on the path with the C decoder, so finding a finding's line costs
+    one scan of the object, paid only for findings.
+    """
+    pos = start
+    found: int | None = None
+    for step in path:
+        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+        if isinstance(step, str):
+            if not text.startswith("{", pos):
+                return None
+            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            while True:
+                if not text.startswith('"', pos):
+                    return None  # "}": an empty object
+                found = pos
+                key, pos = scanstring(text, pos + 1)
+                pos = _WS.match(text, pos).end() + 1  # type: ignore[union-attr]  # the ":"
+                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                if key == step:
+                    break
+                pos = _WS.match(text, _PLAIN.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
+                if not text.startswith(",", pos):
+                    return None  # "}": the key is not there
+                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+        else:
+            if not text.startswith("[", pos) or step < 0:
+                return None
+            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            for _ in range(step):
+                if text.startswith("]", pos):
+                    return None
+                pos = _PLAIN.raw_decode(text, pos)[1]
+                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                if not text.startswith(",", pos):
+                    return None
+                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if text.startswith("]", pos):
+                return None
+            found = pos
+    return found
+
+
+def _strict(text: str, parse: Any) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_int=_int)
+        return parse()
     except _Duplicate as dup:
         # The hook sees no position: the key's second spelling as a key is the best guess.
         spelled = [m.start() for m in re.finditer(re.escape(json.dumps(dup.key)) + r"\s*:", text)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -44,6 +45,13 @@ def parse_quantity(value: object) -> Fraction | None:
         return Fraction(str(value)) if math.isfinite(value) else None  # YAML .nan / .inf
     if not isinstance(value, str):
         return None
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction | None:
+    # A cluster repeats a few quantities ("1", "16Gi") thousands of times; Fractions are
+    # immutable, so one parse serves them all.
     match = _QUANTITY.match(value.strip())
     if match is None:
         return None

@@ -157,7 +157,11 @@ def _values_chart(data: Mapping[str, Any], name: str) -> str | None:
 
 
 def _values_object(
-    data: Mapping[str, Any], chart: str, name: str, line: int | None, lines: dict[Path, int] | None
+    data: Mapping[str, Any],
+    chart: str,
+    name: str,
+    line: int | None,
+    lines: Mapping[Path, int] | None,
 ) -> K8sObject:
     """A values file as the object the view reads: ``spec.values`` is the file."""
     stem = FsPath(name).name or name
@@ -171,8 +175,90 @@ def _values_object(
     return K8sObject(raw, name, line, moved)
 
 
+class _Prefixed(Mapping[Path, int]):
+    """The lines of one item of a list, by its own paths: a view of the whole input's
+    (copying them per item made a ``kind: List`` of n items cost n^2)."""
+
+    __slots__ = ("_base", "_prefix")
+
+    def __init__(self, base: Mapping[Path, int], prefix: Path) -> None:
+        self._base, self._prefix = base, prefix
+
+    def get(self, path: Path, default: Any = None) -> Any:
+        return self._base.get(self._prefix + path, default)
+
+    def __getitem__(self, path: Path) -> int:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return int(found)
+
+    def __iter__(self) -> Iterator[Path]:
+        n = len(self._prefix)
+        return (p[n:] for p in self._base if p[:n] == self._prefix and len(p) > n)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:
+        return bool(self._base)
+
+
+class _JsonText:
+    """A JSON input's text and, built when first asked, where its lines start."""
+
+    __slots__ = ("_newlines", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._newlines: list[int] | None = None
+
+    def line(self, offset: int) -> int:
+        """1-based line of *offset*."""
+        if self._newlines is None:
+            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+        return bisect.bisect_left(self._newlines, offset) + 1
+
+
+class _JsonLines(Mapping[Path, int]):
+    """Lines of a JSON value's keys and items, found in the text when a finding asks
+    (:func:`~gpustrata.core.jsonio.locate`) rather than recorded for every value."""
+
+    __slots__ = ("_data", "_source", "_start")
+
+    def __init__(self, source: _JsonText, start: int, data: Any) -> None:
+        self._source, self._start, self._data = source, start, data
+
+    def get(self, path: Path, default: Any = None) -> Any:
+        found = jsonio.locate(self._source.text, self._start, path)
+        return default if found is None else self._source.line(found)
+
+    def __getitem__(self, path: Path) -> int:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return int(found)
+
+    def __iter__(self) -> Iterator[Path]:
+        todo: list[tuple[Path, Any]] = [((), self._data)]
+        while todo:
+            path, value = todo.pop()
+            if path:
+                yield path
+            if isinstance(value, Mapping):
+                todo.extend(((*path, k), v) for k, v in value.items())
+            elif isinstance(value, list):
+                todo.extend(((*path, i), v) for i, v in enumerate(value))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:
+        return isinstance(self._data, Mapping | list) and bool(self._data)
+
+
 def _objects(
-    data: Any, name: str, line: int | None, lines: dict[Path, int] | None
+    data: Any, name: str, line: int | None, lines: Mapping[Path, int] | None
 ) -> Iterator[K8sObject]:
     if (
         isinstance(data, Mapping)
@@ -180,12 +266,12 @@ def _objects(
         and isinstance(data.get("items"), list)
     ):
         for index, item in enumerate(data["items"]):  # `kubectl get -o yaml` output
-            sub = {p[2:]: v for p, v in (lines or {}).items() if p[:2] == ("items", index)}
+            sub = _Prefixed(lines or {}, ("items", index))
             item_line = (lines or {}).get(("items", index), line)
             yield from _objects(item, name, item_line, sub)
     elif isinstance(data, list):
         for index, item in enumerate(data):
-            sub = {p[1:]: v for p, v in (lines or {}).items() if p[:1] == (index,)}
+            sub = _Prefixed(lines or {}, (index,))
             yield from _objects(item, name, (lines or {}).get((index,), line), sub)
     elif isinstance(data, Mapping):
         chart = _values_chart(data, name) if "kind" not in data else None
@@ -209,16 +295,43 @@ def load_text(text: str, name: str) -> list[K8sObject]:
         line = text.count("\n", 0, nul) + 1
         raise InputError(f"{name}:{line}: binary input (contains NUL bytes), not YAML or JSON")
     if name.endswith(".json"):
+        return _load_json(text, name)
+    if name == "<stdin>" and text.lstrip()[:1] in ("{", "["):
+        # `kubectl get -o json | gpustrata check -`: JSON is YAML, but libyaml reads it
+        # several times slower; what json cannot read goes to the YAML loader as before.
         try:
-            data = jsonio.loads(text)
-        except JsonShapeError as exc:
-            where = f"{name}:{exc.line}" if exc.line is not None else name
-            raise InputError(f"{where}: cannot be checked: {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-        except RecursionError:
-            raise InputError(f"{name}: JSON nested too deeply to read") from None
-        return list(_objects(data, name, 1, None))
+            return _load_json(text, name)
+        except _NotJson:
+            pass
+    return _load_yaml(text, name)
+
+
+class _NotJson(InputError):
+    """Text that is not valid JSON syntax."""
+
+
+def _load_json(text: str, name: str) -> list[K8sObject]:
+    """JSON with the json module (C), lines found per finding (:class:`_JsonLines`)."""
+    try:
+        data, start, starts = jsonio.loads_located(text)
+    except JsonShapeError as exc:
+        where = f"{name}:{exc.line}" if exc.line is not None else name
+        raise InputError(f"{where}: cannot be checked: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise _NotJson(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{name}: JSON nested too deeply to read") from None
+    source = _JsonText(text)
+    items = data["items"] if isinstance(data, Mapping) and data.get("kind") == "List" else data
+    if starts is not None and isinstance(items, list):
+        out: list[K8sObject] = []
+        for item, at in zip(items, starts, strict=True):
+            out.extend(_objects(item, name, source.line(at), _JsonLines(source, at, item)))
+        return out
+    return list(_objects(data, name, source.line(start), _JsonLines(source, start, data)))
+
+
+def _load_yaml(text: str, name: str) -> list[K8sObject]:
     template = _helm_action(text)
     if template is not None:
         line = text.count("\n", 0, template.start()) + 1

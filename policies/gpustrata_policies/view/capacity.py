@@ -458,7 +458,7 @@ def _estimate(
     gpu: GpuModel,
     settings: PlannerSettings,
 ) -> CapacityEstimate | str:
-    def build() -> CapacityEstimate | str:
+    def compute() -> CapacityEstimate | Exception:
         from gpustrata.vllm.capacity import CapacityError
 
         try:
@@ -468,7 +468,27 @@ def _estimate(
                 est = estimate(arch, gpu, settings.engine.replace(max_model_len=fitted))
             return est
         except CapacityError as exc:
-            return f"{site.name}: {exc}"
+            return exc
+
+    def build() -> CapacityEstimate | str:
+        # The estimate is a function of the architecture, GPU and settings alone: engines
+        # that share them (one chart in many namespaces) share it, within one evaluation.
+        shared: dict[Any, tuple[ModelArchitecture, CapacityEstimate | Exception]] = ctx.memo(
+            "capacity-estimates-by-input", dict
+        )
+        key: Any = (id(arch), gpu.id, settings.auto_fit, settings.engine)
+        try:
+            hash(key)
+        except TypeError:  # a setting held as a mapping: not shared
+            key = None
+        held = shared.get(key) if key is not None else None
+        if held is not None and held[0] is arch:
+            result = held[1]
+        else:
+            result = compute()
+            if key is not None:
+                shared[key] = (arch, result)
+        return f"{site.name}: {result}" if isinstance(result, Exception) else result
 
     key = f"capacity-estimate:{id(site.obj)}:{site.engine.source}:{gpu.id}"
     found: CapacityEstimate | str = ctx.memo(key, build)

@@ -253,11 +253,14 @@ class EnginePlacement:
     replicas_why: str
     accelerator_type: str | None = None
     notes: list[str] = field(default_factory=list)
+    _gpus: Fraction | None = field(default=None, repr=False, compare=False)
 
     @property
     def gpus(self) -> Fraction:
-        """GPUs of one engine replica: the sum over its bundles."""
-        return sum(self.bundle_gpus, Fraction(0))
+        """GPUs of one engine replica: the sum over its bundles (summed once)."""
+        if self._gpus is None:
+            self._gpus = sum(self.bundle_gpus, Fraction(0))
+        return self._gpus
 
     @property
     def bundle_gpus(self) -> list[Fraction]:

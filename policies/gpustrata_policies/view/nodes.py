@@ -77,9 +77,17 @@ def _by_object(ops: Sequence[GpuOperatorView]) -> dict[int, list[GpuOperatorView
 
 
 def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
-    """Pools whose node labels satisfy the pod's nodeSelector and required affinity."""
-    selector, terms = pod.node_selector(), pod.required_affinity_terms()
-    return [p for p in pools if matches_selectors(selector, terms, p.labels)]
+    """Pools whose node labels satisfy the pod's nodeSelector and required affinity.
+
+    Kept on the pod for the last *pools* asked about (every GPU rule asks with the
+    evaluation's one pool list); a copy is returned.
+    """
+    cached = pod.memo.get("targeted_pools")
+    if cached is None or cached[0] is not pools:
+        selector, terms = pod.node_selector(), pod.required_affinity_terms()
+        found = [p for p in pools if matches_selectors(selector, terms, p.labels)]
+        cached = pod.memo["targeted_pools"] = (pools, found)
+    return list(cached[1])
 
 
 def pool_label(pool: GpuPool) -> str:
@@ -90,7 +98,18 @@ def pool_label(pool: GpuPool) -> str:
 
 
 def gpu_requests(pod: PodRef, extra: Sequence[str] = ()) -> dict[str, Fraction]:
-    """GPU resources of the pod's app containers by name (limits, requests as fallback)."""
+    """GPU resources of the pod's app containers by name (limits, requests as fallback).
+
+    Read once per pod (``pod.memo``); a copy is returned.
+    """
+    key = ("gpu_requests", tuple(extra))
+    found: dict[str, Fraction] | None = pod.memo.get(key)
+    if found is None:
+        found = pod.memo[key] = _gpu_requests(pod, extra)
+    return dict(found)
+
+
+def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     for c in pod.containers(init=False):
         limits, requests = c.resources("limits"), c.resources("requests")

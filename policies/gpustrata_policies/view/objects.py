@@ -140,12 +140,20 @@ class K8sObject:
     """Line of each mapping key / list item, by path (from the YAML loader)."""
     _pods: list[PodRef] | None = field(default=None, repr=False)
     _pod_reads: tuple[str, ...] = field(default=(), repr=False)
+    _resource: str | None = field(default=None, repr=False, compare=False)
+    _kind: str | None = field(default=None, repr=False, compare=False)
+
+    # What the rules ask of an object, read once: the rules are pure functions of
+    # ``raw``, which nothing mutates once it is wrapped (issue 18: 40 rules asked each
+    # object for its containers, GPUs and name again and again).
 
     @property
     def kind(self) -> str:
         """``kind``, or ``""``."""
-        kind = self.raw.get("kind")
-        return kind if isinstance(kind, str) else ""
+        if self._kind is None:
+            kind = self.raw.get("kind")
+            self._kind = kind if isinstance(kind, str) else ""
+        return self._kind
 
     @property
     def api_version(self) -> str:
@@ -174,8 +182,10 @@ class K8sObject:
 
     @property
     def resource(self) -> str:
-        """``Kind/namespace/name`` as in the output contract."""
-        return f"{self.kind or '?'}/{self.namespace}/{self.name}"
+        """``Kind/namespace/name`` as in the output contract (computed once)."""
+        if self._resource is None:
+            self._resource = f"{self.kind or '?'}/{self.namespace}/{self.name}"
+        return self._resource
 
     @property
     def labels(self) -> Mapping[str, Any]:
@@ -217,6 +227,8 @@ class PodRef:
     labels: Mapping[str, Any] = field(default_factory=dict)
     ray_group: Mapping[str, Any] | None = None
     replicas: Any = None
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What the view derived from this pod spec, read once (containers, GPU counts)."""
 
     @property
     def where(self) -> str:
@@ -229,7 +241,26 @@ class PodRef:
         return self.ray_group is not None
 
     def containers(self, *, init: bool = True) -> Iterator[ContainerRef]:
-        """Containers (and init containers) of this pod spec."""
+        """Containers (and init containers) of this pod spec.
+
+        Built once: later calls yield the same :class:`ContainerRef` objects (so what is
+        cached on them is shared), and an unknown list or container raises where it did.
+        """
+        key = ("containers", init)
+        cached = self.memo.get(key)
+        if cached is None:
+            refs: list[ContainerRef] = []
+            error: UnknownInput | None = None
+            try:
+                refs.extend(self._read_containers(init))
+            except UnknownInput as exc:
+                error = exc
+            cached = self.memo[key] = (refs, error)
+        yield from cached[0]
+        if cached[1] is not None:
+            raise cached[1]
+
+    def _read_containers(self, init: bool) -> Iterator[ContainerRef]:
         keys = ("containers", "initContainers") if init else ("containers",)
         for key in keys:
             items = as_list(self.spec.get(key), f"{key} of {self.obj.resource}")
@@ -252,9 +283,15 @@ class PodRef:
 
     def gpu_count(self, extra: Sequence[str] = ()) -> Fraction:
         """GPUs the pod asks for (sum over app containers; max with init containers)."""
-        app = sum((c.gpu_limit(extra) for c in self.containers(init=False)), Fraction(0))
-        init = max((c.gpu_limit(extra) for c in self.containers() if c.init), default=Fraction(0))
-        return max(app, init)
+        key = ("gpu_count", tuple(extra))
+        found: Fraction | None = self.memo.get(key)
+        if found is None:
+            app = sum((c.gpu_limit(extra) for c in self.containers(init=False)), Fraction(0))
+            init = max(
+                (c.gpu_limit(extra) for c in self.containers() if c.init), default=Fraction(0)
+            )
+            found = self.memo[key] = max(app, init)
+        return found
 
     def node_selector(self) -> dict[str, Any]:
         """``nodeSelector`` labels."""
@@ -294,6 +331,8 @@ class ContainerRef:
     path: Path
     raw: Mapping[str, Any]
     init: bool = False
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What the view derived from this container, read once (GPU limits, its engine)."""
 
     @property
     def name(self) -> str:
@@ -314,10 +353,20 @@ class ContainerRef:
 
     def resources(self, section: str) -> Mapping[str, Any]:
         """``resources.limits`` or ``resources.requests``."""
-        return as_map(dig(self.raw, "resources", section), f"resources.{section} of {self.label}")
+        value = dig(self.raw, "resources", section)
+        if value is UNKNOWN:  # the message is built only when it is needed
+            raise UnknownInput(f"resources.{section} of {self.label}")
+        return value if isinstance(value, Mapping) else {}
 
     def gpu_limit(self, extra: Sequence[str] = ()) -> Fraction:
         """Sum of GPU resources in limits (requests default to limits for these)."""
+        key = ("gpu_limit", tuple(extra))
+        found: Fraction | None = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = self._gpu_limit(extra)
+        return found
+
+    def _gpu_limit(self, extra: Sequence[str]) -> Fraction:
         total = Fraction(0)
         limits = self.resources("limits")
         requests = self.resources("requests")
@@ -331,11 +380,10 @@ class ContainerRef:
 
     def env(self) -> list[Mapping[str, Any]]:
         """``env`` entries."""
-        return [
-            e
-            for e in as_list(self.raw.get("env"), f"env of {self.label}")
-            if isinstance(e, Mapping)
-        ]
+        value = self.raw.get("env")
+        if value is UNKNOWN:
+            raise UnknownInput(f"env of {self.label}")
+        return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
 
     def literal_env(self) -> dict[str, str]:
         """Env vars with literal string values (for ``$(VAR)`` expansion)."""

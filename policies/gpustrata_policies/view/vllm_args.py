@@ -155,7 +155,19 @@ def image_publisher(image: Any) -> str | None:
 
 
 def vllm_engine(container: ContainerRef) -> EngineArgs | None:
-    """vLLM engine settings of a container that runs the vLLM server, else ``None``."""
+    """vLLM engine settings of a container that runs the vLLM server, else ``None``.
+
+    Read once per container (kept in ``container.memo``; the rules do not change it):
+    a dozen rules ask for the same container's engine.
+    """
+    memo = container.memo
+    if "vllm_engine" not in memo:
+        memo["vllm_engine"] = _read_engine(container)
+    engine: EngineArgs | None = memo["vllm_engine"]
+    return engine
+
+
+def _read_engine(container: ContainerRef) -> EngineArgs | None:
     raw = container.raw
     command = raw.get("command")
     args = raw.get("args")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 from gpustrata.core.quantity import parse_quantity
@@ -188,7 +189,8 @@ def _check_pools(
         return
     reasons, unknown = [], []
     for pool in targeted:
-        cap = _capacity(pool)
+        # A pool's capacity, worked out once per evaluation rather than once per Pod.
+        cap: Capacity = ctx.memo(f"k005-capacity:{id(pool)}", partial(_capacity, pool))
         short, missing = _shortfalls(demand, cap)
         if not short and not missing:
             return  # fits this pool

@@ -82,19 +82,23 @@ def _pack(
     """
     free = [g.gpus for g in groups for _ in range(g.pods)]
     placed: dict[int, int] = {}
-    for engine, strategy in sorted(replicas, key=lambda r: r[0].gpus, reverse=True):
+    # Each engine's sizes, read once (not once per free slot tried).
+    need = {id(e): e.gpus for e, _ in replicas}
+    bundles = {id(e): e.bundle_gpus for e, _ in replicas}
+    for engine, strategy in sorted(replicas, key=lambda r: need[id(r[0])], reverse=True):
         ok = True
         if strategy == "STRICT_PACK":
+            gpus = need[id(engine)]
             for i, room in enumerate(free):
-                if room >= engine.gpus:
-                    free[i] -= engine.gpus
+                if room >= gpus:
+                    free[i] -= gpus
                     break
             else:
                 ok = False
         else:
             used: set[int] = set()
             trial = list(free)
-            for gpu in engine.bundle_gpus:
+            for gpu in bundles[id(engine)]:
                 for i, room in enumerate(trial):
                     if room >= gpu and not (strategy == "STRICT_SPREAD" and i in used):
                         trial[i] -= gpu

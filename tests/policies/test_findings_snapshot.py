@@ -1,0 +1,75 @@
+"""Findings on the field corpus and every rule fixture, against a stored snapshot.
+
+The snapshot (``tests/snapshots/findings.json``) was written from ``main`` before the
+evaluation was made faster (issue 18): every finding with its file and line, every
+"not evaluated" record and warning, for the field corpus checked as one folder, each
+fixture checked alone (as ``gpustrata check FILE``), and all fixtures together (so the
+rules that relate objects across a whole input see thousands of candidates). A change
+in what the rules find, or where, shows up here as a diff.
+
+Regenerate (only when findings change on purpose, and say so in the commit)::
+
+    python tests/policies/test_findings_snapshot.py --update
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import FIELD_CORPUS, REPO, fixture_files
+
+from gpustrata_policies import evaluate
+from gpustrata_policies.findings import Report
+from gpustrata_policies.inputs.manifests import load_paths
+
+SNAPSHOT = REPO / "tests" / "snapshots" / "findings.json"
+
+
+def _relative(file: str | None) -> str | None:
+    if file is None:
+        return None
+    path = Path(file).resolve()
+    for base, label in ((REPO, ""), (FIELD_CORPUS.resolve(), "field-corpus/")):
+        if path.is_relative_to(base):
+            return label + str(path.relative_to(base))
+    return file
+
+
+def _report(report: Report) -> dict[str, Any]:
+    return {
+        "findings": [
+            # name, severity and fix are the rule's own (RuleMeta), not what it found
+            [f.rule, f.enforcement, f.resource, f.message, _relative(f.file), f.line]
+            for f in report.findings
+        ],
+        "not_evaluated": [[n.rule, n.resource, n.reason] for n in report.not_evaluated],
+        "warnings": report.warnings,
+    }
+
+
+def current() -> dict[str, Any]:
+    """What the rules report now, in the snapshot's shape."""
+    fixtures = fixture_files()
+    out: dict[str, Any] = {"field-corpus": _report(evaluate(load_paths([str(FIELD_CORPUS)])))}
+    for path in fixtures:
+        out[_relative(str(path)) or str(path)] = _report(evaluate(load_paths([str(path)])))
+    out["all fixtures together"] = _report(evaluate(load_paths([str(p) for p in fixtures])))
+    return out
+
+
+def test_findings_match_the_snapshot() -> None:
+    expected = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    got = current()
+    assert sorted(got) == sorted(expected)
+    for key in expected:
+        assert got[key] == expected[key], key
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit(__doc__)
+    SNAPSHOT.write_text(json.dumps(current(), indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {SNAPSHOT}")
