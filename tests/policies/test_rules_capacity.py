@@ -480,3 +480,31 @@ def test_auto_fit_max_model_len_takes_the_largest_that_fits(value: str) -> None:
     assert "max_model_len auto: vLLM fits it to the KV cache" in fitted.default_notes(
         "max_model_len"
     )
+
+
+def test_a_zero_probe_period_is_the_kubernetes_default() -> None:
+    """SetDefaults_Probe turns periodSeconds/failureThreshold 0 into 10/3; a 0 crashed V009
+    with a ZeroDivisionError (found by the robustness suite)."""
+    docs = _docs(fixture("V009", "bad-70b-in-300s.yaml"))
+    zeroed = copy.deepcopy(docs)
+    for doc in zeroed:
+        for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            for kind in ("startupProbe", "livenessProbe"):
+                if isinstance(c.get(kind), dict):
+                    c[kind]["periodSeconds"] = 0
+                    c[kind]["failureThreshold"] = 0
+    as_default = copy.deepcopy(docs)
+    for doc in as_default:
+        for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            for kind in ("startupProbe", "livenessProbe"):
+                if isinstance(c.get(kind), dict):
+                    c[kind].pop("periodSeconds", None)
+                    c[kind].pop("failureThreshold", None)
+    rule = [find_rule("V009"), find_rule("V010")]
+    got = evaluate(to_objects(zeroed), rules=rule)
+    want = evaluate(to_objects(as_default), rules=rule)
+    assert not [f for f in got.findings if f.internal]
+    assert want.findings  # the fixture is a V009/V010 case either way
+    assert [(f.rule, f.enforcement, f.message) for f in got.findings] == [
+        (f.rule, f.enforcement, f.message) for f in want.findings
+    ]

@@ -589,7 +589,9 @@ class Probe:
         return f"{key} {value}" if key in self.written else f"{key} {value} (default)"
 
 
-# k8s.io/api/core/v1 Probe defaults (SetDefaults_Probe).
+# k8s.io/api/core/v1 Probe defaults (kubernetes/kubernetes pkg/apis/core/v1/defaults.go
+# SetDefaults_Probe): an absent or 0 periodSeconds, timeoutSeconds or failureThreshold
+# becomes the default; negative values fail validation (ValidateNonnegativeField).
 _PROBE_DEFAULTS = {
     "initialDelaySeconds": 0,
     "periodSeconds": 10,
@@ -612,10 +614,13 @@ def probe(container: ContainerRef, kind: str) -> Probe | str | None:
             raise UnknownInput(f"{kind}.{key} of {container.label}")
         if value is None:
             values[key] = default
-        elif isinstance(value, int) and not isinstance(value, bool):
-            values[key] = value
-        else:
+        elif not isinstance(value, int) or isinstance(value, bool):
             return f"{kind}.{key} {quoted(value)} is not an integer"
+        elif value < 0:
+            return f"{kind}.{key} {value} is negative, which the API server rejects"
+        else:
+            # SetDefaults_Probe also replaces 0 with the default (initialDelaySeconds: 0).
+            values[key] = value or default
     return Probe(
         kind,
         raw,
@@ -623,7 +628,7 @@ def probe(container: ContainerRef, kind: str) -> Probe | str | None:
         values["periodSeconds"],
         values["timeoutSeconds"],
         values["failureThreshold"],
-        frozenset(k for k in _PROBE_DEFAULTS if raw.get(k) is not None),
+        frozenset(k for k in _PROBE_DEFAULTS if raw.get(k) not in (None, 0)),  # 0: default
     )
 
 
