@@ -18,6 +18,7 @@ default ``NotRequired``, any other union ``Any``. Constraints the schema cannot 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
 import sys
@@ -71,6 +72,8 @@ class _Gen:
             return self.annotation(get_args(tp)[0], owner, field)
         if tp in (str, int, float, bool):
             return str(tp.__name__)
+        if tp is datetime.date:  # JSON Schema's string/date: an ISO date is a string
+            return "str"
         if tp is Any:
             return "Any"
         if origin is Literal:

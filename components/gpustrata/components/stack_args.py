@@ -15,6 +15,8 @@ __all__ = [
     "CapacityType",
     "ClusterMode",
     "Environment",
+    "GpuModelBrand",
+    "GpuModelInterconnect",
     "InstanceTypeArch",
     "InstanceTypeEksAmiType",
     "KvCacheDtype",
@@ -36,6 +38,7 @@ __all__ = [
     "StackKubeletArgs",
     "StackModelArgs",
     "StackNodePoolArgs",
+    "StackOnDemandPriceArgs",
     "StackSecretRefArgs",
     "StackTaintArgs",
     "StackTolerationArgs",
@@ -86,6 +89,21 @@ class Environment(StrEnum):
     DEV = "dev"
     STAGING = "staging"
     PROD = "prod"
+
+
+class GpuModelBrand(StrEnum):
+    """Accepted values of ``GpuModel.brand``."""
+
+    DATACENTER = "datacenter"
+    PROFESSIONAL = "professional"
+    GEFORCE = "geforce"
+
+
+class GpuModelInterconnect(StrEnum):
+    """Accepted values of ``GpuModel.interconnect``."""
+
+    NVLINK = "nvlink"
+    PCIE = "pcie"
 
 
 class InstanceTypeArch(StrEnum):
@@ -187,6 +205,8 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _CapacityType = Literal["ON_DEMAND", "SPOT"] | CapacityType
     _ClusterMode = Literal["create", "existing"] | ClusterMode
     _Environment = Literal["dev", "staging", "prod"] | Environment
+    _GpuModelBrand = Literal["datacenter", "professional", "geforce"] | GpuModelBrand
+    _GpuModelInterconnect = Literal["nvlink", "pcie"] | GpuModelInterconnect
     _InstanceTypeArch = Literal["x86_64", "arm64"] | InstanceTypeArch
     _InstanceTypeEksAmiType = (
         Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA"] | InstanceTypeEksAmiType
@@ -211,6 +231,8 @@ else:
     _CapacityType = CapacityType
     _ClusterMode = ClusterMode
     _Environment = Environment
+    _GpuModelBrand = GpuModelBrand
+    _GpuModelInterconnect = GpuModelInterconnect
     _InstanceTypeArch = InstanceTypeArch
     _InstanceTypeEksAmiType = InstanceTypeEksAmiType
     _KvCacheDtype = KvCacheDtype
@@ -535,6 +557,11 @@ class StackGpuModelArgs(TypedDict):
     """
     compute_capability: str
     """CUDA compute capability "major.minor", e.g. "9.0"."""
+    brand: NotRequired[_GpuModelBrand]
+    """Product line: data-center (Tesla lineage, CUDA forward compatibility supported), professional
+    RTX (forward compatibility only on NGC-Ready server SKUs) or GeForce (no forward compatibility;
+    the images' NVIDIA_REQUIRE_CUDA lists no GeForce branch). Default: ``"datacenter"``.
+    """
     bf16: bool
     """Tensor cores support BF16."""
     fp8: bool
@@ -545,6 +572,12 @@ class StackGpuModelArgs(TypedDict):
     """
     memory_bandwidth_gbs: float
     """Peak memory bandwidth in GB/s (10^9 bytes per second)."""
+    interconnect: NotRequired[_GpuModelInterconnect]
+    """How the GPU talks to its peers: NVLink (SXM, NVL bridge) or PCIe only."""
+    interconnect_gbs: NotRequired[float]
+    """Total (bidirectional) GPU-to-GPU bandwidth of that interconnect per GPU in GB/s, datasheet
+    figure (NVLink, or the PCIe link for PCIe-only parts); None if not read.
+    """
     gfd_products: list[str]
     """Values GPU Feature Discovery sets in the nvidia.com/gpu.product node label (NVML device name,
     spaces replaced by "-"), e.g. "NVIDIA-H100-80GB-HBM3".
@@ -562,13 +595,30 @@ class StackGpuModelArgs(TypedDict):
     """Where the figures come from: URLs or "owner/repo/path@commit"."""
 
 
+class StackOnDemandPriceArgs(TypedDict):
+    """A published on-demand list price of one instance type."""
+
+    usd_per_hour: float
+    """On-demand price per instance-hour in USD."""
+    region: str
+    """Region the price is for, e.g. "us-east-1"."""
+    read_on: str
+    """The date the price was read (prices change)."""
+    source: str
+    """Where it was read (URL or repo/path@commit)."""
+
+
 class StackInstanceTypeArgs(TypedDict):
-    """One cloud instance type with GPUs."""
+    """One cloud instance type (EC2 instance type, GCE machine type, Azure VM size) with GPUs."""
 
     name: str
-    """Instance type name, e.g. "p5.48xlarge"."""
+    """Instance type name as node.kubernetes.io/instance-type carries it, e.g. "p5.48xlarge",
+    "a3-highgpu-8g", "Standard_ND96isr_H100_v5".
+    """
     provider: str
-    """Cloud provider, e.g. "aws"."""
+    """Cloud provider: "aws" (EC2/EKS), "gcp" (GCE/GKE), "azure" (AKS), or a name of your own for
+    user entries.
+    """
     gpu: str
     """GpuModel.id of the attached GPUs."""
     gpu_count: int
@@ -577,14 +627,16 @@ class StackInstanceTypeArgs(TypedDict):
     """vCPUs of one instance."""
     memory_mib: int
     """Instance memory (RAM) in MiB."""
-    max_pods: int
+    max_pods: NotRequired[int]
     """EKS default max pods (amazon-eks-ami eni-max-pods.txt; nodeadm computes ENIs * (IPv4
-    addresses per ENI - 1) + 2).
+    addresses per ENI - 1) + 2). AWS only.
     """
     arch: _InstanceTypeArch
     """CPU architecture."""
-    eks_ami_type: _InstanceTypeEksAmiType
-    """EKS managed node group amiType of the NVIDIA AL2023 AMI."""
+    eks_ami_type: NotRequired[_InstanceTypeEksAmiType]
+    """EKS managed node group amiType of the NVIDIA AL2023 AMI. AWS only."""
+    price: NotRequired[StackOnDemandPriceArgs]
+    """On-demand list price with its region, source and date."""
     local_nvme_gib: NotRequired[int]
     """Instance-store NVMe total as the provider reports it (AWS DescribeInstanceTypes
     TotalSizeInGB); 0 if none. Default: ``0``.
