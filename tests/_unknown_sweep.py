@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _fuzz import get
+
 from gpustrata.core.unknown import UNKNOWN
 from gpustrata_policies import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
@@ -42,13 +44,6 @@ def node_paths(data: Any, prefix: NodePath = ()) -> Iterator[NodePath]:
 def leaf_paths(data: Any) -> list[NodePath]:
     """The paths of :func:`node_paths` that hold a scalar (not a mapping or list)."""
     return [p for p in node_paths(data) if not isinstance(get(data, p), Mapping | list)]
-
-
-def get(data: Any, path: NodePath) -> Any:
-    """The node at *path*."""
-    for key in path:
-        data = data[key]
-    return data
 
 
 def replaced(data: Any, path: NodePath, value: Any) -> Any:

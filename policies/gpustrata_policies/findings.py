@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpustrata.core.environments import Environment
-from gpustrata.core.unknown import reading_unknowns, replay_reads
+from gpustrata.core.unknown import memoised
 
 if TYPE_CHECKING:
     from gpustrata_policies.config import PolicyConfig
@@ -161,13 +161,7 @@ class RuleContext:
         """A value computed once per evaluation (indexes over all objects). The unknown
         values its factory read count as read by every caller
         (:func:`~gpustrata.core.unknown.replay_reads`)."""
-        if key not in self._cache:
-            with reading_unknowns() as reads:
-                value = factory()
-            self._cache[key] = (value, tuple(reads))
-        value, reads = self._cache[key]
-        replay_reads(reads)
-        return value
+        return memoised(self._cache, key, factory)
 
     def threshold(self, key: str) -> Any:
         """The configured value of one of this rule's thresholds."""

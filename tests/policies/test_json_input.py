@@ -22,11 +22,13 @@ from gpustrata_policies.inputs.manifests import InputError, load_paths, load_tex
 
 
 def _docs() -> list[dict[str, Any]]:
+    """The bad fixtures' objects. A kindless document (a Helm values file, named after its
+    file) is left out: kubectl never dumps one into a List."""
     return [
         d
         for p in fixture_files("bad")
         for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))
-        if isinstance(d, dict)
+        if isinstance(d, dict) and "kind" in d
     ]
 
 

@@ -15,10 +15,10 @@ rule not applicable, never violated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Final, SupportsIndex, final, overload
+from typing import Any, Final, SupportsIndex, TypeVar, cast, final, overload
 
 __all__ = [
     "PULUMI_SECRET_SIG",
@@ -29,8 +29,10 @@ __all__ = [
     "UnknownInput",
     "contains_unknown",
     "handled_unknowns",
+    "is_tracked",
     "is_unknown",
     "known",
+    "memoised",
     "reading_unknowns",
     "replace_pulumi_unknowns",
     "replay_reads",
@@ -168,6 +170,31 @@ def replay_reads(reads: Iterable[str]) -> None:
         current.extend(reads)
 
 
+_MISSING: Final = object()
+_T = TypeVar("_T")
+
+
+def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
+    """``factory()`` once per *memo* and *key*. Every later caller counts as having read the
+    unknown values the first call read (:func:`replay_reads`), and gets the
+    :class:`UnknownInput` it raised again: a cache must not launder an unknown."""
+    found = memo.get(key, _MISSING)
+    if found is _MISSING:
+        value: Any = None
+        error: UnknownInput | None = None
+        with reading_unknowns() as reads:
+            try:
+                value = factory()
+            except UnknownInput as exc:
+                error = exc
+        found = memo[key] = (value, error, tuple(reads))
+    value, error, reads = found
+    replay_reads(reads)
+    if error is not None:
+        raise error
+    return cast(_T, value)
+
+
 def contains_unknown(value: Any) -> bool:
     """Does *value* hold :data:`UNKNOWN` anywhere (iterative: any depth)?"""
     stack = [value]
@@ -191,6 +218,11 @@ def track_unknowns(raw: Mapping[str, Any], owner: str = "") -> Mapping[str, Any]
     tracked = _wrap(raw, (), owner)
     assert isinstance(tracked, _TrackedMap)
     return tracked
+
+
+def is_tracked(raw: object) -> bool:
+    """Is *raw* read through :func:`track_unknowns` (it holds an unknown value)?"""
+    return isinstance(raw, _TrackedMap)
 
 
 def _wrap(value: Any, path: tuple[str | int, ...], owner: str) -> Any:

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.quantity import parse_quantity
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.gpu_operator import GpuOperatorView, operator_view, operators_of
@@ -84,10 +84,13 @@ def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
     """
     cached = pod.memo.get("targeted_pools")
     if cached is None or cached[0] is not pools:
+        cached = pod.memo["targeted_pools"] = (pools, {})
+
+    def match() -> list[GpuPool]:
         selector, terms = pod.node_selector(), pod.required_affinity_terms()
-        found = [p for p in pools if matches_selectors(selector, terms, p.labels)]
-        cached = pod.memo["targeted_pools"] = (pools, found)
-    return list(cached[1])
+        return [p for p in pools if matches_selectors(selector, terms, p.labels)]
+
+    return list(memoised(cached[1], "found", match))
 
 
 def pool_label(pool: GpuPool) -> str:
@@ -102,11 +105,9 @@ def gpu_requests(pod: PodRef, extra: Sequence[str] = ()) -> dict[str, Fraction]:
 
     Read once per pod (``pod.memo``); a copy is returned.
     """
-    key = ("gpu_requests", tuple(extra))
-    found: dict[str, Fraction] | None = pod.memo.get(key)
-    if found is None:
-        found = pod.memo[key] = _gpu_requests(pod, extra)
-    return dict(found)
+    return dict(
+        memoised(pod.memo, ("gpu_requests", tuple(extra)), lambda: _gpu_requests(pod, extra))
+    )
 
 
 def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:

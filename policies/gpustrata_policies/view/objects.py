@@ -14,7 +14,14 @@ from fractions import Fraction
 from typing import Any
 
 from gpustrata.core.quantity import parse_quantity
-from gpustrata.core.unknown import UNKNOWN, UnknownInput, reading_unknowns, replay_reads
+from gpustrata.core.unknown import (
+    UNKNOWN,
+    UnknownInput,
+    is_tracked,
+    memoised,
+    reading_unknowns,
+    replay_reads,
+)
 
 __all__ = [
     "CLUSTER_SCOPED_KINDS",
@@ -152,6 +159,8 @@ class K8sObject:
         """``kind``, or ``""``."""
         if self._kind is None:
             kind = self.raw.get("kind")
+            if is_tracked(self.raw):
+                return kind if isinstance(kind, str) else ""  # each read of an unknown counts
             self._kind = kind if isinstance(kind, str) else ""
         return self._kind
 
@@ -184,7 +193,10 @@ class K8sObject:
     def resource(self) -> str:
         """``Kind/namespace/name`` as in the output contract (computed once)."""
         if self._resource is None:
-            self._resource = f"{self.kind or '?'}/{self.namespace}/{self.name}"
+            resource = f"{self.kind or '?'}/{self.namespace}/{self.name}"
+            if is_tracked(self.raw):
+                return resource  # each read of an unknown counts
+            self._resource = resource
         return self._resource
 
     @property
@@ -251,11 +263,13 @@ class PodRef:
         if cached is None:
             refs: list[ContainerRef] = []
             error: UnknownInput | None = None
-            try:
-                refs.extend(self._read_containers(init))
-            except UnknownInput as exc:
-                error = exc
-            cached = self.memo[key] = (refs, error)
+            with reading_unknowns() as reads:
+                try:
+                    refs.extend(self._read_containers(init))
+                except UnknownInput as exc:
+                    error = exc
+            cached = self.memo[key] = (refs, error, tuple(reads))
+        replay_reads(cached[2])  # an unknown read once is read by every caller
         yield from cached[0]
         if cached[1] is not None:
             raise cached[1]
@@ -283,15 +297,15 @@ class PodRef:
 
     def gpu_count(self, extra: Sequence[str] = ()) -> Fraction:
         """GPUs the pod asks for (sum over app containers; max with init containers)."""
-        key = ("gpu_count", tuple(extra))
-        found: Fraction | None = self.memo.get(key)
-        if found is None:
+
+        def count() -> Fraction:
             app = sum((c.gpu_limit(extra) for c in self.containers(init=False)), Fraction(0))
             init = max(
                 (c.gpu_limit(extra) for c in self.containers() if c.init), default=Fraction(0)
             )
-            found = self.memo[key] = max(app, init)
-        return found
+            return max(app, init)
+
+        return memoised(self.memo, ("gpu_count", tuple(extra)), count)
 
     def node_selector(self) -> dict[str, Any]:
         """``nodeSelector`` labels."""
@@ -360,11 +374,7 @@ class ContainerRef:
 
     def gpu_limit(self, extra: Sequence[str] = ()) -> Fraction:
         """Sum of GPU resources in limits (requests default to limits for these)."""
-        key = ("gpu_limit", tuple(extra))
-        found: Fraction | None = self.memo.get(key)
-        if found is None:
-            found = self.memo[key] = self._gpu_limit(extra)
-        return found
+        return memoised(self.memo, ("gpu_limit", tuple(extra)), lambda: self._gpu_limit(extra))
 
     def _gpu_limit(self, extra: Sequence[str]) -> Fraction:
         total = Fraction(0)

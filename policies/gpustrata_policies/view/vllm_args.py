@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata.core.yamlguard import YamlShapeError
 from gpustrata.core.yamlio import safe_load
 from gpustrata.vllm.flags import int_setting, parse_flags
@@ -160,11 +160,7 @@ def vllm_engine(container: ContainerRef) -> EngineArgs | None:
     Read once per container (kept in ``container.memo``; the rules do not change it):
     a dozen rules ask for the same container's engine.
     """
-    memo = container.memo
-    if "vllm_engine" not in memo:
-        memo["vllm_engine"] = _read_engine(container)
-    engine: EngineArgs | None = memo["vllm_engine"]
-    return engine
+    return memoised(container.memo, "vllm_engine", lambda: _read_engine(container))
 
 
 def _read_engine(container: ContainerRef) -> EngineArgs | None:
