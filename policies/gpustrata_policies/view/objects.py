@@ -19,8 +19,6 @@ from gpustrata.core.unknown import (
     UnknownInput,
     is_tracked,
     memoised,
-    reading_unknowns,
-    replay_reads,
 )
 
 __all__ = [
@@ -145,8 +143,7 @@ class K8sObject:
     line: int | None = None
     lines: Mapping[Path, int] | None = None
     """Line of each mapping key / list item, by path (from the YAML loader)."""
-    _pods: list[PodRef] | None = field(default=None, repr=False)
-    _pod_reads: tuple[str, ...] = field(default=(), repr=False)
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     _resource: str | None = field(default=None, repr=False, compare=False)
     _kind: str | None = field(default=None, repr=False, compare=False)
 
@@ -215,12 +212,8 @@ class K8sObject:
 
     def pods(self) -> list[PodRef]:
         """Every pod spec this object creates (cached)."""
-        if self._pods is None:
-            with reading_unknowns() as reads:
-                self._pods = list(_pod_refs(self))
-            self._pod_reads = tuple(reads)
-        replay_reads(self._pod_reads)  # every caller read what finding the pods read
-        return self._pods
+        pods: list[PodRef] = memoised(self._memo, "pods", lambda: list(_pod_refs(self)))
+        return pods
 
     def containers(self, *, init: bool = True) -> Iterator[ContainerRef]:
         """Every container of every pod spec (init containers too unless ``init=False``)."""
@@ -258,21 +251,20 @@ class PodRef:
         Built once: later calls yield the same :class:`ContainerRef` objects (so what is
         cached on them is shared), and an unknown list or container raises where it did.
         """
-        key = ("containers", init)
-        cached = self.memo.get(key)
-        if cached is None:
+
+        def read() -> tuple[list[ContainerRef], UnknownInput | None]:
+            # The containers before an unknown one are still yielded, then it raises.
             refs: list[ContainerRef] = []
-            error: UnknownInput | None = None
-            with reading_unknowns() as reads:
-                try:
-                    refs.extend(self._read_containers(init))
-                except UnknownInput as exc:
-                    error = exc
-            cached = self.memo[key] = (refs, error, tuple(reads))
-        replay_reads(cached[2])  # an unknown read once is read by every caller
-        yield from cached[0]
-        if cached[1] is not None:
-            raise cached[1]
+            try:
+                refs.extend(self._read_containers(init))
+            except UnknownInput as exc:
+                return refs, exc
+            return refs, None
+
+        refs, error = memoised(self.memo, ("containers", init), read)
+        yield from refs
+        if error is not None:
+            raise error
 
     def _read_containers(self, init: bool) -> Iterator[ContainerRef]:
         keys = ("containers", "initContainers") if init else ("containers",)
