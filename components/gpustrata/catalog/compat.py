@@ -453,6 +453,23 @@ _RAY_LLM_TAG = re.compile(
 )
 
 
+class KarpenterRelease(_Model):
+    """One Karpenter (aws/karpenter-provider-aws) release: its chart and CRD API."""
+
+    version: str = Field(description="Chart version (the release tag without 'v'), e.g. '1.14.1'.")
+    released: date = Field(description="Date of the release commit.")
+    chart: str = Field(description="OCI chart reference Helm installs it from.")
+    kubernetes: KubernetesRange = Field(
+        description="Kubernetes minors the upstream compatibility matrix lists for it."
+    )
+    api_versions: list[str] = Field(
+        min_length=1, description="NodePool/EC2NodeClass API versions its CRDs serve."
+    )
+    sources: list[str] = _Sources
+
+    _v = field_validator("version")(_check_version_text)
+
+
 def _cuda_from_tag(code: str) -> str:
     # 'cu124' -> '12.4', 'cu128' -> '12.8', 'cu130' -> '13.0' (last digit is the minor).
     return f"{int(code[:-1])}.{int(code[-1])}"
@@ -468,6 +485,7 @@ class CompatCatalog:
         vllm_releases: Iterable[VllmRelease],
         kuberay_releases: Iterable[KubeRayRelease],
         ray_releases: Iterable[RayRelease],
+        karpenter_releases: Iterable[KarpenterRelease] = (),
     ) -> None:
         """Build the catalogue from validated entries (see :func:`load_compat_catalog`)."""
         self._gpu_operator = sorted(
@@ -477,6 +495,7 @@ class CompatCatalog:
         self._vllm = {parse_version(r.version): r for r in vllm_releases}
         self._kuberay = {_key(r.version, 3): r for r in kuberay_releases}
         self._ray = {_key(r.version, 3): r for r in ray_releases}
+        self._karpenter = {_key(r.version, 3): r for r in karpenter_releases}
 
     def gpu_operator(self, version: str) -> GpuOperatorRelease | None:
         """The GPU Operator release for ``'v25.3.0'``/``'25.3.0'``, or None if not catalogued."""
@@ -548,6 +567,14 @@ class CompatCatalog:
         """All catalogued KubeRay releases, newest first."""
         return [self._kuberay[k] for k in sorted(self._kuberay, reverse=True)]
 
+    def karpenter(self, version: str) -> KarpenterRelease | None:
+        """The Karpenter release for ``'1.14.1'``/``'v1.14.1'``, or None if not catalogued."""
+        return self._karpenter.get(_key_or_none(version, 3) or ())
+
+    def karpenter_releases(self) -> list[KarpenterRelease]:
+        """All catalogued Karpenter releases, newest first."""
+        return [self._karpenter[k] for k in sorted(self._karpenter, reverse=True)]
+
     def ray(self, version: str) -> RayRelease | None:
         """The Ray release for ``'2.46.0'`` (also ``'v2.46.0'``, ``'2.46'``), or None."""
         return self._ray.get(_key_or_none(version, 3) or ())
@@ -611,6 +638,7 @@ _TABLES: dict[str, tuple[str, type[_Model], str]] = {
     "vllm_releases": ("vllm_releases", VllmRelease, "version"),
     "kuberay_releases": ("kuberay_releases", KubeRayRelease, "version"),
     "ray_releases": ("ray_releases", RayRelease, "version"),
+    "karpenter_releases": ("karpenter_releases", KarpenterRelease, "version"),
 }
 
 
@@ -664,8 +692,9 @@ def catalog_from_documents(documents: Iterable[tuple[str, str]]) -> CompatCatalo
     """Build a catalogue from ``(filename, yaml_text)`` pairs; raises :class:`CompatCatalogError`.
 
     Each document is a mapping whose keys are table names (``gpu_operator_releases``,
-    ``cuda_driver_requirements``, ``vllm_releases``, ``kuberay_releases``, ``ray_releases``) and
-    whose values are lists of entries. Used by :func:`load_compat_catalog` and by tests.
+    ``cuda_driver_requirements``, ``vllm_releases``, ``kuberay_releases``, ``ray_releases``,
+    ``karpenter_releases``) and whose values are lists of entries. Used by
+    :func:`load_compat_catalog` and by tests.
     """
     t = _parse_documents(documents)
     return CompatCatalog(
@@ -674,6 +703,7 @@ def catalog_from_documents(documents: Iterable[tuple[str, str]]) -> CompatCatalo
         vllm_releases=t["vllm_releases"],
         kuberay_releases=t["kuberay_releases"],
         ray_releases=t["ray_releases"],
+        karpenter_releases=t["karpenter_releases"],
     )
 
 

@@ -75,13 +75,19 @@ def render_command(args: argparse.Namespace) -> int:
     import yaml
 
     from gpustrata.planning.build import plan_spec
-    from gpustrata.render.from_plan import operator_object, pool_object, workload_objects
+    from gpustrata.render.from_plan import (
+        karpenter_objects,
+        operator_object,
+        pool_object,
+        workload_objects,
+    )
     from gpustrata.spec.loader import load_stack_file
 
     path, _ = stack_file_of(args)
     plan = plan_spec(load_stack_file(path), str(path))
     operator = operator_object(plan)
     objects = [pool_object(p, plan.spec) for p in plan.pools.values()]
+    objects += karpenter_objects(plan)
     objects += ([operator] if operator else []) + workload_objects(plan)
     print(yaml.safe_dump_all(objects, sort_keys=False), end="")
     return 0

@@ -47,6 +47,10 @@ class EksCluster(pulumi.ComponentResource):
     """Name of the EKS cluster."""
     node_role_arn: pulumi.Output[str]
     """ARN of the IAM role the node groups use."""
+    node_role_name: pulumi.Output[str]
+    """Name of that role (Karpenter's instance profile wraps it)."""
+    cluster_arn: pulumi.Output[str]
+    """ARN of the EKS cluster."""
     kubeconfig: pulumi.Output[str]
     """Kubeconfig (exec-based, `aws eks get-token`) for the cluster."""
 
@@ -84,6 +88,8 @@ class EksCluster(pulumi.ComponentResource):
         )
         self.cluster_name = cluster.name
         self.node_role_arn = node_role.arn
+        self.node_role_name = node_role.name
+        self.cluster_arn = cluster.arn
         self.kubeconfig = pulumi.Output.all(
             cluster.name, cluster.endpoint, cluster.certificate_authority
         ).apply(lambda v: _kubeconfig(v[0], v[1], getattr(v[2], "data", None) or ""))
@@ -91,6 +97,8 @@ class EksCluster(pulumi.ComponentResource):
             {
                 "cluster_name": self.cluster_name,
                 "node_role_arn": self.node_role_arn,
+                "node_role_name": self.node_role_name,
+                "cluster_arn": self.cluster_arn,
                 "kubeconfig": self.kubeconfig,
             }
         )

@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 
 from gpustrata.components._inputs import StackInputError
 from gpustrata.components.cluster import EksCluster
+from gpustrata.components.karpenter import Karpenter, KarpenterNodePool, subnet_terms
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, pool_plan_args
 from gpustrata.components.operators import GpuOperator, KubeRayOperator
 from gpustrata.components.serving import RayLlmService, VllmDeployment
@@ -17,8 +18,12 @@ from gpustrata.components.stack_args import StackArgs
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.build import build_plan
 from gpustrata.planning.plan import PoolPlan, StackPlan
+from gpustrata.render import karpenter as karpenter_names
 from gpustrata.render.from_plan import (
+    karpenter_values,
+    node_class_object,
     node_image_driver,
+    node_pool_object,
     operator_values,
     ray_llm_service_args,
     vllm_deployment_args,
@@ -115,8 +120,15 @@ class InferenceStack(pulumi.ComponentResource):
             self.cluster_name = pulumi.Output.from_input(cluster_spec.name)
         self.provider = provider
 
+        k8s_opts = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
         pools: list[pulumi.Resource] = []
         pool_of: dict[str, GpuNodePool] = {}
+        nodes_of: dict[str, pulumi.Resource] = {}  # what a model's Pods wait for
+        controller = (
+            self._karpenter(name, eks, k8s_opts)
+            if eks is not None and self.plan.karpenter is not None
+            else None
+        )
         for pool in self.plan.pools.values():
             pool_args = _pool_args(pool, spec, create=eks is not None)
             if eks is not None:
@@ -126,9 +138,19 @@ class InferenceStack(pulumi.ComponentResource):
             pool_of[pool.name] = GpuNodePool(
                 f"{name}-{pool.name}", pool_args, pulumi.ResourceOptions(parent=self)
             )
-            pools.append(pool_of[pool.name])
-
-        k8s_opts = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
+            nodes_of[pool.name] = pool_of[pool.name]
+            if controller is not None and eks is not None and pool.spec.provisioner == "karpenter":
+                nodes_of[pool.name] = KarpenterNodePool(
+                    f"{name}-{pool.name}-karpenter",
+                    {
+                        "node_class": node_class_object(pool, spec, subnet_terms(subnets)),
+                        "node_pool": node_pool_object(pool),
+                    },
+                    pulumi.ResourceOptions.merge(
+                        k8s_opts, pulumi.ResourceOptions(depends_on=[controller.release])
+                    ),
+                )
+            pools.append(nodes_of[pool.name])
         gpu_ready: list[pulumi.Resource] = []
         if spec.gpu_operator.enabled:
             gpu_ready.append(
@@ -193,7 +215,7 @@ class InferenceStack(pulumi.ComponentResource):
         endpoints: dict[str, pulumi.Output[str]] = {}
         for mp in self.plan.models.values():
             # GPU nodes and a ready GPU Operator (its release awaits its pods) come first.
-            deps = [pool_of[mp.pool.name], *gpu_ready, namespaces[mp.spec.namespace]]
+            deps = [nodes_of[mp.pool.name], *gpu_ready, namespaces[mp.spec.namespace]]
             ref = mp.spec.hf_token
             if ref is not None and (mp.spec.namespace, ref.name) in created:
                 deps.append(created[(mp.spec.namespace, ref.name)])
@@ -237,6 +259,31 @@ class InferenceStack(pulumi.ComponentResource):
     def plan(self) -> StackPlan:
         """The resolved plan (every derived value with its provenance)."""
         return self._plan
+
+    def _karpenter(self, name: str, eks: EksCluster, k8s_opts: pulumi.ResourceOptions) -> Karpenter:
+        """The Karpenter controller and its AWS side, for the plan's Karpenter pools."""
+        plan, spec = self.plan, self.plan.spec
+        assert plan.karpenter is not None
+        release = plan.karpenter.release
+        cluster = spec.cluster.name
+        return Karpenter(
+            f"{name}-karpenter",
+            {
+                "cluster_name": eks.cluster_name,
+                "cluster_arn": eks.cluster_arn,
+                "region": spec.cluster.region,
+                "node_role_name": eks.node_role_name,
+                "node_role_arn": eks.node_role_arn,
+                "instance_profile_name": karpenter_names.instance_profile_name(cluster),
+                "queue_name": karpenter_names.interruption_queue_name(cluster),
+                "namespace": spec.karpenter.namespace,
+                "service_account": karpenter_names.SERVICE_ACCOUNT,
+                "chart": release.chart,
+                "chart_version": release.version,
+                "values": karpenter_values(plan),
+            },
+            k8s_opts,
+        )
 
     def _subnets(self, subnet_ids: Sequence[str]) -> pulumi.Input[Sequence[str]]:
         if subnet_ids:

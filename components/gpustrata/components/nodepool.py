@@ -82,6 +82,9 @@ class GpuNodePoolArgs(TypedDict):
     """Memory per node in MiB."""
     driver_version: NotRequired[str]
     """NVIDIA driver preinstalled in the node image (for the rules' driver checks)."""
+    provisioner: NotRequired[str]
+    """'karpenter': the nodes come from a Karpenter NodePool of the pool's name, so only
+    the description is registered here (default 'managed-node-group')."""
     cluster_name: NotRequired[pulumi.Input[str]]
     """EKS cluster name (create mode)."""
     node_role_arn: NotRequired[pulumi.Input[str]]
@@ -106,6 +109,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         kubelet = kubelet_config(**args["kubelet"])
+        karpenter = args.get("provisioner", "managed-node-group") == "karpenter"
         inputs = Placeholders()
         description = pool_description(
             name=args["pool_name"],
@@ -127,11 +131,12 @@ class GpuNodePool(pulumi.ComponentResource):
             ami_type=args["ami_type"] if args["create"] else None,
             driver_version=args.get("driver_version"),
             disk_size_gib=args["disk_size_gib"] if args["create"] else None,
+            provisioner="karpenter" if karpenter else None,
         )
         description = inputs.restore(description)
         super().__init__("gpustrata:index:GpuNodePool", name, {"description": description}, opts)
         self.description = pulumi.Output.from_input(description)
-        if not args["create"]:
+        if not args["create"] or karpenter:
             self.node_group_name = pulumi.Output.from_input("")
             self.register_outputs({"description": description, "node_group_name": ""})
             return
@@ -286,6 +291,7 @@ def pool_plan_args(
         disk_size_gib=spec.disk_size_gib,
         labels=dict(labels) if labels is not None else pool.labels,
         taints=[TaintArgs(key=t.key, value=t.value, effect=t.effect) for t in spec.taints],
+        provisioner=spec.provisioner,
         kubelet=KubeletArgs(
             max_pods=pool.max_pods,
             system_reserved=pool.system_reserved,

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpustrata.catalog.architectures import ModelCatalog, ModelCatalogError, load_model_catalog
+from gpustrata.catalog.compat import KarpenterRelease, load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
 from gpustrata.core.contract import GPU_COUNT_LABEL, GPU_LABEL, POOL_LABEL
 from gpustrata.planning.model_capacity import estimate_for_model
-from gpustrata.planning.provenance import Derived, Ledger
-from gpustrata.spec.stack import ModelSpec, NodePoolSpec, StackSpec
+from gpustrata.planning.provenance import Derived, Ledger, Source
+from gpustrata.spec.stack import KarpenterPoolSpec, ModelSpec, NodePoolSpec, StackSpec
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
 
 NODEADM_SOURCE = "awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go"
@@ -47,11 +48,19 @@ class PoolPlan:
     system_reserved: dict[str, str]
     eviction_hard: dict[str, str]
     labels: dict[str, str]
+    instance_types: tuple[str, ...] = ()
+    """Every instance type the pool may launch (a Karpenter NodePool may allow several;
+    ``instance`` is the one the per-node numbers assume, the smallest of them)."""
 
     @property
     def name(self) -> str:
         """The pool name."""
         return self.spec.name
+
+    @property
+    def max_gpus(self) -> int:
+        """GPUs of the pool at its maximum size (a Karpenter NodePool's GPU limit)."""
+        return self.spec.max_size * self.instance.gpu_count
 
     @property
     def gfd_product(self) -> str:
@@ -137,6 +146,17 @@ class StackPlan:
     pools: dict[str, PoolPlan]
     models: dict[str, ModelPlan]
     derived: list[Derived] = field(default_factory=list)
+    karpenter: KarpenterPlan | None = None
+    """The Karpenter controller, when a pool has provisioner karpenter."""
+
+
+@dataclass(frozen=True)
+class KarpenterPlan:
+    """The Karpenter controller release and its replica count."""
+
+    release: KarpenterRelease
+    replicas: int
+    """Controller replicas: one per node it may run on (never on its own nodes), at most 2."""
 
 
 class PlanError(ValueError):
@@ -162,11 +182,78 @@ def plan_stack(
     ledger = Ledger()
     catalog = models or load_model_catalog()
     pools = {p.name: _plan_pool(p, i, hardware, ledger) for i, p in enumerate(spec.node_pools)}
+    karpenter = _plan_karpenter(spec, ledger)
     planned = {
         m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir)
         for i, m in enumerate(spec.models)
     }
-    return StackPlan(spec=spec, pools=pools, models=planned, derived=ledger.items)
+    return StackPlan(
+        spec=spec, pools=pools, models=planned, derived=ledger.items, karpenter=karpenter
+    )
+
+
+KARPENTER_MAX_REPLICAS = 2
+"""The chart's default replica count (aws/karpenter-provider-aws charts/karpenter/values.yaml)."""
+
+
+def _plan_karpenter(spec: StackSpec, ledger: Ledger) -> KarpenterPlan | None:
+    """The controller release and replicas, or None when no pool uses Karpenter."""
+    indices = [i for i, p in enumerate(spec.node_pools) if p.provisioner == "karpenter"]
+    if not indices:
+        return None
+    where = f"gpustrata:stack.node_pools[{indices[0]}].provisioner"
+    if spec.cluster.mode != "create":
+        raise PlanError(
+            where,
+            "karpenter pools are created with the EKS cluster (its IAM roles, interruption "
+            "queue and controller); with cluster.mode existing use managed-node-group or "
+            "describe the pool without provisioner",
+        )
+    compat = load_compat_catalog()
+    wanted = spec.karpenter.chart_version
+    if wanted is None:
+        release = compat.karpenter_releases()[0]
+        why = f"newest catalogued release ({release.sources[0]})"
+        source: Source = "catalogue"
+    else:
+        found = compat.karpenter(wanted)
+        if found is None:
+            known = ", ".join(r.version for r in compat.karpenter_releases())
+            raise PlanError(
+                "gpustrata:stack.karpenter.chart_version",
+                f"'{wanted}' is not a catalogued Karpenter release (its CRDs' API shapes the "
+                f"NodePool gpustrata renders); use one of {known} or add it to "
+                "compat-karpenter.yaml with its source",
+            )
+        release, why, source = found, "set in the stack", "spec"
+    ledger.add("karpenter.chartVersion", release.version, source, why)
+    kubernetes = spec.cluster.kubernetes_version
+    if not release.kubernetes.supports(kubernetes):
+        raise PlanError(
+            "gpustrata:stack.karpenter.chart_version",
+            f"Karpenter {release.version} supports Kubernetes {release.kubernetes.min} to "
+            f"{release.kubernetes.max}, not {kubernetes} ({release.sources[1]}); pick a "
+            "release that lists it",
+        )
+    # The chart keeps the controller off the nodes it provisions (nodeAffinity
+    # karpenter.sh/nodepool DoesNotExist) and one replica per node (podAntiAffinity on
+    # kubernetes.io/hostname): it runs on the managed node groups' standing nodes.
+    standing = sum(p.min_size for p in spec.node_pools if p.provisioner == "managed-node-group")
+    if standing < 1:
+        raise PlanError(
+            where,
+            "the Karpenter controller cannot run on the nodes it creates, and no "
+            "managed-node-group pool keeps a node (min_size >= 1); give one managed pool "
+            "min_size: 1",
+        )
+    replicas = ledger.add(
+        "karpenter.replicas",
+        min(KARPENTER_MAX_REPLICAS, standing),
+        "formula",
+        f"min(chart default {KARPENTER_MAX_REPLICAS}, {standing} standing managed-node-group "
+        "nodes): one replica per node, never on Karpenter's own nodes",
+    )
+    return KarpenterPlan(release=release, replicas=replicas)
 
 
 def kube_reserved_cpu_millicores(vcpu: int) -> int:
@@ -216,25 +303,42 @@ def _plan_pool(
     ledger.add(f"{key}.vcpu", instance.vcpu, "catalogue", src)
     ledger.add(f"{key}.memoryMiB", instance.memory_mib, "catalogue", src)
 
+    types = _allowed_types(pool, index, hardware, instance, ledger)
     kubelet = pool.kubelet
     if kubelet.max_pods is not None:
         max_pods = ledger.add(f"{key}.maxPods", kubelet.max_pods, "spec", "set in the stack")
-    else:
+    elif len(types) == 1:
         max_pods = ledger.add(
             f"{key}.maxPods",
             instance.max_pods,
             "catalogue",
             f"EKS default for {instance.name} (amazon-eks-ami eni-max-pods.txt)",
         )
+    else:  # one EC2NodeClass maxPods for every type: the lowest ENI limit holds on each
+        max_pods = ledger.add(
+            f"{key}.maxPods",
+            min(t.max_pods or 0 for t in types),
+            "catalogue",
+            "lowest EKS default of the allowed types ("
+            + ", ".join(f"{t.name} {t.max_pods}" for t in types)
+            + "; amazon-eks-ami eni-max-pods.txt): holds on each",
+        )
 
     kube_reserved = dict(kubelet.kube_reserved)
     if "cpu" not in kube_reserved:
-        cpu_m = kube_reserved_cpu_millicores(instance.vcpu)
+        widest = max(types, key=lambda t: t.vcpu)
+        cpu_m = kube_reserved_cpu_millicores(widest.vcpu)
+        others = (
+            f"; the most of {', '.join(f'{t.name} {t.vcpu}' for t in types)} vCPU, so "
+            "enough on each type"
+            if len(types) > 1
+            else ""
+        )
         kube_reserved["cpu"] = ledger.add(
             f"{key}.kubeReserved.cpu",
             f"{cpu_m}m",
             "formula",
-            f"6%/1%/0.5%/0.25% tiers over {instance.vcpu} vCPU ({NODEADM_SOURCE})",
+            f"6%/1%/0.5%/0.25% tiers over {widest.vcpu} vCPU ({NODEADM_SOURCE}){others}",
         )
     if "memory" not in kube_reserved:
         mem = kube_reserved_memory_mib(max_pods)
@@ -274,12 +378,115 @@ def _plan_pool(
         instance=instance,
         gpu=gpu,
         max_pods=max_pods,
-        ami_type=instance.eks_ami_type,
+        ami_type=_ami_type(pool, instance),
         kube_reserved=kube_reserved,
         system_reserved=system_reserved,
         eviction_hard=eviction_hard,
         labels=labels,
+        instance_types=tuple(t.name for t in types),
     )
+
+
+# Karpenter's EC2NodeClass kubelet.evictionHard accepts fewer signals than the kubelet
+# (aws/karpenter-provider-aws@v1.14.1 pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml).
+KARPENTER_EVICTION_SIGNALS = (
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+)
+
+
+def _ami_type(pool: NodePoolSpec, instance: InstanceType) -> str:
+    """The EKS amiType of the pool's node image (a Karpenter alias names the family; the
+    NVIDIA variant of AL2023 or Bottlerocket is what Karpenter picks for GPU types)."""
+    assert instance.eks_ami_type is not None  # _plan_pool checked it
+    family = pool.karpenter.ami_alias.split("@")[0] if pool.karpenter else "al2023"
+    if pool.provisioner == "karpenter" and family == "bottlerocket":
+        return (
+            "BOTTLEROCKET_x86_64_NVIDIA"
+            if instance.arch == "x86_64"
+            else "BOTTLEROCKET_ARM_64_NVIDIA"
+        )
+    return instance.eks_ami_type
+
+
+def _allowed_types(
+    pool: NodePoolSpec,
+    index: int,
+    hardware: HardwareCatalog,
+    instance: InstanceType,
+    ledger: Ledger,
+) -> list[InstanceType]:
+    """The instance types the pool may launch: ``instance_type``, plus a Karpenter pool's
+    ``karpenter.instance_types``, each with the same GPUs and at least its vCPU and memory
+    (so every per-node number the plan derives from ``instance_type`` holds on each)."""
+    if pool.provisioner != "karpenter":
+        return [instance]
+    where = f"gpustrata:stack.node_pools[{index}]"
+    extra = pool.karpenter.instance_types if pool.karpenter else []
+    bad = next((k for k in pool.kubelet.eviction_hard if k not in KARPENTER_EVICTION_SIGNALS), None)
+    if bad is not None:
+        raise PlanError(
+            f"{where}.kubelet.eviction_hard",
+            f"'{bad}' is not an eviction signal Karpenter's EC2NodeClass accepts; use one of "
+            f"{', '.join(KARPENTER_EVICTION_SIGNALS)}",
+        )
+    types = [instance]
+    for j, name in enumerate(extra):
+        other = hardware.instance(name)
+        path = f"{where}.karpenter.instance_types[{j}]"
+        if other is None or other.max_pods is None:
+            raise PlanError(
+                path, f"'{name}' is not an AWS GPU instance type in the hardware catalogue"
+            )
+        if name in (t.name for t in types):
+            raise PlanError(path, f"'{name}' is listed twice (instance_type counts once)")
+        if (other.gpu, other.gpu_count) != (instance.gpu, instance.gpu_count):
+            raise PlanError(
+                path,
+                f"'{name}' has {other.gpu_count} x {other.gpu}, '{instance.name}' "
+                f"{instance.gpu_count} x {instance.gpu}; a pool's types share their GPUs "
+                "(engine layouts and labels assume them): use another pool",
+            )
+        if other.vcpu < instance.vcpu or other.memory_mib < instance.memory_mib:
+            raise PlanError(
+                path,
+                f"'{name}' ({other.vcpu} vCPU, {other.memory_mib} MiB) is smaller than "
+                f"instance_type '{instance.name}' ({instance.vcpu} vCPU, "
+                f"{instance.memory_mib} MiB), which Pod sizes assume; make the smallest "
+                "type instance_type",
+            )
+        types.append(other)
+    ledger.add(
+        f"pools.{pool.name}.assumedInstanceType",
+        instance.name,
+        "spec",
+        "instance_type: the smallest the NodePool may launch ("
+        + ", ".join(t.name for t in types)
+        + "; same GPUs), so per-node vCPU and memory hold on each",
+    )
+    key = f"pools.{pool.name}.nodePool"
+    ledger.add(
+        f"{key}.limits.nvidia.com/gpu",
+        pool.max_size * instance.gpu_count,
+        "formula",
+        f"max_size {pool.max_size} x {instance.gpu_count} GPUs per node (Karpenter keeps no "
+        "standing nodes: it launches them for pending Pods, up to this limit)",
+    )
+    settings = pool.karpenter or KarpenterPoolSpec()
+    after = settings.consolidate_after
+    ledger.add(
+        f"{key}.disruption",
+        f"WhenEmpty after {after}, one node at a time, expireAfter Never",
+        "spec" if "consolidate_after" in settings.model_fields_set else "default",
+        "gpustrata default: a node with an engine Pod (serving or still loading weights) is "
+        "never consolidated or expired; only an empty node goes, after karpenter."
+        "consolidate_after, so a restarted engine finds its node and cached image",
+    )
+    return types
 
 
 def _plan_model(

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpustrata.core.contract import POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
+from gpustrata.render import karpenter
 from gpustrata.render.nodes import kubelet_config, pool_description
 from gpustrata.render.operators import gpu_operator_description, gpu_operator_values
 from gpustrata.render.workload_args import (
@@ -19,7 +20,7 @@ from gpustrata.render.workload_args import (
     WeightsArgs,
 )
 from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
-from gpustrata.spec.stack import EngineSpec, ModelSpec, StackSpec
+from gpustrata.spec.stack import EngineSpec, KarpenterPoolSpec, ModelSpec, StackSpec
 
 # Engine settings rendered as vLLM flags; the model id and port are positional/fixed.
 _ENGINE_FIELDS = (
@@ -273,19 +274,84 @@ def pool_object(pool: PoolPlan, stack: StackSpec | None = None) -> dict[str, Any
         memory_mib=pool.instance.memory_mib,
         labels=pool.labels,
         taints=[t.model_dump() for t in spec.taints],
-        kubelet=kubelet_config(
-            max_pods=pool.max_pods,
-            system_reserved=pool.system_reserved,
-            kube_reserved=pool.kube_reserved,
-            eviction_hard=pool.eviction_hard,
-        ),
+        kubelet=pool_kubelet(pool),
         min_size=spec.min_size,
         max_size=spec.max_size,
         kubernetes_version=stack.cluster.kubernetes_version if stack else None,
         ami_type=pool.ami_type if create else None,
         driver_version=node_image_driver(stack) if stack else None,
         disk_size_gib=spec.disk_size_gib if create else None,
+        provisioner="karpenter" if spec.provisioner == "karpenter" else None,
     )
+
+
+def pool_kubelet(pool: PoolPlan) -> dict[str, Any]:
+    """The planner's kubelet settings of *pool* (user data, EC2NodeClass, description)."""
+    return kubelet_config(
+        max_pods=pool.max_pods,
+        system_reserved=pool.system_reserved,
+        kube_reserved=pool.kube_reserved,
+        eviction_hard=pool.eviction_hard,
+    )
+
+
+def node_class_object(pool: PoolPlan, stack: StackSpec, subnets: Any = None) -> dict[str, Any]:
+    """The EC2NodeClass of a Karpenter pool. *subnets*: subnetSelectorTerms (an Output in a
+    Pulumi program); default: the stack's subnet ids, else the discovery tag."""
+    cluster = stack.cluster
+    if subnets is None and cluster.subnet_ids:
+        subnets = [{"id": i} for i in cluster.subnet_ids]
+    return karpenter.node_class_object(
+        name=pool.name,
+        ami_alias=_karpenter_spec(pool).ami_alias,
+        instance_profile=karpenter.instance_profile_name(cluster.name),
+        cluster_name=cluster.name,
+        subnet_ids=subnets,
+        disk_size_gib=pool.spec.disk_size_gib,
+        kubelet=pool_kubelet(pool),
+    )
+
+
+def node_pool_object(pool: PoolPlan) -> dict[str, Any]:
+    """The NodePool of a Karpenter pool (GPU limit: the pool's GPUs at max_size)."""
+    spec = pool.spec
+    return karpenter.node_pool_object(
+        name=pool.name,
+        instance_types=list(pool.instance_types),
+        arch=pool.instance.arch,
+        capacity_type=spec.capacity_type,
+        labels=pool.labels,
+        taints=[t.model_dump() for t in spec.taints],
+        gpu_limit=pool.max_gpus,
+        consolidate_after=_karpenter_spec(pool).consolidate_after,
+    )
+
+
+def karpenter_objects(plan: StackPlan) -> list[dict[str, Any]]:
+    """EC2NodeClass and NodePool of every Karpenter pool, in pool order."""
+    out: list[dict[str, Any]] = []
+    for pool in plan.pools.values():
+        if pool.spec.provisioner == "karpenter":
+            out += [node_class_object(pool, plan.spec), node_pool_object(pool)]
+    return out
+
+
+def karpenter_values(plan: StackPlan) -> dict[str, Any]:
+    """Chart values of the Karpenter controller: it runs on the managed pools' nodes."""
+    assert plan.karpenter is not None, "karpenter_values needs a pool with provisioner karpenter"
+    managed = [p for p in plan.pools.values() if p.spec.provisioner == "managed-node-group"]
+    tolerations = [t for p in managed for t in pool_tolerations(p)]
+    unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
+    return karpenter.controller_values(
+        cluster_name=plan.spec.cluster.name,
+        interruption_queue=karpenter.interruption_queue_name(plan.spec.cluster.name),
+        replicas=plan.karpenter.replicas,
+        tolerations=[{k: v for k, v in t.items() if v or k == "operator"} for t in unique],
+    )
+
+
+def _karpenter_spec(pool: PoolPlan) -> KarpenterPoolSpec:
+    return pool.spec.karpenter or KarpenterPoolSpec()
 
 
 def workload_objects(plan: StackPlan) -> list[dict[str, Any]]:

@@ -91,8 +91,12 @@ def pool_description(
     ami_type: str | None = None,
     driver_version: str | None = None,
     disk_size_gib: int | None = None,
+    provisioner: str | None = None,
 ) -> dict[str, Any]:
     """The ``GpuNodePool`` object the rules read (same shape in manifests and Pulumi).
+
+    ``provisioner`` is set for a pool Karpenter provisions (``karpenter``: its nodes come
+    from the NodePool of the same name; the instance facts are its smallest type's).
 
     ``ami_type`` is the node image (the rules derive whether it ships the NVIDIA driver);
     ``driver_version`` the driver in that image. Both stay unset for a pool that is only
@@ -115,6 +119,7 @@ def pool_description(
         ("amiType", ami_type),
         ("driverVersion", driver_version),
         ("diskSizeGiB", disk_size_gib),
+        ("provisioner", provisioner),
     ):
         if value is not None:
             spec[key] = value

@@ -25,6 +25,7 @@ _VLLM = load_vllm_releases()
 
 ClusterMode = Literal["create", "existing"]
 CapacityType = Literal["ON_DEMAND", "SPOT"]
+Provisioner = Literal["managed-node-group", "karpenter"]
 TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
 MigStrategy = Literal["none", "single", "mixed"]
 SharingStrategy = Literal["none", "time-slicing", "mps"]
@@ -308,6 +309,50 @@ class KubeletSpec(_Model):
         return value
 
 
+class KarpenterPoolSpec(_Model):
+    """What a Karpenter-provisioned pool's NodePool and EC2NodeClass add to the pool."""
+
+    instance_types: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        examples=[["g6e.24xlarge"]],
+        description="Further EC2 instance types the NodePool may launch besides "
+        "instance_type, each with the same GPU model and count (the planner sizes the "
+        "kubelet reservations so they hold for every type, and `plan` names the type the "
+        "Pod sizes assume: instance_type).",
+    )
+    ami_alias: str = Field(
+        default="al2023@latest",
+        pattern=r"^(al2023|bottlerocket)@(latest|v[0-9][0-9A-Za-z.]*)$",
+        examples=["al2023@v20240807", "bottlerocket@v1.20.4"],
+        description="EC2NodeClass amiSelectorTerms alias: the EKS AL2023 or Bottlerocket "
+        "image (Karpenter picks its NVIDIA variant for GPU types; the driver is "
+        "preinstalled). Pin a version in production: 'latest' drifts nodes on each release.",
+    )
+    consolidate_after: str = Field(
+        default="10m",
+        pattern=r"^([0-9]+(s|m|h))+$",
+        examples=["10m"],
+        description="NodePool disruption.consolidateAfter: how long an empty GPU node is "
+        "kept (consolidationPolicy is WhenEmpty: a node with an engine is never "
+        "consolidated).",
+    )
+
+
+class KarpenterSpec(_Model):
+    """The Karpenter controller (installed when a pool has provisioner karpenter)."""
+
+    chart_version: Version | None = Field(
+        default=None,
+        examples=["1.14.1"],
+        description="karpenter chart version (oci://public.ecr.aws/karpenter). Empty: the "
+        "newest release in the compatibility catalogue; another must be catalogued.",
+    )
+    namespace: Name = Field(
+        default="kube-system", description="Namespace of the controller (upstream default)."
+    )
+
+
 class NodePoolSpec(_Model):
     """A GPU node pool: an EKS managed node group (create mode) or a described pool."""
 
@@ -340,9 +385,21 @@ class NodePoolSpec(_Model):
     kubelet: KubeletSpec = Field(
         default_factory=KubeletSpec, description="Kubelet reservations and limits."
     )
+    provisioner: Provisioner = Field(
+        default="managed-node-group",
+        description="What creates the nodes: an EKS managed node group, or Karpenter "
+        "(a NodePool and an EC2NodeClass; create mode).",
+    )
+    karpenter: KarpenterPoolSpec | None = Field(
+        default=None, description="NodePool settings (provisioner karpenter; empty: defaults)."
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> NodePoolSpec:
+        if self.karpenter is not None and self.provisioner != "karpenter":
+            raise ValueError(
+                "karpenter settings need provisioner: karpenter; set it or remove karpenter"
+            )
         if self.min_size > self.max_size:
             raise ValueError(
                 f"min_size {self.min_size} is above max_size {self.max_size}; "
@@ -725,6 +782,9 @@ class StackSpec(_Model):
     node_pools: list[NodePoolSpec] = Field(min_length=1, description="GPU node pools.")
     gpu_operator: GpuOperatorSpec = Field(description="NVIDIA GPU Operator.")
     kuberay: KubeRaySpec = Field(default_factory=KubeRaySpec, description="KubeRay operator.")
+    karpenter: KarpenterSpec = Field(
+        default_factory=KarpenterSpec, description="Karpenter (pools with provisioner karpenter)."
+    )
     models: list[ModelSpec] = Field(default_factory=list, description="Served models.")
     catalog: CatalogExtensions = Field(
         default_factory=CatalogExtensions,
