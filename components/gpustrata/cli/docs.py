@@ -239,6 +239,7 @@ def catalogue_markdown() -> str:
         f"{len(models)} model architectures, "
         f"{len(compat.gpu_operator_releases())} GPU Operator releases, "
         f"{len(compat.kuberay_releases())} KubeRay releases, "
+        f"{len(compat.karpenter_releases())} Karpenter releases, "
         f"{len(compat.ray_releases())} Ray releases, {len(compat.vllm_releases())} vLLM releases.",
         "",
         "## GPU models",
@@ -438,6 +439,27 @@ def catalogue_markdown() -> str:
                 _sources(k.sources),
             ]
             for k in compat.kuberay_releases()
+        ),
+    )
+    out += [
+        "",
+        "## Karpenter releases",
+        "",
+        "`compat-karpenter.yaml`: the chart pools with `provisioner: karpenter` install.",
+        "",
+    ]
+    out += _table(
+        ["Karpenter", "released", "chart", "Kubernetes", "APIs", "sources"],
+        (
+            [
+                k.version,
+                str(k.released),
+                _code(k.chart),
+                f"{k.kubernetes.min} - {k.kubernetes.max}",
+                ", ".join(k.api_versions),
+                _sources(k.sources),
+            ]
+            for k in compat.karpenter_releases()
         ),
     )
     out += ["", "## Ray releases", "", "`compat-ray.yaml`: the vLLM that `ray[llm]` requires.", ""]

@@ -23,6 +23,7 @@ __all__ = [
     "MigStrategy",
     "ModelDtype",
     "OperatorComponent",
+    "Provisioner",
     "Runtime",
     "SharingStrategy",
     "StackArgs",
@@ -34,6 +35,8 @@ __all__ = [
     "StackGpuOperatorArgs",
     "StackGpuSharingArgs",
     "StackInstanceTypeArgs",
+    "StackKarpenterArgs",
+    "StackKarpenterPoolArgs",
     "StackKubeRayArgs",
     "StackKubeletArgs",
     "StackModelArgs",
@@ -160,6 +163,13 @@ class OperatorComponent(StrEnum):
     DCGM_EXPORTER = "dcgm_exporter"
 
 
+class Provisioner(StrEnum):
+    """Accepted values of ``NodePoolSpec.provisioner``."""
+
+    MANAGED_NODE_GROUP = "managed-node-group"
+    KARPENTER = "karpenter"
+
+
 class Runtime(StrEnum):
     """Accepted values of ``ModelSpec.runtime``."""
 
@@ -220,6 +230,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _OperatorComponent = (
         Literal["driver", "toolkit", "device_plugin", "dcgm_exporter"] | OperatorComponent
     )
+    _Provisioner = Literal["managed-node-group", "karpenter"] | Provisioner
     _Runtime = Literal["deployment", "rayservice"] | Runtime
     _SharingStrategy = Literal["none", "time-slicing", "mps"] | SharingStrategy
     _TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] | TaintEffect
@@ -239,6 +250,7 @@ else:
     _MigStrategy = MigStrategy
     _ModelDtype = ModelDtype
     _OperatorComponent = OperatorComponent
+    _Provisioner = Provisioner
     _Runtime = Runtime
     _SharingStrategy = SharingStrategy
     _TaintEffect = TaintEffect
@@ -300,6 +312,25 @@ class StackKubeletArgs(TypedDict):
     """maxPods. Empty: the EKS value for the instance type (catalogue)."""
 
 
+class StackKarpenterPoolArgs(TypedDict):
+    """What a Karpenter-provisioned pool's NodePool and EC2NodeClass add to the pool."""
+
+    instance_types: NotRequired[list[str]]
+    """Further EC2 instance types the NodePool may launch besides instance_type, each with the same
+    GPU model and count (the planner sizes the kubelet reservations so they hold for every type, and
+    `plan` names the type the Pod sizes assume: instance_type).
+    """
+    ami_alias: NotRequired[str]
+    """EC2NodeClass amiSelectorTerms alias: the EKS AL2023 or Bottlerocket image (Karpenter picks
+    its NVIDIA variant for GPU types; the driver is preinstalled). Pin a version in production:
+    'latest' drifts nodes on each release. Default: ``"al2023@latest"``.
+    """
+    consolidate_after: NotRequired[str]
+    """NodePool disruption.consolidateAfter: how long an empty GPU node is kept (consolidationPolicy
+    is WhenEmpty: a node with an engine is never consolidated). Default: ``"10m"``.
+    """
+
+
 class StackNodePoolArgs(TypedDict):
     """A GPU node pool: an EKS managed node group (create mode) or a described pool."""
 
@@ -325,6 +356,12 @@ class StackNodePoolArgs(TypedDict):
     """Node taints. Default: nvidia.com/gpu=true:NoSchedule, so CPU Pods cannot take GPU nodes."""
     kubelet: NotRequired[StackKubeletArgs]
     """Kubelet reservations and limits."""
+    provisioner: NotRequired[_Provisioner]
+    """What creates the nodes: an EKS managed node group, or Karpenter (a NodePool and an
+    EC2NodeClass; create mode). Default: ``"managed-node-group"``.
+    """
+    karpenter: NotRequired[StackKarpenterPoolArgs]
+    """NodePool settings (provisioner karpenter; empty: defaults)."""
 
 
 class StackGpuSharingArgs(TypedDict):
@@ -405,6 +442,17 @@ class StackKubeRayArgs(TypedDict):
     """Namespace of the operator. Default: ``"kuberay"``."""
     ray_version: NotRequired[str]
     """Ray version of the clusters (`rayVersion` and the image tag). Default: ``"2.46.0"``."""
+
+
+class StackKarpenterArgs(TypedDict):
+    """The Karpenter controller (installed when a pool has provisioner karpenter)."""
+
+    chart_version: NotRequired[str]
+    """karpenter chart version (oci://public.ecr.aws/karpenter). Empty: the newest release in the
+    compatibility catalogue; another must be catalogued.
+    """
+    namespace: NotRequired[str]
+    """Namespace of the controller (upstream default). Default: ``"kube-system"``."""
 
 
 class StackEngineArgs(TypedDict):
@@ -669,6 +717,8 @@ class StackArgs(TypedDict):
     """NVIDIA GPU Operator."""
     kuberay: NotRequired[StackKubeRayArgs]
     """KubeRay operator."""
+    karpenter: NotRequired[StackKarpenterArgs]
+    """Karpenter (pools with provisioner karpenter)."""
     models: NotRequired[list[StackModelArgs]]
     """Served models."""
     catalog: NotRequired[StackCatalogExtensionsArgs]
