@@ -105,6 +105,10 @@ def test_gpu_workloads_wait_for_gpu_nodes_and_the_gpu_operator(
     node_groups = {
         r.inputs.get("nodeGroupName"): r.name for r in _of_type(res, "aws:eks/nodeGroup")
     }
+    # A Karpenter pool's nodes come from its NodePool (after the chart with its CRDs).
+    node_groups |= {
+        r.inputs["metadata"]["name"]: r.name for r in _of_type(res, "kubernetes:karpenter.sh/")
+    }
     workloads = list(_gpu_objects(res))
     assert workloads, f"{env}: no GPU workload found"
     for r, obj in workloads:
@@ -114,7 +118,7 @@ def test_gpu_workloads_wait_for_gpu_nodes_and_the_gpu_operator(
             str(p.node_selector().get("gpustrata.io/pool")) for p in obj.pods() if p.gpu_count()
         }
         for pool in pools:
-            assert node_groups[pool] in deps, f"{r.name} does not wait for node group {pool}"
+            assert node_groups[pool] in deps, f"{r.name} does not wait for the nodes of {pool}"
 
 
 def test_the_gpu_operator_itself_waits_for_the_gpu_nodes(

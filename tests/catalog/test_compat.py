@@ -22,6 +22,7 @@ TABLES = (
     "vllm_releases",
     "kuberay_releases",
     "ray_releases",
+    "karpenter_releases",
 )
 
 
