@@ -15,6 +15,8 @@ LAYERS = ("nodes", "gpu-software", "ray", "vllm", "other")
 _LAYER_OF_COMPONENT = {
     "gpustrata:index:EksCluster": "nodes",
     "gpustrata:index:GpuNodePool": "nodes",
+    "gpustrata:index:Karpenter": "nodes",
+    "gpustrata:index:KarpenterNodePool": "nodes",
     "gpustrata:index:GpuOperator": "gpu-software",
     "gpustrata:index:KubeRayOperator": "ray",
     "gpustrata:index:RayLlmService": "ray",
