@@ -181,6 +181,15 @@ def test_pools_karpenter_cannot_serve_are_refused(
     assert f"gpustrata:stack.{path}" in text and message in text
 
 
+def test_karpenter_pools_need_a_cluster_gpustrata_creates() -> None:
+    doc = stack_doc("staging")
+    doc["cluster"] = {"name": "shared", "mode": "existing", "kubernetes_version": "1.34"}
+    with pytest.raises(StackError) as err:
+        build_plan(doc)
+    assert "gpustrata:stack.node_pools[0].provisioner" in str(err.value)
+    assert "karpenter pools are created with the EKS cluster" in str(err.value)
+
+
 def test_the_controller_needs_a_standing_managed_node() -> None:
     doc = stack_doc("staging")
     doc["node_pools"][1]["min_size"] = 0

@@ -312,7 +312,7 @@ class KubeletSpec(_Model):
 class KarpenterPoolSpec(_Model):
     """What a Karpenter-provisioned pool's NodePool and EC2NodeClass add to the pool."""
 
-    instance_types: list[str] = Field(
+    instance_types: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
         default_factory=list,
         max_length=20,
         examples=[["g6e.24xlarge"]],
