@@ -102,6 +102,8 @@ def shell_script(argv: Sequence[str]) -> tuple[str, list[str]] | None:
             i += 1  # `-o pipefail`
         elif tok.startswith("-") and not tok.startswith("--") and len(tok) > 1:
             if "c" in tok[1:]:
+                if i < len(argv) and argv[i] == "--":
+                    i += 1  # `bash -lc -- SCRIPT`: the end of the options
                 return (argv[i] if i < len(argv) else ""), list(argv[i + 1 :])
             if tok.endswith("o"):
                 i += 1  # `-eo pipefail`

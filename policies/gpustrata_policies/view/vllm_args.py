@@ -260,6 +260,10 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
         raise UnknownInput(f"command/args of {container.label}")
     command = [str(c) for c in command] if isinstance(command, list) else []
     args = [str(a) for a in args] if isinstance(args, list) else []
+    if any(
+        item is UNKNOWN for part in (raw.get("command"), raw.get("args")) for item in part or ()
+    ):
+        raise UnknownInput(f"command/args of {container.label}")  # an item, not just the list
     env = container.literal_env()
     argv = command + args
     flags, complete = _launch_flags(container, command, argv)
@@ -398,6 +402,7 @@ def ray_version(obj: K8sObject, images: Iterator[Any]) -> str | None:
         ("spec", "rayVersion"),
         ("spec", "rayClusterConfig", "rayVersion"),
         ("spec", "rayClusterSpec", "rayVersion"),
+        ("spec", "template", "spec", "rayVersion"),  # AIBrix RayClusterFleet
     ):
         value = dig(obj.raw, *path)
         if isinstance(value, str | int | float) and not isinstance(value, bool):
