@@ -8,7 +8,8 @@ from gpustrata_policies.inputs.manifests import load_text
 from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
 from gpustrata_policies.view.vllm_args import vllm_engine
 
-# NVIDIA/k8s-nim-operator@f63f74d config/samples/nim/serving/advanced/multi-node/multi-node-nimservice.yaml
+# NVIDIA/k8s-nim-operator@f63f74d
+# config/samples/nim/serving/advanced/multi-node/multi-node-nimservice.yaml
 NIM = """
 apiVersion: apps.nvidia.com/v1alpha1
 kind: NIMService
@@ -44,7 +45,8 @@ objects:
           containers:
             - name: vllm
               image: ${IMAGE}
-              args: ["--model", "m-${MODEL}", "--tensor-parallel-size", "${TP}", "--api-key", "${API_KEY}"]
+              args:
+                ["--model", "m-${MODEL}", "--tensor-parallel-size", "${TP}", "--api-key", "${API_KEY}"]
               resources: {limits: {nvidia.com/gpu: "${{GPUS}}"}}
 """
 
