@@ -45,8 +45,8 @@ objects:
           containers:
             - name: vllm
               image: ${IMAGE}
-              args:
-                ["--model", "m-${MODEL}", "--tensor-parallel-size", "${TP}", "--api-key", "${API_KEY}"]
+              args: ["--model", "m-${MODEL}", "--tensor-parallel-size", "${TP}",
+                     "--api-key", "${API_KEY}"]
               resources: {limits: {nvidia.com/gpu: "${{GPUS}}"}}
 """
 
