@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from gpustrata.catalog.vllm_releases import accepts_abbreviations, load_vllm_releases
+from gpustrata.catalog.vllm_releases import (
+    accepts_abbreviations,
+    flag_releases,
+    load_vllm_releases,
+)
 from gpustrata_policies import UNKNOWN
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.shell import MARK, container_env, k8s_expand, shell_commands
@@ -157,3 +161,12 @@ def test_abbreviations_follow_the_release_parser() -> None:
     assert accepts_abbreviations("0.5.0") is None
     engine = _engine(image="vllm/vllm-openai:v0.5.0", args=["--model", "m", "--max-model", "4k"])
     assert engine is not None and engine.get("max_model_len") is None and not engine.complete
+
+
+def test_v013_prefixes_agree_with_the_catalogued_parser_fact() -> None:
+    # V013 resolves unique prefixes as argparse does; that is right only while every
+    # release whose flags were read takes prefixes. A release without the fact, or one whose
+    # parser refuses them, needs V013 to read the fact too.
+    for version in flag_releases():
+        fact = accepts_abbreviations(version)
+        assert fact is not None and fact.value == 1.0, version
