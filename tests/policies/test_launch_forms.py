@@ -170,3 +170,18 @@ def test_v013_prefixes_agree_with_the_catalogued_parser_fact() -> None:
     for version in flag_releases():
         fact = accepts_abbreviations(version)
         assert fact is not None and fact.value == 1.0, version
+
+
+def test_unknown_values_after_equals_and_the_odh_multinode_script() -> None:
+    # opendatahub-io/odh-model-controller config/runtimes/vllm-multinode-template.yaml
+    script = (
+        "until [[ $(ray status --address ${RAY_ADDRESS} | grep -c node_) -eq ${PP} ]]; do\n"
+        '  echo "Waiting..."\n  sleep 1\ndone\n'
+        "export SERVED_MODEL_NAME=${MODEL_NAME}\nexport MODEL_NAME=${MODEL_DIR}\n"
+        "exec python3 -m vllm.entrypoints.openai.api_server --port=8080 "
+        "--model=${MODEL_NAME} --tensor-parallel-size=${TENSOR_PARALLEL_SIZE}"
+    )
+    engine = _engine(command=["bash", "-c"], args=[script])
+    assert engine is not None and engine.complete
+    assert engine.values["tensor_parallel_size"] is UNKNOWN and engine.model is None
+    assert engine.port == 8080

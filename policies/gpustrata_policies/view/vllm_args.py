@@ -156,12 +156,15 @@ def _mark_unknowns(engine: EngineArgs, flags: list[str]) -> None:
             engine.complete = False
     if engine.model is not None and MARK in engine.model:
         engine.model = None
-        engine.complete = False  # an unknown word in the model's place may be flags
     for index, tok in enumerate(flags):
+        if MARK not in tok:
+            continue
         before = flags[index - 1] if index else ""
-        takes_value = before.startswith("-") and "=" not in before
-        if MARK in tok and not takes_value:
-            engine.complete = False
+        if before.startswith("-") and "=" not in before:
+            continue  # the value of the flag before it
+        if tok.startswith("-") and MARK not in tok.split("=", 1)[0]:
+            continue  # --flag=<unknown>
+        engine.complete = False  # an unknown word where flags may stand
     engine.written[:] = [w for w in engine.written if MARK not in w]
 
 
