@@ -82,6 +82,7 @@ CONTROLLER_KINDS = {
     "Workspace": "kaito.sh",
     "InferenceSet": "kaito.sh",
     "NIMService": "apps.nvidia.com",
+    "NIMCache": "apps.nvidia.com",  # a model download into a PVC: no serving Pods
     "Rollout": "argoproj.io",
     "JobSet": "jobset.x-k8s.io",
     "RayClusterFleet": "orchestration.aibrix.ai",
