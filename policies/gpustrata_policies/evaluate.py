@@ -28,7 +28,7 @@ from gpustrata_policies.findings import (
     Violation,
 )
 from gpustrata_policies.view.gpu_operator import operator_view
-from gpustrata_policies.view.objects import KNOWN_KINDS, K8sObject
+from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -127,7 +127,7 @@ def to_objects(objects: Iterable[K8sObject | Mapping[str, Any]]) -> list[K8sObje
 def _read(obj: K8sObject) -> bool:
     """Is *obj* of a kind gpustrata reads? An Argo CD Application is when it installs a
     chart the view reads (the GPU Operator)."""
-    if obj.kind in KNOWN_KINDS:
+    if is_read_kind(obj):
         return True
     if obj.kind != "Application":
         return False
@@ -209,6 +209,10 @@ def evaluate(
         if _read(obj) or obj.raw.get("kind") is UNKNOWN:
             # An unknown kind may be any kind: rules that look across objects see it.
             known.append(obj)
+            for reason in controller_fills(obj):  # what another project's controller decides
+                report.not_evaluated.append(
+                    NotEvaluated("*", redact_userinfo(obj.resource), redact_userinfo(reason))
+                )
         elif report_unknown_kinds:
             what = f"kind {obj.kind} ({obj.api_version})" if obj.kind else "a document without kind"
             report.not_evaluated.append(

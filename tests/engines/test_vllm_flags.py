@@ -71,3 +71,44 @@ def test_extractor_on_the_installed_source(real_flags: tuple[str, frozenset[str]
     assert frozenset(result.flags) == real, (
         f"missing {sorted(real - result.flags)}, extra {sorted(result.flags - real)}"
     )
+
+
+@pytest.fixture(scope="module")
+def real_serve_parser() -> tuple[str, argparse.ArgumentParser]:
+    """(installed vLLM version, its real ``vllm serve`` parser)."""
+    vllm: Any = engine_module("vllm")
+    from vllm.entrypoints.cli.serve import ServeSubcommand
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser(prog="vllm")
+    serve = ServeSubcommand().subparser_init(parser.add_subparsers(dest="subparser"))
+    assert isinstance(serve, argparse.ArgumentParser)
+    return str(vllm.__version__), serve
+
+
+def test_catalogued_prefix_fact_is_the_real_parsers(
+    real_serve_parser: tuple[str, argparse.ArgumentParser],
+) -> None:
+    from gpustrata.catalog.vllm_releases import accepts_abbreviations
+    from gpustrata_policies.view.objects import K8sObject
+    from gpustrata_policies.view.vllm_args import vllm_engine
+
+    version, serve = real_serve_parser
+    fact = accepts_abbreviations(version)
+    if fact is None:
+        pytest.skip(f"vLLM {version}: no catalogued prefix fact")
+    assert serve.allow_abbrev is (fact.value == 1.0)
+    real = serve.parse_args(["m", "--max-model", "4k"])  # what `vllm serve` makes of it
+    pod = K8sObject(
+        {
+            "kind": "Pod",
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": f"vllm/vllm-openai:v{version}",
+                     "args": ["--model", "m", "--max-model", "4k"]}
+                ]
+            },
+        }
+    )  # fmt: skip
+    engine = vllm_engine(next(pod.containers()))
+    assert engine is not None and engine.get_int("max_model_len") == real.max_model_len

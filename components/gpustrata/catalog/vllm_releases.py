@@ -30,6 +30,7 @@ __all__ = [
     "VllmReleaseCatalogError",
     "VllmReleases",
     "accepted_flags",
+    "accepts_abbreviations",
     "flag_releases",
     "load_vllm_releases",
     "memory_default",
@@ -172,6 +173,9 @@ class VllmReleases:
     """(release, its default gpu_memory_utilization), sorted by release."""
     flags_file: str
     flag_changes: tuple[FlagChange, ...]
+    abbreviations: tuple[tuple[str, Fact], ...] = ()
+    """(release, 1.0 when its ``vllm serve`` parser takes a unique prefix of a long option,
+    else 0.0), sorted by release."""
 
     def facts(self) -> list[tuple[str, Fact | str]]:
         """Every sourced fact as (name, fact or source), for audits and tests."""
@@ -189,6 +193,7 @@ class VllmReleases:
         out += [("health", s) for s in self.health.sources]
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]
         out += [(f"flags {c.flag}", c.source) for c in self.flag_changes]
+        out += [(f"abbreviations {v}", f) for v, f in self.abbreviations]
         return out
 
 
@@ -281,6 +286,20 @@ def releases_from_document(data: Any) -> VllmReleases:
                 ),
             )
         )
+    abbreviations = []
+    for i, row in enumerate(doc.get("abbreviations") or []):
+        if not isinstance(row, list) or len(row) != 3 or not isinstance(row[1], bool):
+            raise VllmReleaseCatalogError(f"abbreviations[{i}] must be [release, true|false, path]")
+        version = _version(row[0], f"abbreviations[{i}]")
+        abbreviations.append(
+            (
+                version,
+                _fact(
+                    {"value": 1.0 if row[1] else 0.0, "source": f"vllm@v{version}:{row[2]}"},
+                    f"abbreviations[{i}]",
+                ),
+            )
+        )
     flags = _map(doc.get("flags"), "flags")
     changes = []
     for i, raw in enumerate(flags.get("changes") or []):
@@ -332,6 +351,7 @@ def releases_from_document(data: Any) -> VllmReleases:
         memory_defaults=tuple(sorted(memory, key=lambda r: parse_version(r[0]))),
         flags_file=str(flags.get("file") or ""),
         flag_changes=tuple(changes),
+        abbreviations=tuple(sorted(abbreviations, key=lambda r: parse_version(r[0]))),
     )
 
 
@@ -368,6 +388,21 @@ def memory_default(version: str) -> Fact | None:
     """The default ``gpu_memory_utilization`` of a release: read in it, or agreed by the
     read releases around it; None when unknown."""
     table = dict(load_vllm_releases().memory_defaults)
+    found = _between(version, tuple(table))
+    if isinstance(found, str):
+        return table[found]
+    if found is None:
+        return None
+    low, high = table[found[0]], table[found[1]]
+    return low if low.value == high.value else None
+
+
+def accepts_abbreviations(version: str) -> Fact | None:
+    """Does the release's ``vllm serve`` take a unique prefix of a long option
+    (``--max-model`` for ``--max-model-len``: argparse's ``allow_abbrev``)? The fact
+    (value 1.0 yes, 0.0 no) read in it or agreed by the read releases around it; None
+    when unknown."""
+    table = dict(load_vllm_releases().abbreviations)
     found = _between(version, tuple(table))
     if isinstance(found, str):
         return table[found]

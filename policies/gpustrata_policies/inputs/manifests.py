@@ -24,8 +24,9 @@ from gpustrata.core.textfiles import (
     read_text_file,
     special_file_error,
 )
+from gpustrata.core.unknown import UNKNOWN
 from gpustrata.core.yamlguard import YamlShapeError, check_node
-from gpustrata.core.yamlio import SAFE_LOADER, error_line
+from gpustrata.core.yamlio import SAFE_LOADER, error_line, safe_load
 from gpustrata_policies.view.objects import K8sObject
 
 __all__ = ["VALUES_CHARTS", "InputError", "load_paths", "load_text", "load_values"]
@@ -273,6 +274,12 @@ def _objects(
         for index, item in enumerate(data):
             sub = _Prefixed(lines or {}, (index,))
             yield from _objects(item, name, (lines or {}).get((index,), line), sub)
+    elif isinstance(data, Mapping) and _is_openshift_template(data):
+        values = _template_parameters(data)
+        for index, item in enumerate(data["objects"]):  # what `oc process` would create
+            sub = _Prefixed(lines or {}, ("objects", index))
+            item_line = (lines or {}).get(("objects", index), line)
+            yield from _objects(_substitute(item, values), name, item_line, sub)
     elif isinstance(data, Mapping):
         chart = _values_chart(data, name) if "kind" not in data else None
         if chart is not None:
@@ -281,6 +288,66 @@ def _objects(
             yield K8sObject(data, name, line, lines)
     elif data is not None:
         yield K8sObject({}, name, line, lines)  # a scalar document: reported as not evaluated
+
+
+def _is_openshift_template(data: Mapping[str, Any]) -> bool:
+    api = data.get("apiVersion")
+    return (
+        data.get("kind") == "Template"
+        and api in {"template.openshift.io/v1", "v1"}
+        and isinstance(data.get("objects"), list)
+    )
+
+
+_PARAMETER = re.compile(r"\$\{\{([A-Za-z0-9_]+)\}\}|\$\{([A-Za-z0-9_]+)\}")
+
+
+def _template_parameters(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenShift Template's parameters: the stated ``value``, else UNKNOWN (generated,
+    or given at ``oc process`` time) (openshift/api template/v1/types.go ``Parameter``)."""
+    out: dict[str, Any] = {}
+    params = data.get("parameters")
+    for param in params if isinstance(params, list) else []:
+        if isinstance(param, Mapping) and isinstance(param.get("name"), str):
+            value = param.get("value")
+            stated = isinstance(value, str | int | float) and not isinstance(value, bool)
+            out[param["name"]] = str(value) if stated and "generate" not in param else UNKNOWN
+    return out
+
+
+def _substitute(value: Any, params: Mapping[str, Any]) -> Any:
+    """``${NAME}`` in strings replaced by the parameter; ``${{NAME}}`` as a whole value by
+    the parameter read as YAML (a number, a boolean); an unknown parameter makes the value
+    UNKNOWN; a name that is no parameter stays as written, as ``oc process`` leaves it."""
+    if isinstance(value, Mapping):
+        return {k: _substitute(v, params) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, params) for v in value]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+    whole = _PARAMETER.fullmatch(value)
+    if whole and whole.group(1) in params:
+        found = params[whole.group(1)]
+        if found is UNKNOWN:
+            return UNKNOWN
+        try:
+            return safe_load(found)
+        except (yaml.YAMLError, YamlShapeError):
+            return found
+    unknown = False
+
+    def sub(match: re.Match[str]) -> str:
+        nonlocal unknown
+        key = match.group(1) or match.group(2)
+        if key not in params:
+            return match.group(0)
+        if params[key] is UNKNOWN:
+            unknown = True
+            return match.group(0)
+        return str(params[key])
+
+    text = _PARAMETER.sub(sub, value)
+    return UNKNOWN if unknown else text
 
 
 def load_text(text: str, name: str) -> list[K8sObject]:

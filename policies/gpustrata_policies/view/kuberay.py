@@ -123,6 +123,7 @@ def cluster_spec_path(obj: K8sObject) -> tuple[str, ...] | None:
         "RayCluster": ("spec",),
         "RayService": ("spec", "rayClusterConfig"),
         "RayJob": ("spec", "rayClusterSpec"),
+        "RayClusterFleet": ("spec", "template", "spec"),  # AIBrix: a RayCluster template
     }.get(obj.kind)
 
 

@@ -23,6 +23,7 @@ from gpustrata.core.unknown import (
 
 __all__ = [
     "CLUSTER_SCOPED_KINDS",
+    "CONTROLLER_KINDS",
     "KNOWN_KINDS",
     "RAY_KINDS",
     "ContainerRef",
@@ -30,8 +31,10 @@ __all__ = [
     "PodRef",
     "as_list",
     "as_map",
+    "controller_fills",
     "dig",
     "is_gpu_resource",
+    "is_read_kind",
 ]
 
 Path = tuple[str | int, ...]
@@ -39,7 +42,8 @@ Path = tuple[str | int, ...]
 WORKLOAD_KINDS = frozenset(
     {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"}
 )
-RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob"})
+RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "RayClusterFleet"})
+"""KubeRay's kinds, and AIBrix's RayClusterFleet (a Deployment-like set of RayClusters)."""
 KSERVE_KINDS = frozenset(
     {"ServingRuntime", "ClusterServingRuntime", "InferenceService", "LLMInferenceService"}
 )
@@ -74,8 +78,21 @@ OTHER_KINDS = frozenset(
         "ClusterRoleBinding",
     }
 )
-KNOWN_KINDS = WORKLOAD_KINDS | RAY_KINDS | KSERVE_KINDS | OTHER_KINDS
+CONTROLLER_KINDS = {
+    "Workspace": "kaito.sh",
+    "InferenceSet": "kaito.sh",
+    "NIMService": "apps.nvidia.com",
+    "NIMCache": "apps.nvidia.com",  # a model download into a PVC: no serving Pods
+    "Rollout": "argoproj.io",
+    "JobSet": "jobset.x-k8s.io",
+    "RayClusterFleet": "orchestration.aibrix.ai",
+}
+"""Kinds of other projects whose controllers create the Pods, by API group: read only in
+that group (a ``Workspace`` of another project is not KAITO's)."""
+KNOWN_KINDS = WORKLOAD_KINDS | RAY_KINDS | KSERVE_KINDS | OTHER_KINDS | frozenset(CONTROLLER_KINDS)
 """Kinds gpustrata reads (or knows to be irrelevant); others are "not evaluated"."""
+
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 CLUSTER_SCOPED_KINDS = frozenset(
     {
@@ -455,6 +472,9 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
             yield from _template(obj, (*base, "workerTemplate"), "worker", replicas=replicas)
         else:  # without a leaderTemplate the workerTemplate is used for every pod
             yield from _template(obj, (*base, "workerTemplate"), "", replicas=replicas)
+    elif kind in CONTROLLER_KINDS:
+        if is_read_kind(obj):
+            yield from _controller_pods(obj)
     elif kind == "RayCluster":
         yield from _ray_cluster(obj, ("spec",))
     elif kind == "RayService":
@@ -485,3 +505,125 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
             spec = dig(raw, *path)
             if isinstance(spec, Mapping):
                 yield PodRef(obj, path, spec, role, replicas=dig(raw, "spec", "replicas"))
+
+
+def is_read_kind(obj: K8sObject) -> bool:
+    """Is *obj* of a kind gpustrata reads (a controller kind only in its own API group)?"""
+    group = CONTROLLER_KINDS.get(obj.kind)
+    if group is not None:
+        return obj.api_version.split("/", 1)[0] == group
+    return obj.kind in KNOWN_KINDS
+
+
+def _with_instance_type(pod: PodRef, instance_type: Any) -> PodRef:
+    """The pod spec as on the nodes KAITO provisions: of ``resource.instanceType``
+    (kaito-project/kaito api/v1beta1/workspace_types.go ``ResourceSpec.InstanceType``),
+    which the view reads as a node selector on the instance-type label."""
+    if not isinstance(instance_type, str) or not instance_type:
+        return pod
+    selector = {**as_map(pod.spec.get("nodeSelector"), "nodeSelector")}
+    selector.setdefault(INSTANCE_TYPE_LABEL, instance_type)
+    spec = {**pod.spec, "nodeSelector": selector}
+    return PodRef(pod.obj, pod.path, spec, pod.role, pod.labels, pod.ray_group, pod.replicas)
+
+
+def _kaito(obj: K8sObject, base: Path, replicas: Any) -> Iterator[PodRef]:
+    """A KAITO Workspace (``resource``/``inference`` at the top) or an InferenceSet's
+    ``spec.template``: the Pods of ``inference.template``, on ``resource.instanceType``."""
+    instance_type = dig(obj.raw, *base, "resource", "instanceType")
+    if instance_type is UNKNOWN:
+        raise UnknownInput(f"resource.instanceType of {obj.resource}")
+    for pod in _template(obj, (*base, "inference", "template"), replicas=replicas):
+        yield _with_instance_type(pod, instance_type)
+
+
+def _nim_pod(obj: K8sObject) -> Iterator[PodRef]:
+    """The Pod a NIMService's operator runs: its image, resources, env, probes and
+    scheduling as the NIMService states them (NVIDIA/k8s-nim-operator
+    api/apps/v1alpha1/nimservice_types.go); the rest is the operator's."""
+    spec = dig(obj.raw, "spec")
+    if spec is UNKNOWN:
+        raise UnknownInput(f"spec of {obj.resource}")
+    if not isinstance(spec, Mapping):
+        return
+    repo, tag = dig(spec, "image", "repository"), dig(spec, "image", "tag")
+    if repo is UNKNOWN or tag is UNKNOWN:
+        raise UnknownInput(f"spec.image of {obj.resource}")
+    container: dict[str, Any] = {"name": "nim"}
+    if isinstance(repo, str):
+        container["image"] = f"{repo}:{tag}" if isinstance(tag, str | int | float) else repo
+    for key in ("resources", "env", "envFrom"):
+        if key in spec:
+            container[key] = spec[key]
+    for key in ("startupProbe", "readinessProbe", "livenessProbe"):
+        probe = dig(spec, key, "probe")
+        if probe is not None:
+            container[key] = probe
+    pod: dict[str, Any] = {"containers": [container]}
+    for key in ("nodeSelector", "tolerations", "affinity", "runtimeClassName"):
+        if key in spec:
+            pod[key] = spec[key]
+    labels = as_map(dig(spec, "labels"), "spec.labels")
+    yield PodRef(obj, ("spec",), pod, "", labels, replicas=spec.get("replicas"))
+
+
+def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
+    kind, raw = obj.kind, obj.raw
+    if kind == "Rollout":  # argoproj.io: spec.template as a Deployment's
+        yield from _template(obj, ("spec", "template"), replicas=dig(raw, "spec", "replicas"))
+    elif kind == "JobSet":
+        jobs = as_list(dig(raw, "spec", "replicatedJobs"), "spec.replicatedJobs")
+        for index, job in enumerate(jobs):
+            if isinstance(job, Mapping):
+                yield from _template(
+                    obj,
+                    ("spec", "replicatedJobs", index, "template", "spec", "template"),
+                    f"replicated job '{job.get('name', index)}'",
+                    replicas=job.get("replicas"),
+                )
+    elif kind == "RayClusterFleet":  # AIBrix: spec.template.spec is a RayCluster spec
+        yield from _ray_cluster(obj, ("spec", "template", "spec"))
+    elif kind == "Workspace":
+        yield from _kaito(obj, (), None)
+    elif kind == "InferenceSet":
+        yield from _kaito(obj, ("spec", "template"), dig(raw, "spec", "replicas"))
+    elif kind == "NIMService":
+        yield from _nim_pod(obj)
+
+
+def controller_fills(obj: K8sObject) -> list[str]:
+    """What a controller kind's controller decides and the manifest does not state:
+    reasons those parts are not evaluated (empty for the other kinds)."""
+    if obj.kind not in CONTROLLER_KINDS or not is_read_kind(obj):
+        return []
+    raw, out = obj.raw, []
+    if obj.kind in {"Workspace", "InferenceSet"}:
+        base: Path = () if obj.kind == "Workspace" else ("spec", "template")
+        preset = dig(raw, *base, "inference", "preset", "name")
+        if isinstance(preset, str):
+            out.append(
+                f"KAITO preset {preset!r}: the KAITO controller chooses the image, the engine "
+                "and its flags and the GPUs per replica from the preset, which the manifest does "
+                "not state; they are not evaluated"
+            )
+        if dig(raw, *base, "tuning") is not None:
+            out.append("KAITO tuning: the controller builds the tuning Job; it is not evaluated")
+        if dig(raw, *base, "resource", "instanceType") is None:
+            out.append(
+                "no resource.instanceType: the GPU nodes are the ones resource.labelSelector "
+                "finds (bring-your-own nodes); without their Node objects the GPU is unknown"
+            )
+    elif obj.kind == "NIMService":
+        out.append(
+            "NIMService: the NIM image picks its engine and engine settings (its model "
+            "profile) and the NIM operator builds the Deployment (a LeaderWorkerSet with "
+            "multiNode), its probes, /dev/shm and volumes; only what the NIMService states "
+            "(image, GPU resources, env, scheduling) is evaluated"
+        )
+    elif obj.kind == "Rollout" and dig(raw, "spec", "workloadRef") is not None:
+        ref = dig(raw, "spec", "workloadRef", "name")
+        out.append(
+            f"Rollout takes its pod template from workloadRef {ref!r}: the referenced "
+            "Deployment is evaluated where it is among the inputs"
+        )
+    return out

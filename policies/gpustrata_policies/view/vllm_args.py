@@ -25,11 +25,23 @@ from typing import Any
 
 import yaml
 
+from gpustrata.catalog.vllm_releases import (
+    accepted_flags,
+    accepts_abbreviations,
+    flag_releases,
+)
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata.core.yamlguard import YamlShapeError
 from gpustrata.core.yamlio import safe_load
 from gpustrata.vllm.flags import int_setting, parse_flags
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, dig
+from gpustrata_policies.view.shell import (
+    MARK,
+    container_env,
+    k8s_expand,
+    shell_commands,
+    shell_script,
+)
 
 __all__ = [
     "OTHER_PUBLISHERS",
@@ -46,10 +58,9 @@ __all__ = [
 ]
 
 _API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
-_VAR = re.compile(
-    r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)"
-)
-_SEPARATORS = re.compile(r"\s*(?:;|&&|\|\||\n)\s*")
+_CLI_MODULE = "vllm.entrypoints.cli.main"
+"""``python -m vllm.entrypoints.cli.main serve``: the module behind the ``vllm`` command."""
+_SHELL_REF = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(slots=True)
@@ -85,20 +96,6 @@ class EngineArgs:
         return tp * pp
 
 
-def _expand(text: str, env: Mapping[str, str]) -> tuple[str, bool]:
-    unresolved = False
-
-    def sub(match: re.Match[str]) -> str:
-        nonlocal unresolved
-        name = match.group(1) or match.group(2) or match.group(3)
-        if name in env:
-            return env[name]
-        unresolved = True
-        return match.group(0)
-
-    return _VAR.sub(sub, text), unresolved
-
-
 def _tokens(command: str) -> list[str]:
     try:
         return shlex.split(command, comments=True)
@@ -114,7 +111,102 @@ def _vllm_invocation(tokens: list[str]) -> list[str] | None:
             return tokens[i + 2 :]
         if tok == "-m" and i + 1 < len(tokens) and tokens[i + 1] in _API_SERVER_MODULES:
             return tokens[i + 2 :]
+        if tok == "-m" and tokens[i + 1 : i + 3] == [_CLI_MODULE, "serve"]:
+            return tokens[i + 3 :]
     return None
+
+
+def _launch_flags(
+    container: ContainerRef, command: list[str], argv: list[str]
+) -> tuple[list[str] | None, bool]:
+    """(the flags after the vLLM entrypoint or None, complete) of a container's command
+    line, through Kubernetes' ``$(VAR)`` expansion and, for ``sh -c`` / ``bash -exc``
+    scripts, the shell's (:mod:`gpustrata_policies.view.shell`). Values the manifest does
+    not state stay :data:`~gpustrata_policies.view.shell.MARK`."""
+    env, open_env = container_env(container.env(), container.raw.get("envFrom"))
+    expanded = [k8s_expand(tok, env, open_env) for tok in argv]
+    script = shell_script(expanded)
+    if script is not None:
+        text, operands = script
+        variables = dict(env)
+        positional = operands[1:] if operands else None  # operands[0] is $0
+        for words in shell_commands(text, variables, positional):
+            found = _vllm_invocation(words)
+            if found is not None:
+                return found, True
+        return None, True
+    # No shell: `${VAR}` / `$VAR` reach the program as written; read them as unknown.
+    expanded = [_SHELL_REF.sub(MARK, tok) for tok in expanded]
+    flags = _vllm_invocation(expanded)
+    if flags is None and not command and _is_vllm_image(container.image):
+        flags = expanded  # the image's entrypoint is the API server: args are the flags
+    if flags is None and not argv and _is_vllm_image(container.image):
+        flags = []
+    return flags, True
+
+
+def _mark_unknowns(engine: EngineArgs, flags: list[str]) -> None:
+    """Values known only where the container runs become UNKNOWN (never read as text);
+    an unknown word where a flag may stand means flags may come from elsewhere."""
+    for key, value in list(engine.values.items()):
+        if isinstance(value, str) and MARK in value:
+            engine.values[key] = UNKNOWN
+        if MARK in key:
+            del engine.values[key]
+            engine.complete = False
+    if engine.model is not None and MARK in engine.model:
+        engine.model = None
+    for index, tok in enumerate(flags):
+        if MARK not in tok:
+            continue
+        before = flags[index - 1] if index else ""
+        if before.startswith("-") and "=" not in before:
+            continue  # the value of the flag before it
+        if tok.startswith("-") and MARK not in tok.split("=", 1)[0]:
+            continue  # --flag=<unknown>
+        engine.complete = False  # an unknown word where flags may stand
+    engine.written[:] = [w for w in engine.written if MARK not in w]
+
+
+def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
+    """A unique prefix of a long option (``--max-model 4096``) names the option, where
+    the image's vLLM release takes prefixes (the catalogue's ``abbreviations``, read from
+    the release's parser) and every read release around it resolves it the same way.
+    Where that is not known, a prefix of some flag makes the engine incomplete."""
+    version = vllm_version(image)
+    accepts = accepts_abbreviations(version) if version else None
+    sets = accepted_flags(version) if version else None
+    for written in list(engine.written):
+        if not written.startswith("--"):
+            continue
+        name = "--" + written[2:].replace("_", "-")
+        key = name[2:].replace("-", "_")
+        if key.startswith("no_"):
+            continue
+        if key not in engine.values or (
+            all(name in s.flags for s in sets) if sets else name in _every_flag()
+        ):
+            continue
+        if sets and accepts is not None and accepts.value:
+            found = {_unique_prefix(name, s.flags) for s in sets}
+            if len(found) == 1 and (full := found.pop()) is not None:
+                engine.values.setdefault(full[2:].replace("-", "_"), engine.values.pop(key))
+        elif any(f.startswith(name) for f in _every_flag()):
+            engine.complete = False  # may name another setting; the release's rule is unknown
+
+
+def _unique_prefix(name: str, flags: frozenset[str]) -> str | None:
+    """The one long option of *flags* that *name* abbreviates, else None."""
+    if name in flags:
+        return None
+    matches = [f for f in flags if f.startswith(name) and f.startswith("--")]
+    return matches[0] if len(matches) == 1 else None
+
+
+@lru_cache(maxsize=1)
+def _every_flag() -> frozenset[str]:
+    """The long options any read release accepts."""
+    return frozenset(f for v in flag_releases() for s in accepted_flags(v) or () for f in s.flags)
 
 
 def split_image(image: str) -> tuple[str, str | None, str | None]:
@@ -171,30 +263,13 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
         raise UnknownInput(f"command/args of {container.label}")
     command = [str(c) for c in command] if isinstance(command, list) else []
     args = [str(a) for a in args] if isinstance(args, list) else []
+    if any(
+        item is UNKNOWN for part in (raw.get("command"), raw.get("args")) for item in part or ()
+    ):
+        raise UnknownInput(f"command/args of {container.label}")  # an item, not just the list
     env = container.literal_env()
     argv = command + args
-    flags: list[str] | None = None
-    complete = True
-    if argv and argv[0].rsplit("/", 1)[-1] in {"sh", "bash", "dash", "ash", "zsh"} and "-c" in argv:
-        script = " ".join(argv[argv.index("-c") + 1 :])
-        script = script.replace("\\\n", " ")
-        for part in _SEPARATORS.split(script):
-            expanded, unresolved = _expand(part, env)
-            found = _vllm_invocation(_tokens(expanded))
-            if found is not None:
-                flags, complete = found, not unresolved
-                break
-    elif argv:
-        expanded_argv = []
-        for tok in argv:
-            text, unresolved = _expand(tok, env)
-            complete = complete and not unresolved
-            expanded_argv.append(text)
-        flags = _vllm_invocation(expanded_argv)
-        if flags is None and not command and _is_vllm_image(container.image):
-            flags = expanded_argv
-    elif _is_vllm_image(container.image):
-        flags = []
+    flags, complete = _launch_flags(container, command, argv)
     if flags is None:
         return None
     if "$@" in flags or '"$@"' in flags:
@@ -207,8 +282,13 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
         parse_flags(_tokens(extra), engine.values, engine.written)
     if isinstance(engine.values.get("model"), str):
         engine.model = engine.values["model"]
-    port = engine.get_int("port")
-    engine.port = port if port is not None else 8000
+    _mark_unknowns(engine, flags)
+    _resolve_abbreviations(engine, container.image)
+    if engine.values.get("port") is UNKNOWN:
+        engine.port = None  # stated where the container runs
+    else:
+        port = engine.get_int("port")
+        engine.port = port if port is not None else 8000
     return engine
 
 
@@ -325,6 +405,7 @@ def ray_version(obj: K8sObject, images: Iterator[Any]) -> str | None:
         ("spec", "rayVersion"),
         ("spec", "rayClusterConfig", "rayVersion"),
         ("spec", "rayClusterSpec", "rayVersion"),
+        ("spec", "template", "spec", "rayVersion"),  # AIBrix RayClusterFleet
     ):
         value = dig(obj.raw, *path)
         if isinstance(value, str | int | float) and not isinstance(value, bool):
