@@ -73,9 +73,7 @@ def test_decode_is_monotonic_in_batch_tp_and_bandwidth() -> None:
     for tp in (2, 4, 8):
         _, _, est70 = _setup(LLAMA_70B, tensor_parallel_size=tp)
         by_tp.append(
-            decode_step(
-                arch70, gpu, est70, batch=16, context=2048, constants=c, interconnect_gbs=450
-            ).seconds.value
+            decode_step(arch70, gpu, est70, batch=16, context=2048, constants=c).seconds.value
         )
     assert by_tp == sorted(by_tp, reverse=True)
     faster: GpuModel = gpu.model_copy(update={"memory_bandwidth_gbs": 2 * gpu.memory_bandwidth_gbs})

@@ -22,6 +22,7 @@ __all__ = [
     "KvCacheDtype",
     "MigStrategy",
     "ModelDtype",
+    "OnDemandPriceKind",
     "OperatorComponent",
     "Runtime",
     "SharingStrategy",
@@ -151,6 +152,14 @@ class ModelDtype(StrEnum):
     FLOAT32 = "float32"
 
 
+class OnDemandPriceKind(StrEnum):
+    """Accepted values of ``OnDemandPrice.kind``."""
+
+    ON_DEMAND = "on-demand"
+    CAPACITY_BLOCK = "capacity-block"
+    SPOT = "spot"
+
+
 class OperatorComponent(StrEnum):
     """Accepted values of ``GpuOperatorSpec.declared_overrides``."""
 
@@ -217,6 +226,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     )
     _MigStrategy = Literal["none", "single", "mixed"] | MigStrategy
     _ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | ModelDtype
+    _OnDemandPriceKind = Literal["on-demand", "capacity-block", "spot"] | OnDemandPriceKind
     _OperatorComponent = (
         Literal["driver", "toolkit", "device_plugin", "dcgm_exporter"] | OperatorComponent
     )
@@ -238,6 +248,7 @@ else:
     _KvCacheDtype = KvCacheDtype
     _MigStrategy = MigStrategy
     _ModelDtype = ModelDtype
+    _OnDemandPriceKind = OnDemandPriceKind
     _OperatorComponent = OperatorComponent
     _Runtime = Runtime
     _SharingStrategy = SharingStrategy
@@ -596,10 +607,14 @@ class StackGpuModelArgs(TypedDict):
 
 
 class StackOnDemandPriceArgs(TypedDict):
-    """A published on-demand list price of one instance type."""
+    """A published list price of one instance type (on-demand unless ``kind`` says otherwise)."""
 
+    kind: NotRequired[_OnDemandPriceKind]
+    """What the price buys: on-demand, an EC2 Capacity Block (where AWS publishes no on-demand price
+    to cite), or spot. Default: ``"on-demand"``.
+    """
     usd_per_hour: float
-    """On-demand price per instance-hour in USD."""
+    """Price per instance-hour in USD."""
     region: str
     """Region the price is for, e.g. "us-east-1"."""
     read_on: str
