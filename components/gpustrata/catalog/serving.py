@@ -99,6 +99,13 @@ class StartupLog(BaseModel):
     compile_s: float | None = Field(default=None, ge=0)
     compile_cached: bool = False
     enforce_eager: bool = False
+    torch_compile: bool = Field(
+        default=True,
+        description="False where the engine ran no torch.compile (V0 without -O3)",
+    )
+    moe_warmup_s: float | None = Field(
+        default=None, gt=0, description="Logged MoE kernel (DeepGEMM) warm-up seconds"
+    )
     layers: int | None = Field(
         default=None, ge=1, description="Decoder layers, where the model is not in the catalogue"
     )
