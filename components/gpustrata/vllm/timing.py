@@ -103,7 +103,7 @@ class StartupEstimate:
     budget_s: float
     """``total_s x safety_factor``: what probes and thresholds must allow."""
     explanation: str
-    """The chain, e.g. ``141.1 GB / 1.0 GB/s + 90 s init = 231 s, x1.5 = 347 s``."""
+    """The chain, e.g. ``141.1 GB / 1.0 GB/s + 89 s init = 230 s, x1.5 = 345 s``."""
 
 
 def startup_estimate(
