@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 import sys
 
-from gpustrata.catalog.serving import load_serving_calibration
+from gpustrata.catalog.serving import load_serving_calibration, load_serving_fit
 from gpustrata.vllm.calibration import default_constants, predict_point
 
 
@@ -30,33 +30,43 @@ def _serving() -> int:
         f"{'tok/s':>17} {'err':>6}"
     )
     print(head)
+    fit = load_serving_fit()
+    seen = {i for k in fit.constants.values() for i in k.fitted_on}
+    # Out-of-sample: held out of the fit, or added to the calibration after it.
+    held = {p.id for p in load_serving_calibration() if p.id not in seen} | set(fit.held_out)
     errs: dict[str, list[float]] = {"tpot": [], "throughput": [], "ttft": []}
+    held_errs: dict[str, list[float]] = {"tpot": [], "throughput": [], "ttft": []}
     misses: list[str] = []
     for p in load_serving_calibration():
         pp = predict_point(p, c)
         pred = pp.prediction
         e = pp.errors()
         for k, v in e.items():
-            errs[k].append(abs(v))
+            (held_errs if p.id in held else errs)[k].append(abs(v))
             if k != "ttft" and abs(v) > 0.4:
                 misses.append(f"{p.id} {k} {v:+.0%}")
 
         def cell(k: str, e: dict[str, float] = e) -> str:
             return f"{e[k]:+6.0%}" if k in e else "  n/f "
 
+        mark = "*" if p.id in held else " "
         print(
-            f"{p.id[:44]:44} {_fmt(p.tpot_ms):>7}/{pred.tpot_seconds.value * 1e3:<7.1f} "
+            f"{p.id[:43]:43}{mark} {_fmt(p.tpot_ms):>7}/{pred.tpot_seconds.value * 1e3:<7.1f} "
             f"{cell('tpot')} {_fmt(p.ttft_ms):>8}/{pred.ttft_seconds.value * 1e3:<8.1f} "
             f"{cell('ttft')} {_fmt(p.output_tokens_per_second):>8}/{pp.throughput:<8.1f} "
             f"{cell('throughput')}"
         )
-    print("\n(n/f: not measured, or not fitted: see the point's notes)")
-    for k, v in errs.items():
-        if v:
-            print(
-                f"median |error| {k}: {statistics.median(v):.1%} over {len(v)} figures, "
-                f"max {max(v):.1%}"
-            )
+    print(
+        "\n(n/f: not measured, or not fitted: see the point's notes; "
+        "* not fitted on: held out or added after the fit)"
+    )
+    for label, table in (("fitted", errs), ("out-of-sample", held_errs)):
+        for k, v in table.items():
+            if v:
+                print(
+                    f"{label}: median |error| {k}: {statistics.median(v):.1%} over {len(v)} "
+                    f"figures, max {max(v):.1%}"
+                )
     print("beyond 40 % (TPOT/throughput):", ", ".join(misses) or "none")
     return 0
 

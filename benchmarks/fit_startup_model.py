@@ -53,6 +53,7 @@ def main() -> int:
     compile_cold: list[tuple[str, float]] = []
     compile_cached: list[tuple[str, float]] = []
     capture: list[tuple[str, float]] = []
+    moe: list[tuple[str, float]] = []
 
     def layers(log: StartupLog) -> int | None:
         arch = models.get(log.model)
@@ -60,34 +61,50 @@ def main() -> int:
 
     for log in logs:
         n = layers(log)
-        if log.compile_s is not None and n is not None:
+        if log.compile_s and n is not None and log.torch_compile:
             if log.compile_cached:
                 compile_cached.append((log.id, log.compile_s))
             else:
                 compile_cold.append((log.id, log.compile_s / n))
         if log.graph_capture_s is not None:
             capture.append((log.id, log.graph_capture_s))
+        if log.moe_warmup_s is not None:
+            moe.append((log.id, log.moe_warmup_s))
     cold = statistics.median(v for _, v in compile_cold)
     cached = statistics.median(v for _, v in compile_cached)
     cap = statistics.median(v for _, v in capture)
+    moe_s = statistics.median(v for _, v in moe)
     base_rows: list[tuple[str, float]] = []
     for log in logs:
         n = layers(log)
         if log.init_s is None or n is None or log.enforce_eager:
             continue
-        comp = cached if log.compile_cached else cold * n
-        base_rows.append((log.id, log.init_s - comp - cap))
+        # The base is what the log's init leaves once its own logged parts are taken out
+        # (the fitted term where the log does not report a part).
+        if not log.torch_compile:
+            comp = 0.0
+        elif log.compile_s is not None:
+            comp = log.compile_s
+        else:
+            comp = cached if log.compile_cached else cold * n
+        graphs = log.graph_capture_s if log.graph_capture_s is not None else cap
+        arch = models.get(log.model)
+        warm = (log.moe_warmup_s or moe_s) if arch is not None and arch.is_moe else 0.0
+        base_rows.append((log.id, log.init_s - comp - graphs - warm))
     base = max(0.0, statistics.median(v for _, v in base_rows))
     out["init_base_s"] = {
         "value": round(base, 1),
         "fitted_on": [i for i, _ in base_rows],
-        "explanation": "median of logged init minus the compile and graph-capture terms "
-        "(process start, profiling, KV cache allocation, warm-up)",
+        "explanation": "median of each log's init less its logged torch.compile, CUDA graph "
+        "and MoE warm-up seconds (process start, profiling, KV cache allocation, warm-up): "
+        + ", ".join(f"{v:.1f}" for _, v in sorted(base_rows, key=lambda x: x[1]))
+        + " s",
     }
     out["compile_s_per_layer"] = {
         "value": round(cold, 2),
         "fitted_on": [i for i, _ in compile_cold],
-        "explanation": "median of a cold torch.compile's logged seconds per decoder layer",
+        "explanation": "median of a cold torch.compile's logged seconds per decoder layer: "
+        + ", ".join(f"{v:.2f}" for _, v in sorted(compile_cold, key=lambda x: x[1])),
     }
     out["compile_cached_s"] = {
         "value": round(cached, 1),
@@ -97,7 +114,14 @@ def main() -> int:
     out["graph_capture_s"] = {
         "value": round(cap, 1),
         "fitted_on": [i for i, _ in capture],
-        "explanation": "median of the logged CUDA graph capture times",
+        "explanation": "median of the logged CUDA graph capture times: "
+        + ", ".join(f"{v:g}" for _, v in sorted(capture, key=lambda x: x[1]))
+        + " s",
+    }
+    out["moe_warmup_s"] = {
+        "value": round(moe_s, 1),
+        "fitted_on": [i for i, _ in moe],
+        "explanation": "logged MoE kernel (DeepGEMM) warm-up of an FP8 MoE model",
     }
 
     class _NoAliases(yaml.SafeDumper):

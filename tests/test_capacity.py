@@ -30,6 +30,7 @@ from gpustrata.vllm.capacity import (
     pp_layer_partition,
     weights_estimate,
 )
+from gpustrata.vllm.timing import fitted_engine_init
 
 
 def arch(model_id: str) -> ModelArchitecture:
@@ -283,13 +284,16 @@ def test_startup_is_weights_over_bandwidth_plus_init() -> None:
     st = est.startup
     assert st.load_gbps == 1.0
     assert st.load_s == pytest.approx(est.weights.total_bytes / 1e9)
-    assert st.init_s == 90  # 30 s + 60 s torch.compile / CUDA graphs (dense model)
-    assert st.budget_s == pytest.approx((st.load_s + 90) * 1.5)
-    assert "GB / 1.0 GB/s (s3) + 90 s init" in st.explanation
+    init = fitted_engine_init(a.num_hidden_layers, enforce_eager=False)[0]
+    assert st.init_s == init  # fitted: base + compile per layer + graph capture (dense)
+    assert st.budget_s == pytest.approx((st.load_s + init) * 1.5)
+    assert f"GB / 1.0 GB/s (s3) + {init:.0f} s init" in st.explanation
     fast = estimate_capacity(a, gpu("h100-sxm-80gb"), tensor_parallel_size=4, load_gbps=2.0)
     assert fast.startup.load_s == pytest.approx(st.load_s / 2)
     moe = estimate_capacity(arch("Qwen/Qwen3-30B-A3B"), gpu("h100-sxm-80gb"), enforce_eager=True)
-    assert moe.startup.init_s == 30 + 90  # no compile, MoE warmup
+    eager = fitted_engine_init(48, enforce_eager=True)[0]
+    assert moe.startup.init_s == fitted_engine_init(48, enforce_eager=True, is_moe=True)[0]
+    assert moe.startup.init_s > eager  # no compile, MoE warm-up
 
 
 def test_longest_step_scales_with_tp_and_batch() -> None:
@@ -320,7 +324,10 @@ def test_planner_sizes_the_startup_probe_from_the_estimate() -> None:
     derived = {d.key: d for d in plan.derived}
     probe = derived["models.llama-70b.startupProbe.failureThreshold"]
     assert probe.source == "formula"
-    assert "141.1 GB / 1.0 GB/s (s3) + 90 s init" in probe.why and "x1.5" in probe.why
+    assert (
+        f"141.1 GB / 1.0 GB/s (s3) + {cap.startup.init_s:.0f} s init" in probe.why
+        and "x1.5" in probe.why
+    )
     for key in (
         "weightsPerGpu",
         "kvCacheTokens",

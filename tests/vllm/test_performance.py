@@ -18,6 +18,7 @@ from gpustrata.vllm.performance import (
     predict_serving,
 )
 from gpustrata.vllm.terms import CapacityError
+from gpustrata.vllm.timing import fitted_engine_init
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
 LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
@@ -73,9 +74,7 @@ def test_decode_is_monotonic_in_batch_tp_and_bandwidth() -> None:
     for tp in (2, 4, 8):
         _, _, est70 = _setup(LLAMA_70B, tensor_parallel_size=tp)
         by_tp.append(
-            decode_step(
-                arch70, gpu, est70, batch=16, context=2048, constants=c, interconnect_gbs=450
-            ).seconds.value
+            decode_step(arch70, gpu, est70, batch=16, context=2048, constants=c).seconds.value
         )
     assert by_tp == sorted(by_tp, reverse=True)
     faster: GpuModel = gpu.model_copy(update={"memory_bandwidth_gbs": 2 * gpu.memory_bandwidth_gbs})
@@ -164,17 +163,32 @@ def test_every_prediction_carries_its_working() -> None:
 
 def test_every_startup_constant_cites_published_logs() -> None:
     from gpustrata.catalog.serving import load_startup_logs
-    from gpustrata.vllm.timing import fitted_engine_init_seconds
 
     ids = {log.id for log in load_startup_logs()}
     startup = load_serving_fit().startup
     assert {"init_base_s", "compile_s_per_layer", "graph_capture_s"} <= set(startup)
     for name, c in startup.items():
         assert c.fitted_on and set(c.fitted_on) <= ids, name
-    # More layers compile longer; eager skips compile and graphs.
-    assert fitted_engine_init_seconds(80, enforce_eager=False) > fitted_engine_init_seconds(
-        32, enforce_eager=False
-    )
-    assert fitted_engine_init_seconds(80, enforce_eager=True) < fitted_engine_init_seconds(
-        32, enforce_eager=False
-    )
+
+    # More layers compile longer; eager skips compile and graphs; MoE adds its warm-up.
+    def init(layers: int, **kw: bool) -> float:
+        return fitted_engine_init(layers, **{"enforce_eager": False, **kw})[0]
+
+    assert init(80) > init(32)
+    assert init(80, enforce_eager=True) < init(32)
+    assert init(32, is_moe=True) > init(32)
+    assert init(32, compile_cached=True) < init(32)
+
+
+def test_planner_startup_uses_the_fitted_model() -> None:
+    """The planner's startup estimate is the fitted one: HF download bandwidth and init."""
+    from gpustrata.vllm.timing import startup_estimate
+
+    arch, _, est = _setup()
+    fit = load_serving_fit().startup
+    s = startup_estimate(arch, est.weights, weights_source="huggingface")
+    assert s.load_gbps == fit["load_gbps_huggingface_cold"].value
+    assert s.init_s == fitted_engine_init(arch.num_hidden_layers, enforce_eager=False)[0]
+    assert "fitted" in s.load_source and "fitted" in s.init_source
+    pvc = startup_estimate(arch, est.weights, weights_source="pvc")
+    assert "gpustrata default" in pvc.load_source  # no published PVC log yet

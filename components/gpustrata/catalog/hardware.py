@@ -134,11 +134,18 @@ class GpuModel(BaseModel):
 
 
 class OnDemandPrice(BaseModel):
-    """A published on-demand list price of one instance type."""
+    """A published list price of one instance type (on-demand unless ``kind`` says otherwise)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    usd_per_hour: float = Field(gt=0, description="On-demand price per instance-hour in USD.")
+    kind: Literal["on-demand", "capacity-block", "spot"] = Field(
+        default="on-demand",
+        description=(
+            "What the price buys: on-demand, an EC2 Capacity Block (where AWS publishes no "
+            "on-demand price to cite), or spot."
+        ),
+    )
+    usd_per_hour: float = Field(gt=0, description="Price per instance-hour in USD.")
     region: str = Field(min_length=1, description='Region the price is for, e.g. "us-east-1".')
     read_on: date = Field(description="The date the price was read (prices change).")
     source: str = Field(min_length=1, description="Where it was read (URL or repo/path@commit).")

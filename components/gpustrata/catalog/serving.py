@@ -1,8 +1,9 @@
-"""Serving facts: GPU interconnect, instance prices, published vLLM runs and the fit on them.
+"""Serving facts: published vLLM runs, startup logs and the fit on them.
 
-The data lives next to this module:
+The GPU-to-GPU bandwidth the model all-reduces over is the GPU catalogue's
+``interconnect_gbs`` and the instance price its ``price`` (``catalog/hardware.py``): one
+place each. The data lives next to this module:
 
-* ``data/serving.yaml``: per-GPU NVLink/PCIe bandwidth and instance prices (each cited);
 * ``data/serving-calibration.yaml``: published vLLM serving results with their full
   conditions, source URL and a verbatim quote;
 * ``data/startup-logs.yaml``: published vLLM startup logs (load and init times);
@@ -14,9 +15,7 @@ The data lives next to this module:
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from importlib import resources
-from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 import yaml
@@ -28,71 +27,15 @@ from gpustrata.core.yamlio import safe_load
 __all__ = [
     "CalibrationPoint",
     "FittedConstant",
-    "InstancePrice",
-    "Interconnect",
-    "ServingFacts",
     "ServingFit",
     "StartupLog",
     "load_serving_calibration",
-    "load_serving_facts",
     "load_serving_fit",
     "load_startup_logs",
 ]
 
 _PACKAGE = "gpustrata.catalog"
 _M = TypeVar("_M", bound=BaseModel)
-
-
-class Interconnect(BaseModel):
-    """The bandwidth between the GPUs of one instance, per GPU and direction."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    gpu: str = Field(min_length=1, description="GpuModel.id")
-    kind: str = Field(min_length=1, description="nvlink4, pcie4, ...")
-    gbs: float = Field(gt=0, description="GB/s per GPU per direction")
-    source: str = Field(min_length=1)
-
-
-class InstancePrice(BaseModel):
-    """What one instance costs per hour, where and when it was read."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    instance: str = Field(min_length=1)
-    kind: Literal["on-demand", "spot", "capacity-block"]
-    region: str = Field(min_length=1)
-    usd_per_hour: float = Field(gt=0)
-    read: str = Field(min_length=1, description="When the price was read")
-    source: str = Field(min_length=1)
-
-
-class ServingFacts:
-    """Interconnect by GPU id and prices by instance type (read-only)."""
-
-    __slots__ = ("_interconnect", "_prices")
-
-    def __init__(self, interconnect: list[Interconnect], prices: list[InstancePrice]) -> None:
-        """Index the entries (later ones win)."""
-        self._interconnect: Mapping[str, Interconnect] = MappingProxyType(
-            {i.gpu: i for i in interconnect}
-        )
-        by_type: dict[str, list[InstancePrice]] = {}
-        for p in prices:
-            by_type.setdefault(p.instance, []).append(p)
-        self._prices: Mapping[str, tuple[InstancePrice, ...]] = MappingProxyType(
-            {k: tuple(v) for k, v in by_type.items()}
-        )
-
-    def interconnect(self, gpu_id: str) -> Interconnect | None:
-        """The GPU-to-GPU link of ``gpu_id``, or None when the catalogue has none."""
-        return self._interconnect.get(gpu_id)
-
-    def price(self, instance: str) -> InstancePrice | None:
-        """The instance's price: on-demand first, then capacity-block, then spot."""
-        order = {"on-demand": 0, "capacity-block": 1, "spot": 2}
-        found = sorted(self._prices.get(instance, ()), key=lambda p: order[p.kind])
-        return found[0] if found else None
 
 
 class CalibrationPoint(BaseModel):
@@ -156,6 +99,13 @@ class StartupLog(BaseModel):
     compile_s: float | None = Field(default=None, ge=0)
     compile_cached: bool = False
     enforce_eager: bool = False
+    torch_compile: bool = Field(
+        default=True,
+        description="False where the engine ran no torch.compile (V0 without -O3)",
+    )
+    moe_warmup_s: float | None = Field(
+        default=None, gt=0, description="Logged MoE kernel (DeepGEMM) warm-up seconds"
+    )
     layers: int | None = Field(
         default=None, ge=1, description="Decoder layers, where the model is not in the catalogue"
     )
@@ -180,6 +130,10 @@ class ServingFit(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: str = Field(min_length=1)
+    held_out: list[str] = Field(
+        default_factory=list,
+        description="Calibration points left out of the fit: their errors are out-of-sample",
+    )
     constants: dict[str, FittedConstant]
     startup: dict[str, FittedConstant] = Field(default_factory=dict)
 
@@ -209,16 +163,6 @@ def _parse(filename: str, key: str, model: type[_M], entries: list[Any]) -> list
         except ValidationError as exc:
             raise CatalogError(f"{filename}: {key} entry {i} is invalid: {exc}") from exc
     return out
-
-
-@functools.cache
-def load_serving_facts() -> ServingFacts:
-    """Interconnect and prices from ``data/serving.yaml`` (cached)."""
-    name = "data/serving.yaml"
-    doc = _read(name)
-    links = _parse(name, "interconnect", Interconnect, _entries(name, doc, "interconnect"))
-    prices = _parse(name, "prices", InstancePrice, _entries(name, doc, "prices"))
-    return ServingFacts(links, prices)
 
 
 @functools.cache

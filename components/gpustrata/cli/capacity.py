@@ -273,8 +273,8 @@ def capacity_command(args: argparse.Namespace) -> int:
     est = estimate(target)
     rows = what_if(target, est)
     if args.format == "json":
-        doc = capacity_document(est, rows, target.stack, target.model_name)
+        doc = capacity_document(est, rows, target.stack, target.model_name, target)
         print(json.dumps(doc, indent=2))
     else:
-        print(capacity_text(est, rows, target.stack, target.model_name))
+        print(capacity_text(est, rows, target.stack, target.model_name, target))
     return 0 if est.fits else 1

@@ -124,7 +124,6 @@ def _request(args: argparse.Namespace) -> Any:
 
 def size_command(args: argparse.Namespace) -> int:
     """Search, print the ranked candidates; 1 when none meets the SLOs."""
-    from gpustrata.catalog.serving import load_serving_facts
     from gpustrata.planning.sizing import size
     from gpustrata.reports.sizing import sizing_document, sizing_markdown, sizing_text
     from gpustrata.vllm.calibration import default_constants
@@ -133,7 +132,7 @@ def size_command(args: argparse.Namespace) -> int:
     req = _request(args)
     constants = default_constants()
     try:
-        result = size(req, load_hardware_catalog(), load_serving_facts(), constants)
+        result = size(req, load_hardware_catalog(), constants)
     except CapacityError as exc:
         raise InputError(f"{exc.setting}: {exc}") from None
     if args.format == "json":

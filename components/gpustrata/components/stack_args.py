@@ -22,6 +22,7 @@ __all__ = [
     "KvCacheDtype",
     "MigStrategy",
     "ModelDtype",
+    "OnDemandPriceKind",
     "OperatorComponent",
     "Provisioner",
     "Runtime",
@@ -154,6 +155,14 @@ class ModelDtype(StrEnum):
     FLOAT32 = "float32"
 
 
+class OnDemandPriceKind(StrEnum):
+    """Accepted values of ``OnDemandPrice.kind``."""
+
+    ON_DEMAND = "on-demand"
+    CAPACITY_BLOCK = "capacity-block"
+    SPOT = "spot"
+
+
 class OperatorComponent(StrEnum):
     """Accepted values of ``GpuOperatorSpec.declared_overrides``."""
 
@@ -227,6 +236,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     )
     _MigStrategy = Literal["none", "single", "mixed"] | MigStrategy
     _ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | ModelDtype
+    _OnDemandPriceKind = Literal["on-demand", "capacity-block", "spot"] | OnDemandPriceKind
     _OperatorComponent = (
         Literal["driver", "toolkit", "device_plugin", "dcgm_exporter"] | OperatorComponent
     )
@@ -249,6 +259,7 @@ else:
     _KvCacheDtype = KvCacheDtype
     _MigStrategy = MigStrategy
     _ModelDtype = ModelDtype
+    _OnDemandPriceKind = OnDemandPriceKind
     _OperatorComponent = OperatorComponent
     _Provisioner = Provisioner
     _Runtime = Runtime
@@ -511,8 +522,9 @@ class StackWeightsArgs(TypedDict):
     """
     load_gbps: NotRequired[float]
     """Measured weight load bandwidth in GB/s (10^9 bytes/s) from this source into the engine, for
-    the startup estimate. Empty: gpustrata's default for the source (huggingface 0.25, s3 1.0, pvc
-    0.3, local-nvme 2.0; shown with its source by `plan` and `capacity`).
+    the startup estimate. Empty: the median fitted on published vLLM startup logs of the source
+    (huggingface: a cold Hub download; s3: the Run:ai Model Streamer; local-nvme), or gpustrata's
+    cited 0.3 for pvc; shown with its source by `plan` and `capacity`.
     """
 
 
@@ -585,8 +597,9 @@ class StackModelArgs(TypedDict):
     """
     startup_init_s: NotRequired[int]
     """Engine initialisation time in seconds after the weights are loaded (profiling, KV allocation,
-    torch.compile, CUDA graph capture), for the startup estimate. Empty: gpustrata's default (30 s,
-    +60 s without enforce_eager, +90 s for MoE models).
+    torch.compile, CUDA graph capture), for the startup estimate. Empty: fitted on published vLLM
+    startup logs (a base, + torch.compile per decoder layer and CUDA graph capture without
+    enforce_eager, + MoE kernel warm-up for MoE models).
     """
 
 
@@ -644,10 +657,14 @@ class StackGpuModelArgs(TypedDict):
 
 
 class StackOnDemandPriceArgs(TypedDict):
-    """A published on-demand list price of one instance type."""
+    """A published list price of one instance type (on-demand unless ``kind`` says otherwise)."""
 
+    kind: NotRequired[_OnDemandPriceKind]
+    """What the price buys: on-demand, an EC2 Capacity Block (where AWS publishes no on-demand price
+    to cite), or spot. Default: ``"on-demand"``.
+    """
     usd_per_hour: float
-    """On-demand price per instance-hour in USD."""
+    """Price per instance-hour in USD."""
     region: str
     """Region the price is for, e.g. "us-east-1"."""
     read_on: str

@@ -11,14 +11,21 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpustrata.catalog.architectures import ModelCatalog, ModelCatalogError, load_model_catalog
+from gpustrata.catalog.architectures import (
+    ModelArchitecture,
+    ModelCatalog,
+    ModelCatalogError,
+    load_model_catalog,
+)
 from gpustrata.catalog.compat import KarpenterRelease, load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
 from gpustrata.core.contract import GPU_COUNT_LABEL, GPU_LABEL, POOL_LABEL
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger, Source
+from gpustrata.planning.serving import ServingAtSettings, pool_cost_per_hour, serving_at_settings
 from gpustrata.spec.stack import KarpenterPoolSpec, ModelSpec, NodePoolSpec, StackSpec
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
+from gpustrata.vllm.terms import Term
 
 NODEADM_SOURCE = "awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go"
 
@@ -51,6 +58,9 @@ class PoolPlan:
     instance_types: tuple[str, ...] = ()
     """Every instance type the pool may launch (a Karpenter NodePool may allow several;
     ``instance`` is the one the per-node numbers assume, the smallest of them)."""
+    cost_per_hour: Term | None = None
+    """USD per hour at max_size nodes (the explanation gives min..max), from the instance's
+    catalogue price; None without a price."""
 
     @property
     def name(self) -> str:
@@ -126,6 +136,10 @@ class ModelPlan:
     ``capacity_unavailable``."""
     capacity_unavailable: str | None = None
     """Why ``capacity`` is None (e.g. the model is not in the catalogue)."""
+    serving: ServingAtSettings | None = None
+    """Predicted TPOT, TTFT and throughput of one replica at its settings (the reference
+    workload of :func:`~gpustrata.vllm.performance.reference_workload`); None without a
+    capacity estimate or when vLLM would not start."""
 
     @property
     def name(self) -> str:
@@ -373,6 +387,9 @@ def _plan_pool(
         GPU_LABEL: gpu.id,
         GPU_COUNT_LABEL: str(instance.gpu_count),
     }
+    cost = pool_cost_per_hour(instance, pool.min_size, pool.max_size)
+    if cost is not None:
+        ledger.add(f"{key}.costPerHour", round(cost.value, 2), "catalogue", cost.explanation)
     return PoolPlan(
         spec=pool,
         instance=instance,
@@ -384,6 +401,7 @@ def _plan_pool(
         eviction_hard=eviction_hard,
         labels=labels,
         instance_types=tuple(t.name for t in types),
+        cost_per_hour=cost,
     )
 
 
@@ -515,9 +533,14 @@ def _plan_model(
         why = "replicas (no autoscaling)"
     ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
 
-    capacity, unavailable = _capacity(model, index, pool, catalog, base_dir)
+    capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir)
+    serving = None
     if capacity is not None:
         _record_capacity(key, capacity, ledger)
+        if arch is not None:
+            serving = serving_at_settings(arch, pool.gpu, capacity)
+        if serving is not None:
+            _record_serving(key, serving, ledger)
         startup = capacity.startup
         failures = max(1, math.ceil(startup.budget_s / STARTUP_PERIOD_S))
         ledger.add(
@@ -558,6 +581,7 @@ def _plan_model(
         ray=ray,
         capacity=capacity,
         capacity_unavailable=unavailable,
+        serving=serving,
     )
 
 
@@ -588,8 +612,9 @@ def _capacity(
     pool: PoolPlan,
     catalog: ModelCatalog,
     base_dir: Path | None,
-) -> tuple[CapacityEstimate | None, str | None]:
-    """The capacity estimate, or None and why (a rule reports what cannot be planned)."""
+) -> tuple[CapacityEstimate | None, str | None, ModelArchitecture | None]:
+    """The capacity estimate (None and why: a rule reports what cannot be planned) and the
+    architecture it was made for."""
     outside = _outside_project(model.model, catalog, base_dir)
     if outside:
         raise PlanError(f"gpustrata:stack.models[{index}].model", outside)
@@ -609,14 +634,18 @@ def _capacity(
                 f"config.json; nearest catalogue ids: {', '.join(repr(n) for n in near)}; or "
                 "point model at the model's config.json inside the project",
             )
-        return None, (
-            f"model {model.model!r} is not in the model catalogue (no catalogue id is close) "
-            "and is not a path to a config.json"
+        return (
+            None,
+            (
+                f"model {model.model!r} is not in the model catalogue (no catalogue id is "
+                "close) and is not a path to a config.json"
+            ),
+            None,
         )
     try:
-        return estimate_for_model(model, arch, pool.gpu), None
+        return estimate_for_model(model, arch, pool.gpu), None, arch
     except CapacityError as exc:
-        return None, f"{arch.id} with these engine settings cannot be estimated: {exc}"
+        return None, f"{arch.id} with these engine settings cannot be estimated: {exc}", arch
 
 
 def _record_capacity(key: str, cap: CapacityEstimate, ledger: Ledger) -> None:
@@ -668,6 +697,32 @@ def _record_capacity(key: str, cap: CapacityEstimate, ledger: Ledger) -> None:
         round(cap.longest_step.seconds, 2),
         "formula",
         cap.longest_step.explanation,
+    )
+
+
+def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> None:
+    """Put the predicted serving figures in the ledger (so a pull request's comparison
+    shows what a change does to them)."""
+    p, skey = serving.prediction, f"{key}.serving"
+    ledger.add(
+        f"{skey}.workload",
+        f"{p.workload.input_tokens} in / {p.workload.output_tokens} out, "
+        f"concurrency {p.workload.concurrency}",
+        "default",
+        serving.workload_why,
+    )
+    ledger.add(f"{skey}.running", int(p.running.value), "formula", p.running.explanation)
+    tpot_ms = round(p.tpot_seconds.value * 1e3, 1)
+    ledger.add(f"{skey}.tpotMs", tpot_ms, "formula", p.tpot_seconds.explanation)
+    ledger.add(
+        f"{skey}.ttftSeconds", round(p.ttft_seconds.value, 2), "formula", p.ttft_seconds.explanation
+    )
+    ledger.add(
+        f"{skey}.outputTokensPerSecond",
+        round(p.output_tokens_per_second.value),
+        "formula",
+        p.output_tokens_per_second.explanation + " (one replica; serving model constants: "
+        "catalog/data/serving-fit.yaml)",
     )
 
 

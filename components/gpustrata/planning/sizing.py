@@ -16,7 +16,6 @@ from typing import Any
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
-from gpustrata.catalog.serving import ServingFacts
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, estimate_capacity
 from gpustrata.vllm.performance import (
     ServingConstants,
@@ -32,6 +31,7 @@ __all__ = [
     "Rejected",
     "SizingRequest",
     "SizingResult",
+    "instance_price",
     "size",
 ]
 
@@ -108,15 +108,17 @@ class SizingResult:
     max_model_len_why: str
 
 
-def _price(
-    inst: InstanceType, facts: ServingFacts, overrides: dict[str, float]
+def instance_price(
+    inst: InstanceType, overrides: dict[str, float] | None = None
 ) -> tuple[float, str] | None:
-    if inst.name in overrides:
+    """USD per hour of one ``inst`` and where it comes from (an override, or the
+    catalogue's price), or None when neither has one."""
+    if overrides and inst.name in overrides:
         return overrides[inst.name], f"--price {inst.name}={overrides[inst.name]:g}"
-    p = facts.price(inst.name)
+    p = inst.price
     if p is None:
         return None
-    return p.usd_per_hour, f"{p.kind} {p.region}, read {p.read}: {p.source}"
+    return p.usd_per_hour, f"{p.kind} {p.region}, read {p.read_on}: {p.source}"
 
 
 def _misses(req: SizingRequest, pred: ServingPrediction, cost: float | None) -> list[str]:
@@ -141,7 +143,6 @@ def _per_replica(w: Workload, replicas: int) -> Workload:
 def size(
     req: SizingRequest,
     hardware: HardwareCatalog,
-    facts: ServingFacts,
     constants: ServingConstants,
 ) -> SizingResult:
     """Search, predict and rank (see the module docstring)."""
@@ -189,7 +190,7 @@ def size(
             if isinstance(found, str):
                 rejected.append(Rejected(inst.name, gpu.id, tp, found))
                 continue
-            candidates.append(_candidate(req, inst, gpu, tp, found, facts, constants))
+            candidates.append(_candidate(req, inst, gpu, tp, found, constants))
     ranked = sorted(
         candidates,
         key=lambda c: (
@@ -209,12 +210,10 @@ def _candidate(
     gpu: GpuModel,
     tp: int,
     est: CapacityEstimate,
-    facts: ServingFacts,
     constants: ServingConstants,
 ) -> Candidate:
-    link = facts.interconnect(gpu.id)
     per_instance = inst.gpu_count // (tp * req.pipeline_parallel_size)
-    price = _price(inst, facts, req.prices)
+    price = instance_price(inst, req.prices)
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
     best: tuple[int, ServingPrediction, list[str], float | None] | None = None
     for r in tries:
@@ -224,7 +223,6 @@ def _candidate(
             est,
             _per_replica(req.workload, r),
             constants,
-            interconnect_gbs=link.gbs if link else None,
         )
         instances = -(-r // per_instance)
         cost = instances * price[0] if price else None

@@ -18,7 +18,9 @@ the stack's values (what-if). Output:
   ``gpu``, ``tensor_parallel_size``, ``pipeline_parallel_size``, ``gpus``,
   ``weights_bytes_per_gpu``, ``kv_cache_tokens``,
   ``max_concurrent_full_length_sequences``, ``largest_max_model_len``,
-  ``startup_seconds``, ``longest_step_seconds``, ``current``).
+  ``startup_seconds``, ``longest_step_seconds``, ``current``, ``predicted``: one
+  replica's ``tpot_seconds``, ``ttft_seconds``, ``output_tokens_per_second`` at the
+  reference workload, or null).
 
 The flags and the command itself live in :mod:`gpustrata.cli.capacity`.
 """
@@ -32,6 +34,7 @@ from typing import Any
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
 from gpustrata.core.errors import InputError
+from gpustrata.planning.serving import ServingAtSettings, serving_at_settings
 from gpustrata.vllm.capacity import (
     CapacityError,
     CapacityEstimate,
@@ -185,7 +188,27 @@ def _settings(est: CapacityEstimate) -> dict[str, Any]:
     }
 
 
-def _row(est: CapacityEstimate, current: CapacityEstimate) -> dict[str, Any]:
+def _predicted(target: CapacityTarget | None, est: CapacityEstimate) -> ServingAtSettings | None:
+    """A what-if row's predicted serving at the reference workload (None: not predicted)."""
+    if target is None:
+        return None
+    gpu = target.hardware.gpu(est.gpu_id)
+    return serving_at_settings(target.arch, gpu, est) if gpu is not None else None
+
+
+def _row(
+    est: CapacityEstimate, current: CapacityEstimate, target: CapacityTarget | None = None
+) -> dict[str, Any]:
+    pred = _predicted(target, est)
+    predicted = None
+    if pred is not None:
+        p = pred.prediction
+        predicted = {
+            "workload": pred.workload_why,
+            "tpot_seconds": round(p.tpot_seconds.value, 4),
+            "ttft_seconds": round(p.ttft_seconds.value, 3),
+            "output_tokens_per_second": round(p.output_tokens_per_second.value, 1),
+        }
     return {
         "gpu": est.gpu_id,
         "tensor_parallel_size": est.tensor_parallel_size,
@@ -199,6 +222,7 @@ def _row(est: CapacityEstimate, current: CapacityEstimate) -> dict[str, Any]:
         "longest_step_seconds": round(est.longest_step.seconds, 3),
         "fits": est.fits,
         "current": _same(est, current),
+        "predicted": predicted,
     }
 
 
@@ -207,8 +231,10 @@ def capacity_document(
     what_if: Sequence[CapacityEstimate] = (),
     stack: str | None = None,
     model_name: str | None = None,
+    target: CapacityTarget | None = None,
 ) -> dict[str, Any]:
-    """The JSON form (see the module docstring for the keys)."""
+    """The JSON form (see the module docstring for the keys); with ``target``, each
+    what-if row carries its predicted serving."""
     doc: dict[str, Any] = {
         "model": est.model_id,
         "gpu": est.gpu_id,
@@ -231,7 +257,7 @@ def capacity_document(
     }
     doc["fits"] = est.fits
     doc["vllm_error"] = _refusal(est)
-    doc["what_if"] = [_row(r, est) for r in what_if]
+    doc["what_if"] = [_row(r, est, target) for r in what_if]
     return doc
 
 
@@ -279,8 +305,10 @@ def capacity_text(
     what_if: Sequence[CapacityEstimate] = (),
     stack: str | None = None,
     model_name: str | None = None,
+    target: CapacityTarget | None = None,
 ) -> str:
-    """The report for people: figures, their working, the what-if table."""
+    """The report for people: figures, their working, the what-if table (with ``target``,
+    with each row's predicted TPOT, TTFT and throughput)."""
     where = f", stack {stack} model {model_name}" if stack else ""
     lines = [
         f"Capacity of {est.model_id} on {est.gpus} x {est.gpu_id} "
@@ -313,9 +341,24 @@ def capacity_text(
             "largest max_model_len",
             "startup",
             "step",
+            "TPOT",
+            "TTFT",
+            "tok/s",
         )
         rows = [header]
+        workload = ""
         for r in what_if:
+            pred = _predicted(target, r)
+            if pred is not None:
+                workload = pred.workload_why
+                p = pred.prediction
+                predicted = (
+                    f"{p.tpot_seconds.value * 1e3:.1f} ms",
+                    f"{p.ttft_seconds.value:.2f} s",
+                    f"{p.output_tokens_per_second.value:,.0f}",
+                )
+            else:
+                predicted = ("-", "-", "-")
             rows.append(
                 (
                     "*" if _same(r, est) else "",
@@ -328,6 +371,7 @@ def capacity_text(
                     f"{r.largest_max_model_len:,}",
                     f"{r.startup.total_s:,.0f} s",
                     f"{r.longest_step.seconds:.2f} s",
+                    *predicted,
                 )
             )
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -340,4 +384,9 @@ def capacity_text(
             + ("" if est.fits else ", except the current one")
             + ")"
         )
+        if workload:
+            lines.append(
+                f"  (TPOT, TTFT, tok/s: one replica predicted at the {workload}; constants "
+                "fitted on published runs, catalog/data/serving-fit.yaml)"
+            )
     return "\n".join(lines)

@@ -67,6 +67,8 @@ def model_facts(mp: ModelPlan) -> dict[str, list[Fact]]:
         ("nodes", f"{pool.spec.min_size}..{pool.spec.max_size} {pool.spec.capacity_type}"),
         ("GPUs per Pod", str(mp.gpus_per_pod)),
     ]
+    if pool.cost_per_hour is not None:
+        nodes.append(("cost", pool.cost_per_hour.explanation.split(" = ")[0]))
     if mp.ray is None:
         ray: list[Fact] = [("", "not on Ray (plain vLLM Deployment)")]
     else:
@@ -101,6 +103,13 @@ def model_facts(mp: ModelPlan) -> dict[str, list[Fact]]:
                 str(fits) if cap.fits else "0: vLLM refuses to start",
             ),
             ("largest max_model_len that fits", _num(cap.largest_max_model_len)),
+        ]
+    if mp.serving is not None:
+        p = mp.serving.prediction
+        vllm += [
+            ("predicted TPOT", f"{p.tpot_seconds.value * 1e3:.1f} ms"),
+            ("TTFT", f"{p.ttft_seconds.value:.2f} s"),
+            ("output", f"{p.output_tokens_per_second.value:,.0f} tok/s per replica"),
         ]
     probes: list[Fact] = [
         ("startup window", f"{mp.probes.startup_window_s} s"),

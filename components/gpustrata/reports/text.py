@@ -102,6 +102,12 @@ class PlanReport:
             lines += [f"  {r.type:<48} {r.name}" for r in grouped[layer]]
         lines += ["", "Models, three layers side by side"]
         lines += _model_table(self.plan)
+        priced = [p for p in self.plan.pools.values() if p.cost_per_hour is not None]
+        if priced:
+            lines += ["", "Pool cost per hour (catalogue price x nodes)"]
+            lines += [
+                f"  {p.name}: {p.cost_per_hour.explanation}" for p in priced if p.cost_per_hour
+            ]
         serving = serving_text(self.plan, self.resources)
         if serving:
             lines += ["", "Serving layer: each value as registered, next to the plan", *serving]
@@ -132,7 +138,14 @@ def _short(value: Any) -> str:
 
 
 def _model_table(plan: StackPlan) -> list[str]:
-    header = ("model", "pool / GPUs per node", "Ray workers", "vLLM engine", "startup window")
+    header = (
+        "model",
+        "pool / GPUs per node",
+        "Ray workers",
+        "vLLM engine",
+        "startup window",
+        "predicted per replica",
+    )
     rows = [header]
     for mp in plan.models.values():
         pool = mp.pool
@@ -155,6 +168,7 @@ def _model_table(plan: StackPlan) -> list[str]:
                 ray,
                 vllm,
                 f"{mp.probes.startup_window_s} s",
+                mp.serving.summary() if mp.serving else "-",
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]

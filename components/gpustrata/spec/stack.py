@@ -544,9 +544,10 @@ class WeightsSpec(_Model):
         le=1000,
         examples=[1.0],
         description="Measured weight load bandwidth in GB/s (10^9 bytes/s) from this source "
-        "into the engine, for the startup estimate. Empty: gpustrata's default for the "
-        "source (huggingface 0.25, s3 1.0, pvc 0.3, local-nvme 2.0; shown with its source "
-        "by `plan` and `capacity`).",
+        "into the engine, for the startup estimate. Empty: the median fitted on published "
+        "vLLM startup logs of the source (huggingface: a cold Hub download; s3: the Run:ai "
+        "Model Streamer; local-nvme), or gpustrata's cited 0.3 for pvc; shown with its "
+        "source by `plan` and `capacity`.",
     )
 
     @field_validator("uri")
@@ -750,8 +751,9 @@ class ModelSpec(_Model):
         le=86400,
         description="Engine initialisation time in seconds after the weights are loaded "
         "(profiling, KV allocation, torch.compile, CUDA graph capture), for the startup "
-        "estimate. Empty: gpustrata's default (30 s, +60 s without enforce_eager, +90 s "
-        "for MoE models).",
+        "estimate. Empty: fitted on published vLLM startup logs (a base, + torch.compile "
+        "per decoder layer and CUDA graph capture without enforce_eager, + MoE kernel "
+        "warm-up for MoE models).",
     )
 
     @field_validator("model")

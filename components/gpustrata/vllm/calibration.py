@@ -17,7 +17,6 @@ from gpustrata.catalog.serving import (
     CalibrationPoint,
     ServingFit,
     load_serving_calibration,
-    load_serving_facts,
     load_serving_fit,
 )
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, estimate_capacity
@@ -126,14 +125,11 @@ def predict_point(point: CalibrationPoint, constants: ServingConstants) -> Point
     ``point`` must be one of :func:`load_serving_calibration` (its sizing is cached by id).
     """
     arch, gpu, est = _sized(point.id)
-    link = load_serving_facts().interconnect(gpu.id)
     workload = Workload(
         point.input_tokens,
         point.output_tokens,
         concurrency=point.concurrency,
         request_rate=point.request_rate,
     )
-    pred = predict_serving(
-        arch, gpu, est, workload, constants, interconnect_gbs=link.gbs if link else None
-    )
+    pred = predict_serving(arch, gpu, est, workload, constants)
     return PointPrediction(point, pred)

@@ -35,13 +35,18 @@ from gpustrata.vllm.timing import forward_flops
 
 __all__ = [
     "FP8_QUANTIZATIONS",
+    "PCIE4_GBS",
+    "REFERENCE_INPUT_TOKENS",
+    "REFERENCE_OUTPUT_TOKENS",
     "DecodeStep",
     "ServingConstants",
     "ServingPrediction",
     "Workload",
     "decode_step",
+    "link_gbs",
     "predict_serving",
     "prefill_seconds",
+    "reference_workload",
 ]
 
 FP8_QUANTIZATIONS = frozenset({"fp8", "fbgemm_fp8", "modelopt", "compressed-tensors-fp8"})
@@ -178,17 +183,28 @@ def _peak_flops(gpu: GpuModel, est: CapacityEstimate) -> tuple[float, str]:
     return gpu.dense_bf16_tflops * 1e12 * mult, why
 
 
+PCIE4_GBS = 32.0
+"""Per-direction GB/s of a PCIe Gen4 x16 link: the all-reduce's bandwidth for a GPU whose
+catalogue entry states no interconnect_gbs."""
+
+
+def link_gbs(gpu: GpuModel) -> float | None:
+    """Per-direction GPU-to-GPU GB/s: half the catalogue's bidirectional ``interconnect_gbs``."""
+    return gpu.interconnect_gbs / 2 if gpu.interconnect_gbs else None
+
+
 def _allreduce(
     arch: ModelArchitecture,
+    gpu: GpuModel,
     est: CapacityEstimate,
     tokens: float,
-    interconnect_gbs: float | None,
     c: ServingConstants,
 ) -> Term:
     tp = est.tensor_parallel_size
     if tp == 1:
         return Term(0.0, "TP 1: no all-reduce")
-    bw = interconnect_gbs or 32.0
+    interconnect_gbs = link_gbs(gpu)
+    bw = interconnect_gbs or PCIE4_GBS
     layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
     msg = tokens * arch.hidden_size * 2
     one = c.allreduce_latency_s + 2 * (tp - 1) / tp * msg / (bw * GB)
@@ -197,7 +213,8 @@ def _allreduce(
     return Term(
         total,
         f"2 all-reduces x {layers} layers x ({c.allreduce_latency_s * 1e6:.0f} us + ring "
-        f"2x{tp - 1}/{tp} x {msg / 1e6:.2f} MB / {bw:g} GB/s{src}) = {total * 1e3:.2f} ms",
+        f"2x{tp - 1}/{tp} x {msg / 1e6:.2f} MB / {bw:g} GB/s per direction{src}) "
+        f"= {total * 1e3:.2f} ms",
     )
 
 
@@ -209,7 +226,6 @@ def decode_step(
     batch: int,
     context: float,
     constants: ServingConstants,
-    interconnect_gbs: float | None = None,
     prompt_tokens: float = 0.0,
     prompt_context: float = 0.0,
 ) -> DecodeStep:
@@ -244,7 +260,7 @@ def decode_step(
         f"{flops / 1e12:.3f} TFLOP / ({peak_why} x {c.compute_efficiency:g}){pp_why} "
         f"= {comp * 1e3:.2f} ms",
     )
-    ar = _allreduce(arch, est, tokens, interconnect_gbs, c)
+    ar = _allreduce(arch, gpu, est, tokens, c)
     moe_layers = arch.num_hidden_layers if arch.is_moe else 0
     over = (
         c.step_overhead_s + c.per_sequence_overhead_s * batch + c.moe_layer_overhead_s * moe_layers
@@ -277,7 +293,6 @@ def prefill_seconds(
     decoding: int,
     context: float,
     constants: ServingConstants,
-    interconnect_gbs: float | None = None,
 ) -> Term:
     """Time to prefill one prompt while ``decoding`` sequences keep decoding (chunked prefill).
 
@@ -297,7 +312,6 @@ def prefill_seconds(
             batch=decoding,
             context=context,
             constants=constants,
-            interconnect_gbs=interconnect_gbs,
             prompt_tokens=chunk,
             prompt_context=ctx,
         )
@@ -332,8 +346,6 @@ def predict_serving(
     est: CapacityEstimate,
     workload: Workload,
     constants: ServingConstants,
-    *,
-    interconnect_gbs: float | None = None,
 ) -> ServingPrediction:
     """TTFT, TPOT, output tokens/s and requests/s of one replica serving ``workload``.
 
@@ -361,7 +373,6 @@ def predict_serving(
             batch=batch,
             context=mean_ctx,
             constants=c,
-            interconnect_gbs=interconnect_gbs,
             prompt_tokens=prompt,
             prompt_context=w.input_tokens / 2,
         )
@@ -373,7 +384,6 @@ def predict_serving(
             decoding=max(0, batch - 1),
             context=mean_ctx,
             constants=c,
-            interconnect_gbs=interconnect_gbs,
         )
         e2e = pre.value + (w.output_tokens - 1) * step.seconds.value
         return step, pre, e2e
@@ -462,3 +472,21 @@ def predict_serving(
         ),
         saturated=saturated,
     )
+
+
+REFERENCE_INPUT_TOKENS = 1024
+REFERENCE_OUTPUT_TOKENS = 256
+"""The workload ``plan`` and ``capacity`` predict an engine at when the stack states none:
+1,024 prompt and 256 output tokens per request (a chat turn; within max_model_len), as
+many requests in flight as max_num_seqs allows (the engine at its settings, full)."""
+
+
+def reference_workload(est: CapacityEstimate) -> tuple[Workload, str]:
+    """The reference workload for ``est``'s settings, and how it was chosen."""
+    out = min(REFERENCE_OUTPUT_TOKENS, max(1, est.max_model_len // 4))
+    inp = max(1, min(REFERENCE_INPUT_TOKENS, est.max_model_len - out))
+    why = (
+        f"reference workload: {inp:,} in / {out} out tokens per request at concurrency "
+        f"{est.max_num_seqs} (max_num_seqs; the KV cache may bound it lower)"
+    )
+    return Workload(inp, out, concurrency=est.max_num_seqs), why

@@ -14,13 +14,16 @@ from gpustrata.vllm.weights import WeightsEstimate
 
 __all__ = [
     "DEFAULT_EFFICIENCY",
+    "FITTED_LOAD_SOURCES",
     "LOAD_GBPS_DEFAULTS",
+    "MIN_FITTED_LOGS",
     "STARTUP_SAFETY_FACTOR",
     "StartupEstimate",
     "StepEstimate",
     "WeightSourceName",
-    "fitted_engine_init_seconds",
+    "fitted_engine_init",
     "forward_flops",
+    "load_bandwidth",
     "predict_logged_startup",
     "startup_estimate",
     "step_estimate",
@@ -63,17 +66,22 @@ LOAD_GBPS_DEFAULTS: Mapping[str, tuple[float, str]] = {
         "(~2 GB/s) in NVIDIA's benchmark; instance-store NVMe is at least that fast",
     ),
 }
-"""Weight load bandwidth in GB/s (10^9 bytes/s) per ``weights.source`` with its source."""
+"""Cited weight load bandwidth in GB/s (10^9 bytes/s) per ``weights.source``: what the
+planner used before the fit, and still uses for a source no published log was fitted on."""
 
-_INIT_BASE_S = 30
-_INIT_COMPILE_S = 60
-_INIT_MOE_S = 90
-_INIT_SOURCES = (
-    "vLLM PR #11005: 'init engine (profile, create kv cache, warmup model) took 14.18 s' "
-    "for Llama-3-8B without torch.compile, +25 s with it (torch.compile 19.4 s, CUDA graph "
-    "capture 15 s); vLLM issue #47456 (0.24, H100): dense 8B 86.6 s cold to /health, "
-    "Qwen3-30B-A3B fp8 init engine 143-264 s (DeepGEMM warmup ~82 s)"
-)
+FITTED_LOAD_SOURCES: Mapping[str, str] = {
+    "huggingface": "huggingface-cold",
+    "s3": "s3",
+    "local-nvme": "local-nvme",
+}
+"""The ``weights.source`` values whose bandwidth may come from published startup logs, and
+the log kind each reads (a Pod's first start downloads from the Hub: the cold figure).
+``pvc`` has no published log yet and keeps its cited default."""
+
+MIN_FITTED_LOGS = 3
+"""A source's fitted bandwidth replaces its cited default only with this many logs: s3 (2
+logs, 0.59 and 9.39 GB/s) and local-nvme (1) keep the cited figures, since a bandwidth
+guessed high shortens the probe windows built on it."""
 
 
 # --------------------------------------------------------------------------- time
@@ -95,7 +103,7 @@ class StartupEstimate:
     budget_s: float
     """``total_s x safety_factor``: what probes and thresholds must allow."""
     explanation: str
-    """The chain, e.g. ``141.1 GB / 1.0 GB/s + 90 s init = 231 s, x1.5 = 347 s``."""
+    """The chain, e.g. ``141.1 GB / 1.0 GB/s + 89 s init = 230 s, x1.5 = 345 s``."""
 
 
 def startup_estimate(
@@ -110,9 +118,10 @@ def startup_estimate(
 ) -> StartupEstimate:
     """Startup = total weight bytes / load bandwidth + engine init, times a safety factor.
 
-    Engine init (process start, profiling, KV allocation, torch.compile, CUDA graph
-    capture) defaults to 30 s + 60 s for compile and graphs (none with enforce_eager)
-    + 90 s for MoE kernel warmup, from the measurements cited in ``init_source``.
+    Load bandwidth: the median fitted on published startup logs of that source
+    (:func:`load_bandwidth`). Engine init (process start, profiling, KV allocation,
+    torch.compile, CUDA graph capture, MoE warm-up): :func:`fitted_engine_init`. Both come
+    from the ``startup:`` section of ``catalog/data/serving-fit.yaml``.
     """
     if load_gbps is not None:
         gbps, source = load_gbps, f"weights.load_gbps {load_gbps} set in the stack"
@@ -122,22 +131,16 @@ def startup_estimate(
             raise CapacityError(
                 "weights.source", f"weights source {weights_source!r} is not one of {known}"
             )
-        gbps, source = LOAD_GBPS_DEFAULTS[weights_source]
+        gbps, source = load_bandwidth(weights_source)
     if gbps <= 0:
         raise CapacityError("weights.load_gbps", f"load bandwidth {gbps} GB/s must be positive")
     load_s = weights.total_bytes / (gbps * GB)
     if engine_init_s is not None:
         init_s, init_source = float(engine_init_s), "startup_init_s set in the stack"
     else:
-        parts = [f"{_INIT_BASE_S} s process start, profiling and KV allocation"]
-        init_s = float(_INIT_BASE_S)
-        if not enforce_eager:
-            init_s += _INIT_COMPILE_S
-            parts.append(f"{_INIT_COMPILE_S} s torch.compile and CUDA graph capture")
-        if arch.is_moe:
-            init_s += _INIT_MOE_S
-            parts.append(f"{_INIT_MOE_S} s MoE kernel warmup")
-        init_source = "gpustrata default: " + " + ".join(parts) + f" ({_INIT_SOURCES})"
+        init_s, init_source = fitted_engine_init(
+            arch.num_hidden_layers, enforce_eager=enforce_eager, is_moe=arch.is_moe
+        )
     total = load_s + init_s
     budget = total * safety_factor
     why = (
@@ -158,27 +161,65 @@ def startup_estimate(
     )
 
 
-def fitted_engine_init_seconds(layers: int, *, enforce_eager: bool) -> float:
-    """Engine init of a dense model of ``layers`` decoder layers with the constants fitted
-    on published logs (the ``startup:`` section of ``catalog/data/serving-fit.yaml``):
-    base + cold torch.compile per layer + CUDA graph capture; eager: the fitted base.
+def load_bandwidth(weights_source: str) -> tuple[float, str]:
+    """GB/s of ``weights_source`` and why: the fitted median of its published logs, or
+    the cited default of :data:`LOAD_GBPS_DEFAULTS` where no log was fitted."""
+    fit = load_serving_fit().startup
+    kind = FITTED_LOAD_SOURCES.get(weights_source)
+    key = "load_gbps_" + kind.replace("-", "_") if kind else ""
+    if key in fit and len(fit[key].fitted_on) >= MIN_FITTED_LOGS:
+        c = fit[key]
+        return c.value, (
+            f"fitted on {len(c.fitted_on)} published {kind} startup logs, "
+            f"catalog/data/serving-fit.yaml: {c.explanation}"
+        )
+    return LOAD_GBPS_DEFAULTS[weights_source]
 
-    Not yet the planner's default (:func:`startup_estimate` keeps 30 s + 60 s): switching
-    changes V009/R005 findings and the planned probe windows, a decision left to review.
+
+def fitted_engine_init(
+    layers: int,
+    *,
+    enforce_eager: bool,
+    is_moe: bool = False,
+    torch_compile: bool = True,
+    compile_cached: bool = False,
+) -> tuple[float, str]:
+    """Engine init seconds and their working, with the constants fitted on published logs
+    (the ``startup:`` section of ``catalog/data/serving-fit.yaml``): base + torch.compile
+    (per decoder layer cold, a fixed time from the compile cache) + CUDA graph capture
+    (neither with enforce_eager) + MoE kernel warm-up for MoE models.
     """
     fit = load_serving_fit().startup
-    base = fit["init_base_s"].value
-    if enforce_eager:
-        return base
-    return base + fit["compile_s_per_layer"].value * layers + fit["graph_capture_s"].value
+    base = fit["init_base_s"]
+    total = base.value
+    parts = [f"{base.value:g} s base (profiling, KV cache; {len(base.fitted_on)} logs)"]
+    if not enforce_eager:
+        if torch_compile and compile_cached:
+            c = fit["compile_cached_s"]
+            total += c.value
+            parts.append(f"{c.value:g} s torch.compile from its cache")
+        elif torch_compile:
+            c = fit["compile_s_per_layer"]
+            total += c.value * layers
+            parts.append(f"{c.value:g} s x {layers} layers torch.compile ({len(c.fitted_on)} logs)")
+        g = fit["graph_capture_s"]
+        total += g.value
+        parts.append(f"{g.value:g} s CUDA graph capture ({len(g.fitted_on)} logs)")
+    if is_moe:
+        m = fit["moe_warmup_s"]
+        total += m.value
+        parts.append(f"{m.value:g} s MoE kernel warm-up ({len(m.fitted_on)} log)")
+    why = " + ".join(parts) + " (fitted on published vLLM startup logs, serving-fit.yaml)"
+    return total, why
 
 
 def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
-    """(fitted prediction, today's default prediction, logged, how) for a published log.
+    """(fitted prediction, the previous defaults' prediction, logged, how) for a log.
 
     Compares the log's load, its init, or both summed. Load bandwidth: the fitted median
-    of the log's source; today's default is :data:`LOAD_GBPS_DEFAULTS` (a warm Hugging
-    Face cache has no planner source: the fitted median stands in for both).
+    of the log's source; the previous defaults are :data:`LOAD_GBPS_DEFAULTS` and a fixed
+    30 s init + 60 s for compile and graphs + 90 s for MoE (a warm Hugging Face cache has
+    no planner source: the fitted median stands in for both).
     """
     from gpustrata.catalog.architectures import load_model_catalog
 
@@ -194,18 +235,23 @@ def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
         fitted += size / (gbps * GB)
         default += size / (today * GB)
         logged += log.load_s
-        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s (today {today:g})")
+        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s (before {today:g})")
     if log.init_s:
         arch = load_model_catalog().get(log.model)
         layers = log.layers or (arch.num_hidden_layers if arch else None)
         if layers is not None:
-            init = fitted_engine_init_seconds(layers, enforce_eager=log.enforce_eager)
-            if log.compile_cached and not log.enforce_eager:
-                init += fit["compile_cached_s"].value - fit["compile_s_per_layer"].value * layers
+            moe = arch is not None and arch.is_moe
+            init, _ = fitted_engine_init(
+                layers,
+                enforce_eager=log.enforce_eager,
+                is_moe=moe,
+                torch_compile=log.torch_compile,
+                compile_cached=log.compile_cached,
+            )
             fitted += init
-            default += _INIT_BASE_S + (0 if log.enforce_eager else _INIT_COMPILE_S)
+            default += 30 + (0 if log.enforce_eager else 60) + (90 if moe else 0)
             logged += log.init_s
-            how.append(f"init {init:.0f} s ({layers} layers)")
+            how.append(f"init {init:.0f} s ({layers} layers{', MoE' if moe else ''})")
     return fitted, default, logged, "; ".join(how)
 
 
