@@ -26,6 +26,21 @@ def test_tagged_release(image: str, version: str) -> None:
     assert found is not None and found.version == version and not found.assumed
 
 
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [
+        ("rayproject/ray-llm:ray-2.48.0-py311-cu128", "0.9.2"),
+        ("rayproject/ray-llm:2.50.1-py311-cu124", "0.10.2"),
+    ],
+)
+def test_ray_llm_lower_bound_is_the_assumed_release(image: str, version: str) -> None:
+    """Ray before 2.56 gives a lower bound only: its lowest release, said to be assumed
+    (not the reference release, and not "no release")."""
+    found = image_release(image)
+    assert found is not None and found.version == version and found.assumed
+    assert f"vllm>={version}" in found.where and "assumed" in found.where
+
+
 @pytest.mark.parametrize("image", ["vllm/vllm-openai:latest", "vllm/vllm-openai"])
 def test_unpinned_is_the_newest_release_and_says_so(image: str) -> None:
     found = image_release(image)

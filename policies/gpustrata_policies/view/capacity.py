@@ -191,7 +191,9 @@ def engine_version(site: EngineSite) -> EngineVersion:
     version = found.version if found is not None else None
     where = ""
     if found is not None and version is not None:
-        if found.ray:
+        if found.ray and found.assumed:
+            where = f"vLLM {version} ({found.where})"
+        elif found.ray:
             where = f"vLLM {version} (pinned by Ray {found.ray}, image {image})"
         elif found.assumed:
             where = f"vLLM {version} ({found.where})"

@@ -351,7 +351,9 @@ class ImageRelease:
     where: str
     """How it was read, or why no release is known (for messages)."""
     assumed: bool = False
-    """The image is unpinned (``latest``): the newest catalogued release is assumed."""
+    """The release is assumed, not read: an unpinned image (``latest``: the newest
+    catalogued release) or a ``ray-llm`` image whose Ray release gives a lower bound only
+    (its lowest release)."""
     ray: str | None = None
     """The Ray release whose pin gave the version (``rayproject/ray-llm``)."""
 
@@ -370,6 +372,14 @@ def image_release(image: Any) -> ImageRelease | None:
     repo, tag, digest = split_image(image)
     if repo.endswith("rayproject/ray-llm"):
         info = catalogs.compat().ray_llm_image(tag or "")
+        if info is not None and info.vllm and info.vllm_assumed:
+            return ImageRelease(
+                info.vllm,
+                f"image {image} (Ray {info.ray} requires vllm{info.vllm_requirement}: "
+                f"assumed to run {info.vllm}, the lowest release it accepts)",
+                assumed=True,
+                ray=info.ray,
+            )
         if info is not None and info.vllm:
             return ImageRelease(
                 info.vllm, f"image {image} (Ray {info.ray} pins vllm=={info.vllm})", ray=info.ray
