@@ -24,6 +24,7 @@ __all__ = [
     "Fact",
     "FlagChange",
     "FlagSet",
+    "ForcedBlockSize",
     "HealthFacts",
     "SchedulerRelease",
     "V0Defaults",
@@ -108,6 +109,45 @@ class SchedulerRelease:
 
 
 @dataclass(frozen=True, slots=True)
+class ForcedBlockSize:
+    """A page size one attention backend's kernel forces in a release: for these
+    compute-capability majors, head size and KV-cache dtypes the backend accepts only
+    multiples of ``multiple_of`` and, with ``--block-size`` unset, raises vLLM's 16 to it."""
+
+    backend: str
+    """vLLM's backend name (``FLASH_ATTN``), as ``--attention-backend`` takes it."""
+    compute_capability: tuple[int, ...]
+    head_size: int
+    kv_cache_dtypes: tuple[str, ...]
+    """The ``--kv-cache-dtype`` values it applies to (``auto``: unquantised)."""
+    multiple_of: int
+    default_on: tuple[int, ...]
+    """Compute-capability majors where this backend is vLLM's first choice for a
+    full-attention (non-MLA) model, so an unset block size becomes ``multiple_of``."""
+    why: str
+    source: str
+    except_model_types: tuple[str, ...] = ()
+    """config.json model types the kernel does not serve (another kernel takes them)."""
+
+    def applies(
+        self,
+        cc_major: int,
+        head_size: int,
+        kv_cache_dtype: str,
+        mla: bool,
+        model_type: str | None = None,
+    ) -> bool:
+        """Whether this backend forces its page size for that GPU and model."""
+        return (
+            not mla
+            and model_type not in self.except_model_types
+            and cc_major in self.compute_capability
+            and head_size == self.head_size
+            and kv_cache_dtype in self.kv_cache_dtypes
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class BlockSizeRelease:
     """``--block-size`` facts read in one release (``cli_choices`` None: any int parses)."""
 
@@ -116,6 +156,8 @@ class BlockSizeRelease:
     sources: tuple[str, ...]
     backends_read: bool = True
     """False: only the argument parser's choices were read, not the backends' limits."""
+    forced: tuple[ForcedBlockSize, ...] = ()
+    """Backend page sizes the release forces for some GPUs and models."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +228,11 @@ class VllmReleases:
         out += [(f"scheduler {r.version}", r.source) for r in self.scheduler]
         out += [(f"scheduler reference {i}", s) for i, s in enumerate(self.scheduler_references)]
         out += [(f"block_size {r.version}", s) for r in self.block_size for s in r.sources]
+        out += [
+            (f"block_size {r.version} {f.backend}", f.source)
+            for r in self.block_size
+            for f in r.forced
+        ]
         out += [("health", s) for s in self.health.sources]
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]
         out += [(f"flags {c.flag}", c.source) for c in self.flag_changes]
@@ -212,6 +259,27 @@ def _source(value: Any, what: str) -> str:
         raise VllmReleaseCatalogError(f"{what}: source must be vllm@vX.Y.Z:path")
     source_url(value)
     return value
+
+
+def _forced(data: Any, what: str) -> ForcedBlockSize:
+    f = _map(data, what)
+    try:
+        return ForcedBlockSize(
+            backend=str(f["backend"]),
+            compute_capability=tuple(int(c) for c in f["compute_capability"]),
+            head_size=int(f["head_size"]),
+            kv_cache_dtypes=tuple(str(d) for d in f["kv_cache_dtypes"]),
+            multiple_of=int(f["multiple_of"]),
+            default_on=tuple(int(c) for c in f.get("default_on") or ()),
+            why=str(f["why"]),
+            source=_source(f.get("source"), what),
+            except_model_types=tuple(str(t) for t in f.get("except_model_types") or ()),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise VllmReleaseCatalogError(
+            f"{what}: {e!s} (backend, compute_capability, "
+            "head_size, kv_cache_dtypes, multiple_of, why, source)"
+        ) from e
 
 
 def _version(value: Any, what: str) -> str:
@@ -262,6 +330,10 @@ def releases_from_document(data: Any) -> VllmReleases:
                 tuple(int(c) for c in choices) if choices is not None else None,
                 tuple(_source(s, f"block_size[{i}]") for s in r.get("sources") or []),
                 bool(r.get("backends_read", True)),
+                tuple(
+                    _forced(f, f"block_size[{i}].forced[{j}]")
+                    for j, f in enumerate(r.get("forced") or [])
+                ),
             )
         )
     health = _map(doc.get("health"), "health")
