@@ -218,6 +218,24 @@ def test_weights_match_vllm_logged_figures() -> None:
     assert two == pytest.approx(7.48, rel=0.01)
 
 
+def test_mxfp4_experts_are_padded_as_the_gpus_moe_kernel_needs() -> None:
+    """vLLM 0.33 pads gpt-oss's MXFP4 experts per kernel (mxfp4_round_up_hidden_size_and_
+    intermediate_size): FlashInfer TRT-LLM on Blackwell rounds hidden 2880 -> 3072 and the
+    intermediate shard to 128; the OpenAI Triton kernels on Hopper only the shard to 64.
+    What is read from storage does not change."""
+    a = arch("openai/gpt-oss-120b")
+    plain = weights_estimate(a)
+    b200 = weights_estimate(a, compute_capability=gpu("b200").compute_capability)
+    h100 = weights_estimate(a, compute_capability=gpu("h100-sxm-80gb").compute_capability)
+    assert b200.total_bytes == h100.total_bytes == plain.total_bytes
+    assert 1.05 < b200.bytes_per_gpu / plain.bytes_per_gpu < 1.10
+    assert "hidden 3072 x intermediate 2944" in b200.explanation
+    assert h100.bytes_per_gpu == plain.bytes_per_gpu  # 2880 is a multiple of 64
+    # TP 2 on Hopper: a 1440 shard rounds up to 1472.
+    h100_tp2 = weights_estimate(a, tensor_parallel_size=2, compute_capability="9.0")
+    assert "intermediate 1472 per TP shard" in h100_tp2.explanation
+
+
 def test_quantised_weights() -> None:
     # gpt-oss ships MXFP4 experts: "the large model fits on a single H100 GPU, while the
     # small one runs within 16GB of memory" (Hugging Face gpt-oss launch post; model card).
