@@ -345,3 +345,15 @@ def test_v006_forced_page_skips_the_models_its_kernel_does_not_serve(
     """Gemma 2 (logit soft-capping) runs FlashAttention 2 on Blackwell: multiples of 16."""
     argv = ["google/gemma-2-9b-it", "--attention-backend", "FLASH_ATTN", "--block-size", "32"]
     assert outcomes("V006", deployment(argv, gpu="NVIDIA-B200")) == ([], [])
+
+
+def test_v005_v0_chunked_budget_was_512_before_0_6_5() -> None:
+    """vLLM 0.6.1-0.6.4's V0 SchedulerConfig chunks with 512 tokens when the budget is
+    unset (0.6.5 made it 2048): 1024 sequences do not fit it, and the engine stops."""
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--enable-chunked-prefill", "--max-num-seqs", "600"]
+    (message,), skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.3.post1"))
+    assert skipped == [] and "512" in message
+    assert outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.6.post1")) == ([], [])
+    # 0.6.0 is not read (it also chunks multimodal models and not with prefix caching).
+    found, skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.0"))
+    assert found == [] and skipped

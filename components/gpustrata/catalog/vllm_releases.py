@@ -85,6 +85,21 @@ class V0Defaults:
     """Chunked prefill is on by default only above this max_model_len."""
     batch_tokens: int
     sources: tuple[str, ...]
+    early_chunked_tokens: Fact | None = None
+    """The chunked-prefill budget of the releases before ``early_chunked_until`` (512)."""
+    early_chunked_until: str | None = None
+
+    def chunked_batch_tokens(self, version: str | None) -> int:
+        """The V0 max_num_batched_tokens default with chunked prefill in that release
+        (``batch_tokens`` when the release is unknown or not earlier)."""
+        early, until = self.early_chunked_tokens, self.early_chunked_until
+        if early is None or until is None or version is None:
+            return self.batch_tokens
+        try:
+            older = parse_version(version) < parse_version(until)
+        except ValueError:
+            return self.batch_tokens
+        return early.int_value if older else self.batch_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +313,8 @@ def releases_from_document(data: Any) -> VllmReleases:
         k: _fact(v0.get(k), f"v0_engine.{k}")
         for k in ("max_num_seqs", "long_context", "batch_tokens")
     }
+    early = v0.get("early_chunked_batch_tokens")
+    early_map = _map(early, "v0_engine.early_chunked_batch_tokens") if early else None
     sched = _map(doc.get("scheduler"), "scheduler")
     scheduler = []
     for i, raw in enumerate(sched.get("releases") or []):
@@ -383,7 +400,16 @@ def releases_from_document(data: Any) -> VllmReleases:
             v0_facts["max_num_seqs"].int_value,
             v0_facts["long_context"].int_value,
             v0_facts["batch_tokens"].int_value,
-            tuple(f.source for f in v0_facts.values()),
+            tuple(f.source for f in v0_facts.values())
+            + (
+                (_source(early_map.get("source"), "v0_engine.early_chunked_batch_tokens"),)
+                if early_map
+                else ()
+            ),
+            _fact(early_map, "v0_engine.early_chunked_batch_tokens") if early_map else None,
+            _version(early_map.get("until"), "v0_engine.early_chunked_batch_tokens.until")
+            if early_map
+            else None,
         ),
         default_batch_tokens=_fact(
             sched.get("default_batch_tokens"), "scheduler.default_batch_tokens"

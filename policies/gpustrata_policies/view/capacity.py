@@ -344,12 +344,16 @@ def engine_settings(
             f"max_model_len unset: vLLM uses the model's max_position_embeddings {mml}"
         )
     if v0:
-        _v0_defaults(kwargs, defaults, arch, mml)
+        _v0_defaults(kwargs, defaults, arch, mml, release)
     return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit)
 
 
 def _v0_defaults(
-    kwargs: dict[str, Any], defaults: dict[str, str], arch: ModelArchitecture, mml: int
+    kwargs: dict[str, Any],
+    defaults: dict[str, str],
+    arch: ModelArchitecture,
+    mml: int,
+    release: str | None = None,
 ) -> None:
     """The V0 engine's own defaults (``_set_default_args_v0``, V0 ``SchedulerConfig``)."""
     v0 = _RELEASES.v0_defaults
@@ -362,7 +366,8 @@ def _v0_defaults(
         )
     if kwargs["max_num_batched_tokens"] is None:
         chunked = kwargs["enable_chunked_prefill"]
-        value = v0.batch_tokens if chunked else max(mml, v0.batch_tokens)
+        budget = v0.chunked_batch_tokens(release)
+        value = budget if chunked else max(mml, v0.batch_tokens)
         kwargs["max_num_batched_tokens"] = value
         defaults["max_num_batched_tokens"] = (
             f"max_num_batched_tokens unset: the V0 engine uses {value} "
