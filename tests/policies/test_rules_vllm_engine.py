@@ -357,3 +357,14 @@ def test_v005_v0_chunked_budget_was_512_before_0_6_5() -> None:
     # 0.6.0 is not read (it also chunks multimodal models and not with prefix caching).
     found, skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.0"))
     assert found == [] and skipped
+
+
+def test_v005_vllm_use_v1_is_ignored_before_the_v1_engine_existed() -> None:
+    """VLLM_USE_V1 first exists in 0.6.4: before it the V0 defaults still apply."""
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--enable-chunked-prefill", "--max-num-seqs", "600"]
+    env = {"VLLM_USE_V1": "1"}
+    old = deployment(argv, image="vllm/vllm-openai:v0.6.3.post1", env=env)
+    (message,), skipped = outcomes("V005", old)
+    assert skipped == [] and "512" in message
+    found, skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.4", env=env))
+    assert found == [] and "experimental V1 engine was not read" in skipped[0]

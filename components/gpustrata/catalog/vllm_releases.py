@@ -229,6 +229,9 @@ class VllmReleases:
     """(release, its default gpu_memory_utilization), sorted by release."""
     flags_file: str
     flag_changes: tuple[FlagChange, ...]
+    v1_opt_in_from: str | None = None
+    """The first release whose ``VLLM_USE_V1=1`` selects the (experimental) V1 engine;
+    earlier ones have none and ignore the variable."""
 
     def facts(self) -> list[tuple[str, Fact | str]]:
         """Every sourced fact as (name, fact or source), for audits and tests."""
@@ -382,6 +385,8 @@ def releases_from_document(data: Any) -> VllmReleases:
     engines = _map(doc.get("engines"), "engines")
     v1_from = _map(engines.get("v1_default_from"), "engines.v1_default_from")
     v0_gone = _map(engines.get("v0_removed_in"), "engines.v0_removed_in")
+    opt_in = engines.get("v1_opt_in_from")
+    opt_in_map = _map(opt_in, "engines.v1_opt_in_from") if opt_in else None
     return VllmReleases(
         reference=_version(ref.get("version"), "reference"),
         reference_source=_source(ref.get("source"), "reference"),
@@ -390,7 +395,11 @@ def releases_from_document(data: Any) -> VllmReleases:
         engine_sources=(
             _source(v1_from.get("source"), "engines.v1_default_from"),
             _source(v0_gone.get("source"), "engines.v0_removed_in"),
-        ),
+        )
+        + ((_source(opt_in_map.get("source"), "engines.v1_opt_in_from"),) if opt_in_map else ()),
+        v1_opt_in_from=_version(opt_in_map.get("version"), "engines.v1_opt_in_from")
+        if opt_in_map
+        else None,
         gpu_memory_utilization=_fact(
             _map(doc.get("defaults"), "defaults").get("gpu_memory_utilization"),
             "defaults.gpu_memory_utilization",

@@ -207,7 +207,10 @@ def engine_version(site: EngineSite) -> EngineVersion:
     if release is not None:
         v0 = release.default_engine == "v0"
         why = f"vLLM {release.version}'s default engine in the compatibility catalogue"
-        if use_v1 in {"0", "1"} and release.v0_engine_available:
+        opt_in = _RELEASES.v1_opt_in_from
+        if use_v1 == "1" and opt_in is not None and _older(release.version, opt_in):
+            why = f"vLLM {release.version} has no V1 engine (VLLM_USE_V1 is read from {opt_in})"
+        elif use_v1 in {"0", "1"} and release.v0_engine_available:
             v0, why = use_v1 == "0", f"VLLM_USE_V1={use_v1}"
     elif version is not None and _older(version, _RELEASES.v1_default_from):
         v1_from = _RELEASES.v1_default_from

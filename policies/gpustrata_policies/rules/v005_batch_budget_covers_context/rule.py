@@ -91,6 +91,8 @@ V0_READ = tuple(release_key(v) for v in _CATALOGUE.v0_defaults.read_in)
 """Releases whose V0 engine defaults were read (_set_default_args_v0, SchedulerConfig)."""
 _V1_DEFAULT = release_key(_CATALOGUE.v1_default_from)
 _V0_REMOVED = release_key(_CATALOGUE.v0_removed_in)
+_V1_OPT_IN = release_key(_CATALOGUE.v1_opt_in_from or _CATALOGUE.v1_default_from)
+"""Before this release there is no V1 engine and VLLM_USE_V1=1 changes nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +239,7 @@ def _judge(ctx: RuleContext, site: EngineSite, s: Settings) -> Iterator[Outcome]
                 f"; judged by {releases[0].version} and {releases[1].version}, the releases "
                 "read around it"
             )
-    elif parsed < _V1_DEFAULT and use_v1 == "1":
+    elif parsed < _V1_DEFAULT and use_v1 == "1" and parsed >= _V1_OPT_IN:
         worlds, why_unknown = None, f"vLLM {version}'s experimental V1 engine was not read"
     else:
         worlds = _v0_worlds(s, arch, V0_READ[0] <= parsed <= V0_READ[-1], version)
