@@ -19,6 +19,10 @@ from gpustrata_policies.view.engines import image_release
         ("docker.io/vllm/vllm-openai:v0.7.3@sha256:" + "a" * 64, "0.7.3"),
         ("registry.example.com/mirror/vllm-openai:v0.9.2", "0.9.2"),
         ("rayproject/ray-llm:2.60.0-py311-cu128", "0.29.0"),
+        # Vendor builds whose release notes name the vLLM inside (vllm-releases.yaml).
+        ("nvcr.io/nvidia/vllm:25.10-py3", "0.10.2"),
+        ("nvcr.io/nvidia/vllm:26.10-py3", "0.31.0"),
+        ("registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.0.0", "0.8.4"),
     ],
 )
 def test_tagged_release(image: str, version: str) -> None:

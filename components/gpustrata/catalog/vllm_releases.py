@@ -28,6 +28,7 @@ __all__ = [
     "HealthFacts",
     "SchedulerRelease",
     "V0Defaults",
+    "VendorImage",
     "VllmReleaseCatalogError",
     "VllmReleases",
     "accepted_flags",
@@ -176,6 +177,27 @@ class BlockSizeRelease:
 
 
 @dataclass(frozen=True, slots=True)
+class VendorImage:
+    """A vendor build of vLLM whose release notes name the upstream release inside."""
+
+    vendor: str
+    repository: str
+    """Repository without registry-independent prefix, e.g. ``nvcr.io/nvidia/vllm``."""
+    tags: tuple[str, ...]
+    """Tags (and their ``-suffix`` builds) that carry this release."""
+    vllm: str
+    source: str
+    """The release notes (URL) that name the vLLM version."""
+    cuda: str | None = None
+
+    def matches(self, repository: str, tag: str) -> bool:
+        """Whether ``repository:tag`` is this build."""
+        if not repository.endswith(self.repository):
+            return False
+        return any(tag == t or tag.startswith(f"{t}-") for t in self.tags)
+
+
+@dataclass(frozen=True, slots=True)
 class FlagChange:
     """What replaced a flag that later releases dropped."""
 
@@ -229,9 +251,15 @@ class VllmReleases:
     """(release, its default gpu_memory_utilization), sorted by release."""
     flags_file: str
     flag_changes: tuple[FlagChange, ...]
+    vendor_images: tuple[VendorImage, ...] = ()
+    """Vendor builds mapped to the vLLM release their notes name."""
     v1_opt_in_from: str | None = None
     """The first release whose ``VLLM_USE_V1=1`` selects the (experimental) V1 engine;
     earlier ones have none and ignore the variable."""
+
+    def vendor_image(self, repository: str, tag: str) -> VendorImage | None:
+        """The catalogued vendor build ``repository:tag``, or None."""
+        return next((v for v in self.vendor_images if v.matches(repository, tag)), None)
 
     def facts(self) -> list[tuple[str, Fact | str]]:
         """Every sourced fact as (name, fact or source), for audits and tests."""
@@ -277,6 +305,26 @@ def _source(value: Any, what: str) -> str:
         raise VllmReleaseCatalogError(f"{what}: source must be vllm@vX.Y.Z:path")
     source_url(value)
     return value
+
+
+def _vendor_image(data: Any, what: str) -> VendorImage:
+    v = _map(data, what)
+    source = str(v.get("source") or "")
+    if not source.startswith("https://"):
+        raise VllmReleaseCatalogError(f"{what}.source must be the release notes' URL")
+    try:
+        return VendorImage(
+            vendor=str(v["vendor"]),
+            repository=str(v["repository"]),
+            tags=tuple(str(t) for t in v["tags"]),
+            vllm=_version(v.get("vllm"), f"{what}.vllm"),
+            source=source,
+            cuda=str(v["cuda"]) if v.get("cuda") else None,
+        )
+    except (KeyError, TypeError) as e:
+        raise VllmReleaseCatalogError(
+            f"{what}: missing {e!s} (vendor, repository, tags, vllm)"
+        ) from e
 
 
 def _forced(data: Any, what: str) -> ForcedBlockSize:
@@ -439,6 +487,10 @@ def releases_from_document(data: Any) -> VllmReleases:
         memory_defaults=tuple(sorted(memory, key=lambda r: parse_version(r[0]))),
         flags_file=str(flags.get("file") or ""),
         flag_changes=tuple(changes),
+        vendor_images=tuple(
+            _vendor_image(v, f"vendor_images[{i}]")
+            for i, v in enumerate(doc.get("vendor_images") or [])
+        ),
     )
 
 

@@ -338,7 +338,8 @@ VENDOR_BUILDS = (
     ("vertex-ai/", "Vertex AI Model Garden"),
 )
 """Vendor builds of vLLM whose tags are the vendor's own versions (repository prefix or
-part, vendor); the vLLM inside is not catalogued, so the release is unknown."""
+part, vendor); the vLLM inside is the release catalogue's ``vendor_images`` mapping where
+the vendor's notes name it, else unknown."""
 UNPINNED_TAGS = frozenset({"", "latest"})
 
 
@@ -394,6 +395,13 @@ def image_release(image: Any) -> ImageRelease | None:
         )
     for prefix, vendor in VENDOR_BUILDS:
         if prefix in repo and "vllm" in repo.lower():
+            build = catalogs.vllm_releases().vendor_image(repo, tag or "")
+            if build is not None:
+                return ImageRelease(
+                    build.vllm,
+                    f"image {image} ({vendor} {tag} ships vLLM {build.vllm}, its release "
+                    f"notes: {build.source})",
+                )
             return ImageRelease(
                 None,
                 f"image {image} is a {vendor} build tagged with the vendor's version; the "
