@@ -148,6 +148,34 @@ def test_hybrid_gemma3_groups_share_one_block_pool() -> None:
     assert flat.num_blocks < kv.num_blocks
 
 
+def test_llama4_chunked_local_groups_hold_one_chunk_plus_in_flight() -> None:
+    """ChunkedLocalAttentionSpec (vLLM 0.33): a request holds cdiv(min(chunk + in-flight,
+    max_model_len), block) blocks per chunked group; 36 chunked + 12 full layers make
+    three chunked groups and one full group of 12."""
+    scout = arch("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    kv = kv_cache_blocks(
+        scout,
+        tensor_parallel_size=4,
+        available_bytes=20 * GIB,
+        max_model_len=131072,
+        max_num_batched_tokens=8192,
+    )
+    kinds = sorted((g.kind, len(g.layers)) for g in kv.groups)
+    assert kinds == [("chunked_local", 12)] * 3 + [("full_attention", 12)]
+    in_flight = 2 * 8192  # PP 1: two batches in flight
+    chunked = -(-(8192 + in_flight) // 16)
+    assert kv.blocks_per_request == 131072 // 16 + 3 * chunked
+    # Without the hybrid manager the chunked layers are promoted to full attention.
+    flat = kv_cache_blocks(
+        scout,
+        tensor_parallel_size=4,
+        available_bytes=20 * GIB,
+        max_model_len=131072,
+        hybrid_kv_cache_manager=False,
+    )
+    assert [g.kind for g in flat.groups] == ["full_attention"]
+
+
 def test_hybrid_gpt_oss_uses_equal_groups() -> None:
     # 12 sliding + 12 full: max < 1.5 x min, so group size 12, two groups.
     kv = kv_cache_blocks(arch("openai/gpt-oss-20b"), available_bytes=GIB)
