@@ -556,3 +556,53 @@ def test_nearest_ids_for_a_typo() -> None:
     )
     assert catalog.nearest("qwen2.5-7b-instruct")[0] == "Qwen/Qwen2.5-7B-Instruct"
     assert catalog.nearest("acme/nothing-like-it") == []
+
+
+@pytest.mark.parametrize(
+    ("quantization_config", "fmt", "bits"),
+    [
+        # nvidia/*-FP4 checkpoints (ModelOpt): sized at 8 bits before, as if FP8.
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4", 4.5),
+        ({"quant_method": "modelopt", "quantization": {"quant_algo": "FP8"}}, "fp8", 8.0),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128}}
+                },
+            },
+            "w4a16",
+            4.25,
+        ),
+        ({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized"}, "nvfp4", 4.5),
+        ({"quant_method": "awq", "bits": 4, "group_size": 128}, "awq", 4.25),
+    ],
+)
+def test_quantised_checkpoints_are_sized_by_their_weight_format(
+    tmp_path: Path, quantization_config: dict[str, Any], fmt: str, bits: float
+) -> None:
+    """The weight format in quantization_config, as vLLM 0.33 reads it (ModelOpt
+    quant_algo, compressed-tensors config_groups), sets the bits per linear weight."""
+    from gpustrata.vllm.weights import weights_estimate
+
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16",
+        "quantization_config": quantization_config,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    m = architecture_from_hf_config(path)
+    assert m.quantization == fmt
+    w = weights_estimate(m)
+    embed = 2 * 128256 * 4096  # embeddings and lm_head stay bf16
+    body = int(m.params_total_b * 1e9) - embed
+    assert w.total_bytes == pytest.approx(body * bits / 8 + embed * 2, rel=0.01)

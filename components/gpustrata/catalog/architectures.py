@@ -639,6 +639,42 @@ _LINEAR_ATTENTION_KEYS = (
 """config.json keys of Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5), as vLLM reads them."""
 
 
+def _weight_format(quant: dict[str, Any]) -> str | None:
+    """The weight format a config.json's quantization_config stores, for weight sizes.
+
+    ModelOpt checkpoints name it in ``quant_algo`` (vLLM 0.33's
+    ``ModelOptFp8Config`` / ``ModelOptNvFp4Config.override_quantization_method``: FP8 ->
+    ``modelopt``, NVFP4 -> ``modelopt_fp4``); compressed-tensors ones in the weights of
+    their ``config_groups`` (``num_bits``, ``type``, ``group_size``) or ``format``
+    (``nvfp4-pack-quantized``). Returns ``fp8``, ``nvfp4``, ``int8``, ``w4a16`` for those,
+    else the ``quant_method`` as given (``awq``, ``gptq``, ``mxfp4``, ``fp8``, ...).
+    """
+    method = str(quant.get("quant_method") or "").lower()
+    if not method:
+        return None
+    if method.startswith("modelopt"):
+        inner = quant.get("quantization")
+        algo = str((inner if isinstance(inner, dict) else quant).get("quant_algo") or "").upper()
+        if "FP4" in algo:
+            return "nvfp4"
+        if "FP8" in algo:
+            return "fp8"
+        return method
+    if method == "compressed-tensors":
+        if "nvfp4" in str(quant.get("format") or "").lower():
+            return "nvfp4"
+        groups = quant.get("config_groups")
+        first = next(iter(groups.values()), None) if isinstance(groups, dict) else None
+        weights = first.get("weights") if isinstance(first, dict) else None
+        if isinstance(weights, dict):
+            bits, kind = weights.get("num_bits"), str(weights.get("type") or "")
+            if bits == 8:
+                return "fp8" if kind == "float" else "int8"
+            if bits == 4:
+                return "nvfp4" if kind == "float" else "w4a16"
+    return method
+
+
 class _ConfigReader:
     """Reads one config.json, tracking which section a key came from for errors."""
 
@@ -721,7 +757,7 @@ class _ConfigReader:
             dtype = "bfloat16"
             self.notes.append('config.json has no torch_dtype: assumed "bfloat16".')
         quant = self.root.get("quantization_config") or cfg.get("quantization_config")
-        quant_method = quant.get("quant_method") if isinstance(quant, dict) else None
+        quant_method = _weight_format(quant) if isinstance(quant, dict) else None
         tied = bool(cfg.get("tie_word_embeddings", self.root.get("tie_word_embeddings", False)))
         total, active = self._estimate_params(
             layers, hidden, inter, heads, kv_heads, head_dim, vocab, tied, num_experts, top_k

@@ -26,6 +26,17 @@ _QUANT_BITS: Mapping[str, tuple[float, str]] = {
     "awq_marlin": (4.25, "4-bit weights + a 16-bit scale per group of 128"),
     "gptq": (4.25, "4-bit weights + a 16-bit scale per group of 128"),
     "gptq_marlin": (4.25, "4-bit weights + a 16-bit scale per group of 128"),
+    "nvfp4": (
+        4.5,
+        "NVFP4 weights: 4-bit E2M1 values + an FP8 E4M3 scale per 16 (4 + 8/16 bits; "
+        "ModelOpt and compressed-tensors nvfp4-pack-quantized)",
+    ),
+    "modelopt_fp4": (4.5, "NVFP4 weights: 4-bit values + an FP8 scale per 16 (4 + 8/16 bits)"),
+    "int8": (8.0, "INT8 weights (compressed-tensors W8A8/W8A16; per-channel scales negligible)"),
+    "w4a16": (
+        4.25,
+        "4-bit integer weights + a 16-bit scale per group of 128 (compressed-tensors W4A16)",
+    ),
     "mxfp4": (
         4.25,
         "MXFP4 expert weights: 4-bit values + an 8-bit shared exponent per 32 (4 + 8/32 "
