@@ -642,7 +642,7 @@ _LINEAR_ATTENTION_KEYS = (
 def _weight_format(quant: dict[str, Any]) -> str | None:
     """The weight format a config.json's quantization_config stores, for weight sizes.
 
-    ModelOpt checkpoints name it in ``quant_algo`` (vLLM 0.33's
+    ModelOpt checkpoints name it in ``quant_algo`` (the reference vLLM release's
     ``ModelOptFp8Config`` / ``ModelOptNvFp4Config.override_quantization_method``: FP8 ->
     ``modelopt``, NVFP4 -> ``modelopt_fp4``); compressed-tensors ones in the weights of
     their ``config_groups`` (``num_bits``, ``type``, ``group_size``) or ``format``
