@@ -149,6 +149,34 @@ def test_hybrid_gemma3_groups_share_one_block_pool() -> None:
     assert flat.num_blocks < kv.num_blocks
 
 
+def test_llama4_chunked_local_groups_hold_one_chunk_plus_in_flight() -> None:
+    """ChunkedLocalAttentionSpec (vLLM 0.33): a request holds cdiv(min(chunk + in-flight,
+    max_model_len), block) blocks per chunked group; 36 chunked + 12 full layers make
+    three chunked groups and one full group of 12."""
+    scout = arch("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    kv = kv_cache_blocks(
+        scout,
+        tensor_parallel_size=4,
+        available_bytes=20 * GIB,
+        max_model_len=131072,
+        max_num_batched_tokens=8192,
+    )
+    kinds = sorted((g.kind, len(g.layers)) for g in kv.groups)
+    assert kinds == [("chunked_local", 12)] * 3 + [("full_attention", 12)]
+    in_flight = 2 * 8192  # PP 1: two batches in flight
+    chunked = -(-(8192 + in_flight) // 16)
+    assert kv.blocks_per_request == 131072 // 16 + 3 * chunked
+    # Without the hybrid manager the chunked layers are promoted to full attention.
+    flat = kv_cache_blocks(
+        scout,
+        tensor_parallel_size=4,
+        available_bytes=20 * GIB,
+        max_model_len=131072,
+        hybrid_kv_cache_manager=False,
+    )
+    assert [g.kind for g in flat.groups] == ["full_attention"]
+
+
 def test_hybrid_gpt_oss_uses_equal_groups() -> None:
     # 12 sliding + 12 full: max < 1.5 x min, so group size 12, two groups.
     kv = kv_cache_blocks(arch("openai/gpt-oss-20b"), available_bytes=GIB)
@@ -217,6 +245,24 @@ def test_weights_match_vllm_logged_figures() -> None:
     two = weights_estimate(a, tensor_parallel_size=2).bytes_per_gpu / GIB
     assert one == pytest.approx(14.96, rel=0.01)
     assert two == pytest.approx(7.48, rel=0.01)
+
+
+def test_mxfp4_experts_are_padded_as_the_gpus_moe_kernel_needs() -> None:
+    """vLLM 0.33 pads gpt-oss's MXFP4 experts per kernel (mxfp4_round_up_hidden_size_and_
+    intermediate_size): FlashInfer TRT-LLM on Blackwell rounds hidden 2880 -> 3072 and the
+    intermediate shard to 128; the OpenAI Triton kernels on Hopper only the shard to 64.
+    What is read from storage does not change."""
+    a = arch("openai/gpt-oss-120b")
+    plain = weights_estimate(a)
+    b200 = weights_estimate(a, compute_capability=gpu("b200").compute_capability)
+    h100 = weights_estimate(a, compute_capability=gpu("h100-sxm-80gb").compute_capability)
+    assert b200.total_bytes == h100.total_bytes == plain.total_bytes
+    assert 1.05 < b200.bytes_per_gpu / plain.bytes_per_gpu < 1.10
+    assert "hidden 3072 x intermediate 2944" in b200.explanation
+    assert h100.bytes_per_gpu == plain.bytes_per_gpu  # 2880 is a multiple of 64
+    # TP 2 on Hopper: a 1440 shard rounds up to 1472.
+    h100_tp2 = weights_estimate(a, tensor_parallel_size=2, compute_capability="9.0")
+    assert "intermediate 1472 per TP shard" in h100_tp2.explanation
 
 
 def test_quantised_weights() -> None:

@@ -2,8 +2,10 @@
 
 Reads a vLLM source tree without importing it (no torch, no GPU): either a git directory
 at a tag (``--git DIR --tag vX.Y.Z``, files read with ``git show``) or an unpacked source
-tree (``--tree DIR``, e.g. the release's PyPI sdist, whose ``vllm/`` is the tag's). It
-follows what the release's OpenAI server parser does:
+tree (``--tree DIR``, e.g. the release's PyPI sdist, whose ``vllm/`` is the tag's) or a
+wheel (``--wheel FILE``, for a release published without an sdist, such as 0.15.x: its
+``vllm/*.py`` are the tag's Python sources). It follows what the release's OpenAI server
+parser does:
 
 - ``make_arg_parser`` (``vllm/entrypoints/openai/cli_args.py``, or
   ``vllm/entrypoints/common/cli_args.py`` in later releases): its literal
@@ -24,6 +26,7 @@ the extractor cannot follow is printed as a warning (and fails with ``--strict``
 
     python tools/vllm_flags.py --tree /tmp/vllm-0.8.5 --version 0.8.5 --out DIR
     python tools/vllm_flags.py --git /path/vllm.git --tag v0.8.5 --out DIR
+    python tools/vllm_flags.py --wheel vllm-0.15.1-cp38-abi3-manylinux_2_31_x86_64.whl --out DIR
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import argparse
 import ast
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +76,23 @@ def tree_reader(root: Path) -> tuple[Reader, Callable[[str], list[str]]]:
         if not base.is_dir():
             return []
         return sorted(str(p.relative_to(root)) for p in base.rglob("*.py"))
+
+    return read, listing
+
+
+def wheel_reader(wheel: Path) -> tuple[Reader, Callable[[str], list[str]]]:
+    """Read the Python files of a wheel (a zip whose ``vllm/`` is the package)."""
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+
+    def read(path: str) -> str | None:
+        return archive.read(path).decode("utf-8") if path in names else None
+
+    def listing(prefix: str) -> list[str]:
+        if prefix in names:
+            return [prefix]
+        folder = prefix.rstrip("/") + "/"
+        return sorted(n for n in names if n.startswith(folder) and n.endswith(".py"))
 
     return read, listing
 
@@ -575,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     src.add_argument("--tree", type=Path, help="an unpacked vLLM source tree (sdist)")
     src.add_argument("--git", type=Path, help="a vLLM git directory (with --tag)")
+    src.add_argument("--wheel", type=Path, help="a vLLM wheel (a release without an sdist)")
     ap.add_argument("--tag", help="the git tag, vX.Y.Z")
     ap.add_argument("--version", help="the release (default: the tag without v)")
     ap.add_argument("--out", type=Path, help="write <out>/<version>.txt (else stdout)")
@@ -593,6 +615,10 @@ def main(argv: list[str] | None = None) -> int:
         read, listing = git_reader(args.git, args.tag)
         version = args.version or args.tag.removeprefix("v")
         origin = f"git tag {args.tag}"
+    elif args.wheel is not None:
+        read, listing = wheel_reader(args.wheel)
+        version = args.version or args.wheel.name.split("-")[1]
+        origin = f"the Python sources of vllm {version} (PyPI wheel {args.wheel.name})"
     else:
         read, listing = tree_reader(args.tree)
         version = args.version or args.tree.name.removeprefix("vllm-")

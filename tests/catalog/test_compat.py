@@ -246,9 +246,12 @@ def test_ray_and_ray_llm_images() -> None:
     assert r.supports_vllm("0.8.5") and not r.supports_vllm("0.8.4")
     img = c.ray_llm_image("2.46.0-py311-cu124")
     assert img is not None
-    assert (img.ray, img.python, img.cuda, img.vllm) == ("2.46.0", "3.11", "12.4", None)
+    # ray[llm] 2.46.0 requires vllm>=0.8.5: the image is taken to run 0.8.5 (assumed).
+    assert (img.ray, img.python, img.cuda, img.vllm) == ("2.46.0", "3.11", "12.4", "0.8.5")
+    assert img.vllm_assumed
     img2 = c.ray_llm_image("rayproject/ray-llm:ray-2.56.1-py311-cu128")
     assert img2 is not None and img2.cuda == "12.8" and img2.vllm == "0.22.0"
+    assert not img2.vllm_assumed  # an exact pin
     assert img2.sources
     assert c.ray_llm_image("nightly-py311-cu124") is None
     assert c.ray_llm_image("1.0.0-py311") is None  # Ray release not catalogued

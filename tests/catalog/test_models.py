@@ -59,6 +59,8 @@ REQUIRED_IDS = [
     "openai/gpt-oss-120b",
     "microsoft/Phi-3-mini-4k-instruct",
     "microsoft/phi-4",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
 ]
 
 
@@ -117,6 +119,9 @@ def test_attention_fields_match_the_attention_kind(model: ModelArchitecture) -> 
     if model.attention == "hybrid_sliding":
         assert model.sliding_window is not None
         assert set(types) == {"full_attention", "sliding_attention"}
+    if model.attention == "hybrid_chunked":
+        assert model.attention_chunk_size is not None and model.sliding_window is None
+        assert set(types) == {"full_attention", "chunked_attention"}
 
 
 @pytest.mark.parametrize("model", ENTRIES, ids=IDS)
@@ -186,6 +191,54 @@ def test_hybrid_layouts_match_vllm() -> None:
     gpt_oss = _get("openai/gpt-oss-20b")
     assert gpt_oss.sliding_window == 128
     assert (gpt_oss.num_sliding_attention_layers, gpt_oss.num_full_attention_layers) == (12, 12)
+
+
+def test_llama4_chunked_local_layout_matches_vllm() -> None:
+    """vLLM's llama4.py: a layer is chunked local unless no_rope_layers marks it NoPE
+    (every 4th layer: 3, 7, ..., 47), which attends globally."""
+    for model_id in (
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+    ):
+        types = _get(model_id).layer_attention_types()
+        assert [i for i, t in enumerate(types) if t == "full_attention"] == list(range(3, 48, 4))
+        assert _get(model_id).attention_chunk_size == 8192
+
+
+@pytest.mark.parametrize(
+    ("experts", "step", "total_b"),
+    [(16, 1, 109.0), (128, 2, 400.0)],  # model cards: Scout 109B, Maverick 400B
+)
+def test_llama4_config_json_is_chunked_and_counted(
+    tmp_path: Path, experts: int, step: int, total_b: float
+) -> None:
+    """A Llama 4 config.json is read as chunked local attention (not 48 full layers) and
+    its parameters count the shared expert and, for Maverick, the dense layers between
+    the MoE ones."""
+    text = {
+        "model_type": "llama4_text",
+        "attention_chunk_size": 8192,
+        "head_dim": 128,
+        "hidden_size": 5120,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "max_position_embeddings": 1048576,
+        "num_attention_heads": 40,
+        "num_experts_per_tok": 1,
+        "num_hidden_layers": 48,
+        "num_key_value_heads": 8,
+        "num_local_experts": experts,
+        "interleave_moe_layer_step": step,
+        "vocab_size": 202048,
+        "torch_dtype": "bfloat16",
+    }
+    cfg = {"architectures": ["Llama4ForConditionalGeneration"], "text_config": text}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    m = architecture_from_hf_config(path)
+    assert m.attention == "hybrid_chunked" and m.num_full_attention_layers == 12
+    assert m.params_total_b == pytest.approx(total_b, rel=0.03)
+    assert m.params_active_b == pytest.approx(17.0, rel=0.1)
 
 
 # ------------------------------------------------------------------ lookups
@@ -503,3 +556,53 @@ def test_nearest_ids_for_a_typo() -> None:
     )
     assert catalog.nearest("qwen2.5-7b-instruct")[0] == "Qwen/Qwen2.5-7B-Instruct"
     assert catalog.nearest("acme/nothing-like-it") == []
+
+
+@pytest.mark.parametrize(
+    ("quantization_config", "fmt", "bits"),
+    [
+        # nvidia/*-FP4 checkpoints (ModelOpt): sized at 8 bits before, as if FP8.
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4", 4.5),
+        ({"quant_method": "modelopt", "quantization": {"quant_algo": "FP8"}}, "fp8", 8.0),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128}}
+                },
+            },
+            "w4a16",
+            4.25,
+        ),
+        ({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized"}, "nvfp4", 4.5),
+        ({"quant_method": "awq", "bits": 4, "group_size": 128}, "awq", 4.25),
+    ],
+)
+def test_quantised_checkpoints_are_sized_by_their_weight_format(
+    tmp_path: Path, quantization_config: dict[str, Any], fmt: str, bits: float
+) -> None:
+    """The weight format in quantization_config, as vLLM 0.33 reads it (ModelOpt
+    quant_algo, compressed-tensors config_groups), sets the bits per linear weight."""
+    from gpustrata.vllm.weights import weights_estimate
+
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16",
+        "quantization_config": quantization_config,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    m = architecture_from_hf_config(path)
+    assert m.quantization == fmt
+    w = weights_estimate(m)
+    embed = 2 * 128256 * 4096  # embeddings and lm_head stay bf16
+    body = int(m.params_total_b * 1e9) - embed
+    assert w.total_bytes == pytest.approx(body * bits / 8 + embed * 2, rel=0.01)

@@ -19,11 +19,30 @@ from gpustrata_policies.view.engines import image_release
         ("docker.io/vllm/vllm-openai:v0.7.3@sha256:" + "a" * 64, "0.7.3"),
         ("registry.example.com/mirror/vllm-openai:v0.9.2", "0.9.2"),
         ("rayproject/ray-llm:2.60.0-py311-cu128", "0.29.0"),
+        # Vendor builds whose release notes name the vLLM inside (vllm-releases.yaml).
+        ("nvcr.io/nvidia/vllm:25.10-py3", "0.10.2"),
+        ("nvcr.io/nvidia/vllm:26.10-py3", "0.31.0"),
+        ("registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.0.0", "0.8.4"),
     ],
 )
 def test_tagged_release(image: str, version: str) -> None:
     found = image_release(image)
     assert found is not None and found.version == version and not found.assumed
+
+
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [
+        ("rayproject/ray-llm:ray-2.48.0-py311-cu128", "0.9.2"),
+        ("rayproject/ray-llm:2.50.1-py311-cu124", "0.10.2"),
+    ],
+)
+def test_ray_llm_lower_bound_is_the_assumed_release(image: str, version: str) -> None:
+    """Ray before 2.56 gives a lower bound only: its lowest release, said to be assumed
+    (not the reference release, and not "no release")."""
+    found = image_release(image)
+    assert found is not None and found.version == version and found.assumed
+    assert f"vllm>={version}" in found.where and "assumed" in found.where
 
 
 @pytest.mark.parametrize("image", ["vllm/vllm-openai:latest", "vllm/vllm-openai"])

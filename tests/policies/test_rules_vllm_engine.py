@@ -298,3 +298,73 @@ def test_v006_unknown_or_unread_versions_are_not_evaluated() -> None:
         "container 'vllm' sets block_size 8, but the image (example.com/vllm:latest) does not "
         "name a vLLM version, and the block sizes vLLM accepts depend on its version"
     ]
+
+
+def _head_size(monkeypatch: pytest.MonkeyPatch, head_dim: int) -> None:
+    """Serve Llama 3.1 8B as if its heads were ``head_dim`` wide (no catalogued full-
+    attention model has head size 512, and the catalogued 256 ones take other kernels)."""
+    from gpustrata_policies.rules.v006_block_size_valid import rule as v006
+    from gpustrata_policies.view import catalogs
+
+    arch = catalogs.model_architecture("meta-llama/Llama-3.1-8B-Instruct")
+    assert arch is not None
+    wide = arch.model_copy(update={"head_dim": head_dim})
+    monkeypatch.setattr(v006, "site_architecture", lambda site: wide)
+
+
+@pytest.mark.parametrize(
+    ("head_dim", "gpu", "kv", "page"),
+    [
+        (512, "NVIDIA-H100-80GB-HBM3", "fp8", 64),  # FA4 FP8-KV dequant on SM90
+        (256, "NVIDIA-B200", "auto", 128),  # FA4's Blackwell head-256 kernel
+    ],
+)
+def test_v006_flash_attention_forced_page_sizes(
+    monkeypatch: pytest.MonkeyPatch, head_dim: int, gpu: str, kv: str, page: int
+) -> None:
+    """vLLM 0.33.0's FlashAttention takes only multiples of its FA4 page there: an explicit
+    FLASH_ATTN with another block size stops the engine; without the flag vLLM picks another
+    backend, and a multiple of the page (or another GPU or KV dtype) is fine."""
+    _head_size(monkeypatch, head_dim)
+    base = ["meta-llama/Llama-3.1-8B-Instruct", "--kv-cache-dtype", kv]
+    flagged = [*base, "--attention-backend", "FLASH_ATTN"]
+    (message,), _ = outcomes("V006", deployment([*flagged, "--block-size", "32"], gpu=gpu))
+    assert f"takes only multiples of {page}" in message
+    assert "Selected backend FLASH_ATTN is not valid" in message
+    assert f"head size {head_dim}" in message
+    assert outcomes("V006", deployment([*flagged, "--block-size", str(page)], gpu=gpu)) == ([], [])
+    assert outcomes("V006", deployment([*base, "--block-size", "32"], gpu=gpu)) == ([], [])
+    assert outcomes("V006", deployment([*flagged, "--block-size", "32"])) == ([], [])  # L4
+    older = deployment([*flagged, "--block-size", "32"], gpu=gpu, image="vllm/vllm-openai:v0.12.0")
+    assert outcomes("V006", older)[0] == []  # not read there: no forced page assumed
+
+
+def test_v006_forced_page_skips_the_models_its_kernel_does_not_serve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gemma 2 (logit soft-capping) runs FlashAttention 2 on Blackwell: multiples of 16."""
+    argv = ["google/gemma-2-9b-it", "--attention-backend", "FLASH_ATTN", "--block-size", "32"]
+    assert outcomes("V006", deployment(argv, gpu="NVIDIA-B200")) == ([], [])
+
+
+def test_v005_v0_chunked_budget_was_512_before_0_6_5() -> None:
+    """vLLM 0.6.1-0.6.4's V0 SchedulerConfig chunks with 512 tokens when the budget is
+    unset (0.6.5 made it 2048): 1024 sequences do not fit it, and the engine stops."""
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--enable-chunked-prefill", "--max-num-seqs", "600"]
+    (message,), skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.3.post1"))
+    assert skipped == [] and "512" in message
+    assert outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.6.post1")) == ([], [])
+    # 0.6.0 is not read (it also chunks multimodal models and not with prefix caching).
+    found, skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.0"))
+    assert found == [] and skipped
+
+
+def test_v005_vllm_use_v1_is_ignored_before_the_v1_engine_existed() -> None:
+    """VLLM_USE_V1 first exists in 0.6.4: before it the V0 defaults still apply."""
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--enable-chunked-prefill", "--max-num-seqs", "600"]
+    env = {"VLLM_USE_V1": "1"}
+    old = deployment(argv, image="vllm/vllm-openai:v0.6.3.post1", env=env)
+    (message,), skipped = outcomes("V005", old)
+    assert skipped == [] and "512" in message
+    found, skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.4", env=env))
+    assert found == [] and "experimental V1 engine was not read" in skipped[0]

@@ -117,12 +117,13 @@ def test_no_code_outside_tests_spells_the_reference_release() -> None:
 
 
 def test_flag_sets_cover_every_minor_since_0_6() -> None:
-    """Each minor series from 0.6 to the reference has a read release (0.15: no sdist)."""
+    """Each minor series from 0.6 to the reference has a read release (0.15.1 from its
+    wheel: 0.15 has no sdist)."""
     releases = flag_releases()
     minors = {tuple(int(p) for p in v.split(".")[:2]) for v in releases}
     ref = tuple(int(p) for p in load_vllm_releases().reference.split(".")[:2])
     missing = [m for m in range(6, ref[1] + 1) if (0, m) not in minors]
-    assert missing == [15]
+    assert missing == []
     assert releases[-1] == load_vllm_releases().reference
 
 
@@ -135,6 +136,10 @@ def test_flag_sets_know_the_renamed_and_removed_flags() -> None:
         return all(flag in s.flags for s in sets)
 
     assert accepts("0.9.2", "--use-v2-block-manager")
+    # 0.15.1 (read from its wheel) added these; 0.14.1 lacks them.
+    assert [s.version for s in accepted_flags("0.15.1") or ()] == ["0.15.1"]
+    assert accepts("0.15.1", "--mm-encoder-only") and accepts("0.15.1", "--ssl-ciphers")
+    assert not accepts("0.14.1", "--mm-encoder-only")
     assert not accepts("0.10.0", "--use-v2-block-manager")
     assert accepts("0.8.5", "--disable-log-requests")
     assert not accepts("0.20.2", "--disable-log-requests")

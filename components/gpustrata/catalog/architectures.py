@@ -44,10 +44,10 @@ __all__ = [
     "load_model_catalog_file",
 ]
 
-AttentionKind = Literal["full", "sliding_window", "hybrid_sliding", "mla"]
+AttentionKind = Literal["full", "sliding_window", "hybrid_sliding", "hybrid_chunked", "mla"]
 """How the attention layers bound the KV cache (see :class:`ModelArchitecture`)."""
 
-LayerAttentionType = Literal["full_attention", "sliding_attention"]
+LayerAttentionType = Literal["full_attention", "sliding_attention", "chunked_attention"]
 """Per-layer attention type, with the names Hugging Face uses in ``layer_types``."""
 
 _DATA_PACKAGE = "gpustrata.catalog"
@@ -166,7 +166,10 @@ class ModelArchitecture(BaseModel):
             '"full": every layer attends to the whole context; "sliding_window": every '
             'layer keeps at most sliding_window tokens; "hybrid_sliding": some layers '
             "slide (see sliding_window_pattern / layer_types), the rest are full; "
-            '"mla": multi-head latent attention (DeepSeek), one latent per token.'
+            '"hybrid_chunked": chunked local attention (Llama 4): most layers attend only '
+            "within their attention_chunk_size block of tokens, every full_attention_interval-th "
+            'layer is full; "mla": multi-head latent attention (DeepSeek), one latent per '
+            "token."
         ),
     )
     sliding_window: int | None = Field(
@@ -186,6 +189,23 @@ class ModelArchitecture(BaseModel):
             "slide, i.e. layer i (0-based) is full iff (i + 1) % N == 0. Gemma 3: 6 "
             "(config.json sliding_window_pattern); Gemma 2 and gpt-oss: 2 (sliding "
             "first, alternating). Leave unset when layer_types is given."
+        ),
+    )
+    attention_chunk_size: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "For hybrid_chunked: the token block a chunked local attention layer attends "
+            "within (config.json attention_chunk_size; Llama 4: 8192)."
+        ),
+    )
+    full_attention_interval: int | None = Field(
+        default=None,
+        ge=2,
+        description=(
+            "For hybrid_chunked: layer i (0-based) is full (global) attention iff "
+            "(i + 1) % N == 0, the others are chunked (Llama 4's no_rope_layer_interval 4: "
+            "its NoPE layers are the global ones)."
         ),
     )
     layer_types: list[LayerAttentionType] | None = Field(
@@ -308,6 +328,16 @@ class ModelArchitecture(BaseModel):
                 )
         elif self.kv_lora_rank is not None:
             raise ValueError(f'{where}: kv_lora_rank is set but attention is {kind!r}, not "mla"')
+        if kind == "hybrid_chunked":
+            self._check_chunked(where)
+            return
+        if self.attention_chunk_size is not None or self.full_attention_interval is not None:
+            raise ValueError(
+                f"{where}: attention_chunk_size / full_attention_interval need attention "
+                '"hybrid_chunked"'
+            )
+        if self.layer_types is not None and "chunked_attention" in self.layer_types:
+            raise ValueError(f'{where}: chunked layers need attention "hybrid_chunked"')
         if kind in ("full", "mla"):
             if self.sliding_window is not None or self.sliding_window_pattern is not None:
                 raise ValueError(
@@ -352,10 +382,38 @@ class ModelArchitecture(BaseModel):
                 f'{where}: attention "hybrid_sliding" needs both full and sliding layers'
             )
 
+    def _check_chunked(self, where: str) -> None:
+        if self.attention_chunk_size is None:
+            raise ValueError(f'{where}: attention "hybrid_chunked" needs attention_chunk_size')
+        if self.sliding_window is not None or self.sliding_window_pattern is not None:
+            raise ValueError(
+                f'{where}: attention "hybrid_chunked" takes no sliding_window(_pattern)'
+            )
+        if self.layer_types is None and self.full_attention_interval is None:
+            raise ValueError(
+                f'{where}: attention "hybrid_chunked" needs full_attention_interval or layer_types'
+            )
+        if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(
+                f"{where}: layer_types has {len(self.layer_types)} items, "
+                f"num_hidden_layers is {self.num_hidden_layers}"
+            )
+        types = self.layer_attention_types()
+        if set(types) != {"full_attention", "chunked_attention"}:
+            raise ValueError(
+                f'{where}: attention "hybrid_chunked" needs full and chunked layers only'
+            )
+
     def layer_attention_types(self) -> tuple[LayerAttentionType, ...]:
         """Return the attention type of every layer, in order."""
         if self.layer_types is not None:
             return tuple(self.layer_types)
+        if self.attention == "hybrid_chunked" and self.full_attention_interval is not None:
+            n = self.full_attention_interval
+            return tuple(
+                "full_attention" if (i + 1) % n == 0 else "chunked_attention"
+                for i in range(self.num_hidden_layers)
+            )
         kind: LayerAttentionType = "full_attention"
         if self.attention == "sliding_window":
             kind = "sliding_attention"
@@ -581,6 +639,42 @@ _LINEAR_ATTENTION_KEYS = (
 """config.json keys of Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5), as vLLM reads them."""
 
 
+def _weight_format(quant: dict[str, Any]) -> str | None:
+    """The weight format a config.json's quantization_config stores, for weight sizes.
+
+    ModelOpt checkpoints name it in ``quant_algo`` (the reference vLLM release's
+    ``ModelOptFp8Config`` / ``ModelOptNvFp4Config.override_quantization_method``: FP8 ->
+    ``modelopt``, NVFP4 -> ``modelopt_fp4``); compressed-tensors ones in the weights of
+    their ``config_groups`` (``num_bits``, ``type``, ``group_size``) or ``format``
+    (``nvfp4-pack-quantized``). Returns ``fp8``, ``nvfp4``, ``int8``, ``w4a16`` for those,
+    else the ``quant_method`` as given (``awq``, ``gptq``, ``mxfp4``, ``fp8``, ...).
+    """
+    method = str(quant.get("quant_method") or "").lower()
+    if not method:
+        return None
+    if method.startswith("modelopt"):
+        inner = quant.get("quantization")
+        algo = str((inner if isinstance(inner, dict) else quant).get("quant_algo") or "").upper()
+        if "FP4" in algo:
+            return "nvfp4"
+        if "FP8" in algo:
+            return "fp8"
+        return method
+    if method == "compressed-tensors":
+        if "nvfp4" in str(quant.get("format") or "").lower():
+            return "nvfp4"
+        groups = quant.get("config_groups")
+        first = next(iter(groups.values()), None) if isinstance(groups, dict) else None
+        weights = first.get("weights") if isinstance(first, dict) else None
+        if isinstance(weights, dict):
+            bits, kind = weights.get("num_bits"), str(weights.get("type") or "")
+            if bits == 8:
+                return "fp8" if kind == "float" else "int8"
+            if bits == 4:
+                return "nvfp4" if kind == "float" else "w4a16"
+    return method
+
+
 class _ConfigReader:
     """Reads one config.json, tracking which section a key came from for errors."""
 
@@ -649,14 +743,21 @@ class _ConfigReader:
             self.notes.append("num_key_value_heads absent: taken as num_attention_heads (MHA).")
         mla = self.opt_int("kv_lora_rank") is not None
         head_dim, derived = self._head_dim(hidden, heads, mla)
-        attention, window, pattern, layer_types = self._attention(layers, mla)
+        chunk: int | None = None
+        interval: int | None = None
+        if not mla and self.cfg.get("attention_chunk_size") is not None:
+            chunk, interval, layer_types = self._chunked(layers)
+            attention: AttentionKind = "hybrid_chunked"
+            window = pattern = None
+        else:
+            attention, window, pattern, layer_types = self._attention(layers, mla)
         dtype = cfg.get("torch_dtype") or cfg.get("dtype") or self.root.get("torch_dtype")
         dtype = dtype or self.root.get("dtype")
         if not isinstance(dtype, str):
             dtype = "bfloat16"
             self.notes.append('config.json has no torch_dtype: assumed "bfloat16".')
         quant = self.root.get("quantization_config") or cfg.get("quantization_config")
-        quant_method = quant.get("quant_method") if isinstance(quant, dict) else None
+        quant_method = _weight_format(quant) if isinstance(quant, dict) else None
         tied = bool(cfg.get("tie_word_embeddings", self.root.get("tie_word_embeddings", False)))
         total, active = self._estimate_params(
             layers, hidden, inter, heads, kv_heads, head_dim, vocab, tied, num_experts, top_k
@@ -687,6 +788,8 @@ class _ConfigReader:
                 attention=attention,
                 sliding_window=window,
                 sliding_window_pattern=pattern,
+                attention_chunk_size=chunk,
+                full_attention_interval=interval,
                 layer_types=layer_types,
                 kv_lora_rank=self.opt_int("kv_lora_rank"),
                 qk_rope_head_dim=self.opt_int("qk_rope_head_dim"),
@@ -766,6 +869,28 @@ class _ConfigReader:
             )
         self.notes.append("head_dim absent: derived as hidden_size // num_attention_heads.")
         return hidden // heads, True
+
+    def _chunked(self, layers: int) -> tuple[int, int | None, list[LayerAttentionType] | None]:
+        """Llama 4's chunked local attention: (attention_chunk_size, full_attention_interval,
+        layer_types). ``no_rope_layers`` marks each layer 1 (RoPE: chunked local) or 0 (NoPE:
+        global), as vLLM's llama4.py reads it; without it transformers derives it from
+        ``no_rope_layer_interval`` (default 4)."""
+        chunk = self.req_int("attention_chunk_size")
+        raw = self.cfg.get("no_rope_layers")
+        if isinstance(raw, list) and raw:
+            if len(raw) != layers or any(v not in (0, 1) for v in raw):
+                raise self.fail(
+                    f"{self.prefix}no_rope_layers must list 0/1 for each of {layers} layers"
+                )
+            types: list[LayerAttentionType] = [
+                "chunked_attention" if v else "full_attention" for v in raw
+            ]
+            return chunk, None, types
+        interval = self.opt_int("no_rope_layer_interval") or 4
+        self.notes.append(
+            f"chunked local attention ({chunk} tokens); every {interval}th layer is global."
+        )
+        return chunk, interval, None
 
     def _attention(
         self, layers: int, mla: bool
@@ -848,8 +973,15 @@ class _ConfigReader:
         shared_inter = self.opt_int("shared_expert_intermediate_size")
         if shared_inter:
             shared += 3 * hidden * shared_inter
+        if cfg.get("model_type") == "llama4_text":
+            # Llama4TextMoe: one shared expert of intermediate_size beside the routed ones.
+            shared += expert
         router = hidden * num_experts
         dense_layers = min(int(cfg.get("first_k_dense_replace") or 0), layers)
+        step = self.opt_int("interleave_moe_layer_step")
+        if step and step > 1:  # Llama 4 Maverick: MoE on every step-th layer
+            dense_layers = layers - layers // step
+            dense_mlp = 3 * hidden * (self.opt_int("intermediate_size_mlp") or inter)
         moe_layers = layers - dense_layers
         base = embed + layers * attn + dense_layers * dense_mlp
         base += moe_layers * (shared + router)

@@ -428,6 +428,17 @@ class RayRelease(_Model):
             return req[2:].strip()
         return None
 
+    @property
+    def lowest_vllm(self) -> str | None:
+        """The lowest vLLM the extra accepts when it is a lower bound alone (``>=0.9.2``),
+        else None. Ray raises this bound in the same change that recompiles the
+        ``ray-llm`` image's lock file, so it is the release the image is taken to run
+        (assumed: the lock itself is not catalogued)."""
+        req = self.vllm_requirement
+        if req is not None and req.startswith(">=") and "," not in req and "*" not in req:
+            return req[2:].strip()
+        return None
+
 
 class RayLlmImage(_Model):
     """What a ``rayproject/ray-llm`` image tag says, plus the catalogue's Ray facts."""
@@ -437,7 +448,14 @@ class RayLlmImage(_Model):
     python: str | None = Field(default=None, description="Python major.minor from 'pyNNN'.")
     cuda: str | None = Field(default=None, description="CUDA major.minor from 'cuNNN'.")
     vllm: str | None = Field(
-        default=None, description="Exact vLLM version when that Ray release pins one."
+        default=None,
+        description="The vLLM the image runs: the exact pin of that Ray release, else the "
+        "lowest release its lower bound accepts (then vllm_assumed).",
+    )
+    vllm_assumed: bool = Field(
+        default=False,
+        description="vllm is the lower bound of the Ray release's requirement (the image's "
+        "lock file, which pins the exact release, is not catalogued), not an exact pin.",
     )
     vllm_requirement: str | None = Field(
         default=None, description="vLLM specifier of that Ray release's 'llm' extra, if known."
@@ -608,7 +626,8 @@ class CompatCatalog:
             ray=m.group("ray"),
             python=python,
             cuda=cuda,
-            vllm=ray_release.pinned_vllm,
+            vllm=ray_release.pinned_vllm or ray_release.lowest_vllm,
+            vllm_assumed=ray_release.pinned_vllm is None and ray_release.lowest_vllm is not None,
             vllm_requirement=ray_release.vllm_requirement,
             sources=list(ray_release.sources),
         )

@@ -24,9 +24,11 @@ __all__ = [
     "Fact",
     "FlagChange",
     "FlagSet",
+    "ForcedBlockSize",
     "HealthFacts",
     "SchedulerRelease",
     "V0Defaults",
+    "VendorImage",
     "VllmReleaseCatalogError",
     "VllmReleases",
     "accepted_flags",
@@ -85,6 +87,21 @@ class V0Defaults:
     """Chunked prefill is on by default only above this max_model_len."""
     batch_tokens: int
     sources: tuple[str, ...]
+    early_chunked_tokens: Fact | None = None
+    """The chunked-prefill budget of the releases before ``early_chunked_until`` (512)."""
+    early_chunked_until: str | None = None
+
+    def chunked_batch_tokens(self, version: str | None) -> int:
+        """The V0 max_num_batched_tokens default with chunked prefill in that release
+        (``batch_tokens`` when the release is unknown or not earlier)."""
+        early, until = self.early_chunked_tokens, self.early_chunked_until
+        if early is None or until is None or version is None:
+            return self.batch_tokens
+        try:
+            older = parse_version(version) < parse_version(until)
+        except ValueError:
+            return self.batch_tokens
+        return early.int_value if older else self.batch_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +126,45 @@ class SchedulerRelease:
 
 
 @dataclass(frozen=True, slots=True)
+class ForcedBlockSize:
+    """A page size one attention backend's kernel forces in a release: for these
+    compute-capability majors, head size and KV-cache dtypes the backend accepts only
+    multiples of ``multiple_of`` and, with ``--block-size`` unset, raises vLLM's 16 to it."""
+
+    backend: str
+    """vLLM's backend name (``FLASH_ATTN``), as ``--attention-backend`` takes it."""
+    compute_capability: tuple[int, ...]
+    head_size: int
+    kv_cache_dtypes: tuple[str, ...]
+    """The ``--kv-cache-dtype`` values it applies to (``auto``: unquantised)."""
+    multiple_of: int
+    default_on: tuple[int, ...]
+    """Compute-capability majors where this backend is vLLM's first choice for a
+    full-attention (non-MLA) model, so an unset block size becomes ``multiple_of``."""
+    why: str
+    source: str
+    except_model_types: tuple[str, ...] = ()
+    """config.json model types the kernel does not serve (another kernel takes them)."""
+
+    def applies(
+        self,
+        cc_major: int,
+        head_size: int,
+        kv_cache_dtype: str,
+        mla: bool,
+        model_type: str | None = None,
+    ) -> bool:
+        """Whether this backend forces its page size for that GPU and model."""
+        return (
+            not mla
+            and model_type not in self.except_model_types
+            and cc_major in self.compute_capability
+            and head_size == self.head_size
+            and kv_cache_dtype in self.kv_cache_dtypes
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class BlockSizeRelease:
     """``--block-size`` facts read in one release (``cli_choices`` None: any int parses)."""
 
@@ -117,6 +173,29 @@ class BlockSizeRelease:
     sources: tuple[str, ...]
     backends_read: bool = True
     """False: only the argument parser's choices were read, not the backends' limits."""
+    forced: tuple[ForcedBlockSize, ...] = ()
+    """Backend page sizes the release forces for some GPUs and models."""
+
+
+@dataclass(frozen=True, slots=True)
+class VendorImage:
+    """A vendor build of vLLM whose release notes name the upstream release inside."""
+
+    vendor: str
+    repository: str
+    """Repository without registry-independent prefix, e.g. ``nvcr.io/nvidia/vllm``."""
+    tags: tuple[str, ...]
+    """Tags (and their ``-suffix`` builds) that carry this release."""
+    vllm: str
+    source: str
+    """The release notes (URL) that name the vLLM version."""
+    cuda: str | None = None
+
+    def matches(self, repository: str, tag: str) -> bool:
+        """Whether ``repository:tag`` is this build."""
+        if not repository.endswith(self.repository):
+            return False
+        return any(tag == t or tag.startswith(f"{t}-") for t in self.tags)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +255,15 @@ class VllmReleases:
     abbreviations: tuple[tuple[str, Fact], ...] = ()
     """(release, 1.0 when its ``vllm serve`` parser takes a unique prefix of a long option,
     else 0.0), sorted by release."""
+    vendor_images: tuple[VendorImage, ...] = ()
+    """Vendor builds mapped to the vLLM release their notes name."""
+    v1_opt_in_from: str | None = None
+    """The first release whose ``VLLM_USE_V1=1`` selects the (experimental) V1 engine;
+    earlier ones have none and ignore the variable."""
+
+    def vendor_image(self, repository: str, tag: str) -> VendorImage | None:
+        """The catalogued vendor build ``repository:tag``, or None."""
+        return next((v for v in self.vendor_images if v.matches(repository, tag)), None)
 
     def facts(self) -> list[tuple[str, Fact | str]]:
         """Every sourced fact as (name, fact or source), for audits and tests."""
@@ -190,6 +278,11 @@ class VllmReleases:
         out += [(f"scheduler {r.version}", r.source) for r in self.scheduler]
         out += [(f"scheduler reference {i}", s) for i, s in enumerate(self.scheduler_references)]
         out += [(f"block_size {r.version}", s) for r in self.block_size for s in r.sources]
+        out += [
+            (f"block_size {r.version} {f.backend}", f.source)
+            for r in self.block_size
+            for f in r.forced
+        ]
         out += [("health", s) for s in self.health.sources]
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]
         out += [(f"flags {c.flag}", c.source) for c in self.flag_changes]
@@ -219,6 +312,47 @@ def _source(value: Any, what: str) -> str:
     return value
 
 
+def _vendor_image(data: Any, what: str) -> VendorImage:
+    v = _map(data, what)
+    source = str(v.get("source") or "")
+    if not source.startswith("https://"):
+        raise VllmReleaseCatalogError(f"{what}.source must be the release notes' URL")
+    try:
+        return VendorImage(
+            vendor=str(v["vendor"]),
+            repository=str(v["repository"]),
+            tags=tuple(str(t) for t in v["tags"]),
+            vllm=_version(v.get("vllm"), f"{what}.vllm"),
+            source=source,
+            cuda=str(v["cuda"]) if v.get("cuda") else None,
+        )
+    except (KeyError, TypeError) as e:
+        raise VllmReleaseCatalogError(
+            f"{what}: missing {e!s} (vendor, repository, tags, vllm)"
+        ) from e
+
+
+def _forced(data: Any, what: str) -> ForcedBlockSize:
+    f = _map(data, what)
+    try:
+        return ForcedBlockSize(
+            backend=str(f["backend"]),
+            compute_capability=tuple(int(c) for c in f["compute_capability"]),
+            head_size=int(f["head_size"]),
+            kv_cache_dtypes=tuple(str(d) for d in f["kv_cache_dtypes"]),
+            multiple_of=int(f["multiple_of"]),
+            default_on=tuple(int(c) for c in f.get("default_on") or ()),
+            why=str(f["why"]),
+            source=_source(f.get("source"), what),
+            except_model_types=tuple(str(t) for t in f.get("except_model_types") or ()),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise VllmReleaseCatalogError(
+            f"{what}: {e!s} (backend, compute_capability, "
+            "head_size, kv_cache_dtypes, multiple_of, why, source)"
+        ) from e
+
+
 def _version(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise VllmReleaseCatalogError(f"{what}: version must be a quoted string")
@@ -235,6 +369,8 @@ def releases_from_document(data: Any) -> VllmReleases:
         k: _fact(v0.get(k), f"v0_engine.{k}")
         for k in ("max_num_seqs", "long_context", "batch_tokens")
     }
+    early = v0.get("early_chunked_batch_tokens")
+    early_map = _map(early, "v0_engine.early_chunked_batch_tokens") if early else None
     sched = _map(doc.get("scheduler"), "scheduler")
     scheduler = []
     for i, raw in enumerate(sched.get("releases") or []):
@@ -267,6 +403,10 @@ def releases_from_document(data: Any) -> VllmReleases:
                 tuple(int(c) for c in choices) if choices is not None else None,
                 tuple(_source(s, f"block_size[{i}]") for s in r.get("sources") or []),
                 bool(r.get("backends_read", True)),
+                tuple(
+                    _forced(f, f"block_size[{i}].forced[{j}]")
+                    for j, f in enumerate(r.get("forced") or [])
+                ),
             )
         )
     health = _map(doc.get("health"), "health")
@@ -312,6 +452,8 @@ def releases_from_document(data: Any) -> VllmReleases:
     engines = _map(doc.get("engines"), "engines")
     v1_from = _map(engines.get("v1_default_from"), "engines.v1_default_from")
     v0_gone = _map(engines.get("v0_removed_in"), "engines.v0_removed_in")
+    opt_in = engines.get("v1_opt_in_from")
+    opt_in_map = _map(opt_in, "engines.v1_opt_in_from") if opt_in else None
     return VllmReleases(
         reference=_version(ref.get("version"), "reference"),
         reference_source=_source(ref.get("source"), "reference"),
@@ -320,7 +462,11 @@ def releases_from_document(data: Any) -> VllmReleases:
         engine_sources=(
             _source(v1_from.get("source"), "engines.v1_default_from"),
             _source(v0_gone.get("source"), "engines.v0_removed_in"),
-        ),
+        )
+        + ((_source(opt_in_map.get("source"), "engines.v1_opt_in_from"),) if opt_in_map else ()),
+        v1_opt_in_from=_version(opt_in_map.get("version"), "engines.v1_opt_in_from")
+        if opt_in_map
+        else None,
         gpu_memory_utilization=_fact(
             _map(doc.get("defaults"), "defaults").get("gpu_memory_utilization"),
             "defaults.gpu_memory_utilization",
@@ -330,7 +476,16 @@ def releases_from_document(data: Any) -> VllmReleases:
             v0_facts["max_num_seqs"].int_value,
             v0_facts["long_context"].int_value,
             v0_facts["batch_tokens"].int_value,
-            tuple(f.source for f in v0_facts.values()),
+            tuple(f.source for f in v0_facts.values())
+            + (
+                (_source(early_map.get("source"), "v0_engine.early_chunked_batch_tokens"),)
+                if early_map
+                else ()
+            ),
+            _fact(early_map, "v0_engine.early_chunked_batch_tokens") if early_map else None,
+            _version(early_map.get("until"), "v0_engine.early_chunked_batch_tokens.until")
+            if early_map
+            else None,
         ),
         default_batch_tokens=_fact(
             sched.get("default_batch_tokens"), "scheduler.default_batch_tokens"
@@ -352,6 +507,10 @@ def releases_from_document(data: Any) -> VllmReleases:
         flags_file=str(flags.get("file") or ""),
         flag_changes=tuple(changes),
         abbreviations=tuple(sorted(abbreviations, key=lambda r: parse_version(r[0]))),
+        vendor_images=tuple(
+            _vendor_image(v, f"vendor_images[{i}]")
+            for i, v in enumerate(doc.get("vendor_images") or [])
+        ),
     )
 
 

@@ -74,7 +74,16 @@ def plan_kuberay(spec: StackSpec, compat: CompatCatalog | None = None) -> list[D
     ray_release = catalog.ray(kuberay.ray_version)
     for model in ray_models:
         image = catalog.ray_llm_image(model.image)
-        if image is not None and image.vllm:
+        if image is not None and image.vllm and image.vllm_assumed:
+            ledger.add(
+                f"models.{model.name}.ray.vllmVersion",
+                image.vllm,
+                "catalogue",
+                f"ray[llm]=={image.ray} requires vllm{image.vllm_requirement}; {model.image} "
+                f"is taken to run {image.vllm}, the lowest release it accepts "
+                f"({image.sources[0]})",
+            )
+        elif image is not None and image.vllm:
             ledger.add(
                 f"models.{model.name}.ray.vllmVersion",
                 image.vllm,

@@ -221,6 +221,7 @@ def estimate_capacity(
         pipeline_parallel_size=pp,
         model_dtype=dtype,
         quantization=quantization,
+        compute_capability=gpu.compute_capability,
     )
     memory = memory_budget(
         arch,

@@ -91,7 +91,7 @@ def check_parallelism(arch: ModelArchitecture, tp: int, pp: int) -> None:
 class _LayerSpec:
     """One layer's KV spec as vLLM builds it (block size, bytes per token, window)."""
 
-    kind: Literal["full_attention", "sliding_window", "mla"]
+    kind: Literal["full_attention", "sliding_window", "chunked_local", "mla"]
     block_size: int
     token_bytes: int
     window: int | None = None
@@ -145,6 +145,9 @@ def _layer_specs(
     specs = [
         _LayerSpec("sliding_window", sw_block, token, arch.sliding_window)
         if kind == "sliding_attention"
+        # ChunkedLocalAttentionSpec takes the cache's block size (chunked_local_attention.py).
+        else _LayerSpec("chunked_local", block_size, token, arch.attention_chunk_size)
+        if kind == "chunked_attention"
         else _LayerSpec("full_attention", block_size, token)
         for kind in arch.layer_attention_types()
     ]
@@ -190,12 +193,14 @@ def _group_layers(specs: list[_LayerSpec]) -> list[tuple[_LayerSpec, list[int]]]
 
 
 def _promote_sliding(specs: list[_LayerSpec], block_size: int) -> list[_LayerSpec]:
-    """``unify_hybrid_kv_cache_specs`` (hybrid manager off): sliding layers as full."""
+    """``unify_hybrid_kv_cache_specs`` (hybrid manager off): sliding and chunked local
+    layers as full (``_promote_local_kv_cache_specs``)."""
     kinds = {s.kind for s in specs}
-    if not ({"full_attention", "sliding_window"} <= kinds):
+    local = {"sliding_window", "chunked_local"}
+    if "full_attention" not in kinds or not (kinds & local):
         return specs
     return [
-        _LayerSpec("full_attention", block_size, s.token_bytes) if s.kind == "sliding_window" else s
+        _LayerSpec("full_attention", block_size, s.token_bytes) if s.kind in local else s
         for s in specs
     ]
 
@@ -205,6 +210,11 @@ def _pages_per_request(spec: _LayerSpec, max_model_len: int, in_flight: int) -> 
     if spec.kind == "sliding_window" and spec.window is not None:
         tokens = min(spec.window - 1 + in_flight, max_model_len)
         return -(-tokens // spec.block_size) + 1
+    if spec.kind == "chunked_local" and spec.window is not None:
+        # ChunkedLocalAttentionSpec.max_admission_blocks_per_request: one chunk plus the
+        # in-flight tokens.
+        tokens = min(spec.window + in_flight, max_model_len)
+        return -(-tokens // spec.block_size)
     return -(-max_model_len // spec.block_size)
 
 
@@ -212,12 +222,13 @@ def _pages_per_request(spec: _LayerSpec, max_model_len: int, in_flight: int) -> 
 class KvCacheGroup:
     """One vLLM KV-cache group: layers sharing a block table."""
 
-    kind: Literal["full_attention", "sliding_window", "mla"]
+    kind: Literal["full_attention", "sliding_window", "chunked_local", "mla"]
     layers: tuple[int, ...]
     """Global layer indices (0-based) in the group."""
     block_size: int
     page_size_bytes: int
     sliding_window: int | None
+    """The window of a sliding group, the attention_chunk_size of a chunked local one."""
     pages_per_request: int
     """Blocks one request of max_model_len takes from the shared pool for this group."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.vllm.dtypes import model_dtype_bytes
 from gpustrata.vllm.kv_cache import check_parallelism, pp_layer_partition
+from gpustrata.vllm.reference import SRC_VLLM
 from gpustrata.vllm.terms import CapacityError, gb, gib
 
 __all__ = [
@@ -25,6 +26,17 @@ _QUANT_BITS: Mapping[str, tuple[float, str]] = {
     "awq_marlin": (4.25, "4-bit weights + a 16-bit scale per group of 128"),
     "gptq": (4.25, "4-bit weights + a 16-bit scale per group of 128"),
     "gptq_marlin": (4.25, "4-bit weights + a 16-bit scale per group of 128"),
+    "nvfp4": (
+        4.5,
+        "NVFP4 weights: 4-bit E2M1 values + an FP8 E4M3 scale per 16 (4 + 8/16 bits; "
+        "ModelOpt and compressed-tensors nvfp4-pack-quantized)",
+    ),
+    "modelopt_fp4": (4.5, "NVFP4 weights: 4-bit values + an FP8 scale per 16 (4 + 8/16 bits)"),
+    "int8": (8.0, "INT8 weights (compressed-tensors W8A8/W8A16; per-channel scales negligible)"),
+    "w4a16": (
+        4.25,
+        "4-bit integer weights + a 16-bit scale per group of 128 (compressed-tensors W4A16)",
+    ),
     "mxfp4": (
         4.25,
         "MXFP4 expert weights: 4-bit values + an 8-bit shared exponent per 32 (4 + 8/32 "
@@ -32,6 +44,17 @@ _QUANT_BITS: Mapping[str, tuple[float, str]] = {
     ),
 }
 _VOCAB_PADDING = 64  # vllm/model_executor/layers/vocab_parallel_embedding.py
+_MXFP4_SRC = f"{SRC_VLLM} vllm/model_executor/layers/fused_moe/oracle/mxfp4.py"
+_MXFP4_PADDING: Mapping[int, tuple[int, int, str]] = {
+    # compute-capability major -> (hidden alignment, per-TP-shard intermediate alignment,
+    # the MoE kernel select_mxfp4_moe_backend picks for gpt-oss there and why it pads):
+    # mxfp4_round_up_hidden_size_and_intermediate_size.
+    10: (256, 128, "FlashInfer TRT-LLM MXFP4 (SM100 family)"),
+    9: (1, 64, "OpenAI Triton MoE kernels (SM90-SM12x; intermediate only)"),
+    8: (256, 128, "Marlin (the OpenAI Triton kernels need SM90+)"),
+}
+"""MXFP4 MoE expert padding of the reference release per GPU generation; other
+generations (12.x: the kernel order there was not modelled) are sized unpadded."""
 
 # --------------------------------------------------------------------------- weights
 
@@ -72,6 +95,7 @@ def weights_estimate(
     pipeline_parallel_size: int = 1,
     model_dtype: str = "auto",
     quantization: str | None = None,
+    compute_capability: str | None = None,
 ) -> WeightsEstimate:
     """Weight bytes per GPU as vLLM shards them.
 
@@ -81,7 +105,9 @@ def weights_estimate(
     evenly over the layers, stored at the quantisation's bits (``quantization``, else
     the checkpoint's), and split by TP. When TP exceeds the KV heads, vLLM replicates
     each KV head (``QKVParallelLinear``), adding ``2 x hidden x head_dim x (1 - kv/TP)``
-    per layer. Norms and biases are ignored (<0.1 %).
+    per layer. Norms and biases are ignored (<0.1 %). MXFP4 MoE experts are padded on the
+    GPU as the kernel vLLM picks on that ``compute_capability`` needs (gpt-oss on Blackwell:
+    hidden 2880 -> 3072, intermediate 2880 -> 2944); ``total_bytes`` stays unpadded.
     """
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     check_parallelism(arch, tp, pp)
@@ -94,14 +120,18 @@ def weights_estimate(
     params = int(arch.params_total_b * 1e9)
     body = max(0, params - arch.vocab_size * arch.hidden_size * (1 if lm_head == 0 else 2))
     layers = arch.num_hidden_layers
+    stored_body: float | None = None
     if quant is not None and quant.lower() == "mxfp4" and arch.is_moe:
         expert_inter = arch.moe_intermediate_size or arch.intermediate_size
         experts = min(body, (arch.num_experts or 0) * 3 * arch.hidden_size * expert_inter * layers)
-        body_bytes = experts * bits / 8 + (body - experts) * b
+        stored_body = experts * bits / 8 + (body - experts) * b
         body_why = (
             f"{experts / 1e9:.2f}B expert params x {bits} bits ({quant_why}) + "
             f"{(body - experts) / 1e9:.2f}B other params x {b} B"
         )
+        padded, pad_why = _mxfp4_padded(arch, experts, tp, compute_capability)
+        body_bytes = padded * bits / 8 + (body - experts) * b
+        body_why += pad_why
     else:
         body_bytes = body * bits / 8
         body_why = f"{body / 1e9:.2f}B non-embedding params x {bits:g} bits"
@@ -128,7 +158,7 @@ def weights_estimate(
         if r == pp - 1 and (lm_head or pp > 1):
             size += embed * b / tp
         stage_bytes.append(int(size))
-    total = int(body_bytes + (embed + lm_head) * b)
+    total = int((body_bytes if stored_body is None else stored_body) + (embed + lm_head) * b)
     head_why = "tied lm_head" if lm_head == 0 else f"lm_head {embed / 1e9:.2f}B x {b} B"
     why = (
         f"{arch.params_total_b:g}B params ({dtype}): {body_why} + embeddings "
@@ -140,3 +170,26 @@ def weights_estimate(
         why += f", + {gb(extra * max(parts))} for KV heads replicated across TP"
     why += f" -> {gib(max(stage_bytes))} per GPU"
     return WeightsEstimate(total_bytes=total, per_stage_bytes=tuple(stage_bytes), explanation=why)
+
+
+def _mxfp4_padded(
+    arch: ModelArchitecture, experts: int, tp: int, compute_capability: str | None
+) -> tuple[int, str]:
+    """Expert parameters as the GPU holds them after vLLM's MXFP4 kernel padding, and
+    the explanation (empty when nothing is padded)."""
+    major = compute_capability.partition(".")[0] if compute_capability else ""
+    rule = _MXFP4_PADDING.get(int(major)) if major.isdigit() else None
+    if rule is None or not arch.num_experts:
+        return experts, ""
+    h_align, i_align, kernel = rule
+    h = arch.hidden_size
+    shard = -(-(arch.moe_intermediate_size or arch.intermediate_size) // tp)
+    h_pad = -(-h // h_align) * h_align
+    i_pad = -(-shard // i_align) * i_align
+    if (h_pad, i_pad * tp) == (h, shard * tp):
+        return experts, ""
+    padded = int(experts * (h_pad * i_pad * tp) / (h * shard * tp))
+    return padded, (
+        f", padded on the GPU to hidden {h_pad} x intermediate {i_pad} per TP shard "
+        f"({kernel}, {_MXFP4_SRC}): {padded / 1e9:.2f}B expert params held"
+    )

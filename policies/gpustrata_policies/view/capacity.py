@@ -191,7 +191,9 @@ def engine_version(site: EngineSite) -> EngineVersion:
     version = found.version if found is not None else None
     where = ""
     if found is not None and version is not None:
-        if found.ray:
+        if found.ray and found.assumed:
+            where = f"vLLM {version} ({found.where})"
+        elif found.ray:
             where = f"vLLM {version} (pinned by Ray {found.ray}, image {image})"
         elif found.assumed:
             where = f"vLLM {version} ({found.where})"
@@ -205,7 +207,10 @@ def engine_version(site: EngineSite) -> EngineVersion:
     if release is not None:
         v0 = release.default_engine == "v0"
         why = f"vLLM {release.version}'s default engine in the compatibility catalogue"
-        if use_v1 in {"0", "1"} and release.v0_engine_available:
+        opt_in = _RELEASES.v1_opt_in_from
+        if use_v1 == "1" and opt_in is not None and _older(release.version, opt_in):
+            why = f"vLLM {release.version} has no V1 engine (VLLM_USE_V1 is read from {opt_in})"
+        elif use_v1 in {"0", "1"} and release.v0_engine_available:
             v0, why = use_v1 == "0", f"VLLM_USE_V1={use_v1}"
     elif version is not None and _older(version, _RELEASES.v1_default_from):
         v1_from = _RELEASES.v1_default_from
@@ -342,12 +347,16 @@ def engine_settings(
             f"max_model_len unset: vLLM uses the model's max_position_embeddings {mml}"
         )
     if v0:
-        _v0_defaults(kwargs, defaults, arch, mml)
+        _v0_defaults(kwargs, defaults, arch, mml, release)
     return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit)
 
 
 def _v0_defaults(
-    kwargs: dict[str, Any], defaults: dict[str, str], arch: ModelArchitecture, mml: int
+    kwargs: dict[str, Any],
+    defaults: dict[str, str],
+    arch: ModelArchitecture,
+    mml: int,
+    release: str | None = None,
 ) -> None:
     """The V0 engine's own defaults (``_set_default_args_v0``, V0 ``SchedulerConfig``)."""
     v0 = _RELEASES.v0_defaults
@@ -360,7 +369,8 @@ def _v0_defaults(
         )
     if kwargs["max_num_batched_tokens"] is None:
         chunked = kwargs["enable_chunked_prefill"]
-        value = v0.batch_tokens if chunked else max(mml, v0.batch_tokens)
+        budget = v0.chunked_batch_tokens(release)
+        value = budget if chunked else max(mml, v0.batch_tokens)
         kwargs["max_num_batched_tokens"] = value
         defaults["max_num_batched_tokens"] = (
             f"max_num_batched_tokens unset: the V0 engine uses {value} "

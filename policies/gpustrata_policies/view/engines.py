@@ -338,7 +338,8 @@ VENDOR_BUILDS = (
     ("vertex-ai/", "Vertex AI Model Garden"),
 )
 """Vendor builds of vLLM whose tags are the vendor's own versions (repository prefix or
-part, vendor); the vLLM inside is not catalogued, so the release is unknown."""
+part, vendor); the vLLM inside is the release catalogue's ``vendor_images`` mapping where
+the vendor's notes name it, else unknown."""
 UNPINNED_TAGS = frozenset({"", "latest"})
 
 
@@ -351,7 +352,9 @@ class ImageRelease:
     where: str
     """How it was read, or why no release is known (for messages)."""
     assumed: bool = False
-    """The image is unpinned (``latest``): the newest catalogued release is assumed."""
+    """The release is assumed, not read: an unpinned image (``latest``: the newest
+    catalogued release) or a ``ray-llm`` image whose Ray release gives a lower bound only
+    (its lowest release)."""
     ray: str | None = None
     """The Ray release whose pin gave the version (``rayproject/ray-llm``)."""
 
@@ -370,6 +373,14 @@ def image_release(image: Any) -> ImageRelease | None:
     repo, tag, digest = split_image(image)
     if repo.endswith("rayproject/ray-llm"):
         info = catalogs.compat().ray_llm_image(tag or "")
+        if info is not None and info.vllm and info.vllm_assumed:
+            return ImageRelease(
+                info.vllm,
+                f"image {image} (Ray {info.ray} requires vllm{info.vllm_requirement}: "
+                f"assumed to run {info.vllm}, the lowest release it accepts)",
+                assumed=True,
+                ray=info.ray,
+            )
         if info is not None and info.vllm:
             return ImageRelease(
                 info.vllm, f"image {image} (Ray {info.ray} pins vllm=={info.vllm})", ray=info.ray
@@ -384,6 +395,13 @@ def image_release(image: Any) -> ImageRelease | None:
         )
     for prefix, vendor in VENDOR_BUILDS:
         if prefix in repo and "vllm" in repo.lower():
+            build = catalogs.vllm_releases().vendor_image(repo, tag or "")
+            if build is not None:
+                return ImageRelease(
+                    build.vllm,
+                    f"image {image} ({vendor} {tag} ships vLLM {build.vllm}, its release "
+                    f"notes: {build.source})",
+                )
             return ImageRelease(
                 None,
                 f"image {image} is a {vendor} build tagged with the vendor's version; the "

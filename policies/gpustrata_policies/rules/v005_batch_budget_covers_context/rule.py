@@ -91,6 +91,8 @@ V0_READ = tuple(release_key(v) for v in _CATALOGUE.v0_defaults.read_in)
 """Releases whose V0 engine defaults were read (_set_default_args_v0, SchedulerConfig)."""
 _V1_DEFAULT = release_key(_CATALOGUE.v1_default_from)
 _V0_REMOVED = release_key(_CATALOGUE.v0_removed_in)
+_V1_OPT_IN = release_key(_CATALOGUE.v1_opt_in_from or _CATALOGUE.v1_default_from)
+"""Before this release there is no V1 engine and VLLM_USE_V1=1 changes nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,9 @@ def _v1_worlds(
     return worlds
 
 
-def _v0_worlds(s: Settings, arch: ModelArchitecture | None, read: bool) -> list[World]:
+def _v0_worlds(
+    s: Settings, arch: ModelArchitecture | None, read: bool, release: str | None = None
+) -> list[World]:
     """The V0 engine (read in the catalogue's v0_engine releases: _set_default_args_v0,
     SchedulerConfig)."""
     options: list[tuple[bool | None, str]]
@@ -175,7 +179,7 @@ def _v0_worlds(s: Settings, arch: ModelArchitecture | None, read: bool) -> list[
         tokens, tokens_why = s.tokens, "set"
         if tokens is None and read:
             if chunked:
-                tokens = DEFAULT_TOKENS
+                tokens = _CATALOGUE.v0_defaults.chunked_batch_tokens(release)
             else:  # raised to max_model_len: unknown without it
                 tokens = max(DEFAULT_TOKENS, s.max_len) if s.max_len else None
             tokens_why = "the V0 engine's default (SchedulerConfig)"
@@ -235,10 +239,10 @@ def _judge(ctx: RuleContext, site: EngineSite, s: Settings) -> Iterator[Outcome]
                 f"; judged by {releases[0].version} and {releases[1].version}, the releases "
                 "read around it"
             )
-    elif parsed < _V1_DEFAULT and use_v1 == "1":
+    elif parsed < _V1_DEFAULT and use_v1 == "1" and parsed >= _V1_OPT_IN:
         worlds, why_unknown = None, f"vLLM {version}'s experimental V1 engine was not read"
     else:
-        worlds = _v0_worlds(s, arch, V0_READ[0] <= parsed <= V0_READ[-1])
+        worlds = _v0_worlds(s, arch, V0_READ[0] <= parsed <= V0_READ[-1], version)
         why_unknown = ""
         if use_v1 == "0":
             where += ", VLLM_USE_V1=0"

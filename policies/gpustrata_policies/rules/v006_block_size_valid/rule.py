@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpustrata.catalog.vllm_releases import BlockSizeRelease, source_url
+from gpustrata.catalog.vllm_releases import BlockSizeRelease, ForcedBlockSize, source_url
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
@@ -25,6 +26,7 @@ from gpustrata_policies.view.engines import (
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
+    from gpustrata.catalog.architectures import ModelArchitecture
     from gpustrata.catalog.hardware import GpuModel
 
 Verdict = tuple[bool | None, str]
@@ -99,6 +101,7 @@ class Release:
     version: str
     verdict: Callable[..., Verdict]
     sources: tuple[str, ...]
+    forced: tuple[ForcedBlockSize, ...] = ()
 
 
 def _parser_only(version: str, choices: tuple[int, ...]) -> Callable[..., Verdict]:
@@ -123,7 +126,8 @@ def _release(read: BlockSizeRelease) -> Release:
         verdict = _legacy(read.version, read.cli_choices)
     else:
         verdict = _modern(read.version)
-    return Release(read.version, verdict, tuple(source_url(x) for x in read.sources))
+    sources = tuple(source_url(x) for x in (*read.sources, *(f.source for f in read.forced)))
+    return Release(read.version, verdict, sources, read.forced)
 
 
 READ: list[tuple[Version, Release]] = [
@@ -158,6 +162,39 @@ def _judge(
     )
 
 
+def _text(site: EngineSite, key: str) -> str | None:
+    value = site.engine.get(key)
+    if value is UNKNOWN:
+        raise UnknownInput(f"{key} of {site.label}")
+    return None if value is None else str(value)
+
+
+def _forced(
+    site: EngineSite,
+    block: int,
+    releases: list[Release],
+    arch: ModelArchitecture | None,
+    gpus: list[tuple[GpuModel, str]],
+) -> tuple[ForcedBlockSize, str] | None:
+    """A backend page size the release forces that the block size breaks, where the engine
+    names that backend (``--attention-backend``): (the fact, its source) or None. Without
+    the flag vLLM picks another backend instead, so nothing stops."""
+    backend = _text(site, "attention_backend")
+    if arch is None or not gpus or backend is None:
+        return None
+    kv_dtype = _text(site, "kv_cache_dtype") or "auto"
+    mla = arch.attention == "mla"
+    for fact in releases[0].forced:
+        agreed = all(fact in r.forced for r in releases)
+        if not agreed or backend.upper() != fact.backend or block % fact.multiple_of == 0:
+            continue
+        if all(
+            fact.applies(_cc(g)[0], arch.head_dim, kv_dtype, mla, arch.model_type) for g, _ in gpus
+        ):
+            return fact, source_url(fact.source)
+    return None
+
+
 def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
     obj = site.obj
     version, where = site_version(site)
@@ -181,6 +218,21 @@ def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
     gpus = site_gpus(ctx, site)
     ccs = [_cc(g) for g, _ in gpus] or list(_ALL_CC)
     refused, why = _judge(releases, block, mla_options, ccs, not site.ray)
+    forced = _forced(site, block, releases, arch, gpus) if refused is False else None
+    if forced is not None:
+        fact, url = forced
+        return ctx.violation(
+            obj,
+            f"{site.label} sets block_size {block} with attention_backend {fact.backend}, "
+            f"which vLLM {version} ({where}) refuses for {arch.id if arch else 'this model'} "
+            f"(head size {fact.head_size}) on "
+            + ", ".join(f"{g.name} ({w})" for g, w in gpus)
+            + f": {fact.why}, so {fact.backend} takes only multiples of {fact.multiple_of} "
+            f"and the engine stops with 'Selected backend {fact.backend} is not valid for this "
+            f"configuration' ({url}); use a multiple of {fact.multiple_of} (vLLM's own "
+            "choice there when block_size is unset) or drop attention_backend",
+            site.path,
+        )
     if refused is None:
         return ctx.not_evaluated(
             obj, f"{site.label} sets block_size {block} for vLLM {version}: {why}"
@@ -251,7 +303,11 @@ RULE = Rule(
             f"{catalogs.reference_vllm()} "
             "parses any positive number but every CUDA backend declares multiples of 16 "
             "(AttentionBackend.get_supported_kernel_block_sizes), so the backend selection "
-            "finds none for other sizes. These facts were read from the sources of those "
+            "finds none for other sizes; and its FlashAttention 4 kernels force a page where "
+            "they run (head size 512 with an FP8 KV cache on Hopper: 64; head size 256 on "
+            "Blackwell: 128), so with attention_backend FLASH_ATTN other sizes stop the "
+            "engine (without it vLLM picks another backend). These facts were read from the "
+            "sources of those "
             "releases; a release between two of them is judged by both and reported only when "
             "they agree, others are not evaluated. The GPU (compute capability) comes from the "
             "pool or GPU selectors, MLA from the model catalogue."
