@@ -15,7 +15,7 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.gpu_operator import GpuOperatorView, operator_view, operators_of
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
-from gpustrata_policies.view.pools import DERIVED_FROM, GpuPool, matches_selectors, pools_of
+from gpustrata_policies.view.pools import DERIVED_FROM, GpuPool, pool_matches, pools_of
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -88,7 +88,7 @@ def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
 
     def match() -> list[GpuPool]:
         selector, terms = pod.node_selector(), pod.required_affinity_terms()
-        return [p for p in pools if matches_selectors(selector, terms, p.labels)]
+        return [p for p in pools if pool_matches(selector, terms, p)]
 
     return list(memoised(cached[1], "found", match))
 
@@ -142,6 +142,29 @@ def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
         if inst is not None:
             return catalogs.gpu_by_label(inst.gpu)
     return gpu_model_of_labels(pool.labels)[0]
+
+
+def gpu_models_of_pool(pool: GpuPool) -> list[GpuModel] | str:
+    """Every catalogue GPU a pool's nodes may carry (a Karpenter NodePool allowing several
+    instance types may launch several models: a derived number must hold for each), or why
+    none is known (the instance types it names that the catalogue lacks)."""
+    unknown = pool.extra.get("unknownTypes")
+    if unknown:
+        return (
+            f"pool {pool.name} allows instance types the hardware catalogue does not know "
+            f"({', '.join(unknown)})"
+        )
+    ids = pool.extra.get("gpuModels")
+    if isinstance(ids, list) and ids:
+        found = [catalogs.gpu_by_label(i) for i in ids]
+        return [g for g in found if g is not None]
+    gpu = gpu_model_of_pool(pool)
+    if gpu is None:
+        what = pool.gpu_product or pool.text("instanceType")
+        if pool.extra.get("source") == "NodePool" and not what:
+            what = "its requirements match no catalogued AWS GPU instance type"
+        return f"the GPU model of pool {pool.name} ({what}) is not in the hardware catalogue"
+    return [gpu]
 
 
 # Node labels that name the GPU model (RULES.md "Where the inputs come from").
