@@ -491,8 +491,8 @@ def node_pools(objects: Iterable[K8sObject]) -> list[GpuPool]:
 
 KARPENTER_NODEPOOL = "karpenter.sh/nodepool"
 """The label Karpenter puts on every Node it launches for a NodePool."""
-KARPENTER_DOCS = "https://karpenter.sh/docs/concepts/nodepools/"
-KARPENTER_NODECLASS_DOCS = "https://karpenter.sh/docs/concepts/nodeclasses/"
+KARPENTER_DOCS = "https://karpenter.sh/v1.9/concepts/nodepools/"
+KARPENTER_NODECLASS_DOCS = "https://karpenter.sh/v1.9/concepts/nodeclasses/"
 KARPENTER_INSTANCE_TYPES = (
     "aws/karpenter-provider-aws/website/content/en/docs/reference/instance-types.md"
     "@1d927085dd81a9df9301e613f371dac5b4d16bfe"
