@@ -244,3 +244,29 @@ def test_odd_nodepool_input_does_not_crash() -> None:
         odd, {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "x"}}
     )
     assert set(found) == {"odd", "x"}
+
+
+@pytest.mark.parametrize(
+    ("sizes", "fits"), [(("2xlarge", "48xlarge"), True), (("2xlarge", "4xlarge"), False)]
+)
+def test_k005_fits_a_pod_to_any_type_the_nodepool_may_launch(
+    sizes: tuple[str, ...], fits: bool
+) -> None:
+    pod = deployment("Qwen/Qwen2.5-1.5B-Instruct", [], {"karpenter.sh/nodepool": "l4"})
+    pod["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": 8}
+    }
+    report = evaluate(
+        [
+            K8sObject(node_class()),
+            K8sObject(node_pool("l4", [req(FAMILY, "g6"), req(SIZE, *sizes)])),
+            K8sObject(pod),
+        ]
+    )
+    findings, reasons = rule(report, "K005")
+    assert reasons == []
+    if fits:
+        assert findings == []
+    else:
+        assert len(findings) == 1 and "none of its 2 instance types fits" in findings[0]
+        assert "g6.4xlarge" in findings[0] and "1 GPU(s) per node" in findings[0]

@@ -709,7 +709,7 @@ def _karpenter_pool(obj: K8sObject, classes: Mapping[str, K8sObject]) -> GpuPool
         )
     )
     if not gpu_signs:
-        candidates = []  # a CPU NodePool: its types are not in a GPU catalogue
+        candidates, unknown = [], []  # a CPU NodePool: its types are not in a GPU catalogue
     models = sorted({gpu_ids[c[_INSTANCE_TYPE]] for c in candidates})
     counts = sorted({int(c[KARPENTER_GPU_COUNT]) for c in candidates})
     gpu = catalogs.gpu_by_label(models[0]) if len(models) == 1 and not unknown else None
