@@ -270,3 +270,28 @@ def test_k005_fits_a_pod_to_any_type_the_nodepool_may_launch(
     else:
         assert len(findings) == 1 and "none of its 2 instance types fits" in findings[0]
         assert "g6.4xlarge" in findings[0] and "1 GPU(s) per node" in findings[0]
+
+
+def test_the_karpenter_blueprint_gpu_nodepool_and_a_pod_selecting_t4() -> None:
+    """aws-samples/karpenter-blueprints@f986fd61 blueprints/nvidia-gpu-workload: category g,
+    manufacturer nvidia; the Pod's instance-gpu-name t4 selector narrows it to the T4 types."""
+    blueprint = node_pool(
+        "gpu",
+        [
+            req("karpenter.sh/capacity-type", "on-demand"),
+            req("karpenter.k8s.aws/instance-category", "g"),
+            req("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"),
+        ],
+        limits={"cpu": 100, "memory": "100Gi", "nvidia.com/gpu": 5},
+    )
+    found = pools(node_class(), blueprint)["gpu"]
+    assert {t.split(".")[0] for t in found.extra["instanceTypes"]} == {"g4dn", "g5", "g6", "g6e"}
+    assert found.extra["gpuModels"] == ["a10g", "l4", "l40s", "t4"]
+    pod = deployment(
+        "meta-llama/Llama-3.1-8B-Instruct",
+        [],
+        {"karpenter.k8s.aws/instance-gpu-name": "t4"},
+    )
+    report = evaluate([K8sObject(node_class()), K8sObject(blueprint), K8sObject(pod)])
+    findings, _ = rule(report, "V003")  # 16 GB of bf16 weights on a 15 GiB T4
+    assert len(findings) == 1 and "T4 Tensor Core GPU (pool gpu)" in findings[0]  # T4 only

@@ -35,6 +35,7 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, dig
+from gpustrata_policies.view.pools import KARPENTER_GPU_MEMORY, KARPENTER_GPU_NAME
 from gpustrata_policies.view.vllm_args import (
     EngineArgs,
     image_publisher,
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
 Path = tuple[str | int, ...]
 Version = tuple[int, ...]
 T = TypeVar("T")
-KARPENTER_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
-KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 
 __all__ = [
     "EngineSite",
@@ -287,7 +286,7 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
     unknown: list[str] = []
     partial = False
     for pool in targeted_pools(pod, pools) if pools else []:
-        models = gpu_models_of_pool(pool)
+        models = gpu_models_of_pool(pool, pod)
         if isinstance(models, str):
             unknown.append(models)
             partial = partial or pool.extra.get("source") == "NodePool"
@@ -439,7 +438,7 @@ def site_gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:
     for pod in site.pods:
         if pools:
             for pool in targeted_pools(pod, pools):
-                models = gpu_models_of_pool(pool)
+                models = gpu_models_of_pool(pool, pod)
                 for model in [] if isinstance(models, str) else models:
                     found.setdefault(model.id, (model, f"pool {pool.name}"))
         else:

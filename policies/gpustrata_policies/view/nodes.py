@@ -15,7 +15,13 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.gpu_operator import GpuOperatorView, operator_view, operators_of
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
-from gpustrata_policies.view.pools import DERIVED_FROM, GpuPool, pool_matches, pools_of
+from gpustrata_policies.view.pools import (
+    DERIVED_FROM,
+    GpuPool,
+    launchable_types,
+    pool_matches,
+    pools_of,
+)
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -144,10 +150,11 @@ def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
     return gpu_model_of_labels(pool.labels)[0]
 
 
-def gpu_models_of_pool(pool: GpuPool) -> list[GpuModel] | str:
+def gpu_models_of_pool(pool: GpuPool, pod: PodRef | None = None) -> list[GpuModel] | str:
     """Every catalogue GPU a pool's nodes may carry (a Karpenter NodePool allowing several
-    instance types may launch several models: a derived number must hold for each), or why
-    none is known (the instance types it names that the catalogue lacks)."""
+    instance types may launch several models: a derived number must hold for each; *pod*'s
+    selectors narrow them to the types it can get), or why none is known (the instance
+    types it names that the catalogue lacks)."""
     unknown = pool.extra.get("unknownTypes")
     if unknown:
         return (
@@ -156,6 +163,10 @@ def gpu_models_of_pool(pool: GpuPool) -> list[GpuModel] | str:
         )
     ids = pool.extra.get("gpuModels")
     if isinstance(ids, list) and ids:
+        if pod is not None:
+            types = launchable_types(pool, pod.node_selector(), pod.required_affinity_terms())
+            insts = [catalogs.instance(t) for t in types]
+            ids = sorted({i.gpu for i in insts if i is not None}) or ids
         found = [catalogs.gpu_by_label(i) for i in ids]
         return [g for g in found if g is not None]
     gpu = gpu_model_of_pool(pool)

@@ -33,6 +33,7 @@ agent pool), else by identical GPU shape, and a group reads what its Nodes show:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,12 +43,15 @@ from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 __all__ = [
     "DERIVED_FROM",
+    "KARPENTER_GPU_MEMORY",
+    "KARPENTER_GPU_NAME",
     "KARPENTER_NODEPOOL",
     "NODE_POOL_LABELS",
     "GpuPool",
     "ami_of_node_class",
     "ami_ships_driver",
     "karpenter_pools",
+    "launchable_types",
     "matches_selectors",
     "node_pools",
     "normalise_effect",
@@ -493,16 +497,17 @@ KARPENTER_NODEPOOL = "karpenter.sh/nodepool"
 """The label Karpenter puts on every Node it launches for a NodePool."""
 KARPENTER_DOCS = "https://karpenter.sh/v1.9/concepts/nodepools/"
 KARPENTER_NODECLASS_DOCS = "https://karpenter.sh/v1.9/concepts/nodeclasses/"
-KARPENTER_INSTANCE_TYPES = (
-    "aws/karpenter-provider-aws/website/content/en/docs/reference/instance-types.md"
-    "@1d927085dd81a9df9301e613f371dac5b4d16bfe"
-)
 _INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 _FAMILY = "karpenter.k8s.aws/instance-family"
 _SIZE = "karpenter.k8s.aws/instance-size"
-_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
+_CATEGORY = "karpenter.k8s.aws/instance-category"
+_GENERATION = "karpenter.k8s.aws/instance-generation"
+KARPENTER_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
+KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
+"""Per-GPU memory in MiB, as Karpenter labels its nodes."""
+_GPU_NAME = KARPENTER_GPU_NAME
 _GPU_MANUFACTURER = "karpenter.k8s.aws/instance-gpu-manufacturer"
-_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
+_GPU_MEMORY = KARPENTER_GPU_MEMORY
 _CPU = "karpenter.k8s.aws/instance-cpu"
 _MEMORY = "karpenter.k8s.aws/instance-memory"
 _ARCH = "kubernetes.io/arch"
@@ -510,12 +515,16 @@ _CAPACITY_TYPE = "karpenter.sh/capacity-type"
 _GPU_KEYS = (_GPU_NAME, KARPENTER_GPU_COUNT, _GPU_MANUFACTURER, _GPU_MEMORY)
 # Requirement keys a catalogue instance type answers (Karpenter's well-known labels, as its
 # generated instance-type reference lists them per type): requirements on these pick types.
-_TYPE_KEYS = frozenset({_INSTANCE_TYPE, _FAMILY, _SIZE, _CPU, _MEMORY, _ARCH, *_GPU_KEYS})
+_TYPE_KEYS = frozenset(
+    {_INSTANCE_TYPE, _FAMILY, _SIZE, _CATEGORY, _GENERATION, _CPU, _MEMORY, _ARCH, *_GPU_KEYS}
+)
 _ALTERNATIVES_CAP = 512
 # EC2NodeClass AMI aliases / amiFamily values whose GPU image Karpenter resolves to the EKS
 # accelerated AMI (AL2 GPU, AL2023 NVIDIA, Bottlerocket -nvidia variant) for instance types
 # with NVIDIA GPUs, which ship the driver (karpenter.sh nodeclasses "amiSelectorTerms" alias;
-# aws-samples/karpenter-blueprints blueprints/gpu-nvidia).
+# aws-samples/karpenter-blueprints@f986fd618f91030bed188ae0a484a136584a7ed5:
+# blueprints/nvidia-gpu-workload/README.md, "Karpenter will pick the respective EKS optimized
+# accelerated AMI. AL2023 comes packaged with the NVIDIA GPU drivers").
 _DRIVER_AMI_FAMILIES = frozenset({"al2", "al2023", "bottlerocket"})
 
 
@@ -531,6 +540,7 @@ def _instance_labels(name: str) -> dict[str, str] | None:
         return None
     gpu = catalogs.hardware().gpus.get(inst.gpu)
     family, _, size = name.partition(".")
+    head = re.match(r"([a-z]+)(\d+)", family)  # g6e -> g, 6; p6-b200 -> p, 6
     labels = {
         _INSTANCE_TYPE: name,
         _FAMILY: family,
@@ -542,6 +552,8 @@ def _instance_labels(name: str) -> dict[str, str] | None:
         KARPENTER_GPU_COUNT: str(inst.gpu_count),
         _GPU_MANUFACTURER: "nvidia",
     }
+    if head:
+        labels[_CATEGORY], labels[_GENERATION] = head.group(1), head.group(2)
     if gpu is not None:
         labels[_GPU_MEMORY] = str(round(gpu.memory_gib * 1024))
     return labels
@@ -772,3 +784,21 @@ def pool_matches(
     return any(
         matches_selectors(node_selector, affinity_terms, labels) for labels in pool_label_sets(pool)
     )
+
+
+def launchable_types(
+    pool: GpuPool,
+    node_selector: Mapping[str, Any],
+    affinity_terms: list[list[Mapping[str, Any]]],
+) -> list[str]:
+    """The instance types of a Karpenter NodePool a Pod with these selectors may get (its
+    own ``instance-gpu-name`` or instance-type selector narrows the NodePool's list)."""
+    types = pool.extra.get("instanceTypes")
+    if not isinstance(types, list):
+        return []
+    found = {
+        str(labels.get(_INSTANCE_TYPE))
+        for labels in pool_label_sets(pool)
+        if matches_selectors(node_selector, affinity_terms, labels)
+    }
+    return [t for t in types if t in found]

@@ -23,7 +23,7 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_map
-from gpustrata_policies.view.pools import GpuPool
+from gpustrata_policies.view.pools import GpuPool, launchable_types
 
 MIB = 1024**2
 GIB = 1024**3
@@ -195,8 +195,8 @@ def _check_pools(
         return
     reasons, unknown = [], []
     for pool in targeted:
-        types = pool.extra.get("instanceTypes")
-        if isinstance(types, list) and len(types) > 1:
+        types = launchable_types(pool, pod.node_selector(), pod.required_affinity_terms())
+        if len(types) > 1:
             # A Karpenter NodePool launches whichever of its types fits the pod.
             caps: list[Capacity] = [
                 ctx.memo(f"k005-capacity:{id(pool)}:{t}", partial(_capacity, pool, t))
