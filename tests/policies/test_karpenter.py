@@ -268,7 +268,7 @@ def test_k005_fits_a_pod_to_any_type_the_nodepool_may_launch(
     if fits:
         assert findings == []
     else:
-        assert len(findings) == 1 and "none of its 2 instance types fits" in findings[0]
+        assert len(findings) == 1 and "none of the 2 instance type(s) it may launch" in findings[0]
         assert "g6.4xlarge" in findings[0] and "1 GPU(s) per node" in findings[0]
 
 

@@ -196,7 +196,7 @@ def _check_pools(
     reasons, unknown = [], []
     for pool in targeted:
         types = launchable_types(pool, pod.node_selector(), pod.required_affinity_terms())
-        if len(types) > 1:
+        if types:
             # A Karpenter NodePool launches whichever of its types fits the pod.
             caps: list[Capacity] = [
                 ctx.memo(f"k005-capacity:{id(pool)}:{t}", partial(_capacity, pool, t))
@@ -208,8 +208,8 @@ def _check_pools(
             if all(short for short, _ in results):
                 largest = max(zip(types, caps, strict=True), key=lambda tc: tc[1].cpu or 0)
                 reasons.append(
-                    f"{pool_label(pool)}: none of its {len(types)} instance types fits, the "
-                    f"largest, {largest[0]}, offers "
+                    f"{pool_label(pool)}: none of the {len(types)} instance type(s) it may "
+                    f"launch for this pod fits, the largest, {largest[0]}, offers "
                     f"{', '.join(_shortfalls(demand, largest[1])[0]) or 'too little'} "
                     f"({largest[1].basis})"
                 )
