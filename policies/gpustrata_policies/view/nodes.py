@@ -101,7 +101,9 @@ def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
 
 def pool_label(pool: GpuPool) -> str:
     """``pool gpu-h100 (8 x NVIDIA-H100-80GB-HBM3)`` for messages."""
-    what = pool.gpu_product or pool.text("instanceType") or "GPUs"
+    models = pool.extra.get("gpuModels")
+    several = "/".join(models) if isinstance(models, list) and models else None
+    what = pool.gpu_product or pool.text("instanceType") or several or "GPUs"
     count = f"{pool.gpu_count} x " if pool.gpu_count else ""
     return f"pool {pool.name} ({count}{what})"
 
