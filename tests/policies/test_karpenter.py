@@ -295,3 +295,21 @@ def test_the_karpenter_blueprint_gpu_nodepool_and_a_pod_selecting_t4() -> None:
     report = evaluate([K8sObject(node_class()), K8sObject(blueprint), K8sObject(pod)])
     findings, _ = rule(report, "V003")  # 16 GB of bf16 weights on a 15 GiB T4
     assert len(findings) == 1 and "T4 Tensor Core GPU (pool gpu)" in findings[0]  # T4 only
+
+
+def test_a_v1beta1_nodepool_alone_says_eks() -> None:
+    """v1beta1's nodeClassRef names apiVersion/kind, not group: still Karpenter's AWS
+    provider, so EKS's ExtendedResourceToleration admits the nvidia.com/gpu taint (K004)."""
+    pool = node_pool("b", [req(FAMILY, "g6")], api="karpenter.sh/v1beta1")
+    pool["spec"]["template"]["spec"]["nodeClassRef"] = {
+        "apiVersion": "karpenter.k8s.aws/v1beta1",
+        "kind": "EC2NodeClass",
+        "name": "gpu",
+    }
+    pod = deployment("Qwen/Qwen2.5-1.5B-Instruct", [], {"karpenter.sh/nodepool": "b"})
+    del pod["spec"]["template"]["spec"]["tolerations"]
+    findings, reasons = rule(evaluate([K8sObject(pool), K8sObject(pod)]), "K004")
+    assert findings == [] and reasons == []
+    pool["spec"]["template"]["spec"]["nodeClassRef"] = {"name": "gpu"}  # nothing says EKS
+    findings, _ = rule(evaluate([K8sObject(pool), K8sObject(pod)]), "K004")
+    assert len(findings) == 1

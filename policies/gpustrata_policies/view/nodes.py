@@ -418,9 +418,13 @@ def _object_flavour(obj: K8sObject) -> Admission | None:
     if obj.kind == "EC2NodeClass" and obj.api_version.startswith("karpenter.k8s.aws/"):
         return Admission("EKS", f"{obj.resource} (Karpenter's AWS provider)", True)
     if obj.kind == "NodePool" and obj.api_version.startswith("karpenter.sh/"):
-        group = dig(obj.raw, "spec", "template", "spec", "nodeClassRef", "group")
-        if group == "karpenter.k8s.aws":
-            return Admission("EKS", f"{obj.resource} nodeClassRef {group}", True)
+        ref = as_map(dig(obj.raw, "spec", "template", "spec", "nodeClassRef"), "nodeClassRef")
+        group = ref.get("group")  # v1; v1beta1 names apiVersion karpenter.k8s.aws/v1beta1
+        version = ref.get("apiVersion")
+        if group == "karpenter.k8s.aws" or ref.get("kind") == "EC2NodeClass":
+            return Admission("EKS", f"{obj.resource} nodeClassRef {group or ref['kind']}", True)
+        if isinstance(version, str) and version.startswith("karpenter.k8s.aws/"):
+            return Admission("EKS", f"{obj.resource} nodeClassRef {version}", True)
     if obj.kind == "GpuNodePool":
         ami = dig(obj.raw, "spec", "amiType")
         if isinstance(ami, str) and ami:
