@@ -49,7 +49,14 @@ print(f"{code} {peak_kib}", file=sys.stderr)
 
 
 # A cluster has a few pools and one GPU Operator: these appear once, workloads repeat.
-_CLUSTER_KINDS = ("GpuNodePool", "GpuOperator", "HelmRelease", "ClusterPolicy")
+_CLUSTER_KINDS = (
+    "GpuNodePool",
+    "NodePool",
+    "EC2NodeClass",
+    "GpuOperator",
+    "HelmRelease",
+    "ClusterPolicy",
+)
 
 
 def _documents() -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]]]:

@@ -12,9 +12,12 @@ from gpustrata_policies.evaluate import all_rules, find_rule
 from gpustrata_policies.findings import ENFORCEMENTS, LAYERS, SEVERITIES
 
 RULES = all_rules()
-# RULES.md: "advisory for K003, K006, K008, K011, K012, K013, K015, O004, R002, R006,
+# RULES.md: "advisory for K003, K006, K008, K011, K012, K013, K015, K016, O004, R002, R006,
 # V008 (mandatory in production), V012; mandatory for all others".
-ADVISORY = {"K003", "K006", "K008", "K011", "K012", "K013", "K015", "O004", "R002", "R006", "V012"}
+ADVISORY = {
+    *("K003", "K006", "K008", "K011", "K012", "K013", "K015", "K016"),
+    *("O004", "R002", "R006", "V012"),
+}
 
 
 def test_the_issue_rules_are_registered() -> None:

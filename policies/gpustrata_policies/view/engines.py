@@ -29,12 +29,13 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.nodes import (
-    gpu_model_of_pool,
     gpu_model_of_selectors,
+    gpu_models_of_pool,
     gpu_pools,
     targeted_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, dig
+from gpustrata_policies.view.pools import KARPENTER_GPU_MEMORY, KARPENTER_GPU_NAME
 from gpustrata_policies.view.vllm_args import (
     EngineArgs,
     image_publisher,
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
 Path = tuple[str | int, ...]
 Version = tuple[int, ...]
 T = TypeVar("T")
-KARPENTER_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
-KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 
 __all__ = [
     "EngineSite",
@@ -285,12 +284,20 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
     pools = gpu_pools(ctx)
     refs: dict[str, GpuRef] = {}
     unknown: list[str] = []
+    partial = False
     for pool in targeted_pools(pod, pools) if pools else []:
-        gpu = gpu_model_of_pool(pool)
-        if gpu is None:
-            unknown.append(f"pool {pool.name} ({pool.gpu_product or pool.text('instanceType')})")
-        else:
-            refs.setdefault(gpu.id, GpuRef(gpu, f"pool {pool.name}"))
+        models = gpu_models_of_pool(pool, pod)
+        if isinstance(models, str):
+            unknown.append(models)
+            partial = partial or pool.extra.get("source") == "NodePool"
+            continue
+        where = f"pool {pool.name}"
+        if len(models) > 1:
+            where += f" (one of its GPU models {', '.join(m.id for m in models)})"
+        for model in models:
+            refs.setdefault(model.id, GpuRef(model, where))
+    if partial:
+        return "; ".join(unknown)  # a NodePool may launch a type nothing here knows
     if refs:
         return list(refs.values())
     karpenter = _karpenter_gpu(pod.selected_labels())
@@ -300,7 +307,7 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
     if where:
         return f"the GPU model selected by {where} is not in the hardware catalogue"
     if unknown:
-        return f"the GPU model of {', '.join(unknown)} is not in the hardware catalogue"
+        return "; ".join(unknown)
     return (
         "the GPU model is unknown: the Pod selects no nvidia.com/gpu.product, "
         "node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-gpu-name or "
@@ -449,9 +456,9 @@ def site_gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:
     for pod in site.pods:
         if pools:
             for pool in targeted_pools(pod, pools):
-                gpu = gpu_model_of_pool(pool)
-                if gpu is not None:
-                    found.setdefault(gpu.id, (gpu, f"pool {pool.name}"))
+                models = gpu_models_of_pool(pool, pod)
+                for model in [] if isinstance(models, str) else models:
+                    found.setdefault(model.id, (model, f"pool {pool.name}"))
         else:
             gpu, label = gpu_model_of_selectors(pod)
             if gpu is not None:

@@ -15,7 +15,13 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.gpu_operator import GpuOperatorView, operator_view, operators_of
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
-from gpustrata_policies.view.pools import DERIVED_FROM, GpuPool, matches_selectors, pools_of
+from gpustrata_policies.view.pools import (
+    DERIVED_FROM,
+    GpuPool,
+    launchable_types,
+    pool_matches,
+    pools_of,
+)
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -88,14 +94,16 @@ def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
 
     def match() -> list[GpuPool]:
         selector, terms = pod.node_selector(), pod.required_affinity_terms()
-        return [p for p in pools if matches_selectors(selector, terms, p.labels)]
+        return [p for p in pools if pool_matches(selector, terms, p)]
 
     return list(memoised(cached[1], "found", match))
 
 
 def pool_label(pool: GpuPool) -> str:
     """``pool gpu-h100 (8 x NVIDIA-H100-80GB-HBM3)`` for messages."""
-    what = pool.gpu_product or pool.text("instanceType") or "GPUs"
+    models = pool.extra.get("gpuModels")
+    several = "/".join(models) if isinstance(models, list) and models else None
+    what = pool.gpu_product or pool.text("instanceType") or several or "GPUs"
     count = f"{pool.gpu_count} x " if pool.gpu_count else ""
     return f"pool {pool.name} ({count}{what})"
 
@@ -142,6 +150,34 @@ def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
         if inst is not None:
             return catalogs.gpu_by_label(inst.gpu)
     return gpu_model_of_labels(pool.labels)[0]
+
+
+def gpu_models_of_pool(pool: GpuPool, pod: PodRef | None = None) -> list[GpuModel] | str:
+    """Every catalogue GPU a pool's nodes may carry (a Karpenter NodePool allowing several
+    instance types may launch several models: a derived number must hold for each; *pod*'s
+    selectors narrow them to the types it can get), or why none is known (the instance
+    types it names that the catalogue lacks)."""
+    unknown = pool.extra.get("unknownTypes")
+    if unknown:
+        return (
+            f"pool {pool.name} allows instance types the hardware catalogue does not know "
+            f"({', '.join(unknown)})"
+        )
+    ids = pool.extra.get("gpuModels")
+    if isinstance(ids, list) and ids:
+        if pod is not None:
+            types = launchable_types(pool, pod.node_selector(), pod.required_affinity_terms())
+            insts = [catalogs.instance(t) for t in types]
+            ids = sorted({i.gpu for i in insts if i is not None}) or ids
+        found = [catalogs.gpu_by_label(i) for i in ids]
+        return [g for g in found if g is not None]
+    gpu = gpu_model_of_pool(pool)
+    if gpu is None:
+        what = pool.gpu_product or pool.text("instanceType")
+        if pool.extra.get("source") == "NodePool" and not what:
+            what = "its requirements match no catalogued AWS GPU instance type"
+        return f"the GPU model of pool {pool.name} ({what}) is not in the hardware catalogue"
+    return [gpu]
 
 
 # Node labels that name the GPU model (RULES.md "Where the inputs come from").
@@ -382,9 +418,13 @@ def _object_flavour(obj: K8sObject) -> Admission | None:
     if obj.kind == "EC2NodeClass" and obj.api_version.startswith("karpenter.k8s.aws/"):
         return Admission("EKS", f"{obj.resource} (Karpenter's AWS provider)", True)
     if obj.kind == "NodePool" and obj.api_version.startswith("karpenter.sh/"):
-        group = dig(obj.raw, "spec", "template", "spec", "nodeClassRef", "group")
-        if group == "karpenter.k8s.aws":
-            return Admission("EKS", f"{obj.resource} nodeClassRef {group}", True)
+        ref = as_map(dig(obj.raw, "spec", "template", "spec", "nodeClassRef"), "nodeClassRef")
+        group = ref.get("group")  # v1; v1beta1 names apiVersion karpenter.k8s.aws/v1beta1
+        version = ref.get("apiVersion")
+        if group == "karpenter.k8s.aws" or ref.get("kind") == "EC2NodeClass":
+            return Admission("EKS", f"{obj.resource} nodeClassRef {group or ref['kind']}", True)
+        if isinstance(version, str) and version.startswith("karpenter.k8s.aws/"):
+            return Admission("EKS", f"{obj.resource} nodeClassRef {version}", True)
     if obj.kind == "GpuNodePool":
         ami = dig(obj.raw, "spec", "amiType")
         if isinstance(ami, str) and ami:

@@ -11,7 +11,7 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view.kuberay import RayGroup, ray_groups
 from gpustrata_policies.view.nodes import tolerations_of
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
-from gpustrata_policies.view.pools import GpuPool, matches_selectors, tolerates
+from gpustrata_policies.view.pools import GpuPool, pool_matches, tolerates
 from gpustrata_policies.view.vllm_args import EngineArgs, vllm_engine
 
 KUBERAY_V170 = "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator"
@@ -49,8 +49,7 @@ def reachable_pools(pod: PodRef, pools: list[GpuPool]) -> list[GpuPool]:
     return [
         p
         for p in pools
-        if matches_selectors(selector, terms, p.labels)
-        and all(tolerates(tols, t) for t in p.hard_taints)
+        if pool_matches(selector, terms, p) and all(tolerates(tols, t) for t in p.hard_taints)
     ]
 
 

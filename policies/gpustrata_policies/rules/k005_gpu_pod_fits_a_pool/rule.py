@@ -23,7 +23,7 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_map
-from gpustrata_policies.view.pools import GpuPool
+from gpustrata_policies.view.pools import GpuPool, launchable_types
 
 MIB = 1024**2
 GIB = 1024**3
@@ -96,7 +96,9 @@ def _reserved(kubelet: Mapping[str, Any], name: str, capacity: Fraction) -> Frac
     return total
 
 
-def _capacity(pool: GpuPool) -> Capacity:
+def _capacity(pool: GpuPool, instance: str | None = None) -> Capacity:
+    """A node's capacity in *pool*; *instance*: one of the instance types a Karpenter
+    NodePool may launch (its GPUs, CPU and memory from the hardware catalogue)."""
     replicas = parse_quantity(pool.labels.get("nvidia.com/gpu.replicas")) or 1
     if pool.from_nodes:  # what the kubelet reports: after its reservations already
         allocatable = as_map(pool.extra.get("allocatable"), "allocatable")
@@ -110,14 +112,18 @@ def _capacity(pool: GpuPool) -> Capacity:
     mem_mib = parse_quantity(pool.extra.get("memoryMiB"))
     memory = mem_mib * MIB if mem_mib is not None else None
     source = "described"
-    name = pool.text("instanceType")
+    name = instance or pool.text("instanceType")
     if (cpu is None or memory is None) and name:
         inst = catalogs.instance(name)
         if inst is not None:
             cpu = cpu if cpu is not None else Fraction(inst.vcpu)
             memory = memory if memory is not None else Fraction(inst.memory_mib * MIB)
             source = f"{name} in the hardware catalogue"
-    gpus = int(pool.gpu_count * replicas) if pool.gpu_count else None
+    count = pool.gpu_count
+    if instance is not None:
+        inst = catalogs.instance(instance)
+        count = inst.gpu_count if inst is not None else None
+    gpus = int(count * replicas) if count else None
     kubelet = kubelet_of(pool)
     if kubelet is None:
         return Capacity(gpus, cpu, memory, f"capacity ({source}; reservations not described)")
@@ -189,6 +195,27 @@ def _check_pools(
         return
     reasons, unknown = [], []
     for pool in targeted:
+        types = launchable_types(pool, pod.node_selector(), pod.required_affinity_terms())
+        if types:
+            # A Karpenter NodePool launches whichever of its types fits the pod.
+            caps: list[Capacity] = [
+                ctx.memo(f"k005-capacity:{id(pool)}:{t}", partial(_capacity, pool, t))
+                for t in types
+            ]
+            results = [_shortfalls(demand, c) for c in caps]
+            if any(not short and not missing for short, missing in results):
+                return
+            if all(short for short, _ in results):
+                largest = max(zip(types, caps, strict=True), key=lambda tc: tc[1].cpu or 0)
+                reasons.append(
+                    f"{pool_label(pool)}: none of the {len(types)} instance type(s) it may "
+                    f"launch for this pod fits, the largest, {largest[0]}, offers "
+                    f"{', '.join(_shortfalls(demand, largest[1])[0]) or 'too little'} "
+                    f"({largest[1].basis})"
+                )
+            else:
+                unknown.append(pool.name)
+            continue
         # A pool's capacity, worked out once per evaluation rather than once per Pod.
         cap: Capacity = ctx.memo(f"k005-capacity:{id(pool)}", partial(_capacity, pool))
         short, missing = _shortfalls(demand, cap)

@@ -10,6 +10,7 @@ from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
 from gpustrata_policies.view.nodes import KUBE_RESERVED, gpu_pools, kubelet_of, pool_label
 from gpustrata_policies.view.objects import K8sObject, as_map
+from gpustrata_policies.view.pools import KARPENTER_NODECLASS_DOCS
 
 RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
 NODEADM_KUBELET = (
@@ -22,7 +23,7 @@ def _reserved(section: Mapping[str, Any], key: str) -> bool:
     return value is not None and value > 0
 
 
-def _problems(kubelet: Mapping[str, Any]) -> list[str]:
+def _problems(kubelet: Mapping[str, Any], karpenter: bool = False) -> list[str]:
     problems = []
     for name in ("systemReserved", "kubeReserved"):
         section = as_map(kubelet.get(name), f"kubelet.{name}")
@@ -34,6 +35,8 @@ def _problems(kubelet: Mapping[str, Any]) -> list[str]:
                 f'"{bad[0]}" resource\')'
             )
         missing = [k for k in ("cpu", "memory") if not _reserved(section, k)]
+        if karpenter and name == "kubeReserved" and name not in kubelet:
+            missing = []  # Karpenter computes kubeReserved from the instance type when unset
         if missing:
             who = "system daemons" if name == "systemReserved" else "the kubelet and runtime"
             problems.append(f"{name} reserves no {' or '.join(missing)} for {who}")
@@ -47,8 +50,43 @@ def _problems(kubelet: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _check_karpenter(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """The kubelet settings of Karpenter GPU NodePools: the EC2NodeClass's ``spec.kubelet``
+    (v1), or the NodePool's ``template.spec.kubelet`` (v1beta1); one finding per object."""
+    pools = [p for p in gpu_pools(ctx) if p.extra.get("source") == "NodePool"]
+    if obj.kind == "NodePool":
+        orphans = [p for p in pools if p.obj is obj and p.extra.get("kubeletObject") is None]
+        for pool in orphans:
+            yield ctx.not_evaluated(
+                obj,
+                f"GPU NodePool {pool.name} names EC2NodeClass "
+                f"{pool.extra.get('nodeClass') or '(none)'}, which is not in the input, and "
+                "sets no kubelet settings itself",
+            )
+    served = [p for p in pools if p.extra.get("kubeletObject") is obj]
+    if not served:
+        return
+    kubelet = kubelet_of(served[0]) or {}
+    problems = _problems(kubelet, karpenter=True)
+    if not problems:
+        return
+    names = ", ".join(p.name for p in served)
+    path = ("spec", "kubelet") if obj.kind == "EC2NodeClass" else ("spec", "template", "spec")
+    where = "its spec.kubelet" if kubelet else "it sets no spec.kubelet"
+    yield ctx.violation(
+        obj,
+        f"{obj.kind} {obj.name} launches the nodes of GPU NodePool(s) {names} and {where}: "
+        f"{'; '.join(problems)} (Karpenter computes kubeReserved from the instance type when "
+        "it is unset and reserves nothing for the system)",
+        path if obj.kind == "EC2NodeClass" else (*path, "kubelet"),
+    )
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """GPU pools reserve cpu/memory for system and kubelet and set a memory eviction floor."""
+    if obj.kind in ("EC2NodeClass", "NodePool"):
+        yield from _check_karpenter(ctx, obj)
+        return
     if obj.kind != "GpuNodePool":
         return
     for pool in gpu_pools(ctx):
@@ -88,7 +126,9 @@ RULE = Rule(
             "accepts only cpu, memory, ephemeral-storage and pid in its reservations (GPUs are "
             "not reservable). Its built-in hard eviction threshold, memory.available<100Mi, "
             "leaves no room for the page cache of a weight load. EKS AL2023 nodeadm computes "
-            "kubeReserved from the instance but reserves nothing for the system."
+            "kubeReserved from the instance but reserves nothing for the system; so does "
+            "Karpenter, whose nodes take these settings from the EC2NodeClass's spec.kubelet "
+            "(karpenter.sh/v1) or the NodePool's template.spec.kubelet (v1beta1)."
         ),
         fix=(
             "Set systemReserved and kubeReserved cpu and memory (gpustrata sizes kubeReserved "
@@ -97,6 +137,7 @@ RULE = Rule(
         ),
         references=(
             KUBE_RESERVED,
+            KARPENTER_NODECLASS_DOCS,
             "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/",
             NODEADM_KUBELET,
             "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubelet/app/server.go",

@@ -13,7 +13,7 @@ from gpustrata_policies.rules._common import (
     selector_matches,
 )
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
-from gpustrata_policies.view.pools import matches_selectors, pools_of
+from gpustrata_policies.view.pools import pool_matches, pools_of
 
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet"})
 HOSTNAME = "kubernetes.io/hostname"
@@ -81,9 +81,7 @@ def _one_per_node_anyway(ctx: RuleContext, pod: PodRef) -> bool:
         "pools_with_gpu_count", lambda: [p for p in pools_of(ctx.objects) if p.gpu_count]
     )
     targeted = [
-        p
-        for p in pools
-        if matches_selectors(pod.node_selector(), pod.required_affinity_terms(), p.labels)
+        p for p in pools if pool_matches(pod.node_selector(), pod.required_affinity_terms(), p)
     ]
     if targeted:
         return all(2 * gpus > (p.gpu_count or 0) for p in targeted)

@@ -20,7 +20,7 @@ from gpustrata_policies.view.nodes import (
     gpu_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
-from gpustrata_policies.view.pools import matches_selectors
+from gpustrata_policies.view.pools import pool_matches
 from gpustrata_policies.view.ray import RAY_V2600, container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
@@ -72,7 +72,7 @@ def _sharing(ctx: RuleContext, container: ContainerRef) -> _Sharing | None:
     label_sets: list[tuple[str, Mapping[str, Any]]] = [("its node selector", pod.selected_labels())]
     selector, terms = pod.node_selector(), pod.required_affinity_terms()
     for pool in gpu_pools(ctx):
-        if matches_selectors(selector, terms, pool.labels):
+        if pool_matches(selector, terms, pool):
             label_sets.append((f"pool {pool.name}", pool.labels))
     for where, labels in label_sets:
         strategy = str(labels.get(STRATEGY_LABEL, ""))

@@ -1,0 +1,128 @@
+"""K016 gpu-pods-survive-consolidation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view.nodes import gpu_pools, targeted_pools
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
+from gpustrata_policies.view.pools import KARPENTER_DOCS, GpuPool
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+KARPENTER_DISRUPTION = "https://karpenter.sh/v1.9/concepts/disruption/"
+CA_FAQ = (
+    "https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md"
+    "#what-types-of-pods-can-prevent-ca-from-removing-a-node"
+)
+# The consolidationPolicy Karpenter applies when a NodePool sets none (karpenter.sh/v1:
+# WhenEmptyOrUnderutilized; v1beta1: WhenUnderutilized; KARPENTER_DISRUPTION).
+_DEFAULT_POLICY = {"karpenter.sh/v1beta1": "WhenUnderutilized"}
+_V1_DEFAULT = "WhenEmptyOrUnderutilized"
+
+
+def _pod_annotations(pod: PodRef) -> Mapping[str, Any]:
+    template = dig(pod.obj.raw, *pod.path[:-1]) if pod.path[:-1] else pod.obj.raw
+    return as_map(dig(template, "metadata", "annotations"), "pod annotations")
+
+
+def _blocking_budget(disruption: Mapping[str, Any]) -> str | None:
+    """A budget that always allows 0 nodes to be disrupted for underutilisation, if any."""
+    for i, budget in enumerate(as_list(disruption.get("budgets"), "disruption.budgets")):
+        if not isinstance(budget, Mapping) or budget.get("schedule"):
+            continue  # a scheduled budget holds only during its window
+        reasons = budget.get("reasons")
+        covers = not reasons or (isinstance(reasons, list) and "Underutilized" in reasons)
+        if covers and str(budget.get("nodes", "")).strip() in ("0", "0%"):
+            return f"budgets[{i}] nodes: {budget.get('nodes')}"
+    return None
+
+
+def _inference_pods(ctx: RuleContext, pool: GpuPool) -> list[tuple[PodRef, bool]]:
+    """GPU Pods in the input that target *pool*, each with whether it opts out of
+    voluntary disruption (``karpenter.sh/do-not-disrupt: "true"``)."""
+    pools = gpu_pools(ctx)
+    out = []
+    for obj in ctx.objects:
+        for pod in obj.pods():
+            if pod.gpu_count(ctx.config.gpu_resources) <= 0:
+                continue
+            if not any(p is pool for p in targeted_pools(pod, pools)):
+                continue
+            value = _pod_annotations(pod).get(DO_NOT_DISRUPT)
+            out.append((pod, str(value).lower() == "true"))
+    return out
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """A Karpenter GPU NodePool does not consolidate nodes that serve or load engines."""
+    if obj.kind != "NodePool" or not obj.api_version.startswith("karpenter.sh/"):
+        return
+    pool = next((p for p in gpu_pools(ctx) if p.obj is obj), None)
+    if pool is None:
+        return
+    disruption = as_map(dig(obj.raw, "spec", "disruption"), "spec.disruption")
+    stated = disruption.get("consolidationPolicy")
+    policy = str(stated) if stated else _DEFAULT_POLICY.get(obj.api_version, _V1_DEFAULT)
+    if policy == "WhenEmpty" or str(disruption.get("consolidateAfter")) == "Never":
+        return
+    if _blocking_budget(disruption):
+        return
+    pods = _inference_pods(ctx, pool)
+    if pods and all(protected for _, protected in pods):
+        return
+    setting = f"consolidationPolicy: {policy}" + ("" if stated else ", Karpenter's default")
+    after = disruption.get("consolidateAfter")
+    if after is not None:
+        setting += f", consolidateAfter: {after}"
+    exposed = [f"{p.obj.resource}{p.where}" for p, protected in pods if not protected]
+    who = (
+        f'the GPU Pods of {", ".join(exposed)}, which do not carry {DO_NOT_DISRUPT}: "true",'
+        if exposed
+        else "any inference Pod on it (none in the input targets it)"
+    )
+    yield ctx.violation(
+        obj,
+        f"GPU NodePool {obj.name} consolidates underutilised nodes ({setting}) with no "
+        f"disruption budget that holds them: Karpenter may evict {who} to repack or replace "
+        "a busy GPU node, and an engine that serves or is still loading weights restarts "
+        "from scratch on another node",
+        ("spec", "disruption", "consolidationPolicy") if stated else ("spec",),
+    )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K016",
+        name="gpu-pods-survive-consolidation",
+        title="Node autoscalers do not consolidate GPU nodes that serve or load engines",
+        layer="kubernetes",
+        severity="medium",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "Karpenter consolidation deletes or replaces a node whose Pods fit elsewhere "
+            "(karpenter.sh/v1 consolidationPolicy WhenEmptyOrUnderutilized, the default; "
+            "v1beta1 WhenUnderutilized). For an inference Pod that means a cold start: "
+            "pulling a multi-GB image, downloading and loading tens of GB of weights and "
+            "capturing CUDA graphs again, minutes in which its replica serves nothing; a Pod "
+            "evicted mid-download starts the download over. A GPU NodePool should use "
+            "consolidationPolicy WhenEmpty (or consolidateAfter: Never, or a budget of 0 "
+            "nodes for the Underutilized reason), or the inference Pods carry "
+            'karpenter.sh/do-not-disrupt: "true", which blocks voluntary disruption of '
+            "their node. The cluster autoscaler's equivalent is the Pod annotation "
+            'cluster-autoscaler.kubernetes.io/safe-to-evict: "false".'
+        ),
+        fix=(
+            "Set spec.disruption.consolidationPolicy: WhenEmpty on GPU NodePools (with a "
+            'consolidateAfter such as 10m), or add budgets [{nodes: "0", reasons: '
+            "[Underutilized]}], or annotate the inference Pod template with "
+            'karpenter.sh/do-not-disrupt: "true".'
+        ),
+        references=(KARPENTER_DISRUPTION, KARPENTER_DOCS, CA_FAQ),
+        scope="stack",
+    ),
+    check,
+)
