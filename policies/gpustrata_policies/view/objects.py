@@ -60,6 +60,7 @@ OTHER_KINDS = frozenset(
         "HelmRelease",
         "HelmValues",
         "ClusterPolicy",
+        "NVIDIADriver",
         "Service",
         "ConfigMap",
         "Secret",
@@ -87,6 +88,7 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "EC2NodeClass",
         "HelmValues",
         "ClusterPolicy",
+        "NVIDIADriver",
         "ClusterRole",
         "ClusterRoleBinding",
     }

@@ -13,8 +13,10 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.device_plugin import Sharing
 from gpustrata_policies.view.nodes import (
     KUBE_RESERVED,
+    cluster_gpu_sharing,
     fmt_count,
     gpu_pools,
     gpu_requests,
@@ -96,8 +98,13 @@ def _reserved(kubelet: Mapping[str, Any], name: str, capacity: Fraction) -> Frac
     return total
 
 
-def _capacity(pool: GpuPool) -> Capacity:
+def _capacity(pool: GpuPool, sharing: Sharing | None = None) -> Capacity:
     replicas = parse_quantity(pool.labels.get("nvidia.com/gpu.replicas")) or 1
+    shared = ""
+    if replicas == 1 and sharing is not None and sharing.resource == "nvidia.com/gpu":
+        # The device plugin advertises each GPU `replicas` times (its README, time-slicing
+        # and MPS); Nodes show it in their labels and allocatable, a described pool does not.
+        replicas, shared = Fraction(sharing.replicas), f", {sharing.where}"
     if pool.from_nodes:  # what the kubelet reports: after its reservations already
         allocatable = as_map(pool.extra.get("allocatable"), "allocatable")
         return Capacity(
@@ -120,12 +127,14 @@ def _capacity(pool: GpuPool) -> Capacity:
     gpus = int(pool.gpu_count * replicas) if pool.gpu_count else None
     kubelet = kubelet_of(pool)
     if kubelet is None:
-        return Capacity(gpus, cpu, memory, f"capacity ({source}; reservations not described)")
+        return Capacity(
+            gpus, cpu, memory, f"capacity ({source}; reservations not described{shared})"
+        )
     if cpu is not None:
         cpu -= _reserved(kubelet, "cpu", cpu)
     if memory is not None:
         memory -= _reserved(kubelet, "memory", memory)
-    return Capacity(gpus, cpu, memory, "allocatable after kubelet reservations")
+    return Capacity(gpus, cpu, memory, f"allocatable after kubelet reservations{shared}")
 
 
 def _cores(value: Fraction) -> str:
@@ -190,7 +199,9 @@ def _check_pools(
     reasons, unknown = [], []
     for pool in targeted:
         # A pool's capacity, worked out once per evaluation rather than once per Pod.
-        cap: Capacity = ctx.memo(f"k005-capacity:{id(pool)}", partial(_capacity, pool))
+        cap: Capacity = ctx.memo(
+            f"k005-capacity:{id(pool)}", partial(_capacity, pool, cluster_gpu_sharing(ctx))
+        )
         short, missing = _shortfalls(demand, cap)
         if not short and not missing:
             return  # fits this pool
