@@ -174,3 +174,18 @@ def test_the_aks_device_plugin_daemonset_is_context_not_a_gpu_workload(tmp_path:
     path = FIELD_CORPUS_2_CONTEXT / "production-stack-azure-nvidia-device-plugin-ds.yaml"
     report = evaluate(load_paths([str(path)]))
     assert not [f for f in report.findings if f.rule in {"K004", "K005", "K002"}]
+
+
+def test_values_option_takes_device_plugin_values_whatever_their_keys(tmp_path: Path) -> None:
+    from gpustrata_policies.inputs.manifests import load_values
+
+    path = tmp_path / "dp.yaml"  # no key of the chart's own: only the option says whose
+    path.write_text(
+        "config:\n  map:\n    default: |\n      version: v1\n      sharing:\n"
+        "        timeSlicing:\n          resources: [{name: nvidia.com/gpu, replicas: 2}]\n",
+        encoding="utf-8",
+    )
+    objects = load_values(f"nvidia-device-plugin={path}")
+    sharing = cluster_sharing(objects)
+    assert sharing is not None and sharing.replicas == 2 and "config.map.default" in sharing.where
+    assert not operators_of(objects)
