@@ -101,9 +101,15 @@ def _reserved(kubelet: Mapping[str, Any], name: str, capacity: Fraction) -> Frac
 def _capacity(pool: GpuPool, sharing: Sharing | None = None) -> Capacity:
     replicas = parse_quantity(pool.labels.get("nvidia.com/gpu.replicas")) or 1
     shared = ""
-    if replicas == 1 and sharing is not None and sharing.resource == "nvidia.com/gpu":
+    if (
+        replicas == 1
+        and sharing is not None
+        and sharing.resource == "nvidia.com/gpu"
+        and not pool.from_nodes
+    ):
         # The device plugin advertises each GPU `replicas` times (its README, time-slicing
-        # and MPS); Nodes show it in their labels and allocatable, a described pool does not.
+        # and MPS); Nodes show that in GFD's nvidia.com/gpu.replicas label (no label: not
+        # shared there), a described pool does not show it.
         replicas, shared = Fraction(sharing.replicas), f", {sharing.where}"
     if pool.from_nodes:  # what the kubelet reports: after its reservations already
         allocatable = as_map(pool.extra.get("allocatable"), "allocatable")
