@@ -189,3 +189,19 @@ def test_values_option_takes_device_plugin_values_whatever_their_keys(tmp_path: 
     sharing = cluster_sharing(objects)
     assert sharing is not None and sharing.replicas == 2 and "config.map.default" in sharing.where
     assert not operators_of(objects)
+
+
+def test_k005_takes_a_nodes_sharing_from_its_own_labels() -> None:
+    node = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {pool: l4, nvidia.com/gpu.product: NVIDIA-L4, nvidia.com/gpu.count: "1"}
+status:
+  allocatable: {cpu: "7", memory: 28Gi, nvidia.com/gpu: "1"}
+"""
+    config = sharing_map("timeSlicing", 4)
+    assert _rules("---\n".join([node, POD, config]), "K005")  # no replicas label: not shared
+    shared = node.replace('count: "1"}', 'count: "1", nvidia.com/gpu.replicas: "4"}')
+    assert _rules("---\n".join([shared, POD, config]), "K005") == []
