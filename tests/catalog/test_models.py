@@ -47,6 +47,7 @@ REQUIRED_IDS = [
     "mistralai/Mixtral-8x7B-Instruct-v0.1",
     "google/gemma-2-9b-it",
     "google/gemma-2-27b-it",
+    "google/gemma-7b-it",
     "google/gemma-3-4b-it",
     "google/gemma-3-12b-it",
     "google/gemma-3-27b-it",

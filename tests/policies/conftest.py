@@ -13,6 +13,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 RULES_DIR = REPO / "policies" / "gpustrata_policies" / "rules"
 FIELD_CORPUS = REPO / ".." / "shared" / "field-corpus"
+FIELD_CORPUS_2 = REPO / "tests" / "data" / "field-corpus-2"
+"""The second field corpus (issue 20): 23 public manifests kept in the repository."""
+FIELD_CORPUS_2_REFUSED = REPO / "tests" / "data" / "field-corpus-2-refused"
+FIELD_CORPUS_2_CONTEXT = REPO / "tests" / "data" / "field-corpus-2-context"
 
 for extra in (REPO / "components", REPO / "policies"):
     if str(extra) not in sys.path:

@@ -10,7 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIELD_CORPUS, REPO, RULES_DIR, fixture, fixture_files
+from conftest import (
+    FIELD_CORPUS,
+    FIELD_CORPUS_2,
+    FIELD_CORPUS_2_REFUSED,
+    REPO,
+    RULES_DIR,
+    fixture,
+    fixture_files,
+)
 
 from gpustrata.cli.check import register_commands
 from gpustrata_policies.output.docs import rules_markdown
@@ -162,20 +170,34 @@ def test_docs_rules_md_is_up_to_date() -> None:
     )
 
 
-def test_field_corpus_runs_without_error() -> None:
-    if not FIELD_CORPUS.is_dir():
-        pytest.skip(f"field corpus not found at {FIELD_CORPUS}")
-    code, out, err = run(["check", "--format", "json", str(FIELD_CORPUS)])
+@pytest.mark.parametrize("corpus", [FIELD_CORPUS, FIELD_CORPUS_2], ids=["corpus-1", "corpus-2"])
+def test_field_corpus_runs_without_error(corpus: Path) -> None:
+    if not corpus.is_dir():
+        pytest.skip(f"field corpus not found at {corpus}")
+    code, out, err = run(["check", "--format", "json", str(corpus)])
     assert code in (0, 1) and "Traceback" not in err
     data = json.loads(out)
     found = sorted((f["rule"], f["resource"]) for f in data["findings"])
-    # Every finding here is discussed in docs/field-corpus.md.
+    assert found or corpus == FIELD_CORPUS  # corpus 2 has findings to judge
+    # Every finding here is discussed in docs/field-corpus.md (corpus 2: in its section).
     doc = (REPO / "docs" / "field-corpus.md").read_text()
+    if corpus == FIELD_CORPUS_2:
+        doc = doc[doc.index("## Field corpus 2") :]
     for rule, resource in found:
         assert f"| {rule} |" in doc and resource in doc, (rule, resource)
     assert not [
         n for n in data["not_evaluated"] if n["rule"] != "*" and "could not read" in n["reason"]
     ]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIELD_CORPUS_2_REFUSED.glob("*.yaml")))
+def test_field_corpus_2_invalid_upstream_files_are_refused_clearly(name: str) -> None:
+    """Upstream samples that are not valid YAML as published: exit 2, one line naming the
+    file and line, no traceback."""
+    code, out, err = run(["check", str(FIELD_CORPUS_2_REFUSED / name)])
+    assert code == 2 and out == "" and "Traceback" not in err
+    line = err.strip()
+    assert "\n" not in line and f"{name}:" in line and "invalid YAML" in line
 
 
 def test_check_is_light_on_imports() -> None:

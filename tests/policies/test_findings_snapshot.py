@@ -2,7 +2,7 @@
 
 The snapshot (``tests/snapshots/findings.json``) was written from ``main`` before the
 evaluation was made faster (issue 18): every finding with its file and line, every
-"not evaluated" record and warning, for the field corpus checked as one folder, each
+"not evaluated" record and warning, for each field corpus checked as one folder, each
 fixture checked alone (as ``gpustrata check FILE``), and all fixtures together (so the
 rules that relate objects across a whole input see thousands of candidates). A change
 in what the rules find, or where, shows up here as a diff.
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import FIELD_CORPUS, REPO, fixture_files
+from conftest import FIELD_CORPUS, FIELD_CORPUS_2, REPO, fixture_files
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.findings import Report
@@ -54,6 +54,7 @@ def current() -> dict[str, Any]:
     """What the rules report now, in the snapshot's shape."""
     fixtures = fixture_files()
     out: dict[str, Any] = {"field-corpus": _report(evaluate(load_paths([str(FIELD_CORPUS)])))}
+    out["field-corpus-2"] = _report(evaluate(load_paths([str(FIELD_CORPUS_2)])))
     for path in fixtures:
         out[_relative(str(path)) or str(path)] = _report(evaluate(load_paths([str(path)])))
     out["all fixtures together"] = _report(evaluate(load_paths([str(p) for p in fixtures])))

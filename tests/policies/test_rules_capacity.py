@@ -508,3 +508,44 @@ def test_a_zero_probe_period_is_the_kubernetes_default() -> None:
     assert [(f.rule, f.enforcement, f.message) for f in got.findings] == [
         (f.rule, f.enforcement, f.message) for f in want.findings
     ]
+
+
+# ------------------------------------------------- Ray Serve LLM accelerator_type as the GPU
+
+
+def _deepseek_ray_service(accelerator: str) -> str:
+    """Corpus 1's KubeRay DeepSeek-R1 sample (TP 8 x PP 2, no GPU selector), with its
+    ``accelerator_type: "H100"`` replaced."""
+    from conftest import FIELD_CORPUS
+
+    path = FIELD_CORPUS / "ray-project-kuberay-ray-service-deepseek.yaml"
+    if not path.is_file():
+        pytest.skip(f"field corpus not found at {FIELD_CORPUS}")
+    text = path.read_text(encoding="utf-8")
+    assert 'accelerator_type: "H100"' in text
+    return text.replace('accelerator_type: "H100"', f'accelerator_type: "{accelerator}"')
+
+
+def _capacity_outcomes(text: str) -> tuple[list[str], list[str]]:
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.inputs.manifests import load_text
+
+    report = evaluate(load_text(text, "ray.yaml"))
+    rules = {"V003", "V004", "V012"}
+    found = [f"{f.rule} {f.message}" for f in report.findings if f.rule in rules]
+    skipped = [f"{n.rule} {n.reason}" for n in report.not_evaluated if n.rule in rules]
+    return found, skipped
+
+
+def test_accelerator_type_names_the_gpu_when_nothing_else_does() -> None:
+    found, skipped = _capacity_outcomes(_deepseek_ray_service("H100"))
+    assert skipped == [] and found == []  # 671 GB of FP8 over 16 H100s fits every variant
+    found, skipped = _capacity_outcomes(_deepseek_ray_service("L4"))
+    assert skipped == []
+    v003 = [m for m in found if m.startswith("V003")]
+    assert v003 and "Ray Serve LLM accelerator_type L4" in v003[0]
+
+
+def test_an_accelerator_type_ray_does_not_detect_leaves_the_gpu_unknown() -> None:
+    _, skipped = _capacity_outcomes(_deepseek_ray_service("NOT-A-GPU"))
+    assert skipped and all("GPU model is unknown" in s for s in skipped)

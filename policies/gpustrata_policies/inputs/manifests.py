@@ -104,7 +104,7 @@ def _short(text: str, limit: int = 60) -> str:
     return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
 
 
-VALUES_CHARTS = ("gpu-operator",)
+VALUES_CHARTS = ("gpu-operator", "nvidia-device-plugin")
 """Charts whose Helm values file ``check`` reads (``--values CHART=FILE``)."""
 VALUES_KIND = "HelmValues"
 """Kind of the object a values file becomes: ``spec.chart`` and ``spec.values``."""
@@ -146,9 +146,31 @@ _OPERATOR_ONLY_KEYS = frozenset(
 )
 
 
+# Top-level keys only NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/
+# values.yaml has (1b826acc): with its `config` key, a kindless document is its values file.
+_DEVICE_PLUGIN_KEYS = frozenset(
+    {
+        "migStrategy",
+        "failOnInitError",
+        "deviceListStrategy",
+        "deviceIDStrategy",
+        "nvidiaDriverRoot",
+        "compatWithCPUManager",
+        "deviceDiscoveryStrategy",
+    }
+)
+
+
 def _values_chart(data: Mapping[str, Any], name: str) -> str | None:
     """The chart a kindless document is the values of (by its keys, or one key and a
     path naming the chart), else ``None``."""
+    plugin = {k for k in data if isinstance(k, str)} & _DEVICE_PLUGIN_KEYS
+    if data.get("version") == "v1" and isinstance(data.get("sharing"), Mapping):
+        return "nvidia-device-plugin"  # the plugin's own config file (its README's grammar)
+    if isinstance(data.get("config"), Mapping) and (
+        plugin or "device-plugin" in name.replace("\\", "/").lower()
+    ):
+        return "nvidia-device-plugin"
     keys = {k for k in data if isinstance(k, str)} & _OPERATOR_KEYS
     if len(keys) >= 2 and keys & _OPERATOR_ONLY_KEYS:
         return "gpu-operator"
@@ -435,6 +457,12 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
         error_at = error_line(exc, text)
         where = f"{name}:{error_at}" if error_at is not None else name
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        text_lines = text.splitlines()
+        at = error_at or 0
+        if 0 < at <= len(text_lines) and "{{" in text_lines[at - 1]:
+            problem += (  # e.g. `hf_api_token: {{HF_TOKEN}}`, a sed/envsubst placeholder
+                "; the line holds a {{...}} placeholder: substitute it before checking"
+            )
         raise InputError(f"{where}: invalid YAML: {problem}") from None
     except RecursionError:  # the pure-Python loader composes recursively
         raise InputError(f"{name}: YAML nested too deeply to read") from None

@@ -36,7 +36,15 @@ from gpustrata_policies.view.engines import (
     pod_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
-from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.nodes import gpu_model_of_selectors, gpu_pools, targeted_pools
+from gpustrata_policies.view.objects import (
+    ContainerRef,
+    K8sObject,
+    PodRef,
+    as_list,
+    as_map,
+    dig,
+)
 from gpustrata_policies.view.ray import flag_is_on
 from gpustrata_policies.view.vllm_args import EngineArgs
 
@@ -147,7 +155,33 @@ def resolve_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:
             f"{site.name} gets a MIG slice ({', '.join(mig)}); the memory of a slice is not "
             "modelled"
         )
-    return pod_gpus(ctx, pod)
+    found = pod_gpus(ctx, pod)
+    if isinstance(found, str):
+        return _accelerator_type_gpus(ctx, site, pod) or found
+    return found
+
+
+def _accelerator_type_gpus(ctx: RuleContext, site: EngineSite, pod: PodRef) -> list[GpuRef]:
+    """Where nothing in the cluster's description names the Pod's GPU, a Ray Serve LLM
+    ``accelerator_type`` does: Ray schedules the engine's bundles only on nodes whose
+    detected accelerator is that type (``accelerator_type:<name>`` resource), so the engine
+    lands on one of the catalogue GPUs Ray names so (each is evaluated, like the GPUs of
+    several pools)."""
+    wanted = site.llm_config.get("accelerator_type")
+    if wanted is UNKNOWN:
+        raise UnknownInput(f"accelerator_type of {site.name}")
+    if not isinstance(wanted, str) or not wanted:
+        return []
+    if gpu_pools(ctx) and targeted_pools(pod, gpu_pools(ctx)):
+        return []  # a described pool names the GPU (or says it is not catalogued)
+    if gpu_model_of_selectors(pod)[1]:
+        return []  # a selector names a GPU the catalogue lacks: that is the reason
+    where = f"Ray Serve LLM accelerator_type {wanted}"
+    return [
+        GpuRef(gpu, where)
+        for gpu in catalogs.hardware().gpus.values()
+        if gpu.ray_accelerator_type == wanted
+    ]
 
 
 # --------------------------------------------------------------------------- version

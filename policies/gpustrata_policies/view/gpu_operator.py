@@ -13,6 +13,8 @@ Read from these shapes, all normalised to the chart's ``values.yaml`` spelling:
   ``HelmValues`` object with ``spec.chart`` and ``spec.values``;
 * the operator's ``ClusterPolicy`` custom resource (``nvidia.com/v1``), whose ``spec``
   uses the same keys; its release comes from the ``helm.sh/chart`` label the chart sets;
+* the ``NVIDIADriver`` CR (``nvidia.com/v1alpha1``), one driver per node selector, read
+  apart by :func:`nvidia_drivers_of` (it is no installation of the operator);
 * a ``GpuOperator`` description (``gpustrata.io/v1alpha1``; what the gpustrata
   ``GpuOperator`` component registers), which also carries ``declaredOverrides``::
 
@@ -49,6 +51,8 @@ __all__ = [
     "CHART_DEFAULTS_SOURCE",
     "DECLARED_OVERRIDES_ANNOTATION",
     "GpuOperatorView",
+    "NvidiaDriverView",
+    "nvidia_drivers_of",
     "operator_view",
     "operators_of",
 ]
@@ -311,3 +315,53 @@ def operators_of(objects: Iterable[K8sObject]) -> list[GpuOperatorView]:
             views.append(view)
     described = {_release_key(v) for v in views if v.source == "GpuOperator"}
     return [v for v in views if v.source != "HelmRelease" or _release_key(v) not in described]
+
+
+@dataclass(frozen=True, slots=True)
+class NvidiaDriverView:
+    """One ``NVIDIADriver`` custom resource (``nvidia.com/v1alpha1``): the driver the GPU
+    Operator installs on the nodes its ``nodeSelector`` picks, when the ClusterPolicy sets
+    ``driver.useNvidiaDriverCRD`` (NVIDIA/gpu-operator@a22dbf67
+    api/nvidia/v1alpha1/nvidiadriver_types.go, config/samples/nvidia_v1alpha1_nvidiadriver.yaml)."""
+
+    obj: K8sObject
+    version: str | None
+    """``spec.version`` (``None``: the operator's default driver image)."""
+    driver_type: str
+    """``spec.driverType``: ``gpu`` (default), ``vgpu`` or ``vgpu-host-manager``."""
+    node_selector: Mapping[str, str]
+    """``spec.nodeSelector``; empty: every GPU node."""
+
+    @property
+    def where(self) -> str:
+        """``installed by NVIDIADriver/default (spec.version)``."""
+        return f"installed by {self.obj.resource} (spec.version)"
+
+    def selects(self, labels: Mapping[str, Any]) -> bool:
+        """The CR's nodeSelector picks nodes with *labels*."""
+        return all(labels.get(k) == v for k, v in self.node_selector.items())
+
+
+def nvidia_drivers_of(objects: Iterable[K8sObject]) -> list[NvidiaDriverView]:
+    """Every ``NVIDIADriver`` among *objects* (unknown fields: skipped, as for operators)."""
+    found: list[NvidiaDriverView] = []
+    for obj in objects:
+        if obj.kind != "NVIDIADriver" or not obj.api_version.startswith("nvidia.com/"):
+            continue
+        spec = obj.raw.get("spec")
+        if not isinstance(spec, Mapping):
+            continue
+        selector = spec.get("nodeSelector")
+        if selector is UNKNOWN or spec.get("version") is UNKNOWN:
+            continue
+        found.append(
+            NvidiaDriverView(
+                obj,
+                _text(spec.get("version")),
+                str(spec.get("driverType") or "gpu"),
+                {str(k): str(v) for k, v in selector.items()}
+                if isinstance(selector, Mapping)
+                else {},
+            )
+        )
+    return found

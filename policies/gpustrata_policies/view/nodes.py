@@ -13,7 +13,14 @@ from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.gpu_operator import GpuOperatorView, operator_view, operators_of
+from gpustrata_policies.view.device_plugin import Sharing, cluster_sharing
+from gpustrata_policies.view.gpu_operator import (
+    GpuOperatorView,
+    NvidiaDriverView,
+    nvidia_drivers_of,
+    operator_view,
+    operators_of,
+)
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
 from gpustrata_policies.view.pools import (
     DERIVED_FROM,
@@ -257,12 +264,16 @@ def operator_driver(op: GpuOperatorView) -> Driver:
     return Driver(release.default_driver, f"installed by {op.label}, its chart default")
 
 
-def pool_driver(pool: GpuPool | None, ops: Sequence[GpuOperatorView]) -> Driver | None:
+def pool_driver(
+    pool: GpuPool | None,
+    ops: Sequence[GpuOperatorView],
+    drivers: Sequence[NvidiaDriverView] = (),
+) -> Driver | None:
     """The driver on a pool's nodes (``None``: nothing states one).
 
     A node image that ships the driver keeps it (the operator's driver container does not
-    replace a loaded host driver); otherwise the operator with ``driver.enabled`` installs
-    its own.
+    replace a loaded host driver); otherwise an ``NVIDIADriver`` CR whose nodeSelector picks
+    the pool's nodes, else the operator with ``driver.enabled``, installs its own.
     """
     if pool is not None and pool.from_nodes and pool.driver_version:
         return Driver(
@@ -272,6 +283,17 @@ def pool_driver(pool: GpuPool | None, ops: Sequence[GpuOperatorView]) -> Driver 
     if pool is not None and pool.driver_preinstalled:
         image = f" {pool.ami_type}" if pool.ami_type else ""
         return Driver(pool.driver_version, f"preinstalled in the node image{image}")
+    labels = pool.labels if pool is not None else {}
+    for cr in drivers:  # NVIDIADriver CRs: one driver per node selector
+        if cr.driver_type == "gpu" and (cr.selects(labels) if pool else not cr.node_selector):
+            if cr.version:
+                return Driver(cr.version, cr.where)
+            fallback = operator_driver(ops[0]) if ops else None
+            return Driver(
+                fallback.version if fallback else None,
+                f"installed by {cr.obj.resource}, no spec.version: "
+                + (fallback.where if fallback else "the operator's default, not stated"),
+            )
     installing = [op for op in ops if op.enabled("driver")]
     if installing:
         return operator_driver(installing[0])
@@ -285,7 +307,10 @@ def driver_on(ctx: RuleContext, pool: GpuPool | None) -> Driver | None:
     drivers: dict[int, Driver | None] = ctx.memo("pool_drivers", dict)
     key = id(pool)
     if key not in drivers:
-        drivers[key] = pool_driver(pool, operators(ctx))
+        crs: list[NvidiaDriverView] = ctx.memo(
+            "nvidia_driver_crs", lambda: nvidia_drivers_of(ctx.objects)
+        )
+        drivers[key] = pool_driver(pool, operators(ctx), crs)
     return drivers[key]
 
 
@@ -313,32 +338,20 @@ def kubelet_of(pool: GpuPool) -> Mapping[str, Any] | None:
     return as_map(raw, "kubelet") if isinstance(raw, Mapping) else None
 
 
-def config_map_time_slicing(ctx: RuleContext) -> tuple[int, str] | None:
-    """Cluster-wide time-slicing from a device-plugin sharing ConfigMap in the input:
-    (replicas per GPU, where it is set), once per evaluation."""
-
-    def build() -> tuple[int, str] | None:
-        import yaml
-
-        for obj in ctx.objects:
-            if obj.kind != "ConfigMap":
-                continue
-            for key, text in as_map(obj.raw.get("data"), "data").items():
-                try:
-                    data = yaml.safe_load(text) if isinstance(text, str) else None
-                except yaml.YAMLError:
-                    continue
-                resources = dig(data, "sharing", "timeSlicing", "resources")
-                for res in resources if isinstance(resources, list) else []:
-                    if isinstance(res, Mapping) and res.get("name") == "nvidia.com/gpu":
-                        replicas = res.get("replicas")
-                        if isinstance(replicas, int) and replicas > 1:
-                            where = f"time-slicing x{replicas} in {obj.resource}:{key}"
-                            return replicas, where
-        return None
-
-    found: tuple[int, str] | None = ctx.memo("device_plugin_time_slicing", build)
+def cluster_gpu_sharing(ctx: RuleContext) -> Sharing | None:
+    """The device plugin's cluster-wide sharing of ``nvidia.com/gpu`` (time-slicing or MPS
+    replicas), from the GPU Operator, the device plugin chart or a ConfigMap; once per
+    evaluation (:mod:`gpustrata_policies.view.device_plugin`)."""
+    found: Sharing | None = ctx.memo("device_plugin_sharing", lambda: cluster_sharing(ctx.objects))
     return found
+
+
+def config_map_time_slicing(ctx: RuleContext) -> tuple[int, str] | None:
+    """Cluster-wide time-slicing of the device plugin: (replicas per GPU, where it is set)."""
+    found = cluster_gpu_sharing(ctx)
+    if found is None or found.strategy != "time-slicing":
+        return None
+    return found.replicas, found.where
 
 
 def shared_gpus(ctx: RuleContext, pool: GpuPool) -> str | None:
@@ -353,8 +366,8 @@ def shared_gpus(ctx: RuleContext, pool: GpuPool) -> str | None:
         name = op.value("devicePlugin", "config", "name")
         if name:
             return f"{op.label} mounts device-plugin config {name}"
-    found = config_map_time_slicing(ctx)
-    return found[1] if found else None
+    sharing = cluster_gpu_sharing(ctx)
+    return sharing.where if sharing else None
 
 
 # --------------------------------------------------------------------------- admission

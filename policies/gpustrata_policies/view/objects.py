@@ -64,6 +64,7 @@ OTHER_KINDS = frozenset(
         "HelmRelease",
         "HelmValues",
         "ClusterPolicy",
+        "NVIDIADriver",
         "Service",
         "ConfigMap",
         "Secret",
@@ -104,6 +105,7 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "EC2NodeClass",
         "HelmValues",
         "ClusterPolicy",
+        "NVIDIADriver",
         "ClusterRole",
         "ClusterRoleBinding",
     }

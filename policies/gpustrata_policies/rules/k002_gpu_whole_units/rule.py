@@ -13,7 +13,9 @@ from gpustrata_policies.rules._common import (
     MANDATORY,
     fmt,
 )
-from gpustrata_policies.view.objects import K8sObject, is_gpu_resource
+from gpustrata_policies.view.device_plugin import SHARING_DOCS
+from gpustrata_policies.view.nodes import cluster_gpu_sharing
+from gpustrata_policies.view.objects import K8sObject, Path, is_gpu_resource
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
@@ -36,10 +38,28 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                         "is not a whole number (the API server rejects it: must be an integer)"
                     )
                 else:
+                    if section == "limits" and amount > 1:
+                        yield from _shared_beyond_one(ctx, obj, c.label, name, value, path)
                     continue
                 yield ctx.violation(
                     obj, f"{c.label} sets {section}.{name}: {fmt(value)}, which {problem}", path
                 )
+
+
+def _shared_beyond_one(
+    ctx: RuleContext, obj: K8sObject, label: str, name: str, value: object, path: Path
+) -> Iterator[Outcome]:
+    """More than one replica of a shared GPU where the device plugin refuses that."""
+    sharing = cluster_gpu_sharing(ctx)
+    if sharing is None or sharing.resource != name or not sharing.fail_requests_greater_than_one:
+        return
+    yield ctx.violation(
+        obj,
+        f"{label} sets limits.{name}: {fmt(value)}, but the device plugin shares that "
+        f"resource ({sharing.where}) with failRequestsGreaterThanOne, so it fails the Pod "
+        "with UnexpectedAdmissionError (replicas of a shared GPU give no more GPU anyway)",
+        path,
+    )
 
 
 RULE = Rule(
@@ -55,7 +75,9 @@ RULE = Rule(
             "rejects fractions such as 0.5 or 500m for extended resources. A GPU is shared by "
             "advertising it several times (time-slicing, MPS) or by partitioning it (MIG "
             "profiles such as nvidia.com/mig-1g.10gb), never by asking for part of one. "
-            "(0 is allowed: it asks for no GPU.)"
+            "(0 is allowed: it asks for no GPU.) Where the device plugin shares GPUs with "
+            "failRequestsGreaterThanOne (the default under MPS), it fails a container asking "
+            "for more than one replica with UnexpectedAdmissionError."
         ),
         fix=(
             "Ask for a whole number of GPUs; to share one, configure MIG, time-slicing or MPS "
@@ -65,6 +87,7 @@ RULE = Rule(
             K8S_SCHEDULING_GPUS,
             K8S_RESOURCE_VALIDATION,
             "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html",
+            SHARING_DOCS,
         ),
     ),
     check,

@@ -13,8 +13,10 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.device_plugin import Sharing
 from gpustrata_policies.view.nodes import (
     KUBE_RESERVED,
+    cluster_gpu_sharing,
     fmt_count,
     gpu_pools,
     gpu_requests,
@@ -96,10 +98,24 @@ def _reserved(kubelet: Mapping[str, Any], name: str, capacity: Fraction) -> Frac
     return total
 
 
-def _capacity(pool: GpuPool, instance: str | None = None) -> Capacity:
+def _capacity(
+    pool: GpuPool, instance: str | None = None, sharing: Sharing | None = None
+) -> Capacity:
     """A node's capacity in *pool*; *instance*: one of the instance types a Karpenter
-    NodePool may launch (its GPUs, CPU and memory from the hardware catalogue)."""
+    NodePool may launch (its GPUs, CPU and memory from the hardware catalogue); *sharing*:
+    the cluster's device-plugin sharing config, if any."""
     replicas = parse_quantity(pool.labels.get("nvidia.com/gpu.replicas")) or 1
+    shared = ""
+    if (
+        replicas == 1
+        and sharing is not None
+        and sharing.resource == "nvidia.com/gpu"
+        and not pool.from_nodes
+    ):
+        # The device plugin advertises each GPU `replicas` times (its README, time-slicing
+        # and MPS); Nodes show that in GFD's nvidia.com/gpu.replicas label (no label: not
+        # shared there), a described pool does not show it.
+        replicas, shared = Fraction(sharing.replicas), f", {sharing.where}"
     if pool.from_nodes:  # what the kubelet reports: after its reservations already
         allocatable = as_map(pool.extra.get("allocatable"), "allocatable")
         return Capacity(
@@ -126,12 +142,14 @@ def _capacity(pool: GpuPool, instance: str | None = None) -> Capacity:
     gpus = int(count * replicas) if count else None
     kubelet = kubelet_of(pool)
     if kubelet is None:
-        return Capacity(gpus, cpu, memory, f"capacity ({source}; reservations not described)")
+        return Capacity(
+            gpus, cpu, memory, f"capacity ({source}; reservations not described{shared})"
+        )
     if cpu is not None:
         cpu -= _reserved(kubelet, "cpu", cpu)
     if memory is not None:
         memory -= _reserved(kubelet, "memory", memory)
-    return Capacity(gpus, cpu, memory, "allocatable after kubelet reservations")
+    return Capacity(gpus, cpu, memory, f"allocatable after kubelet reservations{shared}")
 
 
 def _cores(value: Fraction) -> str:
@@ -199,7 +217,10 @@ def _check_pools(
         if types:
             # A Karpenter NodePool launches whichever of its types fits the pod.
             caps: list[Capacity] = [
-                ctx.memo(f"k005-capacity:{id(pool)}:{t}", partial(_capacity, pool, t))
+                ctx.memo(
+                    f"k005-capacity:{id(pool)}:{t}",
+                    partial(_capacity, pool, t, cluster_gpu_sharing(ctx)),
+                )
                 for t in types
             ]
             results = [_shortfalls(demand, c) for c in caps]
@@ -217,7 +238,9 @@ def _check_pools(
                 unknown.append(pool.name)
             continue
         # A pool's capacity, worked out once per evaluation rather than once per Pod.
-        cap: Capacity = ctx.memo(f"k005-capacity:{id(pool)}", partial(_capacity, pool))
+        cap: Capacity = ctx.memo(
+            f"k005-capacity:{id(pool)}", partial(_capacity, pool, None, cluster_gpu_sharing(ctx))
+        )
         short, missing = _shortfalls(demand, cap)
         if not short and not missing:
             return  # fits this pool
