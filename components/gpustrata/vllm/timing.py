@@ -8,7 +8,7 @@ from typing import Literal
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
-from gpustrata.catalog.serving import StartupLog, load_serving_fit
+from gpustrata.catalog.serving import StartupLog, load_serving_fit, load_startup_logs
 from gpustrata.vllm.terms import GB, CapacityError, gb
 from gpustrata.vllm.weights import WeightsEstimate
 
@@ -21,6 +21,7 @@ __all__ = [
     "StartupEstimate",
     "StepEstimate",
     "WeightSourceName",
+    "fastest_logged_load",
     "fitted_engine_init",
     "forward_flops",
     "load_bandwidth",
@@ -104,6 +105,11 @@ class StartupEstimate:
     """``total_s x safety_factor``: what probes and thresholds must allow."""
     explanation: str
     """The chain, e.g. ``141.1 GB / 1.0 GB/s + 89 s init = 230 s, x1.5 = 345 s``."""
+    optimistic_s: float | None = None
+    """Load at the fastest published log of the fitted source + the same init, no safety
+    factor; None where the bandwidth is the stack's or a cited default. Rules treat a window
+    between this and ``budget_s`` as a judgement call (advisory), not a certain restart."""
+    optimistic_explanation: str = ""
 
 
 def startup_estimate(
@@ -147,7 +153,17 @@ def startup_estimate(
         f"{gb(weights.total_bytes)} / {_rate(gbps)} GB/s ({weights_source}) + {init_s:.0f} s init "
         f"= {total:.0f} s, x{safety_factor:g} = {budget:.0f} s"
     )
+    fastest = fastest_logged_load(weights_source) if load_gbps is None else None
+    optimistic, optimistic_why = None, ""
+    if fastest is not None and fastest[0] > gbps:
+        optimistic = weights.total_bytes / (fastest[0] * GB) + init_s
+        optimistic_why = (
+            f"{gb(weights.total_bytes)} at {fastest[0]:.2f} GB/s ({fastest[1]}) + "
+            f"{init_s:.0f} s init = {optimistic:.0f} s"
+        )
     return StartupEstimate(
+        optimistic_s=optimistic,
+        optimistic_explanation=optimistic_why,
         weights_bytes=weights.total_bytes,
         load_gbps=gbps,
         load_source=source,
@@ -174,6 +190,23 @@ def load_bandwidth(weights_source: str) -> tuple[float, str]:
             f"catalog/data/serving-fit.yaml: {c.explanation}"
         )
     return LOAD_GBPS_DEFAULTS[weights_source]
+
+
+def fastest_logged_load(weights_source: str) -> tuple[float, str] | None:
+    """The fastest published load of ``weights_source``'s fitted log kind, in GB/s, and
+    which log it is; None where the source's bandwidth is not fitted (fewer than
+    :data:`MIN_FITTED_LOGS` logs). Each log's rate is its per-GPU weights / load seconds,
+    as the fit computes it (benchmarks/fit_startup_model.py)."""
+    kind = FITTED_LOAD_SOURCES.get(weights_source)
+    rows = [
+        (log.weights_gib * 2**30 / log.load_s / GB, log.id)
+        for log in load_startup_logs()
+        if log.weights_source == kind and log.load_s and log.weights_gib
+    ]
+    if kind is None or len(rows) < MIN_FITTED_LOGS:
+        return None
+    rate, log_id = max(rows)
+    return rate, f"the fastest of {len(rows)} published {kind} logs, {log_id}"
 
 
 def fitted_engine_init(
