@@ -12,8 +12,6 @@ from _stacks import ROOT
 
 from gpustrata.cli.app import main
 
-BASE = Path("/work/base-before")
-
 
 def _project(tmp_path: Path, pulumi_yaml: str, *, at_root: bool = True) -> Path:
     project = tmp_path / "my-project"
@@ -92,11 +90,15 @@ def test_a_broken_pulumi_yaml_exits_2_naming_it(
     assert "Traceback" not in err
 
 
-def test_reference_project_plans_as_its_baseline(capsys: pytest.CaptureFixture[str]) -> None:
-    if not (BASE / "plan-dev.json").is_file():
-        pytest.skip("no baseline here")
-    code, out, _ = _plan(ROOT, capsys)
+def test_project_dir_plans_the_reference_project_as_the_default_does(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Naming the repository root with --project-dir changes nothing: the same Pulumi.yaml,
+    # stackConfigDir and program are found either way.
+    code, named, _ = _plan(ROOT, capsys)
     assert code == 0
-    assert _without_file(json.loads(out)) == _without_file(
-        json.loads((BASE / "plan-dev.json").read_text())
-    )
+    monkeypatch.chdir(ROOT)
+    assert main(["plan", "--stack", "dev", "--format", "json"]) == 0
+    default = capsys.readouterr().out
+    assert _without_file(json.loads(named)) == _without_file(json.loads(default))
+    assert json.loads(named)["resources"], "the dev stack registers resources"
