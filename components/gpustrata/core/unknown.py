@@ -179,6 +179,8 @@ def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
     unknown values the first call read (:func:`replay_reads`), and gets the
     :class:`UnknownInput` it raised again: a cache must not launder an unknown."""
     found = memo.get(key, _MISSING)
+    if found is not _MISSING and not found[2] and found[1] is None:
+        return cast(_T, found[0])  # the common case: a known value, no unknown read
     if found is _MISSING:
         value: Any = None
         error: UnknownInput | None = None
