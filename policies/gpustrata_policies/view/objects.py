@@ -162,6 +162,12 @@ class K8sObject:
         return self._kind
 
     @property
+    def memo(self) -> dict[Any, Any]:
+        """What the view derived from this object, read once (see
+        :func:`~gpustrata.core.unknown.memoised`): pods, Ray Serve LLM placements."""
+        return self._memo
+
+    @property
     def api_version(self) -> str:
         """``apiVersion``, or ``""``."""
         value = self.raw.get("apiVersion")
