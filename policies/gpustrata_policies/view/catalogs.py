@@ -8,6 +8,7 @@ reason) when the catalogue does not know the answer: rules never guess.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,9 @@ _CUDA_TAG = re.compile(r"(?:^|[-_.])cuda-?(\d+\.\d+(?:\.\d+)?)(?=$|[-_])")
 
 
 _MEMOS: dict[str, tuple[object, dict[Any, Any]]] = {}
+# The catalogue loaders (each cached by its module), imported on first use: an import
+# statement in a function costs a look-up per call, and rules call these 100k times.
+_LOADERS: dict[str, Callable[[], Any]] = {}
 
 
 def _memo(name: str, catalog: object) -> dict[Any, Any]:
@@ -55,9 +59,13 @@ def _memo(name: str, catalog: object) -> dict[Any, Any]:
 
 def compat() -> CompatCatalog:
     """The packaged compatibility catalogue."""
-    from gpustrata.catalog.compat import load_compat_catalog
+    load = _LOADERS.get("compat")
+    if load is None:
+        from gpustrata.catalog.compat import load_compat_catalog as load
 
-    return load_compat_catalog()
+        _LOADERS["compat"] = load
+    catalog: CompatCatalog = load()
+    return catalog
 
 
 def vllm_releases() -> VllmReleases:
@@ -81,9 +89,13 @@ def reference_vllm_minor() -> str:
 
 def hardware() -> HardwareCatalog:
     """The packaged hardware catalogue."""
-    from gpustrata.catalog.hardware import load_hardware_catalog
+    load = _LOADERS.get("hardware")
+    if load is None:
+        from gpustrata.catalog.hardware import load_hardware_catalog as load
 
-    return load_hardware_catalog()
+        _LOADERS["hardware"] = load
+    catalog: HardwareCatalog = load()
+    return catalog
 
 
 def instance(name: str) -> InstanceType | None:
@@ -133,7 +145,11 @@ def nearest_models(name: str) -> list[str]:
     """Catalogue ids closest to an unknown model name, best first (may be empty)."""
     from gpustrata.catalog.architectures import load_model_catalog
 
-    return load_model_catalog().nearest(name)
+    catalog = load_model_catalog()
+    memo = _memo("nearest_models", catalog)
+    if name not in memo:
+        memo[name] = catalog.nearest(name)
+    return list(memo[name])
 
 
 @dataclass(frozen=True, slots=True)
