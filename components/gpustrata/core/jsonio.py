@@ -210,7 +210,7 @@ def _strict(text: str, parse: Any) -> Any:
 
 
 _ENCODE_LEAF = json.JSONEncoder().encode  # json.dump's defaults: ensure_ascii, allow_nan
-_ENCODE_STR: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_ENCODE_STR: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
 def dump_indented(value: Any, out: Any, indent: int = 2, chunk: int = 8192) -> None:

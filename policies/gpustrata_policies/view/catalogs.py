@@ -61,9 +61,9 @@ def compat() -> CompatCatalog:
     """The packaged compatibility catalogue."""
     load = _LOADERS.get("compat")
     if load is None:
-        from gpustrata.catalog.compat import load_compat_catalog as load
+        from gpustrata.catalog.compat import load_compat_catalog
 
-        _LOADERS["compat"] = load
+        load = _LOADERS["compat"] = load_compat_catalog
     catalog: CompatCatalog = load()
     return catalog
 
@@ -91,9 +91,9 @@ def hardware() -> HardwareCatalog:
     """The packaged hardware catalogue."""
     load = _LOADERS.get("hardware")
     if load is None:
-        from gpustrata.catalog.hardware import load_hardware_catalog as load
+        from gpustrata.catalog.hardware import load_hardware_catalog
 
-        _LOADERS["hardware"] = load
+        load = _LOADERS["hardware"] = load_hardware_catalog
     catalog: HardwareCatalog = load()
     return catalog
 
