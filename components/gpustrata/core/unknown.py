@@ -32,6 +32,7 @@ __all__ = [
     "is_tracked",
     "is_unknown",
     "known",
+    "known_memo",
     "memoised",
     "reading_unknowns",
     "replace_pulumi_unknowns",
@@ -195,6 +196,15 @@ def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
     if error is not None:
         raise error
     return cast(_T, value)
+
+
+def known_memo(memo: dict[Any, Any], key: Any) -> Any:
+    """What :func:`memoised` keeps for *key* when its factory read no unknown value and
+    raised nothing (a hot path may skip the call then), else ``None``."""
+    found = memo.get(key)
+    if found is not None and found[1] is None and not found[2]:
+        return found[0]
+    return None
 
 
 def contains_unknown(value: Any) -> bool:
