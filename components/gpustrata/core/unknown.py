@@ -207,6 +207,9 @@ def known_memo(memo: dict[Any, Any], key: Any) -> Any:
     return None
 
 
+_PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def contains_unknown(value: Any) -> bool:
     """Does *value* hold :data:`UNKNOWN` anywhere (iterative: any depth)?"""
     stack = [value]
@@ -214,7 +217,14 @@ def contains_unknown(value: Any) -> bool:
         item = stack.pop()
         if item is UNKNOWN:
             return True
-        if isinstance(item, Mapping):
+        kind = type(item)  # exact types first: the ABC checks below cost 10x
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind in _PLAIN_SCALARS:
+            continue
+        elif isinstance(item, Mapping):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
