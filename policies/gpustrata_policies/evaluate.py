@@ -8,6 +8,7 @@ import pkgutil
 import sysconfig
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from functools import cache
 from importlib.resources.abc import Traversable
@@ -15,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from gpustrata.core.terminal import redact_userinfo
-from gpustrata.core.unknown import UNKNOWN, UnknownInput, reading_unknowns, track_unknowns
+from gpustrata.core.unknown import (
+    UNKNOWN,
+    UnknownInput,
+    is_tracked,
+    reading_unknowns,
+    track_unknowns,
+)
 from gpustrata_policies.config import PolicyConfig, from_pulumi_format, parse_environment
 from gpustrata_policies.findings import (
     Enforcement,
@@ -176,6 +183,10 @@ def internal_error(
     )
 
 
+_NO_READS: AbstractContextManager[list[str]] = nullcontext([])
+"""The read log of a check when no object holds an unknown: always empty."""
+
+
 def evaluate(
     objects: Iterable[K8sObject | Mapping[str, Any]],
     *,
@@ -222,6 +233,9 @@ def evaluate(
             )
     cache: dict[str, Any] = {}
     everything = [*known, *background] if background else known
+    # Only a tracked object (one holding an unknown) notes reads: without one, the
+    # per-check read log is skipped (a context variable set and reset per rule and object).
+    tracking = any(is_tracked(o.raw) for o in everything)
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)
@@ -232,7 +246,7 @@ def evaluate(
         ctx = RuleContext(meta, cfg, everything, cache)
         for obj in known:
             outcomes: list[Any] = []
-            with reading_unknowns() as reads:
+            with reading_unknowns() if tracking else _NO_READS as reads:
                 try:
                     # One at a time: what a rule reported before it stopped is kept.
                     for outcome in rule.check(ctx, obj):

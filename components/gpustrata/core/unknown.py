@@ -32,6 +32,7 @@ __all__ = [
     "is_tracked",
     "is_unknown",
     "known",
+    "known_memo",
     "memoised",
     "reading_unknowns",
     "replace_pulumi_unknowns",
@@ -179,6 +180,8 @@ def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
     unknown values the first call read (:func:`replay_reads`), and gets the
     :class:`UnknownInput` it raised again: a cache must not launder an unknown."""
     found = memo.get(key, _MISSING)
+    if found is not _MISSING and not found[2] and found[1] is None:
+        return cast(_T, found[0])  # the common case: a known value, no unknown read
     if found is _MISSING:
         value: Any = None
         error: UnknownInput | None = None
@@ -195,6 +198,18 @@ def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
     return cast(_T, value)
 
 
+def known_memo(memo: dict[Any, Any], key: Any) -> Any:
+    """What :func:`memoised` keeps for *key* when its factory read no unknown value and
+    raised nothing (a hot path may skip the call then), else ``None``."""
+    found = memo.get(key)
+    if found is not None and found[1] is None and not found[2]:
+        return found[0]
+    return None
+
+
+_PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def contains_unknown(value: Any) -> bool:
     """Does *value* hold :data:`UNKNOWN` anywhere (iterative: any depth)?"""
     stack = [value]
@@ -202,7 +217,14 @@ def contains_unknown(value: Any) -> bool:
         item = stack.pop()
         if item is UNKNOWN:
             return True
-        if isinstance(item, Mapping):
+        kind = type(item)  # exact types first: the ABC checks below cost 10x
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind in _PLAIN_SCALARS:
+            continue
+        elif isinstance(item, Mapping):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)

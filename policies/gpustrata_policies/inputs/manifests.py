@@ -25,7 +25,7 @@ from gpustrata.core.textfiles import (
     special_file_error,
 )
 from gpustrata.core.unknown import UNKNOWN
-from gpustrata.core.yamlguard import YamlShapeError, check_node
+from gpustrata.core.yamlguard import MAX_INT_DIGITS, YamlShapeError, check_node
 from gpustrata.core.yamlio import SAFE_LOADER, error_line, safe_load
 from gpustrata_policies.view.objects import K8sObject
 
@@ -97,6 +97,74 @@ def _record_lines(
                 lines[child] = item.start_mark.line + 1
                 todo.append((item, child))
     return lines
+
+
+_TAG = "tag:yaml.org,2002:"
+_STR, _MAP, _SEQ, _INT = _TAG + "str", _TAG + "map", _TAG + "seq", _TAG + "int"
+# Plain scalars other than strings, built by the loader's own constructor for the tag.
+_SCALARS = frozenset(_TAG + t for t in ("null", "bool", "int", "float"))
+
+
+class _Slow(Exception):
+    """A document :func:`_located` leaves to the general path (it does what that path does)."""
+
+
+def _located(root: yaml.Node, loader: Any, shared: dict[Path, Path]) -> tuple[Any, dict[Path, int]]:
+    """The value of a composed document and the lines :func:`_record_lines` records, in
+    one walk of its nodes, for documents of plain mappings, lists and the core scalars
+    (every manifest in practice): what ``construct_document`` builds, without its
+    per-node bookkeeping, and without the two walks before it that find aliases, long
+    integers and repeated keys. Anything else raises :class:`_Slow`: a node reached twice
+    (an alias), a merge key, another tag, a non-scalar key, a repeated key, an integer too
+    long to read; the caller then runs the general path, errors and all.
+    """
+    lines: dict[Path, int] = {}
+    seen: set[int] = set()
+    build = loader.yaml_constructors
+
+    def scalar(node: yaml.Node) -> Any:
+        tag = node.tag
+        if tag == _STR:
+            return node.value
+        if tag not in _SCALARS or (tag == _INT and len(node.value) > MAX_INT_DIGITS):
+            raise _Slow
+        return build[tag](loader, node)
+
+    def value(node: yaml.Node, path: Path) -> Any:
+        if id(node) in seen:
+            raise _Slow
+        seen.add(id(node))
+        kind = type(node)
+        if kind is yaml.ScalarNode:
+            return scalar(node)
+        if kind is yaml.MappingNode and node.tag == _MAP:
+            out: dict[Any, Any] = {}
+            texts: set[str] = set()
+            for key_node, value_node in node.value:
+                if type(key_node) is not yaml.ScalarNode or id(key_node) in seen:
+                    raise _Slow
+                seen.add(id(key_node))
+                text = key_node.value = sys.intern(key_node.value)
+                if text in texts:
+                    raise _Slow
+                texts.add(text)
+                key = text if key_node.tag == _STR else scalar(key_node)
+                child = (*path, text)
+                child = shared.setdefault(child, child)
+                lines[child] = key_node.start_mark.line + 1
+                out[key] = value(value_node, child)
+            return out
+        if kind is yaml.SequenceNode and node.tag == _SEQ:
+            items: list[Any] = []
+            for index, item in enumerate(node.value):
+                child = (*path, index)
+                child = shared.setdefault(child, child)
+                lines[child] = item.start_mark.line + 1
+                items.append(value(item, child))
+            return items
+        raise _Slow
+
+    return value(root, ()), lines
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -442,9 +510,12 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
             node = loader.get_node()
             if node is None:
                 continue
-            check_node(node)  # alias loops and alias bombs, before anything walks it
-            lines = _record_lines(node, name, shared)
-            data = loader.construct_document(node)
+            try:
+                data, lines = _located(node, loader, shared)
+            except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
+                check_node(node)  # alias loops and alias bombs, before anything walks it
+                lines = _record_lines(node, name, shared)
+                data = loader.construct_document(node)
             start = node.start_mark.line + 1
             origin = name
             if source_starts:  # Helm output: blame the template the document came from

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
+from gpustrata.core import jsonio
 from gpustrata.core.terminal import printable
 from gpustrata_policies.evaluate import all_rules
 from gpustrata_policies.findings import Finding, Report
@@ -143,7 +144,8 @@ def write(report: Report, fmt: str, out: TextIO) -> None:
     """Write :func:`render`'s output to *out*; JSON and SARIF are streamed, not built as
     one string first (a large input's report is tens of MB)."""
     if fmt in ("json", "sarif"):
-        json.dump(report.to_json() if fmt == "json" else to_sarif(report), out, indent=2)
+        # json.dump's bytes; json indents with its pure-Python encoder, twice as slow.
+        jsonio.dump_indented(report.to_json() if fmt == "json" else to_sarif(report), out)
         out.write("\n")
     else:
         out.write(render(report, fmt))

@@ -8,14 +8,16 @@ reason) when the catalogue does not know the answer: rules never guess.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from gpustrata_policies.view.vllm_args import split_image, vllm_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
-    from gpustrata.catalog.compat import CompatCatalog, GpuOperatorRelease
+    from gpustrata.catalog.compat import CompatCatalog, DriverRequirement, GpuOperatorRelease
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
     from gpustrata.catalog.vllm_releases import VllmReleases
 
@@ -26,6 +28,7 @@ __all__ = [
     "hardware",
     "image_cuda",
     "instance",
+    "min_driver_for_cuda",
     "model_architecture",
     "operator_release",
     "readable_version",
@@ -38,11 +41,31 @@ _CU_TAG = re.compile(r"(?:^|[-_.])cu(\d{3})(?=$|[-_.])")
 _CUDA_TAG = re.compile(r"(?:^|[-_.])cuda-?(\d+\.\d+(?:\.\d+)?)(?=$|[-_])")
 
 
+_MEMOS: dict[str, tuple[object, dict[Any, Any]]] = {}
+# The catalogue loaders (each cached by its module), imported on first use: an import
+# statement in a function costs a look-up per call, and rules call these 100k times.
+_LOADERS: dict[str, Callable[[], Any]] = {}
+
+
+def _memo(name: str, catalog: object) -> dict[Any, Any]:
+    """The look-ups *name* made on *catalog*, kept while it is the catalogue loaded (a
+    whole-cluster input asks the same few images and GPU labels tens of thousands of
+    times; a test that reloads a catalogue gets fresh answers)."""
+    entry = _MEMOS.get(name)
+    if entry is None or entry[0] is not catalog:
+        entry = _MEMOS[name] = (catalog, {})
+    return entry[1]
+
+
 def compat() -> CompatCatalog:
     """The packaged compatibility catalogue."""
-    from gpustrata.catalog.compat import load_compat_catalog
+    load = _LOADERS.get("compat")
+    if load is None:
+        from gpustrata.catalog.compat import load_compat_catalog
 
-    return load_compat_catalog()
+        load = _LOADERS["compat"] = load_compat_catalog
+    catalog: CompatCatalog = load()
+    return catalog
 
 
 def vllm_releases() -> VllmReleases:
@@ -66,9 +89,13 @@ def reference_vllm_minor() -> str:
 
 def hardware() -> HardwareCatalog:
     """The packaged hardware catalogue."""
-    from gpustrata.catalog.hardware import load_hardware_catalog
+    load = _LOADERS.get("hardware")
+    if load is None:
+        from gpustrata.catalog.hardware import load_hardware_catalog
 
-    return load_hardware_catalog()
+        load = _LOADERS["hardware"] = load_hardware_catalog
+    catalog: HardwareCatalog = load()
+    return catalog
 
 
 def instance(name: str) -> InstanceType | None:
@@ -78,7 +105,23 @@ def instance(name: str) -> InstanceType | None:
 
 def gpu_by_label(label: str) -> GpuModel | None:
     """A GPU by catalogue id or GFD ``nvidia.com/gpu.product`` value, or ``None``."""
-    return hardware().gpu(label)
+    catalog = hardware()
+    memo = _memo("gpu_by_label", catalog)
+    if label not in memo:
+        memo[label] = catalog.gpu(label)
+    found: GpuModel | None = memo[label]
+    return found
+
+
+def min_driver_for_cuda(cuda: str) -> DriverRequirement | None:
+    """The driver a CUDA version needs (:meth:`CompatCatalog.min_driver_for_cuda`), or
+    ``None`` when the minor is not catalogued."""
+    catalog = compat()
+    memo = _memo("min_driver_for_cuda", catalog)
+    if cuda not in memo:
+        memo[cuda] = catalog.min_driver_for_cuda(cuda)
+    found: DriverRequirement | None = memo[cuda]
+    return found
 
 
 def operator_release(version: str | None) -> GpuOperatorRelease | None:
@@ -90,14 +133,23 @@ def model_architecture(model_id: str) -> ModelArchitecture | None:
     """A model architecture by Hugging Face id or alias, or ``None``."""
     from gpustrata.catalog.architectures import load_model_catalog
 
-    return load_model_catalog().get(model_id)
+    catalog = load_model_catalog()
+    memo = _memo("model_architecture", catalog)
+    if model_id not in memo:
+        memo[model_id] = catalog.get(model_id)
+    found: ModelArchitecture | None = memo[model_id]
+    return found
 
 
 def nearest_models(name: str) -> list[str]:
     """Catalogue ids closest to an unknown model name, best first (may be empty)."""
     from gpustrata.catalog.architectures import load_model_catalog
 
-    return load_model_catalog().nearest(name)
+    catalog = load_model_catalog()
+    memo = _memo("nearest_models", catalog)
+    if name not in memo:
+        memo[name] = catalog.nearest(name)
+    return list(memo[name])
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +166,14 @@ def image_cuda(image: object) -> ImageCuda | None:
     (the image says nothing about CUDA)."""
     if not isinstance(image, str):
         return None
+    memo = _memo("image_cuda", compat())
+    if image not in memo:
+        memo[image] = _image_cuda(image)
+    found: ImageCuda | None = memo[image]
+    return found
+
+
+def _image_cuda(image: str) -> ImageCuda | None:
     repo, tag, _ = split_image(image)
     tag = tag or ""
     match = _CU_TAG.search(tag)
@@ -142,6 +202,7 @@ def image_cuda(image: object) -> ImageCuda | None:
     )
 
 
+@lru_cache(maxsize=4096)
 def readable_version(text: str) -> bool:
     """Does *text* parse as a version the catalogue can compare?"""
     from gpustrata.core.versions import parse_version

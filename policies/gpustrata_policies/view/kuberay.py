@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.quantity import parse_number, parse_quantity
 from gpustrata.core.terminal import quoted
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_map, dig
@@ -288,12 +288,18 @@ def _int(value: Any, default: int | None) -> int | None:
 def engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]]:
     """The Ray Serve LLM engines of a RayService and the reasons others are unreadable.
 
+    Read once per object (``obj.memo``; three rules ask, none changes the result).
+
     Defaults are Ray 2.60's where a field is unset: ``tensor_parallel_size`` /
     ``pipeline_parallel_size`` 1, one ``{GPU: 1}`` bundle per GPU worker, Serve
     ``min_replicas``/``max_replicas`` 1. Without ``placement_group_config`` the strategy
     is ``PACK`` since ray-project/ray#56980 and ``STRICT_PACK`` (``PACK`` with pipeline
     parallelism) before; both are returned when they differ.
     """
+    return memoised(obj.memo, "engine_placements", lambda: _engine_placements(obj))
+
+
+def _engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]]:
     cfg = serve_config(obj) if obj.kind == "RayService" else None
     if cfg is None:
         return [], []

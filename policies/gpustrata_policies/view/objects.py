@@ -18,6 +18,7 @@ from gpustrata.core.unknown import (
     UNKNOWN,
     UnknownInput,
     is_tracked,
+    known_memo,
     memoised,
 )
 
@@ -181,6 +182,12 @@ class K8sObject:
         return self._kind
 
     @property
+    def memo(self) -> dict[Any, Any]:
+        """What the view derived from this object, read once (see
+        :func:`~gpustrata.core.unknown.memoised`): pods, Ray Serve LLM placements."""
+        return self._memo
+
+    @property
     def api_version(self) -> str:
         """``apiVersion``, or ``""``."""
         value = self.raw.get("apiVersion")
@@ -240,6 +247,10 @@ class K8sObject:
             yield from pod.containers(init=init)
 
 
+# PodRef.containers' memo keys.
+_CONTAINERS: dict[bool, tuple[str, bool]] = {b: ("containers", b) for b in (True, False)}
+
+
 @dataclass(frozen=True, slots=True)
 class PodRef:
     """A pod spec inside an object: its path, role and (for Ray) its group spec."""
@@ -271,6 +282,13 @@ class PodRef:
         cached on them is shared), and an unknown list or container raises where it did.
         """
 
+        key = _CONTAINERS[init]
+        found = known_memo(self.memo, key)
+        if found is not None and found[1] is None:
+            return iter(found[0])  # read before, all known: the same refs, no generator
+        return self._containers(key, init)
+
+    def _containers(self, key: Any, init: bool) -> Iterator[ContainerRef]:
         def read() -> tuple[list[ContainerRef], UnknownInput | None]:
             # The containers before an unknown one are still yielded, then it raises.
             refs: list[ContainerRef] = []
@@ -280,7 +298,7 @@ class PodRef:
                 return refs, exc
             return refs, None
 
-        refs, error = memoised(self.memo, ("containers", init), read)
+        refs, error = memoised(self.memo, key, read)
         yield from refs
         if error is not None:
             raise error

@@ -209,6 +209,7 @@ def _every_flag() -> frozenset[str]:
     return frozenset(f for v in flag_releases() for s in accepted_flags(v) or () for f in s.flags)
 
 
+@lru_cache(maxsize=8192)  # a cluster's few images, asked for by every rule
 def split_image(image: str) -> tuple[str, str | None, str | None]:
     """``repo[:tag][@digest]`` -> (repo, tag, digest); a registry port is not a tag."""
     digest = None
@@ -392,9 +393,14 @@ OTHER_PUBLISHERS = {"lmcache": "LMCache"}
 def vllm_version(image: Any) -> str | None:
     """vLLM version from a ``vllm/vllm-openai:v0.8.5``-style image tag (``v0.10.1.1``,
     ``-cu129`` suffixes); None for another publisher's tag or a tag that is no release."""
+    return _vllm_version(image) if isinstance(image, str) else None
+
+
+@lru_cache(maxsize=8192)
+def _vllm_version(image: str) -> str | None:
     if not vllm_tagged_image(image):
         return None
-    tag = split_image(str(image))[1]
+    tag = split_image(image)[1]
     match = _VERSION.fullmatch(tag or "")
     return match.group(1) if match else None
 

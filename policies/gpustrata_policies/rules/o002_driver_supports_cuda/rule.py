@@ -114,7 +114,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                         "state spec.driverVersion on the pool or driver.version on the operator)",
                     )
                     continue
-                need = catalogs.compat().min_driver_for_cuda(cuda.cuda)
+                need = catalogs.min_driver_for_cuda(cuda.cuda)
                 if need is None:
                     yield ctx.not_evaluated(
                         obj, f"CUDA {cuda.cuda} ({c.label}) is not in the CUDA driver table"

@@ -36,6 +36,8 @@ def _capability(gpu: GpuModel) -> tuple[int, int]:
 
 def _problems(engine: EngineArgs, model: str | None, gpu: GpuModel) -> list[str]:
     cc = _capability(gpu)
+    if cc >= (8, 0):
+        return []  # both checks below are about GPUs older than 8.0
     out = []
     dtype = str(engine.get("dtype") or "auto").lower()
     if dtype in _BF16 and cc < (8, 0):
