@@ -27,6 +27,7 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Violation,
 )
+from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
 from gpustrata_policies.view.objects import KNOWN_KINDS, K8sObject
 
@@ -218,6 +219,7 @@ def evaluate(
             )
     cache: dict[str, Any] = {}
     everything = [*known, *background] if background else known
+    attach_claims(everything)  # DRA: containers read the GPUs their claims ask for
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)

@@ -1,0 +1,128 @@
+"""GPUs allocated by Dynamic Resource Allocation (``resource.k8s.io``), as rules see them.
+
+A Pod asks the NVIDIA DRA driver for GPUs through ``spec.resourceClaims`` (each names a
+``ResourceClaimTemplate`` or a ``ResourceClaim``) and a container's ``resources.claims``.
+The claim's device requests say how many devices of which DeviceClass:
+
+* ``resource.k8s.io/v1``: ``spec.devices.requests[].exactly`` with ``deviceClassName``,
+  ``allocationMode`` (``ExactCount``, the default, or ``All``) and ``count`` (default 1)
+  (kubernetes@v1.34.0:staging/src/k8s.io/api/resource/v1/types.go, ExactDeviceRequest);
+* ``v1beta1``: the same fields directly on the request.
+
+Only requests on the ``gpu.nvidia.com`` DeviceClass the driver's chart creates
+(k8s-dra-driver-gpu@v25.12.0:deployments/helm/nvidia-dra-driver-gpu/templates/
+deviceclass-gpu.yaml) count as GPUs. A CEL selector of the simple form
+``device.attributes['gpu.nvidia.com'].productName == '<NVML name>'`` names the GPU model
+(the driver publishes the NVML device name as ``productName``,
+k8s-dra-driver-gpu@v25.12.0:cmd/gpu-kubelet-plugin/deviceinfo.go).
+
+:func:`attach_claims` indexes an evaluation's claims once; :meth:`ContainerRef.resources`
+then reports a container's claimed GPUs as ``nvidia.com/gpu``, so every rule that counts
+GPUs (V001, K005, R001, R003, the capacity rules) counts them the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+
+__all__ = [
+    "CLAIM_KINDS",
+    "DRA_DRIVER_CHART",
+    "GPU_DEVICE_CLASS",
+    "ClaimedGpus",
+    "attach_claims",
+    "claim_gpus",
+]
+
+DRA_GROUP = "resource.k8s.io"
+CLAIM_KINDS = frozenset({"ResourceClaimTemplate", "ResourceClaim"})
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+"""The DeviceClass of whole GPUs the NVIDIA DRA driver's chart creates."""
+DRA_DRIVER_CHART = "nvidia-dra-driver-gpu"
+"""The NVIDIA DRA driver's Helm chart (k8s-dra-driver-gpu@v25.12.0: Chart.yaml name)."""
+
+_PRODUCT = re.compile(
+    r"""^\s*device\.attributes\[['"]gpu\.nvidia\.com['"]\]\.productName\s*==\s*['"]([^'"]+)['"]\s*$"""
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedGpus:
+    """The GPUs one claim (or claim template) asks for, per device request."""
+
+    requests: Mapping[str, Fraction]
+    """Request name -> GPUs on the ``gpu.nvidia.com`` DeviceClass."""
+    products: Mapping[str, str]
+    """Request name -> the GPU product its CEL selector pins (GFD label spelling)."""
+
+    def count(self, request: str | None = None) -> Fraction:
+        """GPUs of one request (``None``: all of them)."""
+        if request:
+            return self.requests.get(request, Fraction(0))
+        return sum(self.requests.values(), Fraction(0))
+
+
+def claim_gpus(obj: K8sObject) -> ClaimedGpus | None:
+    """The GPUs a ResourceClaim / ResourceClaimTemplate asks for (``None``: not one).
+
+    Raises :class:`UnknownInput` when its device requests are unknown (preview).
+    """
+    if obj.kind not in CLAIM_KINDS or not obj.api_version.startswith(f"{DRA_GROUP}/"):
+        return None
+    spec = dig(obj.raw, "spec", "spec") if obj.kind == "ResourceClaimTemplate" else None
+    if obj.kind == "ResourceClaim":
+        spec = dig(obj.raw, "spec")
+    if spec is UNKNOWN:
+        raise UnknownInput(f"spec of {obj.resource}")
+    requests: dict[str, Fraction] = {}
+    products: dict[str, str] = {}
+    items = as_list(dig(spec, "devices", "requests"), f"devices.requests of {obj.resource}")
+    for index, raw in enumerate(items):
+        if raw is UNKNOWN:
+            raise UnknownInput(f"devices.requests[{index}] of {obj.resource}")
+        if not isinstance(raw, Mapping):
+            continue
+        exact = raw.get("exactly")
+        req = as_map(exact, f"exactly of {obj.resource}") if exact is not None else raw
+        if as_map(req, "request").get("deviceClassName") != GPU_DEVICE_CLASS:
+            continue
+        mode = req.get("allocationMode", "ExactCount")
+        count = parse_quantity(req.get("count", 1)) if mode == "ExactCount" else None
+        if mode is UNKNOWN or req.get("count") is UNKNOWN:
+            raise UnknownInput(f"devices.requests[{index}].count of {obj.resource}")
+        if count is None:
+            continue  # allocationMode All: every GPU of the node, not a count
+        name = str(raw.get("name", index))
+        requests[name] = Fraction(count)
+        for sel in as_list(req.get("selectors"), "selectors"):
+            match = _PRODUCT.match(str(dig(sel, "cel", "expression") or ""))
+            if match:
+                products[name] = match.group(1).replace(" ", "-")
+    return ClaimedGpus(requests, products)
+
+
+def attach_claims(objects: Iterable[K8sObject]) -> None:
+    """Index the evaluation's claims and claim templates on every object, so that a
+    container reads the GPUs its ``resources.claims`` reference (once per evaluation)."""
+    objects = list(objects)
+    index: dict[tuple[str, str, str], Any] = {}
+    for obj in objects:
+        if obj.kind not in CLAIM_KINDS:
+            continue
+        try:
+            found: Any = claim_gpus(obj)
+        except UnknownInput:
+            found = UNKNOWN
+        if found is not None:
+            index[(obj.kind, obj.namespace, obj.name)] = found
+    if index:
+        for obj in objects:
+            obj.claims = index
