@@ -32,14 +32,17 @@ from typing import Any
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.pools import GpuPool, matches_selectors
 
 __all__ = [
     "CLAIM_KINDS",
     "DRA_DRIVER_CHART",
     "GPU_DEVICE_CLASS",
     "ClaimedGpus",
+    "DraDriverView",
     "attach_claims",
     "claim_gpus",
+    "dra_driver_view",
 ]
 
 DRA_GROUP = "resource.k8s.io"
@@ -126,3 +129,77 @@ def attach_claims(objects: Iterable[K8sObject]) -> None:
     if index:
         for obj in objects:
             obj.claims = index
+
+
+DRA_DRIVER_VALUES = (
+    "https://github.com/NVIDIA/k8s-dra-driver-gpu/blob/v25.12.0/deployments/helm/"
+    "nvidia-dra-driver-gpu/values.yaml"
+)
+# Labels NFD and GFD put on every NVIDIA GPU node: the kubelet plugin's default affinity
+# (values.yaml kubeletPlugin.affinity) selects nodes by them.
+_GPU_NODE_LABELS = {
+    "feature.node.kubernetes.io/pci-10de.present": "true",
+    "feature.node.kubernetes.io/cpu-model.vendor_id": "NVIDIA",
+    "nvidia.com/gpu.present": "true",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DraDriverView:
+    """One installation of the NVIDIA DRA driver (its Helm release), in values spelling."""
+
+    obj: K8sObject
+    values: Mapping[str, Any]
+    version: str | None
+
+    @property
+    def label(self) -> str:
+        """``NVIDIA DRA driver 25.12.0`` for messages."""
+        return f"NVIDIA DRA driver {self.version}" if self.version else "NVIDIA DRA driver"
+
+    @property
+    def allocates_gpus(self) -> bool:
+        """``resources.gpus.enabled`` (chart default true): the driver publishes the GPUs."""
+        value = dig(self.values, "resources", "gpus", "enabled")
+        if value is UNKNOWN:
+            raise UnknownInput(f"resources.gpus.enabled of {self.obj.resource}")
+        return value is not False and str(value).lower() != "false"
+
+    def runs_on(self, pool: GpuPool) -> bool:
+        """Does the kubelet plugin DaemonSet land on the pool's nodes (its nodeSelector and
+        required node affinity; the chart's default affinity selects every GPU node)?"""
+        plugin = as_map(self.values.get("kubeletPlugin"), f"kubeletPlugin of {self.obj.resource}")
+        selector = as_map(plugin.get("nodeSelector"), "kubeletPlugin.nodeSelector")
+        terms = dig(
+            plugin,
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        )
+        if terms is UNKNOWN or any(v is UNKNOWN for v in selector.values()):
+            raise UnknownInput(f"kubeletPlugin placement of {self.obj.resource}")
+        exprs = [
+            [e for e in as_list(dig(t, "matchExpressions"), "matchExpressions")]
+            for t in as_list(terms, "nodeSelectorTerms")
+        ]
+        return matches_selectors(selector, exprs, {**_GPU_NODE_LABELS, **pool.labels})
+
+
+def dra_driver_view(obj: K8sObject) -> DraDriverView | None:
+    """*obj* as an NVIDIA DRA driver Helm release (Pulumi ``spec.chart`` or Flux
+    ``spec.chart.spec.chart``), or ``None``."""
+    if obj.kind != "HelmRelease":
+        return None
+    spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
+    chart = spec.get("chart")
+    if chart is UNKNOWN:
+        raise UnknownInput(f"spec.chart of {obj.resource}")
+    version = spec.get("version")
+    if isinstance(chart, Mapping):
+        inner = as_map(chart.get("spec"), "spec.chart.spec")
+        chart, version = inner.get("chart"), inner.get("version")
+    if not isinstance(chart, str) or chart.rstrip("/").rsplit("/", 1)[-1] != DRA_DRIVER_CHART:
+        return None
+    values = as_map(spec.get("values"), f"spec.values of {obj.resource}")
+    return DraDriverView(obj, values, version if isinstance(version, str) else None)
