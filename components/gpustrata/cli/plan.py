@@ -75,7 +75,12 @@ def render_command(args: argparse.Namespace) -> int:
     import yaml
 
     from gpustrata.planning.build import plan_spec
-    from gpustrata.render.from_plan import operator_object, pool_object, workload_objects
+    from gpustrata.render.from_plan import (
+        dra_driver_object,
+        operator_object,
+        pool_object,
+        workload_objects,
+    )
     from gpustrata.spec.loader import load_stack_file
 
     path, _ = stack_file_of(args)
@@ -83,6 +88,8 @@ def render_command(args: argparse.Namespace) -> int:
     operator = operator_object(plan)
     objects = [pool_object(p, plan.spec) for p in plan.pools.values()]
     objects += ([operator] if operator else []) + workload_objects(plan)
+    dra = dra_driver_object(plan)
+    objects += [dra] if dra else []
     print(yaml.safe_dump_all(objects, sort_keys=False), end="")
     return 0
 

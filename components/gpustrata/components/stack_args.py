@@ -15,6 +15,7 @@ __all__ = [
     "CapacityType",
     "ClusterMode",
     "Environment",
+    "GpuAllocation",
     "GpuModelBrand",
     "GpuModelInterconnect",
     "InstanceTypeArch",
@@ -89,6 +90,13 @@ class Environment(StrEnum):
     DEV = "dev"
     STAGING = "staging"
     PROD = "prod"
+
+
+class GpuAllocation(StrEnum):
+    """Accepted values of ``NodePoolSpec.gpu_allocation``."""
+
+    DEVICE_PLUGIN = "device-plugin"
+    DRA = "dra"
 
 
 class GpuModelBrand(StrEnum):
@@ -205,6 +213,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _CapacityType = Literal["ON_DEMAND", "SPOT"] | CapacityType
     _ClusterMode = Literal["create", "existing"] | ClusterMode
     _Environment = Literal["dev", "staging", "prod"] | Environment
+    _GpuAllocation = Literal["device-plugin", "dra"] | GpuAllocation
     _GpuModelBrand = Literal["datacenter", "professional", "geforce"] | GpuModelBrand
     _GpuModelInterconnect = Literal["nvlink", "pcie"] | GpuModelInterconnect
     _InstanceTypeArch = Literal["x86_64", "arm64"] | InstanceTypeArch
@@ -231,6 +240,7 @@ else:
     _CapacityType = CapacityType
     _ClusterMode = ClusterMode
     _Environment = Environment
+    _GpuAllocation = GpuAllocation
     _GpuModelBrand = GpuModelBrand
     _GpuModelInterconnect = GpuModelInterconnect
     _InstanceTypeArch = InstanceTypeArch
@@ -325,6 +335,12 @@ class StackNodePoolArgs(TypedDict):
     """Node taints. Default: nvidia.com/gpu=true:NoSchedule, so CPU Pods cannot take GPU nodes."""
     kubelet: NotRequired[StackKubeletArgs]
     """Kubelet reservations and limits."""
+    gpu_allocation: NotRequired[_GpuAllocation]
+    """Who allocates the pool's GPUs: the GPU Operator's device plugin (nvidia.com/gpu limits), or
+    the NVIDIA DRA driver (Kubernetes 1.34+: a ResourceClaimTemplate of TP x PP gpu.nvidia.com
+    devices per engine; the device plugin is kept off these nodes, rule O008). Default:
+    ``"device-plugin"``.
+    """
 
 
 class StackGpuSharingArgs(TypedDict):

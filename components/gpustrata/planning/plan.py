@@ -13,7 +13,12 @@ from pathlib import Path
 
 from gpustrata.catalog.architectures import ModelCatalog, ModelCatalogError, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
-from gpustrata.core.contract import GPU_COUNT_LABEL, GPU_LABEL, POOL_LABEL
+from gpustrata.core.contract import (
+    DEVICE_PLUGIN_DEPLOY_LABEL,
+    GPU_COUNT_LABEL,
+    GPU_LABEL,
+    POOL_LABEL,
+)
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger
 from gpustrata.spec.stack import ModelSpec, NodePoolSpec, StackSpec
@@ -268,6 +273,7 @@ def _plan_pool(
         POOL_LABEL: pool.name,
         GPU_LABEL: gpu.id,
         GPU_COUNT_LABEL: str(instance.gpu_count),
+        **dra_pool_labels(pool),
     }
     return PoolPlan(
         spec=pool,
@@ -280,6 +286,12 @@ def _plan_pool(
         eviction_hard=eviction_hard,
         labels=labels,
     )
+
+
+def dra_pool_labels(pool: NodePoolSpec) -> dict[str, str]:
+    """Labels a DRA pool's nodes carry: the GPU Operator's device plugin kept off them, so
+    only the DRA driver advertises their GPUs (rule O008)."""
+    return {DEVICE_PLUGIN_DEPLOY_LABEL: "false"} if pool.gpu_allocation == "dra" else {}
 
 
 def _plan_model(

@@ -16,6 +16,7 @@ _LAYER_OF_COMPONENT = {
     "gpustrata:index:EksCluster": "nodes",
     "gpustrata:index:GpuNodePool": "nodes",
     "gpustrata:index:GpuOperator": "gpu-software",
+    "gpustrata:index:DraDriver": "gpu-software",
     "gpustrata:index:KubeRayOperator": "ray",
     "gpustrata:index:RayLlmService": "ray",
     "gpustrata:index:VllmDeployment": "vllm",

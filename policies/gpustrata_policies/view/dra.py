@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from gpustrata.core.contract import DRA_GPU_DEVICE_CLASS
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
@@ -47,8 +48,7 @@ __all__ = [
 
 DRA_GROUP = "resource.k8s.io"
 CLAIM_KINDS = frozenset({"ResourceClaimTemplate", "ResourceClaim"})
-GPU_DEVICE_CLASS = "gpu.nvidia.com"
-"""The DeviceClass of whole GPUs the NVIDIA DRA driver's chart creates."""
+GPU_DEVICE_CLASS = DRA_GPU_DEVICE_CLASS
 DRA_DRIVER_CHART = "nvidia-dra-driver-gpu"
 """The NVIDIA DRA driver's Helm chart (k8s-dra-driver-gpu@v25.12.0: Chart.yaml name)."""
 

@@ -411,6 +411,8 @@ class ContainerRef:
                 name = claim.get(key)
                 if name is UNKNOWN:
                     raise UnknownInput(f"resourceClaims.{key} of {self.pod.obj.resource}")
+                if not isinstance(name, str):
+                    continue
                 found = self.pod.obj.claims.get((kind, self.pod.obj.namespace, name))
                 if found is UNKNOWN:
                     raise UnknownInput(f"{kind} {name} of {self.label}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustrata.core.contract import DEVICE_PLUGIN_DEPLOY_LABEL
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
@@ -17,11 +18,7 @@ from gpustrata_policies.view.nodes import GPU_OPERATOR_VALUES, gpu_pools, operat
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.pools import GpuPool
 
-DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
-"""Node label the GPU Operator's device-plugin DaemonSet selects (value "true"); the
-operator sets it only where it is absent or empty, so "false" keeps the plugin off
-(gpu-operator@v26.7.0: controllers/state_manager.go addGPUStateLabels,
-assets/state-device-plugin/0500_daemonset.yaml nodeSelector)."""
+DEVICE_PLUGIN_LABEL = DEVICE_PLUGIN_DEPLOY_LABEL
 DRA_V1 = "resource.k8s.io/v1"
 DRA_V1_KUBERNETES = (1, 34)
 """resource.k8s.io/v1 is served from Kubernetes 1.34 (DRA GA, KEP-4381)."""
