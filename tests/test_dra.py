@@ -13,6 +13,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 from _stacks import ROOT, stack_doc
 
 from gpustrata.catalog.dra import dra_driver_release
@@ -168,3 +169,27 @@ def test_dra_needs_kubernetes_1_34() -> None:
     text = str(info.value)
     assert "node_pools[1].gpu_allocation" in text
     assert "1.34" in text and "1.33" in text and "device-plugin" in text
+
+
+FIXTURE = ROOT / "policies/gpustrata_policies/rules/v001_parallelism_matches_gpus/good-dra.yaml"
+
+
+@pytest.mark.parametrize(("product", "gpu_known"), [("NVIDIA L4", True), (None, False)])
+def test_a_claim_selector_names_the_gpu_model(product: str | None, gpu_known: bool) -> None:
+    # No node selector: only the claim's productName CEL selector says which GPU it is.
+    docs = list(yaml.safe_load_all(FIXTURE.read_text(encoding="utf-8")))
+    del docs[1]["spec"]["template"]["spec"]["nodeSelector"]
+    exactly = docs[0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    if product is None:
+        del exactly["selectors"]
+    else:
+        exactly["selectors"][0]["cel"]["expression"] = (
+            f"device.attributes['gpu.nvidia.com'].productName == '{product}'"
+        )
+    report = evaluate(docs, environment="prod")
+    unknown_gpu = {n.rule for n in report.not_evaluated if "GPU model is unknown" in n.reason}
+    assert ("V004" not in unknown_gpu) is gpu_known
+    if gpu_known:  # 64 sequences of 8k tokens do not fit a 70B model's KV cache on 8 x L4
+        assert any(
+            f.rule == "V012" and "productName=NVIDIA-L4" in f.message for f in report.findings
+        )

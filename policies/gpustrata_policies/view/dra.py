@@ -32,7 +32,7 @@ from typing import Any
 from gpustrata.core.contract import DRA_GPU_DEVICE_CLASS
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.pools import GpuPool, matches_selectors
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "DraDriverView",
     "attach_claims",
     "claim_gpus",
+    "claimed_products",
     "dra_driver_view",
 ]
 
@@ -129,6 +130,27 @@ def attach_claims(objects: Iterable[K8sObject]) -> None:
     if index:
         for obj in objects:
             obj.claims = index
+
+
+def claimed_products(pod: PodRef) -> list[str]:
+    """The GPU products (GFD label spelling) the pod's DRA claims pin by CEL selector."""
+    out: list[str] = []
+    for claim in as_list(pod.spec.get("resourceClaims"), f"resourceClaims of {pod.obj.resource}"):
+        if not isinstance(claim, Mapping):
+            continue
+        for key, kind in (
+            ("resourceClaimTemplateName", "ResourceClaimTemplate"),
+            ("resourceClaimName", "ResourceClaim"),
+        ):
+            name = claim.get(key)
+            found = (
+                pod.obj.claims.get((kind, pod.obj.namespace, name))
+                if isinstance(name, str)
+                else None
+            )
+            if isinstance(found, ClaimedGpus):
+                out += [p for p in found.products.values() if p not in out]
+    return out
 
 
 DRA_DRIVER_VALUES = (
