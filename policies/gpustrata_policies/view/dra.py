@@ -96,7 +96,10 @@ def claim_gpus(obj: K8sObject) -> ClaimedGpus | None:
             continue
         exact = raw.get("exactly")
         req = as_map(exact, f"exactly of {obj.resource}") if exact is not None else raw
-        if as_map(req, "request").get("deviceClassName") != GPU_DEVICE_CLASS:
+        device_class = as_map(req, "request").get("deviceClassName")
+        if device_class is UNKNOWN or raw.get("name") is UNKNOWN:
+            raise UnknownInput(f"devices.requests[{index}] of {obj.resource}")
+        if device_class != GPU_DEVICE_CLASS:
             continue
         mode = req.get("allocationMode", "ExactCount")
         count = parse_quantity(req.get("count", 1)) if mode == "ExactCount" else None
@@ -113,12 +116,30 @@ def claim_gpus(obj: K8sObject) -> ClaimedGpus | None:
     return ClaimedGpus(requests, products)
 
 
+UNRESOLVED = ("*", "*", "*")
+"""Index key present when some object may be a claim that cannot be named (preview)."""
+
+
+def _unknown_identity(obj: K8sObject) -> bool:
+    meta = obj.raw.get("metadata")
+    if meta is UNKNOWN or obj.raw.get("apiVersion") is UNKNOWN:
+        return True
+    return isinstance(meta, Mapping) and any(
+        meta.get(k) is UNKNOWN for k in ("name", "generateName", "namespace")
+    )
+
+
 def attach_claims(objects: Iterable[K8sObject]) -> None:
     """Index the evaluation's claims and claim templates on every object, so that a
     container reads the GPUs its ``resources.claims`` reference (once per evaluation)."""
     objects = list(objects)
     index: dict[tuple[str, str, str], Any] = {}
     for obj in objects:
+        raw_kind = obj.raw.get("kind")
+        if raw_kind is UNKNOWN or (raw_kind in CLAIM_KINDS and _unknown_identity(obj)):
+            # It may be any claim: a reference the index cannot resolve stays unknown.
+            index[UNRESOLVED] = UNKNOWN
+            continue
         if obj.kind not in CLAIM_KINDS:
             continue
         try:

@@ -398,9 +398,16 @@ class ContainerRef:
         if not refs or not isinstance(refs, list):
             return Fraction(0)
         pod_claims = as_list(self.pod.spec.get("resourceClaims"), "resourceClaims")
+        if any(
+            c is UNKNOWN or (isinstance(c, Mapping) and c.get("name") is UNKNOWN)
+            for c in pod_claims
+        ):
+            raise UnknownInput(f"resourceClaims of {self.pod.obj.resource}")
         by_name = {c.get("name"): c for c in pod_claims if isinstance(c, Mapping)}
         total = Fraction(0)
         for ref in refs:
+            if ref is UNKNOWN or (isinstance(ref, Mapping) and ref.get("name") is UNKNOWN):
+                raise UnknownInput(f"resources.claims of {self.label}")
             claim = by_name.get(ref.get("name")) if isinstance(ref, Mapping) else None
             if claim is None:
                 continue
@@ -414,8 +421,14 @@ class ContainerRef:
                 if not isinstance(name, str):
                     continue
                 found = self.pod.obj.claims.get((kind, self.pod.obj.namespace, name))
+                if found is None and ("*", "*", "*") in self.pod.obj.claims:
+                    found = UNKNOWN  # an object the index could not name may be this claim
                 if found is UNKNOWN:
                     raise UnknownInput(f"{kind} {name} of {self.label}")
+                if found is None:  # another stack or file may hold it: its GPUs are unknown
+                    raise UnknownInput(
+                        f"the GPUs of {kind} {name} (not among the checked objects) of {self.label}"
+                    )
                 if found is not None:
                     request = ref.get("request")
                     total += found.count(request if isinstance(request, str) else None)
