@@ -223,7 +223,11 @@ class DraDriverView:
         if terms is UNKNOWN or any(v is UNKNOWN for v in selector.values()):
             raise UnknownInput(f"kubeletPlugin placement of {self.obj.resource}")
         exprs = [
-            [e for e in as_list(dig(t, "matchExpressions"), "matchExpressions")]
+            [
+                e
+                for e in as_list(dig(t, "matchExpressions"), "matchExpressions")
+                if isinstance(e, Mapping)
+            ]
             for t in as_list(terms, "nodeSelectorTerms")
         ]
         return matches_selectors(selector, exprs, {**_GPU_NODE_LABELS, **pool.labels})

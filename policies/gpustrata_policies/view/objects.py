@@ -403,12 +403,17 @@ class ContainerRef:
             for c in pod_claims
         ):
             raise UnknownInput(f"resourceClaims of {self.pod.obj.resource}")
-        by_name = {c.get("name"): c for c in pod_claims if isinstance(c, Mapping)}
+        by_name = {
+            c["name"]: c
+            for c in pod_claims
+            if isinstance(c, Mapping) and isinstance(c.get("name"), str)
+        }
         total = Fraction(0)
         for ref in refs:
             if ref is UNKNOWN or (isinstance(ref, Mapping) and ref.get("name") is UNKNOWN):
                 raise UnknownInput(f"resources.claims of {self.label}")
-            claim = by_name.get(ref.get("name")) if isinstance(ref, Mapping) else None
+            name = ref.get("name") if isinstance(ref, Mapping) else None
+            claim = by_name.get(name) if isinstance(name, str) else None
             if claim is None:
                 continue
             for key, kind in (
