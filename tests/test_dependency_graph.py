@@ -19,6 +19,7 @@ from _stacks import STACKS, stack_doc
 from gpustrata.runtime.mockrun import Registered, run_program
 from gpustrata_policies.evaluate import evaluate, find_rule
 from gpustrata_policies.inputs.pulumi import object_from_pulumi
+from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.objects import RAY_KINDS, K8sObject
 
 HELM = "kubernetes:helm.sh/v3:Release"
@@ -50,12 +51,15 @@ def _release(res: dict[str, Registered], chart: str) -> Registered | None:
 
 
 def _gpu_objects(res: dict[str, Registered]) -> Iterable[tuple[Registered, K8sObject]]:
+    pairs = []
     for r in _of_type(res, "kubernetes:"):
         raw = object_from_pulumi(r.type, r.name, r.inputs)
         if raw is not None:
-            obj = K8sObject(raw)
-            if any(p.gpu_count() > 0 for p in obj.pods()):
-                yield r, obj
+            pairs.append((r, K8sObject(raw)))
+    attach_claims(obj for _, obj in pairs)  # DRA pools: the GPUs are in claim templates
+    for r, obj in pairs:
+        if any(p.gpu_count() > 0 for p in obj.pods()):
+            yield r, obj
 
 
 @pytest.fixture(scope="module", params=STACKS)

@@ -34,6 +34,7 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Violation,
 )
+from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
 from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
 
@@ -236,6 +237,7 @@ def evaluate(
     # Only a tracked object (one holding an unknown) notes reads: without one, the
     # per-check read log is skipped (a context variable set and reset per rule and object).
     tracking = any(is_tracked(o.raw) for o in everything)
+    attach_claims(everything)  # DRA: containers read the GPUs their claims ask for
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)

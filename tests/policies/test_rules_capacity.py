@@ -466,7 +466,13 @@ def test_planner_and_v009_agree_on_the_startup_window(
         math.ceil(probe["failureThreshold"] * 0.8)
     )
     shorter["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
-    assert len(_findings([shorter], "V009")) == 1
+    # The 8B model's pool allocates by DRA: its GPUs are in the claim template beside it.
+    claims = [
+        {**r["inputs"], "kind": "ResourceClaimTemplate", "apiVersion": "resource.k8s.io/v1"}
+        for r in data["resources"]
+        if r["type"] == "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+    ]
+    assert len(_findings([*claims, shorter], "V009")) == 1
 
 
 @pytest.mark.parametrize("value", ["auto", "-1"])

@@ -76,6 +76,7 @@ def render_command(args: argparse.Namespace) -> int:
 
     from gpustrata.planning.build import plan_spec
     from gpustrata.render.from_plan import (
+        dra_driver_object,
         karpenter_objects,
         operator_object,
         pool_object,
@@ -89,6 +90,8 @@ def render_command(args: argparse.Namespace) -> int:
     objects = [pool_object(p, plan.spec) for p in plan.pools.values()]
     objects += karpenter_objects(plan)
     objects += ([operator] if operator else []) + workload_objects(plan)
+    dra = dra_driver_object(plan)
+    objects += [dra] if dra else []
     print(yaml.safe_dump_all(objects, sort_keys=False), end="")
     return 0
 

@@ -8,11 +8,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from gpustrata.catalog.dra import dra_driver_release
 from gpustrata.components._inputs import StackInputError
 from gpustrata.components.cluster import EksCluster
 from gpustrata.components.karpenter import Karpenter, KarpenterNodePool, subnet_terms
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, pool_plan_args
-from gpustrata.components.operators import GpuOperator, KubeRayOperator
+from gpustrata.components.operators import DraDriver, GpuOperator, KubeRayOperator
 from gpustrata.components.serving import RayLlmService, VllmDeployment
 from gpustrata.components.stack_args import StackArgs
 from gpustrata.core.errors import Problem, StackError
@@ -20,6 +21,8 @@ from gpustrata.planning.build import build_plan
 from gpustrata.planning.plan import PoolPlan, StackPlan
 from gpustrata.render import karpenter as karpenter_names
 from gpustrata.render.from_plan import (
+    DRA_DRIVER_NAMESPACE,
+    dra_driver_args,
     karpenter_values,
     node_class_object,
     node_image_driver,
@@ -166,6 +169,21 @@ class InferenceStack(pulumi.ComponentResource):
                     },
                     pulumi.ResourceOptions.merge(
                         k8s_opts, pulumi.ResourceOptions(depends_on=pools)
+                    ),
+                )
+            )
+        dra = dra_driver_args(self.plan)
+        if dra is not None:  # DRA pools: their GPUs are the DRA driver's to advertise
+            gpu_ready.append(
+                DraDriver(
+                    f"{name}-dra-driver",
+                    {
+                        "namespace": DRA_DRIVER_NAMESPACE,
+                        "chart_version": dra_driver_release().version,
+                        "values": dra[1],
+                    },
+                    pulumi.ResourceOptions.merge(
+                        k8s_opts, pulumi.ResourceOptions(depends_on=[*pools, *gpu_ready])
                     ),
                 )
             )

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from gpustrata.catalog.dra import dra_driver_release
 from gpustrata.components._inputs import Placeholders
 from gpustrata.components._options import child_options
 from gpustrata.render.operators import (
@@ -105,12 +106,45 @@ class KubeRayOperator(pulumi.ComponentResource):
         self.register_outputs({"release_name": self.release_name})
 
 
+class DraDriverArgs(TypedDict):
+    """Inputs of :class:`DraDriver`."""
+
+    namespace: pulumi.Input[str]
+    """Namespace of the driver."""
+    chart_version: str
+    """nvidia-dra-driver-gpu chart version (pinned; the catalogue's release by default)."""
+    values: dict[str, Any]
+    """Chart values (rendered by gpustrata.render.dra.dra_driver_values)."""
+
+
+class DraDriver(pulumi.ComponentResource):
+    """The NVIDIA DRA driver for GPUs (``nvidia-dra-driver-gpu``) as a pinned Helm release,
+    for the pools whose GPUs are allocated by DRA (``gpu_allocation: dra``)."""
+
+    release_name: pulumi.Output[str]
+    """Name of the Helm release."""
+
+    def __init__(
+        self, name: str, args: DraDriverArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpustrata:index:DraDriver", name, {}, opts)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
+        )
+        release = dra_driver_release()
+        helm = _release(
+            self, f"{name}-release", release.chart, release.repository, args, opts, [ns]
+        )
+        self.release_name = helm.name.apply(lambda n: n or "")
+        self.register_outputs({"release_name": self.release_name})
+
+
 def _release(
     parent: pulumi.Resource,
     name: str,
     chart: str,
     repo: str,
-    args: GpuOperatorArgs | KubeRayOperatorArgs,
+    args: GpuOperatorArgs | KubeRayOperatorArgs | DraDriverArgs,
     opts: pulumi.ResourceOptions | None,
     depends_on: list[pulumi.Resource],
 ) -> k8s.helm.v3.Release:

@@ -11,6 +11,7 @@ from gpustrata.render.workload_args import RayLlmServiceArgs, VllmDeploymentArgs
 from gpustrata.render.workloads import (
     SERVE_PORT,
     VLLM_PORT,
+    ray_claim_templates,
     ray_service_object,
     vllm_deployment_objects,
 )
@@ -42,6 +43,10 @@ def register_object(
         return k8s.policy.v1.PodDisruptionBudget(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "HorizontalPodAutoscaler":
         return k8s.autoscaling.v2.HorizontalPodAutoscaler(
+            name, metadata=meta, spec=obj["spec"], opts=opts
+        )
+    if kind == "ResourceClaimTemplate" and api == "resource.k8s.io/v1":
+        return k8s.resource.v1.ResourceClaimTemplate(
             name, metadata=meta, spec=obj["spec"], opts=opts
         )
     # CRDs (RayService, ScaledObject, ...): pass the object through unchanged.
@@ -103,8 +108,16 @@ class RayLlmService(pulumi.ComponentResource):
                 "namespace": inputs.plain(args["namespace"]),
             }
         )
+        claims: list[pulumi.Resource] = [
+            register_object(
+                f"{name}-{t['metadata']['name']}-claim",
+                inputs.restore(t),
+                child_options(self, opts),
+            )
+            for t in ray_claim_templates(plain)
+        ]
         obj = inputs.restore(ray_service_object(plain))
-        register_object(f"{name}-rayservice", obj, child_options(self, opts))
+        register_object(f"{name}-rayservice", obj, child_options(self, opts, claims))
         self.service_name = pulumi.Output.from_input(args["name"])
         serve_service = pulumi.Output.concat(args["name"], "-serve-svc")
         self.endpoint = _endpoint(serve_service, args["namespace"], SERVE_PORT)

@@ -15,6 +15,7 @@ __all__ = [
     "CapacityType",
     "ClusterMode",
     "Environment",
+    "GpuAllocation",
     "GpuModelBrand",
     "GpuModelInterconnect",
     "InstanceTypeArch",
@@ -93,6 +94,13 @@ class Environment(StrEnum):
     DEV = "dev"
     STAGING = "staging"
     PROD = "prod"
+
+
+class GpuAllocation(StrEnum):
+    """Accepted values of ``NodePoolSpec.gpu_allocation``."""
+
+    DEVICE_PLUGIN = "device-plugin"
+    DRA = "dra"
 
 
 class GpuModelBrand(StrEnum):
@@ -224,6 +232,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _CapacityType = Literal["ON_DEMAND", "SPOT"] | CapacityType
     _ClusterMode = Literal["create", "existing"] | ClusterMode
     _Environment = Literal["dev", "staging", "prod"] | Environment
+    _GpuAllocation = Literal["device-plugin", "dra"] | GpuAllocation
     _GpuModelBrand = Literal["datacenter", "professional", "geforce"] | GpuModelBrand
     _GpuModelInterconnect = Literal["nvlink", "pcie"] | GpuModelInterconnect
     _InstanceTypeArch = Literal["x86_64", "arm64"] | InstanceTypeArch
@@ -252,6 +261,7 @@ else:
     _CapacityType = CapacityType
     _ClusterMode = ClusterMode
     _Environment = Environment
+    _GpuAllocation = GpuAllocation
     _GpuModelBrand = GpuModelBrand
     _GpuModelInterconnect = GpuModelInterconnect
     _InstanceTypeArch = InstanceTypeArch
@@ -373,6 +383,12 @@ class StackNodePoolArgs(TypedDict):
     """
     karpenter: NotRequired[StackKarpenterPoolArgs]
     """NodePool settings (provisioner karpenter; empty: defaults)."""
+    gpu_allocation: NotRequired[_GpuAllocation]
+    """Who allocates the pool's GPUs: the GPU Operator's device plugin (nvidia.com/gpu limits), or
+    the NVIDIA DRA driver (Kubernetes 1.34+: a ResourceClaimTemplate of TP x PP gpu.nvidia.com
+    devices per engine; the device plugin is kept off these nodes, rule O008). Default:
+    ``"device-plugin"``.
+    """
 
 
 class StackGpuSharingArgs(TypedDict):

@@ -8,6 +8,8 @@ __all__ = [
     "API_VERSION",
     "DECLARED_OVERRIDES_ANNOTATION",
     "DERIVED_FROM_ANNOTATION",
+    "DEVICE_PLUGIN_DEPLOY_LABEL",
+    "DRA_GPU_DEVICE_CLASS",
     "GPU_COUNT_LABEL",
     "GPU_LABEL",
     "POOL_LABEL",
@@ -29,3 +31,11 @@ DERIVED_FROM_ANNOTATION = "gpustrata.io/derived-from"
 """On a pool the view derived from another source (Node objects, a node group)."""
 DECLARED_OVERRIDES_ANNOTATION = "gpustrata.io/declared-overrides"
 """GPU Operator components whose version differs from the release's tested set on purpose."""
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+"""Node label the GPU Operator's device-plugin DaemonSet selects (value "true"); the operator
+sets it only where it is absent or empty, so "false" keeps the device plugin off a node
+(gpu-operator@v26.7.0:controllers/state_manager.go addGPUStateLabels;
+assets/state-device-plugin/0500_daemonset.yaml nodeSelector). DRA pools carry "false"."""
+DRA_GPU_DEVICE_CLASS = "gpu.nvidia.com"
+"""The DeviceClass of whole GPUs the NVIDIA DRA driver's chart creates
+(k8s-dra-driver-gpu@v25.12.0:deployments/helm/nvidia-dra-driver-gpu/templates/deviceclass-gpu.yaml)."""

@@ -19,7 +19,12 @@ from gpustrata.catalog.architectures import (
 )
 from gpustrata.catalog.compat import KarpenterRelease, load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
-from gpustrata.core.contract import GPU_COUNT_LABEL, GPU_LABEL, POOL_LABEL
+from gpustrata.core.contract import (
+    DEVICE_PLUGIN_DEPLOY_LABEL,
+    GPU_COUNT_LABEL,
+    GPU_LABEL,
+    POOL_LABEL,
+)
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger, Source
 from gpustrata.planning.serving import ServingAtSettings, pool_cost_per_hour, serving_at_settings
@@ -386,6 +391,7 @@ def _plan_pool(
         POOL_LABEL: pool.name,
         GPU_LABEL: gpu.id,
         GPU_COUNT_LABEL: str(instance.gpu_count),
+        **dra_pool_labels(pool),
     }
     cost = pool_cost_per_hour(instance, pool.min_size, pool.max_size)
     if cost is not None:
@@ -505,6 +511,12 @@ def _allowed_types(
         "consolidate_after, so a restarted engine finds its node and cached image",
     )
     return types
+
+
+def dra_pool_labels(pool: NodePoolSpec) -> dict[str, str]:
+    """Labels a DRA pool's nodes carry: the GPU Operator's device plugin kept off them, so
+    only the DRA driver advertises their GPUs (rule O008)."""
+    return {DEVICE_PLUGIN_DEPLOY_LABEL: "false"} if pool.gpu_allocation == "dra" else {}
 
 
 def _plan_model(

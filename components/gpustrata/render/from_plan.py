@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpustrata.catalog.dra import dra_driver_release
 from gpustrata.core.contract import POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
 from gpustrata.render import karpenter
+from gpustrata.render.dra import dra_driver_values
 from gpustrata.render.nodes import kubelet_config, pool_description
 from gpustrata.render.operators import gpu_operator_description, gpu_operator_values
 from gpustrata.render.workload_args import (
@@ -19,7 +21,11 @@ from gpustrata.render.workload_args import (
     VllmDeploymentArgs,
     WeightsArgs,
 )
-from gpustrata.render.workloads import ray_service_object, vllm_deployment_objects
+from gpustrata.render.workloads import (
+    ray_claim_templates,
+    ray_service_object,
+    vllm_deployment_objects,
+)
 from gpustrata.spec.stack import EngineSpec, KarpenterPoolSpec, ModelSpec, StackSpec
 
 # Engine settings rendered as vLLM flags; the model id and port are positional/fixed.
@@ -133,6 +139,8 @@ def vllm_deployment_args(mp: ModelPlan) -> VllmDeploymentArgs:
         weights=_weights(m),
         service_monitor=m.service_monitor,
     )
+    if mp.pool.spec.gpu_allocation == "dra":
+        args["gpu_claim"] = True
     if mp.capacity is not None:
         args["startup_estimate_s"] = math.ceil(mp.capacity.startup.total_s)
     secret = _secret(m)
@@ -189,6 +197,8 @@ def ray_llm_service_args(mp: ModelPlan, ray_version: str) -> RayLlmServiceArgs:
         upgrade_strategy=ray.upgrade_strategy,
         weights=_weights(m),
     )
+    if mp.pool.spec.gpu_allocation == "dra":
+        args["worker_groups"][0]["gpu_claim"] = True
     if ray.accelerator_type:
         args["models"][0]["accelerator_type"] = ray.accelerator_type
     if mp.capacity is not None:
@@ -251,6 +261,44 @@ def operator_object(plan: StackPlan) -> dict[str, Any] | None:
         values=operator_values(plan),
         declared_overrides=list(operator.declared_overrides),
     )
+
+
+def dra_driver_args(plan: StackPlan) -> tuple[list[str], dict[str, Any]] | None:
+    """The DRA pools and the DRA driver chart's values (None: no pool uses DRA)."""
+    pools = [p for p in plan.pools.values() if p.spec.gpu_allocation == "dra"]
+    if not pools:
+        return None
+    tolerations = [t for p in pools for t in pool_tolerations(p)]
+    unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
+    names = [p.name for p in pools]
+    operator = plan.spec.gpu_operator
+    driver = operator.enabled and operator.driver_enabled
+    return names, dra_driver_values(names, unique, operator_driver=driver)
+
+
+DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
+"""Namespace of the DRA driver (its chart refuses ``default``: templates/validation.yaml)."""
+
+
+def dra_driver_object(plan: StackPlan) -> dict[str, Any] | None:
+    """The DRA driver's Helm release as the rules read it (the shape a Pulumi Release takes
+    in :func:`gpustrata_policies.objects_from_pulumi`); None when no pool uses DRA."""
+    dra = dra_driver_args(plan)
+    if dra is None:
+        return None
+    release = dra_driver_release()
+    return {
+        "apiVersion": "helm.sh/v3",
+        "kind": "HelmRelease",
+        "metadata": {"name": release.chart, "namespace": DRA_DRIVER_NAMESPACE},
+        "spec": {
+            "chart": release.chart,
+            "version": release.version,
+            "repositoryOpts": {"repo": release.repository},
+            "namespace": DRA_DRIVER_NAMESPACE,
+            "values": dra[1],
+        },
+    }
 
 
 def node_image_driver(stack: StackSpec) -> str | None:
@@ -359,9 +407,8 @@ def workload_objects(plan: StackPlan) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for mp in plan.models.values():
         if mp.spec.runtime == "rayservice":
-            objects.append(
-                ray_service_object(ray_llm_service_args(mp, plan.spec.kuberay.ray_version))
-            )
+            args = ray_llm_service_args(mp, plan.spec.kuberay.ray_version)
+            objects.extend([*ray_claim_templates(args), ray_service_object(args)])
         else:
             objects.extend(vllm_deployment_objects(vllm_deployment_args(mp)))
     return objects

@@ -100,6 +100,9 @@ class VllmDeploymentArgs(TypedDict):
     """Replicas (the autoscaler's minimum when autoscaling)."""
     gpus: int
     """GPUs per Pod: tensor_parallel_size x pipeline_parallel_size."""
+    gpu_claim: NotRequired[bool]
+    """True: the GPUs come from a DRA ResourceClaimTemplate of ``gpus`` devices (pool
+    ``gpu_allocation: dra``), not from ``nvidia.com/gpu`` limits."""
     cpu: str
     """CPU request."""
     memory: str
@@ -170,6 +173,8 @@ class RayWorkerGroupArgs(TypedDict):
     """Maximum worker Pods."""
     gpus: int
     """GPUs per worker Pod (also rayStartParams num-gpus)."""
+    gpu_claim: NotRequired[bool]
+    """True: the worker's GPUs come from a DRA ResourceClaimTemplate of ``gpus`` devices."""
     cpu: str
     """CPU request and limit."""
     memory: str

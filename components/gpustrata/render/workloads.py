@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
+from gpustrata.render.dra import gpu_claim_template, use_gpu_claim
 from gpustrata.render.workload_args import (
     ProbeArgs,
     RayLlmServiceArgs,
@@ -171,6 +172,10 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
                 "labelSelector": {"matchLabels": selector},
             }
         ]
+    claim: list[dict[str, Any]] = []
+    if args.get("gpu_claim"):
+        use_gpu_claim(pod_spec, container, name)
+        claim.append(gpu_claim_template(name, ns, args["gpus"], {**labels, **MANAGED_BY}))
     metadata = _meta(name, ns, labels)
     if "startup_estimate_s" in args:
         # The rules (V009) size the startup window against the planner's own estimate.
@@ -203,7 +208,7 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
             "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
         },
     }
-    objects = [deployment, service]
+    objects = [*claim, deployment, service]
     if max_replicas > 1:
         objects.append(
             {
@@ -396,22 +401,39 @@ def _worker_group(args: RayLlmServiceArgs, group: RayWorkerGroupArgs) -> dict[st
         volumes.append(_cache_volume(weights, group["ephemeral_storage"]))
         mounts.append({"name": "model-cache", "mountPath": RAY_CACHE_DIR})
     container["volumeMounts"] = mounts
+    pod_spec: dict[str, Any] = {
+        "containers": [container],
+        "volumes": volumes,
+        "nodeSelector": dict(group["node_selector"]),
+        "tolerations": _tolerations(group["tolerations"]),
+    }
+    if group.get("gpu_claim"):
+        use_gpu_claim(pod_spec, container, _claim_workload(args, group))
     return {
         "groupName": group["group_name"],
         "replicas": group["replicas"],
         "minReplicas": group["min_replicas"],
         "maxReplicas": group["max_replicas"],
-        # Ray advertises exactly the container's GPU limit (R001).
+        # Ray advertises exactly the container's GPU limit or claim (R001): KubeRay reads
+        # no claims, so num-gpus is what tells Ray about DRA GPUs.
         "rayStartParams": {"num-gpus": str(group["gpus"])},
-        "template": {
-            "spec": {
-                "containers": [container],
-                "volumes": volumes,
-                "nodeSelector": dict(group["node_selector"]),
-                "tolerations": _tolerations(group["tolerations"]),
-            }
-        },
+        "template": {"spec": pod_spec},
     }
+
+
+def _claim_workload(args: RayLlmServiceArgs, group: RayWorkerGroupArgs) -> str:
+    """The name a worker group's claim template is derived from: ``<service>-<group>``."""
+    return f"{_plain(args['name'])}-{group['group_name']}"
+
+
+def ray_claim_templates(args: RayLlmServiceArgs) -> list[dict[str, Any]]:
+    """The ResourceClaimTemplate of each DRA worker group (``gpus`` devices per worker Pod)."""
+    labels = {APP_LABEL: _plain(args["name"]), PART_OF_LABEL: "gpustrata", **MANAGED_BY}
+    return [
+        gpu_claim_template(_claim_workload(args, g), _plain(args["namespace"]), g["gpus"], labels)
+        for g in args["worker_groups"]
+        if g.get("gpu_claim")
+    ]
 
 
 def ray_service_object(args: RayLlmServiceArgs) -> dict[str, Any]:

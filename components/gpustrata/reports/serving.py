@@ -67,12 +67,34 @@ def _shm(pod: Mapping[str, Any]) -> str:
     return "none"
 
 
+def _gpus(
+    pod: Mapping[str, Any], container: Mapping[str, Any], claims: Mapping[str, Any]
+) -> tuple[str, Any]:
+    """Where a container's GPUs are written and how many: its ``nvidia.com/gpu`` limit, or
+    (DRA) the device count of the ResourceClaimTemplate its claim names."""
+    resources = container.get("resources") or {}
+    if not resources.get("claims"):
+        return "nvidia.com/gpu limit", (resources.get("limits") or {}).get("nvidia.com/gpu")
+    names = [c.get("resourceClaimTemplateName") for c in pod.get("resourceClaims") or []]
+    total = 0
+    for name in names:
+        for req in (
+            (claims.get(name) or {})
+            .get("spec", {})
+            .get("spec", {})
+            .get("devices", {})
+            .get("requests", [])
+        ):
+            total += int((req.get("exactly") or {}).get("count", 1))
+    return "ResourceClaimTemplate count", total
+
+
 def _row(model: str, item: str, rendered: Any, planned: Any) -> Row:
     r, p = str(rendered), str(planned)
     return Row(model, item, r, p, r == p)
 
 
-def _ray_rows(mp: ModelPlan, obj: Mapping[str, Any]) -> list[Row]:
+def _ray_rows(mp: ModelPlan, obj: Mapping[str, Any], claims: Mapping[str, Any]) -> list[Row]:
     ray = mp.ray
     assert ray is not None
     name, engine = mp.name, mp.spec.engine
@@ -85,7 +107,7 @@ def _ray_rows(mp: ModelPlan, obj: Mapping[str, Any]) -> list[Row]:
     bundles = pg.get("bundles", [])
     (group,) = spec["rayClusterConfig"]["workerGroupSpecs"]
     pod = group["template"]["spec"]
-    limits = pod["containers"][0]["resources"]["limits"]
+    where, gpus = _gpus(pod, pod["containers"][0], claims)
     head = spec["rayClusterConfig"]["headGroupSpec"]["rayStartParams"]
     auto = llm["deployment_config"]["autoscaling_config"]
     deployment = llm["deployment_config"]
@@ -107,9 +129,7 @@ def _ray_rows(mp: ModelPlan, obj: Mapping[str, Any]) -> list[Row]:
             f"{pg.get('strategy')}",
             f"{mp.gpus_per_replica} x {{GPU: 1.0}} {ray.placement_strategy}",
         ),
-        _row(
-            name, "worker nvidia.com/gpu limit", limits.get("nvidia.com/gpu"), ray.gpus_per_worker
-        ),
+        _row(name, f"worker {where}", gpus, ray.gpus_per_worker),
         _row(
             name,
             "worker rayStartParams num-gpus",
@@ -157,11 +177,11 @@ def _estimate(mp: ModelPlan) -> str:
     return str(math.ceil(mp.capacity.startup.total_s)) if mp.capacity else "None"
 
 
-def _deployment_rows(mp: ModelPlan, dep: Mapping[str, Any]) -> list[Row]:
+def _deployment_rows(mp: ModelPlan, dep: Mapping[str, Any], claims: Mapping[str, Any]) -> list[Row]:
     name, engine, p = mp.name, mp.spec.engine, mp.probes
     pod = dep["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    limits = container["resources"]["limits"]
+    where, gpus = _gpus(pod, container, claims)
     startup = container.get("startupProbe", {})
     window = startup.get("periodSeconds", 0) * startup.get("failureThreshold", 0)
     strategy = dep["spec"].get("strategy", {})
@@ -171,12 +191,7 @@ def _deployment_rows(mp: ModelPlan, dep: Mapping[str, Any]) -> list[Row]:
     planned_rollout = "Recreate" if mp.max_replicas <= 1 else "RollingUpdate maxSurge 0"
     live = container.get("livenessProbe", {})
     return [
-        _row(
-            name,
-            "TP x PP = nvidia.com/gpu limit",
-            limits.get("nvidia.com/gpu"),
-            f"{engine.gpus_per_engine}",
-        ),
+        _row(name, f"TP x PP = {where}", gpus, f"{engine.gpus_per_engine}"),
         _row(name, "startup window s", window, p.startup_window_s),
         _row(
             name,
@@ -196,12 +211,13 @@ def serving_rows(plan: StackPlan, resources: Iterable[Any]) -> list[Row]:
     items = list(resources)
     services = _objects(items, "RayService")
     deployments = _objects(items, "Deployment")
+    claims = _objects(items, "ResourceClaimTemplate")
     rows: list[Row] = []
     for mp in plan.models.values():
         if mp.ray is not None and mp.name in services:
-            rows += _ray_rows(mp, services[mp.name])
+            rows += _ray_rows(mp, services[mp.name], claims)
         elif mp.ray is None and mp.name in deployments:
-            rows += _deployment_rows(mp, deployments[mp.name])
+            rows += _deployment_rows(mp, deployments[mp.name], claims)
     return rows
 
 

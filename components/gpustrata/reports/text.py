@@ -18,6 +18,7 @@ _LAYER_OF_COMPONENT = {
     "gpustrata:index:Karpenter": "nodes",
     "gpustrata:index:KarpenterNodePool": "nodes",
     "gpustrata:index:GpuOperator": "gpu-software",
+    "gpustrata:index:DraDriver": "gpu-software",
     "gpustrata:index:KubeRayOperator": "ray",
     "gpustrata:index:RayLlmService": "ray",
     "gpustrata:index:VllmDeployment": "vllm",

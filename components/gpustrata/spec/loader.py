@@ -165,6 +165,7 @@ def reference_problems(spec: StackSpec) -> list[Problem]:
                     )
                 )
             seen.add(name)
+    problems += _dra_problems(spec)
     for i, model in enumerate(spec.models):
         if model.pool not in pools:
             choices = ", ".join(repr(p) for p in pools)
@@ -183,6 +184,27 @@ def reference_problems(spec: StackSpec) -> list[Problem]:
                 )
             )
     return problems
+
+
+DRA_MIN_KUBERNETES = (1, 34)
+"""resource.k8s.io/v1 (DRA GA) is served from Kubernetes 1.34."""
+
+
+def _dra_problems(spec: StackSpec) -> list[Problem]:
+    """A DRA pool needs a cluster that serves resource.k8s.io/v1."""
+    version = tuple(int(p) for p in spec.cluster.kubernetes_version.split("."))
+    if version >= DRA_MIN_KUBERNETES:
+        return []
+    return [
+        Problem(
+            f"{CONFIG_KEY}.node_pools[{i}].gpu_allocation",
+            f"'dra' needs Kubernetes 1.34 or later (resource.k8s.io/v1), but "
+            f"cluster.kubernetes_version is {spec.cluster.kubernetes_version}; raise "
+            "kubernetes_version to 1.34 or use gpu_allocation 'device-plugin'",
+        )
+        for i, pool in enumerate(spec.node_pools)
+        if pool.gpu_allocation == "dra"
+    ]
 
 
 # --- pydantic error -> one line -------------------------------------------------------------

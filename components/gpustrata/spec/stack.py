@@ -34,6 +34,7 @@ OperatorComponent = Literal["driver", "toolkit", "device_plugin", "dcgm_exporter
 Runtime = Literal["deployment", "rayservice"]
 WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"]
 Autoscaler = Literal["none", "hpa", "keda"]
+GpuAllocation = Literal["device-plugin", "dra"]
 # vLLM ``vllm/config/cache.py``: BlockSize and CacheDType literals (v0.11+).
 BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
 KvCacheDtype = Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"]
@@ -392,6 +393,13 @@ class NodePoolSpec(_Model):
     )
     karpenter: KarpenterPoolSpec | None = Field(
         default=None, description="NodePool settings (provisioner karpenter; empty: defaults)."
+    )
+    gpu_allocation: GpuAllocation = Field(
+        default="device-plugin",
+        description="Who allocates the pool's GPUs: the GPU Operator's device plugin "
+        "(nvidia.com/gpu limits), or the NVIDIA DRA driver (Kubernetes 1.34+: a "
+        "ResourceClaimTemplate of TP x PP gpu.nvidia.com devices per engine; the device "
+        "plugin is kept off these nodes, rule O008).",
     )
 
     @model_validator(mode="after")

@@ -14,6 +14,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.device_plugin import Sharing, cluster_sharing
+from gpustrata_policies.view.dra import claimed_products
 from gpustrata_policies.view.gpu_operator import (
     GpuOperatorView,
     NvidiaDriverView,
@@ -233,8 +234,14 @@ def gpu_model_of_selectors(pod: PodRef) -> tuple[GpuModel | None, str]:
     """The GPU model a pod pins by node selector/affinity, and the label that said so.
 
     Returns ``(None, "")`` when the pod names no GPU model (no catalogue look-up then).
+    Without such a label, a DRA claim's ``productName`` CEL selector names it.
     """
-    return gpu_model_of_labels(pod.selected_labels())
+    gpu, where = gpu_model_of_labels(pod.selected_labels())
+    if gpu is None and not where:
+        product = next(iter(claimed_products(pod)), None)
+        if product is not None:
+            return catalogs.gpu_by_label(product), f"DRA claim selector productName={product}"
+    return gpu, where
 
 
 @dataclass(frozen=True, slots=True)

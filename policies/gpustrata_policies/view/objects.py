@@ -78,6 +78,9 @@ OTHER_KINDS = frozenset(
         "RoleBinding",
         "ClusterRole",
         "ClusterRoleBinding",
+        "ResourceClaimTemplate",
+        "ResourceClaim",
+        "DeviceClass",
     }
 )
 CONTROLLER_KINDS = {
@@ -109,8 +112,12 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "NVIDIADriver",
         "ClusterRole",
         "ClusterRoleBinding",
+        "DeviceClass",
     }
 )
+
+CLAIMED_GPU_RESOURCE = "nvidia.com/gpu"
+"""The resource name under which a container's DRA-claimed GPUs are counted."""
 
 
 def dig(data: Any, *path: str | int) -> Any:
@@ -166,6 +173,11 @@ class K8sObject:
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     _resource: str | None = field(default=None, repr=False, compare=False)
     _kind: str | None = field(default=None, repr=False, compare=False)
+    claims: Mapping[tuple[str, str, str], Any] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """The evaluation's DRA claims by (kind, namespace, name), set by
+    :func:`~gpustrata_policies.view.dra.attach_claims`."""
 
     # What the rules ask of an object, read once: the rules are pure functions of
     # ``raw``, which nothing mutates once it is wrapped (issue 18: 40 rules asked each
@@ -395,11 +407,74 @@ class ContainerRef:
         return self.raw.get("image")
 
     def resources(self, section: str) -> Mapping[str, Any]:
-        """``resources.limits`` or ``resources.requests``."""
+        """``resources.limits`` or ``resources.requests``; the GPUs the container claims
+        through DRA (``resources.claims``) count as ``nvidia.com/gpu`` in both."""
         value = dig(self.raw, "resources", section)
         if value is UNKNOWN:  # the message is built only when it is needed
             raise UnknownInput(f"resources.{section} of {self.label}")
-        return value if isinstance(value, Mapping) else {}
+        found = value if isinstance(value, Mapping) else {}
+        claimed = self.claimed_gpus() if section in ("limits", "requests") else 0
+        if not claimed:
+            return found
+        merged = dict(found)
+        total = (parse_quantity(found.get(CLAIMED_GPU_RESOURCE)) or 0) + claimed
+        # Claims count whole devices; written the way a limit is (an int, as YAML gives it).
+        merged[CLAIMED_GPU_RESOURCE] = int(total) if total.denominator == 1 else str(total)
+        return merged
+
+    def claimed_gpus(self) -> Fraction:
+        """GPUs this container's ``resources.claims`` get from the Pod's DRA claims (the
+        ``gpu.nvidia.com`` requests of the ResourceClaim or ResourceClaimTemplate each
+        names); 0 without claims or when the claim is not among the objects."""
+        return memoised(self.memo, "claimed_gpus", self._claimed_gpus)
+
+    def _claimed_gpus(self) -> Fraction:
+        refs = dig(self.raw, "resources", "claims")
+        if refs is UNKNOWN:
+            raise UnknownInput(f"resources.claims of {self.label}")
+        if not refs or not isinstance(refs, list):
+            return Fraction(0)
+        pod_claims = as_list(self.pod.spec.get("resourceClaims"), "resourceClaims")
+        if any(
+            c is UNKNOWN or (isinstance(c, Mapping) and c.get("name") is UNKNOWN)
+            for c in pod_claims
+        ):
+            raise UnknownInput(f"resourceClaims of {self.pod.obj.resource}")
+        by_name = {
+            c["name"]: c
+            for c in pod_claims
+            if isinstance(c, Mapping) and isinstance(c.get("name"), str)
+        }
+        total = Fraction(0)
+        for ref in refs:
+            if ref is UNKNOWN or (isinstance(ref, Mapping) and ref.get("name") is UNKNOWN):
+                raise UnknownInput(f"resources.claims of {self.label}")
+            name = ref.get("name") if isinstance(ref, Mapping) else None
+            claim = by_name.get(name) if isinstance(name, str) else None
+            if claim is None:
+                continue
+            for key, kind in (
+                ("resourceClaimTemplateName", "ResourceClaimTemplate"),
+                ("resourceClaimName", "ResourceClaim"),
+            ):
+                name = claim.get(key)
+                if name is UNKNOWN:
+                    raise UnknownInput(f"resourceClaims.{key} of {self.pod.obj.resource}")
+                if not isinstance(name, str):
+                    continue
+                found = self.pod.obj.claims.get((kind, self.pod.obj.namespace, name))
+                if found is None and ("*", "*", "*") in self.pod.obj.claims:
+                    found = UNKNOWN  # an object the index could not name may be this claim
+                if found is UNKNOWN:
+                    raise UnknownInput(f"{kind} {name} of {self.label}")
+                if found is None:  # another stack or file may hold it: its GPUs are unknown
+                    raise UnknownInput(
+                        f"the GPUs of {kind} {name} (not among the checked objects) of {self.label}"
+                    )
+                if found is not None:
+                    request = ref.get("request")
+                    total += found.count(request if isinstance(request, str) else None)
+        return total
 
     def gpu_limit(self, extra: Sequence[str] = ()) -> Fraction:
         """Sum of GPU resources in limits (requests default to limits for these)."""

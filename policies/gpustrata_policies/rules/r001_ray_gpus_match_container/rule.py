@@ -26,11 +26,21 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         except ValueError as exc:
             yield ctx.not_evaluated(obj, f"{group.label}: {exc}")
             continue
-        if advertised is None:
-            continue  # KubeRay sets num-gpus from the Ray container's GPU limit
         container = group.container
         if container is None:
             continue
+        if advertised is None:
+            claimed = container.claimed_gpus()
+            if claimed:  # KubeRay reads limits, not DRA claims: Ray is told 0 GPUs
+                yield ctx.violation(
+                    obj,
+                    f"{group.label} leaves rayStartParams num-gpus unset, so KubeRay takes "
+                    f"the Ray container's GPU limit (none), but '{container.name}' claims "
+                    f"{format_number(claimed)} GPU(s) through DRA; Ray advertises no GPU "
+                    "there and no GPU engine is ever placed on these Pods",
+                    (*group.path, "rayStartParams"),
+                )
+            continue  # KubeRay sets num-gpus from the Ray container's GPU limit
         limit = group.container_gpus(extra)
         if advertised == limit:
             continue
@@ -78,13 +88,16 @@ RULE = Rule(
         ),
         fix=(
             "Remove num-gpus from rayStartParams (KubeRay then uses the container's GPU "
-            "limit) or set it to the Ray container's nvidia.com/gpu limit."
+            "limit) or set it to the Ray container's nvidia.com/gpu limit (with DRA, which "
+            "KubeRay does not read, set it to the claim's device count)."
         ),
         references=(
             KUBERAY_POD_GO,
             "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator/controllers/ray/utils/resources.go",
             "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html",
         ),
+        # The GPUs may sit in another object: a DRA ResourceClaimTemplate the Pod claims.
+        scope="stack",
     ),
     check,
 )

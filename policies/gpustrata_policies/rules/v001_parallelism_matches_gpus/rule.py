@@ -148,7 +148,8 @@ RULE = Rule(
             "plus the workers'."
         ),
         fix=(
-            "Set the container's nvidia.com/gpu limit (or the placement bundles) to "
+            "Set the container's nvidia.com/gpu limit (its DRA claim's device count, or the "
+            "placement bundles) to "
             "tensor_parallel_size x pipeline_parallel_size, or change the parallel sizes."
         ),
         references=(
@@ -156,6 +157,8 @@ RULE = Rule(
             f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
             "https://lws.sigs.k8s.io/docs/examples/vllm/",
         ),
+        # The GPUs may sit in another object: a DRA ResourceClaimTemplate the Pod claims.
+        scope="stack",
     ),
     check,
 )
