@@ -168,6 +168,7 @@ def test_v009_window_against_safety_factor_threshold() -> None:
 
 def test_v009_uses_the_planners_annotation() -> None:
     docs = _docs(fixture("V009", "bad-70b-in-300s.yaml"))[:1]
+    _container(docs)["startupProbe"]["failureThreshold"] = 30  # a 300 s window
     docs[0]["metadata"]["annotations"] = {_capacity.STARTUP_ESTIMATE_ANNOTATION: "190"}
     assert _findings(docs, "V009") == []  # 190 s x 1.5 = 285 s < 300 s
     docs[0]["metadata"]["annotations"][_capacity.STARTUP_ESTIMATE_ANNOTATION] = "300"
