@@ -66,3 +66,18 @@ def test_ray_layout_follows_tp(tp: int, gpus_per_worker: int, workers: int, stra
     assert ray.min_workers == workers  # 2 engine replicas x workers per replica
     assert ray.placement_strategy == strategy
     assert len(ray.bundles) == tp
+
+
+def test_a_pool_disk_smaller_than_its_engines_ephemeral_storage_is_refused() -> None:
+    from gpustrata.spec.loader import StackError
+
+    doc = stack_doc("prod")
+    pool = next(p for p in doc["node_pools"] if p["name"] == "gpu-h100")
+    pool["disk_size_gib"] = 100  # llama-70b's Pods request 155 GiB (weights x 1.1 + 10)
+    with pytest.raises(StackError) as err:
+        build_plan(doc)
+    text = str(err.value)
+    assert "node_pools[0].disk_size_gib" in text and "155 GiB" in text, text
+    assert "llama-70b" in text and "weights.source pvc" in text
+    pool["disk_size_gib"] = 200  # the same stack with room for one engine Pod plans
+    assert build_plan(doc).pools["gpu-h100"].spec.disk_size_gib == 200

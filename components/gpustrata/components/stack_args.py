@@ -370,7 +370,9 @@ class StackNodePoolArgs(TypedDict):
     desired_size: NotRequired[int]
     """Initial node count (default: min_size)."""
     disk_size_gib: NotRequired[int]
-    """Root volume size in GiB (container images and downloaded weights). Default: ``200``."""
+    """Root volume size in GiB (container images and downloaded weights; plan refuses one smaller
+    than an engine Pod's ephemeral storage on the pool). Default: ``200``.
+    """
     labels: NotRequired[dict[str, str]]
     """Extra node labels (GPU labels are added)."""
     taints: NotRequired[list[StackTaintArgs]]

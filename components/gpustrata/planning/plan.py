@@ -206,9 +206,64 @@ def plan_stack(
         m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir)
         for i, m in enumerate(spec.models)
     }
+    if spec.cluster.mode == "create":
+        _check_disks(spec, planned)
     return StackPlan(
         spec=spec, pools=pools, models=planned, derived=ledger.items, karpenter=karpenter
     )
+
+
+WEIGHTS_FALLBACK_GIB = 50
+"""Ephemeral storage when the model's weight size is unknown (not in the model catalogue)."""
+SCRATCH_GIB = 10
+"""Room beside the weights: tokenizer and config files, torch.compile and Triton caches, logs."""
+
+
+def engine_disk_gib(
+    model: ModelSpec, capacity: CapacityEstimate | None, unavailable: str | None
+) -> tuple[int, str]:
+    """GiB of ephemeral storage (and cache emptyDir size) an engine Pod requests, and why.
+
+    Every engine Pod (a Ray worker too: Ray Serve LLM downloads the model on each node of
+    the placement group) holds a full copy of the weights unless they live on a PVC.
+    """
+    weights = model.weights
+    if weights.source == "pvc" and weights.pvc_name:
+        return SCRATCH_GIB, (
+            f"weights on PVC {weights.pvc_name}; {SCRATCH_GIB} GiB for caches and logs"
+        )
+    if weights.cache_size_gib:
+        return weights.cache_size_gib, "weights.cache_size_gib in the stack"
+    if capacity is not None:
+        total = capacity.weights.total_bytes
+        size = math.ceil(total * 1.1 / 2**30) + SCRATCH_GIB
+        return size, (
+            f"weights {total / 2**30:.1f} GiB (capacity estimate) x 1.1 for partial downloads "
+            f"+ {SCRATCH_GIB} GiB for caches and logs"
+        )
+    return WEIGHTS_FALLBACK_GIB, (
+        f"fallback {WEIGHTS_FALLBACK_GIB} GiB: no weight size ({unavailable})"
+    )
+
+
+def _check_disks(spec: StackSpec, planned: dict[str, ModelPlan]) -> None:
+    """A created pool's root volume holds its largest engine Pod's ephemeral storage: the
+    node's ephemeral-storage capacity is that volume, so a larger request never schedules
+    (and the volume also holds the OS and the container images)."""
+    for index, pool in enumerate(spec.node_pools):
+        for mp in planned.values():
+            if mp.spec.pool != pool.name:
+                continue
+            need, why = engine_disk_gib(mp.spec, mp.capacity, mp.capacity_unavailable)
+            if pool.disk_size_gib < need:
+                raise PlanError(
+                    f"gpustrata:stack.node_pools[{index}].disk_size_gib",
+                    f"{pool.disk_size_gib} GiB is less than the {need} GiB of ephemeral storage "
+                    f"each '{mp.spec.name}' engine Pod requests ({why}): the node's disk is its "
+                    "ephemeral-storage capacity, so the Pod never schedules; raise "
+                    f"disk_size_gib above {need} GiB plus room for the OS and container images, "
+                    "or keep the weights on a PVC (weights.source pvc)",
+                )
 
 
 KARPENTER_MAX_REPLICAS = 2

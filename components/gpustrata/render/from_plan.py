@@ -7,7 +7,7 @@ from typing import Any
 
 from gpustrata.catalog.dra import dra_driver_release
 from gpustrata.core.contract import POOL_LABEL
-from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
+from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan, engine_disk_gib
 from gpustrata.render import karpenter
 from gpustrata.render.dra import dra_driver_values
 from gpustrata.render.nodes import kubelet_config, pool_description
@@ -212,35 +212,13 @@ def ray_llm_service_args(mp: ModelPlan, ray_version: str) -> RayLlmServiceArgs:
 # The head runs GCS, the dashboard, the Serve controller and the autoscaler, no engine.
 HEAD_CPU = "4"
 HEAD_MEMORY = "16Gi"
-WEIGHTS_FALLBACK_GIB = 50
-"""Ephemeral storage when the model's weight size is unknown (not in the model catalogue)."""
-SCRATCH_GIB = 10
-"""Room beside the weights: tokenizer and config files, torch.compile and Triton caches, logs."""
 
 
 def weights_storage(mp: ModelPlan) -> tuple[str, str]:
-    """Ephemeral storage (and cache emptyDir size) of an engine Pod, and why.
-
-    Every engine Pod (a Ray worker too: Ray Serve LLM downloads the model on each node of
-    the placement group) holds a full copy of the weights unless they live on a PVC.
-    """
-    weights = mp.spec.weights
-    if weights.source == "pvc" and weights.pvc_name:
-        return f"{SCRATCH_GIB}Gi", (
-            f"weights on PVC {weights.pvc_name}; {SCRATCH_GIB} GiB for caches and logs"
-        )
-    if weights.cache_size_gib:
-        return f"{weights.cache_size_gib}Gi", "weights.cache_size_gib in the stack"
-    if mp.capacity is not None:
-        total = mp.capacity.weights.total_bytes
-        size = math.ceil(total * 1.1 / 2**30) + SCRATCH_GIB
-        return f"{size}Gi", (
-            f"weights {total / 2**30:.1f} GiB (capacity estimate) x 1.1 for partial downloads "
-            f"+ {SCRATCH_GIB} GiB for caches and logs"
-        )
-    return f"{WEIGHTS_FALLBACK_GIB}Gi", (
-        f"fallback {WEIGHTS_FALLBACK_GIB} GiB: no weight size ({mp.capacity_unavailable})"
-    )
+    """Ephemeral storage (and cache emptyDir size) of an engine Pod, and why: the planner's
+    :func:`~gpustrata.planning.plan.engine_disk_gib`."""
+    gib_, why = engine_disk_gib(mp.spec, mp.capacity, mp.capacity_unavailable)
+    return f"{gib_}Gi", why
 
 
 def operator_values(plan: StackPlan) -> dict[str, Any]:

@@ -373,7 +373,8 @@ class NodePoolSpec(_Model):
         default=200,
         ge=20,
         le=16384,
-        description="Root volume size in GiB (container images and downloaded weights).",
+        description="Root volume size in GiB (container images and downloaded weights; "
+        "plan refuses one smaller than an engine Pod's ephemeral storage on the pool).",
     )
     labels: dict[str, str] = Field(
         default_factory=dict, description="Extra node labels (GPU labels are added)."
