@@ -59,7 +59,7 @@ def problem(c: ContainerRef, serving_port: int | None) -> str | None:
 # Batch workloads: no Service routes to them by readiness. A Job gets none; a JobSet's
 # headless Service publishes not-ready Pods by default (network.publishNotReadyAddresses
 # "Defaults to True", kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go), and the
-# batch client polls /health itself before it sends requests.
+# client that sends the batch requests has to wait for /health itself.
 BATCH_KINDS = frozenset({"Job", "CronJob", "JobSet"})
 
 
