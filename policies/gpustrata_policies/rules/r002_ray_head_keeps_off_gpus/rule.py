@@ -11,10 +11,23 @@ from gpustrata_policies.view.nodes import gpu_pools
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.ray import (
     KUBERAY_V170,
+    container_engines,
     reachable_pools,
     selects_gpu_nodes,
     tolerates_gpu_taint,
 )
+
+
+def _runs_ray_executor_engine(obj: K8sObject, pod_path: tuple[str | int, ...]) -> bool:
+    """The head's own container runs a vLLM server on the Ray executor (AIBrix's
+    RayClusterFleet samples: ``ray start --head ...; vllm serve ... --distributed-executor-
+    backend ray``). Its driver needs a GPU on its own node: vLLM's Ray executor fails with
+    "Ray does not allocate any GPUs on the driver node" otherwise
+    (vllm@896b83a:vllm/executor/ray_distributed_executor.py, ``_init_workers_ray``)."""
+    return any(
+        c.pod.path == pod_path and str(e.get("distributed_executor_backend") or "") == "ray"
+        for c, e in container_engines(obj)
+    )
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
@@ -32,6 +45,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         except ValueError as exc:
             yield ctx.not_evaluated(obj, f"head group: {exc}")
             continue
+        if requested > 0 and _runs_ray_executor_engine(obj, group.pod.path):
+            continue  # vLLM's Ray executor needs GPUs on the node its driver runs on
         if requested > 0:
             yield ctx.violation(
                 obj,

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.engines import image_release
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.ray import RAY_V2600, container_engines
@@ -88,6 +89,17 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
             continue
         if Fraction(need) == got:
+            continue
+        if got == 0 and image_release(container.image) is None:
+            # A generic image (ubuntu) that installs vLLM at run time and asks for no GPU:
+            # a CPU, Neuron or TPU build needs none, so the build decides (production-stack's
+            # disaggregated prefill template targets Trainium this way).
+            yield ctx.not_evaluated(
+                obj,
+                f"{container.label} requests no GPU and its image {container.image} is not "
+                "a vLLM image: the vLLM build it runs (CUDA, CPU, Neuron, TPU) and its "
+                "accelerator are not in the manifest",
+            )
             continue
         if got < need:
             effect = "vLLM starts one worker per GPU and fails at startup when it finds fewer GPUs"

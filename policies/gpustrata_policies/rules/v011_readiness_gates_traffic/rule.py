@@ -56,8 +56,17 @@ def problem(c: ContainerRef, serving_port: int | None) -> str | None:
     return "has a readinessProbe that does not query /health or /v1/models"
 
 
+# Batch workloads: no Service routes to them by readiness. A Job gets none; a JobSet's
+# headless Service publishes not-ready Pods by default (network.publishNotReadyAddresses
+# "Defaults to True", kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go), and the
+# client that sends the batch requests has to wait for /health itself.
+BATCH_KINDS = frozenset({"Job", "CronJob", "JobSet"})
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Containers that serve vLLM have a readiness probe on /health or /v1/models."""
+    if obj.kind in BATCH_KINDS:
+        return
     for pod in obj.pods():
         if pod.is_ray:
             continue  # Ray Serve routes only to healthy replicas; KubeRay sets pod probes
