@@ -32,6 +32,7 @@ from gpustrata_policies.view.nodes import (
     gpu_model_of_selectors,
     gpu_models_of_pool,
     gpu_pools,
+    selector_key,
     targeted_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, dig
@@ -282,20 +283,26 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
     the Pod's GPU node selectors (GFD product, instance type, Karpenter, GKE labels).
     """
     pools = gpu_pools(ctx)
-    refs: dict[str, GpuRef] = {}
-    unknown: list[str] = []
-    partial = False
-    for pool in targeted_pools(pod, pools) if pools else []:
-        models = gpu_models_of_pool(pool, pod)
-        if isinstance(models, str):
-            unknown.append(models)
-            partial = partial or pool.extra.get("source") == "NodePool"
-            continue
-        where = f"pool {pool.name}"
-        if len(models) > 1:
-            where += f" (one of its GPU models {', '.join(m.id for m in models)})"
-        for model in models:
-            refs.setdefault(model.id, GpuRef(model, where))
+
+    def from_pools() -> tuple[dict[str, GpuRef], list[str], bool]:
+        refs: dict[str, GpuRef] = {}
+        unknown: list[str] = []
+        partial = False
+        for pool in targeted_pools(pod, pools) if pools else []:
+            models = gpu_models_of_pool(pool, pod)
+            if isinstance(models, str):
+                unknown.append(models)
+                partial = partial or pool.extra.get("source") == "NodePool"
+                continue
+            where = f"pool {pool.name}"
+            if len(models) > 1:
+                where += f" (one of its GPU models {', '.join(m.id for m in models)})"
+            for model in models:
+                refs.setdefault(model.id, GpuRef(model, where))
+        return refs, unknown, partial
+
+    # The pools' models depend on the Pod only through its selectors: once per selector.
+    refs, unknown, partial = ctx.memo("pod_gpus_pools:" + selector_key(pod), from_pools)
     if partial:
         return "; ".join(unknown)  # a NodePool may launch a type nothing here knows
     if refs:

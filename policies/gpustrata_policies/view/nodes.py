@@ -90,19 +90,43 @@ def _by_object(ops: Sequence[GpuOperatorView]) -> dict[int, list[GpuOperatorView
     return out
 
 
+def selector_key(pod: PodRef) -> str:
+    """One string per distinct nodeSelector and required node affinity: Pods that select
+    alike (a workload replicated over namespaces) share what depends only on these.
+    ``repr`` keeps types apart (``1`` and ``'1'``) and names :data:`UNKNOWN` as itself."""
+    return memoised(
+        pod.memo,
+        "selector_key",
+        lambda: repr((pod.node_selector(), pod.required_affinity_terms())),
+    )
+
+
+# The last pool list asked about and its matches per selector_key (every GPU rule of an
+# evaluation asks with its one pool list); replaced whole, so a reader sees one pair.
+_LAST_POOLS: tuple[Sequence[GpuPool] | None, dict[Any, Any]] = (None, {})
+
+
 def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
     """Pools whose node labels satisfy the pod's nodeSelector and required affinity.
 
-    Kept on the pod for the last *pools* asked about (every GPU rule asks with the
-    evaluation's one pool list); a copy is returned.
+    Kept on the pod for the last *pools* asked about, and matched once per distinct
+    selector (:func:`selector_key`) rather than per Pod; a copy is returned.
     """
     cached = pod.memo.get("targeted_pools")
     if cached is None or cached[0] is not pools:
         cached = pod.memo["targeted_pools"] = (pools, {})
 
     def match() -> list[GpuPool]:
+        global _LAST_POOLS
+        last = _LAST_POOLS
+        if last[0] is not pools:
+            last = _LAST_POOLS = (pools, {})
         selector, terms = pod.node_selector(), pod.required_affinity_terms()
-        return [p for p in pools if pool_matches(selector, terms, p)]
+        return memoised(
+            last[1],
+            selector_key(pod),
+            lambda: [p for p in pools if pool_matches(selector, terms, p)],
+        )
 
     return list(memoised(cached[1], "found", match))
 

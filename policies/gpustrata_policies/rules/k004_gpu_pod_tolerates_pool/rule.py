@@ -51,6 +51,19 @@ def _admission_note(admission: Admission) -> str:
     return ""
 
 
+def _tolerated(
+    tolerations: list[Mapping[str, Any]],
+    taint: Mapping[str, str],
+    verdicts: dict[tuple[str, str, str], bool],
+) -> bool:
+    """:func:`tolerates`, kept in *verdicts* per distinct taint."""
+    key = (taint["key"], taint["value"], taint["effect"])
+    found = verdicts.get(key)
+    if found is None:
+        found = verdicts[key] = tolerates(tolerations, taint)
+    return found
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """A GPU pod tolerates the hard taints of a pool it targets, as the cluster admits it."""
     extra = ctx.config.gpu_resources
@@ -98,11 +111,14 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 f"({pod.selected_labels() or 'none'}); see K005",
             )
             continue
+        # Pools share taints (nvidia.com/gpu:NoSchedule): each distinct one is judged once.
+        verdicts: dict[tuple[str, str, str], bool] = {}
+        if any(all(_tolerated(tolerations, t, verdicts) for t in p.hard_taints) for p in targeted):
+            continue  # one pool it can land on is enough
         missing = {
-            p.name: [t for t in p.hard_taints if not tolerates(tolerations, t)] for p in targeted
+            p.name: [t for t in p.hard_taints if not _tolerated(tolerations, t, verdicts)]
+            for p in targeted
         }
-        if any(not taints for taints in missing.values()):
-            continue
         detail = "; ".join(
             f"pool {name}: {', '.join(_taint(t) for t in taints)}"
             for name, taints in missing.items()

@@ -171,10 +171,12 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             continue  # K005 reports a Pod that matches no pool
         sized = [p for p in targeted if p.max_size is not None and p.gpu_count]
         if len(sized) != len(targeted):
+            # By identity: a dataclass `in` compares every field of every pool (n^2).
+            kept = {id(p) for p in sized}
             yield ctx.not_evaluated(
                 obj,
                 f"the rolling update surges {surge} Pod(s) of {fmt_count(gpus)} GPU(s) and "
-                f"pool(s) {', '.join(p.name for p in targeted if p not in sized)} state no "
+                f"pool(s) {', '.join(p.name for p in targeted if id(p) not in kept)} state no "
                 "maxSize or GPU count, so their spare GPUs are unknown",
             )
             continue

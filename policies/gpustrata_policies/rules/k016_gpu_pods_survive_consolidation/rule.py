@@ -44,16 +44,25 @@ def _blocking_budget(disruption: Mapping[str, Any]) -> str | None:
 def _inference_pods(ctx: RuleContext, pool: GpuPool) -> list[tuple[PodRef, bool]]:
     """GPU Pods in the input that target *pool*, each with whether it opts out of
     voluntary disruption (``karpenter.sh/do-not-disrupt: "true"``)."""
-    pools = gpu_pools(ctx)
+
+    def by_pool() -> dict[int, list[PodRef]]:
+        # One pass over the input for every NodePool (keyed by identity: ctx's pools),
+        # not one per NodePool; each pool's Pods stay in input order.
+        pools = gpu_pools(ctx)
+        found: dict[int, list[PodRef]] = {}
+        for obj in ctx.objects:
+            for pod in obj.pods():
+                if pod.gpu_count(ctx.config.gpu_resources) <= 0:
+                    continue
+                for p in targeted_pools(pod, pools):
+                    found.setdefault(id(p), []).append(pod)
+        return found
+
+    index: dict[int, list[PodRef]] = ctx.memo("k016_gpu_pods_by_pool", by_pool)
     out = []
-    for obj in ctx.objects:
-        for pod in obj.pods():
-            if pod.gpu_count(ctx.config.gpu_resources) <= 0:
-                continue
-            if not any(p is pool for p in targeted_pools(pod, pools)):
-                continue
-            value = _pod_annotations(pod).get(DO_NOT_DISRUPT)
-            out.append((pod, str(value).lower() == "true"))
+    for pod in index.get(id(pool), []):
+        value = _pod_annotations(pod).get(DO_NOT_DISRUPT)
+        out.append((pod, str(value).lower() == "true"))
     return out
 
 

@@ -18,9 +18,9 @@ from gpustrata_policies.view.nodes import (
     STRATEGY_LABEL,
     config_map_time_slicing,
     gpu_pools,
+    targeted_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
-from gpustrata_policies.view.pools import pool_matches
 from gpustrata_policies.view.ray import RAY_V2600, container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
@@ -70,10 +70,8 @@ def _sharing(ctx: RuleContext, container: ContainerRef) -> _Sharing | None:
     if SHARED_RESOURCE in limits:
         return _Sharing(2, False, f"it requests {SHARED_RESOURCE} (a time-sliced GPU)")
     label_sets: list[tuple[str, Mapping[str, Any]]] = [("its node selector", pod.selected_labels())]
-    selector, terms = pod.node_selector(), pod.required_affinity_terms()
-    for pool in gpu_pools(ctx):
-        if pool_matches(selector, terms, pool):
-            label_sets.append((f"pool {pool.name}", pool.labels))
+    for pool in targeted_pools(pod, gpu_pools(ctx)):
+        label_sets.append((f"pool {pool.name}", pool.labels))
     for where, labels in label_sets:
         strategy = str(labels.get(STRATEGY_LABEL, ""))
         replicas = labels.get(REPLICAS_LABEL)
