@@ -58,6 +58,7 @@ FIXTURES = sorted(
 # What a cluster has once, not once per workload.
 CLUSTER_WIDE = frozenset(
     {"GpuNodePool", "GpuOperator", "HelmRelease", "ClusterPolicy", "Namespace", "Node"}
+    | {"NodePool", "EC2NodeClass", "NVIDIADriver", "DeviceClass"}
     | {"ClusterServingRuntime", "ClusterRole", "ClusterRoleBinding"}
 )
 Doc = dict[str, Any]
