@@ -201,3 +201,33 @@ def test_karpenter_settings_need_the_karpenter_provisioner() -> None:
     doc = _staging(provisioner="managed-node-group")
     with pytest.raises(StackError, match="karpenter settings need provisioner: karpenter"):
         build_plan(doc)
+
+
+def test_the_node_role_gets_no_second_access_entry(staging: list[Registered]) -> None:
+    # The managed node group (which the controller needs) shares the node role, and EKS
+    # creates that role's EC2_LINUX entry itself: a second one fails on a real `up`.
+    assert _of(staging, "aws:eks/accessEntry:AccessEntry") == []
+
+
+def test_karpenter_cannot_provision_for_dra_claims() -> None:
+    with pytest.raises(StackError) as err:
+        build_plan(_staging(gpu_allocation="dra"))
+    assert "node_pools[0]" in str(err.value) and "karpenter#2384" in str(err.value)
+
+
+def test_bottlerocket_nodes_keep_the_operators_device_plugin_off() -> None:
+    # Bottlerocket's NVIDIA variants run the device plugin on the host.
+    plan = build_plan(_staging(karpenter={"ami_alias": "bottlerocket@latest"}))
+    assert plan.pools["gpu-l40s"].labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert (
+        "nvidia.com/gpu.deploy.device-plugin" not in build_plan(_staging()).pools["gpu-l40s"].labels
+    )
+
+
+def test_existing_dra_nodes_are_not_assumed_to_carry_the_device_plugin_label() -> None:
+    doc = stack_doc("prod")
+    doc["cluster"] = {"name": "shared", "mode": "existing", "kubernetes_version": "1.34"}
+    plan = build_plan(doc)
+    assert "nvidia.com/gpu.deploy.device-plugin" not in plan.pools["gpu-l40s"].labels
+    create = build_plan(stack_doc("prod"))
+    assert create.pools["gpu-l40s"].labels["nvidia.com/gpu.deploy.device-plugin"] == "false"

@@ -153,14 +153,10 @@ class Karpenter(pulumi.ComponentResource):
             role=args["node_role_name"],
             opts=child,
         )
-        # Nodes not made by a managed node group need their own entry to join the cluster.
-        aws.eks.AccessEntry(
-            f"{name}-node-access",
-            cluster_name=args["cluster_name"],
-            principal_arn=args["node_role_arn"],
-            type="EC2_LINUX",
-            opts=child,
-        )
+        # No access entry for the node role: the planner requires a managed node group
+        # (the controller runs there), which uses the same role, and EKS creates that role's
+        # EC2_LINUX entry itself; a second one fails with ResourceInUseException
+        # (docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html).
         queue = aws.sqs.Queue(
             f"{name}-interruption",
             name=args["queue_name"],

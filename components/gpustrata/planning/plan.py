@@ -200,7 +200,11 @@ def plan_stack(
     """
     ledger = Ledger()
     catalog = models or load_model_catalog()
-    pools = {p.name: _plan_pool(p, i, hardware, ledger) for i, p in enumerate(spec.node_pools)}
+    create = spec.cluster.mode == "create"
+    pools = {
+        p.name: _plan_pool(p, i, hardware, ledger, create=create)
+        for i, p in enumerate(spec.node_pools)
+    }
     karpenter = _plan_karpenter(spec, ledger)
     planned = {
         m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir)
@@ -348,8 +352,15 @@ def kube_reserved_memory_mib(max_pods: int) -> int:
 
 
 def _plan_pool(
-    pool: NodePoolSpec, index: int, hardware: HardwareCatalog, ledger: Ledger
+    pool: NodePoolSpec,
+    index: int,
+    hardware: HardwareCatalog,
+    ledger: Ledger,
+    *,
+    create: bool = True,
 ) -> PoolPlan:
+    """A pool's instance facts, kubelet settings and labels; *create*: gpustrata creates
+    its nodes (else they exist, and only labels the user states describe them)."""
     key = f"pools.{pool.name}"
     instance = hardware.instance(pool.instance_type)
     if instance is None:
@@ -446,8 +457,14 @@ def _plan_pool(
         POOL_LABEL: pool.name,
         GPU_LABEL: gpu.id,
         GPU_COUNT_LABEL: str(instance.gpu_count),
-        **dra_pool_labels(pool),
+        # Existing nodes carry only the labels they have: an unstated device-plugin label
+        # is left for O008 to ask for, not assumed.
+        **(dra_pool_labels(pool) if create else {}),
     }
+    if create and _ami_type(pool, instance).startswith("BOTTLEROCKET"):
+        # Bottlerocket's NVIDIA variants run the device plugin as a host service; a second
+        # one from the GPU Operator conflicts (bottlerocket-os/bottlerocket#4309).
+        labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
     cost = pool_cost_per_hour(instance, pool.min_size, pool.max_size)
     if cost is not None:
         ledger.add(f"{key}.costPerHour", round(cost.value, 2), "catalogue", cost.explanation)

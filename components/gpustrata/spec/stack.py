@@ -409,6 +409,12 @@ class NodePoolSpec(_Model):
             raise ValueError(
                 "karpenter settings need provisioner: karpenter; set it or remove karpenter"
             )
+        if self.provisioner == "karpenter" and self.gpu_allocation == "dra":
+            raise ValueError(
+                "gpu_allocation dra on a karpenter pool: Karpenter does not yet provision "
+                "nodes for Pods with ResourceClaims (kubernetes-sigs/karpenter#2384), so the "
+                "engines would stay Pending; use provisioner managed-node-group for DRA"
+            )
         if self.min_size > self.max_size:
             raise ValueError(
                 f"min_size {self.min_size} is above max_size {self.max_size}; "

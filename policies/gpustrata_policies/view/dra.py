@@ -95,6 +95,19 @@ def claim_gpus(obj: K8sObject) -> ClaimedGpus | None:
         if not isinstance(raw, Mapping):
             continue
         exact = raw.get("exactly")
+        if exact is None and raw.get("firstAvailable") is not None:
+            # Alternatives the scheduler picks among: the count is whichever fits.
+            alternatives = as_list(raw.get("firstAvailable"), "firstAvailable")
+            if any(
+                not isinstance(a, Mapping)
+                or a.get("deviceClassName") in (GPU_DEVICE_CLASS, UNKNOWN)
+                for a in alternatives
+            ):
+                raise UnknownInput(
+                    f"devices.requests[{index}] of {obj.resource} (firstAvailable: the GPU "
+                    "count is whichever alternative the scheduler allocates)"
+                )
+            continue
         req = as_map(exact, f"exactly of {obj.resource}") if exact is not None else raw
         device_class = as_map(req, "request").get("deviceClassName")
         if device_class is UNKNOWN or raw.get("name") is UNKNOWN:
@@ -105,8 +118,11 @@ def claim_gpus(obj: K8sObject) -> ClaimedGpus | None:
         count = parse_quantity(req.get("count", 1)) if mode == "ExactCount" else None
         if mode is UNKNOWN or req.get("count") is UNKNOWN:
             raise UnknownInput(f"devices.requests[{index}].count of {obj.resource}")
-        if count is None:
-            continue  # allocationMode All: every GPU of the node, not a count
+        if count is None:  # allocationMode All: every matching GPU of the node, no count
+            raise UnknownInput(
+                f"devices.requests[{index}] of {obj.resource} (allocationMode {mode}: every "
+                "matching GPU of the node, not a count)"
+            )
         name = str(raw.get("name", index))
         requests[name] = Fraction(count)
         for sel in as_list(req.get("selectors"), "selectors"):

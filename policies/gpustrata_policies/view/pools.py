@@ -712,7 +712,9 @@ def _karpenter_pool(obj: K8sObject, classes: Mapping[str, K8sObject]) -> GpuPool
     ]
     limits = as_map(spec.get("limits"), f"limits of {obj.resource}")
     gpu_signs = (
-        any(r["key"] in _GPU_KEYS for r in reqs)
+        # Only a requirement that asks for GPUs: `instance-gpu-count DoesNotExist` (or NotIn,
+        # Lt) is how a CPU NodePool keeps GPU types out.
+        any(r["key"] in _GPU_KEYS and r["operator"] in ("In", "Exists", "Gt") for r in reqs)
         or any(t["key"] == "nvidia.com/gpu" for t in taints)
         or "nvidia.com/gpu" in limits
         or (

@@ -226,7 +226,7 @@ def _check_pools(
             results = [_shortfalls(demand, c) for c in caps]
             if any(not short and not missing for short, missing in results):
                 return
-            if all(short for short, _ in results):
+            if all(short for short, _ in results) and not pool.extra.get("unknownTypes"):
                 largest = max(zip(types, caps, strict=True), key=lambda tc: tc[1].cpu or 0)
                 reasons.append(
                     f"{pool_label(pool)}: none of the {len(types)} instance type(s) it may "

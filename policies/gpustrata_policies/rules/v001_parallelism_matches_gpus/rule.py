@@ -16,6 +16,11 @@ from gpustrata_policies.view.vllm_args import EngineArgs
 MULTI_NODE_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime", "InferenceService"})
 
 
+OTHER_ACCELERATORS = ("google.com/tpu", "aws.amazon.com/neuron", "amd.com/gpu", "gpu.intel.com/")
+"""Extended resources of accelerators other than NVIDIA GPUs (TPU, Trainium/Inferentia, ROCm,
+Intel): a vLLM engine on them is not short of nvidia.com/gpu."""
+
+
 def _factors(engine: EngineArgs) -> tuple[int, int, int] | None:
     """(TP, PP, local DP) as vLLM reads them (unset: 1; local DP defaults to DP)."""
     values = []
@@ -99,6 +104,20 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 f"{container.label} requests no GPU and its image {container.image} is not "
                 "a vLLM image: the vLLM build it runs (CUDA, CPU, Neuron, TPU) and its "
                 "accelerator are not in the manifest",
+            )
+            continue
+        other = sorted(
+            str(k)
+            for section in ("limits", "requests")
+            for k in container.resources(section)
+            if str(k).startswith(OTHER_ACCELERATORS)
+        )
+        if got == 0 and other:
+            # vllm-tpu, Neuron or ROCm builds count their own devices, not NVIDIA GPUs.
+            yield ctx.not_evaluated(
+                obj,
+                f"{container.label} requests {other[0]}, not NVIDIA GPUs: its vLLM build "
+                "runs on that accelerator, which this rule does not count",
             )
             continue
         if got < need:
