@@ -231,3 +231,9 @@ def test_existing_dra_nodes_are_not_assumed_to_carry_the_device_plugin_label() -
     assert "nvidia.com/gpu.deploy.device-plugin" not in plan.pools["gpu-l40s"].labels
     create = build_plan(stack_doc("prod"))
     assert create.pools["gpu-l40s"].labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
+
+
+def test_a_standing_node_count_is_refused_on_a_karpenter_pool() -> None:
+    with pytest.raises(StackError) as err:
+        build_plan(_staging(min_size=1))
+    assert "node_pools[0]" in str(err.value) and "keeps no standing nodes" in str(err.value)

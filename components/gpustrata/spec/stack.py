@@ -409,6 +409,13 @@ class NodePoolSpec(_Model):
             raise ValueError(
                 "karpenter settings need provisioner: karpenter; set it or remove karpenter"
             )
+        if self.provisioner == "karpenter" and self.min_size > 0:
+            raise ValueError(
+                f"min_size {self.min_size} on a karpenter pool: Karpenter keeps no standing "
+                "nodes (it launches them for pending Pods, up to the NodePool's limit), so the "
+                "plan's node counts and cost would assume nodes that never exist; set "
+                "min_size 0, or use a managed-node-group pool for standing capacity"
+            )
         if self.provisioner == "karpenter" and self.gpu_allocation == "dra":
             raise ValueError(
                 "gpu_allocation dra on a karpenter pool: Karpenter does not yet provision "
