@@ -42,3 +42,10 @@ def test_v001_leaves_engines_on_other_accelerators_alone() -> None:
     found, skipped = _outcomes("edge-tpu.yaml", "V001")
     assert found == []
     assert any("google.com/tpu" in reason for reason in skipped), skipped
+
+
+def test_a_per_node_label_sharing_key_does_not_share_every_gpu() -> None:
+    # The operator's config names `any` (no sharing) as default; `a100-40gb` time-slices
+    # only nodes labelled for it, so a 2-GPU Pod on a 1-GPU pool still does not fit.
+    found, _ = _outcomes("edge-ts-per-label-key.yaml", "K005")
+    assert len(found) == 1, found

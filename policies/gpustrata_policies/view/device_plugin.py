@@ -199,9 +199,20 @@ def cluster_sharing(objects: Iterable[K8sObject]) -> Sharing | None:
                 found = parse_config(values, obj.resource)
             if found is not None:
                 return found
+    # A ConfigMap an operator or chart names was judged above at its default key; any other
+    # counts only at the key the plugin would apply to unlabelled nodes (per-node-label keys
+    # such as `a100-40gb` share only the nodes labelled for them).
+    named = {
+        str(dig(op.values, "devicePlugin", "config", "name")) for op in operators_of(objects)
+    }
     for obj in objects:
-        for found in config_map_configs(obj).values():
-            return found
+        if obj.kind == "ConfigMap" and obj.name in named:
+            continue
+        configs = config_map_configs(obj)
+        raw = obj.raw.get("data")
+        name = _default_of([str(k) for k in raw] if isinstance(raw, Mapping) else [], None)
+        if name in configs:
+            return configs[name]
     return None
 
 
