@@ -202,9 +202,7 @@ def cluster_sharing(objects: Iterable[K8sObject]) -> Sharing | None:
     # A ConfigMap an operator or chart names was judged above at its default key; any other
     # counts only at the key the plugin would apply to unlabelled nodes (per-node-label keys
     # such as `a100-40gb` share only the nodes labelled for them).
-    named = {
-        str(dig(op.values, "devicePlugin", "config", "name")) for op in operators_of(objects)
-    }
+    named = {str(dig(op.values, "devicePlugin", "config", "name")) for op in operators_of(objects)}
     for obj in objects:
         if obj.kind == "ConfigMap" and obj.name in named:
             continue
