@@ -23,7 +23,6 @@ from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.serving import StartupLog, load_startup_logs
 
 _DATA = Path(__file__).resolve().parents[1] / "components/gpustrata/catalog/data/serving-fit.yaml"
-GIB = 1 << 30
 
 
 def main() -> int:
@@ -35,10 +34,8 @@ def main() -> int:
     out: dict[str, dict[str, object]] = {}
     by_source: dict[str, list[tuple[str, float]]] = {}
     for log in logs:
-        if log.load_s and log.weights_gib:
-            by_source.setdefault(log.weights_source, []).append(
-                (log.id, log.weights_gib * GIB / log.load_s / 1e9)
-            )
+        if log.load_gbps is not None:
+            by_source.setdefault(log.weights_source, []).append((log.id, log.load_gbps))
     for source, rows in sorted(by_source.items()):
         value = statistics.median(r for _, r in rows)
         out[f"load_gbps_{source.replace('-', '_')}"] = {

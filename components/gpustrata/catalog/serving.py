@@ -113,6 +113,14 @@ class StartupLog(BaseModel):
     quote: str = Field(min_length=1)
     notes: str = ""
 
+    @property
+    def load_gbps(self) -> float | None:
+        """The logged load rate in GB/s (10^9 bytes/s): per-GPU weights / load seconds;
+        None where the log gives either no size or no time."""
+        if not (self.load_s and self.weights_gib):
+            return None
+        return self.weights_gib * (1 << 30) / self.load_s / 1e9
+
 
 class FittedConstant(BaseModel):
     """A constant fitted on published points: its value and the ids it was fitted on."""

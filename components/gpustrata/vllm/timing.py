@@ -196,12 +196,12 @@ def fastest_logged_load(weights_source: str) -> tuple[float, str] | None:
     """The fastest published load of ``weights_source``'s fitted log kind, in GB/s, and
     which log it is; None where the source's bandwidth is not fitted (fewer than
     :data:`MIN_FITTED_LOGS` logs). Each log's rate is its per-GPU weights / load seconds,
-    as the fit computes it (benchmarks/fit_startup_model.py)."""
+    as the fit reads it (:attr:`StartupLog.load_gbps`)."""
     kind = FITTED_LOAD_SOURCES.get(weights_source)
     rows = [
-        (log.weights_gib * 2**30 / log.load_s / GB, log.id)
+        (log.load_gbps, log.id)
         for log in load_startup_logs()
-        if log.weights_source == kind and log.load_s and log.weights_gib
+        if log.weights_source == kind and log.load_gbps is not None
     ]
     if kind is None or len(rows) < MIN_FITTED_LOGS:
         return None
