@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 RULES_DIR = REPO / "policies" / "gpustrata_policies" / "rules"
@@ -48,3 +49,17 @@ def fixture_files(kind: str = "*", rules: tuple[str, ...] | None = None) -> list
 def fixture_id(path: Path) -> str:
     """A short test id for a fixture: ``K001/bad-request-without-limit.yaml``."""
     return f"{path.parent.name.split('_', 1)[0].upper()}/{path.name}"
+
+
+def deployment_of(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment ``llm/vllm`` (label ``app: vllm``) whose Pod template is *pod_spec*:
+    the wrapper inline test manifests share."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "vllm"}},
+            "template": {"metadata": {"labels": {"app": "vllm"}}, "spec": pod_spec},
+        },
+    }

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import deployment_of
+
 from gpustrata_policies import evaluate
 from gpustrata_policies.evaluate import find_rule, load_config
 from gpustrata_policies.findings import RuleContext
@@ -23,21 +25,9 @@ def _deployment(*flags: str) -> dict[str, Any]:
         "command": ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", *flags],
         "resources": {"limits": {"nvidia.com/gpu": 1}},
     }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "vllm", "namespace": "llm"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "vllm"}},
-            "template": {
-                "metadata": {"labels": {"app": "vllm"}},
-                "spec": {
-                    "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"},
-                    "containers": [container],
-                },
-            },
-        },
-    }
+    return deployment_of(
+        {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"}, "containers": [container]}
+    )
 
 
 def _ctx() -> RuleContext:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import deployment_of
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.findings import Report
@@ -63,29 +64,20 @@ SIZE = "karpenter.k8s.aws/instance-size"
 
 
 def deployment(model: str, args: list[str], selector: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "vllm", "namespace": "llm"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "vllm"}},
-            "template": {
-                "metadata": {"labels": {"app": "vllm"}},
-                "spec": {
-                    "nodeSelector": selector,
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
-                    "containers": [
-                        {
-                            "name": "vllm",
-                            "image": "vllm/vllm-openai:v0.33.0",
-                            "args": ["--model", model, *args],
-                            "resources": {"limits": {"nvidia.com/gpu": 1}},
-                        }
-                    ],
-                },
-            },
-        },
-    }
+    return deployment_of(
+        {
+            "nodeSelector": selector,
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "vllm",
+                    "image": "vllm/vllm-openai:v0.33.0",
+                    "args": ["--model", model, *args],
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ],
+        }
+    )
 
 
 def pools(*raws: dict[str, Any]) -> dict[str, GpuPool]:

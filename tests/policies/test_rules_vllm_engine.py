@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import deployment_of
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.evaluate import find_rule
@@ -49,15 +50,7 @@ def deployment(
     }
     if gpu:
         spec["nodeSelector"] = {"nvidia.com/gpu.product": gpu}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "vllm", "namespace": "llm"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "vllm"}},
-            "template": {"metadata": {"labels": {"app": "vllm"}}, "spec": spec},
-        },
-    }
+    return deployment_of(spec)
 
 
 def ray_service(engine_kwargs: str, source: str, gpu: str = "NVIDIA-L40S") -> dict[str, Any]:
