@@ -233,6 +233,9 @@ def evaluate(
                 )
             )
     cache: dict[str, Any] = {}
+    # A rule that walks pods x pools x containers can give one reason many times for the
+    # same object (O002: the same unknown driver for every container): kept once.
+    seen: set[NotEvaluated] = set(report.not_evaluated)
     everything = [*known, *background] if background else known
     # Only a tracked object (one holding an unknown) notes reads: without one, the
     # per-check read log is skipped (a context variable set and reset per rule and object).
@@ -284,15 +287,15 @@ def evaluate(
                             outcome.obj.line_of(outcome.path),
                         )
                     )
-                elif "@" in outcome.reason or "@" in outcome.resource:
-                    report.not_evaluated.append(
-                        replace(
+                else:
+                    if "@" in outcome.reason or "@" in outcome.resource:
+                        outcome = replace(
                             outcome,
                             resource=redact_userinfo(outcome.resource),
                             reason=redact_userinfo(outcome.reason),
                         )
-                    )
-                else:
-                    report.not_evaluated.append(outcome)
+                    if outcome not in seen:
+                        seen.add(outcome)
+                        report.not_evaluated.append(outcome)
     report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, f.resource))
     return report
