@@ -235,6 +235,8 @@ def test_nothing_to_check_exits_2(tmp_path: Path) -> None:
         code, out, err = run(["check", *argv], stdin)
         assert code == 2 and out == "", (argv, code, out)
         assert err.startswith("gpustrata: nothing was checked"), err
+    code, out, err = run(["check", str(tmp_path / "*.yaml")])  # a glob that matches nothing
+    assert code == 2 and out == "" and "no such file" in err, (code, err)
 
 
 def test_unrendered_helm_template_exits_2_saying_render_it(tmp_path: Path) -> None:
@@ -268,3 +270,40 @@ def test_a_described_pool_wins_over_the_nodes_of_the_same_name() -> None:
 def test_stdin_cannot_be_both_the_manifests_and_the_context() -> None:
     code, _, err = run(["check", "-", "--context", "-"], "kind: Pod\n")
     assert code == 2 and "stdin can be read once" in err
+
+
+# --------------------------------------------------------------------------- issue 20 "Done when"
+
+
+def test_gfd_l4_node_labels_let_v004_evaluate_a_deployment_that_selects_no_gpu(
+    tmp_path: Path,
+) -> None:
+    labels = "nvidia.com/gpu.product: NVIDIA-L4, nvidia.com/gpu.count: '1'"
+    deployment = DEPLOYMENT.format(tolerations="").replace(
+        '"Qwen/Qwen2.5-1.5B-Instruct"', '"meta-llama/Llama-3.1-8B-Instruct"'
+    )
+    _, data = check([write(tmp_path / "m.yaml", node(labels=labels), deployment)])
+    v004 = [n for n in data["not_evaluated"] if n["rule"] == "V004"]
+    assert not any("GPU model is unknown" in n["reason"] for n in v004), v004
+    assert any("NVIDIA L4" in f["message"] for f in rules_of(data, "V004")), data
+
+
+def test_k004_equal_toleration_missing_the_taint_value_kubeadm_mandatory_eks_not(
+    tmp_path: Path,
+) -> None:
+    toleration = "{key: nvidia.com/gpu, operator: Equal, value: 'false', effect: NoSchedule}"
+    deployment = DEPLOYMENT.format(tolerations=toleration)
+    kubeadm = (
+        node(labels="nvidia.com/gpu.product: NVIDIA-L4")
+        .replace("-eks-1", "")
+        .replace(
+            "  labels:",
+            "  annotations: {kubeadm.alpha.kubernetes.io/cri-socket: unix:///run/containerd/"
+            "containerd.sock}\n  labels:",
+        )
+    )
+    _, plain = check([write(tmp_path / "kubeadm.yaml", kubeadm, deployment)])
+    [k004] = rules_of(plain, "K004")
+    assert k004["enforcement"] == "mandatory", k004
+    _, eks = check([write(tmp_path / "eks.yaml", node(), deployment)])
+    assert not rules_of(eks, "K004"), rules_of(eks, "K004")

@@ -185,3 +185,37 @@ def test_unknown_values_after_equals_and_the_odh_multinode_script() -> None:
     assert engine is not None and engine.complete
     assert engine.values["tensor_parallel_size"] is UNKNOWN and engine.model is None
     assert engine.port == 8080
+
+
+def test_heredoc_body_with_an_apostrophe_does_not_hide_the_engine() -> None:
+    # The heredoc body is data: its `don't` opened a quote that swallowed `vllm serve`.
+    script = (
+        "cat <<EOF > /tmp/chat.jinja\ndon't answer twice\nEOF\n"
+        'cat <<-"END"\n\ttab-indented\n\tEND\n'
+        "vllm serve m --tensor-parallel-size 2\n"
+    )
+    engine = _engine(image="vllm/vllm-openai:v0.8.5", command=["bash", "-c", script])
+    assert engine is not None and engine.get_int("tensor_parallel_size") == 2
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        ["/usr/bin/env", "bash", "-c"],  # as in Dockerfiles' SHELL ["/usr/bin/env", "bash", "-c"]
+        ["env", "HF_HOME=/cache", "-u", "X", "sh", "-c"],
+        ["exec", "/bin/sh", "-lc"],
+        ["bash", "-xc"],
+    ],
+)
+def test_launchers_before_the_shell(launcher: list[str]) -> None:
+    engine = _engine(
+        image="vllm/vllm-openai:v0.8.5", command=[*launcher, "vllm serve m --max-model-len 512"]
+    )
+    assert engine is not None and engine.get_int("max_model_len") == 512
+
+
+def test_a_script_that_mentions_vllm_but_cannot_be_read_is_not_evaluated() -> None:
+    from gpustrata.core.unknown import UnknownInput
+
+    with pytest.raises(UnknownInput, match="names vllm as a command"):
+        _engine(image="ubuntu:22.04", command=["sh", "-c", 'eval "$LAUNCH" # vllm serve'])

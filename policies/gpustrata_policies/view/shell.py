@@ -92,6 +92,7 @@ def shell_script(argv: Sequence[str]) -> tuple[str, list[str]] | None:
     """``(script, operands after it)`` of ``sh [options] -c SCRIPT [NAME [ARG...]]``
     (``-c`` alone or in a cluster: ``-ec``, ``-exc``, ``-lc``); None when *argv* is no
     shell running an inline script (``bash /start.sh`` runs a file not in the manifest)."""
+    argv = _unwrap(argv)
     if not argv or argv[0].rsplit("/", 1)[-1] not in SHELLS:
         return None
     i = 1
@@ -112,6 +113,26 @@ def shell_script(argv: Sequence[str]) -> tuple[str, list[str]] | None:
         else:
             return None
     return None
+
+
+def _unwrap(argv: Sequence[str]) -> Sequence[str]:
+    """*argv* without the launchers that run the next word as the program: ``exec``,
+    ``/usr/bin/env`` with its ``NAME=value`` assignments and ``-i`` / ``-u NAME`` options
+    (GNU coreutils ``env`` synopsis: ``env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...]``)."""
+    i = 0
+    while i < len(argv):
+        base = argv[i].rsplit("/", 1)[-1]
+        if base == "exec":
+            i += 1
+        elif base == "env":
+            i += 1
+            while i < len(argv) and (
+                argv[i].startswith("-") or _ASSIGNMENT.fullmatch(argv[i]) is not None
+            ):
+                i += 2 if argv[i] in {"-u", "--unset", "-C", "--chdir"} else 1
+        else:
+            break
+    return argv[i:]
 
 
 class _Words:
@@ -207,6 +228,7 @@ def shell_commands(
     """
     words = _Words()
     redirect = False
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, <<- strips leading tabs)
     i, n = 0, len(script)
 
     def finish() -> list[str]:
@@ -234,9 +256,16 @@ def shell_commands(
                 _assign(command, variables)
                 yield command
             i += 1
+            if ch == "\n" and heredocs:
+                i = _skip_heredocs(script, i, heredocs)
+                heredocs = []
         elif ch == "#" and not words.started:
             while i < n and script[i] != "\n":
                 i += 1
+        elif script.startswith("<<", i) and not script.startswith("<<<", i):
+            end_word()
+            i, delimiter = _heredoc_delimiter(script, i + 2)
+            heredocs.append(delimiter)
         elif ch in "<>":
             if words.started and "".join(words.current).isdigit():
                 words.current, words.started = [], False  # the 2 of 2>&1
@@ -281,6 +310,41 @@ def shell_commands(
     if command:
         _assign(command, variables)
         yield command
+
+
+def _heredoc_delimiter(script: str, i: int) -> tuple[int, tuple[str, bool]]:
+    """The delimiter word of ``<<WORD`` / ``<<-'WORD'`` read from *i* (after ``<<``):
+    (the index after it, (the word without quotes, whether leading tabs are stripped))."""
+    strip = script.startswith("-", i)
+    i += 1 if strip else 0
+    n = len(script)
+    while i < n and script[i] in " \t":
+        i += 1
+    word: list[str] = []
+    while i < n and script[i] not in " \t\n;&|()<>":
+        if script[i] in "'\"":
+            end = script.find(script[i], i + 1)
+            end = n if end < 0 else end
+            word.append(script[i + 1 : end])
+            i = end + 1
+        else:
+            word.append(script[i].replace("\\", ""))
+            i += 1
+    return i, ("".join(word), strip)
+
+
+def _skip_heredocs(script: str, i: int, heredocs: Sequence[tuple[str, bool]]) -> int:
+    """The index after the bodies of *heredocs*, which start at *i* (POSIX: each body
+    runs to a line that is its delimiter alone): the body is data, not commands."""
+    for delimiter, strip in heredocs:
+        while i < len(script):
+            end = script.find("\n", i)
+            end = len(script) if end < 0 else end
+            line = script[i:end]
+            i = end + 1
+            if (line.lstrip("\t") if strip else line) == delimiter:
+                break
+    return min(i, len(script))
 
 
 def _double_quoted(

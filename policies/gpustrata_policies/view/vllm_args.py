@@ -116,6 +116,11 @@ def _vllm_invocation(tokens: list[str]) -> list[str] | None:
     return None
 
 
+_NAMES_VLLM = re.compile(r"(?:^|[\s;&|(`'\"])vllm(?=[\s;&|)`'\"]|$)|\bvllm\.entrypoints\b")
+"""``vllm`` as a command word or the ``vllm.entrypoints`` module; not a path such as
+``/vllm-workspace/examples/...`` (a Ray worker script in the vLLM image)."""
+
+
 def _launch_flags(
     container: ContainerRef, command: list[str], argv: list[str]
 ) -> tuple[list[str] | None, bool]:
@@ -134,6 +139,12 @@ def _launch_flags(
             found = _vllm_invocation(words)
             if found is not None:
                 return found, True
+        if _NAMES_VLLM.search(text):  # never silent about an engine it could not read
+            raise UnknownInput(
+                f"the vLLM command line in the shell script of {container.label} (the script"
+                " names vllm as a command or module, but no `vllm serve` / `python -m"
+                " vllm.entrypoints...` command could be read from it)"
+            )
         return None, True
     # No shell: `${VAR}` / `$VAR` reach the program as written; read them as unknown.
     expanded = [_SHELL_REF.sub(MARK, tok) for tok in expanded]
