@@ -130,15 +130,55 @@ def _resource_policy(rule: Rule, **common: Any) -> ResourceValidationPolicy:
     return ResourceValidationPolicy(validate=validate, **common)
 
 
+# The last AnalyzeStack request's resources as the adapter reads them: (fingerprint,
+# [(manifest, urn)]). pulumi-policy hands every StackValidationPolicy its own freshly
+# deserialised copy of the same request, so without this each of the stack policies
+# re-walked every resource through the unknown-checking proxies. One entry: a preview
+# sends one request; the next request with other content replaces it.
+_STACK_READ: list[tuple[str, list[tuple[dict[str, Any], str]]]] = []
+
+
+def _fingerprint(resources: Sequence[Any]) -> str:
+    """The content of *resources* (type, name, URN, properties) as one string; equal for
+    the copies pulumi-policy builds of one request, different when any value differs."""
+    plain = [(r.resource_type, r.name, r.urn, r.props) for r in resources]
+    return json.dumps(plain, sort_keys=True, default=_unproxied)
+
+
+def _unproxied(value: Any) -> Any:
+    """For ``json.dumps``: the dict/list behind one of pulumi-policy's proxies (which wrap
+    every nesting level); anything else by its repr."""
+    if isinstance(value, Mapping | Sequence):
+        try:
+            return value["__target"]  # type: ignore[index]
+        except (TypeError, KeyError, IndexError):
+            pass
+    return repr(value)
+
+
+def _stack_objects(resources: Sequence[Any]) -> list[tuple[dict[str, Any], str]]:
+    """(manifest, urn) for every resource the adapter understands, read once per request."""
+    key = _fingerprint(resources)
+    if _STACK_READ and _STACK_READ[0][0] == key:
+        return _STACK_READ[0][1]
+    read = []
+    for res in resources:
+        raw = object_from_pulumi(res.resource_type, res.name, _raw(res.props))
+        if raw is not None:
+            read.append((raw, res.urn))
+    _STACK_READ[:] = [(key, read)]
+    return read
+
+
 def _stack_policy(rule: Rule, **common: Any) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
         objects, urns = [], {}
-        for res in args.resources:
-            raw = object_from_pulumi(res.resource_type, res.name, _raw(res.props))
-            if raw is not None:
-                obj = K8sObject(raw)
-                objects.append(obj)
-                urns[obj.resource] = res.urn
+        # Fresh K8sObjects per policy (their derived views stay per evaluation); the
+        # manifests are shared read-only, as `check` shares them across all rules.
+        for raw, urn in _stack_objects(args.resources):
+            obj = K8sObject(raw)
+            objects.append(obj)
+            urns[obj.resource] = urn
         cfg = _config(rule, args.get_config())
         report = evaluate(
             objects,

@@ -185,3 +185,12 @@ def test_three_adapters_agree(analyzer: Any, tmp_path: Path) -> None:
     via_pack |= diagnostic_findings(stack.diagnostics)
     assert len(via_check) >= 10
     assert via_check == via_plan == via_pack
+    # The pack reads a request's resources once for all stack policies: the same request
+    # again gives the same findings, and a request without one resource reports nothing
+    # for it (the previous request's reading is not reused).
+    again = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=resources))
+    assert diagnostic_findings(again.diagnostics) == diagnostic_findings(stack.diagnostics)
+    dropped = stack.diagnostics[0].urn
+    rest = [r for r in resources if r.urn != dropped]
+    fewer = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=rest))
+    assert fewer.diagnostics and all(d.urn != dropped for d in fewer.diagnostics)
