@@ -4,7 +4,7 @@ the corpus-2 samples that select them (issue 20)."""
 
 from __future__ import annotations
 
-from conftest import FIELD_CORPUS_2, FIELD_CORPUS_2_CONTEXT
+from conftest import FIELD_CORPUS, FIELD_CORPUS_2, FIELD_CORPUS_2_CONTEXT
 
 from gpustrata_policies.evaluate import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
@@ -37,4 +37,20 @@ def test_ray_worker_on_the_g5_pool_is_not_evaluated_for_want_of_a_gpu_limit() ->
     sample = load_paths([str(FIELD_CORPUS_2 / "ai-on-eks-ray-vllm-deepseek.yaml")])
     report = evaluate(sample, context=load_paths(CONTEXT))
     [r006] = [n for n in report.not_evaluated if n.rule == "R006"]
+    assert r006.reason == "GPU pool g5-gpu-karpenter states no maxSize or GPU count"
+
+
+def test_data_on_eks_g5_pool_is_one_a10g_per_node_and_still_bounds_no_gpu_total() -> None:
+    # data-on-eks's jark-stack g5 pool (v1beta1) allows only the 1-GPU sizes; R006 needs
+    # the pool's GPU total, which neither its limits nor a maxSize give.
+    context = load_paths(
+        [
+            str(FIELD_CORPUS_2_CONTEXT / "data-on-eks" / f)
+            for f in ("g5-gpu-karpenter.yaml", "x86-cpu-karpenter.yaml")
+        ]
+    )
+    [g5] = [p for p in pools_of(context) if p.gpu_product]
+    assert (g5.name, g5.gpu_product, g5.gpu_count) == ("g5-gpu-karpenter", "NVIDIA-A10G", 1)
+    sample = load_paths([str(FIELD_CORPUS / "awslabs-data-on-eks-ray-service-vllm.yaml")])
+    [r006] = [n for n in evaluate(sample, context=context).not_evaluated if n.rule == "R006"]
     assert r006.reason == "GPU pool g5-gpu-karpenter states no maxSize or GPU count"
