@@ -1,6 +1,6 @@
-"""ai-on-eks's Karpenter NodePools, rendered from its Terraform values
-(tests/data/field-corpus-2-context/ai-on-eks, SOURCES.md there), read as cluster context for
-the corpus-2 samples that select them (issue 20)."""
+"""ai-on-eks's and data-on-eks's Karpenter NodePools, rendered from their Terraform values
+(tests/data/field-corpus-2-context/ai-on-eks and data-on-eks; substitutions in that folder's
+SOURCES.md), read as cluster context for the corpus samples that select them (issue 20)."""
 
 from __future__ import annotations
 
