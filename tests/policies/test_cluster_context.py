@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_cli import run
 
 from gpustrata_policies.evaluate import evaluate
@@ -101,8 +102,20 @@ def test_nodes_group_by_pool_label_and_share_what_all_agree_on() -> None:
     assert eks.max_size is None  # a dump shows today's Nodes, not how far the pool scales
 
 
-def test_gke_accelerator_label_names_the_catalogue_gpu(tmp_path: Path) -> None:
-    labels = "cloud.google.com/gke-nodepool: l4, cloud.google.com/gke-accelerator: nvidia-l4"
+@pytest.mark.parametrize(
+    "labels",
+    [
+        # GKE's own labels (no GFD): the accelerator label names the catalogue GPU
+        "cloud.google.com/gke-nodepool: l4, cloud.google.com/gke-accelerator: nvidia-l4",
+        # issue 20 "Done when": GFD L4 labels on a Node dump let V004 evaluate a Deployment
+        # that selects no GPU label
+        "nvidia.com/gpu.product: NVIDIA-L4, nvidia.com/gpu.count: '1'",
+    ],
+    ids=["gke-accelerator", "gfd-product"],
+)
+def test_node_labels_name_the_gpu_of_a_deployment_that_selects_none(
+    tmp_path: Path, labels: str
+) -> None:
     deployment = DEPLOYMENT.format(tolerations="").replace(
         '"Qwen/Qwen2.5-1.5B-Instruct"', '"meta-llama/Llama-3.1-8B-Instruct"'
     )
@@ -273,19 +286,6 @@ def test_stdin_cannot_be_both_the_manifests_and_the_context() -> None:
 
 
 # --------------------------------------------------------------------------- issue 20 "Done when"
-
-
-def test_gfd_l4_node_labels_let_v004_evaluate_a_deployment_that_selects_no_gpu(
-    tmp_path: Path,
-) -> None:
-    labels = "nvidia.com/gpu.product: NVIDIA-L4, nvidia.com/gpu.count: '1'"
-    deployment = DEPLOYMENT.format(tolerations="").replace(
-        '"Qwen/Qwen2.5-1.5B-Instruct"', '"meta-llama/Llama-3.1-8B-Instruct"'
-    )
-    _, data = check([write(tmp_path / "m.yaml", node(labels=labels), deployment)])
-    v004 = [n for n in data["not_evaluated"] if n["rule"] == "V004"]
-    assert not any("GPU model is unknown" in n["reason"] for n in v004), v004
-    assert any("NVIDIA L4" in f["message"] for f in rules_of(data, "V004")), data
 
 
 def test_k004_equal_toleration_missing_the_taint_value_kubeadm_mandatory_eks_not(
