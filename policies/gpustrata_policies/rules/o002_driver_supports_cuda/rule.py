@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.catalogs import ImageCuda, image_cuda, readable_version
+from gpustrata_policies.view.catalogs import image_cuda, readable_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import DriverRequirement
@@ -95,16 +95,14 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if not gpu_requests(pod, extra):
             continue
         targets: list[GpuPool | None] = list(targeted_pools(pod, pools)) if pools else [None]
-        images: list[tuple[ContainerRef, ImageCuda]] | None = None
         for target in targets:
             driver = driver_on(ctx, target)
             if driver is None:
                 continue  # nothing states which driver these nodes run
-            if images is None:  # the images' CUDA once per pod, not once per pool
-                images = [
-                    (c, cuda) for c in pod.containers(init=False) if (cuda := image_cuda(c.image))
-                ]
-            for c, cuda in images:
+            for c in pod.containers(init=False):
+                cuda = image_cuda(c.image)
+                if cuda is None:
+                    continue  # the image does not say which CUDA it carries
                 on = f"pool {target.name}" if target else "the GPU nodes"
                 if cuda.cuda is None:
                     yield ctx.not_evaluated(obj, f"{c.label} image {c.image}: {cuda.why}")
