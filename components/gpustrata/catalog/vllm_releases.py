@@ -543,10 +543,9 @@ def _between(version: str, read: tuple[str, ...]) -> tuple[str, str] | str | Non
     return below[-1], above[0]
 
 
-def memory_default(version: str) -> Fact | None:
-    """The default ``gpu_memory_utilization`` of a release: read in it, or agreed by the
-    read releases around it; None when unknown."""
-    table = dict(load_vllm_releases().memory_defaults)
+def _read_or_agreed(version: str, table: Mapping[str, Fact]) -> Fact | None:
+    """The fact read in ``version``, or the one both read releases around it agree on;
+    None outside the read releases or where they disagree."""
     found = _between(version, tuple(table))
     if isinstance(found, str):
         return table[found]
@@ -554,6 +553,12 @@ def memory_default(version: str) -> Fact | None:
         return None
     low, high = table[found[0]], table[found[1]]
     return low if low.value == high.value else None
+
+
+def memory_default(version: str) -> Fact | None:
+    """The default ``gpu_memory_utilization`` of a release: read in it, or agreed by the
+    read releases around it; None when unknown."""
+    return _read_or_agreed(version, dict(load_vllm_releases().memory_defaults))
 
 
 def accepts_abbreviations(version: str) -> Fact | None:
@@ -561,14 +566,7 @@ def accepts_abbreviations(version: str) -> Fact | None:
     (``--max-model`` for ``--max-model-len``: argparse's ``allow_abbrev``)? The fact
     (value 1.0 yes, 0.0 no) read in it or agreed by the read releases around it; None
     when unknown."""
-    table = dict(load_vllm_releases().abbreviations)
-    found = _between(version, tuple(table))
-    if isinstance(found, str):
-        return table[found]
-    if found is None:
-        return None
-    low, high = table[found[0]], table[found[1]]
-    return low if low.value == high.value else None
+    return _read_or_agreed(version, dict(load_vllm_releases().abbreviations))
 
 
 @functools.cache
