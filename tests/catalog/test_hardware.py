@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from datetime import date
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -51,6 +54,7 @@ def test_catalog_loads_expected_coverage(catalog: HardwareCatalog) -> None:
         assert gpu_id in catalog.gpus, gpu_id
     families = {name.split(".")[0] for name in catalog.instances}
     assert {"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"} <= families
+    assert {"p3", "p3dn", "p6-b300"} <= families
     sizes = {n for n in catalog.instances if n.startswith("g5.")}
     assert sizes == {
         f"g5.{s}"
@@ -106,7 +110,10 @@ def test_arch_matches_ami_type(catalog: HardwareCatalog) -> None:
         ("Standard_ND96isr_H200_v5", "azure", "h200-sxm-141gb", 8, 96, 1850),
         ("Standard_NC64as_T4_v3", "azure", "t4", 4, 64, 440),
         ("Standard_NC24s_v3", "azure", "v100-pcie-16gb", 4, 24, 448),
+        ("p3.2xlarge", "aws", "v100-sxm-16gb", 1, 8, 61),
         ("p3.8xlarge", "aws", "v100-sxm-16gb", 4, 32, 244),
+        ("p3.16xlarge", "aws", "v100-sxm-16gb", 8, 64, 488),
+        ("p6-b200.48xlarge", "aws", "b200", 8, 192, 2048),
         ("p3dn.24xlarge", "aws", "v100-sxm-32gb", 8, 96, 768),
         ("p6-b300.48xlarge", "aws", "b300", 8, 192, 4096),
     ],
@@ -125,6 +132,124 @@ def test_cloud_machine_types(
     assert inst is not None and inst.provider == provider
     assert (inst.gpu, inst.gpu_count, inst.vcpu) == (gpu, count, vcpu)
     assert inst.memory_mib == memory_gib * 1024
+
+
+# --- prices -------------------------------------------------------------------------------
+
+# Where a catalogue price may come from: the cloud's own pages, or a repository the cloud owns
+# (price tables its own code generates from its pricing API), pinned to a commit. Third-party
+# price sites and blogs are not accepted.
+_FIRST_PARTY: dict[str, tuple[set[str], set[str]]] = {
+    "aws": ({"aws.amazon.com", "docs.aws.amazon.com"}, {"aws", "awslabs"}),
+    "gcp": ({"cloud.google.com"}, {"googlecloudplatform"}),
+    "azure": (
+        {"azure.microsoft.com", "learn.microsoft.com", "prices.azure.com"},
+        {"azure", "microsoft"},
+    ),
+}
+_QUOTE = re.compile(r'^\s*# read: "(?P<name>[^"]+)":\s*(?P<usd>[0-9.]+)', re.MULTILINE)
+
+
+def _first_party(provider: str, source: str) -> bool:
+    url = urlsplit(source)
+    hosts, owners = _FIRST_PARTY.get(provider, (set(), set()))
+    if url.scheme != "https" or url.hostname is None:
+        return False
+    if url.hostname in hosts:
+        return True
+    parts = url.path.strip("/").split("/")
+    return (
+        url.hostname == "github.com"
+        and len(parts) >= 5
+        and parts[0].lower() in owners
+        and parts[2] == "blob"
+        and re.fullmatch(r"[0-9a-f]{40}", parts[3]) is not None
+    )
+
+
+@pytest.mark.parametrize(
+    ("provider", "source", "ok"),
+    [
+        ("aws", "https://aws.amazon.com/ec2/capacityblocks/pricing/", True),
+        ("aws", "https://github.com/aws/karpenter-provider-aws/blob/" + "a" * 40 + "/x.go", True),
+        ("aws", "https://github.com/aws/karpenter-provider-aws/blob/main/x.go", False),
+        ("aws", "https://github.com/someone/prices/blob/" + "a" * 40 + "/x.go", False),
+        ("aws", "https://www.factualminds.com/blog/amazon-ec2-on-demand-pricing/", False),
+        ("aws", "https://azure.microsoft.com/en-us/pricing/details/virtual-machines/linux/", False),
+        (
+            "azure",
+            "https://github.com/Azure/karpenter-provider-azure/blob/" + "b" * 40 + "/p",
+            True,
+        ),
+        ("gcp", "http://cloud.google.com/compute/vm-instance-pricing", False),
+        ("onprem", "https://aws.amazon.com/ec2/pricing/", False),
+    ],
+)
+def test_first_party_rule(provider: str, source: str, ok: bool) -> None:
+    assert _first_party(provider, source) is ok
+
+
+def test_every_price_cites_a_first_party_source_and_a_date(catalog: HardwareCatalog) -> None:
+    priced = [i for i in catalog.instances.values() if i.price is not None]
+    assert priced
+    for inst in priced:
+        assert inst.price is not None
+        assert _first_party(inst.provider, inst.price.source), (inst.name, inst.price.source)
+        assert date(2024, 1, 1) <= inst.price.read_on <= date.today(), inst.name
+        assert inst.price.region.strip(), inst.name
+
+
+def test_each_generated_price_matches_the_line_it_quotes(catalog: HardwareCatalog) -> None:
+    """Prices read from a generated price table quote their line; the value must agree."""
+    text = resources.files("gpustrata.catalog").joinpath("data/instances.yaml").read_text()
+    checked = 0
+    for chunk in text.split("\n  - name: ")[1:]:
+        name = chunk.split("\n", 1)[0].strip()
+        inst = catalog.instance(name)
+        assert inst is not None, name
+        if inst.price is None or "github.com" not in inst.price.source:
+            continue
+        quotes = _QUOTE.findall(chunk)
+        assert len(quotes) == 1, f"{name}: price needs one '# read: \"NAME\": USD' comment"
+        quoted_name, usd = quotes[0]
+        assert quoted_name == name and float(usd) == inst.price.usd_per_hour, name
+        checked += 1
+    assert checked >= 50
+
+
+@pytest.mark.parametrize("provider", ["aws", "azure"])
+def test_every_aws_and_aks_type_has_a_price(catalog: HardwareCatalog, provider: str) -> None:
+    unpriced = [
+        i.name for i in catalog.instances.values() if i.provider == provider and i.price is None
+    ]
+    assert unpriced == []
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "usd", "region"),
+    [
+        ("g5.xlarge", "on-demand", 1.006, "us-east-1"),
+        ("p5.48xlarge", "on-demand", 55.04, "us-east-1"),
+        ("p5e.48xlarge", "capacity-block", 43.26, "us-east-2"),
+        ("Standard_NC24ads_A100_v4", "on-demand", 3.673, "westus3"),
+        ("Standard_ND96isr_H200_v5", "on-demand", 84.8, "westus3"),
+    ],
+)
+def test_well_known_prices(
+    catalog: HardwareCatalog, name: str, kind: str, usd: float, region: str
+) -> None:
+    inst = catalog.instance(name)
+    assert inst is not None and inst.price is not None
+    assert (inst.price.kind, inst.price.usd_per_hour, inst.price.region) == (kind, usd, region)
+
+
+def test_fractional_gpu_types_are_not_listed_as_whole_gpus(catalog: HardwareCatalog) -> None:
+    """g6f (1/8 to 1/2 of an L4), NVads A10 v5 (partial A10s) and NCads A10 v4 (whole GPUs not
+    confirmed) stay out until the catalogue can state a GPU share (instances.yaml says why)."""
+    fractional = re.compile(
+        r"^(g6f\.|gr6f\.|Standard_NV\d+adm?s_A10_v5$|Standard_NC\d+ads_A10_v4$)"
+    )
+    assert [n for n in catalog.instances if fractional.match(n)] == []
 
 
 def test_eks_fields_follow_the_provider() -> None:

@@ -281,7 +281,8 @@ def catalogue_markdown() -> str:
         "",
         "`instances.yaml`, keyed by the `node.kubernetes.io/instance-type` value. `max pods` "
         "is the EKS default the kubelet reservation formula uses (AWS types only); the price "
-        "is the on-demand list price with its region and the date it was read.",
+        "is the list price of the whole instance (on-demand unless the column names another "
+        "kind) with its region and date (instances.yaml says, per source, which date that is).",
         "",
     ]
     out += _table(
@@ -294,7 +295,7 @@ def catalogue_markdown() -> str:
             "max pods",
             "local NVMe GiB",
             "network Gbit/s",
-            "on-demand USD/h",
+            "USD/h",
             "sources",
         ],
         (
@@ -309,7 +310,9 @@ def catalogue_markdown() -> str:
                 _num(i.network_gbps),
                 ""
                 if i.price is None
-                else f"{_num(i.price.usd_per_hour)} ({i.price.region}, {i.price.read_on})",
+                else f"{_num(i.price.usd_per_hour)}"
+                + ("" if i.price.kind == "on-demand" else f" {i.price.kind}")
+                + f" ({i.price.region}, {i.price.read_on})",
                 _sources([*i.sources, *([i.price.source] if i.price else [])]),
             ]
             for i in instances
