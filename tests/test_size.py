@@ -110,3 +110,18 @@ def test_bad_input_names_the_flag(
     )
     assert main([*argv, *extra]) == 2
     assert needle in capsys.readouterr().err
+
+
+def test_capacity_block_price_is_not_ranked_as_an_on_demand_pool(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """p5e.48xlarge has only a capacity-block list price: the on-demand pool the snippet
+    declares would not cost that, so the candidate is unpriced and the miss says why."""
+    argv = [*_70B, "--instance-type", "p5e.48xlarge", "--max-cost-per-hour", "1000"]
+    _, doc = _json(capsys, argv)
+    assert doc["candidates"]
+    for c in doc["candidates"]:
+        assert c["cost_per_hour"] is None
+        assert any("only a capacity-block price" in m for m in c["misses"])
+    _, priced = _json(capsys, [*argv, "--price", "p5e.48xlarge=60"])
+    assert all(c["cost_per_hour"] is not None for c in priced["candidates"])

@@ -32,6 +32,7 @@ __all__ = [
     "SizingRequest",
     "SizingResult",
     "instance_price",
+    "no_price_reason",
     "size",
 ]
 
@@ -112,13 +113,27 @@ def instance_price(
     inst: InstanceType, overrides: dict[str, float] | None = None
 ) -> tuple[float, str] | None:
     """USD per hour of one ``inst`` and where it comes from (an override, or the
-    catalogue's price), or None when neither has one."""
+    catalogue's on-demand price), or None when neither has one.
+
+    A capacity-block or spot list price is not used: the node pools gpustrata declares
+    (and ``size``'s snippet) are on-demand, and a capacity block is bought apart."""
     if overrides and inst.name in overrides:
         return overrides[inst.name], f"--price {inst.name}={overrides[inst.name]:g}"
     p = inst.price
-    if p is None:
+    if p is None or p.kind != "on-demand":
         return None
     return p.usd_per_hour, f"{p.kind} {p.region}, read {p.read_on}: {p.source}"
+
+
+def no_price_reason(inst: InstanceType) -> str:
+    """Why ``inst`` has no usable price, and how to give one."""
+    p = inst.price
+    if p is not None and p.kind != "on-demand":
+        return (
+            f"no on-demand price for {inst.name} (only a {p.kind} price, ${p.usd_per_hour:g}/h "
+            f"in {p.region}, is published): pass --price {inst.name}=USD"
+        )
+    return f"no price for {inst.name}: pass --price {inst.name}=USD"
 
 
 def _misses(req: SizingRequest, pred: ServingPrediction, cost: float | None) -> list[str]:
@@ -254,7 +269,7 @@ def _candidate(
             f"${cost:,.2f}/h / ({tok:,.1f} tok/s x 3600) x 1e6",
         )
     elif req.max_cost_per_hour is not None:
-        misses = [*misses, f"no price for {inst.name}: pass --price {inst.name}=USD"]
+        misses = [*misses, no_price_reason(inst)]
     if math.isinf(pred.ttft_seconds.value) and not any(m.startswith("saturated") for m in misses):
         misses = [*misses, "saturated"]
     return Candidate(
