@@ -193,6 +193,19 @@ def test_min_driver_for_cuda() -> None:
     assert c.min_driver_for_cuda("nonsense") is None
 
 
+def test_cuda_13_3_driver_floor() -> None:
+    """CUDA 13.3 GA and Update 1 both list >=610.43.02 (Table 3); 13.4+ rows were not read."""
+    c = load_compat_catalog()
+    for version in ("13.3", "13.3.0", "13.3.1", "cu133"):
+        req = c.min_driver_for_cuda(version)
+        assert req is not None and req.cuda == "13.3", version
+        assert req.min_driver == "610.43.02" and req.minor_version_compat_min_driver == "580"
+    req = c.min_driver_for_cuda("13.3.1")
+    assert req is not None
+    assert req.driver_ok("610.43.02") and not req.driver_ok("595.71.05")
+    assert c.min_driver_for_cuda("13.4") is None  # published, driver row not catalogued
+
+
 def test_image_driver_branches_for_forward_compatibility() -> None:
     c = load_compat_catalog()
     r1303 = c.min_driver_for_cuda("13.0.3")

@@ -550,6 +550,36 @@ def test_linear_attention_hybrid_is_refused_not_sized_as_full_attention(tmp_path
         architecture_from_hf_config(_write_config(tmp_path, typed))
 
 
+def test_qwen3_5_multimodal_config_is_refused_as_a_linear_attention_hybrid(tmp_path: Path) -> None:
+    """Qwen3.5 is a Gated DeltaNet hybrid like Qwen3-Next, behind a multimodal config: the
+    language model sits in text_config, whose layer_types say which layers are linear. The
+    shape is that of a published Qwen3.5-9B checkpoint's config.json
+    (huggingface.co/NexVeridian/OmniCoder-9B-5bit/blob/main/config.json: 32 layers, every 4th
+    full attention); docs.modular.com/max/api/python/pipelines.architectures.qwen3_5 describes
+    the same hybrid."""
+    layer_types = (["linear_attention"] * 3 + ["full_attention"]) * 8
+    config = {
+        "architectures": ["Qwen3_5ForConditionalGeneration"],
+        "model_type": "qwen3_5",
+        "text_config": {
+            "model_type": "qwen3_5_text",
+            "full_attention_interval": 4,
+            "head_dim": 256,
+            "hidden_size": 4096,
+            "intermediate_size": 12288,
+            "layer_types": layer_types,
+            "num_hidden_layers": len(layer_types),
+        },
+    }
+    path = _write_config(tmp_path, config)
+    with pytest.raises(ModelCatalogError) as info:
+        architecture_from_hf_config(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "qwen3_5_text is a linear-attention hybrid (8 of 32 layers are full attention" in message
+    assert "gated_delta_net_state_shape" in message
+
+
 def test_nearest_ids_for_a_typo() -> None:
     catalog = load_model_catalog()
     assert (

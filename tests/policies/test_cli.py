@@ -164,6 +164,63 @@ def test_explain_by_id_and_name() -> None:
     assert code == 2 and "K001 gpu-requests-equal-limits" in err
 
 
+def _gpustrata(*argv: str) -> subprocess.CompletedProcess[str]:
+    """The installed command's entry point (``gpustrata.cli:main``) in a fresh interpreter."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from gpustrata.cli import main; sys.exit(main())",
+            *argv,
+        ],
+        env={"PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+
+
+def test_explain_v013_says_what_it_checks_and_its_example_violates_it(tmp_path: Path) -> None:
+    proc = _gpustrata("explain", "V013")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    lines = out.splitlines()
+    assert lines[0] == (
+        "V013 engine-flags-accepted: Every engine flag is one the image's vLLM release accepts"
+    )
+    assert lines[1].startswith("layer: vllm   severity: high   default enforcement: ")
+    why = out.split("Why:\n", 1)[1].split("\n\nFix:\n", 1)[0]
+    # What it checks: flags against the image's own release, read from its parser.
+    for part in (
+        "'unrecognized arguments'",
+        "crash-loops",
+        "extracted from that release's own argument parser",
+        "the release comes from the image tag",
+        "engine_kwargs",
+    ):
+        assert part in why, part
+    fix = out.split("\n\nFix:\n", 1)[1].split("\n\n", 1)[0]
+    assert "names the last release that accepted it and what replaced it" in fix
+    refs = out.split("\nReferences:\n", 1)[1].split()
+    assert "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/engine/arg_utils.py" in refs
+    # The example it prints is a manifest V013 rejects, flag by flag.
+    body = out.split("Example that violates it:\n", 1)[1].split("\nReferences:\n", 1)[0]
+    example = tmp_path / "v013-example.yaml"
+    example.write_text("\n".join(line[2:] for line in body.splitlines()) + "\n")
+    checked = _gpustrata("check", "--format", "json", str(example))
+    assert checked.returncode == 1, checked.stderr
+    v013 = [f for f in json.loads(checked.stdout)["findings"] if f["rule"] == "V013"]
+    flagged = " ".join(f["message"] for f in v013)
+    for flag in (
+        "--use-v2-block-manager",
+        "--disable-log-requests",
+        "--no-enable-chunked-prefill",
+        "num_scheduler_steps",
+    ):
+        assert flag in flagged, flag
+
+
 def test_docs_rules_md_is_up_to_date() -> None:
     assert (REPO / "docs" / "rules.md").read_text() == rules_markdown(), (
         "regenerate: python -m gpustrata_policies.output.docs > docs/rules.md"

@@ -117,3 +117,49 @@ def test_capacity_uses_the_image_release_memory_default(version: str) -> None:
 def test_a_0_7_image_is_not_sized_with_the_reference_default() -> None:
     assert "0.9 " in _memory_note("0.7.3") + " "
     assert "0.92" not in _memory_note("0.7.3")
+
+
+# O002 needs the image's CUDA. Releases whose vllm/vllm-openai CUDA was not read: 0.6.0 and
+# 0.6.1.post2 ship neither docker/Dockerfile nor the release pipeline in their sdist,
+# 0.6.2-0.6.4.post1's release pipeline builds no image, 0.15.1 has no sdist on PyPI.
+IMAGE_CUDA_UNREAD = {
+    "0.6.0",
+    "0.6.1.post2",
+    "0.6.2",
+    "0.6.3.post1",
+    "0.6.4",
+    "0.6.4.post1",
+    "0.15.1",
+}
+OLD_DRIVER_POOL: dict[str, Any] = {
+    "apiVersion": "gpustrata.io/v1alpha1",
+    "kind": "GpuNodePool",
+    "metadata": {"name": "gpu-l4"},
+    "spec": {
+        "instanceType": "g6.xlarge",
+        "gpuProduct": "NVIDIA-L4",
+        "gpuCount": 1,
+        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+        # Below every CUDA 12.1+ floor (12.1 GA: 530.30.02), on a branch no image lists.
+        "driverVersion": "525.147.05",
+        "maxSize": 1,
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "version", sorted({r.version for r in load_compat_catalog().vllm_releases()})
+)
+def test_o002_knows_the_cuda_of_every_release_image_read(version: str) -> None:
+    report = evaluate([OLD_DRIVER_POOL, _deployment(version)])
+    skipped = [n.reason for n in report.not_evaluated if n.rule == "O002"]
+    found = [f.message for f in report.findings if f.rule == "O002"]
+    if version in IMAGE_CUDA_UNREAD:
+        assert found == [] and skipped == [
+            f"container 'vllm' image vllm/vllm-openai:v{version}: the CUDA version of the vLLM "
+            f"{version} image is not catalogued"
+        ]
+        return
+    assert skipped == [], skipped
+    assert len(found) == 1 and f"(vLLM {version} " in found[0], found
+    assert "runs driver 525.147.05" in found[0]

@@ -283,6 +283,19 @@ def test_ray_llm_image_reads_the_pinned_vllm() -> None:
     assert version.version == "0.29.0" and "pinned by Ray 2.60.0" in version.where
 
 
+def test_ray_serve_llm_capacity_uses_the_pinned_release_defaults() -> None:
+    """A Ray Serve LLM engine on ray-llm 2.60.0 is sized with vLLM 0.29.0's defaults (Ray's
+    pin), not the reference release's: the figures say which release they come from."""
+    docs = _docs(fixture("V004", "bad-ray-full-context.yaml"))
+    config = yaml.safe_load(docs[0]["spec"]["serveConfigV2"])
+    engine = config["applications"][0]["args"]["llm_configs"][0]["engine_kwargs"]
+    del engine["gpu_memory_utilization"]
+    docs[0]["spec"]["serveConfigV2"] = yaml.safe_dump(config)
+    [inputs] = _inputs(docs)
+    note = inputs.settings.defaults["gpu_memory_utilization"]
+    assert "vLLM 0.29.0's default 0.92 (vllm@v0.29.0:vllm/config/cache.py)" in note, note
+
+
 def test_v010_thresholds_are_configurable() -> None:
     docs = _docs(fixture("V010", "bad-one-second-one-failure.yaml"))
     config = {"rules": {"V010": {"min_timeout_seconds": 1}}}

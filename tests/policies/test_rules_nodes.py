@@ -5,6 +5,7 @@ findings: the rule folders, run by ``test_rule_folders.py``."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -163,8 +164,8 @@ def test_unknown_preview_values_are_not_evaluated() -> None:
     assert {"O001", "O003", "O004", "O006"} <= unknown_ops
 
 
-def test_driver_known_but_image_cuda_unknown_is_not_evaluated() -> None:
-    pod = {
+def _vllm_pod(image: str) -> dict[str, Any]:
+    return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "old-vllm", "namespace": "llm"},
@@ -173,21 +174,53 @@ def test_driver_known_but_image_cuda_unknown_is_not_evaluated() -> None:
             "containers": [
                 {
                     "name": "vllm",
-                    "image": "vllm/vllm-openai:v0.8.5",
+                    "image": image,
                     "args": ["--model", "Qwen/Qwen2.5-7B-Instruct"],
                     "resources": {"limits": {"nvidia.com/gpu": 1}},
                 }
             ],
         },
     }
-    report = evaluate([POOL_DESCRIPTION, pod])
+
+
+def test_driver_known_but_image_cuda_unknown_is_not_evaluated() -> None:
+    # 0.6.4's release pipeline builds no image, so its image's CUDA stays uncatalogued.
+    report = evaluate([POOL_DESCRIPTION, _vllm_pod("vllm/vllm-openai:v0.6.4")])
     assert [(n.rule, n.reason) for n in report.not_evaluated if n.rule == "O002"] == [
         (
             "O002",
-            "container 'vllm' image vllm/vllm-openai:v0.8.5: the CUDA version of the vLLM "
-            "0.8.5 image is not catalogued",
+            "container 'vllm' image vllm/vllm-openai:v0.6.4: the CUDA version of the vLLM "
+            "0.6.4 image is not catalogued",
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("image", "flagged"),
+    [
+        # 0.6.5-0.7.3 images were built with --build-arg CUDA_VERSION=12.1.0 (floor 530.30.02),
+        # 0.8.0-0.8.5.post1 with 12.4.0 (floor 550.54.14): the same 535 driver splits them.
+        ("vllm/vllm-openai:v0.7.3", False),
+        ("vllm/vllm-openai:v0.8.5", True),
+    ],
+)
+def test_pre_0_9_images_are_judged_by_their_release_pipeline_cuda(
+    image: str, flagged: bool
+) -> None:
+    pool = copy.deepcopy(POOL_DESCRIPTION)
+    pool["spec"]["driverVersion"] = "535.230.02"
+    report = evaluate([pool, _vllm_pod(image)])
+    assert not [n for n in report.not_evaluated if n.rule == "O002"]
+    o002 = [f.message for f in report.findings if f.rule == "O002"]
+    if not flagged:
+        assert o002 == []
+        return
+    assert len(o002) == 1
+    assert o002[0].startswith(
+        f"container 'vllm' image {image} is built on CUDA 12.4.0 (vLLM 0.8.5 "
+        ".buildkite/release-pipeline.yaml --build-arg CUDA_VERSION), whose "
+        "NVIDIA_REQUIRE_CUDA=cuda>=12.4 needs NVIDIA driver >= 550.54.14"
+    )
 
 
 @pytest.mark.parametrize(
@@ -196,6 +229,10 @@ def test_driver_known_but_image_cuda_unknown_is_not_evaluated() -> None:
         ("vllm/vllm-openai:v0.33.0", "13.0.3"),
         ("vllm/vllm-openai:v0.19.1", "12.9.1"),
         ("vllm/vllm-openai:v0.9.0", "12.8.1"),
+        ("vllm/vllm-openai:v0.8.5", "12.4.0"),
+        ("vllm/vllm-openai:v0.8.0", "12.4.0"),
+        ("vllm/vllm-openai:v0.7.3", "12.1.0"),
+        ("vllm/vllm-openai:v0.6.5", "12.1.0"),
         ("vllm/vllm-openai:v0.19.1-cu130", "13.0"),
         ("vllm/vllm-openai:v0.33.0-cu129", "12.9"),
         ("rayproject/ray-llm:2.46.0-py311-cu124", "12.4"),
@@ -210,7 +247,7 @@ def test_image_cuda_from_tag_or_catalogue(image: str, cuda: str) -> None:
 
 def test_image_without_cuda_says_nothing() -> None:
     assert image_cuda("busybox:1.36") is None
-    unknown = image_cuda("vllm/vllm-openai:v0.7.3")
+    unknown = image_cuda("vllm/vllm-openai:v0.6.4")
     assert unknown is not None and unknown.cuda is None
 
 

@@ -332,6 +332,12 @@ class VllmRelease(_Model):
         default=None,
         description="CUDA version of the official vllm/vllm-openai image; None when not verified.",
     )
+    image_cuda_from: Literal["dockerfile", "release-pipeline"] = Field(
+        default="dockerfile",
+        description="Where image_cuda was read: the default of docker/Dockerfile's ARG "
+        "CUDA_VERSION, or the --build-arg CUDA_VERSION the release's "
+        ".buildkite/release-pipeline.yaml passes when it builds the release image (before 0.9).",
+    )
     default_engine: Literal["v0", "v1"] = Field(
         description="Engine used when VLLM_USE_V1 is unset ('v1' from 0.8.0)."
     )

@@ -197,6 +197,11 @@ def _image_cuda(image: str) -> ImageCuda | None:
         return ImageCuda(
             None, f"the CUDA version of the vLLM {release.version} image is not catalogued"
         )
+    if release.image_cuda_from == "release-pipeline":
+        return ImageCuda(
+            release.image_cuda,
+            f"vLLM {release.version} .buildkite/release-pipeline.yaml --build-arg CUDA_VERSION",
+        )
     return ImageCuda(
         release.image_cuda, f"vLLM {release.version} docker/Dockerfile ARG CUDA_VERSION"
     )
