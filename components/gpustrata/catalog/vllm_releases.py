@@ -28,6 +28,7 @@ __all__ = [
     "HealthFacts",
     "Mxfp4Kernel",
     "Mxfp4Release",
+    "ProfileRelease",
     "SchedulerRelease",
     "V0Defaults",
     "VendorImage",
@@ -40,6 +41,7 @@ __all__ = [
     "memory_default",
     "minor_release",
     "mxfp4_kernel",
+    "profile_facts",
     "reference_release",
     "source_url",
     "vllm_file_url",
@@ -239,6 +241,33 @@ class Mxfp4Release:
 
 
 @dataclass(frozen=True, slots=True)
+class ProfileRelease:
+    """What one release's memory profile (``determine_available_memory``) counts beyond
+    the weights, where it differs between releases."""
+
+    version: str
+    cuda_graph_estimate: bool
+    """The KV budget is lowered by an estimate of the CUDA graphs' memory
+    (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by default where it exists)."""
+    sampler_default: str | None
+    """The top-k/top-p path of the sampler warm-up with ``VLLM_USE_FLASHINFER_SAMPLER``
+    unset (``flashinfer`` or ``native``); None: not read (the planner's calibrated
+    figure applies)."""
+    sampler_bytes: tuple[tuple[str, int], ...]
+    """(path, bytes per logit the warm-up's peak holds) for each path read."""
+    why: str
+    sources: tuple[str, ...]
+
+    def sampler_bytes_per_logit(self, path: str) -> int | None:
+        """Bytes per ``max_num_seqs x vocab`` logit on that sampler path, or None."""
+        return dict(self.sampler_bytes).get(path)
+
+    def facts(self) -> tuple[bool, str | None, tuple[tuple[str, int], ...]]:
+        """What changes the estimate (releases agree when these are equal)."""
+        return self.cuda_graph_estimate, self.sampler_default, self.sampler_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class FlagChange:
     """What replaced a flag that later releases dropped."""
 
@@ -302,6 +331,8 @@ class VllmReleases:
     earlier ones have none and ignore the variable."""
     mxfp4_moe: tuple[Mxfp4Release, ...] = ()
     """The MXFP4 MoE kernel per GPU generation of each read release, sorted by release."""
+    profile_run: tuple[ProfileRelease, ...] = ()
+    """The memory profile's per-release terms of each read release, sorted by release."""
 
     def vendor_image(self, repository: str, tag: str) -> VendorImage | None:
         """The catalogued vendor build ``repository:tag``, or None."""
@@ -327,6 +358,7 @@ class VllmReleases:
         ]
         out += [("health", s) for s in self.health.sources]
         out += [(f"mxfp4_moe {r.version}", r.source) for r in self.mxfp4_moe]
+        out += [(f"profile_run {r.version}", s) for r in self.profile_run for s in r.sources]
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]
         out += [(f"flags {c.flag}", c.source) for c in self.flag_changes]
         out += [(f"abbreviations {v}", f) for v, f in self.abbreviations]
@@ -421,6 +453,35 @@ def _mxfp4_release(data: Any, what: str) -> Mxfp4Release:
             raise VllmReleaseCatalogError(f"{what}.kernels[{j}]: multiples must be >= 1")
     return Mxfp4Release(
         _version(r.get("version"), what), tuple(kernels), _source(r.get("source"), what)
+    )
+
+
+_SAMPLER_PATHS = ("flashinfer", "native")
+
+
+def _profile_release(data: Any, what: str) -> ProfileRelease:
+    r = _map(data, what)
+    default = r.get("sampler_default")
+    sampler = _map(r.get("sampler_bytes_per_logit") or {}, f"{what}.sampler_bytes_per_logit")
+    if default is not None and default not in sampler:
+        raise VllmReleaseCatalogError(
+            f"{what}.sampler_default {default!r} needs its sampler_bytes_per_logit"
+        )
+    for path, value in sampler.items():
+        if path not in _SAMPLER_PATHS or not isinstance(value, int) or value < 1:
+            raise VllmReleaseCatalogError(
+                f"{what}.sampler_bytes_per_logit: {path}: {value!r} (paths "
+                f"{', '.join(_SAMPLER_PATHS)}; a positive byte count)"
+            )
+    if not isinstance(r.get("cuda_graph_estimate"), bool):
+        raise VllmReleaseCatalogError(f"{what}.cuda_graph_estimate must be true or false")
+    return ProfileRelease(
+        version=_version(r.get("version"), what),
+        cuda_graph_estimate=bool(r["cuda_graph_estimate"]),
+        sampler_default=str(default) if default is not None else None,
+        sampler_bytes=tuple(sorted((str(k), int(v)) for k, v in sampler.items())),
+        why=str(r.get("why") or ""),
+        sources=tuple(_source(x, what) for x in r.get("sources") or []),
     )
 
 
@@ -582,6 +643,15 @@ def releases_from_document(data: Any) -> VllmReleases:
             _vendor_image(v, f"vendor_images[{i}]")
             for i, v in enumerate(doc.get("vendor_images") or [])
         ),
+        profile_run=tuple(
+            sorted(
+                (
+                    _profile_release(r, f"profile_run[{i}]")
+                    for i, r in enumerate(doc.get("profile_run") or [])
+                ),
+                key=lambda r: parse_version(r.version),
+            )
+        ),
         mxfp4_moe=tuple(
             sorted(
                 (
@@ -670,6 +740,25 @@ def mxfp4_kernel(version: str | None, cc_major: int) -> tuple[Mxfp4Kernel | None
             return low, found[0]
     ref = table.get(catalogue.reference)
     return (ref.kernel(cc_major) if ref else None), catalogue.reference
+
+
+def profile_facts(version: str | None) -> ProfileRelease | None:
+    """The memory-profile terms of *version*: read in it, or agreed by the read releases
+    around it (the lower one is returned); None for an unnamed or unread release (the
+    reference release's arithmetic applies)."""
+    if not version:
+        return None
+    table = {r.version: r for r in load_vllm_releases().profile_run}
+    try:
+        found = _between(version, tuple(table))
+    except ValueError:
+        return None
+    if isinstance(found, str):
+        return table[found]
+    if found is None:
+        return None
+    low, high = table[found[0]], table[found[1]]
+    return low if low.facts() == high.facts() else None
 
 
 @functools.cache

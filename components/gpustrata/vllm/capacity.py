@@ -160,6 +160,7 @@ def estimate_capacity(
     safety_factor: float = STARTUP_SAFETY_FACTOR,
     efficiency: float = DEFAULT_EFFICIENCY,
     vllm_release: str | None = None,
+    flashinfer_sampler: bool | None = None,
     **engine: Any,
 ) -> CapacityEstimate:
     """Weights, memory budget, KV cache, startup and longest step for one engine.
@@ -169,7 +170,9 @@ def estimate_capacity(
     ``settings.replace(...)``. The other keywords describe the weights' load and the
     planner's margins, not vLLM; ``vllm_release`` is the engine image's vLLM release
     where the release catalogue has per-release facts (the MXFP4 MoE kernel and its
-    weight layout; None: the reference release). Unset settings take the reference
+    weight layout, the memory profile's terms; None: the reference release), and
+    ``flashinfer_sampler`` what the engine's ``VLLM_USE_FLASHINFER_SAMPLER`` says (None:
+    unset). Unset settings take the reference
     release's defaults (recorded in ``defaults``). Raises :class:`CapacityError` for
     settings vLLM would refuse (TP not dividing the heads, an unknown dtype, a value that
     is not a number).
@@ -238,6 +241,8 @@ def estimate_capacity(
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
         enforce_eager=enforce_eager,
+        vllm_release=vllm_release,
+        flashinfer_sampler=flashinfer_sampler,
     )
     kv = kv_cache_blocks(
         arch,

@@ -23,7 +23,13 @@ def _try(inp: Inputs, gpu: Any = None, **overrides: Any) -> CapacityEstimate | N
 
     try:
         settings = inp.settings.engine.replace(**overrides)
-        return estimate(inp.model.arch, gpu or inp.gpu.gpu, settings)
+        return estimate(
+            inp.model.arch,
+            gpu or inp.gpu.gpu,
+            settings,
+            inp.settings.release,
+            inp.settings.flashinfer_sampler,
+        )
     except CapacityError:
         return None
 
