@@ -265,6 +265,75 @@ def test_mxfp4_experts_are_padded_as_the_gpus_moe_kernel_needs() -> None:
     assert "intermediate 1472 per TP shard" in h100_tp2.explanation
 
 
+# vllm-project/vllm#23278: vLLM 0.10.1 (pip install, no FlashInfer), H100 80GB, gpt-oss-120b,
+# every setting at its default: "Model loading took 65.9651 GiB", "Available KV cache memory:
+# -2.14 GiB", EngineCore failed to start. vllm-project/vllm#33155: vLLM 0.14.1 on one H100,
+# "Using Triton backend", "Model loading took 64.38 GiB memory", then out of memory.
+GPT_OSS_H100_LOGS = {"0.10.1": 65.9651, "0.14.1": 64.38}
+
+
+@pytest.mark.parametrize(("release", "logged_gib"), sorted(GPT_OSS_H100_LOGS.items()))
+def test_gpt_oss_weights_follow_the_images_mxfp4_kernel(release: str, logged_gib: float) -> None:
+    """0.10.1 pins torch 2.7.1, so Mxfp4MoEMethod._should_use_marlin takes Marlin on H100
+    (hidden 2880 -> 3072, intermediate 2880 -> 2944); 0.14.1 takes Triton (no padding) but
+    keeps the checkpoint's block scales beside the swizzled copy. The reference release
+    (Triton, scales freed) holds what the checkpoint does."""
+    a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
+    est = weights_estimate(a, compute_capability=h100.compute_capability, vllm_release=release)
+    assert est.bytes_per_gpu / GIB == pytest.approx(logged_gib, rel=0.02)
+    assert f"vLLM {release} runs the experts on" in est.explanation
+    reference = weights_estimate(a, compute_capability=h100.compute_capability)
+    assert est.bytes_per_gpu > reference.bytes_per_gpu * 1.04
+    assert est.total_bytes == reference.total_bytes  # what is read from storage
+
+
+def test_gpt_oss_on_one_h100_with_vllm_0_10_1_does_not_start() -> None:
+    """vllm#23278's conditions: the 0.10.1 profile run has no CUDA graph estimate, and its
+    sampler warm-up (1,024 rows of 201,088 logits, top-k and top-p) takes the native sorted
+    path without FlashInfer: about 6.3 GiB at its peak, which with 66 GiB of weights leaves
+    no KV memory (the log: -2.14 GiB). The vllm/vllm-openai image ships FlashInfer, whose
+    sampler holds half as much; the KV cache is still far short of one full-length
+    sequence, so that image does not start either."""
+    a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
+    pip = estimate_capacity(
+        a, h100, gpu_memory_utilization=0.9, vllm_release="0.10.1", flashinfer_sampler=False
+    )
+    assert pip.weights.bytes_per_gpu / GIB == pytest.approx(65.9651, rel=0.02)
+    assert pip.memory.available_kv_bytes < 0 and not pip.weights_fit and not pip.fits
+    assert pip.memory.available_kv_bytes / GIB == pytest.approx(-2.14, abs=0.5)
+    assert pip.memory.cuda_graphs.value == 0
+    assert "native top-k/top-p path" in pip.memory.activation.explanation
+    image = estimate_capacity(a, h100, gpu_memory_utilization=0.9, vllm_release="0.10.1")
+    assert "flashinfer top-k/top-p path" in image.memory.activation.explanation
+    assert image.memory.activation.value < pip.memory.activation.value
+    assert not image.fits and image.kv.max_concurrency < 1
+    # The reference release on the same GPU: Triton without padding, and it starts.
+    assert estimate_capacity(a, h100, gpu_memory_utilization=0.9).fits
+
+
+def test_gpt_oss_on_one_h100_with_vllm_0_14_1_runs_out_of_memory() -> None:
+    """vllm#33155: 0.14.1 takes the native sampler unless VLLM_USE_FLASHINFER_SAMPLER=1."""
+    a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
+    est = estimate_capacity(a, h100, gpu_memory_utilization=0.9, vllm_release="0.14.1")
+    assert est.weights.bytes_per_gpu / GIB == pytest.approx(64.38, rel=0.02)
+    assert not est.weights_fit
+
+
+def test_releases_without_per_release_facts_keep_the_reference_arithmetic() -> None:
+    """An unread release between two read ones that disagree (0.12.0: Marlin in 0.10.1,
+    Triton in 0.14.1 on Hopper), or a tag that is no release, sizes as the reference."""
+    a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
+    reference = estimate_capacity(a, h100)
+    for release in ("0.12.0", "nightly", None):
+        est = estimate_capacity(a, h100, vllm_release=release)
+        assert est.weights.bytes_per_gpu == reference.weights.bytes_per_gpu
+        assert est.memory.available_kv_bytes == reference.memory.available_kv_bytes
+    llama = estimate_capacity(arch(LLAMA8), h100, vllm_release="0.10.1")
+    assert (
+        llama.weights.bytes_per_gpu == estimate_capacity(arch(LLAMA8), h100).weights.bytes_per_gpu
+    )
+
+
 def test_quantised_weights() -> None:
     # gpt-oss ships MXFP4 experts: "the large model fits on a single H100 GPU, while the
     # small one runs within 16GB of memory" (Hugging Face gpt-oss launch post; model card).

@@ -569,3 +569,25 @@ def test_accelerator_type_names_the_gpu_when_nothing_else_does() -> None:
 def test_an_accelerator_type_ray_does_not_detect_leaves_the_gpu_unknown() -> None:
     _, skipped = _capacity_outcomes(_deepseek_ray_service("NOT-A-GPU"))
     assert skipped and all("GPU model is unknown" in s for s in skipped)
+
+
+# --------------------------------------------------------------------------- per-release
+
+
+def test_gpt_oss_on_h100_follows_the_images_release_and_sampler_env() -> None:
+    """vLLM 0.10.1's image (FlashInfer sampler): V004, one sequence does not fit. With
+    VLLM_USE_FLASHINFER_SAMPLER=0 its sampler warm-up sorts the logits and, as in
+    vllm#23278, no KV memory is left: V003. The reference release's image fits."""
+    docs = _docs(fixture("V004", "bad-gpt-oss-v0101-h100.yaml"))
+    [inp] = _inputs(docs)
+    assert inp.settings.release == "0.10.1" and inp.settings.flashinfer_sampler is None
+    assert "on Marlin" in inp.estimate.weights.explanation
+    assert _findings(docs, "V004") and not _findings(docs, "V003")
+    _container(docs)["env"] = [{"name": "VLLM_USE_FLASHINFER_SAMPLER", "value": "0"}]
+    [inp] = _inputs(docs)
+    assert inp.settings.flashinfer_sampler is False
+    assert inp.estimate.memory.available_kv_bytes < 0
+    assert _findings(docs, "V003") and not _findings(docs, "V004")
+    _container(docs)["env"] = []
+    _container(docs)["image"] = f"vllm/vllm-openai:v{_capacity.REFERENCE_VLLM}"
+    assert not _findings(docs, "V004") and not _findings(docs, "V003")

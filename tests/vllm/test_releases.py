@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.vllm_releases import (
@@ -18,6 +19,7 @@ from gpustrata.catalog.vllm_releases import (
     flag_releases,
     load_vllm_releases,
     memory_default,
+    mxfp4_kernel,
     releases_from_document,
     source_url,
 )
@@ -175,3 +177,41 @@ def test_memory_default_per_release() -> None:
     assert (memory_default("0.7.3") or Fact(0, "")).value == 0.9
     assert (memory_default("0.20.2") or Fact(0, "")).value == 0.92
     assert memory_default("0.20.0") is None  # between 0.19.1 (0.9) and 0.20.2 (0.92)
+
+
+def test_mxfp4_kernel_per_release_and_gpu_generation() -> None:
+    """The MXFP4 MoE kernel of a read release, of a release between two read ones that
+    agree (Marlin below SM90 in 0.10.1 and 0.14.1), and the reference release's otherwise."""
+    cat = load_vllm_releases()
+    marlin, read_in = mxfp4_kernel("0.10.1", 9)
+    assert marlin is not None and marlin.kernel == "Marlin" and read_in == "0.10.1"
+    assert (marlin.hidden_multiple, marlin.intermediate_multiple) == (256, 128)
+    between, read_in = mxfp4_kernel("0.12.0", 8)
+    assert between is not None and between.kernel == "Marlin" and read_in == "0.10.1"
+    # On Hopper 0.10.1 (Marlin) and 0.14.1 (Triton) disagree: the reference decides.
+    assert mxfp4_kernel("0.12.0", 9)[1] == cat.reference
+    assert mxfp4_kernel(None, 9) == mxfp4_kernel(cat.reference, 9)
+    assert mxfp4_kernel("0.10.1", 10) == (None, "0.10.1")  # not read there
+
+
+@pytest.mark.parametrize(
+    ("section", "entry"),
+    [
+        ("mxfp4_moe", {"version": "0.10.1", "source": "vllm@v0.10.1:x.py", "kernels": [{}]}),
+        (
+            "profile_run",
+            {"version": "0.10.1", "cuda_graph_estimate": "no", "sources": []},
+        ),
+        (
+            "profile_run",
+            {"version": "0.10.1", "cuda_graph_estimate": False, "sampler_default": "native"},
+        ),
+    ],
+)
+def test_malformed_per_release_facts_are_refused(section: str, entry: dict[str, object]) -> None:
+    doc = yaml.safe_load(
+        (ROOT / "components/gpustrata/catalog/data/vllm-releases.yaml").read_text("utf-8")
+    )
+    doc[section] = [entry]
+    with pytest.raises(VllmReleaseCatalogError, match=section):
+        releases_from_document(doc)

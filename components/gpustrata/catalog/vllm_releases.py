@@ -26,6 +26,9 @@ __all__ = [
     "FlagSet",
     "ForcedBlockSize",
     "HealthFacts",
+    "Mxfp4Kernel",
+    "Mxfp4Release",
+    "ProfileRelease",
     "SchedulerRelease",
     "V0Defaults",
     "VendorImage",
@@ -37,6 +40,8 @@ __all__ = [
     "load_vllm_releases",
     "memory_default",
     "minor_release",
+    "mxfp4_kernel",
+    "profile_facts",
     "reference_release",
     "source_url",
     "vllm_file_url",
@@ -199,6 +204,70 @@ class VendorImage:
 
 
 @dataclass(frozen=True, slots=True)
+class Mxfp4Kernel:
+    """The MoE kernel one release picks for MXFP4 experts (gpt-oss) on some GPU
+    generations, and how it lays the expert weights out on the GPU."""
+
+    kernel: str
+    """vLLM's name for it, as its log line says (``Marlin``, ``Triton``)."""
+    compute_capability: tuple[int, ...]
+    """Compute-capability majors where the release picks it by default."""
+    hidden_multiple: int
+    """``hidden_size`` is padded up to a multiple of this (1: not padded)."""
+    intermediate_multiple: int
+    """The per-TP-shard expert ``intermediate_size`` is padded up to a multiple of this."""
+    why: str
+    keeps_checkpoint_scales: bool = False
+    """The kernel's swizzled copy of the block scales is made alongside the checkpoint's,
+    which stay allocated (one more byte per 32 expert weights)."""
+
+    def padding(self) -> tuple[int, int, bool]:
+        """What changes the bytes held: (hidden, intermediate multiple, scales kept)."""
+        return self.hidden_multiple, self.intermediate_multiple, self.keeps_checkpoint_scales
+
+
+@dataclass(frozen=True, slots=True)
+class Mxfp4Release:
+    """The MXFP4 MoE kernels read in one release (``kernels``: by GPU generation; a
+    generation not listed was not read)."""
+
+    version: str
+    kernels: tuple[Mxfp4Kernel, ...]
+    source: str
+
+    def kernel(self, cc_major: int) -> Mxfp4Kernel | None:
+        """The kernel this release picks on that compute-capability major, or None."""
+        return next((k for k in self.kernels if cc_major in k.compute_capability), None)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRelease:
+    """What one release's memory profile (``determine_available_memory``) counts beyond
+    the weights, where it differs between releases."""
+
+    version: str
+    cuda_graph_estimate: bool
+    """The KV budget is lowered by an estimate of the CUDA graphs' memory
+    (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by default where it exists)."""
+    sampler_default: str | None
+    """The top-k/top-p path of the sampler warm-up with ``VLLM_USE_FLASHINFER_SAMPLER``
+    unset (``flashinfer`` or ``native``); None: not read (the planner's calibrated
+    figure applies)."""
+    sampler_bytes: tuple[tuple[str, int], ...]
+    """(path, bytes per logit the warm-up's peak holds) for each path read."""
+    why: str
+    sources: tuple[str, ...]
+
+    def sampler_bytes_per_logit(self, path: str) -> int | None:
+        """Bytes per ``max_num_seqs x vocab`` logit on that sampler path, or None."""
+        return dict(self.sampler_bytes).get(path)
+
+    def facts(self) -> tuple[bool, str | None, tuple[tuple[str, int], ...]]:
+        """What changes the estimate (releases agree when these are equal)."""
+        return self.cuda_graph_estimate, self.sampler_default, self.sampler_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class FlagChange:
     """What replaced a flag that later releases dropped."""
 
@@ -260,6 +329,10 @@ class VllmReleases:
     v1_opt_in_from: str | None = None
     """The first release whose ``VLLM_USE_V1=1`` selects the (experimental) V1 engine;
     earlier ones have none and ignore the variable."""
+    mxfp4_moe: tuple[Mxfp4Release, ...] = ()
+    """The MXFP4 MoE kernel per GPU generation of each read release, sorted by release."""
+    profile_run: tuple[ProfileRelease, ...] = ()
+    """The memory profile's per-release terms of each read release, sorted by release."""
 
     def vendor_image(self, repository: str, tag: str) -> VendorImage | None:
         """The catalogued vendor build ``repository:tag``, or None."""
@@ -284,6 +357,8 @@ class VllmReleases:
             for f in r.forced
         ]
         out += [("health", s) for s in self.health.sources]
+        out += [(f"mxfp4_moe {r.version}", r.source) for r in self.mxfp4_moe]
+        out += [(f"profile_run {r.version}", s) for r in self.profile_run for s in r.sources]
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]
         out += [(f"flags {c.flag}", c.source) for c in self.flag_changes]
         out += [(f"abbreviations {v}", f) for v, f in self.abbreviations]
@@ -351,6 +426,63 @@ def _forced(data: Any, what: str) -> ForcedBlockSize:
             f"{what}: {e!s} (backend, compute_capability, "
             "head_size, kv_cache_dtypes, multiple_of, why, source)"
         ) from e
+
+
+def _mxfp4_release(data: Any, what: str) -> Mxfp4Release:
+    r = _map(data, what)
+    kernels = []
+    for j, raw in enumerate(r.get("kernels") or []):
+        k = _map(raw, f"{what}.kernels[{j}]")
+        try:
+            kernels.append(
+                Mxfp4Kernel(
+                    kernel=str(k["kernel"]),
+                    compute_capability=tuple(int(c) for c in k["compute_capability"]),
+                    hidden_multiple=int(k["hidden_multiple"]),
+                    intermediate_multiple=int(k["intermediate_multiple"]),
+                    why=str(k["why"]),
+                    keeps_checkpoint_scales=bool(k.get("keeps_checkpoint_scales", False)),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise VllmReleaseCatalogError(
+                f"{what}.kernels[{j}]: {e!s} (kernel, compute_capability, hidden_multiple, "
+                "intermediate_multiple, why)"
+            ) from e
+        if min(kernels[-1].hidden_multiple, kernels[-1].intermediate_multiple) < 1:
+            raise VllmReleaseCatalogError(f"{what}.kernels[{j}]: multiples must be >= 1")
+    return Mxfp4Release(
+        _version(r.get("version"), what), tuple(kernels), _source(r.get("source"), what)
+    )
+
+
+_SAMPLER_PATHS = ("flashinfer", "native")
+
+
+def _profile_release(data: Any, what: str) -> ProfileRelease:
+    r = _map(data, what)
+    default = r.get("sampler_default")
+    sampler = _map(r.get("sampler_bytes_per_logit") or {}, f"{what}.sampler_bytes_per_logit")
+    if default is not None and default not in sampler:
+        raise VllmReleaseCatalogError(
+            f"{what}.sampler_default {default!r} needs its sampler_bytes_per_logit"
+        )
+    for path, value in sampler.items():
+        if path not in _SAMPLER_PATHS or not isinstance(value, int) or value < 1:
+            raise VllmReleaseCatalogError(
+                f"{what}.sampler_bytes_per_logit: {path}: {value!r} (paths "
+                f"{', '.join(_SAMPLER_PATHS)}; a positive byte count)"
+            )
+    if not isinstance(r.get("cuda_graph_estimate"), bool):
+        raise VllmReleaseCatalogError(f"{what}.cuda_graph_estimate must be true or false")
+    return ProfileRelease(
+        version=_version(r.get("version"), what),
+        cuda_graph_estimate=bool(r["cuda_graph_estimate"]),
+        sampler_default=str(default) if default is not None else None,
+        sampler_bytes=tuple(sorted((str(k), int(v)) for k, v in sampler.items())),
+        why=str(r.get("why") or ""),
+        sources=tuple(_source(x, what) for x in r.get("sources") or []),
+    )
 
 
 def _version(value: Any, what: str) -> str:
@@ -511,6 +643,24 @@ def releases_from_document(data: Any) -> VllmReleases:
             _vendor_image(v, f"vendor_images[{i}]")
             for i, v in enumerate(doc.get("vendor_images") or [])
         ),
+        profile_run=tuple(
+            sorted(
+                (
+                    _profile_release(r, f"profile_run[{i}]")
+                    for i, r in enumerate(doc.get("profile_run") or [])
+                ),
+                key=lambda r: parse_version(r.version),
+            )
+        ),
+        mxfp4_moe=tuple(
+            sorted(
+                (
+                    _mxfp4_release(r, f"mxfp4_moe[{i}]")
+                    for i, r in enumerate(doc.get("mxfp4_moe") or [])
+                ),
+                key=lambda r: parse_version(r.version),
+            )
+        ),
     )
 
 
@@ -567,6 +717,46 @@ def accepts_abbreviations(version: str) -> Fact | None:
     (value 1.0 yes, 0.0 no) read in it or agreed by the read releases around it; None
     when unknown."""
     return _read_or_agreed(version, dict(load_vllm_releases().abbreviations))
+
+
+def mxfp4_kernel(version: str | None, cc_major: int) -> tuple[Mxfp4Kernel | None, str]:
+    """The MXFP4 MoE kernel *version* picks on that compute-capability major, and the
+    release whose reading says so: read in it, or the same in the read releases around
+    it; otherwise (and for an unnamed release) the reference release's. The kernel is
+    None where that release's choice on this generation was not read."""
+    catalogue = load_vllm_releases()
+    table = {r.version: r for r in catalogue.mxfp4_moe}
+    try:
+        found = _between(version, tuple(table)) if version else None
+    except ValueError:  # not a release number: the reference release's
+        found = None
+    if isinstance(found, str):
+        return table[found].kernel(cc_major), found
+    if found is not None:
+        low, high = (table[v].kernel(cc_major) for v in found)
+        if low is not None and high is not None and low.padding() == high.padding():
+            return low, found[0]
+    ref = table.get(catalogue.reference)
+    return (ref.kernel(cc_major) if ref else None), catalogue.reference
+
+
+def profile_facts(version: str | None) -> ProfileRelease | None:
+    """The memory-profile terms of *version*: read in it, or agreed by the read releases
+    around it (the lower one is returned); None for an unnamed or unread release (the
+    reference release's arithmetic applies)."""
+    if not version:
+        return None
+    table = {r.version: r for r in load_vllm_releases().profile_run}
+    try:
+        found = _between(version, tuple(table))
+    except ValueError:
+        return None
+    if isinstance(found, str):
+        return table[found]
+    if found is None:
+        return None
+    low, high = table[found[0]], table[found[1]]
+    return low if low.facts() == high.facts() else None
 
 
 @functools.cache

@@ -159,6 +159,8 @@ def estimate_capacity(
     engine_init_s: float | None = None,
     safety_factor: float = STARTUP_SAFETY_FACTOR,
     efficiency: float = DEFAULT_EFFICIENCY,
+    vllm_release: str | None = None,
+    flashinfer_sampler: bool | None = None,
     **engine: Any,
 ) -> CapacityEstimate:
     """Weights, memory budget, KV cache, startup and longest step for one engine.
@@ -166,9 +168,14 @@ def estimate_capacity(
     *settings* are the engine's vLLM settings; ``engine`` keywords (vLLM names such as
     ``max_model_len=8192``) change single ones, a shorthand for
     ``settings.replace(...)``. The other keywords describe the weights' load and the
-    planner's margins, not vLLM. Unset settings take the reference release's defaults
-    (recorded in ``defaults``). Raises :class:`CapacityError` for settings vLLM would
-    refuse (TP not dividing the heads, an unknown dtype, a value that is not a number).
+    planner's margins, not vLLM; ``vllm_release`` is the engine image's vLLM release
+    where the release catalogue has per-release facts (the MXFP4 MoE kernel and its
+    weight layout, the memory profile's terms; None: the reference release), and
+    ``flashinfer_sampler`` what the engine's ``VLLM_USE_FLASHINFER_SAMPLER`` says (None:
+    unset). Unset settings take the reference
+    release's defaults (recorded in ``defaults``). Raises :class:`CapacityError` for
+    settings vLLM would refuse (TP not dividing the heads, an unknown dtype, a value that
+    is not a number).
     """
     settings = (settings or EngineSettings()).replace(**engine) if engine else settings
     settings = settings or EngineSettings()
@@ -222,6 +229,7 @@ def estimate_capacity(
         model_dtype=dtype,
         quantization=quantization,
         compute_capability=gpu.compute_capability,
+        vllm_release=vllm_release,
     )
     memory = memory_budget(
         arch,
@@ -233,6 +241,8 @@ def estimate_capacity(
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
         enforce_eager=enforce_eager,
+        vllm_release=vllm_release,
+        flashinfer_sampler=flashinfer_sampler,
     )
     kv = kv_cache_blocks(
         arch,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.vllm_releases import ProfileRelease, profile_facts
 from gpustrata.vllm.reference import SRC_PROFILING, SRC_VLLM, SRC_WORKER, VLLM_SERIES
 from gpustrata.vllm.terms import GIB, Term, gib
 from gpustrata.vllm.weights import WeightsEstimate
@@ -24,6 +25,8 @@ __all__ = [
 _DRIVER_RESERVED_BYTES = int(0.45 * GIB)
 _CUDA_GRAPH_BYTES = 1 * GIB
 _RUNTIME_OVERHEAD_BYTES = 1 * GIB
+_SAMPLER_BYTES_PER_LOGIT = 8
+"""The calibrated sampler term: float32 logits and probabilities (vLLM PR #10511)."""
 
 # --------------------------------------------------------------------------- memory
 
@@ -66,14 +69,18 @@ def activation_bytes(
     dtype_bytes: int,
     max_num_batched_tokens: int,
     max_num_seqs: int,
+    sampler_bytes_per_logit: int = _SAMPLER_BYTES_PER_LOGIT,
+    sampler_why: str = "",
 ) -> Term:
     """Peak activation of vLLM's profile run (a forward pass of max_num_batched_tokens).
 
     Estimate: ``T x bytes x (4 x hidden + qkv/TP + 3 x mlp/TP)`` for hidden states, the
     QKV output and the gated MLP (for MoE: ``top_k x (3 x expert_mlp/TP + hidden)``, the
-    fused-MoE caches), plus the sampler's ``max_num_seqs x vocab x 8 B`` (float32 logits
-    and probabilities). Calibrated on vLLM PR #10511's log (Llama-3-8B, 8192 tokens:
-    1.26 GiB measured, 1.3 GiB estimated); multimodal encoders are not modelled.
+    fused-MoE caches), plus the sampler warm-up's ``max_num_seqs x vocab x`` 8 B (float32
+    logits and probabilities) or the *sampler_bytes_per_logit* a release's sampler path
+    holds (the release catalogue's ``profile_run``, explained by *sampler_why*).
+    Calibrated on vLLM PR #10511's log (Llama-3-8B, 8192 tokens: 1.26 GiB measured,
+    1.3 GiB estimated); multimodal encoders are not modelled.
     """
     tp = tensor_parallel_size
     t = max_num_batched_tokens
@@ -87,11 +94,12 @@ def activation_bytes(
         mlp = 3 * arch.intermediate_size // tp
         mlp_why = f"3 x {arch.intermediate_size}/TP"
     forward = t * dtype_bytes * (4 * h + qkv + max(mlp, 3 * arch.intermediate_size // tp))
-    sampler = max_num_seqs * arch.vocab_size * 8
+    sampler = max_num_seqs * arch.vocab_size * sampler_bytes_per_logit
     value = forward + sampler
     why = (
         f"{t} tokens x {dtype_bytes} B x (4 x {h} + qkv {qkv} + mlp {mlp_why}) + sampler "
-        f"{max_num_seqs} seqs x {arch.vocab_size} vocab x 8 B = {gib(value)} (gpustrata "
+        f"{max_num_seqs} seqs x {arch.vocab_size} vocab x {sampler_bytes_per_logit} B"
+        f"{f' ({sampler_why})' if sampler_why else ''} = {gib(value)} (gpustrata "
         f"estimate of the profile run's torch peak, {SRC_PROFILING})"
     )
     return Term(value, why)
@@ -108,8 +116,18 @@ def memory_budget(
     max_num_batched_tokens: int,
     max_num_seqs: int,
     enforce_eager: bool = False,
+    vllm_release: str | None = None,
+    flashinfer_sampler: bool | None = None,
 ) -> MemoryBudget:
-    """Available KV-cache memory per GPU with every term explained."""
+    """Available KV-cache memory per GPU with every term explained.
+
+    *vllm_release* (None: the reference release) picks the release catalogue's
+    ``profile_run`` terms where they were read: whether a CUDA graph estimate is
+    subtracted, and the sampler warm-up's path (*flashinfer_sampler*: what
+    ``VLLM_USE_FLASHINFER_SAMPLER`` says, None: unset).
+    """
+    facts = profile_facts(vllm_release)
+    sampler_bytes, sampler_why = _sampler(facts, flashinfer_sampler)
     total = cuda_total_bytes(gpu)
     total_t = Term(
         total,
@@ -130,9 +148,18 @@ def memory_budget(
         dtype_bytes=dtype_bytes,
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
+        sampler_bytes_per_logit=sampler_bytes,
+        sampler_why=sampler_why,
     )
     if enforce_eager:
         graphs = Term(0, "enforce_eager: no CUDA graphs are captured")
+    elif facts is not None and not facts.cuda_graph_estimate:
+        graphs = Term(
+            0,
+            f"vLLM {vllm_release} subtracts no CUDA graph estimate (no VLLM_MEMORY_PROFILER_"
+            "ESTIMATE_CUDAGRAPHS): its graphs are captured after the KV cache, from the "
+            f"memory outside gpu_memory_utilization ({facts.sources[0]})",
+        )
     else:
         graphs = Term(
             _CUDA_GRAPH_BYTES,
@@ -162,4 +189,22 @@ def memory_budget(
         runtime_overhead=runtime,
         available_kv_per_stage=per_stage,
         explanation=why,
+    )
+
+
+def _sampler(facts: ProfileRelease | None, flashinfer: bool | None) -> tuple[int, str]:
+    """Bytes per logit of the sampler warm-up on the release's path, and why (the
+    calibrated figure where the release's path was not read)."""
+    if facts is None or facts.sampler_default is None:
+        return _SAMPLER_BYTES_PER_LOGIT, ""
+    path = (
+        facts.sampler_default if flashinfer is None else ("flashinfer" if flashinfer else "native")
+    )
+    value = facts.sampler_bytes_per_logit(path)
+    if value is None:
+        return _SAMPLER_BYTES_PER_LOGIT, ""
+    how = "unset" if flashinfer is None else f"={int(flashinfer)}"
+    return value, (
+        f"vLLM {facts.version}'s {path} top-k/top-p path, VLLM_USE_FLASHINFER_SAMPLER "
+        f"{how}; {facts.sources[-1]}"
     )

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpustrata.catalog.architectures import ModelArchitecture
+from gpustrata.catalog.vllm_releases import load_vllm_releases, mxfp4_kernel
 from gpustrata.vllm.dtypes import model_dtype_bytes
 from gpustrata.vllm.kv_cache import check_parallelism, pp_layer_partition
-from gpustrata.vllm.reference import SRC_VLLM
 from gpustrata.vllm.terms import CapacityError, gb, gib
 
 __all__ = [
@@ -44,18 +44,6 @@ _QUANT_BITS: Mapping[str, tuple[float, str]] = {
     ),
 }
 _VOCAB_PADDING = 64  # vllm/model_executor/layers/vocab_parallel_embedding.py
-_MXFP4_SRC = f"{SRC_VLLM} vllm/model_executor/layers/fused_moe/oracle/mxfp4.py"
-_MXFP4_PADDING: Mapping[int, tuple[int, int, str]] = {
-    # compute-capability major -> (hidden alignment, per-TP-shard intermediate alignment,
-    # the MoE kernel select_mxfp4_moe_backend picks for gpt-oss there and why it pads):
-    # mxfp4_round_up_hidden_size_and_intermediate_size.
-    10: (256, 128, "FlashInfer TRT-LLM MXFP4 (SM100 family)"),
-    9: (1, 64, "OpenAI Triton MoE kernels (SM90-SM12x; intermediate only)"),
-    8: (256, 128, "Marlin (the OpenAI Triton kernels need SM90+)"),
-}
-"""MXFP4 MoE expert padding of the reference release per GPU generation; other
-generations (12.x: the kernel order there was not modelled) are sized unpadded."""
-
 # --------------------------------------------------------------------------- weights
 
 
@@ -96,6 +84,7 @@ def weights_estimate(
     model_dtype: str = "auto",
     quantization: str | None = None,
     compute_capability: str | None = None,
+    vllm_release: str | None = None,
 ) -> WeightsEstimate:
     """Weight bytes per GPU as vLLM shards them.
 
@@ -105,9 +94,12 @@ def weights_estimate(
     evenly over the layers, stored at the quantisation's bits (``quantization``, else
     the checkpoint's), and split by TP. When TP exceeds the KV heads, vLLM replicates
     each KV head (``QKVParallelLinear``), adding ``2 x hidden x head_dim x (1 - kv/TP)``
-    per layer. Norms and biases are ignored (<0.1 %). MXFP4 MoE experts are padded on the
-    GPU as the kernel vLLM picks on that ``compute_capability`` needs (gpt-oss on Blackwell:
-    hidden 2880 -> 3072, intermediate 2880 -> 2944); ``total_bytes`` stays unpadded.
+    per layer. Norms and biases are ignored (<0.1 %). MXFP4 MoE experts are held as the
+    kernel that ``vllm_release`` (None: the reference release) picks on that
+    ``compute_capability`` lays them out (the release catalogue's ``mxfp4_moe``): padded
+    (gpt-oss under Marlin: hidden 2880 -> 3072, intermediate 2880 -> 2944) and, where the
+    release keeps the checkpoint's block scales beside the kernel's copy, one more byte
+    per 32 expert weights; ``total_bytes`` stays what the checkpoint holds.
     """
     tp, pp = tensor_parallel_size, pipeline_parallel_size
     check_parallelism(arch, tp, pp)
@@ -129,8 +121,10 @@ def weights_estimate(
             f"{experts / 1e9:.2f}B expert params x {bits} bits ({quant_why}) + "
             f"{(body - experts) / 1e9:.2f}B other params x {b} B"
         )
-        padded, pad_why = _mxfp4_padded(arch, experts, tp, compute_capability)
-        body_bytes = padded * bits / 8 + (body - experts) * b
+        padded, kept_scales, pad_why = _mxfp4_held(
+            arch, experts, tp, compute_capability, vllm_release
+        )
+        body_bytes = padded * bits / 8 + kept_scales + (body - experts) * b
         body_why += pad_why
     else:
         body_bytes = body * bits / 8
@@ -172,24 +166,46 @@ def weights_estimate(
     return WeightsEstimate(total_bytes=total, per_stage_bytes=tuple(stage_bytes), explanation=why)
 
 
-def _mxfp4_padded(
-    arch: ModelArchitecture, experts: int, tp: int, compute_capability: str | None
-) -> tuple[int, str]:
-    """Expert parameters as the GPU holds them after vLLM's MXFP4 kernel padding, and
-    the explanation (empty when nothing is padded)."""
+def _mxfp4_held(
+    arch: ModelArchitecture,
+    experts: int,
+    tp: int,
+    compute_capability: str | None,
+    vllm_release: str | None,
+) -> tuple[int, int, str]:
+    """Expert parameters as the GPU holds them after the MXFP4 kernel's padding, the bytes
+    of checkpoint block scales left beside the kernel's copy, and the explanation."""
     major = compute_capability.partition(".")[0] if compute_capability else ""
-    rule = _MXFP4_PADDING.get(int(major)) if major.isdigit() else None
-    if rule is None or not arch.num_experts:
-        return experts, ""
-    h_align, i_align, kernel = rule
+    if not major.isdigit() or not arch.num_experts:
+        return experts, 0, ""
+    kernel, read_in = mxfp4_kernel(vllm_release, int(major))
+    asked = vllm_release or load_vllm_releases().reference
+    release = f"vLLM {asked}" + ("" if read_in == asked else f" (as read in {read_in})")
+    if kernel is None:
+        return (
+            experts,
+            0,
+            (
+                f", unpadded ({release}'s MXFP4 MoE kernel on compute capability "
+                f"{compute_capability} was not read)"
+            ),
+        )
+    source = next(r.source for r in load_vllm_releases().mxfp4_moe if r.version == read_in)
     h = arch.hidden_size
     shard = -(-(arch.moe_intermediate_size or arch.intermediate_size) // tp)
-    h_pad = -(-h // h_align) * h_align
-    i_pad = -(-shard // i_align) * i_align
-    if (h_pad, i_pad * tp) == (h, shard * tp):
-        return experts, ""
-    padded = int(experts * (h_pad * i_pad * tp) / (h * shard * tp))
-    return padded, (
-        f", padded on the GPU to hidden {h_pad} x intermediate {i_pad} per TP shard "
-        f"({kernel}, {_MXFP4_SRC}): {padded / 1e9:.2f}B expert params held"
-    )
+    h_pad = -(-h // kernel.hidden_multiple) * kernel.hidden_multiple
+    i_pad = -(-shard // kernel.intermediate_multiple) * kernel.intermediate_multiple
+    padded = int(experts * (h_pad * i_pad) / (h * shard))
+    kept = padded // 32 if kernel.keeps_checkpoint_scales else 0
+    why = f", {release} runs the experts on {kernel.kernel} ({source})"
+    if padded != experts:
+        why += (
+            f": padded to hidden {h_pad} x intermediate {i_pad} per TP shard, "
+            f"{padded / 1e9:.2f}B expert params held"
+        )
+    if kept:
+        why += (
+            f"{':' if padded == experts else ','} + {gb(kept)} of checkpoint block scales "
+            "kept beside the kernel's swizzled copy (1 B per 32 weights)"
+        )
+    return padded, kept, why

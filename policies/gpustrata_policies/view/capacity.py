@@ -13,6 +13,7 @@ a GPU is found, so ``gpustrata check`` on manifests without one stays light.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
@@ -277,6 +278,11 @@ class PlannerSettings:
     """Setting -> how its unset value was resolved (quoted in messages)."""
     auto_fit: bool = False
     """``max_model_len`` -1/auto: the estimate uses the largest length that fits."""
+    release: str | None = None
+    """The image's vLLM release (None: not named, the reference release is assumed): the
+    planner's per-release facts (the MXFP4 MoE kernel, the memory profile) follow it."""
+    flashinfer_sampler: bool | None = None
+    """What the engine's ``VLLM_USE_FLASHINFER_SAMPLER`` says (None: unset)."""
 
 
 def _raw(engine: EngineArgs, key: str) -> Any:
@@ -382,7 +388,7 @@ def engine_settings(
         )
     if v0:
         _v0_defaults(kwargs, defaults, arch, mml, release)
-    return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit)
+    return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit, release)
 
 
 def _v0_defaults(
@@ -475,6 +481,9 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     settings = engine_settings(site, model.arch, version.v0, version.version)
     if isinstance(settings, str):
         return settings
+    sampler = _env(site).get("VLLM_USE_FLASHINFER_SAMPLER")
+    if sampler is not None and sampler.strip().lstrip("-").isdigit():
+        settings = dataclasses.replace(settings, flashinfer_sampler=bool(int(sampler)))
     out: list[Inputs] = []
     for ref in gpus:
         estimate = _estimate(ctx, site, model.arch, ref.gpu, settings)
@@ -506,10 +515,12 @@ def _estimate(
         from gpustrata.vllm.capacity import CapacityError
 
         try:
-            est = estimate(arch, gpu, settings.engine)
+            release, sampler = settings.release, settings.flashinfer_sampler
+            est = estimate(arch, gpu, settings.engine, release, sampler)
             fitted = est.kv.largest_max_model_len
             if settings.auto_fit and 0 < fitted < est.max_model_len:
-                est = estimate(arch, gpu, settings.engine.replace(max_model_len=fitted))
+                fit = settings.engine.replace(max_model_len=fitted)
+                est = estimate(arch, gpu, fit, release, sampler)
             return est
         except CapacityError as exc:
             return exc
@@ -520,7 +531,14 @@ def _estimate(
         shared: dict[Any, tuple[ModelArchitecture, CapacityEstimate | Exception]] = ctx.memo(
             "capacity-estimates-by-input", dict
         )
-        key: Any = (id(arch), gpu.id, settings.auto_fit, settings.engine)
+        key: Any = (
+            id(arch),
+            gpu.id,
+            settings.auto_fit,
+            settings.engine,
+            settings.release,
+            settings.flashinfer_sampler,
+        )
         try:
             hash(key)
         except TypeError:  # a setting held as a mapping: not shared
@@ -717,8 +735,15 @@ def _by_identity(
     return value
 
 
-def estimate(arch: ModelArchitecture, gpu: GpuModel, settings: VllmSettings) -> CapacityEstimate:
-    """``estimate_capacity``, memoised for the process.
+def estimate(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    settings: VllmSettings,
+    release: str | None = None,
+    flashinfer_sampler: bool | None = None,
+) -> CapacityEstimate:
+    """``estimate_capacity`` for the image's vLLM *release* (and the engine's
+    ``VLLM_USE_FLASHINFER_SAMPLER``), memoised for the process.
 
     V003, V004 and V012 size the same engine many times (V012 binary-searches
     max_num_seqs, V003 tries other TP sizes and GPUs), and a manifest often repeats an
@@ -728,7 +753,12 @@ def estimate(arch: ModelArchitecture, gpu: GpuModel, settings: VllmSettings) -> 
     from gpustrata.vllm.capacity import estimate_capacity
 
     return _by_identity(
-        _ESTIMATES, (arch, gpu), (settings,), lambda: estimate_capacity(arch, gpu, settings)
+        _ESTIMATES,
+        (arch, gpu),
+        (settings, release, flashinfer_sampler),
+        lambda: estimate_capacity(
+            arch, gpu, settings, vllm_release=release, flashinfer_sampler=flashinfer_sampler
+        ),
     )
 
 

@@ -23,7 +23,13 @@ def _try(inp: Inputs, gpu: Any = None, **overrides: Any) -> CapacityEstimate | N
 
     try:
         settings = inp.settings.engine.replace(**overrides)
-        return estimate(inp.model.arch, gpu or inp.gpu.gpu, settings)
+        return estimate(
+            inp.model.arch,
+            gpu or inp.gpu.gpu,
+            settings,
+            inp.settings.release,
+            inp.settings.flashinfer_sampler,
+        )
     except CapacityError:
         return None
 
@@ -115,7 +121,10 @@ RULE = Rule(
             "The model's shape comes from the model catalogue, the GPU from the pool "
             "description or the Pod's GPU node labels, the arithmetic from the capacity "
             f"planner (vLLM {catalogs.reference_vllm_minor()}'s sharding and memory profiling; "
-            "each term is explained in the message). Unset flags take vLLM "
+            "each term is explained in the message), with the image's own release where the "
+            "release catalogue read it: the MoE kernel that holds MXFP4 experts (gpt-oss) and "
+            "its padding, whether a CUDA graph estimate is subtracted, and the sampler "
+            "warm-up's path (VLLM_USE_FLASHINFER_SAMPLER). Unset flags take vLLM "
             f"{catalogs.reference_vllm_minor()}'s defaults."
         ),
         fix=(

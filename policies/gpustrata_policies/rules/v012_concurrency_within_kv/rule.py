@@ -69,7 +69,13 @@ def _reachable(inp: Inputs, tokens: int) -> int:
             max_num_seqs=n, max_model_len=inp.estimate.max_model_len
         )
         try:
-            est = estimate(inp.model.arch, inp.gpu.gpu, settings)
+            est = estimate(
+                inp.model.arch,
+                inp.gpu.gpu,
+                settings,
+                inp.settings.release,
+                inp.settings.flashinfer_sampler,
+            )
         except CapacityError:
             return False
         alt = Inputs(inp.site, inp.model, inp.gpu, inp.version, inp.settings, est)
