@@ -13,6 +13,7 @@ a GPU is found, so ``gpustrata check`` on manifests without one stays light.
 
 from __future__ import annotations
 
+import json
 import operator
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
@@ -583,6 +584,25 @@ def _hf_cache(container: ContainerRef, engine: EngineArgs) -> str:
     if env.get("HF_HOME"):
         return posixpath.join(env["HF_HOME"], "hub")
     return posixpath.join(env.get("HOME", "/root"), ".cache/huggingface/hub")
+
+
+_TRUTHY = ("1", "true", "yes", "on")
+
+
+def load_conditions(env: Mapping[str, str], engine: EngineArgs) -> tuple[bool, bool]:
+    """(hf_transfer, streamer_distributed): the load conditions a manifest states that the
+    startup model distinguishes. ``HF_HUB_ENABLE_HF_TRANSFER`` set true (huggingface_hub
+    then downloads with hf_transfer), and ``--model-loader-extra-config`` with
+    ``"distributed": true`` (the Run:ai Model Streamer splits the read across the ranks)."""
+    hf_transfer = str(env.get("HF_HUB_ENABLE_HF_TRANSFER", "")).strip().lower() in _TRUTHY
+    extra = engine.get("model_loader_extra_config")
+    if isinstance(extra, str):
+        try:
+            extra = json.loads(extra)
+        except ValueError:
+            extra = None
+    distributed = isinstance(extra, Mapping) and extra.get("distributed") in (True, "true")
+    return hf_transfer, distributed
 
 
 def weights_source(site: EngineSite, model: ModelRef) -> tuple[str, str]:

@@ -17,6 +17,7 @@ from gpustrata_policies.view.capacity import (
     annotated_startup,
     engine_settings,
     engine_sites,
+    load_conditions,
     not_evaluated_reason,
     probe,
     resolve_model,
@@ -58,6 +59,8 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
         return settings
     engine = settings.engine
     source, _ = weights_source(site, model)
+    env = site.container.literal_env() if site.container is not None else {}
+    hf_transfer, distributed = load_conditions(env, site.engine)
     try:
         weights = weights_estimate(
             model.arch,
@@ -72,6 +75,8 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
             weights_source=source,
             enforce_eager=engine.enforce_eager is True,
             safety_factor=factor,
+            hf_transfer=hf_transfer,
+            streamer_distributed=distributed,
         )
     except CapacityError as exc:
         return str(exc)
