@@ -159,9 +159,17 @@ def test_v009_safety_factor_is_the_planners() -> None:
 
 
 def test_v009_window_against_safety_factor_threshold() -> None:
+    from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.vllm.capacity import startup_estimate, weights_estimate
+
+    arch = load_model_catalog().get("meta-llama/Llama-3.3-70B-Instruct")
+    assert arch is not None
+    est = startup_estimate(arch, weights_estimate(arch, tensor_parallel_size=4))
     docs = _docs(fixture("V009", "bad-70b-in-300s.yaml"))[:1]
-    _container(docs)["startupProbe"]["failureThreshold"] = 90  # 900 s > 856 s estimated
-    assert len(_findings(docs, "V009")) == 1  # x1.5 = 1284 s
+    window = math.ceil(est.total_s / 10) + 1  # just past the estimate, short of x1.5
+    assert window * 10 < est.budget_s
+    _container(docs)["startupProbe"]["failureThreshold"] = window
+    assert len(_findings(docs, "V009")) == 1
     relaxed = {"rules": {"V009": {"safety_factor": 1.0}}}
     assert _findings(docs, "V009", relaxed) == []
 

@@ -18,6 +18,7 @@ from gpustrata.vllm.timing import (
     PROCESS_START_S,
     fitted_engine_init,
     load_path_bandwidth,
+    load_path_fixed_s,
     planner_load_paths,
     predict_logged_startup,
     startup_estimate,
@@ -80,23 +81,25 @@ def test_graph_capture_scales_with_the_captured_sizes() -> None:
     assert init(engine="v1") == init(capture_sizes=67)
 
 
-def test_a_hub_start_downloads_the_whole_checkpoint_once_and_reads_a_share_per_gpu() -> None:
+def test_a_hub_start_downloads_once_then_every_rank_reads_the_whole_checkpoint() -> None:
+    """vLLM's default loader has every rank read every tensor and keep its slice, so the
+    read after the download does not shrink with TP; the download happens once."""
     a, tp1 = _weights("meta-llama/Llama-3.3-70B-Instruct")
     _, tp8 = _weights("meta-llama/Llama-3.3-70B-Instruct", tp=8)
     one, eight = startup_estimate(a, tp1), startup_estimate(a, tp8)
-    download = load_path_bandwidth("hf-download")[0]
-    disk = load_path_bandwidth("disk")[0]
-    assert one.load_s == pytest.approx(
-        tp1.total_bytes / (download * 1e9) + tp1.bytes_per_gpu / (disk * 1e9)
-    )
-    assert eight.load_s == pytest.approx(
-        tp8.total_bytes / (download * 1e9) + tp8.bytes_per_gpu / (disk * 1e9)
-    )
-    assert eight.load_s < one.load_s  # the download is the same; each rank reads less
-    assert "per GPU" in eight.explanation
+
+    def part(path: str) -> float:
+        return tp1.total_bytes / (load_path_bandwidth(path)[0] * 1e9) + load_path_fixed_s(path)
+
+    assert one.load_s == pytest.approx(part("hf-download") + part("disk"))
+    assert eight.load_s == pytest.approx(one.load_s)
+    assert planner_load_paths("huggingface") == (("hf-download", True), ("disk", True))
     fast = startup_estimate(a, tp8, hf_transfer=True)
     assert fast.load_s < eight.load_s
     assert fast.load_gbps == load_path_bandwidth("hf-download-fast")[0]
+    # The fixed part of a download shows in the working when the fit has one.
+    if load_path_fixed_s("hf-download"):
+        assert f"+ {load_path_fixed_s('hf-download'):g} s (hf-download)" in one.explanation
 
 
 def test_the_streamer_reads_the_whole_checkpoint_per_rank_unless_distributed() -> None:
@@ -105,7 +108,8 @@ def test_the_streamer_reads_the_whole_checkpoint_per_rank_unless_distributed() -
     plain = startup_estimate(a, tp8, weights_source="s3")
     assert plain.load_s == pytest.approx(startup_estimate(a, tp1, weights_source="s3").load_s)
     split = startup_estimate(a, tp8, weights_source="s3", streamer_distributed=True)
-    assert split.load_s == pytest.approx(plain.load_s / 8, rel=0.01)
+    fixed = load_path_fixed_s("s3-streamer")
+    assert split.load_s - fixed == pytest.approx((plain.load_s - fixed) / 8, rel=0.01)
     assert planner_load_paths("s3", streamer_distributed=True) == (("s3-streamer", False),)
 
 
@@ -154,11 +158,14 @@ def test_the_shipped_fit_is_what_the_fit_script_computes(
 
 
 def test_published_logs_within_a_factor_1_5() -> None:
-    """The bench's headline: at least 70 % of the published logs within x1.5 (71 % when
-    fitted; the misses are explained in their notes)."""
+    """The bench's headline: at least 75 % of the published logs within x1.5 (77 % when
+    fitted; the misses are explained in their notes), and the fitted model beats the cited
+    defaults it replaced."""
     logs = load_startup_logs()
-    ok = 0
+    ok = cited_ok = 0
     for log in logs:
-        fitted, _, logged, _ = predict_logged_startup(log)
+        fitted, cited, logged, _ = predict_logged_startup(log)
         ok += 1 / 1.5 <= fitted / logged <= 1.5
-    assert ok / len(logs) >= 0.7
+        cited_ok += 1 / 1.5 <= cited / logged <= 1.5
+    assert ok / len(logs) >= 0.75
+    assert ok > cited_ok

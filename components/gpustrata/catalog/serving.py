@@ -97,7 +97,8 @@ gpustrata can read from a manifest:
 
 * ``hf-download``: downloaded from the Hugging Face Hub by huggingface_hub's default
   downloader (no ``HF_HUB_ENABLE_HF_TRANSFER``); the measure is the whole download;
-* ``hf-download-fast``: the same with hf_transfer (``HF_HUB_ENABLE_HF_TRANSFER=1``);
+* ``hf-download-fast``: the same with hf_transfer (``HF_HUB_ENABLE_HF_TRANSFER=1``) or
+  hf_xet (huggingface_hub's Xet transfer, its default from 0.32 for Xet-backed repos);
 * ``s3-streamer``: object storage through the Run:ai Model Streamer
   (``--load-format runai_streamer``); each rank streams the whole checkpoint unless the
   loader's ``distributed`` option splits it across the ranks;

@@ -27,6 +27,7 @@ __all__ = [
     "forward_flops",
     "load_bandwidth",
     "load_path_bandwidth",
+    "load_path_fixed_s",
     "planner_load_paths",
     "predict_logged_startup",
     "startup_estimate",
@@ -99,20 +100,24 @@ def planner_load_paths(
     weights_source: str, *, hf_transfer: bool = False, streamer_distributed: bool = False
 ) -> tuple[tuple[str, bool], ...]:
     """The logged load paths (``StartupLog.load_path``) a first start from ``weights_source``
-    goes through, each with whether it moves the whole checkpoint (True) or one GPU's share.
+    goes through, each with whether each reader moves the whole checkpoint (True) or one
+    GPU's share (False).
 
     huggingface: one download of the whole checkpoint (hf_transfer's when
-    ``HF_HUB_ENABLE_HF_TRANSFER`` is set), then each rank reads its share from the disk it
-    was written to; s3: the Run:ai Model Streamer, each rank reading the whole checkpoint
-    unless its ``distributed`` option splits it; local-nvme: each rank reads its share from
-    disk. pvc has no published log: the cited default bandwidth over the whole checkpoint.
+    ``HF_HUB_ENABLE_HF_TRANSFER`` is set), then the read from the disk it was written to;
+    local-nvme: that read alone. vLLM's default loader has every rank read every tensor of
+    every shard and keep its slice (``vllm/model_executor/model_loader/weight_utils.py``
+    ``safetensors_weights_iterator``), so a read moves the whole checkpoint whatever the TP.
+    s3: the Run:ai Model Streamer, likewise the whole checkpoint per rank unless its
+    ``distributed`` option splits it across the ranks. pvc has no published log: the cited
+    default bandwidth over the whole checkpoint.
     """
     if weights_source == "huggingface":
-        return (("hf-download-fast" if hf_transfer else "hf-download", True), ("disk", False))
+        return (("hf-download-fast" if hf_transfer else "hf-download", True), ("disk", True))
     if weights_source == "s3":
         return (("s3-streamer", not streamer_distributed),)
     if weights_source == "local-nvme":
-        return (("disk", False),)
+        return (("disk", True),)
     return ()
 
 
@@ -182,25 +187,27 @@ def startup_estimate(
     paths = planner_load_paths(
         weights_source, hf_transfer=hf_transfer, streamer_distributed=streamer_distributed
     )
-    parts: list[tuple[int, float, str]] = []  # (bytes, GB/s, label)
+    parts: list[tuple[int, float, str, float]] = []  # (bytes, GB/s, label, fixed s)
     fastest: tuple[float, str] | None = None
     if load_gbps is not None:
         gbps, source = load_gbps, f"weights.load_gbps {load_gbps} set in the stack"
-        parts.append((weights.total_bytes, gbps, weights_source))
+        parts.append((weights.total_bytes, gbps, weights_source, 0.0))
     elif not paths:
         gbps, source = LOAD_GBPS_DEFAULTS[weights_source]
-        parts.append((weights.total_bytes, gbps, weights_source))
+        parts.append((weights.total_bytes, gbps, weights_source, 0.0))
     else:
         sources = []
         for i, (path, whole) in enumerate(paths):
             rate, why = load_path_bandwidth(path)
             size = weights.total_bytes if whole else weights.bytes_per_gpu
-            parts.append((size, rate, path if whole else f"{path}, per GPU"))
+            parts.append(
+                (size, rate, path if whole else f"{path}, per GPU", load_path_fixed_s(path))
+            )
             sources.append(f"{path}: {why}")
             if i == 0:
                 fastest = fastest_logged_load(path)
         gbps, source = parts[0][1], "; ".join(sources)
-    load_s = sum(size / (rate * GB) for size, rate, _ in parts)
+    load_s = sum(fixed + size / (rate * GB) for size, rate, _, fixed in parts)
     if engine_init_s is not None:
         init_s, init_source = float(engine_init_s), "startup_init_s set in the stack"
         process_s = 0.0
@@ -211,7 +218,10 @@ def startup_estimate(
         process_s = PROCESS_START_S
     total = process_s + load_s + init_s
     budget = total * safety_factor
-    loads = " + ".join(f"{gb(size)} / {_rate(rate)} GB/s ({label})" for size, rate, label in parts)
+    loads = " + ".join(
+        f"{gb(size)} / {_rate(rate)} GB/s{f' + {fixed:g} s' if fixed else ''} ({label})"
+        for size, rate, label, fixed in parts
+    )
     start = f" + {process_s:.0f} s start" if process_s else ""
     why = (
         f"{loads}{start} + {init_s:.0f} s init = {total:.0f} s, x{safety_factor:g} = {budget:.0f} s"
@@ -219,7 +229,7 @@ def startup_estimate(
     optimistic, optimistic_why = None, ""
     if fastest is not None and fastest[0] > parts[0][1]:
         size0 = parts[0][0]
-        rest = sum(size / (rate * GB) for size, rate, _ in parts[1:])
+        rest = sum(fixed + size / (rate * GB) for size, rate, _, fixed in parts[1:])
         optimistic = size0 / (fastest[0] * GB) + rest + process_s + init_s
         optimistic_why = (
             f"{gb(size0)} at {fastest[0]:.2f} GB/s ({fastest[1]}) + the rest = {optimistic:.0f} s"
@@ -255,6 +265,13 @@ def load_path_bandwidth(path: str) -> tuple[float, str]:
         )
     fallback = {"hf-download": "huggingface", "s3-streamer": "s3", "disk": "local-nvme"}
     return LOAD_GBPS_DEFAULTS[fallback.get(path, "huggingface")]
+
+
+def load_path_fixed_s(path: str) -> float:
+    """The fixed seconds of every load along a logged path (requests, connection ramp-up,
+    file opens), fitted with its bandwidth where the path has enough logs; else 0."""
+    c = load_serving_fit().startup.get("load_fixed_s_" + path.replace("-", "_"))
+    return c.value if c is not None else 0.0
 
 
 def load_bandwidth(weights_source: str) -> tuple[float, str]:
@@ -358,10 +375,12 @@ def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
         }.get(log.load_path, "local-nvme")
         today = LOAD_GBPS_DEFAULTS[planner][0]
         size = log.weights_gib * (1 << 30)
-        fitted += size / (gbps * GB)
+        fixed = load_path_fixed_s(log.load_path)
+        fitted += fixed + size / (gbps * GB)
         default += size / (today * GB)
         logged += log.load_s
-        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s {log.load_path}")
+        plus = f" + {fixed:g} s" if fixed else ""
+        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s{plus} {log.load_path}")
     if log.init_s:
         layers, moe = _log_layers(log)
         if layers is not None:
