@@ -186,6 +186,47 @@ def test_v009_uses_the_planners_annotation() -> None:
     )
 
 
+def test_v009_reads_the_load_conditions_the_manifest_states() -> None:
+    """hf_transfer, the streamer's distributed mode and the captured sizes change the
+    estimate V009 prints; each comes from the container's env or the vLLM flags."""
+
+    def message(**container: Any) -> str:
+        doc = _deployment("meta-llama/Llama-3.3-70B-Instruct", **container)
+        doc["spec"]["template"]["spec"]["containers"][0]["startupProbe"] = {
+            "httpGet": {"path": "/health", "port": 8000},
+            "periodSeconds": 10,
+            "failureThreshold": 3,
+        }
+        [found] = _findings([doc], "V009")
+        return found
+
+    def estimate(text: str) -> int:
+        return int(text.split("needs an estimated ")[1].split(" s")[0])
+
+    tp = ["--tensor-parallel-size", "4"]
+    plain = message(flags=tp)
+    assert "(hf-download)" in plain
+    fast = message(flags=tp, env=[{"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"}])
+    assert "(hf-download-fast)" in fast and estimate(fast) < estimate(plain)
+    few = message(flags=[*tp, "--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4]}'])
+    assert estimate(few) < estimate(plain)
+    capped = _capacity.startup_conditions(
+        {},
+        _site(
+            _deployment("m", flags=["--compilation-config", '{"max_cudagraph_capture_size": 64}'])
+        ).engine,
+    )
+    assert capped.capture_sizes == 3 + 8  # 1, 2, 4, then 8 to 64 in steps of 8
+    flags = ["--load-format", "runai_streamer", "--model-loader-extra-config"]
+    split = _capacity.startup_conditions(
+        {}, _site(_deployment("m", flags=[*flags, '{"distributed": true}'])).engine
+    )
+    whole = _capacity.startup_conditions(
+        {}, _site(_deployment("m", flags=[*flags, '{"concurrency": 16}'])).engine
+    )
+    assert split.streamer_distributed and not whole.streamer_distributed
+
+
 def _deployment(model: str, **container: Any) -> dict[str, Any]:
     pod = container.pop("pod", {})
     return {
@@ -201,7 +242,12 @@ def _deployment(model: str, **container: Any) -> dict[str, Any]:
                         {
                             "name": "vllm",
                             "image": container.pop("image", "vllm/vllm-openai:v0.33.0"),
-                            "command": ["vllm", "serve", model, *container.pop("flags", [])],
+                            "command": [
+                                "vllm",
+                                "serve",
+                                container.pop("command_model", model),
+                                *container.pop("flags", []),
+                            ],
                             "resources": {"limits": {"nvidia.com/gpu": 1}},
                             **container,
                         }

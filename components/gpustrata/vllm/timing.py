@@ -164,6 +164,7 @@ def startup_estimate(
     safety_factor: float = STARTUP_SAFETY_FACTOR,
     hf_transfer: bool = False,
     streamer_distributed: bool = False,
+    capture_sizes: int | None = None,
 ) -> StartupEstimate:
     """Startup = process start + weight load + engine init, times a safety factor.
 
@@ -174,6 +175,9 @@ def startup_estimate(
     allocation, torch.compile, CUDA graph capture, MoE warm-up): :func:`fitted_engine_init`.
     Both come from the ``startup:`` section of ``catalog/data/serving-fit.yaml``; process
     start is :data:`PROCESS_START_S`, left out where the stack states its init time.
+    ``hf_transfer``, ``streamer_distributed`` and ``capture_sizes`` are the conditions a
+    manifest states (``HF_HUB_ENABLE_HF_TRANSFER``, the streamer's ``distributed`` option,
+    ``--compilation-config`` capture sizes).
     """
     if load_gbps is None and weights_source not in LOAD_GBPS_DEFAULTS:
         known = ", ".join(LOAD_GBPS_DEFAULTS)
@@ -213,7 +217,10 @@ def startup_estimate(
         process_s = 0.0
     else:
         init_s, init_source = fitted_engine_init(
-            arch.num_hidden_layers, enforce_eager=enforce_eager, is_moe=arch.is_moe
+            arch.num_hidden_layers,
+            enforce_eager=enforce_eager,
+            is_moe=arch.is_moe,
+            capture_sizes=capture_sizes,
         )
         process_s = PROCESS_START_S
     total = process_s + load_s + init_s

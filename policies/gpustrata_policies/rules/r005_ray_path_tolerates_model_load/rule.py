@@ -97,11 +97,11 @@ def _estimate(
         )
     try:
         from gpustrata.vllm.capacity import startup_estimate, weights_estimate
-        from gpustrata_policies.view.capacity import load_conditions
+        from gpustrata_policies.view.capacity import startup_conditions
 
         env_vars = dig(llm, "runtime_env", "env_vars")
         env = {str(k): str(v) for k, v in env_vars.items()} if isinstance(env_vars, Mapping) else {}
-        hf_transfer, distributed = load_conditions(env, engine)
+        conditions = startup_conditions(env, engine)
 
         weights = weights_estimate(
             arch,
@@ -115,8 +115,9 @@ def _estimate(
             weights,
             weights_source=_weights_source(source),
             enforce_eager=engine.get("enforce_eager") in (True, "true", "True"),
-            hf_transfer=hf_transfer,
-            streamer_distributed=distributed,
+            hf_transfer=conditions.hf_transfer,
+            streamer_distributed=conditions.streamer_distributed,
+            capture_sizes=conditions.capture_sizes,
         )
     except Exception as exc:  # an estimate the capacity planner refuses is not a violation
         return None, f"the startup of {arch.id} cannot be estimated ({exc})", None

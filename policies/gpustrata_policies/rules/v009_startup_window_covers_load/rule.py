@@ -17,10 +17,10 @@ from gpustrata_policies.view.capacity import (
     annotated_startup,
     engine_settings,
     engine_sites,
-    load_conditions,
     not_evaluated_reason,
     probe,
     resolve_model,
+    startup_conditions,
     weights_source,
 )
 from gpustrata_policies.view.engines import EngineSite
@@ -60,7 +60,7 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
     engine = settings.engine
     source, _ = weights_source(site, model)
     env = site.container.literal_env() if site.container is not None else {}
-    hf_transfer, distributed = load_conditions(env, site.engine)
+    conditions = startup_conditions(env, site.engine)
     try:
         weights = weights_estimate(
             model.arch,
@@ -75,8 +75,9 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
             weights_source=source,
             enforce_eager=engine.enforce_eager is True,
             safety_factor=factor,
-            hf_transfer=hf_transfer,
-            streamer_distributed=distributed,
+            hf_transfer=conditions.hf_transfer,
+            streamer_distributed=conditions.streamer_distributed,
+            capture_sizes=conditions.capture_sizes,
         )
     except CapacityError as exc:
         return str(exc)
