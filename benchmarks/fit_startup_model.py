@@ -5,7 +5,7 @@ constant is fitted on the logs that report its part, by the goal it serves: the 
 puts the most of those logs within a factor 1.5 (ties: the smallest mean |log error|),
 searched on a fine log-spaced grid between the smallest and largest logged figure:
 
-* ``load_gbps_<path>`` and, for a path with at least :data:`MIN_FOR_FIXED` logs,
+* ``load_gbps_<path>`` and, for a network path with at least :data:`MIN_FOR_FIXED` logs,
   ``load_fixed_s_<path>``: load seconds = fixed + weights per reader / bandwidth (the fixed
   part: per-download requests and connection ramp-up, file opens), both searched together
   on a grid by the same goal;
@@ -47,6 +47,7 @@ HELD_OUT = (
     "vllm-47456-qwen3-30b-a3b-fp8-no-jit-cache",
     "runai-120-llama3-8b-s3-same-node",
     "unsloth-972-qwen35-4b-gguf-xet",
+    "vllm-omni-4896-hunyuanimage3-page-cache",
 )
 """Logs left out of the fit (about a quarter, at least one per kind of figure: a download,
 disk and page-cache loads, a cold compile with graphs, an MoE init, a streamer load, an
@@ -56,6 +57,9 @@ FACTOR = 1.5
 MIN_FOR_FIXED = 3
 """A load path's fixed seconds are fitted only with this many logs (two parameters on fewer
 would fit any two logs exactly)."""
+NETWORK_PATHS = ("hf-download", "hf-download-fast", "s3-download", "s3-streamer")
+"""The paths over a network, whose loads pay per-request latency and connection ramp-up: the
+only ones given a fixed part (a local read's file opens are sub-second noise)."""
 
 
 def best_value(values: list[float]) -> float:
@@ -132,7 +136,7 @@ def main() -> int:
     for path, rows in sorted(by_path.items()):
         key = path.replace("-", "_")
         rates = [(i, g / t) for i, g, t in rows]
-        if len(rows) < MIN_FOR_FIXED:
+        if len(rows) < MIN_FOR_FIXED or path not in NETWORK_PATHS:
             out[f"load_gbps_{key}"] = _const(
                 rates, f"GB/s of the logged {path} loads, weights per reader / load seconds", "GB/s"
             )
