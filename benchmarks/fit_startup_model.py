@@ -113,7 +113,7 @@ def _const(rows: list[tuple[str, float]], what: str, unit: str, nd: int = 3) -> 
         "value": round(value, nd),
         "fitted_on": [i for i, _ in rows],
         "explanation": (
-            f"{what} ({len(rows)} logs: "
+            f"{what} ({len(rows)} log{'' if len(rows) == 1 else 's'}: "
             + ", ".join(f"{v:.3g}" for _, v in sorted(rows, key=lambda x: x[1]))
             + f" {unit}); {inside} of {len(rows)} within x{FACTOR:g} of the value"
         ),
