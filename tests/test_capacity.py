@@ -30,7 +30,7 @@ from gpustrata.vllm.capacity import (
     pp_layer_partition,
     weights_estimate,
 )
-from gpustrata.vllm.timing import fitted_engine_init
+from gpustrata.vllm.timing import PROCESS_START_S, fitted_engine_init, load_path_bandwidth
 
 
 def arch(model_id: str) -> ModelArchitecture:
@@ -397,14 +397,17 @@ def test_startup_is_weights_over_bandwidth_plus_init() -> None:
     a = arch("meta-llama/Llama-3.3-70B-Instruct")
     est = estimate_capacity(a, gpu("h100-sxm-80gb"), tensor_parallel_size=4, weights_source="s3")
     st = est.startup
-    assert st.load_gbps == 1.0
-    assert st.load_s == pytest.approx(est.weights.total_bytes / 1e9)
+    gbps = load_path_bandwidth("s3-streamer")[0]  # fitted on the published streamer logs
+    assert st.load_gbps == gbps
+    # The streamer (not distributed) has each rank read the whole checkpoint.
+    assert st.load_s == pytest.approx(est.weights.total_bytes / (gbps * 1e9))
     init = fitted_engine_init(a.num_hidden_layers, enforce_eager=False)[0]
     assert st.init_s == init  # fitted: base + compile per layer + graph capture (dense)
-    assert st.budget_s == pytest.approx((st.load_s + init) * 1.5)
-    assert f"GB / 1.0 GB/s (s3) + {init:.0f} s init" in st.explanation
+    assert st.process_s == PROCESS_START_S
+    assert st.budget_s == pytest.approx((PROCESS_START_S + st.load_s + init) * 1.5)
+    assert f"GB / {gbps:g} GB/s (s3-streamer) + 20 s start + {init:.0f} s init" in st.explanation
     fast = estimate_capacity(a, gpu("h100-sxm-80gb"), tensor_parallel_size=4, load_gbps=2.0)
-    assert fast.startup.load_s == pytest.approx(st.load_s / 2)
+    assert fast.startup.load_s == pytest.approx(est.weights.total_bytes / 2e9)
     moe = estimate_capacity(arch("Qwen/Qwen3-30B-A3B"), gpu("h100-sxm-80gb"), enforce_eager=True)
     eager = fitted_engine_init(48, enforce_eager=True)[0]
     assert moe.startup.init_s == fitted_engine_init(48, enforce_eager=True, is_moe=True)[0]
@@ -434,13 +437,15 @@ def test_planner_sizes_the_startup_probe_from_the_estimate() -> None:
     assert mp.capacity is not None and mp.capacity_unavailable is None
     cap = mp.capacity
     assert (cap.tensor_parallel_size, cap.gpu_id, cap.max_model_len) == (4, "h100-sxm-80gb", 32768)
-    assert cap.startup.load_gbps == 1.0  # weights.source s3
+    assert cap.startup.load_gbps == load_path_bandwidth("s3-streamer")[0]  # weights.source s3
     assert mp.probes.startup_failure_threshold == math.ceil(cap.startup.budget_s / STARTUP_PERIOD_S)
     derived = {d.key: d for d in plan.derived}
     probe = derived["models.llama-70b.startupProbe.failureThreshold"]
     assert probe.source == "formula"
     assert (
-        f"141.1 GB / 1.0 GB/s (s3) + {cap.startup.init_s:.0f} s init" in probe.why
+        f"141.1 GB / {cap.startup.load_gbps:g} GB/s (s3-streamer) + 20 s start + "
+        f"{cap.startup.init_s:.0f} s init"
+        in probe.why
         and "x1.5" in probe.why
     )
     for key in (

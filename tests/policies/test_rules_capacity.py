@@ -159,9 +159,17 @@ def test_v009_safety_factor_is_the_planners() -> None:
 
 
 def test_v009_window_against_safety_factor_threshold() -> None:
+    from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.vllm.capacity import startup_estimate, weights_estimate
+
+    arch = load_model_catalog().get("meta-llama/Llama-3.3-70B-Instruct")
+    assert arch is not None
+    est = startup_estimate(arch, weights_estimate(arch, tensor_parallel_size=4))
     docs = _docs(fixture("V009", "bad-70b-in-300s.yaml"))[:1]
-    _container(docs)["startupProbe"]["failureThreshold"] = 90  # 900 s > 856 s estimated
-    assert len(_findings(docs, "V009")) == 1  # x1.5 = 1284 s
+    window = math.ceil(est.total_s / 10) + 1  # just past the estimate, short of x1.5
+    assert window * 10 < est.budget_s
+    _container(docs)["startupProbe"]["failureThreshold"] = window
+    assert len(_findings(docs, "V009")) == 1
     relaxed = {"rules": {"V009": {"safety_factor": 1.0}}}
     assert _findings(docs, "V009", relaxed) == []
 
@@ -176,6 +184,47 @@ def test_v009_uses_the_planners_annotation() -> None:
     assert "the planner's estimate 300 s (annotation gpustrata.io/startup-estimate-seconds)" in (
         message
     )
+
+
+def test_v009_reads_the_load_conditions_the_manifest_states() -> None:
+    """hf_transfer, the streamer's distributed mode and the captured sizes change the
+    estimate V009 prints; each comes from the container's env or the vLLM flags."""
+
+    def message(**container: Any) -> str:
+        doc = _deployment("meta-llama/Llama-3.3-70B-Instruct", **container)
+        doc["spec"]["template"]["spec"]["containers"][0]["startupProbe"] = {
+            "httpGet": {"path": "/health", "port": 8000},
+            "periodSeconds": 10,
+            "failureThreshold": 3,
+        }
+        [found] = _findings([doc], "V009")
+        return found
+
+    def estimate(text: str) -> int:
+        return int(text.split("needs an estimated ")[1].split(" s")[0])
+
+    tp = ["--tensor-parallel-size", "4"]
+    plain = message(flags=tp)
+    assert "(hf-download)" in plain
+    fast = message(flags=tp, env=[{"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"}])
+    assert "(hf-download-fast)" in fast and estimate(fast) < estimate(plain)
+    few = message(flags=[*tp, "--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4]}'])
+    assert estimate(few) < estimate(plain)
+    capped = _capacity.startup_conditions(
+        {},
+        _site(
+            _deployment("m", flags=["--compilation-config", '{"max_cudagraph_capture_size": 64}'])
+        ).engine,
+    )
+    assert capped.capture_sizes == 3 + 8  # 1, 2, 4, then 8 to 64 in steps of 8
+    flags = ["--load-format", "runai_streamer", "--model-loader-extra-config"]
+    split = _capacity.startup_conditions(
+        {}, _site(_deployment("m", flags=[*flags, '{"distributed": true}'])).engine
+    )
+    whole = _capacity.startup_conditions(
+        {}, _site(_deployment("m", flags=[*flags, '{"concurrency": 16}'])).engine
+    )
+    assert split.streamer_distributed and not whole.streamer_distributed
 
 
 def _deployment(model: str, **container: Any) -> dict[str, Any]:
@@ -193,7 +242,12 @@ def _deployment(model: str, **container: Any) -> dict[str, Any]:
                         {
                             "name": "vllm",
                             "image": container.pop("image", "vllm/vllm-openai:v0.33.0"),
-                            "command": ["vllm", "serve", model, *container.pop("flags", [])],
+                            "command": [
+                                "vllm",
+                                "serve",
+                                container.pop("command_model", model),
+                                *container.pop("flags", []),
+                            ],
                             "resources": {"limits": {"nvidia.com/gpu": 1}},
                             **container,
                         }

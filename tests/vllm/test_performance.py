@@ -166,7 +166,7 @@ def test_every_startup_constant_cites_published_logs() -> None:
 
     ids = {log.id for log in load_startup_logs()}
     startup = load_serving_fit().startup
-    assert {"init_base_s", "compile_s_per_layer", "graph_capture_s"} <= set(startup)
+    assert {"init_base_s", "compile_s_per_layer", "graph_capture_s_per_layer_size"} <= set(startup)
     for name, c in startup.items():
         assert c.fitted_on and set(c.fitted_on) <= ids, name
 
@@ -187,7 +187,7 @@ def test_planner_startup_uses_the_fitted_model() -> None:
     arch, _, est = _setup()
     fit = load_serving_fit().startup
     s = startup_estimate(arch, est.weights, weights_source="huggingface")
-    assert s.load_gbps == fit["load_gbps_huggingface_cold"].value
+    assert s.load_gbps == fit["load_gbps_hf_download"].value
     assert s.init_s == fitted_engine_init(arch.num_hidden_layers, enforce_eager=False)[0]
     assert "fitted" in s.load_source and "fitted" in s.init_source
     pvc = startup_estimate(arch, est.weights, weights_source="pvc")

@@ -25,8 +25,10 @@ from gpustrata.catalog.hardware import CatalogError
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
+    "LOAD_PATHS",
     "CalibrationPoint",
     "FittedConstant",
+    "LoadPath",
     "ServingFit",
     "StartupLog",
     "load_serving_calibration",
@@ -81,6 +83,45 @@ class CalibrationPoint(BaseModel):
         return self
 
 
+LoadPath = Literal[
+    "hf-download",
+    "hf-download-fast",
+    "s3-streamer",
+    "s3-download",
+    "local-streamer",
+    "disk",
+    "page-cache",
+]
+"""How the weights reached the GPU in a logged load, each a condition the user can state or
+gpustrata can read from a manifest:
+
+* ``hf-download``: downloaded from the Hugging Face Hub by huggingface_hub's default
+  downloader (no ``HF_HUB_ENABLE_HF_TRANSFER``); the measure is the whole download;
+* ``hf-download-fast``: the same with hf_transfer (``HF_HUB_ENABLE_HF_TRANSFER=1``) or
+  hf_xet (huggingface_hub's Xet transfer, its default from 0.32 for Xet-backed repos);
+* ``s3-streamer``: object storage through the Run:ai Model Streamer
+  (``--load-format runai_streamer``); each rank streams the whole checkpoint unless the
+  loader's ``distributed`` option splits it across the ranks;
+* ``s3-download``: object storage copied to a local disk first, then the default loader;
+* ``local-streamer``: the Run:ai Model Streamer reading a local disk;
+* ``disk``: vLLM's default safetensors loader reading files not (known to be) in the page
+  cache: a first start on the node, a volume, or a read right after a download;
+* ``page-cache``: the default loader with the files in the node's page cache (the log says
+  so, or the pod restarted on the node that had just read them).
+"""
+
+LOAD_PATHS: tuple[str, ...] = (
+    "hf-download",
+    "hf-download-fast",
+    "s3-streamer",
+    "s3-download",
+    "local-streamer",
+    "disk",
+    "page-cache",
+)
+"""The values of :data:`LoadPath`, in its order."""
+
+
 class StartupLog(BaseModel):
     """One published vLLM startup log: what loaded, from where, and how long each part took."""
 
@@ -91,11 +132,26 @@ class StartupLog(BaseModel):
     gpu: str = Field(min_length=1, description='GpuModel.id or "not stated ..."')
     tensor_parallel_size: int = Field(default=1, ge=1)
     vllm_version: str = Field(min_length=1)
-    weights_source: Literal["huggingface-cold", "huggingface-warm", "s3", "pvc", "local-nvme"]
-    weights_gib: float | None = Field(default=None, gt=0, description="Per GPU, as logged")
+    engine: Literal["v0", "v1"] = Field(
+        default="v1", description="vLLM's engine: V0 captures whole-model CUDA graphs"
+    )
+    load_path: LoadPath
+    weights_gib: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "GiB the logged phase moved per reader: the whole download for a download, one "
+            "rank's share for a per-rank load (vLLM's 'Model loading took X GiB')"
+        ),
+    )
     load_s: float | None = Field(default=None, gt=0)
     init_s: float | None = Field(default=None, gt=0)
     graph_capture_s: float | None = Field(default=None, gt=0)
+    capture_sizes: int | None = Field(
+        default=None,
+        ge=1,
+        description="CUDA graph batch sizes captured; None: the engine's default",
+    )
     compile_s: float | None = Field(default=None, ge=0)
     compile_cached: bool = False
     enforce_eager: bool = False
@@ -115,7 +171,7 @@ class StartupLog(BaseModel):
 
     @property
     def load_gbps(self) -> float | None:
-        """The logged load rate in GB/s (10^9 bytes/s): per-GPU weights / load seconds;
+        """The logged load rate in GB/s (10^9 bytes/s): weights per reader / load seconds;
         None where the log gives either no size or no time."""
         if not (self.load_s and self.weights_gib):
             return None
@@ -144,6 +200,10 @@ class ServingFit(BaseModel):
     )
     constants: dict[str, FittedConstant]
     startup: dict[str, FittedConstant] = Field(default_factory=dict)
+    startup_held_out: list[str] = Field(
+        default_factory=list,
+        description="Startup logs left out of the startup fit: their errors are out-of-sample",
+    )
 
 
 def _read(filename: str) -> Any:

@@ -13,10 +13,11 @@ from gpustrata.vllm.terms import GB, CapacityError, gb
 from gpustrata.vllm.weights import WeightsEstimate
 
 __all__ = [
+    "DEFAULT_CAPTURE_SIZES",
     "DEFAULT_EFFICIENCY",
-    "FITTED_LOAD_SOURCES",
     "LOAD_GBPS_DEFAULTS",
     "MIN_FITTED_LOGS",
+    "PROCESS_START_S",
     "STARTUP_SAFETY_FACTOR",
     "StartupEstimate",
     "StepEstimate",
@@ -25,6 +26,9 @@ __all__ = [
     "fitted_engine_init",
     "forward_flops",
     "load_bandwidth",
+    "load_path_bandwidth",
+    "load_path_fixed_s",
+    "planner_load_paths",
     "predict_logged_startup",
     "startup_estimate",
     "step_estimate",
@@ -68,21 +72,53 @@ LOAD_GBPS_DEFAULTS: Mapping[str, tuple[float, str]] = {
     ),
 }
 """Cited weight load bandwidth in GB/s (10^9 bytes/s) per ``weights.source``: what the
-planner used before the fit, and still uses for a source no published log was fitted on."""
+planner used before the fit, and still uses for a source no published log was fitted on
+(``pvc``: no published log reads from a network volume)."""
 
-FITTED_LOAD_SOURCES: Mapping[str, str] = {
-    "huggingface": "huggingface-cold",
-    "s3": "s3",
-    "local-nvme": "local-nvme",
-}
-"""The ``weights.source`` values whose bandwidth may come from published startup logs, and
-the log kind each reads (a Pod's first start downloads from the Hub: the cold figure).
-``pvc`` has no published log yet and keeps its cited default."""
+MIN_FITTED_LOGS = 2
+"""A load path's fitted bandwidth replaces the cited default only when fitted on this many
+logs (a single log is its own fit)."""
 
-MIN_FITTED_LOGS = 3
-"""A source's fitted bandwidth replaces its cited default only with this many logs: s3 (2
-logs, 0.59 and 9.39 GB/s) and local-nvme (1) keep the cited figures, since a bandwidth
-guessed high shortens the probe windows built on it."""
+DEFAULT_CAPTURE_SIZES: Mapping[str, int] = {"v0": 35, "v1": 67}
+"""CUDA graph batch sizes vLLM captures by default: V0's ``_BATCH_SIZES_TO_CAPTURE``
+(1, 2, 4, then 8 to 256 in steps of 8: 35) and V1's ``cudagraph_capture_sizes`` before 0.11
+(1, 2, 4, then 8 to 512 in steps of 8: 67; vllm-project/vllm issue 20098: "By default,
+vLLM captures 67 graphs"). Later releases capture 51 (to 256 in steps of 8, then 16); the
+planner keeps 67, the longer capture."""
+
+PROCESS_START_S = 20.0
+"""Seconds from container start to the engine's model load that no vLLM log line times
+(imports, config resolution, process spawn, API server start): "A vLLM cold start (all
+caches cleared) can take up to 19s before initializing the device" (vllm-project/vllm
+issue 15225) and "even though the init engine shows 30.93s, the reponse is received after
+59s in total. There's a loss of ~30s, which isn't logged" (issue 20264: 59 - 34.11 s init
+- 0.90 s load = 24 s). gpustrata takes 20 s; the published logs time load and init only,
+so this term is cited, not fitted."""
+
+
+def planner_load_paths(
+    weights_source: str, *, hf_transfer: bool = False, streamer_distributed: bool = False
+) -> tuple[tuple[str, bool], ...]:
+    """The logged load paths (``StartupLog.load_path``) a first start from ``weights_source``
+    goes through, each with whether each reader moves the whole checkpoint (True) or one
+    GPU's share (False).
+
+    huggingface: one download of the whole checkpoint (hf_transfer's when
+    ``HF_HUB_ENABLE_HF_TRANSFER`` is set), then the read from the disk it was written to;
+    local-nvme: that read alone. vLLM's default loader has every rank read every tensor of
+    every shard and keep its slice (``vllm/model_executor/model_loader/weight_utils.py``
+    ``safetensors_weights_iterator``), so a read moves the whole checkpoint whatever the TP.
+    s3: the Run:ai Model Streamer, likewise the whole checkpoint per rank unless its
+    ``distributed`` option splits it across the ranks. pvc has no published log: the cited
+    default bandwidth over the whole checkpoint.
+    """
+    if weights_source == "huggingface":
+        return (("hf-download-fast" if hf_transfer else "hf-download", True), ("disk", True))
+    if weights_source == "s3":
+        return (("s3-streamer", not streamer_distributed),)
+    if weights_source == "local-nvme":
+        return (("disk", True),)
+    return ()
 
 
 # --------------------------------------------------------------------------- time
@@ -94,8 +130,9 @@ class StartupEstimate:
 
     weights_bytes: int
     load_gbps: float
+    """The bandwidth of the load's longest part (the download for a Hub start)."""
     load_source: str
-    """Where the bandwidth comes from (spec override or the default's citation)."""
+    """Where the bandwidth comes from (spec override, the fit, or the default's citation)."""
     load_s: float
     init_s: float
     init_source: str
@@ -104,12 +141,16 @@ class StartupEstimate:
     budget_s: float
     """``total_s x safety_factor``: what probes and thresholds must allow."""
     explanation: str
-    """The chain, e.g. ``141.1 GB / 1.0 GB/s + 89 s init = 230 s, x1.5 = 345 s``."""
+    """The chain, e.g. ``141.1 GB / 1.0 GB/s + 20 s start + 89 s init = 250 s, x1.5``."""
     optimistic_s: float | None = None
-    """Load at the fastest published log of the fitted source + the same init, no safety
-    factor; None where the bandwidth is the stack's or a cited default. Rules treat a window
-    between this and ``budget_s`` as a judgement call (advisory), not a certain restart."""
+    """Load at the fastest published log of the fitted path + the same start and init, no
+    safety factor; None where the bandwidth is the stack's or a cited default. Rules treat
+    a window between this and ``budget_s`` as a judgement call (advisory), not a certain
+    restart."""
     optimistic_explanation: str = ""
+    process_s: float = 0.0
+    """Container start to model load, untimed by vLLM's logs (:data:`PROCESS_START_S`);
+    0 where the stack states its own init time."""
 
 
 def startup_estimate(
@@ -121,45 +162,84 @@ def startup_estimate(
     engine_init_s: float | None = None,
     enforce_eager: bool = False,
     safety_factor: float = STARTUP_SAFETY_FACTOR,
+    hf_transfer: bool = False,
+    streamer_distributed: bool = False,
+    capture_sizes: int | None = None,
 ) -> StartupEstimate:
-    """Startup = total weight bytes / load bandwidth + engine init, times a safety factor.
+    """Startup = process start + weight load + engine init, times a safety factor.
 
-    Load bandwidth: the median fitted on published startup logs of that source
-    (:func:`load_bandwidth`). Engine init (process start, profiling, KV allocation,
-    torch.compile, CUDA graph capture, MoE warm-up): :func:`fitted_engine_init`. Both come
-    from the ``startup:`` section of ``catalog/data/serving-fit.yaml``.
+    Load: each part of :func:`planner_load_paths` (a Hub start downloads the whole
+    checkpoint once, then each rank reads its share) at the bandwidth fitted on the
+    published startup logs of that path (:func:`load_path_bandwidth`); ``load_gbps`` set in
+    the stack replaces it (whole checkpoint / that bandwidth). Engine init (profiling, KV
+    allocation, torch.compile, CUDA graph capture, MoE warm-up): :func:`fitted_engine_init`.
+    Both come from the ``startup:`` section of ``catalog/data/serving-fit.yaml``; process
+    start is :data:`PROCESS_START_S`, left out where the stack states its init time.
+    ``hf_transfer``, ``streamer_distributed`` and ``capture_sizes`` are the conditions a
+    manifest states (``HF_HUB_ENABLE_HF_TRANSFER``, the streamer's ``distributed`` option,
+    ``--compilation-config`` capture sizes).
     """
+    if load_gbps is None and weights_source not in LOAD_GBPS_DEFAULTS:
+        known = ", ".join(LOAD_GBPS_DEFAULTS)
+        raise CapacityError(
+            "weights.source", f"weights source {weights_source!r} is not one of {known}"
+        )
+    if load_gbps is not None and load_gbps <= 0:
+        raise CapacityError(
+            "weights.load_gbps", f"load bandwidth {load_gbps} GB/s must be positive"
+        )
+    paths = planner_load_paths(
+        weights_source, hf_transfer=hf_transfer, streamer_distributed=streamer_distributed
+    )
+    parts: list[tuple[int, float, str, float]] = []  # (bytes, GB/s, label, fixed s)
+    fastest: tuple[float, str] | None = None
     if load_gbps is not None:
         gbps, source = load_gbps, f"weights.load_gbps {load_gbps} set in the stack"
+        parts.append((weights.total_bytes, gbps, weights_source, 0.0))
+    elif not paths:
+        gbps, source = LOAD_GBPS_DEFAULTS[weights_source]
+        parts.append((weights.total_bytes, gbps, weights_source, 0.0))
     else:
-        if weights_source not in LOAD_GBPS_DEFAULTS:
-            known = ", ".join(LOAD_GBPS_DEFAULTS)
-            raise CapacityError(
-                "weights.source", f"weights source {weights_source!r} is not one of {known}"
+        sources = []
+        for i, (path, whole) in enumerate(paths):
+            rate, why = load_path_bandwidth(path)
+            size = weights.total_bytes if whole else weights.bytes_per_gpu
+            parts.append(
+                (size, rate, path if whole else f"{path}, per GPU", load_path_fixed_s(path))
             )
-        gbps, source = load_bandwidth(weights_source)
-    if gbps <= 0:
-        raise CapacityError("weights.load_gbps", f"load bandwidth {gbps} GB/s must be positive")
-    load_s = weights.total_bytes / (gbps * GB)
+            sources.append(f"{path}: {why}")
+            if i == 0:
+                fastest = fastest_logged_load(path)
+        gbps, source = parts[0][1], "; ".join(sources)
+    load_s = sum(fixed + size / (rate * GB) for size, rate, _, fixed in parts)
     if engine_init_s is not None:
         init_s, init_source = float(engine_init_s), "startup_init_s set in the stack"
+        process_s = 0.0
     else:
         init_s, init_source = fitted_engine_init(
-            arch.num_hidden_layers, enforce_eager=enforce_eager, is_moe=arch.is_moe
+            arch.num_hidden_layers,
+            enforce_eager=enforce_eager,
+            is_moe=arch.is_moe,
+            capture_sizes=capture_sizes,
         )
-    total = load_s + init_s
+        process_s = PROCESS_START_S
+    total = process_s + load_s + init_s
     budget = total * safety_factor
-    why = (
-        f"{gb(weights.total_bytes)} / {_rate(gbps)} GB/s ({weights_source}) + {init_s:.0f} s init "
-        f"= {total:.0f} s, x{safety_factor:g} = {budget:.0f} s"
+    loads = " + ".join(
+        f"{gb(size)} / {_rate(rate)} GB/s{f' + {fixed:g} s' if fixed else ''} ({label})"
+        for size, rate, label, fixed in parts
     )
-    fastest = fastest_logged_load(weights_source) if load_gbps is None else None
+    start = f" + {process_s:.0f} s start" if process_s else ""
+    why = (
+        f"{loads}{start} + {init_s:.0f} s init = {total:.0f} s, x{safety_factor:g} = {budget:.0f} s"
+    )
     optimistic, optimistic_why = None, ""
-    if fastest is not None and fastest[0] > gbps:
-        optimistic = weights.total_bytes / (fastest[0] * GB) + init_s
+    if fastest is not None and fastest[0] > parts[0][1]:
+        size0 = parts[0][0]
+        rest = sum(fixed + size / (rate * GB) for size, rate, _, fixed in parts[1:])
+        optimistic = size0 / (fastest[0] * GB) + rest + process_s + init_s
         optimistic_why = (
-            f"{gb(weights.total_bytes)} at {fastest[0]:.2f} GB/s ({fastest[1]}) + "
-            f"{init_s:.0f} s init = {optimistic:.0f} s"
+            f"{gb(size0)} at {fastest[0]:.2f} GB/s ({fastest[1]}) + the rest = {optimistic:.0f} s"
         )
     return StartupEstimate(
         optimistic_s=optimistic,
@@ -174,39 +254,57 @@ def startup_estimate(
         safety_factor=safety_factor,
         budget_s=budget,
         explanation=why,
+        process_s=process_s,
     )
 
 
-def load_bandwidth(weights_source: str) -> tuple[float, str]:
-    """GB/s of ``weights_source`` and why: the fitted median of its published logs, or
-    the cited default of :data:`LOAD_GBPS_DEFAULTS` where no log was fitted."""
+def load_path_bandwidth(path: str) -> tuple[float, str]:
+    """GB/s of a logged load path and why: its fitted constant where fitted on at least
+    :data:`MIN_FITTED_LOGS` published logs, else the cited default of the planner source
+    that path stands for."""
     fit = load_serving_fit().startup
-    kind = FITTED_LOAD_SOURCES.get(weights_source)
-    key = "load_gbps_" + kind.replace("-", "_") if kind else ""
+    key = "load_gbps_" + path.replace("-", "_")
     if key in fit and len(fit[key].fitted_on) >= MIN_FITTED_LOGS:
         c = fit[key]
         return c.value, (
-            f"fitted on {len(c.fitted_on)} published {kind} startup logs, "
+            f"fitted on {len(c.fitted_on)} published {path} startup logs, "
             f"catalog/data/serving-fit.yaml: {c.explanation}"
         )
-    return LOAD_GBPS_DEFAULTS[weights_source]
+    fallback = {"hf-download": "huggingface", "s3-streamer": "s3", "disk": "local-nvme"}
+    return LOAD_GBPS_DEFAULTS[fallback.get(path, "huggingface")]
 
 
-def fastest_logged_load(weights_source: str) -> tuple[float, str] | None:
-    """The fastest published load of ``weights_source``'s fitted log kind, in GB/s, and
-    which log it is; None where the source's bandwidth is not fitted (fewer than
-    :data:`MIN_FITTED_LOGS` logs). Each log's rate is its per-GPU weights / load seconds,
-    as the fit reads it (:attr:`StartupLog.load_gbps`)."""
-    kind = FITTED_LOAD_SOURCES.get(weights_source)
+def load_path_fixed_s(path: str) -> float:
+    """The fixed seconds of every load along a logged path (requests, connection ramp-up,
+    file opens), fitted with its bandwidth where the path has enough logs; else 0."""
+    c = load_serving_fit().startup.get("load_fixed_s_" + path.replace("-", "_"))
+    return c.value if c is not None else 0.0
+
+
+def load_bandwidth(weights_source: str) -> tuple[float, str]:
+    """GB/s of the longest load part of ``weights_source`` (the download for a Hub start)
+    and why: see :func:`load_path_bandwidth`; a source with no logged path (pvc) has its
+    cited default of :data:`LOAD_GBPS_DEFAULTS`."""
+    paths = planner_load_paths(weights_source)
+    if not paths:
+        return LOAD_GBPS_DEFAULTS[weights_source]
+    return load_path_bandwidth(paths[0][0])
+
+
+def fastest_logged_load(path: str) -> tuple[float, str] | None:
+    """The fastest published load of a logged load path, in GB/s, and which log it is; None
+    where the path's bandwidth is not fitted (fewer than :data:`MIN_FITTED_LOGS` logs).
+    Each log's rate is its weights per reader / load seconds (:attr:`StartupLog.load_gbps`).
+    """
     rows = [
         (log.load_gbps, log.id)
         for log in load_startup_logs()
-        if log.weights_source == kind and log.load_gbps is not None
+        if log.load_path == path and log.load_gbps is not None
     ]
-    if kind is None or len(rows) < MIN_FITTED_LOGS:
+    if len(rows) < MIN_FITTED_LOGS:
         return None
     rate, log_id = max(rows)
-    return rate, f"the fastest of {len(rows)} published {kind} logs, {log_id}"
+    return rate, f"the fastest of {len(rows)} published {path} logs, {log_id}"
 
 
 def fitted_engine_init(
@@ -216,11 +314,14 @@ def fitted_engine_init(
     is_moe: bool = False,
     torch_compile: bool = True,
     compile_cached: bool = False,
+    engine: Literal["v0", "v1"] = "v1",
+    capture_sizes: int | None = None,
 ) -> tuple[float, str]:
     """Engine init seconds and their working, with the constants fitted on published logs
-    (the ``startup:`` section of ``catalog/data/serving-fit.yaml``): base + torch.compile
-    (per decoder layer cold, a fixed time from the compile cache) + CUDA graph capture
-    (neither with enforce_eager) + MoE kernel warm-up for MoE models.
+    (the ``startup:`` section of ``catalog/data/serving-fit.yaml``): base (profiling, KV
+    cache) + torch.compile (per decoder layer cold, a fixed time from the compile cache) +
+    CUDA graph capture (per decoder layer per captured batch size; neither with
+    enforce_eager) + MoE kernel warm-up for MoE models.
     """
     fit = load_serving_fit().startup
     base = fit["init_base_s"]
@@ -235,9 +336,13 @@ def fitted_engine_init(
             c = fit["compile_s_per_layer"]
             total += c.value * layers
             parts.append(f"{c.value:g} s x {layers} layers torch.compile ({len(c.fitted_on)} logs)")
-        g = fit["graph_capture_s"]
-        total += g.value
-        parts.append(f"{g.value:g} s CUDA graph capture ({len(g.fitted_on)} logs)")
+        g = fit["graph_capture_s_per_layer_size"]
+        sizes = capture_sizes or DEFAULT_CAPTURE_SIZES[engine]
+        total += g.value * layers * sizes
+        parts.append(
+            f"{g.value:g} s x {layers} layers x {sizes} sizes CUDA graph capture "
+            f"({len(g.fitted_on)} logs)"
+        )
     if is_moe:
         m = fit["moe_warmup_s"]
         total += m.value
@@ -246,40 +351,54 @@ def fitted_engine_init(
     return total, why
 
 
-def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
-    """(fitted prediction, the previous defaults' prediction, logged, how) for a log.
-
-    Compares the log's load, its init, or both summed. Load bandwidth: the fitted median
-    of the log's source; the previous defaults are :data:`LOAD_GBPS_DEFAULTS` and a fixed
-    30 s init + 60 s for compile and graphs + 90 s for MoE (a warm Hugging Face cache has
-    no planner source: the fitted median stands in for both).
-    """
+def _log_layers(log: StartupLog) -> tuple[int | None, bool]:
+    """A log's decoder layers (its own figure or the catalogue's) and whether it is MoE."""
     from gpustrata.catalog.architectures import load_model_catalog
 
+    arch = load_model_catalog().get(log.model)
+    return log.layers or (arch.num_hidden_layers if arch else None), bool(arch and arch.is_moe)
+
+
+def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
+    """(fitted prediction, the cited defaults' prediction, logged, how) for a log.
+
+    Compares the log's load, its init, or both summed. Load: the log's weights per reader
+    over the fitted bandwidth of its load path. The cited defaults are
+    :data:`LOAD_GBPS_DEFAULTS` of the planner source the path stands for over the whole
+    checkpoint as logged, and a fixed 30 s init + 60 s for compile and graphs + 90 s for MoE
+    (what gpustrata planned with before any fit).
+    """
     fit = load_serving_fit().startup
     fitted = default = logged = 0.0
     how: list[str] = []
     if log.load_s and log.weights_gib:
-        key = "load_gbps_" + log.weights_source.replace("-", "_")
+        key = "load_gbps_" + log.load_path.replace("-", "_")
         gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
-        planner = {"huggingface-cold": "huggingface"}.get(log.weights_source, log.weights_source)
-        today = LOAD_GBPS_DEFAULTS[planner][0] if planner in LOAD_GBPS_DEFAULTS else gbps
+        planner = {
+            "hf-download": "huggingface",
+            "hf-download-fast": "huggingface",
+            "s3-streamer": "s3",
+            "s3-download": "s3",
+        }.get(log.load_path, "local-nvme")
+        today = LOAD_GBPS_DEFAULTS[planner][0]
         size = log.weights_gib * (1 << 30)
-        fitted += size / (gbps * GB)
+        fixed = load_path_fixed_s(log.load_path)
+        fitted += fixed + size / (gbps * GB)
         default += size / (today * GB)
         logged += log.load_s
-        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s (before {today:g})")
+        plus = f" + {fixed:g} s" if fixed else ""
+        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s{plus} {log.load_path}")
     if log.init_s:
-        arch = load_model_catalog().get(log.model)
-        layers = log.layers or (arch.num_hidden_layers if arch else None)
+        layers, moe = _log_layers(log)
         if layers is not None:
-            moe = arch is not None and arch.is_moe
             init, _ = fitted_engine_init(
                 layers,
                 enforce_eager=log.enforce_eager,
                 is_moe=moe,
                 torch_compile=log.torch_compile,
                 compile_cached=log.compile_cached,
+                engine=log.engine,
+                capture_sizes=log.capture_sizes,
             )
             fitted += init
             default += 30 + (0 if log.enforce_eager else 60) + (90 if moe else 0)

@@ -14,6 +14,7 @@ a GPU is found, so ``gpustrata check`` on manifests without one stays light.
 from __future__ import annotations
 
 import dataclasses
+import json
 import operator
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
@@ -601,6 +602,51 @@ def _hf_cache(container: ContainerRef, engine: EngineArgs) -> str:
     if env.get("HF_HOME"):
         return posixpath.join(env["HF_HOME"], "hub")
     return posixpath.join(env.get("HOME", "/root"), ".cache/huggingface/hub")
+
+
+_TRUTHY = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True, slots=True)
+class StartupConditions:
+    """What a manifest states that the startup model distinguishes."""
+
+    hf_transfer: bool = False
+    """``HF_HUB_ENABLE_HF_TRANSFER`` set true: huggingface_hub downloads with hf_transfer."""
+    streamer_distributed: bool = False
+    """``--model-loader-extra-config`` with ``"distributed": true``: the Run:ai Model
+    Streamer splits the read across the ranks."""
+    capture_sizes: int | None = None
+    """CUDA graph batch sizes ``--compilation-config`` asks for (``cudagraph_capture_sizes``,
+    or the default sizes up to ``max_cudagraph_capture_size``); None: vLLM's default."""
+
+
+def _json_option(engine: EngineArgs, key: str) -> Mapping[str, Any] | None:
+    value = engine.get(key)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, Mapping) else None
+
+
+def startup_conditions(env: Mapping[str, str], engine: EngineArgs) -> StartupConditions:
+    """The :class:`StartupConditions` of one engine from its env and flags."""
+    hf_transfer = str(env.get("HF_HUB_ENABLE_HF_TRANSFER", "")).strip().lower() in _TRUTHY
+    extra = _json_option(engine, "model_loader_extra_config")
+    distributed = extra is not None and extra.get("distributed") in (True, "true")
+    sizes: int | None = None
+    compilation = _json_option(engine, "compilation_config")
+    if compilation is not None:
+        listed = compilation.get("cudagraph_capture_sizes")
+        top = compilation.get("max_cudagraph_capture_size", compilation.get("max_capture_size"))
+        if isinstance(listed, list) and listed:
+            sizes = len(listed)
+        elif isinstance(top, int) and not isinstance(top, bool) and top >= 1:
+            # vLLM's default sizes up to the cap: 1, 2, 4, then steps of 8.
+            sizes = len([n for n in (1, 2, 4) if n <= top]) + top // 8
+    return StartupConditions(hf_transfer, distributed, sizes)
 
 
 def weights_source(site: EngineSite, model: ModelRef) -> tuple[str, str]:

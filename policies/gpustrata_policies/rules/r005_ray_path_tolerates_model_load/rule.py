@@ -97,6 +97,11 @@ def _estimate(
         )
     try:
         from gpustrata.vllm.capacity import startup_estimate, weights_estimate
+        from gpustrata_policies.view.capacity import startup_conditions
+
+        env_vars = dig(llm, "runtime_env", "env_vars")
+        env = {str(k): str(v) for k, v in env_vars.items()} if isinstance(env_vars, Mapping) else {}
+        conditions = startup_conditions(env, engine)
 
         weights = weights_estimate(
             arch,
@@ -110,16 +115,16 @@ def _estimate(
             weights,
             weights_source=_weights_source(source),
             enforce_eager=engine.get("enforce_eager") in (True, "true", "True"),
+            hf_transfer=conditions.hf_transfer,
+            streamer_distributed=conditions.streamer_distributed,
+            capture_sizes=conditions.capture_sizes,
         )
     except Exception as exc:  # an estimate the capacity planner refuses is not a violation
         return None, f"the startup of {arch.id} cannot be estimated ({exc})", None
-    load = f"{startup.weights_bytes / 1e9:.1f} GB at {startup.load_gbps:g} GB/s"
+    chain = startup.explanation.split(", x")[0]  # the estimate, before the safety factor
     return (
         math.ceil(startup.total_s),
-        (
-            f"estimated: {load} ({startup.load_source.split(':')[0]}) + {startup.init_s:.0f} s "
-            "engine init"
-        ),
+        f"estimated: {chain}",
         (
             (startup.optimistic_s, startup.optimistic_explanation)
             if startup.optimistic_s is not None

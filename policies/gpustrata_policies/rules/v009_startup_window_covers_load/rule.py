@@ -20,6 +20,7 @@ from gpustrata_policies.view.capacity import (
     not_evaluated_reason,
     probe,
     resolve_model,
+    startup_conditions,
     weights_source,
 )
 from gpustrata_policies.view.engines import EngineSite
@@ -58,6 +59,8 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
         return settings
     engine = settings.engine
     source, _ = weights_source(site, model)
+    env = site.container.literal_env() if site.container is not None else {}
+    conditions = startup_conditions(env, site.engine)
     try:
         weights = weights_estimate(
             model.arch,
@@ -72,6 +75,9 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
             weights_source=source,
             enforce_eager=engine.enforce_eager is True,
             safety_factor=factor,
+            hf_transfer=conditions.hf_transfer,
+            streamer_distributed=conditions.streamer_distributed,
+            capture_sizes=conditions.capture_sizes,
         )
     except CapacityError as exc:
         return str(exc)
@@ -162,13 +168,19 @@ RULE = Rule(
             "restarts a container whose startupProbe (or, without one, livenessProbe) keeps "
             "failing for initialDelaySeconds + failureThreshold x periodSeconds, and the "
             "restarted container starts the load again, so the Pod never becomes ready. The "
-            "estimate is the capacity planner's: weight bytes / load bandwidth of the weight "
-            "source (Hugging Face download, object storage, PVC, local disk: read from the "
-            "model URI and the volume holding the Hugging Face cache) + engine init, times the "
-            "safety factor (threshold safety_factor, default 1.5 like the planner's probes); "
-            "the planner's own estimate (annotation gpustrata.io/startup-estimate-seconds) wins "
-            "where present. Published loads of a fitted source (Hugging Face downloads) spread "
-            "widely, so a window the fastest of them would meet is advisory, not mandatory. "
+            "estimate is the capacity planner's: process start + the weight load along the "
+            "weight source's path (a Hugging Face start downloads the checkpoint once, then "
+            "every rank reads the whole checkpoint back from disk; object storage through the "
+            "Run:ai Model Streamer; PVC; local disk: read from the model URI and the volume "
+            "holding the Hugging Face cache), each at the bandwidth fitted on published vLLM "
+            "startup logs of that path, + engine init (base + torch.compile per layer + CUDA "
+            "graph capture per layer per captured size + MoE warm-up), times the safety factor "
+            "(threshold safety_factor, default 1.5 like the planner's probes). What the "
+            "manifest states moves it: HF_HUB_ENABLE_HF_TRANSFER, the streamer's "
+            "distributed option, --compilation-config capture sizes, --enforce-eager. The "
+            "planner's own estimate (annotation gpustrata.io/startup-estimate-seconds) wins "
+            "where present. Published loads of a fitted path spread widely, so a window the "
+            "fastest of them would meet is advisory, not mandatory. "
             "Ray Serve LLM engines have no kubelet probe on the engine: "
             "RAYLLM_ENGINE_START_TIMEOUT_S and the RayService thresholds are R005's."
         ),
