@@ -474,3 +474,20 @@ def test_aks_admits_gpu_pods_with_extended_resource_toleration_but_sku_taint_nee
     exists = DEPLOYMENT.format(tolerations="{key: sku, operator: Exists}")
     _, data = check([write(tmp_path / "exists.yaml", nodes, exists)])
     assert not rules_of(data, "K004")
+
+
+def test_gpu_model_unknown_names_the_labels_the_pod_does_select(tmp_path: Path) -> None:
+    # A vendor's own GPU label (AIBrix's Volcengine samples) or a GKE ComputeClass (llm-d)
+    # pins a GPU gpustrata cannot read: the reason says what the manifest pins.
+    deployment = DEPLOYMENT.format(tolerations="").replace(
+        "      containers:",
+        "      nodeSelector: {cloud.google.com/compute-class: l4-dws-spot}\n      containers:",
+    )
+    _, data = check([write(tmp_path / "d.yaml", deployment)])
+    [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V004"}
+    assert reason.endswith(
+        "(it selects only cloud.google.com/compute-class=l4-dws-spot: no GPU model gpustrata reads)"
+    ), reason
+    _, data = check([write(tmp_path / "none.yaml", DEPLOYMENT.format(tolerations=""))])
+    [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V004"}
+    assert reason.endswith("matches no described GpuNodePool"), reason
