@@ -260,13 +260,7 @@ def evaluate(
                             raise UnknownInput(reads[0])
                         outcomes.append(outcome)
                 except UnknownInput as exc:
-                    outcomes.append(
-                        NotEvaluated(
-                            meta.id,
-                            obj.resource,
-                            f"{exc.what} is unknown until the deployment runs",
-                        )
-                    )
+                    outcomes.append(NotEvaluated(meta.id, obj.resource, exc.reason))
                 except Exception as exc:  # a rule bug: report it, run the other rules
                     report.findings.append(internal_error(meta, enforcement, obj, exc))
             for outcome in outcomes:

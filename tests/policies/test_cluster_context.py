@@ -307,3 +307,187 @@ def test_k004_equal_toleration_missing_the_taint_value_kubeadm_mandatory_eks_not
     assert k004["enforcement"] == "mandatory", k004
     _, eks = check([write(tmp_path / "eks.yaml", node(), deployment)])
     assert not rules_of(eks, "K004"), rules_of(eks, "K004")
+
+
+# --------------------------------------------------------------------------- Flux HelmRelease
+
+FLUX_RELEASE = """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {{name: gpu-operator, namespace: gpu-operator}}
+spec:
+  interval: 1h
+  chart:
+    spec:
+      chart: gpu-operator
+      version: v26.7.0
+      sourceRef: {{kind: HelmRepository, name: nvidia, namespace: flux-system}}
+{values}
+"""
+VALUES_CONFIGMAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: gpu-operator-values, namespace: gpu-operator}
+data:
+  values.yaml: |
+    driver:
+      enabled: true
+"""
+BOTTLEROCKET = "Bottlerocket OS 1.44.0 (aws-k8s-1.33-nvidia)"
+
+
+def test_flux_helm_release_installing_a_driver_on_nodes_whose_image_ships_one_is_o003(
+    tmp_path: Path,
+) -> None:
+    release = FLUX_RELEASE.format(values="  values:\n    driver: {enabled: true}")
+    path = write(tmp_path / "flux.yaml", node(os=BOTTLEROCKET), release)
+    code, data = check([path])
+    [o003] = rules_of(data, "O003")
+    assert o003["resource"] == "HelmRelease/gpu-operator/gpu-operator" and code == 1
+    assert o003["enforcement"] == "mandatory"
+    assert "driver.enabled: true)" in o003["message"], o003
+    assert "osImage Bottlerocket" in o003["message"]
+
+
+def test_flux_values_from_a_configmap_among_the_inputs_is_read(tmp_path: Path) -> None:
+    # The ConfigMap installs the driver; Flux's default valuesKey is values.yaml.
+    release = FLUX_RELEASE.format(
+        values="  valuesFrom:\n    - {kind: ConfigMap, name: gpu-operator-values}"
+    )
+    nodes = write(tmp_path / "nodes.yaml", node(os=BOTTLEROCKET))
+    manifests = write(tmp_path / "flux.yaml", release, VALUES_CONFIGMAP)
+    code, data = check([manifests, "--context", nodes])
+    [o003] = rules_of(data, "O003")
+    assert code == 1 and o003["resource"] == "HelmRelease/gpu-operator/gpu-operator"
+    assert (
+        "true, from ConfigMap/gpu-operator/gpu-operator-values key values.yaml)" in o003["message"]
+    )
+    _, out, _ = run(["check", manifests, "--context", nodes])
+    assert f"{manifests}:12: O003" in out, out  # at the valuesFrom item naming it
+    # spec.values is merged over the referenced values: driver.enabled false wins.
+    inline = release + "  values:\n    driver: {enabled: false}\n    toolkit: {enabled: false}\n"
+    _, data = check([write(tmp_path / "inline.yaml", inline, VALUES_CONFIGMAP), "--context", nodes])
+    assert not rules_of(data, "O003"), rules_of(data, "O003")
+    # The same values from a Secret (base64 data) and at another key.
+    secret = (
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: gpu-operator-values, namespace: "
+        "gpu-operator}\ndata:\n  operator.yaml: ZHJpdmVyOiB7ZW5hYmxlZDogdHJ1ZX0K\n"
+    )
+    from_secret = FLUX_RELEASE.format(
+        values="  valuesFrom:\n    - {kind: Secret, name: gpu-operator-values, "
+        "valuesKey: operator.yaml}"
+    )
+    _, data = check([write(tmp_path / "secret.yaml", from_secret, secret), "--context", nodes])
+    assert [f["rule"] for f in rules_of(data, "O003")] == ["O003"]
+
+
+def test_flux_values_from_a_configmap_not_among_the_inputs_is_not_evaluated(
+    tmp_path: Path,
+) -> None:
+    release = FLUX_RELEASE.format(
+        values="  valuesFrom:\n    - {kind: ConfigMap, name: gpu-operator-values}"
+    )
+    nodes = write(tmp_path / "nodes.yaml", node(os=BOTTLEROCKET))
+    _, data = check([write(tmp_path / "flux.yaml", release), "--context", nodes])
+    assert not rules_of(data, "O003")
+    [reason] = [n["reason"] for n in data["not_evaluated"] if n["rule"] == "O003"]
+    assert "ConfigMap gpu-operator/gpu-operator-values, key values.yaml" in reason, reason
+    assert "not among the inputs" in reason and "unknown until the deployment" not in reason
+    assert "kubectl get configmap -n gpu-operator gpu-operator-values -o yaml" in reason
+    # A ConfigMap of that name without the key: Flux fails the release, unless optional.
+    other_key = VALUES_CONFIGMAP.replace("values.yaml: |", "other.yaml: |")
+    _, data = check([write(tmp_path / "key.yaml", release, other_key), "--context", nodes])
+    [reason] = [n["reason"] for n in data["not_evaluated"] if n["rule"] == "O003"]
+    assert "has no data key values.yaml" in reason, reason
+    optional = release.replace("gpu-operator-values}", "gpu-operator-values, optional: true}")
+    _, data = check([write(tmp_path / "opt.yaml", optional, other_key), "--context", nodes])
+    [o003] = rules_of(data, "O003")  # skipped as Flux does: the chart default installs it
+    assert "the chart default" in o003["message"], o003
+
+
+# --------------------------------------------------------------------------- AKS
+
+# AKS Node labels (MicrosoftDocs/azure-aks-docs@fb060abe articles/aks/use-labels.md: the
+# agent pool, the VM size as instance-type, kubernetes.azure.com/accelerator: nvidia on GPU
+# nodes) and the taint its GPU guides put on GPU pools (articles/aks/use-node-taints.md,
+# use-nvidia-gpu.md: --node-taints sku=gpu:NoSchedule). No GFD labels: the GPU comes from
+# the VM size through the catalogue.
+AKS_LABELS = (
+    "kubernetes.azure.com/agentpool: gpunp, kubernetes.azure.com/accelerator: nvidia, "
+    "node.kubernetes.io/instance-type: Standard_NC24ads_A100_v4"
+)
+SKU_TAINT = "{key: sku, value: gpu, effect: NoSchedule}"
+
+
+def test_aks_machine_type_labels_let_v004_evaluate_a_deployment_selecting_the_agentpool(
+    tmp_path: Path,
+) -> None:
+    deployment = (
+        DEPLOYMENT.format(tolerations="{key: sku, operator: Equal, value: gpu, effect: NoSchedule}")
+        .replace(
+            '"Qwen/Qwen2.5-1.5B-Instruct"',
+            '"meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.3"',
+        )
+        .replace(
+            "      containers:",
+            "      nodeSelector: {kubernetes.azure.com/agentpool: gpunp}\n      containers:",
+        )
+    )
+    nodes = write(
+        tmp_path / "nodes.yaml", node(labels=AKS_LABELS, taints=SKU_TAINT, os="Ubuntu 22.04.5 LTS")
+    )
+    _, data = check([write(tmp_path / "d.yaml", deployment), "--context", nodes])
+    v004 = [n for n in data["not_evaluated"] if n["rule"] == "V004"]
+    assert not v004, v004
+    [finding] = rules_of(data, "V004")
+    # The VM size's GPU, from the catalogue: 0.3 x 80 GiB leaves too little KV cache.
+    assert "NVIDIA A100 80GB PCIe (pool gpunp)" in finding["message"], finding
+    assert not rules_of(data, "K004")  # it tolerates sku=gpu
+    # The same Deployment selecting another agent pool matches no Node: K005 says so.
+    other = deployment.replace("agentpool: gpunp", "agentpool: cpu")
+    _, data = check([write(tmp_path / "o.yaml", other), "--context", nodes])
+    assert any(n["rule"] == "V004" for n in data["not_evaluated"]), data["not_evaluated"]
+
+
+def test_aks_admits_gpu_pods_with_extended_resource_toleration_but_sku_taint_needs_its_own(
+    tmp_path: Path,
+) -> None:
+    # AKS runs ExtendedResourceToleration and its list cannot be changed
+    # (azure-aks-docs@fb060abe articles/aks/faq.yml "What Kubernetes admission controllers
+    # does AKS support?"): an nvidia.com/gpu taint is tolerated on admission ...
+    deployment = DEPLOYMENT.format(tolerations="")
+    nodes = node(labels=AKS_LABELS, taints=GPU_TAINT)
+    _, data = check([write(tmp_path / "gpu.yaml", nodes, deployment)])
+    assert not rules_of(data, "K004"), rules_of(data, "K004")
+    # ... sku=gpu is not: mandatory, naming the taint and not the admitted one.
+    nodes = node(labels=AKS_LABELS, taints=f"{GPU_TAINT}, {SKU_TAINT}")
+    code, data = check([write(tmp_path / "sku.yaml", nodes, deployment)])
+    [k004] = rules_of(data, "K004")
+    assert k004["enforcement"] == "mandatory" and code == 1
+    assert "sku=gpu:NoSchedule" in k004["message"] and "nvidia.com/gpu=true" not in k004["message"]
+    # An Equal toleration of another value misses it; Exists on the key tolerates it.
+    wrong = DEPLOYMENT.format(
+        tolerations="{key: sku, operator: Equal, value: cpu, effect: NoSchedule}"
+    )
+    _, data = check([write(tmp_path / "wrong.yaml", nodes, wrong)])
+    assert [f["enforcement"] for f in rules_of(data, "K004")] == ["mandatory"]
+    exists = DEPLOYMENT.format(tolerations="{key: sku, operator: Exists}")
+    _, data = check([write(tmp_path / "exists.yaml", nodes, exists)])
+    assert not rules_of(data, "K004")
+
+
+def test_gpu_model_unknown_names_the_labels_the_pod_does_select(tmp_path: Path) -> None:
+    # A vendor's own GPU label (AIBrix's Volcengine samples) or a GKE ComputeClass (llm-d)
+    # pins a GPU gpustrata cannot read: the reason says what the manifest pins.
+    deployment = DEPLOYMENT.format(tolerations="").replace(
+        "      containers:",
+        "      nodeSelector: {cloud.google.com/compute-class: l4-dws-spot}\n      containers:",
+    )
+    _, data = check([write(tmp_path / "d.yaml", deployment)])
+    [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V004"}
+    assert reason.endswith(
+        "(it selects only cloud.google.com/compute-class=l4-dws-spot: no GPU model gpustrata reads)"
+    ), reason
+    _, data = check([write(tmp_path / "none.yaml", DEPLOYMENT.format(tolerations=""))])
+    [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V004"}
+    assert reason.endswith("matches no described GpuNodePool"), reason

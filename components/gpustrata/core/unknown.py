@@ -86,11 +86,17 @@ SECRET_PLACEHOLDER: Final = "[secret]"
 
 
 class UnknownInput(Exception):
-    """Raised by a rule when an input it needs is unknown (Pulumi preview)."""
+    """Raised by a rule when an input it needs is unknown (Pulumi preview).
 
-    def __init__(self, what: str) -> None:
+    *reason* is the "not evaluated" record's text; by default that *what* is unknown until
+    the deployment runs. An input that is unknown for another cause (a ConfigMap it refers
+    to is not among the inputs) states that cause instead.
+    """
+
+    def __init__(self, what: str, reason: str | None = None) -> None:
         super().__init__(what)
         self.what = what
+        self.reason = reason or f"{what} is unknown until the deployment runs"
 
 
 def is_unknown(value: object) -> bool:

@@ -319,7 +319,20 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
         "the GPU model is unknown: the Pod selects no nvidia.com/gpu.product, "
         "node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-gpu-name or "
         "cloud.google.com/gke-accelerator label and matches no described GpuNodePool"
+        + _selects_only(pod)
     )
+
+
+def _selects_only(pod: PodRef) -> str:
+    """`` (it selects only K=V, ...: no GPU model gpustrata reads)`` for a Pod whose
+    selectors name no GPU (a vendor's own GPU label, a GKE ComputeClass); empty when it
+    selects nothing, so the reason says what the manifest does pin."""
+    labels = pod.selected_labels()
+    if not labels:
+        return ""
+    shown = [f"{k}={v}" for k, v in sorted(labels.items(), key=lambda kv: str(kv[0]))]
+    more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+    return f" (it selects only {', '.join(shown[:3])}{more}: no GPU model gpustrata reads)"
 
 
 # --------------------------------------------------------------------------- versions

@@ -4,7 +4,8 @@ Read from these shapes, all normalised to the chart's ``values.yaml`` spelling:
 
 * a Helm release of the ``gpu-operator`` chart: Pulumi's ``kubernetes:helm.sh/v3:Release``
   (``spec.chart``, ``spec.version``, ``spec.values``) or a Flux ``HelmRelease``
-  (``spec.chart.spec.chart``/``version``, ``spec.values``);
+  (``spec.chart.spec.chart``/``version``; ``spec.valuesFrom`` ConfigMaps and Secrets
+  among the inputs merged under ``spec.values``, :mod:`.helm_values`);
 * an Argo CD ``Application`` (``argoproj.io/v1alpha1``) whose ``spec.source`` (or one of
   ``spec.sources``) is the chart: ``targetRevision`` is the release, ``helm.valuesObject``
   or the YAML text of ``helm.values`` the values;
@@ -45,6 +46,12 @@ import yaml
 from gpustrata.core.contract import DECLARED_OVERRIDES_ANNOTATION
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.yamlio import safe_load
+from gpustrata_policies.view.helm_values import (
+    ValuesLayer,
+    ValuesSources,
+    release_values,
+    values_sources,
+)
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 __all__ = [
@@ -98,6 +105,9 @@ class GpuOperatorView:
     """Release (chart) version, e.g. ``v26.7.0``; ``None`` when not stated."""
     version_path: tuple[str, ...] | None = None
     declared_overrides: frozenset[str] = field(default_factory=frozenset)
+    layers: tuple[ValuesLayer, ...] = ()
+    """A Flux release's values files (``spec.valuesFrom`` items, then ``spec.values``);
+    empty when ``values`` are read from one place, ``values_path``."""
 
     @property
     def pinned(self) -> bool:
@@ -121,9 +131,22 @@ class GpuOperatorView:
             raise UnknownInput(f"{'.'.join(path)} of {self.obj.resource}")
         return found
 
-    def path(self, *path: str) -> tuple[str, ...]:
-        """Path of a value inside the object."""
+    def path(self, *path: str) -> tuple[str | int, ...]:
+        """Path of a value inside the object: for a Flux release whose values come from
+        ``spec.valuesFrom``, the last layer that sets it (the reference naming a ConfigMap
+        when that is where the value is)."""
+        for layer in reversed(self.layers):
+            if dig(layer.values, *path) is not None:
+                return (*layer.path, *path) if layer.path[-1] == "values" else layer.path
         return (*self.values_path, *path)
+
+    def origin(self, *path: str) -> str:
+        """``, from ConfigMap/ns/name key values.yaml`` where a value of a Flux release
+        comes from a ``spec.valuesFrom`` referent; empty otherwise."""
+        for layer in reversed(self.layers):
+            if dig(layer.values, *path) is not None:
+                return "" if layer.path[-1] == "values" else f", from {layer.source}"
+        return ""
 
     def enabled(self, component: str) -> bool:
         """``<component>.enabled`` (driver and toolkit default to true in the chart)."""
@@ -195,10 +218,13 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def operator_view(obj: K8sObject) -> GpuOperatorView | None:
+def operator_view(obj: K8sObject, sources: ValuesSources | None = None) -> GpuOperatorView | None:
     """*obj* as a GPU Operator installation, or ``None`` if it is not one.
 
-    Raises :class:`UnknownInput` when the chart or its version is unknown (preview).
+    *sources* are the ConfigMaps and Secrets a Flux release's ``spec.valuesFrom`` may name
+    (:func:`~.helm_values.values_sources` of the inputs). Raises :class:`UnknownInput` when
+    the chart or its version is unknown (preview), or when ``spec.valuesFrom`` names a
+    referent that is not among *sources* (the reason says which).
     """
     spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
     if obj.kind == "GpuOperator":
@@ -249,7 +275,11 @@ def operator_view(obj: K8sObject) -> GpuOperatorView | None:
         version, version_path = spec.get("version"), ("spec", "version")
     if version is UNKNOWN:
         raise UnknownInput(f"chart version of {obj.resource}")
-    values = as_map(spec.get("values"), f"spec.values of {obj.resource}")
+    layers: tuple[ValuesLayer, ...] = ()
+    if isinstance(chart, Mapping) and spec.get("valuesFrom"):
+        values, layers = release_values(obj, sources or {})
+    else:
+        values = as_map(spec.get("values"), f"spec.values of {obj.resource}")
     return GpuOperatorView(
         obj,
         "HelmRelease",
@@ -258,6 +288,7 @@ def operator_view(obj: K8sObject) -> GpuOperatorView | None:
         _text(version),
         version_path,
         _declared(obj, None),
+        layers,
     )
 
 
@@ -305,10 +336,12 @@ def _release_key(view: GpuOperatorView) -> tuple[str, str]:
 def operators_of(objects: Iterable[K8sObject]) -> list[GpuOperatorView]:
     """Every GPU Operator installation among *objects* (a description replaces the Helm
     release it describes). Objects whose chart or version is unknown are skipped."""
+    objects = list(objects)
+    sources = values_sources(objects)
     views: list[GpuOperatorView] = []
     for obj in objects:
         try:
-            view = operator_view(obj)
+            view = operator_view(obj, sources)
         except UnknownInput:
             continue
         if view is not None:

@@ -22,6 +22,7 @@ from gpustrata_policies.view.gpu_operator import (
     operator_view,
     operators_of,
 )
+from gpustrata_policies.view.helm_values import values_sources
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_gpu_resource
 from gpustrata_policies.view.pools import (
     DERIVED_FROM,
@@ -78,7 +79,8 @@ def operators_for(ctx: RuleContext, obj: K8sObject) -> list[GpuOperatorView]:
     )
     views = by_object.get(id(obj), [])
     if not views and obj.kind in OPERATOR_KINDS:
-        operator_view(obj)  # re-raises UnknownInput for an unreadable operator
+        # re-raises UnknownInput for an unreadable operator (its reason: which input)
+        operator_view(obj, ctx.memo("values_sources", lambda: values_sources(ctx.objects)))
     return views
 
 
@@ -405,6 +407,12 @@ def shared_gpus(ctx: RuleContext, pool: GpuPool) -> str | None:
 
 EKS_ADMISSION = "https://docs.aws.amazon.com/eks/latest/userguide/platform-versions.html"
 GKE_ADMISSION = "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus"
+AKS_ADMISSION = (
+    "https://learn.microsoft.com/en-us/azure/aks/faq#what-kubernetes-admission-controllers-"
+    "does-aks-support-can-admission-controllers-be-added-or-removed"
+)
+"""AKS lists ExtendedResourceToleration among its admission controllers, a list users cannot
+change (MicrosoftDocs/azure-aks-docs@fb060abe articles/aks/faq.yml)."""
 K8S_DEFAULT_ADMISSION = (
     "https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/"
     "#which-plugins-are-enabled-by-default"
@@ -421,7 +429,7 @@ class Admission:
     ``extended_resource_toleration``: the ExtendedResourceToleration admission plugin,
     which gives a Pod requesting extended resource R the toleration ``{key: R, operator:
     Exists, effect: NoSchedule}`` (kubernetes/kubernetes#55839), is on (``True``: EKS on
-    every platform version, GKE), off (``False``: a self-managed control plane with the
+    every platform version, GKE, AKS), off (``False``: a self-managed control plane with the
     Kubernetes defaults, which leave it off), or not known (``None``).
     """
 
@@ -449,7 +457,7 @@ def _node_flavour(obj: K8sObject) -> Admission | None:
         if text.startswith("cloud.google.com/gke-"):
             return Admission("GKE", f"{where} label {text}", True)
         if text.startswith("kubernetes.azure.com/"):
-            return Admission("AKS", f"{where} label {text}", None)
+            return Admission("AKS", f"{where} label {text}", True)
     annotations = as_map(dig(obj.raw, "metadata", "annotations"), "metadata.annotations")
     if KUBEADM_SOCKET_ANNOTATION in annotations:
         return Admission("kubeadm", f"{where} annotation {KUBEADM_SOCKET_ANNOTATION}", False)
@@ -482,7 +490,7 @@ def _object_flavour(obj: K8sObject) -> Admission | None:
 def cluster_admission(ctx: RuleContext, pod: PodRef | None = None) -> Admission:
     """The cluster's admission as the input shows it (EKS node labels, Karpenter's
     ``karpenter.k8s.aws`` objects, the stack's EKS pools, GKE/AKS labels, kubeadm's Node
-    annotation), else the GKE labels *pod* selects; once per evaluation."""
+    annotation), else the GKE or AKS labels *pod* selects; once per evaluation."""
 
     def build() -> Admission:
         for obj in ctx.objects:
@@ -497,6 +505,8 @@ def cluster_admission(ctx: RuleContext, pod: PodRef | None = None) -> Admission:
     for key in pod.selected_labels():  # gke-accelerator, gke-nodepool, compute-class, ...
         if str(key).startswith("cloud.google.com/"):
             return Admission("GKE", f"the pod selects {key}", True)
+        if str(key).startswith("kubernetes.azure.com/"):  # AKS-reserved (agentpool, ...)
+            return Admission("AKS", f"the pod selects {key}", True)
     return found
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
 from gpustrata_policies.view.nodes import (
+    AKS_ADMISSION,
     EKS_ADMISSION,
     EXTENDED_RESOURCE_TOLERATION,
     GKE_ADMISSION,
@@ -165,7 +166,7 @@ RULE = Rule(
             "Pending with 'untolerated taint'. EKS spells effects NO_SCHEDULE, Kubernetes "
             "NoSchedule; an Equal toleration must also match the taint's value. Clusters admit "
             "Pods differently: where the ExtendedResourceToleration admission plugin is on (EKS "
-            "on every platform version, GKE) a Pod requesting nvidia.com/gpu is given "
+            "on every platform version, GKE, AKS) a Pod requesting nvidia.com/gpu is given "
             "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, so only taints with "
             "other keys (dedicated=gpu, AKS's sku=gpu) need their own toleration; the Kubernetes "
             "defaults (kubeadm) leave it off. The rule reads the pools' taints from Node objects "
@@ -186,6 +187,7 @@ RULE = Rule(
             EKS_ADMISSION,
             "https://github.com/aws/containers-roadmap/issues/739",
             GKE_ADMISSION,
+            AKS_ADMISSION,
             K8S_DEFAULT_ADMISSION,
         ),
         scope="stack",

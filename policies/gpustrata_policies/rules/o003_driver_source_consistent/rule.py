@@ -38,7 +38,9 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         stated = op.value("driver", "enabled")
         installs = op.enabled("driver")
         setting = f"driver.enabled: {str(installs).lower()}" + (
-            "" if stated is not None or not op.is_helm else ", the chart default"
+            op.origin("driver", "enabled")
+            if stated is not None or not op.is_helm
+            else ", the chart default"
         )
         path = op.path("driver", "enabled")
         twice = [p for p in known if p.driver_preinstalled and installs]
