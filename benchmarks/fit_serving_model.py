@@ -154,7 +154,11 @@ def main() -> int:
             "fraction of datasheet HBM bandwidth a decode step reaches; compare the measured "
             "0.75-0.78 of benchmarks/data/h200-decode-microbench.json (a Llama-3.1-8B decode "
             "step's GEMMs read 3.59-3.76 TB/s of the H200's 4.8 at batch 1-64) and the quoted "
-            "'77% of the memory-bandwidth ceiling' of musgrave-llama31-8b-a100-40gb-c1",
+            "'77% of the memory-bandwidth ceiling' of musgrave-llama31-8b-a100-40gb-c1; the "
+            "KV cache is read at the same fraction: decode attention over a contiguous KV "
+            "cache on the H200 reads 0.64-0.92 of 4.8 TB/s from one sequence at 8K-32K "
+            "context up (benchmarks/data/h200-attention-microbench.jsonl), and a separate "
+            "KV-read efficiency fitted to 0.48, contradicting that",
             tpot_ids,
         ),
         "compute_efficiency_sm80": (
