@@ -20,13 +20,15 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.catalog.serving import load_serving_calibration
 from gpustrata.vllm.calibration import CONSTANT_NAMES, predict_point
 from gpustrata.vllm.performance import ServingConstants
 
 GRID = {
     "memory_efficiency": np.round(np.arange(0.60, 0.951, 0.01), 3),
-    "compute_efficiency": np.round(np.arange(0.20, 0.801, 0.05), 3),
+    "compute_efficiency_sm80": np.round(np.arange(0.20, 0.801, 0.025), 3),
+    "compute_efficiency_sm90": np.round(np.arange(0.20, 0.801, 0.025), 3),
     "step_overhead_s": np.round(np.arange(0.0, 0.00801, 0.00025), 5),
     "per_sequence_overhead_s": np.array([0.0, 1e-5, 2e-5, 4e-5, 8e-5, 1.2e-4, 1.6e-4, 2e-4]),
     "allreduce_latency_s": np.array([0.0, 5e-6, 1e-5, 2e-5]),
@@ -34,6 +36,18 @@ GRID = {
     "request_overhead_s": np.round(np.arange(0.0, 0.0601, 0.005), 4),
 }
 _DATA = Path(__file__).resolve().parents[1] / "components/gpustrata/catalog/data/serving-fit.yaml"
+
+
+SEARCHED = tuple(n for n in CONSTANT_NAMES if n != "compute_efficiency")
+"""The constants the grid searches; ``compute_efficiency`` (GPU generations without a
+fitted value of their own) is the lower of the per-generation values: no published point
+says more, and the lower one keeps ``size`` from promising a TTFT no run supports."""
+
+
+def _constants(values: dict[str, float]) -> ServingConstants:
+    """Constants from the searched values, the default compute efficiency derived."""
+    fallback = min(values["compute_efficiency_sm80"], values["compute_efficiency_sm90"])
+    return ServingConstants(**values, compute_efficiency=fallback, source="fit")
 
 
 HELD_OUT: frozenset[str] = frozenset()
@@ -83,53 +97,42 @@ def main() -> int:
         parser.error(f"--hold-out: no such point: {', '.join(unknown)}")
     HELD_OUT = frozenset(args.hold_out)
     points = [p for p in load_serving_calibration() if p.id not in HELD_OUT]
-    best: tuple[float, ServingConstants] | None = None
     # Coordinate descent over the grid, from the middle: each pass minimises one constant
     # with the others fixed, until no constant moves (a handful of passes).
     current = {k: float(v[len(v) // 2]) for k, v in GRID.items()}
-    for _ in range(6):
-        moved = False
-        for name in CONSTANT_NAMES:
-            scores = []
-            for value in GRID[name]:
-                trial = {**current, name: float(value)}
-                c = ServingConstants(**trial, source="fit")
-                scores.append((_loss(c), float(value)))
-            loss, value = min(scores)
-            if value != current[name]:
-                moved = True
-            current[name] = value
-            best = (loss, ServingConstants(**current, source="fit"))
-        if not moved:
-            break
-    assert best is not None
+    loss = _loss(_constants(current))
+
+    def descend(current: dict[str, float], loss: float) -> tuple[dict[str, float], float]:
+        for _ in range(6):
+            moved = False
+            for name in SEARCHED:
+                lv, value = min(
+                    (_loss(_constants({**current, name: float(v)})), float(v)) for v in GRID[name]
+                )
+                if lv < loss:
+                    moved = moved or value != current[name]
+                    loss, current = lv, {**current, name: value}
+            if not moved:
+                break
+        return current, loss
+
+    current, loss = descend(current, loss)
     # Then jointly over the three that trade off against each other at concurrency 1
     # (bandwidth efficiency, per-step and per-MoE-layer overhead), and descend once more.
-    loss, c = best
     for me, st, mo in itertools.product(
         GRID["memory_efficiency"][::2], GRID["step_overhead_s"][::2], GRID["moe_layer_overhead_s"]
     ):
-        trial = ServingConstants(
-            **{
-                **c.__dict__,
-                "memory_efficiency": float(me),
-                "step_overhead_s": float(st),
-                "moe_layer_overhead_s": float(mo),
-            }
-        )
-        lt = _loss(trial)
+        trial = {
+            **current,
+            "memory_efficiency": float(me),
+            "step_overhead_s": float(st),
+            "moe_layer_overhead_s": float(mo),
+        }
+        lt = _loss(_constants(trial))
         if lt < loss:
-            loss, best = lt, (lt, trial)
-    current = {name: float(getattr(best[1], name)) for name in CONSTANT_NAMES}
-    for name in CONSTANT_NAMES:
-        scores = [
-            (_loss(ServingConstants(**{**current, name: float(v)}, source="fit")), float(v))
-            for v in GRID[name]
-        ]
-        lv, value = min(scores)
-        if lv < loss:
-            loss, current[name] = lv, value
-    best = (loss, ServingConstants(**current, source="fit"))
+            loss, current = lt, trial
+    current, loss = descend(current, loss)
+    best = (loss, _constants(current))
     loss, c = best
     ids = [p.id for p in points]
     tpot_ids = [
@@ -139,20 +142,43 @@ def main() -> int:
     ]
     ttft_ids = [p.id for p in points if p.ttft_ms and "ttft" not in p.not_fitted]
     batched = [p.id for p in points if (p.concurrency or 0) > 1 or p.request_rate]
+    gpus = load_hardware_catalog()
+    by_cc: dict[str, list[str]] = {"8.0": [], "9.0": []}
+    for p in points:
+        gpu = gpus.gpu(p.gpu)
+        cc = gpu.compute_capability if gpu else ""
+        if cc in by_cc and (p.id in ttft_ids or p.id in batched or p.input_tokens >= 4096):
+            by_cc[cc].append(p.id)
     why = {
         "memory_efficiency": (
             "fraction of datasheet HBM bandwidth a decode step reaches; compare the measured "
             "0.75-0.78 of benchmarks/data/h200-decode-microbench.json (a Llama-3.1-8B decode "
             "step's GEMMs read 3.59-3.76 TB/s of the H200's 4.8 at batch 1-64) and the quoted "
-            "'77% of the memory-bandwidth ceiling' of musgrave-llama31-8b-a100-40gb-c1",
+            "'77% of the memory-bandwidth ceiling' of musgrave-llama31-8b-a100-40gb-c1; the "
+            "KV cache is read at the same fraction: decode attention over a contiguous KV "
+            "cache on the H200 reads 0.64-0.92 of 4.8 TB/s from one sequence at 8K-32K "
+            "context up (benchmarks/data/h200-attention-microbench.jsonl), and a separate "
+            "KV-read efficiency fitted to 0.48, contradicting that",
             tpot_ids,
         ),
+        "compute_efficiency_sm80": (
+            "fraction of dense BF16 peak (312 TFLOP/s on A100) a prefill or a step carrying "
+            "prompt chunks reaches on compute capability 8.0; constrained by the A100 "
+            "points whose steps are compute-bound (long prompts, bursts, TTFT)",
+            by_cc["8.0"],
+        ),
+        "compute_efficiency_sm90": (
+            "the same on compute capability 9.0 (989 TFLOP/s on H100/H200): vLLM's runs "
+            "reach a smaller fraction of Hopper's datasheet peak than of Ampere's; the H200 "
+            "microbenchmark's bare prefill-shaped GEMMs reach 0.67-0.78, before attention, "
+            "the mixed decode batch and launch gaps",
+            by_cc["9.0"],
+        ),
         "compute_efficiency": (
-            "fraction of dense BF16 peak a prefill reaches (TTFT); the H200 microbenchmark's "
-            "prefill-shaped GEMMs reach 0.67-0.78 of 989 TFLOP/s before attention and "
-            "launch overheads; the prefill-bound burst points (500 long prompts at once) "
-            "constrain it too",
-            ttft_ids + [i for i in batched if "burst" in i],
+            "GPU generations with no published point of their own (Ada, Blackwell, Volta, "
+            "sm86): the lower of compute_efficiency_sm80 and compute_efficiency_sm90, so a "
+            "prediction there is not more optimistic than any fitted generation",
+            by_cc["8.0"] + by_cc["9.0"],
         ),
         "step_overhead_s": ("fixed time per engine step (scheduler, sampler, launches)", ids),
         "per_sequence_overhead_s": (

@@ -6,7 +6,9 @@ peak BF16 FLOP/s a prefill GEMM reaches, and the fixed per-kernel cost. Never ru
 needs torch with CUDA. Prints one JSON object per measurement and writes them all to
 ``$OUT/microbench.json`` when OUT is set.
 
-    python benchmarks/gpu_decode_microbench.py
+    python benchmarks/gpu_decode_microbench.py [--attention]
+
+``--attention``: the copy and the attention-over-KV shapes only.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def main() -> int:
     dev = torch.device("cuda")
     name = torch.cuda.get_device_name(0)
     results: list[dict[str, Any]] = []
+    only_attention = "--attention" in sys.argv
 
     def timed(fn: Any, iters: int = 50) -> float:
         for _ in range(5):
@@ -60,13 +63,17 @@ def main() -> int:
     del a, b
 
     # 2. decode-shaped GEMMs: M tokens x (K x N) bf16 weights (Llama-3.1-8B / 70B-TP4 shapes)
-    shapes = {
-        "8b_qkv": (4096, 6144),
-        "8b_gate_up": (4096, 28672),
-        "8b_down": (14336, 4096),
-        "70b_tp4_gate_up": (8192, 14336),
-        "70b_tp4_down": (7168, 8192),
-    }
+    shapes = (
+        {}
+        if only_attention
+        else {
+            "8b_qkv": (4096, 6144),
+            "8b_gate_up": (4096, 28672),
+            "8b_down": (14336, 4096),
+            "70b_tp4_gate_up": (8192, 14336),
+            "70b_tp4_down": (7168, 8192),
+        }
+    )
     for label, (k, nn) in shapes.items():
         w = torch.randn(k, nn, dtype=torch.bfloat16, device=dev)
         for m in (1, 8, 32, 64, 128, 256, 512, 2048, 8192):
@@ -91,8 +98,22 @@ def main() -> int:
     # 3. attention of one query token per sequence over a KV cache (GQA 32 q / 8 kv heads)
     import torch.nn.functional as F
 
-    for batch, ctx in ((1, 2048), (16, 2048), (64, 2048), (64, 4096), (256, 1024)):
-        q = torch.randn(batch, 32, 1, 128, dtype=torch.bfloat16, device=dev)
+    # (batch, context, query heads): the decode shapes of the calibration points, down to
+    # one sequence at 32K context (gpustack-qwen3-32b-*-32000-100-burst100: 64 q heads)
+    attention_shapes = (
+        (1, 2048, 32),
+        (16, 2048, 32),
+        (64, 2048, 32),
+        (64, 4096, 32),
+        (256, 1024, 32),
+        (1, 8192, 32),
+        (1, 32768, 64),
+        (4, 32768, 64),
+        (8, 4096, 64),
+        (63, 4096, 40),
+    )
+    for batch, ctx, heads in attention_shapes:
+        q = torch.randn(batch, heads, 1, 128, dtype=torch.bfloat16, device=dev)
         kk = torch.randn(batch, 8, ctx, 128, dtype=torch.bfloat16, device=dev)
         vv = torch.randn_like(kk)
         t = timed(
@@ -105,12 +126,15 @@ def main() -> int:
                 "kind": "attention_decode",
                 "batch": batch,
                 "context": ctx,
+                "query_heads": heads,
                 "seconds": t,
                 "gbs": byt / t / 1e9,
             }
         )
         del q, kk, vv
 
+    if only_attention:
+        return _write(results)
     # 4. one whole Llama-3.1-8B decode step's GEMMs (32 layers) in one graph: the per-step
     #    weight-read efficiency including many small kernels
     layers = [
@@ -145,6 +169,10 @@ def main() -> int:
             }
         )
 
+    return _write(results)
+
+
+def _write(results: list[dict[str, Any]]) -> int:
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, "microbench.json"), "w", encoding="utf-8") as f:

@@ -192,3 +192,89 @@ def test_planner_startup_uses_the_fitted_model() -> None:
     assert "fitted" in s.load_source and "fitted" in s.init_source
     pvc = startup_estimate(arch, est.weights, weights_source="pvc")
     assert "gpustrata default" in pvc.load_source  # no published PVC log yet
+
+
+def test_the_step_token_budget_bounds_the_running_batch() -> None:
+    """A100s get max_num_batched_tokens 2048: 2048 x 100 // (2000 + 100) = 97 requests
+    decode while the prompts replacing them fill the rest of each step."""
+    c = default_constants()
+    arch, gpu, est = _setup(gpu="a100-sxm-80gb")
+    assert est.max_num_batched_tokens == 2048
+    p = predict_serving(arch, gpu, est, Workload(2000, 100, concurrency=500), c)
+    assert p.limit == "token_budget" and p.running.value == 97
+    assert p.step.prompt_tokens <= 2048 - 97
+    _, _, wide = _setup(gpu="a100-sxm-80gb", max_num_batched_tokens=8192)
+    q = predict_serving(arch, gpu, wide, Workload(2000, 100, concurrency=500), c)
+    assert q.running.value > p.running.value
+    assert q.output_tokens_per_second.value > p.output_tokens_per_second.value
+
+
+def test_prompt_chunks_are_not_hidden_under_the_memory_roofline() -> None:
+    """8 running, 4,000-token prompts: over 200 output steps the other 7 prompts arrive as 7
+    whole chunks, so TPOT = (193 decode-only steps + 7 compute-bound steps) / 200, not one
+    step carrying 140 averaged prompt tokens under the weights' read time."""
+    arch, gpu, est = _setup()
+    p = predict_serving(arch, gpu, est, Workload(4000, 200, concurrency=8), BARE)
+    ctx = 4000 + 100
+    plain = decode_step(arch, gpu, est, batch=8, context=ctx, constants=BARE)
+    loaded = decode_step(
+        arch,
+        gpu,
+        est,
+        batch=8,
+        context=ctx,
+        constants=BARE,
+        prompt_tokens=4000,
+        prompt_context=2000,
+    )
+    expected = (193 * plain.seconds.value + 7 * loaded.seconds.value) / 200
+    assert p.tpot_seconds.value == pytest.approx(expected)
+    averaged = decode_step(
+        arch,
+        gpu,
+        est,
+        batch=8,
+        context=ctx,
+        constants=BARE,
+        prompt_tokens=7 * 4000 / 200,
+        prompt_context=2000,
+    )
+    assert p.tpot_seconds.value > 1.2 * averaged.seconds.value
+
+
+def test_compute_efficiency_is_per_gpu_generation() -> None:
+    """sm80 and sm90 have their own fitted fraction; other generations the default."""
+    c = dataclasses.replace(
+        BARE, compute_efficiency=0.1, compute_efficiency_sm80=0.5, compute_efficiency_sm90=0.25
+    )
+    for gpu_id, eff in (("a100-sxm-80gb", 0.5), ("h100-sxm-80gb", 0.25), ("l40s", 0.1)):
+        arch, gpu, est = _setup(gpu=gpu_id)
+        step = decode_step(arch, gpu, est, batch=8192, context=1, constants=c)
+        assert step.compute_s.value == pytest.approx(
+            step.flops.value / (gpu.dense_bf16_tflops * 1e12 * eff)
+        ), gpu_id
+    fitted = default_constants()
+    assert fitted.compute_efficiency_sm80 is not None
+    assert fitted.compute_efficiency_sm90 is not None
+    assert fitted.compute_efficiency == min(
+        fitted.compute_efficiency_sm80, fitted.compute_efficiency_sm90
+    )
+
+
+def test_a_burst_drains_in_waves() -> None:
+    """32 short requests at once, 8 slots: request i waits floor(i / 8) decodes of the
+    requests ahead of it (prefill is negligible), a mean of 1.5 decodes; a steady closed
+    loop of 32 waits (32 / 8 - 1) = 3 whole requests."""
+    c = default_constants()
+    arch, gpu, est = _setup(max_num_seqs=8)
+    burst = predict_serving(arch, gpu, est, Workload(16, 128, concurrency=32, burst=True), c)
+    loop = predict_serving(arch, gpu, est, Workload(16, 128, concurrency=32), c)
+    decode_s = 127 * burst.tpot_seconds.value
+    pre = burst.ttft_seconds.value - 1.5 * decode_s
+    assert 0 < pre < 0.1
+    assert burst.ttft_seconds.value < 0.6 * loop.ttft_seconds.value
+    assert burst.output_tokens_per_second.value == pytest.approx(
+        loop.output_tokens_per_second.value
+    )
+    with pytest.raises(CapacityError):
+        Workload(16, 128, request_rate=1.0, burst=True)

@@ -55,6 +55,14 @@ class CalibrationPoint(BaseModel):
     output_tokens: int = Field(ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     request_rate: float | None = Field(default=None, gt=0)
+    burst: bool = Field(
+        default=False,
+        description=(
+            "The concurrency requests were all sent at once (vllm bench serve --num-prompts "
+            "N at request rate inf without --max-concurrency): a draining queue, not a "
+            "steady closed loop"
+        ),
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict, description="Engine settings the run states (vLLM names)"
     )
@@ -80,6 +88,8 @@ class CalibrationPoint(BaseModel):
     def _one_load(self) -> CalibrationPoint:
         if (self.concurrency is None) == (self.request_rate is None):
             raise ValueError("give exactly one of concurrency or request_rate")
+        if self.burst and self.concurrency is None:
+            raise ValueError("burst: give the requests sent as concurrency")
         return self
 
 

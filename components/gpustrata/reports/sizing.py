@@ -193,10 +193,23 @@ def sizing_text(result: SizingResult, constants: ServingConstants) -> str:
     return "\n".join(out)
 
 
+def _compute_efficiencies(c: ServingConstants) -> str:
+    by_cc = [
+        f"{v:g} on sm{cc}"
+        for cc, v in (("80", c.compute_efficiency_sm80), ("90", c.compute_efficiency_sm90))
+        if v is not None
+    ]
+    return (
+        " / ".join([*by_cc, f"{c.compute_efficiency:g} elsewhere"])
+        if by_cc
+        else (f"{c.compute_efficiency:g}")
+    )
+
+
 def _constants_line(c: ServingConstants) -> str:
     return (
         f"serving model: memory efficiency {c.memory_efficiency:g}, compute efficiency "
-        f"{c.compute_efficiency:g}, {c.step_overhead_s * 1e3:g} ms/step + "
+        f"{_compute_efficiencies(c)}, {c.step_overhead_s * 1e3:g} ms/step + "
         f"{c.per_sequence_overhead_s * 1e6:g} us/sequence, {c.request_overhead_s * 1e3:g} ms/"
         "request (catalog/data/serving-fit.yaml, fitted on the published runs of "
         "serving-calibration.yaml; --format json has each constant's working)"

@@ -38,6 +38,8 @@ __all__ = [
 CONSTANT_NAMES = (
     "memory_efficiency",
     "compute_efficiency",
+    "compute_efficiency_sm80",
+    "compute_efficiency_sm90",
     "step_overhead_s",
     "per_sequence_overhead_s",
     "allreduce_latency_s",
@@ -60,6 +62,8 @@ def constants_from_fit(fit: ServingFit) -> ServingConstants:
     return ServingConstants(
         memory_efficiency=values["memory_efficiency"],
         compute_efficiency=values["compute_efficiency"],
+        compute_efficiency_sm80=values["compute_efficiency_sm80"],
+        compute_efficiency_sm90=values["compute_efficiency_sm90"],
         step_overhead_s=values["step_overhead_s"],
         per_sequence_overhead_s=values["per_sequence_overhead_s"],
         allreduce_latency_s=values["allreduce_latency_s"],
@@ -130,6 +134,7 @@ def predict_point(point: CalibrationPoint, constants: ServingConstants) -> Point
         point.output_tokens,
         concurrency=point.concurrency,
         request_rate=point.request_rate,
+        burst=point.burst,
     )
     pred = predict_serving(arch, gpu, est, workload, constants)
     return PointPrediction(point, pred)

@@ -61,7 +61,8 @@ class ServingConstants:
     memory_efficiency: float
     """Fraction of the datasheet memory bandwidth a decode step's reads reach."""
     compute_efficiency: float
-    """Fraction of dense peak FLOP/s a prefill (or compute-bound decode) reaches."""
+    """Fraction of dense peak FLOP/s a prefill (or compute-bound decode) reaches on a GPU
+    generation with no fitted value of its own (below)."""
     step_overhead_s: float
     """Fixed time per engine step (scheduler, sampler, launches, output processing)."""
     per_sequence_overhead_s: float
@@ -76,6 +77,21 @@ class ServingConstants:
     token's detokenisation and streaming)."""
     source: str
     """Where the values come from (the fit and its points)."""
+    compute_efficiency_sm80: float | None = None
+    """``compute_efficiency`` on compute capability 8.0 (A100, A30); None: the default."""
+    compute_efficiency_sm90: float | None = None
+    """``compute_efficiency`` on compute capability 9.0 (H100, H200, GH200); None: the
+    default. Published vLLM runs reach a smaller fraction of the Hopper datasheet peak
+    (989 TFLOP/s dense BF16) than of the Ampere one (312), so one fraction for both
+    misses one of them by ~2x (catalog/data/serving-fit.yaml says on which points)."""
+
+    def compute_efficiency_for(self, gpu: GpuModel) -> tuple[float, str]:
+        """The compute efficiency on ``gpu``'s generation, and which value it is."""
+        by_cc = {"8.0": self.compute_efficiency_sm80, "9.0": self.compute_efficiency_sm90}
+        value = by_cc.get(gpu.compute_capability)
+        if value is not None:
+            return value, f"sm{gpu.compute_capability.replace('.', '')} efficiency {value:g}"
+        return self.compute_efficiency, f"efficiency {self.compute_efficiency:g}"
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,11 @@ class Workload:
     """Requests in flight (closed loop); None with a request rate."""
     request_rate: float | None = None
     """Requests per second arriving (open loop); None with a concurrency."""
+    burst: bool = False
+    """With a concurrency: the ``concurrency`` requests all arrive at once and are not
+    replaced (``vllm bench serve --num-prompts N`` at request rate inf without
+    --max-concurrency): TTFT is the mean over the draining queue instead of a steady
+    closed loop's wait."""
 
     def __post_init__(self) -> None:
         if self.input_tokens < 1 or self.output_tokens < 1:
@@ -98,6 +119,8 @@ class Workload:
             raise CapacityError("workload", "concurrency must be at least 1")
         if self.request_rate is not None and not self.request_rate > 0:
             raise CapacityError("workload", "request rate must be positive")
+        if self.burst and self.concurrency is None:
+            raise CapacityError("workload", "a burst needs a concurrency (the requests sent)")
 
 
 @dataclass(frozen=True)
@@ -248,7 +271,8 @@ def decode_step(
     bw = gpu.memory_bandwidth_gbs * GB * c.memory_efficiency
     mem = (w.value + kv.value) / bw * pp
     peak, peak_why = _peak_flops(gpu, est)
-    comp = flops / (peak * c.compute_efficiency) * pp
+    eff, eff_why = c.compute_efficiency_for(gpu)
+    comp = flops / (peak * eff) * pp
     pp_why = f" x PP {pp}" if pp > 1 else ""
     mem_t = Term(
         mem,
@@ -257,8 +281,7 @@ def decode_step(
     )
     comp_t = Term(
         comp,
-        f"{flops / 1e12:.3f} TFLOP / ({peak_why} x {c.compute_efficiency:g}){pp_why} "
-        f"= {comp * 1e3:.2f} ms",
+        f"{flops / 1e12:.3f} TFLOP / ({peak_why} x {eff_why}){pp_why} = {comp * 1e3:.2f} ms",
     )
     ar = _allreduce(arch, gpu, est, tokens, c)
     moe_layers = arch.num_hidden_layers if arch.is_moe else 0
@@ -340,6 +363,33 @@ def _kv_sequences(est: CapacityEstimate, tokens: int) -> Term:
 # --------------------------------------------------------------------------- serving
 
 
+def _burst_ttft(
+    w: Workload, running: int, prompt_rate: float, decode_s: float, pre: Term
+) -> tuple[float, str]:
+    """Mean TTFT of ``w.concurrency`` requests sent at once, served ``running`` at a time.
+
+    Request i (in arrival order) starts when both the prompts ahead of it have been
+    prefilled (at ``prompt_rate`` tokens/s, the steps' spare token budget) and, for
+    i >= running, request i - running has finished decoding (``decode_s`` after its own
+    first token): t_i = max(i x input / prompt_rate, t_(i - running) + decode_s). TTFT =
+    the mean t_i + the request's own prefill and overhead.
+    """
+    n = int(w.concurrency or 1)
+    starts: list[float] = []
+    for i in range(n):
+        by_prefill = i * w.input_tokens / prompt_rate
+        by_slot = starts[i - running] + decode_s if i >= running else 0.0
+        starts.append(max(by_prefill, by_slot))
+    wait = sum(starts) / n
+    why = (
+        pre.explanation
+        + f"; + mean wait {wait:.2f} s in a burst of {n}: request i starts after the "
+        f"prompts ahead of it at {prompt_rate:,.0f} prompt tokens/s and, past the first "
+        f"{running}, when request i - {running} has decoded ({decode_s:.2f} s)"
+    )
+    return pre.value + wait, why
+
+
 def predict_serving(
     arch: ModelArchitecture,
     gpu: GpuModel,
@@ -360,22 +410,65 @@ def predict_serving(
     w = workload
     seq_tokens = w.input_tokens + w.output_tokens
     kv_seqs = _kv_sequences(est, seq_tokens)
-    slots = max(1, min(est.max_num_seqs, int(kv_seqs.value)))
+    budget = est.max_num_batched_tokens
+    # A step schedules at most max_num_batched_tokens tokens: B decode tokens plus the
+    # prompt tokens of the requests replacing them, B x input / output on average, so at
+    # most budget x output / (input + output) requests decode together in steady state.
+    by_budget = max(1, budget * w.output_tokens // seq_tokens)
+    bounds = {
+        "max_num_seqs": est.max_num_seqs,
+        "kv_cache": int(kv_seqs.value),
+        "token_budget": by_budget,
+    }
+    slots = max(1, min(bounds.values()))
+    slot_limit = min(bounds, key=lambda k: (bounds[k], k != "max_num_seqs"))
     mean_ctx = w.input_tokens + w.output_tokens / 2
 
-    def at(batch: int) -> tuple[DecodeStep, Term, float]:
-        # The other sequences' prompts interleave with this one's decode steps.
-        prompt = (batch - 1) * w.input_tokens / w.output_tokens
-        step = decode_step(
-            arch,
-            gpu,
-            est,
-            batch=batch,
-            context=mean_ctx,
-            constants=c,
-            prompt_tokens=prompt,
-            prompt_context=w.input_tokens / 2,
-        )
+    def at(batch: int) -> tuple[DecodeStep, Term, Term, float]:
+        # The other sequences' prompts interleave with this one's decode steps, a chunk of
+        # min(input, the step's spare token budget) tokens at a time: over one request's
+        # output steps, (B - 1) x input prompt tokens arrive in (B - 1) x input / chunk
+        # chunks; a step carrying one is compute-bound where a decode-only step is not.
+        others = (batch - 1) * w.input_tokens
+        spare = max(1, budget - batch)
+        chunk = min(w.input_tokens, spare)
+        n_chunks = others / chunk
+        out = w.output_tokens
+
+        def step_with(prompt: float) -> DecodeStep:
+            return decode_step(
+                arch,
+                gpu,
+                est,
+                batch=batch,
+                context=mean_ctx,
+                constants=c,
+                prompt_tokens=prompt,
+                prompt_context=w.input_tokens / 2,
+            )
+
+        if others == 0:
+            step = step_with(0.0)
+            tpot = Term(step.seconds.value, step.seconds.explanation)
+        elif n_chunks <= out:
+            plain, step = step_with(0.0), step_with(float(chunk))
+            value = ((out - n_chunks) * plain.seconds.value + n_chunks * step.seconds.value) / out
+            tpot = Term(
+                value,
+                f"of {out} steps, {out - n_chunks:,.1f} decode only "
+                f"({plain.seconds.value * 1e3:.2f} ms: {plain.seconds.explanation}) and "
+                f"{n_chunks:,.1f} carrying a {chunk:,}-token prompt chunk of the other "
+                f"{batch - 1} requests (chunked prefill; {step.seconds.explanation}): mean "
+                f"{value * 1e3:.2f} ms",
+            )
+        else:
+            step = step_with(min(others / out, float(spare)))
+            tpot = Term(
+                step.seconds.value,
+                f"every step carries {step.prompt_tokens:,.0f} prompt tokens of the other "
+                f"{batch - 1} requests ({batch - 1} x {w.input_tokens:,} / {out}, chunked "
+                f"prefill): {step.seconds.explanation}",
+            )
         pre = prefill_seconds(
             arch,
             gpu,
@@ -385,26 +478,38 @@ def predict_serving(
             context=mean_ctx,
             constants=c,
         )
-        e2e = pre.value + (w.output_tokens - 1) * step.seconds.value
-        return step, pre, e2e
+        e2e = pre.value + (w.output_tokens - 1) * tpot.value
+        return step, tpot, pre, e2e
 
     saturated = False
     if w.concurrency is not None:
         running = min(w.concurrency, slots)
-        limit = (
-            "concurrency"
-            if running == w.concurrency
-            else ("max_num_seqs" if slots == est.max_num_seqs else "kv_cache")
-        )
-        step, pre, e2e = at(running)
-        wait = (w.concurrency / running - 1) * e2e
-        ttft = pre.value + wait
-        ttft_why = pre.explanation + (
-            f"; + queue {wait:.2f} s ({w.concurrency} requests for {running} slots: "
-            f"({w.concurrency}/{running} - 1) x {e2e:.2f} s per request)"
-            if wait > 0
-            else ""
-        )
+        limit = "concurrency" if running == w.concurrency else slot_limit
+        step, tpot, pre, e2e = at(running)
+        if w.burst:
+            spare = max(1, budget - running)
+            full = decode_step(
+                arch,
+                gpu,
+                est,
+                batch=running,
+                context=mean_ctx,
+                constants=c,
+                prompt_tokens=spare,
+                prompt_context=w.input_tokens / 2,
+            )
+            rate = spare / full.seconds.value
+            decode_s = (w.output_tokens - 1) * tpot.value
+            ttft, ttft_why = _burst_ttft(w, running, rate, decode_s, pre)
+        else:
+            wait = (w.concurrency / running - 1) * e2e
+            ttft = pre.value + wait
+            ttft_why = pre.explanation + (
+                f"; + queue {wait:.2f} s ({w.concurrency} requests for {running} slots: "
+                f"({w.concurrency}/{running} - 1) x {e2e:.2f} s per request)"
+                if wait > 0
+                else ""
+            )
         tok_s = running * w.output_tokens / e2e
         tok_why = (
             f"{running} running x {w.output_tokens} tokens / {e2e:.2f} s per request "
@@ -412,12 +517,12 @@ def predict_serving(
         )
     else:
         rate = float(w.request_rate or 0.0)
-        step_max, _, e2e_max = at(slots)
+        step_max, tpot_max, pre_max, e2e_max = at(slots)
         max_rate = slots / e2e_max
         if rate >= max_rate:
             saturated = True
             running, limit = slots, "rate"
-            step, pre, e2e = step_max, at(slots)[1], e2e_max
+            step, tpot, pre, e2e = step_max, tpot_max, pre_max, e2e_max
             ttft = math.inf
             ttft_why = (
                 f"saturated: {rate:g} req/s exceeds the {max_rate:.2f} req/s that {slots} "
@@ -430,31 +535,29 @@ def predict_serving(
         else:
             n = 1.0
             for _ in range(60):
-                _, _, e2e_n = at(max(1, math.ceil(n)))
+                e2e_n = at(max(1, math.ceil(n)))[3]
                 n_next = min(float(slots), rate * e2e_n)
                 if abs(n_next - n) < 0.01:
                     n = n_next
                     break
                 n = 0.5 * (n + n_next)
             running, limit = max(1, math.ceil(n)), "rate"
-            step, pre, e2e = at(running)
+            step, tpot, pre, e2e = at(running)
             ttft, ttft_why = pre.value, pre.explanation
             tok_s = rate * w.output_tokens
             tok_why = (
                 f"{rate:g} req/s x {w.output_tokens} tokens = {tok_s:,.1f} tok/s "
                 f"(Little's law: {rate:g} x {e2e:.2f} s = {rate * e2e:.1f} running)"
             )
-    tpot = step.seconds
-    tpot_term = Term(
-        tpot.value,
-        f"one step of {running} decoding + {step.prompt_tokens:,.0f} prompt tokens "
-        f"(the other {running - 1} x {w.input_tokens} / {w.output_tokens}, chunked prefill): "
-        + tpot.explanation,
-    )
+    tpot_term = Term(tpot.value, f"{running} decoding: " + tpot.explanation)
     limit_why = {
         "concurrency": f"concurrency {running}",
         "max_num_seqs": f"max_num_seqs {est.max_num_seqs}",
         "kv_cache": f"the KV cache holds {int(kv_seqs.value)} requests",
+        "token_budget": (
+            f"max_num_batched_tokens {budget:,} per step holds {by_budget} decoding plus "
+            f"the prompts replacing them ({budget:,} x {w.output_tokens} / {seq_tokens:,})"
+        ),
         "rate": f"{running} in flight at the request rate",
     }[limit]
     return ServingPrediction(
