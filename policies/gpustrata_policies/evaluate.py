@@ -15,6 +15,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from gpustrata.core.collector import fewer_collections
 from gpustrata.core.terminal import redact_userinfo
 from gpustrata.core.unknown import (
     UNKNOWN,
@@ -208,6 +209,18 @@ def evaluate(
     finding for that rule and object (:func:`internal_error`), and the other rules
     still run.
     """
+    with fewer_collections():  # the objects and the view's caches live until the end
+        return _evaluate(objects, environment, config, rules, report_unknown_kinds, context)
+
+
+def _evaluate(
+    objects: Iterable[K8sObject | Mapping[str, Any]],
+    environment: str,
+    config: PolicyConfig | Mapping[str, Any] | None,
+    rules: Sequence[Rule] | None,
+    report_unknown_kinds: bool,
+    context: Iterable[K8sObject | Mapping[str, Any]],
+) -> Report:
     if isinstance(config, PolicyConfig):
         cfg = config.with_environment(parse_environment(environment))
     else:

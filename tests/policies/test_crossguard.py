@@ -194,3 +194,26 @@ def test_three_adapters_agree(analyzer: Any, tmp_path: Path) -> None:
     rest = [r for r in resources if r.urn != dropped]
     fewer = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=rest))
     assert fewer.diagnostics and all(d.urn != dropped for d in fewer.diagnostics)
+
+
+def test_a_new_request_with_the_same_urns_is_read_anew(analyzer: Any) -> None:
+    """The stack policies share one reading per request (issue 18: keyed by the request
+    the pack serves, not by a dump of its content): a later request naming the same URN
+    with other properties is judged on its own properties."""
+    analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
+
+    def stack_of(fixture_name: str) -> set[tuple[str, str, str]]:
+        raw = dict(load_paths([str(fixture("K007", fixture_name))])[0].raw)
+        token = resource_token(raw)
+        resource = analyzer_pb2.AnalyzerResource(
+            type=token,
+            properties=to_struct(resource_props(token, raw)),
+            urn=resource_urn(token, "same"),
+            name="same",
+        )
+        reply = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[resource]))
+        return {f for f in diagnostic_findings(reply.diagnostics) if f[0] == "K007"}
+
+    assert stack_of("bad-tp4-no-shm.yaml")
+    assert not stack_of("good-memory-shm.yaml")
+    assert stack_of("bad-tp4-no-shm.yaml")

@@ -107,3 +107,40 @@ def test_locate_finds_keys_and_items_and_nothing_else() -> None:
     assert text[jsonio.locate(text, 0, ("e",)) or 0 :].startswith('"e"')
     for missing in (("x",), ("a", "b", 2), ("a", "d", "x"), ("e", 0), ("a", 0), ("a", "b", -1)):
         assert jsonio.locate(text, 0, missing) is None, missing
+
+
+def test_lines_resumed_from_located_paths_match_a_scan_from_the_start() -> None:
+    """A JSON object's lines resume from the longest path located before (issue 18): in
+    any order of asking, every path, present or absent, gets the line a scan from the
+    object's start gives."""
+    doc = {
+        "kind": "Deployment",
+        "metadata": {"name": "x", "labels": {"a": "1"}},
+        "spec": {"template": {"spec": {"containers": [{"name": "a"}, {"name": "b", "x": []}]}}},
+    }
+    text = json.dumps({"kind": "List", "items": [{"kind": "Pod"}, doc]}, indent=4)
+    (obj,) = [o for o in load_text(text, "x.json") if o.kind == "Deployment"]
+    containers = ("spec", "template", "spec", "containers")
+    paths = [
+        (*containers, 1, "x"),
+        (*containers, 1, "name"),
+        (*containers, 0),
+        ("metadata", "labels", "a"),
+        (*containers, 2),  # absent item
+        (*containers, 1, "x", 0),  # inside an empty list
+        ("metadata", "nope", "deeper"),  # under an absent key
+        ("metadata",),
+        (*containers, 1, "x"),  # again, from the cache
+    ]
+    start = jsonio.locate(text, 0, ("items", 1))  # an item's offset is its value's
+    assert start is not None
+    assert obj.lines is not None
+    for path in paths:
+        at = jsonio.locate(text, start, path)
+        expected = None if at is None else text.count("\n", 0, at) + 1
+        assert obj.lines.get(path) == expected, path
+    assert obj.lines.get(("metadata", "labels", "a")) == _line_of(text, '"a": "1"')
+
+
+def _line_of(text: str, needle: str) -> int:
+    return text.count("\n", 0, text.index(needle)) + 1

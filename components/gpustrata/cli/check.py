@@ -18,6 +18,7 @@ import yaml
 
 from gpustrata.cli.errors import report_error, run_parser, user_error
 from gpustrata.core import jsonio
+from gpustrata.core.collector import fewer_collections
 from gpustrata.core.environments import ENVIRONMENTS
 from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
@@ -110,10 +111,11 @@ def check_command(
         return _error("- (stdin) given as a PATH and as --context; stdin can be read once")
     try:
         config = _load_config(args.config, args.environment)
-        objects = load_paths(list(args.paths), source)
-        context = load_paths(list(getattr(args, "context", None) or []), source)
-        for spec in getattr(args, "values", None) or []:
-            context.extend(load_values(spec))
+        with fewer_collections():  # what is read lives until the report is written
+            objects = load_paths(list(args.paths), source)
+            context = load_paths(list(getattr(args, "context", None) or []), source)
+            for spec in getattr(args, "values", None) or []:
+                context.extend(load_values(spec))
     except InputError as exc:  # a ConfigError is one too
         return report_error(exc)
     if getattr(args, "check_context", False):

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpustrata.core.yamlguard import MAX_INT_DIGITS
 
-__all__ = ["JsonShapeError", "loads", "loads_located", "locate"]
+__all__ = ["JsonShapeError", "loads", "loads_located", "locate", "locate_step"]
 
 
 class JsonShapeError(ValueError):
@@ -145,48 +145,58 @@ def _object(text: str, pos: int) -> tuple[dict[str, Any], int, list[int] | None]
 
 def locate(text: str, start: int, path: tuple[str | int, ...]) -> int | None:
     """Offset of the last key (a ``str`` step) or item (an ``int`` step) of *path* inside
-    the valid JSON value at *start*; ``None`` when the path is not there.
+    the valid JSON value at *start*; ``None`` when the path is not there (or is empty).
 
     Skips what is not on the path with the C decoder, so finding a finding's line costs
     one scan of the object, paid only for findings.
     """
+    found: tuple[int, int] | None = None
     pos = start
-    found: int | None = None
     for step in path:
+        found = locate_step(text, pos, step)
+        if found is None:
+            return None
+        pos = found[1]
+    return found[0] if found is not None else None
+
+
+def locate_step(text: str, pos: int, step: str | int) -> tuple[int, int] | None:
+    """One step of :func:`locate`: in the valid JSON value at *pos*, the offsets of key
+    *step* (a ``str``) or item *step* (an ``int``) and of its value; ``None`` when the
+    value is not an object / array holding it. A caller that keeps the value offsets of
+    the paths it located resumes from the longest of them instead of the object's start."""
+    pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+    if isinstance(step, str):
+        if not text.startswith("{", pos):
+            return None
+        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+        while True:
+            if not text.startswith('"', pos):
+                return None  # "}": an empty object
+            at = pos
+            key, pos = scanstring(text, pos + 1)
+            pos = _WS.match(text, pos).end() + 1  # type: ignore[union-attr]  # the ":"
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if key == step:
+                return at, pos
+            pos = _WS.match(text, _PLAIN.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
+            if not text.startswith(",", pos):
+                return None  # "}": the key is not there
+            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if not text.startswith("[", pos) or step < 0:
+        return None
+    pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+    for _ in range(step):
+        if text.startswith("]", pos):
+            return None
+        pos = _PLAIN.raw_decode(text, pos)[1]
         pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-        if isinstance(step, str):
-            if not text.startswith("{", pos):
-                return None
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-            while True:
-                if not text.startswith('"', pos):
-                    return None  # "}": an empty object
-                found = pos
-                key, pos = scanstring(text, pos + 1)
-                pos = _WS.match(text, pos).end() + 1  # type: ignore[union-attr]  # the ":"
-                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-                if key == step:
-                    break
-                pos = _WS.match(text, _PLAIN.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
-                if not text.startswith(",", pos):
-                    return None  # "}": the key is not there
-                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-        else:
-            if not text.startswith("[", pos) or step < 0:
-                return None
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-            for _ in range(step):
-                if text.startswith("]", pos):
-                    return None
-                pos = _PLAIN.raw_decode(text, pos)[1]
-                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-                if not text.startswith(",", pos):
-                    return None
-                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
-            if text.startswith("]", pos):
-                return None
-            found = pos
-    return found
+        if not text.startswith(",", pos):
+            return None
+        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", pos):
+        return None
+    return pos, pos
 
 
 def _strict(text: str, parse: Any) -> Any:

@@ -315,14 +315,27 @@ class _JsonLines(Mapping[Path, int]):
     """Lines of a JSON value's keys and items, found in the text when a finding asks
     (:func:`~gpustrata.core.jsonio.locate`) rather than recorded for every value."""
 
-    __slots__ = ("_data", "_source", "_start")
+    __slots__ = ("_data", "_found", "_source", "_start")
 
     def __init__(self, source: _JsonText, start: int, data: Any) -> None:
         self._source, self._start, self._data = source, start, data
+        # Path -> (offset of its key or item, offset of its value), or None where it is
+        # absent: a finding's line resumes from the longest path located before (the
+        # prefixes line_of tries, the fields of one container), not from the object's start.
+        self._found: dict[Path, tuple[int, int] | None] = {(): (start, start)}
 
     def get(self, path: Path, default: Any = None) -> Any:
-        found = jsonio.locate(self._source.text, self._start, path)
-        return default if found is None else self._source.line(found)
+        found = self._found
+        cut = len(path)
+        while path[:cut] not in found:
+            cut -= 1
+        hit = found[path[:cut]]
+        text = self._source.text
+        while hit is not None and cut < len(path):
+            hit = jsonio.locate_step(text, hit[1], path[cut])
+            cut += 1
+            found[path[:cut]] = hit
+        return default if hit is None or not path else self._source.line(hit[0])
 
     def __getitem__(self, path: Path) -> int:
         found = self.get(path)

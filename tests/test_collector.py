@@ -1,0 +1,34 @@
+"""gpustrata.core.collector: fewer collections inside a block, the collector as it was after."""
+
+from __future__ import annotations
+
+import gc
+
+from gpustrata.core.collector import YOUNG_THRESHOLD, fewer_collections
+
+
+def test_blocks_freeze_what_exists_and_restore_the_collector() -> None:
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with fewer_collections():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0  # the modules and everything alive now
+        assert gc.get_threshold()[0] == max(before[0], YOUNG_THRESHOLD)
+        built = [[i] for i in range(1000)]  # tracked containers made inside the block
+        with fewer_collections():  # a nested block freezes them too
+            assert gc.get_freeze_count() >= frozen + len(built)
+        assert gc.get_threshold()[0] == max(before[0], YOUNG_THRESHOLD)  # still the outer's
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_raising_block_restores_the_collector() -> None:
+    before = gc.get_threshold()
+    try:
+        with fewer_collections():
+            raise ValueError
+    except ValueError:
+        pass
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
