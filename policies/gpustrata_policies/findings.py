@@ -161,6 +161,9 @@ class RuleContext:
         """A value computed once per evaluation (indexes over all objects). The unknown
         values its factory read count as read by every caller
         (:func:`~gpustrata.core.unknown.replay_reads`)."""
+        found = self._cache.get(key)  # memoised's common case, without a second call
+        if found is not None and found[1] is None and not found[2]:
+            return found[0]
         return memoised(self._cache, key, factory)
 
     def threshold(self, key: str) -> Any:
