@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from importlib import resources
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -120,15 +120,7 @@ gpustrata can read from a manifest:
   so, or the pod restarted on the node that had just read them).
 """
 
-LOAD_PATHS: tuple[str, ...] = (
-    "hf-download",
-    "hf-download-fast",
-    "s3-streamer",
-    "s3-download",
-    "local-streamer",
-    "disk",
-    "page-cache",
-)
+LOAD_PATHS: tuple[str, ...] = get_args(LoadPath)
 """The values of :data:`LoadPath`, in its order."""
 
 
