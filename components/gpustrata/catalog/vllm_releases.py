@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from gpustrata.core.versions import parse_version
 from gpustrata.core.yamlio import safe_load
+
+_T = TypeVar("_T")
 
 __all__ = [
     "BatchDefaults",
@@ -693,22 +695,30 @@ def _between(version: str, read: tuple[str, ...]) -> tuple[str, str] | str | Non
     return below[-1], above[0]
 
 
-def _read_or_agreed(version: str, table: Mapping[str, Fact]) -> Fact | None:
-    """The fact read in ``version``, or the one both read releases around it agree on;
-    None outside the read releases or where they disagree."""
+def _read_or_agreed(
+    version: str,
+    table: Mapping[str, _T],
+    same: Callable[[_T, _T], bool],
+) -> _T | None:
+    """The entry read in ``version``, or the lower of the read releases around it when
+    ``same`` says they agree; None outside the read releases or where they disagree."""
     found = _between(version, tuple(table))
     if isinstance(found, str):
         return table[found]
     if found is None:
         return None
     low, high = table[found[0]], table[found[1]]
-    return low if low.value == high.value else None
+    return low if same(low, high) else None
+
+
+def _same_value(a: Fact, b: Fact) -> bool:
+    return a.value == b.value
 
 
 def memory_default(version: str) -> Fact | None:
     """The default ``gpu_memory_utilization`` of a release: read in it, or agreed by the
     read releases around it; None when unknown."""
-    return _read_or_agreed(version, dict(load_vllm_releases().memory_defaults))
+    return _read_or_agreed(version, dict(load_vllm_releases().memory_defaults), _same_value)
 
 
 def accepts_abbreviations(version: str) -> Fact | None:
@@ -716,7 +726,7 @@ def accepts_abbreviations(version: str) -> Fact | None:
     (``--max-model`` for ``--max-model-len``: argparse's ``allow_abbrev``)? The fact
     (value 1.0 yes, 0.0 no) read in it or agreed by the read releases around it; None
     when unknown."""
-    return _read_or_agreed(version, dict(load_vllm_releases().abbreviations))
+    return _read_or_agreed(version, dict(load_vllm_releases().abbreviations), _same_value)
 
 
 def mxfp4_kernel(version: str | None, cc_major: int) -> tuple[Mxfp4Kernel | None, str]:
@@ -748,15 +758,9 @@ def profile_facts(version: str | None) -> ProfileRelease | None:
         return None
     table = {r.version: r for r in load_vllm_releases().profile_run}
     try:
-        found = _between(version, tuple(table))
-    except ValueError:
+        return _read_or_agreed(version, table, lambda a, b: a.facts() == b.facts())
+    except ValueError:  # not a release number
         return None
-    if isinstance(found, str):
-        return table[found]
-    if found is None:
-        return None
-    low, high = table[found[0]], table[found[1]]
-    return low if low.facts() == high.facts() else None
 
 
 @functools.cache
