@@ -48,6 +48,18 @@ HELD_OUT = (
     "runai-120-llama3-8b-s3-same-node",
     "unsloth-972-qwen35-4b-gguf-xet",
     "vllm-omni-4896-hunyuanimage3-page-cache",
+    # h17b (2026-12-02): logs from blogs, docs and code, added after the fit: out of sample.
+    "instanttensor-qwen3-30b-a3b-h200-safetensors",
+    "instanttensor-qwen3-30b-a3b-h200-runai-streamer",
+    "instanttensor-qwen3-30b-a3b-h200-safetensors-tmpfs",
+    "instanttensor-deepseek-r1-8xh200-safetensors",
+    "instanttensor-deepseek-r1-8xh200-safetensors-tmpfs",
+    "runai-bench-llama3-8b-a10g-gp3",
+    "runai-bench-llama3-8b-a10g-io2",
+    "runai-bench-llama3-8b-a10g-s3",
+    "tensorfuse-llama31-8b-l40s-download",
+    "tensorfuse-llama31-8b-l40s-load",
+    "tensorfuse-llama31-8b-l40s-load-volume",
 )
 """Logs left out of the fit (about a quarter, at least one per kind of figure: a download,
 disk and page-cache loads, a cold compile with graphs, an MoE init, a streamer load, an
