@@ -52,8 +52,6 @@ HELD_OUT = (
     "instanttensor-qwen3-30b-a3b-h200-safetensors",
     "instanttensor-qwen3-30b-a3b-h200-runai-streamer",
     "instanttensor-qwen3-30b-a3b-h200-safetensors-tmpfs",
-    "instanttensor-deepseek-r1-8xh200-safetensors",
-    "instanttensor-deepseek-r1-8xh200-safetensors-tmpfs",
     "runai-bench-vllm055-llama3-8b-gp3-safetensors",
     "runai-bench-vllm055-llama3-8b-gp3-streamer",
     "runai-bench-vllm055-llama3-8b-io2-safetensors",
