@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpustrata.core.environments import Environment
-from gpustrata.core.unknown import memoised
+from gpustrata.core.unknown import ABSENT, TAINTED, memoised
 
 if TYPE_CHECKING:
     from gpustrata_policies.config import PolicyConfig
@@ -150,21 +150,21 @@ class RuleContext:
         meta: RuleMeta,
         config: PolicyConfig,
         objects: Sequence[K8sObject],
-        cache: dict[str, Any] | None = None,
+        cache: dict[Any, Any] | None = None,
     ) -> None:
         self.meta = meta
         self.config = config
         self.objects = objects
         self._cache = cache if cache is not None else {}
 
-    def memo(self, key: str, factory: Callable[[], Any]) -> Any:
+    def memo(self, key: Hashable, factory: Callable[[], Any]) -> Any:
         """A value computed once per evaluation (indexes over all objects). The unknown
         values its factory read count as read by every caller
         (:func:`~gpustrata.core.unknown.replay_reads`)."""
-        found = self._cache.get(key)  # memoised's common case, without a second call
-        if found is not None and found[1] is None and not found[2]:
-            return found[0]
-        return memoised(self._cache, key, factory)
+        found = self._cache.get(key, ABSENT)  # memoised's common case, without a second call
+        if found is ABSENT or type(found) is TAINTED:
+            return memoised(self._cache, key, factory)
+        return found
 
     def threshold(self, key: str) -> Any:
         """The configured value of one of this rule's thresholds."""

@@ -467,7 +467,7 @@ def capacity_inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     """The capacity estimate of *site* on each GPU model it can land on, or why it
     cannot be made (a "not evaluated" reason naming the missing input); made once per
     engine and evaluation, whichever capacity rule asks first."""
-    found: list[Inputs] | str = ctx.memo(f"capacity-inputs:{id(site)}", lambda: _inputs(ctx, site))
+    found: list[Inputs] | str = ctx.memo(("capacity-inputs", id(site)), lambda: _inputs(ctx, site))
     return found
 
 
@@ -553,8 +553,9 @@ def _estimate(
                 shared[key] = (arch, result)
         return f"{site.name}: {result}" if isinstance(result, Exception) else result
 
-    key = f"capacity-estimate:{id(site.obj)}:{site.engine.source}:{gpu.id}"
-    found: CapacityEstimate | str = ctx.memo(key, build)
+    found: CapacityEstimate | str = ctx.memo(
+        ("capacity-estimate", id(site.obj), site.engine.source, gpu.id), build
+    )
     return found
 
 
