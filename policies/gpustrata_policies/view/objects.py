@@ -302,6 +302,7 @@ class K8sObject:
 
 # PodRef.containers' and ContainerRef.resources' memo keys.
 _CONTAINERS: dict[bool, tuple[str, bool]] = {b: ("containers", b) for b in (True, False)}
+_NONE = Fraction(0)
 _PART_APP, _PART_INIT, _PART_MODEL = ("part", "containers"), ("part", "init"), ("part", "model")
 _RESOURCES: dict[str, tuple[str, str]] = {s: ("resources", s) for s in ("limits", "requests")}
 
@@ -401,9 +402,21 @@ class PodRef:
         return memoised(self.memo, key, lambda: self._gpu_count(extra))
 
     def _gpu_count(self, extra: Sequence[str]) -> Fraction:
-        app = sum((c.gpu_limit(extra) for c in self.containers(init=False)), Fraction(0))
-        init = max((c.gpu_limit(extra) for c in self.containers() if c.init), default=Fraction(0))
-        return max(app, init)
+        # As sum() and max() of the limits, without Fraction arithmetic on the zeros.
+        app = _NONE
+        for c in self.containers(init=False):
+            limit = c.gpu_limit(extra)
+            if limit:
+                app = app + limit if app else limit
+        init: Fraction | None = None
+        for c in self.containers():
+            if c.init:
+                limit = c.gpu_limit(extra)
+                if init is None or limit > init:
+                    init = limit
+        if init is None:
+            init = _NONE  # max(..., default=0)
+        return init if init > app else app
 
     def node_selector(self) -> dict[str, Any]:
         """``nodeSelector`` labels."""

@@ -26,6 +26,8 @@ from typing import Any
 import yaml
 
 from gpustrata.catalog.vllm_releases import (
+    Fact,
+    FlagSet,
     accepted_flags,
     accepts_abbreviations,
     flag_releases,
@@ -147,7 +149,7 @@ def _launch_flags(
             )
         return None, True
     # No shell: `${VAR}` / `$VAR` reach the program as written; read them as unknown.
-    expanded = [_SHELL_REF.sub(MARK, tok) for tok in expanded]
+    expanded = [_SHELL_REF.sub(MARK, tok) if "$" in tok else tok for tok in expanded]
     flags = _vllm_invocation(expanded)
     if flags is None and not command and _is_vllm_image(container.image):
         flags = expanded  # the image's entrypoint is the API server: args are the flags
@@ -184,9 +186,7 @@ def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
     the image's vLLM release takes prefixes (the catalogue's ``abbreviations``, read from
     the release's parser) and every read release around it resolves it the same way.
     Where that is not known, a prefix of some flag makes the engine incomplete."""
-    version = vllm_version(image)
-    accepts = accepts_abbreviations(version) if version else None
-    sets = accepted_flags(version) if version else None
+    accepts, sets = _release_parser(vllm_version(image))
     for written in list(engine.written):
         if not written.startswith("--"):
             continue
@@ -204,6 +204,15 @@ def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
                 engine.values.setdefault(full[2:].replace("-", "_"), engine.values.pop(key))
         elif any(f.startswith(name) for f in _every_flag()):
             engine.complete = False  # may name another setting; the release's rule is unknown
+
+
+@lru_cache(maxsize=256)  # a few releases; each engine of one asks the catalogue again
+def _release_parser(version: str | None) -> tuple[Fact | None, tuple[FlagSet, ...] | None]:
+    """(does *version*'s parser take abbreviations, the flag sets that judge it), from
+    the release catalogue; (None, None) for an unnamed release."""
+    if not version:
+        return None, None
+    return accepts_abbreviations(version), accepted_flags(version)
 
 
 def _unique_prefix(name: str, flags: frozenset[str]) -> str | None:
