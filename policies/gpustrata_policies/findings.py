@@ -143,7 +143,7 @@ class Report:
 class RuleContext:
     """What a rule's check function gets besides the objects: config and helpers."""
 
-    __slots__ = ("_cache", "config", "meta", "objects")
+    __slots__ = ("_cache", "_not_evaluated", "config", "meta", "objects")
 
     def __init__(
         self,
@@ -156,6 +156,7 @@ class RuleContext:
         self.config = config
         self.objects = objects
         self._cache = cache if cache is not None else {}
+        self._not_evaluated: dict[tuple[str, str], NotEvaluated] = {}
 
     def memo(self, key: Hashable, factory: Callable[[], Any]) -> Any:
         """A value computed once per evaluation (indexes over all objects). The unknown
@@ -180,8 +181,13 @@ class RuleContext:
         return Violation(obj, message, path, advisory)
 
     def not_evaluated(self, obj: K8sObject, reason: str) -> NotEvaluated:
-        """A not-evaluated record for *obj*."""
-        return NotEvaluated(self.meta.id, obj.resource, reason)
+        """A not-evaluated record for *obj* (records are values: a rule that gives one
+        reason many times for an object, once per container, gets the one record)."""
+        key = (obj.resource, reason)
+        found = self._not_evaluated.get(key)
+        if found is None:
+            found = self._not_evaluated[key] = NotEvaluated(self.meta.id, obj.resource, reason)
+        return found
 
 
 CheckFn = Callable[[RuleContext, "K8sObject"], Iterable[Outcome]]

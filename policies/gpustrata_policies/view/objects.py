@@ -150,6 +150,8 @@ def as_list(value: Any, what: str) -> list[Any]:
 
 def as_map(value: Any, what: str) -> Mapping[str, Any]:
     """A mapping field, ``{}`` if absent or odd; raises UnknownInput if unknown."""
+    if type(value) is dict:  # the common case, without the ABC check
+        return value
     if value is UNKNOWN:
         raise UnknownInput(what)
     return value if isinstance(value, Mapping) else {}
