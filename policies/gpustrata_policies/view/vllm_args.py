@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 import yaml
@@ -202,7 +204,7 @@ def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
             found = {_unique_prefix(name, s.flags) for s in sets}
             if len(found) == 1 and (full := found.pop()) is not None:
                 engine.values.setdefault(full[2:].replace("-", "_"), engine.values.pop(key))
-        elif any(f.startswith(name) for f in _every_flag()):
+        elif _starting_with(name, _every_flag(), 1):
             engine.complete = False  # may name another setting; the release's rule is unknown
 
 
@@ -217,10 +219,26 @@ def _release_parser(version: str | None) -> tuple[Fact | None, tuple[FlagSet, ..
 
 def _unique_prefix(name: str, flags: frozenset[str]) -> str | None:
     """The one long option of *flags* that *name* abbreviates, else None."""
-    if name in flags:
+    if name in flags or not name.startswith("--"):
         return None
-    matches = [f for f in flags if f.startswith(name) and f.startswith("--")]
+    matches = _starting_with(name, flags, 2)
     return matches[0] if len(matches) == 1 else None
+
+
+def _starting_with(prefix: str, flags: frozenset[str], most: int) -> list[str]:
+    """Up to *most* of *flags* that start with *prefix* (a range of the sorted flags)."""
+    ordered = _sorted_flags(flags)
+    out: list[str] = []
+    for flag in islice(ordered, bisect_left(ordered, prefix), None):
+        if not flag.startswith(prefix) or len(out) == most:
+            break
+        out.append(flag)
+    return out
+
+
+@lru_cache(maxsize=64)  # the catalogue's flag sets: one per read release, and their union
+def _sorted_flags(flags: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(flags))
 
 
 @lru_cache(maxsize=1)
