@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpustrata.core.environments import Environment
-from gpustrata.core.unknown import memoised
+from gpustrata.core.unknown import ABSENT, TAINTED, memoised
 
 if TYPE_CHECKING:
     from gpustrata_policies.config import PolicyConfig
@@ -143,28 +143,29 @@ class Report:
 class RuleContext:
     """What a rule's check function gets besides the objects: config and helpers."""
 
-    __slots__ = ("_cache", "config", "meta", "objects")
+    __slots__ = ("_cache", "_not_evaluated", "config", "meta", "objects")
 
     def __init__(
         self,
         meta: RuleMeta,
         config: PolicyConfig,
         objects: Sequence[K8sObject],
-        cache: dict[str, Any] | None = None,
+        cache: dict[Any, Any] | None = None,
     ) -> None:
         self.meta = meta
         self.config = config
         self.objects = objects
         self._cache = cache if cache is not None else {}
+        self._not_evaluated: dict[tuple[str, str], NotEvaluated] = {}
 
-    def memo(self, key: str, factory: Callable[[], Any]) -> Any:
+    def memo(self, key: Hashable, factory: Callable[[], Any]) -> Any:
         """A value computed once per evaluation (indexes over all objects). The unknown
         values its factory read count as read by every caller
         (:func:`~gpustrata.core.unknown.replay_reads`)."""
-        found = self._cache.get(key)  # memoised's common case, without a second call
-        if found is not None and found[1] is None and not found[2]:
-            return found[0]
-        return memoised(self._cache, key, factory)
+        found = self._cache.get(key, ABSENT)  # memoised's common case, without a second call
+        if found is ABSENT or type(found) is TAINTED:
+            return memoised(self._cache, key, factory)
+        return found
 
     def threshold(self, key: str) -> Any:
         """The configured value of one of this rule's thresholds."""
@@ -180,8 +181,13 @@ class RuleContext:
         return Violation(obj, message, path, advisory)
 
     def not_evaluated(self, obj: K8sObject, reason: str) -> NotEvaluated:
-        """A not-evaluated record for *obj*."""
-        return NotEvaluated(self.meta.id, obj.resource, reason)
+        """A not-evaluated record for *obj* (records are values: a rule that gives one
+        reason many times for an object, once per container, gets the one record)."""
+        key = (obj.resource, reason)
+        found = self._not_evaluated.get(key)
+        if found is None:
+            found = self._not_evaluated[key] = NotEvaluated(self.meta.id, obj.resource, reason)
+        return found
 
 
 CheckFn = Callable[[RuleContext, "K8sObject"], Iterable[Outcome]]

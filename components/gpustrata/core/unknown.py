@@ -21,10 +21,12 @@ from contextvars import ContextVar
 from typing import Any, Final, SupportsIndex, TypeVar, final, overload
 
 __all__ = [
+    "ABSENT",
     "PULUMI_SECRET_SIG",
     "PULUMI_SIG_KEY",
     "PULUMI_UNKNOWN_SENTINELS",
     "SECRET_PLACEHOLDER",
+    "TAINTED",
     "UNKNOWN",
     "UnknownInput",
     "contains_unknown",
@@ -180,46 +182,78 @@ def replay_reads(reads: Iterable[str]) -> None:
 _T = TypeVar("_T")
 
 
+@final
+class _Tainted:
+    """A :func:`memoised` entry whose factory read an unknown value or raised
+    :class:`UnknownInput`: every later caller replays the reads and gets the error again.
+    An entry that read no unknown is kept bare in the memo, so a hit is one dict read."""
+
+    __slots__ = ("error", "reads", "value")
+
+    def __init__(self, value: Any, error: UnknownInput | None, reads: tuple[str, ...]) -> None:
+        self.value = value
+        self.error = error
+        self.reads = reads
+
+    def replay(self) -> Any:
+        """The kept value, after noting its reads (and raising its error)."""
+        replay_reads(self.reads)
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+TAINTED: Final = _Tainted
+"""The type of a :func:`memoised` entry that read an unknown or raised one: a hot path
+may read a memo itself (``found = memo.get(key, ABSENT)``) and take *found* as the value
+when ``type(found) is not TAINTED and found is not ABSENT``."""
+
+ABSENT: Final = object()
+"""The ``dict.get`` default that tells a memo miss from a kept ``None``."""
+
+
 def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
     """``factory()`` once per *memo* and *key*. Every later caller counts as having read the
     unknown values the first call read (:func:`replay_reads`), and gets the
-    :class:`UnknownInput` it raised again: a cache must not launder an unknown."""
-    found = memo.get(key)  # entries are tuples: None only when absent
-    if found is not None:
-        if found[1] is None and not found[2]:
-            known: _T = found[0]  # the common case: a known value, no unknown read
-            return known
+    :class:`UnknownInput` it raised again: a cache must not launder an unknown.
+
+    A value that read no unknown is kept as it is (a hit is one dict read, issue 18); one
+    that did, or an error, is kept as a :data:`TAINTED` entry that replays them."""
+    found = memo.get(key, ABSENT)
+    if found is not ABSENT:
+        if type(found) is _Tainted:
+            tainted: _T = found.replay()
+            return tainted
+        known: _T = found
+        return known
+    # reading_unknowns() inlined: a generator context manager costs more than most
+    # factories that hit this path (issue 18 profile: 610 k calls).
+    reads: list[str] = []
+    token = _READS.set(reads)
+    error: UnknownInput | None = None
+    try:
+        value = factory()
+    except UnknownInput as exc:
+        error = exc
+    finally:
+        _READS.reset(token)
+    if error is not None:
+        memo[key] = _Tainted(None, error, tuple(reads))
+        replay_reads(reads)
+        raise error
+    if reads:
+        memo[key] = _Tainted(value, None, tuple(reads))
+        replay_reads(reads)
     else:
-        # reading_unknowns() inlined: a generator context manager costs more than most
-        # factories that hit this path (issue 18 profile: 610 k calls).
-        reads: list[str] = []
-        token = _READS.set(reads)
-        value: Any = None
-        error: UnknownInput | None = None
-        try:
-            value = factory()
-        except UnknownInput as exc:
-            error = exc
-        finally:
-            _READS.reset(token)
-        found = memo[key] = (value, error, tuple(reads))
-        if error is None and not reads:
-            made: _T = value
-            return made
-    replay_reads(found[2])
-    if found[1] is not None:
-        raise found[1]
-    result: _T = found[0]
-    return result
+        memo[key] = value
+    return value
 
 
 def known_memo(memo: dict[Any, Any], key: Any) -> Any:
     """What :func:`memoised` keeps for *key* when its factory read no unknown value and
     raised nothing (a hot path may skip the call then), else ``None``."""
     found = memo.get(key)
-    if found is not None and found[1] is None and not found[2]:
-        return found[0]
-    return None
+    return None if type(found) is _Tainted else found
 
 
 _PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})

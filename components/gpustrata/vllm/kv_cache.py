@@ -142,45 +142,64 @@ def _layer_specs(
         f"{block_size} tokens x (K {arch.head_dim} + V {arch.head_dim}) x {dtype_bytes} B"
     )
     sw_block = _sliding_block_size(block_size, sliding_kernel_block)
-    specs = [
-        _LayerSpec("sliding_window", sw_block, token, arch.sliding_window)
-        if kind == "sliding_attention"
+    # One spec per kind, shared by its layers (specs are values: an 80-layer model needs
+    # one, not 80; the grouping below relies on the sharing to stay cheap).
+    full = _LayerSpec("full_attention", block_size, token)
+    by_kind = {
+        "sliding_attention": _LayerSpec("sliding_window", sw_block, token, arch.sliding_window),
         # ChunkedLocalAttentionSpec takes the cache's block size (chunked_local_attention.py).
-        else _LayerSpec("chunked_local", block_size, token, arch.attention_chunk_size)
-        if kind == "chunked_attention"
-        else _LayerSpec("full_attention", block_size, token)
-        for kind in arch.layer_attention_types()
-    ]
+        "chunked_attention": _LayerSpec(
+            "chunked_local", block_size, token, arch.attention_chunk_size
+        ),
+    }
+    specs = [by_kind.get(kind, full) for kind in arch.layer_attention_types()]
     return specs, why
 
 
 def _unify_page_size(specs: list[_LayerSpec]) -> list[_LayerSpec]:
     """``unify_kv_cache_spec_page_size``: scale smaller pages' block size, else pad."""
-    pages = {s.page for s in specs}
+    distinct = _distinct(specs)
+    pages = {s.page for s in distinct}
     if len(pages) <= 1:
         return specs
     top = max(pages)
-    out: list[_LayerSpec] = []
-    for s in specs:
+    unified: dict[int, _LayerSpec] = {}  # by id: each distinct spec is unified once
+    for s in distinct:
         if s.page == top:
-            out.append(s)
+            unified[id(s)] = s
         elif top % s.page == 0:
-            out.append(replace(s, block_size=s.block_size * (top // s.page)))
+            unified[id(s)] = replace(s, block_size=s.block_size * (top // s.page))
         elif s.kind != "mla":
-            out.append(replace(s, padded_page=top))
+            unified[id(s)] = replace(s, padded_page=top)
         else:  # pragma: no cover - no catalogue model mixes MLA with other layers
             raise CapacityError("block_size", "MLA pages cannot be padded to a common size")
-    return out
+    return [unified[id(s)] for s in specs]
+
+
+def _distinct(specs: list[_LayerSpec]) -> list[_LayerSpec]:
+    """The spec objects of *specs* (each once, in order of first use)."""
+    return list({id(s): s for s in specs}.values())
 
 
 def _group_layers(specs: list[_LayerSpec]) -> list[tuple[_LayerSpec, list[int]]]:
     """``get_kv_cache_groups`` for the layer kinds the catalogue has."""
-    if len(set(specs)) == 1:
+    if len(set(_distinct(specs))) == 1:
         return [(specs[0], list(range(len(specs))))]
     specs = _unify_page_size(specs)
-    buckets: dict[_LayerSpec, list[int]] = {}
+    # Layers by spec object, then objects of equal specs merged: the buckets of
+    # ``setdefault(spec, []).append(index)`` over the layers, without hashing each layer.
+    by_object: dict[int, tuple[_LayerSpec, list[int]]] = {}
     for index, spec in enumerate(specs):
-        buckets.setdefault(spec, []).append(index)
+        found = by_object.get(id(spec))
+        if found is None:
+            found = by_object[id(spec)] = (spec, [])
+        found[1].append(index)
+    buckets: dict[_LayerSpec, list[int]] = {}
+    for spec, indices in by_object.values():
+        if spec in buckets:
+            buckets[spec] = sorted(buckets[spec] + indices)
+        else:
+            buckets[spec] = indices
     sizes = [len(v) for v in buckets.values()]
     group_size = min(sizes)
     if max(sizes) < min(sizes) * 1.5:
@@ -199,10 +218,11 @@ def _promote_sliding(specs: list[_LayerSpec], block_size: int) -> list[_LayerSpe
     local = {"sliding_window", "chunked_local"}
     if "full_attention" not in kinds or not (kinds & local):
         return specs
-    return [
-        _LayerSpec("full_attention", block_size, s.token_bytes) if s.kind in local else s
-        for s in specs
-    ]
+    promoted = {
+        id(s): _LayerSpec("full_attention", block_size, s.token_bytes) if s.kind in local else s
+        for s in _distinct(specs)
+    }
+    return [promoted[id(s)] for s in specs]
 
 
 def _pages_per_request(spec: _LayerSpec, max_model_len: int, in_flight: int) -> int:
@@ -342,7 +362,7 @@ def kv_cache_blocks(
     stage_layers = [set(range(s, s + n)) for s, n in zip(starts, parts, strict=True)]
 
     per_stage_bpb = [
-        max(sum(spec.page for i in layers if i in mine) for spec, layers in groups)
+        max(spec.page * len(mine.intersection(layers)) for spec, layers in groups)
         for mine in stage_layers
     ]
     stage_blocks = [a // b if b > 0 else 0 for a, b in zip(avail, per_stage_bpb, strict=True)]
@@ -350,14 +370,19 @@ def kv_cache_blocks(
     limiting = stage_blocks.index(min(stage_blocks))
     bpb = per_stage_bpb[limiting]
 
+    group_specs = [spec for spec, _ in groups]
+
     def pages_for(length: int) -> int:
-        return sum(_pages_per_request(spec, length, in_flight) for spec, _ in groups)
+        return sum(_pages_per_request(spec, length, in_flight) for spec in group_specs)
+
+    stages = list(zip(avail, per_stage_bpb, strict=True))
+    room = all(a - b > 0 for a, b in stages)  # a block left after the null block, everywhere
 
     def fits(length: int) -> bool:
-        return all(
-            a - b > 0 and b * pages_for(length) <= a - b
-            for a, b in zip(avail, per_stage_bpb, strict=True)
-        )
+        if not room:
+            return False
+        pages = pages_for(length)
+        return all(b * pages <= a - b for a, b in stages)
 
     per_request = pages_for(mml)
     concurrency = num_blocks / per_request

@@ -19,9 +19,10 @@ import operator
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from gpustrata.catalog.vllm_releases import memory_default, vllm_file_url
+from gpustrata.catalog.vllm_releases import Fact, memory_default, vllm_file_url
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.quantity import parse_number
 from gpustrata.core.terminal import quoted
@@ -76,6 +77,11 @@ _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_overri
 def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
     """The engines of *obj* (:func:`gpustrata_policies.view.engines.engine_sites`) that ask
     for GPUs: ``vllm serve`` containers with a GPU limit, and every Ray Serve LLM engine."""
+    found: list[EngineSite] = ctx.memo(("gpu-engine-sites", id(obj)), lambda: _gpu_sites(ctx, obj))
+    return found
+
+
+def _gpu_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
     extra = ctx.config.gpu_resources
     sites: list[EngineSite] = []
     for site in all_engine_sites(ctx, obj):
@@ -344,7 +350,7 @@ def engine_settings(
         kwargs[key] = value
     util = _raw(engine, "gpu_memory_utilization")
     if util is None:
-        fact = memory_default(release) if release and release != REFERENCE_VLLM else None
+        fact = _memory_default(release) if release and release != REFERENCE_VLLM else None
         if fact is None:
             kwargs["gpu_memory_utilization"] = DEFAULT_GPU_MEMORY_UTILIZATION
             defaults["gpu_memory_utilization"] = (
@@ -390,6 +396,12 @@ def engine_settings(
     if v0:
         _v0_defaults(kwargs, defaults, arch, mml, release)
     return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit, release)
+
+
+@lru_cache(maxsize=256)  # a few releases; every engine of one asks the catalogue again
+def _memory_default(release: str) -> Fact | None:
+    """:func:`~gpustrata.catalog.vllm_releases.memory_default`, once per release."""
+    return memory_default(release)
 
 
 def _v0_defaults(
@@ -467,7 +479,7 @@ def capacity_inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     """The capacity estimate of *site* on each GPU model it can land on, or why it
     cannot be made (a "not evaluated" reason naming the missing input); made once per
     engine and evaluation, whichever capacity rule asks first."""
-    found: list[Inputs] | str = ctx.memo(f"capacity-inputs:{id(site)}", lambda: _inputs(ctx, site))
+    found: list[Inputs] | str = ctx.memo(("capacity-inputs", id(site)), lambda: _inputs(ctx, site))
     return found
 
 
@@ -553,8 +565,9 @@ def _estimate(
                 shared[key] = (arch, result)
         return f"{site.name}: {result}" if isinstance(result, Exception) else result
 
-    key = f"capacity-estimate:{id(site.obj)}:{site.engine.source}:{gpu.id}"
-    found: CapacityEstimate | str = ctx.memo(key, build)
+    found: CapacityEstimate | str = ctx.memo(
+        ("capacity-estimate", id(site.obj), site.engine.source, gpu.id), build
+    )
     return found
 
 

@@ -125,11 +125,12 @@ def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
     """Every vLLM engine of the object (Ray Serve LLM configs once per RayService),
     memoised per evaluation."""
 
-    def build() -> list[EngineSite]:
-        return list(_build_sites(ctx, obj))
-
-    found: list[EngineSite] = ctx.memo(f"engine-sites:{id(obj)}", build)
+    found: list[EngineSite] = ctx.memo(("engine-sites", id(obj)), lambda: _sites(ctx, obj))
     return found
+
+
+def _sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
+    return list(_build_sites(ctx, obj))
 
 
 def _build_sites(ctx: RuleContext, obj: K8sObject) -> Iterator[EngineSite]:
@@ -226,7 +227,7 @@ def gpu_resources(ctx: RuleContext, pod: PodRef) -> dict[str, Fraction]:
                         out.setdefault(name, parse_number(raw) or Fraction(0))
         return {k: v for k, v in out.items() if v > 0}
 
-    found: dict[str, Fraction] = ctx.memo(f"gpu-resources:{id(pod.spec)}", build)
+    found: dict[str, Fraction] = ctx.memo(("gpu-resources", id(pod.spec)), build)
     return found
 
 
@@ -302,7 +303,7 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
         return refs, unknown, partial
 
     # The pools' models depend on the Pod only through its selectors: once per selector.
-    refs, unknown, partial = ctx.memo("pod_gpus_pools:" + selector_key(pod), from_pools)
+    refs, unknown, partial = ctx.memo(("pod_gpus_pools", selector_key(pod)), from_pools)
     if partial:
         return "; ".join(unknown)  # a NodePool may launch a type nothing here knows
     if refs:

@@ -15,10 +15,11 @@ from typing import Any
 
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import (
+    ABSENT,
+    TAINTED,
     UNKNOWN,
     UnknownInput,
     is_tracked,
-    known_memo,
     memoised,
 )
 
@@ -124,6 +125,9 @@ def dig(data: Any, *path: str | int) -> Any:
     """Walk *path* into nested dicts/lists; ``None`` when absent, UNKNOWN when unknown."""
     cur = data
     for key in path:
+        if type(cur) is dict and type(key) is str:  # the common case, without the ABC check
+            cur = cur.get(key)
+            continue
         if cur is UNKNOWN:
             return UNKNOWN
         if isinstance(key, int):
@@ -146,6 +150,8 @@ def as_list(value: Any, what: str) -> list[Any]:
 
 def as_map(value: Any, what: str) -> Mapping[str, Any]:
     """A mapping field, ``{}`` if absent or odd; raises UnknownInput if unknown."""
+    if type(value) is dict:  # the common case, without the ABC check
+        return value
     if value is UNKNOWN:
         raise UnknownInput(what)
     return value if isinstance(value, Mapping) else {}
@@ -178,6 +184,9 @@ class K8sObject:
     )
     """The evaluation's DRA claims by (kind, namespace, name), set by
     :func:`~gpustrata_policies.view.dra.attach_claims`."""
+    _pods: list[PodRef] | None = field(default=None, repr=False, compare=False)
+    _all_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
+    _app_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
 
     # What the rules ask of an object, read once: the rules are pure functions of
     # ``raw``, which nothing mutates once it is wrapped (issue 18: 40 rules asked each
@@ -186,12 +195,14 @@ class K8sObject:
     @property
     def kind(self) -> str:
         """``kind``, or ``""``."""
-        if self._kind is None:
-            kind = self.raw.get("kind")
-            if is_tracked(self.raw):
-                return kind if isinstance(kind, str) else ""  # each read of an unknown counts
-            self._kind = kind if isinstance(kind, str) else ""
-        return self._kind
+        found = self._kind
+        if found is not None:
+            return found
+        kind = self.raw.get("kind")
+        if is_tracked(self.raw):
+            return kind if isinstance(kind, str) else ""  # each read of an unknown counts
+        found = self._kind = kind if isinstance(kind, str) else ""
+        return found
 
     @property
     def memo(self) -> dict[Any, Any]:
@@ -227,12 +238,14 @@ class K8sObject:
     @property
     def resource(self) -> str:
         """``Kind/namespace/name`` as in the output contract (computed once)."""
-        if self._resource is None:
-            resource = f"{self.kind or '?'}/{self.namespace}/{self.name}"
-            if is_tracked(self.raw):
-                return resource  # each read of an unknown counts
-            self._resource = resource
-        return self._resource
+        found = self._resource
+        if found is not None:
+            return found
+        resource = f"{self.kind or '?'}/{self.namespace}/{self.name}"
+        if is_tracked(self.raw):
+            return resource  # each read of an unknown counts
+        self._resource = resource
+        return resource
 
     @property
     def labels(self) -> Mapping[str, Any]:
@@ -249,18 +262,51 @@ class K8sObject:
         return self.line
 
     def pods(self) -> list[PodRef]:
-        """Every pod spec this object creates (cached)."""
+        """Every pod spec this object creates (read once: later calls are a field read
+        unless the first read met an unknown value, which every call then replays)."""
+        found = self._pods
+        if found is not None:
+            return found
         pods: list[PodRef] = memoised(self._memo, "pods", lambda: list(_pod_refs(self)))
+        if self._memo.get("pods") is pods:  # kept bare: read without an unknown
+            self._pods = pods
         return pods
 
     def containers(self, *, init: bool = True) -> Iterator[ContainerRef]:
-        """Every container of every pod spec (init containers too unless ``init=False``)."""
+        """Every container of every pod spec (init containers too unless ``init=False``).
+
+        Gathered once when every pod spec's containers read without an unknown value;
+        until then (and for an object with one) the pods are walked as they are read, so
+        an unknown container raises where it sits."""
+        found = self._all_containers if init else self._app_containers
+        if found is not None:
+            return iter(found)
+        return self._walk_containers(init)
+
+    def _walk_containers(self, init: bool) -> Iterator[ContainerRef]:
+        refs: list[ContainerRef] = []
         for pod in self.pods():
-            yield from pod.containers(init=init)
+            for ref in pod.containers(init=init):
+                refs.append(ref)
+                yield ref
+        if self._pods is None:
+            return  # the pods read an unknown: every walk replays it
+        key = _CONTAINERS[init]
+        for pod in self._pods:
+            found = pod.memo.get(key)
+            if type(found) is not tuple or found[1] is not None:
+                return  # read with an unknown value, or an unknown container
+        if init:
+            self._all_containers = refs
+        else:
+            self._app_containers = refs
 
 
-# PodRef.containers' memo keys.
+# PodRef.containers' and ContainerRef.resources' memo keys.
 _CONTAINERS: dict[bool, tuple[str, bool]] = {b: ("containers", b) for b in (True, False)}
+_NONE = Fraction(0)
+_PART_APP, _PART_INIT, _PART_MODEL = ("part", "containers"), ("part", "init"), ("part", "model")
+_RESOURCES: dict[str, tuple[str, str]] = {s: ("resources", s) for s in ("limits", "requests")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,38 +341,50 @@ class PodRef:
         """
 
         key = _CONTAINERS[init]
-        found = known_memo(self.memo, key)
-        if found is not None and found[1] is None:
+        found = self.memo.get(key)
+        if type(found) is tuple and found[1] is None:
             return iter(found[0])  # read before, all known: the same refs, no generator
         return self._containers(key, init)
 
     def _containers(self, key: Any, init: bool) -> Iterator[ContainerRef]:
-        def read() -> tuple[list[ContainerRef], UnknownInput | None]:
-            # The containers before an unknown one are still yielded, then it raises.
-            refs: list[ContainerRef] = []
-            try:
-                refs.extend(self._read_containers(init))
-            except UnknownInput as exc:
-                return refs, exc
-            return refs, None
-
-        refs, error = memoised(self.memo, key, read)
+        refs, error = memoised(self.memo, key, lambda: self._read_containers(init))
         yield from refs
         if error is not None:
             raise error
 
-    def _read_containers(self, init: bool) -> Iterator[ContainerRef]:
-        keys = ("containers", "initContainers") if init else ("containers",)
-        for key in keys:
+    def _read_containers(self, init: bool) -> tuple[list[ContainerRef], UnknownInput | None]:
+        # The containers before an unknown one are still yielded, then it raises. Both
+        # lists are made of the same refs, each part read once (so is what the refs keep).
+        memo = self.memo
+        found, error = memoised(memo, _PART_APP, lambda: self._part("containers"))
+        refs = list(found)
+        if error is None and init:
+            found, error = memoised(memo, _PART_INIT, lambda: self._part("initContainers"))
+            refs.extend(found)
+        if error is None:
+            refs.extend(memoised(memo, _PART_MODEL, self._model))
+        return refs, error
+
+    def _part(self, key: str) -> tuple[list[ContainerRef], UnknownInput | None]:
+        refs: list[ContainerRef] = []
+        try:
             items = as_list(self.spec.get(key), f"{key} of {self.obj.resource}")
             for index, raw in enumerate(items):
                 if raw is UNKNOWN:
                     raise UnknownInput(f"{key}[{index}] of {self.obj.resource}")
                 if isinstance(raw, Mapping):
-                    yield ContainerRef(self, (*self.path, key, index), raw, key == "initContainers")
+                    refs.append(
+                        ContainerRef(self, (*self.path, key, index), raw, key == "initContainers")
+                    )
+        except UnknownInput as exc:
+            return refs, exc
+        return refs, None
+
+    def _model(self) -> list[ContainerRef]:
         model = self.spec.get("model") if self.obj.kind == "InferenceService" else None
         if isinstance(model, Mapping):
-            yield ContainerRef(self, (*self.path, "model"), model, False)
+            return [ContainerRef(self, (*self.path, "model"), model, False)]
+        return []
 
     def volumes(self) -> dict[str, Mapping[str, Any]]:
         """Volumes by name."""
@@ -338,15 +396,29 @@ class PodRef:
 
     def gpu_count(self, extra: Sequence[str] = ()) -> Fraction:
         """GPUs the pod asks for (sum over app containers; max with init containers)."""
+        key = ("gpu_count", extra if type(extra) is tuple else tuple(extra))
+        found = self.memo.get(key, ABSENT)
+        if found is not ABSENT and type(found) is not TAINTED:
+            known: Fraction = found
+            return known
+        return memoised(self.memo, key, lambda: self._gpu_count(extra))
 
-        def count() -> Fraction:
-            app = sum((c.gpu_limit(extra) for c in self.containers(init=False)), Fraction(0))
-            init = max(
-                (c.gpu_limit(extra) for c in self.containers() if c.init), default=Fraction(0)
-            )
-            return max(app, init)
-
-        return memoised(self.memo, ("gpu_count", tuple(extra)), count)
+    def _gpu_count(self, extra: Sequence[str]) -> Fraction:
+        # As sum() and max() of the limits, without Fraction arithmetic on the zeros.
+        app = _NONE
+        for c in self.containers(init=False):
+            limit = c.gpu_limit(extra)
+            if limit:
+                app = app + limit if app else limit
+        init: Fraction | None = None
+        for c in self.containers():
+            if c.init:
+                limit = c.gpu_limit(extra)
+                if init is None or limit > init:
+                    init = limit
+        if init is None:
+            init = _NONE  # max(..., default=0)
+        return init if init > app else app
 
     def node_selector(self) -> dict[str, Any]:
         """``nodeSelector`` labels."""
@@ -408,7 +480,17 @@ class ContainerRef:
 
     def resources(self, section: str) -> Mapping[str, Any]:
         """``resources.limits`` or ``resources.requests``; the GPUs the container claims
-        through DRA (``resources.claims``) count as ``nvidia.com/gpu`` in both."""
+        through DRA (``resources.claims``) count as ``nvidia.com/gpu`` in both. Read once
+        per section (a dozen rules ask); treat the mapping as read-only."""
+        key = _RESOURCES.get(section) or ("resources", section)
+        found = self.memo.get(key, ABSENT)
+        if found is not ABSENT and type(found) is not TAINTED:
+            known: Mapping[str, Any] = found
+            return known
+        read: Mapping[str, Any] = memoised(self.memo, key, lambda: self._resources(section))
+        return read
+
+    def _resources(self, section: str) -> Mapping[str, Any]:
         value = dig(self.raw, "resources", section)
         if value is UNKNOWN:  # the message is built only when it is needed
             raise UnknownInput(f"resources.{section} of {self.label}")
@@ -426,6 +508,10 @@ class ContainerRef:
         """GPUs this container's ``resources.claims`` get from the Pod's DRA claims (the
         ``gpu.nvidia.com`` requests of the ResourceClaim or ResourceClaimTemplate each
         names); 0 without claims or when the claim is not among the objects."""
+        found = self.memo.get("claimed_gpus", ABSENT)
+        if found is not ABSENT and type(found) is not TAINTED:
+            known: Fraction = found
+            return known
         return memoised(self.memo, "claimed_gpus", self._claimed_gpus)
 
     def _claimed_gpus(self) -> Fraction:
@@ -478,7 +564,12 @@ class ContainerRef:
 
     def gpu_limit(self, extra: Sequence[str] = ()) -> Fraction:
         """Sum of GPU resources in limits (requests default to limits for these)."""
-        return memoised(self.memo, ("gpu_limit", tuple(extra)), lambda: self._gpu_limit(extra))
+        key = ("gpu_limit", extra if type(extra) is tuple else tuple(extra))
+        found = self.memo.get(key, ABSENT)
+        if found is not ABSENT and type(found) is not TAINTED:
+            known: Fraction = found
+            return known
+        return memoised(self.memo, key, lambda: self._gpu_limit(extra))
 
     def _gpu_limit(self, extra: Sequence[str]) -> Fraction:
         total = Fraction(0)

@@ -18,19 +18,23 @@ from __future__ import annotations
 
 import re
 import shlex
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 import yaml
 
 from gpustrata.catalog.vllm_releases import (
+    Fact,
+    FlagSet,
     accepted_flags,
     accepts_abbreviations,
     flag_releases,
 )
-from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
+from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, UnknownInput, memoised
 from gpustrata.core.yamlguard import YamlShapeError
 from gpustrata.core.yamlio import safe_load
 from gpustrata.vllm.flags import int_setting, parse_flags
@@ -147,7 +151,7 @@ def _launch_flags(
             )
         return None, True
     # No shell: `${VAR}` / `$VAR` reach the program as written; read them as unknown.
-    expanded = [_SHELL_REF.sub(MARK, tok) for tok in expanded]
+    expanded = [_SHELL_REF.sub(MARK, tok) if "$" in tok else tok for tok in expanded]
     flags = _vllm_invocation(expanded)
     if flags is None and not command and _is_vllm_image(container.image):
         flags = expanded  # the image's entrypoint is the API server: args are the flags
@@ -184,9 +188,7 @@ def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
     the image's vLLM release takes prefixes (the catalogue's ``abbreviations``, read from
     the release's parser) and every read release around it resolves it the same way.
     Where that is not known, a prefix of some flag makes the engine incomplete."""
-    version = vllm_version(image)
-    accepts = accepts_abbreviations(version) if version else None
-    sets = accepted_flags(version) if version else None
+    accepts, sets = _release_parser(vllm_version(image))
     for written in list(engine.written):
         if not written.startswith("--"):
             continue
@@ -202,16 +204,41 @@ def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
             found = {_unique_prefix(name, s.flags) for s in sets}
             if len(found) == 1 and (full := found.pop()) is not None:
                 engine.values.setdefault(full[2:].replace("-", "_"), engine.values.pop(key))
-        elif any(f.startswith(name) for f in _every_flag()):
+        elif _starting_with(name, _every_flag(), 1):
             engine.complete = False  # may name another setting; the release's rule is unknown
+
+
+@lru_cache(maxsize=256)  # a few releases; each engine of one asks the catalogue again
+def _release_parser(version: str | None) -> tuple[Fact | None, tuple[FlagSet, ...] | None]:
+    """(does *version*'s parser take abbreviations, the flag sets that judge it), from
+    the release catalogue; (None, None) for an unnamed release."""
+    if not version:
+        return None, None
+    return accepts_abbreviations(version), accepted_flags(version)
 
 
 def _unique_prefix(name: str, flags: frozenset[str]) -> str | None:
     """The one long option of *flags* that *name* abbreviates, else None."""
-    if name in flags:
+    if name in flags or not name.startswith("--"):
         return None
-    matches = [f for f in flags if f.startswith(name) and f.startswith("--")]
+    matches = _starting_with(name, flags, 2)
     return matches[0] if len(matches) == 1 else None
+
+
+def _starting_with(prefix: str, flags: frozenset[str], most: int) -> list[str]:
+    """Up to *most* of *flags* that start with *prefix* (a range of the sorted flags)."""
+    ordered = _sorted_flags(flags)
+    out: list[str] = []
+    for flag in islice(ordered, bisect_left(ordered, prefix), None):
+        if not flag.startswith(prefix) or len(out) == most:
+            break
+        out.append(flag)
+    return out
+
+
+@lru_cache(maxsize=64)  # the catalogue's flag sets: one per read release, and their union
+def _sorted_flags(flags: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(flags))
 
 
 @lru_cache(maxsize=1)
@@ -264,6 +291,10 @@ def vllm_engine(container: ContainerRef) -> EngineArgs | None:
     Read once per container (kept in ``container.memo``; the rules do not change it):
     a dozen rules ask for the same container's engine.
     """
+    found = container.memo.get("vllm_engine", ABSENT)
+    if found is not ABSENT and type(found) is not TAINTED:
+        known: EngineArgs | None = found
+        return known
     return memoised(container.memo, "vllm_engine", lambda: _read_engine(container))
 
 
