@@ -173,7 +173,20 @@ def fmt_count(value: Fraction) -> str:
 
 def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
     """The catalogue GPU of a pool: its GFD product label, else its instance type, else
-    the other GPU labels its nodes carry (:func:`gpu_model_of_labels`)."""
+    the other GPU labels its nodes carry (:func:`gpu_model_of_labels`).
+
+    Kept on the pool while the hardware catalogue is the one loaded (rules ask it for
+    every pod x pool pair)."""
+    catalog = catalogs.hardware()
+    cached = pool.memo.get("gpu_model")
+    if cached is None or cached[0] is not catalog:
+        cached = pool.memo["gpu_model"] = (catalog, {})
+    # memoised: a pool spec read during a preview may hold unknowns; each caller reads them
+    model: GpuModel | None = memoised(cached[1], "found", lambda: _gpu_model_of_pool(pool))
+    return model
+
+
+def _gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
     if pool.gpu_product:
         found = catalogs.gpu_by_label(pool.gpu_product)
         if found is not None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.catalogs import image_cuda, readable_version
+from gpustrata_policies.view.catalogs import ImageCuda, image_cuda, readable_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import DriverRequirement
@@ -21,7 +21,7 @@ from gpustrata_policies.view.nodes import (
     gpu_requests,
     targeted_pools,
 )
-from gpustrata_policies.view.objects import ContainerRef, K8sObject
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
 from gpustrata_policies.view.pools import GpuPool
 
 CUDA_DRIVER_TABLE = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html#cuda-driver"
@@ -91,19 +91,29 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """The driver on the pool is new enough for the CUDA of every GPU image on it."""
     extra = ctx.config.gpu_resources
     pools = gpu_pools(ctx)
+    # What depends on a (CUDA, driver) pair only, for this object: a pod targets tens of
+    # pools, most with the same driver (issue 18: 80k pod x pool pairs per check).
+    fits: dict[tuple[str, str], bool] = {}
     for pod in obj.pods():
         if not gpu_requests(pod, extra):
             continue
         targets: list[GpuPool | None] = list(targeted_pools(pod, pools)) if pools else [None]
+        # The pod's GPU images with their CUDA, read on the first target that has a driver
+        # (the same reads in the same order as one pass per target), then reused.
+        images: list[tuple[ContainerRef, ImageCuda]] | None = None
         for target in targets:
             driver = driver_on(ctx, target)
             if driver is None:
                 continue  # nothing states which driver these nodes run
-            for c in pod.containers(init=False):
-                cuda = image_cuda(c.image)
+            on = f"pool {target.name}" if target else "the GPU nodes"
+            if images is None:
+                images = []
+                todo: Iterable[tuple[ContainerRef, ImageCuda | None]] = _read_images(pod, images)
+            else:
+                todo = images
+            for c, cuda in todo:
                 if cuda is None:
                     continue  # the image does not say which CUDA it carries
-                on = f"pool {target.name}" if target else "the GPU nodes"
                 if cuda.cuda is None:
                     yield ctx.not_evaluated(obj, f"{c.label} image {c.image}: {cuda.why}")
                     continue
@@ -125,7 +135,11 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                         obj, f"driver version {quoted(driver.version)} of {on} is unreadable"
                     )
                     continue
-                if need.driver_ok(driver.version):
+                pair = (cuda.cuda, driver.version)
+                ok = fits.get(pair)
+                if ok is None:
+                    ok = fits[pair] = need.driver_ok(driver.version)
+                if ok:
                     continue
                 major_minor = ".".join(cuda.cuda.split(".")[:2])
                 gpu = gpu_model_of_pool(target) if target is not None else None
@@ -146,6 +160,18 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     )
                 else:
                     yield ctx.violation(obj, f"{head}; {path}", (*c.path, "image"), advisory=True)
+
+
+def _read_images(
+    pod: PodRef, into: list[tuple[ContainerRef, ImageCuda]]
+) -> Iterator[tuple[ContainerRef, ImageCuda | None]]:
+    """Each app container of *pod* with its image's CUDA, as read; those whose image names
+    a CUDA are kept in *into* for the pod's other targets."""
+    for c in pod.containers(init=False):
+        cuda = image_cuda(c.image)
+        if cuda is not None:
+            into.append((c, cuda))
+        yield c, cuda
 
 
 RULE = Rule(
