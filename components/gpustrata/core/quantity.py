@@ -35,8 +35,17 @@ _QUANTITY = re.compile(
 )
 
 
+# Whole numbers as manifests write them (a GPU count, replicas), made once: Fractions are
+# immutable, and the rules parse the same few tens of thousands of times.
+_SMALL = tuple(Fraction(n) for n in range(1025))
+
+
 def parse_quantity(value: object) -> Fraction | None:
     """Parse a quantity; ``None`` when *value* is not one (bools, garbage, unknowns)."""
+    if type(value) is str:  # exact types first: manifests hold plain JSON scalars
+        return _parse_text(value)
+    if type(value) is int:
+        return _SMALL[value] if 0 <= value <= 1024 else Fraction(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -74,6 +83,8 @@ def parse_number(value: object) -> Fraction | None:
     """A plain number (``2``, ``0.5``, ``"1e3"``, no unit suffix) as an exact fraction;
     ``None`` for anything else: bools, NaN/inf, units, or an exponent so large that
     expanding it would take minutes (``"1e10000000"``)."""
+    if type(value) is int:
+        return _SMALL[value] if 0 <= value <= 1024 else Fraction(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

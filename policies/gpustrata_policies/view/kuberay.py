@@ -236,6 +236,10 @@ def autoscaling_enabled(obj: K8sObject) -> bool:
     return value is True
 
 
+_NO_GPUS = Fraction(0)
+"""A bundle without ``GPU`` (Fractions are immutable: one serves every bundle)."""
+
+
 @dataclass(slots=True)
 class EnginePlacement:
     """One Ray Serve LLM engine: its placement group and replica range."""
@@ -255,18 +259,22 @@ class EnginePlacement:
     accelerator_type: str | None = None
     notes: list[str] = field(default_factory=list)
     _gpus: Fraction | None = field(default=None, repr=False, compare=False)
+    _bundle_gpus: tuple[Fraction, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def gpus(self) -> Fraction:
         """GPUs of one engine replica: the sum over its bundles (summed once)."""
         if self._gpus is None:
-            self._gpus = sum(self.bundle_gpus, Fraction(0))
+            self._gpus = sum(self.bundle_gpus, _NO_GPUS)
         return self._gpus
 
     @property
     def bundle_gpus(self) -> list[Fraction]:
-        """The ``GPU`` of each bundle (0 where a bundle asks for none)."""
-        return [b.get("GPU", Fraction(0)) for b in self.bundles]
+        """The ``GPU`` of each bundle (0 where a bundle asks for none); read once (R003, V001
+        and V007 ask it per engine and per packing), a fresh list each call."""
+        if self._bundle_gpus is None:
+            self._bundle_gpus = tuple(b.get("GPU", _NO_GPUS) for b in self.bundles)
+        return list(self._bundle_gpus)
 
     @property
     def where(self) -> str:

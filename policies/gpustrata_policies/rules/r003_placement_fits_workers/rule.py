@@ -82,20 +82,25 @@ def _pack(
     """
     # GPUs in whole units of the smallest fraction in play: the same comparisons on ints
     # (Fraction's are ~30x slower, and a large cluster tries thousands of free slots).
+    # Each engine once: *replicas* repeats it max_replicas times.
+    engines = {id(e): e for e, _ in replicas}
     sizes = [g.gpus for g in groups]
-    for e, _ in replicas:
-        sizes.append(Fraction(e.gpus))
-        sizes.extend(Fraction(b) for b in e.bundle_gpus)
-    unit = math.lcm(*(Fraction(x).denominator for x in sizes))
+    for e in engines.values():
+        sizes.append(e.gpus)
+        sizes.extend(e.bundle_gpus)
+    unit = math.lcm(*(x.denominator for x in sizes))
 
-    def whole(x: Fraction | int) -> int:
-        return int(Fraction(x) * unit)
+    def whole(x: Fraction) -> int:
+        # x * unit, exactly: unit is a multiple of x's denominator (no Fraction made).
+        return x.numerator * (unit // x.denominator)
 
-    free = [whole(g.gpus) for g in groups for _ in range(g.pods)]
+    free = []
+    for g in groups:
+        free += [whole(g.gpus)] * g.pods
     placed: dict[int, int] = {}
     # Each engine's sizes, read once (not once per free slot tried).
-    need = {id(e): whole(e.gpus) for e, _ in replicas}
-    bundles = {id(e): [whole(b) for b in e.bundle_gpus] for e, _ in replicas}
+    need = {key: whole(e.gpus) for key, e in engines.items()}
+    bundles = {key: [whole(b) for b in e.bundle_gpus] for key, e in engines.items()}
     for engine, strategy in sorted(replicas, key=lambda r: need[id(r[0])], reverse=True):
         ok = True
         if strategy == "STRICT_PACK":
