@@ -4,7 +4,7 @@ tolerations of a Pod."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -350,14 +350,24 @@ def pool_driver(
 
 def driver_on(ctx: RuleContext, pool: GpuPool | None) -> Driver | None:
     """:func:`pool_driver` for *pool* with this evaluation's operators, once per pool."""
+    return drivers_on(ctx)(pool)
+
+
+def drivers_on(ctx: RuleContext) -> Callable[[GpuPool | None], Driver | None]:
+    """:func:`driver_on` for many pools (a check that walks pods x pools): the
+    evaluation's per-pool drivers fetched once."""
     drivers: dict[int, Driver | None] = ctx.memo("pool_drivers", dict)
-    key = id(pool)
-    if key not in drivers:
-        crs: list[NvidiaDriverView] = ctx.memo(
-            "nvidia_driver_crs", lambda: nvidia_drivers_of(ctx.objects)
-        )
-        drivers[key] = pool_driver(pool, operators(ctx), crs)
-    return drivers[key]
+
+    def on(pool: GpuPool | None) -> Driver | None:
+        key = id(pool)
+        if key not in drivers:
+            crs: list[NvidiaDriverView] = ctx.memo(
+                "nvidia_driver_crs", lambda: nvidia_drivers_of(ctx.objects)
+            )
+            drivers[key] = pool_driver(pool, operators(ctx), crs)
+        return drivers[key]
+
+    return on
 
 
 def tolerations_of(pod: PodRef) -> list[Mapping[str, Any]]:
