@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from gpustrata.core.quantity import parse_number, parse_quantity
+from gpustrata.core.quantity import exact_sum, parse_number, parse_quantity
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
@@ -265,7 +265,7 @@ class EnginePlacement:
     def gpus(self) -> Fraction:
         """GPUs of one engine replica: the sum over its bundles (summed once)."""
         if self._gpus is None:
-            self._gpus = sum(self.bundle_gpus, _NO_GPUS)
+            self._gpus = exact_sum(self.bundle_gpus)
         return self._gpus
 
     @property

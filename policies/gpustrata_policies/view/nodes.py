@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import ZERO, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
@@ -162,7 +162,7 @@ def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:
             raw = limits.get(name, requests.get(name))
             if raw is UNKNOWN:
                 raise UnknownInput(f"{name} of {c.label}")
-            out[name] = out.get(name, Fraction(0)) + (parse_quantity(raw) or Fraction(0))
+            out[name] = out.get(name, ZERO) + (parse_quantity(raw) or ZERO)
     return {k: v for k, v in out.items() if v > 0}
 
 
@@ -178,11 +178,19 @@ def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
     Kept on the pool while the hardware catalogue is the one loaded (rules ask it for
     every pod x pool pair)."""
     catalog = catalogs.hardware()
+    known = pool.memo.get("gpu_model_known")
+    if known is not None and known[0] is catalog:
+        found: GpuModel | None = known[1]  # read before without an unknown: the hot path
+        return found
     cached = pool.memo.get("gpu_model")
     if cached is None or cached[0] is not catalog:
         cached = pool.memo["gpu_model"] = (catalog, {})
+    entries: dict[str, Any] = cached[1]
     # memoised: a pool spec read during a preview may hold unknowns; each caller reads them
-    model: GpuModel | None = memoised(cached[1], "found", lambda: _gpu_model_of_pool(pool))
+    model: GpuModel | None = memoised(entries, "found", lambda: _gpu_model_of_pool(pool))
+    entry = entries["found"]
+    if entry[1] is None and not entry[2]:
+        pool.memo["gpu_model_known"] = (catalog, model)
     return model
 
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import ZERO, exact_sum, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
@@ -65,12 +65,12 @@ def _resource(pod: PodRef, name: str) -> Fraction | None:
             raise UnknownInput(f"{name} of {c.label}")
         value = parse_quantity(raw)
         if value is None:
-            return Fraction(0)
+            return ZERO
         found = True
         return value
 
-    app = sum((one(c) for c in pod.containers(init=False)), Fraction(0))
-    init = max((one(c) for c in pod.containers() if c.init), default=Fraction(0))
+    app = exact_sum(one(c) for c in pod.containers(init=False))
+    init = max((one(c) for c in pod.containers() if c.init), default=ZERO)
     overhead = parse_quantity(as_map(pod.spec.get("overhead"), "overhead").get(name))
     if not found:
         return None
@@ -78,9 +78,8 @@ def _resource(pod: PodRef, name: str) -> Fraction | None:
 
 
 def _demand(pod: PodRef, extra: tuple[str, ...]) -> Demand:
-    gpus = sum(
-        (n for r, n in gpu_requests(pod, extra).items() if not r.startswith("nvidia.com/mig-")),
-        Fraction(0),
+    gpus = exact_sum(
+        n for r, n in gpu_requests(pod, extra).items() if not r.startswith("nvidia.com/mig-")
     )
     return Demand(gpus, _resource(pod, "cpu"), _resource(pod, "memory"))
 

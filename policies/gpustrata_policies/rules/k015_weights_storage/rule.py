@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import exact_sum, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
@@ -177,7 +177,7 @@ def _check_container(
         if empty.get("medium") == "Memory":
             return  # counted against the Pod's memory, not its disk
     sizes = [d.size for d in downloads]
-    total = sum((s for s in sizes if s is not None), Fraction(0)) if None not in sizes else None
+    total = exact_sum(s for s in sizes if s is not None) if None not in sizes else None
     what = ", ".join(d.model for d in downloads)
     weights = f"{what} (at least {_gb(total)} of weights)" if total else what
     where = f" into {target}" if target else " into the Hugging Face cache"
