@@ -48,6 +48,7 @@ def test_bools_and_str_subclasses_keep_their_meaning() -> None:
         pass
 
     assert parse_quantity(True) is None and parse_number(False) is None
+    assert parse_quantity(None) is None and parse_number(None) is None
     assert parse_quantity(Text("16Gi")) == 16 * 2**30
     assert ZERO == 0 and type(ZERO) is Fraction
 

@@ -62,6 +62,8 @@ def exact_sum(values: Iterable[Fraction | int]) -> Fraction:
 
 def parse_quantity(value: object) -> Fraction | None:
     """Parse a quantity; ``None`` when *value* is not one (bools, garbage, unknowns)."""
+    if value is None:  # most often: the field is absent
+        return None
     if type(value) is str:  # exact types first: manifests hold plain JSON scalars
         return _parse_text(value)
     if type(value) is int:

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.quantity import ZERO, parse_quantity
-from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, known_memo, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.device_plugin import Sharing, cluster_sharing
@@ -117,6 +117,10 @@ def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
     cached = pod.memo.get("targeted_pools")
     if cached is None or cached[0] is not pools:
         cached = pod.memo["targeted_pools"] = (pools, {})
+    else:
+        known: list[GpuPool] | None = known_memo(cached[1], "found")  # the hot path
+        if known is not None:
+            return list(known)
 
     def match() -> list[GpuPool]:
         global _LAST_POOLS
@@ -147,9 +151,11 @@ def gpu_requests(pod: PodRef, extra: Sequence[str] = ()) -> dict[str, Fraction]:
 
     Read once per pod (``pod.memo``); a copy is returned.
     """
-    return dict(
-        memoised(pod.memo, ("gpu_requests", tuple(extra)), lambda: _gpu_requests(pod, extra))
-    )
+    key = ("gpu_requests", tuple(extra))
+    known: dict[str, Fraction] | None = known_memo(pod.memo, key)  # the hot path
+    if known is not None:
+        return dict(known)
+    return dict(memoised(pod.memo, key, lambda: _gpu_requests(pod, extra)))
 
 
 def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:
