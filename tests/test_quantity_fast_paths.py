@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from gpustrata.core.quantity import ZERO, exact_sum, parse_number, parse_quantity
+from gpustrata.core.quantity import ZERO, exact_sum, exceeds, parse_number, parse_quantity
 from gpustrata_policies.rules.k008_gpu_rollout_fits.rule import _resolve
 
 
@@ -63,3 +63,18 @@ def test_rolling_update_percentages_round_as_kubernetes_does(replicas: int, pct:
 
 def test_unreadable_percentages_stay_unreadable() -> None:
     assert _resolve("x%", 4, True) is None and _resolve("%", 4, False) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (Fraction(3, 2), 1),
+        (Fraction(1, 2), Fraction(1, 3)),
+        (Fraction(-1, 2), Fraction(-1, 3)),
+        (Fraction(2), 2),
+        (1, Fraction(3, 2)),
+        (Fraction(10**30 + 1, 10**30), 1),
+    ],
+)
+def test_exceeds_is_greater_than(a: Fraction | int, b: Fraction | int) -> None:
+    assert exceeds(a, b) is (a > b) and exceeds(b, a) is (b > a)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Final
 
-__all__ = ["ZERO", "exact_sum", "format_bytes", "parse_number", "parse_quantity"]
+__all__ = ["ZERO", "exact_sum", "exceeds", "format_bytes", "parse_number", "parse_quantity"]
 
 _SUFFIX = {
     "": Fraction(1),
@@ -58,6 +58,12 @@ def exact_sum(values: Iterable[Fraction | int]) -> Fraction:
     if rest is None:
         return _SMALL[whole] if 0 <= whole <= 1024 else Fraction(whole)
     return rest + whole if whole else rest
+
+
+def exceeds(a: Fraction | int, b: Fraction | int) -> bool:
+    """``a > b``, exactly, on the integers of the two fractions (Fraction's own comparison
+    first asks ``isinstance(b, numbers.Rational)``, an abstract-class check, each time)."""
+    return a.numerator * b.denominator > b.numerator * a.denominator
 
 
 def parse_quantity(value: object) -> Fraction | None:

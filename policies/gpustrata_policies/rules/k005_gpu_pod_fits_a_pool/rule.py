@@ -8,7 +8,7 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from gpustrata.core.quantity import ZERO, exact_sum, parse_quantity
+from gpustrata.core.quantity import ZERO, exact_sum, exceeds, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
@@ -166,7 +166,7 @@ def _shortfalls(demand: Demand, cap: Capacity) -> tuple[list[str], bool]:
     if demand.gpus:
         if cap.gpus is None:
             unknown = True
-        elif demand.gpus > cap.gpus:
+        elif exceeds(demand.gpus, cap.gpus):
             short.append(f"{cap.gpus} GPU(s) per node")
     for what, need, have, show in (
         ("CPU", demand.cpu, cap.cpu, _cores),
@@ -176,7 +176,7 @@ def _shortfalls(demand: Demand, cap: Capacity) -> tuple[list[str], bool]:
             continue
         if have is None:
             unknown = True
-        elif need > have:
+        elif exceeds(need, have):
             short.append(f"{show(have)} {what}")
     return short, unknown
 

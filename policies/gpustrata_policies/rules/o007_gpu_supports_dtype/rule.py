@@ -16,6 +16,7 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import K8sObject, PodRef
+from gpustrata_policies.view.pools import GpuPool
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config, vllm_engine
 
 if TYPE_CHECKING:
@@ -94,22 +95,23 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         engines = _engines(obj, pod)
         if not engines:
             continue
-        gpus: list[tuple[GpuModel, str]] = []
+        # Only GPUs older than 8.0 can fail a check (_problems); a pool is named only in
+        # a finding (a pod targets tens of pools, almost all newer).
+        gpus: list[tuple[GpuModel, GpuPool | str]] = []
         if pools:
             for pool in targeted_pools(pod, pools):
                 gpu = gpu_model_of_pool(pool)
-                if gpu is not None:
-                    gpus.append((gpu, f"pool {pool.name}"))
+                if gpu is not None and _capability(gpu) < _MODERN:
+                    gpus.append((gpu, pool))
         else:
             gpu, label = gpu_model_of_selectors(pod)
-            if gpu is not None:
+            if gpu is not None and _capability(gpu) < _MODERN:
                 gpus.append((gpu, f"selected by {label}"))
-        for gpu, where in gpus:
-            if _capability(gpu) >= _MODERN:
-                continue  # no engine has a problem there (_problems)
+        for gpu, on in gpus:
             for engine, model in engines:
                 problems = _problems(engine, model, gpu)
                 if problems:
+                    where = on if isinstance(on, str) else f"pool {on.name}"
                     yield ctx.violation(
                         obj,
                         f"{engine.source} runs on {gpu.name} ({where}, compute capability "
