@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from gpustrata.core.quantity import exact_sum, parse_number, parse_quantity
+from gpustrata.core.quantity import ZERO, exact_sum, parse_number, parse_quantity
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
@@ -117,14 +117,17 @@ def is_kuberay_gpu_key(name: str) -> bool:
     return name.endswith("gpu") or bool(_MIG.search(name))
 
 
+_CLUSTER_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "RayCluster": ("spec",),
+    "RayService": ("spec", "rayClusterConfig"),
+    "RayJob": ("spec", "rayClusterSpec"),
+    "RayClusterFleet": ("spec", "template", "spec"),  # AIBrix: a RayCluster template
+}
+
+
 def cluster_spec_path(obj: K8sObject) -> tuple[str, ...] | None:
     """Where the RayCluster spec sits in a Ray object."""
-    return {
-        "RayCluster": ("spec",),
-        "RayService": ("spec", "rayClusterConfig"),
-        "RayJob": ("spec", "rayClusterSpec"),
-        "RayClusterFleet": ("spec", "template", "spec"),  # AIBrix: a RayCluster template
-    }.get(obj.kind)
+    return _CLUSTER_SPEC_PATHS.get(obj.kind)
 
 
 def _number(value: Any, what: str) -> Fraction | None:
@@ -159,7 +162,7 @@ class RayGroup:
     def container_gpus(self, extra: tuple[str, ...] = ()) -> Fraction:
         """GPUs in the Ray container's limits (requests where no limit is set)."""
         c = self.container
-        return c.gpu_limit(extra) if c is not None else Fraction(0)
+        return c.gpu_limit(extra) if c is not None else ZERO
 
     def advertised_gpus(self) -> tuple[Fraction | None, str]:
         """GPUs Ray is told to advertise and where that is written.
@@ -212,7 +215,12 @@ class RayGroup:
 
 
 def ray_groups(obj: K8sObject) -> list[RayGroup]:
-    """The head group (first, if any) and the worker groups of a Ray object."""
+    """The head group (first, if any) and the worker groups of a Ray object; read once per
+    object (``obj.memo``), a fresh list each call."""
+    return list(memoised(obj.memo, "ray_groups", lambda: _ray_groups(obj)))
+
+
+def _ray_groups(obj: K8sObject) -> list[RayGroup]:
     base = cluster_spec_path(obj)
     if base is None:
         return []
@@ -234,10 +242,6 @@ def autoscaling_enabled(obj: K8sObject) -> bool:
     if value is UNKNOWN:
         raise UnknownInput(f"enableInTreeAutoscaling of {obj.resource}")
     return value is True
-
-
-_NO_GPUS = Fraction(0)
-"""A bundle without ``GPU`` (Fractions are immutable: one serves every bundle)."""
 
 
 @dataclass(slots=True)
@@ -273,7 +277,7 @@ class EnginePlacement:
         """The ``GPU`` of each bundle (0 where a bundle asks for none); read once (R003, V001
         and V007 ask it per engine and per packing), a fresh list each call."""
         if self._bundle_gpus is None:
-            self._bundle_gpus = tuple(b.get("GPU", _NO_GPUS) for b in self.bundles)
+            self._bundle_gpus = tuple(b.get("GPU", ZERO) for b in self.bundles)
         return list(self._bundle_gpus)
 
     @property
