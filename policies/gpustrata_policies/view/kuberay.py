@@ -264,6 +264,7 @@ class EnginePlacement:
     notes: list[str] = field(default_factory=list)
     _gpus: Fraction | None = field(default=None, repr=False, compare=False)
     _bundle_gpus: tuple[Fraction, ...] | None = field(default=None, repr=False, compare=False)
+    _largest: Fraction | None = field(default=None, repr=False, compare=False)
 
     @property
     def gpus(self) -> Fraction:
@@ -279,6 +280,13 @@ class EnginePlacement:
         if self._bundle_gpus is None:
             self._bundle_gpus = tuple(b.get("GPU", ZERO) for b in self.bundles)
         return list(self._bundle_gpus)
+
+    @property
+    def largest_bundle_gpus(self) -> Fraction:
+        """The most GPUs one bundle asks for (0 without bundles); worked out once."""
+        if self._largest is None:
+            self._largest = max(self.bundle_gpus, default=ZERO)
+        return self._largest
 
     @property
     def where(self) -> str:
@@ -355,7 +363,7 @@ def _engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]
                 unreadable.append(f"{engine.source}: placement_group_config has no bundles")
                 continue
             parsed = [{str(k): parse_number(v) for k, v in b.items()} for b in raw]
-            if any(v is None or v < 0 for b in parsed for v in b.values()):
+            if any(v is None or v.numerator < 0 for b in parsed for v in b.values()):
                 unreadable.append(f"{engine.source}: a bundle holds a value that is not a number")
                 continue
             bundles = [{k: v for k, v in b.items() if v is not None} for b in parsed]

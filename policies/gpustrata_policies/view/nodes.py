@@ -169,7 +169,7 @@ def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:
             if raw is UNKNOWN:
                 raise UnknownInput(f"{name} of {c.label}")
             out[name] = out.get(name, ZERO) + (parse_quantity(raw) or ZERO)
-    return {k: v for k, v in out.items() if v > 0}
+    return {k: v for k, v in out.items() if v.numerator > 0}  # > 0: denominators are positive
 
 
 def fmt_count(value: Fraction) -> str:

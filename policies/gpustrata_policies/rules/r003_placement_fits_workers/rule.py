@@ -39,7 +39,7 @@ def _one_replica(engine: EnginePlacement, strategy: str, groups: list[_Group]) -
     """Why one replica of the engine cannot be placed, or ``None`` when it can."""
     largest = max(groups, key=lambda g: g.gpus)
     need = engine.gpus
-    bundle_max = max(engine.bundle_gpus, default=Fraction(0))
+    bundle_max = engine.largest_bundle_gpus
     layout = f"{len(engine.bundles)} bundles, {fmt_gpus(need)} GPU(s)"
     if strategy == "STRICT_PACK":
         if need > largest.gpus:
