@@ -294,6 +294,10 @@ class EnginePlacement:
         return f"engine '{self.model}'" if self.model else f"engine {self.label}"
 
 
+_ONE_GPU = Fraction(1)
+"""The default bundle's GPU (Fractions are immutable: one serves every bundle)."""
+
+
 def _int(value: Any, default: int | None) -> int | None:
     if value is None:
         return default
@@ -370,7 +374,7 @@ def _engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]
             strategies: tuple[str, ...] = (strategy,)
             explicit = True
         else:
-            bundles = [{"GPU": Fraction(1)} for _ in range(workers)]
+            bundles = [{"GPU": _ONE_GPU} for _ in range(workers)]
             old = "PACK" if pp > 1 else "STRICT_PACK"
             strategies = ("PACK",) if old == "PACK" else ("PACK", "STRICT_PACK")
             explicit = False

@@ -168,7 +168,9 @@ def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:
             raw = limits.get(name, requests.get(name))
             if raw is UNKNOWN:
                 raise UnknownInput(f"{name} of {c.label}")
-            out[name] = out.get(name, ZERO) + (parse_quantity(raw) or ZERO)
+            value = parse_quantity(raw) or ZERO
+            before = out.get(name)
+            out[name] = value if before is None else before + value
     return {k: v for k, v in out.items() if v.numerator > 0}  # > 0: denominators are positive
 
 

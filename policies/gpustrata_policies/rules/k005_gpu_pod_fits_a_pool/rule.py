@@ -74,7 +74,8 @@ def _resource(pod: PodRef, name: str) -> Fraction | None:
     overhead = parse_quantity(as_map(pod.spec.get("overhead"), "overhead").get(name))
     if not found:
         return None
-    return max(app, init) + (overhead or 0)
+    most = init if exceeds(init, app) else app  # max(app, init)
+    return most + overhead if overhead else most
 
 
 def _demand(pod: PodRef, extra: tuple[str, ...]) -> Demand:
