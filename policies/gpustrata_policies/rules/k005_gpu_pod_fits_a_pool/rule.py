@@ -212,8 +212,12 @@ def _check_pools(
         )
         return
     reasons, unknown = [], []
+    # The pod's selectors, read at the first pool (as a read per pool would) and kept.
+    selectors: tuple[dict[str, Any], list[list[Mapping[str, Any]]]] | None = None
     for pool in targeted:
-        types = launchable_types(pool, pod.node_selector(), pod.required_affinity_terms())
+        if selectors is None:
+            selectors = (pod.node_selector(), pod.required_affinity_terms())
+        types = launchable_types(pool, *selectors)
         if types:
             # A Karpenter NodePool launches whichever of its types fits the pod.
             caps: list[Capacity] = [
