@@ -112,19 +112,18 @@ def _pack(
             else:
                 ok = False
         else:
+            # In place: a replica that does not fit ends the packing (no rollback needed).
+            spread = strategy == "STRICT_SPREAD"
             used: set[int] = set()
-            trial = list(free)
             for gpu in bundles[id(engine)]:
-                for i, room in enumerate(trial):
-                    if room >= gpu and not (strategy == "STRICT_SPREAD" and i in used):
-                        trial[i] -= gpu
+                for i, room in enumerate(free):
+                    if room >= gpu and not (spread and i in used):
+                        free[i] -= gpu
                         used.add(i)
                         break
                 else:
                     ok = False
                     break
-            if ok:
-                free = trial
         if not ok:
             return engine, placed.get(id(engine), 0)
         placed[id(engine)] = placed.get(id(engine), 0) + 1
