@@ -61,9 +61,10 @@ def _pad(v: tuple[int, ...], n: int) -> tuple[int, ...]:
 
 
 def _cmp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    n = max(len(a), len(b))
-    pa, pb = _pad(a, n), _pad(b, n)
-    return (pa > pb) - (pa < pb)
+    if len(a) != len(b):  # most comparisons are of equal lengths: nothing to pad
+        n = max(len(a), len(b))
+        a, b = _pad(a, n), _pad(b, n)
+    return (a > b) - (a < b)
 
 
 def version_satisfies(version: str, specifier: str) -> bool:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterable
 from fractions import Fraction
+from typing import Final
 
-__all__ = ["format_bytes", "parse_number", "parse_quantity"]
+__all__ = ["ZERO", "exact_sum", "exceeds", "format_bytes", "parse_number", "parse_quantity"]
 
 _SUFFIX = {
     "": Fraction(1),
@@ -35,8 +37,43 @@ _QUANTITY = re.compile(
 )
 
 
+# Whole numbers as manifests write them (a GPU count, replicas), made once: Fractions are
+# immutable, and the rules parse the same few tens of thousands of times.
+_SMALL = tuple(Fraction(n) for n in range(1025))
+
+ZERO: Final = _SMALL[0]
+"""``Fraction(0)``, made once (a start value for sums, a default for absent counts)."""
+
+
+def exact_sum(values: Iterable[Fraction | int]) -> Fraction:
+    """``sum(values, Fraction(0))``, faster: whole values are added as ints (each Fraction
+    addition makes a new Fraction, a few times slower), the rest as Fractions; exact."""
+    whole = 0
+    rest: Fraction | None = None
+    for value in values:
+        if value.denominator == 1:
+            whole += value.numerator
+        else:
+            rest = Fraction(value) if rest is None else rest + value
+    if rest is None:
+        return _SMALL[whole] if 0 <= whole <= 1024 else Fraction(whole)
+    return rest + whole if whole else rest
+
+
+def exceeds(a: Fraction | int, b: Fraction | int) -> bool:
+    """``a > b``, exactly, on the integers of the two fractions (Fraction's own comparison
+    first asks ``isinstance(b, numbers.Rational)``, an abstract-class check, each time)."""
+    return a.numerator * b.denominator > b.numerator * a.denominator
+
+
 def parse_quantity(value: object) -> Fraction | None:
     """Parse a quantity; ``None`` when *value* is not one (bools, garbage, unknowns)."""
+    if value is None:  # most often: the field is absent
+        return None
+    if type(value) is str:  # exact types first: manifests hold plain JSON scalars
+        return _parse_text(value)
+    if type(value) is int:
+        return _SMALL[value] if 0 <= value <= 1024 else Fraction(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -74,6 +111,8 @@ def parse_number(value: object) -> Fraction | None:
     """A plain number (``2``, ``0.5``, ``"1e3"``, no unit suffix) as an exact fraction;
     ``None`` for anything else: bools, NaN/inf, units, or an exponent so large that
     expanding it would take minutes (``"1e10000000"``)."""
+    if type(value) is int:
+        return _SMALL[value] if 0 <= value <= 1024 else Fraction(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -131,9 +131,12 @@ def operator_release(version: str | None) -> GpuOperatorRelease | None:
 
 def model_architecture(model_id: str) -> ModelArchitecture | None:
     """A model architecture by Hugging Face id or alias, or ``None``."""
-    from gpustrata.catalog.architectures import load_model_catalog
+    load = _LOADERS.get("models")
+    if load is None:
+        from gpustrata.catalog.architectures import load_model_catalog
 
-    catalog = load_model_catalog()
+        load = _LOADERS["models"] = load_model_catalog
+    catalog = load()
     memo = _memo("model_architecture", catalog)
     if model_id not in memo:
         memo[model_id] = catalog.get(model_id)

@@ -30,7 +30,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpustrata.core.contract import DRA_GPU_DEVICE_CLASS
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import ZERO, exact_sum, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.pools import GpuPool, matches_selectors
@@ -70,8 +70,8 @@ class ClaimedGpus:
     def count(self, request: str | None = None) -> Fraction:
         """GPUs of one request (``None``: all of them)."""
         if request:
-            return self.requests.get(request, Fraction(0))
-        return sum(self.requests.values(), Fraction(0))
+            return self.requests.get(request, ZERO)
+        return exact_sum(self.requests.values())
 
 
 def claim_gpus(obj: K8sObject) -> ClaimedGpus | None:

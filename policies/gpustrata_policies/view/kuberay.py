@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from gpustrata.core.quantity import parse_number, parse_quantity
+from gpustrata.core.quantity import ZERO, exact_sum, parse_number, parse_quantity
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
@@ -117,14 +117,17 @@ def is_kuberay_gpu_key(name: str) -> bool:
     return name.endswith("gpu") or bool(_MIG.search(name))
 
 
+_CLUSTER_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "RayCluster": ("spec",),
+    "RayService": ("spec", "rayClusterConfig"),
+    "RayJob": ("spec", "rayClusterSpec"),
+    "RayClusterFleet": ("spec", "template", "spec"),  # AIBrix: a RayCluster template
+}
+
+
 def cluster_spec_path(obj: K8sObject) -> tuple[str, ...] | None:
     """Where the RayCluster spec sits in a Ray object."""
-    return {
-        "RayCluster": ("spec",),
-        "RayService": ("spec", "rayClusterConfig"),
-        "RayJob": ("spec", "rayClusterSpec"),
-        "RayClusterFleet": ("spec", "template", "spec"),  # AIBrix: a RayCluster template
-    }.get(obj.kind)
+    return _CLUSTER_SPEC_PATHS.get(obj.kind)
 
 
 def _number(value: Any, what: str) -> Fraction | None:
@@ -159,7 +162,7 @@ class RayGroup:
     def container_gpus(self, extra: tuple[str, ...] = ()) -> Fraction:
         """GPUs in the Ray container's limits (requests where no limit is set)."""
         c = self.container
-        return c.gpu_limit(extra) if c is not None else Fraction(0)
+        return c.gpu_limit(extra) if c is not None else ZERO
 
     def advertised_gpus(self) -> tuple[Fraction | None, str]:
         """GPUs Ray is told to advertise and where that is written.
@@ -212,7 +215,12 @@ class RayGroup:
 
 
 def ray_groups(obj: K8sObject) -> list[RayGroup]:
-    """The head group (first, if any) and the worker groups of a Ray object."""
+    """The head group (first, if any) and the worker groups of a Ray object; read once per
+    object (``obj.memo``), a fresh list each call."""
+    return list(memoised(obj.memo, "ray_groups", lambda: _ray_groups(obj)))
+
+
+def _ray_groups(obj: K8sObject) -> list[RayGroup]:
     base = cluster_spec_path(obj)
     if base is None:
         return []
@@ -255,23 +263,39 @@ class EnginePlacement:
     accelerator_type: str | None = None
     notes: list[str] = field(default_factory=list)
     _gpus: Fraction | None = field(default=None, repr=False, compare=False)
+    _bundle_gpus: tuple[Fraction, ...] | None = field(default=None, repr=False, compare=False)
+    _largest: Fraction | None = field(default=None, repr=False, compare=False)
 
     @property
     def gpus(self) -> Fraction:
         """GPUs of one engine replica: the sum over its bundles (summed once)."""
         if self._gpus is None:
-            self._gpus = sum(self.bundle_gpus, Fraction(0))
+            self._gpus = exact_sum(self.bundle_gpus)
         return self._gpus
 
     @property
     def bundle_gpus(self) -> list[Fraction]:
-        """The ``GPU`` of each bundle (0 where a bundle asks for none)."""
-        return [b.get("GPU", Fraction(0)) for b in self.bundles]
+        """The ``GPU`` of each bundle (0 where a bundle asks for none); read once (R003, V001
+        and V007 ask it per engine and per packing), a fresh list each call."""
+        if self._bundle_gpus is None:
+            self._bundle_gpus = tuple(b.get("GPU", ZERO) for b in self.bundles)
+        return list(self._bundle_gpus)
+
+    @property
+    def largest_bundle_gpus(self) -> Fraction:
+        """The most GPUs one bundle asks for (0 without bundles); worked out once."""
+        if self._largest is None:
+            self._largest = max(self.bundle_gpus, default=ZERO)
+        return self._largest
 
     @property
     def where(self) -> str:
         """``engine 'model-id'`` for messages."""
         return f"engine '{self.model}'" if self.model else f"engine {self.label}"
+
+
+_ONE_GPU = Fraction(1)
+"""The default bundle's GPU (Fractions are immutable: one serves every bundle)."""
 
 
 def _int(value: Any, default: int | None) -> int | None:
@@ -343,14 +367,14 @@ def _engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]
                 unreadable.append(f"{engine.source}: placement_group_config has no bundles")
                 continue
             parsed = [{str(k): parse_number(v) for k, v in b.items()} for b in raw]
-            if any(v is None or v < 0 for b in parsed for v in b.values()):
+            if any(v is None or v.numerator < 0 for b in parsed for v in b.values()):
                 unreadable.append(f"{engine.source}: a bundle holds a value that is not a number")
                 continue
             bundles = [{k: v for k, v in b.items() if v is not None} for b in parsed]
             strategies: tuple[str, ...] = (strategy,)
             explicit = True
         else:
-            bundles = [{"GPU": Fraction(1)} for _ in range(workers)]
+            bundles = [{"GPU": _ONE_GPU} for _ in range(workers)]
             old = "PACK" if pp > 1 else "STRICT_PACK"
             strategies = ("PACK",) if old == "PACK" else ("PACK", "STRICT_PACK")
             explicit = False

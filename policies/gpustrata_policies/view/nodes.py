@@ -4,13 +4,13 @@ tolerations of a Pod."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from gpustrata.core.quantity import parse_quantity
-from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
+from gpustrata.core.quantity import ZERO, parse_quantity
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, known_memo, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.device_plugin import Sharing, cluster_sharing
@@ -117,6 +117,10 @@ def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
     cached = pod.memo.get("targeted_pools")
     if cached is None or cached[0] is not pools:
         cached = pod.memo["targeted_pools"] = (pools, {})
+    else:
+        known: list[GpuPool] | None = known_memo(cached[1], "found")  # the hot path
+        if known is not None:
+            return list(known)
 
     def match() -> list[GpuPool]:
         global _LAST_POOLS
@@ -147,9 +151,11 @@ def gpu_requests(pod: PodRef, extra: Sequence[str] = ()) -> dict[str, Fraction]:
 
     Read once per pod (``pod.memo``); a copy is returned.
     """
-    return dict(
-        memoised(pod.memo, ("gpu_requests", tuple(extra)), lambda: _gpu_requests(pod, extra))
-    )
+    key = ("gpu_requests", tuple(extra))
+    known: dict[str, Fraction] | None = known_memo(pod.memo, key)  # the hot path
+    if known is not None:
+        return dict(known)
+    return dict(memoised(pod.memo, key, lambda: _gpu_requests(pod, extra)))
 
 
 def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:
@@ -162,8 +168,10 @@ def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:
             raw = limits.get(name, requests.get(name))
             if raw is UNKNOWN:
                 raise UnknownInput(f"{name} of {c.label}")
-            out[name] = out.get(name, Fraction(0)) + (parse_quantity(raw) or Fraction(0))
-    return {k: v for k, v in out.items() if v > 0}
+            value = parse_quantity(raw) or ZERO
+            before = out.get(name)
+            out[name] = value if before is None else before + value
+    return {k: v for k, v in out.items() if v.numerator > 0}  # > 0: denominators are positive
 
 
 def fmt_count(value: Fraction) -> str:
@@ -173,7 +181,28 @@ def fmt_count(value: Fraction) -> str:
 
 def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
     """The catalogue GPU of a pool: its GFD product label, else its instance type, else
-    the other GPU labels its nodes carry (:func:`gpu_model_of_labels`)."""
+    the other GPU labels its nodes carry (:func:`gpu_model_of_labels`).
+
+    Kept on the pool while the hardware catalogue is the one loaded (rules ask it for
+    every pod x pool pair)."""
+    catalog = catalogs.hardware()
+    known = pool.memo.get("gpu_model_known")
+    if known is not None and known[0] is catalog:
+        found: GpuModel | None = known[1]  # read before without an unknown: the hot path
+        return found
+    cached = pool.memo.get("gpu_model")
+    if cached is None or cached[0] is not catalog:
+        cached = pool.memo["gpu_model"] = (catalog, {})
+    entries: dict[str, Any] = cached[1]
+    # memoised: a pool spec read during a preview may hold unknowns; each caller reads them
+    model: GpuModel | None = memoised(entries, "found", lambda: _gpu_model_of_pool(pool))
+    entry = entries["found"]
+    if entry[1] is None and not entry[2]:
+        pool.memo["gpu_model_known"] = (catalog, model)
+    return model
+
+
+def _gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
     if pool.gpu_product:
         found = catalogs.gpu_by_label(pool.gpu_product)
         if found is not None:
@@ -337,14 +366,24 @@ def pool_driver(
 
 def driver_on(ctx: RuleContext, pool: GpuPool | None) -> Driver | None:
     """:func:`pool_driver` for *pool* with this evaluation's operators, once per pool."""
+    return drivers_on(ctx)(pool)
+
+
+def drivers_on(ctx: RuleContext) -> Callable[[GpuPool | None], Driver | None]:
+    """:func:`driver_on` for many pools (a check that walks pods x pools): the
+    evaluation's per-pool drivers fetched once."""
     drivers: dict[int, Driver | None] = ctx.memo("pool_drivers", dict)
-    key = id(pool)
-    if key not in drivers:
-        crs: list[NvidiaDriverView] = ctx.memo(
-            "nvidia_driver_crs", lambda: nvidia_drivers_of(ctx.objects)
-        )
-        drivers[key] = pool_driver(pool, operators(ctx), crs)
-    return drivers[key]
+
+    def on(pool: GpuPool | None) -> Driver | None:
+        key = id(pool)
+        if key not in drivers:
+            crs: list[NvidiaDriverView] = ctx.memo(
+                "nvidia_driver_crs", lambda: nvidia_drivers_of(ctx.objects)
+            )
+            drivers[key] = pool_driver(pool, operators(ctx), crs)
+        return drivers[key]
+
+    return on
 
 
 def tolerations_of(pod: PodRef) -> list[Mapping[str, Any]]:

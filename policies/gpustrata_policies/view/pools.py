@@ -138,6 +138,9 @@ class GpuPool:
     gpu_product: str | None
     max_size: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What the view derived from this pool, read once (its catalogue GPU); not copied by
+    :func:`dataclasses.replace`."""
 
     @property
     def hard_taints(self) -> list[dict[str, str]]:

@@ -8,7 +8,7 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import ZERO, exact_sum, exceeds, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
@@ -65,22 +65,22 @@ def _resource(pod: PodRef, name: str) -> Fraction | None:
             raise UnknownInput(f"{name} of {c.label}")
         value = parse_quantity(raw)
         if value is None:
-            return Fraction(0)
+            return ZERO
         found = True
         return value
 
-    app = sum((one(c) for c in pod.containers(init=False)), Fraction(0))
-    init = max((one(c) for c in pod.containers() if c.init), default=Fraction(0))
+    app = exact_sum(one(c) for c in pod.containers(init=False))
+    init = max((one(c) for c in pod.containers() if c.init), default=ZERO)
     overhead = parse_quantity(as_map(pod.spec.get("overhead"), "overhead").get(name))
     if not found:
         return None
-    return max(app, init) + (overhead or 0)
+    most = init if exceeds(init, app) else app  # max(app, init)
+    return most + overhead if overhead else most
 
 
 def _demand(pod: PodRef, extra: tuple[str, ...]) -> Demand:
-    gpus = sum(
-        (n for r, n in gpu_requests(pod, extra).items() if not r.startswith("nvidia.com/mig-")),
-        Fraction(0),
+    gpus = exact_sum(
+        n for r, n in gpu_requests(pod, extra).items() if not r.startswith("nvidia.com/mig-")
     )
     return Demand(gpus, _resource(pod, "cpu"), _resource(pod, "memory"))
 
@@ -167,7 +167,7 @@ def _shortfalls(demand: Demand, cap: Capacity) -> tuple[list[str], bool]:
     if demand.gpus:
         if cap.gpus is None:
             unknown = True
-        elif demand.gpus > cap.gpus:
+        elif exceeds(demand.gpus, cap.gpus):
             short.append(f"{cap.gpus} GPU(s) per node")
     for what, need, have, show in (
         ("CPU", demand.cpu, cap.cpu, _cores),
@@ -177,7 +177,7 @@ def _shortfalls(demand: Demand, cap: Capacity) -> tuple[list[str], bool]:
             continue
         if have is None:
             unknown = True
-        elif need > have:
+        elif exceeds(need, have):
             short.append(f"{show(have)} {what}")
     return short, unknown
 
@@ -212,8 +212,12 @@ def _check_pools(
         )
         return
     reasons, unknown = [], []
+    # The pod's selectors, read at the first pool (as a read per pool would) and kept.
+    selectors: tuple[dict[str, Any], list[list[Mapping[str, Any]]]] | None = None
     for pool in targeted:
-        types = launchable_types(pool, pod.node_selector(), pod.required_affinity_terms())
+        if selectors is None:
+            selectors = (pod.node_selector(), pod.required_affinity_terms())
+        types = launchable_types(pool, *selectors)
         if types:
             # A Karpenter NodePool launches whichever of its types fits the pod.
             caps: list[Capacity] = [

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+from gpustrata.core.quantity import exact_sum
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY, autoscalers_by_scale_target
@@ -30,18 +32,27 @@ def _int(value: Any, default: int) -> int | None:
         return None
 
 
+@functools.lru_cache(maxsize=256)
+def _percent(text: str) -> Fraction | None:
+    """``25`` of ``25%`` as the fraction 1/4 (a cluster writes the same few), or ``None``."""
+    try:
+        return Fraction(text) / 100
+    except ValueError:
+        return None
+
+
 def _resolve(value: Any, replicas: int, round_up: bool) -> int | None:
     """maxSurge (rounded up) / maxUnavailable (rounded down) of a rolling update."""
     if value is UNKNOWN:
         raise UnknownInput("rollingUpdate")
     text = str(value).strip()
     if text.endswith("%"):
-        try:
-            pct = Fraction(text[:-1]) / 100
-        except ValueError:
+        pct = _percent(text[:-1])
+        if pct is None:
             return None
-        scaled = pct * replicas
-        return math.ceil(scaled) if round_up else math.floor(scaled)
+        # pct * replicas rounded, on ints: the same exact value, no Fraction made per call
+        scaled = pct.numerator * replicas
+        return -(-scaled // pct.denominator) if round_up else scaled // pct.denominator
     try:
         return int(text)
     except ValueError:
@@ -122,7 +133,7 @@ def _demand(
         for other in ctx.objects:
             try:
                 for pod in other.pods():
-                    gpus = sum(gpu_requests(pod, extra).values(), Fraction(0))
+                    gpus = exact_sum(gpu_requests(pod, extra).values())
                     if not gpus:
                         continue
                     hits = targeted_pools(pod, pools)
@@ -152,7 +163,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     extra = ctx.config.gpu_resources
     pools = gpu_pools(ctx)
     for pod in obj.pods():
-        gpus = sum(gpu_requests(pod, extra).values(), Fraction(0))
+        gpus = exact_sum(gpu_requests(pod, extra).values())
         if not gpus or not pools:
             continue  # not a GPU Pod, or no pool to measure the surge against
         strategy = as_map(dig(obj.raw, "spec", "strategy"), "spec.strategy")

@@ -6,9 +6,9 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import exact_sum, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
@@ -16,6 +16,9 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.nodes import GIB, gpu_requests
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
 from gpustrata_policies.view.vllm_args import serve_config, split_image, vllm_engine
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.architectures import ModelArchitecture
 
 # vLLM streams weights from object storage (only config/tokenizer files are pulled:
 # vllm/config/model.py maybe_pull_model_tokenizer_for_runai); Ray Serve LLM downloads
@@ -62,16 +65,27 @@ def weights_size(model_ids: list[str]) -> tuple[Fraction | None, str]:
         arch = catalogs.model_architecture(model_id)
         if arch is None:
             continue
-        if arch.weights_bytes:
-            return Fraction(arch.weights_bytes), f"{arch.id} safetensors"
-        per = _QUANT_BYTES.get(arch.quantization or "") if arch.quantization else None
-        per = per if per is not None else _BYTES_PER_PARAM.get(arch.torch_dtype)
-        if per is None:
-            return None, ""
-        size = Fraction(str(arch.params_total_b)) * 10**9 * per
-        dtype = arch.quantization or arch.torch_dtype
-        return size, f"{arch.params_total_b}B parameters x {float(per):g} bytes ({dtype})"
+        # Worked out once per catalogue entry (held here, so its id names only it).
+        known = _SIZES.get(id(arch))
+        if known is None or known[0] is not arch:
+            known = _SIZES[id(arch)] = (arch, _arch_size(arch))
+        return known[1]
     return None, ""
+
+
+_SIZES: dict[int, tuple[ModelArchitecture, tuple[Fraction | None, str]]] = {}
+
+
+def _arch_size(arch: ModelArchitecture) -> tuple[Fraction | None, str]:
+    if arch.weights_bytes:
+        return Fraction(arch.weights_bytes), f"{arch.id} safetensors"
+    per = _QUANT_BYTES.get(arch.quantization or "") if arch.quantization else None
+    per = per if per is not None else _BYTES_PER_PARAM.get(arch.torch_dtype)
+    if per is None:
+        return None, ""
+    size = Fraction(str(arch.params_total_b)) * 10**9 * per
+    dtype = arch.quantization or arch.torch_dtype
+    return size, f"{arch.params_total_b}B parameters x {float(per):g} bytes ({dtype})"
 
 
 def _gb(value: Fraction) -> str:
@@ -177,7 +191,7 @@ def _check_container(
         if empty.get("medium") == "Memory":
             return  # counted against the Pod's memory, not its disk
     sizes = [d.size for d in downloads]
-    total = sum((s for s in sizes if s is not None), Fraction(0)) if None not in sizes else None
+    total = exact_sum(s for s in sizes if s is not None) if None not in sizes else None
     what = ", ".join(d.model for d in downloads)
     weights = f"{what} (at least {_gb(total)} of weights)" if total else what
     where = f" into {target}" if target else " into the Hugging Face cache"

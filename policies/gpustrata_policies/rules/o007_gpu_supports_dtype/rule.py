@@ -16,6 +16,7 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import K8sObject, PodRef
+from gpustrata_policies.view.pools import GpuPool
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config, vllm_engine
 
 if TYPE_CHECKING:
@@ -27,16 +28,27 @@ _BF16 = {"bfloat16", "bf16"}
 # FP8 checkpoints run weight-only (W8A16, Marlin) on Ampere and natively from Ada/Hopper;
 # vLLM has no FP8 kernels below compute capability 8.0 (vLLM FP8 W8A8 docs).
 _FP8 = {"fp8", "fbgemm_fp8"}
+_MODERN = (8, 0)
+"""The compute capability from which both checks pass (bf16 and FP8 kernels)."""
+
+
+# Each catalogue compute capability ("8.6") as a comparable pair, parsed once: a check
+# asks it for every pod x pool x engine (issue 18: 70k parses of a handful of strings).
+_CAPABILITIES: dict[str, tuple[int, int]] = {}
 
 
 def _capability(gpu: GpuModel) -> tuple[int, int]:
-    major, minor = gpu.compute_capability.split(".")
-    return int(major), int(minor)
+    text = gpu.compute_capability
+    found = _CAPABILITIES.get(text)
+    if found is None:
+        major, minor = text.split(".")
+        found = _CAPABILITIES[text] = (int(major), int(minor))
+    return found
 
 
 def _problems(engine: EngineArgs, model: str | None, gpu: GpuModel) -> list[str]:
     cc = _capability(gpu)
-    if cc >= (8, 0):
+    if cc >= _MODERN:
         return []  # both checks below are about GPUs older than 8.0
     out = []
     dtype = str(engine.get("dtype") or "auto").lower()
@@ -83,20 +95,23 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         engines = _engines(obj, pod)
         if not engines:
             continue
-        gpus: list[tuple[GpuModel, str]] = []
+        # Only GPUs older than 8.0 can fail a check (_problems); a pool is named only in
+        # a finding (a pod targets tens of pools, almost all newer).
+        gpus: list[tuple[GpuModel, GpuPool | str]] = []
         if pools:
             for pool in targeted_pools(pod, pools):
                 gpu = gpu_model_of_pool(pool)
-                if gpu is not None:
-                    gpus.append((gpu, f"pool {pool.name}"))
+                if gpu is not None and _capability(gpu) < _MODERN:
+                    gpus.append((gpu, pool))
         else:
             gpu, label = gpu_model_of_selectors(pod)
-            if gpu is not None:
+            if gpu is not None and _capability(gpu) < _MODERN:
                 gpus.append((gpu, f"selected by {label}"))
-        for gpu, where in gpus:
+        for gpu, on in gpus:
             for engine, model in engines:
                 problems = _problems(engine, model, gpu)
                 if problems:
+                    where = on if isinstance(on, str) else f"pool {on.name}"
                     yield ctx.violation(
                         obj,
                         f"{engine.source} runs on {gpu.name} ({where}, compute capability "

@@ -39,7 +39,7 @@ def _one_replica(engine: EnginePlacement, strategy: str, groups: list[_Group]) -
     """Why one replica of the engine cannot be placed, or ``None`` when it can."""
     largest = max(groups, key=lambda g: g.gpus)
     need = engine.gpus
-    bundle_max = max(engine.bundle_gpus, default=Fraction(0))
+    bundle_max = engine.largest_bundle_gpus
     layout = f"{len(engine.bundles)} bundles, {fmt_gpus(need)} GPU(s)"
     if strategy == "STRICT_PACK":
         if need > largest.gpus:
@@ -82,20 +82,25 @@ def _pack(
     """
     # GPUs in whole units of the smallest fraction in play: the same comparisons on ints
     # (Fraction's are ~30x slower, and a large cluster tries thousands of free slots).
+    # Each engine once: *replicas* repeats it max_replicas times.
+    engines = {id(e): e for e, _ in replicas}
     sizes = [g.gpus for g in groups]
-    for e, _ in replicas:
-        sizes.append(Fraction(e.gpus))
-        sizes.extend(Fraction(b) for b in e.bundle_gpus)
-    unit = math.lcm(*(Fraction(x).denominator for x in sizes))
+    for e in engines.values():
+        sizes.append(e.gpus)
+        sizes.extend(e.bundle_gpus)
+    unit = math.lcm(*(x.denominator for x in sizes))
 
-    def whole(x: Fraction | int) -> int:
-        return int(Fraction(x) * unit)
+    def whole(x: Fraction) -> int:
+        # x * unit, exactly: unit is a multiple of x's denominator (no Fraction made).
+        return x.numerator * (unit // x.denominator)
 
-    free = [whole(g.gpus) for g in groups for _ in range(g.pods)]
+    free = []
+    for g in groups:
+        free += [whole(g.gpus)] * g.pods
     placed: dict[int, int] = {}
     # Each engine's sizes, read once (not once per free slot tried).
-    need = {id(e): whole(e.gpus) for e, _ in replicas}
-    bundles = {id(e): [whole(b) for b in e.bundle_gpus] for e, _ in replicas}
+    need = {key: whole(e.gpus) for key, e in engines.items()}
+    bundles = {key: [whole(b) for b in e.bundle_gpus] for key, e in engines.items()}
     for engine, strategy in sorted(replicas, key=lambda r: need[id(r[0])], reverse=True):
         ok = True
         if strategy == "STRICT_PACK":
@@ -107,19 +112,18 @@ def _pack(
             else:
                 ok = False
         else:
+            # In place: a replica that does not fit ends the packing (no rollback needed).
+            spread = strategy == "STRICT_SPREAD"
             used: set[int] = set()
-            trial = list(free)
             for gpu in bundles[id(engine)]:
-                for i, room in enumerate(trial):
-                    if room >= gpu and not (strategy == "STRICT_SPREAD" and i in used):
-                        trial[i] -= gpu
+                for i, room in enumerate(free):
+                    if room >= gpu and not (spread and i in used):
+                        free[i] -= gpu
                         used.add(i)
                         break
                 else:
                     ok = False
                     break
-            if ok:
-                free = trial
         if not ok:
             return engine, placed.get(id(engine), 0)
         placed[id(engine)] = placed.get(id(engine), 0) + 1

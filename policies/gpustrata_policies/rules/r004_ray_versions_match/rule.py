@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,11 @@ def image_ray_version(image: Any) -> str | None:
     ``ray2.24.0``-style version in the repository name."""
     if not isinstance(image, str):
         return None
+    return _image_ray_version(image)
+
+
+@functools.lru_cache(maxsize=4096)  # a cluster runs a few images in many groups
+def _image_ray_version(image: str) -> str | None:
     repo, tag, _ = split_image(image)
     tag = tag or ""
     if repo.startswith("rayproject/ray") or repo.startswith("docker.io/rayproject/ray"):
