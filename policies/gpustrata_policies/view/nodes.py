@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.quantity import ZERO, parse_quantity
-from gpustrata.core.unknown import UNKNOWN, UnknownInput, known_memo, memoised
+from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, known_memo, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.device_plugin import Sharing, cluster_sharing
@@ -196,8 +196,7 @@ def gpu_model_of_pool(pool: GpuPool) -> GpuModel | None:
     entries: dict[str, Any] = cached[1]
     # memoised: a pool spec read during a preview may hold unknowns; each caller reads them
     model: GpuModel | None = memoised(entries, "found", lambda: _gpu_model_of_pool(pool))
-    entry = entries["found"]
-    if entry[1] is None and not entry[2]:
+    if type(entries["found"]) is not TAINTED:  # read without an unknown: kept bare
         pool.memo["gpu_model_known"] = (catalog, model)
     return model
 
