@@ -144,7 +144,7 @@ def write(report: Report, fmt: str, out: TextIO) -> None:
     """Write :func:`render`'s output to *out*; JSON and SARIF are streamed, not built as
     one string first (a large input's report is tens of MB)."""
     if fmt in ("json", "sarif"):
-        # json.dump's bytes; json indents with its pure-Python encoder, twice as slow.
+        # json.dump's bytes at C speed (json indents with its pure-Python encoder).
         jsonio.dump_indented(report.to_json() if fmt == "json" else to_sarif(report), out)
         out.write("\n")
     else:
