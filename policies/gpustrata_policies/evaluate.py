@@ -185,6 +185,18 @@ def internal_error(
     )
 
 
+def _may_hold_userinfo(text: str) -> bool:
+    """Can *text* hold a URI with credentials (``s3://KEY:SECRET@bucket``)? Not without
+    both ``://`` and ``@``: the cheap test before :func:`redact_userinfo`'s regex, which
+    costs ~30 us on a long message (1,475 messages of the corpus hold an ``@``, 115 a URI)."""
+    return "@" in text and "://" in text
+
+
+def _redacted(text: str) -> str:
+    """:func:`redact_userinfo` of *text*, its regex run only where it may find something."""
+    return redact_userinfo(text) if _may_hold_userinfo(text) else text
+
+
 def _tracked_outcomes(
     check: Any,
     ctx: RuleContext,
@@ -315,15 +327,15 @@ def _evaluate(
                             meta.name,
                             meta.severity,
                             "advisory" if outcome.advisory else enforcement,
-                            redact_userinfo(resource) if "@" in resource else resource,
-                            redact_userinfo(message) if "@" in message else message,
+                            _redacted(resource),
+                            _redacted(message),
                             meta.fix,
                             about.file,
                             about.line_of(outcome.path),
                         )
                     )
                     continue
-                if "@" in outcome.reason or "@" in outcome.resource:
+                if _may_hold_userinfo(outcome.reason) or _may_hold_userinfo(outcome.resource):
                     outcome = replace(
                         outcome,
                         resource=redact_userinfo(outcome.resource),
