@@ -66,7 +66,11 @@ def loads(text: str) -> Any:
 scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _STRICT = json.JSONDecoder(object_pairs_hook=_pairs, parse_int=_int)
 _PLAIN = json.JSONDecoder()
+# raw_decode's C scanner without its Python wrapper: skips a valid value (its end).
+_skip: Callable[[str, int], tuple[Any, int]] = _PLAIN.scan_once  # type: ignore[attr-defined]
 _WS = re.compile(r"[ \t\n\r]*")
+_KEY = re.compile(r'[ \t\n\r]*"([^"\\]*)"[ \t\n\r]*:[ \t\n\r]*')
+_COMMA = re.compile(r"[ \t\n\r]*,")
 
 
 def loads_located(text: str) -> tuple[Any, int, list[int] | None]:
@@ -171,20 +175,26 @@ def locate_step(text: str, pos: int, step: str | int) -> tuple[int, int] | None:
     if isinstance(step, str):
         if not text.startswith("{", pos):
             return None
-        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+        pos += 1
         while True:
-            if not text.startswith('"', pos):
-                return None  # "}": an empty object
-            at = pos
-            key, pos = scanstring(text, pos + 1)
-            pos = _WS.match(text, pos).end() + 1  # type: ignore[union-attr]  # the ":"
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            # A key without escapes and its colon in one C match (most keys); else the
+            # string scanner, or the end of the object.
+            found = _KEY.match(text, pos)
+            if found is not None:
+                key, at, pos = found.group(1), found.start(1) - 1, found.end()
+            else:
+                at = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                if not text.startswith('"', at):
+                    return None  # "}": an empty object
+                key, pos = scanstring(text, at + 1)
+                pos = _WS.match(text, pos).end() + 1  # type: ignore[union-attr]  # the ":"
+                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
             if key == step:
                 return at, pos
-            pos = _WS.match(text, _PLAIN.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
-            if not text.startswith(",", pos):
+            comma = _COMMA.match(text, _skip(text, pos)[1])
+            if comma is None:
                 return None  # "}": the key is not there
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            pos = comma.end()
     if not text.startswith("[", pos) or step < 0:
         return None
     pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
