@@ -36,7 +36,8 @@ VALUES: list[Any] = [
     [{"a": "1"}, {}],
     [{"a": "1"}, {"a": {"b": "}"}}, {"a": []}],
     [{"a": "1"}, ["b"], "c"],
-    {"flat": {"a": 1, "b": "}", "c": None}, "scalars": ("x", 1, 2.0, None)},
+    {"flat": {"a": 1, "b": "}", "c": None, "d": True}, "scalars": ("x", 1, 2.0, None, "]")},
+    {"small": {"a": 1}, "few": [1, "}"], "ints": [True, 0, -(10**20)], "f": 1e300},
 ]
 
 
@@ -59,8 +60,8 @@ _scalar = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_
 _json = st.recursive(
     _scalar,
     lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(st.sampled_from(["a", "b", "c", "}", "\n"]), inner, max_size=4)
+        st.lists(inner, max_size=6)
+        | st.dictionaries(st.sampled_from(["a", "b", "c", "d", "}", "\n"]), inner, max_size=6)
     ),
     max_leaves=24,
 )

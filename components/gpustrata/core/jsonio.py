@@ -238,6 +238,15 @@ _ENCODE_STR: Callable[[str], str] = json.encoder.encode_basestring_ascii
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _STR = frozenset({str})
 _DICT = frozenset({dict})
+_C_FROM = 4
+"""Items from which a container of scalars goes to the C encoder: a call of it costs a
+few microseconds, the Python walk about one per item (a SARIF report's many one-key
+dicts are walked)."""
+_LITERALS: dict[type, Callable[[Any], str]] = {
+    int: int.__repr__,  # as json's encoders write an int
+    bool: lambda b: "true" if b else "false",
+    type(None): lambda _: "null",
+}
 
 
 def _not_serializable(value: Any) -> Any:
@@ -353,7 +362,11 @@ def dump_indented(value: Any, out: Any, indent: int = 2, chunk: int = 8192) -> N
                 parts.append("{}")
                 return
             inner = pad + step
-            if _STR.issuperset(map(type, item)) and _scalars(item.values()):
+            if (
+                len(item) >= _C_FROM
+                and _SCALARS.issuperset(map(type, item.values()))
+                and _STR.issuperset(map(type, item))
+            ):
                 text = "".join(_c_encoder("," + inner)(item, 0))
                 parts.append("{" + inner + text[1:-1] + pad + "}")
                 return
@@ -374,26 +387,30 @@ def dump_indented(value: Any, out: Any, indent: int = 2, chunk: int = 8192) -> N
                 parts.append("[]")
                 return
             inner = pad + step
-            if _scalars(item):
+            if len(item) >= _C_FROM and _SCALARS.issuperset(map(type, item)):
                 text = "".join(_c_encoder("," + inner)(item, 0))
                 parts.append("[" + inner + text[1:-1] + pad + "]")
                 return
-            same = _same_records(item)
-            if same is not None:
-                same_records(*same, inner)
-                parts.append(inner + "}" + pad + "]")
-                return
-            if _flat_records(item):
-                records(item, inner)
-                parts.append(inner + "}" + pad + "]")
-                return
+            first = item[0]  # records only if the first is one: a cheap test for the rest
+            if type(first) is dict and first and _scalars(first.values()):
+                same = _same_records(item)
+                if same is not None:
+                    same_records(*same, inner)
+                    parts.append(inner + "}" + pad + "]")
+                    return
+                if _flat_records(item):
+                    records(item, inner)
+                    parts.append(inner + "}" + pad + "]")
+                    return
             sep = "[" + inner
             for sub in item:
                 parts.append(sep)
                 walk(sub, inner)
                 sep = "," + inner
             parts.append(pad + "]")
-        elif item is None or isinstance(item, bool | int | float):
+        elif type(item) in _LITERALS:  # what json writes for them, without its Python encode()
+            parts.append(_LITERALS[type(item)](item))
+        elif isinstance(item, bool | int | float):
             parts.append(_ENCODE_LEAF(item))
         else:
             raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
