@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import fixture_files
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpustrata.core import jsonio
 from gpustrata_policies import evaluate
@@ -144,3 +146,59 @@ def test_lines_resumed_from_located_paths_match_a_scan_from_the_start() -> None:
 
 def _line_of(text: str, needle: str) -> int:
     return text.count("\n", 0, text.index(needle)) + 1
+
+
+_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=4)
+_keys = st.sampled_from(["a", "b", "spec", 'q"uote', "back\\slash", "é", "\u2028", "a b"])
+_tree = st.recursive(
+    _leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _paths(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            found += _paths(sub, (*path, key))
+    elif isinstance(value, list):
+        for index, sub in enumerate(value):
+            found += _paths(sub, (*path, index))
+    return found
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.dictionaries(_keys, _tree, max_size=5),
+    indent=st.sampled_from([None, 0, 2, 4]),
+    ascii_only=st.booleans(),
+)
+def test_locate_points_at_every_key_and_item_in_any_layout(
+    value: dict[str, Any], indent: int | None, ascii_only: bool
+) -> None:
+    """Each key and item of any JSON value, in any layout (escaped keys included), is found
+    where its text starts, and its value offset reads back that value; a path that is not
+    there is not found."""
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    decoder = json.JSONDecoder()
+    for path in _paths(value)[1:]:
+        at = jsonio.locate(text, 0, path)
+        assert at is not None, path
+        step = path[-1]
+        if isinstance(step, str):
+            assert jsonio.scanstring(text, at + 1)[0] == step
+        held: Any = value
+        for part in path:
+            held = held[part]
+        parent = jsonio.locate(text, 0, path[:-1]) if len(path) > 1 else 0
+        assert parent is not None
+        pos = 0
+        for part in path[:-1]:
+            hit = jsonio.locate_step(text, pos, part)
+            assert hit is not None
+            pos = hit[1]
+        found = jsonio.locate_step(text, pos, step)
+        assert found is not None and found[0] == at
+        assert decoder.raw_decode(text, found[1])[0] == held
+        assert jsonio.locate(text, 0, (*path[:-1], "missing")) is None

@@ -127,6 +127,32 @@ def test_v012_fix_is_the_largest_reachable_max_num_seqs() -> None:
     assert len(_findings(docs, "V012")) == 1
 
 
+def test_v012_search_from_the_held_sequences_is_the_binary_search() -> None:
+    """V012 searches upward from the sequences the KV cache holds at the stated max_num_seqs:
+    for every threshold, bound and start (passing or not), the binary search's answer, in
+    fewer probes when the answer is near the start."""
+    from gpustrata.vllm.capacity import largest_passing
+    from gpustrata_policies.rules.v012_concurrency_within_kv.rule import _largest_from
+
+    for high in range(0, 40):
+        for threshold in range(0, high + 1):
+            for start in range(-1, high + 2):
+                probes: list[int] = []
+
+                def holds(n: int, t: int = threshold, seen: list[int] = probes) -> bool:
+                    seen.append(n)
+                    return n <= t
+
+                def below(n: int, t: int = threshold) -> bool:
+                    return n <= t
+
+                expected = largest_passing(below, high)
+                assert _largest_from(holds, start, high, largest_passing) == expected
+                if 1 <= start <= threshold:  # about 2 log2(distance) probes, not log2(high)
+                    bound = 2 * (threshold - start + 1).bit_length() + 1
+                    assert len(probes) <= bound, (high, threshold, start, probes)
+
+
 def test_v012_typical_length_is_configurable_and_validated() -> None:
     docs = _docs(fixture("V012", "bad-1024-seqs-on-l4.yaml"))
     config = {"rules": {"concurrency-within-kv": {"typical_sequence_tokens": 512}}}

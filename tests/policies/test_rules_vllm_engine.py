@@ -361,3 +361,20 @@ def test_v005_vllm_use_v1_is_ignored_before_the_v1_engine_existed() -> None:
     assert skipped == [] and "512" in message
     found, skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.6.4", env=env))
     assert found == [] and "experimental V1 engine was not read" in skipped[0]
+
+
+def test_v013_prefix_lookup_is_the_scan_it_replaces() -> None:
+    """V013 finds the options an abbreviation may stand for by bisecting each release's
+    sorted ``--`` options: for every read release and the short prefixes and full names of
+    its options, the same sorted list as scanning all of the release's flags."""
+    from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases
+    from gpustrata_policies.rules.v013_engine_flags_accepted import rule as v013
+
+    for version in flag_releases():
+        sets = accepted_flags(version)
+        assert sets is not None
+        flags = sets[0].flags
+        prefixes = {f[:n] for f in flags if f.startswith("--") for n in (*range(2, 8), len(f))}
+        for base in (*sorted(prefixes), "--zzz", "--"):
+            scanned = sorted(f for f in flags if f.startswith(base) and f.startswith("--"))
+            assert v013._long_options_from(base, flags) == scanned, (version, base)

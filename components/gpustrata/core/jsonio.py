@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from functools import cache
+from itertools import chain, cycle, islice
 from typing import Any
 
 from gpustrata.core.yamlguard import MAX_INT_DIGITS
@@ -64,7 +66,11 @@ def loads(text: str) -> Any:
 scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _STRICT = json.JSONDecoder(object_pairs_hook=_pairs, parse_int=_int)
 _PLAIN = json.JSONDecoder()
+# raw_decode's C scanner without its Python wrapper: skips a valid value (its end).
+_skip: Callable[[str, int], tuple[Any, int]] = _PLAIN.scan_once  # type: ignore[attr-defined]
 _WS = re.compile(r"[ \t\n\r]*")
+_KEY = re.compile(r'[ \t\n\r]*"([^"\\]*)"[ \t\n\r]*:[ \t\n\r]*')
+_COMMA = re.compile(r"[ \t\n\r]*,")
 
 
 def loads_located(text: str) -> tuple[Any, int, list[int] | None]:
@@ -169,20 +175,26 @@ def locate_step(text: str, pos: int, step: str | int) -> tuple[int, int] | None:
     if isinstance(step, str):
         if not text.startswith("{", pos):
             return None
-        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+        pos += 1
         while True:
-            if not text.startswith('"', pos):
-                return None  # "}": an empty object
-            at = pos
-            key, pos = scanstring(text, pos + 1)
-            pos = _WS.match(text, pos).end() + 1  # type: ignore[union-attr]  # the ":"
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            # A key without escapes and its colon in one C match (most keys); else the
+            # string scanner, or the end of the object.
+            found = _KEY.match(text, pos)
+            if found is not None:
+                key, at, pos = found.group(1), found.start(1) - 1, found.end()
+            else:
+                at = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                if not text.startswith('"', at):
+                    return None  # "}": an empty object
+                key, pos = scanstring(text, at + 1)
+                pos = _WS.match(text, pos).end() + 1  # type: ignore[union-attr]  # the ":"
+                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
             if key == step:
                 return at, pos
-            pos = _WS.match(text, _PLAIN.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
-            if not text.startswith(",", pos):
+            comma = _COMMA.match(text, _skip(text, pos)[1])
+            if comma is None:
                 return None  # "}": the key is not there
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            pos = comma.end()
     if not text.startswith("[", pos) or step < 0:
         return None
     pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
@@ -223,19 +235,124 @@ def _strict(text: str, parse: Any) -> Any:
 
 _ENCODE_LEAF = json.JSONEncoder().encode  # json.dump's defaults: ensure_ascii, allow_nan
 _ENCODE_STR: Callable[[str], str] = json.encoder.encode_basestring_ascii
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_STR = frozenset({str})
+_DICT = frozenset({dict})
+_C_FROM = 4
+"""Items from which a container of scalars goes to the C encoder: a call of it costs a
+few microseconds, the Python walk about one per item (a SARIF report's many one-key
+dicts are walked)."""
+_LITERALS: dict[type, Callable[[Any], str]] = {
+    int: int.__repr__,  # as json's encoders write an int
+    bool: lambda b: "true" if b else "false",
+    type(None): lambda _: "null",
+}
+
+
+def _not_serializable(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+@cache
+def _c_encoder(item_separator: str) -> Callable[[Any, int], list[str]]:
+    """json's C encoder with json.dump's defaults (ensure_ascii, allow_nan, ``": "``) and
+    *item_separator*: without ``indent`` it writes one separator between the items of
+    every container, so given the indented separator of one depth it lays out a
+    container of scalars exactly as the indenting encoder does, less the breaks after
+    its opening and before its closing bracket. (json's own indent path is pure Python.)"""
+    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+    encoder: Callable[[Any, int], list[str]] = make(
+        None, _not_serializable, _ENCODE_STR, None, ": ", item_separator, False, False, True
+    )
+    return encoder
+
+
+def _scalars(values: Any) -> bool:
+    """Are all of *values* plain JSON scalars (exact types, so no subclass is encoded
+    differently than json's indenting encoder would)? The check runs in C."""
+    return _SCALARS.issuperset(map(type, values))
+
+
+def _flat_records(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Is *items* non-empty dicts of str keys and scalar values only? Every test is a C
+    loop over the items, their keys or their values."""
+    return (
+        _DICT.issuperset(map(type, items))
+        and all(items)
+        and _STR.issuperset(map(type, chain.from_iterable(items)))
+        and _scalars(chain.from_iterable(map(dict.values, items)))
+    )
+
+
+def _same_records(items: list[Any] | tuple[Any, ...]) -> tuple[list[str], list[str]] | None:
+    """The keys and all the values, record after record, of *items* when they are dicts
+    with the same str keys in the same order and str values only (a report's findings);
+    else ``None``. C loops only: no Python code runs per record."""
+    if not _DICT.issuperset(map(type, items)):
+        return None
+    keys = list(items[0])
+    if not keys or not _STR.issuperset(map(type, keys)):
+        return None
+    if list(chain.from_iterable(items)) != keys * len(items):
+        return None
+    values = list(chain.from_iterable(map(dict.values, items)))
+    return (keys, values) if _STR.issuperset(map(type, values)) else None
 
 
 def dump_indented(value: Any, out: Any, indent: int = 2, chunk: int = 8192) -> None:
-    """``json.dump(value, out, indent=indent)``, byte for byte, about twice as fast, for
-    values made of str-keyed dicts, lists, tuples and JSON scalars (a report).
+    """``json.dump(value, out, indent=indent)``, byte for byte, for values made of
+    str-keyed dicts, lists, tuples and JSON scalars (a report), at about the speed of
+    json's compact C encoder or better.
 
-    json writes indented output with its pure-Python encoder; this walk keeps the layout
-    and leaves every string and number to the C encoder. Written to *out* in pieces of
-    about *chunk* parts (a large report is tens of MB); like ``json.dump`` it raises
-    ``TypeError`` on anything else, after writing what came before it.
+    json writes indented output with its pure-Python encoder. This walk keeps the layout
+    and leaves the rest to C: a container of scalars goes to the C encoder with the item
+    separator of its depth (``,`` + newline + indent; only the breaks next to its
+    brackets are added here); a list of records with the same keys and str values (a
+    report's findings) is laid out by ``str.join`` from each distinct string encoded
+    once; other lists of scalar-only dicts go to the C encoder a few hundred at a time,
+    whose ``}`` + separator + ``{`` between two records becomes the break of their
+    depth (a newline inside a string is escaped, so a raw newline in C's output is
+    always a separator). Written to *out* in pieces of about *chunk* parts (a large
+    report is tens of MB); like ``json.dump`` it raises ``TypeError`` on anything else,
+    after writing what came before it.
     """
     parts: list[str] = []
     step = " " * indent
+
+    def flush() -> None:
+        out.write("".join(parts))
+        parts.clear()
+
+    def same_records(keys: list[str], values: list[str], inner: str) -> None:
+        # Each string is encoded once (a report repeats its rule names, fixes and
+        # reasons), then "".join lays the encoded values between the fixed pieces that
+        # precede them: C loops (zip, cycle, map), no Python code per record.
+        deeper = inner + step
+        unique = dict.fromkeys(values)
+        encoded = dict(zip(unique, map(_ENCODE_STR, unique), strict=True)).__getitem__
+        heads = ["," + deeper + _ENCODE_STR(key) + ": " for key in keys]
+        heads[0] = inner + "}," + inner + "{" + heads[0][1:]
+        parts.append("[" + inner + "{" + deeper + _ENCODE_STR(keys[0]) + ": ")
+        piece = max(1, chunk // (2 * len(keys))) * len(keys)
+        for at in range(0, len(values), piece):
+            laid = chain.from_iterable(zip(cycle(heads), map(encoded, values[at : at + piece])))
+            parts.append("".join(islice(laid, 1, None) if at == 0 else laid))
+            flush()
+
+    def records(items: list[Any] | tuple[Any, ...], inner: str) -> None:
+        # The C encoder with the separator of the records' items writes "," + separator
+        # between records too: "}," + separator + "{" becomes the break of their depth.
+        deeper = inner + step
+        encode = _c_encoder("," + deeper)
+        between, spread = "}," + deeper + "{", inner + "}," + inner + "{" + deeper
+        parts.append("[" + inner + "{" + deeper)
+        piece = max(1, chunk // 16)
+        for at in range(0, len(items), piece):
+            if at:
+                parts.append(spread)
+            text = "".join(encode(items[at : at + piece], 0))
+            parts.append(text[2:-2].replace(between, spread))  # less "[{" and "}]"
+            flush()
 
     def walk(item: Any, pad: str) -> None:
         if isinstance(item, str):
@@ -245,6 +362,14 @@ def dump_indented(value: Any, out: Any, indent: int = 2, chunk: int = 8192) -> N
                 parts.append("{}")
                 return
             inner = pad + step
+            if (
+                len(item) >= _C_FROM
+                and _SCALARS.issuperset(map(type, item.values()))
+                and _STR.issuperset(map(type, item))
+            ):
+                text = "".join(_c_encoder("," + inner)(item, 0))
+                parts.append("{" + inner + text[1:-1] + pad + "}")
+                return
             sep = "{" + inner
             for key, sub in item.items():
                 if not isinstance(key, str):
@@ -256,23 +381,39 @@ def dump_indented(value: Any, out: Any, indent: int = 2, chunk: int = 8192) -> N
                 sep = "," + inner
             parts.append(pad + "}")
             if len(parts) > chunk:
-                out.write("".join(parts))
-                parts.clear()
+                flush()
         elif isinstance(item, list | tuple):
             if not item:
                 parts.append("[]")
                 return
             inner = pad + step
+            if len(item) >= _C_FROM and _SCALARS.issuperset(map(type, item)):
+                text = "".join(_c_encoder("," + inner)(item, 0))
+                parts.append("[" + inner + text[1:-1] + pad + "]")
+                return
+            first = item[0]  # records only if the first is one: a cheap test for the rest
+            if type(first) is dict and first and _scalars(first.values()):
+                same = _same_records(item)
+                if same is not None:
+                    same_records(*same, inner)
+                    parts.append(inner + "}" + pad + "]")
+                    return
+                if _flat_records(item):
+                    records(item, inner)
+                    parts.append(inner + "}" + pad + "]")
+                    return
             sep = "[" + inner
             for sub in item:
                 parts.append(sep)
                 walk(sub, inner)
                 sep = "," + inner
             parts.append(pad + "]")
-        elif item is None or isinstance(item, bool | int | float):
+        elif type(item) in _LITERALS:  # what json writes for them, without its Python encode()
+            parts.append(_LITERALS[type(item)](item))
+        elif isinstance(item, bool | int | float):
             parts.append(_ENCODE_LEAF(item))
         else:
             raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
 
     walk(value, "\n")
-    out.write("".join(parts))
+    flush()

@@ -295,30 +295,16 @@ class _Prefixed(Mapping[Path, int]):
         return bool(self._base)
 
 
-class _JsonText:
-    """A JSON input's text and, built when first asked, where its lines start."""
-
-    __slots__ = ("_newlines", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._newlines: list[int] | None = None
-
-    def line(self, offset: int) -> int:
-        """1-based line of *offset*."""
-        if self._newlines is None:
-            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
-        return bisect.bisect_left(self._newlines, offset) + 1
-
-
 class _JsonLines(Mapping[Path, int]):
     """Lines of a JSON value's keys and items, found in the text when a finding asks
     (:func:`~gpustrata.core.jsonio.locate`) rather than recorded for every value."""
 
-    __slots__ = ("_data", "_found", "_source", "_start")
+    __slots__ = ("_data", "_found", "_line", "_start", "_text")
 
-    def __init__(self, source: _JsonText, start: int, data: Any) -> None:
-        self._source, self._start, self._data = source, start, data
+    def __init__(self, text: str, start: int, line: int, data: Any) -> None:
+        """*line* is the line of *start*: a finding's line is counted from there, over
+        the object's own text only (no table of every newline of the input)."""
+        self._text, self._start, self._line, self._data = text, start, line, data
         # Path -> (offset of its key or item, offset of its value), or None where it is
         # absent: a finding's line resumes from the longest path located before (the
         # prefixes line_of tries, the fields of one container), not from the object's start.
@@ -330,12 +316,14 @@ class _JsonLines(Mapping[Path, int]):
         while path[:cut] not in found:
             cut -= 1
         hit = found[path[:cut]]
-        text = self._source.text
+        text = self._text
         while hit is not None and cut < len(path):
             hit = jsonio.locate_step(text, hit[1], path[cut])
             cut += 1
             found[path[:cut]] = hit
-        return default if hit is None or not path else self._source.line(hit[0])
+        if hit is None or not path:
+            return default
+        return self._line + text.count("\n", self._start, hit[0])
 
     def __getitem__(self, path: Path) -> int:
         found = self.get(path)
@@ -491,14 +479,17 @@ def _load_json(text: str, name: str) -> list[K8sObject]:
         raise _NotJson(f"{name}:{exc.lineno}: invalid JSON: {exc.msg}") from None
     except RecursionError:
         raise InputError(f"{name}: JSON nested too deeply to read") from None
-    source = _JsonText(text)
     items = data["items"] if isinstance(data, Mapping) and data.get("kind") == "List" else data
     if starts is not None and isinstance(items, list):
         out: list[K8sObject] = []
+        line, counted = 1, 0  # the items in order: the newlines before each counted once
         for item, at in zip(items, starts, strict=True):
-            out.extend(_objects(item, name, source.line(at), _JsonLines(source, at, item)))
+            line += text.count("\n", counted, at)
+            counted = at
+            out.extend(_objects(item, name, line, _JsonLines(text, at, line, item)))
         return out
-    return list(_objects(data, name, source.line(start), _JsonLines(source, start, data)))
+    line = text.count("\n", 0, start) + 1
+    return list(_objects(data, name, line, _JsonLines(text, start, line, data)))
 
 
 def _load_yaml(text: str, name: str) -> list[K8sObject]:

@@ -48,6 +48,8 @@ def _literal(value: Any) -> str:
 
 
 _FLAG = re.compile(r"^--(api[-_]key|hf[-_]token)(?:=(.*))?$", re.DOTALL)
+_FLAG_STARTS = ("--api", "--hf")
+"""How every token :data:`_FLAG` matches starts."""
 
 
 def _literal_flag(value: str) -> bool:
@@ -58,6 +60,8 @@ def _flag_values(tokens: list[str]) -> list[tuple[str, str]]:
     """(flag, value) of every ``--api-key``/``--hf-token`` in *tokens*, in order."""
     found: list[tuple[str, str]] = []
     for index, token in enumerate(tokens):
+        if not token.startswith(_FLAG_STARTS):  # most tokens: no regex call
+            continue
         match = _FLAG.match(token)
         if not match:
             continue
@@ -87,7 +91,8 @@ def _command_line_flags(c: Any) -> Iterator[tuple[str, str, bool]]:
             yield flag, value, False
         seen.add(flag)
     for token in tokens:
-        if any(ch.isspace() for ch in token) and ("--api" in token or "--hf" in token):
+        # The substring test first: it is C, the whitespace test a loop over characters.
+        if ("--api" in token or "--hf" in token) and any(ch.isspace() for ch in token):
             try:
                 words = shlex.split(token)
             except ValueError:

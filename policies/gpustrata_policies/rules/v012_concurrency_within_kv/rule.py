@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
@@ -56,7 +56,7 @@ def reachable_max_num_seqs(inp: Inputs, tokens: int) -> int:
     """The largest max_num_seqs whose own KV cache holds that many sequences of *tokens*.
 
     Lowering max_num_seqs shrinks the sampler's buffers in vLLM's profile run, so the KV
-    cache grows a little; binary search over max_num_seqs with the same planner.
+    cache grows a little; a search over max_num_seqs with the same planner.
     """
     return per_estimate(inp.estimate, "reachable", tokens, lambda: _reachable(inp, tokens))
 
@@ -81,7 +81,29 @@ def _reachable(inp: Inputs, tokens: int) -> int:
         alt = Inputs(inp.site, inp.model, inp.gpu, inp.version, inp.settings, est)
         return est.fits and typical_capacity(alt, tokens)[0] >= n
 
-    return largest_passing(holds, inp.estimate.max_num_seqs)
+    high = inp.estimate.max_num_seqs
+    return _largest_from(holds, min(typical_capacity(inp, tokens)[0], high), high, largest_passing)
+
+
+def _largest_from(
+    holds: Callable[[int], bool],
+    start: int,
+    high: int,
+    largest_passing: Callable[[Callable[[int], bool], int], int],
+) -> int:
+    """``largest_passing(holds, high)`` (*holds* passes up to some n and fails above it),
+    searched upward from *start*, where it is expected to pass: the sequences the KV cache
+    holds at the stated max_num_seqs, which a lower max_num_seqs only raises. The answer
+    is a few above it (the cache grows a little), so doubling steps from there bracket it
+    in a few estimates where a binary search over 1..max_num_seqs takes 8 to 12 (each a
+    full capacity estimate); where *start* does not pass, the binary search over all."""
+    if start < 1 or not holds(start):
+        return largest_passing(holds, high)
+    low, step = start, 1  # low passes; the first failure is sought above it
+    while low + step <= high and holds(low + step):
+        low, step = low + step, step * 2
+    fail = min(low + step, high + 1)
+    return low + largest_passing(lambda k: holds(low + k), fail - low - 1)
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:

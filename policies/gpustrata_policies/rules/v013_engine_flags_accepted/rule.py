@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from bisect import bisect_left
 from collections.abc import Iterator
 
 from gpustrata.catalog.vllm_releases import (
@@ -38,7 +40,7 @@ def _resolve(option: str, flags: frozenset[str]) -> Verdict:
         base = name.split(".", 1)[0]
         if base != name and base in flags:
             return True, base
-        matches = sorted(f for f in flags if f.startswith(base) and f.startswith("--"))
+        matches = _long_options_from(base, flags)
         if len(matches) == 1:
             return True, matches[0]
         if matches:
@@ -50,14 +52,37 @@ def _resolve(option: str, flags: frozenset[str]) -> Verdict:
     return False, f"unrecognized arguments: {option}"
 
 
+@functools.lru_cache(maxsize=64)  # one entry per flag set of the catalogue
+def _long_options(flags: frozenset[str]) -> tuple[str, ...]:
+    """The ``--`` options of one release, sorted: those starting with a prefix are a run."""
+    return tuple(sorted(f for f in flags if f.startswith("--")))
+
+
+def _long_options_from(base: str, flags: frozenset[str]) -> list[str]:
+    """The ``--`` options in *flags* that start with *base* (itself ``--...``), sorted."""
+    options = _long_options(flags)
+    at = bisect_left(options, base)
+    end = at
+    while end < len(options) and options[end].startswith(base):
+        end += 1
+    return list(options[at:end])
+
+
+@functools.cache
+def _read_releases() -> tuple[tuple[str, tuple[int, ...], tuple[FlagSet, ...] | None], ...]:
+    """Every read release, oldest first, with its parsed version and the flag sets that
+    judge it: the catalogue is read once per process, and :func:`_last_accepting` walks
+    every release for each option it looks back for."""
+    return tuple((v, parse_version(v), accepted_flags(v)) for v in flag_releases())
+
+
 def _last_accepting(option: str, before: str | None) -> str | None:
     """The newest read release (older than *before*, if given) that accepts the option."""
     key = parse_version(before) if before else None
     found = None
-    for version in flag_releases():
-        if key is not None and parse_version(version) >= key:
+    for version, parsed, sets in _read_releases():
+        if key is not None and parsed >= key:
             break
-        sets = accepted_flags(version)
         if sets and _resolve(option, sets[0].flags)[0]:
             found = version
     return found
@@ -89,6 +114,11 @@ def _options(site: EngineSite) -> list[tuple[str, str]]:
     return [(k, "--" + k.replace("_", "-")) for k in dict.fromkeys(site.engine.written)]
 
 
+_judging = functools.lru_cache(maxsize=256)(accepted_flags)
+""":func:`accepted_flags`, once per version string (it sorts the read releases per call):
+a manifest names the same few image tags again and again."""
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Every option of every engine is one that the image's vLLM release accepts."""
     for site in engine_sites(ctx, obj):
@@ -101,9 +131,9 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 obj, f"{site.name}: the accepted flags depend on the vLLM release, but {where}"
             )
             continue
-        sets = accepted_flags(version)
-        read = flag_releases()
+        sets = _judging(version)
         if sets is None:
+            read = flag_releases()
             yield ctx.not_evaluated(
                 obj,
                 f"{site.name}: vLLM {version} ({where}) is outside the releases whose flags "
