@@ -364,11 +364,12 @@ def test_v005_vllm_use_v1_is_ignored_before_the_v1_engine_existed() -> None:
 
 
 def test_v013_prefix_lookup_is_the_scan_it_replaces() -> None:
-    """V013 finds the options an abbreviation may stand for by bisecting each release's
-    sorted ``--`` options: for every read release and the short prefixes and full names of
-    its options, the same sorted list as scanning all of the release's flags."""
+    """V013 finds the options an abbreviation may stand for with the launch-args view's
+    bisect over a release's sorted flags (one helper for both): for every read release and
+    the short prefixes and full names of its options, the first *most* of the same sorted
+    list as scanning all of the release's ``--`` options."""
     from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases
-    from gpustrata_policies.rules.v013_engine_flags_accepted import rule as v013
+    from gpustrata_policies.view.vllm_args import _starting_with
 
     for version in flag_releases():
         sets = accepted_flags(version)
@@ -377,4 +378,5 @@ def test_v013_prefix_lookup_is_the_scan_it_replaces() -> None:
         prefixes = {f[:n] for f in flags if f.startswith("--") for n in (*range(2, 8), len(f))}
         for base in (*sorted(prefixes), "--zzz", "--"):
             scanned = sorted(f for f in flags if f.startswith(base) and f.startswith("--"))
-            assert v013._long_options_from(base, flags) == scanned, (version, base)
+            for most in (1, 2, 5, len(flags)):
+                assert _starting_with(base, flags, most) == scanned[:most], (version, base)

@@ -138,3 +138,17 @@ def test_json_valued_flags() -> None:
     assert json_setting({}, "c") is None
     with pytest.raises(ValueError):
         json_setting({"c": "{not json"}, "c")
+
+
+def test_int_setting_kinds_of_value() -> None:
+    """int_setting's fast paths keep its answers: an int as is, unset None, a boolean as
+    the text vLLM would refuse, text parsed, and a value known only at deployment raises."""
+    from gpustrata.vllm.flags import int_setting
+
+    values: dict[str, Any] = {"max_num_seqs": 8, "enforce_eager": True, "block_size": "32"}
+    assert int_setting(values, "max_num_seqs") == 8
+    assert int_setting(values, "missing") is None
+    assert int_setting(values, "enforce_eager") == "true"
+    assert int_setting(values, "block_size") == 32
+    with pytest.raises(UnknownInput, match="max_model_len of pod x"):
+        int_setting({"max_model_len": UNKNOWN}, "max_model_len", "pod x")

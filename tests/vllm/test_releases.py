@@ -215,3 +215,30 @@ def test_malformed_per_release_facts_are_refused(section: str, entry: dict[str, 
     doc[section] = [entry]
     with pytest.raises(VllmReleaseCatalogError, match=section):
         releases_from_document(doc)
+
+
+def test_release_lookups_follow_a_replaced_catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """memory_default and accepts_abbreviations keep their table per loaded catalogue: a
+    catalogue swapped in (a test's, a reload) is read afresh, not answered from the old."""
+    import dataclasses
+
+    from gpustrata.catalog import vllm_releases as vr
+
+    cat = vr.load_vllm_releases()
+    version, fact = cat.memory_defaults[-1]
+    abbrev_version, abbrev = cat.abbreviations[-1]
+    assert vr.memory_default(version) == fact
+    assert vr.accepts_abbreviations(abbrev_version) == abbrev
+    other = dataclasses.replace(
+        cat,
+        memory_defaults=(
+            *cat.memory_defaults[:-1],
+            (version, dataclasses.replace(fact, value=0.5)),
+        ),
+        abbreviations=cat.abbreviations[:-1],
+    )
+    monkeypatch.setattr(vr, "load_vllm_releases", lambda: other)
+    found = vr.memory_default(version)
+    assert found is not None and found.value == 0.5
+    # The newest abbreviation reading dropped: that release is now past the read ones.
+    assert vr.accepts_abbreviations(abbrev_version) is None

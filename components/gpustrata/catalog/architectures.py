@@ -408,18 +408,12 @@ class ModelArchitecture(BaseModel):
         """Return the attention type of every layer, in order."""
         if self.layer_types is not None:
             return tuple(self.layer_types)
-        if self.attention == "hybrid_chunked" and self.full_attention_interval is not None:
-            n = self.full_attention_interval
-            return tuple(
-                "full_attention" if (i + 1) % n == 0 else "chunked_attention"
-                for i in range(self.num_hidden_layers)
-            )
-        kind: LayerAttentionType = "full_attention"
-        if self.attention == "sliding_window":
-            kind = "sliding_attention"
-        elif self.attention == "hybrid_sliding" and self.sliding_window_pattern is not None:
-            return _pattern_layer_types(self.num_hidden_layers, self.sliding_window_pattern)
-        return tuple(kind for _ in range(self.num_hidden_layers))
+        return _derived_layer_types(
+            self.attention,
+            self.num_hidden_layers,
+            self.full_attention_interval,
+            self.sliding_window_pattern,
+        )
 
     @property
     def num_full_attention_layers(self) -> int:
@@ -446,6 +440,28 @@ class ModelArchitecture(BaseModel):
     def names(self) -> tuple[str, ...]:
         """Return the id followed by the aliases."""
         return (self.id, *self.aliases)
+
+
+@functools.cache  # a pure function of a few ints and a name: one tuple per model shape
+def _derived_layer_types(
+    attention: AttentionKind,
+    num_layers: int,
+    full_attention_interval: int | None,
+    sliding_window_pattern: int | None,
+) -> tuple[LayerAttentionType, ...]:
+    """Every layer's attention type where ``layer_types`` is not given (the KV-cache
+    layout asks for it once per engine it sizes: an 80-layer tuple each time)."""
+    if attention == "hybrid_chunked" and full_attention_interval is not None:
+        n = full_attention_interval
+        return tuple(
+            "full_attention" if (i + 1) % n == 0 else "chunked_attention" for i in range(num_layers)
+        )
+    kind: LayerAttentionType = "full_attention"
+    if attention == "sliding_window":
+        kind = "sliding_attention"
+    elif attention == "hybrid_sliding" and sliding_window_pattern is not None:
+        return _pattern_layer_types(num_layers, sliding_window_pattern)
+    return (kind,) * num_layers
 
 
 def _pattern_layer_types(num_layers: int, pattern: int) -> tuple[LayerAttentionType, ...]:

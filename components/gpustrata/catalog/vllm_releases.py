@@ -711,6 +711,21 @@ def _read_or_agreed(
     return low if same(low, high) else None
 
 
+_BY_CATALOGUE: dict[str, tuple[object, Any]] = {}
+
+
+def _per_catalogue(name: str, source: object, build: Callable[[], _T]) -> _T:
+    """``build()``, made once while *source* is the catalogue (or flag sets) loaded: the
+    rules ask the same look-up for every engine of a cluster, and a test that reloads or
+    replaces the catalogue gets fresh answers (the entry holds *source*, so the identity
+    check cannot match a new object at a reused address)."""
+    entry = _BY_CATALOGUE.get(name)
+    if entry is None or entry[0] is not source:
+        entry = _BY_CATALOGUE[name] = (source, build())
+    built: _T = entry[1]
+    return built
+
+
 def _same_value(a: Fact, b: Fact) -> bool:
     return a.value == b.value
 
@@ -718,7 +733,9 @@ def _same_value(a: Fact, b: Fact) -> bool:
 def memory_default(version: str) -> Fact | None:
     """The default ``gpu_memory_utilization`` of a release: read in it, or agreed by the
     read releases around it; None when unknown."""
-    return _read_or_agreed(version, dict(load_vllm_releases().memory_defaults), _same_value)
+    catalogue = load_vllm_releases()
+    table = _per_catalogue("memory_defaults", catalogue, lambda: dict(catalogue.memory_defaults))
+    return _read_or_agreed(version, table, _same_value)
 
 
 def accepts_abbreviations(version: str) -> Fact | None:
@@ -726,7 +743,9 @@ def accepts_abbreviations(version: str) -> Fact | None:
     (``--max-model`` for ``--max-model-len``: argparse's ``allow_abbrev``)? The fact
     (value 1.0 yes, 0.0 no) read in it or agreed by the read releases around it; None
     when unknown."""
-    return _read_or_agreed(version, dict(load_vllm_releases().abbreviations), _same_value)
+    catalogue = load_vllm_releases()
+    table = _per_catalogue("abbreviations", catalogue, lambda: dict(catalogue.abbreviations))
+    return _read_or_agreed(version, table, _same_value)
 
 
 def mxfp4_kernel(version: str | None, cc_major: int) -> tuple[Mxfp4Kernel | None, str]:
@@ -800,13 +819,23 @@ def _flag_sets() -> dict[str, FlagSet]:
 
 def flag_releases() -> tuple[str, ...]:
     """The releases whose accepted flags were extracted, oldest first."""
-    return tuple(sorted(_flag_sets(), key=parse_version))
+    sets = _flag_sets()
+    return _per_catalogue("flag_releases", sets, lambda: tuple(sorted(sets, key=parse_version)))
 
 
 def accepted_flags(version: str) -> tuple[FlagSet, ...] | None:
     """The flag sets that judge *version*: its own, or the two read releases around it
-    (a flag both accept is accepted, one neither accepts is not); None outside the range."""
+    (a flag both accept is accepted, one neither accepts is not); None outside the range.
+    Answered once per version while the flag sets loaded stay the same (every engine of a
+    manifest asks for one of the same few image tags)."""
     sets = _flag_sets()
+    memo: dict[str, tuple[FlagSet, ...] | None] = _per_catalogue("accepted_flags", sets, dict)
+    if version not in memo:
+        memo[version] = _accepted_flags(sets, version)
+    return memo[version]
+
+
+def _accepted_flags(sets: dict[str, FlagSet], version: str) -> tuple[FlagSet, ...] | None:
     found = _between(version, flag_releases())
     if found is None:
         return None

@@ -187,9 +187,13 @@ def int_setting(values: Mapping[str, Any], key: str, where: str = "the engine") 
     ``max_model_len`` ``auto`` is :data:`AUTO_FIT`). Raises ``UnknownInput`` for a value
     not known until deployment.
     """
-    value = _known(values, key, where)
+    value = values.get(key)  # _known inlined: the rules read ~50,000 ints per cluster
     if value is None:
         return None
+    if type(value) is int:  # the common case first (a bool is not: its type is bool)
+        return value
+    if value is UNKNOWN:
+        raise UnknownInput(f"{key} of {where}")
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, int):

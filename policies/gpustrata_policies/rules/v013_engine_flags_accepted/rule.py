@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from bisect import bisect_left
 from collections.abc import Iterator
 
 from gpustrata.catalog.vllm_releases import (
@@ -20,6 +19,7 @@ from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites, site_version
 from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.vllm_args import _starting_with
 
 Verdict = tuple[bool, str]
 """(accepted, the option the parser resolves it to, or why not)."""
@@ -40,7 +40,7 @@ def _resolve(option: str, flags: frozenset[str]) -> Verdict:
         base = name.split(".", 1)[0]
         if base != name and base in flags:
             return True, base
-        matches = _long_options_from(base, flags)
+        matches = _starting_with(base, flags, 5)  # five: enough to say "..." after four
         if len(matches) == 1:
             return True, matches[0]
         if matches:
@@ -50,22 +50,6 @@ def _resolve(option: str, flags: frozenset[str]) -> Verdict:
     if option in flags or option[:2] in flags:
         return True, option
     return False, f"unrecognized arguments: {option}"
-
-
-@functools.lru_cache(maxsize=64)  # one entry per flag set of the catalogue
-def _long_options(flags: frozenset[str]) -> tuple[str, ...]:
-    """The ``--`` options of one release, sorted: those starting with a prefix are a run."""
-    return tuple(sorted(f for f in flags if f.startswith("--")))
-
-
-def _long_options_from(base: str, flags: frozenset[str]) -> list[str]:
-    """The ``--`` options in *flags* that start with *base* (itself ``--...``), sorted."""
-    options = _long_options(flags)
-    at = bisect_left(options, base)
-    end = at
-    while end < len(options) and options[end].startswith(base):
-        end += 1
-    return list(options[at:end])
 
 
 @functools.cache
@@ -114,11 +98,6 @@ def _options(site: EngineSite) -> list[tuple[str, str]]:
     return [(k, "--" + k.replace("_", "-")) for k in dict.fromkeys(site.engine.written)]
 
 
-_judging = functools.lru_cache(maxsize=256)(accepted_flags)
-""":func:`accepted_flags`, once per version string (it sorts the read releases per call):
-a manifest names the same few image tags again and again."""
-
-
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Every option of every engine is one that the image's vLLM release accepts."""
     for site in engine_sites(ctx, obj):
@@ -131,7 +110,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 obj, f"{site.name}: the accepted flags depend on the vLLM release, but {where}"
             )
             continue
-        sets = _judging(version)
+        sets = accepted_flags(version)
         if sets is None:
             read = flag_releases()
             yield ctx.not_evaluated(
