@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.quantity import ZERO, exact_sum, exceeds, parse_quantity
 from gpustrata.core.unknown import (
     ABSENT,
     TAINTED,
@@ -128,6 +128,8 @@ def dig(data: Any, *path: str | int) -> Any:
         if type(cur) is dict and type(key) is str:  # the common case, without the ABC check
             cur = cur.get(key)
             continue
+        if cur is None:  # an absent field: neither a list nor a mapping (no ABC check)
+            return None
         if cur is UNKNOWN:
             return UNKNOWN
         if isinstance(key, int):
@@ -152,6 +154,8 @@ def as_map(value: Any, what: str) -> Mapping[str, Any]:
     """A mapping field, ``{}`` if absent or odd; raises UnknownInput if unknown."""
     if type(value) is dict:  # the common case, without the ABC check
         return value
+    if value is None:  # an absent field, again without the ABC check
+        return {}
     if value is UNKNOWN:
         raise UnknownInput(what)
     return value if isinstance(value, Mapping) else {}
@@ -220,7 +224,7 @@ class K8sObject:
     def name(self) -> str:
         """``metadata.name`` (``generateName`` or ``?`` as fallbacks)."""
         meta = self.raw.get("metadata")
-        if isinstance(meta, Mapping):
+        if type(meta) is dict or isinstance(meta, Mapping):
             for key in ("name", "generateName"):
                 value = meta.get(key)
                 if isinstance(value, str) and value:
@@ -414,11 +418,11 @@ class PodRef:
         for c in self.containers():
             if c.init:
                 limit = c.gpu_limit(extra)
-                if init is None or limit > init:
+                if init is None or exceeds(limit, init):
                     init = limit
         if init is None:
             init = _NONE  # max(..., default=0)
-        return init if init > app else app
+        return init if exceeds(init, app) else app
 
     def node_selector(self) -> dict[str, Any]:
         """``nodeSelector`` labels."""
@@ -494,7 +498,7 @@ class ContainerRef:
         value = dig(self.raw, "resources", section)
         if value is UNKNOWN:  # the message is built only when it is needed
             raise UnknownInput(f"resources.{section} of {self.label}")
-        found = value if isinstance(value, Mapping) else {}
+        found = value if type(value) is dict or isinstance(value, Mapping) else {}
         claimed = self.claimed_gpus() if section in ("limits", "requests") else 0
         if not claimed:
             return found
@@ -519,7 +523,7 @@ class ContainerRef:
         if refs is UNKNOWN:
             raise UnknownInput(f"resources.claims of {self.label}")
         if not refs or not isinstance(refs, list):
-            return Fraction(0)
+            return ZERO
         pod_claims = as_list(self.pod.spec.get("resourceClaims"), "resourceClaims")
         if any(
             c is UNKNOWN or (isinstance(c, Mapping) and c.get("name") is UNKNOWN)
@@ -572,23 +576,29 @@ class ContainerRef:
         return memoised(self.memo, key, lambda: self._gpu_limit(extra))
 
     def _gpu_limit(self, extra: Sequence[str]) -> Fraction:
-        total = Fraction(0)
         limits = self.resources("limits")
         requests = self.resources("requests")
+        if not limits and not requests:  # most containers: no resources at all
+            return ZERO
+        parts: list[Fraction] = []
         for name in {*limits, *requests}:
             if is_gpu_resource(name, extra):
                 raw = limits.get(name, requests.get(name))
                 if raw is UNKNOWN:
                     raise UnknownInput(f"{name} of {self.label}")
-                total += parse_quantity(raw) or 0
-        return total
+                amount = parse_quantity(raw)
+                if amount is not None:
+                    parts.append(amount)
+        return exact_sum(parts)
 
     def env(self) -> list[Mapping[str, Any]]:
         """``env`` entries."""
         value = self.raw.get("env")
         if value is UNKNOWN:
             raise UnknownInput(f"env of {self.label}")
-        return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+        if not isinstance(value, list):
+            return []
+        return [e for e in value if type(e) is dict or isinstance(e, Mapping)]
 
     def literal_env(self) -> dict[str, str]:
         """Env vars with literal string values (for ``$(VAR)`` expansion)."""

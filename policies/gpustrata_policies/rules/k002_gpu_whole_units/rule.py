@@ -31,14 +31,14 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 path = (*c.path, "resources", section, name)
                 if amount is None:
                     problem = "is not a quantity"
-                elif amount < 0:
+                elif amount.numerator < 0:  # amount < 0 (the denominator is positive)
                     problem = "is negative"
                 elif amount.denominator != 1:
                     problem = (
                         "is not a whole number (the API server rejects it: must be an integer)"
                     )
                 else:
-                    if section == "limits" and amount > 1:
+                    if section == "limits" and amount.numerator > 1:  # whole here: amount > 1
                         yield from _shared_beyond_one(ctx, obj, c.label, name, value, path)
                     continue
                 yield ctx.violation(

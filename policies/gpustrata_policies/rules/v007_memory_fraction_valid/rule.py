@@ -130,7 +130,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
             continue
         gpus = placement.bundle_gpus
-        fractional = [g for g in gpus if 0 < g < 1]
+        # 0 < g < 1 on the integers (a Fraction's denominator is positive): no Fraction compares
+        fractional = [g for g in gpus if 0 < g.numerator < g.denominator]
         if value is None or not fractional:
             continue
         smallest = min(fractional)
