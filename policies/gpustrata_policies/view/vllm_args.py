@@ -52,6 +52,7 @@ __all__ = [
     "SERVE_CONFIG_TYPE_SOURCE",
     "EngineArgs",
     "ServeConfig",
+    "flags_starting_with",
     "image_publisher",
     "ray_version",
     "serve_config",
@@ -204,7 +205,7 @@ def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
             found = {_unique_prefix(name, s.flags) for s in sets}
             if len(found) == 1 and (full := found.pop()) is not None:
                 engine.values.setdefault(full[2:].replace("-", "_"), engine.values.pop(key))
-        elif _starting_with(name, _every_flag(), 1):
+        elif flags_starting_with(name, _every_flag(), 1):
             engine.complete = False  # may name another setting; the release's rule is unknown
 
 
@@ -221,12 +222,13 @@ def _unique_prefix(name: str, flags: frozenset[str]) -> str | None:
     """The one long option of *flags* that *name* abbreviates, else None."""
     if name in flags or not name.startswith("--"):
         return None
-    matches = _starting_with(name, flags, 2)
+    matches = flags_starting_with(name, flags, 2)
     return matches[0] if len(matches) == 1 else None
 
 
-def _starting_with(prefix: str, flags: frozenset[str], most: int) -> list[str]:
-    """Up to *most* of *flags* that start with *prefix* (a range of the sorted flags)."""
+def flags_starting_with(prefix: str, flags: frozenset[str], most: int) -> list[str]:
+    """Up to *most* of *flags* that start with *prefix*, in sorted order (one bisect into
+    the sorted flags, cached per flag set): abbreviation look-ups and V013's suggestions."""
     ordered = _sorted_flags(flags)
     out: list[str] = []
     for flag in islice(ordered, bisect_left(ordered, prefix), None):

@@ -19,7 +19,7 @@ from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites, site_version
 from gpustrata_policies.view.objects import K8sObject
-from gpustrata_policies.view.vllm_args import _starting_with
+from gpustrata_policies.view.vllm_args import flags_starting_with
 
 Verdict = tuple[bool, str]
 """(accepted, the option the parser resolves it to, or why not)."""
@@ -40,7 +40,7 @@ def _resolve(option: str, flags: frozenset[str]) -> Verdict:
         base = name.split(".", 1)[0]
         if base != name and base in flags:
             return True, base
-        matches = _starting_with(base, flags, 5)  # five: enough to say "..." after four
+        matches = flags_starting_with(base, flags, 5)  # five: enough to say "..." after four
         if len(matches) == 1:
             return True, matches[0]
         if matches:
