@@ -30,7 +30,12 @@ from gpustrata.vllm.capacity import (
     pp_layer_partition,
     weights_estimate,
 )
-from gpustrata.vllm.timing import PROCESS_START_S, fitted_engine_init, load_path_bandwidth
+from gpustrata.vllm.timing import (
+    PROCESS_START_S,
+    fitted_engine_init,
+    load_path_bandwidth,
+    load_path_fixed_s,
+)
 
 
 def arch(model_id: str) -> ModelArchitecture:
@@ -399,13 +404,18 @@ def test_startup_is_weights_over_bandwidth_plus_init() -> None:
     st = est.startup
     gbps = load_path_bandwidth("s3-streamer")[0]  # fitted on the published streamer logs
     assert st.load_gbps == gbps
+    fixed = load_path_fixed_s("s3-streamer")  # fitted with it: requests and ramp-up
+    assert fixed > 0
     # The streamer (not distributed) has each rank read the whole checkpoint.
-    assert st.load_s == pytest.approx(est.weights.total_bytes / (gbps * 1e9))
+    assert st.load_s == pytest.approx(est.weights.total_bytes / (gbps * 1e9) + fixed)
     init = fitted_engine_init(a.num_hidden_layers, enforce_eager=False)[0]
     assert st.init_s == init  # fitted: base + compile per layer + graph capture (dense)
     assert st.process_s == PROCESS_START_S
     assert st.budget_s == pytest.approx((PROCESS_START_S + st.load_s + init) * 1.5)
-    assert f"GB / {gbps:g} GB/s (s3-streamer) + 20 s start + {init:.0f} s init" in st.explanation
+    assert (
+        f"GB / {gbps:g} GB/s + {fixed:g} s (s3-streamer) + 20 s start + {init:.0f} s init"
+        in st.explanation
+    )
     fast = estimate_capacity(a, gpu("h100-sxm-80gb"), tensor_parallel_size=4, load_gbps=2.0)
     assert fast.startup.load_s == pytest.approx(est.weights.total_bytes / 2e9)
     moe = estimate_capacity(arch("Qwen/Qwen3-30B-A3B"), gpu("h100-sxm-80gb"), enforce_eager=True)
@@ -443,7 +453,8 @@ def test_planner_sizes_the_startup_probe_from_the_estimate() -> None:
     probe = derived["models.llama-70b.startupProbe.failureThreshold"]
     assert probe.source == "formula"
     assert (
-        f"141.1 GB / {cap.startup.load_gbps:g} GB/s (s3-streamer) + 20 s start + "
+        f"141.1 GB / {cap.startup.load_gbps:g} GB/s + {load_path_fixed_s('s3-streamer'):g} s"
+        " (s3-streamer) + 20 s start + "
         f"{cap.startup.init_s:.0f} s init"
         in probe.why
         and "x1.5" in probe.why
