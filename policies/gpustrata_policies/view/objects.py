@@ -214,6 +214,14 @@ class K8sObject:
         :func:`~gpustrata.core.unknown.memoised`): pods, Ray Serve LLM placements."""
         return self._memo
 
+    def forget_derived(self) -> None:
+        """Drop every view derived from this object (memo, DRA claims, pods, containers):
+        the views point back at the object, so an evaluation that is done with them frees
+        them this way without waiting for the cycle collector (the pack, issue 18)."""
+        self._memo.clear()
+        self.claims = {}
+        self._pods = self._all_containers = self._app_containers = None
+
     @property
     def api_version(self) -> str:
         """``apiVersion``, or ``""``."""
