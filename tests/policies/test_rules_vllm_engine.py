@@ -369,7 +369,7 @@ def test_v013_prefix_lookup_is_the_scan_it_replaces() -> None:
     the short prefixes and full names of its options, the first *most* of the same sorted
     list as scanning all of the release's ``--`` options."""
     from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases
-    from gpustrata_policies.view.vllm_args import _starting_with
+    from gpustrata_policies.view.vllm_args import flags_starting_with
 
     for version in flag_releases():
         sets = accepted_flags(version)
@@ -379,4 +379,4 @@ def test_v013_prefix_lookup_is_the_scan_it_replaces() -> None:
         for base in (*sorted(prefixes), "--zzz", "--"):
             scanned = sorted(f for f in flags if f.startswith(base) and f.startswith("--"))
             for most in (1, 2, 5, len(flags)):
-                assert _starting_with(base, flags, most) == scanned[:most], (version, base)
+                assert flags_starting_with(base, flags, most) == scanned[:most], (version, base)
