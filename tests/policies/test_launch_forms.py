@@ -219,3 +219,38 @@ def test_a_script_that_mentions_vllm_but_cannot_be_read_is_not_evaluated() -> No
 
     with pytest.raises(UnknownInput, match="names vllm as a command"):
         _engine(image="ubuntu:22.04", command=["sh", "-c", 'eval "$LAUNCH" # vllm serve'])
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # A GKE multi-node sample: the head runs Ray in the background, then the server.
+        (
+            "ray start --head --port=6379 --disable-usage-stats &\n"
+            "python3 -m vllm.entrypoints.openai.api_server --model m --tensor-parallel-size 4",
+            "ray start --head",
+        ),
+        # A node that joins a cluster before serving.
+        ("/usr/local/bin/ray start --address=$HEAD:6379; vllm serve m", "ray start"),
+        # Ray started after the server (never reached while it runs) or not at all.
+        ("vllm serve m; ray start --head", None),
+        ("echo ray start; vllm serve m", None),
+    ],
+)
+def test_ray_start_before_the_server_is_read(script: str, expected: str | None) -> None:
+    """V001 reads whether the engine's own script starts Ray before the vLLM server: only
+    then may an engine larger than the container's GPUs take the Ray cluster's."""
+    engine = _engine(image="vllm/vllm-openai:v0.10.2", command=["/bin/bash", "-c", script])
+    assert engine is not None
+    assert engine.ray_start == expected
+
+
+def test_ray_fallback_release_is_catalogued_with_its_sources() -> None:
+    """The last release that picks the Ray executor itself and the first that refuses,
+    each cited in vllm-releases.yaml (read in the releases' sdists)."""
+    releases = load_vllm_releases()
+    assert releases.ray_fallback_until == "0.11.1"
+    assert releases.ray_fallback_source == "vllm@v0.11.1:vllm/config/parallel.py"
+    assert releases.ray_fallback_last_source == "vllm@v0.11.0:vllm/config/parallel.py"
+    sources = dict(releases.facts())
+    assert sources["engines ray_fallback_until"] == releases.ray_fallback_source

@@ -335,6 +335,13 @@ class VllmReleases:
     """The MXFP4 MoE kernel per GPU generation of each read release, sorted by release."""
     profile_run: tuple[ProfileRelease, ...] = ()
     """The memory profile's per-release terms of each read release, sorted by release."""
+    ray_fallback_until: str | None = None
+    """The first release that refuses an engine larger than the node's GPUs when
+    ``--distributed-executor-backend`` is unset; earlier ones pick the Ray executor."""
+    ray_fallback_source: str | None = None
+    """Where that release refuses it."""
+    ray_fallback_last_source: str | None = None
+    """Where the last release before it picks the Ray executor."""
 
     def vendor_image(self, repository: str, tag: str) -> VendorImage | None:
         """The catalogued vendor build ``repository:tag``, or None."""
@@ -349,6 +356,9 @@ class VllmReleases:
             ("engine_context_seqs", self.engine_context_seqs),
         ]
         out += [(f"engines {i}", s) for i, s in enumerate(self.engine_sources)]
+        if self.ray_fallback_source and self.ray_fallback_last_source:
+            out.append(("engines ray_fallback_until", self.ray_fallback_source))
+            out.append(("engines ray_fallback_last", self.ray_fallback_last_source))
         out += [(f"v0_engine {i}", s) for i, s in enumerate(self.v0_defaults.sources)]
         out += [(f"scheduler {r.version}", r.source) for r in self.scheduler]
         out += [(f"scheduler reference {i}", s) for i, s in enumerate(self.scheduler_references)]
@@ -588,6 +598,8 @@ def releases_from_document(data: Any) -> VllmReleases:
     v0_gone = _map(engines.get("v0_removed_in"), "engines.v0_removed_in")
     opt_in = engines.get("v1_opt_in_from")
     opt_in_map = _map(opt_in, "engines.v1_opt_in_from") if opt_in else None
+    fallback = engines.get("ray_fallback_until")
+    fallback_map = _map(fallback, "engines.ray_fallback_until") if fallback else None
     return VllmReleases(
         reference=_version(ref.get("version"), "reference"),
         reference_source=_source(ref.get("source"), "reference"),
@@ -600,6 +612,17 @@ def releases_from_document(data: Any) -> VllmReleases:
         + ((_source(opt_in_map.get("source"), "engines.v1_opt_in_from"),) if opt_in_map else ()),
         v1_opt_in_from=_version(opt_in_map.get("version"), "engines.v1_opt_in_from")
         if opt_in_map
+        else None,
+        ray_fallback_until=_version(fallback_map.get("version"), "engines.ray_fallback_until")
+        if fallback_map
+        else None,
+        ray_fallback_source=_source(fallback_map.get("source"), "engines.ray_fallback_until")
+        if fallback_map
+        else None,
+        ray_fallback_last_source=_source(
+            fallback_map.get("fallback_source"), "engines.ray_fallback_until"
+        )
+        if fallback_map
         else None,
         gpu_memory_utilization=_fact(
             _map(doc.get("defaults"), "defaults").get("gpu_memory_utilization"),

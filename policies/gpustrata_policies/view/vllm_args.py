@@ -81,6 +81,9 @@ class EngineArgs:
     written: list[str] = field(default_factory=list)
     """The options as written (``--max_model_len``, ``-tp``; Ray: ``engine_kwargs`` keys),
     for the check that the release accepts them."""
+    ray_start: str | None = None
+    """The ``ray start`` command (``ray start --head``) the container's shell script runs
+    before the vLLM server: the engine's process is on a node of a Ray cluster."""
 
     def get(self, key: str) -> Any:
         """A setting by vLLM name (dashes or underscores)."""
@@ -128,11 +131,12 @@ _NAMES_VLLM = re.compile(r"(?:^|[\s;&|(`'\"])vllm(?=[\s;&|)`'\"]|$)|\bvllm\.entr
 
 def _launch_flags(
     container: ContainerRef, command: list[str], argv: list[str]
-) -> tuple[list[str] | None, bool]:
-    """(the flags after the vLLM entrypoint or None, complete) of a container's command
-    line, through Kubernetes' ``$(VAR)`` expansion and, for ``sh -c`` / ``bash -exc``
-    scripts, the shell's (:mod:`gpustrata_policies.view.shell`). Values the manifest does
-    not state stay :data:`~gpustrata_policies.view.shell.MARK`."""
+) -> tuple[list[str] | None, str | None]:
+    """(the flags after the vLLM entrypoint or None, the ``ray start`` command run before
+    it or None) of a container's command line, through Kubernetes' ``$(VAR)`` expansion
+    and, for ``sh -c`` / ``bash -exc`` scripts, the shell's
+    (:mod:`gpustrata_policies.view.shell`). Values the manifest does not state stay
+    :data:`~gpustrata_policies.view.shell.MARK`."""
     env, open_env = container_env(container.env(), container.raw.get("envFrom"))
     expanded = [k8s_expand(tok, env, open_env) for tok in argv]
     script = shell_script(expanded)
@@ -140,17 +144,21 @@ def _launch_flags(
         text, operands = script
         variables = dict(env)
         positional = operands[1:] if operands else None  # operands[0] is $0
+        ray_start = None
         for words in shell_commands(text, variables, positional):
             found = _vllm_invocation(words)
             if found is not None:
-                return found, True
+                return found, ray_start
+            if len(words) > 1 and words[0].rsplit("/", 1)[-1] == "ray" and words[1] == "start":
+                head = [w for w in words[2:] if w == "--head"]
+                ray_start = " ".join(["ray", "start", *head])
         if _NAMES_VLLM.search(text):  # never silent about an engine it could not read
             raise UnknownInput(
                 f"the vLLM command line in the shell script of {container.label} (the script"
                 " names vllm as a command or module, but no `vllm serve` / `python -m"
                 " vllm.entrypoints...` command could be read from it)"
             )
-        return None, True
+        return None, None
     # No shell: `${VAR}` / `$VAR` reach the program as written; read them as unknown.
     expanded = [_SHELL_REF.sub(MARK, tok) if "$" in tok else tok for tok in expanded]
     flags = _vllm_invocation(expanded)
@@ -158,7 +166,7 @@ def _launch_flags(
         flags = expanded  # the image's entrypoint is the API server: args are the flags
     if flags is None and not argv and _is_vllm_image(container.image):
         flags = []
-    return flags, True
+    return flags, None
 
 
 def _mark_unknowns(engine: EngineArgs, flags: list[str]) -> None:
@@ -314,13 +322,14 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
         raise UnknownInput(f"command/args of {container.label}")  # an item, not just the list
     env = container.literal_env()
     argv = command + args
-    flags, complete = _launch_flags(container, command, argv)
+    flags, ray_start = _launch_flags(container, command, argv)
     if flags is None:
         return None
+    complete = True
     if "$@" in flags or '"$@"' in flags:
         complete = False
         flags = [f for f in flags if f not in {"$@", '"$@"'}]
-    engine = EngineArgs(source=container.label, complete=complete)
+    engine = EngineArgs(source=container.label, complete=complete, ray_start=ray_start)
     engine.model = parse_flags(flags, engine.values, engine.written)
     extra = env.get("VLLM_ADDITIONAL_ARGS")
     if extra:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fractions import Fraction
 
+from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import image_release
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.objects import K8sObject
@@ -35,6 +37,38 @@ def _factors(engine: EngineArgs) -> tuple[int, int, int] | None:
         return None
     tp, pp, dp = (int(v) for v in values if v is not None)
     return tp, pp, dp
+
+
+def _ray_cluster(engine: EngineArgs, image: object, need: int, limit: Fraction) -> tuple[bool, str]:
+    """An engine whose script runs ``ray start`` and leaves the executor unset, larger than
+    its container's GPUs: (whether its release may use the Ray cluster's GPUs, why). True:
+    the reason it is not evaluated; False: what the violation adds."""
+    releases = catalogs.vllm_releases()
+    until = releases.ray_fallback_until
+    release = image_release(image)
+    version = release.version if release is not None else None
+    started = f"`{engine.ray_start}`"
+    if until is None or version is None:
+        where = release.where if release is not None else f"image {image}"
+        return True, (
+            f"it runs {started} and leaves --distributed-executor-backend unset, and the "
+            f"vLLM release is unknown ({where}): releases before {until} pick the Ray "
+            "executor themselves for an engine larger than the node's GPUs, later ones "
+            "refuse it"
+        )
+    if parse_version(version) < parse_version(until):
+        return True, (
+            f"it runs {started} and leaves --distributed-executor-backend unset: vLLM "
+            f"{version} then picks the Ray executor itself for an engine of {need} GPUs on "
+            f"a node with {fmt_gpus(limit)} ({releases.ray_fallback_last_source}), so the "
+            "others come from the Ray cluster it joins"
+        )
+    return False, (
+        f"vLLM {version} refuses it at startup: it runs {started}, but from {until} an "
+        "unset --distributed-executor-backend does not use the Ray cluster for an engine "
+        f"larger than the node's GPUs ({releases.ray_fallback_source}); pass "
+        "--distributed-executor-backend ray to use its GPUs"
+    )
 
 
 def _formula(tp: int, pp: int, dp: int) -> str:
@@ -93,6 +127,14 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 f"{fmt_gpus(limit)} come from the Ray cluster it joins",
             )
             continue
+        refused = None
+        ray_start = engine.ray_start is not None and need > got
+        if ray_start and engine.get("distributed_executor_backend") is None:
+            may_use, why = _ray_cluster(engine, container.image, need, got)
+            if may_use:
+                yield ctx.not_evaluated(obj, f"{container.label}: {why}")
+                continue
+            refused = why
         if Fraction(need) == got:
             continue
         if got == 0 and image_release(container.image) is None:
@@ -120,7 +162,9 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 "runs on that accelerator, which this rule does not count",
             )
             continue
-        if got < need:
+        if refused is not None:
+            effect = refused
+        elif got < need:
             effect = "vLLM starts one worker per GPU and fails at startup when it finds fewer GPUs"
         else:
             effect = f"{fmt_gpus(got - need)} GPU(s) stay allocated and idle"
@@ -176,7 +220,9 @@ RULE = Rule(
             "fails at startup; with more, the surplus is allocated by Kubernetes and never "
             "used. On Ray Serve LLM each worker takes one placement bundle, so the bundles "
             "must hold exactly TP x PP GPUs. A LeaderWorkerSet group's GPUs are the leader's "
-            "plus the workers'."
+            "plus the workers'. A script that runs `ray start` before the server puts the "
+            "engine on a Ray cluster: vLLM through 0.11.0 then takes the missing GPUs from "
+            "it by itself, later releases only with --distributed-executor-backend ray."
         ),
         fix=(
             "Set the container's nvidia.com/gpu limit (its DRA claim's device count, or the "
@@ -187,6 +233,8 @@ RULE = Rule(
             "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html",
             f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
             "https://lws.sigs.k8s.io/docs/examples/vllm/",
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/parallel.py",
+            "https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/config/parallel.py",
         ),
         # The GPUs may sit in another object: a DRA ResourceClaimTemplate the Pod claims.
         scope="stack",
