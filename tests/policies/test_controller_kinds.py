@@ -128,3 +128,47 @@ def test_openshift_template_objects_with_parameters() -> None:
     assert args[1] is UNKNOWN  # MODEL has no value: given at `oc process` time
     assert args[3] == "2" and args[5] is UNKNOWN  # API_KEY is generated
     assert obj.line_of(("spec", "template", "spec", "containers", 0, "image")) is not None
+
+
+# fusioninfer.io's InferenceService (its docs/design InferenceService CRD, story 3): TP 32
+# over a 4-Pod LeaderWorkerSet its controller builds from spec.roles, 8 GPUs per Pod.
+FUSIONINFER = """
+apiVersion: fusioninfer.io/v1alpha1
+kind: InferenceService
+metadata: {name: deepseek-r1-inference}
+spec:
+  roles:
+    - name: inference
+      componentType: worker
+      replicas: 2
+      multinode: {nodeCount: 4}
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.27.1
+              args: ["--model", "deepseek-ai/DeepSeek-R1", "--tensor-parallel-size", "32"]
+              resources: {limits: {nvidia.com/gpu: "8"}}
+"""
+
+
+def test_kserve_and_kuberay_kinds_only_in_their_api_group() -> None:
+    """A kind name another project also uses is read only in KServe's or KubeRay's group:
+    fusioninfer.io's InferenceService is "not evaluated", not checked as an empty KServe one
+    (0 findings said nothing about it). Without an apiVersion the kind is enough."""
+    (fusion,) = load_text(FUSIONINFER, "fusion.yaml")
+    assert not is_read_kind(fusion)
+    report = evaluate([fusion])
+    assert report.findings == []
+    assert [n.reason for n in report.not_evaluated] == [
+        "kind InferenceService (fusioninfer.io/v1alpha1) is not one gpustrata reads"
+    ]
+    for api, kind in (
+        ("serving.kserve.io/v1beta1", "InferenceService"),
+        ("serving.kserve.io/v1alpha2", "LLMInferenceService"),
+        ("ray.io/v1", "RayService"),
+        ("ray.io/v1alpha1", "RayCluster"),
+    ):
+        assert is_read_kind(K8sObject({"apiVersion": api, "kind": kind}))
+        assert not is_read_kind(K8sObject({"apiVersion": "example.com/v1", "kind": kind}))
+        assert is_read_kind(K8sObject({"kind": kind}))

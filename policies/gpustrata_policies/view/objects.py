@@ -95,6 +95,12 @@ CONTROLLER_KINDS = {
 }
 """Kinds of other projects whose controllers create the Pods, by API group: read only in
 that group (a ``Workspace`` of another project is not KAITO's)."""
+OWNED_KINDS = {kind: "ray.io" for kind in ("RayCluster", "RayService", "RayJob")} | {
+    kind: "serving.kserve.io" for kind in KSERVE_KINDS
+}
+"""KubeRay's and KServe's kinds by API group: where an object names a group, read only in
+that one (fusioninfer.io has an ``InferenceService`` of another shape, whose Pods its
+controller makes from ``spec.roles``)."""
 KNOWN_KINDS = WORKLOAD_KINDS | RAY_KINDS | KSERVE_KINDS | OTHER_KINDS | frozenset(CONTROLLER_KINDS)
 """Kinds gpustrata reads (or knows to be irrelevant); others are "not evaluated"."""
 
@@ -716,6 +722,9 @@ def is_read_kind(obj: K8sObject) -> bool:
     group = CONTROLLER_KINDS.get(obj.kind)
     if group is not None:
         return obj.api_version.split("/", 1)[0] == group
+    owner = OWNED_KINDS.get(obj.kind)
+    if owner is not None and "/" in obj.api_version:  # no group named: read by kind
+        return obj.api_version.split("/", 1)[0] == owner
     return obj.kind in KNOWN_KINDS
 
 
