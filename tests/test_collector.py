@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from gpustrata.core.collector import YOUNG_THRESHOLD, fewer_collections
+from gpustrata.core.collector import YOUNG_THRESHOLD, fewer_collections, no_automatic_collections
 
 
 def test_blocks_freeze_what_exists_and_restore_the_collector() -> None:
@@ -32,3 +32,33 @@ def test_a_raising_block_restores_the_collector() -> None:
         pass
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_automatic_collections_pause_and_resume() -> None:
+    assert gc.isenabled()
+    with no_automatic_collections():
+        assert not gc.isenabled()
+        with no_automatic_collections():  # nested: the outer block still decides
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        cycle: list[object] = []
+        cycle.append(cycle)
+        del cycle
+        assert gc.collect() >= 1  # explicit collections still run
+    assert gc.isenabled()
+
+
+def test_a_disabled_collector_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with no_automatic_collections():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    try:
+        with no_automatic_collections():
+            raise ValueError
+    except ValueError:
+        pass
+    assert gc.isenabled()

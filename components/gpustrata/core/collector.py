@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
-__all__ = ["YOUNG_THRESHOLD", "fewer_collections"]
+__all__ = ["YOUNG_THRESHOLD", "fewer_collections", "no_automatic_collections"]
 
 YOUNG_THRESHOLD: Final = 20_000
 """Net container allocations between two collections of the youngest generation inside
@@ -27,6 +27,8 @@ collected about 30 times instead of about 900."""
 _LOCK = threading.Lock()
 _depth = 0
 _saved: tuple[int, int, int] = (0, 0, 0)
+_paused = 0
+_was_enabled = True
 
 
 @contextmanager
@@ -56,3 +58,30 @@ def fewer_collections() -> Iterator[None]:
             if _depth == 0:
                 gc.set_threshold(*_saved)
                 gc.unfreeze()
+
+
+@contextmanager
+def no_automatic_collections() -> Iterator[None]:
+    """Run the block with the collector's automatic collections off (:func:`gc.disable`);
+    :func:`gc.collect` still works, and the caller runs it where the block's cyclic
+    garbage must go.
+
+    For a block that makes much acyclic garbage (freed by reference counting) and
+    collects its own cycles at known points: the pack's AnalyzeStack, where pulumi-policy
+    deserialises every resource again for each stack policy and each policy's release
+    runs one collection. Blocks nest and may overlap across threads (the setting is
+    process-wide); the collector is enabled again, if it was, when the last one ends.
+    """
+    global _paused, _was_enabled
+    with _LOCK:
+        _paused += 1
+        if _paused == 1:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _paused -= 1
+            if _paused == 0 and _was_enabled:
+                gc.enable()

@@ -8,7 +8,7 @@ pass through; accessors that need them raise :class:`~.unknown.UnknownInput`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -223,7 +223,13 @@ class K8sObject:
     def forget_derived(self) -> None:
         """Drop every view derived from this object (memo, DRA claims, pods, containers):
         the views point back at the object, so an evaluation that is done with them frees
-        them this way without waiting for the cycle collector (the pack, issue 18)."""
+        them this way without waiting for the cycle collector (the pack, issue 18).
+
+        The pod and container views' own memos are emptied too: a pod's keeps its
+        containers, which point back at the pod, and a container's keeps readings that
+        point at the container; those cycles were most of what the pack's collection
+        after each stack policy freed (217 of 280 k objects at 1,000 resources)."""
+        _forget_views(self._memo.values())
         self._memo.clear()
         self.claims = {}
         self._pods = self._all_containers = self._app_containers = None
@@ -318,6 +324,22 @@ class K8sObject:
             self._all_containers = refs
         else:
             self._app_containers = refs
+
+
+def _forget_views(values: Iterable[Any]) -> None:
+    """Empty the memo of every pod and container view among *values*, and among the
+    lists, tuples and :func:`memoised` entries that they or those memos hold."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is PodRef or kind is ContainerRef:
+            stack.extend(value.memo.values())
+            value.memo.clear()
+        elif kind is list or kind is tuple:
+            stack.extend(value)
+        elif kind is TAINTED:
+            stack.append(value.value)
 
 
 # PodRef.containers' and ContainerRef.resources' memo keys.
