@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fractions import Fraction
 
+from gpustrata.catalog.vllm_releases import source_url
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
@@ -17,6 +18,15 @@ from gpustrata_policies.view.vllm_args import EngineArgs
 
 MULTI_NODE_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime", "InferenceService"})
 
+
+_RELEASES = catalogs.vllm_releases()
+_RAY_FALLBACK_REFS = tuple(
+    source_url(s)
+    for s in (_RELEASES.ray_fallback_last_source, _RELEASES.ray_fallback_source)
+    if s is not None
+)
+"""Where the last release that picks the Ray executor itself, and the first that refuses,
+were read (the catalogue's engines.ray_fallback_until)."""
 
 OTHER_ACCELERATORS = ("google.com/tpu", "aws.amazon.com/neuron", "amd.com/gpu", "gpu.intel.com/")
 """Extended resources of accelerators other than NVIDIA GPUs (TPU, Trainium/Inferentia, ROCm,
@@ -233,8 +243,7 @@ RULE = Rule(
             "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html",
             f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
             "https://lws.sigs.k8s.io/docs/examples/vllm/",
-            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/parallel.py",
-            "https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/config/parallel.py",
+            *_RAY_FALLBACK_REFS,
         ),
         # The GPUs may sit in another object: a DRA ResourceClaimTemplate the Pod claims.
         scope="stack",
