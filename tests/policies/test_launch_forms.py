@@ -254,3 +254,38 @@ def test_ray_fallback_release_is_catalogued_with_its_sources() -> None:
     assert releases.ray_fallback_last_source == "vllm@v0.11.0:vllm/config/parallel.py"
     sources = dict(releases.facts())
     assert sources["engines ray_fallback_until"] == releases.ray_fallback_source
+
+
+def test_ray_start_without_the_catalogue_fact_is_not_evaluated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A release catalogue that lacks engines.ray_fallback_until says nothing of which
+    releases take the Ray cluster's GPUs: V001 neither reports nor guesses."""
+    import dataclasses
+
+    from gpustrata_policies import evaluate
+    from gpustrata_policies.rules.v001_parallelism_matches_gpus.rule import RULE
+    from gpustrata_policies.view import catalogs
+
+    bare = dataclasses.replace(load_vllm_releases(), ray_fallback_until=None)
+    monkeypatch.setattr(catalogs, "vllm_releases", lambda: bare)
+    script = "ray start --head & vllm serve m --tensor-parallel-size 4"
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "vllm/vllm-openai:v0.29.0",
+                    "command": ["/bin/bash", "-c", script],
+                    "resources": {"limits": {"nvidia.com/gpu": 2}},
+                }
+            ]
+        },
+    }
+    report = evaluate([obj], rules=[RULE])
+    assert report.findings == []
+    (record,) = [n for n in report.not_evaluated if n.rule == "V001"]
+    assert "catalogue does not say" in record.reason

@@ -741,12 +741,13 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
 
 def is_read_kind(obj: K8sObject) -> bool:
     """Is *obj* of a kind gpustrata reads (a controller kind only in its own API group)?"""
+    api_group = obj.api_version.split("/", 1)[0]
     group = CONTROLLER_KINDS.get(obj.kind)
     if group is not None:
-        return obj.api_version.split("/", 1)[0] == group
+        return api_group == group
     owner = OWNED_KINDS.get(obj.kind)
     if owner is not None and "/" in obj.api_version:  # no group named: read by kind
-        return obj.api_version.split("/", 1)[0] == owner
+        return api_group == owner
     return obj.kind in KNOWN_KINDS
 
 

@@ -58,7 +58,13 @@ def _ray_cluster(engine: EngineArgs, image: object, need: int, limit: Fraction) 
     release = image_release(image)
     version = release.version if release is not None else None
     started = f"`{engine.ray_start}`"
-    if until is None or version is None:
+    if until is None:
+        return True, (
+            f"it runs {started} and leaves --distributed-executor-backend unset, and the "
+            "release catalogue does not say which vLLM releases then pick the Ray executor "
+            "themselves"
+        )
+    if version is None:
         where = release.where if release is not None else f"image {image}"
         return True, (
             f"it runs {started} and leaves --distributed-executor-backend unset, and the "
@@ -138,8 +144,11 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
             continue
         refused = None
-        ray_start = engine.ray_start is not None and need > got
-        if ray_start and engine.get("distributed_executor_backend") is None:
+        if (
+            engine.ray_start is not None
+            and need > got
+            and engine.get("distributed_executor_backend") is None
+        ):
             may_use, why = _ray_cluster(engine, container.image, need, got)
             if may_use:
                 yield ctx.not_evaluated(obj, f"{container.label}: {why}")
