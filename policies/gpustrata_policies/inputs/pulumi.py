@@ -15,12 +15,25 @@ from gpustrata.core.contract import API_VERSION
 from gpustrata.core.unknown import UNKNOWN, replace_pulumi_unknowns
 from gpustrata_policies.view.pools import DERIVED_FROM
 
-__all__ = ["node_group_to_pool", "object_from_pulumi", "objects_from_pulumi"]
+__all__ = [
+    "node_group_to_pool",
+    "object_from_pulumi",
+    "objects_from_pulumi",
+    "pod_identity_association",
+]
 
 NODE_GROUP_TOKEN = "aws:eks/nodeGroup:NodeGroup"
 GPU_NODE_POOL_TOKEN = "gpustrata:index:GpuNodePool"
 GPU_OPERATOR_TOKEN = "gpustrata:index:GpuOperator"
-DESCRIPTION_KINDS = {GPU_NODE_POOL_TOKEN: "GpuNodePool", GPU_OPERATOR_TOKEN: "GpuOperator"}
+VLLM_DEPLOYMENT_TOKEN = "gpustrata:index:VllmDeployment"
+RAY_LLM_SERVICE_TOKEN = "gpustrata:index:RayLlmService"
+DESCRIPTION_KINDS = {
+    GPU_NODE_POOL_TOKEN: "GpuNodePool",
+    GPU_OPERATOR_TOKEN: "GpuOperator",
+    VLLM_DEPLOYMENT_TOKEN: "ModelEndpoint",  # K021: the endpoint the component exports
+    RAY_LLM_SERVICE_TOKEN: "ModelEndpoint",
+}
+POD_IDENTITY_TOKEN = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 HELM_RELEASE_TOKENS = frozenset({"kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Release"})
 
 
@@ -100,6 +113,19 @@ def node_group_to_pool(name: str, props: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def pod_identity_association(name: str, props: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``aws:eks/podIdentityAssociation:PodIdentityAssociation``'s inputs as a
+    ``PodIdentityAssociation`` object (rule K019 matches its namespace + serviceAccount)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PodIdentityAssociation",
+        "metadata": {"name": name, "annotations": {DERIVED_FROM: POD_IDENTITY_TOKEN}},
+        "spec": {
+            key: props.get(key) for key in ("clusterName", "namespace", "serviceAccount", "roleArn")
+        },
+    }
+
+
 def object_from_pulumi(
     type_token: str, name: str, inputs: Mapping[str, Any]
 ) -> dict[str, Any] | None:
@@ -117,6 +143,8 @@ def object_from_pulumi(
         return None
     if type_token == NODE_GROUP_TOKEN:
         return node_group_to_pool(name, props)
+    if type_token == POD_IDENTITY_TOKEN:
+        return pod_identity_association(name, props)
     if type_token in HELM_RELEASE_TOKENS:
         release = props.get("name")
         return {
@@ -149,8 +177,10 @@ def objects_from_pulumi(
     Handles ``kubernetes:*`` resources and CustomResources (camelCase inputs with
     apiVersion/kind; auto-named ones fall back to the logical name), Helm Releases
     (kept as kind ``HelmRelease``), ``aws:eks/nodeGroup:NodeGroup`` and
-    ``gpustrata:index:GpuNodePool`` (as ``GpuNodePool`` objects) and the
-    ``gpustrata:index:GpuOperator`` description (kind ``GpuOperator``). Others are dropped.
+    ``gpustrata:index:GpuNodePool`` (as ``GpuNodePool`` objects), the
+    ``gpustrata:index:GpuOperator`` description (kind ``GpuOperator``), the serving
+    components' ``ModelEndpoint`` descriptions and ``aws:eks/podIdentityAssociation``
+    (kind ``PodIdentityAssociation``). Others are dropped.
     """
     out = []
     for token, name, inputs in resources:

@@ -82,6 +82,9 @@ OTHER_KINDS = frozenset(
         "ResourceClaimTemplate",
         "ResourceClaim",
         "DeviceClass",
+        "PodIdentityAssociation",  # EKS Pod Identity (K019)
+        "HTTPRoute",  # Gateway API (K021)
+        "ModelEndpoint",  # a serving component's exported endpoint (K021)
     }
 )
 CONTROLLER_KINDS = {
