@@ -122,7 +122,7 @@ def test_output_namespace_and_name_reach_every_object(tmp_path: Path) -> None:
 
         plan = build_plan(pulumi.Config("gpustrata").require_object("stack"))
         (model,) = plan.models.values()
-        args = vllm_deployment_args(model)
+        args = vllm_deployment_args(model, plan.spec)
         args["namespace"] = pulumi.Output.from_input("team-a")
         args["name"] = pulumi.Output.concat("chat", "-", "v1")
         vllm = VllmDeployment("chat", args)
@@ -192,7 +192,8 @@ def test_inference_stack_outputs_and_errors(tmp_path: Path) -> None:
     assert json.loads(out["services"]) == {model["name"]: model["name"]}
     namespace = model.get("namespace", "llm")
     assert json.loads(out["endpoints"]) == {
-        model["name"]: f"http://{model['name']}.{namespace}.svc.cluster.local:8000/v1"
+        # The Service's port (80), which clients reach; 8000 is the container's (K021).
+        model["name"]: f"http://{model['name']}.{namespace}.svc.cluster.local:80/v1"
     }
     assert set(json.loads(out["nodeGroups"])) == {"gpu-l4"}
     assert SECRET_PLACEHOLDER in json.dumps(maps["secret"])  # kubeconfig is a secret

@@ -5,36 +5,49 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from gpustrata.catalog.dra import dra_driver_release
 from gpustrata.components._inputs import StackInputError
-from gpustrata.components.cluster import EksCluster
+from gpustrata.components.cluster import EksCluster, EksClusterArgs
+from gpustrata.components.identity import WeightsIdentity
 from gpustrata.components.karpenter import Karpenter, KarpenterNodePool, subnet_terms
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, pool_plan_args
-from gpustrata.components.operators import DraDriver, GpuOperator, KubeRayOperator
-from gpustrata.components.serving import RayLlmService, VllmDeployment
+from gpustrata.components.operators import DraDriver, GpuOperator, KubeRayOperator, SystemChart
+from gpustrata.components.serving import RayLlmService, VllmDeployment, register_object
 from gpustrata.components.stack_args import StackArgs
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.build import build_plan
 from gpustrata.planning.plan import PoolPlan, StackPlan
 from gpustrata.render import karpenter as karpenter_names
+from gpustrata.render.foundation import (
+    KEDA_CHART,
+    KEDA_REPO,
+    MONITORING_CHART,
+    MONITORING_REPO,
+    addon_versions,
+    cache_claim,
+    cache_storage_class,
+    chart_version,
+    monitoring_values,
+    needs_ebs_csi,
+    system_values,
+)
 from gpustrata.render.from_plan import (
     DRA_DRIVER_NAMESPACE,
     dra_driver_args,
     karpenter_values,
+    kuberay_operator_values,
     node_class_object,
     node_image_driver,
     node_pool_object,
     operator_values,
     ray_llm_service_args,
+    service_monitor_on,
     vllm_deployment_args,
+    weights_service_account,
 )
-from gpustrata.render.operators import (
-    device_plugin_sharing_config,
-    kuberay_values,
-)
+from gpustrata.render.operators import device_plugin_sharing_config
 from gpustrata.render.workloads import MANAGED_BY
 from gpustrata.spec.stack import StackSpec
 
@@ -90,7 +103,8 @@ class InferenceStack(pulumi.ComponentResource):
         try:
             self._plan = build_plan(_document(args["stack"]), args.get("source"))
             token = args.get("hf_token_value")
-            token_secrets = _token_secrets(self._plan.spec) if token is not None else {}
+            token_secrets = _token_secrets(self._plan.spec, token is not None)
+            versions = _chart_versions(self._plan.spec)
         except StackError as exc:
             raise StackInputError(exc) from None
         super().__init__("gpustrata:index:InferenceStack", name, {}, opts)
@@ -98,16 +112,12 @@ class InferenceStack(pulumi.ComponentResource):
         cluster_spec = spec.cluster
         eks: EksCluster | None = None
         if cluster_spec.mode == "create":
-            subnets = self._subnets(cluster_spec.subnet_ids)
             eks = EksCluster(
                 f"{name}-cluster",
-                {
-                    "cluster_name": cluster_spec.name,
-                    "kubernetes_version": cluster_spec.kubernetes_version,
-                    "subnet_ids": subnets,
-                },
+                _cluster_args(spec, pulumi.Config("aws").get("profile")),
                 opts=pulumi.ResourceOptions(parent=self),
             )
+            subnets: pulumi.Input[Sequence[str]] = eks.subnet_ids
             provider = eks.provider(f"{name}-k8s")
             self.kubeconfig = pulumi.Output.secret(eks.kubeconfig)
             self.cluster_name = eks.cluster_name
@@ -124,11 +134,52 @@ class InferenceStack(pulumi.ComponentResource):
         self.provider = provider
 
         k8s_opts = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
+        # Controllers wait for the system nodes and the add-ons that make them usable:
+        # a release's 15-minute wait must not start before its Pods can have a node.
+        system: list[pulumi.Resource] = list(eks.ready) if eks is not None else []
+        system_opts = pulumi.ResourceOptions.merge(
+            k8s_opts, pulumi.ResourceOptions(depends_on=system)
+        )
+        crd_charts: dict[str, list[pulumi.Resource]] = {}  # what a model's CRs wait for
+        if spec.monitoring.mode == "install":
+            crd_charts["monitoring"] = [
+                SystemChart(
+                    f"{name}-monitoring",
+                    {
+                        "chart": MONITORING_CHART,
+                        "repository": MONITORING_REPO,
+                        "namespace": spec.monitoring.namespace,
+                        "chart_version": versions["monitoring"],
+                        "values": system_values(
+                            MONITORING_CHART, versions["monitoring"], monitoring_values()
+                        )
+                        if eks is not None
+                        else monitoring_values(),
+                    },
+                    system_opts,
+                )
+            ]
+        if spec.keda.enabled:
+            crd_charts["keda"] = [
+                SystemChart(
+                    f"{name}-keda",
+                    {
+                        "chart": KEDA_CHART,
+                        "repository": KEDA_REPO,
+                        "namespace": spec.keda.namespace,
+                        "chart_version": versions["keda"],
+                        "values": system_values(KEDA_CHART, versions["keda"], {})
+                        if eks is not None
+                        else {},
+                    },
+                    system_opts,
+                )
+            ]
         pools: list[pulumi.Resource] = []
         pool_of: dict[str, GpuNodePool] = {}
         nodes_of: dict[str, pulumi.Resource] = {}  # what a model's Pods wait for
         controller = (
-            self._karpenter(name, eks, k8s_opts)
+            self._karpenter(name, eks, system_opts)
             if eks is not None and self.plan.karpenter is not None
             else None
         )
@@ -137,7 +188,7 @@ class InferenceStack(pulumi.ComponentResource):
             if eks is not None:
                 pool_args["cluster_name"] = eks.cluster_name
                 pool_args["node_role_arn"] = eks.node_role_arn
-                pool_args["subnet_ids"] = subnets
+                pool_args["subnet_ids"] = eks.subnets_offering(pool.instance.name)
             pool_of[pool.name] = GpuNodePool(
                 f"{name}-{pool.name}", pool_args, pulumi.ResourceOptions(parent=self)
             )
@@ -150,7 +201,12 @@ class InferenceStack(pulumi.ComponentResource):
                         "node_pool": node_pool_object(pool),
                     },
                     pulumi.ResourceOptions.merge(
-                        k8s_opts, pulumi.ResourceOptions(depends_on=[controller.release])
+                        k8s_opts,
+                        # After the whole controller (its release and the instance profile
+                        # the EC2NodeClass names); destroyed before it, so the controller
+                        # still terminates the NodeClaims' instances (the NodePool's
+                        # finalizer).
+                        pulumi.ResourceOptions(depends_on=[controller, *system]),
                     ),
                 )
             pools.append(nodes_of[pool.name])
@@ -168,7 +224,11 @@ class InferenceStack(pulumi.ComponentResource):
                         "declared_overrides": list(spec.gpu_operator.declared_overrides),
                     },
                     pulumi.ResourceOptions.merge(
-                        k8s_opts, pulumi.ResourceOptions(depends_on=pools)
+                        k8s_opts,
+                        # Its DCGM ServiceMonitor needs the monitoring CRDs first.
+                        pulumi.ResourceOptions(
+                            depends_on=[*system, *pools, *crd_charts.get("monitoring", [])]
+                        ),
                     ),
                 )
             )
@@ -183,7 +243,8 @@ class InferenceStack(pulumi.ComponentResource):
                         "values": dra[1],
                     },
                     pulumi.ResourceOptions.merge(
-                        k8s_opts, pulumi.ResourceOptions(depends_on=[*pools, *gpu_ready])
+                        k8s_opts,
+                        pulumi.ResourceOptions(depends_on=[*system, *pools, *gpu_ready]),
                     ),
                 )
             )
@@ -195,9 +256,9 @@ class InferenceStack(pulumi.ComponentResource):
                     {
                         "namespace": spec.kuberay.namespace,
                         "chart_version": spec.kuberay.chart_version,
-                        "values": kuberay_values(spec.kuberay.chart_version),
+                        "values": kuberay_operator_values(self.plan),
                     },
-                    k8s_opts,
+                    system_opts,
                 )
             )
         namespaces: dict[str, pulumi.Resource] = {}
@@ -212,6 +273,26 @@ class InferenceStack(pulumi.ComponentResource):
                         k8s_opts, pulumi.ResourceOptions(retain_on_delete=True)
                     ),
                 )
+        volumes = self._cache_volumes(name, k8s_opts, namespaces, system)
+        identities: dict[str, pulumi.Resource] = {}
+        for mp in self.plan.models.values():
+            account = weights_service_account(mp.spec, spec)
+            uri = mp.spec.weights.uri
+            if eks is None or account is None or mp.spec.weights.service_account or not uri:
+                continue
+            identities[mp.name] = WeightsIdentity(
+                f"{name}-{mp.name}-weights",
+                {
+                    "cluster_name": eks.cluster_name,
+                    "namespace": mp.spec.namespace,
+                    "service_account": account,
+                    "uri": uri,
+                },
+                pulumi.ResourceOptions.merge(
+                    k8s_opts,
+                    pulumi.ResourceOptions(depends_on=[namespaces[mp.spec.namespace], *system]),
+                ),
+            )
         created: dict[tuple[str, str], pulumi.Resource] = {}
         for (namespace, secret_name), keys in token_secrets.items():
             assert token is not None  # token_secrets is empty without a token
@@ -233,7 +314,16 @@ class InferenceStack(pulumi.ComponentResource):
         endpoints: dict[str, pulumi.Output[str]] = {}
         for mp in self.plan.models.values():
             # GPU nodes and a ready GPU Operator (its release awaits its pods) come first.
-            deps = [nodes_of[mp.pool.name], *gpu_ready, namespaces[mp.spec.namespace]]
+            deps = [
+                nodes_of[mp.pool.name],
+                *gpu_ready,
+                namespaces[mp.spec.namespace],
+                *system,
+                *([identities[mp.name]] if mp.name in identities else []),
+                *([volumes[mp.name]] if mp.name in volumes else []),
+                *(crd_charts.get("monitoring", []) if service_monitor_on(mp.spec, spec) else []),
+                *(crd_charts.get("keda", []) if mp.spec.autoscaling.kind == "keda" else []),
+            ]
             ref = mp.spec.hf_token
             if ref is not None and (mp.spec.namespace, ref.name) in created:
                 deps.append(created[(mp.spec.namespace, ref.name)])
@@ -241,7 +331,7 @@ class InferenceStack(pulumi.ComponentResource):
             if mp.spec.runtime == "rayservice":
                 workload = RayLlmService(
                     f"{name}-{mp.name}",
-                    ray_llm_service_args(mp, spec.kuberay.ray_version),
+                    ray_llm_service_args(mp, spec),
                     pulumi.ResourceOptions.merge(
                         k8s_opts, pulumi.ResourceOptions(depends_on=[*deps, *kuberay])
                     ),
@@ -249,7 +339,7 @@ class InferenceStack(pulumi.ComponentResource):
             else:
                 workload = VllmDeployment(
                     f"{name}-{mp.name}",
-                    vllm_deployment_args(mp),
+                    vllm_deployment_args(mp, spec),
                     pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=deps)),
                 )
             services[mp.name] = (
@@ -278,6 +368,38 @@ class InferenceStack(pulumi.ComponentResource):
         """The resolved plan (every derived value with its provenance)."""
         return self._plan
 
+    def _cache_volumes(
+        self,
+        name: str,
+        k8s_opts: pulumi.ResourceOptions,
+        namespaces: Mapping[str, pulumi.Resource],
+        system: list[pulumi.Resource],
+    ) -> dict[str, pulumi.Resource]:
+        """Model name -> the model-cache claim the stack creates (pvc source with
+        cache_size_gib, create mode), after the EBS CSI add-on (in *system*) and a gp3
+        StorageClass; destroyed before them, so the CSI controller deletes the volume."""
+        spec = self.plan.spec
+        if not needs_ebs_csi(spec):
+            return {}
+        after = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=system))
+        storage = register_object(f"{name}-cache-storage-class", cache_storage_class(), after)
+        out: dict[str, pulumi.Resource] = {}
+        for model in spec.models:
+            weights = model.weights
+            if weights.source != "pvc" or not weights.cache_size_gib or not weights.pvc_name:
+                continue
+            out[model.name] = register_object(
+                f"{name}-{model.name}-cache",
+                cache_claim(weights.pvc_name, model.namespace, weights.cache_size_gib),
+                pulumi.ResourceOptions.merge(
+                    k8s_opts,
+                    pulumi.ResourceOptions(
+                        depends_on=[storage, namespaces[model.namespace], *system]
+                    ),
+                ),
+            )
+        return out
+
     def _karpenter(self, name: str, eks: EksCluster, k8s_opts: pulumi.ResourceOptions) -> Karpenter:
         """The Karpenter controller and its AWS side, for the plan's Karpenter pools."""
         plan, spec = self.plan, self.plan.spec
@@ -303,18 +425,6 @@ class InferenceStack(pulumi.ComponentResource):
             k8s_opts,
         )
 
-    def _subnets(self, subnet_ids: Sequence[str]) -> pulumi.Input[Sequence[str]]:
-        if subnet_ids:
-            return list(subnet_ids)
-        vpc = aws.ec2.get_vpc_output(default=True, opts=pulumi.InvokeOutputOptions(parent=self))
-        found = aws.ec2.get_subnets_output(
-            filters=[
-                aws.ec2.GetSubnetsFilterArgsDict(name="vpc-id", values=[vpc.id])  # type: ignore[list-item]
-            ],
-            opts=pulumi.InvokeOutputOptions(parent=self),
-        )
-        return found.ids
-
 
 def _pool_args(pool: PoolPlan, stack: StackSpec, *, create: bool) -> GpuNodePoolArgs:
     args = pool_plan_args(pool, create=create, kubernetes_version=stack.cluster.kubernetes_version)
@@ -324,25 +434,98 @@ def _pool_args(pool: PoolPlan, stack: StackSpec, *, create: bool) -> GpuNodePool
     return args
 
 
-def _token_secrets(spec: StackSpec) -> dict[tuple[str, str], list[str]]:
-    """(namespace, Secret name) -> keys, for every model's ``hf_token`` reference."""
+def _token_secrets(spec: StackSpec, token_set: bool) -> dict[tuple[str, str], list[str]]:
+    """(namespace, Secret name) -> keys of the Secrets the stack creates from
+    ``gpustrata:hfToken``: every model's ``hf_token`` reference but those that exist
+    outside the stack (``existing: true``). Without the token such a reference is an
+    error: the Pod would wait forever in CreateContainerConfigError."""
     out: dict[tuple[str, str], list[str]] = {}
-    for model in spec.models:
-        if model.hf_token is not None:
-            keys = out.setdefault((model.namespace, model.hf_token.name), [])
-            if model.hf_token.key not in keys:
-                keys.append(model.hf_token.key)
-    if not out:
+    problems: list[Problem] = []
+    for i, model in enumerate(spec.models):
+        ref = model.hf_token
+        if ref is None or ref.existing:
+            continue
+        if not token_set:
+            problems.append(
+                Problem(
+                    f"gpustrata:stack.models[{i}].hf_token",
+                    f"names Secret '{ref.name}', which the stack creates from the Pulumi "
+                    "secret gpustrata:hfToken, and that is not set; run `pulumi config set "
+                    "--secret gpustrata:hfToken hf_...`, or set hf_token.existing: true and "
+                    f"create the Secret yourself (kubectl -n {model.namespace} create secret "
+                    f"generic {ref.name} --from-literal={ref.key}=...)",
+                )
+            )
+            continue
+        keys = out.setdefault((model.namespace, ref.name), [])
+        if ref.key not in keys:
+            keys.append(ref.key)
+    if problems:
+        raise StackError(problems)
+    if token_set and not out:
         raise StackError(
             [
                 Problem(
                     "gpustrata:hfToken",
-                    "is set but no model names a Secret in hf_token; add hf_token: "
-                    "{name: hf-token} to the models that need the token, or remove the config",
+                    "is set but no model names a Secret in hf_token for the stack to create; "
+                    "add hf_token: {name: hf-token} to the models that need the token, or "
+                    "remove the config",
                 )
             ]
         )
     return out
+
+
+def _chart_versions(spec: StackSpec) -> dict[str, str]:
+    """Pinned versions of the system charts the stack installs (monitoring, KEDA)."""
+    out: dict[str, str] = {}
+    try:
+        if spec.monitoring.mode == "install":
+            out["monitoring"] = chart_version(
+                MONITORING_CHART,
+                spec.monitoring.chart_version,
+                "gpustrata:stack.monitoring.chart_version",
+            )
+        if spec.keda.enabled:
+            out["keda"] = chart_version(
+                KEDA_CHART, spec.keda.chart_version, "gpustrata:stack.keda.chart_version"
+            )
+    except ValueError as exc:
+        path, _, message = str(exc).partition(": ")
+        raise StackError([Problem(path, message)]) from None
+    return out
+
+
+def _cluster_args(spec: StackSpec, profile: str | None) -> EksClusterArgs:
+    """:class:`EksCluster` inputs of a create-mode stack: the VPC (or the stack's
+    subnets), the system pool and the pinned add-ons."""
+    cluster = spec.cluster
+    pool = cluster.system_pool
+    args = EksClusterArgs(
+        cluster_name=cluster.name,
+        kubernetes_version=cluster.kubernetes_version,
+        region=cluster.region,
+        system_pool={
+            "instance_type": pool.instance_type,
+            "capacity_type": pool.capacity_type,
+            "min_size": pool.min_size,
+            "max_size": pool.max_size,
+            "disk_size_gib": pool.disk_size_gib,
+        },
+        addons=addon_versions(cluster.kubernetes_version, csi=needs_ebs_csi(spec)),
+    )
+    if cluster.subnet_ids:
+        args["subnet_ids"] = list(cluster.subnet_ids)
+    else:
+        net = cluster.network
+        args["network"] = {
+            "vpc_cidr": net.vpc_cidr,
+            "availability_zones": net.availability_zones,
+            "nat_gateways": net.nat_gateways,
+        }
+    if profile:
+        args["profile"] = profile
+    return args
 
 
 def _document(value: Any) -> Any:

@@ -139,12 +139,47 @@ class DraDriver(pulumi.ComponentResource):
         self.register_outputs({"release_name": self.release_name})
 
 
+class SystemChartArgs(TypedDict):
+    """Inputs of :class:`SystemChart`."""
+
+    chart: str
+    """Chart name."""
+    repository: str
+    """Chart repository URL."""
+    namespace: pulumi.Input[str]
+    """Namespace of the release (created)."""
+    chart_version: str
+    """Chart version (pinned)."""
+    values: dict[str, Any]
+    """Chart values (its controllers on the system pool)."""
+
+
+class SystemChart(pulumi.ComponentResource):
+    """A pinned chart whose controllers run on the system pool (KEDA, kube-prometheus-stack):
+    namespace and a Helm release that waits for its Pods."""
+
+    release: k8s.helm.v3.Release
+    """The Helm release (custom resources of the chart's CRDs depend on it)."""
+
+    def __init__(
+        self, name: str, args: SystemChartArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpustrata:index:SystemChart", name, {}, opts)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
+        )
+        self.release = _release(
+            self, f"{name}-release", args["chart"], args["repository"], args, opts, [ns]
+        )
+        self.register_outputs({})
+
+
 def _release(
     parent: pulumi.Resource,
     name: str,
     chart: str,
     repo: str,
-    args: GpuOperatorArgs | KubeRayOperatorArgs | DraDriverArgs,
+    args: GpuOperatorArgs | KubeRayOperatorArgs | DraDriverArgs | SystemChartArgs,
     opts: pulumi.ResourceOptions | None,
     depends_on: list[pulumi.Resource],
 ) -> k8s.helm.v3.Release:

@@ -7,10 +7,11 @@ import pulumi_kubernetes as k8s
 
 from gpustrata.components._inputs import Placeholders
 from gpustrata.components._options import child_options
+from gpustrata.core.contract import API_VERSION
 from gpustrata.render.workload_args import RayLlmServiceArgs, VllmDeploymentArgs
 from gpustrata.render.workloads import (
     SERVE_PORT,
-    VLLM_PORT,
+    SERVICE_PORT,
     ray_claim_templates,
     ray_service_object,
     vllm_deployment_objects,
@@ -30,6 +31,23 @@ def _endpoint(service: pulumi.Input[str], namespace: pulumi.Input[str], port: in
     return pulumi.Output.concat("http://", service, ".", namespace, f".svc.cluster.local:{port}/v1")
 
 
+def _description(inputs: Placeholders, service: Any, namespace: Any, port: int) -> Any:
+    """The ``ModelEndpoint`` the rules read (K021): the URL the component exports and the
+    Service it names, so the pack sees both."""
+    return inputs.restore(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ModelEndpoint",
+            "metadata": {"name": service, "namespace": namespace},
+            "spec": {
+                "url": f"http://{service}.{namespace}.svc.cluster.local:{port}/v1",
+                "service": service,
+                "namespace": namespace,
+            },
+        }
+    )
+
+
 def register_object(
     name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions
 ) -> pulumi.CustomResource:
@@ -39,6 +57,18 @@ def register_object(
         return k8s.apps.v1.Deployment(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "Service":
         return k8s.core.v1.Service(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "PersistentVolumeClaim":
+        return k8s.core.v1.PersistentVolumeClaim(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "StorageClass":
+        return k8s.storage.v1.StorageClass(
+            name,
+            metadata=meta,
+            provisioner=obj["provisioner"],
+            volume_binding_mode=obj.get("volumeBindingMode"),
+            reclaim_policy=obj.get("reclaimPolicy"),
+            parameters=obj.get("parameters"),
+            opts=opts,
+        )
     if kind == "PodDisruptionBudget":
         return k8s.policy.v1.PodDisruptionBudget(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "HorizontalPodAutoscaler":
@@ -63,13 +93,12 @@ class VllmDeployment(pulumi.ComponentResource):
     service_name: pulumi.Output[str]
     """Name of the Service in front of the engines."""
     endpoint: pulumi.Output[str]
-    """In-cluster OpenAI API base URL (``http://<service>.<namespace>.svc.cluster.local:8000/v1``)."""
+    """In-cluster OpenAI API base URL at the Service's port
+    (``http://<service>.<namespace>.svc.cluster.local:80/v1``)."""
 
     def __init__(
         self, name: str, args: VllmDeploymentArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gpustrata:index:VllmDeployment", name, {}, opts)
-        child = child_options(self, opts)
         inputs = Placeholders()
         plain = VllmDeploymentArgs(
             **{
@@ -78,11 +107,15 @@ class VllmDeployment(pulumi.ComponentResource):
                 "namespace": inputs.plain(args["namespace"]),
             }
         )
+        description = _description(inputs, plain["name"], plain["namespace"], SERVICE_PORT)
+        super().__init__("gpustrata:index:VllmDeployment", name, {"description": description}, opts)
+        child = child_options(self, opts)
         for obj in vllm_deployment_objects(plain):
             suffix = obj["kind"].lower()
             register_object(f"{name}-{suffix}", inputs.restore(obj), child)
         self.service_name = pulumi.Output.from_input(args["name"])
-        self.endpoint = _endpoint(args["name"], args["namespace"], VLLM_PORT)
+        # The Service's port, not the container's: clients reach the Service (K021).
+        self.endpoint = _endpoint(args["name"], args["namespace"], SERVICE_PORT)
         self.register_outputs({"service_name": self.service_name, "endpoint": self.endpoint})
 
 
@@ -99,7 +132,6 @@ class RayLlmService(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: RayLlmServiceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gpustrata:index:RayLlmService", name, {}, opts)
         inputs = Placeholders()
         plain = RayLlmServiceArgs(
             **{
@@ -108,6 +140,10 @@ class RayLlmService(pulumi.ComponentResource):
                 "namespace": inputs.plain(args["namespace"]),
             }
         )
+        description = _description(
+            inputs, f"{plain['name']}-serve-svc", plain["namespace"], SERVE_PORT
+        )
+        super().__init__("gpustrata:index:RayLlmService", name, {"description": description}, opts)
         claims: list[pulumi.Resource] = [
             register_object(
                 f"{name}-{t['metadata']['name']}-claim",

@@ -23,6 +23,8 @@ __all__ = [
     "KvCacheDtype",
     "MigStrategy",
     "ModelDtype",
+    "MonitoringMode",
+    "NatGateways",
     "OnDemandPriceKind",
     "OperatorComponent",
     "Provisioner",
@@ -39,12 +41,16 @@ __all__ = [
     "StackInstanceTypeArgs",
     "StackKarpenterArgs",
     "StackKarpenterPoolArgs",
+    "StackKedaArgs",
     "StackKubeRayArgs",
     "StackKubeletArgs",
     "StackModelArgs",
+    "StackMonitoringArgs",
+    "StackNetworkArgs",
     "StackNodePoolArgs",
     "StackOnDemandPriceArgs",
     "StackSecretRefArgs",
+    "StackSystemPoolArgs",
     "StackTaintArgs",
     "StackTolerationArgs",
     "StackWeightsArgs",
@@ -75,7 +81,7 @@ class BlockSize(IntEnum):
 
 
 class CapacityType(StrEnum):
-    """Accepted values of ``NodePoolSpec.capacity_type``."""
+    """Accepted values of ``SystemPoolSpec.capacity_type``."""
 
     ON_DEMAND = "ON_DEMAND"
     SPOT = "SPOT"
@@ -163,6 +169,21 @@ class ModelDtype(StrEnum):
     FLOAT32 = "float32"
 
 
+class MonitoringMode(StrEnum):
+    """Accepted values of ``MonitoringSpec.mode``."""
+
+    NONE = "none"
+    INSTALL = "install"
+    EXISTING = "existing"
+
+
+class NatGateways(StrEnum):
+    """Accepted values of ``NetworkSpec.nat_gateways``."""
+
+    SINGLE = "single"
+    PER_AZ = "per-az"
+
+
 class OnDemandPriceKind(StrEnum):
     """Accepted values of ``OnDemandPrice.kind``."""
 
@@ -245,6 +266,8 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     )
     _MigStrategy = Literal["none", "single", "mixed"] | MigStrategy
     _ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | ModelDtype
+    _MonitoringMode = Literal["none", "install", "existing"] | MonitoringMode
+    _NatGateways = Literal["single", "per-az"] | NatGateways
     _OnDemandPriceKind = Literal["on-demand", "capacity-block", "spot"] | OnDemandPriceKind
     _OperatorComponent = (
         Literal["driver", "toolkit", "device_plugin", "dcgm_exporter"] | OperatorComponent
@@ -269,6 +292,8 @@ else:
     _KvCacheDtype = KvCacheDtype
     _MigStrategy = MigStrategy
     _ModelDtype = ModelDtype
+    _MonitoringMode = MonitoringMode
+    _NatGateways = NatGateways
     _OnDemandPriceKind = OnDemandPriceKind
     _OperatorComponent = OperatorComponent
     _Provisioner = Provisioner
@@ -277,6 +302,40 @@ else:
     _TaintEffect = TaintEffect
     _TolerationOperator = TolerationOperator
     _WeightSource = WeightSource
+
+
+class StackNetworkArgs(TypedDict):
+    """The VPC created for the cluster (create mode, no subnet_ids)."""
+
+    vpc_cidr: NotRequired[str]
+    """IPv4 CIDR of the VPC (/16 to /22); split into one public and one private subnet per
+    availability zone. Default: ``"10.0.0.0/16"``.
+    """
+    availability_zones: NotRequired[int]
+    """How many of the region's availability zones get subnets (EKS needs two). Node groups use the
+    private subnets of the zones that offer their instance type. Default: ``2``.
+    """
+    nat_gateways: NotRequired[_NatGateways]
+    """'single': one NAT gateway for every private subnet (cheaper; an AZ outage cuts egress);
+    'per-az': one per zone. Default: ``"single"``.
+    """
+
+
+class StackSystemPoolArgs(TypedDict):
+    """The untainted node group for controllers and Ray heads."""
+
+    instance_type: NotRequired[str]
+    """EC2 instance type. m7i.xlarge (4 vCPU, 16 GiB) holds a Ray head (2 CPU, 8 GiB) beside the
+    controllers. Default: ``"m7i.xlarge"``.
+    """
+    capacity_type: NotRequired[_CapacityType]
+    """ON_DEMAND: controllers should not be interrupted. Default: ``"ON_DEMAND"``."""
+    min_size: NotRequired[int]
+    """Minimum nodes (2: controllers survive a node). Default: ``2``."""
+    max_size: NotRequired[int]
+    """Maximum nodes. Default: ``3``."""
+    disk_size_gib: NotRequired[int]
+    """Root volume (GiB). Default: ``50``."""
 
 
 class StackClusterArgs(TypedDict):
@@ -293,8 +352,15 @@ class StackClusterArgs(TypedDict):
     region: NotRequired[str]
     """AWS region of the cluster and its node groups (create mode). Default: ``"us-west-2"``."""
     subnet_ids: NotRequired[list[str]]
-    """Subnets for the cluster and node groups (create mode). Empty: the region's default VPC
-    subnets are looked up at deploy time.
+    """Private subnets (with a route to a NAT gateway) for the cluster and node groups (create
+    mode). Empty: the stack creates a VPC (see network).
+    """
+    network: NotRequired[StackNetworkArgs]
+    """The VPC the stack creates in create mode when subnet_ids is empty."""
+    system_pool: NotRequired[StackSystemPoolArgs]
+    """The untainted node group that runs every controller (GPU Operator, NFD, KubeRay, Karpenter,
+    KEDA, CoreDNS) and the Ray heads (create mode). GPU pools carry a GPU taint, so without it those
+    Pods have no node.
     """
     kubeconfig: NotRequired[str]
     """Path to a kubeconfig file (existing mode). Empty: the ambient KUBECONFIG of the Pulumi run.
@@ -447,7 +513,9 @@ class StackGpuOperatorArgs(TypedDict):
     sharing: NotRequired[StackGpuSharingArgs]
     """Time-slicing / MPS sharing."""
     service_monitor: NotRequired[bool]
-    """Create a ServiceMonitor for the DCGM exporter. Default: ``true``."""
+    """Create a ServiceMonitor for the DCGM exporter. Empty: when the stack has monitoring (its CRDs
+    are needed).
+    """
     tolerations: NotRequired[list[StackTolerationArgs]]
     """Tolerations of the operator's DaemonSets and the NFD worker (daemonsets.tolerations,
     node-feature-discovery.worker.tolerations). Empty: exactly the node pools' taints (rule O006
@@ -482,6 +550,42 @@ class StackKarpenterArgs(TypedDict):
     """
     namespace: NotRequired[str]
     """Namespace of the controller (upstream default). Default: ``"kube-system"``."""
+
+
+class StackMonitoringArgs(TypedDict):
+    """Prometheus for vLLM's metrics: ServiceMonitors and KEDA read it."""
+
+    mode: NotRequired[_MonitoringMode]
+    """'install': the stack installs kube-prometheus-stack (Prometheus Operator CRDs, a Prometheus
+    selecting every ServiceMonitor); 'existing': the cluster already serves the
+    monitoring.coreos.com CRDs and a Prometheus at prometheus_url; 'none': no ServiceMonitor is
+    created and KEDA cannot be used. Default: ``"none"``.
+    """
+    chart_version: NotRequired[str]
+    """kube-prometheus-stack chart version (mode install). Empty: the newest in the chart catalogue.
+    """
+    namespace: NotRequired[str]
+    """Namespace of the release. Default: ``"monitoring"``."""
+    prometheus_url: NotRequired[str]
+    """Prometheus the autoscalers query. Empty with mode install: the Prometheus the chart creates
+    (prometheus-operated in the namespace, port 9090).
+    """
+
+
+class StackKedaArgs(TypedDict):
+    """KEDA, for models with autoscaling kind keda."""
+
+    enabled: NotRequired[bool]
+    """Install KEDA (its CRDs and operator) on the system pool. Needed by autoscaling kind keda
+    unless the cluster already runs it (installed: true). Default: ``false``.
+    """
+    installed: NotRequired[bool]
+    """KEDA already runs in the cluster (existing clusters); nothing installed. Default: ``false``.
+    """
+    chart_version: NotRequired[str]
+    """keda chart version. Empty: the newest in the chart catalogue."""
+    namespace: NotRequired[str]
+    """Namespace of the release. Default: ``"keda"``."""
 
 
 class StackEngineArgs(TypedDict):
@@ -534,6 +638,11 @@ class StackWeightsArgs(TypedDict):
     """s3:// URI or path on the PVC / NVMe (source-specific)."""
     pvc_name: NotRequired[str]
     """PersistentVolumeClaim holding the weights (source pvc)."""
+    service_account: NotRequired[str]
+    """ServiceAccount the engines run under to read uri (source s3), bound to a cloud identity you
+    manage (IRSA, Pod Identity). Empty in create mode: the stack creates '<model>-weights' with an
+    EKS Pod Identity association to a role that may only read the uri's prefix.
+    """
     cache_size_gib: NotRequired[int]
     """Size of a model cache volume to create (0: an emptyDir sized by ephemeral storage). Default:
     ``0``.
@@ -553,6 +662,11 @@ class StackSecretRefArgs(TypedDict):
     """Secret name."""
     key: NotRequired[str]
     """Key inside the Secret. Default: ``"token"``."""
+    existing: NotRequired[bool]
+    """The Secret is created outside the stack (kubectl, External Secrets) before the model starts.
+    False: the stack creates it from the Pulumi secret gpustrata:hfToken, which must then be set.
+    Default: ``false``.
+    """
 
 
 class StackAutoscalingArgs(TypedDict):
@@ -610,8 +724,8 @@ class StackModelArgs(TypedDict):
     engine spans GPUs). Default: ``"8Gi"``.
     """
     service_monitor: NotRequired[bool]
-    """Create a Prometheus Operator ServiceMonitor for vLLM's /metrics (deployment runtime; needs
-    the monitoring.coreos.com CRDs in the cluster). Default: ``true``.
+    """Create a Prometheus Operator ServiceMonitor for vLLM's /metrics (deployment runtime). Empty:
+    when the stack has monitoring (mode install or existing), whose CRDs it needs.
     """
     startup_init_s: NotRequired[int]
     """Engine initialisation time in seconds after the weights are loaded (profiling, KV allocation,
@@ -754,6 +868,10 @@ class StackArgs(TypedDict):
     """KubeRay operator."""
     karpenter: NotRequired[StackKarpenterArgs]
     """Karpenter (pools with provisioner karpenter)."""
+    monitoring: NotRequired[StackMonitoringArgs]
+    """Prometheus (for ServiceMonitors and KEDA)."""
+    keda: NotRequired[StackKedaArgs]
+    """KEDA (autoscaling kind keda)."""
     models: NotRequired[list[StackModelArgs]]
     """Served models."""
     catalog: NotRequired[StackCatalogExtensionsArgs]

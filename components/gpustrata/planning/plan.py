@@ -315,21 +315,16 @@ def _plan_karpenter(spec: StackSpec, ledger: Ledger) -> KarpenterPlan | None:
         )
     # The chart keeps the controller off the nodes it provisions (nodeAffinity
     # karpenter.sh/nodepool DoesNotExist) and one replica per node (podAntiAffinity on
-    # kubernetes.io/hostname): it runs on the managed node groups' standing nodes.
-    standing = sum(p.min_size for p in spec.node_pools if p.provisioner == "managed-node-group")
-    if standing < 1:
-        raise PlanError(
-            where,
-            "the Karpenter controller cannot run on the nodes it creates, and no "
-            "managed-node-group pool keeps a node (min_size >= 1); give one managed pool "
-            "min_size: 1",
-        )
+    # kubernetes.io/hostname): it runs on the system pool's standing nodes, never on a GPU
+    # node (a spot GPU node's interruption would take the controller with it).
+    standing = spec.cluster.system_pool.min_size
     replicas = ledger.add(
         "karpenter.replicas",
         min(KARPENTER_MAX_REPLICAS, standing),
         "formula",
-        f"min(chart default {KARPENTER_MAX_REPLICAS}, {standing} standing managed-node-group "
-        "nodes): one replica per node, never on Karpenter's own nodes",
+        f"min(chart default {KARPENTER_MAX_REPLICAS}, {standing} standing system-pool "
+        "nodes (cluster.system_pool.min_size)): one replica per node, never on Karpenter's "
+        "own nodes",
     )
     return KarpenterPlan(release=release, replicas=replicas)
 
@@ -443,14 +438,27 @@ def _plan_pool(
             "gpustrata default: systemd, containerd and the NVIDIA host daemons "
             "(nvidia-persistenced, fabric manager) run outside Pods; EKS reserves none",
         )
-    eviction_hard = dict(kubelet.eviction_hard)
-    if not eviction_hard:
+    stated = dict(kubelet.eviction_hard)
+    # Setting any hard threshold zeroes the kubelet's other defaults, so the ones not
+    # stated are written out (KUBELET_EVICTION_SOURCE).
+    kept = ", ".join(f"{k}<{v}" for k, v in KUBELET_EVICTION_DEFAULTS.items() if k not in stated)
+    if stated:
         eviction_hard = ledger.add(
             f"{key}.evictionHard",
-            {"memory.available": "500Mi", "nodefs.available": "10%"},
+            {**KUBELET_EVICTION_DEFAULTS, **stated},
+            "spec",
+            f"kubelet.eviction_hard in the stack, plus the kubelet defaults it would zero "
+            f"({kept}; {KUBELET_EVICTION_SOURCE})",
+        )
+    else:
+        eviction_hard = ledger.add(
+            f"{key}.evictionHard",
+            {**KUBELET_EVICTION_DEFAULTS, "memory.available": "500Mi"},
             "default",
-            "gpustrata default; the kubelet's own memory.available<100Mi leaves too little "
-            "room for page cache while weights load",
+            "gpustrata default memory.available<500Mi: the kubelet's own 100Mi leaves too "
+            f"little room for page cache while weights load; the other kubelet defaults "
+            f"written out, since setting one threshold zeroes the rest "
+            f"({KUBELET_EVICTION_SOURCE})",
         )
     labels = {
         **pool.labels,
@@ -482,6 +490,20 @@ def _plan_pool(
         cost_per_hour=cost,
     )
 
+
+KUBELET_EVICTION_DEFAULTS = {
+    "memory.available": "100Mi",
+    "nodefs.available": "10%",
+    "imagefs.available": "15%",
+    "nodefs.inodesFree": "5%",
+    "imagefs.inodesFree": "5%",
+}
+"""The kubelet's default hard eviction thresholds on Linux nodes."""
+KUBELET_EVICTION_SOURCE = (
+    "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
+    "#hard-eviction-thresholds (the defaults apply only when no threshold is set; setting "
+    "one sets the others to zero)"
+)
 
 # Karpenter's EC2NodeClass kubelet.evictionHard accepts fewer signals than the kubelet
 # (aws/karpenter-provider-aws@v1.14.1 pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml).

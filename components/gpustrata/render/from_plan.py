@@ -10,8 +10,13 @@ from gpustrata.core.contract import POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan, engine_disk_gib
 from gpustrata.render import karpenter
 from gpustrata.render.dra import dra_driver_values
+from gpustrata.render.foundation import system_pool_placement, system_values
 from gpustrata.render.nodes import kubelet_config, pool_description
-from gpustrata.render.operators import gpu_operator_description, gpu_operator_values
+from gpustrata.render.operators import (
+    gpu_operator_description,
+    gpu_operator_values,
+    kuberay_values,
+)
 from gpustrata.render.workload_args import (
     AutoscalingArgs,
     ProbeArgs,
@@ -110,7 +115,25 @@ def _secret(model: ModelSpec) -> SecretRefArgs | None:
     return SecretRefArgs(name=model.hf_token.name, key=model.hf_token.key)
 
 
-def vllm_deployment_args(mp: ModelPlan) -> VllmDeploymentArgs:
+def weights_service_account(model: ModelSpec, stack: StackSpec) -> str | None:
+    """The ServiceAccount a model's engines run under: the stack's, else for s3 weights in
+    create mode ``<model>-weights`` (bound by EKS Pod Identity, K019), else None."""
+    weights = model.weights
+    if weights.service_account:
+        return weights.service_account
+    if weights.source == "s3" and stack.cluster.mode == "create":
+        return f"{model.name}-weights"
+    return None
+
+
+def service_monitor_on(model: ModelSpec, stack: StackSpec) -> bool:
+    """A model's ServiceMonitor: as stated, else when the stack has monitoring."""
+    if model.service_monitor is not None:
+        return model.service_monitor
+    return stack.monitoring.enabled
+
+
+def vllm_deployment_args(mp: ModelPlan, stack: StackSpec) -> VllmDeploymentArgs:
     """Args of the VllmDeployment component for a 'deployment' model."""
     m = mp.spec
     auto = m.autoscaling
@@ -137,8 +160,13 @@ def vllm_deployment_args(mp: ModelPlan) -> VllmDeploymentArgs:
             target_waiting_requests=auto.target_waiting_requests,
         ),
         weights=_weights(m),
-        service_monitor=m.service_monitor,
+        service_monitor=service_monitor_on(m, stack),
     )
+    account = weights_service_account(m, stack)
+    if account:
+        args["service_account"] = account
+    if auto.kind == "keda" and stack.monitoring.url:
+        args["autoscaling"]["prometheus_url"] = stack.monitoring.url
     if mp.pool.spec.gpu_allocation == "dra":
         args["gpu_claim"] = True
     if mp.capacity is not None:
@@ -149,8 +177,9 @@ def vllm_deployment_args(mp: ModelPlan) -> VllmDeploymentArgs:
     return args
 
 
-def ray_llm_service_args(mp: ModelPlan, ray_version: str) -> RayLlmServiceArgs:
+def ray_llm_service_args(mp: ModelPlan, stack: StackSpec) -> RayLlmServiceArgs:
     """Args of the RayLlmService component for a 'rayservice' model."""
+    ray_version = stack.kuberay.ray_version
     m, ray = mp.spec, mp.ray
     assert ray is not None, "ray_llm_service_args needs a model on the rayservice runtime"
     kwargs = engine_args(m.engine)
@@ -201,6 +230,12 @@ def ray_llm_service_args(mp: ModelPlan, ray_version: str) -> RayLlmServiceArgs:
         args["worker_groups"][0]["gpu_claim"] = True
     if ray.accelerator_type:
         args["models"][0]["accelerator_type"] = ray.accelerator_type
+    head = system_pool_placement(stack)
+    if head:
+        args["head_node_selector"] = head
+    account = weights_service_account(m, stack)
+    if account:
+        args["service_account"] = account
     if mp.capacity is not None:
         args["startup_estimate_s"] = math.ceil(mp.capacity.startup.total_s)
     secret = _secret(m)
@@ -210,8 +245,10 @@ def ray_llm_service_args(mp: ModelPlan, ray_version: str) -> RayLlmServiceArgs:
 
 
 # The head runs GCS, the dashboard, the Serve controller and the autoscaler, no engine.
-HEAD_CPU = "4"
-HEAD_MEMORY = "16Gi"
+# 2 CPU / 8 GiB: it fits beside the controllers on a system node (m7i.xlarge: 4 vCPU,
+# 16 GiB); KubeRay's samples give the head 1-2 CPU.
+HEAD_CPU = "2"
+HEAD_MEMORY = "8Gi"
 
 
 def weights_storage(mp: ModelPlan) -> tuple[str, str]:
@@ -225,7 +262,27 @@ def operator_values(plan: StackPlan) -> dict[str, Any]:
     """GPU Operator chart values for the plan: its pools' taints tolerated once each."""
     tolerations = [t for p in plan.pools.values() for t in pool_tolerations(p)]
     unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
-    return gpu_operator_values(plan.spec.gpu_operator, unique)
+    spec = plan.spec
+    monitor = spec.gpu_operator.service_monitor
+    values = gpu_operator_values(
+        spec.gpu_operator, unique, monitor if monitor is not None else spec.monitoring.enabled
+    )
+    return _on_system_pool(plan, "gpu-operator", spec.gpu_operator.chart_version, values)
+
+
+def _on_system_pool(
+    plan: StackPlan, chart: str, version: str, values: dict[str, Any]
+) -> dict[str, Any]:
+    """*values* with the chart's controllers on the system pool (create mode)."""
+    if system_pool_placement(plan.spec) is None:
+        return values
+    return system_values(chart, version, values)
+
+
+def kuberay_operator_values(plan: StackPlan) -> dict[str, Any]:
+    """kuberay-operator chart values: the pinned image, the operator on the system pool."""
+    version = plan.spec.kuberay.chart_version
+    return _on_system_pool(plan, "kuberay-operator", version, kuberay_values(version))
 
 
 def operator_object(plan: StackPlan) -> dict[str, Any] | None:
@@ -251,7 +308,9 @@ def dra_driver_args(plan: StackPlan) -> tuple[list[str], dict[str, Any]] | None:
     names = [p.name for p in pools]
     operator = plan.spec.gpu_operator
     driver = operator.enabled and operator.driver_enabled
-    return names, dra_driver_values(names, unique, operator_driver=driver)
+    values = dra_driver_values(names, unique, operator_driver=driver)
+    release = dra_driver_release()
+    return names, _on_system_pool(plan, release.chart, release.version, values)
 
 
 DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
@@ -365,15 +424,16 @@ def karpenter_objects(plan: StackPlan) -> list[dict[str, Any]]:
 def karpenter_values(plan: StackPlan) -> dict[str, Any]:
     """Chart values of the Karpenter controller: it runs on the managed pools' nodes."""
     assert plan.karpenter is not None, "karpenter_values needs a pool with provisioner karpenter"
-    managed = [p for p in plan.pools.values() if p.spec.provisioner == "managed-node-group"]
-    tolerations = [t for p in managed for t in pool_tolerations(p)]
-    unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
-    return karpenter.controller_values(
+    # On the untainted system pool: no GPU taint to tolerate, and no spot GPU node whose
+    # interruption would take the controller that replaces it.
+    values = karpenter.controller_values(
         cluster_name=plan.spec.cluster.name,
         interruption_queue=karpenter.interruption_queue_name(plan.spec.cluster.name),
         replicas=plan.karpenter.replicas,
-        tolerations=[{k: v for k, v in t.items() if v or k == "operator"} for t in unique],
+        tolerations=[],
     )
+    release = plan.karpenter.release
+    return _on_system_pool(plan, "karpenter", release.version, values)
 
 
 def _karpenter_spec(pool: PoolPlan) -> KarpenterPoolSpec:
@@ -385,8 +445,8 @@ def workload_objects(plan: StackPlan) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for mp in plan.models.values():
         if mp.spec.runtime == "rayservice":
-            args = ray_llm_service_args(mp, plan.spec.kuberay.ray_version)
+            args = ray_llm_service_args(mp, plan.spec)
             objects.extend([*ray_claim_templates(args), ray_service_object(args)])
         else:
-            objects.extend(vllm_deployment_objects(vllm_deployment_args(mp)))
+            objects.extend(vllm_deployment_objects(vllm_deployment_args(mp, plan.spec)))
     return objects

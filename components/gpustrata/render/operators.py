@@ -12,7 +12,9 @@ GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
 
 
-def gpu_operator_values(spec: GpuOperatorSpec, tolerations: list[TolerationArgs]) -> dict[str, Any]:
+def gpu_operator_values(
+    spec: GpuOperatorSpec, tolerations: list[TolerationArgs], service_monitor: bool = False
+) -> dict[str, Any]:
     """Values for the ``gpu-operator`` chart: pinned components, pool taints tolerated.
 
     Keys follow the chart's ``values.yaml`` (driver, toolkit, devicePlugin,
@@ -32,7 +34,8 @@ def gpu_operator_values(spec: GpuOperatorSpec, tolerations: list[TolerationArgs]
         "devicePlugin": {"enabled": True},
         "dcgmExporter": {
             "enabled": True,
-            "serviceMonitor": {"enabled": spec.service_monitor},
+            # The DCGM exporter's ServiceMonitor needs the Prometheus Operator CRDs.
+            "serviceMonitor": {"enabled": service_monitor},
         },
         # ClusterPolicy mig.strategy accepts none, single, mixed (api/nvidia/v1).
         "mig": {"strategy": spec.mig_strategy},

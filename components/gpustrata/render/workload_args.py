@@ -81,6 +81,8 @@ class AutoscalingArgs(TypedDict):
     """Maximum replicas."""
     target_waiting_requests: int
     """Scale out above this many vllm:num_requests_waiting per replica."""
+    prometheus_url: NotRequired[str]
+    """Prometheus KEDA queries (the stack's monitoring)."""
 
 
 class VllmDeploymentArgs(TypedDict):
@@ -129,6 +131,9 @@ class VllmDeploymentArgs(TypedDict):
     """Secret with the Hugging Face token."""
     startup_estimate_s: NotRequired[int]
     """Planner's engine startup estimate (load + init), annotated for the rules."""
+    service_account: NotRequired[str]
+    """ServiceAccount of the engine Pods (the one bound to a cloud identity that reads
+    object-store weights); unset: the namespace's default."""
 
 
 class RayLlmModelArgs(TypedDict):
@@ -218,3 +223,8 @@ class RayLlmServiceArgs(TypedDict):
     """Weight source (a PVC is mounted on the workers as the model cache)."""
     hf_token: NotRequired[SecretRefArgs]
     """Secret with the Hugging Face token."""
+    head_node_selector: NotRequired[dict[str, str]]
+    """Node selector of the head Pod (the untainted system pool in create mode)."""
+    service_account: NotRequired[str]
+    """ServiceAccount of the head and worker Pods (bound to the identity that reads
+    object-store weights); unset: the namespace's default."""

@@ -23,6 +23,11 @@ from gpustrata.render.workload_args import (
 )
 
 VLLM_PORT = 8000
+SERVICE_PORT = 80
+DEFAULT_PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
+"""The Prometheus a KEDA trigger queries when the stack names none: the Service the
+Prometheus Operator creates for a Prometheus in namespace monitoring."""
+"""Port of the Service in front of `vllm serve` (the endpoint the stack exports)."""
 SERVE_PORT = 8000
 APP_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
@@ -156,6 +161,7 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
     replicas = auto["min_replicas"] if auto["kind"] != "none" else args["replicas"]
     max_replicas = auto["max_replicas"] if auto["kind"] != "none" else args["replicas"]
     pod_spec: dict[str, Any] = {
+        **({"serviceAccountName": args["service_account"]} if "service_account" in args else {}),
         "containers": [container],
         "volumes": volumes,
         "nodeSelector": dict(args["node_selector"]),
@@ -205,7 +211,7 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
         "metadata": _meta(name, ns, labels),
         "spec": {
             "selector": selector,
-            "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
+            "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": "http"}],
         },
     }
     objects = [*claim, deployment, service]
@@ -277,7 +283,7 @@ def _scaled_object(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str
                 {
                     "type": "prometheus",
                     "metadata": {
-                        "serverAddress": "http://prometheus-operated.monitoring.svc:9090",
+                        "serverAddress": auto.get("prometheus_url", DEFAULT_PROMETHEUS),
                         "query": _waiting_query(args),
                         "threshold": str(auto["target_waiting_requests"]),
                     },
@@ -402,6 +408,7 @@ def _worker_group(args: RayLlmServiceArgs, group: RayWorkerGroupArgs) -> dict[st
         mounts.append({"name": "model-cache", "mountPath": RAY_CACHE_DIR})
     container["volumeMounts"] = mounts
     pod_spec: dict[str, Any] = {
+        **({"serviceAccountName": args["service_account"]} if "service_account" in args else {}),
         "containers": [container],
         "volumes": volumes,
         "nodeSelector": dict(group["node_selector"]),
@@ -434,6 +441,17 @@ def ray_claim_templates(args: RayLlmServiceArgs) -> list[dict[str, Any]]:
         for g in args["worker_groups"]
         if g.get("gpu_claim")
     ]
+
+
+def _head_pod_spec(args: RayLlmServiceArgs, head: dict[str, Any]) -> dict[str, Any]:
+    """The head Pod: on the system pool where the stack has one (the GPU pools' taint
+    keeps it off them, K017), under the model's ServiceAccount."""
+    spec: dict[str, Any] = {"containers": [head]}
+    if args.get("head_node_selector"):
+        spec["nodeSelector"] = dict(args["head_node_selector"])
+    if args.get("service_account"):
+        spec["serviceAccountName"] = args["service_account"]
+    return spec
 
 
 def ray_service_object(args: RayLlmServiceArgs) -> dict[str, Any]:
@@ -469,7 +487,7 @@ def ray_service_object(args: RayLlmServiceArgs) -> dict[str, Any]:
                 "headGroupSpec": {
                     # The head schedules no GPU work: keep engines off it (R002).
                     "rayStartParams": {"num-cpus": "0", "num-gpus": "0"},
-                    "template": {"spec": {"containers": [head]}},
+                    "template": {"spec": _head_pod_spec(args, head)},
                 },
                 "workerGroupSpecs": [_worker_group(args, g) for g in args["worker_groups"]],
             },

@@ -51,7 +51,13 @@ _COMPUTED: dict[str, dict[str, Any]] = {
 _CALLS: dict[str, dict[str, Any]] = {
     "aws:ec2/getVpc:getVpc": {"id": "vpc-mock"},
     "aws:ec2/getSubnets:getSubnets": {"ids": ["subnet-mock-a", "subnet-mock-b"]},
+    # Zones as the region's DescribeAvailabilityZones lists them; every zone offers every
+    # instance type here (a real account's offerings are only known there: plan says so).
+    "aws:index/getAvailabilityZones:getAvailabilityZones": {
+        "names": ["mock-zone-a", "mock-zone-b", "mock-zone-c", "mock-zone-d"]
+    },
 }
+_ALL_ZONES = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,9 @@ class _Mocks(pulumi.runtime.Mocks):
     def call(
         self, args: pulumi.runtime.MockCallArgs
     ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        if args.token == _ALL_ZONES:
+            zones = _CALLS["aws:index/getAvailabilityZones:getAvailabilityZones"]["names"]
+            return {"locations": list(zones), "instanceTypes": []}, []
         return dict(_CALLS.get(args.token, {})), []
 
 

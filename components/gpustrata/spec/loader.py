@@ -24,7 +24,7 @@ from pydantic_core import ErrorDetails
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.core.textfiles import TextFileError, read_text_file
 from gpustrata.core.yamlio import error_line
-from gpustrata.spec.stack import SECRET_FLAG, StackSpec
+from gpustrata.spec.stack import SECRET_FLAG, ModelSpec, StackSpec
 
 CONFIG_KEY = "gpustrata:stack"
 SECRET_CONFIG_KEY = "gpustrata:hfToken"
@@ -166,6 +166,15 @@ def reference_problems(spec: StackSpec) -> list[Problem]:
                 )
             seen.add(name)
     problems += _dra_problems(spec)
+    if spec.gpu_operator.service_monitor and not spec.monitoring.enabled:
+        problems.append(
+            Problem(
+                f"{CONFIG_KEY}.gpu_operator.service_monitor",
+                "true needs the Prometheus Operator's monitoring.coreos.com CRDs, which "
+                "nothing in the stack installs; set monitoring.mode: install (or existing), "
+                "or remove service_monitor",
+            )
+        )
     for i, model in enumerate(spec.models):
         if model.pool not in pools:
             choices = ", ".join(repr(p) for p in pools)
@@ -175,6 +184,7 @@ def reference_problems(spec: StackSpec) -> list[Problem]:
                     f"'{model.pool}' is not a pool in node_pools; use one of {choices}",
                 )
             )
+        problems += _serving_dependencies(spec, i, model)
         if model.runtime == "rayservice" and not spec.kuberay.enabled:
             problems.append(
                 Problem(
@@ -183,6 +193,63 @@ def reference_problems(spec: StackSpec) -> list[Problem]:
                     "or use runtime 'deployment'",
                 )
             )
+    return problems
+
+
+def _serving_dependencies(spec: StackSpec, i: int, model: ModelSpec) -> list[Problem]:
+    """What a model's objects need in the cluster: the CRDs of a ServiceMonitor or a KEDA
+    ScaledObject and the Prometheus it queries, a volume its replicas can share."""
+    at = f"{CONFIG_KEY}.models[{i}]"
+    problems: list[Problem] = []
+    if model.service_monitor and not spec.monitoring.enabled:
+        problems.append(
+            Problem(
+                f"{at}.service_monitor",
+                "true needs the Prometheus Operator's monitoring.coreos.com CRDs, which "
+                "nothing in the stack installs (the API server would answer 'no matches for "
+                "kind ServiceMonitor'); set monitoring.mode: install (or existing), or "
+                "remove service_monitor",
+            )
+        )
+    if model.autoscaling.kind == "keda":
+        if not (spec.keda.enabled or spec.keda.installed):
+            problems.append(
+                Problem(
+                    f"{at}.autoscaling.kind",
+                    "'keda' needs KEDA's keda.sh CRDs and operator, which nothing installs; "
+                    "set keda.enabled: true (or keda.installed: true if the cluster runs it)",
+                )
+            )
+        if spec.monitoring.url is None:
+            problems.append(
+                Problem(
+                    f"{at}.autoscaling.kind",
+                    "'keda' scales on vllm:num_requests_waiting from Prometheus, and the "
+                    "stack has none; set monitoring.mode: install (or existing with "
+                    "prometheus_url)",
+                )
+            )
+    weights = model.weights
+    most = max(model.replicas, model.autoscaling.max_replicas)
+    if weights.source == "pvc" and weights.cache_size_gib > 0 and most > 1:
+        problems.append(
+            Problem(
+                f"{at}.weights.cache_size_gib",
+                f"{weights.cache_size_gib} asks the stack for a ReadWriteOnce EBS volume, "
+                f"which attaches to one node, but up to {most} replicas spread over nodes "
+                "(Multi-Attach error); use weights.source: s3 (each replica streams the "
+                "weights), or a ReadWriteMany claim you create (EFS) named in pvc_name with "
+                "cache_size_gib: 0",
+            )
+        )
+    if weights.source == "pvc" and not weights.pvc_name:
+        problems.append(
+            Problem(
+                f"{at}.weights.pvc_name",
+                "is missing for source pvc; name the PersistentVolumeClaim (created by the "
+                "stack when cache_size_gib > 0, else one that exists in the namespace)",
+            )
+        )
     return problems
 
 

@@ -35,6 +35,8 @@ Runtime = Literal["deployment", "rayservice"]
 WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"]
 Autoscaler = Literal["none", "hpa", "keda"]
 GpuAllocation = Literal["device-plugin", "dra"]
+NatGateways = Literal["single", "per-az"]
+MonitoringMode = Literal["none", "install", "existing"]
 # vLLM ``vllm/config/cache.py``: BlockSize and CacheDType literals (v0.11+).
 BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
 KvCacheDtype = Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"]
@@ -198,6 +200,71 @@ class _Model(BaseModel):
         return value
 
 
+class NetworkSpec(_Model):
+    """The VPC created for the cluster (create mode, no subnet_ids)."""
+
+    vpc_cidr: str = Field(
+        default="10.0.0.0/16",
+        pattern=r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/(1[6-9]|2[0-2])$",
+        description="IPv4 CIDR of the VPC (/16 to /22); split into one public and one "
+        "private subnet per availability zone.",
+    )
+    availability_zones: int = Field(
+        default=2,
+        ge=2,
+        le=4,
+        description="How many of the region's availability zones get subnets (EKS needs "
+        "two). Node groups use the private subnets of the zones that offer their "
+        "instance type.",
+    )
+    nat_gateways: NatGateways = Field(
+        default="single",
+        description="'single': one NAT gateway for every private subnet (cheaper; an AZ "
+        "outage cuts egress); 'per-az': one per zone.",
+    )
+
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        import ipaddress
+
+        try:
+            ipaddress.ip_network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(
+                f"{value!r} is not a network address ({exc}); use e.g. 10.0.0.0/16"
+            ) from None
+        return value
+
+
+class SystemPoolSpec(_Model):
+    """The untainted node group for controllers and Ray heads."""
+
+    instance_type: str = Field(
+        default="m7i.xlarge",
+        min_length=1,
+        max_length=64,
+        description="EC2 instance type. m7i.xlarge (4 vCPU, 16 GiB) holds a Ray head "
+        "(2 CPU, 8 GiB) beside the controllers.",
+    )
+    capacity_type: CapacityType = Field(
+        default="ON_DEMAND", description="ON_DEMAND: controllers should not be interrupted."
+    )
+    min_size: int = Field(
+        default=2, ge=1, le=100, description="Minimum nodes (2: controllers survive a node)."
+    )
+    max_size: int = Field(default=3, ge=1, le=100, description="Maximum nodes.")
+    disk_size_gib: int = Field(default=50, ge=20, le=1024, description="Root volume (GiB).")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> SystemPoolSpec:
+        if self.min_size > self.max_size:
+            raise ValueError(
+                f"min_size {self.min_size} is above max_size {self.max_size}; raise max_size"
+            )
+        return self
+
+
 class ClusterSpec(_Model):
     """The Kubernetes cluster: an EKS cluster to create, or an existing one to reach."""
 
@@ -220,8 +287,18 @@ class ClusterSpec(_Model):
     )
     subnet_ids: list[str] = Field(
         default_factory=list,
-        description="Subnets for the cluster and node groups (create mode). Empty: the "
-        "region's default VPC subnets are looked up at deploy time.",
+        description="Private subnets (with a route to a NAT gateway) for the cluster and "
+        "node groups (create mode). Empty: the stack creates a VPC (see network).",
+    )
+    network: NetworkSpec = Field(
+        default_factory=lambda: NetworkSpec(),
+        description="The VPC the stack creates in create mode when subnet_ids is empty.",
+    )
+    system_pool: SystemPoolSpec = Field(
+        default_factory=lambda: SystemPoolSpec(),
+        description="The untainted node group that runs every controller (GPU Operator, "
+        "NFD, KubeRay, Karpenter, KEDA, CoreDNS) and the Ray heads (create mode). GPU pools "
+        "carry a GPU taint, so without it those Pods have no node.",
     )
     kubeconfig: str | None = Field(
         default=None,
@@ -507,8 +584,10 @@ class GpuOperatorSpec(_Model):
     sharing: GpuSharingSpec = Field(
         default_factory=GpuSharingSpec, description="Time-slicing / MPS sharing."
     )
-    service_monitor: bool = Field(
-        default=True, description="Create a ServiceMonitor for the DCGM exporter."
+    service_monitor: bool | None = Field(
+        default=None,
+        description="Create a ServiceMonitor for the DCGM exporter. Empty: when the stack "
+        "has monitoring (its CRDs are needed).",
     )
     tolerations: list[Toleration] | None = Field(
         default=None,
@@ -539,6 +618,73 @@ class KubeRaySpec(_Model):
     )
 
 
+class MonitoringSpec(_Model):
+    """Prometheus for vLLM's metrics: ServiceMonitors and KEDA read it."""
+
+    mode: MonitoringMode = Field(
+        default="none",
+        description="'install': the stack installs kube-prometheus-stack (Prometheus "
+        "Operator CRDs, a Prometheus selecting every ServiceMonitor); 'existing': the "
+        "cluster already serves the monitoring.coreos.com CRDs and a Prometheus at "
+        "prometheus_url; 'none': no ServiceMonitor is created and KEDA cannot be used.",
+    )
+    chart_version: Version | None = Field(
+        default=None,
+        description="kube-prometheus-stack chart version (mode install). Empty: the newest "
+        "in the chart catalogue.",
+    )
+    namespace: Name = Field(default="monitoring", description="Namespace of the release.")
+    prometheus_url: str | None = Field(
+        default=None,
+        max_length=512,
+        pattern=r"^https?://[^\s@]+$",
+        description="Prometheus the autoscalers query. Empty with mode install: the "
+        "Prometheus the chart creates (prometheus-operated in the namespace, port 9090).",
+    )
+
+    @model_validator(mode="after")
+    def _url(self) -> MonitoringSpec:
+        if self.mode == "existing" and not self.prometheus_url:
+            raise ValueError(
+                "mode existing needs prometheus_url (e.g. "
+                "http://prometheus-operated.monitoring.svc:9090); or use mode: install"
+            )
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the Prometheus Operator CRDs exist in the cluster (installed or stated)."""
+        return self.mode != "none"
+
+    @property
+    def url(self) -> str | None:
+        """The Prometheus URL autoscalers query, or None without monitoring."""
+        if self.prometheus_url:
+            return self.prometheus_url
+        if self.mode == "install":
+            return f"http://prometheus-operated.{self.namespace}.svc:9090"
+        return None
+
+
+class KedaSpec(_Model):
+    """KEDA, for models with autoscaling kind keda."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Install KEDA (its CRDs and operator) on the system pool. Needed by "
+        "autoscaling kind keda unless the cluster already runs it (installed: true).",
+    )
+    installed: bool = Field(
+        default=False,
+        description="KEDA already runs in the cluster (existing clusters); nothing installed.",
+    )
+    chart_version: Version | None = Field(
+        default=None,
+        description="keda chart version. Empty: the newest in the chart catalogue.",
+    )
+    namespace: Name = Field(default="keda", description="Namespace of the release.")
+
+
 class WeightsSpec(_Model):
     """Where the engine loads its weights from (drives the startup estimate)."""
 
@@ -552,6 +698,13 @@ class WeightsSpec(_Model):
     )
     pvc_name: str | None = Field(
         default=None, description="PersistentVolumeClaim holding the weights (source pvc)."
+    )
+    service_account: Name | None = Field(
+        default=None,
+        description="ServiceAccount the engines run under to read uri (source s3), bound "
+        "to a cloud identity you manage (IRSA, Pod Identity). Empty in create mode: the "
+        "stack creates '<model>-weights' with an EKS Pod Identity association to a role "
+        "that may only read the uri's prefix.",
     )
     cache_size_gib: int = Field(
         default=0,
@@ -594,6 +747,12 @@ class SecretRef(_Model):
 
     name: Name = Field(description="Secret name.")
     key: str = Field(default="token", min_length=1, description="Key inside the Secret.")
+    existing: bool = Field(
+        default=False,
+        description="The Secret is created outside the stack (kubectl, External Secrets) "
+        "before the model starts. False: the stack creates it from the Pulumi secret "
+        "gpustrata:hfToken, which must then be set.",
+    )
 
 
 class EngineSpec(_Model):
@@ -762,10 +921,11 @@ class ModelSpec(_Model):
         description="Size of the memory-backed /dev/shm (NCCL needs more than the 64 MB "
         "container default when an engine spans GPUs).",
     )
-    service_monitor: bool = Field(
-        default=True,
+    service_monitor: bool | None = Field(
+        default=None,
         description="Create a Prometheus Operator ServiceMonitor for vLLM's /metrics "
-        "(deployment runtime; needs the monitoring.coreos.com CRDs in the cluster).",
+        "(deployment runtime). Empty: when the stack has monitoring (mode install or "
+        "existing), whose CRDs it needs.",
     )
     startup_init_s: int | None = Field(
         default=None,
@@ -809,6 +969,11 @@ class StackSpec(_Model):
     karpenter: KarpenterSpec = Field(
         default_factory=KarpenterSpec, description="Karpenter (pools with provisioner karpenter)."
     )
+    monitoring: MonitoringSpec = Field(
+        default_factory=MonitoringSpec,
+        description="Prometheus (for ServiceMonitors and KEDA).",
+    )
+    keda: KedaSpec = Field(default_factory=KedaSpec, description="KEDA (autoscaling kind keda).")
     models: list[ModelSpec] = Field(default_factory=list, description="Served models.")
     catalog: CatalogExtensions = Field(
         default_factory=CatalogExtensions,
