@@ -15,6 +15,7 @@ from gpustrata.cli.app import main
 from gpustrata.core.errors import StackError
 from gpustrata.planning.build import build_plan
 from gpustrata.planning.plan import kube_reserved_cpu_millicores, kube_reserved_memory_mib
+from gpustrata.render.from_plan import karpenter_values
 from gpustrata.render.karpenter import SERVICE_ACCOUNT
 from gpustrata.runtime.mockrun import Registered, run_program
 from gpustrata_policies import evaluate, objects_from_pulumi
@@ -81,9 +82,9 @@ def test_nodeclass_kubelet_is_the_planners_like_a_node_group(staging: list[Regis
     assert description["spec"]["provisioner"] == "karpenter"
     volume = node_class.inputs["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"]
     assert volume == f"{stack_doc('staging')['node_pools'][0]['disk_size_gib']}Gi"
-    # No managed node group for a Karpenter pool; the L4 pool keeps its own.
+    # No managed node group for a Karpenter pool; the L4 pool and the system pool keep theirs.
     groups = [r.inputs["nodeGroupName"] for r in _of(staging, "aws:eks/nodeGroup:NodeGroup")]
-    assert groups == ["gpu-l4"]
+    assert sorted(groups) == ["gpu-l4", "system"]
 
 
 def test_controller_chart_is_pinned_with_its_aws_side(staging: list[Registered]) -> None:
@@ -100,7 +101,11 @@ def test_controller_chart_is_pinned_with_its_aws_side(staging: list[Registered])
         d for r in rules for d in r["detail-type"]
     }
     assert len(_of(staging, "aws:cloudwatch/eventTarget:EventTarget")) == len(rules)
-    (identity,) = _of(staging, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    (identity,) = [
+        r
+        for r in _of(staging, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if r.inputs["serviceAccount"] == SERVICE_ACCOUNT
+    ]
     assert identity.inputs["serviceAccount"] == SERVICE_ACCOUNT
     assert identity.inputs["namespace"] == release.inputs["namespace"]
     (profile,) = _of(staging, "aws:iam/instanceProfile:InstanceProfile")
@@ -190,10 +195,19 @@ def test_karpenter_pools_need_a_cluster_gpustrata_creates() -> None:
     assert "karpenter pools are created with the EKS cluster" in str(err.value)
 
 
-def test_the_controller_needs_a_standing_managed_node() -> None:
+def test_the_controller_runs_on_the_system_pool() -> None:
+    """The controller never runs on its own nodes nor on a (spot) GPU node: its replicas
+    follow the system pool's standing nodes, whatever the GPU pools' minimum."""
     doc = stack_doc("staging")
     doc["node_pools"][1]["min_size"] = 0
-    with pytest.raises(StackError, match="cannot run on the nodes it creates"):
+    doc["cluster"]["system_pool"] = {"min_size": 1}
+    plan = build_plan(doc)
+    assert plan.karpenter is not None and plan.karpenter.replicas == 1
+    values = karpenter_values(plan)
+    assert values["tolerations"] == []
+    assert values["nodeSelector"] == {"gpustrata.io/pool": "system"}
+    doc["cluster"]["system_pool"] = {"min_size": 0}
+    with pytest.raises(StackError, match=r"system_pool\.min_size"):
         build_plan(doc)
 
 
