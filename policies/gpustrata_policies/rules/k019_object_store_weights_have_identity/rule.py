@@ -192,6 +192,7 @@ RULE = Rule(
         layer="kubernetes",
         severity="high",
         default_enforcement=MANDATORY,
+        scope="stack",
         rationale=(
             "vLLM streams s3://, gs:// and az:// models (Run:ai Model Streamer) and Ray Serve "
             "LLM downloads model_source URIs on its workers with the cloud SDKs' default "

@@ -302,6 +302,7 @@ RULE = Rule(
         layer="kubernetes",
         severity="high",
         default_enforcement=MANDATORY,
+        scope="stack",
         rationale=(
             "A client follows the URL a stack exports, and an Ingress or HTTPRoute follows "
             "its backend's Service port; the Service then forwards to its targetPort, which "
