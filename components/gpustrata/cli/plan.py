@@ -80,6 +80,7 @@ def render_command(args: argparse.Namespace) -> int:
         karpenter_objects,
         operator_object,
         pool_object,
+        weights_identity_objects,
         workload_objects,
     )
     from gpustrata.spec.loader import load_stack_file
@@ -89,7 +90,8 @@ def render_command(args: argparse.Namespace) -> int:
     operator = operator_object(plan)
     objects = [pool_object(p, plan.spec) for p in plan.pools.values()]
     objects += karpenter_objects(plan)
-    objects += ([operator] if operator else []) + workload_objects(plan)
+    objects += ([operator] if operator else []) + weights_identity_objects(plan)
+    objects += workload_objects(plan)
     dra = dra_driver_object(plan)
     objects += [dra] if dra else []
     print(yaml.safe_dump_all(objects, sort_keys=False), end="")

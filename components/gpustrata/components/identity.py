@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 
 from gpustrata.components._options import child_options
 from gpustrata.render.foundation import POD_IDENTITY_TRUST, s3_read_policy
-from gpustrata.render.workloads import MANAGED_BY
+from gpustrata.render.from_plan import weights_service_account_object
 
 
 class WeightsIdentityArgs(TypedDict):
@@ -40,11 +40,9 @@ class WeightsIdentity(pulumi.ComponentResource):
         child = child_options(self, opts)
         account = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
-            metadata={
-                "name": args["service_account"],
-                "namespace": args["namespace"],
-                "labels": dict(MANAGED_BY),
-            },
+            metadata=weights_service_account_object(args["service_account"], args["namespace"])[
+                "metadata"
+            ],
             opts=child,
         )
         role = aws.iam.Role(

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from gpustrata.catalog.dra import dra_driver_release
-from gpustrata.core.contract import POOL_LABEL
+from gpustrata.core.contract import API_VERSION, POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan, engine_disk_gib
 from gpustrata.render import karpenter
 from gpustrata.render.dra import dra_driver_values
@@ -27,6 +27,7 @@ from gpustrata.render.workload_args import (
     WeightsArgs,
 )
 from gpustrata.render.workloads import (
+    MANAGED_BY,
     ray_claim_templates,
     ray_service_object,
     vllm_deployment_objects,
@@ -450,3 +451,39 @@ def workload_objects(plan: StackPlan) -> list[dict[str, Any]]:
         else:
             objects.extend(vllm_deployment_objects(vllm_deployment_args(mp, plan.spec)))
     return objects
+
+
+def weights_identity_objects(plan: StackPlan) -> list[dict[str, Any]]:
+    """For each model the stack binds to an object-store identity (s3 weights, create
+    mode, no ServiceAccount of the stack's own): its ServiceAccount and the EKS Pod
+    Identity association as the rules read it (K019); the IAM role is AWS-side."""
+    spec = plan.spec
+    out: list[dict[str, Any]] = []
+    for mp in plan.models.values():
+        account = weights_service_account(mp.spec, spec)
+        if account is None or mp.spec.weights.service_account:
+            continue
+        namespace = mp.spec.namespace
+        out.append(weights_service_account_object(account, namespace))
+        out.append(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "PodIdentityAssociation",
+                "metadata": {"name": f"{mp.name}-weights"},
+                "spec": {
+                    "clusterName": spec.cluster.name,
+                    "namespace": namespace,
+                    "serviceAccount": account,
+                },
+            }
+        )
+    return out
+
+
+def weights_service_account_object(name: str, namespace: str) -> dict[str, Any]:
+    """The ServiceAccount engines that read object-store weights run under."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
+    }
