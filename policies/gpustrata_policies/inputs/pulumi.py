@@ -8,6 +8,7 @@ unresolved Output) become :data:`~.unknown.UNKNOWN`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ DESCRIPTION_KINDS = {
     RAY_LLM_SERVICE_TOKEN: "ModelEndpoint",
 }
 POD_IDENTITY_TOKEN = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+ADDON_TOKEN = "aws:eks/addon:Addon"
 HELM_RELEASE_TOKENS = frozenset({"kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Release"})
 
 
@@ -126,6 +128,28 @@ def pod_identity_association(name: str, props: Mapping[str, Any]) -> dict[str, A
     }
 
 
+def addon_object(name: str, props: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``aws:eks/addon:Addon``'s inputs as an ``EksAddon`` object (its Pods, from the
+    chart catalogue, must have a node: K017 and the deploy rehearsal)."""
+    raw = props.get("configurationValues")
+    values: Any = {}
+    if isinstance(raw, str) and raw.strip():
+        try:
+            values = json.loads(raw)
+        except ValueError:
+            values = {}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "EksAddon",
+        "metadata": {"name": name, "annotations": {DERIVED_FROM: ADDON_TOKEN}},
+        "spec": {
+            "addonName": props.get("addonName"),
+            "addonVersion": props.get("addonVersion"),
+            "configurationValues": values if isinstance(values, dict) else {},
+        },
+    }
+
+
 def object_from_pulumi(
     type_token: str, name: str, inputs: Mapping[str, Any]
 ) -> dict[str, Any] | None:
@@ -143,6 +167,8 @@ def object_from_pulumi(
         return None
     if type_token == NODE_GROUP_TOKEN:
         return node_group_to_pool(name, props)
+    if type_token == ADDON_TOKEN:
+        return addon_object(name, props)
     if type_token == POD_IDENTITY_TOKEN:
         return pod_identity_association(name, props)
     if type_token in HELM_RELEASE_TOKENS:

@@ -85,6 +85,8 @@ OTHER_KINDS = frozenset(
         "PodIdentityAssociation",  # EKS Pod Identity (K019)
         "HTTPRoute",  # Gateway API (K021)
         "ModelEndpoint",  # a serving component's exported endpoint (K021)
+        "EksAddon",  # an EKS add-on (CoreDNS: K017, the deploy rehearsal)
+        "CustomResourceDefinition",  # what makes a custom resource's kind exist (K018)
     }
 )
 CONTROLLER_KINDS = {

@@ -1,0 +1,271 @@
+"""Where each Pod that must run can land, and which CRDs are installed: the one reader
+behind rules K017 / K018 and the deploy rehearsal.
+
+*Pods that must run* are the pod templates of workloads (Deployment, StatefulSet, Job,
+ReplicaSet, Pod, LeaderWorkerSet), the head and worker groups of KubeRay objects, and the
+controller Pods of every Helm release and EKS add-on whose chart the chart catalogue
+knows at that version (:mod:`gpustrata.catalog.charts`, each fact cited): their default
+tolerations, node selector and required affinity with the release's values applied.
+DaemonSets run where they can and are never Pending for want of a node, so they are not
+read. A chart or version the catalogue does not know is *not evaluated*, never guessed.
+
+A Pod can land on a pool whose hard taints it tolerates, whose labels its node selector
+and required node affinity match, and that has or can get nodes (a minimum of one, a
+Karpenter NodePool, or Nodes that exist).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpustrata.catalog.charts import ChartRelease, chart_release, chart_releases, pod_placement
+from gpustrata_policies.view.nodes import tolerations_of
+from gpustrata_policies.view.objects import RAY_KINDS, K8sObject, as_map, dig
+from gpustrata_policies.view.pools import GpuPool, pool_matches, tolerates
+
+__all__ = [
+    "ADDON_KIND",
+    "PodNeed",
+    "builtin_group",
+    "chart_of",
+    "crds_installed",
+    "custom_kind",
+    "landing",
+    "pods_that_must_run",
+]
+
+ADDON_KIND = "EksAddon"
+"""Kind of an ``aws:eks/addon:Addon`` as the Pulumi adapter converts it."""
+
+_POD_KINDS = frozenset({"Deployment", "StatefulSet", "Job", "ReplicaSet", "Pod", "CronJob"})
+_POD_KINDS_EXTRA = frozenset({"LeaderWorkerSet"})
+
+# API groups the API server serves without a CRD (Kubernetes 1.30-1.36 built-ins, and
+# gpustrata's own description kinds, which are never applied to a cluster).
+_BUILTIN_GROUPS = frozenset(
+    {
+        "",
+        "v1",
+        "apps",
+        "batch",
+        "autoscaling",
+        "policy",
+        "networking.k8s.io",
+        "rbac.authorization.k8s.io",
+        "storage.k8s.io",
+        "scheduling.k8s.io",
+        "coordination.k8s.io",
+        "node.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "apiextensions.k8s.io",
+        "admissionregistration.k8s.io",
+        "certificates.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "resource.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "apiregistration.k8s.io",
+        "gpustrata.io",
+        "helm.sh",
+    }
+)
+
+
+@dataclass(frozen=True)
+class PodNeed:
+    """A Pod (template) that must be scheduled for its owner to become ready."""
+
+    name: str
+    """How messages name it (``Deployment/inference/qwen``, ``HelmRelease x: nfd-master``)."""
+    owner: K8sObject
+    tolerations: tuple[Mapping[str, Any], ...]
+    node_selector: Mapping[str, Any]
+    terms: list[list[Mapping[str, Any]]]
+    """Required node affinity: OR-ed terms of AND-ed expressions."""
+    awaited: bool = True
+    """Whether its owner's readiness (a Helm release's wait, a Deployment's rollout)
+    waits for it."""
+    chart: ChartRelease | None = None
+    """The catalogued chart it comes from (its values keys are the fix), if any."""
+    values_path: str | None = None
+    """The chart values key that places it (``operator.nodeSelector``)."""
+    sources: tuple[str, ...] = field(default_factory=tuple)
+
+
+def builtin_group(api_version: str) -> bool:
+    """Is *api_version*'s group served by Kubernetes itself (no CRD needed)?"""
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    return group in _BUILTIN_GROUPS or group.endswith(".k8s.io")
+
+
+def custom_kind(obj: K8sObject) -> str | None:
+    """``group/Kind`` of a custom resource (its CRD must exist), ``None`` otherwise."""
+    api = obj.raw.get("apiVersion")
+    if not isinstance(api, str) or "/" not in api or builtin_group(api):
+        return None
+    return f"{api.rsplit('/', 1)[0]}/{obj.kind}"
+
+
+def chart_of(obj: K8sObject) -> tuple[ChartRelease | None, str]:
+    """The catalogued chart of a HelmRelease or EKS add-on object, or (None, why)."""
+    spec = as_map(obj.raw.get("spec"), "spec")
+    if obj.kind == ADDON_KIND:
+        name, version = spec.get("addonName"), spec.get("kubernetesVersion")
+        if not isinstance(name, str):
+            return None, "the add-on's name is not known"
+        known = [r for r in chart_releases() if r.chart == name and r.kind == "eks-addon"]
+        if not known:
+            return None, f"EKS add-on {name} is not in the chart catalogue"
+        match = [r for r in known if isinstance(version, str) and r.version == version]
+        return (match or known)[0], ""
+    chart, version = spec.get("chart"), spec.get("version")
+    if not isinstance(chart, str) or not isinstance(version, str):
+        return None, "its chart or version is not stated"
+    found = chart_release(chart.rsplit("/", 1)[-1], version)
+    if found is None:
+        return None, f"chart {chart} {version} is not in the chart catalogue"
+    return found, ""
+
+
+def _values(obj: K8sObject) -> Mapping[str, Any]:
+    if obj.kind == ADDON_KIND:
+        return as_map(dig(obj.raw, "spec", "configurationValues"), "configurationValues")
+    return as_map(dig(obj.raw, "spec", "values"), "values")
+
+
+def _terms(required: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    out: list[list[Mapping[str, Any]]] = []
+    for term in required:
+        exprs = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        out.append([e for e in exprs or () if isinstance(e, Mapping)])
+    return out
+
+
+def _chart_pods(obj: K8sObject, release: ChartRelease) -> list[PodNeed]:
+    values = _values(obj)
+    out = []
+    for pod in release.pods:
+        if pod.workload == "DaemonSet":
+            continue
+        placed = pod_placement(pod, values)
+        if not placed.enabled:
+            continue
+        out.append(
+            PodNeed(
+                f"{obj.kind} {obj.name}: {pod.component}",
+                obj,
+                tuple(placed.tolerations),
+                dict(placed.node_selector),
+                _terms(placed.required_affinity),
+                pod.awaited,
+                release,
+                pod.values_node_selector,
+                pod.sources or release.sources,
+            )
+        )
+    return out
+
+
+def _replicas_zero(obj: K8sObject, spec: Mapping[str, Any]) -> bool:
+    return obj.kind in {"Deployment", "StatefulSet", "ReplicaSet"} and spec.get("replicas") == 0
+
+
+def pods_that_must_run(objects: Iterable[K8sObject]) -> tuple[list[PodNeed], list[str]]:
+    """Every Pod that must run, and why some owners could not be read (not evaluated)."""
+    needs: list[PodNeed] = []
+    unread: list[str] = []
+    for obj in objects:
+        kind = obj.kind
+        if kind in {"HelmRelease", ADDON_KIND}:
+            release, why = chart_of(obj)
+            if release is None:
+                unread.append(f"{obj.resource}: {why}")
+            else:
+                needs += _chart_pods(obj, release)
+            continue
+        if kind not in _POD_KINDS and kind not in _POD_KINDS_EXTRA and kind not in RAY_KINDS:
+            continue
+        spec = as_map(obj.raw.get("spec"), "spec")
+        if _replicas_zero(obj, spec):
+            continue
+        for pod in obj.pods():
+            if pod.is_ray and pod.replicas == 0:
+                continue
+            needs.append(
+                PodNeed(
+                    f"{obj.resource}{pod.where}",
+                    obj,
+                    tuple(tolerations_of(pod)),
+                    pod.node_selector(),
+                    pod.required_affinity_terms(),
+                    # KubeRay's custom resources are not awaited by Pulumi: nothing waits.
+                    awaited=kind not in RAY_KINDS,
+                )
+            )
+    return needs, unread
+
+
+def _has_nodes(pool: GpuPool) -> bool:
+    """Can the pool have a node? A minimum of one, Nodes read from the cluster, a Karpenter
+    NodePool, or a minimum not stated (not assumed to be zero)."""
+    if pool.from_nodes or pool.extra.get("provisioner") == "karpenter":
+        return True
+    if pool.obj.kind == "NodePool":
+        return True
+    minimum = pool.extra.get("minSize")
+    if isinstance(minimum, bool) or not isinstance(minimum, int | str):
+        return True
+    try:
+        return int(minimum) >= 1
+    except ValueError:
+        return True
+
+
+def landing(need: PodNeed, pools: Sequence[GpuPool]) -> tuple[list[GpuPool], list[str]]:
+    """The pools *need* can land on, and for each other pool why not."""
+    fits: list[GpuPool] = []
+    why: list[str] = []
+    for pool in pools:
+        untolerated = [t for t in pool.hard_taints if not tolerates(need.tolerations, t)]
+        if untolerated:
+            taint = untolerated[0]
+            why.append(
+                f"pool {pool.name}: taint {taint['key']}={taint['value']}:{taint['effect']} "
+                "not tolerated"
+            )
+            continue
+        if not pool_matches(need.node_selector, need.terms, pool):
+            why.append(f"pool {pool.name}: its labels do not match the node selector/affinity")
+            continue
+        if not _has_nodes(pool):
+            why.append(f"pool {pool.name}: min size 0 and nothing scales it up")
+            continue
+        fits.append(pool)
+    return fits, why
+
+
+def crds_installed(objects: Iterable[K8sObject]) -> dict[str, str]:
+    """``group/Kind`` -> what installs it: CustomResourceDefinition objects and the CRDs
+    of every catalogued chart release (unless its values turn CRD installation off)."""
+    out: dict[str, str] = {}
+    for obj in objects:
+        if obj.kind == "CustomResourceDefinition":
+            group, kind = dig(obj.raw, "spec", "group"), dig(obj.raw, "spec", "names", "kind")
+            if isinstance(group, str) and isinstance(kind, str):
+                out[f"{group}/{kind}"] = obj.resource
+        elif obj.kind == "HelmRelease":
+            release, _ = chart_of(obj)
+            if release is None:
+                continue
+            if release.crds_value:
+                node: Any = _values(obj)
+                for part in release.crds_value.split("."):
+                    node = node.get(part) if isinstance(node, Mapping) else None
+                if node is False:
+                    continue
+            for crd in release.crds:
+                out.setdefault(crd, f"{obj.resource} ({release.chart} {release.version})")
+    return out
