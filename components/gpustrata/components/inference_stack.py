@@ -421,6 +421,8 @@ class InferenceStack(pulumi.ComponentResource):
                 "chart": release.chart,
                 "chart_version": release.version,
                 "values": karpenter_values(plan),
+                # EksCluster installs the agent add-on with the cluster.
+                "install_pod_identity_agent": False,
             },
             k8s_opts,
         )

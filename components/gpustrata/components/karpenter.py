@@ -10,7 +10,7 @@ events. The controller policy below grants the same API actions, written for gpu
 
 import json
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -133,6 +133,9 @@ class KarpenterArgs(TypedDict):
     """Chart version (pinned)."""
     values: dict[str, Any]
     """Chart values (settings.interruptionQueue is filled in)."""
+    install_pod_identity_agent: NotRequired[bool]
+    """Install the eks-pod-identity-agent add-on (default true; false when the cluster
+    already manages it, as :class:`EksCluster` does)."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -227,19 +230,25 @@ class Karpenter(pulumi.ComponentResource):
             ).apply(lambda v: _controller_policy((v[0], v[1], v[2], v[3]))),
             opts=child,
         )
-        agent = aws.eks.Addon(
-            f"{name}-pod-identity-agent",
-            cluster_name=args["cluster_name"],
-            addon_name="eks-pod-identity-agent",
-            opts=child,
-        )
+        # The agent add-on, unless the cluster already manages it (EksCluster does: a
+        # second aws.eks.Addon of the same name fails with ResourceInUseException).
+        agent: list[pulumi.Resource] = []
+        if args.get("install_pod_identity_agent", True):
+            agent.append(
+                aws.eks.Addon(
+                    f"{name}-pod-identity-agent",
+                    cluster_name=args["cluster_name"],
+                    addon_name="eks-pod-identity-agent",
+                    opts=child,
+                )
+            )
         identity = aws.eks.PodIdentityAssociation(
             f"{name}-pod-identity",
             cluster_name=args["cluster_name"],
             namespace=args["namespace"],
             service_account=args["service_account"],
             role_arn=role.arn,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[agent]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=agent),
         )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",

@@ -10,6 +10,7 @@ from gpustrata.core.terminal import printable
 from gpustrata.planning.plan import StackPlan
 from gpustrata.reports.serving import serving_rows, serving_text
 from gpustrata.runtime.mockrun import Registered, run_program, stack_config
+from gpustrata_policies.rehearsal import Rehearsal, rehearse
 
 LAYERS = ("nodes", "gpu-software", "ray", "vllm", "other")
 _LAYER_OF_COMPONENT = {
@@ -49,6 +50,8 @@ class PlanReport:
     """Why that environment (see :func:`rules_environment`)."""
     warnings: list[str] = field(default_factory=list)
     """Advisory notes on the stack file (plaintext config named like a credential)."""
+    rehearsal: Rehearsal | None = None
+    """The deploy rehearsal of the registered resources (what `up` would meet)."""
     _index: dict[str, Registered] = field(default_factory=dict, repr=False)
 
     def layer_of(self, resource: Registered) -> str:
@@ -85,6 +88,8 @@ class PlanReport:
         }
         if self.warnings:  # only when there are any: the reference stacks' JSON is unchanged
             data["warnings"] = self.warnings
+        if self.rehearsal is not None:
+            data["rehearsal"] = self.rehearsal.as_dict()
         return data
 
     def text(self) -> str:
@@ -115,6 +120,8 @@ class PlanReport:
         lines += ["", "Derived values (value <- working [source])"]
         for d in self.plan.derived:
             lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")
+        if self.rehearsal is not None:
+            lines += ["", *self.rehearsal.text()]
         lines += ["", f"Findings: {len(self.findings)}"]
         for f in self.findings:
             lines.append(
@@ -247,4 +254,7 @@ def plan_report(
     report.findings = [f.to_json() for f in result.findings]
     report.not_evaluated = [n.to_json() for n in result.not_evaluated]
     report.exit_code = result.exit_code
+    report.rehearsal = rehearse(resources)
+    if report.rehearsal.blockers:  # `up` would hang, fail or serve nothing
+        report.exit_code = max(report.exit_code, 1)
     return report

@@ -1,0 +1,360 @@
+"""The deploy rehearsal: what the cluster would do, step by step, as `pulumi up` creates
+a program's resources.
+
+``pulumi preview`` says what changes; it does not say whether the stack comes up. The
+rehearsal replays the registered resources in their registration order (Pulumi creates a
+resource only after everything it depends on, and registration follows that order) and,
+at each step, asks of a model of the cluster what a real ``up`` would meet:
+
+* the nodes that exist then: the node groups and Karpenter NodePools (with their
+  controller) among the step's transitive dependencies, with their taints, labels and
+  minimum size (a resource that does not depend on a node group may start before it
+  exists, however the program is ordered);
+* the CRDs installed then: by the charts and CustomResourceDefinitions among its
+  dependencies;
+* each awaited Pod of the step: a Helm release (``skipAwait`` false) waits for its chart's
+  controller Pods (catalogued per chart and version, :mod:`gpustrata.catalog.charts`), an
+  EKS add-on for its Pods, a Deployment or StatefulSet for its replicas.
+
+A step the cluster cannot satisfy *would hang* (a wait that times out: the release's 15
+minutes) or *would fail* (the API server refuses it). A KubeRay custom resource is not
+awaited by Pulumi, so a Ray head with no node leaves ``up`` green and the model
+*serving nothing*. What the offline model cannot know (a chart not catalogued, a Secret
+created outside the stack, quotas and zone capacity of the account) is said so, never
+assumed. Destroy is rehearsed in reverse: what must go before what it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from gpustrata_policies.inputs.pulumi import (
+    HELM_RELEASE_TOKENS,
+    NODE_GROUP_TOKEN,
+    object_from_pulumi,
+)
+from gpustrata_policies.view.objects import RAY_KINDS, K8sObject
+from gpustrata_policies.view.pools import GpuPool, pools_of
+from gpustrata_policies.view.scheduling import (
+    ADDON_KIND,
+    PodNeed,
+    crds_installed,
+    custom_kind,
+    landing,
+    pods_that_must_run,
+)
+
+__all__ = ["Rehearsal", "Step", "rehearse"]
+
+Status = Literal["ok", "would-hang", "would-fail", "serves-nothing", "not-evaluated"]
+BLOCKING: frozenset[str] = frozenset({"would-hang", "would-fail", "serves-nothing"})
+_AWAITED_KINDS = frozenset({"Deployment", "StatefulSet", "Job", "ReplicaSet", "Pod"})
+_KARPENTER_CHART = "karpenter"
+
+
+class Record(Protocol):
+    """What the rehearsal reads of a registered resource (``mockrun.Registered``)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def inputs(self) -> dict[str, Any]: ...
+    @property
+    def depends_on(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True)
+class Step:
+    """One resource's step of the rehearsal."""
+
+    index: int
+    resource: str
+    type: str
+    status: Status
+    message: str
+    fix: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "index": self.index,
+            "resource": self.resource,
+            "type": self.type,
+            "status": self.status,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+@dataclass
+class Rehearsal:
+    """Every step that says something, in creation order, and the destroy checks."""
+
+    steps: list[Step] = field(default_factory=list)
+    destroy: list[Step] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What only a real account can tell (quotas, zone capacity, Secrets made outside)."""
+
+    @property
+    def blockers(self) -> list[Step]:
+        """Steps that would hang, fail or leave a model serving nothing."""
+        return [s for s in [*self.steps, *self.destroy] if s.status in BLOCKING]
+
+    @property
+    def first_blocker(self) -> Step | None:
+        """The first thing that would stop `up` (or leave it serving nothing)."""
+        blockers = self.blockers
+        return blockers[0] if blockers else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form (``plan --format json``'s ``rehearsal``)."""
+        first = self.first_blocker
+        return {
+            "first_blocker": first.as_dict() if first else None,
+            "steps": [s.as_dict() for s in self.steps],
+            "destroy": [s.as_dict() for s in self.destroy],
+            "notes": list(self.notes),
+        }
+
+    def text(self) -> list[str]:
+        """Lines for the text report."""
+        counted = {s: 0 for s in ("ok", *sorted(BLOCKING), "not-evaluated")}
+        for s in self.steps:
+            counted[s.status] = counted.get(s.status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in counted.items() if n)
+        lines = [f"Deploy rehearsal (creation order): {summary or 'nothing to check'}"]
+        first = self.first_blocker
+        if first is None:
+            lines.append("  every awaited step can complete; no custom resource lacks its CRD")
+        else:
+            lines.append(f"  first blocker: [{first.status}] {first.resource}: {first.message}")
+            if first.fix:
+                lines.append(f"      fix: {first.fix}")
+        for s in [*self.steps, *self.destroy]:
+            if s is first or s.status == "ok":
+                continue
+            lines.append(f"  [{s.status}] {s.resource}: {s.message}")
+            if s.fix:
+                lines.append(f"      fix: {s.fix}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return lines
+
+
+def _closures(records: Sequence[Record]) -> dict[str, set[str]]:
+    """Resource name -> everything it waits for, transitively (registration order is a
+    topological order: a resource's dependencies were registered before it)."""
+    out: dict[str, set[str]] = {}
+    for r in records:
+        seen: set[str] = set()
+        for dep in r.depends_on:
+            seen.add(dep)
+            seen |= out.get(dep, set())
+        out[r.name] = seen
+    return out
+
+
+def _skip_await(record: Record) -> bool:
+    return bool(record.inputs.get("skipAwait"))
+
+
+def _pools_at(objects: Iterable[K8sObject], karpenter_running: bool) -> list[GpuPool]:
+    pools = pools_of(objects)
+    if karpenter_running:
+        return pools
+    # A NodePool launches nothing without its controller.
+    return [
+        p for p in pools if p.obj.kind != "NodePool" and p.extra.get("provisioner") != ("karpenter")
+    ]
+
+
+def _pool_fix(need: PodNeed) -> str:
+    if need.chart is not None and need.values_path:
+        return (
+            f"give it a node: an untainted node group it selects, created before the "
+            f"release (depends_on), or set {need.chart.chart} values {need.values_path} / "
+            "its tolerations to a pool that exists"
+        )
+    return (
+        "add an untainted system node group for Pods without a GPU toleration (or a "
+        "toleration and selector for a pool that exists), and make this resource depend "
+        "on it"
+    )
+
+
+def _place(
+    need: PodNeed, now: Sequence[GpuPool], every: Sequence[GpuPool]
+) -> tuple[bool, str, str]:
+    """(lands, why not, fix) for one Pod against the pools that exist now."""
+    fits, why = landing(need, now)
+    if fits:
+        return True, "", ""
+    later, _ = landing(need, every)
+    if later:
+        names = ", ".join(p.name for p in later)
+        return (
+            False,
+            f"{need.name} can only run on {names}, which is not created before this step "
+            "(no dependency): its wait starts before any node it can use exists",
+            f"make it depend on the node group(s) {names}",
+        )
+    reasons = "; ".join(why) if why else "no node pool exists yet"
+    return False, f"{need.name} has no node: {reasons}", _pool_fix(need)
+
+
+def rehearse(records: Sequence[Record]) -> Rehearsal:
+    """Replay *records* (registration order) against a model of the cluster."""
+    out = Rehearsal()
+    objects: dict[str, K8sObject] = {}
+    for r in records:
+        raw = object_from_pulumi(r.type, r.name, r.inputs)
+        if raw is not None:
+            objects[r.name] = K8sObject(raw)
+    closures = _closures(records)
+    every_pool = _pools_at(objects.values(), karpenter_running=True)
+    node_groups = [r for r in records if r.type == NODE_GROUP_TOKEN]
+    existing_cluster = not any(r.type == "aws:eks/cluster:Cluster" for r in records)
+    if existing_cluster:
+        out.notes.append(
+            "an existing cluster: its nodes other than the pools the stack describes are "
+            "not known here, so Pods that land nowhere described are reported, not assumed "
+            "to hang"
+        )
+    for index, r in enumerate(records):
+        obj = objects.get(r.name)
+        if obj is None:
+            continue
+        before = [objects[n] for n in closures[r.name] if n in objects]
+        if existing_cluster:  # described pools are there from the start
+            before += [o for o in objects.values() if o.kind == "GpuNodePool"]
+        karpenter = any(
+            o.kind == "HelmRelease" and o.raw.get("spec", {}).get("chart") == _KARPENTER_CHART
+            for o in before
+        )
+        step = _step(index, r, obj, before, karpenter, every_pool, existing_cluster)
+        if step is not None:
+            out.steps.append(step)
+    out.destroy = _destroy_steps(records, objects, closures)
+    if node_groups:
+        out.notes.append(
+            "EC2 vCPU quotas and which zones offer each instance type are the account's: "
+            "the program picks subnets in zones that offer a GPU type, and `up` fails on a "
+            "quota below the pools' vCPUs (see docs/howto/first-pulumi-up.md for the codes)"
+        )
+    return out
+
+
+def _step(
+    index: int,
+    record: Record,
+    obj: K8sObject,
+    before: list[K8sObject],
+    karpenter: bool,
+    every_pool: list[GpuPool],
+    existing_cluster: bool,
+) -> Step | None:
+    kind = obj.kind
+    step = _crd_step(index, record, obj, before)
+    if step is not None:
+        return step
+    awaited = (
+        (record.type in HELM_RELEASE_TOKENS and not _skip_await(record))
+        or kind == ADDON_KIND
+        or kind in _AWAITED_KINDS
+        or kind in RAY_KINDS
+    )
+    if not awaited:
+        return None
+    needs, unread = pods_that_must_run([obj])
+    if unread:
+        return Step(index, record.name, record.type, "not-evaluated", "; ".join(unread))
+    if not needs:
+        return Step(index, record.name, record.type, "ok", "no Pod to place")
+    now = _pools_at(before, karpenter)
+    for need in needs:
+        lands, why, fix = _place(need, now, every_pool)
+        if lands:
+            continue
+        if existing_cluster:
+            return Step(
+                index,
+                record.name,
+                record.type,
+                "not-evaluated",
+                f"{why} (the existing cluster may have other nodes)",
+                fix,
+            )
+        if kind in RAY_KINDS:
+            return Step(
+                index,
+                record.name,
+                record.type,
+                "serves-nothing",
+                f"{why}; Pulumi does not await KubeRay resources, so `up` succeeds and the "
+                "model serves nothing",
+                fix,
+            )
+        status: Status = "would-fail" if kind == ADDON_KIND else "would-hang"
+        wait = (
+            "the add-on stays DEGRADED and its creation fails"
+            if kind == ADDON_KIND
+            else "its wait times out"
+        )
+        return Step(index, record.name, record.type, status, f"{why}; {wait}", fix)
+    return Step(index, record.name, record.type, "ok", f"{len(needs)} Pod(s) have a node")
+
+
+def _crd_step(index: int, record: Record, obj: K8sObject, before: list[K8sObject]) -> Step | None:
+    """A custom resource whose CRD nothing before it installs: 'no matches for kind'."""
+    group_kind = custom_kind(obj)
+    if group_kind is None:
+        return None
+    installed = crds_installed(before)
+    if group_kind in installed:
+        return None
+    return Step(
+        index,
+        record.name,
+        record.type,
+        "would-fail",
+        f"{obj.kind} ({group_kind}): no CRD is installed before it; the API server answers "
+        f'"no matches for kind {obj.kind}"',
+        "install the chart that owns the CRD in the stack and make this resource depend on "
+        "it, or refuse the feature (e.g. monitoring.mode / keda.enabled in a gpustrata stack)",
+    )
+
+
+def _destroy_steps(
+    records: Sequence[Record], objects: Mapping[str, K8sObject], closures: Mapping[str, set[str]]
+) -> list[Step]:
+    """Destroy goes in reverse dependency order: a Karpenter NodePool must depend on the
+    controller's release (else the controller may go first and its instances keep
+    running), and a Helm release on the node groups its Pods run on."""
+    out: list[Step] = []
+    karpenter = [
+        r.name
+        for r in records
+        if r.name in objects
+        and objects[r.name].kind == "HelmRelease"
+        and r.inputs.get("chart") == _KARPENTER_CHART
+    ]
+    for index, r in enumerate(records):
+        obj = objects.get(r.name)
+        if obj is None or obj.kind != "NodePool" or not karpenter:
+            continue
+        if not any(k in closures[r.name] for k in karpenter):
+            out.append(
+                Step(
+                    index,
+                    r.name,
+                    r.type,
+                    "would-fail",
+                    "on destroy the Karpenter controller may be deleted before this NodePool, "
+                    "leaving its NodeClaims' instances running (and billing)",
+                    "make the NodePool depend on the Karpenter release",
+                )
+            )
+    return out
