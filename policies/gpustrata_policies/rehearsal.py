@@ -157,6 +157,12 @@ def _closures(records: Sequence[Record]) -> dict[str, set[str]]:
     return out
 
 
+def _is_karpenter(obj: K8sObject) -> bool:
+    """The Karpenter controller's release (a chart name or an OCI reference to it)."""
+    chart = obj.raw.get("spec", {}).get("chart") if obj.kind == "HelmRelease" else None
+    return isinstance(chart, str) and chart.rsplit("/", 1)[-1] == _KARPENTER_CHART
+
+
 def _skip_await(record: Record) -> bool:
     return bool(record.inputs.get("skipAwait"))
 
@@ -192,7 +198,7 @@ def _place(
     fits, why = landing(need, now)
     if fits:
         return True, "", ""
-    later, _ = landing(need, every)
+    later, why_every = landing(need, every)
     if later:
         names = ", ".join(p.name for p in later)
         return (
@@ -201,7 +207,17 @@ def _place(
             "(no dependency): its wait starts before any node it can use exists",
             f"make it depend on the node group(s) {names}",
         )
-    reasons = "; ".join(why) if why else "no node pool exists yet"
+    if not now:  # nothing before it; say why no pool of the whole stack would do either
+        why = why_every
+    reasons = "; ".join(why) if why else "the stack describes no node pool"
+    empty = [w.split(":", 1)[0].removeprefix("pool ") for w in why if "min size 0" in w]
+    if empty and len(empty) == len(why):
+        return (
+            False,
+            f"{need.name} has no node: {reasons}",
+            f"give {', '.join(empty)} min_size >= 1 (a managed node group has no autoscaler "
+            "here) or let Karpenter provision it (provisioner: karpenter)",
+        )
     return False, f"{need.name} has no node: {reasons}", _pool_fix(need)
 
 
@@ -230,10 +246,7 @@ def rehearse(records: Sequence[Record]) -> Rehearsal:
         before = [objects[n] for n in closures[r.name] if n in objects]
         if existing_cluster:  # described pools are there from the start
             before += [o for o in objects.values() if o.kind == "GpuNodePool"]
-        karpenter = any(
-            o.kind == "HelmRelease" and o.raw.get("spec", {}).get("chart") == _KARPENTER_CHART
-            for o in before
-        )
+        karpenter = any(_is_karpenter(o) for o in before)
         step = _step(index, r, obj, before, karpenter, every_pool, existing_cluster)
         if step is not None:
             out.steps.append(step)
@@ -334,13 +347,7 @@ def _destroy_steps(
     controller's release (else the controller may go first and its instances keep
     running), and a Helm release on the node groups its Pods run on."""
     out: list[Step] = []
-    karpenter = [
-        r.name
-        for r in records
-        if r.name in objects
-        and objects[r.name].kind == "HelmRelease"
-        and r.inputs.get("chart") == _KARPENTER_CHART
-    ]
+    karpenter = [r.name for r in records if r.name in objects and _is_karpenter(objects[r.name])]
     for index, r in enumerate(records):
         obj = objects.get(r.name)
         if obj is None or obj.kind != "NodePool" or not karpenter:

@@ -14,7 +14,7 @@ rather than guessing its defaults.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -27,6 +27,8 @@ __all__ = [
     "PodPlacement",
     "chart_release",
     "chart_releases",
+    "crd_owner",
+    "placement_values",
     "pod_placement",
 ]
 
@@ -167,9 +169,43 @@ def pod_placement(pod: ChartPod, values: Mapping[str, Any]) -> PodPlacement:
     required = pod.required_affinity
     if found and isinstance(aff, Mapping):
         node_aff = aff.get("nodeAffinity")
-        req = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(
-            node_aff, Mapping
-        ) else None
+        req = (
+            node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+            if isinstance(node_aff, Mapping)
+            else None
+        )
         terms = req.get("nodeSelectorTerms") if isinstance(req, Mapping) else None
         required = tuple(terms) if isinstance(terms, list) else ()
     return PodPlacement(pod, on, tolerations, selector, required)
+
+
+def _put(out: dict[str, Any], path: str, value: Any) -> None:
+    node = out
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+
+
+def placement_values(
+    release: ChartRelease,
+    node_selector: Mapping[str, str],
+    tolerations: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """Chart values that place every controller Pod of *release* (not its DaemonSets,
+    which must run on every node they serve) with *node_selector*, and *tolerations*
+    when given, through the chart's own values keys."""
+    out: dict[str, Any] = {}
+    for pod in release.pods:
+        if pod.workload == "DaemonSet":
+            continue
+        if pod.values_node_selector:
+            _put(out, pod.values_node_selector, dict(node_selector))
+        if tolerations and pod.values_tolerations:
+            _put(out, pod.values_tolerations, [dict(t) for t in tolerations])
+    return out
+
+
+def crd_owner(group_kind: str) -> list[ChartRelease]:
+    """The catalogued releases whose chart installs the CRD *group_kind*."""
+    return [r for r in chart_releases() if group_kind in r.crds]

@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpustrata.catalog.charts import ChartRelease, chart_release, chart_releases
+from gpustrata.catalog.aws import eks_addon_version
+from gpustrata.catalog.charts import (
+    ChartRelease,
+    chart_release,
+    chart_releases,
+    placement_values,
+)
 from gpustrata.core.contract import POOL_LABEL
 from gpustrata.spec.stack import StackSpec
 
@@ -91,8 +97,6 @@ def system_values(chart: str, version: str, values: Mapping[str, Any]) -> dict[s
     set through the chart's own values keys, from the chart catalogue). A chart that is
     not catalogued keeps *values* unchanged (the rehearsal then says it is not evaluated).
     """
-    from gpustrata.catalog.charts import placement_values
-
     release, _ = catalogued_chart(chart, version)
     if release is None:
         return dict(values)
@@ -179,6 +183,8 @@ def monitoring_values() -> dict[str, Any]:
             }
         },
         "alertmanager": {"alertmanagerSpec": {"nodeSelector": dict(SYSTEM_SELECTOR)}},
+        # Dashboards are the user's choice; the stack needs the operator and Prometheus.
+        "grafana": {"enabled": False},
     }
 
 
@@ -186,8 +192,6 @@ def addon_versions(kubernetes_version: str, *, csi: bool) -> dict[str, str | Non
     """The EKS add-ons a created cluster manages, each pinned where the AWS catalogue
     cites a version for *kubernetes_version* (None: EKS's default for that version).
     The EBS CSI driver only when a model's volume needs it (*csi*)."""
-    from gpustrata.catalog.aws import eks_addon_version
-
     names = ["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"]
     if csi:
         names.append(EBS_CSI_ADDON)

@@ -225,6 +225,8 @@ def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
             labels.setdefault("nvidia.com/gpu.product", product)
         if count is not None:
             labels.setdefault("nvidia.com/gpu.count", str(count))
+        if spec.get("provisioner") == "karpenter":  # Karpenter labels every node it launches
+            labels.setdefault("karpenter.sh/nodepool", obj.name)
         taints = []
         for taint in as_list(spec.get("taints"), f"taints of {obj.resource}"):
             if isinstance(taint, Mapping):
