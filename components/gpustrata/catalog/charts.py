@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -63,6 +63,30 @@ class ChartPod:
     DaemonSet with no eligible node is ready at 0)."""
     sources: tuple[str, ...]
     """``repo@tag:path`` of the templates and values read."""
+    replicas: int | None = None
+    """Default replica count of a Deployment/StatefulSet (``None``: a DaemonSet, a Job, or
+    not read)."""
+    values_replicas: str | None = None
+    """Dotted values path of the replica count."""
+    anti_affinity: tuple[Mapping[str, Any], ...] = ()
+    """Default ``podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution`` terms
+    (``{topologyKey: kubernetes.io/hostname}``: every replica on a distinct node)."""
+    spread: tuple[Mapping[str, Any], ...] = ()
+    """Default ``topologySpreadConstraints`` (``whenUnsatisfiable: DoNotSchedule`` ones
+    are hard)."""
+    values_spread: str | None = None
+    """Dotted values path that replaces :attr:`spread`."""
+    hook: str | None = None
+    """Helm hook the Pod runs as (``pre-install``, ``pre-upgrade``, ``post-delete``...);
+    ``None``: an ordinary release object. Helm always waits for hook Jobs."""
+    also_enabled: tuple[str, ...] = ()
+    """Further dotted values paths that must all be true for the Pod to run (a subchart's
+    own switch under its condition); a path not set counts as true."""
+    affinity_is_placement: bool = False
+    """Whether the default required node affinity chooses *where* the Pod runs (the DRA
+    driver controller's control-plane affinity), so pinning the Pod to a pool must replace
+    it; ``False``: it is a guard to keep (Karpenter's ``karpenter.sh/nodepool
+    DoesNotExist``, a kubelet plugin's GPU-node terms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +106,15 @@ class ChartRelease:
     """Dotted values path that turns CRD installation off (``None``: always installed or
     none)."""
     sources: tuple[str, ...]
+    crds_in_chart_dir: bool = False
+    """Whether the CRDs ship in the chart's ``crds/`` directory: Helm installs them before
+    any template (never upgrades them) and only ``--skip-crds`` (Pulumi ``skip_crds``)
+    leaves them out."""
+    crds_when: Mapping[str, str] = field(default_factory=dict)
+    """``group/Kind`` -> dotted values path that must be true for that CRD to be installed
+    (a subchart's ``condition``, e.g. ``nfd.enabled``)."""
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    """Further cited facts by name, read through the typed accessors of this module."""
 
 
 def _pod(entry: Mapping[str, Any]) -> ChartPod:
@@ -98,6 +131,14 @@ def _pod(entry: Mapping[str, Any]) -> ChartPod:
         enabled_by_default=bool(entry.get("enabled_by_default", True)),
         awaited=bool(entry.get("awaited", entry["workload"] != "DaemonSet")),
         sources=tuple(str(s) for s in entry.get("sources") or ()),
+        replicas=None if entry.get("replicas") is None else int(entry["replicas"]),
+        values_replicas=entry.get("values", {}).get("replicas"),
+        anti_affinity=tuple(entry.get("anti_affinity") or ()),
+        spread=tuple(entry.get("spread") or ()),
+        values_spread=entry.get("values", {}).get("spread"),
+        hook=entry.get("hook"),
+        also_enabled=tuple(str(p) for p in entry.get("values", {}).get("also_enabled") or ()),
+        affinity_is_placement=bool(entry.get("affinity_is_placement", False)),
     )
 
 
@@ -115,6 +156,9 @@ def chart_releases() -> tuple[ChartRelease, ...]:
             crds=tuple(str(c) for c in e.get("crds") or ()),
             crds_value=e.get("crds_value"),
             sources=tuple(str(s) for s in e.get("sources") or ()),
+            crds_in_chart_dir=bool(e.get("crds_in_chart_dir", False)),
+            crds_when={str(k): str(v) for k, v in (e.get("crds_when") or {}).items()},
+            facts=dict(e.get("facts") or {}),
         )
         for e in doc["charts"]
     )
@@ -152,39 +196,86 @@ class PodPlacement:
     node_selector: Mapping[str, str]
     required_affinity: tuple[Mapping[str, Any], ...]
     """``nodeSelectorTerms`` of the required node affinity (ORed)."""
+    replicas: int | None = None
+    """Replica count with the values applied (``None``: not a counted workload)."""
+    anti_affinity: tuple[Mapping[str, Any], ...] = ()
+    """Required pod anti-affinity terms with the values applied."""
+    spread: tuple[Mapping[str, Any], ...] = ()
+    """Topology spread constraints with the values applied."""
+
+
+def _enabled(pod: ChartPod, values: Mapping[str, Any]) -> bool:
+    found, enabled = _at(values, pod.values_enabled)
+    on = bool(enabled) if found and isinstance(enabled, bool) else pod.enabled_by_default
+    for path in pod.also_enabled:
+        found, also = _at(values, path)
+        if found and isinstance(also, bool) and not also:
+            on = False
+    return on
 
 
 def pod_placement(pod: ChartPod, values: Mapping[str, Any]) -> PodPlacement:
-    """*pod* with the release's *values* applied (a values key, when set, replaces the
-    chart default as Helm's merge does for lists and is merged for maps)."""
-    found, enabled = _at(values, pod.values_enabled)
-    on = bool(enabled) if found and isinstance(enabled, bool) else pod.enabled_by_default
+    """*pod* with the release's *values* applied as Helm coalesces them: a list set in
+    the values replaces the chart default, a map is merged into it key by key, and a key
+    set to ``null`` removes the default (the whole ``affinity``, one ``nodeSelector``
+    label)."""
     found, tols = _at(values, pod.values_tolerations)
     tolerations = tuple(tols) if found and isinstance(tols, list) else pod.tolerations
+    if found and tols is None:
+        tolerations = ()
     found, sel = _at(values, pod.values_node_selector)
     selector = dict(pod.node_selector)
-    if found and isinstance(sel, Mapping):
-        selector.update({str(k): str(v) for k, v in sel.items()})
+    if found and sel is None:
+        selector = {}
+    elif found and isinstance(sel, Mapping):
+        for key, value in sel.items():
+            if value is None:
+                selector.pop(str(key), None)
+            else:
+                selector[str(key)] = str(value)
     found, aff = _at(values, pod.values_affinity)
     required = pod.required_affinity
-    if found and isinstance(aff, Mapping):
-        node_aff = aff.get("nodeAffinity")
-        req = (
-            node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
-            if isinstance(node_aff, Mapping)
-            else None
+    anti = pod.anti_affinity
+    if found and aff is None:
+        required, anti = (), ()
+    elif found and isinstance(aff, Mapping):
+        found_terms, terms = _at(
+            aff, "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
         )
-        terms = req.get("nodeSelectorTerms") if isinstance(req, Mapping) else None
-        required = tuple(terms) if isinstance(terms, list) else ()
-    return PodPlacement(pod, on, tolerations, selector, required)
+        if found_terms:
+            required = tuple(terms) if isinstance(terms, list) else ()
+        elif "nodeAffinity" in aff and aff["nodeAffinity"] is None:
+            required = ()
+        found_anti, anti_terms = _at(
+            aff, "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        if found_anti:
+            anti = tuple(anti_terms) if isinstance(anti_terms, list) else ()
+        elif "podAntiAffinity" in aff and aff["podAntiAffinity"] is None:
+            anti = ()
+    found, spr = _at(values, pod.values_spread)
+    spread = pod.spread
+    if found:
+        spread = tuple(spr) if isinstance(spr, list) else ()
+    found, reps = _at(values, pod.values_replicas)
+    replicas = pod.replicas
+    if found and isinstance(reps, int) and not isinstance(reps, bool):
+        replicas = reps
+    return PodPlacement(
+        pod, _enabled(pod, values), tolerations, selector, required, replicas, anti, spread
+    )
 
 
-def _put(out: dict[str, Any], path: str, value: Any) -> None:
+def _set(out: dict[str, Any], path: str, value: Any) -> None:
+    parts = path.split(".")
     node = out
-    *parents, last = path.split(".")
-    for part in parents:
-        node = node.setdefault(part, {})
-    node[last] = value
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
 
 
 def placement_values(
@@ -192,20 +283,35 @@ def placement_values(
     node_selector: Mapping[str, str],
     tolerations: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """Chart values that place every controller Pod of *release* (not its DaemonSets,
-    which must run on every node they serve) with *node_selector*, and *tolerations*
-    when given, through the chart's own values keys."""
+    """The nested values that pin every controller Pod of *release* (each Pod that is
+    not a DaemonSet: node agents stay on their nodes) to the nodes *node_selector*
+    selects, through the chart's own values keys as catalogued: its node selector, its
+    tolerations when *tolerations* is not empty (else the chart's default stays), and,
+    where the chart's default required node affinity is itself the placement
+    (:attr:`ChartPod.affinity_is_placement`), a required node affinity of the same labels
+    in its place. Pods whose values key is not known are left as they are."""
     out: dict[str, Any] = {}
+    selector = {str(k): str(v) for k, v in node_selector.items()}
     for pod in release.pods:
         if pod.workload == "DaemonSet":
             continue
         if pod.values_node_selector:
-            _put(out, pod.values_node_selector, dict(node_selector))
+            _set(out, pod.values_node_selector, dict(selector))
         if tolerations and pod.values_tolerations:
-            _put(out, pod.values_tolerations, [dict(t) for t in tolerations])
+            _set(out, pod.values_tolerations, [dict(t) for t in tolerations])
+        if pod.affinity_is_placement and pod.required_affinity and pod.values_affinity:
+            expressions = [{"key": k, "operator": "In", "values": [v]} for k, v in selector.items()]
+            if expressions:
+                _set(
+                    out,
+                    f"{pod.values_affinity}.nodeAffinity."
+                    "requiredDuringSchedulingIgnoredDuringExecution",
+                    {"nodeSelectorTerms": [{"matchExpressions": expressions}]},
+                )
     return out
 
 
 def crd_owner(group_kind: str) -> list[ChartRelease]:
-    """The catalogued releases whose chart installs the CRD *group_kind*."""
+    """Every catalogued release that installs the CRD *group_kind* (``ray.io/RayService``),
+    newest catalogue order kept."""
     return [r for r in chart_releases() if group_kind in r.crds]
