@@ -1,25 +1,61 @@
-"""The AWS facts catalogue: quota codes per family and capacity type, add-on pins."""
+"""The AWS facts catalogue: quota codes per family and capacity type, add-on pins, and
+vCPUs by instance size."""
 
 from __future__ import annotations
 
+import pytest
+
 from gpustrata.catalog.aws import (
     eks_addon_version,
+    eks_addon_versions,
     instance_vcpus,
     quota_increase_command,
     vcpu_quota,
+    vcpu_quotas,
 )
 
 
-def test_quota_per_family_and_capacity() -> None:
-    p5 = vcpu_quota("p5.48xlarge", "ON_DEMAND")
-    assert p5 is not None and p5.code == "L-417A185B"
-    g6 = vcpu_quota("g6.xlarge", "SPOT")
-    assert g6 is not None and g6.code == "L-3819A6DF"
-    m7i = vcpu_quota("m7i.xlarge", "ON_DEMAND")
-    assert m7i is not None and m7i.code == "L-1216C47A"
+@pytest.mark.parametrize(
+    ("instance_type", "capacity", "code"),
+    [
+        ("p5.48xlarge", "ON_DEMAND", "L-417A185B"),
+        ("p5.48xlarge", "SPOT", "L-7212CCBC"),
+        ("g6.xlarge", "SPOT", "L-3819A6DF"),
+        ("g6e.2xlarge", "ON_DEMAND", "L-DB2E81BA"),
+        ("g6e.12xlarge", "ON_DEMAND", "L-DB2E81BA"),
+        ("m7i.xlarge", "ON_DEMAND", "L-1216C47A"),
+        ("m7i.large", "SPOT", "L-34B43A08"),
+    ],
+)
+def test_quota_per_family_and_capacity(instance_type: str, capacity: str, code: str) -> None:
+    quota = vcpu_quota(instance_type, capacity)
+    assert quota is not None and quota.code == code
+    assert quota.capacity_type == capacity
+
+
+def test_unknown_family_or_capacity_has_no_quota() -> None:
     assert vcpu_quota("x2iedn.xlarge", "ON_DEMAND") is None
-    assert "--quota-code L-417A185B --desired-value 192 --region us-west-2" in (
-        quota_increase_command(p5, 192, "us-west-2")
+    assert vcpu_quota("nonsense", "SPOT") is None
+    assert vcpu_quota("m7i.xlarge", "RESERVED") is None
+
+
+def test_quotas_are_cited_and_defaults_only_where_stated() -> None:
+    quotas = vcpu_quotas()
+    assert len({q.code for q in quotas}) == len(quotas) == 6
+    for quota in quotas:
+        assert quota.sources and all(s.startswith("https://") for s in quota.sources)
+    standard = vcpu_quota("m7i.xlarge", "ON_DEMAND")
+    assert standard is not None and standard.default_vcpus == 5
+    p_on_demand = vcpu_quota("p5.48xlarge", "ON_DEMAND")
+    assert p_on_demand is not None and p_on_demand.default_vcpus is None
+
+
+def test_quota_increase_command() -> None:
+    quota = vcpu_quota("p5.48xlarge", "ON_DEMAND")
+    assert quota is not None
+    assert quota_increase_command(quota, 192, "us-west-2") == (
+        "aws service-quotas request-service-quota-increase --service-code ec2 "
+        "--quota-code L-417A185B --desired-value 192 --region us-west-2"
     )
 
 
@@ -27,13 +63,22 @@ def test_instance_vcpus_by_size() -> None:
     assert instance_vcpus("m7i.large") == 2
     assert instance_vcpus("m7i.xlarge") == 4
     assert instance_vcpus("m7i.4xlarge") == 16
+    assert instance_vcpus("c7i.2xlarge") == 8
+    assert instance_vcpus("r7i.48xlarge") == 192
+    assert instance_vcpus("m7g.xlarge") == 4
     assert instance_vcpus("m7i.metal-24xl") is None
     assert instance_vcpus("g6.xlarge") is None
+    assert instance_vcpus("t3.medium") is None
+    assert instance_vcpus("unknown") is None
 
 
 def test_addon_pins_cited_or_absent() -> None:
     coredns = eks_addon_version("coredns", "1.34")
-    assert coredns is not None and coredns.version.startswith("v1.13")
-    assert coredns.sources and coredns.sources[0].startswith("https://")
-    assert eks_addon_version("vpc-cni", "1.34") is None
+    assert coredns is not None and coredns.version.startswith("v1.")
+    assert "eksbuild" in coredns.version
+    for pin in eks_addon_versions():
+        assert pin.sources and all(s.startswith("https://") for s in pin.sources)
+    pairs = [(p.name, p.kubernetes) for p in eks_addon_versions()]
+    assert len(pairs) == len(set(pairs))
+    assert eks_addon_version("eks-pod-identity-agent", "1.34") is None
     assert eks_addon_version("coredns", "1.20") is None

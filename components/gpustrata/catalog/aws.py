@@ -1,6 +1,6 @@
 """AWS facts of the cluster foundation (``data/aws.yaml``, each cited): the EKS add-on
 versions pinned per Kubernetes minor, the EC2 vCPU quota each instance family counts
-against, and the vCPUs of a non-GPU instance type by its size."""
+against on demand and on spot, and the vCPUs of an m/c/r instance type by its size."""
 
 from __future__ import annotations
 
@@ -16,28 +16,37 @@ __all__ = [
     "AddonVersion",
     "VcpuQuota",
     "eks_addon_version",
+    "eks_addon_versions",
     "instance_vcpus",
     "quota_increase_command",
     "vcpu_quota",
+    "vcpu_quotas",
 ]
+
+CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 
 
 @dataclass(frozen=True, slots=True)
 class AddonVersion:
-    """An EKS add-on version to pin."""
+    """An EKS add-on version the foundation pins for one Kubernetes minor."""
 
+    name: str
+    kubernetes: str
     version: str
     sources: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class VcpuQuota:
-    """An EC2 vCPU quota (Service Quotas, service code ec2)."""
+    """An EC2 vCPU quota (Service Quotas, service code ``ec2``)."""
 
     code: str
     name: str
+    capacity_type: str
+    families: tuple[str, ...]
     default_vcpus: int | None
-    """The value a new account has, where a source states it (None: the account's own)."""
+    """AWS's default before any increase, where a cited AWS page states it; None: the
+    account's own value (read it with ``aws service-quotas get-service-quota``)."""
     sources: tuple[str, ...]
 
 
@@ -47,33 +56,66 @@ def _doc() -> Any:
     return safe_load(text)
 
 
+@functools.cache
+def eks_addon_versions() -> tuple[AddonVersion, ...]:
+    """Every catalogued (add-on, Kubernetes minor) pin."""
+    return tuple(
+        AddonVersion(
+            name=str(e["name"]),
+            kubernetes=str(e["kubernetes"]),
+            version=str(e["version"]),
+            sources=tuple(str(s) for s in e["sources"]),
+        )
+        for e in _doc()["eks_addons"]
+    )
+
+
 def eks_addon_version(name: str, kubernetes_minor: str) -> AddonVersion | None:
-    """The catalogued version of add-on *name* for *kubernetes_minor*, or None (EKS then
-    installs its default version for the cluster)."""
-    for entry in _doc()["eks_addons"]:
-        if entry["name"] == name:
-            version = entry["versions"].get(kubernetes_minor)
-            if version:
-                return AddonVersion(str(version), tuple(entry["sources"]))
+    """The catalogued version of EKS add-on *name* for *kubernetes_minor* ("1.34"), or
+    None: no cited version, so EKS installs its default version for the cluster."""
+    for entry in eks_addon_versions():
+        if entry.name == name and entry.kubernetes == kubernetes_minor:
+            return entry
     return None
 
 
-_FAMILY = re.compile(r"^([a-z]+?)\d")
+@functools.cache
+def vcpu_quotas() -> tuple[VcpuQuota, ...]:
+    """Every catalogued EC2 vCPU quota."""
+    out = []
+    for e in _doc()["vcpu_quotas"]:
+        default = e.get("default_vcpus")
+        out.append(
+            VcpuQuota(
+                code=str(e["code"]),
+                name=str(e["name"]),
+                capacity_type=str(e["capacity"]),
+                families=tuple(str(f) for f in e["families"]),
+                default_vcpus=None if default is None else int(default),
+                sources=tuple(str(s) for s in e["sources"]),
+            )
+        )
+    return tuple(out)
+
+
+_FAMILY = re.compile(r"^([a-z]+)\d")
+
+
+def _family(instance_type: str) -> str | None:
+    match = _FAMILY.match(instance_type.strip().lower())
+    return match.group(1) if match else None
 
 
 def vcpu_quota(instance_type: str, capacity_type: str) -> VcpuQuota | None:
-    """The vCPU quota *instance_type* counts against at *capacity_type* (ON_DEMAND or
-    SPOT), or None for a family not catalogued."""
-    match = _FAMILY.match(instance_type.lower())
-    if match is None:
+    """The vCPU quota *instance_type* counts against at *capacity_type* ("ON_DEMAND" or
+    "SPOT"): p5.48xlarge -> the P quota, g6e.2xlarge -> G and VT, m7i.xlarge -> Standard.
+    None for a family or capacity type not catalogued."""
+    family = _family(instance_type)
+    if family is None or capacity_type not in CAPACITY_TYPES:
         return None
-    family = match.group(1)
-    doc = _doc()
-    for entry in doc["vcpu_quotas"]:
-        if entry["capacity"] == capacity_type and family in entry["families"]:
-            return VcpuQuota(
-                str(entry["code"]), str(entry["name"]), None, tuple(doc["vcpu_quota_sources"])
-            )
+    for quota in vcpu_quotas():
+        if quota.capacity_type == capacity_type and family in quota.families:
+            return quota
     return None
 
 
@@ -85,15 +127,20 @@ def quota_increase_command(quota: VcpuQuota, vcpus: int, region: str) -> str:
     )
 
 
-_SIZE = re.compile(r"^(m|c|r)\d+[a-z]*\.(large|xlarge|(\d+)xlarge)$")
+_SIZE = re.compile(r"^([a-z]+)\d+[a-z-]*\.(large|xlarge|(\d+)xlarge)$")
 
 
 def instance_vcpus(instance_type: str) -> int | None:
-    """vCPUs of an m/c/r instance by its size (large 2, xlarge 4, Nxlarge 4N); None for
-    metal, other families or sizes (not guessed)."""
-    match = _SIZE.match(instance_type)
-    if match is None:
+    """vCPUs of an m, c or r instance type by its size (large 2, xlarge 4, Nxlarge 4N):
+    m7i.xlarge -> 4. None for metal sizes, other families or sizes (not guessed)."""
+    match = _SIZE.match(instance_type.strip().lower())
+    if match is None or match.group(1) not in _size_families():
         return None
     if match.group(2) == "large":
         return 2
     return 4 * int(match.group(3) or 1)
+
+
+@functools.cache
+def _size_families() -> frozenset[str]:
+    return frozenset(str(f) for f in _doc()["instance_sizes"]["families"])
