@@ -82,6 +82,9 @@ class ChartPod:
     also_enabled: tuple[str, ...] = ()
     """Further dotted values paths that must all be true for the Pod to run (a subchart's
     own switch under its condition); a path not set counts as true."""
+    values_fallbacks: Mapping[str, str] = field(default_factory=dict)
+    """Values path -> the path the template falls back to when the first is empty
+    (``operator.nodeSelector | default .Values.nodeSelector`` in KEDA's templates)."""
     affinity_is_placement: bool = False
     """Whether the default required node affinity chooses *where* the Pod runs (the DRA
     driver controller's control-plane affinity), so pinning the Pod to a pool must replace
@@ -138,6 +141,9 @@ def _pod(entry: Mapping[str, Any]) -> ChartPod:
         values_spread=entry.get("values", {}).get("spread"),
         hook=entry.get("hook"),
         also_enabled=tuple(str(p) for p in entry.get("values", {}).get("also_enabled") or ()),
+        values_fallbacks={
+            str(k): str(v) for k, v in (entry.get("values", {}).get("fallbacks") or {}).items()
+        },
         affinity_is_placement=bool(entry.get("affinity_is_placement", False)),
     )
 
@@ -204,6 +210,17 @@ class PodPlacement:
     """Topology spread constraints with the values applied."""
 
 
+def _lookup(pod: ChartPod, values: Mapping[str, Any], path: str | None) -> tuple[bool, Any]:
+    """(found, value) at *path*, or at its fallback path when *path* is unset or empty
+    (Helm's ``default`` treats an empty map or list as unset)."""
+    found, value = _at(values, path)
+    if path and path in pod.values_fallbacks and (not found or value in ({}, [], None, "")):
+        other_found, other = _at(values, pod.values_fallbacks[path])
+        if other_found:
+            return other_found, other
+    return found, value
+
+
 def _enabled(pod: ChartPod, values: Mapping[str, Any]) -> bool:
     found, enabled = _at(values, pod.values_enabled)
     on = bool(enabled) if found and isinstance(enabled, bool) else pod.enabled_by_default
@@ -219,11 +236,11 @@ def pod_placement(pod: ChartPod, values: Mapping[str, Any]) -> PodPlacement:
     the values replaces the chart default, a map is merged into it key by key, and a key
     set to ``null`` removes the default (the whole ``affinity``, one ``nodeSelector``
     label)."""
-    found, tols = _at(values, pod.values_tolerations)
+    found, tols = _lookup(pod, values, pod.values_tolerations)
     tolerations = tuple(tols) if found and isinstance(tols, list) else pod.tolerations
     if found and tols is None:
         tolerations = ()
-    found, sel = _at(values, pod.values_node_selector)
+    found, sel = _lookup(pod, values, pod.values_node_selector)
     selector = dict(pod.node_selector)
     if found and sel is None:
         selector = {}
@@ -233,7 +250,7 @@ def pod_placement(pod: ChartPod, values: Mapping[str, Any]) -> PodPlacement:
                 selector.pop(str(key), None)
             else:
                 selector[str(key)] = str(value)
-    found, aff = _at(values, pod.values_affinity)
+    found, aff = _lookup(pod, values, pod.values_affinity)
     required = pod.required_affinity
     anti = pod.anti_affinity
     if found and aff is None:
