@@ -28,8 +28,10 @@ __all__ = [
     "chart_release",
     "chart_releases",
     "crd_owner",
+    "dra_node_labels",
     "placement_values",
     "pod_placement",
+    "prometheus_url",
 ]
 
 
@@ -332,3 +334,47 @@ def crd_owner(group_kind: str) -> list[ChartRelease]:
     """Every catalogued release that installs the CRD *group_kind* (``ray.io/RayService``),
     newest catalogue order kept."""
     return [r for r in chart_releases() if group_kind in r.crds]
+
+
+def _newest(chart: str, version: str | None) -> ChartRelease | None:
+    if version:
+        return chart_release(chart, version)
+    same = [r for r in chart_releases() if r.chart == chart]
+    return max(same, key=lambda r: _version_key(r.version)) if same else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.lstrip("v").split("-")[0].split(".") if p.isdigit())
+
+
+def prometheus_url(
+    release_name: str, namespace: str, version: str | None = None, *, fullname_override: str = ""
+) -> str | None:
+    """In-cluster URL of the Prometheus a kube-prometheus-stack release creates (Service
+    ``<fullname>-prometheus`` on the catalogued port), or ``None`` when that chart version
+    is not catalogued. *version* ``None``: the newest catalogued release."""
+    release = _newest("kube-prometheus-stack", version)
+    fact = release.facts.get("prometheus") if release is not None else None
+    if not isinstance(fact, Mapping):
+        return None
+    limit = int(fact["fullname_max"])
+    chart = str(fact["chart_name"])
+    if fullname_override:
+        full = fullname_override[:limit].rstrip("-")
+    elif chart in release_name:
+        full = release_name[:limit].rstrip("-")
+    else:
+        full = f"{release_name}-{chart}"[:limit].rstrip("-")
+    return f"http://{full}{fact['service_suffix']}.{namespace}.svc:{int(fact['port'])}"
+
+
+def dra_node_labels(version: str | None = None) -> dict[str, str]:
+    """Node labels that keep the GPU Operator's device-plugin validator and device plugin
+    off a node whose GPUs are published through DRA (the validator otherwise waits for
+    ``nvidia.com/gpu`` capacity that never comes); empty when that operator version is not
+    catalogued."""
+    release = _newest("gpu-operator", version)
+    fact = release.facts.get("dra_node") if release is not None else None
+    if not isinstance(fact, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in (fact.get("labels") or {}).items()}
