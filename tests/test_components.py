@@ -100,7 +100,11 @@ def test_dev_deployment_is_wired_to_its_pool(registered: dict[str, list[Register
         "effect": "NoSchedule",
     } in pod["tolerations"]
     assert dep["spec"]["strategy"] == {"type": "Recreate"}
-    (group,) = _inputs(registered["dev"], "aws:eks/nodeGroup:NodeGroup")
+    (group,) = [
+        g
+        for g in _inputs(registered["dev"], "aws:eks/nodeGroup:NodeGroup")
+        if g["nodeGroupName"] != "system"
+    ]
     assert group["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
     assert group["amiType"] == "AL2023_x86_64_NVIDIA"
 

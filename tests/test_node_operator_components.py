@@ -26,6 +26,7 @@ def test_node_groups_use_the_nvidia_ami_and_follow_the_cluster_version(
     prod: list[Registered],
 ) -> None:
     groups = {g["nodeGroupName"]: g for g in _of(prod, "aws:eks/nodeGroup:NodeGroup")}
+    assert groups.pop("system")["amiType"] == "AL2023_x86_64_STANDARD"  # no GPU driver needed
     assert set(groups) == {"gpu-h100", "gpu-l40s"}
     for group in groups.values():
         assert group["amiType"] == "AL2023_x86_64_NVIDIA"

@@ -41,7 +41,14 @@ def test_prod_pool_facts_come_from_the_catalogue() -> None:
     assert (h100.instance.gpu_count, h100.max_pods) == (p5.gpu_count, p5.max_pods)
     assert h100.kube_reserved == {"cpu": "550m", "memory": f"{11 * p5.max_pods + 255}Mi"}
     # Set in the stack, so not replaced by the default.
-    assert h100.eviction_hard == {"memory.available": "2Gi", "nodefs.available": "10%"}
+    # The stack's thresholds, and the kubelet defaults setting them would zero.
+    assert h100.eviction_hard == {
+        "memory.available": "2Gi",
+        "nodefs.available": "10%",
+        "imagefs.available": "15%",
+        "nodefs.inodesFree": "5%",
+        "imagefs.inodesFree": "5%",
+    }
     derived = {d.key: d for d in plan.derived}
     assert derived["pools.gpu-h100.kubeReserved.memory"].source == "formula"
     assert "maxPods 100" in derived["pools.gpu-h100.kubeReserved.memory"].why

@@ -545,10 +545,11 @@ def test_plan_reports_a_context_the_kv_cache_cannot_hold(
 def test_planner_and_v009_agree_on_the_startup_window(
     mutated_stack: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The prod 8B model read from the Hub instead of a PVC: the planner lengthens the
+    # The prod 8B model read from the Hub instead of S3: the planner lengthens the
     # startup probe and V009, reading the manifest alone, agrees.
     path = mutated_stack(
-        "source: pvc\n          pvc_name: model-cache-llama-8b", "source: huggingface"
+        "source: s3\n          uri: s3://gpustrata-prod-models/llama-3.1-8b-instruct/",
+        "source: huggingface",
     )
     data = _plan(capsys, "--file", str(path))
     assert [f for f in data["findings"] if f["rule"] == "V009"] == []
