@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from gpustrata_policies.inputs.pulumi import (
+    ADDON_TOKEN,
     HELM_RELEASE_TOKENS,
     NODE_GROUP_TOKEN,
+    addon_object,
     object_from_pulumi,
 )
 from gpustrata_policies.view.objects import RAY_KINDS, K8sObject
@@ -40,6 +42,7 @@ from gpustrata_policies.view.pools import GpuPool, pools_of
 from gpustrata_policies.view.scheduling import (
     ADDON_KIND,
     PodNeed,
+    cluster_autoscaler,
     crds_installed,
     custom_kind,
     landing,
@@ -52,6 +55,7 @@ Status = Literal["ok", "would-hang", "would-fail", "serves-nothing", "not-evalua
 BLOCKING: frozenset[str] = frozenset({"would-hang", "would-fail", "serves-nothing"})
 _AWAITED_KINDS = frozenset({"Deployment", "StatefulSet", "Job", "ReplicaSet", "Pod"})
 _KARPENTER_CHART = "karpenter"
+CLUSTER_TOKEN = "aws:eks/cluster:Cluster"
 
 
 class Record(Protocol):
@@ -167,14 +171,17 @@ def _skip_await(record: Record) -> bool:
     return bool(record.inputs.get("skipAwait"))
 
 
+def _without_karpenter(pools: Iterable[GpuPool]) -> list[GpuPool]:
+    """The pools that are not Karpenter's (a NodePool launches nothing without its
+    controller)."""
+    return [
+        p for p in pools if p.obj.kind != "NodePool" and p.extra.get("provisioner") != "karpenter"
+    ]
+
+
 def _pools_at(objects: Iterable[K8sObject], karpenter_running: bool) -> list[GpuPool]:
     pools = pools_of(objects)
-    if karpenter_running:
-        return pools
-    # A NodePool launches nothing without its controller.
-    return [
-        p for p in pools if p.obj.kind != "NodePool" and p.extra.get("provisioner") != ("karpenter")
-    ]
+    return pools if karpenter_running else _without_karpenter(pools)
 
 
 def _pool_fix(need: PodNeed) -> str:
@@ -192,13 +199,14 @@ def _pool_fix(need: PodNeed) -> str:
 
 
 def _place(
-    need: PodNeed, now: Sequence[GpuPool], every: Sequence[GpuPool]
+    need: PodNeed, now: Sequence[GpuPool], every: Sequence[GpuPool], autoscaled: bool = False
 ) -> tuple[bool, str, str]:
-    """(lands, why not, fix) for one Pod against the pools that exist now."""
-    fits, why = landing(need, now)
+    """(lands, why not, fix) for one Pod against the pools that exist now (*autoscaled*: a
+    Cluster Autoscaler runs, which scales a node group up from zero)."""
+    fits, why = landing(need, now, scale_from_zero=autoscaled)
     if fits:
         return True, "", ""
-    later, why_every = landing(need, every)
+    later, why_every = landing(need, every, scale_from_zero=autoscaled)
     if later:
         names = ", ".join(p.name for p in later)
         return (
@@ -215,8 +223,8 @@ def _place(
         return (
             False,
             f"{need.name} has no node: {reasons}",
-            f"give {', '.join(empty)} min_size >= 1 (a managed node group has no autoscaler "
-            "here) or let Karpenter provision it (provisioner: karpenter)",
+            f"give {', '.join(empty)} min_size >= 1 (nothing in the stack scales a managed "
+            "node group up from zero) or let Karpenter provision it (provisioner: karpenter)",
         )
     return False, f"{need.name} has no node: {reasons}", _pool_fix(need)
 
@@ -230,9 +238,10 @@ def rehearse(records: Sequence[Record]) -> Rehearsal:
         if raw is not None:
             objects[r.name] = K8sObject(raw)
     closures = _closures(records)
-    every_pool = _pools_at(objects.values(), karpenter_running=True)
     node_groups = [r for r in records if r.type == NODE_GROUP_TOKEN]
-    existing_cluster = not any(r.type == "aws:eks/cluster:Cluster" for r in records)
+    existing_cluster = not any(r.type == CLUSTER_TOKEN for r in records)
+    karpenter_anywhere = existing_cluster or any(_is_karpenter(o) for o in objects.values())
+    every_pool = _pools_at(objects.values(), karpenter_running=karpenter_anywhere)
     if existing_cluster:
         out.notes.append(
             "an existing cluster: its nodes other than the pools the stack describes are "
@@ -241,6 +250,9 @@ def rehearse(records: Sequence[Record]) -> Rehearsal:
         )
     for index, r in enumerate(records):
         obj = objects.get(r.name)
+        if r.type == CLUSTER_TOKEN:
+            found = _self_managed_coredns(index, r, records, every_pool)
+            out.steps += [found] if found is not None else []
         if obj is None:
             continue
         before = [objects[n] for n in closures[r.name] if n in objects]
@@ -284,40 +296,82 @@ def _step(
     needs, unread = pods_that_must_run([obj])
     if unread:
         return Step(index, record.name, record.type, "not-evaluated", "; ".join(unread))
+    needs = [n for n in needs if (n.awaited or kind in RAY_KINDS) and n.at_install]
     if not needs:
         return Step(index, record.name, record.type, "ok", "no Pod to place")
     now = _pools_at(before, karpenter)
-    for need in needs:
-        lands, why, fix = _place(need, now, every_pool)
-        if lands:
-            continue
-        if existing_cluster:
-            return Step(
-                index,
-                record.name,
-                record.type,
-                "not-evaluated",
-                f"{why} (the existing cluster may have other nodes)",
-                fix,
-            )
-        if kind in RAY_KINDS:
-            return Step(
-                index,
-                record.name,
-                record.type,
-                "serves-nothing",
-                f"{why}; Pulumi does not await KubeRay resources, so `up` succeeds and the "
-                "model serves nothing",
-                fix,
-            )
-        status: Status = "would-fail" if kind == ADDON_KIND else "would-hang"
-        wait = (
-            "the add-on stays DEGRADED and its creation fails"
-            if kind == ADDON_KIND
-            else "its wait times out"
+    if kind in RAY_KINDS:  # nothing waits: its Pods land once any node they fit exists
+        now = every_pool
+    if _is_karpenter(obj):  # the controller cannot run on the nodes it would launch
+        now, every_pool = _without_karpenter(now), _without_karpenter(every_pool)
+    autoscaled = cluster_autoscaler(before) is not None
+    placed = [(need, *_place(need, now, every_pool, autoscaled)) for need in needs]
+    failing = [(need, why, fix) for need, lands, why, fix in placed if not lands]
+    if not failing:
+        return Step(index, record.name, record.type, "ok", f"{len(needs)} Pod(s) have a node")
+    _, why, fix = failing[0]
+    others = [n.name.rsplit(": ", 1)[-1] for n, _, _ in failing[1:]]
+    if others:
+        why += f" (likewise {', '.join(others)})"
+    if existing_cluster:
+        return Step(
+            index,
+            record.name,
+            record.type,
+            "not-evaluated",
+            f"{why} (the existing cluster may have other nodes)",
+            fix,
         )
-        return Step(index, record.name, record.type, status, f"{why}; {wait}", fix)
-    return Step(index, record.name, record.type, "ok", f"{len(needs)} Pod(s) have a node")
+    if kind in RAY_KINDS:
+        return Step(
+            index,
+            record.name,
+            record.type,
+            "serves-nothing",
+            f"{why}; Pulumi does not await KubeRay resources, so `up` succeeds and the "
+            "model serves nothing",
+            fix,
+        )
+    status: Status = "would-fail" if kind == ADDON_KIND else "would-hang"
+    wait = (
+        "the add-on stays DEGRADED and its creation fails"
+        if kind == ADDON_KIND
+        else "its wait times out"
+    )
+    return Step(index, record.name, record.type, status, f"{why}; {wait}", fix)
+
+
+def _self_managed_coredns(
+    index: int, cluster: Record, records: Sequence[Record], every_pool: Sequence[GpuPool]
+) -> Step | None:
+    """EKS installs CoreDNS itself (``bootstrapSelfManagedAddons`` defaults to true) unless
+    the stack manages it as an add-on. Nothing awaits that Deployment: if no node of the
+    stack takes its Pods, `up` finishes with no DNS in the cluster."""
+    if cluster.inputs.get("bootstrapSelfManagedAddons") is False:
+        return None
+    if any(r.type == ADDON_TOKEN and r.inputs.get("addonName") == "coredns" for r in records):
+        return None  # the add-on's own step checks it
+    addon = K8sObject(addon_object(f"{cluster.name}-coredns", {"addonName": "coredns"}))
+    needs, unread = pods_that_must_run([addon])
+    if unread:
+        return None
+    for need in needs:
+        lands, why, _fix = _place(need, every_pool, every_pool)
+        if not lands:
+            where = why.split(" has no node", 1)[-1]
+            return Step(
+                index,
+                cluster.name,
+                cluster.type,
+                "serves-nothing",
+                f"CoreDNS, which EKS installs itself, has no node{where}; nothing awaits it, so "
+                "`up` goes on with no DNS in the cluster",
+                "add an untainted system node group (CoreDNS tolerates only CriticalAddonsOnly "
+                "and the control plane), or manage CoreDNS as an aws.eks.Addon whose "
+                "configurationValues tolerate and select a pool that exists; without DNS, "
+                "Karpenter, model downloads and Ray fail",
+            )
+    return None
 
 
 def _crd_step(index: int, record: Record, obj: K8sObject, before: list[K8sObject]) -> Step | None:

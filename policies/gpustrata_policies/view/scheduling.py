@@ -21,15 +21,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustrata.catalog.charts import ChartRelease, chart_release, chart_releases, pod_placement
+from gpustrata.core.unknown import UnknownInput
 from gpustrata_policies.view.nodes import tolerations_of
-from gpustrata_policies.view.objects import RAY_KINDS, K8sObject, as_map, dig
+from gpustrata_policies.view.objects import RAY_KINDS, K8sObject, PodRef, as_map, dig
 from gpustrata_policies.view.pools import GpuPool, pool_matches, tolerates
 
 __all__ = [
     "ADDON_KIND",
     "PodNeed",
     "builtin_group",
+    "chart_name",
     "chart_of",
+    "cluster_autoscaler",
     "crds_installed",
     "custom_kind",
     "landing",
@@ -93,6 +96,16 @@ class PodNeed:
     values_path: str | None = None
     """The chart values key that places it (``operator.nodeSelector``)."""
     sources: tuple[str, ...] = field(default_factory=tuple)
+    gpus: bool = False
+    """It requests GPUs (``nvidia.com/gpu``): only a GPU pool takes it."""
+    hook: str | None = None
+    """The Helm hook(s) it runs as (``pre-install``, ``pre-delete``, comma-separated);
+    ``None``: an ordinary release object."""
+
+    @property
+    def at_install(self) -> bool:
+        """Does it run when the release is first installed (not only on delete/upgrade)?"""
+        return self.hook is None or "install" in self.hook
 
 
 def builtin_group(api_version: str) -> bool:
@@ -121,13 +134,25 @@ def chart_of(obj: K8sObject) -> tuple[ChartRelease | None, str]:
             return None, f"EKS add-on {name} is not in the chart catalogue"
         match = [r for r in known if isinstance(version, str) and r.version == version]
         return (match or known)[0], ""
-    chart, version = spec.get("chart"), spec.get("version")
-    if not isinstance(chart, str) or not isinstance(version, str):
+    chart, version = chart_name(obj), spec.get("version")
+    flux = dig(spec, "chart", "spec")
+    if isinstance(flux, Mapping):  # a Flux HelmRelease: spec.chart.spec.{chart, version}
+        version = flux.get("version")
+    if chart is None or not isinstance(version, str):
         return None, "its chart or version is not stated"
-    found = chart_release(chart.rsplit("/", 1)[-1], version)
+    found = chart_release(chart, version)
     if found is None:
         return None, f"chart {chart} {version} is not in the chart catalogue"
     return found, ""
+
+
+def chart_name(obj: K8sObject) -> str | None:
+    """The chart a HelmRelease installs (a repository or OCI reference stripped; a Flux
+    HelmRelease's ``spec.chart.spec.chart``), or ``None``."""
+    chart = dig(obj.raw, "spec", "chart")
+    if isinstance(chart, Mapping):
+        chart = dig(chart, "spec", "chart")
+    return chart.rsplit("/", 1)[-1] if isinstance(chart, str) and chart else None
 
 
 def _values(obj: K8sObject) -> Mapping[str, Any]:
@@ -164,9 +189,17 @@ def _chart_pods(obj: K8sObject, release: ChartRelease) -> list[PodNeed]:
                 release,
                 pod.values_node_selector,
                 pod.sources or release.sources,
+                hook=pod.hook,
             )
         )
     return out
+
+
+def _requests_gpus(pod: PodRef) -> bool:
+    try:
+        return pod.gpu_count() > 0
+    except UnknownInput:  # known only at deploy time: not assumed to need a GPU node
+        return False
 
 
 def _replicas_zero(obj: K8sObject, spec: Mapping[str, Any]) -> bool:
@@ -203,15 +236,32 @@ def pods_that_must_run(objects: Iterable[K8sObject]) -> tuple[list[PodNeed], lis
                     pod.required_affinity_terms(),
                     # KubeRay's custom resources are not awaited by Pulumi: nothing waits.
                     awaited=kind not in RAY_KINDS,
+                    gpus=_requests_gpus(pod),
                 )
             )
     return needs, unread
 
 
-def _has_nodes(pool: GpuPool) -> bool:
+_AUTOSCALER = "cluster-autoscaler"
+
+
+def cluster_autoscaler(objects: Iterable[K8sObject]) -> str | None:
+    """The Cluster Autoscaler the objects install (its chart release or its Deployment),
+    which scales a node group up from zero for a pending Pod; ``None`` if none."""
+    for obj in objects:
+        if obj.kind == "HelmRelease":
+            if chart_name(obj) == _AUTOSCALER:
+                return obj.resource
+        elif obj.kind == "Deployment" and _AUTOSCALER in obj.name:
+            return obj.resource
+    return None
+
+
+def _has_nodes(pool: GpuPool, scale_from_zero: bool = False) -> bool:
     """Can the pool have a node? A minimum of one, Nodes read from the cluster, a Karpenter
-    NodePool, or a minimum not stated (not assumed to be zero)."""
-    if pool.from_nodes or pool.extra.get("provisioner") == "karpenter":
+    NodePool, a minimum not stated (not assumed to be zero), or *scale_from_zero* (an
+    autoscaler that scales the pool up from zero)."""
+    if pool.from_nodes or pool.extra.get("provisioner") == "karpenter" or scale_from_zero:
         return True
     if pool.obj.kind == "NodePool":
         return True
@@ -224,8 +274,11 @@ def _has_nodes(pool: GpuPool) -> bool:
         return True
 
 
-def landing(need: PodNeed, pools: Sequence[GpuPool]) -> tuple[list[GpuPool], list[str]]:
-    """The pools *need* can land on, and for each other pool why not."""
+def landing(
+    need: PodNeed, pools: Sequence[GpuPool], *, scale_from_zero: bool = False
+) -> tuple[list[GpuPool], list[str]]:
+    """The pools *need* can land on, and for each other pool why not (*scale_from_zero*: a
+    pool of minimum size 0 can get a node, an autoscaler scales it)."""
     fits: list[GpuPool] = []
     why: list[str] = []
     for pool in pools:
@@ -237,10 +290,13 @@ def landing(need: PodNeed, pools: Sequence[GpuPool]) -> tuple[list[GpuPool], lis
                 "not tolerated"
             )
             continue
+        if need.gpus and not pool.has_gpus:
+            why.append(f"pool {pool.name}: no GPUs")
+            continue
         if not pool_matches(need.node_selector, need.terms, pool):
             why.append(f"pool {pool.name}: its labels do not match the node selector/affinity")
             continue
-        if not _has_nodes(pool):
+        if not _has_nodes(pool, scale_from_zero):
             why.append(f"pool {pool.name}: min size 0 and nothing scales it up")
             continue
         fits.append(pool)
