@@ -1,0 +1,177 @@
+"""K017 every-pod-has-a-node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from gpustrata.core.contract import DERIVED_FROM_ANNOTATION
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.objects import RAY_KINDS, K8sObject, PodRef, dig
+from gpustrata_policies.view.pools import GpuPool, pools_of
+from gpustrata_policies.view.scheduling import (
+    ADDON_KIND,
+    PodNeed,
+    cluster_autoscaler,
+    landing,
+    pods_that_must_run,
+)
+
+_NODE_GROUP_TOKEN = "aws:eks/nodeGroup:NodeGroup"
+_ADDON_TOKEN = "aws:eks/addon:Addon"
+_KINDS = frozenset(
+    {
+        "Deployment",
+        "StatefulSet",
+        "Job",
+        "CronJob",
+        "ReplicaSet",
+        "Pod",
+        "LeaderWorkerSet",
+        "HelmRelease",
+        ADDON_KIND,
+        *RAY_KINDS,
+    }
+)
+
+
+@dataclass(frozen=True)
+class _Cluster:
+    """What the input says of the cluster's nodes."""
+
+    pools: list[GpuPool]
+    complete: bool
+    """Every pool is described: a stack that creates its node groups (or its cluster's
+    add-ons), Node objects, or a described pool without GPUs (a system pool)."""
+    stack: bool
+    """A stack's node groups: a minimum of 0 means no node unless an autoscaler scales it."""
+    autoscaler: str | None
+
+
+def _cluster(objects: Sequence[K8sObject]) -> _Cluster:
+    pools = pools_of(objects)
+    derived = {
+        str(dig(o.raw, "metadata", "annotations", DERIVED_FROM_ANNOTATION) or "") for o in objects
+    }
+    stack = _NODE_GROUP_TOKEN in derived
+    complete = (
+        stack
+        or _ADDON_TOKEN in derived
+        or any(p.from_nodes for p in pools)
+        or any(not p.has_gpus and p.obj.kind == "GpuNodePool" for p in pools)
+    )
+    return _Cluster(pools, complete, stack, cluster_autoscaler(objects))
+
+
+def _gpu_pod(need: PodNeed, pods: dict[str, PodRef], extra: Sequence[str]) -> bool:
+    pod = pods.get(need.name)
+    return pod is not None and pod.gpu_count(extra) > 0
+
+
+def _fix(need: PodNeed, empty: list[str]) -> str:
+    if empty:
+        return (
+            f"give pool(s) {', '.join(empty)} a minimum size of 1, or let an autoscaler that "
+            "scales from zero provision them (a Karpenter NodePool, the Cluster Autoscaler)"
+        )
+    if need.chart is not None and need.values_path:
+        return (
+            f"set {need.chart.chart} values {need.values_path} (and the matching tolerations) "
+            "to a pool it can run on, or add an untainted system node group"
+        )
+    if need.owner.kind == ADDON_KIND:
+        return (
+            "add an untainted system node group, or set the add-on's configurationValues "
+            "(nodeSelector, tolerations) to a pool it can run on"
+        )
+    return (
+        "add an untainted system node group for Pods without a GPU toleration, or give the "
+        "Pod the tolerations and node selector of a pool that exists"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Every Pod that must run has a pool it tolerates, selects and that can have nodes."""
+    if obj.kind not in _KINDS:
+        return
+    cluster: _Cluster = ctx.memo("k017_cluster", lambda: _cluster(ctx.objects))
+    if not cluster.pools:
+        return  # where the pools are unknown the rule is silent
+    needs, unread = pods_that_must_run([obj])
+    if unread:
+        if cluster.complete:
+            yield ctx.not_evaluated(obj, "; ".join(u.split(": ", 1)[-1] for u in unread))
+        return
+    scale_from_zero = not cluster.stack or cluster.autoscaler is not None
+    pods = {f"{obj.resource}{p.where}": p for p in obj.pods()} if obj.kind in _KINDS else {}
+    extra = ctx.config.gpu_resources
+    for need in needs:
+        fits, why = landing(need, cluster.pools, scale_from_zero=scale_from_zero)
+        if fits:
+            continue
+        empty = [w.split(":", 1)[0].removeprefix("pool ") for w in why if "min size 0" in w]
+        if _gpu_pod(need, pods, extra) and not empty:
+            continue  # a GPU Pod's taints and selectors are K004's and K005's
+        if not empty and not cluster.complete:
+            continue  # other nodes (a system pool) may exist that the input does not show
+        pod = pods.get(need.name)
+        path = (*pod.path, "tolerations") if pod is not None else ()
+        yield ctx.violation(
+            obj,
+            f"{need.name} has no node it can run on: {'; '.join(why)}; it stays Pending"
+            + (
+                ", and its owner's wait (Helm --wait, the add-on's creation) fails"
+                if obj.kind in {"HelmRelease", ADDON_KIND}
+                else ""
+            )
+            + f". Fix: {_fix(need, empty)}",
+            path,
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K017",
+        name="every-pod-has-a-node",
+        title="Every Pod that must run has a node pool it can land on",
+        layer="kubernetes",
+        severity="critical",
+        default_enforcement=MANDATORY,
+        scope="stack",
+        rationale=(
+            "GPU pools carry a NoSchedule taint (K003), so a cluster whose every pool is a "
+            "tainted GPU pool has nowhere to run the Pods that do not tolerate it: the GPU "
+            "Operator's operator and NFD master (their chart tolerates only the control "
+            "plane), the KubeRay operator (tolerations []), CoreDNS (the EKS add-on tolerates "
+            "CriticalAddonsOnly and the control plane), a Ray head. They stay Pending; Helm's "
+            "wait and EKS add-on creation time out, and without CoreDNS nothing resolves. "
+            "The same holds for a pool whose minimum size is 0 with nothing that scales it "
+            "up from zero. The Pods read are the workload templates, the KubeRay head and "
+            "worker groups, and the controller Pods of every chart release and EKS add-on "
+            "the chart catalogue knows at that version (their default tolerations, node "
+            "selector and affinity, cited, with the release's values applied); a chart not "
+            "catalogued is not evaluated. Evaluated where the pools are known (a stack's node "
+            "groups, Node objects, a described system pool); a GPU Pod's taints and "
+            "selectors are left to K004 and K005."
+        ),
+        fix=(
+            "Add an untainted system node group (e.g. 2 x m7i.large, minimum 2) and pin "
+            "every chart's controllers to it through their values (nodeSelector), or give "
+            "each Pod the tolerations and selector of a pool that exists; give a pool that "
+            "must have nodes a minimum size of 1, or an autoscaler that scales it from zero."
+        ),
+        references=(
+            "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/",
+            "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/",
+            "https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/deployments/gpu-operator/"
+            "values.yaml",
+            "https://github.com/ray-project/kuberay/blob/v1.7.0/helm-chart/kuberay-operator/"
+            "values.yaml",
+            "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html",
+            "https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/cloudprovider/"
+            "aws/README.md",
+        ),
+    ),
+    check,
+)

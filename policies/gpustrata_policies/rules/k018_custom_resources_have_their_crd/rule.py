@@ -1,0 +1,137 @@
+"""K018 custom-resources-have-their-crd."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from gpustrata.catalog.charts import chart_releases
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.scheduling import chart_name, chart_of, crds_installed, custom_kind
+
+# The delivery tools' own kinds: a manifest set that uses them is applied by them, so
+# their CRDs are there (Flux, Argo CD).
+_DELIVERY_GROUPS = ("toolkit.fluxcd.io", "argoproj.io")
+
+# Which chart (or project) installs the CRDs of the custom resources people put next to an
+# inference workload, for the message's fix.
+_OWNERS = {
+    "monitoring.coreos.com": "the prometheus-operator CRDs (kube-prometheus-stack or "
+    "prometheus-operator-crds chart)",
+    "keda.sh": "KEDA (the keda chart)",
+    "ray.io": "the KubeRay operator (kuberay-operator chart)",
+    "karpenter.sh": "Karpenter (the karpenter chart)",
+    "karpenter.k8s.aws": "Karpenter (the karpenter chart)",
+    "nvidia.com": "the NVIDIA GPU Operator chart",
+    "inference.networking.x-k8s.io": "the Gateway API Inference Extension CRDs",
+    "inference.networking.k8s.io": "the Gateway API Inference Extension CRDs",
+    "gateway.networking.k8s.io": "the Gateway API CRDs",
+    "serving.kserve.io": "KServe",
+    "leaderworkerset.x-k8s.io": "LeaderWorkerSet",
+}
+
+
+@dataclass(frozen=True)
+class _Installed:
+    crds: dict[str, str]
+    evaluated: bool
+    """The input says what is installed: a stack, or a manifest set that installs CRDs or
+    charts itself."""
+    unknown_charts: list[str]
+    """Releases whose chart the catalogue does not know (they may install the CRD)."""
+    owned_elsewhere: frozenset[str]
+    """Kinds whose CRD the chart of a release not catalogued at its version installs at
+    every catalogued version (a chart keeps its CRDs across versions)."""
+
+
+def _installed(objects: Sequence[K8sObject]) -> _Installed:
+    releases = [o for o in objects if o.kind == "HelmRelease"]
+    unknown = []
+    owned: set[str] = set()
+    for release in releases:
+        chart, why = chart_of(release)
+        if chart is not None:
+            continue
+        name = chart_name(release)
+        versions = [r.crds for r in chart_releases() if r.chart == name]
+        if versions:
+            owned |= set.intersection(*(set(crds) for crds in versions))
+        unknown.append(f"{release.resource} ({why})")
+    stack = any(o.file is None for o in objects)
+    installs = bool(releases) or any(o.kind == "CustomResourceDefinition" for o in objects)
+    return _Installed(crds_installed(objects), stack or installs, unknown, frozenset(owned))
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """A custom resource's CRD is installed by the same stack or manifest set."""
+    group_kind = custom_kind(obj)
+    if group_kind is None or obj.kind == "CustomResourceDefinition":
+        return
+    group = group_kind.rsplit("/", 1)[0]
+    if any(group == g or group.endswith(f".{g}") for g in _DELIVERY_GROUPS):
+        return
+    found: _Installed = ctx.memo("k018_installed", lambda: _installed(ctx.objects))
+    if not found.evaluated or group_kind in found.crds or group_kind in found.owned_elsewhere:
+        return  # a bare application manifest: the cluster's CRDs are not in the input
+    if found.unknown_charts:
+        yield ctx.not_evaluated(
+            obj,
+            f"no CRD for {group_kind} is in the input, and the chart catalogue does not know "
+            f"what {', '.join(found.unknown_charts)} installs",
+        )
+        return
+    owner = _OWNERS.get(group, f"the CRD of {group_kind}")
+    yield ctx.violation(
+        obj,
+        f"{obj.kind} ({group_kind}) needs its CustomResourceDefinition, which nothing in the "
+        'input installs: the API server answers "no matches for kind '
+        f'{obj.kind} in version {obj.raw.get("apiVersion")}" and the apply fails. Fix: install '
+        f"{owner} in the same stack or manifest set, ordered before it (depends_on), or "
+        "drop the resource (turn the feature off)",
+        ("kind",),
+    )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K018",
+        name="custom-resources-have-their-crd",
+        title="Every custom resource has its CRD installed, ordered before it",
+        layer="kubernetes",
+        severity="high",
+        default_enforcement=MANDATORY,
+        scope="stack",
+        rationale=(
+            "A custom resource (ServiceMonitor, ScaledObject, RayService, NodePool, "
+            "InferencePool, ...) can only be created once its CustomResourceDefinition is "
+            "installed; otherwise the API server answers 'no matches for kind' and `pulumi up`, "
+            "`kubectl apply` or the GitOps sync fails. A ServiceMonitor created by default, or a "
+            "KEDA ScaledObject, on a cluster without the prometheus-operator or KEDA is the "
+            "common case. The CRDs read as installed are the CustomResourceDefinition objects of "
+            "the input and those of every chart release the chart catalogue knows at that version"
+            " (unless its values turn CRD installation off); a release of a catalogued chart at a"
+            " version not catalogued is taken to install the kinds that chart installs at every "
+            "catalogued version, and is otherwise not evaluated. Evaluated on a stack and in the "
+            "pack, where the whole stack is known, and on a manifest set that installs CRDs or "
+            "charts itself; silent on a bare application manifest, whose cluster's CRDs are not "
+            "in the input. The deploy rehearsal of `gpustrata plan` also checks that the CRD "
+            "comes first."
+        ),
+        fix=(
+            "Install the chart or CRDs that own the kind in the same stack and make the "
+            "resource depend on it (prometheus-operator CRDs for ServiceMonitor/PodMonitor, "
+            "KEDA for ScaledObject, KubeRay for RayService), or turn the feature off."
+        ),
+        references=(
+            "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/"
+            "custom-resource-definitions/",
+            "https://github.com/prometheus-operator/prometheus-operator/blob/main/"
+            "Documentation/getting-started/installation.md",
+            "https://keda.sh/docs/latest/deploy/",
+            "https://www.pulumi.com/registry/packages/kubernetes/api-docs/helm/v3/release/",
+        ),
+    ),
+    check,
+)
