@@ -258,3 +258,18 @@ def test_single_replica_cache_volume_created_with_its_driver() -> None:
     assert claim["spec"]["storageClassName"] == classes[0].inputs["metadata"]["name"]
     deployment = next(r for r in res.values() if r.type == "kubernetes:apps/v1:Deployment")
     assert claims[0].name in _closure(res, deployment.name)
+
+
+def test_plan_reports_the_vcpu_quotas_each_stack_needs() -> None:
+    """Finding 5: p5.48xlarge on demand with min 1 is far above a new account's P quota,
+    and nothing said so before `up` failed."""
+    from gpustrata.planning.build import build_plan
+
+    derived = {d.key: d for d in build_plan(stack_doc("prod")).derived}
+    p = derived["quotas.L-417A185B"]
+    assert p.value == "192..576 vCPU"
+    assert "--quota-code L-417A185B --desired-value 576 --region us-west-2" in p.why
+    standard = derived["quotas.L-1216C47A"]
+    assert standard.value == "12..16 vCPU" and "m7i.xlarge" in standard.why
+    dev = {d.key: d for d in build_plan(stack_doc("dev")).derived}
+    assert dev["quotas.L-3819A6DF"].value == "4..4 vCPU"  # the spot L4 node

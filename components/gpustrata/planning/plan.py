@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpustrata.catalog.architectures import (
     ModelArchitecture,
@@ -17,6 +18,7 @@ from gpustrata.catalog.architectures import (
     ModelCatalogError,
     load_model_catalog,
 )
+from gpustrata.catalog.aws import instance_vcpus, quota_increase_command, vcpu_quota
 from gpustrata.catalog.compat import KarpenterRelease, load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
 from gpustrata.core.contract import (
@@ -212,9 +214,63 @@ def plan_stack(
     }
     if spec.cluster.mode == "create":
         _check_disks(spec, planned)
+        _quota_needs(spec, pools, hardware, ledger)
     return StackPlan(
         spec=spec, pools=pools, models=planned, derived=ledger.items, karpenter=karpenter
     )
+
+
+def _quota_needs(
+    spec: StackSpec, pools: dict[str, PoolPlan], hardware: HardwareCatalog, ledger: Ledger
+) -> None:
+    """The EC2 vCPUs each quota must allow, at the pools' minimum and maximum size
+    (``quotas.<code>``): a quota below the minimum fails `up`; the account's granted value
+    is only known there (``aws service-quotas get-service-quota``)."""
+    system = spec.cluster.system_pool
+    rows: list[tuple[str, str, int, int, int]] = [
+        (system.instance_type, system.capacity_type, system.min_size, system.max_size, 0)
+    ]
+    for pool in pools.values():
+        p = pool.spec
+        # A Karpenter pool may launch its largest alternative; it keeps no standing node.
+        vcpus = max(
+            [pool.instance.vcpu]
+            + [i.vcpu for t in pool.instance_types if (i := hardware.instance(t)) is not None]
+        )
+        rows.append((pool.instance.name, p.capacity_type, p.min_size, p.max_size, vcpus))
+    needs: dict[str, list[Any]] = {}
+    for instance_type, capacity, low, high, vcpus in rows:
+        if not vcpus:
+            vcpus = instance_vcpus(instance_type) or 0
+        quota = vcpu_quota(instance_type, capacity)
+        if quota is None or not vcpus:
+            ledger.add(
+                f"quotas.{instance_type}",
+                "unknown",
+                "catalogue",
+                f"no vCPU quota or vCPU count catalogued for {instance_type} ({capacity})",
+            )
+            continue
+        entry = needs.setdefault(quota.code, [quota, 0, 0, []])
+        entry[1] += low * vcpus
+        entry[2] += high * vcpus
+        entry[3].append(f"{low}..{high} x {instance_type} ({vcpus} vCPU)")
+    for code, (quota, low, high, parts) in needs.items():
+        default = quota.default_vcpus
+        known = (
+            f"; a new account's default is {default}, so request it before `up`"
+            if default is not None and low > default
+            else ""
+        )
+        ledger.add(
+            f"quotas.{code}",
+            f"{low}..{high} vCPU",
+            "formula",
+            f"{quota.name}: {' + '.join(parts)}; below {low} `up` fails to launch nodes{known}; "
+            f"check: aws service-quotas get-service-quota --service-code ec2 --quota-code "
+            f"{code}; raise: {quota_increase_command(quota, high, spec.cluster.region)} "
+            f"({quota.sources[0]})",
+        )
 
 
 WEIGHTS_FALLBACK_GIB = 50
