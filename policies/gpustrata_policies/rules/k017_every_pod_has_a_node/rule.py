@@ -106,6 +106,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     scale_from_zero = not cluster.stack or cluster.autoscaler is not None
     pods = {f"{obj.resource}{p.where}": p for p in obj.pods()} if obj.kind in _KINDS else {}
     extra = ctx.config.gpu_resources
+    # Pods of one owner that fail for the same reason are one finding (a chart's controllers).
+    failing: dict[tuple[str, str], list[PodNeed]] = {}
     for need in needs:
         fits, why = landing(need, cluster.pools, scale_from_zero=scale_from_zero)
         if fits:
@@ -115,17 +117,28 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             continue  # a GPU Pod's taints and selectors are K004's and K005's
         if not empty and not cluster.complete:
             continue  # other nodes (a system pool) may exist that the input does not show
-        pod = pods.get(need.name)
+        failing.setdefault(("; ".join(why), _fix(need, empty)), []).append(need)
+    for (reason, fix), group in failing.items():
+        first = group[0]
+        if len(group) == 1:
+            who = f"{first.name} has"
+        else:  # the chart's Pods: "HelmRelease x: a, b and c have"
+            owner = first.name.rsplit(": ", 1)[0]
+            parts = [n.name.rsplit(": ", 1)[-1] for n in group]
+            who = f"{owner}: {', '.join(parts[:-1])} and {parts[-1]} have"
+        pod = pods.get(first.name)
         path = (*pod.path, "tolerations") if pod is not None else ()
         yield ctx.violation(
             obj,
-            f"{need.name} has no node it can run on: {'; '.join(why)}; it stays Pending"
+            f"{who} no node to run on: {reason}; "
+            + ("they stay" if len(group) > 1 else "it stays")
+            + " Pending"
             + (
-                ", and its owner's wait (Helm --wait, the add-on's creation) fails"
+                ", and the release's wait (Helm --wait) or the add-on's creation fails"
                 if obj.kind in {"HelmRelease", ADDON_KIND}
                 else ""
             )
-            + f". Fix: {_fix(need, empty)}",
+            + f". Fix: {fix}",
             path,
         )
 
