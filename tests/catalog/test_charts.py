@@ -224,3 +224,41 @@ def test_dra_node_labels_stop_the_validator() -> None:
 def test_unknown_release_is_none() -> None:
     assert chart_release("gpu-operator", "v0.0.1") is None
     assert chart_release("no-such-chart", "1.0.0") is None
+
+
+def test_coredns_addon_tolerates_no_gpu_taint() -> None:
+    # EKS user guide: two replicas; tolerations CriticalAddonsOnly and the control plane only.
+    release = _release("coredns", "1.34")
+    assert release.kind == "eks-addon"
+    coredns = _pod(release, "coredns")
+    default = pod_placement(coredns, {})
+    assert default.replicas == 2
+    assert not _tolerates(default.tolerations, GPU_TAINT)
+    critical = {"key": "CriticalAddonsOnly", "value": "", "effect": "NoSchedule"}
+    assert _tolerates(default.tolerations, critical)
+    assert default.node_selector == {}
+    # The schema's default affinity only asks for a Linux amd64/arm64 node.
+    exprs = {e["key"]: e["values"] for e in default.required_affinity[0]["matchExpressions"]}
+    assert exprs == {"kubernetes.io/os": ["linux"], "kubernetes.io/arch": ["amd64", "arm64"]}
+    # configurationValues: replicaCount and tolerations replace the defaults.
+    gpu_tol = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    placed = pod_placement(coredns, {"replicaCount": 3, "tolerations": [gpu_tol]})
+    assert placed.replicas == 3 and _tolerates(placed.tolerations, GPU_TAINT)
+    # configurationValues keys, flat: {"nodeSelector": ..., "tolerations": [...]}.
+    assert placement_values(release, SYSTEM, ()) == {"nodeSelector": SYSTEM}
+    assert placement_values(release, SYSTEM, [gpu_tol]) == {
+        "nodeSelector": SYSTEM,
+        "tolerations": [gpu_tol],
+    }
+
+
+def test_gpu_operator_uninstall_waits_for_its_gpucluster_cleanup_job() -> None:
+    release = _release("gpu-operator", "v26.7.0")
+    cleanup = _pod(release, "gpu-operator-cleanup-gpucluster")
+    assert cleanup.workload == "Job" and cleanup.hook == "pre-delete" and cleanup.awaited
+    # Unconditional in the chart: no values switch, on whatever operator.cleanupCRD says.
+    assert pod_placement(cleanup, {"operator": {"cleanupCRD": False}}).enabled
+    assert not _tolerates(pod_placement(cleanup, {}).tolerations, GPU_TAINT)
+    # It shares the operator's keys, so pinning the operator pins it too.
+    values = placement_values(release, SYSTEM, ())
+    assert pod_placement(cleanup, values).node_selector == {"kubernetes.io/os": "linux", **SYSTEM}
