@@ -418,4 +418,40 @@ def _destroy_steps(
                     "make the NodePool depend on the Karpenter release",
                 )
             )
+    out += _delete_hooks(records, objects, closures)
+    return out
+
+
+def _delete_hooks(
+    records: Sequence[Record], objects: Mapping[str, K8sObject], closures: Mapping[str, set[str]]
+) -> list[Step]:
+    """`helm uninstall` runs a chart's pre-delete hook Jobs and waits for them: their nodes
+    must still exist, so the release must depend on the node groups they land on (destroy
+    deletes dependents first)."""
+    out: list[Step] = []
+    every = pools_of(objects.values())
+    for index, r in enumerate(records):
+        obj = objects.get(r.name)
+        if obj is None or r.type not in HELM_RELEASE_TOKENS:
+            continue
+        needs, _ = pods_that_must_run([obj])
+        hooks = [n for n in needs if n.hook is not None and "pre-delete" in n.hook]
+        kept = pools_of(objects[n] for n in closures[r.name] if n in objects)
+        for need in hooks:
+            if landing(need, kept)[0] or not landing(need, every)[0]:
+                continue  # its node outlives the release, or K017 / the create steps say it
+            names = ", ".join(p.name for p in landing(need, every)[0])
+            out.append(
+                Step(
+                    index,
+                    r.name,
+                    r.type,
+                    "would-hang",
+                    f"on destroy {need.name} (a pre-delete hook Job, awaited by `helm "
+                    f"uninstall`) runs on {names}, which the release does not depend on: "
+                    "destroy may delete those nodes first and the uninstall waits forever",
+                    f"make the release depend on the node group(s) {names}",
+                )
+            )
+            break
     return out

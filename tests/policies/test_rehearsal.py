@@ -359,3 +359,20 @@ def test_k018_names_the_missing_crds() -> None:
         "ServiceMonitor/inference/llama-8b",
     ]
     assert "install KEDA (the keda chart)" in prod[0]
+
+
+def test_destroy_waits_for_the_gpu_operator_pre_delete_hook() -> None:
+    """gpu-operator v26.7.0's cleanup Job is a pre-delete hook `helm uninstall` waits for:
+    the release must depend on the nodes it runs on, or destroy may delete them first."""
+    records = [
+        _CLUSTER,
+        _group("system", min_size=2),
+        _helm("gpu-operator", "gpu-operator", "v26.7.0"),
+    ]
+    out = rehearse(records)
+    assert _step(out, "gpu-operator").status == "would-hang"  # and at create, too
+    [step] = out.destroy
+    assert "pre-delete hook" in step.message
+    assert step.fix == "make the release depend on the node group(s) system"
+    records[-1] = _helm("gpu-operator", "gpu-operator", "v26.7.0", "system")
+    assert rehearse(records).destroy == []
