@@ -69,7 +69,8 @@ def test_every_entry_is_cited_and_well_formed(release: ChartRelease) -> None:
     for pod in release.pods:
         assert pod.workload in {"Deployment", "StatefulSet", "DaemonSet", "Job"}
         assert pod.sources and all(CITE.match(s) for s in pod.sources), pod.component
-        assert pod.values_node_selector, f"{pod.component}: no nodeSelector values key"
+        if pod.workload != "DaemonSet":  # every controller can be pinned through a key
+            assert pod.values_node_selector, f"{pod.component}: no nodeSelector values key"
         if pod.workload == "Deployment":
             assert pod.replicas is not None and pod.replicas >= 1
         if pod.workload == "DaemonSet":
@@ -262,3 +263,12 @@ def test_gpu_operator_uninstall_waits_for_its_gpucluster_cleanup_job() -> None:
     # It shares the operator's keys, so pinning the operator pins it too.
     values = placement_values(release, SYSTEM, ())
     assert pod_placement(cleanup, values).node_selector == {"kubernetes.io/os": "linux", **SYSTEM}
+
+
+def test_daemonset_addons_have_no_controller_to_place() -> None:
+    for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent"):
+        release = _release(name, "1.34")
+        assert release.kind == "eks-addon"
+        assert [p.workload for p in release.pods] == ["DaemonSet"]
+        assert not release.pods[0].awaited
+        assert placement_values(release, SYSTEM, ()) == {}
