@@ -272,3 +272,17 @@ def test_daemonset_addons_have_no_controller_to_place() -> None:
         assert [p.workload for p in release.pods] == ["DaemonSet"]
         assert not release.pods[0].awaited
         assert placement_values(release, SYSTEM, ()) == {}
+
+
+def test_placement_values_exact_nested_shapes() -> None:
+    # The dicts the renderer merges into the releases' values, key for key.
+    kuberay = _release("kuberay-operator", "1.7.0")
+    assert placement_values(kuberay, SYSTEM, ()) == {"nodeSelector": SYSTEM}
+    gpu_operator = placement_values(_release("gpu-operator", "v26.7.0"), SYSTEM, ())
+    assert gpu_operator == {
+        "operator": {"nodeSelector": SYSTEM},
+        "node-feature-discovery": {
+            "master": {"nodeSelector": SYSTEM},
+            "gc": {"nodeSelector": SYSTEM},
+        },
+    }
