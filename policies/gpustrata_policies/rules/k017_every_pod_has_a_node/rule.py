@@ -127,7 +127,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             parts = [n.name.rsplit(": ", 1)[-1] for n in group]
             who = f"{owner}: {', '.join(parts[:-1])} and {parts[-1]} have"
         pod = pods.get(first.name)
-        path = (*pod.path, "tolerations") if pod is not None else ()
+        path = (*pod.path, "tolerations") if pod is not None else ("spec",)
         yield ctx.violation(
             obj,
             f"{who} no node to run on: {reason}; "
