@@ -47,6 +47,7 @@ from gpustrata_policies.view.scheduling import (
     custom_kind,
     landing,
     pods_that_must_run,
+    room,
 )
 
 __all__ = ["Rehearsal", "Step", "rehearse"]
@@ -205,6 +206,10 @@ def _place(
     Cluster Autoscaler runs, which scales a node group up from zero)."""
     fits, why = landing(need, now, scale_from_zero=autoscaled)
     if fits:
+        short = room(need, fits, scale_from_zero=autoscaled)
+        if short:
+            names = ", ".join(p.name for p in fits)
+            return False, short, f"give {names} a minimum size of {need.distinct_nodes}"
         return True, "", ""
     later, why_every = landing(need, every, scale_from_zero=autoscaled)
     if later:

@@ -376,3 +376,19 @@ def test_destroy_waits_for_the_gpu_operator_pre_delete_hook() -> None:
     assert step.fix == "make the release depend on the node group(s) system"
     records[-1] = _helm("gpu-operator", "gpu-operator", "v26.7.0", "system")
     assert rehearse(records).destroy == []
+
+
+def test_karpenter_needs_a_node_per_replica() -> None:
+    """karpenter 1.14.1 runs 2 replicas with a required anti-affinity on the hostname:
+    a system group of minimum size 1 leaves one Pending and the release's wait fails."""
+    records = [
+        _CLUSTER,
+        _group("system", min_size=1),
+        _helm("karpenter", "karpenter", "1.14.1", "system"),
+    ]
+    step = _step(rehearse(records), "karpenter")
+    assert step.status == "would-hang"
+    assert "runs 2 replicas, each on its own node" in step.message
+    assert step.fix == "give system a minimum size of 2"
+    records[1] = _group("system", min_size=2)
+    assert _step(rehearse(records), "karpenter").status == "ok"

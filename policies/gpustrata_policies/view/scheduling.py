@@ -37,6 +37,7 @@ __all__ = [
     "custom_kind",
     "landing",
     "pods_that_must_run",
+    "room",
 ]
 
 ADDON_KIND = "EksAddon"
@@ -101,6 +102,9 @@ class PodNeed:
     hook: str | None = None
     """The Helm hook(s) it runs as (``pre-install``, ``pre-delete``, comma-separated);
     ``None``: an ordinary release object."""
+    distinct_nodes: int = 1
+    """Nodes its replicas need: the replica count when a required pod anti-affinity on
+    ``kubernetes.io/hostname`` puts each replica on its own node (Karpenter's chart)."""
 
     @property
     def at_install(self) -> bool:
@@ -169,6 +173,13 @@ def _terms(required: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]
     return out
 
 
+def _distinct_nodes(replicas: int | None, anti: Iterable[Mapping[str, Any]]) -> int:
+    per_host = any(
+        isinstance(t, Mapping) and t.get("topologyKey") == "kubernetes.io/hostname" for t in anti
+    )
+    return replicas if per_host and isinstance(replicas, int) and replicas > 1 else 1
+
+
 def _chart_pods(obj: K8sObject, release: ChartRelease) -> list[PodNeed]:
     values = _values(obj)
     out = []
@@ -190,6 +201,7 @@ def _chart_pods(obj: K8sObject, release: ChartRelease) -> list[PodNeed]:
                 pod.values_node_selector,
                 pod.sources or release.sources,
                 hook=pod.hook,
+                distinct_nodes=_distinct_nodes(placed.replicas, placed.anti_affinity),
             )
         )
     return out
@@ -301,6 +313,31 @@ def landing(
             continue
         fits.append(pool)
     return fits, why
+
+
+def room(need: PodNeed, fits: Sequence[GpuPool], *, scale_from_zero: bool = False) -> str:
+    """Why the pools *need* lands on have too few nodes for its replicas (each on its own
+    node), or ``""`` when they have enough (or can get them: Karpenter, an autoscaler)."""
+    if need.distinct_nodes <= 1:
+        return ""
+    nodes = 0
+    for pool in fits:
+        if pool.from_nodes or pool.obj.kind == "NodePool":
+            return ""
+        if pool.extra.get("provisioner") == "karpenter":
+            return ""
+        limit = pool.max_size if scale_from_zero else pool.extra.get("minSize")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            return ""  # not stated: not assumed too small
+        nodes += limit
+    if nodes >= need.distinct_nodes:
+        return ""
+    names = ", ".join(p.name for p in fits)
+    return (
+        f"{need.name} runs {need.distinct_nodes} replicas, each on its own node (required pod "
+        f"anti-affinity on kubernetes.io/hostname), but {names} "
+        f"{'has' if len(fits) == 1 else 'have'} {nodes} node(s) at minimum size"
+    )
 
 
 def crds_installed(objects: Iterable[K8sObject]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from gpustrata_policies.view.scheduling import (
     cluster_autoscaler,
     landing,
     pods_that_must_run,
+    room,
 )
 
 _NODE_GROUP_TOKEN = "aws:eks/nodeGroup:NodeGroup"
@@ -110,6 +111,17 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     failing: dict[tuple[str, str], list[PodNeed]] = {}
     for need in needs:
         fits, why = landing(need, cluster.pools, scale_from_zero=scale_from_zero)
+        short = room(need, fits, scale_from_zero=scale_from_zero) if fits else ""
+        if short:
+            names = ", ".join(p.name for p in fits)
+            yield ctx.violation(
+                obj,
+                f"{short}: a replica stays Pending and the release's wait (Helm --wait) fails. "
+                f"Fix: give {names} a minimum size of {need.distinct_nodes}, or lower the "
+                "chart's replicas",
+                ("spec",),
+            )
+            continue
         if fits:
             continue
         empty = [w.split(":", 1)[0].removeprefix("pool ") for w in why if "min size 0" in w]
