@@ -288,6 +288,16 @@ def _step(
 ) -> Step | None:
     kind = obj.kind
     step = _crd_step(index, record, obj, before)
+    if step is not None and existing_cluster:  # its CRDs are not in the program
+        return Step(
+            index,
+            record.name,
+            record.type,
+            "not-evaluated",
+            f"{step.message.split(':', 1)[0]}: nothing in the stack installs its CRD; the "
+            "existing cluster may have it",
+            step.fix,
+        )
     if step is not None:
         return step
     awaited = (

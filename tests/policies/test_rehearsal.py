@@ -392,3 +392,18 @@ def test_karpenter_needs_a_node_per_replica() -> None:
     assert step.fix == "give system a minimum size of 2"
     records[1] = _group("system", min_size=2)
     assert _step(rehearse(records), "karpenter").status == "ok"
+
+
+def test_an_existing_cluster_may_have_the_crd() -> None:
+    monitor = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "m", "namespace": "inference"},
+        "spec": {},
+    }
+    token = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
+    created = rehearse([_CLUSTER, _rec(token, "monitor", monitor, "eks")])
+    assert _step(created, "monitor").status == "would-fail"
+    existing = rehearse([_rec(token, "monitor", monitor)])
+    step = _step(existing, "monitor")
+    assert step.status == "not-evaluated" and "existing cluster may have it" in step.message
