@@ -105,7 +105,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             yield ctx.not_evaluated(obj, "; ".join(u.split(": ", 1)[-1] for u in unread))
         return
     scale_from_zero = not cluster.stack or cluster.autoscaler is not None
-    pods = {f"{obj.resource}{p.where}": p for p in obj.pods()} if obj.kind in _KINDS else {}
+    pods = {f"{obj.resource}{p.where}": p for p in obj.pods()}
     extra = ctx.config.gpu_resources
     # Pods of one owner that fail for the same reason are one finding (a chart's controllers).
     failing: dict[tuple[str, str], list[PodNeed]] = {}
