@@ -80,6 +80,7 @@ def render_command(args: argparse.Namespace) -> int:
         karpenter_objects,
         operator_object,
         pool_object,
+        system_chart_objects,
         weights_identity_objects,
         workload_objects,
     )
@@ -89,7 +90,7 @@ def render_command(args: argparse.Namespace) -> int:
     plan = plan_spec(load_stack_file(path), str(path))
     operator = operator_object(plan)
     objects = [pool_object(p, plan.spec) for p in plan.pools.values()]
-    objects += karpenter_objects(plan)
+    objects += system_chart_objects(plan) + karpenter_objects(plan)
     objects += ([operator] if operator else []) + weights_identity_objects(plan)
     objects += workload_objects(plan)
     dra = dra_driver_object(plan)

@@ -325,18 +325,9 @@ def dra_driver_object(plan: StackPlan) -> dict[str, Any] | None:
     if dra is None:
         return None
     release = dra_driver_release()
-    return {
-        "apiVersion": "helm.sh/v3",
-        "kind": "HelmRelease",
-        "metadata": {"name": release.chart, "namespace": DRA_DRIVER_NAMESPACE},
-        "spec": {
-            "chart": release.chart,
-            "version": release.version,
-            "repositoryOpts": {"repo": release.repository},
-            "namespace": DRA_DRIVER_NAMESPACE,
-            "values": dra[1],
-        },
-    }
+    return _helm_release_object(
+        release.chart, release.version, release.repository, DRA_DRIVER_NAMESPACE, dra[1]
+    )
 
 
 def node_image_driver(stack: StackSpec) -> str | None:
@@ -487,3 +478,84 @@ def weights_service_account_object(name: str, namespace: str) -> dict[str, Any]:
         "kind": "ServiceAccount",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
     }
+
+
+def _helm_release_object(
+    chart: str, version: str, repository: str, namespace: str, values: dict[str, Any]
+) -> dict[str, Any]:
+    """A Helm release as the rules read it (the shape a Pulumi Release takes in
+    :func:`gpustrata_policies.objects_from_pulumi`)."""
+    return {
+        "apiVersion": "helm.sh/v3",
+        "kind": "HelmRelease",
+        "metadata": {"name": chart.rsplit("/", 1)[-1], "namespace": namespace},
+        "spec": {
+            "chart": chart,
+            "version": version,
+            "repositoryOpts": {"repo": repository},
+            "namespace": namespace,
+            "values": values,
+        },
+    }
+
+
+def system_chart_objects(plan: StackPlan) -> list[dict[str, Any]]:
+    """The charts the stack installs besides the GPU Operator and the DRA driver (KubeRay,
+    Karpenter, kube-prometheus-stack, KEDA), as HelmRelease objects: what `render` prints
+    so that `check` sees who installs the CRDs the workloads use (K018)."""
+    from gpustrata.render.foundation import (
+        KEDA_CHART,
+        KEDA_REPO,
+        MONITORING_CHART,
+        MONITORING_REPO,
+        chart_version,
+        monitoring_values,
+    )
+    from gpustrata.render.operators import KUBERAY_REPO
+
+    spec = plan.spec
+    out: list[dict[str, Any]] = []
+    if spec.kuberay.enabled:
+        out.append(
+            _helm_release_object(
+                "kuberay-operator",
+                spec.kuberay.chart_version,
+                KUBERAY_REPO,
+                spec.kuberay.namespace,
+                kuberay_operator_values(plan),
+            )
+        )
+    if plan.karpenter is not None:
+        release = plan.karpenter.release
+        out.append(
+            _helm_release_object(
+                release.chart,
+                release.version,
+                release.chart,
+                spec.karpenter.namespace,
+                karpenter_values(plan),
+            )
+        )
+    if spec.monitoring.mode == "install":
+        version = chart_version(MONITORING_CHART, spec.monitoring.chart_version, "monitoring")
+        out.append(
+            _helm_release_object(
+                MONITORING_CHART,
+                version,
+                MONITORING_REPO,
+                spec.monitoring.namespace,
+                _on_system_pool(plan, MONITORING_CHART, version, monitoring_values()),
+            )
+        )
+    if spec.keda.enabled:
+        version = chart_version(KEDA_CHART, spec.keda.chart_version, "keda")
+        out.append(
+            _helm_release_object(
+                KEDA_CHART,
+                version,
+                KEDA_REPO,
+                spec.keda.namespace,
+                _on_system_pool(plan, KEDA_CHART, version, {}),
+            )
+        )
+    return out
