@@ -9,6 +9,8 @@ from gpustrata.catalog.aws import (
     eks_addon_version,
     eks_addon_versions,
     instance_vcpus,
+    pod_identity,
+    pod_identity_trust_policy,
     quota_increase_command,
     vcpu_quota,
     vcpu_quotas,
@@ -82,3 +84,17 @@ def test_addon_pins_cited_or_absent() -> None:
     assert len(pairs) == len(set(pairs))
     assert eks_addon_version("eks-pod-identity-agent", "1.34") is None
     assert eks_addon_version("coredns", "1.20") is None
+
+
+def test_pod_identity_facts() -> None:
+    facts = pod_identity()
+    assert facts.addon == "eks-pod-identity-agent"
+    assert facts.trust_principal == "pods.eks.amazonaws.com"
+    assert facts.trust_actions == ("sts:AssumeRole", "sts:TagSession")
+    assert facts.node_role_action == "eks-auth:AssumeRoleForPodIdentity"
+    assert facts.sources and all(
+        s.startswith("https://docs.aws.amazon.com/") for s in facts.sources
+    )
+    statement = pod_identity_trust_policy()["Statement"][0]
+    assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]

@@ -1,6 +1,7 @@
 """AWS facts of the cluster foundation (``data/aws.yaml``, each cited): the EKS add-on
 versions pinned per Kubernetes minor, the EC2 vCPU quota each instance family counts
-against on demand and on spot, and the vCPUs of an m/c/r instance type by its size."""
+against on demand and on spot, the vCPUs of an m/c/r instance type by its size, and what
+an EKS Pod Identity association needs (trust principal and actions, the agent add-on)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from gpustrata.core.yamlio import safe_load
 
 __all__ = [
     "AddonVersion",
+    "PodIdentity",
     "VcpuQuota",
     "eks_addon_version",
     "eks_addon_versions",
     "instance_vcpus",
+    "pod_identity",
+    "pod_identity_trust_policy",
     "quota_increase_command",
     "vcpu_quota",
     "vcpu_quotas",
@@ -47,6 +51,24 @@ class VcpuQuota:
     default_vcpus: int | None
     """AWS's default before any increase, where a cited AWS page states it; None: the
     account's own value (read it with ``aws service-quotas get-service-quota``)."""
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodIdentity:
+    """What an EKS Pod Identity association needs: the role's trust policy, the agent
+    add-on that serves the credentials on each node, and the node role's permission."""
+
+    addon: str
+    """The EKS add-on that runs the agent (``eks-pod-identity-agent``)."""
+    trust_principal: str
+    """The service principal a Pod Identity role trusts (``pods.eks.amazonaws.com``)."""
+    trust_actions: tuple[str, ...]
+    """The actions that principal is allowed (``sts:AssumeRole``, ``sts:TagSession``)."""
+    node_role_action: str
+    """The action the node role needs for the agent (``eks-auth:AssumeRoleForPodIdentity``)."""
+    node_role_policy: str
+    """The AWS managed policy that grants ``node_role_action``."""
     sources: tuple[str, ...]
 
 
@@ -144,3 +166,33 @@ def instance_vcpus(instance_type: str) -> int | None:
 @functools.cache
 def _size_families() -> frozenset[str]:
     return frozenset(str(f) for f in _doc()["instance_sizes"]["families"])
+
+
+@functools.cache
+def pod_identity() -> PodIdentity:
+    """The catalogued EKS Pod Identity facts."""
+    e = _doc()["pod_identity"]
+    return PodIdentity(
+        addon=str(e["addon"]),
+        trust_principal=str(e["trust_principal"]),
+        trust_actions=tuple(str(a) for a in e["trust_actions"]),
+        node_role_action=str(e["node_role_action"]),
+        node_role_policy=str(e["node_role_policy"]),
+        sources=tuple(str(s) for s in e["sources"]),
+    )
+
+
+def pod_identity_trust_policy() -> dict[str, Any]:
+    """The trust policy (an IAM policy document) of a role used through EKS Pod Identity,
+    as the EKS user guide gives it; serialise with ``json.dumps``."""
+    facts = pod_identity()
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": facts.trust_principal},
+                "Action": list(facts.trust_actions),
+            }
+        ],
+    }
