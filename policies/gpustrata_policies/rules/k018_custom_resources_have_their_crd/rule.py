@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from gpustrata.catalog.charts import chart_releases
+from gpustrata.catalog.charts import chart_releases, crd_owner
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.objects import K8sObject
@@ -64,6 +64,20 @@ def _installed(objects: Sequence[K8sObject]) -> _Installed:
     return _Installed(crds_installed(objects), stack or installs, unknown, frozenset(owned))
 
 
+def _owner(group_kind: str, group: str) -> str:
+    """What to install: the project that owns the group, and the catalogued chart releases
+    that install this kind (the chart catalogue's ``crds``)."""
+    releases = crd_owner(group_kind)
+    charts = sorted({r.chart for r in releases})
+    owner = _OWNERS.get(group) or (
+        f"the {' or '.join(charts)} chart" if charts else f"the CRD of {group_kind}"
+    )
+    if not releases:
+        return owner
+    pinned = ", ".join(sorted({f"{r.chart} {r.version}" for r in releases}))
+    return f"{owner}, e.g. {pinned},"
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """A custom resource's CRD is installed by the same stack or manifest set."""
     group_kind = custom_kind(obj)
@@ -82,7 +96,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             f"what {', '.join(found.unknown_charts)} installs",
         )
         return
-    owner = _OWNERS.get(group, f"the CRD of {group_kind}")
+    owner = _owner(group_kind, group)
     yield ctx.violation(
         obj,
         f"{obj.kind} ({group_kind}) needs its CustomResourceDefinition, which nothing in the "
