@@ -273,3 +273,17 @@ def test_plan_reports_the_vcpu_quotas_each_stack_needs() -> None:
     assert standard.value == "12..16 vCPU" and "m7i.xlarge" in standard.why
     dev = {d.key: d for d in build_plan(stack_doc("dev")).derived}
     assert dev["quotas.L-3819A6DF"].value == "4..4 vCPU"  # the spot L4 node
+
+
+def test_dra_pool_nodes_keep_the_operator_validator_off() -> None:
+    """Finding 12: on a DRA pool the GPU Operator's validator waited forever for
+    nvidia.com/gpu capacity; its deploy label now keeps it (and the device plugin) off."""
+    res = {r.name: r for r in run_program(stack_doc("prod"), stack="prod")}
+    group = next(
+        r
+        for r in res.values()
+        if r.type == NODE_GROUP and r.inputs.get("nodeGroupName") == "gpu-l40s"
+    )
+    labels = group.inputs["labels"]
+    assert labels["nvidia.com/gpu.deploy.operator-validator"] == "false"
+    assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"

@@ -19,6 +19,7 @@ from gpustrata.catalog.architectures import (
     load_model_catalog,
 )
 from gpustrata.catalog.aws import instance_vcpus, quota_increase_command, vcpu_quota
+from gpustrata.catalog.charts import dra_node_labels
 from gpustrata.catalog.compat import KarpenterRelease, load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
 from gpustrata.core.contract import (
@@ -665,8 +666,12 @@ def _allowed_types(
 
 def dra_pool_labels(pool: NodePoolSpec) -> dict[str, str]:
     """Labels a DRA pool's nodes carry: the GPU Operator's device plugin kept off them, so
-    only the DRA driver advertises their GPUs (rule O008)."""
-    return {DEVICE_PLUGIN_DEPLOY_LABEL: "false"} if pool.gpu_allocation == "dra" else {}
+    only the DRA driver advertises their GPUs (rule O008), and its validator too, which
+    would otherwise wait forever for ``nvidia.com/gpu`` capacity (the chart catalogue's
+    cited ``dra_node`` fact)."""
+    if pool.gpu_allocation != "dra":
+        return {}
+    return {DEVICE_PLUGIN_DEPLOY_LABEL: "false", **dra_node_labels()}
 
 
 def _plan_model(
