@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from _stacks import STACKS, stack_doc
+from _stacks import STACKS, closure, stack_doc
 
 from gpustrata.runtime.mockrun import Registered, run_program
 from gpustrata_policies.evaluate import evaluate, find_rule
@@ -27,18 +27,6 @@ HELM = "kubernetes:helm.sh/v3:Release"
 
 def _run(doc: dict[str, Any], env: str) -> dict[str, Registered]:
     return {r.name: r for r in run_program(doc, stack=env)}
-
-
-def _closure(res: dict[str, Registered], name: str) -> set[str]:
-    """Everything *name* waits for, transitively."""
-    seen: set[str] = set()
-    todo = list(res[name].depends_on)
-    while todo:
-        dep = todo.pop()
-        if dep not in seen:
-            seen.add(dep)
-            todo.extend(res[dep].depends_on if dep in res else ())
-    return seen
 
 
 def _of_type(res: dict[str, Registered], prefix: str) -> list[Registered]:
@@ -74,7 +62,7 @@ def test_dependencies_are_recorded_and_acyclic(stack: tuple[str, dict[str, Regis
     for r in res.values():
         for dep in r.depends_on:
             assert dep in res, f"{r.name} depends on unregistered {dep}"
-        assert r.name not in _closure(res, r.name), f"dependency cycle through {r.name}"
+        assert r.name not in closure(res, r.name), f"dependency cycle through {r.name}"
 
 
 def test_crds_and_operators_before_custom_resources(
@@ -89,7 +77,7 @@ def test_crds_and_operators_before_custom_resources(
         assert kuberay is not None
     for r in ray_resources:
         # The release installs the RayService CRD and awaits the operator (skip_await off).
-        assert kuberay is not None and kuberay.name in _closure(res, r.name), r.name
+        assert kuberay is not None and kuberay.name in closure(res, r.name), r.name
     for release in _of_type(res, HELM):
         assert release.inputs.get("skipAwait") in (None, False), release.name
         namespaces = [
@@ -97,7 +85,7 @@ def test_crds_and_operators_before_custom_resources(
             for n in _of_type(res, "kubernetes:core/v1:Namespace")
             if n.inputs.get("metadata", {}).get("name") == release.inputs.get("namespace")
         ]
-        assert set(namespaces) <= _closure(res, release.name), release.name
+        assert set(namespaces) <= closure(res, release.name), release.name
 
 
 def test_gpu_workloads_wait_for_gpu_nodes_and_the_gpu_operator(
@@ -116,7 +104,7 @@ def test_gpu_workloads_wait_for_gpu_nodes_and_the_gpu_operator(
     workloads = list(_gpu_objects(res))
     assert workloads, f"{env}: no GPU workload found"
     for r, obj in workloads:
-        deps = _closure(res, r.name)
+        deps = closure(res, r.name)
         assert operator.name in deps, f"{r.name} does not wait for the GPU Operator"
         pools = {
             str(p.node_selector().get("gpustrata.io/pool")) for p in obj.pods() if p.gpu_count()
@@ -136,7 +124,7 @@ def test_the_gpu_operator_itself_waits_for_the_gpu_nodes(
     children = [r for r in res.values() if r.parent and r.custom and _is_operator_child(res, r)]
     assert children
     for r in children:
-        assert node_groups <= set(r.depends_on) | _closure(res, r.name), r.name
+        assert node_groups <= set(r.depends_on) | closure(res, r.name), r.name
 
 
 def _is_operator_child(res: dict[str, Registered], r: Registered) -> bool:
@@ -154,7 +142,7 @@ def test_every_namespaced_object_waits_for_its_namespace(
     for r in _of_type(res, "kubernetes:"):
         ns = (r.inputs.get("metadata") or {}).get("namespace") or r.inputs.get("namespace")
         if ns in created and not r.type.endswith(":Namespace"):
-            assert created[ns] in _closure(res, r.name), f"{r.name} before namespace {ns}"
+            assert created[ns] in closure(res, r.name), f"{r.name} before namespace {ns}"
 
 
 def test_data_that_must_survive_is_retained(stack: tuple[str, dict[str, Registered]]) -> None:
@@ -206,7 +194,7 @@ def test_ordering_holds_in_other_shapes(mode: str) -> None:
     kuberay = _release(res, "kuberay-operator")
     assert kuberay is not None
     for r in _of_type(res, "kubernetes:ray.io/v1:RayService"):
-        assert kuberay.name in _closure(res, r.name)
+        assert kuberay.name in closure(res, r.name)
     node_groups = {
         r.inputs.get("nodeGroupName"): r.name for r in _of_type(res, "aws:eks/nodeGroup")
     }
@@ -217,7 +205,7 @@ def test_ordering_holds_in_other_shapes(mode: str) -> None:
         for pod in obj.pods():
             if pod.gpu_count():
                 pool = pod.node_selector().get("gpustrata.io/pool")
-                assert node_groups[pool] in _closure(res, r.name), f"{r.name} before its nodes"
+                assert node_groups[pool] in closure(res, r.name), f"{r.name} before its nodes"
 
 
 def test_the_recorded_order_is_the_same_every_run() -> None:

@@ -14,7 +14,7 @@ import zlib
 from typing import Any
 
 import pytest
-from _stacks import STACKS, stack_doc
+from _stacks import STACKS, closure, stack_doc
 
 from gpustrata.core.contract import POOL_LABEL
 from gpustrata.core.errors import StackError
@@ -29,17 +29,6 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 def stack(request: pytest.FixtureRequest) -> tuple[str, dict[str, Registered]]:
     env = str(request.param)
     return env, {r.name: r for r in run_program(stack_doc(env), stack=env)}
-
-
-def _closure(res: dict[str, Registered], name: str) -> set[str]:
-    seen: set[str] = set()
-    todo = list(res[name].depends_on)
-    while todo:
-        dep = todo.pop()
-        if dep not in seen:
-            seen.add(dep)
-            todo.extend(res[dep].depends_on if dep in res else ())
-    return seen
 
 
 def _system_group(res: dict[str, Registered]) -> Registered:
@@ -69,8 +58,8 @@ def test_addons_managed_and_coredns_after_nodes(stack: tuple[str, dict[str, Regi
     addons = {r.inputs["addonName"]: r for r in res.values() if r.type == "aws:eks/addon:Addon"}
     assert {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"} <= set(addons)
     system = _system_group(res).name
-    assert system in _closure(res, addons["coredns"].name)
-    assert system not in _closure(res, addons["vpc-cni"].name)
+    assert system in closure(res, addons["coredns"].name)
+    assert system not in closure(res, addons["vpc-cni"].name)
 
 
 def test_every_release_waits_for_system_nodes_and_lands_there(
@@ -83,7 +72,7 @@ def test_every_release_waits_for_system_nodes_and_lands_there(
     releases = [r for r in res.values() if r.type == HELM]
     assert releases
     for release in releases:
-        assert system in _closure(res, release.name), release.inputs["chart"]
+        assert system in closure(res, release.name), release.inputs["chart"]
         text = json.dumps(release.inputs.get("values") or {})
         assert f'"{POOL_LABEL}": "system"' in text, release.inputs["chart"]
 
@@ -127,7 +116,7 @@ def test_custom_resources_have_their_chart(stack: tuple[str, dict[str, Registere
         kind = r.inputs.get("kind")
         if kind in needs:
             assert needs[kind] in charts, f"{kind} {r.name} without {needs[kind]}"
-            assert charts[needs[kind]] in _closure(res, r.name)
+            assert charts[needs[kind]] in closure(res, r.name)
 
 
 def test_object_store_weights_have_pod_identity(stack: tuple[str, dict[str, Registered]]) -> None:
@@ -252,12 +241,12 @@ def test_single_replica_cache_volume_created_with_its_driver() -> None:
         if r.type == "aws:eks/addon:Addon" and r.inputs["addonName"] == "aws-ebs-csi-driver"
     )
     assert addon.inputs["podIdentityAssociations"][0]["serviceAccount"] == "ebs-csi-controller-sa"
-    assert addon.name in _closure(res, claims[0].name)
+    assert addon.name in closure(res, claims[0].name)
     classes = [r for r in res.values() if r.type == "kubernetes:storage.k8s.io/v1:StorageClass"]
     assert classes and classes[0].inputs["volumeBindingMode"] == "WaitForFirstConsumer"
     assert claim["spec"]["storageClassName"] == classes[0].inputs["metadata"]["name"]
     deployment = next(r for r in res.values() if r.type == "kubernetes:apps/v1:Deployment")
-    assert claims[0].name in _closure(res, deployment.name)
+    assert claims[0].name in closure(res, deployment.name)
 
 
 def test_plan_reports_the_vcpu_quotas_each_stack_needs() -> None:
