@@ -42,6 +42,7 @@ from gpustrata_policies.view.pools import GpuPool, pools_of
 from gpustrata_policies.view.scheduling import (
     ADDON_KIND,
     PodNeed,
+    chart_name,
     cluster_autoscaler,
     crds_installed,
     custom_kind,
@@ -164,8 +165,7 @@ def _closures(records: Sequence[Record]) -> dict[str, set[str]]:
 
 def _is_karpenter(obj: K8sObject) -> bool:
     """The Karpenter controller's release (a chart name or an OCI reference to it)."""
-    chart = obj.raw.get("spec", {}).get("chart") if obj.kind == "HelmRelease" else None
-    return isinstance(chart, str) and chart.rsplit("/", 1)[-1] == _KARPENTER_CHART
+    return obj.kind == "HelmRelease" and chart_name(obj) == _KARPENTER_CHART
 
 
 def _skip_await(record: Record) -> bool:

@@ -29,6 +29,7 @@ __all__ = [
     "chart_releases",
     "crd_owner",
     "dra_node_labels",
+    "newest_chart_release",
     "placement_values",
     "pod_placement",
     "prometheus_url",
@@ -336,11 +337,14 @@ def crd_owner(group_kind: str) -> list[ChartRelease]:
     return [r for r in chart_releases() if group_kind in r.crds]
 
 
-def _newest(chart: str, version: str | None) -> ChartRelease | None:
-    if version:
-        return chart_release(chart, version)
+def newest_chart_release(chart: str) -> ChartRelease | None:
+    """The newest catalogued release of *chart*, or ``None`` when it is not catalogued."""
     same = [r for r in chart_releases() if r.chart == chart]
     return max(same, key=lambda r: _version_key(r.version)) if same else None
+
+
+def _newest(chart: str, version: str | None) -> ChartRelease | None:
+    return chart_release(chart, version) if version else newest_chart_release(chart)
 
 
 def _version_key(version: str) -> tuple[int, ...]:

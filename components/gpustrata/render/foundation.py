@@ -19,7 +19,7 @@ from gpustrata.catalog.aws import eks_addon_version
 from gpustrata.catalog.charts import (
     ChartRelease,
     chart_release,
-    chart_releases,
+    newest_chart_release,
     placement_values,
 )
 from gpustrata.core.contract import POOL_LABEL
@@ -82,10 +82,9 @@ def catalogued_chart(chart: str, version: str) -> tuple[ChartRelease | None, str
     found = chart_release(chart, version)
     if found is not None:
         return found, f"{chart} {found.version} (chart catalogue)"
-    same = [r for r in chart_releases() if r.chart == chart]
-    if not same:
+    newest = newest_chart_release(chart)
+    if newest is None:
         return None, f"{chart} is not in the chart catalogue"
-    newest = max(same, key=lambda r: tuple(int(p) for p in r.version.lstrip("v").split(".")))
     return newest, (
         f"{chart} {version} is not catalogued; its controllers are placed with the values "
         f"keys of {newest.version}"
