@@ -13,7 +13,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 RULES_DIR = REPO / "policies" / "gpustrata_policies" / "rules"
-FIELD_CORPUS = REPO / ".." / "shared" / "field-corpus"
+FIELD_CORPUS = REPO / "tests" / "data" / "field-corpus-1"  # a copy of ../shared/field-corpus
 FIELD_CORPUS_2 = REPO / "tests" / "data" / "field-corpus-2"
 """The second field corpus (issue 20): 23 public manifests kept in the repository."""
 FIELD_CORPUS_2_REFUSED = REPO / "tests" / "data" / "field-corpus-2-refused"

@@ -32,7 +32,8 @@ def _relative(file: str | None) -> str | None:
     if file is None:
         return None
     path = Path(file).resolve()
-    for base, label in ((REPO, ""), (FIELD_CORPUS.resolve(), "field-corpus/")):
+    # corpus 1 first: its copy lives under REPO, and its label stays as before the copy
+    for base, label in ((FIELD_CORPUS.resolve(), "field-corpus/"), (REPO, "")):
         if path.is_relative_to(base):
             return label + str(path.relative_to(base))
     return file

@@ -27,7 +27,7 @@ from pulumi.runtime.proto import analyzer_pb2
 
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
 
-CORPUS = REPO.parent / "shared" / "field-corpus"
+CORPUS = REPO / "tests" / "data" / "field-corpus-1"  # a copy of ../shared/field-corpus
 
 
 def _servicer(monkeypatch: pytest.MonkeyPatch) -> Any:
