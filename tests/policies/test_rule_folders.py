@@ -98,3 +98,86 @@ def test_fixture_gives_exactly_the_expected_outcome(rule: Rule, path: Path) -> N
         assert [(f.rule, f.message) for f in report.findings] == []
         others = sorted({n.rule for n in report.not_evaluated if n.rule != rule_id})
         assert others == expected.get("others_not_evaluated", {}).get(path.name, [])
+
+
+def _outcome(rule: Rule, path: Path) -> dict[str, Any]:
+    """What the runner compares for one fixture, in expected.yaml's shape."""
+    report = evaluate(load_paths([str(path)]))
+    rule_id = rule.meta.id
+    return {
+        "findings": [
+            {"resource": f.resource, "enforcement": f.enforcement, "message": f.message}
+            for f in report.findings
+            if f.rule == rule_id
+        ],
+        "not_evaluated": [
+            {"resource": n.resource, "reason": n.reason}
+            for n in report.not_evaluated
+            if n.rule == rule_id
+        ],
+        "others": sorted({n.rule for n in report.not_evaluated if n.rule != rule_id}),
+    }
+
+
+class _Folded(str):
+    """A long message written as a folded block (``>-``), as the hand-written files are."""
+
+
+def _dump_expected(rule: Rule) -> str:
+    """expected.yaml of *rule* as its fixtures evaluate now, with the standard header."""
+    folder = _folder(rule)
+    findings: dict[str, Any] = {}
+    skipped: dict[str, Any] = {}
+    others: dict[str, Any] = {}
+    names = [*_fixtures(folder, "bad"), *_fixtures(folder, "good")]
+    written = list(_expected(folder).get("findings") or {})  # keep the file's own order
+    for name in sorted(
+        names, key=lambda n: (n not in written, written.index(n) if n in written else 0, n)
+    ):
+        got = _outcome(rule, folder / name)
+        findings[name] = [{**f, "message": _Folded(f["message"])} for f in got["findings"]]
+        if got["not_evaluated"]:
+            skipped[name] = [{**n, "reason": _Folded(n["reason"])} for n in got["not_evaluated"]]
+        if name.startswith("good-"):
+            others[name] = got["others"]
+    data: dict[str, Any] = {"findings": findings}
+    if skipped:
+        data["not_evaluated"] = skipped
+    data["others_not_evaluated"] = others
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    Dumper.add_representer(
+        _Folded, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", str(s), style=">")
+    )
+    Dumper.add_representer(
+        list,
+        lambda d, seq: d.represent_sequence(
+            "tag:yaml.org,2002:seq",
+            seq,
+            flow_style=bool(seq)
+            and all(isinstance(x, str) and not isinstance(x, _Folded) for x in seq),
+        ),
+    )
+    header = (folder / "expected.yaml").read_text(encoding="utf-8").split("\nfindings:", 1)[0]
+    body = yaml.dump(data, Dumper=Dumper, sort_keys=False, width=92, allow_unicode=True)
+    return header + "\n" + body
+
+
+if __name__ == "__main__":
+    # python tests/policies/test_rule_folders.py --update V010 [V012 ...]: rewrite those
+    # rules' expected.yaml from what their fixtures give now, for review in the diff.
+    import sys
+
+    from gpustrata_policies.evaluate import find_rule
+
+    if sys.argv[1:2] != ["--update"] or not sys.argv[2:]:
+        sys.exit("usage: python tests/policies/test_rule_folders.py --update RULE [RULE ...]")
+    for key in sys.argv[2:]:
+        found = find_rule(key)
+        if found is None:
+            sys.exit(f"no rule {key!r}")
+        target = _folder(found) / "expected.yaml"
+        target.write_text(_dump_expected(found), encoding="utf-8")
+        print(f"wrote {target}")

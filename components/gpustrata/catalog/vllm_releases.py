@@ -761,6 +761,17 @@ def memory_default(version: str) -> Fact | None:
     return _read_or_agreed(version, table, _same_value)
 
 
+def memory_default_any_release() -> tuple[float, str, str] | None:
+    """(value, oldest, newest release read) when every read release has the same default
+    ``gpu_memory_utilization``: then an engine whose image names no release still has a
+    known default. None where the read releases differ."""
+    read = load_vllm_releases().memory_defaults  # oldest first
+    values = {fact.value for _, fact in read}
+    if len(values) != 1:
+        return None
+    return values.pop(), read[0][0], read[-1][0]
+
+
 def accepts_abbreviations(version: str) -> Fact | None:
     """Does the release's ``vllm serve`` take a unique prefix of a long option
     (``--max-model`` for ``--max-model-len``: argparse's ``allow_abbrev``)? The fact

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from gpustrata.catalog.vllm_releases import Fact, memory_default, vllm_file_url
+from gpustrata.catalog.vllm_releases import (
+    Fact,
+    memory_default,
+    memory_default_any_release,
+    vllm_file_url,
+)
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.quantity import parse_number
 from gpustrata.core.terminal import quoted
@@ -200,10 +205,12 @@ class EngineVersion:
     """The vLLM release an engine runs and which engine generation serves it."""
 
     version: str | None
+    """The release; None when the image names none (nothing is assumed)."""
     where: str
-    """``vLLM 0.8.5 (image vllm/vllm-openai:v0.8.5)`` or why the reference release is assumed."""
+    """``vLLM 0.8.5 (image vllm/vllm-openai:v0.8.5)``, or why no release is known."""
     v0: bool
-    """The V0 engine (``/health`` tied to the engine loop); False: V1 (``AsyncLLM``)."""
+    """The V0 engine (``/health`` tied to the engine loop); False: V1 (``AsyncLLM``) or,
+    when :attr:`version` is None, unknown."""
     why: str
     """Why this engine generation (catalogue default or ``VLLM_USE_V1``)."""
 
@@ -242,8 +249,11 @@ def engine_version(site: EngineSite) -> EngineVersion:
         else:
             where = f"vLLM {version} (image {image})"
     if version is None:
+        # No release is assumed: the generation and every release-dependent default stay
+        # unknown (V010 and V012 say "not evaluated" where the answer depends on them).
         what = f"image {image}" if isinstance(image, str) else "the image"
-        where = f"a vLLM whose release {what} does not name (taken as {REFERENCE_VLLM})"
+        reason = found.where if found is not None else f"{what} names no vLLM release"
+        return EngineVersion(None, reason, False, "unknown: the image names no vLLM release")
     use_v1 = _env(site).get("VLLM_USE_V1")
     release = catalogs.compat().vllm(version) if version else None
     if release is not None:
@@ -349,7 +359,15 @@ def engine_settings(
             return f"{key} {value} must be positive"
         kwargs[key] = value
     util = _raw(engine, "gpu_memory_utilization")
-    if util is None:
+    everywhere = memory_default_any_release()
+    if util is None and release is None and everywhere is not None:
+        share, oldest, newest = everywhere
+        kwargs["gpu_memory_utilization"] = share
+        defaults["gpu_memory_utilization"] = (
+            f"gpu_memory_utilization unset: {share:g}, the default of every vLLM release "
+            f"read ({oldest} to {newest}; the image names none)"
+        )
+    elif util is None:
         fact = _memory_default(release) if release and release != REFERENCE_VLLM else None
         if fact is None:
             kwargs["gpu_memory_utilization"] = DEFAULT_GPU_MEMORY_UTILIZATION

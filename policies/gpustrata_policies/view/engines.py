@@ -380,17 +380,16 @@ class ImageRelease:
     where: str
     """How it was read, or why no release is known (for messages)."""
     assumed: bool = False
-    """The release is assumed, not read: an unpinned image (``latest``: the newest
-    catalogued release) or a ``ray-llm`` image whose Ray release gives a lower bound only
-    (its lowest release)."""
+    """The release is a bound, not read: a ``ray-llm`` image whose Ray release gives a lower
+    bound only (its lowest release)."""
     ray: str | None = None
     """The Ray release whose pin gave the version (``rayproject/ray-llm``)."""
 
 
 def image_release(image: Any) -> ImageRelease | None:
     """The vLLM release of an image reference as people write them: ``vllm/vllm-openai``
-    tags (``v0.10.1.1``, ``v0.20.2-cu129``), ``latest`` or no tag (unpinned: the newest
-    catalogued release, assumed), a digest alone (names no release), a
+    tags (``v0.10.1.1``, ``v0.20.2-cu129``), ``latest`` or no tag (unpinned: no release,
+    never an assumed one), a digest alone (names no release), a
     ``rayproject/ray-llm`` tag (through the vLLM its Ray release pins), another
     publisher's ``vllm-openai`` (``lmcache/vllm-openai``: its own versions) and vendor
     builds (unknown). None when the image is none of these."""
@@ -443,11 +442,13 @@ def image_release(image: Any) -> ImageRelease | None:
     if tag is None and digest is not None:
         return ImageRelease(None, f"image {image} is pinned by digest, which names no vLLM version")
     if (tag or "") in UNPINNED_TAGS:
-        newest = catalogs.vllm_releases().reference
+        # A moving tag names no release: what it runs changed with every vLLM release, so
+        # no default-dependent figure is read from it (K013 reports the moving tag itself).
+        shown = f"tag {tag!r}" if tag else "no tag"
         return ImageRelease(
-            newest,
-            f"image {image} (unpinned: assumed to be the newest catalogued release, vLLM {newest})",
-            assumed=True,
+            None,
+            f"image {image} is unpinned ({shown}): it names no vLLM release, and the one it "
+            "runs moves with every push",
         )
     return ImageRelease(None, f"image {image}: tag {tag!r} names no vLLM release")
 

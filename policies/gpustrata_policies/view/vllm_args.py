@@ -84,6 +84,10 @@ class EngineArgs:
     ray_start: str | None = None
     """The ``ray start`` command (``ray start --head``) the container's shell script runs
     before the vLLM server: the engine's process is on a node of a Ray cluster."""
+    malformed: dict[str, str] = field(default_factory=dict)
+    """Settings written as one argument with their value (``"--tensor-parallel-size 2"``
+    in one list item): vLLM refuses the word (V013), so the setting is neither that value
+    nor its default. Setting name -> the word as written; :attr:`values` holds the word."""
 
     def get(self, key: str) -> Any:
         """A setting by vLLM name (dashes or underscores)."""
@@ -190,6 +194,20 @@ def _mark_unknowns(engine: EngineArgs, flags: list[str]) -> None:
             continue  # --flag=<unknown>
         engine.complete = False  # an unknown word where flags may stand
     engine.written[:] = [w for w in engine.written if MARK not in w]
+
+
+def _mark_malformed(engine: EngineArgs) -> None:
+    """A flag and its value in one argument (``"--tensor-parallel-size 2"``): argparse
+    takes a word with a space for a positional and vLLM stops (V013). Another rule must not
+    read the setting as unset (its default): the setting's value becomes the word, which
+    no reader takes for a number."""
+    for key in [k for k in engine.values if any(c.isspace() for c in k)]:
+        base = key.split()[0]
+        if base and base not in engine.values:
+            word = "--" + key.replace("_", "-")
+            engine.values[base] = word
+            engine.malformed[base] = word
+        del engine.values[key]
 
 
 def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
@@ -337,6 +355,7 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
     if isinstance(engine.values.get("model"), str):
         engine.model = engine.values["model"]
     _mark_unknowns(engine, flags)
+    _mark_malformed(engine)
     _resolve_abbreviations(engine, container.image)
     if engine.values.get("port") is UNKNOWN:
         engine.port = None  # stated where the container runs

@@ -102,8 +102,17 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         factors = _factors(engine)
         limit = container.gpu_limit(extra)
         if factors is None:
+            bad = [w for k, w in engine.malformed.items() if k.endswith("parallel_size")]
             yield ctx.not_evaluated(
-                obj, f"{container.label}: tensor/pipeline/data parallel sizes are not integers"
+                obj,
+                f"{container.label}: "
+                + (
+                    f"{', '.join(repr(w) for w in bad)} is one argument holding a flag and its "
+                    "value, which vLLM refuses (V013); the parallel size is neither that value "
+                    "nor its default. Split it into two list items"
+                    if bad
+                    else "tensor/pipeline/data parallel sizes are not integers"
+                ),
             )
             continue
         tp, pp, dp = factors

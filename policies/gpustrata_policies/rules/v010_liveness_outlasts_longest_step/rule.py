@@ -84,10 +84,16 @@ def _floor(
     problems = _floor_problems(ctx, live.timeout, live.failure_threshold, live.period, names)
     if not problems:
         return None
-    if v0 is None:
+    if v0 is None and where.startswith("vLLM "):
         engine = (
             "on the V1 engine, whose /health only reads an error flag in the API-server "
             "process (AsyncLLM.check_health)"
+        )
+    elif v0 is None:  # no release known: the floor holds for every one from 0.6.4
+        where, engine = (
+            f"a vLLM release its image does not name ({where})",
+            f"; from vLLM {HEALTH.v0_engine_loop_until} on, V0 and V1 alike, /health only "
+            "reads an error flag in the API-server process",
         )
     else:
         engine = (
@@ -95,7 +101,8 @@ def _floor(
             f"an error flag (MQLLMEngineClient.check_health, {_source(HEALTH.sources[0])})"
         )
     return (
-        f"{site.name} runs {where} {engine}, so a long prefill never blocks it; "
+        f"{site.name} runs {where}{'' if engine.startswith(';') else ' '}{engine}, so a long "
+        "prefill never blocks it; "
         "but that process also tokenizes, detokenizes and streams every request and answers "
         f"late under load, and its livenessProbe ({live.text('timeoutSeconds')}, "
         f"{live.text('failureThreshold')}, {live.text('periodSeconds')}) restarts a busy, "
@@ -197,6 +204,7 @@ def _ray(ctx: RuleContext, obj: K8sObject, site: EngineSite) -> Iterator[Outcome
             f"{SERVE_UNHEALTHY_THRESHOLD} x health_check_period_s >= "
             f"{ctx.threshold('min_tolerance_seconds')} s in the deployment_config",
             site.path,
+            advisory=True,
         )
 
 
@@ -215,10 +223,37 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         version = engine_version(site)
         text = _floor(ctx, site, live, version.where, version.why if version.v0 else None)
         if text is not None:
-            yield ctx.violation(obj, text, (*site.container.path, "livenessProbe"))
+            # A floor, not a certain failure: advisory (RULES.md), on every release.
+            yield ctx.violation(obj, text, (*site.container.path, "livenessProbe"), advisory=True)
         in_process = as_bool(site.engine, "disable_frontend_multiprocessing")
-        if version.v0 and _loop_bound(version.version) and not in_process:
+        if version.version is None and not in_process:
+            yield from _unknown_release(ctx, obj, site, version.where)
+        elif version.v0 and _loop_bound(version.version) and not in_process:
             yield from _v0_loop_bound(ctx, obj, site, version.where, version.why)
+
+
+def _unknown_release(
+    ctx: RuleContext, obj: K8sObject, site: EngineSite, where: str
+) -> Iterator[Outcome]:
+    """No release is assumed: where the longest step would mark a V0 engine of a release
+    before the fix dead, whether this engine is one is not known ("not evaluated")."""
+    found = capacity_inputs(ctx, site)
+    limit = HEALTH.v0_dead_after_s.value
+    if isinstance(found, str):
+        step_text = f"its longest step is not estimated ({found})"
+    else:
+        long = [inp for inp in found if inp.estimate.longest_step.seconds >= limit]
+        if not long:
+            return  # shorter than the limit on every GPU: no release can fail here
+        step = max(inp.estimate.longest_step.seconds for inp in long)
+        step_text = f"its longest step is estimated at {step:.1f} s"
+    yield ctx.not_evaluated(
+        obj,
+        f"{site.name}: {where}, so whether /health waits on the engine loop is not known: "
+        f"vLLM before {HEALTH.v0_engine_loop_until} (V0) marks the engine dead after "
+        f"{limit:g} s without a loop turn, and {step_text}. Pin the image to a vLLM "
+        "release or state its release in the cluster profile",
+    )
 
 
 RULE = Rule(
@@ -248,7 +283,9 @@ RULE = Rule(
             "max_model_len without chunked prefill, estimated by the capacity planner from "
             "FLOPs and the GPU's rate) must stay under it. The version comes from the image "
             "tag (ray-llm images through the vLLM their Ray release pins) and VLLM_USE_V1; an "
-            f"unknown version is taken as {catalogs.reference_vllm_minor()}. Ray Serve LLM "
+            "image that names no release gets no assumed one (the floor still applies, the "
+            "V0 step check is not evaluated). The floor is advisory (a margin, not a certain "
+            "failure); a V0 step longer than the heartbeat limit is mandatory. Ray Serve LLM "
             "replicas get the same floor on their Serve health checks (3 failures in a row "
             "restart a replica)."
         ),

@@ -123,6 +123,17 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         est = inp.estimate
         if not est.fits:
             continue  # V003 / V004: vLLM does not start at all
+        unset = "max_num_seqs" in inp.settings.defaults or "max_num_seqs" in est.defaults
+        if inp.version.version is None and unset:
+            yield ctx.not_evaluated(
+                obj,
+                f"{inp.site.name}: max_num_seqs unset, and {inp.version.where}: its default "
+                "differs between releases and GPUs (the release catalogue's scheduler rows), "
+                "so the sequences vLLM runs at once are not known. Set --max-num-seqs, pin "
+                "the image to a vLLM release, or state the image's release in the cluster "
+                "profile",
+            )
+            continue
         length = min(typical, est.max_model_len)
         held, blocks = typical_capacity(inp, length)
         if held >= est.max_num_seqs:

@@ -1,0 +1,85 @@
+"""No guessed facts (issue 30, item 4): an image that names no vLLM release gets no
+assumed one, and a flag vLLM refuses is not read as its default by another rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from gpustrata_policies import evaluate
+from gpustrata_policies.inputs.manifests import load_paths
+from gpustrata_policies.view.engines import image_release
+
+
+def _deployment(image: str, args: list[str], liveness: dict[str, int] | None = None) -> dict:
+    container: dict = {
+        "name": "vllm",
+        "image": image,
+        "args": args,
+        "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "64Gi"}},
+    }
+    if liveness is not None:
+        container["livenessProbe"] = {"httpGet": {"path": "/health", "port": 8000}, **liveness}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "m", "namespace": "llm"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "m"}},
+            "template": {
+                "metadata": {"labels": {"app": "m"}},
+                "spec": {
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "g6e.2xlarge"},
+                    "containers": [container],
+                },
+            },
+        },
+    }
+
+
+def _check(tmp_path: Path, doc: dict) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    report = evaluate(load_paths([str(path)]))
+    found: dict[str, list[str]] = {}
+    skipped: dict[str, list[str]] = {}
+    for f in report.findings:
+        found.setdefault(f.rule, []).append(f"{f.enforcement}: {f.message}")
+    for n in report.not_evaluated:
+        skipped.setdefault(n.rule, []).append(n.reason)
+    return found, skipped
+
+
+def test_an_unpinned_image_names_no_release() -> None:
+    for image in ("vllm/vllm-openai:latest", "vllm/vllm-openai"):
+        found = image_release(image)
+        assert found is not None and found.version is None and not found.assumed
+        assert "unpinned" in found.where
+
+
+def test_no_release_is_cited_for_an_image_that_names_none(tmp_path: Path) -> None:
+    doc = _deployment(
+        "vllm/vllm-openai:latest",
+        ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"],
+        {"timeoutSeconds": 1, "failureThreshold": 1, "periodSeconds": 10},
+    )
+    found, skipped = _check(tmp_path, doc)
+    everything = " ".join(m for ms in [*found.values(), *skipped.values()] for m in ms)
+    assert "0.33.0" not in everything  # the reference release is never cited as the image's
+    # the liveness floor holds whatever the release: advisory, never mandatory
+    assert [m.split(":")[0] for m in found["V010"]] == ["advisory"]
+    # max_num_seqs' default depends on the release: V012 cannot judge
+    assert any("max_num_seqs unset" in r for r in skipped["V012"])
+
+
+def test_a_refused_flag_is_not_read_as_its_default(tmp_path: Path) -> None:
+    doc = _deployment(
+        "vllm/vllm-openai:v0.10.1.1",
+        ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tensor-parallel-size 2"],
+    )
+    doc["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 2
+    found, skipped = _check(tmp_path, doc)
+    assert "V001" not in found  # was: "TP 1 x PP 1 = 1 GPU, 1 GPU idle"
+    assert any("'--tensor-parallel-size 2' is one argument" in r for r in skipped["V001"])
+    assert "V013" in found
