@@ -75,6 +75,15 @@ DEFAULT_MIG_STRATEGY = "single"
 DEFAULT_DAEMONSET_TOLERATIONS: tuple[Mapping[str, str], ...] = (
     {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
 )
+ASSET_TOLERATIONS_URL = (
+    "https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/assets/state-device-plugin/"
+    "0500_daemonset.yaml"
+)
+"""Where a ClusterPolicy that states no ``daemonsets.tolerations`` gets its operands'
+tolerations: the operator's own DaemonSet assets (the same toleration in every
+``assets/state-*/`` DaemonSet and ``assets/gpu-feature-discovery/``), which tolerate what
+the chart default does (:data:`DEFAULT_DAEMONSET_TOLERATIONS`);
+``controllers/object_controls.go`` replaces them only with a non-empty list."""
 DEFAULT_NFD_TOLERATIONS: tuple[Mapping[str, str], ...] = (
     {
         "key": "node-role.kubernetes.io/control-plane",
@@ -177,7 +186,12 @@ class GpuOperatorView:
         if raw is None and self.is_helm:
             return [dict(t) for t in default], True
         items = as_list(raw, f"{which} tolerations of {self.obj.resource}")
-        return [t for t in items if isinstance(t, Mapping)], False
+        stated = [t for t in items if isinstance(t, Mapping)]
+        if which == "daemonsets" and not stated and not self.is_helm:
+            # A ClusterPolicy with `daemonsets: {}` (or an empty list): the operator keeps
+            # its assets' own tolerations (ASSET_TOLERATIONS_URL).
+            return [dict(t) for t in DEFAULT_DAEMONSET_TOLERATIONS], True
+        return stated, False
 
     @property
     def deploys_nfd(self) -> bool:

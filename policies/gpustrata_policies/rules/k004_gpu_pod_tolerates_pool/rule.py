@@ -42,6 +42,14 @@ def _tolerates_default(tolerations: list[Mapping[str, Any]]) -> bool:
     return False
 
 
+def _tolerates_some_taint(tolerations: list[Mapping[str, Any]]) -> bool:
+    """Does the Pod tolerate any NoSchedule taint (its own cluster's GPU taint, whatever
+    its key)? NoExecute-only tolerations (``node.kubernetes.io/not-ready``) do not count."""
+    return any(
+        (tol.get("effect") or "") in ("", "NoSchedule", "NO_SCHEDULE") for tol in tolerations
+    )
+
+
 def _admission_note(admission: Admission) -> str:
     if admission.extended_resource_toleration is False:
         return (
@@ -86,7 +94,14 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         requested = set(gpu_requests(pod, extra))
         tolerations = [*stated, *admitted_tolerations(admission, requested)]
         if not pools:
-            if admission.extended_resource_toleration or _tolerates_default(tolerations):
+            # Without pool data a Pod that tolerates some taint of its own cluster
+            # (nodetype=gpu, a MIG resource key) is not judged: only one that tolerates
+            # none gets the advisory, naming the assumption (RULES.md K004).
+            if (
+                admission.extended_resource_toleration
+                or _tolerates_default(tolerations)
+                or _tolerates_some_taint(stated)
+            ):
                 continue
             yield ctx.violation(
                 obj,
@@ -172,8 +187,10 @@ RULE = Rule(
             "defaults (kubeadm) leave it off. The rule reads the pools' taints from Node objects "
             "or GpuNodePool descriptions and the cluster's flavour from the input (EKS and "
             "Karpenter labels and objects, GKE/AKS labels, kubeadm's Node annotation). Where "
-            "the taints or the admission are not known, it reports the usual "
-            "nvidia.com/gpu:NoSchedule taint as advisory, naming the assumption."
+            "the taints are not known, a Pod that already tolerates a taint of its own "
+            "cluster (nodetype=gpu, a MIG resource key) is not judged, and one that "
+            "tolerates none gets the usual nvidia.com/gpu:NoSchedule taint as advisory, "
+            "naming the assumption."
         ),
         fix=(
             "Add a toleration for each NoSchedule/NoExecute taint of the target pool, e.g. "

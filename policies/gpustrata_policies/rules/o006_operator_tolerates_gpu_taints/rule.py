@@ -7,6 +7,7 @@ from typing import Any
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.gpu_operator import ASSET_TOLERATIONS_URL
 from gpustrata_policies.view.nodes import GPU_OPERATOR_VALUES, gpu_pools, operators_for
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.pools import tolerates
@@ -38,6 +39,10 @@ _CONSEQUENCE = {
 }
 
 
+def _default(helm: bool) -> str:
+    return ", the chart default" if helm else ", the operator's DaemonSet assets' default"
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """The operator's DaemonSets and NFD tolerate every hard taint of the GPU pools."""
     for op in operators_for(ctx, obj):
@@ -65,7 +70,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             yield ctx.violation(
                 obj,
                 f"{op.label}: the {what} do not tolerate {'; '.join(missing)} (they tolerate "
-                f"{has}{', the chart default' if default else ''}); {consequence}",
+                f"{has}{_default(op.is_helm) if default else ''}); {consequence}",
                 path,
             )
 
@@ -84,7 +89,9 @@ RULE = Rule(
             "DaemonSets; a DaemonSet Pod lands only on nodes whose NoSchedule/NoExecute taints "
             "it tolerates. The chart tolerates nvidia.com/gpu (Exists) only: any other taint on "
             "the GPU nodes, or an Equal toleration whose value differs from the taint's, leaves "
-            "the device plugin at 0 Pods there and no GPU is ever advertised."
+            "the device plugin at 0 Pods there and no GPU is ever advertised. A ClusterPolicy "
+            "that states no daemonsets.tolerations keeps its DaemonSet assets' own (the same "
+            "nvidia.com/gpu Exists): the operator replaces them only with a non-empty list."
         ),
         fix=(
             "List a toleration for every NoSchedule/NoExecute taint of the GPU pools in "
@@ -93,6 +100,7 @@ RULE = Rule(
         ),
         references=(
             GPU_OPERATOR_VALUES,
+            ASSET_TOLERATIONS_URL,
             "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/",
         ),
         scope="stack",
