@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpustrata_policies.view.engines import image_release
+from gpustrata_policies.view.vllm_args import moving_tag
 
 
 @pytest.mark.parametrize(
@@ -76,3 +77,24 @@ def test_no_release_named(image: str, says: str) -> None:
 
 def test_not_a_vllm_image() -> None:
     assert image_release("python:3.12") is None
+
+
+@pytest.mark.parametrize(
+    ("tag", "word"),
+    [
+        (None, "latest"),
+        ("latest", "latest"),
+        ("nightly", "nightly"),
+        ("nightly-py311-cu128", "nightly"),
+        ("gptoss", "gptoss"),
+        ("main", "main"),
+        ("stable-cu129", "stable"),
+        ("v0.10.1.1", None),
+        ("ray-2.48.0-py311-cu128", None),
+        ("nightly-20251001", None),  # a dated nightly is one build
+        ("20250312_0916_RC01", None),
+        ("my-tag", None),  # not a known channel name: no claim either way
+    ],
+)
+def test_moving_tags(tag: str | None, word: str | None) -> None:
+    assert moving_tag(tag) == word

@@ -13,10 +13,11 @@ from gpustrata_policies.findings import ENFORCEMENTS, LAYERS, SEVERITIES
 
 RULES = all_rules()
 # RULES.md: "advisory for K003, K006, K008, K011, K012, K013, K015, K016, O004, R002, R006,
-# V008 (mandatory in production), V012; mandatory for all others".
+# R007, V008 (mandatory in production), V010 on the V1 engine, V012; mandatory for all
+# others". (V010's V1 floor is advisory per finding; the rule's default stays mandatory.)
 ADVISORY = {
     *("K003", "K006", "K008", "K011", "K012", "K013", "K015", "K016"),
-    *("O004", "R002", "R006", "V012"),
+    *("O004", "R002", "R006", "R007", "V012"),
 }
 
 

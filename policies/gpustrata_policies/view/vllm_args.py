@@ -288,6 +288,44 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
     return image, tag, digest
 
 
+MOVING_TAG_WORDS = frozenset(
+    {
+        "latest",
+        "nightly",
+        "main",
+        "master",
+        "stable",
+        "dev",
+        "devel",
+        "edge",
+        "canary",
+        "gptoss",
+        "head",
+        "rolling",
+        "preview",
+        "unstable",
+    }
+)
+"""Tag words that name a branch or a channel, not a release: the image behind them is
+replaced by every push (``vllm/vllm-openai:nightly``, ``:gptoss``, ``ray-llm:nightly-py311``)."""
+_RELEASE_MARK = re.compile(r"\d+\.\d+|\d{6,}|(?<![a-z])[0-9a-f]{12,40}(?![a-z])")
+"""What pins a tag to one build: a version (``2.46.0``), a date (``20250312``), a commit."""
+
+
+def moving_tag(tag: str | None) -> str | None:
+    """The moving word of an image tag (``latest``, ``nightly-cu128`` -> ``nightly``), or
+    None for a tag that names a release, a date or a commit. No tag is ``latest``."""
+    if tag is None or tag == "":
+        return "latest"
+    lowered = tag.lower()
+    if _RELEASE_MARK.search(lowered):
+        return None
+    for word in re.split(r"[-_.+]", lowered):
+        if word in MOVING_TAG_WORDS:
+            return word
+    return None
+
+
 def _is_vllm_image(image: Any) -> bool:
     """An image that runs the vLLM server (any owner's ``vllm-openai``)."""
     if not isinstance(image, str):

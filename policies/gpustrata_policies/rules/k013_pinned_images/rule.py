@@ -8,7 +8,7 @@ from gpustrata.core.unknown import known
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
 from gpustrata_policies.view.objects import K8sObject
-from gpustrata_policies.view.vllm_args import split_image
+from gpustrata_policies.view.vllm_args import moving_tag, split_image
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
@@ -20,10 +20,13 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         _, tag, digest = split_image(image)
         if digest:
             continue
+        word = moving_tag(tag)
         if tag is None:
             problem = "has no tag, so it pulls :latest"
         elif tag == "latest":
             problem = "uses the :latest tag"
+        elif word is not None:
+            problem = f"uses the moving tag :{tag} ({word!r} names a channel, not a release)"
         else:
             continue
         yield ctx.violation(
@@ -44,8 +47,9 @@ RULE = Rule(
         rationale=(
             "Engine flags, defaults and CUDA requirements change between vLLM and Ray "
             "releases (for example the V1 engine became the default, and flags were renamed). "
-            "An image without a tag, or tagged latest, runs whatever was pushed last, and two "
-            "replicas of one Deployment can run different engines."
+            "An image without a tag, or tagged latest or with another moving name (nightly, "
+            "main, stable, gptoss: a channel, not a release), runs whatever was pushed last, "
+            "and two replicas of one Deployment can run different engines."
         ),
         fix="Pin every image to a release tag (vllm/vllm-openai:v0.8.5) or a digest (@sha256:...).",
         references=(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
 from gpustrata.catalog.vllm_releases import source_url
@@ -12,7 +12,7 @@ from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import image_release
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
-from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.objects import ContainerRef, K8sObject
 from gpustrata_policies.view.ray import RAY_V2600, container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs
 
@@ -47,6 +47,24 @@ def _factors(engine: EngineArgs) -> tuple[int, int, int] | None:
         return None
     tp, pp, dp = (int(v) for v in values if v is not None)
     return tp, pp, dp
+
+
+MIG_PREFIX = "nvidia.com/mig-"
+MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
+"""NVIDIA's MIG user guide, CUDA Device Enumeration: "regardless of how many MIG devices
+are created (or made available to a container), a single CUDA process can only enumerate a
+single MIG device"."""
+RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "LeaderWorkerSet"})
+
+
+def _joins_a_ray_cluster(obj: K8sObject, container: ContainerRef, engine: EngineArgs) -> bool:
+    """Does the engine's process run on a node of a Ray cluster it did not start alone:
+    a Ray or LeaderWorkerSet Pod, a script that runs ``ray start``, or a RAY_ADDRESS?"""
+    if obj.kind in RAY_KINDS or engine.ray_start is not None:
+        return True
+    if container.raw.get("envFrom"):
+        return True  # a ConfigMap or Secret may set RAY_ADDRESS: not known here
+    return any(isinstance(e, Mapping) and e.get("name") == "RAY_ADDRESS" for e in container.env())
 
 
 def _ray_cluster(engine: EngineArgs, image: object, need: int, limit: Fraction) -> tuple[bool, str]:
@@ -146,10 +164,32 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
             continue
         elif str(engine.get("distributed_executor_backend") or "") == "ray" and need > limit:
-            yield ctx.not_evaluated(
+            if _joins_a_ray_cluster(obj, container, engine):
+                yield ctx.not_evaluated(
+                    obj,
+                    f"{container.label} uses the Ray executor; the GPUs beyond its own "
+                    f"{fmt_gpus(limit)} come from the Ray cluster it joins",
+                )
+                continue
+            yield ctx.violation(
                 obj,
-                f"{container.label} uses the Ray executor; the GPUs beyond its own "
-                f"{fmt_gpus(limit)} come from the Ray cluster it joins",
+                f"{container.label} runs a vLLM engine of {_formula(tp, pp, dp)} GPUs with "
+                f"--distributed-executor-backend ray, but it joins no Ray cluster (no `ray "
+                f"start` before the server, no RAY_ADDRESS, not a Ray or LeaderWorkerSet Pod): "
+                f"ray.init() starts a local Ray instance holding the Pod's {fmt_gpus(limit)} "
+                "GPU(s), and the engine's placement group of one GPU per worker never fits",
+                (*container.path, "resources"),
+            )
+            continue
+        mig = sorted(str(k) for k in container.resources("limits") if str(k).startswith(MIG_PREFIX))
+        if mig and tp > 1:
+            yield ctx.violation(
+                obj,
+                f"{container.label} runs tensor_parallel_size {tp} over {fmt_gpus(limit)} MIG "
+                f"slice(s) ({', '.join(mig)}): a CUDA process enumerates one MIG device "
+                f"only ({MIG_GUIDE}), so vLLM finds one GPU and fails at startup. Use "
+                "tensor_parallel_size 1 per MIG slice (one engine per slice) or whole GPUs",
+                (*container.path, "resources"),
             )
             continue
         refused = None
@@ -250,7 +290,11 @@ RULE = Rule(
             "must hold exactly TP x PP GPUs. A LeaderWorkerSet group's GPUs are the leader's "
             "plus the workers'. A script that runs `ray start` before the server puts the "
             "engine on a Ray cluster: vLLM through 0.11.0 then takes the missing GPUs from "
-            "it by itself, later releases only with --distributed-executor-backend ray."
+            "it by itself, later releases only with --distributed-executor-backend ray. With "
+            "the Ray executor and no Ray cluster to join (no `ray start`, no RAY_ADDRESS, not "
+            "a Ray or LeaderWorkerSet Pod) ray.init() starts a local instance with the Pod's "
+            "own GPUs only. MIG slices are not GPUs for tensor parallelism: a CUDA process "
+            "enumerates one MIG device, so TP > 1 over MIG slices fails."
         ),
         fix=(
             "Set the container's nvidia.com/gpu limit (its DRA claim's device count, or the "
@@ -262,6 +306,7 @@ RULE = Rule(
             f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
             "https://lws.sigs.k8s.io/docs/examples/vllm/",
             *_RAY_FALLBACK_REFS,
+            MIG_GUIDE,
         ),
         # The GPUs may sit in another object: a DRA ResourceClaimTemplate the Pod claims.
         scope="stack",

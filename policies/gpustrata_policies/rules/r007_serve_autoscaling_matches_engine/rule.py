@@ -1,0 +1,144 @@
+"""R007 serve-autoscaling-matches-engine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpustrata.core.terminal import quoted
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view.capacity import capacity_inputs, engine_sites, engine_version
+from gpustrata_policies.view.engines import EngineSite
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.ray import RAY_V2600
+
+TARGET_KEYS = ("target_ongoing_requests", "target_num_ongoing_requests_per_replica")
+"""Ray Serve's autoscaling target, and its name before Ray 2.32 (still read by older Serve)."""
+MAX_KEYS = ("max_ongoing_requests", "max_concurrent_queries")
+"""Requests one replica admits at once, and the older name."""
+MAX_TARGET_RATIO = 2.0
+"""A target up to twice the engine's batch keeps a short queue per replica (vLLM refills a
+freed slot at the next step); several times the batch queues requests inside replicas before
+the autoscaler sees any demand above the target."""
+
+
+def _number(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, float] | str | None:
+    """(key as written, value) of the first key set, an error text, or None when unset."""
+    for key in keys:
+        value = config.get(key)
+        if value is UNKNOWN:
+            raise UnknownInput(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            return f"{key} {quoted(value)} is not a number"
+        try:
+            return key, float(value)
+        except ValueError:
+            return f"{key} {quoted(value)} is not a number"
+    return None
+
+
+def _batch(ctx: RuleContext, site: EngineSite) -> tuple[int, str] | str:
+    """max_num_seqs as the engine runs it (stated, or the release's default on its GPU), or
+    why it is not known."""
+    stated = site.engine.get_int("max_num_seqs")
+    if stated is not None:
+        return stated, "engine_kwargs max_num_seqs"
+    if site.engine.get("max_num_seqs") is not None:
+        return f"max_num_seqs {quoted(site.engine.get('max_num_seqs'))} is not an integer"
+    version = engine_version(site)
+    if version.version is None:
+        return (
+            f"max_num_seqs unset and {version.where}: its default differs between releases "
+            "and GPUs. Set max_num_seqs in engine_kwargs or pin the image"
+        )
+    found = capacity_inputs(ctx, site)
+    if isinstance(found, str):
+        return f"max_num_seqs unset, and its default on this GPU is not known: {found}"
+    seqs = {inp.estimate.max_num_seqs for inp in found}
+    if len(seqs) != 1:
+        return "max_num_seqs unset, and its default differs between the GPUs it may run on"
+    return seqs.pop(), f"vLLM {version.version}'s default on {found[0].gpu.label}"
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Ray Serve LLM autoscaling targets near what one replica's engine runs at once."""
+    ratio = ctx.threshold("max_target_batch_ratio")
+    for site in engine_sites(ctx, obj):
+        if not site.llm_config:
+            continue  # a container engine: no Ray Serve autoscaler in front of it
+        deployment = site.llm_config.get("deployment_config")
+        if not isinstance(deployment, Mapping):
+            continue
+        autoscaling = deployment.get("autoscaling_config")
+        target = _number(autoscaling, TARGET_KEYS) if isinstance(autoscaling, Mapping) else None
+        if target is None:
+            continue  # Ray Serve LLM's default target (16) sits below any engine batch read
+        if isinstance(target, str):
+            yield ctx.not_evaluated(obj, f"{site.name}: {target}")
+            continue
+        batch = _batch(ctx, site)
+        if isinstance(batch, str):
+            yield ctx.not_evaluated(obj, f"{site.name}: {batch}")
+            continue
+        seqs, where = batch
+        key, value = target
+        if value <= ratio * seqs:
+            continue
+        admitted = _number(deployment, MAX_KEYS)
+        queue = (
+            f"; each replica admits up to {admitted[0]} {admitted[1]:g}"
+            if isinstance(admitted, tuple)
+            else ""
+        )
+        yield ctx.violation(
+            obj,
+            f"{site.name}: Serve autoscaling {key} {value:g} is {value / seqs:.1f} x the "
+            f"engine's max_num_seqs {seqs} ({where}){queue}. vLLM runs {seqs} sequences at "
+            f"once and the rest wait inside the replica, while the autoscaler adds a replica "
+            f"only when the average ongoing requests per replica exceed {value:g}: requests "
+            f"queue (TTFT grows) long before any scale-up. Fix: {key} at most "
+            f"{ratio:g} x max_num_seqs ({int(ratio * seqs)}), or raise max_num_seqs where the "
+            "KV cache holds it (V012)",
+            site.path,
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="R007",
+        name="serve-autoscaling-matches-engine",
+        title="Serve autoscaling targets sit near the engine's batch",
+        layer="ray",
+        severity="medium",
+        default_enforcement=ADVISORY,
+        rationale=(
+            "Ray Serve scales a deployment on the average ongoing requests per replica "
+            "(target_ongoing_requests; target_num_ongoing_requests_per_replica before Ray "
+            "2.32) and lets each replica hold up to max_ongoing_requests "
+            "(max_concurrent_queries). A vLLM engine runs at most max_num_seqs sequences per "
+            "step; requests beyond that wait in its scheduler queue. A target several times "
+            "the engine's batch therefore means every replica is saturated and queueing "
+            "before the autoscaler sees demand above the target: time to first token grows "
+            "while replicas that could be added stay unstarted. The batch is the stated "
+            "max_num_seqs, or the default of the image's vLLM release on the GPU (not "
+            "evaluated when the image names no release); the allowed ratio is the "
+            "max_target_batch_ratio threshold (default 2)."
+        ),
+        fix=(
+            "Set target_ongoing_requests to at most max_target_batch_ratio x the engine's "
+            "max_num_seqs (about the batch), and max_ongoing_requests a little above it."
+        ),
+        references=(
+            "https://docs.ray.io/en/latest/serve/advanced-guides/advanced-autoscaling.html",
+            f"{RAY_V2600}/serve/config.py",
+            f"{RAY_V2600}/llm/_internal/serve/configs/constants.py",
+        ),
+        scope="stack",
+        thresholds={"max_target_batch_ratio": ("number", MAX_TARGET_RATIO)},
+    ),
+    check,
+)
