@@ -31,10 +31,10 @@ from pathlib import Path
 # (cause, regex on the reason text, case-insensitive). Order matters.
 CAUSES: list[tuple[str, str]] = [
     ("kind not read", r"is not one gpustrata reads"),
-    ("GPU model unknown", r"GPU model is unknown|GPU is unknown|which GPU|instance type .* not catalogued"),
+    ("GPU model unknown", r"GPU model is unknown|GPU is unknown|which GPU|instance type .* not catalogued|instance types the hardware catalogue does not know"),
     ("image not recognised as vLLM / build unknown", r"is not a vLLM image|vLLM build it runs"),
     ("model not catalogued", r"not in the model catalogue|model .* not catalogued"),
-    ("controller presets / operator fills values", r"preset|controller chooses|completed by the .* controller"),
+    ("controller presets / operator fills values", r"preset|controller chooses|completed by the .* controller|picks its engine"),
     ("vLLM release unknown", r"vLLM release|vLLM version|names no release"),
     ("KubeRay / Ray version", r"KubeRay \d|from KubeRay|rayVersion"),
     ("Serve app with its own code", r"not a Ray Serve LLM application|import_path|custom Serve"),
