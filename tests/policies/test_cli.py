@@ -272,3 +272,22 @@ def test_check_is_light_on_imports() -> None:
         timeout=60,
     )
     assert proc.returncode == 1, proc.stderr
+
+
+def test_a_folder_check_reports_every_unreadable_file_and_checks_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Issue 30 item 7: the first invalid file used to stop the check (exit 2, nothing else
+    reported). Each unreadable file gets its line, the rest is evaluated, exit 2 at the end."""
+    (tmp_path / "a-broken.yaml").write_text("a: [\n", encoding="utf-8")
+    (tmp_path / "b-good.yaml").write_bytes(
+        fixture("K001", "bad-request-without-limit.yaml").read_bytes()
+    )
+    (tmp_path / "c-broken.yaml").write_text("kind: {\n", encoding="utf-8")
+    code, out, err = run(["check", "--format", "json", str(tmp_path)])
+    assert code == 2
+    assert "K001" in {f["rule"] for f in json.loads(out)["findings"]}
+    lines = err.strip().splitlines()
+    assert any("a-broken.yaml:2: invalid YAML" in line for line in lines)
+    assert any("c-broken.yaml:2: invalid YAML" in line for line in lines)
+    assert "Traceback" not in err

@@ -109,10 +109,11 @@ def check_command(
     source = stdin if stdin is not None else sys.stdin
     if "-" in args.paths and "-" in (getattr(args, "context", None) or []):
         return _error("- (stdin) given as a PATH and as --context; stdin can be read once")
+    unreadable: list[InputError] = []  # reported at the end; the other files are checked
     try:
         config = _load_config(args.config, args.environment)
         with fewer_collections():  # what is read lives until the report is written
-            objects = load_paths(list(args.paths), source)
+            objects = load_paths(list(args.paths), source, unreadable)
             context = load_paths(list(getattr(args, "context", None) or []), source)
             for spec in getattr(args, "values", None) or []:
                 context.extend(load_values(spec))
@@ -120,6 +121,10 @@ def check_command(
         return report_error(exc)
     if getattr(args, "check_context", False):
         objects, context = [*objects, *context], []
+    if not objects and unreadable:
+        for refused in unreadable[:-1]:
+            report_error(refused)
+        return report_error(unreadable[-1])
     if not objects:
         return _error(
             f"nothing was checked: {', '.join('stdin' if p == '-' else p for p in args.paths)} "
@@ -134,6 +139,15 @@ def check_command(
     write(report, args.format, out)
     for warning in [*config.deprecations, *report.warnings]:
         print(f"gpustrata: warning: {warning}", file=sys.stderr)
+    for refused in unreadable:
+        report_error(refused)
+    if unreadable:
+        print(
+            f"gpustrata: {len(unreadable)} file(s) could not be read (above); the others were "
+            "checked",
+            file=sys.stderr,
+        )
+        return 2
     return report.exit_code
 
 

@@ -573,13 +573,27 @@ def _folder_files(folder: FsPath) -> list[FsPath]:
     return files
 
 
-def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
+def load_paths(
+    paths: list[str], stdin: Any = None, errors: list[InputError] | None = None
+) -> list[K8sObject]:
     """Load files, folders (recursive ``*.yaml``/``*.yml``/``*.json``) and ``-`` (stdin).
 
     An empty path is refused (an unset CI variable must not check the working folder),
-    and so are special files (:func:`gpustrata.core.textfiles.read_text_file`).
+    and so are special files (:func:`gpustrata.core.textfiles.read_text_file`). With
+    *errors*, a file that cannot be read is recorded there and the others are still
+    loaded (a folder check reports every unreadable file, not the first); without it, the
+    first one raises.
     """
     objects: list[K8sObject] = []
+
+    def load_file(file: FsPath) -> None:
+        try:
+            objects.extend(load_text(read_text_file(file), str(file)))
+        except InputError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+
     for raw in paths:
         if raw == "":
             raise InputError(
@@ -594,11 +608,11 @@ def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
         path = FsPath(raw)
         if path.is_dir():
             for file in _folder_files(path):
-                objects.extend(load_text(read_text_file(file), str(file)))
+                load_file(file)
         elif not path.exists() and not path.is_symlink():
             raise InputError(f"{raw}: no such file or directory")
         else:
-            objects.extend(load_text(read_text_file(path), str(path)))
+            load_file(path)
     return objects
 
 
