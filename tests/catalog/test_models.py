@@ -637,3 +637,21 @@ def test_quantised_checkpoints_are_sized_by_their_weight_format(
     embed = 2 * 128256 * 4096  # embeddings and lm_head stay bf16
     body = int(m.params_total_b * 1e9) - embed
     assert w.total_bytes == pytest.approx(body * bits / 8 + embed * 2, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/models/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"),
+        ("/models/qwen2.5-7b-instruct/", "Qwen/Qwen2.5-7B-Instruct"),
+        ("s3://$BUCKET/models/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+        ("Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),  # a served name
+        ("/models/acme-13b", None),
+        ("/models/", None),
+        ("", None),
+    ],
+)
+def test_a_path_names_a_model_by_its_last_component(path: str, expected: str | None) -> None:
+    """Issue 30: '/models/Qwen3-32B' is that model when exactly one entry ends in the name."""
+    found = load_model_catalog().named_by_path(path)
+    assert (found.id if found else None) == expected

@@ -504,6 +504,19 @@ class ModelCatalog:
         """Return the entry whose id or alias is ``id_or_alias`` (case-insensitive)."""
         return self._index.get(id_or_alias.strip().casefold())
 
+    def named_by_path(self, path: str) -> ModelArchitecture | None:
+        """The entry that a local path, an object-store URI or a served name names by its
+        last component (``/models/Qwen3-32B``, ``s3://b/models/deepseek-r1-distill-llama-8b``):
+        exactly one entry whose id or alias ends in that name (case-insensitive); None when
+        none or several do."""
+        last = path.strip().rstrip("/").rsplit("/", 1)[-1].casefold()
+        if not last:
+            return None
+        found = {
+            arch.id: arch for key, arch in self._index.items() if key.rsplit("/", 1)[-1] == last
+        }
+        return next(iter(found.values())) if len(found) == 1 else None
+
     def nearest(self, name: str, n: int = 3) -> list[str]:
         """Up to ``n`` catalogue ids closest to ``name`` (difflib ratio, case-insensitive),
         best first; empty when nothing is close. For "did you mean" messages."""

@@ -130,7 +130,9 @@ def operator_release(version: str | None) -> GpuOperatorRelease | None:
 
 
 def model_architecture(model_id: str) -> ModelArchitecture | None:
-    """A model architecture by Hugging Face id or alias, or ``None``."""
+    """A model architecture by Hugging Face id or alias, else by a local path, URI or
+    served name whose last component names one entry (``/models/Qwen3-32B``:
+    :meth:`~gpustrata.catalog.architectures.ModelCatalog.named_by_path`), or ``None``."""
     load = _LOADERS.get("models")
     if load is None:
         from gpustrata.catalog.architectures import load_model_catalog
@@ -139,7 +141,7 @@ def model_architecture(model_id: str) -> ModelArchitecture | None:
     catalog = load()
     memo = _memo("model_architecture", catalog)
     if model_id not in memo:
-        memo[model_id] = catalog.get(model_id)
+        memo[model_id] = catalog.get(model_id) or catalog.named_by_path(model_id)
     found: ModelArchitecture | None = memo[model_id]
     return found
 
