@@ -68,6 +68,8 @@ REQUIRED_IDS = [
     "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
     "facebook/opt-125m",
     "facebook/opt-6.7b",
+    "mistralai/Mistral-7B-Instruct-v0.2",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
 ]
 
 

@@ -34,6 +34,12 @@ CATALOG = load_model_catalog()
         # config.json: num_hidden_layers 32, num_attention_heads 32 (MHA), hidden_size
         # 4096 (head 128), torch_dtype float16.
         ("facebook/opt-6.7b", 32 * 2 * 32 * 128 * 2),
+        # config.json: num_hidden_layers 32, num_key_value_heads 8, no head_dim
+        # (4096 / 32 = 128), sliding_window null, torch_dtype bfloat16.
+        ("mistralai/Mistral-7B-Instruct-v0.2", 32 * 2 * 8 * 128 * 2),
+        # config.json: num_hidden_layers 28, num_key_value_heads 2, no head_dim
+        # (1536 / 12 = 128), use_sliding_window false, torch_dtype bfloat16.
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", 28 * 2 * 2 * 128 * 2),
     ],
 )
 def test_kv_bytes_per_token_match_the_config(model_id: str, bytes_per_token: int) -> None:
