@@ -7,6 +7,8 @@ bytes), so a typo in any of them, or a wrong dtype, shows up here.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpustrata.catalog.architectures import load_model_catalog
@@ -14,6 +16,7 @@ from gpustrata.vllm.kv_cache import kv_cache_blocks
 from gpustrata.vllm.weights import weights_estimate
 
 GIB = 1024**3
+CORPORA = Path(__file__).resolve().parents[1] / "data"
 CATALOG = load_model_catalog()
 
 
@@ -60,3 +63,31 @@ def test_opt_is_served_in_float16_with_tied_embeddings() -> None:
     # bytes, and no separate lm_head.
     body = int(0.125e9) - 50272 * 768
     assert w.total_bytes == body * 2 + 50304 * 768 * 2
+
+
+@pytest.mark.parametrize(
+    ("model_id", "where"),
+    [
+        (
+            "meta-llama/Meta-Llama-3-8B-Instruct",
+            "field-corpus-1/ray-project-kuberay-ray-service-vllm.yaml",
+        ),
+        ("google/gemma-2b-it", "field-corpus-3/gke-vllm-gemma-2b-it-h100.yaml"),
+        (
+            "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+            "field-corpus-3/semantic-router-dynamo-graph-deployment.yaml",
+        ),
+        ("facebook/opt-125m", "field-corpus-3/llmaz-speculative-decoding-vllm.yaml"),
+        ("facebook/opt-6.7b", "field-corpus-3/llmaz-speculative-decoding-vllm.yaml"),
+        (
+            "mistralai/Mistral-7B-Instruct-v0.2",
+            "field-corpus-1/awslabs-data-on-eks-ray-service-vllm.yaml",
+        ),
+    ],
+)
+def test_corpus_model_ids_resolve(model_id: str, where: str) -> None:
+    """The id as the manifest spells it names a catalogue entry (lookups ignore case)."""
+    text = (CORPORA / where).read_text(encoding="utf-8")
+    assert model_id in text
+    assert CATALOG.get(model_id) is not None
+    assert CATALOG.get(model_id.lower()) is CATALOG.get(model_id)
