@@ -62,6 +62,14 @@ REQUIRED_IDS = [
     "microsoft/phi-4",
     "meta-llama/Llama-4-Scout-17B-16E-Instruct",
     "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+    # served in the field corpora (tests/catalog/test_served_models.py)
+    "meta-llama/Meta-Llama-3-8B-Instruct",
+    "google/gemma-2b-it",
+    "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+    "facebook/opt-125m",
+    "facebook/opt-6.7b",
+    "mistralai/Mistral-7B-Instruct-v0.2",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
 ]
 
 
@@ -138,6 +146,11 @@ def _dense_estimate_b(m: ModelArchitecture) -> float:
     embed = m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
     attn = m.hidden_size * m.head_dim * (2 * m.num_attention_heads + 2 * m.num_key_value_heads)
     mlp = 3 * m.hidden_size * m.intermediate_size
+    if m.model_type == "opt":
+        # OPT: plain fc1/fc2 MLP (two matrices, not gated) and learned positions
+        # (OPTLearnedPositionalEmbedding holds max_position_embeddings + 2 rows).
+        mlp = 2 * m.hidden_size * m.intermediate_size
+        embed += (m.max_position_embeddings + 2) * m.hidden_size
     return (embed + m.num_hidden_layers * (attn + mlp)) / 1e9
 
 
