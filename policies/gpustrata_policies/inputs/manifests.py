@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from gpustrata.core import jsonio
-from gpustrata.core.contract import API_VERSION
+from gpustrata.core.contract import API_VERSION, CLUSTER_PROFILE_FILE
 from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
 from gpustrata.core.textfiles import (
@@ -547,15 +547,17 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
 
 
 def _folder_files(folder: FsPath) -> list[FsPath]:
-    """The manifest files under *folder*; symlinked folders are not followed.
+    """The manifest files under *folder*; symlinked folders are not followed, and the
+    cluster profile (``.gpustrata/cluster.yaml``) is not a manifest.
 
     An entry with a manifest suffix that is not a regular file (a FIFO, a device, a
     broken or looping link) is refused rather than skipped: silently checking less
     than was asked for would pass a pull request that hides a manifest that way.
     """
     files: list[FsPath] = []
+    profile = folder / CLUSTER_PROFILE_FILE  # read by `check` as the cluster profile
     for entry in sorted(folder.rglob("*")):
-        if entry.suffix not in _SUFFIXES:
+        if entry.suffix not in _SUFFIXES or entry == profile:
             continue
         try:
             mode = entry.stat().st_mode
