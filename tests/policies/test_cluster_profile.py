@@ -195,7 +195,7 @@ def test_gpu_products_give_a_site_label_its_gpu() -> None:
     _, before = _records(None)
     (reason,) = _reasons(before, "V004")
     assert "the GPU model is unknown" in reason
-    assert "set gpu_products (for a label it selects) or pools in the cluster profile" in reason
+    assert reason.endswith("(set gpu_products or pools in the cluster profile)"), reason
     findings, after = _records(
         "gpu_products: [{node_label: gpuspecs=A100_40GB, gpu: a100-sxm-40gb}]\n"
     )
@@ -209,7 +209,10 @@ def test_gpu_products_give_an_instance_type_its_gpu() -> None:
     pod = deployment["spec"]["template"]["spec"]
     pod["nodeSelector"] = {"node.kubernetes.io/instance-type": "dgx-a100-site-x"}
     _, before = _records(None, [deployment])
-    assert "is not in the hardware catalogue; set gpu_products" in _reasons(before, "V004")[0]
+    assert (
+        "not in the hardware catalogue (set gpu_products in the cluster profile)"
+        in _reasons(before, "V004")[0]
+    )
     _, after = _records(
         "gpu_products: [{instance_type: dgx-a100-site-x, gpu: NVIDIA-A100-SXM4-40GB}]\n",
         [deployment],
@@ -220,7 +223,7 @@ def test_gpu_products_give_an_instance_type_its_gpu() -> None:
 def test_images_give_a_private_image_its_release() -> None:
     _, before = _records(None)
     (reason,) = _reasons(before, "V013")
-    assert "does not name a vLLM version; set images in the cluster profile" in reason
+    assert "does not name a vLLM version (set images in the cluster profile)" in reason
     _, after = _records(
         "images: [{pattern: 'registry.example.com/ml/vllm:*', vllm: v0.8.5}]\n"
         "gpu_products: [{node_label: gpuspecs=A100_40GB, gpu: a100-sxm-40gb}]\n"

@@ -315,7 +315,7 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
         return [GpuRef(gpu, where)]
     if where:
         return (
-            f"the GPU model selected by {where} is not in the hardware catalogue; "
+            f"the GPU model selected by {where} is not in the hardware catalogue "
             + profile_hint("gpu_products")
         )
     if unknown:
@@ -325,8 +325,8 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
         "node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-gpu-name or "
         "cloud.google.com/gke-accelerator label and matches no described GpuNodePool"
         + _selects_only(pod)
-        + "; "
-        + profile_hint("gpu_products (for a label it selects) or pools")
+        + " "
+        + profile_hint("gpu_products or pools")
     )
 
 
@@ -479,9 +479,9 @@ def site_version(site: EngineSite) -> tuple[str | None, str]:
             return found.version, found.where
         reasons.append(found.where)
     if reasons:
-        return None, f"{reasons[0]}; {profile_hint('images')}"
+        return None, f"{reasons[0]} {profile_hint('images')}"
     shown = ", ".join(str(i) for i in site.images) or "none"
-    return None, f"the image ({shown}) does not name a vLLM version; {profile_hint('images')}"
+    return None, f"the image ({shown}) does not name a vLLM version {profile_hint('images')}"
 
 
 def site_gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:

@@ -19,11 +19,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gpustrata.catalog.profile import ClusterProfile
 
-__all__ = ["PROFILE_HINT", "active_profile", "profile_hint", "using_profile"]
+__all__ = ["active_profile", "profile_hint", "using_profile"]
 
 _ACTIVE: ContextVar[ClusterProfile | None] = ContextVar("gpustrata_cluster_profile", default=None)
-
-PROFILE_HINT = "in the cluster profile (.gpustrata/cluster.yaml or check --profile)"
 
 
 def active_profile() -> ClusterProfile | None:
@@ -42,6 +40,7 @@ def using_profile(profile: ClusterProfile | None) -> Iterator[None]:
 
 
 def profile_hint(key: str) -> str:
-    """``set KEY in the cluster profile (...)``: the end of a "not evaluated" reason that a
-    cluster fact would decide."""
-    return f"set {key} {PROFILE_HINT}"
+    """``(set KEY in the cluster profile)``: appended to a "not evaluated" reason that a
+    cluster fact would decide (it reads the same at the end or in the middle of a sentence;
+    docs/reference/cluster-profile.md says where the profile lives)."""
+    return f"(set {key} in the cluster profile)"

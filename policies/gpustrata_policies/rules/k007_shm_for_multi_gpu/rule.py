@@ -27,7 +27,7 @@ def _kuberay_skips(ctx: RuleContext) -> Kuberay:
     if found is None:
         return (
             None,
-            f"the KubeRay operator's version is not stated; {profile_hint('versions.kuberay')}",
+            f"the KubeRay operator's version is not stated {profile_hint('versions.kuberay')}",
         )
     release, where = found
     if release is None:

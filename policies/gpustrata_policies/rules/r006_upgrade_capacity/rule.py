@@ -75,7 +75,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if not pools:
             yield ctx.not_evaluated(
                 obj,
-                f"no GpuNodePool is described, so the GPUs {group.label} can use are unknown; "
+                f"no GpuNodePool is described, so the GPUs {group.label} can use are unknown "
                 + profile_hint("pools"),
             )
             return
