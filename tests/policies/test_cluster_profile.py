@@ -100,6 +100,18 @@ def _write(tmp_path: Path, text: str, name: str = "cluster.yaml") -> Path:
         ("distribution: eks\ndistribution: gke\n", ":2: cannot be used:"),
         ("- a list\n", ":1: profile: is not a map"),
         ("versions: {kuberay: [1]}\n", ":1: profile.versions.kuberay: a list is not a string"),
+        (
+            "versions: {kubernetes: 1.31}\n",
+            ":1: profile.versions.kubernetes: 1.31 is not a string; use a value such as '1.31'",
+        ),
+        (
+            "pools:\n  - name: gpu\n    gpus_per_node: '8'\n    taints: []\n",
+            ":3: profile.pools[0].gpus_per_node: '8' is not a whole number",
+        ),
+        (
+            'images:\n  - pattern: "reg\\u202e*"\n    vllm: "0.8.5"\n',
+            ":2: profile.images[0].pattern: contains the invisible or control character U+202E",
+        ),
     ],
 )
 def test_profile_errors_name_file_line_key_value_and_fix(

@@ -23,8 +23,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from gpustrata.catalog.inputs import StrictModel, Taint
 from gpustrata.core.contract import API_VERSION, CLUSTER_PROFILE_ANNOTATION, CLUSTER_PROFILE_FILE
 
 __all__ = [
@@ -37,7 +38,6 @@ __all__ = [
     "ImageRelease",
     "PoolProfile",
     "StorageProfile",
-    "TaintProfile",
     "VersionsProfile",
 ]
 
@@ -66,18 +66,10 @@ def _known_gpu(value: str) -> str:
     return value
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Model(StrictModel):
+    """Base of the profile's models: the stack's strict input rules, frozen."""
 
-
-class TaintProfile(_Model):
-    """A node taint, as ``kubectl get nodes -o yaml`` prints it."""
-
-    key: str = Field(min_length=1, description="Taint key, e.g. nvidia.com/gpu.")
-    value: str = Field(default="", description="Taint value; empty for none.")
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
-        description="Taint effect, as Kubernetes spells it."
-    )
+    model_config = ConfigDict(frozen=True, validate_assignment=False)
 
 
 class GpuProduct(_Model):
@@ -171,7 +163,7 @@ class PoolProfile(_Model):
     gpus_per_node: int | None = Field(
         default=None, ge=0, le=64, description="GPUs per node (0 for a CPU pool)."
     )
-    taints: list[TaintProfile] | None = Field(
+    taints: list[Taint] | None = Field(
         default=None,
         description="The nodes' taints. Unset: gpu_taints for a GPU pool, none for a CPU pool.",
     )
@@ -296,7 +288,7 @@ class ClusterProfile(_Model):
         default_factory=list,
         description="GPU per site node label (KEY=VALUE) or per instance type.",
     )
-    gpu_taints: list[TaintProfile] | None = Field(
+    gpu_taints: list[Taint] | None = Field(
         default=None,
         description="The taints GPU nodes carry (the default of each GPU pool's taints). "
         "An empty list: GPU nodes are not tainted.",
