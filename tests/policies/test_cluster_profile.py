@@ -172,6 +172,18 @@ def test_profile_is_found_next_to_the_manifests_and_named(
     assert capsys.readouterr().out.startswith("Cluster profile: ")
 
 
+def test_a_profile_that_is_no_regular_file_is_refused_not_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "manifests"
+    shutil.copytree(ONPREM, folder)
+    (folder / ".gpustrata").mkdir()
+    (folder / ".gpustrata" / "cluster.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    assert main(["check", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "cluster.yaml: a symbolic link to nothing" in err, err
+
+
 def test_without_a_profile_the_text_output_is_unchanged(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

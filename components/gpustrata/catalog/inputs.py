@@ -16,9 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpustrata.core.terminal import has_userinfo
 
-__all__ = ["StrictModel", "Taint", "TaintEffect", "hidden_character"]
+__all__ = ["StrictModel", "Taint", "TaintEffect", "WeightSource", "hidden_character"]
 
 TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
+WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"]
+"""Where an engine reads its weights from: the Hugging Face Hub (or a mirror), an object
+store, a PersistentVolume, the instance's local NVMe (stack ``weights.source``, profile
+``storage.load_gbps``, the startup estimate's load paths)."""
 
 
 def hidden_character(text: str) -> str | None:

@@ -25,15 +25,14 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from gpustrata.catalog.inputs import StrictModel, Taint
+from gpustrata.catalog.inputs import StrictModel, Taint, WeightSource
 from gpustrata.core.contract import API_VERSION, CLUSTER_PROFILE_ANNOTATION, CLUSTER_PROFILE_FILE
 
 __all__ = [
     "CLUSTER_PROFILE_FILE",
-    "DISTRIBUTIONS",
-    "PROFILE_KIND",
     "AdmissionProfile",
     "ClusterProfile",
+    "Distribution",
     "GpuProduct",
     "ImageRelease",
     "PoolProfile",
@@ -41,10 +40,7 @@ __all__ = [
     "VersionsProfile",
 ]
 
-PROFILE_KIND = "ClusterProfile"
-DISTRIBUTIONS = ("eks", "gke", "aks", "kubeadm", "openshift", "rke2", "k3s", "other")
-LOAD_SOURCES = ("huggingface", "s3", "pvc", "local-nvme")
-"""The weight sources of the startup estimate (``gpustrata.vllm.timing.LOAD_GBPS_DEFAULTS``)."""
+Distribution = Literal["eks", "gke", "aks", "kubeadm", "openshift", "rke2", "k3s", "other"]
 
 _LABEL_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
 _SELECTOR = re.compile(rf"^(?P<key>{_LABEL_KEY})=(?P<value>[-A-Za-z0-9_.]*)$")
@@ -244,7 +240,7 @@ class ImageRelease(_Model):
 class StorageProfile(_Model):
     """How fast the nodes read model weights, per source (GB/s)."""
 
-    load_gbps: dict[Literal["huggingface", "s3", "pvc", "local-nvme"], float] = Field(
+    load_gbps: dict[WeightSource, float] = Field(
         default_factory=dict,
         description="Sustained read bandwidth in GB/s per weight source (huggingface: "
         "download from the Hub or its mirror; s3: object store; pvc: a PersistentVolume; "
@@ -273,12 +269,10 @@ class ClusterProfile(_Model):
         default="ClusterProfile",
         description="Always ClusterProfile (so the file is recognised when checked as a manifest).",
     )
-    distribution: Literal["eks", "gke", "aks", "kubeadm", "openshift", "rke2", "k3s", "other"] = (
-        Field(
-            default="other",
-            description="Kubernetes distribution; gives the admission defaults gpustrata "
-            "cites (eks, gke, aks: ExtendedResourceToleration on; kubeadm: off).",
-        )
+    distribution: Distribution = Field(
+        default="other",
+        description="Kubernetes distribution; gives the admission defaults gpustrata "
+        "cites (eks, gke, aks: ExtendedResourceToleration on; kubeadm: off).",
     )
     admission: AdmissionProfile = Field(
         default_factory=AdmissionProfile,

@@ -71,7 +71,9 @@ def find_profile(paths: list[str]) -> Path | None:
         folder = path if path.is_dir() else path.parent
         candidates.append(folder / CLUSTER_PROFILE_FILE)
     for candidate in candidates:
-        if candidate.is_file():
+        # anything there, even a FIFO or a broken link, is the profile: reading it refuses
+        # what is not a regular file, rather than checking without it unnoticed
+        if candidate.exists() or candidate.is_symlink():
             return candidate
     return None
 

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gpustrata.catalog.hardware import GpuModel, InstanceType
-from gpustrata.catalog.inputs import StrictModel, Taint, TaintEffect
+from gpustrata.catalog.inputs import StrictModel, Taint, TaintEffect, WeightSource
 from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.environments import Environment
 
@@ -29,7 +29,6 @@ SharingStrategy = Literal["none", "time-slicing", "mps"]
 TolerationOperator = Literal["Equal", "Exists"]
 OperatorComponent = Literal["driver", "toolkit", "device_plugin", "dcgm_exporter"]
 Runtime = Literal["deployment", "rayservice"]
-WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"]
 Autoscaler = Literal["none", "hpa", "keda"]
 GpuAllocation = Literal["device-plugin", "dra"]
 NatGateways = Literal["single", "per-az"]

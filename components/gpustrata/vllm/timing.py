@@ -8,6 +8,7 @@ from typing import Literal
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.inputs import WeightSource
 from gpustrata.catalog.serving import StartupLog, load_serving_fit, load_startup_logs
 from gpustrata.vllm.terms import GB, CapacityError, gb
 from gpustrata.vllm.weights import WeightsEstimate
@@ -43,7 +44,8 @@ DEFAULT_EFFICIENCY = 0.4
 FLOP utilisation of 30-60 % is typical for long prefills; 0.4 errs towards a longer
 step, i.e. a safer liveness budget)."""
 
-WeightSourceName = Literal["huggingface", "s3", "pvc", "local-nvme"]
+WeightSourceName = WeightSource
+"""The weight sources the estimate knows (:data:`gpustrata.catalog.inputs.WeightSource`)."""
 
 LOAD_GBPS_DEFAULTS: Mapping[str, tuple[float, str]] = {
     "huggingface": (
