@@ -35,7 +35,12 @@ from gpustrata_policies.evaluate import (
     rule_folder,
 )
 from gpustrata_policies.findings import Rule
-from gpustrata_policies.inputs.manifests import VALUES_CHARTS, load_paths, load_values
+from gpustrata_policies.inputs.manifests import (
+    VALUES_CHARTS,
+    find_cluster_profile,
+    load_paths,
+    load_values,
+)
 
 if TYPE_CHECKING:
     from gpustrata.catalog.profile import ClusterProfile
@@ -158,9 +163,7 @@ def _load_profile(args: argparse.Namespace) -> tuple[ClusterProfile | None, str 
     path = getattr(args, "profile", None)
     how = "--profile"
     if path is None and not getattr(args, "no_profile", False):
-        from gpustrata.spec.profile_file import find_profile
-
-        found = find_profile(list(args.paths))
+        found = find_cluster_profile(list(args.paths))
         path, how = (str(found), "found next to the manifests") if found else (None, "")
     if path is None:
         return None, None, ""

@@ -20,7 +20,6 @@ from gpustrata.spec.loader import LineIndex, Schema, compose_document, validatio
 __all__ = [
     "PROFILE_SCHEMA",
     "ProfileError",
-    "find_profile",
     "load_profile_file",
     "profile_json_schema",
 ]
@@ -58,24 +57,6 @@ def load_profile_file(path: str | Path) -> ClusterProfile:
     except ValidationError as exc:
         lines = LineIndex(root, (), PROFILE_SCHEMA.prefix)
         raise ProfileError(validation_problems(exc, PROFILE_SCHEMA, lines), file) from None
-
-
-def find_profile(paths: list[str]) -> Path | None:
-    """The ``.gpustrata/cluster.yaml`` next to the manifests: in the first checked folder
-    (or folder of a checked file) that has one; ``None`` when none has (stdin has none)."""
-    candidates: list[Path] = []
-    for raw in paths:
-        if raw in ("", "-"):
-            continue
-        path = Path(raw)
-        folder = path if path.is_dir() else path.parent
-        candidates.append(folder / CLUSTER_PROFILE_FILE)
-    for candidate in candidates:
-        # anything there, even a FIFO or a broken link, is the profile: reading it refuses
-        # what is not a regular file, rather than checking without it unnoticed
-        if candidate.exists() or candidate.is_symlink():
-            return candidate
-    return None
 
 
 def profile_json_schema() -> dict[str, Any]:

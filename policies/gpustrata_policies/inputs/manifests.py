@@ -29,7 +29,14 @@ from gpustrata.core.yamlguard import MAX_INT_DIGITS, YamlShapeError, check_node
 from gpustrata.core.yamlio import SAFE_LOADER, error_line, safe_load
 from gpustrata_policies.view.objects import K8sObject
 
-__all__ = ["VALUES_CHARTS", "InputError", "load_paths", "load_text", "load_values"]
+__all__ = [
+    "VALUES_CHARTS",
+    "InputError",
+    "find_cluster_profile",
+    "load_paths",
+    "load_text",
+    "load_values",
+]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
@@ -573,6 +580,24 @@ def _folder_files(folder: FsPath) -> list[FsPath]:
             raise special_file_error(entry, file_kind(mode))
         files.append(entry)
     return files
+
+
+def find_cluster_profile(paths: list[str]) -> FsPath | None:
+    """The ``.gpustrata/cluster.yaml`` next to the manifests: in the first checked folder
+    (or folder of a checked file) that has one; ``None`` when none has (stdin has none)."""
+    candidates: list[FsPath] = []
+    for raw in paths:
+        if raw in ("", "-"):
+            continue
+        path = FsPath(raw)
+        folder = path if path.is_dir() else path.parent
+        candidates.append(folder / CLUSTER_PROFILE_FILE)
+    for candidate in candidates:
+        # anything there, even a FIFO or a broken link, is the profile: reading it refuses
+        # what is not a regular file, rather than checking without it unnoticed
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return None
 
 
 def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
