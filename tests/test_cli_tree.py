@@ -51,12 +51,14 @@ def test_planning_imports_no_pulumi() -> None:
             "8",
         ],
         ["explain", "K004"],
+        ["schema", "--profile"],
+        ["profile", "--from-nodes", "tests/data/profiles/nodes-kubeadm-a100.yaml"],
         [
             "check",
             "policies/gpustrata_policies/rules/k001_gpu_requests_equal_limits/bad-request-without-limit.yaml",
         ],
     ],
-    ids=lambda argv: argv[0],
+    ids=lambda argv: "-".join(a for a in argv[:2] if not a.startswith("tests/")),
 )
 def test_commands_that_only_plan_import_no_pulumi(argv: list[str]) -> None:
     # The exit code of the command itself is not the point: `check` exits 1 on K001.
@@ -76,6 +78,7 @@ def test_every_command_is_in_the_one_tree() -> None:
         "size",
         "check",
         "explain",
+        "profile",
     }
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from functools import cache
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.collector import fewer_collections
 from gpustrata.core.terminal import redact_userinfo
@@ -38,6 +38,10 @@ from gpustrata_policies.findings import (
 from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
 from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
+from gpustrata_policies.view.profile import using_profile
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.profile import ClusterProfile
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -232,6 +236,8 @@ def evaluate(
     rules: Sequence[Rule] | None = None,
     report_unknown_kinds: bool = True,
     context: Iterable[K8sObject | Mapping[str, Any]] = (),
+    profile: ClusterProfile | None = None,
+    profile_file: str | None = None,
 ) -> Report:
     """Run *rules* (default: all) over *objects* and collect findings.
 
@@ -239,12 +245,21 @@ def evaluate(
     apart from the manifests under review (``gpustrata check --context``): the rules read
     it with the rest, but nothing is reported on it, not even its unread kinds.
 
+    *profile* is the cluster profile (read from *profile_file*): its pools join *context*
+    as ``GpuNodePool`` descriptions, and the view reads its other facts while the rules
+    run (:mod:`gpustrata_policies.view.profile`).
+
     Never raises on odd input: an unknown value (Pulumi preview) becomes a "not
     evaluated" record with the reason; a rule that crashes becomes an internal-error
     finding for that rule and object (:func:`internal_error`), and the other rules
     still run.
     """
-    with fewer_collections():  # the objects and the view's caches live until the end
+    if profile is not None:
+        where = profile_file or "cluster profile"
+        pools = [K8sObject(p, where) for p in profile.pool_objects(profile_file)]
+        context = [*context, *pools]
+    # the objects and the view's caches live until the end
+    with fewer_collections(), using_profile(profile):
         return _evaluate(objects, environment, config, rules, report_unknown_kinds, context)
 
 

@@ -487,7 +487,10 @@ def test_gpu_model_unknown_names_the_labels_the_pod_does_select(tmp_path: Path) 
     [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V004"}
     assert reason.endswith(
         "(it selects only cloud.google.com/compute-class=l4-dws-spot: no GPU model gpustrata reads)"
+        " (set gpu_products or pools in the cluster profile)"
     ), reason
     _, data = check([write(tmp_path / "none.yaml", DEPLOYMENT.format(tolerations=""))])
     [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V004"}
-    assert reason.endswith("matches no described GpuNodePool"), reason
+    assert reason.endswith(
+        "matches no described GpuNodePool (set gpu_products or pools in the cluster profile)"
+    ), reason

@@ -157,7 +157,7 @@ def test_v005_unknown_version_judges_only_stated_values() -> None:
         [
             "container 'vllm': the batch budget depends on vLLM's defaults and chunked "
             "prefill, but the image (registry.example.com/vllm:custom) does not name a vLLM "
-            "version"
+            "version (set images in the cluster profile)"
         ],
     )
 
@@ -289,7 +289,8 @@ def test_v006_unknown_or_unread_versions_are_not_evaluated() -> None:
     _, skipped = outcomes("V006", deployment(argv, image="example.com/vllm:latest"))
     assert skipped == [
         "container 'vllm' sets block_size 8, but the image (example.com/vllm:latest) does not "
-        "name a vLLM version, and the block sizes vLLM accepts depend on its version"
+        "name a vLLM version (set images in the cluster profile), and the block sizes vLLM "
+        "accepts depend on its version"
     ]
 
 

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {
     "components/gpustrata/core/versions.py": "examples of the version grammar",
     "components/gpustrata/spec/stack.py": "an image example in the published stack schema",
+    "components/gpustrata/catalog/profile.py": "a release example in the profile's schema",
 }
 """Files whose release-shaped strings are illustrations, not facts the code relies on
 (the reference release is still refused there)."""

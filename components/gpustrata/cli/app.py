@@ -1,7 +1,8 @@
 """The `gpustrata` command: one argparse tree for every sub-command.
 
 Each ``cli`` module adds its sub-commands (:mod:`.plan`: plan, render, schema;
-:mod:`.capacity`: capacity; :mod:`.size`: size; :mod:`.check`: check, explain); this
+:mod:`.capacity`: capacity; :mod:`.size`: size; :mod:`.check`: check, explain;
+:mod:`.profile`: profile); this
 module assembles them.
 Exit codes: 0 fine, 1 a mandatory finding, 2 unusable input (named with file and path),
 printed in one style by :mod:`.errors`. Bad input never shows a traceback.
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from gpustrata import __version__
-from gpustrata.cli import capacity, check, plan, size
+from gpustrata.cli import capacity, check, plan, profile, size
 from gpustrata.cli.errors import run_parser
 
 __all__ = ["build_parser", "main"]
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     capacity.register(sub)
     size.register(sub)
     check.register_commands(sub)
+    profile.register(sub)
     return parser
 
 

@@ -12,13 +12,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
 from gpustrata.cli.errors import report_error, run_parser, user_error
 from gpustrata.core import jsonio
 from gpustrata.core.collector import fewer_collections
+from gpustrata.core.contract import CLUSTER_PROFILE_FILE
 from gpustrata.core.environments import ENVIRONMENTS
 from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
@@ -34,7 +35,15 @@ from gpustrata_policies.evaluate import (
     rule_folder,
 )
 from gpustrata_policies.findings import Rule
-from gpustrata_policies.inputs.manifests import VALUES_CHARTS, load_paths, load_values
+from gpustrata_policies.inputs.manifests import (
+    VALUES_CHARTS,
+    find_cluster_profile,
+    load_paths,
+    load_values,
+)
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.profile import ClusterProfile
 
 __all__ = ["check_command", "explain_command", "main", "register_commands"]
 
@@ -112,6 +121,7 @@ def check_command(
     unreadable: list[InputError] = []  # reported at the end; the other files are checked
     try:
         config = _load_config(args.config, args.environment)
+        profile, profile_file, how = _load_profile(args)
         with fewer_collections():  # what is read lives until the report is written
             objects = load_paths(list(args.paths), source, unreadable)
             context = load_paths(list(getattr(args, "context", None) or []), source)
@@ -134,8 +144,17 @@ def check_command(
         )
     from gpustrata_policies.output.formats import write  # keeps `explain` light
 
-    report = evaluate(objects, environment=config.environment, config=config, context=context)
+    report = evaluate(
+        objects,
+        environment=config.environment,
+        config=config,
+        context=context,
+        profile=profile,
+        profile_file=profile_file,
+    )
     del objects, context  # the report keeps what it needs; free the manifests before output
+    if args.format == "text" and profile is not None:
+        out.write(f"Cluster profile: {profile_file} ({how})\n\n")
     write(report, args.format, out)
     for warning in [*config.deprecations, *report.warnings]:
         print(f"gpustrata: warning: {warning}", file=sys.stderr)
@@ -149,6 +168,22 @@ def check_command(
         )
         return 2
     return report.exit_code
+
+
+def _load_profile(args: argparse.Namespace) -> tuple[ClusterProfile | None, str | None, str]:
+    """The cluster profile of ``--profile FILE``, else the ``.gpustrata/cluster.yaml`` next
+    to the checked paths (unless ``--no-profile``): (profile, its file, how it was found).
+    An invalid profile raises its one-line-per-problem error (exit 2)."""
+    path = getattr(args, "profile", None)
+    how = "--profile"
+    if path is None and not getattr(args, "no_profile", False):
+        found = find_cluster_profile(list(args.paths))
+        path, how = (str(found), "found next to the manifests") if found else (None, "")
+    if path is None:
+        return None, None, ""
+    from gpustrata.spec.profile_file import load_profile_file
+
+    return load_profile_file(path), path, how
 
 
 def _example(rule: Rule) -> str | None:
@@ -231,6 +266,19 @@ def register_commands(subparsers: Any) -> None:
         metavar="FILE",
         help="policy config in Pulumi's policy-pack-config format "
         "(YAML or JSON): the file the policy pack reads",
+    )
+    check.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="cluster profile (YAML; `gpustrata schema --profile`): what the manifests "
+        "cannot say about the cluster (GPU per site label or instance type, taints, "
+        "admission, pools, versions, private images' vLLM release, CRDs, load bandwidth). "
+        f"Default: {CLUSTER_PROFILE_FILE} in a checked folder, if there is one",
+    )
+    check.add_argument(
+        "--no-profile",
+        action="store_true",
+        help=f"do not read {CLUSTER_PROFILE_FILE} next to the manifests",
     )
     check.set_defaults(func=check_command)
     explain = subparsers.add_parser("explain", help="explain a rule (id or name)")

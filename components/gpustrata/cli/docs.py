@@ -6,6 +6,8 @@ stale):
 
 - ``docs/reference/spec.md``: the stack's JSON Schema (what ``gpustrata schema`` prints),
   one table per pydantic model with types, defaults, bounds and descriptions.
+- ``docs/reference/cluster-profile.md``: the cluster profile's JSON Schema (``gpustrata
+  schema --profile``), an example and which rules read each key.
 - ``docs/reference/catalogue.md``: the shipped catalogue (GPUs, instances, model
   architectures, version compatibility) with every entry's sources.
 - ``docs/reference/cli.md``: every command and option of the ``gpustrata`` argparse parser.
@@ -34,6 +36,7 @@ __all__ = [
     "components_markdown",
     "generate",
     "main",
+    "profile_markdown",
     "spec_markdown",
 ]
 
@@ -134,12 +137,125 @@ def spec_markdown() -> str:
     """The spec reference, from ``StackSpec.model_json_schema()``."""
     from gpustrata.spec.stack import StackSpec
 
-    schema = StackSpec.model_json_schema()
+    return _schema_markdown(
+        StackSpec.model_json_schema(),
+        "StackSpec",
+        "gpustrata:stack",
+        "Stack spec reference",
+        "A stack file holds one `gpustrata:stack` document under `config:` "
+        "(`stacks/Pulumi.<env>.yaml`). Unknown keys are errors; every error names the "
+        "file, the line, the config path and the fix. `gpustrata schema` prints the same "
+        "definitions as JSON Schema for editor validation.",
+    )
+
+
+PROFILE_EXAMPLE = """\
+# .gpustrata/cluster.yaml: an on-premises kubeadm cluster with one A100 pool
+distribution: kubeadm                 # ExtendedResourceToleration off (Kubernetes default)
+gpu_products:
+  - node_label: gpuspecs=A100_40GB    # the site's own GPU label
+    gpu: a100-sxm-40gb
+  - instance_type: dgx-h100-site      # a server type the catalogue does not list
+    gpu: h100-sxm-80gb
+    gpus_per_node: 8
+gpu_taints:
+  - {key: nvidia.com/gpu, value: present, effect: NoSchedule}
+pools:
+  - name: system
+    labels: {node-role.kubernetes.io/control-plane: ""}
+    gpus_per_node: 0
+    taints: []
+    min_size: 1
+    max_size: 3
+  - name: a100
+    labels: {gpuspecs: A100_40GB}
+    gpu: a100-sxm-40gb
+    gpus_per_node: 8
+    min_size: 2
+    max_size: 2
+versions:
+  kubernetes: "1.31"
+  nvidia_driver: 570.133.20
+  kuberay: 1.3.2
+images:
+  - pattern: "registry.example.com/ml/vllm:*"   # a private build of vLLM 0.8.5
+    vllm: 0.8.5
+crds: [ray.io/*, monitoring.coreos.com/ServiceMonitor]
+storage:
+  load_gbps: {pvc: 1.2, huggingface: 0.4}
+"""
+"""The example of the cluster profile page (``tests/policies/test_cluster_profile.py``
+validates it)."""
+
+_PROFILE_READERS = [
+    ("distribution", "K004 (admission default: eks, gke, aks on; kubeadm off)"),
+    ("admission.extended_resource_toleration", "K004"),
+    (
+        "gpu_products",
+        "every rule that needs the GPU model (V003, V004, V012, O005, O007, ...): a Pod "
+        "selecting the label, or the instance type, gets that GPU",
+    ),
+    (
+        "gpu_taints, pools",
+        "K004, K005, K017, R006 and every rule that reads pools (as GpuNodePool)",
+    ),
+    ("versions.kubernetes, versions.nvidia_driver", "the pools' kubelet minor and driver (O002)"),
+    ("versions.kuberay", "K007, R004, R005 (the KubeRay operator's release)"),
+    ("versions.gpu_operator", "recorded only: no rule reads it without the operator's objects"),
+    ("images", "every rule that needs the vLLM release of an image (V005, V010, V012, V013, ...)"),
+    ("crds", "K018 (evaluated on a bare application manifest once the profile lists CRDs)"),
+    ("storage.load_gbps", "V009 (the startup estimate's load time)"),
+]
+
+
+def profile_markdown() -> str:
+    """The cluster profile reference, from ``ClusterProfile.model_json_schema()``."""
+    from gpustrata.catalog.profile import ClusterProfile
+
+    page = _schema_markdown(
+        ClusterProfile.model_json_schema(),
+        "ClusterProfile",
+        "profile",
+        "Cluster profile reference",
+        "A cluster profile states what manifests cannot: which GPU a site label or an "
+        "instance type stands for, the taints GPU nodes carry, the admission plugins, the "
+        "node pools and their sizes, driver and KubeRay versions, the vLLM release of "
+        "private images, the CRDs installed and how fast weights load. `gpustrata check` "
+        "reads `.gpustrata/cluster.yaml` in a checked folder (or the folder of a checked "
+        "file), or the file `--profile FILE` names (`--no-profile`: none), and its text "
+        "output starts by naming the profile it used. `gpustrata profile --from-nodes "
+        "nodes.yaml` writes one from `kubectl get nodes -o yaml`; `gpustrata schema "
+        "--profile` prints its JSON Schema. Every key is optional: a fact left out stays "
+        'unknown, and a rule that needs it says "not evaluated", naming the key that '
+        "would decide it. Unknown keys and bad values are errors that name the file, the "
+        "line, the key path, the value and the fix "
+        "(`cluster.yaml:3: profile.pools[0].lables: unknown key 'lables'; did you mean "
+        "'labels'?`).",
+    )
+    readers = _table(
+        ["key", "read by"],
+        [[f"`{k}`" if "," not in k else k, _cell(v)] for k, v in _PROFILE_READERS],
+    )
+    head, _, tail = page.partition("\n## ClusterProfile")
+    return (
+        head
+        + "\n## Example\n\n```yaml\n"
+        + PROFILE_EXAMPLE
+        + "```\n\n## What reads each key\n\n"
+        + "\n".join(readers)
+        + "\n\n## ClusterProfile"
+        + tail
+    )
+
+
+def _schema_markdown(
+    schema: dict[str, Any], root_name: str, root_path: str, title: str, intro: str
+) -> str:
+    """One table per model of a pydantic JSON Schema, breadth-first from *root_name*."""
     defs: dict[str, dict[str, Any]] = schema.get("$defs", {})
-    root_name = "StackSpec"
     models = {root_name: schema, **defs}
     # Breadth-first from the root: each model once, with every config path that reaches it.
-    paths: dict[str, list[str]] = {root_name: ["gpustrata:stack"]}
+    paths: dict[str, list[str]] = {root_name: [root_path]}
     order = [root_name]
     for name in order:
         for field, prop in models[name].get("properties", {}).items():
@@ -150,14 +266,11 @@ def spec_markdown() -> str:
                 if child not in order:
                     order.append(child)
     out = [
-        "# Stack spec reference",
+        f"# {title}",
         "",
         _MARK,
         "",
-        "A stack file holds one `gpustrata:stack` document under `config:` "
-        "(`stacks/Pulumi.<env>.yaml`). Unknown keys are errors; every error names the "
-        "file, the line, the config path and the fix. `gpustrata schema` prints the same "
-        "definitions as JSON Schema for editor validation.",
+        intro,
         "",
         "Types link to their section. *required*: no default; *empty*: unset unless given "
         "(null); *optional*: a computed default, which the description states.",
@@ -701,6 +814,7 @@ def prod_diagram() -> str:
 
 PAGES: dict[str, Callable[[], str]] = {
     "reference/spec.md": spec_markdown,
+    "reference/cluster-profile.md": profile_markdown,
     "reference/catalogue.md": catalogue_markdown,
     "reference/cli.md": cli_markdown,
     "reference/components.md": components_markdown,

@@ -55,12 +55,24 @@ def register(sub: Any) -> None:
     add_stack_args(render)
     render.set_defaults(func=render_command)
 
-    schema = sub.add_parser("schema", help="print the JSON Schema of a stack (for editors)")
+    schema = sub.add_parser(
+        "schema", help="print the JSON Schema of a stack, or of a cluster profile (for editors)"
+    )
+    schema.add_argument(
+        "--profile",
+        action="store_true",
+        help="the cluster profile's schema (.gpustrata/cluster.yaml) instead of the stack's",
+    )
     schema.set_defaults(func=schema_command)
 
 
 def schema_command(args: argparse.Namespace) -> int:
-    """Print the stack's JSON Schema."""
+    """Print the stack's JSON Schema (``--profile``: the cluster profile's)."""
+    if getattr(args, "profile", False):
+        from gpustrata.spec.profile_file import profile_json_schema
+
+        print(json.dumps(profile_json_schema(), indent=2))
+        return 0
     from gpustrata.spec.stack import StackSpec
 
     schema = StackSpec.model_json_schema()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 __all__ = [
     "API_VERSION",
+    "CLUSTER_PROFILE_ANNOTATION",
+    "CLUSTER_PROFILE_FILE",
     "DECLARED_OVERRIDES_ANNOTATION",
     "DERIVED_FROM_ANNOTATION",
     "DEVICE_PLUGIN_DEPLOY_LABEL",
@@ -29,6 +31,11 @@ STARTUP_ESTIMATE_ANNOTATION = "gpustrata.io/startup-estimate-seconds"
 """The planner's startup estimate (seconds, before the safety factor) on rendered objects."""
 DERIVED_FROM_ANNOTATION = "gpustrata.io/derived-from"
 """On a pool the view derived from another source (Node objects, a node group)."""
+CLUSTER_PROFILE_FILE = ".gpustrata/cluster.yaml"
+"""Where ``gpustrata check`` finds a cluster profile, relative to each folder it checks (or
+the folder of each file it checks); folder walks skip it as a manifest."""
+CLUSTER_PROFILE_ANNOTATION = "gpustrata.io/cluster-profile"
+"""On a pool description made from a cluster profile: the profile's file."""
 DECLARED_OVERRIDES_ANNOTATION = "gpustrata.io/declared-overrides"
 """GPU Operator components whose version differs from the release's tested set on purpose."""
 DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"

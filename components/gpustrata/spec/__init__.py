@@ -1,5 +1,6 @@
 """The typed stack spec (pydantic v2) and its loader. No Pulumi import here."""
 
+from gpustrata.catalog.inputs import Taint
 from gpustrata.spec.loader import CONFIG_KEY, load_stack_file, stack_file, validate_stack
 from gpustrata.spec.stack import (
     AutoscalingSpec,
@@ -13,7 +14,6 @@ from gpustrata.spec.stack import (
     NodePoolSpec,
     SecretRef,
     StackSpec,
-    Taint,
     WeightsSpec,
 )
 

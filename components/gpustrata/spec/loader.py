@@ -13,6 +13,7 @@ import re
 import types
 import typing
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
@@ -49,41 +50,7 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
     """Like :func:`load_stack_file`, also returning the raw `gpustrata:stack` document
     (what Pulumi hands the program as config)."""
     file = str(path)
-    text = _read(Path(path))
-    from gpustrata.core.yamlguard import YamlShapeError, check_node, check_unique_keys
-
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        if root is not None:
-            check_node(root)  # alias loops and alias bombs, before anything walks it
-            check_unique_keys(root)
-        document = yaml.safe_load(text)
-    except YamlShapeError as exc:
-        raise StackError([Problem("", f"cannot be used: {exc}", exc.line)], file) from None
-    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
-        line = error_line(exc, text)
-        raise StackError(
-            [
-                Problem(
-                    "",
-                    f"holds the control character U+{exc.character:04X}, which YAML does not "
-                    "allow; remove it",
-                    line,
-                )
-            ],
-            file,
-        ) from None
-    except yaml.YAMLError as exc:
-        line = error_line(exc, text)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise StackError(
-            [Problem("", f"is not valid YAML ({problem}); fix the syntax", line)], file
-        ) from None
-    except RecursionError:  # PyYAML composes nested collections recursively
-        raise StackError(
-            [Problem("", "is nested too deeply to read; a stack file is a few levels deep")],
-            file,
-        ) from None
+    root, document = compose_document(_read(Path(path)), file)
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
         config_line = _key_line(root, "config") or 1
         raise StackError(
@@ -116,13 +83,54 @@ def read_stack_file(path: str | Path) -> tuple[StackSpec, dict[str, Any]]:
             ],
             file,
         )
-    lines = _LineIndex(root, ("config", CONFIG_KEY))
+    lines = LineIndex(root, ("config", CONFIG_KEY))
     stack = document["config"][CONFIG_KEY]
     return validate_stack(stack, file=file, lines=lines), stack
 
 
+def compose_document(text: str, file: str) -> tuple[yaml.Node | None, Any]:
+    """The composed node tree (for line numbers) and the document of YAML *text*, with the
+    guards of :mod:`gpustrata.core.yamlguard`; a :class:`StackError` naming *file* and the
+    line otherwise (stack files and cluster profiles)."""
+    from gpustrata.core.yamlguard import YamlShapeError, check_node, check_unique_keys
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is not None:
+            check_node(root)  # alias loops and alias bombs, before anything walks it
+            check_unique_keys(root)
+        document = yaml.safe_load(text)
+    except YamlShapeError as exc:
+        raise StackError([Problem("", f"cannot be used: {exc}", exc.line)], file) from None
+    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
+        line = error_line(exc, text)
+        raise StackError(
+            [
+                Problem(
+                    "",
+                    f"holds the control character U+{exc.character:04X}, which YAML does not "
+                    "allow; remove it",
+                    line,
+                )
+            ],
+            file,
+        ) from None
+    except yaml.YAMLError as exc:
+        line = error_line(exc, text)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise StackError(
+            [Problem("", f"is not valid YAML ({problem}); fix the syntax", line)], file
+        ) from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise StackError(
+            [Problem("", "is nested too deeply to read; the file is a few levels deep")],
+            file,
+        ) from None
+    return root, document
+
+
 def validate_stack(
-    value: Any, *, file: str | None = None, lines: _LineIndex | None = None
+    value: Any, *, file: str | None = None, lines: LineIndex | None = None
 ) -> StackSpec:
     """Validate a stack config value (already parsed) into a :class:`StackSpec`."""
     if not isinstance(value, dict):
@@ -139,8 +147,7 @@ def validate_stack(
     try:
         spec = StackSpec.model_validate(value)
     except ValidationError as exc:
-        problems = _dedupe(_problem(err, lines) for err in exc.errors())
-        raise StackError(problems, file) from None
+        raise StackError(validation_problems(exc, STACK_SCHEMA, lines), file) from None
     problems = reference_problems(spec)
     if problems:
         raise StackError(
@@ -277,43 +284,66 @@ def _dra_problems(spec: StackSpec) -> list[Problem]:
 # --- pydantic error -> one line -------------------------------------------------------------
 
 
-def _problem(err: ErrorDetails, lines: _LineIndex | None) -> Problem:
-    loc = _clean_loc(err["loc"])
-    path = _path(loc)
+@dataclass(frozen=True)
+class Schema:
+    """What a config document is validated against: the pydantic model, the config path
+    its errors start with, and the command that prints its JSON Schema."""
+
+    model: type[BaseModel]
+    prefix: str
+    command: str
+
+
+STACK_SCHEMA = Schema(StackSpec, CONFIG_KEY, "gpustrata schema")
+
+
+def validation_problems(
+    exc: ValidationError, schema: Schema, lines: LineIndex | None
+) -> list[Problem]:
+    """One :class:`Problem` per invalid config path of *exc* (the first error of each),
+    quoting the value (never a secret-like one) and ending with the fix."""
+    return _dedupe(_problem(err, lines, schema) for err in exc.errors())
+
+
+def _problem(err: ErrorDetails, lines: LineIndex | None, schema: Schema = STACK_SCHEMA) -> Problem:
+    loc = _clean_loc(err["loc"], schema.model)
+    path = _path(loc, schema.prefix)
     kind = err["type"]
     value = err.get("input")
     ctx = err.get("ctx") or {}
-    field = _field_at(loc)
+    field = _field_at(loc, schema.model)
     shown = _SECRET_SHOWN if _secret_loc(loc) else _show(value)
     if kind == "extra_forbidden":
         key = str(loc[-1])
-        message = f"unknown key {_show(key)}; " + _nearest_key(key, _model_at(loc[:-1]))
+        message = f"unknown key {_show(key)}; " + _nearest_key(
+            key, _model_at(loc[:-1], schema.model)
+        )
     elif kind == "missing":
         message = f"required key '{loc[-1]}' is missing; add it"
         if field is not None and field.description:
             message += f" ({_first_sentence(field.description)})"
     elif kind in ("less_than_equal", "less_than"):
         bound = ctx.get("le", ctx.get("lt"))
-        message = f"{shown} is above {bound}; {_fix(field)}"
+        message = f"{shown} is above {bound}; {_fix(field, schema.command)}"
     elif kind in ("greater_than_equal", "greater_than"):
         bound = ctx.get("ge", ctx.get("gt"))
         word = "below" if kind == "greater_than_equal" else "not above"
-        message = f"{shown} is {word} {bound}; {_fix(field)}"
+        message = f"{shown} is {word} {bound}; {_fix(field, schema.command)}"
     elif kind == "literal_error" or kind == "enum":
         message = f"{shown} is not one of {ctx.get('expected')}; use one of them"
     elif kind == "string_pattern_mismatch":
-        message = f"{shown} is not in the expected form; {_fix(field)}"
+        message = f"{shown} is not in the expected form; {_fix(field, schema.command)}"
     elif kind in ("too_short", "string_too_short"):
-        message = f"{shown} is too short; {_fix(field)}"
+        message = f"{shown} is too short; {_fix(field, schema.command)}"
     elif kind in ("too_long", "string_too_long"):
-        message = f"{shown} is too long; {_fix(field)}"
+        message = f"{shown} is too long; {_fix(field, schema.command)}"
     elif kind.endswith("_type") or kind.endswith("_parsing"):
         expected = _TYPE_WORDS.get(kind.split("_")[0], kind.split("_")[0])
-        message = f"{shown} is not {expected}; {_fix(field)}"
+        message = f"{shown} is not {expected}; {_fix(field, schema.command)}"
     elif kind == "value_error":
         message = str(ctx.get("error", err["msg"]))
     else:
-        message = f"{shown}: {err['msg']}; {_fix(field)}"
+        message = f"{shown}: {err['msg']}; {_fix(field, schema.command)}"
     return Problem(path, message, lines.line(path) if lines else None)
 
 
@@ -336,27 +366,31 @@ def _dedupe(problems: Iterator[Problem]) -> list[Problem]:
     return list(out.values())
 
 
-def _clean_loc(loc: Sequence[int | str]) -> tuple[int | str, ...]:
+def _clean_loc(loc: Sequence[int | str], model: type[BaseModel]) -> tuple[int | str, ...]:
     """Drop the union-member tags pydantic adds (``'str'``, ``'function-after[...]'``)."""
     out: list[int | str] = []
     for part in loc:
-        if isinstance(part, str) and _model_at(tuple(out)) is None and _is_tag(part, out):
+        if (
+            isinstance(part, str)
+            and _model_at(tuple(out), model) is None
+            and _is_tag(part, out, model)
+        ):
             continue
         out.append(part)
     return tuple(out)
 
 
-def _is_tag(part: str, parent: list[int | str]) -> bool:
+def _is_tag(part: str, parent: list[int | str], model: type[BaseModel]) -> bool:
     if part in ("str", "int", "float", "bool", "none") or "[" in part:
         # A dict key could be literally "str"; only treat it as a tag under a union value.
-        return _annotation_at(tuple(parent)) is not None and _is_union(
-            _annotation_at(tuple(parent))
+        return _annotation_at(tuple(parent), model) is not None and _is_union(
+            _annotation_at(tuple(parent), model)
         )
     return False
 
 
-def _path(loc: Sequence[int | str]) -> str:
-    out = CONFIG_KEY
+def _path(loc: Sequence[int | str], prefix: str = CONFIG_KEY) -> str:
+    out = prefix
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else _key_part(part)
     return out
@@ -398,9 +432,9 @@ def _show(value: Any) -> str:
     return text
 
 
-def _fix(field: FieldInfo | None) -> str:
+def _fix(field: FieldInfo | None, command: str = "gpustrata schema") -> str:
     if field is None:
-        return "see `gpustrata schema` for the accepted values"
+        return f"see `{command}` for the accepted values"
     extra = field.json_schema_extra
     if isinstance(extra, dict) and isinstance(extra.get("fix"), str):
         return str(extra["fix"])
@@ -408,7 +442,7 @@ def _fix(field: FieldInfo | None) -> str:
         return f"use a value such as {_show(field.examples[0])}"
     if field.description:
         return f"expected: {_first_sentence(field.description)}"
-    return "see `gpustrata schema` for the accepted values"
+    return f"see `{command}` for the accepted values"
 
 
 def _first_sentence(text: str) -> str:
@@ -447,8 +481,8 @@ def _strip(annotation: Any) -> Any:
             return annotation
 
 
-def _annotation_at(loc: Sequence[int | str]) -> Any:
-    annotation: Any = StackSpec
+def _annotation_at(loc: Sequence[int | str], model: type[BaseModel] = StackSpec) -> Any:
+    annotation: Any = model
     for part in loc:
         annotation = _strip(annotation)
         origin = get_origin(annotation)
@@ -466,30 +500,35 @@ def _annotation_at(loc: Sequence[int | str]) -> Any:
     return annotation
 
 
-def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
-    annotation = _strip(_annotation_at(loc))
+def _model_at(
+    loc: Sequence[int | str], root: type[BaseModel] = StackSpec
+) -> type[BaseModel] | None:
+    annotation = _strip(_annotation_at(loc, root))
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     return None
 
 
-def _field_at(loc: Sequence[int | str]) -> FieldInfo | None:
+def _field_at(loc: Sequence[int | str], root: type[BaseModel] = StackSpec) -> FieldInfo | None:
     if not loc or not isinstance(loc[-1], str):
         return None
-    model = _model_at(loc[:-1])
+    model = _model_at(loc[:-1], root)
     return model.model_fields.get(loc[-1]) if model else None
 
 
-class _LineIndex:
-    """Maps config paths to line numbers in the YAML file, from the composed node tree."""
+class LineIndex:
+    """Maps config paths to line numbers in the YAML file, from the composed node tree:
+    the node at the mapping keys *prefix* is the config path *root_path*."""
 
-    def __init__(self, root: yaml.Node | None, prefix: Sequence[str]) -> None:
+    def __init__(
+        self, root: yaml.Node | None, prefix: Sequence[str], root_path: str = CONFIG_KEY
+    ) -> None:
         self._lines: dict[str, int] = {}
         node = root
         for key in prefix:
             node = _child(node, key)
         if node is not None:
-            self._walk(node, CONFIG_KEY)
+            self._walk(node, root_path)
 
     def _walk(self, root: yaml.Node, root_path: str) -> None:
         # Iterative: a deeply nested file must not exhaust the interpreter's stack.
@@ -593,7 +632,7 @@ def line_in_file(file: str | None, path: str) -> int | None:
         root = yaml.compose(_read(Path(file)), Loader=yaml.SafeLoader)
     except (StackError, yaml.YAMLError, RecursionError):
         return None
-    return _LineIndex(root, ("config", CONFIG_KEY)).line(path)
+    return LineIndex(root, ("config", CONFIG_KEY)).line(path)
 
 
 def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:

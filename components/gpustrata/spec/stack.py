@@ -9,16 +9,14 @@ description; ``examples`` feed the "use ..." hint of an error message.
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gpustrata.catalog.hardware import GpuModel, InstanceType
+from gpustrata.catalog.inputs import StrictModel, Taint, TaintEffect, WeightSource
 from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.environments import Environment
-from gpustrata.core.terminal import has_userinfo
 
 _VLLM = load_vllm_releases()
 """The vLLM release catalogue (its reference release's defaults are quoted below)."""
@@ -26,13 +24,11 @@ _VLLM = load_vllm_releases()
 ClusterMode = Literal["create", "existing"]
 CapacityType = Literal["ON_DEMAND", "SPOT"]
 Provisioner = Literal["managed-node-group", "karpenter"]
-TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
 MigStrategy = Literal["none", "single", "mixed"]
 SharingStrategy = Literal["none", "time-slicing", "mps"]
 TolerationOperator = Literal["Equal", "Exists"]
 OperatorComponent = Literal["driver", "toolkit", "device_plugin", "dcgm_exporter"]
 Runtime = Literal["deployment", "rayservice"]
-WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"]
 Autoscaler = Literal["none", "hpa", "keda"]
 GpuAllocation = Literal["device-plugin", "dra"]
 NatGateways = Literal["single", "per-az"]
@@ -85,14 +81,6 @@ EVICTION_SIGNALS = (
 # Longest name one path component may have (NAME_MAX on Linux and macOS), in bytes.
 NAME_MAX = 255
 MODEL_MAX = 1024
-
-
-def hidden_character(text: str) -> str | None:
-    """The first control, format (bidi, zero-width) or line-separator character, as U+XXXX."""
-    for char in text:
-        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cs"):
-            return f"U+{ord(char):04X}"
-    return None
 
 
 def model_path_problem(model: str) -> str | None:
@@ -155,49 +143,9 @@ Version = Annotated[
 ]
 
 
-def _strings(value: Any) -> Iterator[str]:
-    """Every string in *value*: itself, or the keys and values of its maps and lists."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for kv in value.items():
-            for item in kv:
-                yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-def _hidden(value: Any) -> str | None:
-    return next((h for s in _strings(value) if (h := hidden_character(s))), None)
-
-
-class _Model(BaseModel):
-    """Base: unknown keys are errors, values are validated on assignment.
-
-    Strict: ``true`` is not a number and ``"true"`` not a boolean (YAML writes both
-    without quotes). No text may hold control, bidi or zero-width characters, which
-    render invisibly in a review and differently on the command line.
-    """
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, strict=True)
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _no_hidden_characters(cls, value: Any) -> Any:
-        found = _hidden(value)
-        if found:
-            raise ValueError(
-                f"contains the invisible or control character {found} (a reviewer cannot "
-                "see it; it can change what the text means): remove it"
-            )
-        if any(has_userinfo(s) for s in _strings(value)):
-            raise ValueError(
-                "holds a URI with credentials before the host (scheme://***@host, not shown): "
-                "they would be printed by plan and written into the Pod spec; remove them and "
-                "give the pod access through its service account (IRSA) or a Secret"
-            )
-        return value
+class _Model(StrictModel):
+    """Base of the stack's models (:class:`~gpustrata.catalog.inputs.StrictModel`: unknown
+    keys, loose types and hidden characters are errors)."""
 
 
 class NetworkSpec(_Model):
@@ -317,16 +265,6 @@ class ClusterSpec(_Model):
                 "or remove them"
             )
         return self
-
-
-class Taint(_Model):
-    """A Kubernetes node taint (Kubernetes spelling of the effect)."""
-
-    key: str = Field(min_length=1, examples=["nvidia.com/gpu"], description="Taint key.")
-    value: str = Field(default="", description="Taint value ('' for none).")
-    effect: TaintEffect = Field(
-        default="NoSchedule", description="Taint effect in Kubernetes spelling."
-    )
 
 
 def _default_gpu_taints() -> list[Taint]:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.inputs import WeightSource
 from gpustrata.catalog.serving import StartupLog, load_serving_fit, load_startup_logs
 from gpustrata.vllm.terms import GB, CapacityError, gb
 from gpustrata.vllm.weights import WeightsEstimate
@@ -43,7 +44,8 @@ DEFAULT_EFFICIENCY = 0.4
 FLOP utilisation of 30-60 % is typical for long prefills; 0.4 errs towards a longer
 step, i.e. a safer liveness budget)."""
 
-WeightSourceName = Literal["huggingface", "s3", "pvc", "local-nvme"]
+WeightSourceName = WeightSource
+"""The weight sources the estimate knows (:data:`gpustrata.catalog.inputs.WeightSource`)."""
 
 LOAD_GBPS_DEFAULTS: Mapping[str, tuple[float, str]] = {
     "huggingface": (
@@ -159,6 +161,7 @@ def startup_estimate(
     *,
     weights_source: str = "huggingface",
     load_gbps: float | None = None,
+    load_gbps_source: str | None = None,
     engine_init_s: float | None = None,
     enforce_eager: bool = False,
     safety_factor: float = STARTUP_SAFETY_FACTOR,
@@ -171,7 +174,8 @@ def startup_estimate(
     Load: each part of :func:`planner_load_paths` (a Hub start downloads the whole
     checkpoint once, then each rank reads its share) at the bandwidth fitted on the
     published startup logs of that path (:func:`load_path_bandwidth`); ``load_gbps`` set in
-    the stack replaces it (whole checkpoint / that bandwidth). Engine init (profiling, KV
+    the stack replaces it (whole checkpoint / that bandwidth; *load_gbps_source* says where
+    it was set when not in the stack, e.g. a cluster profile). Engine init (profiling, KV
     allocation, torch.compile, CUDA graph capture, MoE warm-up): :func:`fitted_engine_init`.
     Both come from the ``startup:`` section of ``catalog/data/serving-fit.yaml``; process
     start is :data:`PROCESS_START_S`, left out where the stack states its init time.
@@ -194,7 +198,8 @@ def startup_estimate(
     parts: list[tuple[int, float, str, float]] = []  # (bytes, GB/s, label, fixed s)
     fastest: tuple[float, str] | None = None
     if load_gbps is not None:
-        gbps, source = load_gbps, f"weights.load_gbps {load_gbps} set in the stack"
+        gbps = load_gbps
+        source = load_gbps_source or f"weights.load_gbps {load_gbps} set in the stack"
         parts.append((weights.total_bytes, gbps, weights_source, 0.0))
     elif not paths:
         gbps, source = LOAD_GBPS_DEFAULTS[weights_source]

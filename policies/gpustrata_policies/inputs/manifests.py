@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from gpustrata.core import jsonio
-from gpustrata.core.contract import API_VERSION
+from gpustrata.core.contract import API_VERSION, CLUSTER_PROFILE_FILE
 from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
 from gpustrata.core.textfiles import (
@@ -29,7 +29,14 @@ from gpustrata.core.yamlguard import MAX_INT_DIGITS, YamlShapeError, check_node
 from gpustrata.core.yamlio import SAFE_LOADER, error_line, safe_load
 from gpustrata_policies.view.objects import K8sObject
 
-__all__ = ["VALUES_CHARTS", "InputError", "load_paths", "load_text", "load_values"]
+__all__ = [
+    "VALUES_CHARTS",
+    "InputError",
+    "find_cluster_profile",
+    "load_paths",
+    "load_text",
+    "load_values",
+]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
@@ -547,15 +554,17 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
 
 
 def _folder_files(folder: FsPath) -> list[FsPath]:
-    """The manifest files under *folder*; symlinked folders are not followed.
+    """The manifest files under *folder*; symlinked folders are not followed, and the
+    cluster profile (``.gpustrata/cluster.yaml``) is not a manifest.
 
     An entry with a manifest suffix that is not a regular file (a FIFO, a device, a
     broken or looping link) is refused rather than skipped: silently checking less
     than was asked for would pass a pull request that hides a manifest that way.
     """
     files: list[FsPath] = []
+    profile = folder / CLUSTER_PROFILE_FILE  # read by `check` as the cluster profile
     for entry in sorted(folder.rglob("*")):
-        if entry.suffix not in _SUFFIXES:
+        if entry.suffix not in _SUFFIXES or entry == profile:
             continue
         try:
             mode = entry.stat().st_mode
@@ -571,6 +580,24 @@ def _folder_files(folder: FsPath) -> list[FsPath]:
             raise special_file_error(entry, file_kind(mode))
         files.append(entry)
     return files
+
+
+def find_cluster_profile(paths: list[str]) -> FsPath | None:
+    """The ``.gpustrata/cluster.yaml`` next to the manifests: in the first checked folder
+    (or folder of a checked file) that has one; ``None`` when none has (stdin has none)."""
+    candidates: list[FsPath] = []
+    for raw in paths:
+        if raw in ("", "-"):
+            continue
+        path = FsPath(raw)
+        folder = path if path.is_dir() else path.parent
+        candidates.append(folder / CLUSTER_PROFILE_FILE)
+    for candidate in candidates:
+        # anything there, even a FIFO or a broken link, is the profile: reading it refuses
+        # what is not a regular file, rather than checking without it unnoticed
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return None
 
 
 def load_paths(

@@ -37,6 +37,7 @@ from gpustrata_policies.view.nodes import (
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, dig
 from gpustrata_policies.view.pools import KARPENTER_GPU_MEMORY, KARPENTER_GPU_NAME
+from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.vllm_args import (
     EngineArgs,
     image_publisher,
@@ -313,7 +314,10 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
     if gpu is not None:
         return [GpuRef(gpu, where)]
     if where:
-        return f"the GPU model selected by {where} is not in the hardware catalogue"
+        return (
+            f"the GPU model selected by {where} is not in the hardware catalogue "
+            + profile_hint("gpu_products")
+        )
     if unknown:
         return "; ".join(unknown)
     return (
@@ -321,6 +325,8 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
         "node.kubernetes.io/instance-type, karpenter.k8s.aws/instance-gpu-name or "
         "cloud.google.com/gke-accelerator label and matches no described GpuNodePool"
         + _selects_only(pod)
+        + " "
+        + profile_hint("gpu_products or pools")
     )
 
 
@@ -397,6 +403,14 @@ def image_release(image: Any) -> ImageRelease | None:
         raise UnknownInput("image")
     if not isinstance(image, str):
         return None
+    profile = active_profile()
+    stated = profile.image_release(image) if profile is not None else None
+    if stated is not None:
+        return ImageRelease(
+            stated.vllm.removeprefix("v"),
+            f"image {image} (vLLM {stated.vllm.removeprefix('v')}, cluster profile images "
+            f"{stated.pattern})",
+        )
     repo, tag, digest = split_image(image)
     if repo.endswith("rayproject/ray-llm"):
         info = catalogs.compat().ray_llm_image(tag or "")
@@ -466,9 +480,9 @@ def site_version(site: EngineSite) -> tuple[str | None, str]:
             return found.version, found.where
         reasons.append(found.where)
     if reasons:
-        return None, reasons[0]
+        return None, f"{reasons[0]} {profile_hint('images')}"
     shown = ", ".join(str(i) for i in site.images) or "none"
-    return None, f"the image ({shown}) does not name a vLLM version"
+    return None, f"the image ({shown}) does not name a vLLM version {profile_hint('images')}"
 
 
 def site_gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:

@@ -28,6 +28,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_map, dig
+from gpustrata_policies.view.profile import active_profile
 from gpustrata_policies.view.vllm_args import serve_config, split_image
 
 if TYPE_CHECKING:
@@ -52,9 +53,21 @@ _SEMVER = re.compile(r"^[vV]?\d+\.\d+\.\d+")
 
 
 def operator_version(ctx: RuleContext) -> tuple[str, str] | None:
-    """(KubeRay version, where it was read) from the operator's Helm release or Deployment."""
+    """(KubeRay version, where it was read) from the operator's Helm release or Deployment,
+    else the cluster profile's ``versions.kuberay``."""
 
     def build() -> tuple[str, str] | None:
+        found = _read_version()
+        if found is not None:
+            return found
+        profile = active_profile()
+        stated = profile.versions.kuberay if profile is not None else None
+        if stated:
+            version = stated.removeprefix("v")
+            return version, f"cluster profile versions.kuberay {version}"
+        return None
+
+    def _read_version() -> tuple[str, str] | None:
         for obj in ctx.objects:
             if obj.kind == "HelmRelease":
                 spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")

@@ -31,6 +31,7 @@ from gpustrata_policies.view.pools import (
     pool_matches,
     pools_of,
 )
+from gpustrata_policies.view.profile import active_profile
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -265,7 +266,19 @@ _GKE_ACCELERATORS = {
 
 def gpu_model_of_labels(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str]:
     """The GPU model node labels name (GFD product, Karpenter GPU name, GKE accelerator,
-    instance type), and the label that said so; ``(None, "")`` when none names one."""
+    instance type), and the label that said so; ``(None, "")`` when none names one.
+
+    The cluster profile's ``gpu_products`` come first: a site label it maps
+    (``gpuspecs=A100_40GB``), or an instance type it names."""
+    profile = active_profile()
+    if profile is not None and profile.gpu_products:
+        product = profile.gpu_of_labels(labels)
+        inst_label = labels.get("node.kubernetes.io/instance-type")
+        if product is None and isinstance(inst_label, str):
+            product = profile.gpu_of_instance(inst_label)
+        if product is not None:
+            said = product.node_label or f"node.kubernetes.io/instance-type={inst_label}"
+            return catalogs.gpu_by_label(product.gpu), f"{said} (cluster profile gpu_products)"
     for key in _GPU_NAME_LABELS:
         value = labels.get(key)
         if not isinstance(value, str):
@@ -341,6 +354,8 @@ def pool_driver(
             pool.driver_version,
             "GFD labels nvidia.com/cuda.driver.* on its Nodes",
         )
+    if pool is not None and pool.extra.get("source") == "ClusterProfile" and pool.driver_version:
+        return Driver(pool.driver_version, "stated in the cluster profile")
     if pool is not None and pool.driver_preinstalled:
         image = f" {pool.ami_type}" if pool.ami_type else ""
         return Driver(pool.driver_version, f"preinstalled in the node image{image}")
@@ -484,6 +499,16 @@ class Admission:
 
 UNKNOWN_ADMISSION = Admission("", "", None)
 
+_DISTRIBUTIONS: Mapping[str, tuple[str, bool | None]] = {
+    "eks": ("EKS", True),  # EKS_ADMISSION
+    "gke": ("GKE", True),  # GKE_ADMISSION
+    "aks": ("AKS", True),  # AKS_ADMISSION
+    "kubeadm": ("kubeadm", False),  # K8S_DEFAULT_ADMISSION: not among the defaults
+}
+"""A cluster profile's ``distribution`` -> (flavour, ExtendedResourceToleration on?), for
+the distributions whose default the pages above state; others are unknown unless the
+profile states ``admission.extended_resource_toleration``."""
+
 
 def _node_flavour(obj: K8sObject) -> Admission | None:
     labels = as_map(obj.labels, "metadata.labels")
@@ -500,6 +525,13 @@ def _node_flavour(obj: K8sObject) -> Admission | None:
     if KUBEADM_SOCKET_ANNOTATION in annotations:
         return Admission("kubeadm", f"{where} annotation {KUBEADM_SOCKET_ANNOTATION}", False)
     return None
+
+
+def object_distribution(obj: K8sObject) -> str | None:
+    """The distribution an object shows (``eks``, ``gke``, ``aks``, ``kubeadm``: a Node's
+    labels or annotation, Karpenter's AWS objects), for a cluster profile; ``None``."""
+    found = _object_flavour(obj)
+    return found.flavour.lower() if found is not None else None
 
 
 def _object_flavour(obj: K8sObject) -> Admission | None:
@@ -531,6 +563,20 @@ def cluster_admission(ctx: RuleContext, pod: PodRef | None = None) -> Admission:
     annotation), else the GKE or AKS labels *pod* selects; once per evaluation."""
 
     def build() -> Admission:
+        profile = active_profile()
+        if profile is not None:
+            stated = profile.admission.extended_resource_toleration
+            flavour, default = _DISTRIBUTIONS.get(profile.distribution, ("", None))
+            if stated is not None:
+                return Admission(
+                    flavour or profile.distribution,
+                    "cluster profile admission.extended_resource_toleration",
+                    stated,
+                )
+            if default is not None:
+                return Admission(
+                    flavour, f"cluster profile distribution {profile.distribution}", default
+                )
         for obj in ctx.objects:
             found = _object_flavour(obj)
             if found is not None:

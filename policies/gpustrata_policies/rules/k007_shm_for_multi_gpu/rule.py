@@ -11,6 +11,7 @@ from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.kuberay import operator_release
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
+from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
 RUNTIME_DEFAULT_SHM = Fraction(64 * 2**20)  # Docker/containerd default /dev/shm: 64 MiB
@@ -24,7 +25,10 @@ def _kuberay_skips(ctx: RuleContext) -> Kuberay:
     """Does the deployed KubeRay skip its /dev/shm injection for an explicit plasma-directory?"""
     found = operator_release(ctx)
     if found is None:
-        return None, "the KubeRay operator's version is not stated"
+        return (
+            None,
+            f"the KubeRay operator's version is not stated {profile_hint('versions.kuberay')}",
+        )
     release, where = found
     if release is None:
         return None, f"{where} is not in the compatibility catalogue"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpustrata.catalog.charts import chart_releases, crd_owner
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.profile import active_profile
 from gpustrata_policies.view.scheduling import chart_name, chart_of, crds_installed, custom_kind
 
 # The delivery tools' own kinds: a manifest set that uses them is applied by them, so
@@ -47,6 +48,22 @@ class _Installed:
 
 
 def _installed(objects: Sequence[K8sObject]) -> _Installed:
+    """What the input installs, with the CRDs the cluster profile lists as installed (a
+    profile that lists CRDs makes the rule evaluated on a bare application manifest)."""
+    found = _installed_by(objects)
+    profile = active_profile()
+    if profile is None or profile.crds is None:
+        return found
+    stated = {crd: "the cluster profile (crds)" for crd in profile.crds}
+    return replace(found, crds={**stated, **found.crds}, evaluated=True)
+
+
+def _listed(found: _Installed, group_kind: str) -> bool:
+    """Is *group_kind* installed, by kind or by its group's ``group/*`` profile entry?"""
+    return group_kind in found.crds or f"{group_kind.rsplit('/', 1)[0]}/*" in found.crds
+
+
+def _installed_by(objects: Sequence[K8sObject]) -> _Installed:
     releases = [o for o in objects if o.kind == "HelmRelease"]
     unknown = []
     owned: set[str] = set()
@@ -78,6 +95,13 @@ def _owner(group_kind: str, group: str) -> str:
     return f"{owner}, e.g. {pinned},"
 
 
+def _profile_note() -> str:
+    profile = active_profile()
+    if profile is None or profile.crds is None:
+        return ""
+    return " and the cluster profile's crds do not list"
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """A custom resource's CRD is installed by the same stack or manifest set."""
     group_kind = custom_kind(obj)
@@ -87,7 +111,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     if any(group == g or group.endswith(f".{g}") for g in _DELIVERY_GROUPS):
         return
     found: _Installed = ctx.memo("k018_installed", lambda: _installed(ctx.objects))
-    if not found.evaluated or group_kind in found.crds or group_kind in found.owned_elsewhere:
+    if not found.evaluated or _listed(found, group_kind) or group_kind in found.owned_elsewhere:
         return  # a bare application manifest: the cluster's CRDs are not in the input
     if found.unknown_charts:
         yield ctx.not_evaluated(
@@ -100,7 +124,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     yield ctx.violation(
         obj,
         f"{obj.kind} ({group_kind}) needs its CustomResourceDefinition, which nothing in the "
-        'input installs: the API server answers "no matches for kind '
+        f'input installs{_profile_note()}: the API server answers "no matches for kind '
         f'{obj.kind} in version {obj.raw.get("apiVersion")}" and the apply fails. Fix: install '
         f"{owner} in the same stack or manifest set, ordered before it (depends_on), or "
         "drop the resource (turn the feature off)",

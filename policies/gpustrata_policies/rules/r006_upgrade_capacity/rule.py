@@ -13,6 +13,7 @@ from gpustrata_policies.view.kuberay import autoscaling_enabled, fmt_gpus
 from gpustrata_policies.view.nodes import gpu_pools, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, as_list, dig
 from gpustrata_policies.view.pools import GpuPool
+from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.ray import KUBERAY_V170, gpu_worker_groups
 
 NEW_CLUSTER = "NewCluster"
@@ -73,7 +74,9 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
         if not pools:
             yield ctx.not_evaluated(
-                obj, f"no GpuNodePool is described, so the GPUs {group.label} can use are unknown"
+                obj,
+                f"no GpuNodePool is described, so the GPUs {group.label} can use are unknown "
+                + profile_hint("pools"),
             )
             return
         matched = targeted_pools(group.pod, pools)

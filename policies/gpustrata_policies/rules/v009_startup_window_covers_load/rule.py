@@ -25,6 +25,7 @@ from gpustrata_policies.view.capacity import (
 )
 from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.profile import active_profile
 
 if TYPE_CHECKING:
     from gpustrata.vllm.capacity import StartupEstimate
@@ -61,6 +62,8 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
     source, _ = weights_source(site, model)
     env = site.container.literal_env() if site.container is not None else {}
     conditions = startup_conditions(env, site.engine)
+    profile = active_profile()
+    load_gbps = profile.storage.load_gbps.get(source) if profile is not None else None  # type: ignore[call-overload]
     try:
         weights = weights_estimate(
             model.arch,
@@ -73,6 +76,8 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
             model.arch,
             weights,
             weights_source=source,
+            load_gbps=load_gbps,
+            load_gbps_source=f"storage.load_gbps.{source} {load_gbps} set in the cluster profile",
             enforce_eager=engine.enforce_eager is True,
             safety_factor=factor,
             hf_transfer=conditions.hf_transfer,
