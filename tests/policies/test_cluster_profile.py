@@ -220,7 +220,12 @@ def test_gpu_products_give_a_site_label_its_gpu() -> None:
     (reason,) = _reasons(before, "V004")
     assert "the GPU model is unknown" in reason
     assert reason.endswith("(set gpu_products or pools in the cluster profile)"), reason
+    _, gpu_only = _records("gpu_products: [{node_label: gpuspecs=A100_40GB, gpu: a100-sxm-40gb}]\n")
+    assert not _reasons(gpu_only, "V004")
+    # max_num_seqs' default needs the release too: the private image names none
+    assert "names no vLLM release" in _reasons(gpu_only, "V012")[0]
     findings, after = _records(
+        "images: [{pattern: 'registry.example.com/ml/vllm:*', vllm: v0.10.1.1}]\n"
         "gpu_products: [{node_label: gpuspecs=A100_40GB, gpu: a100-sxm-40gb}]\n"
     )
     assert not _reasons(after, "V004") and not _reasons(after, "V012")

@@ -12,6 +12,7 @@ from gpustrata_policies.rules._common import ADVISORY
 from gpustrata_policies.view.capacity import capacity_inputs, engine_sites, engine_version
 from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.ray import RAY_V2600
 
 TARGET_KEYS = ("target_ongoing_requests", "target_num_ongoing_requests_per_replica")
@@ -53,7 +54,7 @@ def _batch(ctx: RuleContext, site: EngineSite) -> tuple[int, str] | str:
     if version.version is None:
         return (
             f"max_num_seqs unset and {version.where}: its default differs between releases "
-            "and GPUs. Set max_num_seqs in engine_kwargs or pin the image"
+            f"and GPUs. Set max_num_seqs in engine_kwargs or pin the image {profile_hint('images')}"
         )
     found = capacity_inputs(ctx, site)
     if isinstance(found, str):

@@ -23,6 +23,7 @@ from gpustrata_policies.view.capacity import (
 )
 from gpustrata_policies.view.engines import EngineSite, as_bool
 from gpustrata_policies.view.objects import K8sObject, as_map
+from gpustrata_policies.view.profile import profile_hint
 
 HEALTH = catalogs.vllm_releases().health
 """What the V0 /health waits on, per release (catalogue)."""
@@ -252,7 +253,7 @@ def _unknown_release(
         f"{site.name}: {where}, so whether /health waits on the engine loop is not known: "
         f"vLLM before {HEALTH.v0_engine_loop_until} (V0) marks the engine dead after "
         f"{limit:g} s without a loop turn, and {step_text}. Pin the image to a vLLM "
-        "release or state its release in the cluster profile",
+        f"release {profile_hint('images')}",
     )
 
 

@@ -17,6 +17,7 @@ from gpustrata_policies.view.capacity import (
     per_estimate,
 )
 from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.profile import profile_hint
 
 TYPICAL_SEQUENCE_TOKENS = 2048
 """Prompt + output tokens of a typical request. The Azure LLM inference trace 2023
@@ -129,9 +130,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 obj,
                 f"{inp.site.name}: max_num_seqs unset, and {inp.version.where}: its default "
                 "differs between releases and GPUs (the release catalogue's scheduler rows), "
-                "so the sequences vLLM runs at once are not known. Set --max-num-seqs, pin "
-                "the image to a vLLM release, or state the image's release in the cluster "
-                "profile",
+                "so the sequences vLLM runs at once are not known. Set --max-num-seqs or pin "
+                f"the image to a vLLM release {profile_hint('images')}",
             )
             continue
         length = min(typical, est.max_model_len)
