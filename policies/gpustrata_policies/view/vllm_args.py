@@ -54,6 +54,7 @@ __all__ = [
     "ServeConfig",
     "flags_starting_with",
     "image_publisher",
+    "preset_engine",
     "ray_version",
     "serve_config",
     "split_image",
@@ -65,6 +66,9 @@ __all__ = [
 _API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 _CLI_MODULE = "vllm.entrypoints.cli.main"
 """``python -m vllm.entrypoints.cli.main serve``: the module behind the ``vllm`` command."""
+_VLLM_REPO_PREFIX = "vllm-openai"
+_VLLM_REPOS = frozenset({"vllm-tpu"})
+"""Image repository names of the vLLM server besides ``vllm-openai*``."""
 _SHELL_REF = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -271,11 +275,13 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
 
 
 def _is_vllm_image(image: Any) -> bool:
-    """An image that runs the vLLM server (any owner's ``vllm-openai``)."""
+    """An image that runs the vLLM server: any owner's repository named ``vllm-openai`` or
+    a variant of it (``vllm-openai-rocm``, ``vllm-openai-cpu``, ``vllm-openai-ubi9``), or
+    ``vllm-tpu``; their entrypoint is the OpenAI API server."""
     if not isinstance(image, str):
         return False
-    repo = split_image(image)[0]
-    return repo.rsplit("/", 1)[-1] in {"vllm-openai", "vllm-tpu", "vllm-openai-rocm"}
+    name = split_image(image)[0].rsplit("/", 1)[-1]
+    return name.startswith(_VLLM_REPO_PREFIX) or name in _VLLM_REPOS
 
 
 def vllm_tagged_image(image: Any) -> bool:
@@ -344,6 +350,22 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
         port = engine.get_int("port")
         engine.port = port if port is not None else 8000
     return engine
+
+
+def preset_engine(source: str, script: str, env: Mapping[str, str]) -> EngineArgs | None:
+    """The engine of a command line a controller runs from its preset rather than the
+    manifest (KServe's ``vllm serve /mnt/models --tensor-parallel-size 2
+    ${VLLM_ADDITIONAL_ARGS}``), read with the one shell grammar
+    (:func:`~gpustrata_policies.view.shell.shell_commands`) and *env* as its variables;
+    None when the script runs no vLLM server."""
+    for words in shell_commands(script, dict(env), None):
+        flags = _vllm_invocation(words)
+        if flags is not None:
+            engine = EngineArgs(source=source)
+            engine.model = parse_flags(flags, engine.values, engine.written)
+            _mark_unknowns(engine, flags)
+            return engine
+    return None
 
 
 @dataclass(slots=True)
@@ -436,7 +458,6 @@ def _parse_serve_config(text: str) -> ServeConfig:
 
 _VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?)(?:-cu\d{3})?")
 """A vLLM image tag: ``v0.8.5``, ``v0.10.1.1``, ``v0.8.5.post1``, ``v0.20.2-cu129``."""
-_VLLM_REPOS = frozenset({"vllm-openai", "vllm-tpu", "vllm-openai-rocm"})
 OTHER_PUBLISHERS = {"lmcache": "LMCache"}
 """Owners of a ``vllm-openai`` image whose tags are their own project's versions
 (``lmcache/vllm-openai:v0.3.9`` is LMCache 0.3.9, built on some vLLM); a mirror

@@ -1,0 +1,259 @@
+"""What launchers of vLLM that build the engine's Pod themselves decide and a manifest does
+not state: one "not evaluated" record per fact, naming the controller and the field.
+
+:mod:`gpustrata_policies.view.objects` reads the Pods such kinds state (a Dynamo service's
+``extraPodSpec``, the Pod KubeAI builds for a Model, a RoleBasedGroup's roles); this module
+says what their controllers fill in and what the view could not read, so a file of these
+kinds is never silently passed. Where the manifest states the parallelism but the controller
+writes the command line (a KServe LLMInferenceService), the engine is read the way the
+controller's preset writes it (:func:`~gpustrata_policies.view.vllm_args.preset_engine`) and
+the record says what it found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpustrata.vllm.flags import parse_flags
+from gpustrata_policies.view.objects import (
+    K8sObject,
+    api_group,
+    as_list,
+    as_map,
+    dig,
+    is_read_kind,
+    kubeai_profile,
+)
+from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine
+
+__all__ = ["KSERVE_PRESET_SOURCE", "launcher_fills", "llmisvc_engine"]
+
+KSERVE_PRESET_SOURCE = "kserve/kserve@aaac4e2:config/llmisvcconfig"
+"""Where KServe's LLMInferenceServiceConfig presets write the vLLM command line
+(``config-llm-template.yaml``: ``vllm serve /mnt/models --served-model-name ... [--tensor-
+parallel-size <parallelism.tensor>] ${VLLM_ADDITIONAL_ARGS}``;
+``config-llm-worker-data-parallel.yaml``: also ``--data-parallel-size <data or 1>
+--data-parallel-size-local <dataLocal or 1>`` and ``--enable-expert-parallel``), the image,
+the probes and ``/dev/shm``."""
+KUBEAI_VALUES = "substratusai/kubeai@2f32ef4:charts/kubeai/values.yaml"
+"""KubeAI's default resource profiles (each ``nvidia-gpu-*`` profile: 1 ``nvidia.com/gpu`` per
+unit, no node selector) and vLLM images (``modelServers.VLLM.images``)."""
+LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
+"""llmaz's default vLLM BackendRuntime: ``python3 -m vllm.entrypoints.openai.api_server
+--model <path> --served-model-name <name> --port 8080`` on the chart's image."""
+
+
+def launcher_fills(obj: K8sObject) -> list[str]:
+    """Reasons the parts of *obj* that its launcher's controller decides are not evaluated
+    (empty for kinds that state their whole Pod)."""
+    if not is_read_kind(obj):
+        return []
+    kind = obj.kind
+    if kind == "LLMInferenceService":
+        return _llmisvc(obj)
+    if kind == "DynamoGraphDeployment" and api_group(obj) == "nvidia.com":
+        return _dynamo(obj)
+    if kind == "Model" and api_group(obj) == "kubeai.org":
+        return _kubeai(obj)
+    if kind == "Playground" and api_group(obj) == "inference.llmaz.io":
+        return _llmaz(obj)
+    if kind == "RoleBasedGroup" and api_group(obj) == "workloads.x-k8s.io":
+        return _rbg(obj)
+    return []
+
+
+# --------------------------------------------------------------------------- KServe
+
+
+def _main_container(spec: Any) -> Mapping[str, Any]:
+    for c in as_list(dig(spec, "containers"), "containers"):
+        if isinstance(c, Mapping) and c.get("name") == "main":
+            return c
+    return {}
+
+
+def llmisvc_engine(obj: K8sObject, part: str = "template") -> EngineArgs | None:
+    """The engine a KServe LLMInferenceService runs in ``spec.<part>`` (``template`` or
+    ``worker``) when it states no command of its own: the preset's command line
+    (:data:`KSERVE_PRESET_SOURCE`) with ``spec.parallelism`` and the main container's
+    ``VLLM_ADDITIONAL_ARGS``; None where the manifest states the command (then the
+    container is read as written) or has no such part."""
+    spec = dig(obj.raw, "spec", part)
+    if not isinstance(spec, Mapping):
+        return None
+    main = _main_container(spec)
+    if main.get("command") is not None:
+        return None
+    parallelism = as_map(dig(obj.raw, "spec", "parallelism"), "spec.parallelism")
+    words = ["vllm", "serve", "/mnt/models"]
+    tensor = parallelism.get("tensor")
+    if tensor:
+        words += ["--tensor-parallel-size", str(tensor)]
+    if dig(obj.raw, "spec", "worker") is not None:
+        if not (parallelism.get("data") or parallelism.get("dataLocal")):
+            return None  # the pipeline-parallel worker preset: not read
+        # the data-parallel worker preset
+        if parallelism.get("expert") is True:
+            words.append("--enable-expert-parallel")
+        words += ["--data-parallel-size", str(parallelism.get("data") or 1)]
+        words += ["--data-parallel-size-local", str(parallelism.get("dataLocal") or 1)]
+    env = {
+        str(e["name"]): str(e["value"])
+        for e in as_list(main.get("env"), "env")
+        if isinstance(e, Mapping) and isinstance(e.get("name"), str)
+        if isinstance(e.get("value"), str | int | float)
+    }
+    script = " ".join(words) + " ${VLLM_ADDITIONAL_ARGS}"
+    engine = preset_engine(f"the KServe preset's vLLM command ({part})", script, env)
+    if engine is not None:
+        args = main.get("args")
+        if isinstance(args, list):  # the template's args reach `vllm serve` as "$@"
+            parse_flags([str(a) for a in args], engine.values, engine.written)
+    return engine
+
+
+def _llmisvc(obj: K8sObject) -> list[str]:
+    out = []
+    if dig(obj.raw, "spec", "baseRefs"):
+        out.append(
+            "LLMInferenceService names baseRefs: LLMInferenceServiceConfigs merged over the "
+            "presets, which may change the command line, image and Pods; not evaluated"
+        )
+    for part in ("template", "worker"):
+        engine = llmisvc_engine(obj, part)
+        if engine is None:
+            if isinstance(dig(obj.raw, "spec", part), Mapping) and not _main_container(
+                dig(obj.raw, "spec", part)
+            ).get("command"):
+                out.append(
+                    f"LLMInferenceService {part}: the KServe controller writes the vLLM "
+                    "command line from a multi-node preset gpustrata does not read "
+                    "(pipeline parallel); not evaluated"
+                )
+            continue
+        tp = engine.get_int("tensor_parallel_size") or 1
+        dp_local = engine.get_int("data_parallel_size_local") or 1
+        gpus = _stated_gpus(_main_container(dig(obj.raw, "spec", part)))
+        settings = ", ".join(f"{k}={v}" for k, v in sorted(engine.values.items()))
+        out.append(
+            f"LLMInferenceService {part}: the KServe controller writes the vLLM command line "
+            f"from its LLMInferenceServiceConfig presets ({KSERVE_PRESET_SOURCE}): read as "
+            f"`vllm serve /mnt/models` with {settings or 'no flags'} (spec.parallelism and "
+            f"VLLM_ADDITIONAL_ARGS), i.e. {tp * dp_local} GPU(s) per Pod (tensor {tp} x "
+            f"local data parallel {dp_local}) against {gpus} nvidia.com/gpu stated; the "
+            "image (so the vLLM release), probes and /dev/shm are the preset's and not "
+            "evaluated"
+        )
+    return out
+
+
+def _stated_gpus(container: Mapping[str, Any]) -> str:
+    for section in ("limits", "requests"):
+        value = dig(container, "resources", section, "nvidia.com/gpu")
+        if value is not None:
+            return str(value)
+    return "no"
+
+
+# --------------------------------------------------------------------------- others
+
+
+def _dynamo(obj: K8sObject) -> list[str]:
+    out = []
+    services = as_map(dig(obj.raw, "spec", "services"), "spec.services")
+    for name, service in services.items():
+        if not isinstance(service, Mapping):
+            continue
+        main = as_map(dig(service, "extraPodSpec", "mainContainer"), "mainContainer")
+        argv = [str(a) for key in ("command", "args") for a in as_list(main.get(key), key)]
+        module = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-m"), None)
+        if module is None or not module.startswith("dynamo.") or module == "dynamo.frontend":
+            continue
+        values: dict[str, Any] = {}
+        parse_flags(argv[argv.index(module) + 1 :], values)
+        nodes = dig(service, "multinode", "nodeCount")
+        gpus = dig(service, "resources", "limits", "gpu")
+        spread = f"; multinode.nodeCount {nodes}: {nodes} Pods" if nodes else ""
+        out.append(
+            f"DynamoGraphDeployment service '{name}' runs Dynamo's worker `python3 -m {module}` "
+            f"(tensor_parallel_size {values.get('tensor_parallel_size', 1)}, "
+            f"{gpus if gpus is not None else 'no'} GPU(s) per Pod{spread}): its flags mix "
+            "Dynamo's and the engine's and the Dynamo operator builds the Pods (probes, "
+            "/dev/shm, multi-node launch), so the engine settings are not evaluated as a "
+            "vLLM engine; the Pod's GPUs, image and scheduling are"
+        )
+    return out
+
+
+def _kubeai(obj: K8sObject) -> list[str]:
+    engine = dig(obj.raw, "spec", "engine")
+    if engine != "VLLM":
+        return [
+            f"KubeAI Model with engine {engine!r}: only the VLLM engine's Pod is read; the "
+            "KubeAI controller builds this one, which is not evaluated"
+        ]
+    profile = kubeai_profile(obj)
+    stated = dig(obj.raw, "spec", "resourceProfile")
+    if profile is None or not profile[0].startswith("nvidia-gpu-"):
+        gpus = (
+            f"resourceProfile {stated!r} is not an nvidia-gpu-* profile of the form NAME:COUNT, "
+            "so the Pod's GPUs are the installation's and not evaluated"
+        )
+    else:
+        gpus = (
+            f"resourceProfile {stated!r} is read as {profile[1]} nvidia.com/gpu (KubeAI's "
+            f"default profiles give one GPU per unit, {KUBEAI_VALUES})"
+        )
+    return [
+        f"KubeAI Model: {gpus}; the GPU model, node selector, tolerations and the vLLM image "
+        "(so the vLLM release) come from the installation's resourceProfiles and "
+        "modelServers.VLLM.images, which the manifest does not state"
+    ]
+
+
+def _llmaz(obj: K8sObject) -> list[str]:
+    claim = dig(obj.raw, "spec", "modelClaim", "modelName")
+    claims = [
+        m.get("name")
+        for m in as_list(dig(obj.raw, "spec", "modelClaims", "models"), "modelClaims")
+        if isinstance(m, Mapping)
+    ]
+    models = ", ".join(repr(m) for m in [claim, *claims] if isinstance(m, str)) or "none named"
+    backend = dig(obj.raw, "spec", "backendRuntimeConfig", "backendName") or "vllm"
+    return [
+        f"llmaz Playground: the llmaz controller builds the inference Pods from the "
+        f"BackendRuntime {backend!r} (its image, command and args; llmaz's default vLLM one "
+        f"is {LLMAZ_BACKEND}) and the claimed OpenModel(s) {models} (their GPUs and node "
+        "selectors, from inferenceConfig.flavors), which are cluster objects; the engine "
+        "is not evaluated"
+    ]
+
+
+def _rbg(obj: K8sObject) -> list[str]:
+    out = []
+    for index, role in enumerate(as_list(dig(obj.raw, "spec", "roles"), "spec.roles")):
+        if not isinstance(role, Mapping):
+            continue
+        name = role.get("name", index)
+        if isinstance(role.get("customComponentsPattern"), Mapping):
+            out.append(
+                f"RoleBasedGroup role '{name}' uses customComponentsPattern: its Pods are not read"
+            )
+        if role.get("workload") is not None and role.get("template") is None:
+            out.append(f"RoleBasedGroup role '{name}': its workload's Pods are not stated")
+        ref = dig(role, "standalonePattern", "templateRef") or dig(
+            role, "leaderWorkerPattern", "templateRef"
+        )
+        if isinstance(ref, Mapping):
+            names = {
+                t.get("name")
+                for t in as_list(dig(obj.raw, "spec", "roleTemplates"), "roleTemplates")
+                if isinstance(t, Mapping)
+            }
+            if ref.get("name") not in names:
+                out.append(
+                    f"RoleBasedGroup role '{name}' takes its template from roleTemplates "
+                    f"{ref.get('name')!r}, which this object does not define: not evaluated"
+                )
+    return out
