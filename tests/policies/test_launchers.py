@@ -227,3 +227,54 @@ def test_rolebasedgroup_leader_worker_pattern_patches_each_part() -> None:
         assert pods[f"role 'prefill' {part}"].labels == {"app": "inference", "role": part}
     (decode,) = pods["role 'decode' leader"].containers()  # templateRef 'base-template'
     assert str(decode.image).endswith("nginx:1.14.1-8.6") and decode.env() == []
+
+
+def test_inferenceservice_runs_the_pod_kserve_merges_from_its_runtime() -> None:
+    objs = _load("rhoai-api-docs-multi-gpu-model.yaml")
+    report = evaluate(objs)  # attaches each InferenceService's runtime
+    isvc = next(o for o in objs if o.kind == "InferenceService")
+    assert isvc.runtime is not None
+    (pod,) = isvc.pods()
+    (main,) = pod.containers()
+    assert main.image == "quay.io/modh/vllm:rhoai-2.20-cuda"  # the runtime's
+    assert "--tensor-parallel-size=4" in main.raw["args"]  # the runtime's args
+    assert pod.gpu_count() == 4  # the InferenceService's resources
+    assert main.resources("limits")["memory"] == "192Gi"
+    assert [t["key"] for t in pod.spec["tolerations"]] == ["nvidia.com/gpu", "nvidia.com/gpu-model"]
+    assert pod.volumes()["shm"]["emptyDir"]["sizeLimit"] == "32Gi"  # the runtime's /dev/shm
+    # quay.io/modh/vllm names no command and its entrypoint is not catalogued: said, not guessed
+    (record,) = [n.reason for n in report.not_evaluated if n.resource == isvc.resource]
+    assert "entrypoint is not known" in record
+
+
+def test_inferenceservice_auto_selects_the_vllm_runtime_and_its_engine() -> None:
+    """kserve/kserve's ClusterServingRuntime with an InferenceService of its model format:
+    the engine is the runtime's command with the InferenceService's args after its own."""
+    isvc = K8sObject(
+        {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "qwen", "namespace": "llm"},
+            "spec": {
+                "predictor": {
+                    "model": {
+                        "modelFormat": {"name": "vllm"},
+                        "storageUri": "hf://Qwen/Qwen2.5-7B-Instruct",
+                        "args": ["--tensor-parallel-size=2"],
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                    }
+                }
+            },
+        }
+    )
+    objs = [*_load("kserve-vllmserver-runtime.yaml"), isvc]
+    report = evaluate(objs)
+    assert isvc.runtime is not None
+    (site,) = _sites(objs, isvc)
+    assert site.engine.get_int("tensor_parallel_size") == 2
+    assert site.engine.get("served_model_name") == "qwen"  # {{.Name}}
+    assert site.gpu_pod is not None and site.gpu_pod.gpu_count() == 2
+    assert not [f for f in report.findings if f.resource == isvc.resource and f.rule == "V001"]
+    alone = evaluate([isvc])
+    (record,) = [n.reason for n in alone.not_evaluated if n.rule == "*"]
+    assert "modelFormat 'vllm': not among the checked objects" in record

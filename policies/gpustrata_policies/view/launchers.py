@@ -12,7 +12,7 @@ the record says what it found.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpustrata.vllm.flags import parse_flags
@@ -25,9 +25,9 @@ from gpustrata_policies.view.objects import (
     is_read_kind,
     kubeai_profile,
 )
-from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine
+from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
 
-__all__ = ["KSERVE_PRESET_SOURCE", "launcher_fills", "llmisvc_engine"]
+__all__ = ["KSERVE_PRESET_SOURCE", "attach_runtimes", "launcher_fills", "llmisvc_engine"]
 
 KSERVE_PRESET_SOURCE = "kserve/kserve@aaac4e2:config/llmisvcconfig"
 """Where KServe's LLMInferenceServiceConfig presets write the vLLM command line
@@ -52,6 +52,8 @@ def launcher_fills(obj: K8sObject) -> list[str]:
     kind = obj.kind
     if kind == "LLMInferenceService":
         return _llmisvc(obj)
+    if kind == "InferenceService":
+        return _isvc(obj)
     if kind == "DynamoGraphDeployment" and api_group(obj) == "nvidia.com":
         return _dynamo(obj)
     if kind == "Model" and api_group(obj) == "kubeai.org":
@@ -154,6 +156,108 @@ def _stated_gpus(container: Mapping[str, Any]) -> str:
         if value is not None:
             return str(value)
     return "no"
+
+
+def _runtime_index(
+    objects: Iterable[K8sObject],
+) -> dict[tuple[str, str, str], K8sObject]:
+    index: dict[tuple[str, str, str], K8sObject] = {}
+    for obj in objects:
+        if obj.kind in ("ServingRuntime", "ClusterServingRuntime") and is_read_kind(obj):
+            index[(obj.kind, obj.namespace, obj.name)] = obj
+    return index
+
+
+def _formats(runtime: K8sObject) -> list[str]:
+    """The model formats a runtime is auto-selected for (``autoSelect: true``)."""
+    return [
+        str(f.get("name")).casefold()
+        for f in as_list(dig(runtime.raw, "spec", "supportedModelFormats"), "formats")
+        if isinstance(f, Mapping) and f.get("autoSelect") is True
+    ]
+
+
+def _runtime_of(
+    isvc: K8sObject, index: Mapping[tuple[str, str, str], K8sObject]
+) -> tuple[K8sObject | None, str]:
+    """The runtime KServe runs *isvc*'s ``predictor.model`` with, and how it was chosen (or
+    why none is known): ``runtime`` names a ServingRuntime of the namespace, else a
+    ClusterServingRuntime; without it, the one runtime auto-selected for its
+    ``modelFormat`` (the namespace's first)."""
+    model = as_map(dig(isvc.raw, "spec", "predictor", "model"), "predictor.model")
+    name = model.get("runtime")
+    if isinstance(name, str):
+        found = index.get(("ServingRuntime", isvc.namespace, name)) or index.get(
+            ("ClusterServingRuntime", "-", name)
+        )
+        return found, f"runtime {name!r}"
+    fmt = dig(model, "modelFormat", "name")
+    if not isinstance(fmt, str):
+        return None, "no runtime and no modelFormat"
+    for kind, namespace in (("ServingRuntime", isvc.namespace), ("ClusterServingRuntime", "-")):
+        candidates = [
+            o
+            for (k, ns, _), o in index.items()
+            if k == kind and ns == namespace
+            if fmt.casefold() in _formats(o)
+        ]
+        if len(candidates) == 1:
+            return candidates[0], f"modelFormat {fmt!r} (auto-selected)"
+        if len(candidates) > 1:
+            names = ", ".join(sorted(o.name for o in candidates))
+            return None, f"modelFormat {fmt!r}: several runtimes auto-select it ({names})"
+    return None, f"modelFormat {fmt!r}"
+
+
+def attach_runtimes(objects: Iterable[K8sObject]) -> None:
+    """Give each KServe InferenceService whose ``predictor.model`` runs on a ServingRuntime
+    among *objects* that runtime (:attr:`K8sObject.runtime`), so its predictor Pod is the
+    one KServe builds from both. Multi-node runtimes (``workerSpec``) are left unmerged."""
+    every = list(objects)
+    index = _runtime_index(every)
+    for obj in every:
+        if obj.kind != "InferenceService" or not is_read_kind(obj):
+            continue
+        if dig(obj.raw, "spec", "predictor", "model") is None:
+            continue
+        runtime, how = _runtime_of(obj, index)
+        spec = dig(runtime.raw, "spec") if runtime is not None else None
+        multi_node = dig(obj.raw, "spec", "predictor", "workerSpec") is not None
+        if not isinstance(spec, Mapping) or spec.get("workerSpec") is not None or multi_node:
+            spec = None
+        if spec is not obj.runtime:
+            obj.forget_derived()  # its Pods change
+            obj.runtime = spec
+        obj.memo[_HOW] = how if runtime is not None else f"{how}: not among the checked objects"
+
+
+_HOW = "kserve-runtime"
+"""Where :func:`attach_runtimes` notes how an InferenceService's runtime was chosen."""
+
+
+def _isvc(obj: K8sObject) -> list[str]:
+    model = dig(obj.raw, "spec", "predictor", "model")
+    if not isinstance(model, Mapping):
+        return []
+    if obj.runtime is None:
+        how = obj.memo.get(_HOW, "runtime unknown")
+        return [
+            f"InferenceService predictor.model ({how}): the ServingRuntime KServe merges it "
+            "with (image, command, the runtime's args) is not read with it (not among the "
+            "checked objects, ambiguous, or multi-node); only what the InferenceService "
+            "states is evaluated"
+        ]
+    for pod in obj.pods():
+        containers = list(pod.containers(init=False))
+        if containers and vllm_engine(containers[0]) is None:
+            first = containers[0]
+            if first.raw.get("command") is None and "vllm" in str(first.image).lower():
+                return [
+                    f"InferenceService runs its runtime's image {first.image} without a "
+                    "command: that image's entrypoint is not known to gpustrata, so no vLLM "
+                    "engine is read from it (the merged Pod's GPUs and scheduling are)"
+                ]
+    return []
 
 
 # --------------------------------------------------------------------------- others

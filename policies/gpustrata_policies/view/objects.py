@@ -241,6 +241,10 @@ class K8sObject:
     )
     """The evaluation's DRA claims by (kind, namespace, name), set by
     :func:`~gpustrata_policies.view.dra.attach_claims`."""
+    runtime: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The ServingRuntime or ClusterServingRuntime a KServe InferenceService runs with, set
+    by :func:`~gpustrata_policies.view.launchers.attach_runtimes` (None: not among the
+    objects, or not an InferenceService)."""
     _pods: list[PodRef] | None = field(default=None, repr=False, compare=False)
     _all_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
     _app_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
@@ -780,7 +784,9 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
                 yield PodRef(obj, ("spec", "workerSpec"), worker, "workerSpec")
     elif kind == "InferenceService":
         predictor = dig(raw, "spec", "predictor")
-        if isinstance(predictor, Mapping):
+        if isinstance(predictor, Mapping) and obj.runtime is not None:
+            yield _with_runtime(obj, predictor, obj.runtime)
+        elif isinstance(predictor, Mapping):
             yield PodRef(obj, ("spec", "predictor"), predictor, "predictor")
             worker = predictor.get("workerSpec")
             if isinstance(worker, Mapping):
@@ -1084,6 +1090,69 @@ def _rbg_pods(obj: K8sObject) -> Iterator[PodRef]:
         yield from _template_at(
             obj, template, (*at, "template"), f"role '{name}'", replicas=replicas
         )
+
+
+RUNTIME_POD_FIELDS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "volumes",
+    "imagePullSecrets",
+    "schedulerName",
+    "resourceClaims",
+)
+"""What KServe takes of a ServingRuntime's pod spec besides its containers
+(kserve/kserve@aaac4e2 pkg/controller/v1beta1/inferenceservice/utils/utils.go
+``MergePodSpec``)."""
+PREDICTOR_POD_FIELDS = (
+    *RUNTIME_POD_FIELDS,
+    "serviceAccountName",
+    "runtimeClassName",
+    "priorityClassName",
+    "securityContext",
+    "hostIPC",
+    "hostNetwork",
+    "initContainers",
+    "topologySpreadConstraints",
+)
+"""Pod-spec fields an InferenceService's predictor states that override the runtime's."""
+MODEL_ONLY_FIELDS = frozenset(
+    {"modelFormat", "runtime", "storageUri", "storage", "protocolVersion"}
+)
+
+
+def _with_runtime(
+    obj: K8sObject, predictor: Mapping[str, Any], runtime: Mapping[str, Any]
+) -> PodRef:
+    """The predictor Pod as KServe builds it from a ServingRuntime: the runtime's pod fields
+    with the predictor's merged over them (``MergePodSpec``), and the runtime's first
+    container with ``predictor.model`` merged in, its args after the runtime's
+    (``MergeRuntimeContainers``); ``{{.Name}}`` in the runtime's args is the
+    InferenceService's name."""
+    pod = strategic_merge(
+        {k: runtime[k] for k in RUNTIME_POD_FIELDS if k in runtime},
+        {k: predictor[k] for k in PREDICTOR_POD_FIELDS if k in predictor},
+    )
+    containers = [
+        dict(c)
+        for c in as_list(runtime.get("containers"), "runtime containers")
+        if isinstance(c, Mapping)
+    ]
+    model = as_map(predictor.get("model"), "predictor.model")
+    if containers:
+        first = containers[0]
+        own = {k: v for k, v in model.items() if k not in MODEL_ONLY_FIELDS}
+        merged = dict(strategic_merge(first, own))
+        args = [*as_list(first.get("args"), "runtime args"), *as_list(own.get("args"), "args")]
+        if args:
+            merged["args"] = [
+                a.replace("{{.Name}}", obj.name) if isinstance(a, str) else a for a in args
+            ]
+        containers[0] = merged
+    pod["containers"] = containers
+    return PodRef(
+        obj, ("spec", "predictor"), pod, "predictor", replicas=predictor.get("minReplicas")
+    )
 
 
 def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
