@@ -278,3 +278,13 @@ def test_inferenceservice_auto_selects_the_vllm_runtime_and_its_engine() -> None
     alone = evaluate([isvc])
     (record,) = [n.reason for n in alone.not_evaluated if n.rule == "*"]
     assert "modelFormat 'vllm': not among the checked objects" in record
+
+
+def test_rolebasedgroupset_reads_its_group_template() -> None:
+    (rbgs,) = _load("rbgs-base.yaml")
+    assert is_read_kind(rbgs)
+    roles = {p.role: p for p in rbgs.pods()}
+    assert set(roles) == {"role 'prefill'", "role 'decode'"}
+    assert roles["role 'decode'"].replicas == 2
+    where = ("spec", "groupTemplate", "spec", "roles", 0, "standalonePattern", "template", "spec")
+    assert roles["role 'prefill'"].path == where

@@ -24,6 +24,7 @@ from gpustrata_policies.view.objects import (
     dig,
     is_read_kind,
     kubeai_profile,
+    rbg_group,
 )
 from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
 
@@ -60,7 +61,7 @@ def launcher_fills(obj: K8sObject) -> list[str]:
         return _kubeai(obj)
     if kind == "Playground" and api_group(obj) == "inference.llmaz.io":
         return _llmaz(obj)
-    if kind == "RoleBasedGroup" and api_group(obj) == "workloads.x-k8s.io":
+    if kind in ("RoleBasedGroup", "RoleBasedGroupSet"):
         return _rbg(obj)
     return []
 
@@ -336,7 +337,8 @@ def _llmaz(obj: K8sObject) -> list[str]:
 
 def _rbg(obj: K8sObject) -> list[str]:
     out = []
-    for index, role in enumerate(as_list(dig(obj.raw, "spec", "roles"), "spec.roles")):
+    group = rbg_group(obj)
+    for index, role in enumerate(as_list(dig(obj.raw, *group, "roles"), "roles")):
         if not isinstance(role, Mapping):
             continue
         name = role.get("name", index)
@@ -345,19 +347,19 @@ def _rbg(obj: K8sObject) -> list[str]:
                 f"RoleBasedGroup role '{name}' uses customComponentsPattern: its Pods are not read"
             )
         if role.get("workload") is not None and role.get("template") is None:
-            out.append(f"RoleBasedGroup role '{name}': its workload's Pods are not stated")
+            out.append(f"{obj.kind} role '{name}': its workload's Pods are not stated")
         ref = dig(role, "standalonePattern", "templateRef") or dig(
             role, "leaderWorkerPattern", "templateRef"
         )
         if isinstance(ref, Mapping):
             names = {
                 t.get("name")
-                for t in as_list(dig(obj.raw, "spec", "roleTemplates"), "roleTemplates")
+                for t in as_list(dig(obj.raw, *group, "roleTemplates"), "roleTemplates")
                 if isinstance(t, Mapping)
             }
             if ref.get("name") not in names:
                 out.append(
-                    f"RoleBasedGroup role '{name}' takes its template from roleTemplates "
+                    f"{obj.kind} role '{name}' takes its template from roleTemplates "
                     f"{ref.get('name')!r}, which this object does not define: not evaluated"
                 )
     return out

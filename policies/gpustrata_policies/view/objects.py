@@ -42,6 +42,7 @@ __all__ = [
     "is_gpu_resource",
     "is_read_kind",
     "kubeai_profile",
+    "rbg_group",
     "strategic_merge",
 ]
 
@@ -108,6 +109,7 @@ CONTROLLER_KINDS = {
     "Playground": "inference.llmaz.io",
     "OpenModel": "llmaz.io",  # a model description Playgrounds claim: no Pods of its own
     "RoleBasedGroup": "workloads.x-k8s.io",
+    "RoleBasedGroupSet": "workloads.x-k8s.io",
 }
 """Kinds of other projects whose controllers create the Pods, by API group: read only in
 that group (a ``Workspace`` of another project is not KAITO's)."""
@@ -1030,7 +1032,7 @@ def _named(items: list[Any]) -> bool:
     return bool(items) and all(isinstance(i, Mapping) and "name" in i for i in items)
 
 
-def _rbg_template(obj: K8sObject, source: Mapping[str, Any]) -> Any:
+def _rbg_template(obj: K8sObject, source: Mapping[str, Any], group: Path) -> Any:
     """A RoleBasedGroup role's pod template: ``template``, or the ``roleTemplates`` entry
     ``templateRef.name`` names with ``templateRef.patch`` merged in (sgl-project/rbg
     api/workloads/v1alpha2 ``TemplateSource``); None when neither is stated."""
@@ -1040,7 +1042,7 @@ def _rbg_template(obj: K8sObject, source: Mapping[str, Any]) -> Any:
     ref = source.get("templateRef")
     if not isinstance(ref, Mapping):
         return None
-    templates = as_list(dig(obj.raw, "spec", "roleTemplates"), "spec.roleTemplates")
+    templates = as_list(dig(obj.raw, *group, "roleTemplates"), "roleTemplates")
     base = next(
         (
             t.get("template")
@@ -1055,20 +1057,31 @@ def _rbg_template(obj: K8sObject, source: Mapping[str, Any]) -> Any:
     return strategic_merge(base, patch) if isinstance(patch, Mapping) else base
 
 
-def _rbg_pods(obj: K8sObject) -> Iterator[PodRef]:
-    """Each role of a RoleBasedGroup (v1alpha1 ``template``, v1alpha2 ``standalonePattern`` /
-    ``leaderWorkerPattern``, a ``templateRef`` merged with its patch): the leader of a
-    leader-worker role is its template with ``leaderTemplatePatch``, the workers with
-    ``workerTemplatePatch``."""
-    roles = as_list(dig(obj.raw, "spec", "roles"), "spec.roles")
+def rbg_group(obj: K8sObject) -> Path:
+    """Where a RoleBasedGroup's spec is in *obj*: ``spec`` of a RoleBasedGroup, the group
+    template of a RoleBasedGroupSet (v1alpha2 ``spec.groupTemplate.spec``, v1alpha1
+    ``spec.template``)."""
+    if obj.kind == "RoleBasedGroupSet":
+        if dig(obj.raw, "spec", "groupTemplate") is not None:
+            return ("spec", "groupTemplate", "spec")
+        return ("spec", "template")
+    return ("spec",)
+
+
+def _rbg_pods(obj: K8sObject, group: Path = ("spec",)) -> Iterator[PodRef]:
+    """Each role of a RoleBasedGroup whose spec is at *group* (v1alpha1 ``template``,
+    v1alpha2 ``standalonePattern`` / ``leaderWorkerPattern``, a ``templateRef`` merged with
+    its patch): the leader of a leader-worker role is its template with
+    ``leaderTemplatePatch``, the workers with ``workerTemplatePatch``."""
+    roles = as_list(dig(obj.raw, *group, "roles"), "roles")
     for index, role in enumerate(roles):
         if not isinstance(role, Mapping):
             continue
         name, replicas = role.get("name", index), role.get("replicas")
-        base: Path = ("spec", "roles", index)
+        base: Path = (*group, "roles", index)
         lws = role.get("leaderWorkerPattern")
         if isinstance(lws, Mapping):
-            template = _rbg_template(obj, lws)
+            template = _rbg_template(obj, lws, group)
             for part, patch_key in (
                 ("leader", "leaderTemplatePatch"),
                 ("worker", "workerTemplatePatch"),
@@ -1086,7 +1099,7 @@ def _rbg_pods(obj: K8sObject) -> Iterator[PodRef]:
         at: Path = (*base, "standalonePattern")
         if not isinstance(source, Mapping):
             source, at = role, base
-        template = _rbg_template(obj, source)
+        template = _rbg_template(obj, source, group)
         yield from _template_at(
             obj, template, (*at, "template"), f"role '{name}'", replicas=replicas
         )
@@ -1181,8 +1194,8 @@ def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
         yield from _dynamo_pods(obj)
     elif kind == "Model":
         yield from _kubeai_pod(obj)
-    elif kind == "RoleBasedGroup":
-        yield from _rbg_pods(obj)
+    elif kind in {"RoleBasedGroup", "RoleBasedGroupSet"}:
+        yield from _rbg_pods(obj, rbg_group(obj))
 
 
 def controller_fills(obj: K8sObject) -> list[str]:
