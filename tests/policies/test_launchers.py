@@ -175,9 +175,11 @@ def test_llmisvc_engine_from_parallelism_and_additional_args() -> None:
         assert engine.get("enable_expert_parallel") is True
         assert engine.get_int("max_model_len") == 8192  # VLLM_ADDITIONAL_ARGS
         assert engine.get("enforce_eager") is True
-    records = [r for r in _records(objs, svc.resource) if r.startswith("LLMInferenceService")]
-    assert len(records) == 2
-    assert all("8 GPU(s) per Pod" in r and "against 8 nvidia.com/gpu" in r for r in records)
+    (record,) = [r for r in _records(objs, svc.resource) if r.startswith("LLMInferenceService")]
+    assert (
+        "template and worker read as `vllm serve /mnt/models` with data_parallel_size=16" in record
+    )
+    assert "8 GPU(s) per Pod (tensor 1 x local data parallel 8) against 8" in record
 
 
 def test_llmisvc_with_its_own_command_is_read_as_written() -> None:
@@ -200,8 +202,12 @@ def test_dynamo_services_are_pods_and_the_worker_is_said_not_evaluated() -> None
     assert pods["service 'Frontend'"].gpu_count() == 0
     records = _records(objs, dgd.resource)
     assert not [r for r in records if "not one gpustrata reads" in r]
-    decode = next(r for r in records if "'decode'" in r)
-    assert "tensor_parallel_size 2" in decode and "multinode.nodeCount 2: 2 Pods" in decode
+    (record,) = records
+    assert (
+        "'decode' runs `python3 -m dynamo.vllm` (tensor_parallel_size 2, 1 GPU(s) per Pod, "
+        "multinode.nodeCount 2: 2 Pods)" in record
+    )
+    assert "'prefill' runs" in record and "'Frontend'" not in record
 
 
 def test_strategic_merge_by_name() -> None:

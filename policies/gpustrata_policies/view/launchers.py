@@ -123,12 +123,12 @@ def _llmisvc(obj: K8sObject) -> list[str]:
             "LLMInferenceService names baseRefs: LLMInferenceServiceConfigs merged over the "
             "presets, which may change the command line, image and Pods; not evaluated"
         )
+    read: dict[str, list[str]] = {}  # what each part reads as -> the parts
     for part in ("template", "worker"):
+        spec = dig(obj.raw, "spec", part)
         engine = llmisvc_engine(obj, part)
         if engine is None:
-            if isinstance(dig(obj.raw, "spec", part), Mapping) and not _main_container(
-                dig(obj.raw, "spec", part)
-            ).get("command"):
+            if isinstance(spec, Mapping) and not _main_container(spec).get("command"):
                 out.append(
                     f"LLMInferenceService {part}: the KServe controller writes the vLLM "
                     "command line from a multi-node preset gpustrata does not read "
@@ -137,16 +137,20 @@ def _llmisvc(obj: K8sObject) -> list[str]:
             continue
         tp = engine.get_int("tensor_parallel_size") or 1
         dp_local = engine.get_int("data_parallel_size_local") or 1
-        gpus = _stated_gpus(_main_container(dig(obj.raw, "spec", part)))
         settings = ", ".join(f"{k}={v}" for k, v in sorted(engine.values.items()))
+        text = (
+            f"`vllm serve /mnt/models` with {settings or 'no flags'}, i.e. {tp * dp_local} "
+            f"GPU(s) per Pod (tensor {tp} x local data parallel {dp_local}) against "
+            f"{_stated_gpus(_main_container(spec))} nvidia.com/gpu stated"
+        )
+        read.setdefault(text, []).append(part)
+    if read:
+        parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
         out.append(
-            f"LLMInferenceService {part}: the KServe controller writes the vLLM command line "
-            f"from its LLMInferenceServiceConfig presets ({KSERVE_PRESET_SOURCE}): read as "
-            f"`vllm serve /mnt/models` with {settings or 'no flags'} (spec.parallelism and "
-            f"VLLM_ADDITIONAL_ARGS), i.e. {tp * dp_local} GPU(s) per Pod (tensor {tp} x "
-            f"local data parallel {dp_local}) against {gpus} nvidia.com/gpu stated; the "
-            "image (so the vLLM release), probes and /dev/shm are the preset's and not "
-            "evaluated"
+            "LLMInferenceService: the KServe controller writes the vLLM command line from its "
+            f"LLMInferenceServiceConfig presets ({KSERVE_PRESET_SOURCE}) with spec.parallelism "
+            f"and VLLM_ADDITIONAL_ARGS: {parts}; the image (so the vLLM release), probes and "
+            "/dev/shm are the preset's and not evaluated"
         )
     return out
 
@@ -265,7 +269,7 @@ def _isvc(obj: K8sObject) -> list[str]:
 
 
 def _dynamo(obj: K8sObject) -> list[str]:
-    out = []
+    workers = []
     services = as_map(dig(obj.raw, "spec", "services"), "spec.services")
     for name, service in services.items():
         if not isinstance(service, Mapping):
@@ -279,16 +283,20 @@ def _dynamo(obj: K8sObject) -> list[str]:
         parse_flags(argv[argv.index(module) + 1 :], values)
         nodes = dig(service, "multinode", "nodeCount")
         gpus = dig(service, "resources", "limits", "gpu")
-        spread = f"; multinode.nodeCount {nodes}: {nodes} Pods" if nodes else ""
-        out.append(
-            f"DynamoGraphDeployment service '{name}' runs Dynamo's worker `python3 -m {module}` "
-            f"(tensor_parallel_size {values.get('tensor_parallel_size', 1)}, "
-            f"{gpus if gpus is not None else 'no'} GPU(s) per Pod{spread}): its flags mix "
-            "Dynamo's and the engine's and the Dynamo operator builds the Pods (probes, "
-            "/dev/shm, multi-node launch), so the engine settings are not evaluated as a "
-            "vLLM engine; the Pod's GPUs, image and scheduling are"
+        spread = f", multinode.nodeCount {nodes}: {nodes} Pods" if nodes else ""
+        workers.append(
+            f"'{name}' runs `python3 -m {module}` (tensor_parallel_size "
+            f"{values.get('tensor_parallel_size', 1)}, {gpus if gpus is not None else 'no'} "
+            f"GPU(s) per Pod{spread})"
         )
-    return out
+    if not workers:
+        return []
+    return [
+        f"DynamoGraphDeployment: service {'; '.join(workers)}: Dynamo's workers mix Dynamo's "
+        "flags with the engine's and the Dynamo operator builds their Pods (probes, /dev/shm, "
+        "multi-node launch), so the engine settings are not evaluated as a vLLM engine; the "
+        "Pods' GPUs, images and scheduling are"
+    ]
 
 
 def _kubeai(obj: K8sObject) -> list[str]:
