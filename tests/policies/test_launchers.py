@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpustrata_policies import evaluate
+from gpustrata_policies import UNKNOWN, evaluate
 from gpustrata_policies.evaluate import find_rule, load_config
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.inputs.manifests import load_paths
@@ -110,13 +110,15 @@ def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
     assert site.engine.model == "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8"
     assert site.engine.get_int("tensor_parallel_size") == 2
     assert site.engine.get_int("max_model_len") == 65536
-    assert site.image is None  # the installation's image: release unknown
+    assert site.image is UNKNOWN  # the installation's image: its release is not guessed
     report = evaluate(objs)
     resource = "Model/default/llama-3.1-70b-instruct-fp8-h100"
     assert not [f for f in report.findings if f.resource == resource and f.rule == "V001"]
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
     assert "'nvidia-gpu-h100:2' is read as 2 nvidia.com/gpu" in record
     assert "modelServers.VLLM.images" in record
+    unknown = {n.rule for n in report.not_evaluated if "unknown until the deployment" in n.reason}
+    assert {"K004", "K013", "V010", "V013"} <= unknown  # tolerations and image: KubeAI's
 
 
 def test_kubeai_model_of_another_engine_is_not_read_as_vllm() -> None:

@@ -970,11 +970,13 @@ def _kubeai_probe(period: int, timeout: int, failures: int) -> dict[str, Any]:
 
 
 def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
-    """The Pod KubeAI runs for a ``spec.engine: VLLM`` Model (:data:`KUBEAI_SOURCE`). The
-    image, node selector and tolerations are the installation's resource profile's and stay
-    unstated; a ``nvidia-gpu-*`` profile's count is the Pod's ``nvidia.com/gpu`` (the chart's
-    profiles give one GPU per unit; :func:`~gpustrata_policies.view.launchers.launcher_fills`
-    says so)."""
+    """The Pod KubeAI runs for a ``spec.engine: VLLM`` Model (:data:`KUBEAI_SOURCE`).
+
+    The image and tolerations are the installation's (unknown: what depends on them is not
+    evaluated, its vLLM release is never guessed); the node selector its resource
+    profile's (unstated); a ``nvidia-gpu-*:N`` profile gives the Pod N ``nvidia.com/gpu``
+    (the chart's profiles give one GPU per unit;
+    :func:`~gpustrata_policies.view.launchers.launcher_fills` says so)."""
     spec = as_map(dig(obj.raw, "spec"), f"spec of {obj.resource}")
     if spec.get("engine") != "VLLM":
         return
@@ -985,6 +987,7 @@ def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
     env = as_map(spec.get("env"), f"spec.env of {obj.resource}")
     container: dict[str, Any] = {
         "name": "server",
+        "image": UNKNOWN,  # the installation's modelServers.VLLM.images: chosen at deploy time
         "command": list(KUBEAI_VLLM_COMMAND),
         "args": args,
         "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
@@ -1001,6 +1004,7 @@ def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
     pod: dict[str, Any] = {
         "containers": [container],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+        "tolerations": UNKNOWN,  # the resource profile's (the chart's GPU profiles add some)
     }
     replicas = spec.get("replicas", spec.get("minReplicas"))
     yield PodRef(obj, ("spec",), pod, "", replicas=replicas)
