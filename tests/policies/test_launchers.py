@@ -5,7 +5,12 @@ in Kubernetes' API groups (a Knative Service is no core Service)."""
 
 from __future__ import annotations
 
+import copy
+import sys
 from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpustrata_policies import UNKNOWN, evaluate
 from gpustrata_policies.evaluate import find_rule, load_config
@@ -20,6 +25,9 @@ from gpustrata_policies.view.objects import (
     strategic_merge,
 )
 from gpustrata_policies.view.vllm_args import vllm_engine, vllm_version
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _fuzz import junk, mutated, record
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 LAUNCHERS = DATA / "launchers"
@@ -296,3 +304,52 @@ def test_rolebasedgroupset_reads_its_group_template() -> None:
     assert roles["role 'decode'"].replicas == 2
     where = ("spec", "groupTemplate", "spec", "roles", 0, "standalonePattern", "template", "spec")
     assert roles["role 'prefill'"].path == where
+
+
+# --------------------------------------------------------------------------- odd input
+
+
+def test_a_launcher_field_known_only_at_deploy_time_is_one_record() -> None:
+    for api, kind, spec, what in (
+        ("nvidia.com/v1alpha1", "DynamoGraphDeployment", {"services": UNKNOWN}, "spec.services"),
+        (
+            "serving.kserve.io/v1alpha2",
+            "LLMInferenceService",
+            {"parallelism": UNKNOWN, "template": {"containers": [{"name": "main"}]}},
+            "spec.parallelism",
+        ),
+        ("workloads.x-k8s.io/v1alpha2", "RoleBasedGroup", {"roles": UNKNOWN}, "roles"),
+        ("kubeai.org/v1", "Model", {"engine": UNKNOWN}, "spec.engine"),
+    ):
+        doc = {"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+        report = evaluate([doc])
+        assert not [f for f in report.findings if f.internal]
+        (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+        assert record == (
+            f"{kind}: {what} is unknown until the deployment runs, so what its controller "
+            "builds is not evaluated"
+        )
+
+
+SEEDS = [[dict(o.raw) for o in _load(p.name)] for p in sorted(LAUNCHERS.glob("*.yaml"))] + [
+    [
+        dict(o.raw)
+        for o in _load("ai-dynamo-dynamo-vllm-disagg-multinode.yaml", DATA / "field-corpus-1")
+    ]
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_launchers_survive_odd_values(data: st.DataObject) -> None:
+    """The readers of each launcher kind (pods, runtimes, records) never crash the
+    evaluation on odd or unknown values: every rule reports, none internally fails."""
+    objects = copy.deepcopy(data.draw(st.sampled_from(SEEDS)))
+    odd = junk(unknown=UNKNOWN)
+    for _ in range(data.draw(st.integers(1, 3))):
+        index = data.draw(st.integers(0, len(objects) - 1))
+        objects[index] = data.draw(mutated(objects[index], odd, max_steps=4))
+    with record("launchers-odd-values"):
+        report = evaluate([K8sObject(o) for o in objects if isinstance(o, dict)])
+    assert not [f for f in report.findings if f.internal]
+    assert all(n.reason for n in report.not_evaluated)

@@ -12,13 +12,13 @@ the record says what it found.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import parse_flags
 from gpustrata_policies.view.objects import (
     K8sObject,
-    api_group,
     as_list,
     as_map,
     dig,
@@ -47,23 +47,17 @@ LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
 
 def launcher_fills(obj: K8sObject) -> list[str]:
     """Reasons the parts of *obj* that its launcher's controller decides are not evaluated
-    (empty for kinds that state their whole Pod)."""
+    (empty for kinds that state their whole Pod). A value known only at deploy time makes
+    the whole object's launcher part one such record."""
     if not is_read_kind(obj):
         return []
-    kind = obj.kind
-    if kind == "LLMInferenceService":
-        return _llmisvc(obj)
-    if kind == "InferenceService":
-        return _isvc(obj)
-    if kind == "DynamoGraphDeployment" and api_group(obj) == "nvidia.com":
-        return _dynamo(obj)
-    if kind == "Model" and api_group(obj) == "kubeai.org":
-        return _kubeai(obj)
-    if kind == "Playground" and api_group(obj) == "inference.llmaz.io":
-        return _llmaz(obj)
-    if kind in ("RoleBasedGroup", "RoleBasedGroupSet"):
-        return _rbg(obj)
-    return []
+    reader = _READERS.get(obj.kind)
+    if reader is None:
+        return []
+    try:
+        return reader(obj)
+    except UnknownInput as exc:
+        return [f"{obj.kind}: {exc.reason}, so what its controller builds is not evaluated"]
 
 
 # --------------------------------------------------------------------------- KServe
@@ -225,7 +219,10 @@ def attach_runtimes(objects: Iterable[K8sObject]) -> None:
             continue
         if dig(obj.raw, "spec", "predictor", "model") is None:
             continue
-        runtime, how = _runtime_of(obj, index)
+        try:
+            runtime, how = _runtime_of(obj, index)
+        except UnknownInput as exc:
+            runtime, how = None, exc.reason
         spec = dig(runtime.raw, "spec") if runtime is not None else None
         multi_node = dig(obj.raw, "spec", "predictor", "workerSpec") is not None
         if not isinstance(spec, Mapping) or spec.get("workerSpec") is not None or multi_node:
@@ -301,6 +298,8 @@ def _dynamo(obj: K8sObject) -> list[str]:
 
 def _kubeai(obj: K8sObject) -> list[str]:
     engine = dig(obj.raw, "spec", "engine")
+    if engine is UNKNOWN:
+        raise UnknownInput("spec.engine")
     if engine != "VLLM":
         return [
             f"KubeAI Model with engine {engine!r}: only the VLLM engine's Pod is read; the "
@@ -352,7 +351,7 @@ def _rbg(obj: K8sObject) -> list[str]:
         name = role.get("name", index)
         if isinstance(role.get("customComponentsPattern"), Mapping):
             out.append(
-                f"RoleBasedGroup role '{name}' uses customComponentsPattern: its Pods are not read"
+                f"{obj.kind} role '{name}' uses customComponentsPattern: its Pods are not read"
             )
         if role.get("workload") is not None and role.get("template") is None:
             out.append(f"{obj.kind} role '{name}': its workload's Pods are not stated")
@@ -360,14 +359,28 @@ def _rbg(obj: K8sObject) -> list[str]:
             role, "leaderWorkerPattern", "templateRef"
         )
         if isinstance(ref, Mapping):
-            names = {
+            names = [
                 t.get("name")
                 for t in as_list(dig(obj.raw, *group, "roleTemplates"), "roleTemplates")
                 if isinstance(t, Mapping)
-            }
+            ]
             if ref.get("name") not in names:
                 out.append(
                     f"{obj.kind} role '{name}' takes its template from roleTemplates "
                     f"{ref.get('name')!r}, which this object does not define: not evaluated"
                 )
     return out
+
+
+_READERS: dict[str, Callable[[K8sObject], list[str]]] = {
+    "LLMInferenceService": _llmisvc,
+    "InferenceService": _isvc,
+    "DynamoGraphDeployment": _dynamo,
+    "Model": _kubeai,
+    "Playground": _llmaz,
+    "RoleBasedGroup": _rbg,
+    "RoleBasedGroupSet": _rbg,
+}
+"""Each launcher kind's reader of what its controller decides (read only in the kind's own
+API group: :func:`launcher_fills` asks :func:`~gpustrata_policies.view.objects.is_read_kind`
+first)."""

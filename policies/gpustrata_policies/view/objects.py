@@ -1033,7 +1033,9 @@ def strategic_merge(base: Any, patch: Any) -> Any:
 
 
 def _named(items: list[Any]) -> bool:
-    return bool(items) and all(isinstance(i, Mapping) and "name" in i for i in items)
+    return bool(items) and all(
+        isinstance(i, Mapping) and isinstance(i.get("name"), str) for i in items
+    )
 
 
 def _rbg_template(obj: K8sObject, source: Mapping[str, Any], group: Path) -> Any:
