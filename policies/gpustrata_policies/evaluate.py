@@ -37,7 +37,7 @@ from gpustrata_policies.findings import (
 )
 from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
-from gpustrata_policies.view.launchers import attach_runtimes, launcher_fills
+from gpustrata_policies.view.launchers import attach_partners, launcher_fills
 from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
 
 __all__ = [
@@ -263,7 +263,7 @@ def _evaluate(
         cfg = load_config(config, environment)
     objs = to_objects(objects)
     background = [o for o in to_objects(context) if _read(o)]
-    attach_runtimes([*objs, *background])  # KServe: an InferenceService runs its runtime's Pod
+    attach_partners([*objs, *background])  # an InferenceService's runtime, a Playground's model
     hidden = {id(o) for o in background}
     report = Report(objects=len(objs))
     known: list[K8sObject] = []

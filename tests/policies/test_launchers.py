@@ -162,14 +162,27 @@ def test_rolebasedgroup_roles_from_templates_and_patches() -> None:
     assert _records(objs, rbg.resource) == []
 
 
-def test_llmaz_playground_says_what_llmaz_builds() -> None:
+def test_llmaz_playground_runs_the_pod_llmaz_builds_from_its_openmodel() -> None:
     objs = _load("llmaz-huggingface-playground.yaml")
     model, playground = objs
     assert is_read_kind(model) and is_read_kind(playground)
-    assert model.pods() == [] and playground.pods() == []
+    report = evaluate(objs)  # gives the Playground its claimed OpenModel
+    assert model.pods() == []
+    (pod,) = playground.pods()
+    assert pod.gpu_count() == 1  # flavor t4: nvidia.com/gpu 1
+    (site,) = _sites(objs, playground)
+    assert site.engine.model == "/workspace/models/models--facebook--opt-125m"
+    assert site.engine.get("served_model_name") == "opt-125m" and site.engine.port == 8080
+    assert site.image is UNKNOWN
+    assert not [f for f in report.findings if f.rule in {"V001", "V011", "V009"}]
     assert _records(objs, model.resource) == []
     (record,) = _records(objs, playground.resource)
-    assert "BackendRuntime 'vllm'" in record and "OpenModel(s) 'opt-125m'" in record
+    assert "read as the Pod llmaz builds from the claimed OpenModel 'opt-125m'" in record
+    # Without its OpenModel the Playground's Pods are llmaz's: said, not built.
+    alone = [playground]
+    assert evaluate(alone) and playground.pods() == []
+    (record,) = _records(alone, playground.resource)
+    assert "BackendRuntime 'vllm'" in record and "not among the checked objects" in record
 
 
 def test_llmisvc_engine_from_parallelism_and_additional_args() -> None:
@@ -249,7 +262,7 @@ def test_inferenceservice_runs_the_pod_kserve_merges_from_its_runtime() -> None:
     objs = _load("rhoai-api-docs-multi-gpu-model.yaml")
     report = evaluate(objs)  # attaches each InferenceService's runtime
     isvc = next(o for o in objs if o.kind == "InferenceService")
-    assert isvc.runtime is not None
+    assert isvc.merged_with is not None
     (pod,) = isvc.pods()
     (main,) = pod.containers()
     assert main.image == "quay.io/modh/vllm:rhoai-2.20-cuda"  # the runtime's
@@ -285,7 +298,7 @@ def test_inferenceservice_auto_selects_the_vllm_runtime_and_its_engine() -> None
     )
     objs = [*_load("kserve-vllmserver-runtime.yaml"), isvc]
     report = evaluate(objs)
-    assert isvc.runtime is not None
+    assert isvc.merged_with is not None
     (site,) = _sites(objs, isvc)
     assert site.engine.get_int("tensor_parallel_size") == 2
     assert site.engine.get("served_model_name") == "qwen"  # {{.Name}}

@@ -28,7 +28,7 @@ from gpustrata_policies.view.objects import (
 )
 from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
 
-__all__ = ["KSERVE_PRESET_SOURCE", "attach_runtimes", "launcher_fills", "llmisvc_engine"]
+__all__ = ["KSERVE_PRESET_SOURCE", "attach_partners", "launcher_fills", "llmisvc_engine"]
 
 KSERVE_PRESET_SOURCE = "kserve/kserve@aaac4e2:config/llmisvcconfig"
 """Where KServe's LLMInferenceServiceConfig presets write the vLLM command line
@@ -208,13 +208,19 @@ def _runtime_of(
     return None, f"modelFormat {fmt!r}"
 
 
-def attach_runtimes(objects: Iterable[K8sObject]) -> None:
-    """Give each KServe InferenceService whose ``predictor.model`` runs on a ServingRuntime
-    among *objects* that runtime (:attr:`K8sObject.runtime`), so its predictor Pod is the
-    one KServe builds from both. Multi-node runtimes (``workerSpec``) are left unmerged."""
+def attach_partners(objects: Iterable[K8sObject]) -> None:
+    """Give each object whose controller builds its Pods from another object among
+    *objects* that object's spec (:attr:`K8sObject.merged_with`): a KServe InferenceService
+    whose ``predictor.model`` runs on a ServingRuntime (multi-node runtimes, with
+    ``workerSpec``, are left unmerged), an llmaz Playground its claimed OpenModel."""
     every = list(objects)
     index = _runtime_index(every)
+    models = {o.name: o for o in every if o.kind == "OpenModel" and is_read_kind(o)}
     for obj in every:
+        if obj.kind == "Playground" and is_read_kind(obj):
+            claimed = models.get(str(dig(obj.raw, "spec", "modelClaim", "modelName")))
+            _merge(obj, dig(claimed.raw, "spec") if claimed is not None else None)
+            continue
         if obj.kind != "InferenceService" or not is_read_kind(obj):
             continue
         if dig(obj.raw, "spec", "predictor", "model") is None:
@@ -227,21 +233,26 @@ def attach_runtimes(objects: Iterable[K8sObject]) -> None:
         multi_node = dig(obj.raw, "spec", "predictor", "workerSpec") is not None
         if not isinstance(spec, Mapping) or spec.get("workerSpec") is not None or multi_node:
             spec = None
-        if spec is not obj.runtime:
-            obj.forget_derived()  # its Pods change
-            obj.runtime = spec
+        _merge(obj, spec)
         obj.memo[_HOW] = how if runtime is not None else f"{how}: not among the checked objects"
 
 
+def _merge(obj: K8sObject, spec: Any) -> None:
+    spec = spec if isinstance(spec, Mapping) else None
+    if spec is not obj.merged_with:
+        obj.forget_derived()  # its Pods change
+        obj.merged_with = spec
+
+
 _HOW = "kserve-runtime"
-"""Where :func:`attach_runtimes` notes how an InferenceService's runtime was chosen."""
+"""Where :func:`attach_partners` notes how an InferenceService's runtime was chosen."""
 
 
 def _isvc(obj: K8sObject) -> list[str]:
     model = dig(obj.raw, "spec", "predictor", "model")
     if not isinstance(model, Mapping):
         return []
-    if obj.runtime is None:
+    if obj.merged_with is None:
         how = obj.memo.get(_HOW, "runtime unknown")
         return [
             f"InferenceService predictor.model ({how}): the ServingRuntime KServe merges it "
@@ -333,12 +344,20 @@ def _llmaz(obj: K8sObject) -> list[str]:
     ]
     models = ", ".join(repr(m) for m in [claim, *claims] if isinstance(m, str)) or "none named"
     backend = dig(obj.raw, "spec", "backendRuntimeConfig", "backendName") or "vllm"
+    if obj.pods():
+        return [
+            f"llmaz Playground: read as the Pod llmaz builds from the claimed OpenModel "
+            f"{models} (its first flavor's limits and node selector) and llmaz's default vLLM "
+            f"BackendRuntime (command, args, probes, 2Gi /dev/shm: {LLMAZ_BACKEND}); the "
+            "BackendRuntime's image (so the vLLM release) is the installation's and not "
+            "evaluated, and an installation that changes the BackendRuntime changes the rest"
+        ]
     return [
         f"llmaz Playground: the llmaz controller builds the inference Pods from the "
         f"BackendRuntime {backend!r} (its image, command and args; llmaz's default vLLM one "
         f"is {LLMAZ_BACKEND}) and the claimed OpenModel(s) {models} (their GPUs and node "
-        "selectors, from inferenceConfig.flavors), which are cluster objects; the engine "
-        "is not evaluated"
+        "selectors, from inferenceConfig.flavors); with the OpenModel not among the checked "
+        "objects, several models or another backend, the engine is not evaluated"
     ]
 
 

@@ -243,10 +243,11 @@ class K8sObject:
     )
     """The evaluation's DRA claims by (kind, namespace, name), set by
     :func:`~gpustrata_policies.view.dra.attach_claims`."""
-    runtime: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
-    """The ServingRuntime or ClusterServingRuntime a KServe InferenceService runs with, set
-    by :func:`~gpustrata_policies.view.launchers.attach_runtimes` (None: not among the
-    objects, or not an InferenceService)."""
+    merged_with: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The spec of the object whose controller builds this one's Pods from both, set by
+    :func:`~gpustrata_policies.view.launchers.attach_partners`: a KServe InferenceService's
+    ServingRuntime or ClusterServingRuntime, an llmaz Playground's claimed OpenModel (None:
+    not among the objects, or another kind)."""
     _pods: list[PodRef] | None = field(default=None, repr=False, compare=False)
     _all_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
     _app_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
@@ -786,8 +787,8 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
                 yield PodRef(obj, ("spec", "workerSpec"), worker, "workerSpec")
     elif kind == "InferenceService":
         predictor = dig(raw, "spec", "predictor")
-        if isinstance(predictor, Mapping) and obj.runtime is not None:
-            yield _with_runtime(obj, predictor, obj.runtime)
+        if isinstance(predictor, Mapping) and obj.merged_with is not None:
+            yield _with_runtime(obj, predictor, obj.merged_with)
         elif isinstance(predictor, Mapping):
             yield PodRef(obj, ("spec", "predictor"), predictor, "predictor")
             worker = predictor.get("workerSpec")
@@ -1010,6 +1011,71 @@ def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
     yield PodRef(obj, ("spec",), pod, "", replicas=replicas)
 
 
+LLMAZ_SOURCE = "InftyAI/llmaz@3c13ff3"
+"""Where llmaz builds a Playground's Pod: ``pkg/controller/inference/playground_controller.go``
+``buildTemplate`` (the BackendRuntime's command, args, probes and /dev/shm; the claimed
+OpenModel's path), ``service_controller.go`` ``injectModelFlavor`` (the first flavor's
+limits and node selector), and the chart's default vLLM BackendRuntime
+``chart/templates/backends/vllm.yaml`` (its ``default`` recommended config)."""
+LLMAZ_MODEL_DIR = "/workspace/models/"
+"""Where llmaz's model loader puts a model hub model (``modelsource/modelhub.go``)."""
+
+
+def _llmaz_probe(delay: int, period: int, failures: int) -> dict[str, Any]:
+    probe: dict[str, Any] = {
+        "httpGet": {"path": "/health", "port": 8080},
+        "periodSeconds": period,
+        "failureThreshold": failures,
+    }
+    if delay:
+        probe["initialDelaySeconds"] = delay
+    return probe
+
+
+def _llmaz_pod(obj: K8sObject) -> Iterator[PodRef]:
+    """The Pod llmaz runs for a Playground of one model on the default vLLM BackendRuntime
+    (:data:`LLMAZ_SOURCE`), once :func:`~gpustrata_policies.view.launchers.attach_partners`
+    has given it its OpenModel. The image is the installation's (unknown); a Playground of
+    several models (speculative decoding) or another backend is not built."""
+    model = obj.merged_with
+    spec = as_map(dig(obj.raw, "spec"), f"spec of {obj.resource}")
+    config = as_map(spec.get("backendRuntimeConfig"), "spec.backendRuntimeConfig")
+    if model is None or config.get("backendName", "vllm") != "vllm" or "modelClaims" in spec:
+        return
+    model_id = dig(model, "source", "modelHub", "modelID")
+    if not isinstance(model_id, str) or dig(model, "source", "modelHub", "filename"):
+        return
+    skip = dig(obj.raw, "metadata", "annotations", "llmaz.io/skip-model-loader") == "true"
+    path = model_id if skip else f"{LLMAZ_MODEL_DIR}models--{model_id.replace('/', '--')}"
+    name = dig(spec, "modelClaim", "modelName")
+    args = ["--model", path, "--served-model-name", str(name), "--host", "0.0.0.0"]
+    args += ["--port", "8080", *(str(a) for a in as_list(config.get("args"), "args"))]
+    container: dict[str, Any] = {
+        "name": "model-runner",
+        "image": UNKNOWN,  # the BackendRuntime's image and version: the installation's
+        "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+        "args": args,
+        "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+        "startupProbe": _llmaz_probe(0, 10, 30),
+        "livenessProbe": _llmaz_probe(15, 10, 3),
+        "readinessProbe": _llmaz_probe(5, 5, 3),
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    pod: dict[str, Any] = {
+        "containers": [container],
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}],
+    }
+    flavors = as_list(dig(model, "inferenceConfig", "flavors"), "inferenceConfig.flavors")
+    flavor = flavors[0] if flavors and isinstance(flavors[0], Mapping) else {}
+    limits = as_map(flavor.get("limits"), "flavor limits")
+    if limits:
+        container["resources"] = {"limits": dict(limits)}
+    selector = as_map(flavor.get("nodeSelector"), "flavor nodeSelector")
+    if selector:
+        pod["nodeSelector"] = dict(selector)
+    yield PodRef(obj, ("spec",), pod, "", replicas=spec.get("replicas"))
+
+
 def strategic_merge(base: Any, patch: Any) -> Any:
     """*patch* merged into *base* as a Kubernetes strategic merge patch does for pod
     templates: mappings key by key, lists of named mappings (containers, volumes, env) item
@@ -1200,6 +1266,8 @@ def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
         yield from _dynamo_pods(obj)
     elif kind == "Model":
         yield from _kubeai_pod(obj)
+    elif kind == "Playground":
+        yield from _llmaz_pod(obj)
     elif kind in {"RoleBasedGroup", "RoleBasedGroupSet"}:
         yield from _rbg_pods(obj, rbg_group(obj))
 
