@@ -16,7 +16,7 @@ from gpustrata_policies import UNKNOWN, evaluate
 from gpustrata_policies.evaluate import find_rule, load_config
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.inputs.manifests import load_paths
-from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.engines import EngineSite, engine_sites, image_release
 from gpustrata_policies.view.launchers import launcher_fills, llmisvc_engine
 from gpustrata_policies.view.objects import (
     K8sObject,
@@ -103,6 +103,20 @@ def test_vllm_openai_variants_run_the_api_server() -> None:
     pod = {"containers": [{"name": "c", "image": "example/openai-vllm:1", "args": ["x"]}]}
     obj = K8sObject({"kind": "Pod", "spec": pod})
     assert vllm_engine(next(obj.containers())) is None
+
+
+def test_red_hat_ai_inference_server_runs_the_api_server_on_its_own_release() -> None:
+    """RHAIIS's image takes vLLM's flags as its args (Red Hat's documented `podman run`);
+    its tag is Red Hat's version: the vLLM release is the catalogue's mapping, never 3.0.0."""
+    image = "registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.0.0"
+    pod = {"containers": [{"name": "c", "image": image, "args": ["--model", "m", "-tp", "2"]}]}
+    obj = K8sObject({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod})
+    engine = vllm_engine(next(obj.containers()))
+    assert engine is not None and engine.model == "m"
+    assert engine.get_int("tensor_parallel_size") == 2
+    assert vllm_version(image) is None
+    found = image_release(image)
+    assert found is not None and found.version == "0.8.4"  # vendor_images, Red Hat's table
 
 
 # --------------------------------------------------------------------------- kinds

@@ -48,6 +48,7 @@ from gpustrata_policies.view.shell import (
 )
 
 __all__ = [
+    "API_SERVER_VENDOR_REPOS",
     "OTHER_PUBLISHERS",
     "SERVE_CONFIG_TYPE_SOURCE",
     "EngineArgs",
@@ -166,9 +167,9 @@ def _launch_flags(
     # No shell: `${VAR}` / `$VAR` reach the program as written; read them as unknown.
     expanded = [_SHELL_REF.sub(MARK, tok) if "$" in tok else tok for tok in expanded]
     flags = _vllm_invocation(expanded)
-    if flags is None and not command and _is_vllm_image(container.image):
+    if flags is None and not command and _runs_api_server(container.image):
         flags = expanded  # the image's entrypoint is the API server: args are the flags
-    if flags is None and not argv and _is_vllm_image(container.image):
+    if flags is None and not argv and _runs_api_server(container.image):
         flags = []
     return flags, None
 
@@ -282,6 +283,22 @@ def _is_vllm_image(image: Any) -> bool:
         return False
     name = split_image(image)[0].rsplit("/", 1)[-1]
     return name.startswith(_VLLM_REPO_PREFIX) or name in _VLLM_REPOS
+
+
+API_SERVER_VENDOR_REPOS = ("registry.redhat.io/rhaiis/vllm-",)
+"""Vendor builds of vLLM whose entrypoint is the OpenAI API server, so ``args`` are its flags,
+as the vendor documents (their tags are the vendor's versions, not vLLM's): Red Hat AI
+Inference Server runs ``registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.1.0 --model M
+--tensor-parallel-size 2`` (https://docs.redhat.com/zh-cn/documentation/red_hat_ai_inference_server/3.1/html-single/vllm_server_arguments/index,
+chapter 1; https://access.redhat.com/node/7118070 for 3.0.0)."""
+
+
+def _runs_api_server(image: Any) -> bool:
+    """Is the image's entrypoint vLLM's OpenAI API server (a ``vllm-openai*`` image, or a
+    vendor build of :data:`API_SERVER_VENDOR_REPOS`)?"""
+    if _is_vllm_image(image):
+        return True
+    return isinstance(image, str) and split_image(image)[0].startswith(API_SERVER_VENDOR_REPOS)
 
 
 def vllm_tagged_image(image: Any) -> bool:
