@@ -176,6 +176,45 @@ def test_rolebasedgroup_roles_from_templates_and_patches() -> None:
     assert _records(objs, rbg.resource) == []
 
 
+def test_aibrix_stormservice_roles_are_pods() -> None:
+    objs = _load("aibrix-stormservice-1p1d.yaml", DATA / "field-corpus-2")
+    (storm,) = objs
+    assert is_read_kind(storm)
+    sites = _sites(objs, storm)
+    assert [s.gpu_pod.role for s in sites if s.gpu_pod] == ["role 'prefill'", "role 'decode'"]
+    assert all(s.engine.model == "/models/Qwen3-8B" for s in sites)
+    assert all(s.gpu_pod is not None and s.gpu_pod.gpu_count() == 1 for s in sites)
+    # No readinessProbe, no aibrix-runtime sidecar (no model.aibrix.ai/sidecar-injection
+    # annotation), and AIBrix's gateway routes to Ready Pods: V011 is real.
+    report = evaluate(objs)
+    assert sorted(f.rule for f in report.findings if f.enforcement == "mandatory") == [
+        "V011",
+        "V011",
+    ]
+    many = {
+        "apiVersion": "orchestration.aibrix.ai/v1alpha1",
+        "kind": "StormService",
+        "metadata": {"name": "tp"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "roles": [
+                        {
+                            "name": "decode",
+                            "podGroupSize": 2,
+                            "template": {"spec": {"containers": [{"name": "c"}]}},
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    obj = K8sObject(many)
+    assert obj.pods() == []
+    (record,) = launcher_fills(obj)
+    assert "podGroupSize 2 Pods" in record and "not evaluated" in record
+
+
 def test_llmaz_playground_runs_the_pod_llmaz_builds_from_its_openmodel() -> None:
     objs = _load("llmaz-huggingface-playground.yaml")
     model, playground = objs

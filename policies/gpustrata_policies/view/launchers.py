@@ -24,6 +24,7 @@ from gpustrata_policies.view.objects import (
     dig,
     is_read_kind,
     kubeai_profile,
+    multi_pod_role,
     rbg_group,
 )
 from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
@@ -368,6 +369,12 @@ def _rbg(obj: K8sObject) -> list[str]:
         if not isinstance(role, Mapping):
             continue
         name = role.get("name", index)
+        if multi_pod_role(role):
+            out.append(
+                f"{obj.kind} role '{name}': each instance is podGroupSize "
+                f"{role['podGroupSize']} Pods running one engine across them, which gpustrata "
+                "does not assemble; the role is not evaluated"
+            )
         if isinstance(role.get("customComponentsPattern"), Mapping):
             out.append(
                 f"{obj.kind} role '{name}' uses customComponentsPattern: its Pods are not read"
@@ -399,6 +406,7 @@ _READERS: dict[str, Callable[[K8sObject], list[str]]] = {
     "Playground": _llmaz,
     "RoleBasedGroup": _rbg,
     "RoleBasedGroupSet": _rbg,
+    "StormService": _rbg,
 }
 """Each launcher kind's reader of what its controller decides (read only in the kind's own
 API group: :func:`launcher_fills` asks :func:`~gpustrata_policies.view.objects.is_read_kind`

@@ -42,6 +42,7 @@ __all__ = [
     "is_gpu_resource",
     "is_read_kind",
     "kubeai_profile",
+    "multi_pod_role",
     "rbg_group",
     "strategic_merge",
 ]
@@ -110,6 +111,7 @@ CONTROLLER_KINDS = {
     "OpenModel": "llmaz.io",  # a model description Playgrounds claim: no Pods of its own
     "RoleBasedGroup": "workloads.x-k8s.io",
     "RoleBasedGroupSet": "workloads.x-k8s.io",
+    "StormService": "orchestration.aibrix.ai",  # AIBrix: roles of RoleBasedGroup's shape
 }
 """Kinds of other projects whose controllers create the Pods, by API group: read only in
 that group (a ``Workspace`` of another project is not KAITO's)."""
@@ -1132,12 +1134,22 @@ def _rbg_template(obj: K8sObject, source: Mapping[str, Any], group: Path) -> Any
 def rbg_group(obj: K8sObject) -> Path:
     """Where a RoleBasedGroup's spec is in *obj*: ``spec`` of a RoleBasedGroup, the group
     template of a RoleBasedGroupSet (v1alpha2 ``spec.groupTemplate.spec``, v1alpha1
-    ``spec.template``)."""
+    ``spec.template``), an AIBrix StormService's ``spec.template.spec`` (its RoleSet template:
+    ``roles[].template``, vllm-project/aibrix api/orchestration/v1alpha1)."""
     if obj.kind == "RoleBasedGroupSet":
         if dig(obj.raw, "spec", "groupTemplate") is not None:
             return ("spec", "groupTemplate", "spec")
         return ("spec", "template")
+    if obj.kind == "StormService":
+        return ("spec", "template", "spec")
     return ("spec",)
+
+
+def multi_pod_role(role: Mapping[str, Any]) -> bool:
+    """An AIBrix StormService role whose instances are ``podGroupSize`` > 1 Pods (one engine
+    across them, which the view does not assemble)."""
+    size = role.get("podGroupSize")
+    return isinstance(size, int) and not isinstance(size, bool) and size > 1
 
 
 def _rbg_pods(obj: K8sObject, group: Path = ("spec",)) -> Iterator[PodRef]:
@@ -1151,6 +1163,8 @@ def _rbg_pods(obj: K8sObject, group: Path = ("spec",)) -> Iterator[PodRef]:
             continue
         name, replicas = role.get("name", index), role.get("replicas")
         base: Path = (*group, "roles", index)
+        if multi_pod_role(role):
+            continue  # one instance spans several Pods: launcher_fills says it is not read
         lws = role.get("leaderWorkerPattern")
         if isinstance(lws, Mapping):
             template = _rbg_template(obj, lws, group)
@@ -1268,7 +1282,7 @@ def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
         yield from _kubeai_pod(obj)
     elif kind == "Playground":
         yield from _llmaz_pod(obj)
-    elif kind in {"RoleBasedGroup", "RoleBasedGroupSet"}:
+    elif kind in {"RoleBasedGroup", "RoleBasedGroupSet", "StormService"}:
         yield from _rbg_pods(obj, rbg_group(obj))
 
 
