@@ -1,10 +1,12 @@
 """What launchers of vLLM that build the engine's Pod themselves decide and a manifest does
-not state: one "not evaluated" record per fact, naming the controller and the field.
+not state: one "not evaluated" record per object, naming the controller and the fields.
 
 :mod:`gpustrata_policies.view.objects` reads the Pods such kinds state (a Dynamo service's
 ``extraPodSpec``, the Pod KubeAI builds for a Model, a RoleBasedGroup's roles); this module
-says what their controllers fill in and what the view could not read, so a file of these
-kinds is never silently passed. Where the manifest states the parallelism but the controller
+links the objects a controller builds one Pod from (:func:`attach_partners`: a KServe
+InferenceService and its ServingRuntime, an llmaz Playground and its OpenModel) and says
+what the controllers fill in and what the view could not read, so a file of these kinds is
+never silently passed. Where the manifest states the parallelism but the controller
 writes the command line (a KServe LLMInferenceService), the engine is read the way the
 controller's preset writes it (:func:`~gpustrata_policies.view.vllm_args.preset_engine`) and
 the record says what it found.
