@@ -37,6 +37,7 @@ from gpustrata_policies.findings import (
 )
 from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
+from gpustrata_policies.view.launchers import attach_partners, launcher_fills
 from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
 from gpustrata_policies.view.profile import using_profile
 
@@ -277,6 +278,7 @@ def _evaluate(
         cfg = load_config(config, environment)
     objs = to_objects(objects)
     background = [o for o in to_objects(context) if _read(o)]
+    attach_partners([*objs, *background])  # an InferenceService's runtime, a Playground's model
     hidden = {id(o) for o in background}
     report = Report(objects=len(objs))
     known: list[K8sObject] = []
@@ -284,7 +286,8 @@ def _evaluate(
         if _read(obj) or obj.raw.get("kind") is UNKNOWN:
             # An unknown kind may be any kind: rules that look across objects see it.
             known.append(obj)
-            for reason in controller_fills(obj):  # what another project's controller decides
+            # What another project's controller decides (and a launcher's preset writes).
+            for reason in [*controller_fills(obj), *launcher_fills(obj)]:
                 report.not_evaluated.append(
                     NotEvaluated("*", redact_userinfo(obj.resource), redact_userinfo(reason))
                 )

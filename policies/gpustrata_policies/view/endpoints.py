@@ -24,7 +24,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view.engines import EngineSite, engine_sites
-from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_builtin
 
 __all__ = [
     "KUBERAY_SERVE_SOURCE",
@@ -220,7 +220,7 @@ def services(ctx: RuleContext) -> dict[tuple[str, str], ServiceView]:
                 if found is not None:
                     index.setdefault((found.namespace, found.name), found)
         for obj in ctx.objects:
-            if obj.kind == "Service":
+            if is_builtin(obj, "Service"):  # not a Knative Service
                 index[(obj.namespace, obj.name)] = _service(obj)
         return index
 
@@ -264,7 +264,7 @@ def _selected(ctx: RuleContext, svc: ServiceView) -> Iterator[tuple[PodRef, list
     if not selector:
         return
     for obj in ctx.objects:
-        if obj.namespace != svc.namespace or obj.kind in {"Service", "RayService"}:
+        if obj.namespace != svc.namespace or obj.kind == "RayService" or is_builtin(obj, "Service"):
             continue
         sites = [s for s in engine_sites(ctx, obj) if not s.ray and s.engine.port is not None]
         if not sites:

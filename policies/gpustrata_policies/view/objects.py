@@ -24,19 +24,27 @@ from gpustrata.core.unknown import (
 )
 
 __all__ = [
+    "BUILTIN_KINDS",
     "CLUSTER_SCOPED_KINDS",
     "CONTROLLER_KINDS",
+    "FOREIGN_KINDS",
     "KNOWN_KINDS",
     "RAY_KINDS",
     "ContainerRef",
     "K8sObject",
     "PodRef",
+    "api_group",
     "as_list",
     "as_map",
     "controller_fills",
     "dig",
+    "is_builtin",
     "is_gpu_resource",
     "is_read_kind",
+    "kubeai_profile",
+    "multi_pod_role",
+    "rbg_group",
+    "strategic_merge",
 ]
 
 Path = tuple[str | int, ...]
@@ -97,6 +105,13 @@ CONTROLLER_KINDS = {
     "Rollout": "argoproj.io",
     "JobSet": "jobset.x-k8s.io",
     "RayClusterFleet": "orchestration.aibrix.ai",
+    "DynamoGraphDeployment": "nvidia.com",
+    "Model": "kubeai.org",
+    "Playground": "inference.llmaz.io",
+    "OpenModel": "llmaz.io",  # a model description Playgrounds claim: no Pods of its own
+    "RoleBasedGroup": "workloads.x-k8s.io",
+    "RoleBasedGroupSet": "workloads.x-k8s.io",
+    "StormService": "orchestration.aibrix.ai",  # AIBrix: roles of RoleBasedGroup's shape
 }
 """Kinds of other projects whose controllers create the Pods, by API group: read only in
 that group (a ``Workspace`` of another project is not KAITO's)."""
@@ -108,6 +123,37 @@ that one (fusioninfer.io has an ``InferenceService`` of another shape, whose Pod
 controller makes from ``spec.roles``)."""
 KNOWN_KINDS = WORKLOAD_KINDS | RAY_KINDS | KSERVE_KINDS | OTHER_KINDS | frozenset(CONTROLLER_KINDS)
 """Kinds gpustrata reads (or knows to be irrelevant); others are "not evaluated"."""
+
+BUILTIN_KINDS = WORKLOAD_KINDS | frozenset(
+    {
+        "Service",
+        "ConfigMap",
+        "Secret",
+        "Namespace",
+        "ServiceAccount",
+        "PersistentVolumeClaim",
+        "Node",
+        "Ingress",
+        "NetworkPolicy",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "DeviceClass",
+        "CustomResourceDefinition",
+    }
+)
+"""Kubernetes' own kinds: read as such only in one of Kubernetes' API groups (see
+:func:`is_builtin`); another project's kind of the same name is that project's."""
+KNATIVE_SERVING = "serving.knative.dev"
+FOREIGN_KINDS = {("Service", KNATIVE_SERVING): "Knative Service"}
+"""Kinds of other projects named like a Kubernetes kind, by (kind, API group), that
+gpustrata reads: a Knative ``Service`` is a workload (its ``spec.template`` is a pod
+template, knative/serving pkg/apis/serving/v1/service_types.go), not a core Service."""
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
@@ -199,6 +245,11 @@ class K8sObject:
     )
     """The evaluation's DRA claims by (kind, namespace, name), set by
     :func:`~gpustrata_policies.view.dra.attach_claims`."""
+    merged_with: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The spec of the object whose controller builds this one's Pods from both, set by
+    :func:`~gpustrata_policies.view.launchers.attach_partners`: a KServe InferenceService's
+    ServingRuntime or ClusterServingRuntime, an llmaz Playground's claimed OpenModel (None:
+    not among the objects, or another kind)."""
     _pods: list[PodRef] | None = field(default=None, repr=False, compare=False)
     _all_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
     _app_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
@@ -660,7 +711,14 @@ class ContainerRef:
 
 
 def _template(obj: K8sObject, path: Path, role: str = "", **kw: Any) -> Iterator[PodRef]:
-    template = dig(obj.raw, *path)
+    yield from _template_at(obj, dig(obj.raw, *path), path, role, **kw)
+
+
+def _template_at(
+    obj: K8sObject, template: Any, path: Path, role: str = "", **kw: Any
+) -> Iterator[PodRef]:
+    """The pod *template* found (or, for a kind whose template is assembled from parts,
+    merged) at *path*, as a :class:`PodRef` of its ``spec``."""
     if template is UNKNOWN:
         raise UnknownInput(f"{'.'.join(map(str, path))} of {obj.resource}")
     if not isinstance(template, Mapping):
@@ -692,6 +750,10 @@ def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodRef]:
 
 def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
     kind, raw = obj.kind, obj.raw
+    if kind in BUILTIN_KINDS and not _kubernetes_group(api_group(obj)):
+        if FOREIGN_KINDS.get((kind, api_group(obj))) == "Knative Service":
+            yield from _template(obj, ("spec", "template"))  # replicas: Knative's autoscaler
+        return
     if kind == "Pod":
         spec = raw.get("spec")
         if isinstance(spec, Mapping):
@@ -727,7 +789,9 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
                 yield PodRef(obj, ("spec", "workerSpec"), worker, "workerSpec")
     elif kind == "InferenceService":
         predictor = dig(raw, "spec", "predictor")
-        if isinstance(predictor, Mapping):
+        if isinstance(predictor, Mapping) and obj.merged_with is not None:
+            yield _with_runtime(obj, predictor, obj.merged_with)
+        elif isinstance(predictor, Mapping):
             yield PodRef(obj, ("spec", "predictor"), predictor, "predictor")
             worker = predictor.get("workerSpec")
             if isinstance(worker, Mapping):
@@ -744,15 +808,39 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
                 yield PodRef(obj, path, spec, role, replicas=dig(raw, "spec", "replicas"))
 
 
+def api_group(obj: K8sObject) -> str:
+    """The API group of *obj*'s ``apiVersion`` (``apps`` of ``apps/v1``; ``""`` for the core
+    group's ``v1`` and for an object that names none)."""
+    api = obj.api_version
+    return api.split("/", 1)[0] if "/" in api else ""
+
+
+def _kubernetes_group(group: str) -> bool:
+    """One of Kubernetes' API groups: the core group, a dot-less built-in one (``apps``,
+    ``batch``, ``policy``, ``autoscaling``, ``extensions``) or ``*.k8s.io``."""
+    return "." not in group or group.endswith(".k8s.io")
+
+
+def is_builtin(obj: K8sObject, kind: str | None = None) -> bool:
+    """Is *obj* Kubernetes' own kind (of name *kind* when given), not another project's kind
+    of the same name (a Knative ``serving.knative.dev`` Service is no core Service)?"""
+    if kind is not None and obj.kind != kind:
+        return False
+    return obj.kind in BUILTIN_KINDS and _kubernetes_group(api_group(obj))
+
+
 def is_read_kind(obj: K8sObject) -> bool:
-    """Is *obj* of a kind gpustrata reads (a controller kind only in its own API group)?"""
-    api_group = obj.api_version.split("/", 1)[0]
-    group = CONTROLLER_KINDS.get(obj.kind)
-    if group is not None:
-        return api_group == group
+    """Is *obj* of a kind gpustrata reads (a controller kind only in its own API group; a
+    Kubernetes kind name in another project's group only where :data:`FOREIGN_KINDS` has it)?"""
+    group = api_group(obj)
+    if obj.kind in BUILTIN_KINDS and not _kubernetes_group(group):
+        return (obj.kind, group) in FOREIGN_KINDS
+    controller = CONTROLLER_KINDS.get(obj.kind)
+    if controller is not None:
+        return group == controller
     owner = OWNED_KINDS.get(obj.kind)
     if owner is not None and "/" in obj.api_version:  # no group named: read by kind
-        return api_group == owner
+        return group == owner
     return obj.kind in KNOWN_KINDS
 
 
@@ -808,6 +896,364 @@ def _nim_pod(obj: K8sObject) -> Iterator[PodRef]:
     yield PodRef(obj, ("spec",), pod, "", labels, replicas=spec.get("replicas"))
 
 
+DYNAMO_GPU = "gpu"
+"""The key of a DynamoGraphDeployment service's ``resources.limits`` that the Dynamo operator
+turns into ``nvidia.com/gpu`` (ai-dynamo/dynamo deploy/operator api/v1alpha1 ``Resources``)."""
+
+
+def _dynamo_pods(obj: K8sObject) -> Iterator[PodRef]:
+    """Each service of a DynamoGraphDeployment as the Pod the Dynamo operator runs: its
+    ``extraPodSpec`` with ``mainContainer`` as the first container, which gets the service's
+    ``resources`` (``gpu`` as ``nvidia.com/gpu``, per Pod: a multinode service runs
+    ``multinode.nodeCount`` such Pods per replica)."""
+    services = as_map(dig(obj.raw, "spec", "services"), "spec.services")
+    for name, service in services.items():
+        if not isinstance(service, Mapping):
+            continue
+        extra = as_map(service.get("extraPodSpec"), f"extraPodSpec of service {name}")
+        main = as_map(extra.get("mainContainer"), f"mainContainer of service {name}")
+        container: dict[str, Any] = {"name": "main", **main}
+        resources: dict[str, Any] = {}
+        for section in ("limits", "requests"):
+            stated = as_map(dig(service, "resources", section), f"resources of service {name}")
+            out = {("nvidia.com/gpu" if k == DYNAMO_GPU else k): v for k, v in stated.items()}
+            if out:
+                resources[section] = out
+        if resources:
+            container["resources"] = resources
+        others = as_list(extra.get("containers"), f"containers of service {name}")
+        pod = {k: v for k, v in extra.items() if k != "mainContainer"}
+        pod["containers"] = [container, *others]
+        yield PodRef(
+            obj,
+            ("spec", "services", name, "extraPodSpec"),
+            pod,
+            f"service '{name}'",
+            replicas=service.get("replicas"),
+        )
+
+
+KUBEAI_VLLM_COMMAND = ("python3", "-m", "vllm.entrypoints.openai.api_server")
+KUBEAI_SOURCE = "substratusai/kubeai@2f32ef4:internal/modelcontroller/engine_vllm.go"
+"""Where KubeAI builds a vLLM Model's Pod: this command, ``--model=<url>``,
+``--served-model-name=<name>``, then ``spec.args``; startup, readiness and liveness probes on
+``/health``; a memory-backed ``/dev/shm``."""
+
+
+def _kubeai_model_flag(url: Any) -> str | None:
+    """The ``--model`` KubeAI passes for a Model's ``url`` (``hf://org/name`` -> ``org/name``,
+    ``pvc://...`` -> ``/model``, ``s3://`` and others as written); None when unstated."""
+    if not isinstance(url, str) or not url:
+        return None
+    if url.startswith("pvc://"):
+        return "/model"
+    for scheme in ("hf://", "ollama://"):
+        if url.startswith(scheme):
+            return url[len(scheme) :]
+    return url
+
+
+def kubeai_profile(obj: K8sObject) -> tuple[str, int] | None:
+    """A KubeAI Model's ``resourceProfile`` as (profile, count): ``nvidia-gpu-l4:1`` ->
+    (``nvidia-gpu-l4``, 1); None when it is not of that form."""
+    profile = dig(obj.raw, "spec", "resourceProfile")
+    if not isinstance(profile, str) or ":" not in profile:
+        return None
+    name, _, count = profile.rpartition(":")
+    return (name, int(count)) if count.isdigit() else None
+
+
+def _kubeai_probe(period: int, timeout: int, failures: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": "/health", "port": "http"},
+        "periodSeconds": period,
+        "timeoutSeconds": timeout,
+        "failureThreshold": failures,
+    }
+
+
+def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
+    """The Pod KubeAI runs for a ``spec.engine: VLLM`` Model (:data:`KUBEAI_SOURCE`).
+
+    The image and tolerations are the installation's (unknown: what depends on them is not
+    evaluated, its vLLM release is never guessed); the node selector its resource
+    profile's (unstated); a ``nvidia-gpu-*:N`` profile gives the Pod N ``nvidia.com/gpu``
+    (the chart's profiles give one GPU per unit;
+    :func:`~gpustrata_policies.view.launchers.launcher_fills` says so)."""
+    spec = as_map(dig(obj.raw, "spec"), f"spec of {obj.resource}")
+    if spec.get("engine") != "VLLM":
+        return
+    model = _kubeai_model_flag(spec.get("url"))
+    args = [f"--model={model}"] if model else []
+    args.append(f"--served-model-name={obj.name}")
+    args.extend(str(a) for a in as_list(spec.get("args"), f"spec.args of {obj.resource}"))
+    env = as_map(spec.get("env"), f"spec.env of {obj.resource}")
+    container: dict[str, Any] = {
+        "name": "server",
+        "image": UNKNOWN,  # the installation's modelServers.VLLM.images: chosen at deploy time
+        "command": list(KUBEAI_VLLM_COMMAND),
+        "args": args,
+        "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
+        "ports": [{"containerPort": 8000, "name": "http", "protocol": "TCP"}],
+        "startupProbe": _kubeai_probe(2, 2, 5400),
+        "readinessProbe": _kubeai_probe(10, 2, 3),
+        "livenessProbe": _kubeai_probe(30, 3, 3),
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    profile = kubeai_profile(obj)
+    if profile is not None and profile[0].startswith("nvidia-gpu-"):
+        gpus = {"nvidia.com/gpu": profile[1]}
+        container["resources"] = {"limits": gpus, "requests": dict(gpus)}
+    pod: dict[str, Any] = {
+        "containers": [container],
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+        "tolerations": UNKNOWN,  # the resource profile's (the chart's GPU profiles add some)
+    }
+    replicas = spec.get("replicas", spec.get("minReplicas"))
+    yield PodRef(obj, ("spec",), pod, "", replicas=replicas)
+
+
+LLMAZ_SOURCE = "InftyAI/llmaz@3c13ff3"
+"""Where llmaz builds a Playground's Pod: ``pkg/controller/inference/playground_controller.go``
+``buildTemplate`` (the BackendRuntime's command, args, probes and /dev/shm; the claimed
+OpenModel's path), ``service_controller.go`` ``injectModelFlavor`` (the first flavor's
+limits and node selector), and the chart's default vLLM BackendRuntime
+``chart/templates/backends/vllm.yaml`` (its ``default`` recommended config)."""
+LLMAZ_MODEL_DIR = "/workspace/models/"
+"""Where llmaz's model loader puts a model hub model (``modelsource/modelhub.go``)."""
+
+
+def _llmaz_probe(delay: int, period: int, failures: int) -> dict[str, Any]:
+    probe: dict[str, Any] = {
+        "httpGet": {"path": "/health", "port": 8080},
+        "periodSeconds": period,
+        "failureThreshold": failures,
+    }
+    if delay:
+        probe["initialDelaySeconds"] = delay
+    return probe
+
+
+def _llmaz_pod(obj: K8sObject) -> Iterator[PodRef]:
+    """The Pod llmaz runs for a Playground of one model on the default vLLM BackendRuntime
+    (:data:`LLMAZ_SOURCE`), once :func:`~gpustrata_policies.view.launchers.attach_partners`
+    has given it its OpenModel. The image is the installation's (unknown); a Playground of
+    several models (speculative decoding) or another backend is not built."""
+    model = obj.merged_with
+    spec = as_map(dig(obj.raw, "spec"), f"spec of {obj.resource}")
+    config = as_map(spec.get("backendRuntimeConfig"), "spec.backendRuntimeConfig")
+    if model is None or config.get("backendName", "vllm") != "vllm" or "modelClaims" in spec:
+        return
+    model_id = dig(model, "source", "modelHub", "modelID")
+    if not isinstance(model_id, str) or dig(model, "source", "modelHub", "filename"):
+        return
+    skip = dig(obj.raw, "metadata", "annotations", "llmaz.io/skip-model-loader") == "true"
+    path = model_id if skip else f"{LLMAZ_MODEL_DIR}models--{model_id.replace('/', '--')}"
+    name = dig(spec, "modelClaim", "modelName")
+    args = ["--model", path, "--served-model-name", str(name), "--host", "0.0.0.0"]
+    args += ["--port", "8080", *(str(a) for a in as_list(config.get("args"), "args"))]
+    container: dict[str, Any] = {
+        "name": "model-runner",
+        "image": UNKNOWN,  # the BackendRuntime's image and version: the installation's
+        "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+        "args": args,
+        "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+        "startupProbe": _llmaz_probe(0, 10, 30),
+        "livenessProbe": _llmaz_probe(15, 10, 3),
+        "readinessProbe": _llmaz_probe(5, 5, 3),
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    pod: dict[str, Any] = {
+        "containers": [container],
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}],
+    }
+    flavors = as_list(dig(model, "inferenceConfig", "flavors"), "inferenceConfig.flavors")
+    flavor = flavors[0] if flavors and isinstance(flavors[0], Mapping) else {}
+    limits = as_map(flavor.get("limits"), "flavor limits")
+    if limits:
+        container["resources"] = {"limits": dict(limits)}
+    selector = as_map(flavor.get("nodeSelector"), "flavor nodeSelector")
+    if selector:
+        pod["nodeSelector"] = dict(selector)
+    yield PodRef(obj, ("spec",), pod, "", replicas=spec.get("replicas"))
+
+
+def strategic_merge(base: Any, patch: Any) -> Any:
+    """*patch* merged into *base* as a Kubernetes strategic merge patch does for pod
+    templates: mappings key by key, lists of named mappings (containers, volumes, env) item
+    by ``name``, other values replaced."""
+    if isinstance(base, Mapping) and isinstance(patch, Mapping):
+        out = dict(base)
+        for key, value in patch.items():
+            out[key] = strategic_merge(base[key], value) if key in base else value
+        return out
+    if isinstance(base, list) and isinstance(patch, list) and _named(base) and _named(patch):
+        merged = list(base)
+        index = {item["name"]: i for i, item in enumerate(merged)}
+        for item in patch:
+            at = index.get(item["name"])
+            if at is None:
+                merged.append(item)
+            else:
+                merged[at] = strategic_merge(merged[at], item)
+        return merged
+    return patch
+
+
+def _named(items: list[Any]) -> bool:
+    return bool(items) and all(
+        isinstance(i, Mapping) and isinstance(i.get("name"), str) for i in items
+    )
+
+
+def _rbg_template(obj: K8sObject, source: Mapping[str, Any], group: Path) -> Any:
+    """A RoleBasedGroup role's pod template: ``template``, or the ``roleTemplates`` entry
+    ``templateRef.name`` names with ``templateRef.patch`` merged in (sgl-project/rbg
+    api/workloads/v1alpha2 ``TemplateSource``); None when neither is stated."""
+    template = source.get("template")
+    if template is not None:
+        return template
+    ref = source.get("templateRef")
+    if not isinstance(ref, Mapping):
+        return None
+    templates = as_list(dig(obj.raw, *group, "roleTemplates"), "roleTemplates")
+    base = next(
+        (
+            t.get("template")
+            for t in templates
+            if isinstance(t, Mapping) and t.get("name") == ref.get("name")
+        ),
+        None,
+    )
+    if not isinstance(base, Mapping):
+        return None
+    patch = ref.get("patch")
+    return strategic_merge(base, patch) if isinstance(patch, Mapping) else base
+
+
+def rbg_group(obj: K8sObject) -> Path:
+    """Where a RoleBasedGroup's spec is in *obj*: ``spec`` of a RoleBasedGroup, the group
+    template of a RoleBasedGroupSet (v1alpha2 ``spec.groupTemplate.spec``, v1alpha1
+    ``spec.template``), an AIBrix StormService's ``spec.template.spec`` (its RoleSet template:
+    ``roles[].template``, vllm-project/aibrix api/orchestration/v1alpha1)."""
+    if obj.kind == "RoleBasedGroupSet":
+        if dig(obj.raw, "spec", "groupTemplate") is not None:
+            return ("spec", "groupTemplate", "spec")
+        return ("spec", "template")
+    if obj.kind == "StormService":
+        return ("spec", "template", "spec")
+    return ("spec",)
+
+
+def multi_pod_role(role: Mapping[str, Any]) -> bool:
+    """An AIBrix StormService role whose instances are ``podGroupSize`` > 1 Pods (one engine
+    across them, which the view does not assemble)."""
+    size = role.get("podGroupSize")
+    return isinstance(size, int) and not isinstance(size, bool) and size > 1
+
+
+def _rbg_pods(obj: K8sObject, group: Path = ("spec",)) -> Iterator[PodRef]:
+    """Each role of a RoleBasedGroup whose spec is at *group* (v1alpha1 ``template``,
+    v1alpha2 ``standalonePattern`` / ``leaderWorkerPattern``, a ``templateRef`` merged with
+    its patch): the leader of a leader-worker role is its template with
+    ``leaderTemplatePatch``, the workers with ``workerTemplatePatch``."""
+    roles = as_list(dig(obj.raw, *group, "roles"), "roles")
+    for index, role in enumerate(roles):
+        if not isinstance(role, Mapping):
+            continue
+        name, replicas = role.get("name", index), role.get("replicas")
+        base: Path = (*group, "roles", index)
+        if multi_pod_role(role):
+            continue  # one instance spans several Pods: launcher_fills says it is not read
+        lws = role.get("leaderWorkerPattern")
+        if isinstance(lws, Mapping):
+            template = _rbg_template(obj, lws, group)
+            for part, patch_key in (
+                ("leader", "leaderTemplatePatch"),
+                ("worker", "workerTemplatePatch"),
+            ):
+                patch = lws.get(patch_key)
+                merged = (
+                    strategic_merge(template, patch) if isinstance(patch, Mapping) else template
+                )
+                where = (*base, "leaderWorkerPattern", "template")
+                yield from _template_at(
+                    obj, merged, where, f"role '{name}' {part}", replicas=replicas
+                )
+            continue
+        source = role.get("standalonePattern")
+        at: Path = (*base, "standalonePattern")
+        if not isinstance(source, Mapping):
+            source, at = role, base
+        template = _rbg_template(obj, source, group)
+        yield from _template_at(
+            obj, template, (*at, "template"), f"role '{name}'", replicas=replicas
+        )
+
+
+RUNTIME_POD_FIELDS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "volumes",
+    "imagePullSecrets",
+    "schedulerName",
+    "resourceClaims",
+)
+"""What KServe takes of a ServingRuntime's pod spec besides its containers
+(kserve/kserve@aaac4e2 pkg/controller/v1beta1/inferenceservice/utils/utils.go
+``MergePodSpec``)."""
+PREDICTOR_POD_FIELDS = (
+    *RUNTIME_POD_FIELDS,
+    "serviceAccountName",
+    "runtimeClassName",
+    "priorityClassName",
+    "securityContext",
+    "hostIPC",
+    "hostNetwork",
+    "initContainers",
+    "topologySpreadConstraints",
+)
+"""Pod-spec fields an InferenceService's predictor states that override the runtime's."""
+MODEL_ONLY_FIELDS = frozenset(
+    {"modelFormat", "runtime", "storageUri", "storage", "protocolVersion"}
+)
+
+
+def _with_runtime(
+    obj: K8sObject, predictor: Mapping[str, Any], runtime: Mapping[str, Any]
+) -> PodRef:
+    """The predictor Pod as KServe builds it from a ServingRuntime: the runtime's pod fields
+    with the predictor's merged over them (``MergePodSpec``), and the runtime's first
+    container with ``predictor.model`` merged in, its args after the runtime's
+    (``MergeRuntimeContainers``); ``{{.Name}}`` in the runtime's args is the
+    InferenceService's name."""
+    pod = strategic_merge(
+        {k: runtime[k] for k in RUNTIME_POD_FIELDS if k in runtime},
+        {k: predictor[k] for k in PREDICTOR_POD_FIELDS if k in predictor},
+    )
+    containers = [
+        dict(c)
+        for c in as_list(runtime.get("containers"), "runtime containers")
+        if isinstance(c, Mapping)
+    ]
+    model = as_map(predictor.get("model"), "predictor.model")
+    if containers:
+        first = containers[0]
+        own = {k: v for k, v in model.items() if k not in MODEL_ONLY_FIELDS}
+        merged = dict(strategic_merge(first, own))
+        args = [*as_list(first.get("args"), "runtime args"), *as_list(own.get("args"), "args")]
+        if args:
+            merged["args"] = [
+                a.replace("{{.Name}}", obj.name) if isinstance(a, str) else a for a in args
+            ]
+        containers[0] = merged
+    pod["containers"] = containers
+    return PodRef(
+        obj, ("spec", "predictor"), pod, "predictor", replicas=predictor.get("minReplicas")
+    )
+
+
 def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
     kind, raw = obj.kind, obj.raw
     if kind == "Rollout":  # argoproj.io: spec.template as a Deployment's
@@ -830,6 +1276,14 @@ def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
         yield from _kaito(obj, ("spec", "template"), dig(raw, "spec", "replicas"))
     elif kind == "NIMService":
         yield from _nim_pod(obj)
+    elif kind == "DynamoGraphDeployment":
+        yield from _dynamo_pods(obj)
+    elif kind == "Model":
+        yield from _kubeai_pod(obj)
+    elif kind == "Playground":
+        yield from _llmaz_pod(obj)
+    elif kind in {"RoleBasedGroup", "RoleBasedGroupSet", "StormService"}:
+        yield from _rbg_pods(obj, rbg_group(obj))
 
 
 def controller_fills(obj: K8sObject) -> list[str]:

@@ -48,12 +48,14 @@ from gpustrata_policies.view.shell import (
 )
 
 __all__ = [
+    "API_SERVER_VENDOR_REPOS",
     "OTHER_PUBLISHERS",
     "SERVE_CONFIG_TYPE_SOURCE",
     "EngineArgs",
     "ServeConfig",
     "flags_starting_with",
     "image_publisher",
+    "preset_engine",
     "ray_version",
     "serve_config",
     "split_image",
@@ -65,6 +67,9 @@ __all__ = [
 _API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 _CLI_MODULE = "vllm.entrypoints.cli.main"
 """``python -m vllm.entrypoints.cli.main serve``: the module behind the ``vllm`` command."""
+_VLLM_REPO_PREFIX = "vllm-openai"
+_VLLM_REPOS = frozenset({"vllm-tpu"})
+"""Image repository names of the vLLM server besides ``vllm-openai*``."""
 _SHELL_REF = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -166,9 +171,9 @@ def _launch_flags(
     # No shell: `${VAR}` / `$VAR` reach the program as written; read them as unknown.
     expanded = [_SHELL_REF.sub(MARK, tok) if "$" in tok else tok for tok in expanded]
     flags = _vllm_invocation(expanded)
-    if flags is None and not command and _is_vllm_image(container.image):
+    if flags is None and not command and _runs_api_server(container.image):
         flags = expanded  # the image's entrypoint is the API server: args are the flags
-    if flags is None and not argv and _is_vllm_image(container.image):
+    if flags is None and not argv and _runs_api_server(container.image):
         flags = []
     return flags, None
 
@@ -327,11 +332,29 @@ def moving_tag(tag: str | None) -> str | None:
 
 
 def _is_vllm_image(image: Any) -> bool:
-    """An image that runs the vLLM server (any owner's ``vllm-openai``)."""
+    """An image that runs the vLLM server: any owner's repository named ``vllm-openai`` or
+    a variant of it (``vllm-openai-rocm``, ``vllm-openai-cpu``, ``vllm-openai-ubi9``), or
+    ``vllm-tpu``; their entrypoint is the OpenAI API server."""
     if not isinstance(image, str):
         return False
-    repo = split_image(image)[0]
-    return repo.rsplit("/", 1)[-1] in {"vllm-openai", "vllm-tpu", "vllm-openai-rocm"}
+    name = split_image(image)[0].rsplit("/", 1)[-1]
+    return name.startswith(_VLLM_REPO_PREFIX) or name in _VLLM_REPOS
+
+
+API_SERVER_VENDOR_REPOS = ("registry.redhat.io/rhaiis/vllm-",)
+"""Vendor builds of vLLM whose entrypoint is the OpenAI API server, so ``args`` are its flags,
+as the vendor documents (their tags are the vendor's versions, not vLLM's): Red Hat AI
+Inference Server runs ``registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.1.0 --model M
+--tensor-parallel-size 2`` (https://docs.redhat.com/zh-cn/documentation/red_hat_ai_inference_server/3.1/html-single/vllm_server_arguments/index,
+chapter 1; https://access.redhat.com/node/7118070 for 3.0.0)."""
+
+
+def _runs_api_server(image: Any) -> bool:
+    """Is the image's entrypoint vLLM's OpenAI API server (a ``vllm-openai*`` image, or a
+    vendor build of :data:`API_SERVER_VENDOR_REPOS`)?"""
+    if _is_vllm_image(image):
+        return True
+    return isinstance(image, str) and split_image(image)[0].startswith(API_SERVER_VENDOR_REPOS)
 
 
 def vllm_tagged_image(image: Any) -> bool:
@@ -401,6 +424,22 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
         port = engine.get_int("port")
         engine.port = port if port is not None else 8000
     return engine
+
+
+def preset_engine(source: str, script: str, env: Mapping[str, str]) -> EngineArgs | None:
+    """The engine of a command line a controller runs from its preset rather than the
+    manifest (KServe's ``vllm serve /mnt/models --tensor-parallel-size 2
+    ${VLLM_ADDITIONAL_ARGS}``), read with the one shell grammar
+    (:func:`~gpustrata_policies.view.shell.shell_commands`) and *env* as its variables;
+    None when the script runs no vLLM server."""
+    for words in shell_commands(script, dict(env), None):
+        flags = _vllm_invocation(words)
+        if flags is not None:
+            engine = EngineArgs(source=source)
+            engine.model = parse_flags(flags, engine.values, engine.written)
+            _mark_unknowns(engine, flags)
+            return engine
+    return None
 
 
 @dataclass(slots=True)
@@ -493,7 +532,6 @@ def _parse_serve_config(text: str) -> ServeConfig:
 
 _VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?)(?:-cu\d{3})?")
 """A vLLM image tag: ``v0.8.5``, ``v0.10.1.1``, ``v0.8.5.post1``, ``v0.20.2-cu129``."""
-_VLLM_REPOS = frozenset({"vllm-openai", "vllm-tpu", "vllm-openai-rocm"})
 OTHER_PUBLISHERS = {"lmcache": "LMCache"}
 """Owners of a ``vllm-openai`` image whose tags are their own project's versions
 (``lmcache/vllm-openai:v0.3.9`` is LMCache 0.3.9, built on some vLLM); a mirror

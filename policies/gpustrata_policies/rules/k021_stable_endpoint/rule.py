@@ -17,7 +17,7 @@ from gpustrata_policies.view.endpoints import (
     reach,
     services,
 )
-from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig, is_builtin
 
 Path = tuple[str | int, ...]
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -290,7 +290,7 @@ _CHECKS = {
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Exported endpoints, routes and Services lead to the port the engine serves on."""
     found = _CHECKS.get(obj.kind)
-    if found is not None:
+    if found is not None and (obj.kind != "Service" or is_builtin(obj)):  # not Knative's
         yield from found(ctx, obj)
 
 

@@ -1,0 +1,415 @@
+"""What launchers of vLLM that build the engine's Pod themselves decide and a manifest does
+not state: one "not evaluated" record per object, naming the controller and the fields.
+
+:mod:`gpustrata_policies.view.objects` reads the Pods such kinds state (a Dynamo service's
+``extraPodSpec``, the Pod KubeAI builds for a Model, a RoleBasedGroup's roles); this module
+links the objects a controller builds one Pod from (:func:`attach_partners`: a KServe
+InferenceService and its ServingRuntime, an llmaz Playground and its OpenModel) and says
+what the controllers fill in and what the view could not read, so a file of these kinds is
+never silently passed. Where the manifest states the parallelism but the controller
+writes the command line (a KServe LLMInferenceService), the engine is read the way the
+controller's preset writes it (:func:`~gpustrata_policies.view.vllm_args.preset_engine`) and
+the record says what it found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.vllm.flags import parse_flags
+from gpustrata_policies.view.objects import (
+    K8sObject,
+    as_list,
+    as_map,
+    dig,
+    is_read_kind,
+    kubeai_profile,
+    multi_pod_role,
+    rbg_group,
+)
+from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
+
+__all__ = ["KSERVE_PRESET_SOURCE", "attach_partners", "launcher_fills", "llmisvc_engine"]
+
+KSERVE_PRESET_SOURCE = "kserve/kserve@aaac4e2:config/llmisvcconfig"
+"""Where KServe's LLMInferenceServiceConfig presets write the vLLM command line
+(``config-llm-template.yaml``: ``vllm serve /mnt/models --served-model-name ... [--tensor-
+parallel-size <parallelism.tensor>] ${VLLM_ADDITIONAL_ARGS}``;
+``config-llm-worker-data-parallel.yaml``: also ``--data-parallel-size <data or 1>
+--data-parallel-size-local <dataLocal or 1>`` and ``--enable-expert-parallel``), the image,
+the probes and ``/dev/shm``."""
+KUBEAI_VALUES = "substratusai/kubeai@2f32ef4:charts/kubeai/values.yaml"
+"""KubeAI's default resource profiles (each ``nvidia-gpu-*`` profile: 1 ``nvidia.com/gpu`` per
+unit, no node selector) and vLLM images (``modelServers.VLLM.images``)."""
+LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
+"""llmaz's default vLLM BackendRuntime: ``python3 -m vllm.entrypoints.openai.api_server
+--model <path> --served-model-name <name> --port 8080`` on the chart's image."""
+
+
+def launcher_fills(obj: K8sObject) -> list[str]:
+    """Reasons the parts of *obj* that its launcher's controller decides are not evaluated
+    (empty for kinds that state their whole Pod). A value known only at deploy time makes
+    the whole object's launcher part one such record."""
+    if not is_read_kind(obj):
+        return []
+    reader = _READERS.get(obj.kind)
+    if reader is None:
+        return []
+    try:
+        return reader(obj)
+    except UnknownInput as exc:
+        return [f"{obj.kind}: {exc.reason}, so what its controller builds is not evaluated"]
+
+
+# --------------------------------------------------------------------------- KServe
+
+
+def _main_container(spec: Any) -> Mapping[str, Any]:
+    for c in as_list(dig(spec, "containers"), "containers"):
+        if isinstance(c, Mapping) and c.get("name") == "main":
+            return c
+    return {}
+
+
+def llmisvc_engine(obj: K8sObject, part: str = "template") -> EngineArgs | None:
+    """The engine a KServe LLMInferenceService runs in ``spec.<part>`` (``template`` or
+    ``worker``) when it states no command of its own: the preset's command line
+    (:data:`KSERVE_PRESET_SOURCE`) with ``spec.parallelism`` and the main container's
+    ``VLLM_ADDITIONAL_ARGS``; None where the manifest states the command (then the
+    container is read as written) or has no such part."""
+    spec = dig(obj.raw, "spec", part)
+    if not isinstance(spec, Mapping):
+        return None
+    main = _main_container(spec)
+    if main.get("command") is not None:
+        return None
+    parallelism = as_map(dig(obj.raw, "spec", "parallelism"), "spec.parallelism")
+    words = ["vllm", "serve", "/mnt/models"]
+    tensor = parallelism.get("tensor")
+    if tensor:
+        words += ["--tensor-parallel-size", str(tensor)]
+    if dig(obj.raw, "spec", "worker") is not None:
+        if not (parallelism.get("data") or parallelism.get("dataLocal")):
+            return None  # the pipeline-parallel worker preset: not read
+        # the data-parallel worker preset
+        if parallelism.get("expert") is True:
+            words.append("--enable-expert-parallel")
+        words += ["--data-parallel-size", str(parallelism.get("data") or 1)]
+        words += ["--data-parallel-size-local", str(parallelism.get("dataLocal") or 1)]
+    env = {
+        str(e["name"]): str(e["value"])
+        for e in as_list(main.get("env"), "env")
+        if isinstance(e, Mapping) and isinstance(e.get("name"), str)
+        if isinstance(e.get("value"), str | int | float)
+    }
+    script = " ".join(words) + " ${VLLM_ADDITIONAL_ARGS}"
+    engine = preset_engine(f"the KServe preset's vLLM command ({part})", script, env)
+    if engine is not None:
+        args = main.get("args")
+        if isinstance(args, list):  # the template's args reach `vllm serve` as "$@"
+            parse_flags([str(a) for a in args], engine.values, engine.written)
+    return engine
+
+
+def _llmisvc(obj: K8sObject) -> list[str]:
+    out = []
+    if dig(obj.raw, "spec", "baseRefs"):
+        out.append(
+            "LLMInferenceService names baseRefs: LLMInferenceServiceConfigs merged over the "
+            "presets, which may change the command line, image and Pods; not evaluated"
+        )
+    read: dict[str, list[str]] = {}  # what each part reads as -> the parts
+    for part in ("template", "worker"):
+        spec = dig(obj.raw, "spec", part)
+        engine = llmisvc_engine(obj, part)
+        if engine is None:
+            if isinstance(spec, Mapping) and not _main_container(spec).get("command"):
+                out.append(
+                    f"LLMInferenceService {part}: the KServe controller writes the vLLM "
+                    "command line from a multi-node preset gpustrata does not read "
+                    "(pipeline parallel); not evaluated"
+                )
+            continue
+        tp = engine.get_int("tensor_parallel_size") or 1
+        dp_local = engine.get_int("data_parallel_size_local") or 1
+        settings = ", ".join(f"{k}={v}" for k, v in sorted(engine.values.items()))
+        text = (
+            f"`vllm serve /mnt/models` with {settings or 'no flags'}, i.e. {tp * dp_local} "
+            f"GPU(s) per Pod (tensor {tp} x local data parallel {dp_local}) against "
+            f"{_stated_gpus(_main_container(spec))} nvidia.com/gpu stated"
+        )
+        read.setdefault(text, []).append(part)
+    if read:
+        parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
+        out.append(
+            "LLMInferenceService: the KServe controller writes the vLLM command line from its "
+            f"LLMInferenceServiceConfig presets ({KSERVE_PRESET_SOURCE}) with spec.parallelism "
+            f"and VLLM_ADDITIONAL_ARGS: {parts}; the image (so the vLLM release), probes and "
+            "/dev/shm are the preset's and not evaluated"
+        )
+    return out
+
+
+def _stated_gpus(container: Mapping[str, Any]) -> str:
+    for section in ("limits", "requests"):
+        value = dig(container, "resources", section, "nvidia.com/gpu")
+        if value is not None:
+            return str(value)
+    return "no"
+
+
+def _runtime_index(
+    objects: Iterable[K8sObject],
+) -> dict[tuple[str, str, str], K8sObject]:
+    index: dict[tuple[str, str, str], K8sObject] = {}
+    for obj in objects:
+        if obj.kind in ("ServingRuntime", "ClusterServingRuntime") and is_read_kind(obj):
+            index[(obj.kind, obj.namespace, obj.name)] = obj
+    return index
+
+
+def _formats(runtime: K8sObject) -> list[str]:
+    """The model formats a runtime is auto-selected for (``autoSelect: true``)."""
+    return [
+        str(f.get("name")).casefold()
+        for f in as_list(dig(runtime.raw, "spec", "supportedModelFormats"), "formats")
+        if isinstance(f, Mapping) and f.get("autoSelect") is True
+    ]
+
+
+def _runtime_of(
+    isvc: K8sObject, index: Mapping[tuple[str, str, str], K8sObject]
+) -> tuple[K8sObject | None, str]:
+    """The runtime KServe runs *isvc*'s ``predictor.model`` with, and how it was chosen (or
+    why none is known): ``runtime`` names a ServingRuntime of the namespace, else a
+    ClusterServingRuntime; without it, the one runtime auto-selected for its
+    ``modelFormat`` (the namespace's first)."""
+    model = as_map(dig(isvc.raw, "spec", "predictor", "model"), "predictor.model")
+    name = model.get("runtime")
+    if isinstance(name, str):
+        found = index.get(("ServingRuntime", isvc.namespace, name)) or index.get(
+            ("ClusterServingRuntime", "-", name)
+        )
+        return found, f"runtime {name!r}"
+    fmt = dig(model, "modelFormat", "name")
+    if not isinstance(fmt, str):
+        return None, "no runtime and no modelFormat"
+    for kind, namespace in (("ServingRuntime", isvc.namespace), ("ClusterServingRuntime", "-")):
+        candidates = [
+            o
+            for (k, ns, _), o in index.items()
+            if k == kind and ns == namespace
+            if fmt.casefold() in _formats(o)
+        ]
+        if len(candidates) == 1:
+            return candidates[0], f"modelFormat {fmt!r} (auto-selected)"
+        if len(candidates) > 1:
+            names = ", ".join(sorted(o.name for o in candidates))
+            return None, f"modelFormat {fmt!r}: several runtimes auto-select it ({names})"
+    return None, f"modelFormat {fmt!r}"
+
+
+def attach_partners(objects: Iterable[K8sObject]) -> None:
+    """Give each object whose controller builds its Pods from another object among
+    *objects* that object's spec (:attr:`K8sObject.merged_with`): a KServe InferenceService
+    whose ``predictor.model`` runs on a ServingRuntime (multi-node runtimes, with
+    ``workerSpec``, are left unmerged), an llmaz Playground its claimed OpenModel."""
+    every = list(objects)
+    index = _runtime_index(every)
+    models = {o.name: o for o in every if o.kind == "OpenModel" and is_read_kind(o)}
+    for obj in every:
+        if obj.kind == "Playground" and is_read_kind(obj):
+            claimed = models.get(str(dig(obj.raw, "spec", "modelClaim", "modelName")))
+            _merge(obj, dig(claimed.raw, "spec") if claimed is not None else None)
+            continue
+        if obj.kind != "InferenceService" or not is_read_kind(obj):
+            continue
+        if dig(obj.raw, "spec", "predictor", "model") is None:
+            continue
+        try:
+            runtime, how = _runtime_of(obj, index)
+        except UnknownInput as exc:
+            runtime, how = None, exc.reason
+        spec = dig(runtime.raw, "spec") if runtime is not None else None
+        multi_node = dig(obj.raw, "spec", "predictor", "workerSpec") is not None
+        if not isinstance(spec, Mapping) or spec.get("workerSpec") is not None or multi_node:
+            spec = None
+        _merge(obj, spec)
+        obj.memo[_HOW] = how if runtime is not None else f"{how}: not among the checked objects"
+
+
+def _merge(obj: K8sObject, spec: Any) -> None:
+    spec = spec if isinstance(spec, Mapping) else None
+    if spec is not obj.merged_with:
+        obj.forget_derived()  # its Pods change
+        obj.merged_with = spec
+
+
+_HOW = "kserve-runtime"
+"""Where :func:`attach_partners` notes how an InferenceService's runtime was chosen."""
+
+
+def _isvc(obj: K8sObject) -> list[str]:
+    model = dig(obj.raw, "spec", "predictor", "model")
+    if not isinstance(model, Mapping):
+        return []
+    if obj.merged_with is None:
+        how = obj.memo.get(_HOW, "runtime unknown")
+        return [
+            f"InferenceService predictor.model ({how}): the ServingRuntime KServe merges it "
+            "with (image, command, the runtime's args) is not read with it (not among the "
+            "checked objects, ambiguous, or multi-node); only what the InferenceService "
+            "states is evaluated"
+        ]
+    for pod in obj.pods():
+        containers = list(pod.containers(init=False))
+        if containers and vllm_engine(containers[0]) is None:
+            first = containers[0]
+            if first.raw.get("command") is None and "vllm" in str(first.image).lower():
+                return [
+                    f"InferenceService runs its runtime's image {first.image} without a "
+                    "command: that image's entrypoint is not known to gpustrata, so no vLLM "
+                    "engine is read from it (the merged Pod's GPUs and scheduling are)"
+                ]
+    return []
+
+
+# --------------------------------------------------------------------------- others
+
+
+def _dynamo(obj: K8sObject) -> list[str]:
+    workers = []
+    services = as_map(dig(obj.raw, "spec", "services"), "spec.services")
+    for name, service in services.items():
+        if not isinstance(service, Mapping):
+            continue
+        main = as_map(dig(service, "extraPodSpec", "mainContainer"), "mainContainer")
+        argv = [str(a) for key in ("command", "args") for a in as_list(main.get(key), key)]
+        module = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-m"), None)
+        if module is None or not module.startswith("dynamo.") or module == "dynamo.frontend":
+            continue
+        values: dict[str, Any] = {}
+        parse_flags(argv[argv.index(module) + 1 :], values)
+        nodes = dig(service, "multinode", "nodeCount")
+        gpus = dig(service, "resources", "limits", "gpu")
+        spread = f", multinode.nodeCount {nodes}: {nodes} Pods" if nodes else ""
+        workers.append(
+            f"'{name}' runs `python3 -m {module}` (tensor_parallel_size "
+            f"{values.get('tensor_parallel_size', 1)}, {gpus if gpus is not None else 'no'} "
+            f"GPU(s) per Pod{spread})"
+        )
+    if not workers:
+        return []
+    return [
+        f"DynamoGraphDeployment: service {'; '.join(workers)}: Dynamo's workers mix Dynamo's "
+        "flags with the engine's and the Dynamo operator builds their Pods (probes, /dev/shm, "
+        "multi-node launch), so the engine settings are not evaluated as a vLLM engine; the "
+        "Pods' GPUs, images and scheduling are"
+    ]
+
+
+def _kubeai(obj: K8sObject) -> list[str]:
+    engine = dig(obj.raw, "spec", "engine")
+    if engine is UNKNOWN:
+        raise UnknownInput("spec.engine")
+    if engine != "VLLM":
+        return [
+            f"KubeAI Model with engine {engine!r}: only the VLLM engine's Pod is read; the "
+            "KubeAI controller builds this one, which is not evaluated"
+        ]
+    profile = kubeai_profile(obj)
+    stated = dig(obj.raw, "spec", "resourceProfile")
+    if profile is None or not profile[0].startswith("nvidia-gpu-"):
+        gpus = (
+            f"resourceProfile {stated!r} is not an nvidia-gpu-* profile of the form NAME:COUNT, "
+            "so the Pod's GPUs are the installation's and not evaluated"
+        )
+    else:
+        gpus = (
+            f"resourceProfile {stated!r} is read as {profile[1]} nvidia.com/gpu (KubeAI's "
+            f"default profiles give one GPU per unit, {KUBEAI_VALUES})"
+        )
+    return [
+        f"KubeAI Model: {gpus}; the GPU model, node selector, tolerations and the vLLM image "
+        "(so the vLLM release) come from the installation's resourceProfiles and "
+        "modelServers.VLLM.images, which the manifest does not state"
+    ]
+
+
+def _llmaz(obj: K8sObject) -> list[str]:
+    claim = dig(obj.raw, "spec", "modelClaim", "modelName")
+    claims = [
+        m.get("name")
+        for m in as_list(dig(obj.raw, "spec", "modelClaims", "models"), "modelClaims")
+        if isinstance(m, Mapping)
+    ]
+    models = ", ".join(repr(m) for m in [claim, *claims] if isinstance(m, str)) or "none named"
+    backend = dig(obj.raw, "spec", "backendRuntimeConfig", "backendName") or "vllm"
+    if obj.pods():
+        return [
+            f"llmaz Playground: read as the Pod llmaz builds from the claimed OpenModel "
+            f"{models} (its first flavor's limits and node selector) and llmaz's default vLLM "
+            f"BackendRuntime (command, args, probes, 2Gi /dev/shm: {LLMAZ_BACKEND}); the "
+            "BackendRuntime's image (so the vLLM release) is the installation's and not "
+            "evaluated, and an installation that changes the BackendRuntime changes the rest"
+        ]
+    return [
+        f"llmaz Playground: the llmaz controller builds the inference Pods from the "
+        f"BackendRuntime {backend!r} (its image, command and args; llmaz's default vLLM one "
+        f"is {LLMAZ_BACKEND}) and the claimed OpenModel(s) {models} (their GPUs and node "
+        "selectors, from inferenceConfig.flavors); with the OpenModel not among the checked "
+        "objects, several models or another backend, the engine is not evaluated"
+    ]
+
+
+def _rbg(obj: K8sObject) -> list[str]:
+    out = []
+    group = rbg_group(obj)
+    for index, role in enumerate(as_list(dig(obj.raw, *group, "roles"), "roles")):
+        if not isinstance(role, Mapping):
+            continue
+        name = role.get("name", index)
+        if multi_pod_role(role):
+            out.append(
+                f"{obj.kind} role '{name}': each instance is podGroupSize "
+                f"{role['podGroupSize']} Pods running one engine across them, which gpustrata "
+                "does not assemble; the role is not evaluated"
+            )
+        if isinstance(role.get("customComponentsPattern"), Mapping):
+            out.append(
+                f"{obj.kind} role '{name}' uses customComponentsPattern: its Pods are not read"
+            )
+        if role.get("workload") is not None and role.get("template") is None:
+            out.append(f"{obj.kind} role '{name}': its workload's Pods are not stated")
+        ref = dig(role, "standalonePattern", "templateRef") or dig(
+            role, "leaderWorkerPattern", "templateRef"
+        )
+        if isinstance(ref, Mapping):
+            names = [
+                t.get("name")
+                for t in as_list(dig(obj.raw, *group, "roleTemplates"), "roleTemplates")
+                if isinstance(t, Mapping)
+            ]
+            if ref.get("name") not in names:
+                out.append(
+                    f"{obj.kind} role '{name}' takes its template from roleTemplates "
+                    f"{ref.get('name')!r}, which this object does not define: not evaluated"
+                )
+    return out
+
+
+_READERS: dict[str, Callable[[K8sObject], list[str]]] = {
+    "LLMInferenceService": _llmisvc,
+    "InferenceService": _isvc,
+    "DynamoGraphDeployment": _dynamo,
+    "Model": _kubeai,
+    "Playground": _llmaz,
+    "RoleBasedGroup": _rbg,
+    "RoleBasedGroupSet": _rbg,
+    "StormService": _rbg,
+}
+"""Each launcher kind's reader of what its controller decides (read only in the kind's own
+API group: :func:`launcher_fills` asks :func:`~gpustrata_policies.view.objects.is_read_kind`
+first)."""

@@ -1,0 +1,421 @@
+"""Every launcher form (issue 30 item 3): each kind read from a real manifest (sources in
+tests/data/launchers/SOURCES.md) yields engine sites the rules evaluate, or a "not
+evaluated" record naming what its controller decides; Kubernetes' own kinds are read only
+in Kubernetes' API groups (a Knative Service is no core Service)."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpustrata_policies import UNKNOWN, evaluate
+from gpustrata_policies.evaluate import find_rule, load_config
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.inputs.manifests import load_paths
+from gpustrata_policies.view.engines import EngineSite, engine_sites, image_release
+from gpustrata_policies.view.launchers import launcher_fills, llmisvc_engine
+from gpustrata_policies.view.objects import (
+    K8sObject,
+    is_builtin,
+    is_read_kind,
+    strategic_merge,
+)
+from gpustrata_policies.view.vllm_args import vllm_engine, vllm_version
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _fuzz import junk, mutated, record
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+LAUNCHERS = DATA / "launchers"
+
+
+def _load(name: str, folder: Path = LAUNCHERS) -> list[K8sObject]:
+    return load_paths([str(folder / name)])
+
+
+def _sites(objs: list[K8sObject], obj: K8sObject) -> list[EngineSite]:
+    rule = find_rule("V001")
+    assert rule is not None
+    return engine_sites(RuleContext(rule.meta, load_config(None), objs), obj)
+
+
+def _records(objs: list[K8sObject], resource: str) -> list[str]:
+    """The object's "not evaluated" records of no one rule: what its controller decides."""
+    report = evaluate(objs)
+    return [n.reason for n in report.not_evaluated if n.resource == resource and n.rule == "*"]
+
+
+# --------------------------------------------------------------------------- API groups
+
+
+def test_knative_service_is_a_workload_not_a_core_service() -> None:
+    """Regression: a serving.knative.dev Service was taken for a core Service (a known kind
+    with no Pods): its vLLM engine was never read and nothing was reported."""
+    objs = _load("jkwong888-gke-kueue-dws-llama3-knative-service.yaml")
+    (svc,) = objs
+    assert svc.kind == "Service" and is_read_kind(svc) and not is_builtin(svc)
+    (pod,) = svc.pods()
+    assert pod.gpu_count() == 1
+    (site,) = _sites(objs, svc)
+    assert site.engine.model == "meta-llama/Meta-Llama-3.1-8B-Instruct"
+    assert site.container is not None and site.container.name == "vllm"
+    report = evaluate(objs)
+    rules = {f.rule for f in report.findings if f.resource == "Service/default/llama3"}
+    assert "K013" in rules  # vllm/vllm-openai:latest: the engine's Pod is checked
+    assert "K021" not in rules  # no Service port check on a workload
+
+
+def test_core_kinds_only_in_kubernetes_groups() -> None:
+    core = K8sObject({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}})
+    assert is_builtin(core, "Service") and is_read_kind(core)
+    assert is_builtin(K8sObject({"apiVersion": "apps/v1", "kind": "Deployment"}))
+    assert is_builtin(K8sObject({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass"}))
+    assert is_builtin(K8sObject({"kind": "Deployment"}))  # no group named: read by kind
+    other = K8sObject({"apiVersion": "example.com/v1", "kind": "Deployment", "spec": {}})
+    assert not is_read_kind(other) and other.pods() == []
+    (record,) = [n.reason for n in evaluate([other]).not_evaluated]
+    assert record == "kind Deployment (example.com/v1) is not one gpustrata reads"
+
+
+# --------------------------------------------------------------------------- images
+
+
+def test_vllm_openai_variants_run_the_api_server() -> None:
+    for image, version in (
+        ("vllm/vllm-openai-rocm:v0.9.1", "0.9.1"),
+        ("docker.io/vllm/vllm-openai-cpu:v0.10.0", "0.10.0"),
+        ("quay.io/example/vllm-openai-ubi9:v0.8.5", "0.8.5"),
+    ):
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": image, "args": ["--model", "m"]}]},
+        }
+        ((container,),) = [list(p.containers()) for p in K8sObject(doc).pods()]
+        engine = vllm_engine(container)
+        assert engine is not None and engine.model == "m", image
+        assert vllm_version(image) == version
+    pod = {"containers": [{"name": "c", "image": "example/openai-vllm:1", "args": ["x"]}]}
+    obj = K8sObject({"kind": "Pod", "spec": pod})
+    assert vllm_engine(next(obj.containers())) is None
+
+
+def test_red_hat_ai_inference_server_runs_the_api_server_on_its_own_release() -> None:
+    """RHAIIS's image takes vLLM's flags as its args (Red Hat's documented `podman run`);
+    its tag is Red Hat's version: the vLLM release is the catalogue's mapping, never 3.0.0."""
+    image = "registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.0.0"
+    pod = {"containers": [{"name": "c", "image": image, "args": ["--model", "m", "-tp", "2"]}]}
+    obj = K8sObject({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod})
+    engine = vllm_engine(next(obj.containers()))
+    assert engine is not None and engine.model == "m"
+    assert engine.get_int("tensor_parallel_size") == 2
+    assert vllm_version(image) is None
+    found = image_release(image)
+    assert found is not None and found.version == "0.8.4"  # vendor_images, Red Hat's table
+
+
+# --------------------------------------------------------------------------- kinds
+
+
+def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
+    objs = _load("kubeai-llama-3.1-70b-instruct-fp8-h100.yaml")
+    (model,) = objs
+    assert is_read_kind(model)
+    (pod,) = model.pods()
+    assert pod.gpu_count() == 2  # resourceProfile nvidia-gpu-h100:2
+    (site,) = _sites(objs, model)
+    assert site.engine.model == "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8"
+    assert site.engine.get_int("tensor_parallel_size") == 2
+    assert site.engine.get_int("max_model_len") == 65536
+    assert site.image is UNKNOWN  # the installation's image: its release is not guessed
+    report = evaluate(objs)
+    resource = "Model/default/llama-3.1-70b-instruct-fp8-h100"
+    assert not [f for f in report.findings if f.resource == resource and f.rule == "V001"]
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "'nvidia-gpu-h100:2' is read as 2 nvidia.com/gpu" in record
+    assert "modelServers.VLLM.images" in record
+    unknown = {n.rule for n in report.not_evaluated if "unknown until the deployment" in n.reason}
+    assert {"K004", "K013", "V010", "V013"} <= unknown  # tolerations and image: KubeAI's
+
+
+def test_kubeai_model_of_another_engine_is_not_read_as_vllm() -> None:
+    obj = K8sObject(
+        {
+            "apiVersion": "kubeai.org/v1",
+            "kind": "Model",
+            "metadata": {"name": "g"},
+            "spec": {"engine": "OLlama", "resourceProfile": "nvidia-gpu-l4:1"},
+        }
+    )
+    assert obj.pods() == []
+    (record,) = launcher_fills(obj)
+    assert "engine 'OLlama'" in record
+    assert launcher_fills(K8sObject({"apiVersion": "example.com/v1", "kind": "Model"})) == []
+
+
+def test_rolebasedgroup_roles_from_templates_and_patches() -> None:
+    objs = _load("rbg-vllm-pd-disagg-with-mooncake-te.yaml")
+    rbg = next(o for o in objs if o.kind == "RoleBasedGroup")
+    assert is_read_kind(rbg)
+    roles = {p.role: p for p in rbg.pods()}
+    assert set(roles) == {"role 'router'", "role 'prefill'", "role 'decode'"}
+    prefill = roles["role 'prefill'"]
+    (vllm,) = prefill.containers()
+    assert vllm.image == "vllm/vllm-openai:latest"  # from roleTemplates 'vllm-base'
+    assert [e["name"] for e in vllm.env()] == ["POD_IP"]  # kept through the patch
+    assert prefill.gpu_count() == 1
+    sites = _sites(objs, rbg)
+    assert [s.gpu_pod.role for s in sites if s.gpu_pod] == ["role 'prefill'", "role 'decode'"]
+    assert all(s.engine.model == "Qwen/Qwen3-0.6B" for s in sites)
+    assert all(s.engine.get_int("tensor_parallel_size") == 1 for s in sites)
+    assert _records(objs, rbg.resource) == []
+
+
+def test_aibrix_stormservice_roles_are_pods() -> None:
+    objs = _load("aibrix-stormservice-1p1d.yaml", DATA / "field-corpus-2")
+    (storm,) = objs
+    assert is_read_kind(storm)
+    sites = _sites(objs, storm)
+    assert [s.gpu_pod.role for s in sites if s.gpu_pod] == ["role 'prefill'", "role 'decode'"]
+    assert all(s.engine.model == "/models/Qwen3-8B" for s in sites)
+    assert all(s.gpu_pod is not None and s.gpu_pod.gpu_count() == 1 for s in sites)
+    # No readinessProbe, no aibrix-runtime sidecar (no model.aibrix.ai/sidecar-injection
+    # annotation), and AIBrix's gateway routes to Ready Pods: V011 is real.
+    report = evaluate(objs)
+    assert sorted(f.rule for f in report.findings if f.enforcement == "mandatory") == [
+        "V011",
+        "V011",
+    ]
+    many = {
+        "apiVersion": "orchestration.aibrix.ai/v1alpha1",
+        "kind": "StormService",
+        "metadata": {"name": "tp"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "roles": [
+                        {
+                            "name": "decode",
+                            "podGroupSize": 2,
+                            "template": {"spec": {"containers": [{"name": "c"}]}},
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    obj = K8sObject(many)
+    assert obj.pods() == []
+    (record,) = launcher_fills(obj)
+    assert "podGroupSize 2 Pods" in record and "not evaluated" in record
+
+
+def test_llmaz_playground_runs_the_pod_llmaz_builds_from_its_openmodel() -> None:
+    objs = _load("llmaz-huggingface-playground.yaml")
+    model, playground = objs
+    assert is_read_kind(model) and is_read_kind(playground)
+    report = evaluate(objs)  # gives the Playground its claimed OpenModel
+    assert model.pods() == []
+    (pod,) = playground.pods()
+    assert pod.gpu_count() == 1  # flavor t4: nvidia.com/gpu 1
+    (site,) = _sites(objs, playground)
+    assert site.engine.model == "/workspace/models/models--facebook--opt-125m"
+    assert site.engine.get("served_model_name") == "opt-125m" and site.engine.port == 8080
+    assert site.image is UNKNOWN
+    assert not [f for f in report.findings if f.rule in {"V001", "V011", "V009"}]
+    assert _records(objs, model.resource) == []
+    (record,) = _records(objs, playground.resource)
+    assert "read as the Pod llmaz builds from the claimed OpenModel 'opt-125m'" in record
+    # Without its OpenModel the Playground's Pods are llmaz's: said, not built.
+    alone = [playground]
+    assert evaluate(alone) and playground.pods() == []
+    (record,) = _records(alone, playground.resource)
+    assert "BackendRuntime 'vllm'" in record and "not among the checked objects" in record
+
+
+def test_llmisvc_engine_from_parallelism_and_additional_args() -> None:
+    objs = _load("kserve-llmisvc-dp-ep-deepseek-r1-gpu-naive.yaml")
+    (svc,) = objs
+    for part in ("template", "worker"):
+        engine = llmisvc_engine(svc, part)
+        assert engine is not None
+        assert engine.model == "/mnt/models"
+        assert engine.get_int("tensor_parallel_size") == 1
+        assert engine.get_int("data_parallel_size") == 16
+        assert engine.get_int("data_parallel_size_local") == 8
+        assert engine.get("enable_expert_parallel") is True
+        assert engine.get_int("max_model_len") == 8192  # VLLM_ADDITIONAL_ARGS
+        assert engine.get("enforce_eager") is True
+    (record,) = [r for r in _records(objs, svc.resource) if r.startswith("LLMInferenceService")]
+    assert (
+        "template and worker read as `vllm serve /mnt/models` with data_parallel_size=16" in record
+    )
+    assert "8 GPU(s) per Pod (tensor 1 x local data parallel 8) against 8" in record
+
+
+def test_llmisvc_with_its_own_command_is_read_as_written() -> None:
+    doc = {
+        "apiVersion": "serving.kserve.io/v1alpha2",
+        "kind": "LLMInferenceService",
+        "metadata": {"name": "x"},
+        "spec": {"template": {"containers": [{"name": "main", "command": ["vllm", "serve"]}]}},
+    }
+    assert llmisvc_engine(K8sObject(doc)) is None
+
+
+def test_dynamo_services_are_pods_and_the_worker_is_said_not_evaluated() -> None:
+    objs = _load("ai-dynamo-dynamo-vllm-disagg-multinode.yaml", DATA / "field-corpus-1")
+    (dgd,) = objs
+    assert is_read_kind(dgd)
+    pods = {p.role: p for p in dgd.pods()}
+    assert set(pods) == {"service 'Frontend'", "service 'decode'", "service 'prefill'"}
+    assert pods["service 'decode'"].gpu_count() == 1  # resources.limits.gpu
+    assert pods["service 'Frontend'"].gpu_count() == 0
+    records = _records(objs, dgd.resource)
+    assert not [r for r in records if "not one gpustrata reads" in r]
+    (record,) = records
+    assert (
+        "'decode' runs `python3 -m dynamo.vllm` (tensor_parallel_size 2, 1 GPU(s) per Pod, "
+        "multinode.nodeCount 2: 2 Pods)" in record
+    )
+    assert "'prefill' runs" in record and "'Frontend'" not in record
+
+
+def test_strategic_merge_by_name() -> None:
+    base = {"spec": {"containers": [{"name": "a", "image": "i", "env": [{"name": "X"}]}]}}
+    patch = {"spec": {"containers": [{"name": "a", "args": ["y"]}, {"name": "b"}]}}
+    merged = {"name": "a", "image": "i", "env": [{"name": "X"}], "args": ["y"]}
+    assert strategic_merge(base, patch) == {"spec": {"containers": [merged, {"name": "b"}]}}
+    assert strategic_merge({"a": [1, 2]}, {"a": [3]}) == {"a": [3]}
+
+
+def test_rolebasedgroup_leader_worker_pattern_patches_each_part() -> None:
+    (rbg,) = _load("rbg-leader-worker-pattern.yaml")
+    pods = {p.role: p for p in rbg.pods()}
+    assert set(pods) == {
+        "role 'prefill' leader",
+        "role 'prefill' worker",
+        "role 'decode' leader",
+        "role 'decode' worker",
+    }
+    for part in ("leader", "worker"):
+        (nginx,) = pods[f"role 'prefill' {part}"].containers()
+        assert nginx.literal_env() == {"ROLE": part}
+        assert pods[f"role 'prefill' {part}"].labels == {"app": "inference", "role": part}
+    (decode,) = pods["role 'decode' leader"].containers()  # templateRef 'base-template'
+    assert str(decode.image).endswith("nginx:1.14.1-8.6") and decode.env() == []
+
+
+def test_inferenceservice_runs_the_pod_kserve_merges_from_its_runtime() -> None:
+    objs = _load("rhoai-api-docs-multi-gpu-model.yaml")
+    report = evaluate(objs)  # attaches each InferenceService's runtime
+    isvc = next(o for o in objs if o.kind == "InferenceService")
+    assert isvc.merged_with is not None
+    (pod,) = isvc.pods()
+    (main,) = pod.containers()
+    assert main.image == "quay.io/modh/vllm:rhoai-2.20-cuda"  # the runtime's
+    assert "--tensor-parallel-size=4" in main.raw["args"]  # the runtime's args
+    assert pod.gpu_count() == 4  # the InferenceService's resources
+    assert main.resources("limits")["memory"] == "192Gi"
+    assert [t["key"] for t in pod.spec["tolerations"]] == ["nvidia.com/gpu", "nvidia.com/gpu-model"]
+    assert pod.volumes()["shm"]["emptyDir"]["sizeLimit"] == "32Gi"  # the runtime's /dev/shm
+    # quay.io/modh/vllm names no command and its entrypoint is not catalogued: said, not guessed
+    (record,) = [n.reason for n in report.not_evaluated if n.resource == isvc.resource]
+    assert "entrypoint is not known" in record
+
+
+def test_inferenceservice_auto_selects_the_vllm_runtime_and_its_engine() -> None:
+    """kserve/kserve's ClusterServingRuntime with an InferenceService of its model format:
+    the engine is the runtime's command with the InferenceService's args after its own."""
+    isvc = K8sObject(
+        {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "qwen", "namespace": "llm"},
+            "spec": {
+                "predictor": {
+                    "model": {
+                        "modelFormat": {"name": "vllm"},
+                        "storageUri": "hf://Qwen/Qwen2.5-7B-Instruct",
+                        "args": ["--tensor-parallel-size=2"],
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                    }
+                }
+            },
+        }
+    )
+    objs = [*_load("kserve-vllmserver-runtime.yaml"), isvc]
+    report = evaluate(objs)
+    assert isvc.merged_with is not None
+    (site,) = _sites(objs, isvc)
+    assert site.engine.get_int("tensor_parallel_size") == 2
+    assert site.engine.get("served_model_name") == "qwen"  # {{.Name}}
+    assert site.gpu_pod is not None and site.gpu_pod.gpu_count() == 2
+    assert not [f for f in report.findings if f.resource == isvc.resource and f.rule == "V001"]
+    alone = evaluate([isvc])
+    (record,) = [n.reason for n in alone.not_evaluated if n.rule == "*"]
+    assert "modelFormat 'vllm': not among the checked objects" in record
+
+
+def test_rolebasedgroupset_reads_its_group_template() -> None:
+    (rbgs,) = _load("rbgs-base.yaml")
+    assert is_read_kind(rbgs)
+    roles = {p.role: p for p in rbgs.pods()}
+    assert set(roles) == {"role 'prefill'", "role 'decode'"}
+    assert roles["role 'decode'"].replicas == 2
+    where = ("spec", "groupTemplate", "spec", "roles", 0, "standalonePattern", "template", "spec")
+    assert roles["role 'prefill'"].path == where
+
+
+# --------------------------------------------------------------------------- odd input
+
+
+def test_a_launcher_field_known_only_at_deploy_time_is_one_record() -> None:
+    for api, kind, spec, what in (
+        ("nvidia.com/v1alpha1", "DynamoGraphDeployment", {"services": UNKNOWN}, "spec.services"),
+        (
+            "serving.kserve.io/v1alpha2",
+            "LLMInferenceService",
+            {"parallelism": UNKNOWN, "template": {"containers": [{"name": "main"}]}},
+            "spec.parallelism",
+        ),
+        ("workloads.x-k8s.io/v1alpha2", "RoleBasedGroup", {"roles": UNKNOWN}, "roles"),
+        ("kubeai.org/v1", "Model", {"engine": UNKNOWN}, "spec.engine"),
+    ):
+        doc = {"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+        report = evaluate([doc])
+        assert not [f for f in report.findings if f.internal]
+        (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+        assert record == (
+            f"{kind}: {what} is unknown until the deployment runs, so what its controller "
+            "builds is not evaluated"
+        )
+
+
+SEEDS = [[dict(o.raw) for o in _load(p.name)] for p in sorted(LAUNCHERS.glob("*.yaml"))] + [
+    [
+        dict(o.raw)
+        for o in _load("ai-dynamo-dynamo-vllm-disagg-multinode.yaml", DATA / "field-corpus-1")
+    ]
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_launchers_survive_odd_values(data: st.DataObject) -> None:
+    """The readers of each launcher kind (pods, runtimes, records) never crash the
+    evaluation on odd or unknown values: every rule reports, none internally fails."""
+    objects = copy.deepcopy(data.draw(st.sampled_from(SEEDS)))
+    odd = junk(unknown=UNKNOWN)
+    for _ in range(data.draw(st.integers(1, 3))):
+        index = data.draw(st.integers(0, len(objects) - 1))
+        objects[index] = data.draw(mutated(objects[index], odd, max_steps=4))
+    with record("launchers-odd-values"):
+        report = evaluate([K8sObject(o) for o in objects if isinstance(o, dict)])
+    assert not [f for f in report.findings if f.internal]
+    assert all(n.reason for n in report.not_evaluated)
