@@ -55,7 +55,7 @@ def _records(objs: list[K8sObject], resource: str) -> list[str]:
 def test_knative_service_is_a_workload_not_a_core_service() -> None:
     """Regression: a serving.knative.dev Service was taken for a core Service (a known kind
     with no Pods): its vLLM engine was never read and nothing was reported."""
-    objs = _load("jkwong888-gke-kueue-dws-llama3-knative-service.yaml")
+    objs = _load("knative-service-vllm.yaml")
     (svc,) = objs
     assert svc.kind == "Service" and is_read_kind(svc) and not is_builtin(svc)
     (pod,) = svc.pods()
