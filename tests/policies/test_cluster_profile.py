@@ -392,3 +392,14 @@ def test_the_reference_page_example_is_a_valid_profile(tmp_path: Path) -> None:
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
     ]
     assert objects[0]["spec"]["taints"] == []
+
+
+def test_gpu_taints_decide_k004_without_pools() -> None:
+    """Without pool data K004 reads the taints GPU nodes carry from the profile."""
+    untainted, _ = _records("gpu_taints: []\n")
+    assert not _messages(untainted, "K004")  # the cluster's GPU nodes carry no taint
+    tainted, _ = _records(
+        "distribution: kubeadm\ngpu_taints: [{key: dedicated, value: gpu, effect: NoSchedule}]\n"
+    )
+    (message,) = _messages(tainted, "K004")
+    assert "dedicated=gpu:NoSchedule" in message and "cluster profile gpu_taints" in message

@@ -197,7 +197,8 @@ _PROFILE_READERS = [
     ),
     (
         "gpu_taints, pools",
-        "K004, K005, K017, R006 and every rule that reads pools (as GpuNodePool)",
+        "K004 (gpu_taints alone decide it when no pool is described), K005, K017, R006 and "
+        "every rule that reads pools (as GpuNodePool)",
     ),
     ("versions.kubernetes, versions.nvidia_driver", "the pools' kubelet minor and driver (O002)"),
     ("versions.kuberay", "K007, R004, R005 (the KubeRay operator's release)"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
@@ -23,6 +23,7 @@ from gpustrata_policies.view.nodes import (
 )
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.pools import tolerates
+from gpustrata_policies.view.profile import active_profile
 
 DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}
 
@@ -48,6 +49,17 @@ def _tolerates_some_taint(tolerations: list[Mapping[str, Any]]) -> bool:
     return any(
         (tol.get("effect") or "") in ("", "NoSchedule", "NO_SCHEDULE") for tol in tolerations
     )
+
+
+def _untolerated_profile_taints(taints: Iterable[Any], tolerations: list[Mapping[str, Any]]) -> str:
+    """The profile's NoSchedule/NoExecute GPU taints the tolerations miss, as text ('' when
+    none)."""
+    hard = [
+        {"key": t.key, "value": t.value, "effect": t.effect}
+        for t in taints
+        if t.effect in ("NoSchedule", "NoExecute")
+    ]
+    return ", ".join(_taint(t) for t in hard if not tolerates(tolerations, t))
 
 
 def _admission_note(admission: Admission) -> str:
@@ -93,6 +105,19 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         admission = cluster_admission(ctx, pod)
         requested = set(gpu_requests(pod, extra))
         tolerations = [*stated, *admitted_tolerations(admission, requested)]
+        profile = active_profile()
+        if not pools and profile is not None and profile.gpu_taints is not None:
+            # The cluster profile states the taints GPU nodes carry: judged exactly.
+            untolerated = _untolerated_profile_taints(profile.gpu_taints, tolerations)
+            if untolerated:
+                yield ctx.violation(
+                    obj,
+                    f"pod{pod.where} requests {gpus} GPU(s) but does not tolerate "
+                    f"{untolerated}, which GPU nodes carry (cluster profile gpu_taints)"
+                    f"{_admission_note(admission)}; it stays Pending",
+                    path,
+                )
+            continue
         if not pools:
             # Without pool data a Pod that tolerates some taint of its own cluster
             # (nodetype=gpu, a MIG resource key) is not judged: only one that tolerates
