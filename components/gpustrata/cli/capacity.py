@@ -240,7 +240,8 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
     if args.model is not None:
         arch = _resolve_model(args.model)
     elif spec is not None:
-        found = resolve_architecture(spec.model, load_model_catalog())
+        project = Path(args.project_dir)  # where plan resolved it, inside the project
+        found = resolve_architecture(spec.model, load_model_catalog(), project, project)
         if found is None:
             raise InputError(
                 f"stack model {spec.name}: {spec.model!r} is not in the model catalogue; "

@@ -84,11 +84,12 @@ def read_chunks(read: Any, name: str) -> bytes:
     return b"".join(chunks)
 
 
-def read_text_file(path: Path) -> str:
+def read_text_file(path: Path, max_bytes: int | None = None) -> str:
     """Read a regular file; FIFOs, devices, sockets and broken links are refused unopened.
 
     Opened non-blocking and checked with ``fstat`` on the open descriptor, so a path
-    swapped for a FIFO after the check cannot block the run.
+    swapped for a FIFO after the check cannot block the run. A file over *max_bytes*
+    (when given) is refused by its size before any of it is read.
     """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -104,9 +105,21 @@ def read_text_file(path: Path) -> str:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise special_file_error(path, file_kind(mode))
+        size = os.fstat(fd).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise TextFileError(
+                str(path),
+                f"{size:,} bytes, over the {max_bytes:,} bytes gpustrata reads from this "
+                "kind of file: is it the right file?",
+            )
         os.set_blocking(fd, True)
         try:
-            data = read_chunks(file.read, str(path))
+            if max_bytes is not None:  # a file that grows while it is read stops here
+                data = file.read(max_bytes + 1)
+                if len(data) > max_bytes:
+                    raise TextFileError(str(path), f"over {max_bytes:,} bytes while read")
+            else:
+                data = read_chunks(file.read, str(path))
         except OSError as exc:
             raise TextFileError(str(path), f"cannot read ({exc.strerror})") from None
     return decode_text(data, str(path))
