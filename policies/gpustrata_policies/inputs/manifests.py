@@ -44,13 +44,23 @@ _HELM_ACTION = re.compile(
     re.MULTILINE,
 )
 _YAML_COMMENT = re.compile(r"(?:^|\s)#")
+# What may stand before an action that is YAML structure, not inside a scalar: indentation,
+# list dashes, one plain or quoted key and its colon. After anything else (a quote that
+# opens a string, `x-` of a plain scalar) the action is text of a value, as a chart passes
+# it through `tpl` and Kubernetes stores it: JSON of the same object reads it as text too.
+_OUTSIDE_SCALAR = re.compile(
+    r"[ \t]*(?:-[ \t]+)*(?:(?:[^\s#'\"{\[-][^:#]*|\"[^\"]*\"|'[^']*'):[ \t]+(?:-[ \t]+)*)?"
+)
 
 
 def _helm_action(text: str) -> re.Match[str] | None:
-    """The first Helm template action outside a YAML comment, else ``None``."""
+    """The first Helm template action outside a YAML comment and outside a scalar value,
+    else ``None``."""
     for match in _HELM_ACTION.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
-        if not _YAML_COMMENT.search(text, line_start, match.start()):
+        if _YAML_COMMENT.search(text, line_start, match.start()):
+            continue
+        if _OUTSIDE_SCALAR.fullmatch(text, line_start, match.start()):
             return match
     return None
 
