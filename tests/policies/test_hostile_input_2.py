@@ -152,3 +152,79 @@ def test_the_pack_refuses_a_bad_config_at_configure(analyzer: Any) -> None:
         assert says in details and fix in details and len(details) < 400, details
     configure({"shm-for-multi-gpu": {"minShmSize": "4Gi"}, "pinned-images": {}})
     configure({})
+
+
+# --- item 10: odd container args and pool sizes, and the two adapters agree ------------
+
+
+@pytest.mark.parametrize("args", [5, True, "serve --tp 2", {"a": 1}])
+def test_args_that_are_no_list_are_no_internal_error(args: object) -> None:
+    container = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.8.5",
+        "command": ["vllm", "serve", "Qwen/Qwen2.5-1.5B-Instruct"],
+        "args": args,
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+    }
+    doc = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "llm"},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+    assert _internal_errors(evaluate(load_text(json.dumps(doc), "d.json"))) == []
+
+
+R006 = REPO / "policies/gpustrata_policies/rules/r006_upgrade_capacity"
+
+
+@pytest.mark.parametrize("max_size", [-1e308, -1, 1e308, 2.5, "1e400"])
+def test_a_pool_size_that_is_no_count_reads_the_same_in_check_and_the_pack(
+    max_size: object,
+) -> None:
+    from _grpc import resource_props, resource_token
+
+    from gpustrata_policies import objects_from_pulumi
+
+    (path,) = sorted(R006.glob("good-*.yaml"))[:1]
+    raws = [dict(o.raw) for o in load_text(path.read_text(encoding="utf-8"), path.name)]
+    raws = [
+        {**r, "spec": {**r["spec"], "maxSize": max_size}} if r["kind"] == "GpuNodePool" else r
+        for r in raws
+    ]
+    triples = [
+        (resource_token(r), f"r{i}", resource_props(resource_token(r), r))
+        for i, r in enumerate(raws)
+    ]
+    pack = evaluate(objects_from_pulumi(triples))
+    check = evaluate(load_text(yaml.safe_dump_all(raws), "x.yaml"))
+    for report in (pack, check):
+        assert _internal_errors(report) == []
+        assert not [f for f in report.findings if f.rule == "R006"]
+        assert any(n.rule == "R006" and "no maxSize" in n.reason for n in report.not_evaluated)
+
+
+def test_a_pool_size_through_the_grpc_pack_is_no_overflow(analyzer: Any) -> None:
+    from _grpc import resource_props, resource_token, resource_urn, to_struct
+    from pulumi.runtime.proto import analyzer_pb2
+
+    analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
+    (path,) = sorted(R006.glob("good-*.yaml"))[:1]
+    resources = []
+    for i, obj in enumerate(load_text(path.read_text(encoding="utf-8"), path.name)):
+        raw = dict(obj.raw)
+        if raw["kind"] == "GpuNodePool":
+            raw = {**raw, "spec": {**raw["spec"], "maxSize": -1e308}}
+        token = resource_token(raw)
+        resources.append(
+            analyzer_pb2.AnalyzerResource(
+                type=token,
+                properties=to_struct(resource_props(token, raw)),
+                urn=resource_urn(token, f"r{i}"),
+                name=f"r{i}",
+            )
+        )
+    stack = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=resources))
+    messages = [d.message for d in stack.diagnostics]
+    assert not any("internal error" in m or "Overflow" in m for m in messages), messages
+    assert not any(m.startswith("[R006]") for m in messages), messages
