@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from gpustrata.core.errors import InputError
+from gpustrata.core.terminal import clipped
 
 __all__ = ["PROJECT_FILES", "Project", "read_project"]
 
@@ -97,8 +98,29 @@ def read_project(project_dir: Path) -> Project:
         raise _fail(path, "runtime: required, a name (python) or a mapping with name and options")
     if "config" in data and not isinstance(data["config"], dict | type(None)):
         raise _fail(path, "config: expected a mapping of config keys")
-    config_dir = project_dir / data.get("stackConfigDir", ".")
+    config_dir = _inside(path, project_dir, "stackConfigDir", data.get("stackConfigDir", "."))
     if not config_dir.is_dir():
         raise _fail(path, f"stackConfigDir: {config_dir} is not a folder")
-    main = project_dir / data["main"] if data.get("main") else None
+    main = _inside(path, project_dir, "main", data["main"]) if data.get("main") else None
     return Project(project_dir, name, runtime, config_dir, path, main)
+
+
+def _inside(path: Path, project_dir: Path, key: str, value: str) -> Path:
+    """*value* (``main`` or ``stackConfigDir``) under *project_dir*, refused when it leads
+    out of the project: absolute, through ``..`` or a symbolic link. A project file from
+    a pull request must not make ``plan`` run or read a file elsewhere, as a stack's
+    ``models[].model`` may not."""
+    target = project_dir / value
+    try:
+        leaves = Path(value).is_absolute() or not target.resolve().is_relative_to(
+            project_dir.resolve()
+        )
+    except (OSError, RuntimeError):  # a link loop
+        leaves = True
+    if leaves:
+        raise _fail(
+            path,
+            f"{key}: {clipped(value)!r} leads outside the project; Pulumi.yaml may only "
+            f"name a {'file or folder' if key == 'main' else 'folder'} inside it: move it in",
+        )
+    return target
