@@ -55,3 +55,18 @@ def test_a_tensor_parallel_size_no_instance_holds_is_a_listed_rejection(
     data = json.loads(out, parse_constant=pytest.fail)  # no Infinity or NaN
     reasons = [r["reason"] for r in data["rejected"]]
     assert any("TP 64 x PP 1 needs 64 GPUs per replica" in r for r in reasons), reasons
+
+
+def test_a_stack_of_more_models_than_plan_serves_is_refused() -> None:
+    """plan takes ~44 ms a model (10,000 did not finish in two minutes): at most 200."""
+    from _stacks import stack_doc
+
+    from gpustrata.core.errors import StackError
+    from gpustrata.spec.loader import validate_stack
+    from gpustrata.spec.stack import MAX_MODELS
+
+    doc = stack_doc("dev")
+    model = doc["models"][0]
+    doc["models"] = [{**model, "name": f"m{i}"} for i in range(MAX_MODELS + 1)]
+    with pytest.raises(StackError, match=r"models: a list is too long; .*at most 200"):
+        validate_stack(doc, file="x.yaml")

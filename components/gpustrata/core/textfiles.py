@@ -24,6 +24,7 @@ __all__ = [
     "read_chunks",
     "read_text_file",
     "special_file_error",
+    "too_large",
 ]
 
 
@@ -60,19 +61,24 @@ def special_file_error(path: Path, why: str) -> TextFileError:
     )
 
 
-def read_chunks(read: Any, name: str) -> bytes:
-    """Read to the end in chunks, refusing binary data at its first chunk (``/dev/zero``).
+def read_chunks(read: Any, name: str, max_bytes: int | None = None) -> bytes:
+    """Read to the end in chunks, refusing binary data at its first chunk (``/dev/zero``)
+    and, when *max_bytes* is given, more than that many bytes.
 
     What is reported is what reading it all would report: a byte that is not UTF-8
     (read so far) before the NUL bytes.
     """
     chunks: list[bytes] = []
+    total = 0
     while True:
         chunk = read(_CHUNK)
         if not chunk:
             break
         if isinstance(chunk, str):
             chunk = chunk.encode("utf-8")
+        total += len(chunk)
+        if max_bytes is not None and total > max_bytes:
+            raise TextFileError(name, too_large(max_bytes))
         chunks.append(chunk)
         if b"\x00" in chunk:
             data = b"".join(chunks)
@@ -107,22 +113,21 @@ def read_text_file(path: Path, max_bytes: int | None = None) -> str:
             raise special_file_error(path, file_kind(mode))
         size = os.fstat(fd).st_size
         if max_bytes is not None and size > max_bytes:
-            raise TextFileError(
-                str(path),
-                f"{size:,} bytes, over the {max_bytes:,} bytes gpustrata reads from this "
-                "kind of file: is it the right file?",
-            )
+            raise TextFileError(str(path), f"{size:,} bytes, {too_large(max_bytes)}")
         os.set_blocking(fd, True)
         try:
-            if max_bytes is not None:  # a file that grows while it is read stops here
-                data = file.read(max_bytes + 1)
-                if len(data) > max_bytes:
-                    raise TextFileError(str(path), f"over {max_bytes:,} bytes while read")
-            else:
-                data = read_chunks(file.read, str(path))
+            data = read_chunks(file.read, str(path), max_bytes)  # a growing file stops too
         except OSError as exc:
             raise TextFileError(str(path), f"cannot read ({exc.strerror})") from None
     return decode_text(data, str(path))
+
+
+def too_large(max_bytes: int) -> str:
+    """Why an input over *max_bytes* is refused, with the fix."""
+    return (
+        f"over the {max_bytes:,} bytes gpustrata reads from one input of this kind: is it "
+        "the right file? Split it, or check its parts one by one"
+    )
 
 
 def decode_text(data: bytes, name: str) -> str:

@@ -32,6 +32,9 @@ from gpustrata_policies.view.objects import K8sObject
 __all__ = ["VALUES_CHARTS", "InputError", "load_paths", "load_text", "load_values"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+MAX_INPUT_BYTES = 64 << 20
+"""The largest manifest file or stdin ``check`` reads: peak memory grows about 24 MiB per
+input MB (100 MB of JSON: 2.4 GB), so more is refused by its size, before it is read."""
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
 # Helm (Go template) actions left in the text: the chart's objects (`.Values`, `.Release`,
 # ...) and `include "..."` anywhere, control actions (`{{- if`, `{{ end }}`) at the start
@@ -598,17 +601,17 @@ def load_paths(paths: list[str], stdin: Any = None) -> list[K8sObject]:
             )
         if raw == "-":
             source = getattr(stdin, "buffer", stdin)
-            data = read_chunks(source.read, "<stdin>") if source is not None else b""
+            data = b"" if source is None else read_chunks(source.read, "<stdin>", MAX_INPUT_BYTES)
             objects.extend(load_text(decode_text(data, "<stdin>"), "<stdin>"))
             continue
         path = FsPath(raw)
         if path.is_dir():
             for file in _folder_files(path):
-                objects.extend(load_text(read_text_file(file), str(file)))
+                objects.extend(load_text(read_text_file(file, MAX_INPUT_BYTES), str(file)))
         elif not path.exists() and not path.is_symlink():
             raise InputError(f"{raw}: no such file or directory")
         else:
-            objects.extend(load_text(read_text_file(path), str(path)))
+            objects.extend(load_text(read_text_file(path, MAX_INPUT_BYTES), str(path)))
     return objects
 
 
