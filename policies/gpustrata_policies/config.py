@@ -208,7 +208,8 @@ def _flat_settings(
 
 def _threshold(value: Any, kind: str, key: str, where: str) -> Any:
     """A threshold checked against its declared JSON-schema type: a boolean, a finite
-    number of at least 0, a positive Kubernetes quantity for a ``*_size`` string.
+    number from 1 (every numeric threshold is a count, a duration or a factor that rules
+    read as >= 1), a positive Kubernetes quantity for a ``*_size`` string.
 
     A value a rule cannot use is refused here, naming it and the fix, rather than
     turning the rule into "not evaluated" everywhere (``minShmSize: 4GB``)."""
@@ -225,9 +226,10 @@ def _threshold(value: Any, kind: str, key: str, where: str) -> Any:
         what = "an integer" if kind == "integer" else "a number"
         if isinstance(value, bool) or not isinstance(value, wanted):
             raise ConfigError(f"{where}: {shown} is not {what}; write {what} such as 2")
-        if not math.isfinite(value) or value < 0 or value > _MAX_THRESHOLD:
+        if not math.isfinite(value) or value < 1 or value > _MAX_THRESHOLD:
             raise ConfigError(
-                f"{where}: {shown} is out of range; write {what} from 0 to {_MAX_THRESHOLD:,}"
+                f"{where}: {shown} is out of range; write {what} from 1 to "
+                f"{_MAX_THRESHOLD:,} (to switch the check off: enforcementLevel: disabled)"
             )
         return value
     if kind == "string" and key.endswith("_size"):

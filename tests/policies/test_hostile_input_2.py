@@ -103,7 +103,7 @@ BAD_CONFIGS = [
     ({"shm-for-multi-gpu": {"minShmSize": float("inf")}}, "minShmSize: .inf", "4Gi"),
     ({"shm-for-multi-gpu": {"minShmSize": [1, 2]}}, "minShmSize: a list", "4Gi"),
     ({"shm-for-multi-gpu": {"minShmSize": "-4Gi"}}, "minShmSize: '-4Gi'", "positive"),
-    ({"concurrency-within-kv": {"typicalSequenceTokens": -5}}, "-5 is out of range", "0 to"),
+    ({"concurrency-within-kv": {"typicalSequenceTokens": -5}}, "-5 is out of range", "1 to"),
     ({"no-such-policy": {}}, "no-such-policy: no policy with that name", "explain"),
     ({"x" * 100_000: {}}, "xxx...: no policy", "explain"),
 ]
@@ -228,3 +228,47 @@ def test_a_pool_size_through_the_grpc_pack_is_no_overflow(analyzer: Any) -> None
     messages = [d.message for d in stack.diagnostics]
     assert not any("internal error" in m or "Overflow" in m for m in messages), messages
     assert not any(m.startswith("[R006]") for m in messages), messages
+
+
+# --- item 12: ceilings with clear errors; message fields capped --------------------------
+
+
+def test_a_manifest_over_the_input_ceiling_is_refused_by_its_size(tmp_path: Path) -> None:
+    from gpustrata_policies.inputs.manifests import MAX_INPUT_BYTES
+
+    path = tmp_path / "big.json"
+    with path.open("wb") as file:  # sparse: nothing written, nothing read
+        file.truncate(MAX_INPUT_BYTES + 1)
+    code, out, err = run(["check", str(path)])
+    assert code == 2 and out == ""
+    assert f"{path}: {MAX_INPUT_BYTES + 1:,} bytes, over the {MAX_INPUT_BYTES:,} bytes" in err
+    assert err.count("\n") == 1 and "Split it" in err
+    code, out, err = run(["check", "-"], stdin=b" " * (MAX_INPUT_BYTES + 1))
+    assert code == 2 and "<stdin>: over the 67,108,864 bytes" in err, err
+
+
+def test_a_huge_name_is_not_echoed_whole(tmp_path: Path) -> None:
+    """A 10 MB object name: each finding's resource and message are cut."""
+    from gpustrata_policies.evaluate import MAX_MESSAGE_CHARS, MAX_RESOURCE_CHARS
+
+    name = "n" * 10_000_000
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "llm"},
+        "spec": {
+            "containers": [
+                {
+                    "name": name,
+                    "image": "vllm/vllm-openai:latest",
+                    "resources": {"requests": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        },
+    }
+    report = evaluate(load_text(json.dumps(doc), "big.json"))
+    assert report.findings and report.not_evaluated
+    for f in report.findings:
+        assert len(f.resource) <= MAX_RESOURCE_CHARS and len(f.message) <= MAX_MESSAGE_CHARS
+    for n in report.not_evaluated:
+        assert len(n.resource) <= MAX_RESOURCE_CHARS and len(n.reason) <= MAX_MESSAGE_CHARS
