@@ -16,23 +16,13 @@ import pytest
 from _fuzz import record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_model_files import QWEN
 
 from gpustrata.catalog.architectures import ModelCatalogError, architecture_from_hf_config
 from gpustrata.core.modelfiles import CONFIG_BOUNDS, ModelFileError, read_model_config
 from gpustrata.core.quantity import parse_quantity
 
-BASE: dict[str, Any] = {
-    "architectures": ["Qwen2ForCausalLM"],
-    "model_type": "qwen2",
-    "num_hidden_layers": 28,
-    "hidden_size": 1536,
-    "intermediate_size": 8960,
-    "num_attention_heads": 12,
-    "num_key_value_heads": 2,
-    "vocab_size": 151936,
-    "max_position_embeddings": 32768,
-    "torch_dtype": "bfloat16",
-}
+BASE = QWEN  # one good config.json shape for both suites
 CONTROL = st.sampled_from(["\x1b]0;x\x07", "\x1b[2J", "\u202e", "\u200b", "\x9b", "\r\n", "\x00"])
 NUMBERS = st.one_of(
     st.integers(min_value=-(10**30), max_value=10**30),
