@@ -41,7 +41,7 @@ from typing import Any, cast
 from gpustrata.core.environments import ENVIRONMENTS, Environment
 from gpustrata.core.errors import InputError
 from gpustrata.core.quantity import parse_quantity
-from gpustrata.core.terminal import clipped, quoted
+from gpustrata.core.terminal import clipped, printable, quoted
 from gpustrata_policies.findings import ENFORCEMENTS, Enforcement, RuleMeta
 
 __all__ = [
@@ -58,7 +58,12 @@ _TOP_KEYS = {"environment", "gpu_resources", "secret_env_names", "rules"}
 
 
 class ConfigError(InputError, ValueError):
-    """Invalid policy configuration; the message names the key and the fix (exit 2)."""
+    """Invalid policy configuration; the message names the key and the fix (exit 2).
+
+    One line: what the file controls (a key, a value with a line break) is escaped."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 def parse_environment(value: object, where: str = "environment") -> Environment:

@@ -105,6 +105,7 @@ BAD_CONFIGS = [
     ({"shm-for-multi-gpu": {"minShmSize": "-4Gi"}}, "minShmSize: '-4Gi'", "positive"),
     ({"concurrency-within-kv": {"typicalSequenceTokens": -5}}, "-5 is out of range", "1 to"),
     ({"no-such-policy": {}}, "no-such-policy: no policy with that name", "explain"),
+    ({"shm-for-multi-gpu": {"minShmSize": "4Gi\n\x1b[2J"}}, "'4Gi\\n\\x1b[2J'", "4Gi"),
     ({"x" * 100_000: {}}, "xxx...: no policy", "explain"),
 ]
 
