@@ -84,6 +84,10 @@ def test_stack_config_dir_elsewhere(tmp_path: Path, capsys: pytest.CaptureFixtur
         ("name: p\nruntime: python\nmain: /tmp/evil.py\n", "main: '/tmp/evil.py' leads outside"),
         ("name: p\nruntime: python\nmain: ../evil\n", "main: '../evil' leads outside"),
         ("name: p\nruntime: python\nmain: lnk\n", "main: 'lnk' leads outside"),
+        # beyond the list: the project file gets every untrusted file's guards
+        ("name: p\nruntime: python\nmain: .\nmain: ../evil\n", ":4: duplicate key 'main'"),
+        ("name: p\nruntime: python\x00\n", "binary input"),
+        ("a: &a [*a, *a]\nname: p\nruntime: python\n", "Pulumi.yaml"),
     ],
 )
 def test_a_broken_pulumi_yaml_exits_2_naming_it(

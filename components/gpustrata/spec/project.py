@@ -18,6 +18,9 @@ import yaml
 
 from gpustrata.core.errors import InputError
 from gpustrata.core.terminal import clipped
+from gpustrata.core.textfiles import TextFileError, read_text_file
+from gpustrata.core.yamlguard import YamlShapeError
+from gpustrata.core.yamlio import safe_load
 
 __all__ = ["PROJECT_FILES", "Project", "read_project"]
 
@@ -25,6 +28,8 @@ PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
 """The names Pulumi looks for in a project folder, in its order."""
 
 _STRING_KEYS = ("name", "description", "main", "stackConfigDir")
+_MAX_PROJECT_BYTES = 1 << 20
+"""The largest Pulumi.yaml read (a project file is a few hundred bytes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +78,15 @@ def read_project(project_dir: Path) -> Project:
         return Project(
             project_dir, "gpustrata", "python", stacks if stacks.is_dir() else project_dir, None
         )
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(path, f"cannot read ({exc})") from None
-    except yaml.YAMLError as exc:
+    try:  # from a pull request: the guards of every untrusted file (size, NUL, aliases)
+        text = read_text_file(path, max_bytes=_MAX_PROJECT_BYTES)
+        data: Any = safe_load(text)
+    except TextFileError as exc:
+        raise InputError(str(exc)) from None
+    except YamlShapeError as exc:  # repeated keys (`main:` twice), alias bombs
+        line = f":{exc.line}" if exc.line else ""
+        raise InputError(f"{path}{line}: {exc}") from None
+    except (yaml.YAMLError, RecursionError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise InputError(f"{where}: not valid YAML; Pulumi cannot read this project") from None
