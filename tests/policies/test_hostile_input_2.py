@@ -273,3 +273,25 @@ def test_a_huge_name_is_not_echoed_whole(tmp_path: Path) -> None:
         assert len(f.resource) <= MAX_RESOURCE_CHARS and len(f.message) <= MAX_MESSAGE_CHARS
     for n in report.not_evaluated:
         assert len(n.resource) <= MAX_RESOURCE_CHARS and len(n.reason) <= MAX_MESSAGE_CHARS
+
+
+# --- beyond the list: a policy config nested too deeply, or too large -------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("deep.json", "[" * 100_000 + "]" * 100_000, "nested too deeply to read"),
+        ("big.yaml", "a: " + "x" * (4 << 20), "over the 4,194,304 bytes"),
+    ],
+)
+def test_a_policy_config_nested_too_deeply_or_too_large_is_one_line(
+    tmp_path: Path, name: str, text: str, says: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    manifest = tmp_path / "ok.yaml"
+    manifest.write_text(GPU_POD, encoding="utf-8")
+    code, out, err = run(["check", "--config", str(path), str(manifest)])
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert str(path) in err and says in err, err
