@@ -38,8 +38,9 @@ from pulumi_policy import (
 
 from gpustrata.core.collector import fewer_collections, no_automatic_collections
 from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
-from gpustrata_policies.config import PolicyConfig, camel, policy_properties
-from gpustrata_policies.evaluate import all_rules, evaluate, load_config
+from gpustrata.core.terminal import clipped
+from gpustrata_policies.config import ConfigError, PolicyConfig, camel, policy_properties
+from gpustrata_policies.evaluate import all_rules, evaluate, load_config, load_policy_config
 from gpustrata_policies.findings import Report, Rule
 from gpustrata_policies.inputs.pulumi import object_from_pulumi
 from gpustrata_policies.view.objects import K8sObject
@@ -181,6 +182,46 @@ if callable(getattr(_SERVICER, "AnalyzeStack", None)) and not getattr(
     False,  # type: ignore[union-attr]
 ):
     _SERVICER.AnalyzeStack = _serving_marked(_SERVICER.AnalyzeStack)  # type: ignore[union-attr]
+
+
+def _config_checked(configure: Any) -> Any:
+    """pulumi-policy's ``Configure`` refusing a config no policy can use, at load: an
+    unknown policy name, an unknown property, a threshold that is no value of its type
+    (``minShmSize: 4GB``, ``.inf``, ``[1, 2]``, ``-4Gi``). The gRPC error names the
+    policy, the property, the value and the fix (``check --config`` reads the same
+    file through the same :func:`load_policy_config`); pulumi-policy itself keeps a
+    config for any name and leaves the rule "not evaluated" on every resource."""
+
+    def checked(self: Any, request: Any, context: Any) -> Any:
+        import grpc
+        from google.protobuf import json_format
+
+        data: dict[str, Any] = {}
+        try:
+            for name, value in request.policyConfig.items():
+                where = clipped(name)
+                data[name] = json_format.MessageToDict(value.properties)
+            load_policy_config(data, ENVIRONMENT)
+        except ConfigError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"gpustrata policy config: {exc}")
+        except ValueError:  # Infinity or NaN, which protobuf will not write as JSON
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"gpustrata policy config: {where}: a value that is no JSON number "
+                "(.inf or .nan); write a number",
+            )
+        return configure(self, request, context)
+
+    checked.gpustrata_checked = True  # type: ignore[attr-defined]
+    return checked
+
+
+if callable(getattr(_SERVICER, "Configure", None)) and not getattr(
+    _SERVICER.Configure,  # type: ignore[union-attr]
+    "gpustrata_checked",
+    False,
+):
+    _SERVICER.Configure = _config_checked(_SERVICER.Configure)  # type: ignore[union-attr]
 
 
 def _fingerprint(resources: Sequence[Any]) -> str:

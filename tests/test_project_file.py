@@ -78,12 +78,23 @@ def test_stack_config_dir_elsewhere(tmp_path: Path, capsys: pytest.CaptureFixtur
         ("name: p\nruntime: {options: {}}\n", "runtime: required"),
         ("name: p\nruntime: python\nstackConfigDir: nowhere\n", "stackConfigDir"),
         ("name: p\nruntime: python\nstackConfigDir: 3\n", "stackConfigDir: expected a string"),
+        # issue 33 item 13: a project file may not lead out of the project
+        ("name: p\nruntime: python\nstackConfigDir: /etc\n", "'/etc' leads outside"),
+        ("name: p\nruntime: python\nstackConfigDir: ../..\n", "'../..' leads outside"),
+        ("name: p\nruntime: python\nmain: /tmp/evil.py\n", "main: '/tmp/evil.py' leads outside"),
+        ("name: p\nruntime: python\nmain: ../evil\n", "main: '../evil' leads outside"),
+        ("name: p\nruntime: python\nmain: lnk\n", "main: 'lnk' leads outside"),
+        # beyond the list: the project file gets every untrusted file's guards
+        ("name: p\nruntime: python\nmain: .\nmain: ../evil\n", ":4: duplicate key 'main'"),
+        ("name: p\nruntime: python\x00\n", "binary input"),
+        ("a: &a [*a, *a]\nname: p\nruntime: python\n", "Pulumi.yaml"),
     ],
 )
 def test_a_broken_pulumi_yaml_exits_2_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, says: str
 ) -> None:
     project = _project(tmp_path, text)
+    (project / "lnk").symlink_to(tmp_path.parent)  # a folder outside the project
     code, out, err = _plan(project, capsys)
     assert code == 2 and out == ""
     assert str(project / "Pulumi.yaml") in err and says in err, err

@@ -33,12 +33,15 @@ internal form the Pulumi format is translated to.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gpustrata.core.environments import ENVIRONMENTS, Environment
 from gpustrata.core.errors import InputError
+from gpustrata.core.quantity import parse_quantity
+from gpustrata.core.terminal import clipped, printable, quoted
 from gpustrata_policies.findings import ENFORCEMENTS, Enforcement, RuleMeta
 
 __all__ = [
@@ -55,25 +58,34 @@ _TOP_KEYS = {"environment", "gpu_resources", "secret_env_names", "rules"}
 
 
 class ConfigError(InputError, ValueError):
-    """Invalid policy configuration; the message names the key and the fix (exit 2)."""
+    """Invalid policy configuration; the message names the key and the fix (exit 2).
+
+    One line: what the file controls (a key, a value with a line break) is escaped."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 def parse_environment(value: object, where: str = "environment") -> Environment:
     """Validate an environment name."""
     if value not in ENVIRONMENTS:
-        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(ENVIRONMENTS)}")
+        raise ConfigError(
+            f"{where}: {clipped(quoted(value))} is not one of {', '.join(ENVIRONMENTS)}"
+        )
     return value
 
 
 def _enforcement(value: object, where: str) -> Enforcement:
     if value not in ENFORCEMENTS:
-        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(ENFORCEMENTS)}")
+        raise ConfigError(
+            f"{where}: {clipped(quoted(value))} is not one of {', '.join(ENFORCEMENTS)}"
+        )
     return value
 
 
 def _names(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+        raise ConfigError(f"{where}: expected a list of strings, got {clipped(quoted(value))}")
     return tuple(value)
 
 
@@ -120,7 +132,7 @@ class PolicyConfig:
         for key, settings in raw_rules.items():
             meta = resolve_rule(str(key)) if resolve_rule else None
             if resolve_rule and meta is None:
-                raise ConfigError(f"rules.{key}: no rule with that id or name")
+                raise ConfigError(f"rules.{clipped(str(key))}: no rule with that id or name")
             rule_id = meta.id if meta else str(key)
             rules[rule_id] = _rule_settings(settings, f"rules.{key}", meta)
         return cls(
@@ -187,29 +199,64 @@ def _flat_settings(
     for key, value in settings.items():
         if meta is not None and key not in allowed:
             raise ConfigError(
-                f"{where}.{key}: unknown setting; allowed: {', '.join(sorted(allowed))}"
+                f"{where}.{clipped(str(key))}: unknown setting; "
+                f"allowed: {', '.join(sorted(allowed))}"
             )
         if key == "enforcement":
             out[key] = _enforcement(value, f"{where}.{key}")
         elif meta is not None and key in meta.thresholds:
-            out[key] = _number(value, meta.thresholds[key][0], f"{where}.{key}")
+            out[key] = _threshold(value, meta.thresholds[key][0], key, f"{where}.{key}")
         else:
             out[key] = value
     return out
 
 
-def _number(value: Any, kind: str, where: str) -> Any:
-    """A numeric threshold checked against its declared JSON-schema type (others as given)."""
-    if kind not in {"integer", "number"}:
+def _threshold(value: Any, kind: str, key: str, where: str) -> Any:
+    """A threshold checked against its declared JSON-schema type: a boolean, a finite
+    number from 1 (every numeric threshold is a count, a duration or a factor that rules
+    read as >= 1), a positive Kubernetes quantity for a ``*_size`` string.
+
+    A value a rule cannot use is refused here, naming it and the fix, rather than
+    turning the rule into "not evaluated" everywhere (``minShmSize: 4GB``)."""
+    shown = clipped(quoted(value))
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {shown} is not a boolean; write true or false")
         return value
-    if isinstance(value, float) and value.is_integer() and kind == "integer":
-        value = int(value)  # CrossGuard passes every config number as a double
-    wanted = int if kind == "integer" else int | float
-    if isinstance(value, bool) or not isinstance(value, wanted):
-        raise ConfigError(
-            f"{where}: {value!r} is not {'an integer' if kind == 'integer' else 'a number'}"
-        )
+    if kind in {"integer", "number"}:
+        if isinstance(value, float) and value.is_integer() and kind == "integer":
+            value = int(value)  # CrossGuard passes every config number as a double
+            shown = quoted(value)
+        wanted = int if kind == "integer" else int | float
+        what = "an integer" if kind == "integer" else "a number"
+        if isinstance(value, bool) or not isinstance(value, wanted):
+            raise ConfigError(f"{where}: {shown} is not {what}; write {what} such as 2")
+        if not math.isfinite(value) or value < 1 or value > _MAX_THRESHOLD:
+            raise ConfigError(
+                f"{where}: {shown} is out of range; write {what} from 1 to "
+                f"{_MAX_THRESHOLD:,} (to switch the check off: enforcementLevel: disabled)"
+            )
+        return value
+    if kind == "string" and key.endswith("_size"):
+        amount = parse_quantity(value) if isinstance(value, str) else None
+        if amount is None or amount <= 0:
+            hint = (
+                f" ({value[:-1]} or {value[:-1]}i: Kubernetes writes no B)"
+                if isinstance(value, str) and value.endswith("B") and len(value) > 2
+                else ""
+            )
+            raise ConfigError(
+                f"{where}: {shown} is not a positive Kubernetes quantity{hint}; write one "
+                "such as 4Gi"
+            )
+        return value
+    if kind == "string" and not isinstance(value, str):
+        raise ConfigError(f"{where}: {shown} is not a string")
     return value
+
+
+_MAX_THRESHOLD = 10**9
+"""The largest numeric threshold (seconds, tokens, failures, a factor): larger is a typo."""
 
 
 _LEVELS = {"enforcementLevel", "enforcement"}
@@ -252,10 +299,11 @@ def policy_properties(
             notes.append(f"{where}.{key} is deprecated; use {new}")
             top[key] = _names(value, f"{where}.{key}")
         elif key in by_camel:
-            rule[by_camel[key]] = value
+            name = by_camel[key]
+            rule[name] = _threshold(value, meta.thresholds[name][0], name, f"{where}.{key}")
         elif key in meta.thresholds:
             notes.append(f"{where}.{key} is deprecated; use {camel(key)}")
-            rule[key] = value
+            rule[key] = _threshold(value, meta.thresholds[key][0], key, f"{where}.{key}")
         elif key in ENVIRONMENTS and isinstance(value, Mapping):
             notes.append(
                 f"{where}.{key}: per-environment blocks are deprecated; use one config "
@@ -269,7 +317,9 @@ def policy_properties(
                 {"enforcementLevel", "environment", "gpuResources", *by_camel}
                 | ({"secretEnvNames"} if meta.id == "K014" else set())
             )
-            raise ConfigError(f"{where}.{key}: unknown property; allowed: {', '.join(allowed)}")
+            raise ConfigError(
+                f"{where}.{clipped(str(key))}: unknown property; allowed: {', '.join(allowed)}"
+            )
     return rule, top, notes
 
 
@@ -305,7 +355,9 @@ def from_pulumi_format(
             continue
         meta = resolve_rule(where)
         if meta is None:
-            raise ConfigError(f"{where}: no policy with that name")
+            raise ConfigError(
+                f"{clipped(where)}: no policy with that name; `gpustrata explain` lists them"
+            )
         if where != meta.name:
             notes.append(f"{where}: rule ids as keys are deprecated; use the name {meta.name}")
         if isinstance(value, str):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.collector import fewer_collections
-from gpustrata.core.terminal import redact_userinfo
+from gpustrata.core.terminal import clipped, redact_userinfo
 from gpustrata.core.unknown import (
     UNKNOWN,
     UnknownInput,
@@ -178,7 +178,7 @@ def internal_error(
         meta.name,
         meta.severity,
         enforcement,
-        obj.resource,
+        _redacted(obj.resource, MAX_RESOURCE_CHARS),
         f"{INTERNAL_ERROR}: rule {meta.id} raised {type(exc).__name__}{where} on this object "
         "and could not check it",
         "This is a gpustrata bug, not necessarily a problem in the object: report it with "
@@ -190,6 +190,12 @@ def internal_error(
     )
 
 
+MAX_MESSAGE_CHARS = 8000
+"""The longest finding message or not-evaluated reason (the corpus's longest: ~4,000)."""
+MAX_RESOURCE_CHARS = 400
+"""The longest ``Kind/namespace/name`` (Kubernetes names: 253 characters at most)."""
+
+
 def _may_hold_userinfo(text: str) -> bool:
     """Can *text* hold a URI with credentials (``s3://KEY:SECRET@bucket``)? Not without
     both ``://`` and ``@``: the cheap test before :func:`redact_userinfo`'s regex, which
@@ -197,9 +203,11 @@ def _may_hold_userinfo(text: str) -> bool:
     return "@" in text and "://" in text
 
 
-def _redacted(text: str) -> str:
-    """:func:`redact_userinfo` of *text*, its regex run only where it may find something."""
-    return redact_userinfo(text) if _may_hold_userinfo(text) else text
+def _redacted(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """:func:`redact_userinfo` of *text*, its regex run only where it may find something,
+    then cut to *limit* characters (a 10 MB object name is not echoed whole into a
+    diagnostic; redacted first, so a cut cannot hide a credential from the regex)."""
+    return clipped(redact_userinfo(text) if _may_hold_userinfo(text) else text, limit)
 
 
 def _tracked_outcomes(
@@ -289,13 +297,17 @@ def _evaluate(
             # What another project's controller decides (and a launcher's preset writes).
             for reason in [*controller_fills(obj), *launcher_fills(obj)]:
                 report.not_evaluated.append(
-                    NotEvaluated("*", redact_userinfo(obj.resource), redact_userinfo(reason))
+                    NotEvaluated(
+                        "*", _redacted(obj.resource, MAX_RESOURCE_CHARS), _redacted(reason)
+                    )
                 )
         elif report_unknown_kinds:
             what = f"kind {obj.kind} ({obj.api_version})" if obj.kind else "a document without kind"
             report.not_evaluated.append(
                 NotEvaluated(
-                    "*", redact_userinfo(obj.resource), f"{what} is not one gpustrata reads"
+                    "*",
+                    _redacted(obj.resource, MAX_RESOURCE_CHARS),
+                    f"{what} is not one gpustrata reads",
                 )
             )
     cache: dict[str, Any] = {}
@@ -345,7 +357,7 @@ def _evaluate(
                             meta.name,
                             meta.severity,
                             "advisory" if outcome.advisory else enforcement,
-                            _redacted(resource),
+                            _redacted(resource, MAX_RESOURCE_CHARS),
                             _redacted(message),
                             meta.fix,
                             about.file,
@@ -353,11 +365,16 @@ def _evaluate(
                         )
                     )
                     continue
-                if _may_hold_userinfo(outcome.reason) or _may_hold_userinfo(outcome.resource):
+                if (
+                    _may_hold_userinfo(outcome.reason)
+                    or _may_hold_userinfo(outcome.resource)
+                    or len(outcome.reason) > MAX_MESSAGE_CHARS
+                    or len(outcome.resource) > MAX_RESOURCE_CHARS
+                ):
                     outcome = replace(
                         outcome,
-                        resource=redact_userinfo(outcome.resource),
-                        reason=redact_userinfo(outcome.reason),
+                        resource=_redacted(outcome.resource, MAX_RESOURCE_CHARS),
+                        reason=_redacted(outcome.reason),
                     )
                 key = (outcome.rule, outcome.resource, outcome.reason)
                 if key not in seen:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -31,6 +30,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpustrata.catalog.hardware import CatalogError
+from gpustrata.core.modelfiles import ModelFileError, read_model_config
+from gpustrata.core.terminal import clipped, printable
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -631,7 +632,9 @@ _EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 _TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_topk")
 
 
-def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -> ModelArchitecture:
+def architecture_from_hf_config(
+    path: str | Path, model_id: str | None = None, inside: Path | None = None
+) -> ModelArchitecture:
     """Describe a model from a local Hugging Face ``config.json`` (file or directory).
 
     Parameter counts are estimated from the config (see the entry's ``notes``):
@@ -640,20 +643,19 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
     expert for MoE, plus shared experts and the router), norms and biases ignored.
     The estimate is usually within a few percent of the safetensors count.
 
-    ``model_id`` defaults to the config's ``_name_or_path``, else the directory name.
+    The file is read by :func:`~gpustrata.core.modelfiles.read_model_config` (its final
+    file must resolve inside *inside* when given; size, nesting, number and shape bounds).
+    ``model_id`` defaults to the config's ``_name_or_path``, else the directory name; text
+    taken from the file is escaped (no terminal controls) and cut to 200 characters.
     Raises :class:`ModelCatalogError` naming the file and the missing or bad key.
     """
     file = Path(path)
     if file.is_dir():
         file = file / "config.json"
     try:
-        root = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ModelCatalogError(f"{file}: cannot be read: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ModelCatalogError(f"{file}: not valid JSON: {exc}") from exc
-    if not isinstance(root, dict):
-        raise ModelCatalogError(f"{file}: expected a JSON object")
+        root = read_model_config(file, inside)
+    except ModelFileError as exc:
+        raise ModelCatalogError(str(exc)) from None
     return _ConfigReader(file, root).build(model_id)
 
 
@@ -704,6 +706,12 @@ def _weight_format(quant: dict[str, Any]) -> str | None:
     return method
 
 
+def _text(value: object) -> str:
+    """Text from a config.json as gpustrata keeps it: on one line, terminal controls
+    escaped, at most 200 characters (it reaches every output)."""
+    return clipped(printable(value), 200)
+
+
 class _ConfigReader:
     """Reads one config.json, tracking which section a key came from for errors."""
 
@@ -720,7 +728,7 @@ class _ConfigReader:
 
     def fail(self, message: str) -> ModelCatalogError:
         """Build an error naming the file."""
-        return ModelCatalogError(f"{self.file}: {message}")
+        return ModelCatalogError(printable(f"{self.file}: {message}"))
 
     def opt_int(self, key: str) -> int | None:
         """Return an optional positive integer key."""
@@ -728,7 +736,8 @@ class _ConfigReader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise self.fail(f"{self.prefix}{key} must be a positive integer, got {value!r}")
+            shown = clipped(repr(value))
+            raise self.fail(f"{self.prefix}{key} must be a positive integer, got {shown}")
         return value
 
     def req_int(self, key: str) -> int:
@@ -798,9 +807,9 @@ class _ConfigReader:
         name = model_id or self.root.get("_name_or_path") or self.file.parent.name
         try:
             return ModelArchitecture(
-                id=str(name),
-                architecture=archs[0],
-                model_type=cfg.get("model_type"),
+                id=_text(name),
+                architecture=_text(archs[0]),
+                model_type=_text(cfg["model_type"]) if cfg.get("model_type") else None,
                 num_hidden_layers=layers,
                 hidden_size=hidden,
                 intermediate_size=inter,
@@ -825,8 +834,8 @@ class _ConfigReader:
                 qk_nope_head_dim=self.opt_int("qk_nope_head_dim"),
                 v_head_dim=self.opt_int("v_head_dim"),
                 q_lora_rank=self.opt_int("q_lora_rank"),
-                torch_dtype=dtype,
-                quantization=str(quant_method) if quant_method else None,
+                torch_dtype=_text(dtype),
+                quantization=_text(quant_method) if quant_method else None,
                 num_experts=num_experts,
                 num_experts_per_tok=top_k,
                 sources=[self.file.resolve().as_uri()],
@@ -933,7 +942,8 @@ class _ConfigReader:
         if isinstance(raw_types, list):
             bad = [t for t in raw_types if t not in ("full_attention", "sliding_attention")]
             if bad:
-                raise self.fail(f"{self.prefix}layer_types has unsupported entries {bad[:3]!r}")
+                shown = ", ".join(clipped(repr(t)) for t in bad[:3])
+                raise self.fail(f"{self.prefix}layer_types has unsupported entries {shown}")
             if len(raw_types) != layers:
                 raise self.fail(
                     f"{self.prefix}layer_types has {len(raw_types)} items, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -25,6 +26,7 @@ from gpustrata.catalog.hardware import (
 )
 from gpustrata.cli.stack_args import add_stack_args, load_stack
 from gpustrata.core.errors import InputError
+from gpustrata.core.terminal import clipped
 
 # The closed sets name their values in --help; spec.stack is loaded by every command's
 # tree anyway (it is light next to the model catalogue and the capacity model, which
@@ -74,28 +76,41 @@ def register(sub: Any) -> None:
 # --------------------------------------------------------------------------- input
 
 
-def _int(flag: str, raw: str | None, low: int, example: str) -> int | None:
+_MAX_FLAG_INT = 1_000_000
+"""The largest integer a flag takes (tokens, sequences, replicas): more is a typo."""
+
+
+def _int(
+    flag: str, raw: str | None, low: int, example: str, high: int = _MAX_FLAG_INT
+) -> int | None:
     if raw is None:
         return None
     try:
-        value = int(raw)
+        value = int(raw) if len(raw) <= 20 else low - 1
     except ValueError:
         value = low - 1
-    if value < low:
-        raise InputError(f"{flag} {raw!r}: expected an integer >= {low}, e.g. {example}")
+    if not low <= value <= high:
+        raise InputError(
+            f"{flag} {clipped(raw)!r}: expected an integer from {low} to {high:,}, e.g. {example}"
+        )
     return value
 
 
 def _float(flag: str, raw: str | None, ok: Callable[[float], bool], fix: str) -> float | None:
+    """A finite number that *ok* accepts (``inf`` and ``nan`` never are)."""
     if raw is None:
         return None
     try:
-        value = float(raw)
+        value = float(raw) if len(raw) <= 40 else math.nan
     except ValueError:
-        value = float("nan")
-    if not ok(value):
-        raise InputError(f"{flag} {raw!r}: {fix}")
+        value = math.nan
+    if not math.isfinite(value) or not ok(value):
+        raise InputError(f"{flag} {clipped(raw)!r}: {fix}")
     return value
+
+
+MAX_PARALLEL = 1024
+"""The largest tensor or pipeline parallel size a flag takes (GPUs of one engine)."""
 
 
 def _choice(flag: str, raw: str | None, choices: Iterable[object]) -> str | None:
@@ -105,7 +120,9 @@ def _choice(flag: str, raw: str | None, choices: Iterable[object]) -> str | None
     if raw not in allowed:
         near = difflib.get_close_matches(raw, allowed, 1)
         hint = f"did you mean {near[0]}? " if near else ""
-        raise InputError(f"{flag} {raw!r} is not accepted; {hint}use one of {', '.join(allowed)}")
+        raise InputError(
+            f"{flag} {clipped(raw)!r} is not accepted; {hint}use one of {', '.join(allowed)}"
+        )
     return raw
 
 
@@ -134,18 +151,19 @@ def _resolve_model(raw: str, base: Path | None = None) -> ModelArchitecture:
     try:
         arch = resolve_architecture(raw, catalog, base)
     except CatalogError as exc:
-        raise InputError(f"--model {raw!r}: {exc}") from None
+        raise InputError(f"--model {clipped(raw)!r}: {exc}") from None
     if arch is None:
         if raw.endswith(".json") or raw.startswith(("/", "./", "../", "~")):
             raise InputError(
-                f"--model {raw!r}: no such file; give a config.json (or a directory holding "
-                "one) or a model catalogue id"
+                f"--model {clipped(raw)!r}: no such file; give a config.json (or a directory "
+                "holding one) or a model catalogue id"
             )
         names = [n for m in catalog for n in m.names()]
         near = _close(raw, names)
         hint = f"close matches: {', '.join(near)}" if near else "see catalog/data/models.yaml"
         raise InputError(
-            f"--model {raw!r} is neither a model catalogue id nor a path to a config.json; {hint}"
+            f"--model {clipped(raw)!r} is neither a model catalogue id nor a path to a "
+            f"config.json; {hint}"
         )
     return arch
 
@@ -159,7 +177,9 @@ def _resolve_gpu(raw: str, hardware: HardwareCatalog) -> GpuModel:
         ]
         near = _close(raw, names)
         hint = f"close matches: {', '.join(near)}" if near else f"known: {', '.join(hardware.gpus)}"
-        raise InputError(f"--gpu {raw!r} is not a catalogue GPU id or GFD product label; {hint}")
+        raise InputError(
+            f"--gpu {clipped(raw)!r} is not a catalogue GPU id or GFD product label; {hint}"
+        )
     return gpu
 
 
@@ -206,8 +226,8 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
     spec, pool_gpu, stack, hardware = _stack_model(args)
     settings: dict[str, Any] = {} if spec is None else model_settings(spec)
     flags: dict[str, Any] = {
-        "tensor_parallel_size": _int("--tp", args.tp, 1, "1, 2, 4 or 8"),
-        "pipeline_parallel_size": _int("--pp", args.pp, 1, "1 or 2"),
+        "tensor_parallel_size": _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL),
+        "pipeline_parallel_size": _int("--pp", args.pp, 1, "1 or 2", MAX_PARALLEL),
         "max_model_len": _int("--max-model-len", args.max_model_len, 16, "32768"),
         "gpu_memory_utilization": _float(
             "--gpu-memory-utilization",
@@ -227,8 +247,8 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
         "load_gbps": _float(
             "--load-gbps",
             args.load_gbps,
-            lambda v: 0 < v <= 1000,
-            "use a positive bandwidth in GB/s such as 1.0",
+            lambda v: 0.001 <= v <= 1000,
+            "use a bandwidth from 0.001 to 1000 GB/s such as 1.0",
         ),
     }
     if flags["block_size"] is not None:
@@ -240,7 +260,8 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
     if args.model is not None:
         arch = _resolve_model(args.model)
     elif spec is not None:
-        found = resolve_architecture(spec.model, load_model_catalog())
+        project = Path(args.project_dir)  # where plan resolved it, inside the project
+        found = resolve_architecture(spec.model, load_model_catalog(), project, project)
         if found is None:
             raise InputError(
                 f"stack model {spec.name}: {spec.model!r} is not in the model catalogue; "

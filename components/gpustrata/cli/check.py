@@ -52,11 +52,16 @@ def _error(message: str) -> int:
     return user_error(message)
 
 
+_MAX_CONFIG_BYTES = 4 << 20
+"""The largest policy config file read (one setting per policy: a few KB)."""
+
+
 def _read_config(path: str | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        text = read_text_file(Path(path))  # a FIFO or /dev/zero is refused unread
+        # A FIFO or /dev/zero is refused unread; so is a file far larger than any config.
+        text = read_text_file(Path(path), max_bytes=_MAX_CONFIG_BYTES)
     except InputError as exc:
         raise ConfigError(str(exc)) from None
     try:
@@ -67,6 +72,10 @@ def _read_config(path: str | None) -> dict[str, Any] | None:
     except yaml.YAMLError as exc:
         at = error_line(exc, text)
         raise ConfigError(f"{path}{f':{at}' if at else ''}: invalid config file") from None
+    except RecursionError:  # json's and PyYAML's decoders nest recursively
+        raise ConfigError(
+            f"{path}: nested too deeply to read; a policy config is a few levels deep"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: invalid config file") from None
     if data is not None and not isinstance(data, dict):

@@ -99,7 +99,7 @@ def render_command(args: argparse.Namespace) -> int:
     from gpustrata.spec.loader import load_stack_file
 
     path, _ = stack_file_of(args)
-    plan = plan_spec(load_stack_file(path), str(path))
+    plan = plan_spec(load_stack_file(path), str(path), base_dir=Path(args.project_dir))
     operator = operator_object(plan)
     objects = [pool_object(p, plan.spec) for p in plan.pools.values()]
     objects += system_chart_objects(plan) + karpenter_objects(plan)

@@ -8,12 +8,21 @@ The search and the ranking are :mod:`gpustrata.planning.sizing`; the output
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 from typing import Any, get_args
 
-from gpustrata.catalog.hardware import load_hardware_catalog
-from gpustrata.cli.capacity import _choice, _float, _int, _resolve_gpu, _resolve_model
+from gpustrata.catalog.hardware import HardwareCatalog, load_hardware_catalog
+from gpustrata.cli.capacity import (
+    MAX_PARALLEL,
+    _choice,
+    _float,
+    _int,
+    _resolve_gpu,
+    _resolve_model,
+)
 from gpustrata.core.errors import InputError
+from gpustrata.core.terminal import clipped
 from gpustrata.spec.stack import KvCacheDtype, ModelDtype
 
 __all__ = ["register", "size_command"]
@@ -65,13 +74,24 @@ def register(sub: Any) -> None:
     p.set_defaults(func=size_command)
 
 
-def _prices(raw: list[str]) -> dict[str, float]:
+def _prices(raw: list[str], hardware: HardwareCatalog) -> dict[str, float]:
+    """``--price TYPE=USD`` items; a type not in the instance catalogue is refused (it
+    was ignored: the search never meets it)."""
     out: dict[str, float] = {}
     for item in raw:
         name, sep, value = item.partition("=")
         price = _float("--price", value if sep else None, lambda v: v > 0, "use TYPE=USD")
         if not sep or not name.strip() or price is None:
-            raise InputError(f"--price {item!r}: expected TYPE=USD, e.g. p5.48xlarge=55.04")
+            raise InputError(
+                f"--price {clipped(item)!r}: expected TYPE=USD, e.g. p5.48xlarge=55.04"
+            )
+        if hardware.instance(name.strip()) is None:
+            near = difflib.get_close_matches(name.strip(), list(hardware.instances), 1)
+            hint = f"did you mean {near[0]}? " if near else ""
+            raise InputError(
+                f"--price {clipped(name.strip())!r} is not in the instance catalogue; {hint}"
+                "price a type of catalog/data/instances.yaml"
+            )
         out[name.strip()] = price
     return out
 
@@ -93,10 +113,10 @@ def _request(args: argparse.Namespace) -> Any:
         inst = hardware.instance(name)
         if inst is None:
             raise InputError(
-                f"--instance-type {name!r} is not in the instance catalogue "
+                f"--instance-type {clipped(name)!r} is not in the instance catalogue "
                 "(catalog/data/instances.yaml)"
             )
-    tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8")
+    tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL)
     settings: dict[str, Any] = {
         "dtype": _choice("--dtype", args.dtype, get_args(ModelDtype)),
         "kv_cache_dtype": _choice("--kv-cache-dtype", args.kv_cache_dtype, get_args(KvCacheDtype)),
@@ -112,13 +132,13 @@ def _request(args: argparse.Namespace) -> Any:
         gpus=gpus,
         instance_types=tuple(args.instance_type),
         tensor_parallel_sizes=(tp,) if tp else TP_SIZES,
-        pipeline_parallel_size=_int("--pp", args.pp, 1, "1 or 2") or 1,
+        pipeline_parallel_size=_int("--pp", args.pp, 1, "1 or 2", MAX_PARALLEL) or 1,
         replicas=_int("--replicas", args.replicas, 1, "2"),
         settings={k: v for k, v in settings.items() if v is not None},
         max_cost_per_hour=_float(
             "--max-cost-per-hour", args.max_cost_per_hour, lambda v: v > 0, *positive
         ),
-        prices=_prices(args.price),
+        prices=_prices(args.price, hardware),
     )
 
 

@@ -61,4 +61,4 @@ def load_stack(args: argparse.Namespace) -> tuple[Path, str, StackPlan, dict[str
 
     path, stack = stack_file_of(args)
     spec, document = read_stack_file(path)
-    return path, stack, plan_spec(spec, str(path)), document
+    return path, stack, plan_spec(spec, str(path), base_dir=Path(args.project_dir)), document

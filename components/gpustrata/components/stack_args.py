@@ -861,7 +861,7 @@ class StackArgs(TypedDict):
     cluster: StackClusterArgs
     """The Kubernetes cluster."""
     node_pools: list[StackNodePoolArgs]
-    """GPU node pools."""
+    """GPU node pools (at most 100)."""
     gpu_operator: StackGpuOperatorArgs
     """NVIDIA GPU Operator."""
     kuberay: NotRequired[StackKubeRayArgs]
@@ -873,6 +873,6 @@ class StackArgs(TypedDict):
     keda: NotRequired[StackKedaArgs]
     """KEDA (autoscaling kind keda)."""
     models: NotRequired[list[StackModelArgs]]
-    """Served models."""
+    """Served models (at most 200: a stack is one team's serving fleet)."""
     catalog: NotRequired[StackCatalogExtensionsArgs]
     """Catalogue entries this stack adds, without code changes."""

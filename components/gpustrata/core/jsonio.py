@@ -14,6 +14,7 @@ from functools import cache
 from itertools import chain, cycle, islice
 from typing import Any
 
+from gpustrata.core.terminal import clipped
 from gpustrata.core.yamlguard import MAX_INT_DIGITS
 
 __all__ = ["JsonShapeError", "loads", "loads_located", "locate", "locate_step"]
@@ -218,7 +219,7 @@ def _strict(text: str, parse: Any) -> Any:
         # The hook sees no position: the key's second spelling as a key is the best guess.
         spelled = [m.start() for m in re.finditer(re.escape(json.dumps(dup.key)) + r"\s*:", text)]
         line = _line(text, spelled[1]) if len(spelled) > 1 else None
-        shown = dup.key if len(dup.key) <= 60 else dup.key[:57] + "..."
+        shown = clipped(dup.key)
         raise JsonShapeError(
             f"duplicate key {shown!r} in one object: tools disagree on which value wins "
             "(YAML refuses it); keep one",

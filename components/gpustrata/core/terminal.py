@@ -18,7 +18,14 @@ import math
 import re
 from collections.abc import Mapping
 
-__all__ = ["has_userinfo", "printable", "quoted", "redact_userinfo", "yaml_spelling"]
+__all__ = [
+    "clipped",
+    "has_userinfo",
+    "printable",
+    "quoted",
+    "redact_userinfo",
+    "yaml_spelling",
+]
 
 # scheme://userinfo@host, userinfo of RFC 3986 section 3.2.1's characters (unreserved,
 # %-escapes, sub-delims but the quote, ':'); greedy up to the last '@' of the authority, so
@@ -35,6 +42,12 @@ def redact_userinfo(text: str) -> str:
     """*text* with the userinfo of every URI in it replaced by ``***``
     (``s3://KEY:SECRET@bucket/m`` -> ``s3://***@bucket/m``)."""
     return _USERINFO.sub(r"\1***@", text) if "@" in text else text
+
+
+def clipped(text: str, limit: int = 60) -> str:
+    """*text* cut to *limit* characters (``...`` marks the cut): input quoted in a message
+    (a key, a name, a value) never makes the message longer than that."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def printable(text: object) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "read_chunks",
     "read_text_file",
     "special_file_error",
+    "too_large",
 ]
 
 
@@ -60,19 +61,24 @@ def special_file_error(path: Path, why: str) -> TextFileError:
     )
 
 
-def read_chunks(read: Any, name: str) -> bytes:
-    """Read to the end in chunks, refusing binary data at its first chunk (``/dev/zero``).
+def read_chunks(read: Any, name: str, max_bytes: int | None = None) -> bytes:
+    """Read to the end in chunks, refusing binary data at its first chunk (``/dev/zero``)
+    and, when *max_bytes* is given, more than that many bytes.
 
     What is reported is what reading it all would report: a byte that is not UTF-8
     (read so far) before the NUL bytes.
     """
     chunks: list[bytes] = []
+    total = 0
     while True:
         chunk = read(_CHUNK)
         if not chunk:
             break
         if isinstance(chunk, str):
             chunk = chunk.encode("utf-8")
+        total += len(chunk)
+        if max_bytes is not None and total > max_bytes:
+            raise TextFileError(name, too_large(max_bytes))
         chunks.append(chunk)
         if b"\x00" in chunk:
             data = b"".join(chunks)
@@ -84,11 +90,12 @@ def read_chunks(read: Any, name: str) -> bytes:
     return b"".join(chunks)
 
 
-def read_text_file(path: Path) -> str:
+def read_text_file(path: Path, max_bytes: int | None = None) -> str:
     """Read a regular file; FIFOs, devices, sockets and broken links are refused unopened.
 
     Opened non-blocking and checked with ``fstat`` on the open descriptor, so a path
-    swapped for a FIFO after the check cannot block the run.
+    swapped for a FIFO after the check cannot block the run. A file over *max_bytes*
+    (when given) is refused by its size before any of it is read.
     """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -104,12 +111,23 @@ def read_text_file(path: Path) -> str:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise special_file_error(path, file_kind(mode))
+        size = os.fstat(fd).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise TextFileError(str(path), f"{size:,} bytes, {too_large(max_bytes)}")
         os.set_blocking(fd, True)
         try:
-            data = read_chunks(file.read, str(path))
+            data = read_chunks(file.read, str(path), max_bytes)  # a growing file stops too
         except OSError as exc:
             raise TextFileError(str(path), f"cannot read ({exc.strerror})") from None
     return decode_text(data, str(path))
+
+
+def too_large(max_bytes: int) -> str:
+    """Why an input over *max_bytes* is refused, with the fix."""
+    return (
+        f"over the {max_bytes:,} bytes gpustrata reads from one input of this kind: is it "
+        "the right file? Split it, or check its parts one by one"
+    )
 
 
 def decode_text(data: bytes, name: str) -> str:

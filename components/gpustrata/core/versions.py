@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["parse_version"]
+__all__ = ["is_version", "parse_version"]
 
 _VERSION_RE = re.compile(r"^[vV]?(\d+(?:\.\d+)*)(.*)$")
 
@@ -35,3 +35,8 @@ def parse_version(s: str) -> tuple[int, ...]:
     if post is not None:
         numbers = (*numbers, int(post.group(1)))
     return numbers
+
+
+def is_version(s: str) -> bool:
+    """Does :func:`parse_version` read *s* (``1.34``, ``v0.8.5``; not ``latest``)?"""
+    return _VERSION_RE.match(s.strip()) is not None

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import yaml
 
+from gpustrata.core.terminal import clipped
+
 __all__ = [
     "ALIAS_EXPANSION_FACTOR",
     "ALIAS_EXPANSION_SLACK",
@@ -158,7 +160,7 @@ def check_unique_keys(root: yaml.Node) -> None:
                     continue
                 key = str(key_node.value)
                 if key in keys and key_node.tag != "tag:yaml.org,2002:merge":
-                    shown = key if len(key) <= 60 else key[:57] + "..."
+                    shown = clipped(key)
                     raise YamlShapeError(
                         f"duplicate key {shown!r}{' in ' + where if where else ''}: YAML "
                         "requires unique keys and tools disagree on which value wins; keep one",

@@ -6,6 +6,7 @@ stack without loading the Pulumi SDK or its providers.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from gpustrata.catalog.hardware import load_hardware_catalog
@@ -24,14 +25,21 @@ def build_plan(stack: dict[str, Any], source: str | None = None) -> StackPlan:
     return plan_spec(spec, source, lines=False)  # the document may not be the file's
 
 
-def plan_spec(spec: StackSpec, source: str | None = None, *, lines: bool = True) -> StackPlan:
+def plan_spec(
+    spec: StackSpec,
+    source: str | None = None,
+    *,
+    lines: bool = True,
+    base_dir: Path | None = None,
+) -> StackPlan:
     """Plan a validated spec with the catalogue plus the stack's own entries.
 
     A planning error names the line of its config path in the file *source* (when
-    *lines*: the spec was read from that file)."""
+    *lines*: the spec was read from that file). A model's config.json path resolves
+    against, and must stay inside, *base_dir* (the project; default the working folder)."""
     hardware = load_hardware_catalog().extended(spec.catalog.gpus, spec.catalog.instances)
     try:
-        plan = plan_stack(spec, hardware)
+        plan = plan_stack(spec, hardware, base_dir=base_dir)
         plan.derived.extend(plan_kuberay(spec))  # the operator release against the Ray version
         return plan
     except PlanError as exc:

@@ -786,7 +786,7 @@ def _capacity(
     if outside:
         raise PlanError(f"gpustrata:stack.models[{index}].model", outside)
     try:
-        arch = resolve_architecture(model.model, catalog, base_dir)
+        arch = resolve_architecture(model.model, catalog, base_dir, base_dir or Path.cwd())
     except ModelCatalogError as exc:
         raise PlanError(f"gpustrata:stack.models[{index}].model", str(exc)) from None
     if arch is None:

@@ -176,6 +176,19 @@ def size(
         and (not wanted or i.gpu in wanted)
     ]
     rejected: list[Rejected] = []
+    most = max((i.gpu_count for i in types), default=0)
+    for tp in req.tensor_parallel_sizes:  # a size no instance holds would leave no trace
+        if tp * req.pipeline_parallel_size > most:
+            rejected.append(
+                Rejected(
+                    "-",
+                    "-",
+                    tp,
+                    f"TP {tp} x PP {req.pipeline_parallel_size} needs "
+                    f"{tp * req.pipeline_parallel_size} GPUs per replica; the instance types "
+                    f"searched have at most {most}",
+                )
+            )
     candidates: list[Candidate] = []
     estimates: dict[tuple[str, int], CapacityEstimate | str] = {}
     for inst in sorted(types, key=lambda i: (i.gpu, i.gpu_count, i.name)):

@@ -192,8 +192,9 @@ def run_program(
         )
         try:
             if program is not None:
-                with _in_folder(program.resolve().parent):
-                    runpy.run_path(str(program), run_name="__main__")
+                main_file = program.resolve()  # before the folder changes: it may be relative
+                with _in_folder(main_file.parent):
+                    runpy.run_path(str(main_file), run_name="__main__")
             else:
                 from gpustrata.runtime.program import main
 

@@ -17,6 +17,10 @@ from typing import Any
 import yaml
 
 from gpustrata.core.errors import InputError
+from gpustrata.core.terminal import clipped
+from gpustrata.core.textfiles import TextFileError, read_text_file
+from gpustrata.core.yamlguard import YamlShapeError
+from gpustrata.core.yamlio import safe_load
 
 __all__ = ["PROJECT_FILES", "Project", "read_project"]
 
@@ -24,6 +28,8 @@ PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
 """The names Pulumi looks for in a project folder, in its order."""
 
 _STRING_KEYS = ("name", "description", "main", "stackConfigDir")
+_MAX_PROJECT_BYTES = 1 << 20
+"""The largest Pulumi.yaml read (a project file is a few hundred bytes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +78,15 @@ def read_project(project_dir: Path) -> Project:
         return Project(
             project_dir, "gpustrata", "python", stacks if stacks.is_dir() else project_dir, None
         )
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(path, f"cannot read ({exc})") from None
-    except yaml.YAMLError as exc:
+    try:  # from a pull request: the guards of every untrusted file (size, NUL, aliases)
+        text = read_text_file(path, max_bytes=_MAX_PROJECT_BYTES)
+        data: Any = safe_load(text)
+    except TextFileError as exc:
+        raise InputError(str(exc)) from None
+    except YamlShapeError as exc:  # repeated keys (`main:` twice), alias bombs
+        line = f":{exc.line}" if exc.line else ""
+        raise InputError(f"{path}{line}: {exc}") from None
+    except (yaml.YAMLError, RecursionError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise InputError(f"{where}: not valid YAML; Pulumi cannot read this project") from None
@@ -97,8 +107,29 @@ def read_project(project_dir: Path) -> Project:
         raise _fail(path, "runtime: required, a name (python) or a mapping with name and options")
     if "config" in data and not isinstance(data["config"], dict | type(None)):
         raise _fail(path, "config: expected a mapping of config keys")
-    config_dir = project_dir / data.get("stackConfigDir", ".")
+    config_dir = _inside(path, project_dir, "stackConfigDir", data.get("stackConfigDir", "."))
     if not config_dir.is_dir():
         raise _fail(path, f"stackConfigDir: {config_dir} is not a folder")
-    main = project_dir / data["main"] if data.get("main") else None
+    main = _inside(path, project_dir, "main", data["main"]) if data.get("main") else None
     return Project(project_dir, name, runtime, config_dir, path, main)
+
+
+def _inside(path: Path, project_dir: Path, key: str, value: str) -> Path:
+    """*value* (``main`` or ``stackConfigDir``) under *project_dir*, refused when it leads
+    out of the project: absolute, through ``..`` or a symbolic link. A project file from
+    a pull request must not make ``plan`` run or read a file elsewhere, as a stack's
+    ``models[].model`` may not."""
+    target = project_dir / value
+    try:
+        leaves = Path(value).is_absolute() or not target.resolve().is_relative_to(
+            project_dir.resolve()
+        )
+    except (OSError, RuntimeError):  # a link loop
+        leaves = True
+    if leaves:
+        raise _fail(
+            path,
+            f"{key}: {clipped(value)!r} leads outside the project; Pulumi.yaml may only "
+            f"name a {'file or folder' if key == 'main' else 'folder'} inside it: move it in",
+        )
+    return target

@@ -896,12 +896,24 @@ class CatalogExtensions(_Model):
     )
 
 
+MAX_MODELS = 200
+"""The most models one stack serves: ``plan`` takes ~44 ms a model (200: ~9 s); 10,000
+did not finish in two minutes. Split a larger fleet into stacks."""
+MAX_NODE_POOLS = 100
+"""The most GPU node pools of one stack (EKS allows 30 managed node groups per cluster by
+default)."""
+
+
 class StackSpec(_Model):
     """A whole gpustrata stack: one environment, one cluster, its pools, software and models."""
 
     environment: Environment = Field(description="Environment; sets rule enforcement.")
     cluster: ClusterSpec = Field(description="The Kubernetes cluster.")
-    node_pools: list[NodePoolSpec] = Field(min_length=1, description="GPU node pools.")
+    node_pools: list[NodePoolSpec] = Field(
+        min_length=1,
+        max_length=MAX_NODE_POOLS,
+        description=f"GPU node pools (at most {MAX_NODE_POOLS}).",
+    )
     gpu_operator: GpuOperatorSpec = Field(description="NVIDIA GPU Operator.")
     kuberay: KubeRaySpec = Field(default_factory=KubeRaySpec, description="KubeRay operator.")
     karpenter: KarpenterSpec = Field(
@@ -912,7 +924,11 @@ class StackSpec(_Model):
         description="Prometheus (for ServiceMonitors and KEDA).",
     )
     keda: KedaSpec = Field(default_factory=KedaSpec, description="KEDA (autoscaling kind keda).")
-    models: list[ModelSpec] = Field(default_factory=list, description="Served models.")
+    models: list[ModelSpec] = Field(
+        default_factory=list,
+        max_length=MAX_MODELS,
+        description=f"Served models (at most {MAX_MODELS}: a stack is one team's serving fleet).",
+    )
     catalog: CatalogExtensions = Field(
         default_factory=CatalogExtensions,
         description="Catalogue entries this stack adds, without code changes.",

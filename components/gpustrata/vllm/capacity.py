@@ -300,13 +300,17 @@ def estimate_capacity(
 
 
 def resolve_architecture(
-    model: str, catalog: ModelCatalog | None = None, base_dir: Path | None = None
+    model: str,
+    catalog: ModelCatalog | None = None,
+    base_dir: Path | None = None,
+    inside: Path | None = None,
 ) -> ModelArchitecture | None:
     """The architecture of ``model``: a catalogue id or alias, or a local config.json.
 
     ``model`` may name a ``config.json`` file or a directory holding one (relative paths
-    resolve against ``base_dir``, default the working directory). Returns None when
-    neither applies. Raises :class:`ModelCatalogError` for an unreadable config.json.
+    resolve against ``base_dir``, default the working directory); the file read must
+    resolve inside ``inside`` when given (a stack's project). Returns None when neither
+    applies. Raises :class:`ModelCatalogError` for an unreadable config.json.
     """
     found = (catalog or load_model_catalog()).get(model)
     if found is not None:
@@ -315,5 +319,5 @@ def resolve_architecture(
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
     if path.is_file() or (path.is_dir() and (path / "config.json").is_file()):
-        return architecture_from_hf_config(path)
+        return architecture_from_hf_config(path, inside=inside)
     return None

@@ -39,6 +39,9 @@ __all__ = [
 ]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+MAX_INPUT_BYTES = 64 << 20
+"""The largest manifest file or stdin ``check`` reads: peak memory grows about 24 MiB per
+input MB (100 MB of JSON: 2.4 GB), so more is refused by its size, before it is read."""
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
 # Helm (Go template) actions left in the text: the chart's objects (`.Values`, `.Release`,
 # ...) and `include "..."` anywhere, control actions (`{{- if`, `{{ end }}`) at the start
@@ -51,13 +54,23 @@ _HELM_ACTION = re.compile(
     re.MULTILINE,
 )
 _YAML_COMMENT = re.compile(r"(?:^|\s)#")
+# What may stand before an action that is YAML structure, not inside a scalar: indentation,
+# list dashes, one plain or quoted key and its colon. After anything else (a quote that
+# opens a string, `x-` of a plain scalar) the action is text of a value, as a chart passes
+# it through `tpl` and Kubernetes stores it: JSON of the same object reads it as text too.
+_OUTSIDE_SCALAR = re.compile(
+    r"[ \t]*(?:-[ \t]+)*(?:(?:[^\s#'\"{\[-][^:#]*|\"[^\"]*\"|'[^']*'):[ \t]+(?:-[ \t]+)*)?"
+)
 
 
 def _helm_action(text: str) -> re.Match[str] | None:
-    """The first Helm template action outside a YAML comment, else ``None``."""
+    """The first Helm template action outside a YAML comment and outside a scalar value,
+    else ``None``."""
     for match in _HELM_ACTION.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
-        if not _YAML_COMMENT.search(text, line_start, match.start()):
+        if _YAML_COMMENT.search(text, line_start, match.start()):
+            continue
+        if _OUTSIDE_SCALAR.fullmatch(text, line_start, match.start()):
             return match
     return None
 
@@ -615,7 +628,7 @@ def load_paths(
 
     def load_file(file: FsPath) -> None:
         try:
-            objects.extend(load_text(read_text_file(file), str(file)))
+            objects.extend(load_text(read_text_file(file, MAX_INPUT_BYTES), str(file)))
         except InputError as exc:
             if errors is None:
                 raise
@@ -629,7 +642,7 @@ def load_paths(
             )
         if raw == "-":
             source = getattr(stdin, "buffer", stdin)
-            data = read_chunks(source.read, "<stdin>") if source is not None else b""
+            data = b"" if source is None else read_chunks(source.read, "<stdin>", MAX_INPUT_BYTES)
             objects.extend(load_text(decode_text(data, "<stdin>"), "<stdin>"))
             continue
         path = FsPath(raw)

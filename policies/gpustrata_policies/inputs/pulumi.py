@@ -46,11 +46,18 @@ def _api_version(token: str) -> str:
 
 
 def _with_name(obj: dict[str, Any], logical_name: str) -> dict[str, Any]:
+    """*obj* with a name: its own, else (Pulumi auto-naming) the logical name. A name
+    unknown at preview stays unknown, so no rule matches by a guess (a NodePool's name a
+    Pod selects); the object is shown by its logical name (``generateName``)."""
     meta = obj.get("metadata")
-    if meta is UNKNOWN:  # named by its logical name, as before; the rest stays unknown
-        meta = dict.fromkeys(("namespace", "labels", "annotations", "ownerReferences"), UNKNOWN)
+    if meta is UNKNOWN:  # every field unknown; shown by its logical name
+        meta = dict.fromkeys(
+            ("name", "namespace", "labels", "annotations", "ownerReferences"), UNKNOWN
+        )
     meta = dict(meta) if isinstance(meta, Mapping) else {}
-    if not isinstance(meta.get("name"), str) or not meta.get("name"):
+    if meta.get("name") is UNKNOWN:
+        meta["generateName"] = logical_name
+    elif not isinstance(meta.get("name"), str) or not meta.get("name"):
         meta["name"] = logical_name  # Pulumi auto-naming: the logical name is the stem
     obj["metadata"] = meta
     return obj

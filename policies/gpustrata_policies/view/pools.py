@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustrata.core.contract import DERIVED_FROM_ANNOTATION as DERIVED_FROM
+from gpustrata.core.quantity import parse_number
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 __all__ = [
@@ -196,13 +197,18 @@ class GpuPool:
         return isinstance(annotations, Mapping) and DERIVED_FROM in annotations
 
 
+_MAX_COUNT = 1_000_000
+"""The largest node or GPU count read: more is no cluster (``maxSize: 1e308``)."""
+
+
 def _int(value: object) -> int | None:
-    if isinstance(value, bool):
+    """A count (``4``, ``"4"``, ``4.0`` as CrossGuard sends numbers): a whole number from 0
+    to :data:`_MAX_COUNT`, else ``None`` (unstated), the same from a manifest and from the
+    pack (``-1e308`` was an OverflowError over gRPC and "no maxSize" in ``check``)."""
+    number = parse_number(value) if isinstance(value, int | float | str) else None
+    if number is None or number.denominator != 1 or not 0 <= number <= _MAX_COUNT:
         return None
-    try:
-        return int(str(value)) if value is not None else None
-    except ValueError:
-        return None
+    return int(number)
 
 
 def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:

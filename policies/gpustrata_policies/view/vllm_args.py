@@ -396,7 +396,10 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
     command = [str(c) for c in command] if isinstance(command, list) else []
     args = [str(a) for a in args] if isinstance(args, list) else []
     if any(
-        item is UNKNOWN for part in (raw.get("command"), raw.get("args")) for item in part or ()
+        item is UNKNOWN
+        for part in (raw.get("command"), raw.get("args"))
+        if isinstance(part, list)  # `args: 5` is no list: read as none, as above
+        for item in part
     ):
         raise UnknownInput(f"command/args of {container.label}")  # an item, not just the list
     env = container.literal_env()

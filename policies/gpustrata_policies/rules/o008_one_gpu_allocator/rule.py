@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustrata.core.contract import DEVICE_PLUGIN_DEPLOY_LABEL
-from gpustrata.core.versions import parse_version
+from gpustrata.core.terminal import quoted
+from gpustrata.core.versions import is_version, parse_version
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.dra import (
@@ -41,14 +42,16 @@ def _device_plugin_pools(ctx: RuleContext, driver: DraDriverView) -> list[GpuPoo
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """One allocator per GPU node; DRA v1 claims only where the cluster serves the API."""
     if obj.kind in CLAIM_KINDS and obj.api_version == DRA_V1:
+        stated = {v for p in gpu_pools(ctx) if (v := p.kubernetes_version)}
+        readable = {v for v in stated if is_version(v)}
         old = sorted(
-            {
-                v
-                for p in gpu_pools(ctx)
-                if (v := p.kubernetes_version) and parse_version(v)[:2] < DRA_V1_KUBERNETES
-            },
-            key=parse_version,
+            (v for v in readable if parse_version(v)[:2] < DRA_V1_KUBERNETES), key=parse_version
         )
+        if stated - readable:  # "latest": O001 names it; this rule cannot compare it
+            unreadable = ", ".join(quoted(v) for v in sorted(stated - readable))
+            yield ctx.not_evaluated(
+                obj, f"the GPU pools' Kubernetes version {unreadable} is not a release number"
+            )
         if old:
             yield ctx.violation(
                 obj,
