@@ -173,3 +173,91 @@ def test_the_suite_meets_the_class_that_allocated_per_layer(
     path.write_bytes(_text_of(fixture_case))
     with pytest.raises(ModelFileError, match="num_hidden_layers"):
         read_model_config(path, tmp_path)
+
+
+PROFILE_KEYS = st.sampled_from(
+    [
+        "distribution",
+        "admission",
+        "gpu_products",
+        "gpu_taints",
+        "pools",
+        "versions",
+        "images",
+        "crds",
+        "storage",
+        "kind",
+        "lables",
+    ]
+)
+PROFILE_VALUES = st.one_of(
+    VALUES,
+    st.sampled_from(["eks", "kubeadm", "other", "0.10.1.1", "v0.8.5", "*", "a/b", "1e308"]),
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "node_label",
+                    "instance_type",
+                    "gpu",
+                    "gpus_per_node",
+                    "pattern",
+                    "vllm",
+                    "key",
+                    "value",
+                    "effect",
+                    "name",
+                    "min_size",
+                    "max_size",
+                    "taints",
+                    "labels",
+                ]
+            ),
+            VALUES,
+            max_size=4,
+        ),
+        max_size=3,
+    ),
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "kuberay",
+                "kubernetes",
+                "nvidia_driver",
+                "huggingface",
+                "extended_resource_toleration",
+                "load_gbps",
+            ]
+        ),
+        VALUES,
+        max_size=3,
+    ),
+)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(document=st.dictionaries(PROFILE_KEYS, PROFILE_VALUES, max_size=5), control=CONTROL)
+def test_cluster_profile_reader_ends_in_a_profile_or_one_line(
+    tmp_path: Path, document: dict[str, Any], control: str
+) -> None:
+    """The cluster profile (issue 30) is read from a file the reviewer did not write: any
+    document ends in a typed profile or in errors that each name the file, one per line,
+    printable; never another exception."""
+    import yaml
+
+    from gpustrata.catalog.profile import ClusterProfile
+    from gpustrata.spec.profile_file import ProfileError, load_profile_file
+
+    path = tmp_path / "cluster.yaml"
+    text = yaml.safe_dump(document, allow_unicode=True) + f"# {control}\n"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    with record("hostile-cluster-profile"):
+        try:
+            profile = load_profile_file(path)
+        except ProfileError as exc:
+            for line in str(exc).splitlines():
+                assert str(path) in line and line.isprintable(), line
+            return
+        assert isinstance(profile, ClusterProfile)

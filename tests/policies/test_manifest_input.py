@@ -162,7 +162,12 @@ def test_directory_with_mixed_files(tmp_path: Path) -> None:
     resources = sorted(f["resource"] for f in data["findings"] if f["rule"] == "K001")  # type: ignore
     assert resources == ["Pod/llm/p", "Pod/llm/q", "Pod/llm/r"]  # symlinked dir not followed
     (tmp_path / "sub" / "broken.yaml").write_text("kind: Pod\nspec: [\n")
-    assert _error(["check", str(tmp_path)]).startswith(f"{tmp_path / 'sub' / 'broken.yaml'}:")
+    # the broken file is named with its line, the others are still checked, exit 2 at the end
+    code, out, err = run(["check", "--format", "json", str(tmp_path)])
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"gpustrata: {tmp_path / 'sub' / 'broken.yaml'}:3: invalid YAML")
+    checked = json.loads(out)["findings"]
+    assert sorted(f["resource"] for f in checked if f["rule"] == "K001") == resources
     assert _error(["check", str(tmp_path / "missing")]) == (
         f"{tmp_path / 'missing'}: no such file or directory"
     )
