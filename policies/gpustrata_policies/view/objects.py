@@ -91,6 +91,7 @@ OTHER_KINDS = frozenset(
         "VirtualService",  # Istio route timeouts (G001)
         "BackendTrafficPolicy",  # Envoy Gateway timeouts (G001)
         "ClientTrafficPolicy",  # Envoy Gateway idle timeouts (G001)
+        "GPUCluster",  # the GPU Operator's DRA enablement CR (O008)
     }
 )
 CONTROLLER_KINDS = {
