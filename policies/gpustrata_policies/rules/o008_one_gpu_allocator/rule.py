@@ -16,6 +16,7 @@ from gpustrata_policies.view.dra import (
     dra_driver_view,
 )
 from gpustrata_policies.view.gpu_operator import GpuOperatorView
+from gpustrata_policies.view.helm_values import values_flag
 from gpustrata_policies.view.nodes import (
     GPU_OPERATOR_VALUES,
     gpu_pools,
@@ -38,26 +39,18 @@ OPERATOR_VALUES_2607 = (
 )
 
 
-def _flag(value: object, default: bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in {"true", "false"}:
-        return value.lower() == "true"
-    return default
-
-
 def deploys_cluster_policy(op: GpuOperatorView) -> bool:
     """The operator runs the device-plugin stack: a ClusterPolicy, or a chart whose
     ``clusterPolicy.deployCR`` is not false (default true at v26.7.0)."""
     if not op.is_helm:
         return True
-    return _flag(op.value("clusterPolicy", "deployCR"), True)
+    return values_flag(op.value("clusterPolicy", "deployCR"), True)
 
 
 def operator_dra(op: GpuOperatorView) -> DraDriverView | None:
     """The DRA driver a GPU Operator chart installs itself (``gpuCluster.deployCR``, v26.7+;
     its ``draDriver`` values), or ``None``."""
-    if not op.is_helm or not _flag(op.value("gpuCluster", "deployCR"), False):
+    if not op.is_helm or not values_flag(op.value("gpuCluster", "deployCR"), False):
         return None
     draw = op.value("draDriver")
     version = draw.get("version") if isinstance(draw, dict) else None
