@@ -13,7 +13,7 @@ from conftest import rule_dir
 from gpustrata.core.unknown import UNKNOWN
 from gpustrata_policies import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
-from gpustrata_policies.view.gateways import parse_duration
+from gpustrata_policies.view.gateways import parse_duration, vllm_exports
 
 GIE_GUIDE = rule_dir("G001") / "bad-gie-guide-istio-route.yaml"
 G001_BAD = rule_dir("G001") / "bad-timeouts-cut-long-answers.yaml"
@@ -150,3 +150,32 @@ def test_a_route_to_the_other_api_groups_pool_reaches_no_engine() -> None:
         if d["kind"] == "HTTPRoute":
             d["spec"]["rules"][0]["backendRefs"][0]["group"] = "inference.networking.x-k8s.io"
     assert _of(evaluate(docs), "G001") == []
+
+
+@pytest.mark.parametrize(
+    ("metric", "version", "hidden", "exported"),
+    [
+        ("vllm:gpu_cache_usage_perc", (0, 8, 5), False, True),
+        ("vllm:kv_cache_usage_perc", (0, 8, 5), False, False),
+        ("vllm:kv_cache_usage_perc", (0, 9, 2), False, None),  # 0.8.5 and 0.10.1.1 disagree
+        ("vllm:gpu_cache_usage_perc", (0, 9, 2), False, True),
+        ("vllm:gpu_cache_usage_perc", (0, 11, 0), False, False),
+        ("vllm:gpu_cache_usage_perc", (0, 11, 0), True, True),  # hidden metrics shown
+        ("vllm:gpu_cache_usage_perc", (0, 20, 2), False, False),
+        ("vllm:kv_cache_usage_perc", (0, 40, 0), False, None),  # newer than any read
+        ("vllm:kv_cache_usage_perc", (0, 6, 0), False, None),  # older than any read
+    ],
+)
+def test_vllm_kv_gauges_per_release(
+    metric: str, version: tuple[int, int, int], hidden: bool, exported: bool | None
+) -> None:
+    assert vllm_exports(metric, version, hidden) is exported
+
+
+def test_an_explicit_picker_flag_wins_over_its_default() -> None:
+    docs = _docs(rule_dir("G002") / "bad-picker-reads-a-dropped-metric.yaml")
+    for d in docs:
+        if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-epp"):
+            container = d["spec"]["template"]["spec"]["containers"][0]
+            container["args"] += ["--kv-cache-usage-percentage-metric", "vllm:kv_cache_usage_perc"]
+    assert _of(evaluate(docs), "G002") == []

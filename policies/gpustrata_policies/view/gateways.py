@@ -51,12 +51,15 @@ from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 __all__ = [
     "GIE_CRDS",
     "INFERENCE_POOL_GROUPS",
+    "KV_USAGE_FLAG",
     "Generation",
     "PoolView",
+    "epp_default_metric",
     "inference_pool",
     "longest_generation",
     "parse_duration",
     "pool_objects",
+    "vllm_exports",
 ]
 
 INFERENCE_POOL_GROUPS = ("inference.networking.k8s.io", "inference.networking.x-k8s.io")
@@ -246,3 +249,67 @@ def pool_objects(ctx: RuleContext) -> Iterator[PoolView]:
         pool = inference_pool(obj)
         if pool is not None:
             yield pool
+
+
+# --------------------------------------------------------------------------- metrics
+
+KV_USAGE_FLAG = "kv-cache-usage-percentage-metric"
+QUEUE_FLAG = "total-queued-requests-metric"
+EPP_DEFAULTS: tuple[tuple[tuple[int, int], tuple[int, int], str, str], ...] = (
+    (
+        (1, 0),
+        (1, 2),
+        "vllm:gpu_cache_usage_perc",
+        "gateway-api-inference-extension@v1.0.0 and @v1.2.0:pkg/epp/server/runserver.go "
+        "DefaultKvCacheUsagePercentageMetric",
+    ),
+    (
+        (1, 3),
+        (1, 5),
+        "vllm:kv_cache_usage_perc",
+        "gateway-api-inference-extension@v1.3.0, @v1.4.0 and @v1.5.0:pkg/epp/server/options.go",
+    ),
+)
+"""The endpoint picker's KV-cache metric when ``--kv-cache-usage-percentage-metric`` is
+unset, per GIE minor range (inclusive); the queue metric is ``vllm:num_requests_waiting``
+in all of them. Other releases are not catalogued."""
+
+VLLM_KV_METRICS: tuple[tuple[tuple[int, int, int], frozenset[str], str], ...] = (
+    ((0, 8, 5), frozenset({"vllm:gpu_cache_usage_perc"}), "vllm@v0.8.5"),
+    (
+        (0, 10, 1),
+        frozenset({"vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc"}),
+        "vllm@v0.10.1.1",
+    ),
+    ((0, 11, 0), frozenset({"vllm:kv_cache_usage_perc"}), "vllm@v0.11.0"),
+    ((0, 12, 0), frozenset({"vllm:kv_cache_usage_perc"}), "vllm@v0.12.0"),
+    ((0, 33, 0), frozenset({"vllm:kv_cache_usage_perc"}), "vllm@v0.33.0"),
+)
+"""The KV-cache usage gauges each read vLLM release exports (``vllm/v1/metrics/
+loggers.py`` of its wheel; 0.11.0 keeps ``vllm:gpu_cache_usage_perc`` only behind
+``--show-hidden-metrics-for-version=0.10``, which is read). A release between two read
+ones is judged only where both agree."""
+
+
+def epp_default_metric(version: tuple[int, ...]) -> tuple[str, str] | None:
+    """(metric, source) the endpoint picker release reads KV usage from by default."""
+    for low, high, metric, source in EPP_DEFAULTS:
+        if low <= version[:2] <= high:
+            return metric, source
+    return None
+
+
+def vllm_exports(metric: str, version: tuple[int, ...], hidden: bool) -> bool | None:
+    """Does vLLM *version* export *metric* (None: the read releases around it disagree,
+    or it is outside them)? *hidden*: ``--show-hidden-metrics-for-version`` is set."""
+
+    def has(entry: tuple[tuple[int, int, int], frozenset[str], str]) -> bool:
+        shown = hidden and entry[0][:2] == (0, 11)
+        return metric in entry[1] or (shown and metric == "vllm:gpu_cache_usage_perc")
+
+    below = [e for e in VLLM_KV_METRICS if e[0] <= version]
+    above = [e for e in VLLM_KV_METRICS if e[0] >= version]
+    if not below or not above:
+        return None
+    low, high = below[-1], above[0]
+    return has(low) if has(low) == has(high) else None
