@@ -87,7 +87,7 @@ RULE = Rule(
         layer="kubernetes",
         severity="high",
         default_enforcement=MANDATORY,
-        scope="resource",
+        scope="stack",
         rationale=(
             "KV-cache offload and CPU weight offload allocate host memory inside the vLLM "
             "container: vLLM's native offload (--kv-offloading-size GiB, the total over the "
