@@ -35,8 +35,8 @@ Enforcement = Literal["mandatory", "advisory", "disabled"]
 ENFORCEMENTS: tuple[Enforcement, ...] = ("mandatory", "advisory", "disabled")
 Severity = Literal["critical", "high", "medium", "low"]
 SEVERITIES: tuple[Severity, ...] = ("critical", "high", "medium", "low")
-Layer = Literal["kubernetes", "gpu-operator", "ray", "vllm"]
-LAYERS: tuple[Layer, ...] = ("kubernetes", "gpu-operator", "ray", "vllm")
+Layer = Literal["kubernetes", "gpu-operator", "ray", "vllm", "routing"]
+LAYERS: tuple[Layer, ...] = ("kubernetes", "gpu-operator", "ray", "vllm", "routing")
 Scope = Literal["resource", "stack"]
 """``resource``: the rule reads one object at a time; ``stack``: it relates several."""
 

@@ -46,7 +46,7 @@ def test_ids_and_names_are_unique() -> None:
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.meta.id)
 def test_metadata_is_complete(rule) -> None:  # type: ignore[no-untyped-def]
     m = rule.meta
-    assert re.fullmatch(r"[KORV]\d{3}", m.id)
+    assert re.fullmatch(r"[KORVG]\d{3}", m.id)
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", m.name)
     assert m.layer in LAYERS and m.severity in SEVERITIES
     assert m.title and m.rationale.endswith((".", ")")) and m.fix

@@ -69,6 +69,11 @@ def register(sub: Any) -> None:
     p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs / torch.compile")
     p.add_argument("--weights-source", help="huggingface, s3, pvc or local-nvme")
     p.add_argument("--load-gbps", help="measured weight load bandwidth in GB/s")
+    p.add_argument(
+        "--kv-offloading-size",
+        help="vLLM's native KV offload to CPU in GiB (the total over the engine's GPUs): "
+        "adds the tokens the host holds",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=capacity_command)
 
@@ -283,7 +288,13 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
             "GFD product label such as NVIDIA-H100-80GB-HBM3"
         )
     name = spec.name if spec is not None else None
-    return CapacityTarget(arch, gpu, settings, stack, name, hardware)
+    offload = _float(
+        "--kv-offloading-size",
+        args.kv_offloading_size,
+        lambda v: 0 < v <= 1 << 20,
+        "use a positive size in GiB such as 40",
+    )
+    return CapacityTarget(arch, gpu, settings, stack, name, hardware, offload)
 
 
 def capacity_command(args: argparse.Namespace) -> int:

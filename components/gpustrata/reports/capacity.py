@@ -11,7 +11,8 @@ the stack's values (what-if). Output:
   ``kv_cache_memory_bytes_per_gpu``, ``kv_bytes_per_token_per_gpu``,
   ``kv_cache_page_size_bytes``, ``kv_cache_blocks``, ``kv_cache_tokens``,
   ``max_concurrent_full_length_sequences``, ``largest_max_model_len``,
-  ``startup_seconds``, ``startup_budget_seconds``, ``longest_step_seconds``; plus
+  ``startup_seconds``, ``startup_budget_seconds``, ``longest_step_seconds`` (with
+  ``--kv-offloading-size`` also ``kv_cache_host_bytes`` and ``kv_cache_host_tokens``); plus
   ``model``, ``gpu``, ``stack``, ``settings`` (resolved engine settings), ``defaults``
   (settings that took vLLM's default, with why), ``memory_budget`` (each term as a
   value/explanation pair), ``fits``, ``vllm_error`` and ``what_if`` (rows with
@@ -41,6 +42,7 @@ from gpustrata.vllm.capacity import (
     estimate_capacity,
     gib,
 )
+from gpustrata.vllm.offload import host_memory
 
 __all__ = [
     "WHAT_IF_TP_SIZES",
@@ -80,6 +82,32 @@ class CapacityTarget:
     stack: str | None
     model_name: str | None
     hardware: HardwareCatalog
+    kv_offloading_size: float | None = None
+    """vLLM's native KV offload to CPU in GiB (``--kv-offloading-size``), or None."""
+
+
+def _host_figures(
+    est: CapacityEstimate, target: CapacityTarget | None
+) -> dict[str, tuple[int | float, str]]:
+    """The KV cache held on the host (``--kv-offloading-size``): bytes and tokens."""
+    if target is None or not target.kv_offloading_size:
+        return {}
+    host = host_memory(
+        {"kv_offloading_size": target.kv_offloading_size}, {}, est.gpus, est.kv.bytes_per_token
+    )
+    if isinstance(host, str) or host.kv_tokens is None:
+        return {}
+    why = "; ".join(host.parts)
+    return {
+        "kv_cache_host_bytes": (host.kv_bytes, why),
+        "kv_cache_host_tokens": (
+            host.kv_tokens,
+            f"{host.kv_bytes:,} B / {est.gpus} GPU rank(s) / {est.kv.bytes_per_token:,} KV bytes "
+            f"per token per GPU (the offload spec splits each chunk over the ranks, "
+            f"vllm@v0.33.0:vllm/v1/kv_offload/cpu/spec.py); on the GPUs: {est.kv.tokens:,}, "
+            f"together {est.kv.tokens + host.kv_tokens:,}",
+        ),
+    }
 
 
 def estimate(target: CapacityTarget, **overrides: Any) -> CapacityEstimate:
@@ -243,7 +271,7 @@ def capacity_document(
         "settings": _settings(est),
         "defaults": dict(est.defaults),
     }
-    for key, (value, why) in _figures(est).items():
+    for key, (value, why) in (_figures(est) | _host_figures(est, target)).items():
         doc[key] = {"value": value, "explanation": why}
     m = est.memory
     doc["memory_budget"] = {
@@ -275,7 +303,7 @@ def _refusal(est: CapacityEstimate) -> str | None:
 
 
 def _fmt(key: str, value: int | float) -> str:
-    if key.endswith("_bytes_per_gpu") or key == "weights_bytes_total":
+    if key.endswith("_bytes_per_gpu") or key in ("weights_bytes_total", "kv_cache_host_bytes"):
         return f"{gib(value)} ({value / 1e9:,.1f} GB)"
     if key.endswith("_seconds"):
         return f"{value:,.2f} s" if value < 10 else f"{value:,.0f} s"
@@ -292,6 +320,8 @@ _LABELS = {
     "kv_cache_page_size_bytes": "KV page (one layer, one block)",
     "kv_cache_blocks": "KV cache blocks",
     "kv_cache_tokens": "KV cache tokens",
+    "kv_cache_host_bytes": "KV cache on the host",
+    "kv_cache_host_tokens": "KV cache tokens on the host",
     "max_concurrent_full_length_sequences": "full-length sequences",
     "largest_max_model_len": "largest max_model_len",
     "startup_seconds": "startup",
@@ -318,7 +348,7 @@ def capacity_text(
     for name, why in est.defaults.items():
         lines.append(f"    {name}: {why}")
     lines.append("")
-    figures = _figures(est)
+    figures = _figures(est) | _host_figures(est, target)
     width = max(len(v) for v in _LABELS.values())
     for key, (value, why) in figures.items():
         lines.append(f"  {_LABELS[key]:<{width}}  {_fmt(key, value)}")

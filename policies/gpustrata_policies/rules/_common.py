@@ -9,7 +9,9 @@ from gpustrata.core.environments import Environment
 from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Enforcement, RuleContext
-from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.gateways import PoolView
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
 MANDATORY: dict[Environment, Enforcement] = {
@@ -139,3 +141,48 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> 
         if not ok:
             return False
     return bool(match_labels) or bool(selector.get("matchExpressions"))
+
+
+def pool_members(
+    ctx: RuleContext, pool: PoolView
+) -> tuple[list[tuple[PodRef, list[EngineSite]]], list[PodRef]]:
+    """The Pods an InferencePool's selector picks in its namespace: those running vLLM
+    (with their engines that listen on a known port) and the others (another server, a
+    simulator, or the endpoint picker itself)."""
+    engines: list[tuple[PodRef, list[EngineSite]]] = []
+    others: list[PodRef] = []
+    for obj in ctx.objects:
+        if obj.namespace != pool.obj.namespace or obj is pool.obj:
+            continue
+        pods = [p for p in obj.pods() if not p.is_ray]
+        if not pods:
+            continue
+        sites = [s for s in engine_sites(ctx, obj) if not s.ray and s.engine.port is not None]
+        for pod in pods:
+            if not selector_matches(pool.selector, pod.labels):
+                continue
+            mine = [s for s in sites if _runs_in(s, pod)]
+            if mine:
+                engines.append((pod, mine))
+            else:
+                others.append(pod)
+    return engines, others
+
+
+def vllm_pods_in(ctx: RuleContext, namespace: str) -> list[tuple[PodRef, EngineSite]]:
+    """Pods of *namespace* that run a vLLM engine on a known port (not Ray workers)."""
+    out: list[tuple[PodRef, EngineSite]] = []
+    for obj in ctx.objects:
+        if obj.namespace != namespace:
+            continue
+        for site in engine_sites(ctx, obj):
+            if site.ray or site.engine.port is None:
+                continue
+            for pod in obj.pods():
+                if not pod.is_ray and _runs_in(site, pod):
+                    out.append((pod, site))
+    return out
+
+
+def _runs_in(site: EngineSite, pod: PodRef) -> bool:
+    return site.gpu_pod is pod or (site.container is not None and site.container.pod is pod)

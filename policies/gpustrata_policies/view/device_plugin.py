@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from gpustrata.core.yamlio import safe_load
+from gpustrata_policies.view.helm_values import values_flag
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
 
 __all__ = [
@@ -69,14 +70,6 @@ class Sharing:
     """``time-slicing x4 in ConfigMap/kube-system/dp-config:any``."""
 
 
-def _flag(value: Any, default: bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in {"true", "false"}:
-        return value.lower() == "true"
-    return default
-
-
 def parse_config(data: Any, where: str) -> Sharing | None:
     """The ``nvidia.com/gpu`` sharing of one device-plugin config file (mapping or YAML
     text), or ``None`` when it shares nothing (or is not such a file)."""
@@ -101,7 +94,7 @@ def parse_config(data: Any, where: str) -> Sharing | None:
             rename = res.get("rename")
             if isinstance(rename, str) and rename:
                 resource = rename
-            elif _flag(section.get("renameByDefault"), False):
+            elif values_flag(section.get("renameByDefault"), False):
                 resource = "nvidia.com/gpu.shared"
             else:
                 resource = "nvidia.com/gpu"
@@ -109,7 +102,7 @@ def parse_config(data: Any, where: str) -> Sharing | None:
                 strategy,
                 replicas,
                 resource,
-                _flag(section.get("failRequestsGreaterThanOne"), strategy == "mps"),
+                values_flag(section.get("failRequestsGreaterThanOne"), strategy == "mps"),
                 f"{strategy} x{replicas} in {where}",
             )
     return None
@@ -164,7 +157,7 @@ def _operator_config(
         return None
     default = config.get("default")
     data = config.get("data")
-    if _flag(config.get("create"), False) and isinstance(data, Mapping):
+    if values_flag(config.get("create"), False) and isinstance(data, Mapping):
         name = _default_of([str(k) for k in data], default)
         if name in data:
             return parse_config(data[name], f"{label} devicePlugin.config.data.{name}")

@@ -38,7 +38,10 @@ from gpustrata_policies.view.pools import GpuPool, matches_selectors
 __all__ = [
     "CLAIM_KINDS",
     "DRA_DRIVER_CHART",
+    "DRA_DRIVER_CHARTS",
+    "GPU_CLUSTER_KIND",
     "GPU_DEVICE_CLASS",
+    "OPERATOR_DRA_LABEL",
     "ClaimedGpus",
     "DraDriverView",
     "attach_claims",
@@ -52,6 +55,21 @@ CLAIM_KINDS = frozenset({"ResourceClaimTemplate", "ResourceClaim"})
 GPU_DEVICE_CLASS = DRA_GPU_DEVICE_CLASS
 DRA_DRIVER_CHART = "nvidia-dra-driver-gpu"
 """The NVIDIA DRA driver's Helm chart (k8s-dra-driver-gpu@v25.12.0: Chart.yaml name)."""
+DRA_DRIVER_CHARTS = (DRA_DRIVER_CHART, "dra-driver-nvidia-gpu")
+"""Both names of the driver's chart: NVIDIA's, and the one under kubernetes-sigs
+(kubernetes-sigs/dra-driver-nvidia-gpu@v0.4.1:deployments/helm/dra-driver-nvidia-gpu/
+Chart.yaml ``name: dra-driver-nvidia-gpu``, published to
+``oci://registry.k8s.io/dra-driver-nvidia/charts`` and NGC: docs/install.md, docs/upgrade.md
+there); its values keep the same keys (``resources.gpus.enabled``,
+``gpuResourcesEnabledOverride``, ``kubeletPlugin``: values.yaml at that tag)."""
+GPU_CLUSTER_KIND = "GPUCluster"
+"""The GPU Operator's DRA enablement CR (nvidia.com/v1alpha1; NVIDIA/gpu-operator@v26.7.0:
+api/nvidia/v1alpha1/gpucluster_types.go), rendered by its chart when
+``gpuCluster.deployCR`` is true (deployments/gpu-operator/templates/gpucluster.yaml)."""
+OPERATOR_DRA_LABEL = "nvidia.com/gpu.deploy.dra-driver"
+"""The node label the GPU Operator's DRA kubelet plugin DaemonSet selects
+(NVIDIA/gpu-operator@v26.7.0:manifests/state-dra-driver/0500_daemonset.yaml nodeSelector
+``nvidia.com/gpu.deploy.dra-driver: "true"``, on GPU nodes by NFD's pci-10de label)."""
 
 _PRODUCT = re.compile(
     r"""^\s*device\.attributes\[['"]gpu\.nvidia\.com['"]\]\.productName\s*==\s*['"]([^'"]+)['"]\s*$"""
@@ -210,15 +228,37 @@ class DraDriverView:
     obj: K8sObject
     values: Mapping[str, Any]
     version: str | None
+    operator: bool = False
+    """Installed by the GPU Operator (its GPUCluster CR, ``draDriver`` values), not by the
+    driver's own chart."""
 
     @property
     def label(self) -> str:
         """``NVIDIA DRA driver 25.12.0`` for messages."""
+        if self.operator:
+            named = f" {self.version}" if self.version else ""
+            return f"the NVIDIA DRA driver{named} of the GPU Operator's GPUCluster"
         return f"NVIDIA DRA driver {self.version}" if self.version else "NVIDIA DRA driver"
 
     @property
+    def default_placement(self) -> bool:
+        """The kubelet plugin runs on every GPU node (no nodeSelector or required affinity
+        of the user's; the GPU Operator's: unless a node is labelled
+        ``nvidia.com/gpu.deploy.dra-driver=false``)."""
+        if self.operator:
+            return True
+        plugin = as_map(self.values.get("kubeletPlugin"), f"kubeletPlugin of {self.obj.resource}")
+        if plugin.get("nodeSelector") is UNKNOWN or plugin.get("affinity") is UNKNOWN:
+            raise UnknownInput(f"kubeletPlugin placement of {self.obj.resource}")
+        return not plugin.get("nodeSelector") and not plugin.get("affinity")
+
+    @property
     def allocates_gpus(self) -> bool:
-        """``resources.gpus.enabled`` (chart default true): the driver publishes the GPUs."""
+        """``resources.gpus.enabled`` (chart default true): the driver publishes the GPUs
+        (the GPU Operator always deploys the gpus capability: values.yaml ``draDriver.gpus``
+        at v26.7.0)."""
+        if self.operator:
+            return True
         value = dig(self.values, "resources", "gpus", "enabled")
         if value is UNKNOWN:
             raise UnknownInput(f"resources.gpus.enabled of {self.obj.resource}")
@@ -227,6 +267,8 @@ class DraDriverView:
     def runs_on(self, pool: GpuPool) -> bool:
         """Does the kubelet plugin DaemonSet land on the pool's nodes (its nodeSelector and
         required node affinity; the chart's default affinity selects every GPU node)?"""
+        if self.operator:
+            return str(pool.labels.get(OPERATOR_DRA_LABEL, "true")).lower() != "false"
         plugin = as_map(self.values.get("kubeletPlugin"), f"kubeletPlugin of {self.obj.resource}")
         selector = as_map(plugin.get("nodeSelector"), "kubeletPlugin.nodeSelector")
         terms = dig(
@@ -251,7 +293,13 @@ class DraDriverView:
 
 def dra_driver_view(obj: K8sObject) -> DraDriverView | None:
     """*obj* as an NVIDIA DRA driver Helm release (Pulumi ``spec.chart`` or Flux
-    ``spec.chart.spec.chart``), or ``None``."""
+    ``spec.chart.spec.chart``, either chart name) or the GPU Operator's GPUCluster CR, or
+    ``None``."""
+    if obj.kind == GPU_CLUSTER_KIND and obj.api_version.startswith("nvidia.com/"):
+        spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
+        dra = as_map(spec.get("draDriver"), f"spec.draDriver of {obj.resource}")
+        version = dra.get("version")
+        return DraDriverView(obj, dra, version if isinstance(version, str) else None, True)
     if obj.kind != "HelmRelease":
         return None
     spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
@@ -262,7 +310,7 @@ def dra_driver_view(obj: K8sObject) -> DraDriverView | None:
     if isinstance(chart, Mapping):
         inner = as_map(chart.get("spec"), "spec.chart.spec")
         chart, version = inner.get("chart"), inner.get("version")
-    if not isinstance(chart, str) or chart.rstrip("/").rsplit("/", 1)[-1] != DRA_DRIVER_CHART:
+    if not isinstance(chart, str) or chart.rstrip("/").rsplit("/", 1)[-1] not in DRA_DRIVER_CHARTS:
         return None
     values = as_map(spec.get("values"), f"spec.values of {obj.resource}")
     return DraDriverView(obj, values, version if isinstance(version, str) else None)

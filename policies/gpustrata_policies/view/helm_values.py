@@ -43,6 +43,7 @@ __all__ = [
     "ValuesSources",
     "merge_values",
     "release_values",
+    "values_flag",
     "values_sources",
 ]
 
@@ -73,6 +74,16 @@ def values_sources(objects: Iterable[K8sObject]) -> dict[tuple[str, str, str], K
         if obj.kind in _KINDS and obj.api_version == "v1":
             found.setdefault((obj.kind, obj.namespace, obj.name), obj)
     return found
+
+
+def values_flag(value: Any, default: bool) -> bool:
+    """A chart value read as Helm reads a boolean: ``true``/``false`` (or their strings);
+    anything else (unset, a template) is *default*."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in {"true", "false"}:
+        return value.lower() == "true"
+    return default
 
 
 def merge_values(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -358,7 +358,9 @@ def pool_driver(
         return Driver(pool.driver_version, "stated in the cluster profile")
     if pool is not None and pool.driver_preinstalled:
         image = f" {pool.ami_type}" if pool.ami_type else ""
-        return Driver(pool.driver_version, f"preinstalled in the node image{image}")
+        read = pool.extra.get("driverSource")
+        source = f" ({read})" if isinstance(read, str) else ""
+        return Driver(pool.driver_version, f"preinstalled in the node image{image}{source}")
     labels = pool.labels if pool is not None else {}
     for cr in drivers:  # NVIDIADriver CRs: one driver per node selector
         if cr.driver_type == "gpu" and (cr.selects(labels) if pool else not cr.node_selector):

@@ -95,6 +95,11 @@ OTHER_KINDS = frozenset(
         "ModelEndpoint",  # a serving component's exported endpoint (K021)
         "EksAddon",  # an EKS add-on (CoreDNS: K017, the deploy rehearsal)
         "CustomResourceDefinition",  # what makes a custom resource's kind exist (K018)
+        "InferencePool",  # Gateway API Inference Extension (G001, G002)
+        "VirtualService",  # Istio route timeouts (G001)
+        "BackendTrafficPolicy",  # Envoy Gateway timeouts (G001)
+        "ClientTrafficPolicy",  # Envoy Gateway idle timeouts (G001)
+        "GPUCluster",  # the GPU Operator's DRA enablement CR (O008)
     }
 )
 CONTROLLER_KINDS = {

@@ -49,6 +49,7 @@ __all__ = [
     "KARPENTER_NODEPOOL",
     "NODE_POOL_LABELS",
     "GpuPool",
+    "ami_driver_of_node_class",
     "ami_of_node_class",
     "ami_ships_driver",
     "karpenter_pools",
@@ -625,6 +626,29 @@ def ami_of_node_class(node_class: K8sObject) -> tuple[bool | None, str]:
     return None, f"{node_class.resource} names no AMI alias or amiFamily"
 
 
+def ami_driver_of_node_class(node_class: K8sObject) -> tuple[str, str] | None:
+    """(driver version, where it was read) of an EC2NodeClass pinned to an AL2023 AMI
+    release (``amiSelectorTerms`` alias ``al2023@v20260714``): the driver that release's
+    NVIDIA image ships on every Kubernetes minor it was built for (the release notes,
+    :mod:`gpustrata.catalog.eks_ami`); ``None`` for ``latest``, other families, releases not
+    catalogued, or releases whose minors ship different drivers."""
+    from gpustrata.catalog.eks_ami import eks_ami_driver, eks_ami_source
+
+    spec = as_map(node_class.raw.get("spec"), f"spec of {node_class.resource}")
+    for term in as_list(spec.get("amiSelectorTerms"), "amiSelectorTerms"):
+        alias = term.get("alias") if isinstance(term, Mapping) else None
+        if not isinstance(alias, str):
+            continue
+        family, _, release = alias.partition("@")
+        if family.lower() != "al2023" or not release.startswith("v"):
+            return None
+        driver = eks_ami_driver(release)
+        if driver is None:
+            return None
+        return driver, f"the EKS AL2023 NVIDIA AMI {release}'s release notes, {eks_ami_source()}"
+    return None
+
+
 def _alternatives(
     base: Mapping[str, str], candidates: list[dict[str, str]], reqs: list[dict[str, Any]]
 ) -> list[dict[str, str]]:
@@ -748,6 +772,7 @@ def _karpenter_pool(obj: K8sObject, classes: Mapping[str, K8sObject]) -> GpuPool
         kubelet_holder = node_class
         kubelet = dig(node_class.raw, "spec", "kubelet")
     shipped, image = ami_of_node_class(node_class) if node_class is not None else (None, None)
+    ami_driver = ami_driver_of_node_class(node_class) if node_class is not None else None
     extra: dict[str, Any] = {
         "source": "NodePool",
         "requirements": reqs,
@@ -765,6 +790,8 @@ def _karpenter_pool(obj: K8sObject, classes: Mapping[str, K8sObject]) -> GpuPool
         "driverPreinstalled": shipped if gpu_signs and candidates else None,
         "nodeImage": image,
         "gpuSigns": gpu_signs,
+        "driverVersion": ami_driver[0] if ami_driver and shipped else None,
+        "driverSource": ami_driver[1] if ami_driver and shipped else None,
     }
     if len(candidates) == 1:
         extra["instanceType"] = candidates[0][_INSTANCE_TYPE]

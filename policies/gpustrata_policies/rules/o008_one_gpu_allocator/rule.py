@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustrata.catalog.charts import dra_node_labels
 from gpustrata.core.contract import DEVICE_PLUGIN_DEPLOY_LABEL
 from gpustrata.core.terminal import quoted
 from gpustrata.core.versions import is_version, parse_version
@@ -15,7 +16,14 @@ from gpustrata_policies.view.dra import (
     DraDriverView,
     dra_driver_view,
 )
-from gpustrata_policies.view.nodes import GPU_OPERATOR_VALUES, gpu_pools, operators
+from gpustrata_policies.view.gpu_operator import GpuOperatorView
+from gpustrata_policies.view.helm_values import values_flag
+from gpustrata_policies.view.nodes import (
+    GPU_OPERATOR_VALUES,
+    gpu_pools,
+    operators,
+    operators_for,
+)
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.pools import GpuPool
 
@@ -25,11 +33,43 @@ DRA_V1_KUBERNETES = (1, 34)
 """resource.k8s.io/v1 is served from Kubernetes 1.34 (DRA GA, KEP-4381)."""
 
 
+VALIDATOR_LABEL = "nvidia.com/gpu.deploy.operator-validator"
+OPERATOR_VALUES_2607 = (
+    "NVIDIA/gpu-operator@v26.7.0:deployments/gpu-operator/values.yaml (clusterPolicy.deployCR, "
+    "gpuCluster.deployCR: 'It is an invalid configuration for both CRs to exist')"
+)
+
+
+def deploys_cluster_policy(op: GpuOperatorView) -> bool:
+    """The operator runs the device-plugin stack: a ClusterPolicy, or a chart whose
+    ``clusterPolicy.deployCR`` is not false (default true at v26.7.0)."""
+    if not op.is_helm:
+        return True
+    return values_flag(op.value("clusterPolicy", "deployCR"), True)
+
+
+def operator_dra(op: GpuOperatorView) -> DraDriverView | None:
+    """The DRA driver a GPU Operator chart installs itself (``gpuCluster.deployCR``, v26.7+;
+    its ``draDriver`` values), or ``None``."""
+    if not op.is_helm or not values_flag(op.value("gpuCluster", "deployCR"), False):
+        return None
+    draw = op.value("draDriver")
+    version = draw.get("version") if isinstance(draw, dict) else None
+    return DraDriverView(op.obj, draw or {}, version if isinstance(version, str) else None, True)
+
+
+def _plugins(ctx: RuleContext) -> list[GpuOperatorView]:
+    """Operators whose device plugin runs cluster-wide."""
+    return [
+        op for op in operators(ctx) if deploys_cluster_policy(op) and op.enabled("devicePlugin")
+    ]
+
+
 def _device_plugin_pools(ctx: RuleContext, driver: DraDriverView) -> list[GpuPool]:
     """The pools where the DRA driver publishes GPUs and an operator's device plugin runs."""
     if not driver.allocates_gpus:
         return []
-    plugins = [op for op in operators(ctx) if op.enabled("devicePlugin")]
+    plugins = _plugins(ctx)
     if not plugins:
         return []
     return [
@@ -60,12 +100,55 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 ("apiVersion",),
             )
         return
-    driver = dra_driver_view(obj)
-    if driver is None:
-        return
+    drivers: list[DraDriverView] = []
+    found = dra_driver_view(obj)
+    if found is not None:
+        drivers.append(found)
+        policies = [o for o in ctx.objects if o.kind == "ClusterPolicy"]
+        if found.operator and policies:
+            yield ctx.violation(
+                obj,
+                f"GPUCluster {obj.name} and ClusterPolicy {policies[0].name} both exist: the "
+                "device-plugin stack and the DRA stack on the same GPUs, which the operator "
+                f"calls invalid ({OPERATOR_VALUES_2607}); keep one of them",
+                ("kind",),
+            )
+    for op in operators_for(ctx, obj):
+        if deploys_cluster_policy(op) and op.is_helm and operator_dra(op) is not None:
+            yield ctx.violation(
+                obj,
+                f"{op.label} deploys both a ClusterPolicy (clusterPolicy.deployCR) and a "
+                "GPUCluster (gpuCluster.deployCR): the device-plugin stack and the DRA stack "
+                f"on the same GPUs, which the operator calls invalid ({OPERATOR_VALUES_2607}); "
+                "set clusterPolicy.deployCR=false to use its DRA driver",
+                op.path("gpuCluster", "deployCR"),
+            )
+            continue
+        dra = operator_dra(op)
+        if dra is not None:
+            drivers.append(dra)
+    for driver in drivers:
+        yield from _check_driver(ctx, obj, driver)
+
+
+def _check_driver(ctx: RuleContext, obj: K8sObject, driver: DraDriverView) -> Iterator[Outcome]:
+    where = ("spec",) if driver.operator else ("spec", "values")
     if not gpu_pools(ctx):
+        plugins = _plugins(ctx) if driver.allocates_gpus else []
+        if plugins and driver.default_placement:
+            yield ctx.violation(
+                obj,
+                f"{driver.label} publishes the GPUs of every GPU node (its kubelet plugin's "
+                f"default placement) and {plugins[0].label} runs its device plugin "
+                "cluster-wide (devicePlugin on), which advertises the same GPUs as "
+                "nvidia.com/gpu; both admit Pods against the same devices, so two Pods can be "
+                "given one GPU",
+                where,
+            )
+            return
         yield ctx.not_evaluated(obj, "no GpuNodePool describes the GPU nodes' labels")
         return
+    yield from _validator(ctx, obj, driver, where)
     both = _device_plugin_pools(ctx, driver)
     if both:
         names = ", ".join(p.name for p in both)
@@ -75,7 +158,35 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             f"its kubelet plugin runs there) and the GPU Operator's device plugin advertises "
             f"them as nvidia.com/gpu too (no {DEVICE_PLUGIN_LABEL}=false label); both "
             "admit Pods against the same devices, so two Pods can be given one GPU",
-            ("spec", "values"),
+            where,
+        )
+
+
+def _validator(
+    ctx: RuleContext, obj: K8sObject, driver: DraDriverView, where: tuple[str, ...]
+) -> Iterator[Outcome]:
+    """DRA-only pools keep the device-plugin stack's validator off (it waits for
+    nvidia.com/gpu capacity they never advertise: charts.yaml gpu-operator facts.dra_node)."""
+    if not driver.allocates_gpus or not any(deploys_cluster_policy(o) for o in operators(ctx)):
+        return
+    wanted = dra_node_labels().get(VALIDATOR_LABEL, "false")
+    stuck = [
+        p.name
+        for p in gpu_pools(ctx)
+        if driver.runs_on(p)
+        and p.labels.get(DEVICE_PLUGIN_LABEL) == "false"
+        and str(p.labels.get(VALIDATOR_LABEL, "")) != wanted
+    ]
+    if stuck:
+        yield ctx.violation(
+            obj,
+            f"{driver.label} publishes the GPUs of DRA-only pool(s) {', '.join(stuck)} "
+            f"({DEVICE_PLUGIN_LABEL}=false), but they do not carry {VALIDATOR_LABEL}={wanted}: "
+            "the GPU Operator's validator runs there and waits for nvidia.com/gpu capacity "
+            "that DRA nodes never advertise, so it never becomes ready (NVIDIA/gpu-operator"
+            "@v26.7.0:cmd/nvidia-validator/main.go validateGPUResource). Label those nodes "
+            f"{VALIDATOR_LABEL}={wanted}",
+            where,
         )
 
 
@@ -95,16 +206,28 @@ RULE = Rule(
             "The DRA driver's chart refuses resources.gpus.enabled unless told the device "
             "plugin is off (gpuResourcesEnabledOverride), and the GPU Operator keeps its "
             "device plugin off nodes labelled nvidia.com/gpu.deploy.device-plugin=false. "
-            "DRA claims need resource.k8s.io/v1, served from Kubernetes 1.34."
+            "DRA arrives three ways, all read here: NVIDIA's chart nvidia-dra-driver-gpu, the "
+            "same driver's chart under kubernetes-sigs (dra-driver-nvidia-gpu, v0.4 line), and "
+            "the GPU Operator's own DRA stack from v26.7 (gpuCluster.deployCR / a GPUCluster "
+            "CR, whose kubelet plugin runs on every GPU node not labelled "
+            "nvidia.com/gpu.deploy.dra-driver=false; both CRs at once is an invalid "
+            "configuration). A device plugin enabled cluster-wide counts as on without any "
+            "node pool described. DRA-only nodes also need "
+            "nvidia.com/gpu.deploy.operator-validator=false: the validator waits for "
+            "nvidia.com/gpu capacity they never advertise. DRA claims need "
+            "resource.k8s.io/v1, served from Kubernetes 1.34."
         ),
         fix=(
             "Label the DRA pools' nodes nvidia.com/gpu.deploy.device-plugin=false (or turn "
-            "devicePlugin off), and confine the DRA driver's kubelet plugin to those pools "
+            "devicePlugin off) and nvidia.com/gpu.deploy.operator-validator=false, and confine "
+            "the DRA driver's kubelet plugin to those pools "
             "(kubeletPlugin.nodeSelector or affinity); use resource.k8s.io/v1 claims only on "
             "Kubernetes 1.34 or later."
         ),
         references=(
             DRA_DRIVER_VALUES,
+            "https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu/blob/v0.4.1/deployments/"
+            "helm/dra-driver-nvidia-gpu/values.yaml",
             GPU_OPERATOR_VALUES,
             "https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/controllers/state_manager.go",
             "https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/",

@@ -1,0 +1,1 @@
+"""Rule G001: ``rule.py`` holds it; its fixtures and ``expected.yaml`` sit beside it."""

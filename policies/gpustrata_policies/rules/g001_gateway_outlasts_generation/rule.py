@@ -1,0 +1,377 @@
+"""G001 gateway-outlasts-generation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpustrata.core.unknown import known
+from gpustrata.core.yamlio import safe_load
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY, fmt, object_index, pool_members
+from gpustrata_policies.view.endpoints import reach, services
+from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.gateways import (
+    INFERENCE_POOL_GROUPS,
+    inference_pool,
+    longest_generation,
+    parse_duration,
+)
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+
+Path = tuple[str | int, ...]
+
+NGINX_READ = "nginx.ingress.kubernetes.io/proxy-read-timeout"
+ALB_ATTRIBUTES = "alb.ingress.kubernetes.io/load-balancer-attributes"
+ALB_IDLE = "idle_timeout.timeout_seconds"
+ELB_IDLE = "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One timeout in front of engines."""
+
+    what: str
+    """``HTTPRoute llm-route rules[0].timeouts.request 300s``."""
+    seconds: float
+    idle: bool
+    """Reset by every byte (a streamed answer outlives it)."""
+    path: Path
+    engines: tuple[EngineSite, ...]
+
+
+# --------------------------------------------------------------------------- backends
+
+
+def _service_engines(
+    ctx: RuleContext, namespace: str, name: Any, port: Any = None
+) -> list[EngineSite]:
+    svc = services(ctx).get((namespace, name)) if isinstance(name, str) else None
+    if svc is None:
+        return []
+    if svc.kuberay:
+        return [s for s in engine_sites(ctx, svc.obj) if s.ray]
+    entries = [svc.find(port)] if port is not None else list(svc.ports)
+    out: list[EngineSite] = []
+    for entry in entries:
+        if entry is None:
+            continue
+        for r in reach(ctx, svc, entry):
+            if r.reaches:
+                out.extend(e for e in r.engines if e.engine.port == r.target)
+    return out
+
+
+def _pool_engines(ctx: RuleContext, namespace: str, name: Any, group: str) -> list[EngineSite]:
+    for candidate in ctx.objects:
+        if candidate.kind != "InferencePool" or (candidate.namespace, candidate.name) != (
+            namespace,
+            name,
+        ):
+            continue
+        if candidate.api_version.split("/", 1)[0] != group:
+            continue  # the route names the other API group's InferencePool
+        pool = inference_pool(candidate)
+        if pool is not None:
+            members, _ = pool_members(ctx, pool)
+            return [s for _, sites in members for s in sites]
+    return []
+
+
+def _ref_engines(ctx: RuleContext, obj: K8sObject, ref: Mapping[str, Any]) -> list[EngineSite]:
+    namespace = str(ref.get("namespace") or obj.namespace)
+    name = known(ref.get("name"), f"backendRef name of {obj.resource}")
+    kind, group = ref.get("kind", "Service"), ref.get("group") or ""
+    if kind == "InferencePool" and group in INFERENCE_POOL_GROUPS:
+        return _pool_engines(ctx, namespace, name, str(group))
+    if kind == "Service" and group == "":
+        return _service_engines(ctx, namespace, name, known(ref.get("port"), "backendRef port"))
+    return []
+
+
+def _route_rules(ctx: RuleContext, obj: K8sObject) -> Iterator[tuple[int, Any, list[EngineSite]]]:
+    rules = as_list(known(dig(obj.raw, "spec", "rules"), f"spec.rules of {obj.resource}"), "")
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, Mapping):
+            continue
+        engines = [
+            e
+            for ref in as_list(rule.get("backendRefs"), "backendRefs")
+            if isinstance(ref, Mapping)
+            for e in _ref_engines(ctx, obj, ref)
+        ]
+        yield i, rule, engines
+
+
+# --------------------------------------------------------------------------- hops
+
+
+def _duration(value: Any, what: str) -> float | None:
+    return parse_duration(known(value, what))
+
+
+def _ingress_hops(ctx: RuleContext, obj: K8sObject) -> Iterator[Hop]:
+    notes = as_map(dig(obj.raw, "metadata", "annotations"), "annotations")
+    spec = as_map(known(obj.raw.get("spec"), f"spec of {obj.resource}"), "spec")
+    engines: list[EngineSite] = []
+    backends: list[Mapping[str, Any]] = []
+    default = spec.get("defaultBackend", spec.get("backend"))
+    if isinstance(default, Mapping):
+        backends.append(default)
+    for rule in as_list(spec.get("rules"), "spec.rules"):
+        paths = dig(rule, "http", "paths") if isinstance(rule, Mapping) else None
+        for entry in as_list(paths, "http.paths"):
+            backend = entry.get("backend") if isinstance(entry, Mapping) else None
+            if isinstance(backend, Mapping):
+                backends.append(backend)
+    for backend in backends:
+        service = backend.get("service")
+        if isinstance(service, Mapping):
+            port_spec = as_map(service.get("port"), "port")
+            number = port_spec.get("number", port_spec.get("name"))
+            engines += _service_engines(ctx, obj.namespace, service.get("name"), number)
+        else:
+            name, legacy = backend.get("serviceName"), backend.get("servicePort")
+            engines += _service_engines(ctx, obj.namespace, name, legacy)
+    if not engines:
+        return
+    where: Path = ("metadata", "annotations")
+    read = _duration(notes.get(NGINX_READ), f"{NGINX_READ} of {obj.resource}")
+    if read is not None and NGINX_READ in notes:
+        text = f"Ingress {obj.name}'s {NGINX_READ} {fmt(notes[NGINX_READ])}"
+        yield Hop(text, read, True, where, tuple(engines))
+    attributes = known(notes.get(ALB_ATTRIBUTES), f"{ALB_ATTRIBUTES} of {obj.resource}")
+    if isinstance(attributes, str):
+        for item in attributes.split(","):
+            key, _, value = item.strip().partition("=")
+            seconds = parse_duration(value) if key.strip() == ALB_IDLE else None
+            if seconds is not None:
+                text = f"Ingress {obj.name}'s ALB {ALB_IDLE}={value.strip()}"
+                yield Hop(text, seconds, True, where, tuple(engines))
+
+
+def _service_hops(ctx: RuleContext, obj: K8sObject) -> Iterator[Hop]:
+    notes = as_map(dig(obj.raw, "metadata", "annotations"), "annotations")
+    if ELB_IDLE not in notes:
+        return
+    seconds = _duration(notes.get(ELB_IDLE), f"{ELB_IDLE} of {obj.resource}")
+    engines = _service_engines(ctx, obj.namespace, obj.name)
+    if seconds is not None and engines:
+        text = f"Service {obj.name}'s {ELB_IDLE} {fmt(notes[ELB_IDLE])}"
+        yield Hop(text, seconds, True, ("metadata", "annotations"), tuple(engines))
+
+
+def _httproute_hops(ctx: RuleContext, obj: K8sObject) -> Iterator[Hop]:
+    for i, rule, engines in _route_rules(ctx, obj):
+        timeouts = as_map(known(rule.get("timeouts"), f"timeouts of {obj.resource}"), "timeouts")
+        for key in ("request", "backendRequest"):
+            seconds = _duration(timeouts.get(key), f"timeouts.{key} of {obj.resource}")
+            if seconds is not None and engines:
+                text = f"HTTPRoute {obj.name} rules[{i}].timeouts.{key} {fmt(timeouts[key])}"
+                path: Path = ("spec", "rules", i, "timeouts", key)
+                yield Hop(text, seconds, False, path, tuple(engines))
+
+
+def _mesh_host(host: str, namespace: str) -> tuple[str, str]:
+    parts = host.split(".")
+    return (parts[0], parts[1] if len(parts) > 1 else namespace)
+
+
+def _virtualservice_hops(ctx: RuleContext, obj: K8sObject) -> Iterator[Hop]:
+    routes = as_list(known(dig(obj.raw, "spec", "http"), f"spec.http of {obj.resource}"), "")
+    for i, route in enumerate(routes):
+        if not isinstance(route, Mapping) or "timeout" not in route:
+            continue
+        seconds = _duration(route.get("timeout"), f"spec.http[{i}].timeout of {obj.resource}")
+        engines: list[EngineSite] = []
+        for dest in as_list(route.get("route"), "route"):
+            target = dig(dest, "destination") if isinstance(dest, Mapping) else None
+            host = known(dig(target, "host"), "destination.host") if target else None
+            if not isinstance(host, str):
+                continue
+            name, namespace = _mesh_host(host, obj.namespace)
+            port = dig(target, "port", "number")
+            engines += _service_engines(ctx, namespace, name, port)
+        if seconds is not None and engines:
+            text = f"VirtualService {obj.name} http[{i}].timeout {fmt(route['timeout'])}"
+            yield Hop(text, seconds, False, ("spec", "http", i, "timeout"), tuple(engines))
+
+
+def _targets(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
+    spec = as_map(known(obj.raw.get("spec"), f"spec of {obj.resource}"), "spec")
+    refs = [*as_list(spec.get("targetRefs"), "targetRefs")]
+    if isinstance(spec.get("targetRef"), Mapping):
+        refs.append(spec["targetRef"])
+    routes: list[K8sObject] = []
+    index = object_index(ctx)
+    for ref in refs:
+        if not isinstance(ref, Mapping):
+            continue
+        name = known(ref.get("name"), f"targetRef name of {obj.resource}")
+        if ref.get("kind") == "HTTPRoute":
+            found = index.get(("HTTPRoute", obj.namespace, str(name)))
+            routes += [found] if found is not None else []
+        elif ref.get("kind") == "Gateway":
+            routes += [
+                o
+                for o in ctx.objects
+                if o.kind == "HTTPRoute" and _attached(o, obj.namespace, str(name))
+            ]
+    return [e for route in routes for _, _, engines in _route_rules(ctx, route) for e in engines]
+
+
+def _attached(route: K8sObject, namespace: str, gateway: str) -> bool:
+    for parent in as_list(dig(route.raw, "spec", "parentRefs"), "parentRefs"):
+        if not isinstance(parent, Mapping) or parent.get("kind", "Gateway") != "Gateway":
+            continue
+        if parent.get("name") == gateway and (parent.get("namespace") or route.namespace) == (
+            namespace
+        ):
+            return True
+    return False
+
+
+_ENVOY_KEYS = {
+    "BackendTrafficPolicy": (("requestTimeout", False), ("connectionIdleTimeout", True)),
+    "ClientTrafficPolicy": (("idleTimeout", True),),
+}
+
+
+def _envoy_hops(ctx: RuleContext, obj: K8sObject) -> Iterator[Hop]:
+    if not obj.api_version.startswith("gateway.envoyproxy.io/"):
+        return
+    http = as_map(known(dig(obj.raw, "spec", "timeout", "http"), "timeout.http"), "http")
+    found = [(k, idle) for k, idle in _ENVOY_KEYS[obj.kind] if k in http]
+    if not found:
+        return
+    engines = _targets(ctx, obj)
+    for key, idle in found:
+        seconds = _duration(http.get(key), f"timeout.http.{key} of {obj.resource}")
+        if seconds is not None and engines:
+            text = f"{obj.kind} {obj.name} timeout.http.{key} {fmt(http[key])}"
+            yield Hop(text, seconds, idle, ("spec", "timeout", "http", key), tuple(engines))
+
+
+def _rayservice_hops(ctx: RuleContext, obj: K8sObject) -> Iterator[Hop]:
+    text = known(dig(obj.raw, "spec", "serveConfigV2"), f"serveConfigV2 of {obj.resource}")
+    if not isinstance(text, str):
+        return
+    try:
+        data = safe_load(text)
+    except Exception:  # an unreadable string: other rules report it
+        return
+    options = as_map(data.get("http_options"), "") if isinstance(data, Mapping) else {}
+    if "request_timeout_s" not in options:
+        return
+    seconds = parse_duration(options.get("request_timeout_s"))
+    engines = [s for s in engine_sites(ctx, obj) if s.ray]
+    if seconds is not None and engines:
+        what = (
+            f"RayService {obj.name}'s http_options.request_timeout_s {options['request_timeout_s']}"
+        )
+        yield Hop(what, seconds, False, ("spec", "serveConfigV2"), tuple(engines))
+
+
+_HOPS = {
+    "Ingress": _ingress_hops,
+    "Service": _service_hops,
+    "HTTPRoute": _httproute_hops,
+    "VirtualService": _virtualservice_hops,
+    "BackendTrafficPolicy": _envoy_hops,
+    "ClientTrafficPolicy": _envoy_hops,
+    "RayService": _rayservice_hops,
+}
+
+
+def _message(hop: Hop, site: EngineSite, seconds: float, working: str) -> str:
+    needed = math.ceil(seconds)
+    cut = f"{hop.what} ({hop.seconds:g} s)"
+    answer = (
+        f"the longest answer {site.label} of {site.obj.resource} admits takes at least {working}"
+    )
+    if hop.idle:
+        return (
+            f"{cut} ends a response that sends nothing for that long, and a non-streamed "
+            f"answer sends nothing until it is complete: {answer}. Such answers are cut "
+            f"with a 504 while the engine keeps generating; only clients that stream "
+            f'("stream": true) are safe. Raise it above {needed} s or make every client stream'
+        )
+    return (
+        f"{cut} ends the response even while it streams, and {answer}; longer answers are "
+        f"cut with a 504 while the engine keeps generating. Raise it above {needed} s (or "
+        "disable it) or lower --max-model-len"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """Every timeout in front of an engine outlasts the longest answer it admits."""
+    hops = _HOPS.get(obj.kind)
+    if hops is None:
+        return
+    for hop in hops(ctx, obj):
+        if hop.seconds <= 0:
+            continue  # 0 disables the timeout in Gateway API, Istio and Envoy
+        worst: tuple[EngineSite, float, str] | None = None
+        for site in {id(e): e for e in hop.engines}.values():
+            gen = longest_generation(ctx, site)
+            if isinstance(gen, str):
+                yield ctx.not_evaluated(obj, gen)
+                continue
+            if gen.seconds > hop.seconds and (worst is None or gen.seconds > worst[1]):
+                worst = (site, gen.seconds, gen.text())
+        if worst is not None:
+            site, seconds, working = worst
+            yield ctx.violation(
+                obj, _message(hop, site, seconds, working), hop.path, advisory=hop.idle
+            )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="G001",
+        name="gateway-outlasts-generation",
+        title="Gateway and proxy timeouts outlast the longest generation",
+        layer="routing",
+        severity="high",
+        default_enforcement=MANDATORY,
+        scope="stack",
+        rationale=(
+            "vLLM keeps generating an answer until max_tokens or max_model_len, while every "
+            "proxy in front of it has its own clock: the most reported production incident "
+            "with LLM serving is a 504 on long answers while the engine keeps working (and "
+            "its GPU time is wasted). Read here: ingress-nginx proxy-read-timeout and AWS "
+            "load balancer idle timeouts (Ingress and Service annotations; idle timeouts, "
+            "which a streamed answer resets with every token, so a finding is advisory and "
+            "says so), Gateway API HTTPRoute timeouts.request/backendRequest, Istio "
+            "VirtualService http[].timeout, Envoy Gateway BackendTrafficPolicy/"
+            "ClientTrafficPolicy timeouts and Ray Serve http_options.request_timeout_s "
+            "(total timeouts, which cut a streamed answer too: mandatory). Each is followed "
+            "to the engines it fronts (Service, InferencePool, KubeRay's serve Service) and "
+            "compared with a lower bound of the longest answer: max_model_len - 1 tokens at "
+            "the decode step of one sequence alone in gpustrata's serving model (fitted to "
+            "published runs), on the GPU the engine runs on or, where none is named, the "
+            "fastest catalogued one. Timeouts left to a controller's default are not judged "
+            "(the defaults are not catalogued yet)."
+        ),
+        fix=(
+            "Set the route timeout above the longest answer (or disable it: 0s in Gateway "
+            "API, Istio and Envoy Gateway), raise nginx proxy-read-timeout / the load "
+            "balancer's idle timeout and have clients stream, or cap answers with a smaller "
+            "--max-model-len."
+        ),
+        references=(
+            "https://gateway-api.sigs.k8s.io/api-types/httproute/#timeouts-optional",
+            "https://kubernetes.github.io/ingress-nginx/user-guide/nginx-configuration/"
+            "annotations/#custom-timeouts",
+            "https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/"
+            "ingress/annotations/#load-balancer-attributes",
+            "https://istio.io/latest/docs/reference/config/networking/virtual-service/#HTTPRoute",
+            "https://gateway.envoyproxy.io/docs/api/extension_types/#httptimeout",
+            "https://docs.ray.io/en/latest/serve/advanced-guides/performance.html"
+            "#set-an-end-to-end-request-timeout",
+        ),
+    ),
+    check,
+)

@@ -1,0 +1,218 @@
+"""G002 inference-pool-matches-servers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpustrata.core.unknown import known
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import (
+    MANDATORY,
+    fmt,
+    object_index,
+    pool_members,
+    vllm_pods_in,
+)
+from gpustrata_policies.view.engines import EngineSite, release_version, site_version
+from gpustrata_policies.view.gateways import (
+    GIE_CRDS,
+    KV_USAGE_FLAG,
+    PoolView,
+    epp_default_metric,
+    inference_pool,
+    vllm_exports,
+)
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, dig
+from gpustrata_policies.view.vllm_args import split_image
+
+
+def _listens(site: EngineSite) -> str:
+    engine = site.engine
+    how = f"--port {engine.port}" if engine.get("port") is not None else "--port unset"
+    return f"{engine.port} ({how}: vLLM's default)" if "unset" in how else f"{engine.port} ({how})"
+
+
+EPP_IMAGE = "gateway-api-inference-extension/epp"
+
+
+def _picker(ctx: RuleContext, pool: PoolView) -> tuple[str, str] | None:
+    """(KV-usage metric the pool's endpoint picker reads, why) from its Deployment's image
+    and flags; ``None`` when the picker is not in the input or its release not catalogued."""
+    if pool.picker is None:
+        return None
+    ns = pool.obj.namespace
+    svc = object_index(ctx).get(("Service", ns, pool.picker))
+    selector = dig(svc.raw, "spec", "selector") if svc is not None else None
+    if not isinstance(selector, Mapping) or not selector:
+        return None
+    for obj in ctx.objects:
+        if obj.namespace != ns:
+            continue
+        for pod in obj.pods():
+            if not all(str(pod.labels.get(k)) == str(v) for k, v in selector.items()):
+                continue
+            for c in pod.containers(init=False):
+                image = known(c.image, f"image of {c.label}")
+                if not isinstance(image, str) or EPP_IMAGE not in image:
+                    continue
+                args = [str(a) for a in as_list(known(c.raw.get("args"), "args"), "args")]
+                for i, arg in enumerate(args):
+                    if arg.lstrip("-").startswith(KV_USAGE_FLAG):
+                        value = (
+                            arg.split("=", 1)[1] if "=" in arg else (args[i + 1 : i + 2] or [""])[0]
+                        )
+                        return value, f"--{KV_USAGE_FLAG} of {obj.resource}"
+                version = release_version(split_image(image)[1])
+                found = epp_default_metric(version) if version else None
+                if found is None:
+                    return None
+                return found[0], f"the default of {image} ({found[1]})"
+    return None
+
+
+def _metrics(
+    ctx: RuleContext,
+    obj: K8sObject,
+    pool: PoolView,
+    members: list[tuple[PodRef, list[EngineSite]]],
+) -> Iterator[Outcome]:
+    picked = _picker(ctx, pool)
+    if picked is None:
+        return
+    metric, why = picked
+    for _, sites in members:
+        for site in sites:
+            version, where = site_version(site)
+            key = release_version(version)
+            if key is None:
+                continue
+            hidden = site.engine.get("show_hidden_metrics_for_version") is not None
+            if vllm_exports(metric, key, hidden) is False:
+                yield ctx.violation(
+                    obj,
+                    f"InferencePool {obj.name}'s endpoint picker reads KV-cache usage from "
+                    f"{metric} ({why}), which vLLM {version} ({where}) of {site.label} of "
+                    f"{site.obj.resource} does not export (vllm/v1/metrics/loggers.py of the "
+                    "releases read: 0.8.5 exports vllm:gpu_cache_usage_perc, 0.10.1.1 both, "
+                    "0.11.0 on vllm:kv_cache_usage_perc only); its KV-cache-aware scoring "
+                    f"sees no value. Set --{KV_USAGE_FLAG}=vllm:kv_cache_usage_perc (or the "
+                    "metric that release exports) on the picker",
+                    (
+                        "spec",
+                        "endpointPickerRef"
+                        if "endpointPickerRef" in _spec(obj)
+                        else "extensionRef",
+                    ),
+                    advisory=True,
+                )
+                return
+
+
+def _spec(obj: K8sObject) -> Mapping[str, Any]:
+    spec = obj.raw.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _labels(labels: Any) -> str:
+    if not isinstance(labels, Mapping) or not labels:
+        return "{}"
+    return ", ".join(f"{k}={fmt(v)}" for k, v in labels.items())
+
+
+def _sidecar_serves(pod: PodRef, sites: list[EngineSite], ports: tuple[int, ...]) -> bool:
+    engines = {id(s.container) for s in sites}
+    for c in pod.containers(init=True):
+        if id(c) in engines:
+            continue
+        for entry in as_list(c.raw.get("ports"), f"ports of {c.label}"):
+            if isinstance(entry, Mapping) and entry.get("containerPort") in ports:
+                return True
+    return False
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """An InferencePool selects vLLM Pods and targets the port their engines serve on."""
+    pool = inference_pool(obj)
+    if pool is None:
+        return
+    members, others = pool_members(ctx, pool)
+    if not members:
+        if others:
+            return  # it selects Pods of another server (or a simulator): not vLLM's to judge
+        candidates = vllm_pods_in(ctx, obj.namespace)
+        if not candidates:
+            return  # the Pods are not in the input
+        pod, _ = candidates[0]
+        yield ctx.violation(
+            obj,
+            f"InferencePool {obj.name} selects {_labels(pool.selector.get('matchLabels'))}, "
+            f"which no Pod of namespace {obj.namespace} carries, so it has no endpoints; the "
+            f"vLLM Pods here ({pod.obj.resource}, labels {_labels(pod.labels)}) get none of "
+            "its traffic. Select the engine Pods' labels",
+            ("spec", "selector"),
+        )
+        return
+    yield from _metrics(ctx, obj, pool, members)
+    if not pool.ports:
+        return  # no port written: the API server rejects the pool (its CRD requires one)
+    for pod, sites in members:
+        if _sidecar_serves(pod, sites, pool.ports):
+            continue  # a proxy in the Pod (llm-d's routing sidecar) listens on the port
+        for site in sites:
+            if site.engine.port in pool.ports:
+                continue
+            ports = ", ".join(str(p) for p in pool.ports)
+            yield ctx.violation(
+                obj,
+                f"InferencePool {obj.name} sends requests to port {ports}, but {site.label} of "
+                f"{pod.obj.resource} (selected by it) listens on {_listens(site)}; the gateway "
+                f"gets connection refused from every endpoint. Target port {site.engine.port}",
+                pool.ports_path,
+            )
+            return
+
+
+RULE = Rule(
+    RuleMeta(
+        id="G002",
+        name="inference-pool-matches-servers",
+        title="InferencePools select the vLLM Pods and target the port they serve on",
+        layer="routing",
+        severity="high",
+        default_enforcement=MANDATORY,
+        scope="stack",
+        rationale=(
+            "A Gateway API Inference Extension InferencePool is the backend an HTTPRoute "
+            "sends model traffic to: the endpoint picker chooses one of the Pods its selector "
+            "matches and the gateway connects to that Pod on the pool's target port. A "
+            "selector that matches no Pod leaves the route without endpoints (503s), and a "
+            "target port other than the one vLLM listens on (--port, 8000 by default) gives "
+            "connection refused from every Pod while all of them are Ready. Read here: the "
+            "pool's selector (v1 selector.matchLabels; v1alpha2 a label map) against the "
+            "labels of the Pods of its namespace that run vLLM, and its target ports (v1 "
+            "targetPorts[].number; v1alpha2 targetPortNumber) against each selected engine's "
+            f"port ({GIE_CRDS}). Silent when the namespace's Pods are not in the input, when "
+            "the selector picks Pods of another server, and when another container of the "
+            "Pod declares the target port (a proxy in front of vLLM, as llm-d's routing "
+            "sidecar). The endpoint picker (the Deployment behind endpointPickerRef/"
+            "extensionRef, image gateway-api-inference-extension/epp) must read a KV-cache "
+            "gauge the engines export: its --kv-cache-usage-percentage-metric, else its "
+            "release's default (vllm:gpu_cache_usage_perc through v1.2, "
+            "vllm:kv_cache_usage_perc from v1.3), against the gauges of the engine's vLLM "
+            "release (0.8.5: the old name only; 0.10.1.1: both; from 0.11.0 the new one only, "
+            "read in each wheel's vllm/v1/metrics/loggers.py); a mismatch blinds its "
+            "KV-aware scoring without stopping traffic, so it is advisory."
+        ),
+        fix=(
+            "Copy the engine Deployment's pod template labels into the pool's selector, and "
+            "set the pool's target port to the engine's --port (8000 when unset)."
+        ),
+        references=(
+            "https://gateway-api-inference-extension.sigs.k8s.io/api-types/inferencepool/",
+            "https://github.com/kubernetes-sigs/gateway-api-inference-extension/blob/v1.0.0/"
+            "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml",
+        ),
+    ),
+    check,
+)

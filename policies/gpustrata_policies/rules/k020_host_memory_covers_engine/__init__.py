@@ -1,0 +1,1 @@
+"""Rule K020: ``rule.py`` holds it; its fixtures and ``expected.yaml`` sit beside it."""

@@ -1,0 +1,120 @@
+"""K020 host-memory-covers-engine."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+
+from gpustrata.core.unknown import known
+from gpustrata.vllm.offload import GIB, host_memory
+from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.capacity import capacity_inputs
+from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list
+
+_READ = ("kv_offloading_size", "kv_offloading_backend", "kv_transfer_config", "cpu_offload_gb")
+
+
+def _gib(value: float) -> str:
+    return f"{value / GIB:,.1f} GiB"
+
+
+def _shm_note(container: ContainerRef) -> str:
+    """A memory-backed /dev/shm without sizeLimit: its pages count against the limit."""
+    volumes = container.pod.volumes()
+    for mount in as_list(container.raw.get("volumeMounts"), "volumeMounts"):
+        if not isinstance(mount, Mapping):
+            continue
+        if str(mount.get("mountPath", "")).rstrip("/") != "/dev/shm":
+            continue
+        empty = volumes.get(str(mount.get("name")), {}).get("emptyDir")
+        memory = isinstance(empty, Mapping) and empty.get("medium") == "Memory"
+        if memory and isinstance(empty, Mapping) and empty.get("sizeLimit") is None:
+            return (
+                "; its memory-backed /dev/shm has no sizeLimit, and what NCCL and the "
+                "workers write there counts against the same limit"
+            )
+    return ""
+
+
+def _bytes_per_token(ctx: RuleContext, site: EngineSite) -> int | None:
+    found = capacity_inputs(ctx, site)
+    if isinstance(found, str) or not found:
+        return None
+    return min(i.estimate.kv.bytes_per_token for i in found)
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """The container memory limit covers the host KV cache and offloaded weights."""
+    for site in engine_sites(ctx, obj):
+        container = site.container
+        if site.ray or container is None:
+            continue
+        gpus = site.engine.gpus_per_engine()
+        if gpus is None:
+            continue  # V001/V002 report an unreadable TP or PP
+        for key in _READ:
+            known(site.engine.get(key), f"{key} of {site.engine.source}")
+        host = host_memory(site.engine.values, site.env, gpus, _bytes_per_token(ctx, site))
+        if isinstance(host, str):
+            yield ctx.not_evaluated(obj, f"{site.name}: {host}")
+            continue
+        if not host.total_bytes:
+            continue
+        known(container.resources("limits").get("memory"), f"memory limit of {site.label}")
+        limit = container.memory_limit()
+        if limit is None or limit >= host.total_bytes:
+            continue
+        tokens = f", holding {host.kv_tokens:,} tokens on the host" if host.kv_tokens else ""
+        need = math.ceil(host.total_bytes / GIB)
+        yield ctx.violation(
+            obj,
+            f"{site.label} pins at least {_gib(host.total_bytes)} of host memory "
+            f"({'; '.join(host.parts)}){tokens}, but its memory limit is "
+            f"{_gib(float(limit))}; the kernel OOM-kills the container once the buffer fills"
+            f"{_shm_note(container)}. Set limits.memory above {need}Gi plus what the engine "
+            "processes themselves use, or shrink the offload",
+            (*container.path, "resources", "limits", "memory"),
+        )
+
+
+RULE = Rule(
+    RuleMeta(
+        id="K020",
+        name="host-memory-covers-engine",
+        title="The container memory limit covers what the engine pins on the host",
+        layer="kubernetes",
+        severity="high",
+        default_enforcement=MANDATORY,
+        scope="stack",
+        rationale=(
+            "KV-cache offload and CPU weight offload allocate host memory inside the vLLM "
+            "container: vLLM's native offload (--kv-offloading-size GiB, the total over the "
+            "GPU ranks, vllm@v0.33.0:vllm/config/cache.py), an OffloadingConnector's "
+            "cpu_bytes_to_use, LMCache running in the vLLM process (max_local_cpu_size GiB "
+            "per GPU rank, 5 by default, LMCache/LMCache lmcache/v1/config.py) and "
+            "--cpu-offload-gb (per GPU, vllm@v0.33.0:vllm/config/offload.py). All of it counts "
+            "against the container's memory limit, and the kernel kills the container when "
+            "the buffer fills, long after startup. Read here: those settings against "
+            "limits.memory, with the tokens the host cache holds (KV bytes per token from the "
+            "capacity estimate, where the model and GPU are known). The LMCache server "
+            "backend (--kv-offloading-backend lmcache) holds the cache in its own process and "
+            "adds nothing here; an LMCache config file is not read (not evaluated). The "
+            "engine processes' own memory is not estimated, so the figure is a lower bound; "
+            "Ray Serve engines are not read yet."
+        ),
+        fix=(
+            "Raise resources.limits.memory above the host buffers plus the engine's own "
+            "memory (tens of GiB for tokenizers, CUDA context and workers), or lower "
+            "--kv-offloading-size / max_local_cpu_size / --cpu-offload-gb."
+        ),
+        references=(
+            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py",
+            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/vllm.py",
+            "https://docs.lmcache.ai/api_reference/configurations.html",
+            "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+        ),
+    ),
+    check,
+)

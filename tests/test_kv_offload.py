@@ -1,0 +1,132 @@
+"""KV cache on the host (vLLM native offload, LMCache, CPU weight offload): what
+``gpustrata.vllm.offload.host_memory`` counts, the capacity command's host figures and
+K020 beyond its fixtures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpustrata.cli.app import main
+from gpustrata.vllm.offload import GIB, LMCACHE_DEFAULT_CPU_GIB, host_memory
+from gpustrata_policies import evaluate
+
+LLAMA8B_TOKEN = 131_072  # KV bytes per token per GPU of Llama-3.1-8B at TP 1 (bf16)
+
+
+def test_native_offload_is_the_total_over_the_ranks() -> None:
+    one = host_memory({"kv_offloading_size": "64"}, {}, 1, LLAMA8B_TOKEN)
+    four = host_memory({"kv_offloading_size": 64}, {}, 4, LLAMA8B_TOKEN // 4)
+    assert not isinstance(one, str) and not isinstance(four, str)
+    assert one.kv_bytes == four.kv_bytes == 64 * GIB
+    assert one.kv_tokens == four.kv_tokens == 64 * GIB // LLAMA8B_TOKEN  # 524,288
+
+
+def test_lmcache_backend_lives_in_its_own_server() -> None:
+    found = host_memory({"kv_offloading_size": 64, "kv_offloading_backend": "lmcache"}, {}, 2)
+    assert not isinstance(found, str)
+    assert found.total_bytes == 0 and "LMCache server process" in found.parts[0]
+
+
+def test_lmcache_in_process_is_per_rank_with_its_default() -> None:
+    config = {"kv_transfer_config": '{"kv_connector": "LMCacheConnectorV1"}'}
+    default = host_memory(config, {}, 4, 32_768)
+    sized = host_memory(config, {"LMCACHE_MAX_LOCAL_CPU_SIZE": "20"}, 4, 32_768)
+    off = host_memory(config, {"LMCACHE_LOCAL_CPU": "False"}, 4, 32_768)
+    assert not isinstance(default, str) and not isinstance(sized, str)
+    assert default.kv_bytes == int(LMCACHE_DEFAULT_CPU_GIB * GIB) * 4
+    assert sized.kv_bytes == 80 * GIB and sized.kv_tokens == 20 * GIB // 32_768
+    assert not isinstance(off, str) and off.total_bytes == 0
+    assert isinstance(host_memory(config, {"LMCACHE_CONFIG_FILE": "/etc/lm.yaml"}, 4), str)
+
+
+def test_offloading_connector_bytes_and_weight_offload() -> None:
+    config = {
+        "kv_transfer_config": json.dumps(
+            {
+                "kv_connector": "OffloadingConnector",
+                "kv_connector_extra_config": {"cpu_bytes_to_use": 10 * GIB},
+            }
+        ),
+        "cpu_offload_gb": "8",
+    }
+    found = host_memory(config, {}, 2)
+    assert not isinstance(found, str)
+    assert (found.kv_bytes, found.weight_bytes, found.kv_tokens) == (10 * GIB, 16 * GIB, None)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{"kv_offloading_size": "lots"}, {"kv_offloading_size": "-1"}, {"kv_transfer_config": "{"}],
+)
+def test_unreadable_settings_say_why(values: dict[str, str]) -> None:
+    assert isinstance(host_memory(values, {}, 1), str)
+
+
+def test_capacity_reports_tokens_on_gpu_and_host(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "capacity",
+        "--model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--gpu",
+        "l40s",
+        "--max-model-len",
+        "32768",
+        "--format",
+        "json",
+    ]
+    main(argv)
+    plain = json.loads(capsys.readouterr().out)
+    assert "kv_cache_host_tokens" not in plain
+    main([*argv, "--kv-offloading-size", "64"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kv_cache_tokens"] == plain["kv_cache_tokens"]
+    assert doc["kv_cache_host_bytes"]["value"] == 64 * GIB
+    assert doc["kv_cache_host_tokens"]["value"] == 64 * GIB // LLAMA8B_TOKEN
+    together = doc["kv_cache_tokens"]["value"] + doc["kv_cache_host_tokens"]["value"]
+    assert f"together {together:,}" in doc["kv_cache_host_tokens"]["explanation"]
+
+
+def _engine(args: list[str], memory: str, env: list[dict[str, str]] | None = None) -> dict:  # type: ignore[type-arg]
+    container = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.33.0",
+        "args": ["--model", "mistralai/Mistral-7B-Instruct-v0.3", *args],
+        "resources": {"limits": {"nvidia.com/gpu": "1", "memory": memory}},
+        "env": env or [],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "llm"},
+        "spec": {"containers": [container]},
+    }
+
+
+def _k020(doc: dict) -> list[str]:  # type: ignore[type-arg]
+    return [f.message for f in evaluate([doc]).findings if f.rule == "K020"]
+
+
+def test_k020_limit_at_the_buffer_passes_and_below_fails() -> None:
+    assert _k020(_engine(["--kv-offloading-size", "16"], "16Gi")) == []
+    (found,) = _k020(_engine(["--kv-offloading-size", "16"], "15Gi"))
+    assert "16.0 GiB" in found and "15.0 GiB" in found
+
+
+def test_k020_without_a_limit_or_offload_is_silent() -> None:
+    assert _k020(_engine([], "1Gi")) == []
+    doc = _engine(["--kv-offloading-size", "16"], "1Gi")
+    del doc["spec"]["containers"][0]["resources"]["limits"]["memory"]
+    assert _k020(doc) == []
+
+
+def test_k020_lmcache_config_file_is_not_evaluated() -> None:
+    doc = _engine(
+        ["--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1"}'],
+        "1Gi",
+        [{"name": "LMCACHE_CONFIG_FILE", "value": "/config/lmcache.yaml"}],
+    )
+    report = evaluate([doc])
+    assert [f for f in report.findings if f.rule == "K020"] == []
+    assert any(n.rule == "K020" and "lmcache.yaml" in n.reason for n in report.not_evaluated)
