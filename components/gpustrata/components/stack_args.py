@@ -486,8 +486,8 @@ class StackGpuOperatorArgs(TypedDict):
 
     enabled: NotRequired[bool]
     """Install the GPU Operator. Default: ``true``."""
-    chart_version: str
-    """GPU Operator Helm chart version (pinned)."""
+    chart_version: NotRequired[str]
+    """GPU Operator Helm chart version (pinned); required when enabled."""
     namespace: NotRequired[str]
     """Namespace of the operator. Default: ``"gpu-operator"``."""
     driver_enabled: NotRequired[bool]

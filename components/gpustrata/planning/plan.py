@@ -7,6 +7,7 @@ so that ``gpustrata plan`` can show the working.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -403,6 +404,19 @@ def kube_reserved_memory_mib(max_pods: int) -> int:
     return 11 * max_pods + 255
 
 
+def nearest_instance_hint(name: str, hardware: HardwareCatalog) -> str:
+    """The fix for an unknown EKS instance type: the catalogued AWS GPU types whose names
+    are closest (difflib), else where the catalogue is listed."""
+    names = [n for n, t in hardware.instances.items() if t.max_pods is not None]
+    near = difflib.get_close_matches(name.strip().casefold(), names, n=3, cutoff=0.6)
+    if near:
+        return "did you mean " + " or ".join(repr(n) for n in near) + "?"
+    return (
+        "use an AWS GPU instance type from docs/reference/catalogue.md, or add it under "
+        "catalog.instances"
+    )
+
+
 def _plan_pool(
     pool: NodePoolSpec,
     index: int,
@@ -418,8 +432,8 @@ def _plan_pool(
     if instance is None:
         raise PlanError(
             f"gpustrata:stack.node_pools[{index}].instance_type",
-            f"'{pool.instance_type}' is not in the hardware catalogue; use a GPU instance "
-            "type such as 'g6e.xlarge' or 'p5.48xlarge'",
+            f"'{pool.instance_type}' is not in the hardware catalogue; "
+            + nearest_instance_hint(pool.instance_type, hardware),
         )
     if instance.max_pods is None or instance.eks_ami_type is None:
         raise PlanError(

@@ -268,7 +268,7 @@ def operator_values(plan: StackPlan) -> dict[str, Any]:
     values = gpu_operator_values(
         spec.gpu_operator, unique, monitor if monitor is not None else spec.monitoring.enabled
     )
-    return _on_system_pool(plan, "gpu-operator", spec.gpu_operator.chart_version, values)
+    return _on_system_pool(plan, "gpu-operator", spec.gpu_operator.pinned_chart_version, values)
 
 
 def _on_system_pool(
@@ -293,7 +293,7 @@ def operator_object(plan: StackPlan) -> dict[str, Any] | None:
         return None
     return gpu_operator_description(
         namespace=operator.namespace,
-        chart_version=operator.chart_version,
+        chart_version=operator.pinned_chart_version,
         values=operator_values(plan),
         declared_overrides=list(operator.declared_overrides),
     )

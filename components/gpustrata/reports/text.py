@@ -185,9 +185,10 @@ def _model_table(plan: StackPlan) -> list[str]:
 
 def rules_environment(declared: str, stack: str) -> str:
     """The environment rules are enforced for: ``GPUSTRATA_ENVIRONMENT`` when CI sets it,
-    else the stack file's ``environment`` but never more relaxed than the stack's name
-    (any name but dev/staging/prod counts as prod). The file is part of the change under
-    review: a ``Pulumi.prod.yaml`` that declares ``environment: dev`` is checked as prod."""
+    else the stack file's ``environment`` but never more relaxed than a stack named dev,
+    staging or prod (a stack named like none follows its file, with a warning). The file is
+    part of the change under review: a ``Pulumi.prod.yaml`` that declares
+    ``environment: dev`` is checked as prod."""
     return environment_and_why(declared, stack)[0]
 
 
@@ -203,8 +204,8 @@ def environment_and_why(declared: str, stack: str) -> tuple[str, str]:
         why = f"GPUSTRATA_ENVIRONMENT={override} (set by CI)"
     elif stack not in ENVIRONMENTS:
         why = (
-            f"stack '{stack}' is named like no environment, so it counts as prod; set "
-            "GPUSTRATA_ENVIRONMENT to choose"
+            f"stack '{stack}' is named like no environment, so the stack file's environment "
+            f"{declared} applies; CI pins it with GPUSTRATA_ENVIRONMENT"
         )
     elif env == declared == stack:
         why = "the stack file's environment and the stack's name agree"
@@ -229,7 +230,10 @@ def plan_report(
     ``file`` is read for its secret config; ``label`` names it in the report (default:
     ``file``), e.g. ``origin/main:stacks/Pulumi.prod.yaml`` for a base read from git.
     """
-    from gpustrata.spec.loader import plaintext_secret_warnings
+    import os
+
+    from gpustrata.core.environments import name_mismatch
+    from gpustrata.spec.loader import line_in_file, plaintext_secret_warnings
     from gpustrata.spec.project import read_project
     from gpustrata_policies.evaluate import evaluate
     from gpustrata_policies.inputs.pulumi import objects_from_pulumi
@@ -250,6 +254,10 @@ def plan_report(
     report.warnings = plaintext_secret_warnings(file)
     objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
     report.environment, report.environment_why = environment_and_why(plan.spec.environment, stack)
+    mismatch = name_mismatch(plan.spec.environment, stack, os.environ.get("GPUSTRATA_ENVIRONMENT"))
+    if mismatch:
+        at = line_in_file(str(file), "gpustrata:stack.environment")
+        report.warnings.insert(0, f"{file}{f':{at}' if at else ''}: {mismatch}")
     result = evaluate(objects, environment=report.environment)
     report.findings = [f.to_json() for f in result.findings]
     report.not_evaluated = [n.to_json() for n in result.not_evaluated]

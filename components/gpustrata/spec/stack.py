@@ -550,8 +550,10 @@ class GpuOperatorSpec(_Model):
     """The NVIDIA GPU Operator Helm release with pinned component versions."""
 
     enabled: bool = Field(default=True, description="Install the GPU Operator.")
-    chart_version: Version = Field(
-        examples=["v25.10.0"], description="GPU Operator Helm chart version (pinned)."
+    chart_version: Version | None = Field(
+        default=None,
+        examples=["v25.10.0"],
+        description="GPU Operator Helm chart version (pinned); required when enabled.",
     )
     namespace: Name = Field(default="gpu-operator", description="Namespace of the operator.")
     driver_enabled: bool = Field(
@@ -601,6 +603,22 @@ class GpuOperatorSpec(_Model):
         "toolkit_version, device_plugin_version, dcgm_exporter_version) deliberately differs "
         "from the chart release's tested set (rule O004 accepts them).",
     )
+
+    @model_validator(mode="after")
+    def _pinned_when_enabled(self) -> GpuOperatorSpec:
+        if self.enabled and self.chart_version is None:
+            raise ValueError(
+                "chart_version is required while enabled is true; pin a release such as "
+                "v25.10.0, or set enabled: false when the cluster already runs the operator"
+            )
+        return self
+
+    @property
+    def pinned_chart_version(self) -> str:
+        """The chart version of an enabled operator (the validator made it present)."""
+        if self.chart_version is None:
+            raise ValueError("gpu_operator.chart_version is unset: the operator is disabled")
+        return self.chart_version
 
 
 class KubeRaySpec(_Model):
