@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from gpustrata.core.contract import (
     GPU_LABEL,
     POOL_LABEL,
 )
+from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger, Source
 from gpustrata.planning.serving import ServingAtSettings, pool_cost_per_hour, serving_at_settings
@@ -149,6 +151,10 @@ class ModelPlan:
     """Predicted TPOT, TTFT and throughput of one replica at its settings (the reference
     workload of :func:`~gpustrata.vllm.performance.reference_workload`); None without a
     capacity estimate or when vLLM would not start."""
+    cpu: str = "1"
+    """CPU request of an engine Pod: the stack's ``cpu``, else derived from the pool."""
+    memory: str = "1Gi"
+    """Memory request and limit of an engine Pod: the stack's ``memory``, else derived."""
 
     @property
     def name(self) -> str:
@@ -752,6 +758,9 @@ def _plan_model(
     ray = None
     if model.runtime == "rayservice":
         ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, probes, ledger)
+    cpu, memory = _pod_resources(
+        model, index, pool, ray.gpus_per_worker if ray else gpus, capacity, ledger
+    )
     return ModelPlan(
         spec=model,
         pool=pool,
@@ -763,7 +772,99 @@ def _plan_model(
         capacity=capacity,
         capacity_unavailable=unavailable,
         serving=serving,
+        cpu=cpu,
+        memory=memory,
     )
+
+
+CPU_HEADROOM = Fraction(9, 10)
+"""Share of a Pod's slice of the node's allocatable CPU a default request takes: the rest
+is left for the DaemonSets every node runs (aws-node, kube-proxy, the GPU Operator's)."""
+MEMORY_HEADROOM = Fraction(19, 20)
+"""Share of a Pod's slice of the node's allocatable memory a default request takes."""
+_MIB = 1024**2
+
+
+def pool_allocatable(pool: PoolPlan) -> tuple[Fraction, Fraction, str]:
+    """CPU cores and memory bytes one node of *pool* offers Pods (capacity less kubelet
+    and system reservations and the memory eviction threshold), and the working."""
+    inst = pool.instance
+    reserved_cpu = sum(
+        (
+            parse_quantity(r.get("cpu")) or Fraction(0)
+            for r in (pool.kube_reserved, pool.system_reserved)
+        ),
+        Fraction(0),
+    )
+    mem = Fraction(inst.memory_mib * _MIB)
+    reserved_mem = sum(
+        (
+            parse_quantity(r.get("memory")) or Fraction(0)
+            for r in (pool.kube_reserved, pool.system_reserved)
+        ),
+        Fraction(0),
+    )
+    eviction = str(pool.eviction_hard.get("memory.available", "0")).lstrip("<")
+    evicted = (
+        mem * Fraction(eviction[:-1]) / 100
+        if eviction.endswith("%")
+        else parse_quantity(eviction) or Fraction(0)
+    )
+    cpu = Fraction(inst.vcpu) - reserved_cpu
+    memory = mem - reserved_mem - evicted
+    why = (
+        f"{inst.name} {inst.vcpu} vCPU, {inst.memory_mib} MiB less kubeReserved, "
+        f"systemReserved and evictionHard memory.available: {_cores(cpu)} CPU, "
+        f"{format_bytes(memory)}"
+    )
+    return cpu, memory, why
+
+
+def _cores(value: Fraction) -> str:
+    return f"{float(value):.2f}".rstrip("0").rstrip(".")
+
+
+def _pod_resources(
+    model: ModelSpec,
+    index: int,
+    pool: PoolPlan,
+    gpus_per_pod: int,
+    capacity: CapacityEstimate | None,
+    ledger: Ledger,
+) -> tuple[str, str]:
+    """The engine Pod's CPU request and memory request/limit: as the stack states them,
+    else the Pod's share of a node's allocatable (its GPUs' share of the node's GPUs, less
+    headroom for DaemonSets), so that the default always fits the pool (K005)."""
+    key = f"models.{model.name}"
+    cpu_node, mem_node, working = pool_allocatable(pool)
+    share = Fraction(min(gpus_per_pod, pool.instance.gpu_count), pool.instance.gpu_count)
+    sliced = f"{gpus_per_pod} of {pool.instance.gpu_count} GPU(s) per node"
+    cpu = model.cpu
+    if cpu is None:
+        millis = max(100, math.floor(cpu_node * share * CPU_HEADROOM * 10) * 100)
+        cpu = ledger.add(
+            f"{key}.cpu",
+            str(millis // 1000) if millis % 1000 == 0 else f"{millis}m",
+            "formula",
+            f"{sliced} x 90% of the node's allocatable ({working}), rounded down to 0.1 CPU; "
+            f"set gpustrata:stack.models[{index}].cpu to choose",
+        )
+    memory = model.memory
+    if memory is None:
+        step = 256 * _MIB
+        amount = max(step, math.floor(mem_node * share * MEMORY_HEADROOM / step) * step)
+        weights = ""
+        if capacity is not None:
+            loaded = capacity.weights.bytes_per_gpu * gpus_per_pod
+            weights = f"; weights per Pod {format_bytes(loaded)}"
+        memory = ledger.add(
+            f"{key}.memory",
+            format_bytes(amount),
+            "formula",
+            f"{sliced} x 95% of the node's allocatable ({working}), rounded down to 256Mi"
+            f"{weights}; set gpustrata:stack.models[{index}].memory to choose",
+        )
+    return cpu, memory
 
 
 def _outside_project(model: str, catalog: ModelCatalog, base_dir: Path | None) -> str | None:

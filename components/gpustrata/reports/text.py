@@ -129,6 +129,8 @@ class PlanReport:
                 f"{printable(f['message'])}"
             )
             lines.append(f"      fix: {f['fix']}")
+            if "at" in f:
+                lines.append(f"      in {f['at']}: {', '.join(f['stack_keys'])}")
         if self.not_evaluated:
             lines.append(f"Not evaluated: {len(self.not_evaluated)}")
             for n in self.not_evaluated:
@@ -216,6 +218,51 @@ def environment_and_why(declared: str, stack: str) -> tuple[str, str]:
     return env, why
 
 
+# The stack keys (under a model or a pool entry) that a rule's finding asks to change.
+_MODEL_KEYS: dict[str, tuple[str, ...]] = {
+    "K005": ("cpu", "memory", "pool"),
+    "K007": ("shm_size",),
+    "K013": ("image",),
+    "K015": ("weights",),
+    "O007": ("engine.dtype", "engine.quantization"),
+    "V001": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
+    "V002": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
+    "V003": ("engine.gpu_memory_utilization", "engine.tensor_parallel_size"),
+    "V004": ("engine.max_model_len", "engine.gpu_memory_utilization"),
+    "V005": ("engine.max_num_batched_tokens",),
+    "V006": ("engine.block_size",),
+    "V007": ("engine.gpu_memory_utilization",),
+    "V008": ("engine.enforce_eager",),
+    "V009": ("startup_init_s",),
+    "V012": ("engine.max_num_seqs",),
+}
+_POOL_KEYS: dict[str, tuple[str, ...]] = {
+    "K003": ("taints",),
+    "K006": ("kubelet",),
+}
+
+
+def stack_location(rule: str, resource: str, plan: StackPlan) -> tuple[str, list[str]] | None:
+    """The stack entry a finding on *resource* comes from (``gpustrata:stack.models[1]``)
+    and the keys under it that *rule* asks to change; None when no model or pool of the
+    stack made the resource. A resource belongs to the model or pool whose name is its own
+    name or the start of it (``llama-8b-pdb``), the longest such name."""
+    name = resource.rsplit("/", 1)[-1]
+
+    def owner(names: list[str]) -> int | None:
+        hits = [i for i, n in enumerate(names) if name == n or name.startswith(f"{n}-")]
+        return max(hits, key=lambda i: len(names[i]), default=None)
+
+    models = [m.name for m in plan.spec.models]
+    pools = [p.name for p in plan.spec.node_pools]
+    at_model, at_pool = owner(models), owner(pools)
+    if at_model is not None and (at_pool is None or len(models[at_model]) >= len(pools[at_pool])):
+        return f"gpustrata:stack.models[{at_model}]", list(_MODEL_KEYS.get(rule, ()))
+    if at_pool is not None:
+        return f"gpustrata:stack.node_pools[{at_pool}]", list(_POOL_KEYS.get(rule, ()))
+    return None
+
+
 def plan_report(
     file: Path,
     stack: str,
@@ -260,6 +307,13 @@ def plan_report(
         report.warnings.insert(0, f"{file}{f':{at}' if at else ''}: {mismatch}")
     result = evaluate(objects, environment=report.environment)
     report.findings = [f.to_json() for f in result.findings]
+    for finding in report.findings:
+        where = stack_location(finding["rule"], finding["resource"], plan)
+        if where is not None:
+            keys = [f"{where[0]}.{k}" for k in where[1]] or [where[0]]
+            at = line_in_file(str(file), keys[0])  # the entry's line when the key is unset
+            finding["stack_keys"] = keys
+            finding["at"] = f"{label or file}:{at}" if at else str(label or file)
     report.not_evaluated = [n.to_json() for n in result.not_evaluated]
     report.exit_code = result.exit_code
     report.rehearsal = rehearse(resources)

@@ -932,8 +932,16 @@ class ModelSpec(_Model):
     autoscaling: AutoscalingSpec = Field(
         default_factory=AutoscalingSpec, description="Autoscaling."
     )
-    cpu: Quantity = Field(default="4", description="CPU request per engine Pod.")
-    memory: Quantity = Field(default="32Gi", description="Memory request and limit per Pod.")
+    cpu: Quantity | None = Field(
+        default=None,
+        description="CPU request per engine Pod. Empty: the Pod's share of a node's "
+        "allocatable CPU (its GPUs' share of the node's GPUs, 90% of it), shown by plan.",
+    )
+    memory: Quantity | None = Field(
+        default=None,
+        description="Memory request and limit per Pod. Empty: the Pod's share of a node's "
+        "allocatable memory (its GPUs' share of the node's GPUs, 95% of it), shown by plan.",
+    )
     shm_size: Quantity = Field(
         default="8Gi",
         description="Size of the memory-backed /dev/shm (NCCL needs more than the 64 MB "
