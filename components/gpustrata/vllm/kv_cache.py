@@ -36,11 +36,14 @@ from gpustrata.vllm.reference import SRC_KV_PLAN, SRC_KV_SPEC, SRC_KV_UTILS
 from gpustrata.vllm.terms import GIB, CapacityError, largest_passing
 
 __all__ = [
+    "LARGEST_TP_SHOWN",
     "KvCacheGroup",
     "KvCacheLayout",
     "check_parallelism",
     "kv_cache_blocks",
+    "kv_heads_split",
     "pp_layer_partition",
+    "valid_tp_sizes",
 ]
 
 
@@ -65,24 +68,46 @@ def pp_layer_partition(num_layers: int, pipeline_parallel_size: int) -> tuple[in
     return tuple(parts)
 
 
+LARGEST_TP_SHOWN = 64
+"""Valid TP sizes are listed up to this size."""
+
+
+def kv_heads_split(arch: ModelArchitecture, tp: int) -> bool:
+    """KV heads split over TP ranks, or replicated evenly (not for MLA's shared latent)."""
+    if arch.attention == "mla":
+        return True
+    kv = arch.num_key_value_heads
+    return kv % tp == 0 if kv >= tp else tp % kv == 0
+
+
+def valid_tp_sizes(arch: ModelArchitecture) -> list[int]:
+    """TP sizes (up to 64) vLLM accepts for the model: they divide its attention heads and
+    split or evenly replicate its KV heads. The one list every message names."""
+    return [
+        tp
+        for tp in range(1, LARGEST_TP_SHOWN + 1)
+        if arch.num_attention_heads % tp == 0 and kv_heads_split(arch, tp)
+    ]
+
+
 def check_parallelism(arch: ModelArchitecture, tp: int, pp: int) -> None:
     """Refuse TP/PP sizes vLLM refuses (``ModelConfig.verify_with_parallel_config``)."""
     if tp < 1:
         raise CapacityError("tensor_parallel_size", f"tensor_parallel_size {tp} must be >= 1")
     heads = arch.num_attention_heads
     if heads % tp:
-        fits = ", ".join(str(d) for d in range(1, min(heads, 64) + 1) if heads % d == 0)
+        fits = ", ".join(str(d) for d in valid_tp_sizes(arch))
         raise CapacityError(
             "tensor_parallel_size",
             f"tensor_parallel_size {tp} does not divide {arch.id}'s {heads} attention "
             f"heads (vLLM refuses to start); use one of {fits}",
         )
-    kv = arch.num_key_value_heads
-    if arch.attention != "mla" and (kv % tp if kv >= tp else tp % kv):
+    if not kv_heads_split(arch, tp):
         raise CapacityError(
             "tensor_parallel_size",
-            f"tensor_parallel_size {tp} and {arch.id}'s {kv} KV heads: one must divide "
-            "the other for vLLM's QKVParallelLinear",
+            f"tensor_parallel_size {tp} and {arch.id}'s {arch.num_key_value_heads} KV heads: "
+            "one must divide the other for vLLM's QKVParallelLinear; use one of "
+            + ", ".join(str(d) for d in valid_tp_sizes(arch)),
         )
     pp_layer_partition(arch.num_hidden_layers, pp)
 
