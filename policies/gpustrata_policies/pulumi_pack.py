@@ -1,5 +1,11 @@
 """The gpustrata CrossGuard policy pack: the same rules as `gpustrata check` / `plan`.
 
+:func:`serve` is the pack's program: the repository's ``policies/__main__.py`` and the
+``policy/__main__.py`` that ``gpustrata init`` writes into a user's project both call it,
+so a pack needs only the released package, not a copy of this code. This is the one
+module of ``gpustrata_policies`` that imports ``pulumi_policy`` (the import contracts
+exempt it); the rules it serves import no Pulumi.
+
 Per-object rules are ResourceValidationPolicies, rules that relate several objects
 are StackValidationPolicies. Each policy's config (``pulumi preview --policy-pack-config``,
 or the config a Pulumi Cloud policy group enables the pack with; the same file
@@ -68,6 +74,7 @@ def startup_environment() -> str:
 
 
 ENVIRONMENT = startup_environment()
+"""The environment the pack runs for (recomputed by :func:`serve` at start-up)."""
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -174,13 +181,11 @@ def _serving_marked(analyze: Any) -> Any:
     return marked
 
 
-_SERVICER = getattr(pulumi_policy.policy, "_PolicyAnalyzerServicer", None)
+_SERVICER: Any = getattr(pulumi_policy.policy, "_PolicyAnalyzerServicer", None)
 if callable(getattr(_SERVICER, "AnalyzeStack", None)) and not getattr(
-    _SERVICER.AnalyzeStack,
-    "gpustrata_marked",
-    False,  # type: ignore[union-attr]
+    _SERVICER.AnalyzeStack, "gpustrata_marked", False
 ):
-    _SERVICER.AnalyzeStack = _serving_marked(_SERVICER.AnalyzeStack)  # type: ignore[union-attr]
+    _SERVICER.AnalyzeStack = _serving_marked(_SERVICER.AnalyzeStack)
 
 
 def _fingerprint(resources: Sequence[Any]) -> str:
@@ -196,7 +201,8 @@ def _unproxied(value: Any) -> Any:
     every nesting level); anything else by its repr."""
     if isinstance(value, Mapping | Sequence):
         try:
-            return value["__target"]  # type: ignore[index]
+            proxy: Any = value
+            return proxy["__target"]
         except (TypeError, KeyError, IndexError):
             pass
     return repr(value)
@@ -289,8 +295,13 @@ def build_policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
     return policies
 
 
-PolicyPack(
-    name="gpustrata",
-    policies=build_policies(),  # type: ignore[arg-type]
-    description="GPU, Ray and vLLM checks for LLM inference on Kubernetes (gpustrata rules).",
-)
+def serve() -> None:
+    """Start the pack: Pulumi's analyzer runs the pack folder's ``__main__.py``, which
+    calls this; :class:`PolicyPack` serves the policies over gRPC until the engine ends."""
+    global ENVIRONMENT
+    ENVIRONMENT = startup_environment()
+    PolicyPack(
+        name="gpustrata",
+        policies=build_policies(),  # type: ignore[arg-type]
+        description="GPU, Ray and vLLM checks for LLM inference on Kubernetes (gpustrata rules).",
+    )
