@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpustrata.cli.app import main
 
@@ -83,3 +84,67 @@ def test_findings_name_the_stack_keys_and_their_line(
     assert file == str(tmp_path / "Pulumi.dev.yaml")
     assert text.splitlines()[int(line) - 1].strip() == line_text
     assert code == 1
+
+
+ACME = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "num_hidden_layers": 16,
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+    "max_position_embeddings": 4096,
+    "torch_dtype": "bfloat16",
+}
+
+
+def _local_model_stack(tmp_path: Path, weights: str) -> Path:
+    (tmp_path / "acme-13b").mkdir()
+    (tmp_path / "acme-13b" / "config.json").write_text(json.dumps(ACME), encoding="utf-8")
+    text = _newcomer_stack().replace("meta-llama/Llama-3.1-8B-Instruct", "acme-13b/config.json")
+    text = text.replace("          max_model_len: 8192\n", "          max_model_len: 4096\n")
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(text.replace("        shm_size: 2Gi\n", f"        shm_size: 2Gi\n{weights}"))
+    return path
+
+
+def test_a_local_model_without_a_served_location_is_refused_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _local_model_stack(tmp_path, "")
+    assert main(["render", "--file", str(path), "--project-dir", str(REPO)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpustrata: {path}:")
+    assert (
+        "gpustrata:stack.models[0].weights: model 'acme-13b/config.json' is a path in the "
+        "project, which the engine Pods cannot read; say where the weights are when it runs: "
+        "weights.source: s3 with weights.uri: s3://BUCKET/PREFIX/, or weights.source: pvc "
+        "with weights.pvc_name and weights.uri (the folder on the volume); or use the "
+        "Hugging Face id"
+    ) in err
+    assert "Traceback" not in err
+
+
+def test_a_local_model_is_served_from_its_folder_on_the_volume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    weights = "        weights:\n          source: pvc\n          pvc_name: models\n"
+    path = _local_model_stack(tmp_path, weights + "          uri: acme-13b\n")
+    assert main(["render", "--file", str(path), "--project-dir", str(REPO)]) == 0
+    objects = list(yaml.safe_load_all(capsys.readouterr().out))
+    (deployment,) = [o for o in objects if o and o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    command = pod["containers"][0]["command"]
+    # vllm serve <folder on the PVC> --served-model-name <the stack's model name>
+    assert command[:5] == [
+        "vllm",
+        "serve",
+        "/root/.cache/acme-13b",
+        "--served-model-name",
+        "qwen-1-5b",
+    ]
+    assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "models"}} in pod[
+        "volumes"
+    ]

@@ -124,6 +124,14 @@ def model_path_problem(model: str) -> str | None:
     return None
 
 
+def is_model_path(model: str) -> bool:
+    """Does *model* name a file or folder in the project (``acme-13b/config.json``,
+    ``models/acme/``, ``./acme``) rather than a Hugging Face id (``org/name``)? A Hub id
+    has at most one ``/`` and no ``.json`` suffix."""
+    text = model.replace("\\", "/")
+    return text.endswith((".json", "/")) or text.startswith("./") or text.count("/") > 1
+
+
 Name = Annotated[
     str,
     Field(
