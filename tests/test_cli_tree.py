@@ -76,6 +76,8 @@ def test_every_command_is_in_the_one_tree() -> None:
         "size",
         "check",
         "explain",
+        "init",
+        "completion",
     }
 
 

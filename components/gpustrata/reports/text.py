@@ -92,8 +92,10 @@ class PlanReport:
             data["rehearsal"] = self.rehearsal.as_dict()
         return data
 
-    def text(self) -> str:
-        """The report for people: layers, models side by side, derived values, findings."""
+    def text(self, verbose: bool = False) -> str:
+        """The report for people: the models side by side, the rehearsal and the findings;
+        *verbose* adds every resource by layer, pool costs, the serving layer and every
+        derived value with its working (what ``plan --verbose`` prints)."""
         lines = [f"Stack {self.stack} ({self.file}): {len(self.resources) - 1} resources"]
         if self.environment:
             lines.append(f"Rules enforced for {self.environment}: {self.environment_why}")
@@ -101,28 +103,49 @@ class PlanReport:
         for r in self.resources:
             if r.type != "pulumi:pulumi:Stack" and r.type != "gpustrata:index:InferenceStack":
                 grouped[self.layer_of(r)].append(r)
-        for layer in LAYERS:
-            if not grouped[layer]:
-                continue
-            lines += ["", _LAYER_TITLES[layer]]
-            lines += [f"  {r.type:<48} {r.name}" for r in grouped[layer]]
+        if verbose:
+            for layer in LAYERS:
+                if not grouped[layer]:
+                    continue
+                lines += ["", _LAYER_TITLES[layer]]
+                lines += [f"  {r.type:<48} {r.name}" for r in grouped[layer]]
+        else:
+            counts = ", ".join(
+                f"{_LAYER_TITLES[layer].split(' (')[0]} {len(grouped[layer])}"
+                for layer in LAYERS
+                if grouped[layer]
+            )
+            lines.append(f"Resources by layer: {counts} (--verbose lists them)")
         lines += ["", "Models, three layers side by side"]
         lines += _model_table(self.plan)
-        priced = [p for p in self.plan.pools.values() if p.cost_per_hour is not None]
-        if priced:
-            lines += ["", "Pool cost per hour (catalogue price x nodes)"]
-            lines += [
-                f"  {p.name}: {p.cost_per_hour.explanation}" for p in priced if p.cost_per_hour
-            ]
-        serving = serving_text(self.plan, self.resources)
-        if serving:
-            lines += ["", "Serving layer: each value as registered, next to the plan", *serving]
-        lines += ["", "Derived values (value <- working [source])"]
-        for d in self.plan.derived:
-            lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")
+        if verbose:
+            priced = [p for p in self.plan.pools.values() if p.cost_per_hour is not None]
+            if priced:
+                lines += ["", "Pool cost per hour (catalogue price x nodes)"]
+                lines += [
+                    f"  {p.name}: {p.cost_per_hour.explanation}" for p in priced if p.cost_per_hour
+                ]
+            serving = serving_text(self.plan, self.resources)
+            if serving:
+                lines += ["", "Serving layer: each value as registered, next to the plan"]
+                lines += serving
+            lines += ["", "Derived values (value <- working [source])"]
+            for d in self.plan.derived:
+                lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")
         if self.rehearsal is not None:
             lines += ["", *self.rehearsal.text()]
-        lines += ["", f"Findings: {len(self.findings)}"]
+        lines += ["", *self.finding_lines()]
+        if not verbose:
+            lines.append(
+                f"Derived values: {len(self.plan.derived)}, each with its working "
+                "(--verbose shows them, with every resource and the serving layer)"
+            )
+        return "\n".join(lines)
+
+    def finding_lines(self) -> list[str]:
+        """The findings with their fix and stack keys, what was not evaluated and the
+        warnings: all that ``plan --quiet`` prints."""
+        lines = [f"Findings: {len(self.findings)}"]
         for f in self.findings:
             lines.append(
                 f"  {f['rule']} {f['enforcement']:<9} {printable(f['resource'])}: "
@@ -138,7 +161,16 @@ class PlanReport:
         if self.warnings:
             lines += ["", f"Warnings (advisory): {len(self.warnings)}"]
             lines += [f"  {printable(w)}" for w in self.warnings]
-        return "\n".join(lines)
+        return lines
+
+    def quiet_text(self) -> str:
+        """``plan --quiet``: nothing when there is no finding, blocker or warning; else the
+        rehearsal's first blocker and :meth:`finding_lines`."""
+        blocked = self.rehearsal is not None and self.rehearsal.first_blocker is not None
+        if not (self.findings or self.warnings or blocked):
+            return ""
+        lines = self.rehearsal.text()[:3] if blocked and self.rehearsal else []
+        return "\n".join([*lines, *self.finding_lines()])
 
 
 def _short(value: Any) -> str:
