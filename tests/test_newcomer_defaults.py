@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _stacks import SMALL_LLAMA_CONFIG
 
 from gpustrata.cli.app import main
 
@@ -86,23 +87,11 @@ def test_findings_name_the_stack_keys_and_their_line(
     assert code == 1
 
 
-ACME = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "num_hidden_layers": 16,
-    "hidden_size": 2048,
-    "intermediate_size": 8192,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 32000,
-    "max_position_embeddings": 4096,
-    "torch_dtype": "bfloat16",
-}
-
-
 def _local_model_stack(tmp_path: Path, weights: str) -> Path:
     (tmp_path / "acme-13b").mkdir()
-    (tmp_path / "acme-13b" / "config.json").write_text(json.dumps(ACME), encoding="utf-8")
+    (tmp_path / "acme-13b" / "config.json").write_text(
+        json.dumps(SMALL_LLAMA_CONFIG), encoding="utf-8"
+    )
     text = _newcomer_stack().replace("meta-llama/Llama-3.1-8B-Instruct", "acme-13b/config.json")
     text = text.replace("          max_model_len: 8192\n", "          max_model_len: 4096\n")
     path = tmp_path / "Pulumi.dev.yaml"

@@ -30,7 +30,7 @@ from gpustrata.core.contract import (
     GPU_LABEL,
     POOL_LABEL,
 )
-from gpustrata.core.quantity import format_bytes, parse_quantity
+from gpustrata.core.quantity import format_bytes, format_cores, kubelet_reserved
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger, Source
 from gpustrata.planning.serving import ServingAtSettings, pool_cost_per_hour, serving_at_settings
@@ -789,39 +789,18 @@ def pool_allocatable(pool: PoolPlan) -> tuple[Fraction, Fraction, str]:
     """CPU cores and memory bytes one node of *pool* offers Pods (capacity less kubelet
     and system reservations and the memory eviction threshold), and the working."""
     inst = pool.instance
-    reserved_cpu = sum(
-        (
-            parse_quantity(r.get("cpu")) or Fraction(0)
-            for r in (pool.kube_reserved, pool.system_reserved)
-        ),
-        Fraction(0),
-    )
     mem = Fraction(inst.memory_mib * _MIB)
-    reserved_mem = sum(
-        (
-            parse_quantity(r.get("memory")) or Fraction(0)
-            for r in (pool.kube_reserved, pool.system_reserved)
-        ),
-        Fraction(0),
-    )
-    eviction = str(pool.eviction_hard.get("memory.available", "0")).lstrip("<")
-    evicted = (
-        mem * Fraction(eviction[:-1]) / 100
-        if eviction.endswith("%")
-        else parse_quantity(eviction) or Fraction(0)
-    )
+    reserved = (pool.system_reserved, pool.kube_reserved, pool.eviction_hard)
+    reserved_cpu = kubelet_reserved(*reserved, "cpu", Fraction(inst.vcpu))
+    reserved_mem = kubelet_reserved(*reserved, "memory", mem)
     cpu = Fraction(inst.vcpu) - reserved_cpu
-    memory = mem - reserved_mem - evicted
+    memory = mem - reserved_mem
     why = (
         f"{inst.name} {inst.vcpu} vCPU, {inst.memory_mib} MiB less kubeReserved, "
-        f"systemReserved and evictionHard memory.available: {_cores(cpu)} CPU, "
+        f"systemReserved and evictionHard memory.available: {format_cores(cpu)} CPU, "
         f"{format_bytes(memory)}"
     )
     return cpu, memory, why
-
-
-def _cores(value: Fraction) -> str:
-    return f"{float(value):.2f}".rstrip("0").rstrip(".")
 
 
 def _pod_resources(
