@@ -60,9 +60,10 @@ _LEVELS = {
 def startup_environment() -> str:
     """The environment the pack runs for, before any per-policy config.
 
-    ``GPUSTRATA_ENVIRONMENT`` (set by CI) wins. Otherwise the stack's name (``.../prod``;
-    any other name counts as prod), which stack config (``gpustrata:environment``, part
-    of the change under review) may make stricter, never more relaxed.
+    ``GPUSTRATA_ENVIRONMENT`` (set by CI) wins. Otherwise a stack named dev, staging or
+    prod (``.../prod``), which stack config (``gpustrata:environment``, part of the change
+    under review) may make stricter, never more relaxed; a stack named like none follows
+    that setting, and counts as prod without one (:func:`enforced_environment`).
     """
     try:
         stack_config = json.loads(os.environ.get("PULUMI_CONFIG") or "{}")

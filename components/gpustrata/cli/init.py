@@ -32,7 +32,6 @@ __all__ = ["init_command", "project_files", "register", "released_requirement"]
 KUBERNETES_VERSION = "1.34"
 GPU_OPERATOR_CHART = "v26.7.0"
 NODE_IMAGE_DRIVER = "580.173.02"
-VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
 DEFAULT_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 DEFAULT_INSTANCE = "g6.xlarge"
 ENVIRONMENTS = ("dev", "staging", "prod")
@@ -111,6 +110,13 @@ def released_requirement() -> str:
     return f"gpustrata=={__version__}"
 
 
+def _vllm_image() -> str:
+    """The vLLM image of the catalogue's reference release (the one its facts are read at)."""
+    from gpustrata.catalog.vllm_releases import load_vllm_releases
+
+    return f"vllm/vllm-openai:v{load_vllm_releases().reference}"
+
+
 def _slug(model: str) -> str:
     """A Kubernetes name for the model (``Qwen/Qwen2.5-1.5B-Instruct`` -> ``qwen2-5-1-5b``)."""
     tail = model.rstrip("/").rsplit("/", 1)[-1].lower()
@@ -183,7 +189,7 @@ config:
         model: {args.model}
         pool: gpu
         # Pinned: vLLM flags and defaults change between releases (rule K013).
-        image: {VLLM_IMAGE}
+        image: {_vllm_image()}
         replicas: {replicas}
         # cpu and memory default to the Pod's share of the node (`gpustrata plan` shows them).
         engine:

@@ -32,18 +32,16 @@ from typing import Literal
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.vllm.dtypes import FP8_DS_MLA_TOKEN_BYTES, cache_dtype_bytes, model_dtype_bytes
+from gpustrata.vllm.parallelism import kv_heads_split, valid_tp_sizes
 from gpustrata.vllm.reference import SRC_KV_PLAN, SRC_KV_SPEC, SRC_KV_UTILS
 from gpustrata.vllm.terms import GIB, CapacityError, largest_passing
 
 __all__ = [
-    "LARGEST_TP_SHOWN",
     "KvCacheGroup",
     "KvCacheLayout",
     "check_parallelism",
     "kv_cache_blocks",
-    "kv_heads_split",
     "pp_layer_partition",
-    "valid_tp_sizes",
 ]
 
 
@@ -66,28 +64,6 @@ def pp_layer_partition(num_layers: int, pipeline_parallel_size: int) -> tuple[in
     for i in range(2, num_layers % pp + 2):
         parts[-i] += 1
     return tuple(parts)
-
-
-LARGEST_TP_SHOWN = 64
-"""Valid TP sizes are listed up to this size."""
-
-
-def kv_heads_split(arch: ModelArchitecture, tp: int) -> bool:
-    """KV heads split over TP ranks, or replicated evenly (not for MLA's shared latent)."""
-    if arch.attention == "mla":
-        return True
-    kv = arch.num_key_value_heads
-    return kv % tp == 0 if kv >= tp else tp % kv == 0
-
-
-def valid_tp_sizes(arch: ModelArchitecture) -> list[int]:
-    """TP sizes (up to 64) vLLM accepts for the model: they divide its attention heads and
-    split or evenly replicate its KV heads. The one list every message names."""
-    return [
-        tp
-        for tp in range(1, LARGEST_TP_SHOWN + 1)
-        if arch.num_attention_heads % tp == 0 and kv_heads_split(arch, tp)
-    ]
 
 
 def check_parallelism(arch: ModelArchitecture, tp: int, pp: int) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from gpustrata.core.terminal import quoted
-from gpustrata.vllm.kv_cache import kv_heads_split, valid_tp_sizes
+from gpustrata.vllm.parallelism import kv_heads_split, valid_tp_sizes
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
