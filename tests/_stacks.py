@@ -11,6 +11,20 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = ("dev", "staging", "prod")
 
+SMALL_LLAMA_CONFIG: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "num_hidden_layers": 16,
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+    "max_position_embeddings": 4096,
+    "torch_dtype": "bfloat16",
+}
+"""A private model's Hugging Face config.json (a small Llama), for config.json paths."""
+
 
 def stack_path(env: str) -> Path:
     """Path of a reference stack file."""

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _stacks import ROOT, stack_doc
+from _stacks import ROOT, SMALL_LLAMA_CONFIG, stack_doc
 
 from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
@@ -552,18 +552,7 @@ def test_capacity_text_ad_hoc(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_capacity_from_a_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "num_hidden_layers": 16,
-        "hidden_size": 2048,
-        "intermediate_size": 8192,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 32000,
-        "max_position_embeddings": 4096,
-        "torch_dtype": "bfloat16",
-    }
+    config = SMALL_LLAMA_CONFIG
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     assert main(["capacity", "--model", str(path), "--gpu", "l4", "--format", "json"]) == 0

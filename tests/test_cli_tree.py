@@ -79,6 +79,8 @@ def test_every_command_is_in_the_one_tree() -> None:
         "check",
         "explain",
         "profile",
+        "init",
+        "completion",
     }
 
 

@@ -15,7 +15,7 @@ from gpustrata.cli.app import main
 
 @pytest.mark.parametrize("env", STACKS)
 def test_plan_text_shows_every_layer(env: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["plan", "--stack", env, "--project-dir", str(ROOT)])
+    code = main(["plan", "--stack", env, "--project-dir", str(ROOT), "--verbose"])
     out = capsys.readouterr().out
     assert code == 0, out
     for title in ("Nodes (", "GPU software (", "Models, three layers side by side"):

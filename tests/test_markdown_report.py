@@ -224,8 +224,10 @@ def test_a_hostile_model_id_renders_as_text(
     mutated_stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hostile = "evil/*x*_[l](http://e.example)<b>|@org/team"
+    # Two '/' make it a path in the project, which is served from where its weights are.
+    weights = "\n        weights:\n          source: s3\n          uri: s3://models/evil/"
     path = mutated_stack(
-        "model: meta-llama/Llama-3.1-8B-Instruct", f"model: '{hostile}'", env="staging"
+        "model: meta-llama/Llama-3.1-8B-Instruct", f"model: '{hostile}'{weights}", env="staging"
     )
     main(["plan", "--file", str(path), "--project-dir", str(ROOT), "--format", "markdown"])
     out = capsys.readouterr().out

@@ -74,8 +74,24 @@ BAD_STACKS = [
         "instance_type: g6e.2xlarge",
         "instance_type: g9.2xlarge",
         "gpustrata:stack.node_pools[1].instance_type: 'g9.2xlarge' is not in the hardware "
-        "catalogue; use a GPU instance type such as 'g6e.xlarge' or 'p5.48xlarge'",
+        "catalogue; did you mean 'g6.2xlarge' or 'g5.2xlarge' or 'g6e.2xlarge'?",
         id="unknown-instance",
+    ),
+    pytest.param(
+        "instance_type: g6e.2xlarge",
+        "instance_type: zz-unknown",
+        "gpustrata:stack.node_pools[1].instance_type: 'zz-unknown' is not in the hardware "
+        "catalogue; use an AWS GPU instance type from docs/reference/catalogue.md, or add it "
+        "under catalog.instances",
+        id="unknown-instance-like-none",
+    ),
+    pytest.param(
+        "      chart_version: v26.7.0\n",
+        "",
+        "gpustrata:stack.gpu_operator: chart_version is required while enabled is true; pin a "
+        "release such as v25.10.0, or set enabled: false when the cluster already runs the "
+        "operator",
+        id="operator-unpinned",
     ),
     pytest.param(
         "instance_type: g6e.2xlarge",
@@ -161,3 +177,12 @@ def test_missing_file_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code = main(["plan", "--file", str(tmp_path / "Pulumi.nope.yaml")])
     assert code == 2
     assert "Pulumi.nope.yaml: no such file" in capsys.readouterr().err
+
+
+def test_a_disabled_operator_needs_no_chart_version(mutated_stack) -> None:
+    path = mutated_stack(
+        "    gpu_operator:\n      chart_version: v26.7.0\n",
+        "    gpu_operator:\n      enabled: false\n",
+    )
+    spec = load_stack_file(path)
+    assert spec.gpu_operator.chart_version is None and not spec.gpu_operator.enabled

@@ -318,3 +318,46 @@ def test_k008_an_unknown_autoscaler_spoils_only_its_own_target(target: str) -> N
         assert (flagged, unknown) == (["Deployment/ns/a"], [])
     else:
         assert (flagged, unknown) == ([], ["Deployment/ns/a"])
+
+
+def test_a_pool_described_by_its_instance_type_alone_is_a_gpu_pool() -> None:
+    """Issue 34: a GpuNodePool with instanceType, labels and taints (no gpuCount or
+    gpuProduct) was silently no GPU pool; the catalogue knows g6.xlarge's one L4."""
+    pool = {
+        "apiVersion": "gpustrata.io/v1alpha1",
+        "kind": "GpuNodePool",
+        "metadata": {"name": "l4"},
+        "spec": {
+            "instanceType": "g6.xlarge",
+            "labels": {"workload": "llm"},
+            "taints": [{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}],
+        },
+    }
+    (described,) = pools_of([K8sObject(pool)])
+    assert (described.has_gpus, described.gpu_count, described.gpu_product) == (
+        True,
+        1,
+        "NVIDIA-L4",
+    )
+    pod = {
+        "nodeSelector": {"workload": "llm"},
+        "containers": [
+            {
+                "name": "vllm",
+                "image": "vllm/vllm-openai:v0.33.0",
+                "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "8", "memory": "12Gi"}},
+            }
+        ],
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {"template": {"spec": pod}},
+    }
+    found = {f.rule: f.message for f in evaluate([pool, deployment]).findings}
+    assert "dedicated=llm:NoSchedule" in found["K004"]  # the pool's taint, not tolerated
+    assert (
+        "pool l4 (1 x NVIDIA-L4) offers 4 CPU (capacity (g6.xlarge in the hardware"
+        in (found["K005"])
+    )

@@ -381,3 +381,23 @@ def test_v013_prefix_lookup_is_the_scan_it_replaces() -> None:
             scanned = sorted(f for f in flags if f.startswith(base) and f.startswith("--"))
             for most in (1, 2, 5, len(flags)):
                 assert flags_starting_with(base, flags, most) == scanned[:most], (version, base)
+
+
+def test_v002_and_the_planner_name_the_same_valid_tp_sizes() -> None:
+    """One list of valid TP sizes: the rule's message and the capacity planner's refusal
+    (Qwen2.5-14B: 40 heads, 8 KV heads; 5, 10 and 20 divide the heads but not the KV
+    heads, so vLLM refuses them)."""
+    from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.vllm.capacity import CapacityError
+    from gpustrata.vllm.kv_cache import check_parallelism
+
+    arch = load_model_catalog().get("Qwen/Qwen2.5-14B-Instruct")
+    assert arch is not None and (arch.num_attention_heads, arch.num_key_value_heads) == (40, 8)
+    (rule_message,) = v002.problems(arch, 3, 1)
+    with pytest.raises(CapacityError) as planner:
+        check_parallelism(arch, 3, 1)
+    assert rule_message.endswith("use one of 1, 2, 4, 8, 40")
+    assert str(planner.value).endswith("use one of 1, 2, 4, 8, 40")
+    with pytest.raises(CapacityError) as kv:
+        check_parallelism(arch, 5, 1)
+    assert str(kv.value).endswith("use one of 1, 2, 4, 8, 40")

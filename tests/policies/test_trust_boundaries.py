@@ -31,8 +31,9 @@ from gpustrata.reports.text import rules_environment  # noqa: E402
         ("dev", "prod", "prod"),
         ("prod", "dev", "prod"),
         ("dev", "staging", "staging"),
-        ("staging", "my-sandbox", "prod"),  # a name that is no environment counts as prod
-        ("dev", "prod-eu", "prod"),
+        # A name that is no environment follows the file (with a warning, tested below).
+        ("staging", "my-sandbox", "staging"),
+        ("dev", "s13", "dev"),
     ],
 )
 def test_plan_enforces_the_stricter_of_file_and_stack_name(
@@ -85,9 +86,10 @@ def test_the_pack_ignores_a_laxer_environment_in_stack_config() -> None:
         }
     )
     assert stricter == prod
-    # A stack named like no environment is prod, whatever its config claims.
+    # A stack named like no environment follows its config's claim, else counts as prod.
     other = _levels({"PULUMI_STACK": "org/gpustrata/prod-eu", "PULUMI_CONFIG": config})
-    assert other == prod
+    assert other == dev
+    assert _levels({"PULUMI_STACK": "org/gpustrata/prod-eu"}) == prod
 
 
 def test_plan_says_which_environment_it_enforced_and_why(
@@ -95,15 +97,40 @@ def test_plan_says_which_environment_it_enforced_and_why(
 ) -> None:
     monkeypatch.delenv("GPUSTRATA_ENVIRONMENT", raising=False)
     path = tmp_path / "Pulumi.alice.yaml"  # declares environment: staging
-    path.write_text((REPO / "stacks" / "Pulumi.staging.yaml").read_text(encoding="utf-8"))
+    text = (REPO / "stacks" / "Pulumi.staging.yaml").read_text(encoding="utf-8")
+    path.write_text(text)
+    line = 1 + text.splitlines().index(
+        next(x for x in text.splitlines() if x.strip() == "environment: staging")
+    )
     argv = ["plan", "--file", str(path), "--project-dir", str(REPO)]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         main([*argv, "--format", "json"])
-    environment = json.loads(out.getvalue())["environment"]
-    assert environment["enforced"] == "prod"
-    assert "'alice' is named like no environment" in environment["why"]
+    data = json.loads(out.getvalue())
+    assert data["environment"]["enforced"] == "staging"
+    assert "'alice' is named like no environment" in data["environment"]["why"]
+    # The mismatch is a warning naming the file's line and how CI pins the environment.
+    assert data["warnings"][0] == (
+        f"{path}:{line}: stack 'alice' is named like no environment: rules are enforced for "
+        "staging, the environment its stack file states; in CI, pin it with "
+        "GPUSTRATA_ENVIRONMENT=staging (or name the stack dev, staging or prod)"
+    )
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         main(argv)
-    assert out.getvalue().splitlines()[1].startswith("Rules enforced for prod: stack 'alice'")
+    assert out.getvalue().splitlines()[1].startswith("Rules enforced for staging: stack 'alice'")
+
+
+def test_a_named_stack_whose_file_claims_another_environment_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GPUSTRATA_ENVIRONMENT", raising=False)
+    path = tmp_path / "Pulumi.dev.yaml"
+    text = (REPO / "stacks" / "Pulumi.staging.yaml").read_text(encoding="utf-8")
+    path.write_text(text)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["plan", "--file", str(path), "--project-dir", str(REPO), "--format", "json"])
+    data = json.loads(out.getvalue())
+    assert data["environment"]["enforced"] == "staging"  # the stricter one
+    assert "states environment staging but the stack is named 'dev'" in data["warnings"][0]

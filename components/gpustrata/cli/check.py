@@ -164,7 +164,7 @@ def check_command(
     del objects, context  # the report keeps what it needs; free the manifests before output
     if args.format == "text" and profile is not None:
         out.write(f"Cluster profile: {profile_file} ({how})\n\n")
-    write(report, args.format, out)
+    write(report, args.format, out, quiet=getattr(args, "quiet", False))
     for warning in [*config.deprecations, *report.warnings]:
         print(f"gpustrata: warning: {warning}", file=sys.stderr)
     for refused in unreadable:
@@ -209,6 +209,10 @@ def _example(rule: Rule) -> str | None:
 def explain_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Print a rule's rationale, fix, an example and references."""
     out = out or sys.stdout
+    if args.rule is None:  # no argument: the list of rules
+        for r in all_rules():
+            out.write(f"{r.meta.id}  {r.meta.name:<38} {r.meta.title}\n")
+        return 0
     rule = find_rule(args.rule)
     if rule is None:
         known = ", ".join(f"{r.meta.id} {r.meta.name}" for r in all_rules())
@@ -268,9 +272,24 @@ def register_commands(subparsers: Any) -> None:
         help="a Helm values file of CHART, read as cluster context (CHART: "
         f"{', '.join(VALUES_CHARTS)}); repeatable",
     )
-    check.add_argument("--environment", choices=ENVIRONMENTS, default="prod")
-    check.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text")
     check.add_argument(
+        "-e",
+        "--environment",
+        choices=ENVIRONMENTS,
+        default="prod",
+        help="which rules are mandatory (default prod, the strictest)",
+    )
+    check.add_argument(
+        "-o", "--format", choices=("text", "json", "sarif", "markdown"), default="text"
+    )
+    check.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="text: print only the findings (nothing when there is none)",
+    )
+    check.add_argument(
+        "-c",
         "--config",
         metavar="FILE",
         help="policy config in Pulumi's policy-pack-config format "
@@ -290,8 +309,16 @@ def register_commands(subparsers: Any) -> None:
         help=f"do not read {CLUSTER_PROFILE_FILE} next to the manifests",
     )
     check.set_defaults(func=check_command)
-    explain = subparsers.add_parser("explain", help="explain a rule (id or name)")
-    explain.add_argument("rule", metavar="RULE", help="rule id (K001) or name")
+    explain = subparsers.add_parser(
+        "explain",
+        help="explain a rule (id or name); without one, list every rule",
+        description="Print a rule's rationale, fix, settings, a manifest that violates it "
+        "and its references; without RULE, list every rule's id, name and title. Exit 0: "
+        "printed; 2: no such rule (the known ones are listed).",
+    )
+    explain.add_argument(
+        "rule", nargs="?", metavar="RULE", help="rule id (K001) or name; omit to list all"
+    )
     explain.set_defaults(func=explain_command)
 
 

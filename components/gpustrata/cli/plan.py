@@ -22,9 +22,29 @@ def register(sub: Any) -> None:
     plan = sub.add_parser(
         "plan",
         help="run the stack's Pulumi program offline (Pulumi mocks) and show what it registers",
+        description="Run the stack's Pulumi program under Pulumi's mocks (no cloud "
+        "credentials, no Pulumi CLI), check what it registers with every rule and rehearse "
+        "the deploy. Prints the models' three layers side by side, the rehearsal and the "
+        "findings (--verbose: every resource and derived value with its working). Exit 0: "
+        "no mandatory finding; 1: a mandatory finding or a deploy blocker; 2: an unusable "
+        "stack file or Pulumi.yaml (one line naming file, line, key and fix).",
     )
     add_stack_args(plan)
     plan.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="text: also every resource by layer, pool costs, the serving layer and every "
+        "derived value with its working",
+    )
+    plan.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="text: print only findings, deploy blockers and warnings (nothing when clean)",
+    )
+    plan.add_argument(
+        "-o",
         "--format",
         choices=("text", "json", "markdown"),
         default="text",
@@ -51,12 +71,21 @@ def register(sub: Any) -> None:
     )
     plan.set_defaults(func=plan_command)
 
-    render = sub.add_parser("render", help="print the Kubernetes objects a stack deploys (YAML)")
+    render = sub.add_parser(
+        "render",
+        help="print the Kubernetes objects a stack deploys (YAML)",
+        description="Print the Kubernetes objects the stack deploys, as YAML documents, "
+        "including the GpuNodePool descriptions the rules read (pipe them to `gpustrata "
+        "check -`). Exit 0: printed; 2: an unusable stack file.",
+    )
     add_stack_args(render)
     render.set_defaults(func=render_command)
 
     schema = sub.add_parser(
-        "schema", help="print the JSON Schema of a stack, or of a cluster profile (for editors)"
+        "schema",
+        help="print the JSON Schema of a stack, or of a cluster profile (for editors)",
+        description="Print the JSON Schema of the gpustrata:stack document, or with --profile "
+        "of the cluster profile. Exit 0.",
     )
     schema.add_argument(
         "--profile",
@@ -141,8 +170,12 @@ def plan_command(args: argparse.Namespace) -> int:
 
         lines = placement.lines() if placement is not None else None
         print(markdown_report(report, document, args.base, args.project_dir, lines), end="")
+    elif args.quiet:
+        text = report.quiet_text()
+        if text:
+            print(text)
     else:
-        print(report.text())
+        print(report.text(verbose=args.verbose))
         if placement is not None:
             print("\n" + "\n".join(placement.lines()))
     if args.diagram is not None:

@@ -28,12 +28,13 @@ def add_stack_args(
     """Add ``--stack NAME | --file PATH`` and ``--project-dir DIR`` to a sub-command."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
+        "-s",
         "--stack",
         help="stack name: reads Pulumi.<stack>.yaml in the project's stackConfigDir "
         "(Pulumi.yaml; default: the project folder)",
     )
-    group.add_argument("--file", type=Path, help="path of a Pulumi stack file")
-    parser.add_argument("--project-dir", type=Path, default=Path("."), help=project_dir_help)
+    group.add_argument("-f", "--file", type=Path, help="path of a Pulumi stack file")
+    parser.add_argument("-C", "--project-dir", type=Path, default=Path("."), help=project_dir_help)
 
 
 def stack_file_of(args: argparse.Namespace) -> tuple[Path, str]:

@@ -217,7 +217,7 @@ class InferenceStack(pulumi.ComponentResource):
                     f"{name}-gpu-operator",
                     {
                         "namespace": spec.gpu_operator.namespace,
-                        "chart_version": spec.gpu_operator.chart_version,
+                        "chart_version": spec.gpu_operator.pinned_chart_version,
                         "values": operator_values(self.plan),
                         "device_plugin_config": device_plugin_sharing_config(spec.gpu_operator)
                         or {},

@@ -486,8 +486,8 @@ class StackGpuOperatorArgs(TypedDict):
 
     enabled: NotRequired[bool]
     """Install the GPU Operator. Default: ``true``."""
-    chart_version: str
-    """GPU Operator Helm chart version (pinned)."""
+    chart_version: NotRequired[str]
+    """GPU Operator Helm chart version (pinned); required when enabled."""
     namespace: NotRequired[str]
     """Namespace of the operator. Default: ``"gpu-operator"``."""
     driver_enabled: NotRequired[bool]
@@ -716,9 +716,13 @@ class StackModelArgs(TypedDict):
     autoscaling: NotRequired[StackAutoscalingArgs]
     """Autoscaling."""
     cpu: NotRequired[str]
-    """CPU request per engine Pod. Default: ``"4"``."""
+    """CPU request per engine Pod. Empty: the Pod's share of a node's allocatable CPU (its GPUs'
+    share of the node's GPUs, 90% of it), shown by plan.
+    """
     memory: NotRequired[str]
-    """Memory request and limit per Pod. Default: ``"32Gi"``."""
+    """Memory request and limit per Pod. Empty: the Pod's share of a node's allocatable memory (its
+    GPUs' share of the node's GPUs, 95% of it), shown by plan.
+    """
     shm_size: NotRequired[str]
     """Size of the memory-backed /dev/shm (NCCL needs more than the 64 MB container default when an
     engine spans GPUs). Default: ``"8Gi"``.

@@ -5,11 +5,20 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Final
 
-__all__ = ["ZERO", "exact_sum", "exceeds", "format_bytes", "parse_number", "parse_quantity"]
+__all__ = [
+    "ZERO",
+    "exact_sum",
+    "exceeds",
+    "format_bytes",
+    "format_cores",
+    "kubelet_reserved",
+    "parse_number",
+    "parse_quantity",
+]
 
 _SUFFIX = {
     "": Fraction(1),
@@ -139,3 +148,31 @@ def format_bytes(amount: Fraction | int) -> str:
         if value >= unit:
             return f"{float(value / unit):.1f}{suffix}"
     return f"{int(value)}"
+
+
+def kubelet_reserved(
+    system: Mapping[str, object],
+    kube: Mapping[str, object],
+    eviction_hard: Mapping[str, object],
+    name: str,
+    capacity: Fraction,
+) -> Fraction:
+    """What the kubelet keeps from Pods of a node's *capacity* of resource *name* (``cpu``
+    in cores, ``memory`` in bytes): systemReserved + kubeReserved, and for memory the hard
+    eviction threshold ``memory.available`` (a quantity or a percentage of capacity).
+    Allocatable is capacity less this; the planner's defaults and rule K005 both use it."""
+    total = Fraction(0)
+    for section in (system, kube):
+        total += parse_quantity(section.get(name)) or 0
+    if name == "memory":
+        raw = eviction_hard.get("memory.available")
+        if isinstance(raw, str) and raw.lstrip("<").endswith("%"):
+            total += capacity * Fraction(raw.lstrip("<")[:-1]) / 100
+        elif raw is not None:
+            total += parse_quantity(str(raw).lstrip("<")) or 0
+    return total
+
+
+def format_cores(value: Fraction) -> str:
+    """CPU cores as people read them: at most two decimals, no trailing zeros (``3.42``)."""
+    return f"{float(value):.2f}".rstrip("0").rstrip(".")

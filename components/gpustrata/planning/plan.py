@@ -7,8 +7,10 @@ so that ``gpustrata plan`` can show the working.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from gpustrata.core.contract import (
     GPU_LABEL,
     POOL_LABEL,
 )
+from gpustrata.core.quantity import format_bytes, format_cores, kubelet_reserved
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger, Source
 from gpustrata.planning.serving import ServingAtSettings, pool_cost_per_hour, serving_at_settings
@@ -148,6 +151,10 @@ class ModelPlan:
     """Predicted TPOT, TTFT and throughput of one replica at its settings (the reference
     workload of :func:`~gpustrata.vllm.performance.reference_workload`); None without a
     capacity estimate or when vLLM would not start."""
+    cpu: str = "1"
+    """CPU request of an engine Pod: the stack's ``cpu``, else derived from the pool."""
+    memory: str = "1Gi"
+    """Memory request and limit of an engine Pod: the stack's ``memory``, else derived."""
 
     @property
     def name(self) -> str:
@@ -403,6 +410,19 @@ def kube_reserved_memory_mib(max_pods: int) -> int:
     return 11 * max_pods + 255
 
 
+def nearest_instance_hint(name: str, hardware: HardwareCatalog) -> str:
+    """The fix for an unknown EKS instance type: the catalogued AWS GPU types whose names
+    are closest (difflib), else where the catalogue is listed."""
+    names = [n for n, t in hardware.instances.items() if t.max_pods is not None]
+    near = difflib.get_close_matches(name.strip().casefold(), names, n=3, cutoff=0.6)
+    if near:
+        return "did you mean " + " or ".join(repr(n) for n in near) + "?"
+    return (
+        "use an AWS GPU instance type from docs/reference/catalogue.md, or add it under "
+        "catalog.instances"
+    )
+
+
 def _plan_pool(
     pool: NodePoolSpec,
     index: int,
@@ -418,8 +438,8 @@ def _plan_pool(
     if instance is None:
         raise PlanError(
             f"gpustrata:stack.node_pools[{index}].instance_type",
-            f"'{pool.instance_type}' is not in the hardware catalogue; use a GPU instance "
-            "type such as 'g6e.xlarge' or 'p5.48xlarge'",
+            f"'{pool.instance_type}' is not in the hardware catalogue; "
+            + nearest_instance_hint(pool.instance_type, hardware),
         )
     if instance.max_pods is None or instance.eks_ami_type is None:
         raise PlanError(
@@ -738,6 +758,9 @@ def _plan_model(
     ray = None
     if model.runtime == "rayservice":
         ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, probes, ledger)
+    cpu, memory = _pod_resources(
+        model, index, pool, ray.gpus_per_worker if ray else gpus, capacity, ledger
+    )
     return ModelPlan(
         spec=model,
         pool=pool,
@@ -749,7 +772,78 @@ def _plan_model(
         capacity=capacity,
         capacity_unavailable=unavailable,
         serving=serving,
+        cpu=cpu,
+        memory=memory,
     )
+
+
+CPU_HEADROOM = Fraction(9, 10)
+"""Share of a Pod's slice of the node's allocatable CPU a default request takes: the rest
+is left for the DaemonSets every node runs (aws-node, kube-proxy, the GPU Operator's)."""
+MEMORY_HEADROOM = Fraction(19, 20)
+"""Share of a Pod's slice of the node's allocatable memory a default request takes."""
+_MIB = 1024**2
+
+
+def pool_allocatable(pool: PoolPlan) -> tuple[Fraction, Fraction, str]:
+    """CPU cores and memory bytes one node of *pool* offers Pods (capacity less kubelet
+    and system reservations and the memory eviction threshold), and the working."""
+    inst = pool.instance
+    mem = Fraction(inst.memory_mib * _MIB)
+    reserved = (pool.system_reserved, pool.kube_reserved, pool.eviction_hard)
+    reserved_cpu = kubelet_reserved(*reserved, "cpu", Fraction(inst.vcpu))
+    reserved_mem = kubelet_reserved(*reserved, "memory", mem)
+    cpu = Fraction(inst.vcpu) - reserved_cpu
+    memory = mem - reserved_mem
+    why = (
+        f"{inst.name} {inst.vcpu} vCPU, {inst.memory_mib} MiB less kubeReserved, "
+        f"systemReserved and evictionHard memory.available: {format_cores(cpu)} CPU, "
+        f"{format_bytes(memory)}"
+    )
+    return cpu, memory, why
+
+
+def _pod_resources(
+    model: ModelSpec,
+    index: int,
+    pool: PoolPlan,
+    gpus_per_pod: int,
+    capacity: CapacityEstimate | None,
+    ledger: Ledger,
+) -> tuple[str, str]:
+    """The engine Pod's CPU request and memory request/limit: as the stack states them,
+    else the Pod's share of a node's allocatable (its GPUs' share of the node's GPUs, less
+    headroom for DaemonSets), so that the default always fits the pool (K005)."""
+    key = f"models.{model.name}"
+    cpu_node, mem_node, working = pool_allocatable(pool)
+    share = Fraction(min(gpus_per_pod, pool.instance.gpu_count), pool.instance.gpu_count)
+    sliced = f"{gpus_per_pod} of {pool.instance.gpu_count} GPU(s) per node"
+    cpu = model.cpu
+    if cpu is None:
+        millis = max(100, math.floor(cpu_node * share * CPU_HEADROOM * 10) * 100)
+        cpu = ledger.add(
+            f"{key}.cpu",
+            str(millis // 1000) if millis % 1000 == 0 else f"{millis}m",
+            "formula",
+            f"{sliced} x 90% of the node's allocatable ({working}), rounded down to 0.1 CPU; "
+            f"set gpustrata:stack.models[{index}].cpu to choose",
+        )
+    memory = model.memory
+    if memory is None:
+        step = 256 * _MIB
+        amount = max(step, math.floor(mem_node * share * MEMORY_HEADROOM / step) * step)
+        weights = ""
+        if capacity is not None:
+            loaded = capacity.weights.bytes_per_gpu * gpus_per_pod
+            weights = f"; weights per Pod {format_bytes(loaded)}"
+        memory = ledger.add(
+            f"{key}.memory",
+            format_bytes(amount),
+            "formula",
+            f"{sliced} x 95% of the node's allocatable ({working}), rounded down to 256Mi"
+            f"{weights}; set gpustrata:stack.models[{index}].memory to choose",
+        )
+    return cpu, memory
 
 
 def _outside_project(model: str, catalog: ModelCatalog, base_dir: Path | None) -> str | None:

@@ -28,11 +28,19 @@ from gpustrata.render.workload_args import (
 )
 from gpustrata.render.workloads import (
     MANAGED_BY,
+    RAY_CACHE_DIR,
+    VLLM_CACHE_DIR,
     ray_claim_templates,
     ray_service_object,
     vllm_deployment_objects,
 )
-from gpustrata.spec.stack import EngineSpec, KarpenterPoolSpec, ModelSpec, StackSpec
+from gpustrata.spec.stack import (
+    EngineSpec,
+    KarpenterPoolSpec,
+    ModelSpec,
+    StackSpec,
+    is_model_path,
+)
 
 # Engine settings rendered as vLLM flags; the model id and port are positional/fixed.
 _ENGINE_FIELDS = (
@@ -116,6 +124,26 @@ def _secret(model: ModelSpec) -> SecretRefArgs | None:
     return SecretRefArgs(name=model.hf_token.name, key=model.hf_token.key)
 
 
+def served_model(model: ModelSpec, cache_dir: str) -> str:
+    """What the engine loads: the s3 URI of streamed weights; for a model named by a path
+    in the project, its folder on the PVC mounted at *cache_dir* (the loader refused any
+    other source); else the Hugging Face id."""
+    w = model.weights
+    if w.source == "s3" and w.uri:
+        return w.uri
+    if is_model_path(model.model) and w.source == "pvc" and w.uri:
+        return f"{cache_dir.rstrip('/')}/{w.uri.strip('/')}"
+    return model.model
+
+
+def served_model_name(model: ModelSpec) -> str:
+    """The name clients ask for: the stack's ``served_model_name``, else the model id, or
+    the stack's model name when the model is a path (a path says nothing to a client)."""
+    if model.served_model_name:
+        return model.served_model_name
+    return model.name if is_model_path(model.model) else model.model
+
+
 def weights_service_account(model: ModelSpec, stack: StackSpec) -> str | None:
     """The ServiceAccount a model's engines run under: the stack's, else for s3 weights in
     create mode ``<model>-weights`` (bound by EKS Pod Identity, K019), else None."""
@@ -141,13 +169,13 @@ def vllm_deployment_args(mp: ModelPlan, stack: StackSpec) -> VllmDeploymentArgs:
     args = VllmDeploymentArgs(
         name=m.name,
         namespace=m.namespace,
-        model=m.weights.uri if m.weights.source == "s3" and m.weights.uri else m.model,
-        served_model_name=m.served_model_name or m.model,
+        model=served_model(m, VLLM_CACHE_DIR),
+        served_model_name=served_model_name(m),
         image=m.image,
         replicas=m.replicas,
         gpus=mp.gpus_per_replica,
-        cpu=m.cpu,
-        memory=m.memory,
+        cpu=mp.cpu,
+        memory=mp.memory,
         shm_size=m.shm_size,
         ephemeral_storage=weights_storage(mp)[0],
         engine_args=engine_args(m.engine),
@@ -191,10 +219,8 @@ def ray_llm_service_args(mp: ModelPlan, stack: StackSpec) -> RayLlmServiceArgs:
         ray_version=ray_version,
         models=[
             {
-                "model_id": m.served_model_name or m.model,
-                "model_source": m.weights.uri
-                if m.weights.source == "s3" and m.weights.uri
-                else m.model,
+                "model_id": served_model_name(m),
+                "model_source": served_model(m, RAY_CACHE_DIR),
                 "engine_kwargs": kwargs,
                 "min_replicas": mp.min_replicas,
                 "max_replicas": mp.max_replicas,
@@ -213,8 +239,8 @@ def ray_llm_service_args(mp: ModelPlan, stack: StackSpec) -> RayLlmServiceArgs:
                 "min_replicas": ray.min_workers,
                 "max_replicas": ray.max_workers,
                 "gpus": ray.gpus_per_worker,
-                "cpu": m.cpu,
-                "memory": m.memory,
+                "cpu": mp.cpu,
+                "memory": mp.memory,
                 "shm_size": m.shm_size,
                 "ephemeral_storage": weights_storage(mp)[0],
                 "node_selector": pool_selector(mp.pool),
@@ -268,7 +294,7 @@ def operator_values(plan: StackPlan) -> dict[str, Any]:
     values = gpu_operator_values(
         spec.gpu_operator, unique, monitor if monitor is not None else spec.monitoring.enabled
     )
-    return _on_system_pool(plan, "gpu-operator", spec.gpu_operator.chart_version, values)
+    return _on_system_pool(plan, "gpu-operator", spec.gpu_operator.pinned_chart_version, values)
 
 
 def _on_system_pool(
@@ -293,7 +319,7 @@ def operator_object(plan: StackPlan) -> dict[str, Any] | None:
         return None
     return gpu_operator_description(
         namespace=operator.namespace,
-        chart_version=operator.chart_version,
+        chart_version=operator.pinned_chart_version,
         values=operator_values(plan),
         declared_overrides=list(operator.declared_overrides),
     )

@@ -92,8 +92,10 @@ class PlanReport:
             data["rehearsal"] = self.rehearsal.as_dict()
         return data
 
-    def text(self) -> str:
-        """The report for people: layers, models side by side, derived values, findings."""
+    def text(self, verbose: bool = False) -> str:
+        """The report for people: the models side by side, the rehearsal and the findings;
+        *verbose* adds every resource by layer, pool costs, the serving layer and every
+        derived value with its working (what ``plan --verbose`` prints)."""
         lines = [f"Stack {self.stack} ({self.file}): {len(self.resources) - 1} resources"]
         if self.environment:
             lines.append(f"Rules enforced for {self.environment}: {self.environment_why}")
@@ -101,34 +103,57 @@ class PlanReport:
         for r in self.resources:
             if r.type != "pulumi:pulumi:Stack" and r.type != "gpustrata:index:InferenceStack":
                 grouped[self.layer_of(r)].append(r)
-        for layer in LAYERS:
-            if not grouped[layer]:
-                continue
-            lines += ["", _LAYER_TITLES[layer]]
-            lines += [f"  {r.type:<48} {r.name}" for r in grouped[layer]]
+        if verbose:
+            for layer in LAYERS:
+                if not grouped[layer]:
+                    continue
+                lines += ["", _LAYER_TITLES[layer]]
+                lines += [f"  {r.type:<48} {r.name}" for r in grouped[layer]]
+        else:
+            counts = ", ".join(
+                f"{_LAYER_TITLES[layer].split(' (')[0]} {len(grouped[layer])}"
+                for layer in LAYERS
+                if grouped[layer]
+            )
+            lines.append(f"Resources by layer: {counts} (--verbose lists them)")
         lines += ["", "Models, three layers side by side"]
         lines += _model_table(self.plan)
-        priced = [p for p in self.plan.pools.values() if p.cost_per_hour is not None]
-        if priced:
-            lines += ["", "Pool cost per hour (catalogue price x nodes)"]
-            lines += [
-                f"  {p.name}: {p.cost_per_hour.explanation}" for p in priced if p.cost_per_hour
-            ]
-        serving = serving_text(self.plan, self.resources)
-        if serving:
-            lines += ["", "Serving layer: each value as registered, next to the plan", *serving]
-        lines += ["", "Derived values (value <- working [source])"]
-        for d in self.plan.derived:
-            lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")
+        if verbose:
+            priced = [p for p in self.plan.pools.values() if p.cost_per_hour is not None]
+            if priced:
+                lines += ["", "Pool cost per hour (catalogue price x nodes)"]
+                lines += [
+                    f"  {p.name}: {p.cost_per_hour.explanation}" for p in priced if p.cost_per_hour
+                ]
+            serving = serving_text(self.plan, self.resources)
+            if serving:
+                lines += ["", "Serving layer: each value as registered, next to the plan"]
+                lines += serving
+            lines += ["", "Derived values (value <- working [source])"]
+            for d in self.plan.derived:
+                lines.append(f"  {d.key} = {_short(d.value)} <- {d.why} [{d.source}]")
         if self.rehearsal is not None:
             lines += ["", *self.rehearsal.text()]
-        lines += ["", f"Findings: {len(self.findings)}"]
+        lines += ["", *self.finding_lines()]
+        if not verbose:
+            lines.append(
+                f"Derived values: {len(self.plan.derived)}, each with its working "
+                "(--verbose shows them, with every resource and the serving layer)"
+            )
+        return "\n".join(lines)
+
+    def finding_lines(self) -> list[str]:
+        """The findings with their fix and stack keys, what was not evaluated and the
+        warnings: all that ``plan --quiet`` prints."""
+        lines = [f"Findings: {len(self.findings)}"]
         for f in self.findings:
             lines.append(
                 f"  {f['rule']} {f['enforcement']:<9} {printable(f['resource'])}: "
                 f"{printable(f['message'])}"
             )
             lines.append(f"      fix: {f['fix']}")
+            if "at" in f:
+                lines.append(f"      in {f['at']}: {', '.join(f['stack_keys'])}")
         if self.not_evaluated:
             lines.append(f"Not evaluated: {len(self.not_evaluated)}")
             for n in self.not_evaluated:
@@ -136,7 +161,16 @@ class PlanReport:
         if self.warnings:
             lines += ["", f"Warnings (advisory): {len(self.warnings)}"]
             lines += [f"  {printable(w)}" for w in self.warnings]
-        return "\n".join(lines)
+        return lines
+
+    def quiet_text(self) -> str:
+        """``plan --quiet``: nothing when there is no finding, blocker or warning; else the
+        rehearsal's first blocker and :meth:`finding_lines`."""
+        blocked = self.rehearsal is not None and self.rehearsal.first_blocker is not None
+        if not (self.findings or self.warnings or blocked):
+            return ""
+        lines = self.rehearsal.text()[:3] if blocked and self.rehearsal else []
+        return "\n".join([*lines, *self.finding_lines()])
 
 
 def _short(value: Any) -> str:
@@ -185,9 +219,10 @@ def _model_table(plan: StackPlan) -> list[str]:
 
 def rules_environment(declared: str, stack: str) -> str:
     """The environment rules are enforced for: ``GPUSTRATA_ENVIRONMENT`` when CI sets it,
-    else the stack file's ``environment`` but never more relaxed than the stack's name
-    (any name but dev/staging/prod counts as prod). The file is part of the change under
-    review: a ``Pulumi.prod.yaml`` that declares ``environment: dev`` is checked as prod."""
+    else the stack file's ``environment`` but never more relaxed than a stack named dev,
+    staging or prod (a stack named like none follows its file, with a warning). The file is
+    part of the change under review: a ``Pulumi.prod.yaml`` that declares
+    ``environment: dev`` is checked as prod."""
     return environment_and_why(declared, stack)[0]
 
 
@@ -203,8 +238,8 @@ def environment_and_why(declared: str, stack: str) -> tuple[str, str]:
         why = f"GPUSTRATA_ENVIRONMENT={override} (set by CI)"
     elif stack not in ENVIRONMENTS:
         why = (
-            f"stack '{stack}' is named like no environment, so it counts as prod; set "
-            "GPUSTRATA_ENVIRONMENT to choose"
+            f"stack '{stack}' is named like no environment, so the stack file's environment "
+            f"{declared} applies; CI pins it with GPUSTRATA_ENVIRONMENT"
         )
     elif env == declared == stack:
         why = "the stack file's environment and the stack's name agree"
@@ -213,6 +248,51 @@ def environment_and_why(declared: str, stack: str) -> tuple[str, str]:
     else:
         why = f"the stack file's environment, stricter than the stack's name {stack}"
     return env, why
+
+
+# The stack keys (under a model or a pool entry) that a rule's finding asks to change.
+_MODEL_KEYS: dict[str, tuple[str, ...]] = {
+    "K005": ("cpu", "memory", "pool"),
+    "K007": ("shm_size",),
+    "K013": ("image",),
+    "K015": ("weights",),
+    "O007": ("engine.dtype", "engine.quantization"),
+    "V001": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
+    "V002": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
+    "V003": ("engine.gpu_memory_utilization", "engine.tensor_parallel_size"),
+    "V004": ("engine.max_model_len", "engine.gpu_memory_utilization"),
+    "V005": ("engine.max_num_batched_tokens",),
+    "V006": ("engine.block_size",),
+    "V007": ("engine.gpu_memory_utilization",),
+    "V008": ("engine.enforce_eager",),
+    "V009": ("startup_init_s",),
+    "V012": ("engine.max_num_seqs",),
+}
+_POOL_KEYS: dict[str, tuple[str, ...]] = {
+    "K003": ("taints",),
+    "K006": ("kubelet",),
+}
+
+
+def stack_location(rule: str, resource: str, plan: StackPlan) -> tuple[str, list[str]] | None:
+    """The stack entry a finding on *resource* comes from (``gpustrata:stack.models[1]``)
+    and the keys under it that *rule* asks to change; None when no model or pool of the
+    stack made the resource. A resource belongs to the model or pool whose name is its own
+    name or the start of it (``llama-8b-pdb``), the longest such name."""
+    name = resource.rsplit("/", 1)[-1]
+
+    def owner(names: list[str]) -> int | None:
+        hits = [i for i, n in enumerate(names) if name == n or name.startswith(f"{n}-")]
+        return max(hits, key=lambda i: len(names[i]), default=None)
+
+    models = [m.name for m in plan.spec.models]
+    pools = [p.name for p in plan.spec.node_pools]
+    at_model, at_pool = owner(models), owner(pools)
+    if at_model is not None and (at_pool is None or len(models[at_model]) >= len(pools[at_pool])):
+        return f"gpustrata:stack.models[{at_model}]", list(_MODEL_KEYS.get(rule, ()))
+    if at_pool is not None:
+        return f"gpustrata:stack.node_pools[{at_pool}]", list(_POOL_KEYS.get(rule, ()))
+    return None
 
 
 def plan_report(
@@ -229,7 +309,10 @@ def plan_report(
     ``file`` is read for its secret config; ``label`` names it in the report (default:
     ``file``), e.g. ``origin/main:stacks/Pulumi.prod.yaml`` for a base read from git.
     """
-    from gpustrata.spec.loader import plaintext_secret_warnings
+    import os
+
+    from gpustrata.core.environments import name_mismatch
+    from gpustrata.spec.loader import line_in_file, plaintext_secret_warnings
     from gpustrata.spec.project import read_project
     from gpustrata_policies.evaluate import evaluate
     from gpustrata_policies.inputs.pulumi import objects_from_pulumi
@@ -250,8 +333,19 @@ def plan_report(
     report.warnings = plaintext_secret_warnings(file)
     objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
     report.environment, report.environment_why = environment_and_why(plan.spec.environment, stack)
+    mismatch = name_mismatch(plan.spec.environment, stack, os.environ.get("GPUSTRATA_ENVIRONMENT"))
+    if mismatch:
+        at = line_in_file(str(file), "gpustrata:stack.environment")
+        report.warnings.insert(0, f"{file}{f':{at}' if at else ''}: {mismatch}")
     result = evaluate(objects, environment=report.environment)
     report.findings = [f.to_json() for f in result.findings]
+    for finding in report.findings:
+        where = stack_location(finding["rule"], finding["resource"], plan)
+        if where is not None:
+            keys = [f"{where[0]}.{k}" for k in where[1]] or [where[0]]
+            at = line_in_file(str(file), keys[0])  # the entry's line when the key is unset
+            finding["stack_keys"] = keys
+            finding["at"] = f"{label or file}:{at}" if at else str(label or file)
     report.not_evaluated = [n.to_json() for n in result.not_evaluated]
     report.exit_code = result.exit_code
     report.rehearsal = rehearse(resources)

@@ -25,7 +25,7 @@ from pydantic_core import ErrorDetails
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.core.textfiles import TextFileError, read_text_file
 from gpustrata.core.yamlio import error_line
-from gpustrata.spec.stack import SECRET_FLAG, ModelSpec, StackSpec
+from gpustrata.spec.stack import SECRET_FLAG, ModelSpec, StackSpec, is_model_path
 
 CONFIG_KEY = "gpustrata:stack"
 SECRET_CONFIG_KEY = "gpustrata:hfToken"
@@ -192,6 +192,7 @@ def reference_problems(spec: StackSpec) -> list[Problem]:
                 )
             )
         problems += _serving_dependencies(spec, i, model)
+        problems += _local_model_problems(i, model)
         if model.runtime == "rayservice" and not spec.kuberay.enabled:
             problems.append(
                 Problem(
@@ -201,6 +202,26 @@ def reference_problems(spec: StackSpec) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _local_model_problems(i: int, model: ModelSpec) -> list[Problem]:
+    """A model named by a path in the project (its config.json sizes it) is served from
+    where its weights are at run time: an s3 URI, or a folder on a PVC. The Pods cannot
+    read the project's files, so ``vllm serve acme-13b/config.json`` would never start."""
+    if not is_model_path(model.model):
+        return []
+    w = model.weights
+    if (w.source == "s3" and w.uri) or (w.source == "pvc" and w.pvc_name and w.uri):
+        return []
+    return [
+        Problem(
+            f"{CONFIG_KEY}.models[{i}].weights",
+            f"model {model.model[:80]!r} is a path in the project, which the engine Pods "
+            "cannot read; say where the weights are when it runs: weights.source: s3 with "
+            "weights.uri: s3://BUCKET/PREFIX/, or weights.source: pvc with weights.pvc_name "
+            "and weights.uri (the folder on the volume); or use the Hugging Face id",
+        )
+    ]
 
 
 def _serving_dependencies(spec: StackSpec, i: int, model: ModelSpec) -> list[Problem]:

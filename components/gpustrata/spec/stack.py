@@ -112,6 +112,14 @@ def model_path_problem(model: str) -> str | None:
     return None
 
 
+def is_model_path(model: str) -> bool:
+    """Does *model* name a file or folder in the project (``acme-13b/config.json``,
+    ``models/acme/``, ``./acme``) rather than a Hugging Face id (``org/name``)? A Hub id
+    has at most one ``/`` and no ``.json`` suffix."""
+    text = model.replace("\\", "/")
+    return text.endswith((".json", "/")) or text.startswith("./") or text.count("/") > 1
+
+
 Name = Annotated[
     str,
     Field(
@@ -488,8 +496,10 @@ class GpuOperatorSpec(_Model):
     """The NVIDIA GPU Operator Helm release with pinned component versions."""
 
     enabled: bool = Field(default=True, description="Install the GPU Operator.")
-    chart_version: Version = Field(
-        examples=["v25.10.0"], description="GPU Operator Helm chart version (pinned)."
+    chart_version: Version | None = Field(
+        default=None,
+        examples=["v25.10.0"],
+        description="GPU Operator Helm chart version (pinned); required when enabled.",
     )
     namespace: Name = Field(default="gpu-operator", description="Namespace of the operator.")
     driver_enabled: bool = Field(
@@ -539,6 +549,22 @@ class GpuOperatorSpec(_Model):
         "toolkit_version, device_plugin_version, dcgm_exporter_version) deliberately differs "
         "from the chart release's tested set (rule O004 accepts them).",
     )
+
+    @model_validator(mode="after")
+    def _pinned_when_enabled(self) -> GpuOperatorSpec:
+        if self.enabled and self.chart_version is None:
+            raise ValueError(
+                "chart_version is required while enabled is true; pin a release such as "
+                "v25.10.0, or set enabled: false when the cluster already runs the operator"
+            )
+        return self
+
+    @property
+    def pinned_chart_version(self) -> str:
+        """The chart version of an enabled operator (the validator made it present)."""
+        if self.chart_version is None:
+            raise ValueError("gpu_operator.chart_version is unset: the operator is disabled")
+        return self.chart_version
 
 
 class KubeRaySpec(_Model):
@@ -852,8 +878,16 @@ class ModelSpec(_Model):
     autoscaling: AutoscalingSpec = Field(
         default_factory=AutoscalingSpec, description="Autoscaling."
     )
-    cpu: Quantity = Field(default="4", description="CPU request per engine Pod.")
-    memory: Quantity = Field(default="32Gi", description="Memory request and limit per Pod.")
+    cpu: Quantity | None = Field(
+        default=None,
+        description="CPU request per engine Pod. Empty: the Pod's share of a node's "
+        "allocatable CPU (its GPUs' share of the node's GPUs, 90% of it), shown by plan.",
+    )
+    memory: Quantity | None = Field(
+        default=None,
+        description="Memory request and limit per Pod. Empty: the Pod's share of a node's "
+        "allocatable memory (its GPUs' share of the node's GPUs, 95% of it), shown by plan.",
+    )
     shm_size: Quantity = Field(
         default="8Gi",
         description="Size of the memory-backed /dev/shm (NCCL needs more than the 64 MB "

@@ -32,6 +32,7 @@ from typing import Literal
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.vllm.dtypes import FP8_DS_MLA_TOKEN_BYTES, cache_dtype_bytes, model_dtype_bytes
+from gpustrata.vllm.parallelism import kv_heads_split, valid_tp_sizes
 from gpustrata.vllm.reference import SRC_KV_PLAN, SRC_KV_SPEC, SRC_KV_UTILS
 from gpustrata.vllm.terms import GIB, CapacityError, largest_passing
 
@@ -71,18 +72,18 @@ def check_parallelism(arch: ModelArchitecture, tp: int, pp: int) -> None:
         raise CapacityError("tensor_parallel_size", f"tensor_parallel_size {tp} must be >= 1")
     heads = arch.num_attention_heads
     if heads % tp:
-        fits = ", ".join(str(d) for d in range(1, min(heads, 64) + 1) if heads % d == 0)
+        fits = ", ".join(str(d) for d in valid_tp_sizes(arch))
         raise CapacityError(
             "tensor_parallel_size",
             f"tensor_parallel_size {tp} does not divide {arch.id}'s {heads} attention "
             f"heads (vLLM refuses to start); use one of {fits}",
         )
-    kv = arch.num_key_value_heads
-    if arch.attention != "mla" and (kv % tp if kv >= tp else tp % kv):
+    if not kv_heads_split(arch, tp):
         raise CapacityError(
             "tensor_parallel_size",
-            f"tensor_parallel_size {tp} and {arch.id}'s {kv} KV heads: one must divide "
-            "the other for vLLM's QKVParallelLinear",
+            f"tensor_parallel_size {tp} and {arch.id}'s {arch.num_key_value_heads} KV heads: "
+            "one must divide the other for vLLM's QKVParallelLinear; use one of "
+            + ", ".join(str(d) for d in valid_tp_sizes(arch)),
         )
     pp_layer_partition(arch.num_hidden_layers, pp)
 

@@ -25,10 +25,11 @@ def _where(f: Finding) -> str:
     return f"{file}: " if file else ""
 
 
-def to_text(report: Report) -> str:
-    """A human-readable listing, one finding per paragraph, then a summary. What the input
-    controls (names, quoted values, paths) is printed with control and bidi characters
-    escaped (:func:`gpustrata.core.terminal.printable`)."""
+def to_text(report: Report, quiet: bool = False) -> str:
+    """A human-readable listing, one finding per paragraph, then a summary (*quiet*: the
+    findings only, nothing when there is none). What the input controls (names, quoted
+    values, paths) is printed with control and bidi characters escaped
+    (:func:`gpustrata.core.terminal.printable`)."""
     p = printable
     lines: list[str] = []
     for f in report.findings:
@@ -37,6 +38,8 @@ def to_text(report: Report) -> str:
         )
         lines.append(f"  {p(f.message)}")
         lines.append(f"  fix: {p(f.fix)}")
+    if quiet:
+        return "".join(f"{line}\n" for line in lines)
     if report.not_evaluated:
         lines.append("not evaluated:")
         lines.extend(f"  {n.rule} {p(n.resource)}: {p(n.reason)}" for n in report.not_evaluated)
@@ -140,10 +143,13 @@ def to_sarif(report: Report) -> dict[str, Any]:
     }
 
 
-def write(report: Report, fmt: str, out: TextIO) -> None:
+def write(report: Report, fmt: str, out: TextIO, quiet: bool = False) -> None:
     """Write :func:`render`'s output to *out*; JSON and SARIF are streamed, not built as
-    one string first (a large input's report is tens of MB)."""
-    if fmt in ("json", "sarif"):
+    one string first (a large input's report is tens of MB). *quiet*: text lists only
+    the findings."""
+    if fmt == "text" and quiet:
+        out.write(to_text(report, quiet=True))
+    elif fmt in ("json", "sarif"):
         # json.dump's bytes at C speed (json indents with its pure-Python encoder).
         jsonio.dump_indented(report.to_json() if fmt == "json" else to_sarif(report), out)
         out.write("\n")

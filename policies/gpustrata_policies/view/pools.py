@@ -40,6 +40,7 @@ from typing import Any
 
 from gpustrata.core.contract import DERIVED_FROM_ANNOTATION as DERIVED_FROM
 from gpustrata.core.quantity import parse_number
+from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 __all__ = [
@@ -212,6 +213,23 @@ def _int(value: object) -> int | None:
     return int(number)
 
 
+def _catalogued_gpus(
+    instance_type: str, count: int | None, product: object
+) -> tuple[int | None, object]:
+    """A described pool's GPU count and GFD product, the unstated ones from the hardware
+    catalogue's entry for its instance type (a pool described by ``instanceType`` alone is
+    a GPU pool when the catalogue says the type has GPUs)."""
+    instance = catalogs.instance(instance_type)
+    if instance is None or not instance.gpu_count:
+        return count, product
+    if count is None:
+        count = instance.gpu_count
+    if not isinstance(product, str):
+        gpu = catalogs.hardware().gpu(instance.gpu)
+        product = gpu.gfd_products[0] if gpu is not None and gpu.gfd_products else product
+    return count, product
+
+
 def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
     """Every ``GpuNodePool`` object, normalised, the Karpenter NodePools
     (:func:`karpenter_pools`) and the pools of the ``Node`` objects (:func:`node_pools`); a
@@ -228,6 +246,8 @@ def pools_of(objects: Iterable[K8sObject]) -> list[GpuPool]:
         count = _int(spec.get("gpuCount"))
         if isinstance(spec.get("instanceType"), str):
             labels.setdefault("node.kubernetes.io/instance-type", spec["instanceType"])
+            if count is None or not isinstance(product, str):
+                count, product = _catalogued_gpus(spec["instanceType"], count, product)
         if isinstance(product, str):
             labels.setdefault("nvidia.com/gpu.product", product)
         if count is not None:

@@ -8,7 +8,14 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from gpustrata.core.quantity import ZERO, exact_sum, exceeds, parse_quantity
+from gpustrata.core.quantity import (
+    ZERO,
+    exact_sum,
+    exceeds,
+    format_cores,
+    kubelet_reserved,
+    parse_quantity,
+)
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
@@ -86,16 +93,13 @@ def _demand(pod: PodRef, extra: tuple[str, ...]) -> Demand:
 
 
 def _reserved(kubelet: Mapping[str, Any], name: str, capacity: Fraction) -> Fraction:
-    total = Fraction(0)
-    for section in ("systemReserved", "kubeReserved"):
-        total += parse_quantity(as_map(kubelet.get(section), section).get(name)) or 0
-    if name == "memory":
-        raw = as_map(kubelet.get("evictionHard"), "evictionHard").get("memory.available")
-        if isinstance(raw, str) and raw.lstrip("<").endswith("%"):
-            total += capacity * Fraction(raw.lstrip("<")[:-1]) / 100
-        elif raw is not None:
-            total += parse_quantity(str(raw).lstrip("<")) or 0
-    return total
+    return kubelet_reserved(
+        as_map(kubelet.get("systemReserved"), "systemReserved"),
+        as_map(kubelet.get("kubeReserved"), "kubeReserved"),
+        as_map(kubelet.get("evictionHard"), "evictionHard"),
+        name,
+        capacity,
+    )
 
 
 def _capacity(
@@ -152,10 +156,6 @@ def _capacity(
     return Capacity(gpus, cpu, memory, f"allocatable after kubelet reservations{shared}")
 
 
-def _cores(value: Fraction) -> str:
-    return f"{float(value):.2f}".rstrip("0").rstrip(".")
-
-
 def _gib(value: Fraction) -> str:
     return f"{float(value) / GIB:.1f}Gi"
 
@@ -170,7 +170,7 @@ def _shortfalls(demand: Demand, cap: Capacity) -> tuple[list[str], bool]:
         elif exceeds(demand.gpus, cap.gpus):
             short.append(f"{cap.gpus} GPU(s) per node")
     for what, need, have, show in (
-        ("CPU", demand.cpu, cap.cpu, _cores),
+        ("CPU", demand.cpu, cap.cpu, format_cores),
         ("memory", demand.memory, cap.memory, _gib),
     ):
         if need is None or need == 0:
@@ -191,7 +191,7 @@ def _labels(labels: Mapping[str, Any]) -> str:
 def _asks(demand: Demand) -> str:
     parts = [f"{fmt_count(demand.gpus)} GPU(s)"] if demand.gpus else []
     if demand.cpu:
-        parts.append(f"{_cores(demand.cpu)} CPU")
+        parts.append(f"{format_cores(demand.cpu)} CPU")
     if demand.memory:
         parts.append(f"{_gib(demand.memory)} memory")
     return ", ".join(parts)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from gpustrata.core.terminal import quoted
+from gpustrata.vllm.parallelism import kv_heads_split, valid_tp_sizes
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
@@ -20,24 +21,6 @@ V = catalogs.reference_vllm()
 MODEL_PY = vllm_source(V, "vllm/config/model.py")
 LLAMA_PY = vllm_source(V, "vllm/model_executor/models/llama.py")
 PP_UTILS = vllm_source(V, "vllm/distributed/utils.py")
-LARGEST_SHOWN = 64
-
-
-def _kv_ok(arch: ModelArchitecture, tp: int) -> bool:
-    """KV heads split over TP ranks, or replicated evenly (not for MLA's shared latent)."""
-    if arch.attention == "mla":
-        return True
-    kv = arch.num_key_value_heads
-    return kv % tp == 0 if kv >= tp else tp % kv == 0
-
-
-def valid_tp_sizes(arch: ModelArchitecture) -> list[int]:
-    """TP sizes (up to 64) vLLM accepts for the model."""
-    return [
-        tp
-        for tp in range(1, LARGEST_SHOWN + 1)
-        if arch.num_attention_heads % tp == 0 and _kv_ok(arch, tp)
-    ]
 
 
 def problems(arch: ModelArchitecture, tp: int, pp: int) -> list[str]:
@@ -53,7 +36,7 @@ def problems(arch: ModelArchitecture, tp: int, pp: int) -> list[str]:
             f"refuses to start: 'Total number of attention heads ({heads}) must be divisible "
             f"by tensor parallel size ({tp}).'); use one of {fits}"
         )
-    elif not _kv_ok(arch, tp):
+    elif not kv_heads_split(arch, tp):
         out.append(
             f"tensor_parallel_size {tp} and its {kv} KV heads neither divide the other (vLLM's "
             "attention layers split KV heads across ranks, or replicate them when TP is "
