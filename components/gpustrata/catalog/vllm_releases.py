@@ -333,6 +333,9 @@ class VllmReleases:
     earlier ones have none and ignore the variable."""
     mxfp4_moe: tuple[Mxfp4Release, ...] = ()
     """The MXFP4 MoE kernel per GPU generation of each read release, sorted by release."""
+    kv_usage_metrics: tuple[tuple[str, frozenset[str], str], ...] = ()
+    """(release, KV-cache usage gauges it exports, source), oldest first: what an
+    inference gateway's endpoint picker can read (G002)."""
     profile_run: tuple[ProfileRelease, ...] = ()
     """The memory profile's per-release terms of each read release, sorted by release."""
     ray_fallback_until: str | None = None
@@ -667,6 +670,21 @@ def releases_from_document(data: Any) -> VllmReleases:
         vendor_images=tuple(
             _vendor_image(v, f"vendor_images[{i}]")
             for i, v in enumerate(doc.get("vendor_images") or [])
+        ),
+        kv_usage_metrics=tuple(
+            sorted(
+                (
+                    (
+                        _version(_map(r, "kv_usage_metrics[]").get("version"), "kv_usage_metrics"),
+                        frozenset(
+                            str(m) for m in _map(r, "kv_usage_metrics[]").get("metrics") or []
+                        ),
+                        _source(_map(r, "kv_usage_metrics[]").get("source"), "kv_usage_metrics"),
+                    )
+                    for r in doc.get("kv_usage_metrics") or []
+                ),
+                key=lambda r: parse_version(r[0]),
+            )
         ),
         profile_run=tuple(
             sorted(

@@ -42,7 +42,7 @@ from gpustrata.vllm.capacity import (
     estimate_capacity,
     gib,
 )
-from gpustrata.vllm.offload import host_memory
+from gpustrata.vllm.offload import VLLM_CPU_SPEC_SRC, host_memory
 
 __all__ = [
     "WHAT_IF_TP_SIZES",
@@ -104,7 +104,7 @@ def _host_figures(
             host.kv_tokens,
             f"{host.kv_bytes:,} B / {est.gpus} GPU rank(s) / {est.kv.bytes_per_token:,} KV bytes "
             f"per token per GPU (the offload spec splits each chunk over the ranks, "
-            f"vllm@v0.33.0:vllm/v1/kv_offload/cpu/spec.py); on the GPUs: {est.kv.tokens:,}, "
+            f"{VLLM_CPU_SPEC_SRC}); on the GPUs: {est.kv.tokens:,}, "
             f"together {est.kv.tokens + host.kv_tokens:,}",
         ),
     }

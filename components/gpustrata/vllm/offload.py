@@ -4,15 +4,15 @@ What each spelling pins in the engine container's memory, and how many tokens it
 
 * ``--kv-offloading-size GiB`` (``kv_offloading_backend`` ``native``, the default): vLLM
   configures its ``OffloadingConnector`` with ``cpu_bytes_to_use = size x 2**30``, "the
-  total buffer size summed across all TP ranks" (vllm@v0.33.0:vllm/config/cache.py,
-  ``CacheConfig.kv_offloading_size``; vllm@v0.33.0:vllm/config/vllm.py
+  total buffer size summed across all TP ranks" (vllm@v<reference>:vllm/config/cache.py,
+  ``CacheConfig.kv_offloading_size``; vllm@v<reference>:vllm/config/vllm.py
   ``_post_init_kv_transfer_config``). The CPU spec divides it into chunks of every rank's
-  KV (vllm@v0.33.0:vllm/v1/kv_offload/cpu/spec.py: ``kv_bytes_per_block x world_size``),
+  KV (vllm@v<reference>:vllm/v1/kv_offload/cpu/spec.py: ``kv_bytes_per_block x world_size``),
   so it holds ``bytes / (KV bytes per token per GPU x GPUs)`` tokens.
 * ``--kv-offloading-backend lmcache``: vLLM connects to a separate LMCache server
   (``LMCacheMPConnector``; "the actual KV storage capacity is managed by the standalone
   LMCache server process, so kv_offloading_size is not propagated",
-  vllm@v0.33.0:vllm/config/vllm.py): nothing is pinned in the engine's container.
+  vllm@v<reference>:vllm/config/vllm.py): nothing is pinned in the engine's container.
 * ``--kv-transfer-config`` naming ``OffloadingConnector`` with
   ``kv_connector_extra_config.cpu_bytes_to_use``: the same buffer, in bytes.
 * ``--kv-transfer-config`` naming ``LMCacheConnectorV1`` (LMCache in the vLLM process):
@@ -25,7 +25,8 @@ What each spelling pins in the engine container's memory, and how many tokens it
   A config file (``LMCACHE_CONFIG_FILE``) is not read: its size is unknown.
 
 Also pinned on the host, per GPU: ``--cpu-offload-gb`` of weights ("the space in GiB to
-offload to CPU, per GPU", vllm@v0.33.0:vllm/config/offload.py ``cpu_offload_gb``).
+offload to CPU, per GPU", vllm@v<reference>:vllm/config/offload.py ``cpu_offload_gb``).
+``<reference>`` is the release catalogue's reference release, in which these were read.
 Pure: no Pulumi import.
 """
 
@@ -36,9 +37,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpustrata.catalog.vllm_releases import reference_release
+
 __all__ = [
     "GIB",
     "LMCACHE_DEFAULT_CPU_GIB",
+    "VLLM_CACHE_SRC",
+    "VLLM_CPU_SPEC_SRC",
+    "VLLM_OFFLOAD_SRC",
+    "VLLM_WEIGHTS_SRC",
     "HostMemory",
     "host_memory",
 ]
@@ -46,9 +53,11 @@ __all__ = [
 GIB = 1 << 30
 LMCACHE_DEFAULT_CPU_GIB = 5.0
 """LMCache's ``max_local_cpu_size`` default (GiB)."""
-VLLM_CACHE_SRC = "vllm@v0.33.0:vllm/config/cache.py"
-VLLM_OFFLOAD_SRC = "vllm@v0.33.0:vllm/config/vllm.py"
-VLLM_WEIGHTS_SRC = "vllm@v0.33.0:vllm/config/offload.py"
+_READ_IN = reference_release()
+VLLM_CACHE_SRC = f"vllm@v{_READ_IN}:vllm/config/cache.py"
+VLLM_OFFLOAD_SRC = f"vllm@v{_READ_IN}:vllm/config/vllm.py"
+VLLM_WEIGHTS_SRC = f"vllm@v{_READ_IN}:vllm/config/offload.py"
+VLLM_CPU_SPEC_SRC = f"vllm@v{_READ_IN}:vllm/v1/kv_offload/cpu/spec.py"
 LMCACHE_SRC = "LMCache/LMCache@3ecd72f84ee028571d17a9694d910b5339d33874:lmcache/v1/config.py"
 
 
@@ -144,7 +153,7 @@ def host_memory(
             per_gpu_tokens = kv_bytes / max(gpus, 1)
             parts.append(
                 f"OffloadingConnector cpu_bytes_to_use {int(found):,}: the total over {gpus} "
-                "GPU rank(s), vllm@v0.33.0:vllm/v1/kv_offload/cpu/spec.py"
+                f"GPU rank(s), {VLLM_CPU_SPEC_SRC}"
             )
     elif connector.startswith("LMCacheConnector"):
         if env.get("LMCACHE_CONFIG_FILE"):

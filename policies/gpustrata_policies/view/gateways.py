@@ -274,21 +274,15 @@ EPP_DEFAULTS: tuple[tuple[tuple[int, int], tuple[int, int], str, str], ...] = (
 unset, per GIE minor range (inclusive); the queue metric is ``vllm:num_requests_waiting``
 in all of them. Other releases are not catalogued."""
 
-VLLM_KV_METRICS: tuple[tuple[tuple[int, int, int], frozenset[str], str], ...] = (
-    ((0, 8, 5), frozenset({"vllm:gpu_cache_usage_perc"}), "vllm@v0.8.5"),
-    (
-        (0, 10, 1),
-        frozenset({"vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc"}),
-        "vllm@v0.10.1.1",
-    ),
-    ((0, 11, 0), frozenset({"vllm:kv_cache_usage_perc"}), "vllm@v0.11.0"),
-    ((0, 12, 0), frozenset({"vllm:kv_cache_usage_perc"}), "vllm@v0.12.0"),
-    ((0, 33, 0), frozenset({"vllm:kv_cache_usage_perc"}), "vllm@v0.33.0"),
-)
-"""The KV-cache usage gauges each read vLLM release exports (``vllm/v1/metrics/
-loggers.py`` of its wheel; 0.11.0 keeps ``vllm:gpu_cache_usage_perc`` only behind
-``--show-hidden-metrics-for-version=0.10``, which is read). A release between two read
-ones is judged only where both agree."""
+
+def _kv_metrics() -> list[tuple[tuple[int, ...], frozenset[str], str]]:
+    """(release as a tuple, KV-cache usage gauges it exports, source), oldest first: the
+    vLLM release catalogue's ``kv_usage_metrics`` (read in each release's wheel)."""
+    out = []
+    for version, metrics, source in catalogs.vllm_releases().kv_usage_metrics:
+        numbers = tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
+        out.append((numbers, metrics, source))
+    return out
 
 
 def epp_default_metric(version: tuple[int, ...]) -> tuple[str, str] | None:
@@ -303,12 +297,13 @@ def vllm_exports(metric: str, version: tuple[int, ...], hidden: bool) -> bool | 
     """Does vLLM *version* export *metric* (None: the read releases around it disagree,
     or it is outside them)? *hidden*: ``--show-hidden-metrics-for-version`` is set."""
 
-    def has(entry: tuple[tuple[int, int, int], frozenset[str], str]) -> bool:
+    def has(entry: tuple[tuple[int, ...], frozenset[str], str]) -> bool:
         shown = hidden and entry[0][:2] == (0, 11)
         return metric in entry[1] or (shown and metric == "vllm:gpu_cache_usage_perc")
 
-    below = [e for e in VLLM_KV_METRICS if e[0] <= version]
-    above = [e for e in VLLM_KV_METRICS if e[0] >= version]
+    read = _kv_metrics()
+    below = [e for e in read if e[0] <= version]
+    above = [e for e in read if e[0] >= version]
     if not below or not above:
         return None
     low, high = below[-1], above[0]

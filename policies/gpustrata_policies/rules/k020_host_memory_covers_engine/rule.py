@@ -5,8 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 
+from gpustrata.catalog.vllm_releases import source_url
 from gpustrata.core.unknown import known
-from gpustrata.vllm.offload import GIB, host_memory
+from gpustrata.vllm.offload import (
+    GIB,
+    VLLM_CACHE_SRC,
+    VLLM_OFFLOAD_SRC,
+    VLLM_WEIGHTS_SRC,
+    host_memory,
+)
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.capacity import capacity_inputs
@@ -91,10 +98,10 @@ RULE = Rule(
         rationale=(
             "KV-cache offload and CPU weight offload allocate host memory inside the vLLM "
             "container: vLLM's native offload (--kv-offloading-size GiB, the total over the "
-            "GPU ranks, vllm@v0.33.0:vllm/config/cache.py), an OffloadingConnector's "
+            f"GPU ranks, {VLLM_CACHE_SRC}), an OffloadingConnector's "
             "cpu_bytes_to_use, LMCache running in the vLLM process (max_local_cpu_size GiB "
             "per GPU rank, 5 by default, LMCache/LMCache lmcache/v1/config.py) and "
-            "--cpu-offload-gb (per GPU, vllm@v0.33.0:vllm/config/offload.py). All of it counts "
+            f"--cpu-offload-gb (per GPU, {VLLM_WEIGHTS_SRC}). All of it counts "
             "against the container's memory limit, and the kernel kills the container when "
             "the buffer fills, long after startup. Read here: those settings against "
             "limits.memory, with the tokens the host cache holds (KV bytes per token from the "
@@ -110,8 +117,8 @@ RULE = Rule(
             "--kv-offloading-size / max_local_cpu_size / --cpu-offload-gb."
         ),
         references=(
-            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py",
-            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/vllm.py",
+            source_url(VLLM_CACHE_SRC),
+            source_url(VLLM_OFFLOAD_SRC),
             "https://docs.lmcache.ai/api_reference/configurations.html",
             "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
         ),
