@@ -259,13 +259,27 @@ class Reach:
         return "; ".join(parts)
 
 
+def _by_namespace(ctx: RuleContext) -> dict[str, list[K8sObject]]:
+    """The objects a Service may select (not Services, not RayServices), by namespace,
+    once per evaluation: each Service walked every object (K021: 2.3 of 4.9 s on 5,000
+    objects, issue 35)."""
+
+    def build() -> dict[str, list[K8sObject]]:
+        index: dict[str, list[K8sObject]] = {}
+        for obj in ctx.objects:
+            if obj.kind not in {"Service", "RayService"}:
+                index.setdefault(obj.namespace, []).append(obj)
+        return index
+
+    found: dict[str, list[K8sObject]] = ctx.memo("k021-by-namespace", build)
+    return found
+
+
 def _selected(ctx: RuleContext, svc: ServiceView) -> Iterator[tuple[PodRef, list[EngineSite]]]:
     selector = svc.selector
     if not selector:
         return
-    for obj in ctx.objects:
-        if obj.namespace != svc.namespace or obj.kind in {"Service", "RayService"}:
-            continue
+    for obj in _by_namespace(ctx).get(svc.namespace, ()):
         sites = [s for s in engine_sites(ctx, obj) if not s.ray and s.engine.port is not None]
         if not sites:
             continue
