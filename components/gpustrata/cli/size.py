@@ -11,10 +11,9 @@ import argparse
 import json
 from typing import Any, get_args
 
-from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.cli.capacity import _choice, _float, _int, _resolve_gpu, _resolve_model
 from gpustrata.core.errors import InputError
-from gpustrata.spec.stack import KvCacheDtype, ModelDtype
+from gpustrata.core.vllm_choices import KvCacheDtype, ModelDtype
 
 __all__ = ["register", "size_command"]
 
@@ -77,6 +76,7 @@ def _prices(raw: list[str]) -> dict[str, float]:
 
 
 def _request(args: argparse.Namespace) -> Any:
+    from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import TP_SIZES, SizingRequest
     from gpustrata.vllm.performance import Workload
 
@@ -124,6 +124,7 @@ def _request(args: argparse.Namespace) -> Any:
 
 def size_command(args: argparse.Namespace) -> int:
     """Search, print the ranked candidates; 1 when none meets the SLOs."""
+    from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import size
     from gpustrata.reports.sizing import sizing_document, sizing_markdown, sizing_text
     from gpustrata.vllm.calibration import default_constants
