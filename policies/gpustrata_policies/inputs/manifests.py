@@ -109,18 +109,16 @@ class _Slow(Exception):
     """A document :func:`_located` leaves to the general path (it does what that path does)."""
 
 
-def _located(
-    root: yaml.Node, loader: Any, text: str, name: str, shared: dict[Path, Path]
-) -> tuple[Any, _YamlLines]:
-    """The value of a composed document and its lines (found when a finding asks, see
-    :class:`_YamlLines`), in one walk of its nodes, for documents of plain mappings,
-    lists and the core scalars (every manifest in practice): what ``construct_document``
-    builds, without its per-node bookkeeping, and without the two walks before it that
-    find aliases, long integers and repeated keys. Anything else raises :class:`_Slow`:
-    a node reached twice (an alias), a merge key, another tag, a non-scalar key, a
-    repeated key, an integer too long to read; the caller then runs the general path,
-    errors and all.
+def _located(root: yaml.Node, loader: Any, shared: dict[Path, Path]) -> tuple[Any, dict[Path, int]]:
+    """The value of a composed document and the lines :func:`_record_lines` records, in
+    one walk of its nodes, for documents of plain mappings, lists and the core scalars
+    (every manifest in practice): what ``construct_document`` builds, without its
+    per-node bookkeeping, and without the two walks before it that find aliases, long
+    integers and repeated keys. Anything else raises :class:`_Slow`: a node reached twice
+    (an alias), a merge key, another tag, a non-scalar key, a repeated key, an integer too
+    long to read; the caller then runs the general path, errors and all.
     """
+    lines: dict[Path, int] = {}
     seen: set[int] = set()
     build = loader.yaml_constructors
 
@@ -132,7 +130,7 @@ def _located(
             raise _Slow
         return build[tag](loader, node)
 
-    def value(node: yaml.Node) -> Any:
+    def value(node: yaml.Node, path: Path) -> Any:
         if id(node) in seen:
             raise _Slow
         seen.add(id(node))
@@ -146,84 +144,27 @@ def _located(
                 if type(key_node) is not yaml.ScalarNode or id(key_node) in seen:
                     raise _Slow
                 seen.add(id(key_node))
-                spelled = key_node.value = sys.intern(key_node.value)
-                if spelled in texts:
+                text = key_node.value = sys.intern(key_node.value)
+                if text in texts:
                     raise _Slow
-                texts.add(spelled)
-                key = spelled if key_node.tag == _STR else scalar(key_node)
-                out[key] = value(value_node)
+                texts.add(text)
+                key = text if key_node.tag == _STR else scalar(key_node)
+                child = (*path, text)
+                child = shared.setdefault(child, child)
+                lines[child] = key_node.start_mark.line + 1
+                out[key] = value(value_node, child)
             return out
         if kind is yaml.SequenceNode and node.tag == _SEQ:
-            return [value(item) for item in node.value]
+            items: list[Any] = []
+            for index, item in enumerate(node.value):
+                child = (*path, index)
+                child = shared.setdefault(child, child)
+                lines[child] = item.start_mark.line + 1
+                items.append(value(item, child))
+            return items
         raise _Slow
 
-    data = value(root)
-    nonempty = isinstance(data, dict | list) and bool(data)
-    return data, _YamlLines(text, root, name, nonempty, shared)
-
-
-class _YamlLines(Mapping[Path, int]):
-    """Lines of a YAML document's keys and items, recorded when a finding first asks:
-    the document's own text composed again (libyaml, with its marks) and walked by
-    :func:`_record_lines`. Recording them for every document while reading cost 10% of
-    the read and most of the memory beyond the data (a tuple per path); a finding's line
-    is wanted for few documents (issue 35)."""
-
-    __slots__ = (
-        "_column",
-        "_end",
-        "_line",
-        "_lines",
-        "_name",
-        "_nonempty",
-        "_shared",
-        "_start",
-        "_text",
-    )
-
-    def __init__(
-        self, text: str, root: yaml.Node, name: str, nonempty: bool, shared: dict[Path, Path]
-    ) -> None:
-        """*shared*: the input's paths, one tuple per path (see :func:`_record_lines`)."""
-        mark = root.start_mark
-        self._shared = shared
-        self._text: str | None = text
-        self._start, self._end = mark.index, root.end_mark.index
-        self._column, self._line, self._name = mark.column, mark.line, name
-        self._nonempty = nonempty
-        self._lines: dict[Path, int] | None = None
-
-    def _table(self) -> dict[Path, int]:
-        found = self._lines
-        if found is None:
-            text, self._text = self._text or "", None
-            # The document alone, its first line's text before it as spaces: the same
-            # nodes at the same columns, lines counted from the document's first.
-            piece = " " * self._column + text[self._start : self._end]
-            loader = SAFE_LOADER(piece)
-            try:
-                node = loader.get_single_node()
-            finally:
-                loader.dispose()
-            at = self._line
-            recorded = _record_lines(node, self._name, self._shared) if node is not None else {}
-            found = self._lines = {path: line + at for path, line in recorded.items()}
-        return found
-
-    def get(self, path: Path, default: Any = None) -> Any:
-        return self._table().get(path, default)
-
-    def __getitem__(self, path: Path) -> int:
-        return self._table()[path]
-
-    def __iter__(self) -> Iterator[Path]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
-
-    def __bool__(self) -> bool:
-        return self._nonempty
+    return value(root, ()), lines
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -573,9 +514,8 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
             node = loader.get_node()
             if node is None:
                 continue
-            lines: Mapping[Path, int]
             try:
-                data, lines = _located(node, loader, text, name, shared)
+                data, lines = _located(node, loader, shared)
             except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
                 check_node(node)  # alias loops and alias bombs, before anything walks it
                 lines = _record_lines(node, name, shared)
