@@ -56,8 +56,7 @@ def test_same_as_the_general_path(text: str) -> None:
 
 def _same_as_the_general_path(text: str, name: str = "in.yaml") -> None:
     """The one-walk reader and the general path read *text* alike: values, the line of
-    each object, the line of every key and item (issue 35)
-    and the error line, if any."""
+    each object, the line of every key and item, and the error line, if any."""
     fast = _load(text, name)
     with pytest.MonkeyPatch.context() as patch:
 
