@@ -1,60 +1,64 @@
-"""Speed of `gpustrata check` against the speed of parsing its input (issue 18).
+"""Speed and memory of `gpustrata check` and the policy pack, as ratios measured in one run
+(issues 18, 35).
 
-    python benchmarks/bench_check.py [--objects 5000] [--skip 50mb,checkov,...]
+    python benchmarks/bench_check.py [--objects 5000] [--rounds 3] [--against DIR]
+                                     [--skip pack,memory,start,checkov]
 
-One run reports:
+The input is about 5,000 real-shaped objects (the field corpus and every rule fixture,
+replicated, each copy in its own namespace so its HPAs, PDBs and Services still point at
+its workloads; node pools, operators and other cluster-wide objects once), written as
+one multi-document YAML file and as the ``kind: List`` that ``kubectl get -A -o json``
+prints. Each round measures, for this checkout and for ``--against DIR`` (another
+checkout, e.g. ``git worktree add /tmp/base main``) one after the other:
 
-- **corpus**: about 5,000 real-shaped objects (the field corpus and every rule fixture,
-  replicated, each copy in its own namespace so its HPAs, PDBs and Services still point
-  at its workloads; node pools, operators and other cluster-wide objects once), written
-  as one multi-document YAML file and as the ``kind: List`` that ``kubectl get -A -o
-  json`` prints. For each: the parse-only time (libyaml's ``CSafeLoader`` for YAML,
-  ``json.loads`` for JSON), the check time (``gpustrata check --format json`` in this
-  warm interpreter: reading, line numbers, every rule, the JSON report) and their ratio.
-  Targets: YAML check / YAML parse <= 1.5; JSON check / YAML parse < 0.75.
-- **pod**: one Pod with 2,000 GPU containers (about 100 KB). Target: < 2 s.
-- **pack**: the CrossGuard pack's AnalyzeStack over gRPC (the pack started as
-  ``pulumi preview --policy-pack`` starts it) with 500 / 1,000 / 2,000 / 5,000 resources
-  from the same corpus. Target: 5,000 within 1.2x of 5x the time at 1,000.
-- **50mb**: ``benchmarks/bench_large_input.py``'s 50 MB Helm-style YAML and JSON List,
-  each checked by a fresh interpreter (time, peak RSS).
-- **checkov**: checkov on the corpus folder, for the ratio; installed into its own
-  throwaway virtualenv under /tmp (skipped when it cannot be installed).
+- **parse floor**: ``yaml.load_all`` with libyaml's ``CSafeLoader``, the bare parse;
+- **check YAML / parse**, **check JSON / parse**: ``gpustrata check --format json`` in a
+  warm interpreter (reading, lines, every rule, the JSON report) over the floor
+  (targets <= 1.0 and <= 0.5);
+- **pack / check per object**: the CrossGuard pack's AnalyzeStack over gRPC (the pack
+  started as ``pulumi preview --policy-pack`` starts it) on the same objects, CPU of the
+  pack process per object over check YAML's per object (target <= 2);
+- **memory per input MB**: peak RSS (``VmHWM``) of `check` in a fresh interpreter on
+  1/5 and all of the YAML corpus, the slope in MiB per MB of input (target <= 6);
+- **small check**: `gpustrata check` of one fixture in a fresh interpreter, bytecode
+  cached as an installed package has it: wall and CPU seconds (target < 0.5 s);
+- **checkov** (once, this checkout only, when it installs into a throwaway virtualenv
+  under /tmp): its time on the corpus folder over gpustrata's cold check of it.
 
-Each in-process time is the best of ``--repeat`` runs in CPU seconds (the machine may be
-shared); fresh interpreters and checkov are timed by the wall clock.
+In-process times are the best of ``--repeat`` runs in CPU seconds and each figure is
+printed as the median over ``--rounds`` rounds: on a shared machine CPU time is what
+the work costs and wall time what the neighbours leave; ratios taken within one round
+cancel most of the drift.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import io
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "components"), str(REPO / "policies"), str(REPO / "benchmarks")]
-
-from gpustrata.cli.check import check_command  # noqa: E402
-from gpustrata.core.yamlio import SAFE_LOADER  # noqa: E402
-
 FIELD_CORPUS = REPO.parent / "shared" / "field-corpus"
+if not FIELD_CORPUS.is_dir():
+    FIELD_CORPUS = REPO / "tests" / "data" / "field-corpus-1"
 # Every rule folder's good-*.yaml and bad-*.yaml fixtures (not its expected.yaml).
 FIXTURES = sorted(
     p
     for kind in ("good", "bad")
     for p in (REPO / "policies" / "gpustrata_policies" / "rules").glob(f"*/{kind}-*.yaml")
 )
+SMALL = "policies/gpustrata_policies/rules/k001_gpu_requests_equal_limits/good-limits-only.yaml"
 # What a cluster has once, not once per workload.
 CLUSTER_WIDE = frozenset(
     {"GpuNodePool", "GpuOperator", "HelmRelease", "ClusterPolicy", "Namespace", "Node"}
@@ -63,10 +67,42 @@ CLUSTER_WIDE = frozenset(
 )
 Doc = dict[str, Any]
 
+# Run in a fresh interpreter of one checkout: the in-process figures, as JSON.
+_WARM = """
+import contextlib, io, json, sys, time, yaml
+from gpustrata.cli.app import main
+yaml_path, json_path, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def check(path):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return main(["check", "--format", "json", path])
+def best(fn):
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return min(times)
+check(sys.argv[4])  # imports, catalogues and rules loaded once
+text = open(yaml_path, encoding="utf-8").read()
+print(json.dumps({
+    "parse": best(lambda: list(yaml.load_all(text, yaml.CSafeLoader))),
+    "yaml": best(lambda: check(yaml_path)),
+    "json": best(lambda: check(json_path)),
+}))
+"""
+
+# Peak RSS of `check` in a fresh interpreter (VmHWM: ru_maxrss can carry a parent's peak).
+_PEAK = """
+import contextlib, io, sys
+from gpustrata.cli.app import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["check", "--format", "json", sys.argv[1]])
+print(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
+"""
+
 
 def _sources() -> list[Path]:
-    field = sorted(FIELD_CORPUS.glob("*.yaml")) if FIELD_CORPUS.is_dir() else []
-    return [*field, *FIXTURES]
+    return [*sorted(FIELD_CORPUS.glob("*.yaml")), *FIXTURES]
 
 
 def corpus(n: int) -> list[Doc]:
@@ -74,7 +110,7 @@ def corpus(n: int) -> list[Doc]:
     once: dict[tuple[str, str], Doc] = {}
     groups: list[list[Doc]] = []
     for path in _sources():
-        docs = [d for d in yaml.load_all(path.read_text(), SAFE_LOADER) if isinstance(d, dict)]
+        docs = [d for d in yaml.load_all(path.read_text(), yaml.CSafeLoader) if isinstance(d, dict)]
         group = []
         for doc in docs:
             if doc.get("kind") in CLUSTER_WIDE:
@@ -100,71 +136,51 @@ def corpus(n: int) -> list[Doc]:
     return out
 
 
-def best(fn: Callable[[], object], repeat: int) -> float:
-    """Fastest of *repeat* calls, in CPU seconds of this process (the machine may be
-    shared: CPU time is what the work costs, wall time what the neighbours leave)."""
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
+def _env(root: Path, cache: Path | None = None) -> dict[str, str]:
+    """The environment of a fresh interpreter importing *root*'s checkout; with *cache*,
+    bytecode is written and read there (as an installed package has it compiled)."""
+    env = {**os.environ, "PYTHONPATH": f"{root / 'components'}:{root / 'policies'}"}
+    if cache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
 
 
-def run_check(path: Path) -> int:
-    """`gpustrata check --format json PATH` in this interpreter; its exit code."""
-    args = argparse.Namespace(paths=[str(path)], config=None, environment="prod", format="json")
-    return check_command(args, out=io.StringIO())
+def _child_cpu(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds and stdout of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu, proc.stdout
 
 
-def bench_corpus(tmp: Path, n: int, repeat: int) -> tuple[Path, list[Doc]]:
-    docs = corpus(n)
-    folder = tmp / "corpus"
-    folder.mkdir()
-    yaml_path, json_path = folder / "cluster.yaml", tmp / "cluster.json"
-    yaml_path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    # `kubectl get -A -o json`: one List, four-space indentation.
-    json_path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=4))
-    yaml_text, json_text = yaml_path.read_text(), json_path.read_text()
-    run_check(FIXTURES[0])  # imports, catalogues and rules loaded once
-    parse_yaml = best(lambda: list(yaml.load_all(yaml_text, SAFE_LOADER)), repeat)
-    parse_json = best(lambda: json.loads(json_text), repeat)
-    check_yaml = best(lambda: run_check(yaml_path), repeat)
-    check_json = best(lambda: run_check(json_path), repeat)
-    mib = yaml_path.stat().st_size / 2**20
-    js_mib = json_path.stat().st_size / 2**20
-    print(f"corpus: {len(docs)} objects, {mib:.1f} MiB YAML, {js_mib:.1f} MiB JSON")
-    print(f"  YAML parse only       {parse_yaml:7.2f} s")
-    ratio = check_yaml / parse_yaml
-    print(f"  YAML check            {check_yaml:7.2f} s   {ratio:5.2f}x YAML parse (target <= 1.5)")
-    print(f"  JSON parse only       {parse_json:7.2f} s")
-    ratio = check_json / parse_yaml
-    print(f"  JSON check            {check_json:7.2f} s   {ratio:5.2f}x YAML parse (target < 0.75)")
-    rate = len(docs) / max(check_yaml - parse_yaml, 1e-9)
-    print(f"  evaluation rate       {rate:7,.0f} objects/s beyond parsing (YAML)")
-    return folder, docs
+def warm(root: Path, yaml_path: Path, json_path: Path, repeat: int) -> dict[str, float]:
+    """Parse floor, check YAML and check JSON in CPU seconds, in one interpreter."""
+    argv = [sys.executable, "-c", _WARM, str(yaml_path), str(json_path), str(repeat)]
+    proc = subprocess.run(
+        [*argv, str(root / SMALL)], env=_env(root), capture_output=True, text=True, check=True
+    )
+    found: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return found
 
 
-def bench_pod(tmp: Path, repeat: int) -> None:
-    containers = [
-        {
-            "name": f"c{i}",
-            "image": "vllm/vllm-openai:v0.8.5",
-            "resources": {"limits": {"nvidia.com/gpu": 1}},
-        }
-        for i in range(2000)
-    ]
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "wide"},
-        "spec": {"containers": containers},
-    }
-    path = tmp / "wide-pod.yaml"
-    path.write_text(yaml.safe_dump(pod, sort_keys=False))
-    took = best(lambda: run_check(path), repeat)
-    kib = path.stat().st_size / 1024
-    print(f"pod: 2,000 GPU containers ({kib:.0f} KiB): check {took:.2f} s (target < 2)")
+def peak_mib(root: Path, path: Path) -> float:
+    """Peak RSS in MiB of `check` on *path* in a fresh interpreter."""
+    argv = [sys.executable, "-c", _PEAK, str(path)]
+    proc = subprocess.run(argv, env=_env(root), capture_output=True, text=True, check=True)
+    return int(proc.stdout.strip().splitlines()[-1]) / 1024
+
+
+def small_check(root: Path, cache: Path, runs: int = 7) -> tuple[float, float]:
+    """Median wall and CPU seconds of `check` of one fixture in a fresh interpreter."""
+    argv = [sys.executable, "-m", "gpustrata.cli.app", "check", str(root / SMALL)]
+    env = _env(root, cache)
+    _child_cpu(argv, env, root)  # writes the bytecode
+    runs_ = [_child_cpu(argv, env, root) for _ in range(runs)]
+    return statistics.median(r[0] for r in runs_), statistics.median(r[1] for r in runs_)
 
 
 def _token(obj: Doc) -> str:
@@ -183,24 +199,32 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bench_pack(docs: list[Doc], sizes: list[int]) -> None:
-    """AnalyzeStack of the pack started as ``pulumi preview --policy-pack`` starts it."""
+def pack_cpu(root: Path, docs: list[Doc]) -> float | None:
+    """CPU seconds of the pack process (*root*'s) for one AnalyzeStack of *docs*, the pack
+    started as ``pulumi preview --policy-pack`` starts it; ``None`` without grpc."""
     try:
         import grpc  # type: ignore[import-untyped]
         from google.protobuf import struct_pb2
         from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
     except ImportError as exc:
         print(f"pack: skipped ({exc})")
-        return
-    items = [d for d in docs if isinstance(d.get("kind"), str) and d.get("apiVersion")]
-    env = {
-        **os.environ,
-        "GPUSTRATA_ENVIRONMENT": "prod",
-        "PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}",
-    }
+        return None
+    resources = []
+    for i, obj in enumerate(
+        d for d in docs if isinstance(d.get("kind"), str) and d.get("apiVersion")
+    ):
+        token = _token(obj)
+        props = {"description": obj} if token.startswith("gpustrata:") else obj
+        struct = struct_pb2.Struct()
+        struct.update(json.loads(json.dumps(props)))
+        urn = f"urn:pulumi:prod::bench::{token}::r{i}"
+        resources.append(
+            analyzer_pb2.AnalyzerResource(type=token, properties=struct, urn=urn, name=f"r{i}")
+        )
+    request = analyzer_pb2.AnalyzeStackRequest(resources=resources)
+    env = {**_env(root), "GPUSTRATA_ENVIRONMENT": "prod"}
     argv = [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "policies"]
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
-    times: dict[int, float] = {}
+    proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         port = proc.stdout.readline().strip()
@@ -208,57 +232,41 @@ def bench_pack(docs: list[Doc], sizes: list[int]) -> None:
         options = [("grpc.max_receive_message_length", -1)]
         channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=options)
         grpc.channel_ready_future(channel).result(timeout=60)
-        analyzer = analyzer_pb2_grpc.AnalyzerStub(channel)
-        for n in sizes:
-            resources = []
-            for i, obj in enumerate(items[:n]):
-                token = _token(obj)
-                props = {"description": obj} if token.startswith("gpustrata:") else obj
-                s = struct_pb2.Struct()
-                s.update(json.loads(json.dumps(props)))
-                name = f"r{i}"
-                urn = f"urn:pulumi:prod::bench::{token}::{name}"
-                resources.append(
-                    analyzer_pb2.AnalyzerResource(type=token, properties=s, urn=urn, name=name)
-                )
-            request = analyzer_pb2.AnalyzeStackRequest(resources=resources)
-            cpu = _cpu_seconds(proc.pid)
-            start = time.perf_counter()
-            reply = analyzer.AnalyzeStack(request, timeout=1800)
-            wall = time.perf_counter() - start
-            after = _cpu_seconds(proc.pid)
-            used = after - cpu if cpu is not None and after is not None else None
-            times[n] = used if used is not None else wall
-            shown = f"{used:7.2f} s CPU, " if used is not None else ""
-            print(
-                f"pack: AnalyzeStack {n:>5} resources {shown}{wall:7.2f} s wall, "
-                f"{len(reply.diagnostics)} diagnostics"
-            )
+        before = _cpu_seconds(proc.pid)
+        analyzer_pb2_grpc.AnalyzerStub(channel).AnalyzeStack(request, timeout=1800)
+        after = _cpu_seconds(proc.pid)
         channel.close()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    if 1000 in times and 5000 in times:
-        ratio = times[5000] / (5 * times[1000])
-        print(f"pack: 5,000 / (5 x 1,000) = {ratio:.2f} (target <= 1.2)")
+    return after - before if before is not None and after is not None else None
 
 
-def bench_50mb(tmp: Path) -> None:
-    import bench_large_input as large
+def measure(
+    root: Path, files: dict[str, Path], docs: list[Doc], repeat: int, skip: set[str], cache: Path
+) -> dict[str, float]:
+    """One round of every figure for the checkout at *root*."""
+    out: dict[str, float] = {}
+    got = warm(root, files["yaml"], files["json"], repeat)
+    out["parse floor (s CPU)"] = got["parse"]
+    out["check YAML / parse"] = got["yaml"] / got["parse"]
+    out["check JSON / parse"] = got["json"] / got["parse"]
+    if "pack" not in skip:
+        cpu = pack_cpu(root, docs)
+        if cpu is not None:
+            out["pack / check YAML, per object"] = cpu / got["yaml"]
+    if "memory" not in skip:
+        low, high = peak_mib(root, files["fifth"]), peak_mib(root, files["yaml"])
+        mb = (files["yaml"].stat().st_size - files["fifth"].stat().st_size) / 2**20
+        out["peak memory per input MB (MiB)"] = (high - low) / mb
+    if "start" not in skip:
+        wall, cpu = small_check(root, cache)
+        out["small check (s wall)"] = wall
+        out["small check (s CPU)"] = cpu
+    return out
 
-    yaml_path, json_path, count = large.write_inputs(tmp, 50)
-    # The fresh interpreters must import this checkout, not an installed gpustrata.
-    os.environ["PYTHONPATH"] = f"{REPO / 'components'}:{REPO / 'policies'}"
-    for label, path in (("YAML", yaml_path), ("JSON", json_path)):
-        code, took, peak = large.check(str(path))
-        mib = path.stat().st_size / 2**20
-        print(
-            f"50mb: {label} ({count} objects, {mib:.0f} MiB), fresh interpreter: "
-            f"exit {code} {took:6.1f} s, peak RSS {peak:5.0f} MiB"
-        )
 
-
-def bench_checkov(folder: Path, gpustrata_s: float | None, venv: Path) -> None:
+def bench_checkov(folder: Path, root: Path, venv: Path) -> None:
     exe = venv / "bin" / "checkov"
     if not exe.exists():
         made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True)
@@ -268,50 +276,77 @@ def bench_checkov(folder: Path, gpustrata_s: float | None, venv: Path) -> None:
         if made.returncode or pip.returncode or not exe.exists():
             print(f"checkov: skipped (cannot install: {(pip.stderr or '').strip()[-200:]})")
             return
-    argv = [str(exe), "-d", str(folder), "--framework", "kubernetes", "-o", "json", "--quiet"]
     subprocess.run([str(exe), "--version"], capture_output=True)  # first start compiles
-    start = time.perf_counter()
-    subprocess.run(argv, capture_output=True, timeout=1800)
-    took = time.perf_counter() - start
-    ratio = f", {took / gpustrata_s:.1f}x gpustrata's cold check" if gpustrata_s else ""
-    print(f"checkov: same folder {took:6.1f} s{ratio}")
+    argv = [str(exe), "-d", str(folder), "--framework", "kubernetes", "-o", "json", "--quiet"]
+    checkov_wall, checkov_cpu, _ = _child_cpu(argv, dict(os.environ), folder)
+    ours = [sys.executable, "-m", "gpustrata.cli.app", "check", "--format", "json", str(folder)]
+    _, ours_cpu, _ = _child_cpu(ours, _env(root), root)
+    print(
+        f"checkov: {checkov_cpu:.1f} s CPU ({checkov_wall:.1f} s wall) on the corpus folder; "
+        f"gpustrata check {ours_cpu:.1f} s CPU: {ours_cpu / checkov_cpu:.2f}x checkov's"
+    )
 
 
-def cold_check(folder: Path) -> float:
-    """`gpustrata check` on *folder* in a fresh interpreter, seconds."""
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}"}
-    argv = [sys.executable, "-m", "gpustrata.cli.app", "check", "--format", "json", str(folder)]
-    start = time.perf_counter()
-    subprocess.run(argv, env=env, capture_output=True, check=False)
-    return time.perf_counter() - start
+def _table(results: dict[str, list[dict[str, float]]]) -> None:
+    labels = list(results)
+    names: list[str] = []
+    for rounds in results.values():
+        for found in rounds:
+            names.extend(n for n in found if n not in names)
+    print(f"{'median of rounds':<34}" + "".join(f"{label:>14}" for label in labels))
+    for name in names:
+        cells = []
+        for label in labels:
+            values = [r[name] for r in results[label] if name in r]
+            cells.append(f"{statistics.median(values):14.2f}" if values else f"{'-':>14}")
+        print(f"{name:<34}" + "".join(cells))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", type=Path, help="another checkout, measured alongside")
     parser.add_argument(
         "--checkov-venv",
         type=Path,
         default=Path(tempfile.gettempdir()) / "gpustrata-bench-checkov",
         help="throwaway virtualenv for checkov (created when missing)",
     )
-    parser.add_argument("--skip", default="", help="comma-separated: corpus,pod,pack,50mb,checkov")
+    parser.add_argument("--skip", default="", help="comma-separated: pack,memory,start,checkov")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
+    roots = {"this": REPO} | ({"against": args.against.resolve()} if args.against else {})
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        folder, docs = bench_corpus(tmp, args.objects, args.repeat)
-        if "pod" not in skip:
-            bench_pod(tmp, args.repeat)
-        if "pack" not in skip:
-            bench_pack(docs, [500, 1000, 2000, 5000])
-        if "50mb" not in skip:
-            bench_50mb(tmp)
+        docs = corpus(args.objects)
+        folder = tmp / "corpus"
+        folder.mkdir()
+        files = {
+            "yaml": folder / "cluster.yaml",
+            "json": tmp / "cluster.json",
+            "fifth": tmp / "fifth.yaml",
+        }
+        files["yaml"].write_text(yaml.safe_dump_all(docs, sort_keys=False))
+        files["fifth"].write_text(yaml.safe_dump_all(docs[: len(docs) // 5], sort_keys=False))
+        # `kubectl get -A -o json`: one List, four-space indentation.
+        listed = {"apiVersion": "v1", "kind": "List", "items": docs}
+        files["json"].write_text(json.dumps(listed, indent=4))
+        mib = files["yaml"].stat().st_size / 2**20
+        js_mib = files["json"].stat().st_size / 2**20
+        print(f"corpus: {len(docs)} objects, {mib:.1f} MiB YAML, {js_mib:.1f} MiB JSON")
+        results: dict[str, list[dict[str, float]]] = {label: [] for label in roots}
+        for number in range(args.rounds):
+            for label, root in roots.items():
+                cache = tmp / f"pyc-{label}"
+                found = measure(root, files, docs, args.repeat, skip, cache)
+                results[label].append(found)
+                shown = ", ".join(f"{k} {v:.2f}" for k, v in found.items())
+                print(f"round {number + 1} {label}: {shown}", flush=True)
+        _table(results)
         if "checkov" not in skip:
-            cold = cold_check(folder)
-            print(f"cold: gpustrata check on the corpus folder, fresh interpreter {cold:.1f} s")
-            bench_checkov(folder, cold, args.checkov_venv)
+            bench_checkov(folder, REPO, args.checkov_venv)
 
 
 if __name__ == "__main__":

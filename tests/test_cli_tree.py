@@ -68,6 +68,29 @@ def test_commands_that_only_plan_import_no_pulumi(argv: list[str]) -> None:
     )
 
 
+def test_check_of_a_small_file_loads_no_stack_models() -> None:
+    """`check` starts without pydantic, the stack models and the hardware catalogue: the
+    --help of `capacity` and `size` named their closed sets through the stack models,
+    and every command paid for loading them (issue 35: 0.44 -> 0.19 s CPU)."""
+    argv = ["check", "policies/gpustrata_policies/rules/k003_gpu_pool_tainted"]
+    code = (
+        "import sys, io, contextlib; from gpustrata.cli import main; "
+        f"f = io.StringIO(); c = contextlib.redirect_stdout(f); c.__enter__(); main({argv!r}); "
+        "c.__exit__(None, None, None); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic' "
+        "or m.startswith(('gpustrata.spec', 'gpustrata.catalog.hardware'))))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={"PYTHONPATH": f"{ROOT / 'components'}:{ROOT / 'policies'}", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
 def test_every_command_is_in_the_one_tree() -> None:
     sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices)
     assert set(sub.choices) == {

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi_policy.policy
+from google.protobuf import json_format  # type: ignore[import-untyped]
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -41,6 +42,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.deserialize import deserialize_properties
 
 from gpustrata.core.collector import fewer_collections, no_automatic_collections
 from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
@@ -105,7 +107,9 @@ def _raw(value: Any) -> Any:
 _REPORTED: set[str] = set()
 
 
-def _config(rule: Rule, settings: Mapping[str, Any]) -> PolicyConfig:
+def _config(rule: Rule, settings: Mapping[str, Any]) -> tuple[PolicyConfig, bool]:
+    """The rule's policy config, and whether it sets something for this rule alone (a
+    threshold other than its default), which the pack's shared evaluation cannot hold."""
     # Pulumi resolves enforcementLevel itself; what is left are the policy's properties.
     data = {k: v for k, v in settings.items() if k not in {"enforcementLevel", "enforcement"}}
     props, top, notes = policy_properties(rule.meta, data, rule.meta.name)
@@ -115,7 +119,15 @@ def _config(rule: Rule, settings: Mapping[str, Any]) -> PolicyConfig:
             print(f"gpustrata: warning: {note}", file=sys.stderr)
     env = top.pop("environment", ENVIRONMENT)
     top = {k: list(v) for k, v in top.items()}
-    return load_config({**top, "rules": {rule.meta.id: props} if props else {}}, env)
+    defaults = rule.meta.thresholds
+    own = any(
+        key not in defaults
+        or type(value) is not type(defaults[key][1])
+        or value != defaults[key][1]
+        for key, value in props.items()
+    )
+    cfg = load_config({**top, "rules": {rule.meta.id: props} if props else {}}, env)
+    return cfg, own
 
 
 def _report(
@@ -134,7 +146,7 @@ def _resource_policy(rule: Rule, **common: Any) -> ResourceValidationPolicy:
         obj = object_from_pulumi(args.resource_type, args.name, _raw(args.props))
         if obj is None:
             return
-        cfg = _config(rule, args.get_config())
+        cfg, _ = _config(rule, args.get_config())
         report = evaluate(
             [obj], config=cfg, environment=cfg.environment, rules=[rule], report_unknown_kinds=False
         )
@@ -143,41 +155,35 @@ def _resource_policy(rule: Rule, **common: Any) -> ResourceValidationPolicy:
     return ResourceValidationPolicy(validate=validate, **common)
 
 
-# The last AnalyzeStack request's resources as the adapter reads them: (request key,
-# [(manifest, urn)]). pulumi-policy hands every StackValidationPolicy its own freshly
-# deserialised copy of the same request, so without this each of the stack policies
-# re-walked every resource through the unknown-checking proxies. One entry: a preview
-# sends one request; the next request replaces it.
-_STACK_READ: list[tuple[object, list[tuple[dict[str, Any], str]]]] = []
 # The AnalyzeStack request this thread serves, marked by _serving_marked (pulumi-policy
-# runs a request's policies one after another in the thread that received it).
+# runs a request's policies one after another in the thread that received it): its token,
+# the request itself, and the evaluation its stack policies share.
 _SERVING = threading.local()
 
 
 def _serving_marked(analyze: Any) -> Any:
-    """pulumi-policy's ``AnalyzeStack`` marking the request it serves with a fresh token,
-    so that its 33 stack policies know each other's copy of the resources for one request
-    without comparing their content (a JSON dump of every resource per policy: about 2.6 s
-    per 1,000 resources, and it grew faster than the request).
+    """pulumi-policy's ``AnalyzeStack`` reading the request's resources once for all stack
+    policies: the request is kept for them (:func:`_shared`) and pulumi-policy is handed
+    an empty one (``AnalyzeStackRequest`` has no other field), so that it no longer
+    deserialises every resource again for each of the 33 stack policies (``MessageToDict``
+    and its unknown-checking proxies: most of the pack's cost, issue 35).
 
-    The request runs inside :func:`fewer_collections`: pulumi-policy deserialises every
-    resource again for each stack policy (``MessageToDict`` and its proxies), so the heap
-    held about a million live containers at 5,000 resources and the collector's full
-    collections, 64 of them in one request, walked all of it each time: 28 of 74 s CPU,
-    against 0.06 s at 1,000 resources (issue 18). Each stack policy frees its own views
-    with :func:`_release`, whose collection is the request's only one
-    (:func:`no_automatic_collections`): the copies are acyclic, freed by reference
-    counting, yet their allocations still set off the automatic collections, 594 young
-    and 33 middle-generation ones at 5,000 resources (13.6 of 57 s CPU; 1.5 of 10.6 s at
-    1,000, with no middle-generation one: they grew faster than the request)."""
+    The request runs inside :func:`fewer_collections` and :func:`no_automatic_collections`:
+    the evaluation's views form cycles (an object's pods point back at it) and its
+    allocations would set off the collector's full collections over the whole heap
+    (issue 18); the views are freed with :func:`_release` once the request is done, in
+    the request's only collection."""
 
     def marked(self: Any, request: Any, context: Any) -> Any:
-        _SERVING.token = object()
+        _SERVING.token, _SERVING.request, _SERVING.shared = object(), request, None
         try:
             with fewer_collections(), no_automatic_collections():
-                return analyze(self, request, context)
+                return analyze(self, type(request)(), context)
         finally:
-            _SERVING.token = None
+            shared = _SERVING.shared
+            _SERVING.token = _SERVING.request = _SERVING.shared = None
+            if shared is not None:
+                _release(shared.evaluated)
 
     marked.gpustrata_marked = True  # type: ignore[attr-defined]
     return marked
@@ -200,7 +206,6 @@ def _config_checked(configure: Any) -> Any:
 
     def checked(self: Any, request: Any, context: Any) -> Any:
         import grpc  # type: ignore[import-untyped]
-        from google.protobuf import json_format  # type: ignore[import-untyped]
 
         data: dict[str, Any] = {}
         try:
@@ -248,50 +253,85 @@ def _unproxied(value: Any) -> Any:
     return repr(value)
 
 
-def _stack_objects(resources: Sequence[Any]) -> list[tuple[dict[str, Any], str]]:
-    """(manifest, urn) for every resource the adapter understands, read once per request:
-    keyed by the request's token where pulumi-policy's servicer marks it, else by content."""
-    token = getattr(_SERVING, "token", None)
-    key: object = token if token is not None else _fingerprint(resources)
-    if _STACK_READ and (_STACK_READ[0][0] is key or _STACK_READ[0][0] == key):
-        return _STACK_READ[0][1]
-    read = []
-    for res in resources:
-        raw = object_from_pulumi(res.resource_type, res.name, _raw(res.props))
-        if raw is not None:
-            read.append((raw, res.urn))
-    _STACK_READ[:] = [(key, read)]
-    return read
+class _Shared:
+    """One request's resources as the adapter reads them, and the evaluations of every
+    stack rule on them, one per set of pack-wide settings (environment, GPU resources)."""
+
+    __slots__ = ("evaluated", "key", "read", "reports")
+
+    def __init__(self, key: object, read: list[tuple[dict[str, Any], str]]) -> None:
+        self.key, self.read = key, read
+        self.reports: dict[str, tuple[Report, dict[str, str]]] = {}
+        self.evaluated: list[K8sObject] = []
+
+    def objects(self) -> tuple[list[K8sObject], dict[str, str]]:
+        """Fresh K8sObjects (their derived views stay per evaluation; the manifests are
+        shared read-only, as `check` shares them across all rules) and their URNs."""
+        objects, urns = [], {}
+        for raw, urn in self.read:
+            obj = K8sObject(raw)
+            objects.append(obj)
+            urns[obj.resource] = urn
+        self.evaluated.extend(objects)
+        return objects, urns
+
+
+# Where a request is not marked: the last request's reading, keyed by its content.
+_LAST: list[_Shared] = []
+
+
+def _shared(resources: Sequence[Any]) -> _Shared:
+    """The request's :class:`_Shared`: from the marked request's protobuf resources, read
+    once (as pulumi-policy reads them, without its proxies), else from *resources* (this
+    policy's copy), keyed by content."""
+    request = getattr(_SERVING, "request", None)
+    if request is not None:
+        found: _Shared | None = _SERVING.shared
+        if found is None:
+            read = []
+            for res in request.resources:
+                props = deserialize_properties(json_format.MessageToDict(res.properties))
+                raw = object_from_pulumi(res.type, res.name, props)
+                if raw is not None:
+                    read.append((raw, res.urn))
+            found = _SERVING.shared = _Shared(_SERVING.token, read)
+        return found
+    key = _fingerprint(resources)
+    if not _LAST or _LAST[0].key != key:
+        read = []
+        for res in resources:
+            raw = object_from_pulumi(res.resource_type, res.name, _raw(res.props))
+            if raw is not None:
+                read.append((raw, res.urn))
+        _LAST[:] = [_Shared(key, read)]
+    return _LAST[0]
 
 
 def _release(objects: Sequence[K8sObject]) -> None:
-    """Free what one stack policy's evaluation derived from *objects* now.
+    """Free what an evaluation derived from *objects* now.
 
     Inside :func:`fewer_collections` the evaluation froze these objects (they were built
     before it began), so the cycles their derived views form (an object's pods point
-    back at it, a pod's containers at the pod) stayed out of every collection until the
-    request ended: 33 policies' views at once, 600 instead of 320 MiB at 5,000
-    resources. Dropping each object's derived views (:meth:`K8sObject.forget_derived`:
-    the references from the frozen objects into the views; the policy is done with them)
-    leaves the views unreachable, and one collection, which skips the frozen objects,
-    frees them.
+    back at it, a pod's containers at the pod) stay out of every collection. Dropping
+    each object's derived views (:meth:`K8sObject.forget_derived`: the references from the
+    frozen objects into the views) leaves the views unreachable, and one collection,
+    which skips the frozen objects, frees them.
     """
     for obj in objects:
         obj.forget_derived()
     gc.collect()
 
 
+def _stack_rules() -> list[Rule]:
+    return [r for r in all_rules() if r.meta.scope == "stack"]
+
+
 def _stack_policy(rule: Rule, **common: Any) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-        objects, urns = [], {}
-        # Fresh K8sObjects per policy (their derived views stay per evaluation); the
-        # manifests are shared read-only, as `check` shares them across all rules.
-        for raw, urn in _stack_objects(args.resources):
-            obj = K8sObject(raw)
-            objects.append(obj)
-            urns[obj.resource] = urn
-        try:
-            cfg = _config(rule, args.get_config())
+        shared = _shared(args.resources)
+        cfg, own = _config(rule, args.get_config())
+        if own:  # thresholds of its own: this rule alone, on fresh objects
+            objects, urns = shared.objects()
             report = evaluate(
                 objects,
                 config=cfg,
@@ -299,10 +339,28 @@ def _stack_policy(rule: Rule, **common: Any) -> StackValidationPolicy:
                 rules=[rule],
                 report_unknown_kinds=False,
             )
-            _report(report, report_violation, urns, args)  # raises when not applicable
-        finally:
-            if getattr(_SERVING, "token", None) is not None:
+            if getattr(_SERVING, "token", None) is None:
                 _release(objects)
+                shared.evaluated.clear()
+        else:  # every stack rule once per request and setting (issue 35)
+            key = json.dumps([cfg.environment, sorted(cfg.gpu_resources), cfg.secret_env_names])
+            if key not in shared.reports:
+                objects, urns = shared.objects()
+                everything = evaluate(
+                    objects,
+                    config=cfg,
+                    environment=cfg.environment,
+                    rules=_stack_rules(),
+                    report_unknown_kinds=False,
+                )
+                shared.reports[key] = (everything, urns)
+            everything, urns = shared.reports[key]
+            mine = {"*", rule.meta.id}
+            report = Report(
+                findings=[f for f in everything.findings if f.rule == rule.meta.id],
+                not_evaluated=[n for n in everything.not_evaluated if n.rule in mine],
+            )
+        _report(report, report_violation, urns, args)  # raises when not applicable
 
     return StackValidationPolicy(validate=validate, **common)
 

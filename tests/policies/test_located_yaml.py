@@ -1,12 +1,21 @@
 """The one-walk YAML reader (``manifests._located``) gives what the general path gives:
-the same values, the same line of every key and item, the same errors."""
+the same values, the same line of every key and item, the same errors; on every YAML
+text the project holds, on generated documents and on damaged fixtures."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from typing import Any
 
 import pytest
+import yaml
+from _fuzz import damage, junk, record
+from conftest import REPO, fixture_files
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from gpustrata.cli.app import main
 from gpustrata.core.errors import InputError
 from gpustrata_policies.inputs import manifests
 
@@ -31,9 +40,9 @@ DOCS = [
 ]
 
 
-def _load(text: str) -> Any:
+def _load(text: str, name: str = "in.yaml") -> Any:
     try:
-        objs = manifests.load_text(text, "in.yaml")
+        objs = manifests.load_text(text, name)
     except InputError as exc:
         return ("error", str(exc))
     # Lines by path, in one order (the walks visit paths in different orders).
@@ -41,12 +50,80 @@ def _load(text: str) -> Any:
 
 
 @pytest.mark.parametrize("text", DOCS)
-def test_same_as_the_general_path(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = _load(text)
+def test_same_as_the_general_path(text: str) -> None:
+    _same_as_the_general_path(text)
 
-    def slow(*_args: Any) -> Any:
-        raise manifests._Slow
 
-    monkeypatch.setattr(manifests, "_located", slow)
-    general = _load(text)
+def _same_as_the_general_path(text: str, name: str = "in.yaml") -> None:
+    """The one-walk reader and the general path read *text* alike: values, the line of
+    each object, the line of every key and item, and the error line, if any."""
+    fast = _load(text, name)
+    with pytest.MonkeyPatch.context() as patch:
+
+        def slow(*_args: Any) -> Any:
+            raise manifests._Slow
+
+        patch.setattr(manifests, "_located", slow)
+        general = _load(text, name)
     assert repr(fast) == repr(general)  # repr: NaN is not equal to itself
+
+
+def _corpus() -> list[tuple[str, str]]:
+    """Every YAML text the project holds (field corpora, review edges, rule fixtures and
+    their expected findings, stack files) and each stack as `render` prints it."""
+    files = sorted(
+        p
+        for folder in (REPO / "tests" / "data", REPO / "policies", REPO / "stacks")
+        for p in folder.rglob("*")
+        if p.suffix in {".yaml", ".yml"} and "venv" not in p.parts
+    )
+    texts = [(str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for p in files]
+    for stack in ("dev", "staging", "prod"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main(["render", "--stack", stack])
+        texts.append((f"render --stack {stack}", out.getvalue()))
+    return texts
+
+
+def test_corpus_reads_as_the_general_path_reads_it() -> None:
+    texts = _corpus()
+    assert len(texts) > 100
+    for name, text in texts:
+        _same_as_the_general_path(text, name + ".yaml")
+
+
+_STYLES = st.fixed_dictionaries(
+    {
+        "default_flow_style": st.sampled_from([False, True, None]),
+        "indent": st.sampled_from([2, 4]),
+        "width": st.sampled_from([20, 80, 10_000]),
+        "explicit_start": st.booleans(),
+        "explicit_end": st.booleans(),
+        "allow_unicode": st.booleans(),
+    }
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(junk(), min_size=1, max_size=4), style=_STYLES, lead=st.booleans())
+def test_generated_documents_read_as_the_general_path_reads_them(
+    docs: list[Any], style: dict[str, Any], lead: bool
+) -> None:
+    """Any documents, dumped in any of PyYAML's styles (flow, block, long and short
+    lines, explicit markers), with comments before a document or not."""
+    with record("located-yaml-generated"):
+        text = yaml.safe_dump_all(docs, sort_keys=False, **style)
+        if lead:
+            text = "# a comment\n\n" + text.replace("---", "# between\n---")
+        _same_as_the_general_path(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_damaged_fixtures_read_as_the_general_path_reads_them(data: st.DataObject) -> None:
+    """Rule fixtures with random edits (indents, anchors, tags, markers, line breaks)."""
+    path = data.draw(st.sampled_from(fixture_files()))
+    text = damage(data.draw, path.read_text(encoding="utf-8"))
+    with record("located-yaml-damaged"):
+        _same_as_the_general_path(text)

@@ -25,12 +25,15 @@ import pulumi_policy
 import pulumi_policy.policy
 from pulumi.runtime.proto import analyzer_pb2
 
+from gpustrata_policies.evaluate import all_rules
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
 
 CORPUS = REPO / "tests" / "data" / "field-corpus-1"  # a copy of ../shared/field-corpus
 
 
-def _servicer(monkeypatch: pytest.MonkeyPatch) -> Any:
+def _servicer(monkeypatch: pytest.MonkeyPatch, calls: list[int] | None = None) -> Any:
+    """pulumi-policy's servicer over the pack's policies; *calls* records the number of
+    rules of each evaluation the pack runs."""
     recorded: dict[str, Any] = {}
 
     class Recorder:
@@ -48,7 +51,16 @@ def _servicer(monkeypatch: pytest.MonkeyPatch) -> Any:
         "gpustrata_pack_under_test", REPO / "policies" / "__main__.py"
     )
     assert spec is not None and spec.loader is not None
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if calls is not None:
+        evaluate = module.evaluate
+
+        def counted(objects: Any, **kwargs: Any) -> Any:
+            calls.append(len(kwargs["rules"]))
+            return evaluate(objects, **kwargs)
+
+        module.evaluate = counted
     level = pulumi_policy.EnforcementLevel.ADVISORY
     return pulumi_policy.policy._PolicyAnalyzerServicer(
         recorded["name"], "0.0.1", recorded["policies"], level, *[None] * 7
@@ -91,3 +103,21 @@ def test_stack_policies_free_their_views(monkeypatch: pytest.MonkeyPatch) -> Non
         gc.garbage.clear()
     assert reply.diagnostics, "the corpus files should give findings"
     assert left == [], f"{len(left)} view objects were left to the collector"
+
+
+def test_one_evaluation_serves_every_stack_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An AnalyzeStack evaluates every stack rule once, not once per stack policy (issue
+    35), and each policy still reports its own rule's findings, as the corpus gives them."""
+    paths = sorted(CORPUS.glob("*.yaml"))
+    if not paths:
+        pytest.skip(f"no field corpus at {CORPUS}")
+    calls: list[int] = []
+    servicer = _servicer(monkeypatch, calls)
+    reply = servicer.AnalyzeStack(_request(paths), None)
+    stack_rules = [r for r in all_rules() if r.meta.scope == "stack"]
+    assert calls == [len(stack_rules)]
+    by_policy = {d.policyName for d in reply.diagnostics}
+    assert by_policy, "the corpus files should give findings"
+    for diagnostic in reply.diagnostics:
+        rule = next(r for r in stack_rules if r.meta.name == diagnostic.policyName)
+        assert f"[{rule.meta.id}]" in diagnostic.message

@@ -18,24 +18,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from gpustrata.catalog.hardware import (
-    CatalogError,
-    GpuModel,
-    HardwareCatalog,
-    load_hardware_catalog,
-)
 from gpustrata.cli.stack_args import add_stack_args, load_stack
 from gpustrata.core.errors import InputError
 from gpustrata.core.terminal import clipped
 
-# The closed sets name their values in --help; spec.stack is loaded by every command's
-# tree anyway (it is light next to the model catalogue and the capacity model, which
-# this module loads only when `capacity` runs).
-from gpustrata.spec.stack import BlockSize, KvCacheDtype, ModelDtype, ModelSpec
+# The closed sets name their values in --help; the catalogues and the stack models are
+# loaded only when `capacity` or `size` runs (`check` starts without them).
+from gpustrata.core.vllm_choices import BlockSize, KvCacheDtype, ModelDtype
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
+    from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
     from gpustrata.reports.capacity import CapacityTarget
+    from gpustrata.spec.stack import ModelSpec
 
 __all__ = ["capacity_command", "register"]
 
@@ -150,6 +145,7 @@ def _close(query: str, names: Iterable[str], n: int = 3) -> list[str]:
 
 def _resolve_model(raw: str, base: Path | None = None) -> ModelArchitecture:
     from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.catalog.hardware import CatalogError
     from gpustrata.vllm.capacity import resolve_architecture
 
     catalog = load_model_catalog()
@@ -192,6 +188,8 @@ def _stack_model(
     args: argparse.Namespace,
 ) -> tuple[ModelSpec | None, GpuModel | None, str | None, HardwareCatalog]:
     """The stack model named by --model-name (or the only one), with its pool's GPU."""
+    from gpustrata.catalog.hardware import load_hardware_catalog
+
     hardware = load_hardware_catalog()
     if args.stack is None and args.file is None:
         if args.model_name:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
-from gpustrata.catalog.hardware import HardwareCatalog, load_hardware_catalog
 from gpustrata.cli.capacity import (
     MAX_PARALLEL,
     _choice,
@@ -23,7 +22,10 @@ from gpustrata.cli.capacity import (
 )
 from gpustrata.core.errors import InputError
 from gpustrata.core.terminal import clipped
-from gpustrata.spec.stack import KvCacheDtype, ModelDtype
+from gpustrata.core.vllm_choices import KvCacheDtype, ModelDtype
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.hardware import HardwareCatalog
 
 __all__ = ["register", "size_command"]
 
@@ -97,6 +99,7 @@ def _prices(raw: list[str], hardware: HardwareCatalog) -> dict[str, float]:
 
 
 def _request(args: argparse.Namespace) -> Any:
+    from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import TP_SIZES, SizingRequest
     from gpustrata.vllm.performance import Workload
 
@@ -144,6 +147,7 @@ def _request(args: argparse.Namespace) -> Any:
 
 def size_command(args: argparse.Namespace) -> int:
     """Search, print the ranked candidates; 1 when none meets the SLOs."""
+    from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import size
     from gpustrata.reports.sizing import sizing_document, sizing_markdown, sizing_text
     from gpustrata.vllm.calibration import default_constants

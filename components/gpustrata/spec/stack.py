@@ -17,6 +17,7 @@ from gpustrata.catalog.hardware import GpuModel, InstanceType
 from gpustrata.catalog.inputs import StrictModel, Taint, TaintEffect, WeightSource
 from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.environments import Environment
+from gpustrata.core.vllm_choices import BlockSize, KvCacheDtype, ModelDtype
 
 _VLLM = load_vllm_releases()
 """The vLLM release catalogue (its reference release's defaults are quoted below)."""
@@ -33,11 +34,6 @@ Autoscaler = Literal["none", "hpa", "keda"]
 GpuAllocation = Literal["device-plugin", "dra"]
 NatGateways = Literal["single", "per-az"]
 MonitoringMode = Literal["none", "install", "existing"]
-# vLLM ``vllm/config/cache.py``: BlockSize and CacheDType literals (v0.11+).
-BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
-KvCacheDtype = Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"]
-# vLLM ``vllm/config/model.py``: ModelDType.
-ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
 
 # vLLM flags that carry credentials: --api-key (vllm/entrypoints/openai/cli_args.py) and
 # --hf-token (vllm/config/model.py ModelConfig.hf_token), and anything named like them.
