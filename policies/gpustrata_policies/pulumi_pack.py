@@ -34,7 +34,6 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
-    PolicyPack,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -190,10 +189,6 @@ def _serving_marked(analyze: Any) -> Any:
 
 
 _SERVICER: Any = getattr(pulumi_policy.policy, "_PolicyAnalyzerServicer", None)
-if callable(getattr(_SERVICER, "AnalyzeStack", None)) and not getattr(
-    _SERVICER.AnalyzeStack, "gpustrata_marked", False
-):
-    _SERVICER.AnalyzeStack = _serving_marked(_SERVICER.AnalyzeStack)
 
 
 def _config_checked(configure: Any) -> Any:
@@ -227,10 +222,22 @@ def _config_checked(configure: Any) -> Any:
     return checked
 
 
-if callable(getattr(_SERVICER, "Configure", None)) and not getattr(
-    _SERVICER.Configure, "gpustrata_checked", False
-):
-    _SERVICER.Configure = _config_checked(_SERVICER.Configure)
+def _install_servicer_hooks() -> None:
+    """Wrap pulumi-policy's servicer (AnalyzeStack marks its request; Configure refuses
+    an unusable config) unless already wrapped: at import and again when :func:`serve`
+    starts, so a servicer restored by a test (or another pack in the process) is wrapped
+    again."""
+    if callable(getattr(_SERVICER, "AnalyzeStack", None)) and not getattr(
+        _SERVICER.AnalyzeStack, "gpustrata_marked", False
+    ):
+        _SERVICER.AnalyzeStack = _serving_marked(_SERVICER.AnalyzeStack)
+    if callable(getattr(_SERVICER, "Configure", None)) and not getattr(
+        _SERVICER.Configure, "gpustrata_checked", False
+    ):
+        _SERVICER.Configure = _config_checked(_SERVICER.Configure)
+
+
+_install_servicer_hooks()
 
 
 def _fingerprint(resources: Sequence[Any]) -> str:
@@ -398,7 +405,8 @@ def serve() -> None:
     calls this; :class:`PolicyPack` serves the policies over gRPC until the engine ends."""
     global ENVIRONMENT
     ENVIRONMENT = startup_environment()
-    PolicyPack(
+    _install_servicer_hooks()
+    pulumi_policy.PolicyPack(  # looked up when serving, so a test can stand in for it
         name="gpustrata",
         policies=build_policies(),  # type: ignore[arg-type]
         description="GPU, Ray and vLLM checks for LLM inference on Kubernetes (gpustrata rules).",

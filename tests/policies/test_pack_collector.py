@@ -54,13 +54,15 @@ def _servicer(monkeypatch: pytest.MonkeyPatch, calls: list[int] | None = None) -
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if calls is not None:
-        evaluate = module.evaluate
+        from gpustrata_policies import pulumi_pack  # the pack's code, which __main__ serves
+
+        evaluate = pulumi_pack.evaluate
 
         def counted(objects: Any, **kwargs: Any) -> Any:
             calls.append(len(kwargs["rules"]))
             return evaluate(objects, **kwargs)
 
-        module.evaluate = counted
+        monkeypatch.setattr(pulumi_pack, "evaluate", counted)
     level = pulumi_policy.EnforcementLevel.ADVISORY
     return pulumi_policy.policy._PolicyAnalyzerServicer(
         recorded["name"], "0.0.1", recorded["policies"], level, *[None] * 7
