@@ -64,6 +64,11 @@ def register(sub: Any) -> None:
     p.add_argument("--max-num-batched-tokens", help="max_num_batched_tokens (default: vLLM's)")
     p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's)")
     p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
+    p.add_argument(
+        "--vllm-version",
+        help="the engine's vLLM release (a catalogued one, e.g. 0.11.0; default: the "
+        "reference release): its memory-profile and MoE-kernel facts",
+    )
     p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs / torch.compile")
     p.add_argument("--weights-source", help="huggingface, s3, pvc or local-nvme")
     p.add_argument("--load-gbps", help="measured weight load bandwidth in GB/s")
@@ -107,6 +112,28 @@ def _choice(flag: str, raw: str | None, choices: Iterable[object]) -> str | None
         hint = f"did you mean {near[0]}? " if near else ""
         raise InputError(f"{flag} {raw!r} is not accepted; {hint}use one of {', '.join(allowed)}")
     return raw
+
+
+def vllm_version(raw: str | None) -> str | None:
+    """``--vllm-version``: a release of the compatibility catalogue (a leading ``v`` is
+    dropped), or None when not given."""
+    if raw is None:
+        return None
+    from gpustrata.catalog.compat import load_compat_catalog
+
+    compat = load_compat_catalog()
+    version = raw.strip().removeprefix("v")
+    if compat.vllm(version) is None:
+        known = [r.version for r in compat.vllm_releases()]
+        near = [k for k in known if k.startswith(version + ".")][:3] or (
+            difflib.get_close_matches(version, known, 3)
+        )
+        hint = f"nearest: {', '.join(near)}; " if near else ""
+        raise InputError(
+            f"--vllm-version {raw!r} is not a catalogued vLLM release ({hint}catalogued "
+            f"{known[-1]}..{known[0]}: catalog/data/compat-vllm.yaml)"
+        )
+    return version
 
 
 def _close(query: str, names: Iterable[str], n: int = 3) -> list[str]:
@@ -235,6 +262,9 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
         flags["block_size"] = int(flags["block_size"])
     if args.enforce_eager:
         flags["enforce_eager"] = True
+    release = vllm_version(args.vllm_version)
+    if release is not None:
+        flags["vllm_release"] = release
     settings.update({k: v for k, v in flags.items() if v is not None})
 
     if args.model is not None:

@@ -12,7 +12,14 @@ import json
 from typing import Any, get_args
 
 from gpustrata.catalog.hardware import load_hardware_catalog
-from gpustrata.cli.capacity import _choice, _float, _int, _resolve_gpu, _resolve_model
+from gpustrata.cli.capacity import (
+    _choice,
+    _float,
+    _int,
+    _resolve_gpu,
+    _resolve_model,
+    vllm_version,
+)
 from gpustrata.core.errors import InputError
 from gpustrata.spec.stack import KvCacheDtype, ModelDtype
 
@@ -37,6 +44,12 @@ def register(sub: Any) -> None:
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--concurrency", help="requests in flight (closed loop)")
     load.add_argument("--request-rate", help="requests per second arriving (open loop)")
+    load.add_argument(
+        "--burst",
+        metavar="N",
+        help="N requests sent at once and not replaced (vllm bench serve --num-prompts N at "
+        "request rate inf)",
+    )
     p.add_argument("--ttft", help="TTFT target in seconds (e.g. 2)")
     p.add_argument("--tpot", help="TPOT (inter-token latency) target in seconds (e.g. 0.05)")
     p.add_argument(
@@ -50,6 +63,17 @@ def register(sub: Any) -> None:
     p.add_argument("--replicas", help="evaluate exactly this many replicas")
     p.add_argument("--max-model-len", help="max_model_len (default: input + output tokens)")
     p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's for the GPU)")
+    p.add_argument(
+        "--max-num-batched-tokens", help="max_num_batched_tokens (default: vLLM's for the GPU)"
+    )
+    p.add_argument(
+        "--gpu-memory-utilization", help="fraction of GPU memory vLLM takes (default: vLLM's)"
+    )
+    p.add_argument(
+        "--vllm-version",
+        help="the engine's vLLM release (a catalogued one, e.g. 0.11.0; default: the "
+        "reference release): its memory-profile and MoE-kernel facts and the snippet's image",
+    )
     p.add_argument("--dtype", help="model dtype: " + ", ".join(get_args(ModelDtype)))
     p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
     p.add_argument("--kv-cache-dtype", help="KV cache dtype: " + ", ".join(get_args(KvCacheDtype)))
@@ -62,6 +86,12 @@ def register(sub: Any) -> None:
         help="price per hour of an instance type (overrides the catalogue); repeatable",
     )
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument(
+        "--snippet",
+        metavar="FILE",
+        help="also write the top candidate's stack entry (node pool, model, engine and "
+        "workload) to FILE as YAML",
+    )
     p.set_defaults(func=size_command)
 
 
@@ -86,6 +116,7 @@ def _request(args: argparse.Namespace) -> Any:
     inp = _int("--input-tokens", args.input_tokens, 1, "2048")
     outp = _int("--output-tokens", args.output_tokens, 1, "256")
     conc = _int("--concurrency", args.concurrency, 1, "64")
+    burst = _int("--burst", args.burst, 1, "500")
     rate = _float("--request-rate", args.request_rate, lambda v: v > 0, *positive)
     assert inp is not None and outp is not None
     gpus = [_resolve_gpu(g, hardware) for g in args.gpu]
@@ -103,10 +134,26 @@ def _request(args: argparse.Namespace) -> Any:
         "quantization": args.quantization,
         "max_model_len": _int("--max-model-len", args.max_model_len, 16, "4096"),
         "max_num_seqs": _int("--max-num-seqs", args.max_num_seqs, 1, "256"),
+        "max_num_batched_tokens": _int(
+            "--max-num-batched-tokens", args.max_num_batched_tokens, 1, "8192"
+        ),
+        "gpu_memory_utilization": _float(
+            "--gpu-memory-utilization",
+            args.gpu_memory_utilization,
+            lambda v: 0 < v <= 1,
+            "use a fraction in (0, 1] such as 0.9",
+        ),
+        "vllm_release": vllm_version(args.vllm_version),
     }
     return SizingRequest(
         arch=arch,
-        workload=Workload(inp, outp, concurrency=conc, request_rate=rate),
+        workload=Workload(
+            inp,
+            outp,
+            concurrency=burst if burst is not None else conc,
+            request_rate=rate,
+            burst=burst is not None,
+        ),
         ttft_s=_float("--ttft", args.ttft, lambda v: v > 0, *positive),
         tpot_s=_float("--tpot", args.tpot, lambda v: v > 0, *positive),
         gpus=gpus,
@@ -125,7 +172,12 @@ def _request(args: argparse.Namespace) -> Any:
 def size_command(args: argparse.Namespace) -> int:
     """Search, print the ranked candidates; 1 when none meets the SLOs."""
     from gpustrata.planning.sizing import size
-    from gpustrata.reports.sizing import sizing_document, sizing_markdown, sizing_text
+    from gpustrata.reports.sizing import (
+        sizing_document,
+        sizing_markdown,
+        sizing_snippet,
+        sizing_text,
+    )
     from gpustrata.vllm.calibration import default_constants
     from gpustrata.vllm.capacity import CapacityError
 
@@ -135,6 +187,16 @@ def size_command(args: argparse.Namespace) -> int:
         result = size(req, load_hardware_catalog(), constants)
     except CapacityError as exc:
         raise InputError(f"{exc.setting}: {exc}") from None
+    if args.snippet:
+        from pathlib import Path
+
+        snippet = sizing_snippet(result)
+        if snippet is None:
+            raise InputError(f"--snippet {args.snippet}: no configuration starts, nothing to write")
+        try:
+            Path(args.snippet).write_text(snippet, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--snippet {args.snippet}: {exc.strerror}") from None
     if args.format == "json":
         print(json.dumps(sizing_document(result, constants), indent=2))
     elif args.format == "markdown":

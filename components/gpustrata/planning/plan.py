@@ -30,7 +30,13 @@ from gpustrata.core.contract import (
 )
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger, Source
-from gpustrata.planning.serving import ServingAtSettings, pool_cost_per_hour, serving_at_settings
+from gpustrata.planning.serving import (
+    ServingAtSettings,
+    WorkloadTooLong,
+    pool_cost_per_hour,
+    serving_at_settings,
+)
+from gpustrata.planning.sizing import slo_misses
 from gpustrata.spec.stack import KarpenterPoolSpec, ModelSpec, NodePoolSpec, StackSpec
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
 from gpustrata.vllm.terms import Term
@@ -145,9 +151,9 @@ class ModelPlan:
     capacity_unavailable: str | None = None
     """Why ``capacity`` is None (e.g. the model is not in the catalogue)."""
     serving: ServingAtSettings | None = None
-    """Predicted TPOT, TTFT and throughput of one replica at its settings (the reference
-    workload of :func:`~gpustrata.vllm.performance.reference_workload`); None without a
-    capacity estimate or when vLLM would not start."""
+    """Predicted TPOT, TTFT and throughput of one replica serving its share of the model's
+    ``workload`` (the reference workload when the stack states none) at the largest replica
+    count; None without a capacity estimate or when vLLM would not start."""
 
     @property
     def name(self) -> str:
@@ -705,7 +711,12 @@ def _plan_model(
     if capacity is not None:
         _record_capacity(key, capacity, ledger)
         if arch is not None:
-            serving = serving_at_settings(arch, pool.gpu, capacity)
+            try:
+                serving = serving_at_settings(
+                    arch, pool.gpu, capacity, model.workload, max_replicas
+                )
+            except WorkloadTooLong as exc:
+                raise PlanError(f"gpustrata:stack.models[{index}].workload", str(exc)) from None
         if serving is not None:
             _record_serving(key, serving, ledger)
         startup = capacity.startup
@@ -843,7 +854,7 @@ def _record_capacity(key: str, cap: CapacityEstimate, ledger: Ledger) -> None:
         "formula",
         f"floor({cap.kv.num_blocks:,} blocks / {cap.kv.blocks_per_request:,} blocks per "
         f"{cap.max_model_len:,}-token request)"
-        + ("" if cap.fits else f"; vLLM would refuse to start: {cap.kv.vllm_error}"),
+        + ("" if cap.fits else f"; vLLM would refuse to start: {cap.refusal}"),
     )
     ledger.add(
         f"{ckey}.largestMaxModelLen",
@@ -871,14 +882,38 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
     """Put the predicted serving figures in the ledger (so a pull request's comparison
     shows what a change does to them)."""
     p, skey = serving.prediction, f"{key}.serving"
+    w = serving.workload
+    load = (
+        f"{w.request_rate:g} req/s"
+        if w.request_rate is not None
+        else f"burst {w.concurrency}"
+        if w.burst
+        else f"concurrency {w.concurrency}"
+    )
     ledger.add(
         f"{skey}.workload",
-        f"{p.workload.input_tokens} in / {p.workload.output_tokens} out, "
-        f"concurrency {p.workload.concurrency}",
-        "default",
+        f"{w.input_tokens} in / {w.output_tokens} out, {load} over {serving.replicas} replica(s)",
+        "spec" if serving.workload_why.startswith("workload") else "default",
         serving.workload_why,
     )
     ledger.add(f"{skey}.running", int(p.running.value), "formula", p.running.explanation)
+    if serving.ttft_s is not None or serving.tpot_s is not None:
+        misses = slo_misses(p, serving.ttft_s, serving.tpot_s)
+        targets = ", ".join(
+            t
+            for t in (
+                f"TTFT <= {serving.ttft_s:g} s" if serving.ttft_s is not None else "",
+                f"TPOT <= {serving.tpot_s * 1e3:g} ms" if serving.tpot_s is not None else "",
+            )
+            if t
+        )
+        ledger.add(
+            f"{skey}.slo",
+            "misses: " + "; ".join(misses) if misses else "met",
+            "formula",
+            f"workload targets {targets} against the predictions below (no margin: the "
+            "serving model's measured error is in benchmarks/bench_sizing_accuracy.py)",
+        )
     tpot_ms = round(p.tpot_seconds.value * 1e3, 1)
     ledger.add(f"{skey}.tpotMs", tpot_ms, "formula", p.tpot_seconds.explanation)
     ledger.add(

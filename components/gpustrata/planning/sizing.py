@@ -33,7 +33,10 @@ __all__ = [
     "SizingResult",
     "instance_price",
     "no_price_reason",
+    "per_replica_workload",
+    "predict_replica",
     "size",
+    "slo_misses",
 ]
 
 TP_SIZES = (1, 2, 4, 8)
@@ -136,23 +139,48 @@ def no_price_reason(inst: InstanceType) -> str:
     return f"no price for {inst.name}: pass --price {inst.name}=USD"
 
 
-def _misses(req: SizingRequest, pred: ServingPrediction, cost: float | None) -> list[str]:
+def slo_misses(pred: ServingPrediction, ttft_s: float | None, tpot_s: float | None) -> list[str]:
+    """The SLO targets ``pred`` misses (saturation, TTFT, TPOT), each as a phrase; empty
+    when it meets them. ``size`` ranks by these and ``plan`` reports them."""
     out: list[str] = []
     if pred.saturated:
         out.append("saturated: the request rate exceeds what the replicas sustain")
-    if req.ttft_s is not None and pred.ttft_seconds.value > req.ttft_s:
-        out.append(f"TTFT {pred.ttft_seconds.value:.2f} s > {req.ttft_s:g} s")
-    if req.tpot_s is not None and pred.tpot_seconds.value > req.tpot_s:
-        out.append(f"TPOT {pred.tpot_seconds.value * 1e3:.1f} ms > {req.tpot_s * 1e3:g} ms")
+    if ttft_s is not None and pred.ttft_seconds.value > ttft_s:
+        out.append(f"TTFT {pred.ttft_seconds.value:.2f} s > {ttft_s:g} s")
+    if tpot_s is not None and pred.tpot_seconds.value > tpot_s:
+        out.append(f"TPOT {pred.tpot_seconds.value * 1e3:.1f} ms > {tpot_s * 1e3:g} ms")
+    return out
+
+
+def _misses(req: SizingRequest, pred: ServingPrediction, cost: float | None) -> list[str]:
+    out = slo_misses(pred, req.ttft_s, req.tpot_s)
     if req.max_cost_per_hour is not None and cost is not None and cost > req.max_cost_per_hour:
         out.append(f"cost ${cost:,.2f}/h > ${req.max_cost_per_hour:g}/h")
     return out
 
 
-def _per_replica(w: Workload, replicas: int) -> Workload:
+def per_replica_workload(w: Workload, replicas: int) -> Workload:
+    """One replica's share of ``w`` spread over ``replicas`` (concurrency and bursts rounded
+    up: the busiest replica)."""
+    r = max(1, replicas)
     if w.concurrency is not None:
-        return Workload(w.input_tokens, w.output_tokens, concurrency=-(-w.concurrency // replicas))
-    return Workload(w.input_tokens, w.output_tokens, request_rate=(w.request_rate or 0) / replicas)
+        return Workload(
+            w.input_tokens, w.output_tokens, concurrency=-(-w.concurrency // r), burst=w.burst
+        )
+    return Workload(w.input_tokens, w.output_tokens, request_rate=(w.request_rate or 0) / r)
+
+
+def predict_replica(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    workload: Workload,
+    replicas: int,
+    constants: ServingConstants,
+) -> ServingPrediction:
+    """One replica of ``replicas`` serving its share of ``workload``: the one prediction
+    ``size`` ranks candidates by and ``plan`` prints for a stack's model."""
+    return predict_serving(arch, gpu, est, per_replica_workload(workload, replicas), constants)
 
 
 def size(
@@ -198,7 +226,7 @@ def size(
                             "pipeline_parallel_size": req.pipeline_parallel_size,
                         },
                     )
-                    estimates[key] = est if est.fits else (est.kv.vllm_error or "does not fit")
+                    estimates[key] = est if est.fits else (est.refusal or "does not fit")
                 except CapacityError as exc:
                     estimates[key] = str(exc)
             found = estimates[key]
@@ -232,13 +260,7 @@ def _candidate(
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
     best: tuple[int, ServingPrediction, list[str], float | None] | None = None
     for r in tries:
-        pred = predict_serving(
-            req.arch,
-            gpu,
-            est,
-            _per_replica(req.workload, r),
-            constants,
-        )
+        pred = predict_replica(req.arch, gpu, est, req.workload, r, constants)
         instances = -(-r // per_instance)
         cost = instances * price[0] if price else None
         misses = _misses(req, pred, cost)

@@ -263,15 +263,7 @@ def capacity_document(
 
 def _refusal(est: CapacityEstimate) -> str | None:
     """Why vLLM would not start with these settings, or None."""
-    if est.fits:
-        return None
-    if not est.weights_fit:
-        return (
-            f"weights ({gib(est.weights.bytes_per_gpu)}) and overheads exceed "
-            f"gpu_memory_utilization x GPU memory ({gib(est.memory.requested.value)}): "
-            "'No available memory for the cache blocks'; raise --tp or use a larger GPU"
-        )
-    return est.kv.vllm_error
+    return est.refusal
 
 
 def _fmt(key: str, value: int | float) -> str:

@@ -57,9 +57,27 @@ def sizing_snippet(result: SizingResult) -> str | None:
     }
     if c.pipeline_parallel_size > 1:
         engine["pipeline_parallel_size"] = c.pipeline_parallel_size
-    for key in ("dtype", "quantization", "kv_cache_dtype", "max_num_seqs"):
+    for key in (
+        "dtype",
+        "quantization",
+        "kv_cache_dtype",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "gpu_memory_utilization",
+    ):
         if result.request.settings.get(key) is not None:
             engine[key] = result.request.settings[key]
+    w = result.request.workload
+    workload: dict[str, Any] = {"input_tokens": w.input_tokens, "output_tokens": w.output_tokens}
+    if w.request_rate is not None:
+        workload["request_rate"] = w.request_rate
+    else:
+        workload["burst" if w.burst else "concurrency"] = w.concurrency
+    if result.request.ttft_s is not None:
+        workload["ttft_seconds"] = result.request.ttft_s
+    if result.request.tpot_s is not None:
+        workload["tpot_seconds"] = result.request.tpot_s
+    release = result.request.settings.get("vllm_release") or VLLM_VERSION
     doc = {
         "node_pools": [
             {
@@ -76,9 +94,10 @@ def sizing_snippet(result: SizingResult) -> str | None:
                 "model": result.request.arch.id,
                 "runtime": "deployment",
                 "pool": pool,
-                "image": f"vllm/vllm-openai:v{VLLM_VERSION}",
+                "image": f"vllm/vllm-openai:v{release}",
                 "replicas": c.replicas,
                 "engine": engine,
+                "workload": workload,
             }
         ],
     }
@@ -132,7 +151,13 @@ _HEAD = [
 
 def _workload(result: SizingResult) -> str:
     w = result.request.workload
-    load = f"concurrency {w.concurrency}" if w.concurrency else f"{w.request_rate:g} req/s"
+    load = (
+        f"{w.request_rate:g} req/s"
+        if w.request_rate is not None
+        else f"a burst of {w.concurrency}"
+        if w.burst
+        else f"concurrency {w.concurrency}"
+    )
     slo = []
     if result.request.ttft_s is not None:
         slo.append(f"TTFT <= {result.request.ttft_s:g} s")
@@ -248,7 +273,8 @@ def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[s
         "workload": {
             "input_tokens": w.input_tokens,
             "output_tokens": w.output_tokens,
-            "concurrency": w.concurrency,
+            "concurrency": None if w.burst else w.concurrency,
+            "burst": w.concurrency if w.burst else None,
             "request_rate": w.request_rate,
         },
         "slo": {"ttft_seconds": result.request.ttft_s, "tpot_seconds": result.request.tpot_s},

@@ -127,6 +127,39 @@ class CapacityEstimate:
         return self.weights_fit and self.kv.fits_one_sequence
 
     @property
+    def refusal(self) -> str | None:
+        """Why vLLM would not start with these settings and what would fix it (None: it
+        starts). vLLM's own message advises raising ``gpu_memory_utilization`` whenever no
+        KV memory is left; that is only a fix while the weights and the profile run's
+        memory fit in the whole GPU, so the advice here depends on how far off it is."""
+        if self.fits:
+            return None
+        if self.weights_fit:
+            return self.kv.vllm_error
+        m = self.memory
+        total = int(m.total.value)
+        # Per GPU: the fullest stage's weights plus what the budget takes besides them.
+        used = int(m.requested.value) - self.memory.available_kv_bytes
+        have = (
+            f"weights {gib(m.weights.value)} + activation peak, CUDA graphs and runtime "
+            f"{gib(used - m.weights.value)} = {gib(used)} per GPU"
+        )
+        if used >= total:
+            return (
+                f"{have} exceed the whole {gib(total)} of one GPU: vLLM runs out of memory "
+                "whatever gpu_memory_utilization is; raise tensor_parallel_size, quantise the "
+                "weights or use a GPU with more memory"
+            )
+        needed = math.ceil(used / total * 100 + 1) / 100
+        return (
+            f"{have} exceed the {gib(m.requested.value)} gpu_memory_utilization "
+            f"{self.gpu_memory_utilization} grants: vLLM stops with 'No available memory for "
+            f"the cache blocks'; gpu_memory_utilization {min(needed, 1.0):.2f} or more leaves "
+            "KV memory (if nothing else uses the GPU), else raise tensor_parallel_size or "
+            "quantise the weights"
+        )
+
+    @property
     def max_concurrent_full_length_sequences(self) -> int:
         """Requests of max_model_len the KV cache holds at once (floor of vLLM's figure)."""
         return max(0, math.floor(self.kv.max_concurrency))

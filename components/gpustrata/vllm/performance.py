@@ -36,8 +36,6 @@ from gpustrata.vllm.timing import forward_flops
 __all__ = [
     "FP8_QUANTIZATIONS",
     "PCIE4_GBS",
-    "REFERENCE_INPUT_TOKENS",
-    "REFERENCE_OUTPUT_TOKENS",
     "DecodeStep",
     "ServingConstants",
     "ServingPrediction",
@@ -46,7 +44,6 @@ __all__ = [
     "link_gbs",
     "predict_serving",
     "prefill_seconds",
-    "reference_workload",
 ]
 
 FP8_QUANTIZATIONS = frozenset({"fp8", "fbgemm_fp8", "modelopt", "compressed-tensors-fp8"})
@@ -575,21 +572,3 @@ def predict_serving(
         ),
         saturated=saturated,
     )
-
-
-REFERENCE_INPUT_TOKENS = 1024
-REFERENCE_OUTPUT_TOKENS = 256
-"""The workload ``plan`` and ``capacity`` predict an engine at when the stack states none:
-1,024 prompt and 256 output tokens per request (a chat turn; within max_model_len), as
-many requests in flight as max_num_seqs allows (the engine at its settings, full)."""
-
-
-def reference_workload(est: CapacityEstimate) -> tuple[Workload, str]:
-    """The reference workload for ``est``'s settings, and how it was chosen."""
-    out = min(REFERENCE_OUTPUT_TOKENS, max(1, est.max_model_len // 4))
-    inp = max(1, min(REFERENCE_INPUT_TOKENS, est.max_model_len - out))
-    why = (
-        f"reference workload: {inp:,} in / {out} out tokens per request at concurrency "
-        f"{est.max_num_seqs} (max_num_seqs; the KV cache may bound it lower)"
-    )
-    return Workload(inp, out, concurrency=est.max_num_seqs), why
