@@ -629,11 +629,10 @@ def test_refusal_advises_gpu_memory_utilization_only_where_it_helps() -> None:
     assert "raise tensor_parallel_size" in too_big.refusal
     tight = estimate_capacity(small, l4, max_model_len=4096, gpu_memory_utilization=0.5)
     assert tight.refusal is not None
-    assert "gpu_memory_utilization 0.81 or more leaves KV memory" in tight.refusal
-    # ... and 0.81 does leave KV memory, 0.78 does not (the advice is the threshold).
-    at = estimate_capacity(small, l4, max_model_len=4096, gpu_memory_utilization=0.81)
-    assert at.weights_fit
-    assert not estimate_capacity(
-        small, l4, max_model_len=4096, gpu_memory_utilization=0.78
-    ).weights_fit
+    u = tight.utilization_to_start
+    assert u is not None and f"gpu_memory_utilization {u:.2f} would start it" in tight.refusal
+    # ... and that utilization starts it, a hundredth less does not (it is the threshold).
+    assert estimate_capacity(small, l4, max_model_len=4096, gpu_memory_utilization=u).fits
+    below = round(u - 0.01, 2)
+    assert not estimate_capacity(small, l4, max_model_len=4096, gpu_memory_utilization=below).fits
     assert estimate_capacity(small, l4, max_model_len=4096).refusal is None
