@@ -58,6 +58,19 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--instance-type", action="append", default=[], help="only this instance type; repeatable"
     )
+    p.add_argument(
+        "--cloud", choices=("aws", "gcp", "azure"), help="only this cloud's instance types"
+    )
+    p.add_argument(
+        "--region",
+        help="not supported: the instance catalogue records no per-region availability "
+        "(prices are AWS us-east-1 and Azure westus3 list prices); gives an error saying so",
+    )
+    p.add_argument(
+        "--margin",
+        help="fraction a prediction must stay under each SLO target (e.g. 0.25; default: the "
+        "serving model's median error on held-out published runs, printed with the SLO)",
+    )
     p.add_argument("--tp", help="only this tensor_parallel_size")
     p.add_argument("--pp", help="pipeline_parallel_size (default 1)")
     p.add_argument("--replicas", help="evaluate exactly this many replicas")
@@ -108,6 +121,7 @@ def _prices(raw: list[str]) -> dict[str, float]:
 
 def _request(args: argparse.Namespace) -> Any:
     from gpustrata.planning.sizing import TP_SIZES, SizingRequest
+    from gpustrata.vllm.calibration import measured_margin
     from gpustrata.vllm.performance import Workload
 
     hardware = load_hardware_catalog()
@@ -128,6 +142,22 @@ def _request(args: argparse.Namespace) -> Any:
                 "(catalog/data/instances.yaml)"
             )
     tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8")
+    if args.region is not None:
+        raise InputError(
+            f"--region {args.region!r}: the instance catalogue records no per-region "
+            "availability (prices are AWS us-east-1 / Azure westus3 list prices); drop "
+            "--region and pass --instance-type for the types your region offers, with --price "
+            "TYPE=USD for its prices"
+        )
+    margin = _float(
+        "--margin", args.margin, lambda v: 0 <= v < 10, "use a fraction such as 0.25 (0: none)"
+    )
+    if margin is None:
+        measured = measured_margin()
+        tpot_m, ttft_m, margin_why = measured.tpot, measured.ttft, measured.explanation
+    else:
+        tpot_m = ttft_m = margin
+        margin_why = f"--margin {margin:g}"
     settings: dict[str, Any] = {
         "dtype": _choice("--dtype", args.dtype, get_args(ModelDtype)),
         "kv_cache_dtype": _choice("--kv-cache-dtype", args.kv_cache_dtype, get_args(KvCacheDtype)),
@@ -166,6 +196,10 @@ def _request(args: argparse.Namespace) -> Any:
             "--max-cost-per-hour", args.max_cost_per_hour, lambda v: v > 0, *positive
         ),
         prices=_prices(args.price),
+        ttft_margin=ttft_m,
+        tpot_margin=tpot_m,
+        margin_why=margin_why,
+        cloud=args.cloud,
     )
 
 

@@ -38,6 +38,7 @@ from gpustrata.planning.serving import (
 )
 from gpustrata.planning.sizing import slo_misses
 from gpustrata.spec.stack import KarpenterPoolSpec, ModelSpec, NodePoolSpec, StackSpec
+from gpustrata.vllm.calibration import measured_margin
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
 from gpustrata.vllm.terms import Term
 
@@ -898,7 +899,8 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
     )
     ledger.add(f"{skey}.running", int(p.running.value), "formula", p.running.explanation)
     if serving.ttft_s is not None or serving.tpot_s is not None:
-        misses = slo_misses(p, serving.ttft_s, serving.tpot_s)
+        margin = measured_margin()
+        misses = slo_misses(p, serving.ttft_s, serving.tpot_s, margin.ttft, margin.tpot)
         targets = ", ".join(
             t
             for t in (
@@ -911,8 +913,9 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
             f"{skey}.slo",
             "misses: " + "; ".join(misses) if misses else "met",
             "formula",
-            f"workload targets {targets} against the predictions below (no margin: the "
-            "serving model's measured error is in benchmarks/bench_sizing_accuracy.py)",
+            f"workload targets {targets} against the predictions below plus a margin of "
+            f"{margin.tpot:.0%} on TPOT and {margin.ttft:.0%} on TTFT ({margin.explanation}; "
+            "the same check `size` ranks by)",
         )
     tpot_ms = round(p.tpot_seconds.value * 1e3, 1)
     ledger.add(f"{skey}.tpotMs", tpot_ms, "formula", p.tpot_seconds.explanation)

@@ -163,8 +163,15 @@ def _workload(result: SizingResult) -> str:
         slo.append(f"TTFT <= {result.request.ttft_s:g} s")
     if result.request.tpot_s is not None:
         slo.append(f"TPOT <= {result.request.tpot_s * 1e3:g} ms")
+    margin = ""
+    if slo:
+        r = result.request
+        margin = (
+            f" with a margin of {r.tpot_margin:.0%} on TPOT and {r.ttft_margin:.0%} on TTFT "
+            f"({r.margin_why})"
+        )
     return f"{result.request.arch.id}: {w.input_tokens} in / {w.output_tokens} out at {load}" + (
-        f"; SLO {', '.join(slo)}" if slo else ""
+        f"; SLO {', '.join(slo)}{margin}" if slo else ""
     )
 
 
@@ -172,7 +179,7 @@ def sizing_text(result: SizingResult, constants: ServingConstants) -> str:
     """The plain-text report."""
     out = [_workload(result), f"max_model_len {result.max_model_len_why}", ""]
     if not result.candidates:
-        out.append("no configuration starts: see the rejections below")
+        out.append(f"no candidate: {result.empty_reason or 'no configuration starts'}")
     else:
         widths = [
             max(len(h), *(len(_row(c)[i]) for c in result.candidates[:_SHOWN]))
@@ -253,7 +260,7 @@ def sizing_markdown(result: SizingResult, constants: ServingConstants) -> str:
         if snippet:
             out += ["", "```yaml", snippet.rstrip(), "```"]
     else:
-        out.append("No configuration starts.")
+        out.append(f"No candidate: {result.empty_reason or 'no configuration starts'}.")
     if result.rejected:
         out += ["", "<details><summary>rejected</summary>", ""]
         out += [
@@ -277,7 +284,14 @@ def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[s
             "burst": w.concurrency if w.burst else None,
             "request_rate": w.request_rate,
         },
-        "slo": {"ttft_seconds": result.request.ttft_s, "tpot_seconds": result.request.tpot_s},
+        "slo": {
+            "ttft_seconds": result.request.ttft_s,
+            "tpot_seconds": result.request.tpot_s,
+            "ttft_margin": result.request.ttft_margin,
+            "tpot_margin": result.request.tpot_margin,
+            "margin_why": result.request.margin_why,
+        },
+        "empty_reason": result.empty_reason,
         "max_model_len": {"value": result.max_model_len, "explanation": result.max_model_len_why},
         "constants": {"source": constants.source},
         "candidates": [
