@@ -101,3 +101,21 @@ def test_size_snippet_carries_the_workload_plan_reads_back(
     model = ModelSpec.model_validate(doc["models"][0])
     assert model.workload.burst == 100 and model.workload.tpot_seconds == 0.05
     assert (model.workload.input_tokens, model.workload.output_tokens) == (1000, 200)
+
+
+def test_capacity_on_a_stack_model_predicts_the_stack_workload(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`capacity --stack prod --model-name llama-70b` predicts its current row at the
+    model's workload: the same TPOT `plan` prints."""
+    plan = plan_spec(load_stack_file(stack_path("prod")))
+    mp = plan.models["llama-70b"]
+    assert mp.serving is not None and mp.spec.workload.model_fields_set
+    argv = ["capacity", "--file", str(stack_path("prod")), "--model-name", "llama-70b"]
+    assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (current,) = [r for r in doc["what_if"] if r["current"]]
+    assert current["predicted"]["tpot_seconds"] == round(
+        mp.serving.prediction.tpot_seconds.value, 4
+    )
+    assert current["predicted"]["workload"] == mp.serving.workload_why

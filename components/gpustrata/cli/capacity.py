@@ -192,13 +192,14 @@ def _resolve_gpu(raw: str, hardware: HardwareCatalog) -> GpuModel:
 
 def _stack_model(
     args: argparse.Namespace,
-) -> tuple[ModelSpec | None, GpuModel | None, str | None, HardwareCatalog]:
-    """The stack model named by --model-name (or the only one), with its pool's GPU."""
+) -> tuple[ModelSpec | None, GpuModel | None, str | None, HardwareCatalog, int]:
+    """The stack model named by --model-name (or the only one), with its pool's GPU and the
+    replica count its serving is predicted at (the plan's largest)."""
     hardware = load_hardware_catalog()
     if args.stack is None and args.file is None:
         if args.model_name:
             raise InputError("--model-name needs a stack: add --stack NAME or --file PATH")
-        return None, None, None, hardware
+        return None, None, None, hardware, 1
     path, stack, plan, _ = load_stack(args)
     hardware = hardware.extended(plan.spec.catalog.gpus, plan.spec.catalog.instances)
     names = list(plan.models)
@@ -221,7 +222,7 @@ def _stack_model(
     else:
         name = args.model_name
     mp = plan.models[name]
-    return mp.spec, mp.pool.gpu, f"{stack} ({path})", hardware
+    return mp.spec, mp.pool.gpu, f"{stack} ({path})", hardware, mp.max_replicas
 
 
 def _target(args: argparse.Namespace) -> CapacityTarget:
@@ -230,7 +231,7 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
     from gpustrata.reports.capacity import CapacityTarget
     from gpustrata.vllm.capacity import LOAD_GBPS_DEFAULTS, resolve_architecture
 
-    spec, pool_gpu, stack, hardware = _stack_model(args)
+    spec, pool_gpu, stack, hardware, replicas = _stack_model(args)
     settings: dict[str, Any] = {} if spec is None else model_settings(spec)
     flags: dict[str, Any] = {
         "tensor_parallel_size": _int("--tp", args.tp, 1, "1, 2, 4 or 8"),
@@ -292,7 +293,8 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
             "GFD product label such as NVIDIA-H100-80GB-HBM3"
         )
     name = spec.name if spec is not None else None
-    return CapacityTarget(arch, gpu, settings, stack, name, hardware)
+    workload = spec.workload if spec is not None else None
+    return CapacityTarget(arch, gpu, settings, stack, name, hardware, workload, replicas)
 
 
 def capacity_command(args: argparse.Namespace) -> int:

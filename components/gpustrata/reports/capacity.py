@@ -34,7 +34,8 @@ from typing import Any
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
 from gpustrata.core.errors import InputError
-from gpustrata.planning.serving import ServingAtSettings, serving_at_settings
+from gpustrata.planning.serving import ServingAtSettings, WorkloadTooLong, serving_at_settings
+from gpustrata.spec.stack import WorkloadSpec
 from gpustrata.vllm.capacity import (
     CapacityError,
     CapacityEstimate,
@@ -80,6 +81,10 @@ class CapacityTarget:
     stack: str | None
     model_name: str | None
     hardware: HardwareCatalog
+    workload: WorkloadSpec | None = None
+    """The stack model's workload (None: the reference workload)."""
+    replicas: int = 1
+    """Replicas the workload is spread over (the stack's largest count)."""
 
 
 def estimate(target: CapacityTarget, **overrides: Any) -> CapacityEstimate:
@@ -189,11 +194,17 @@ def _settings(est: CapacityEstimate) -> dict[str, Any]:
 
 
 def _predicted(target: CapacityTarget | None, est: CapacityEstimate) -> ServingAtSettings | None:
-    """A what-if row's predicted serving at the reference workload (None: not predicted)."""
+    """A what-if row's predicted serving at the stack model's workload, else the reference
+    workload (None: not predicted)."""
     if target is None:
         return None
     gpu = target.hardware.gpu(est.gpu_id)
-    return serving_at_settings(target.arch, gpu, est) if gpu is not None else None
+    if gpu is None:
+        return None
+    try:
+        return serving_at_settings(target.arch, gpu, est, target.workload, target.replicas)
+    except WorkloadTooLong:
+        return None
 
 
 def _row(
