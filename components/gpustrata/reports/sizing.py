@@ -24,9 +24,10 @@ import yaml
 from gpustrata.planning.sizing import Candidate, SizingResult
 from gpustrata.vllm.performance import ServingConstants
 from gpustrata.vllm.reference import VLLM_VERSION
+from gpustrata.vllm.simulate import SimulatedServing, simulate_serving
 from gpustrata.vllm.terms import Term
 
-__all__ = ["sizing_document", "sizing_markdown", "sizing_snippet", "sizing_text"]
+__all__ = ["simulated", "sizing_document", "sizing_markdown", "sizing_snippet", "sizing_text"]
 
 _SHOWN = 10
 
@@ -102,6 +103,17 @@ def sizing_snippet(result: SizingResult) -> str | None:
         ],
     }
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def simulated(
+    result: SizingResult, c: Candidate, constants: ServingConstants
+) -> SimulatedServing | None:
+    """The event-level simulation of one replica of ``c`` at its share of the workload
+    (p50/p90 TTFT and TPOT), or None where it cannot run (a request longer than the KV)."""
+    sim = simulate_serving(
+        result.request.arch, c.gpu, c.estimate, c.per_replica.workload, constants
+    )
+    return sim if sim.requests else None
 
 
 def _cost(c: Candidate) -> str:
@@ -206,6 +218,14 @@ def sizing_text(result: SizingResult, constants: ServingConstants) -> str:
         ):
             if t is not None:
                 out.append(f"  {label:<10} <- {t.explanation}")
+        sim = simulated(result, top, constants)
+        if sim is not None:
+            out.append(
+                f"  simulated  <- TTFT p50 {sim.ttft_p50_s:.2f} s / p90 {sim.ttft_p90_s:.2f} s, "
+                f"TPOT p50 {sim.tpot_p50_s * 1e3:.1f} ms / p90 {sim.tpot_p90_s * 1e3:.1f} ms, "
+                f"{sim.output_tokens_per_second:,.0f} tok/s per replica: {sim.explanation} "
+                "(gpustrata.vllm.simulate; benchmarks/bench_serving_loso.py has its error)"
+            )
         snippet = sizing_snippet(result)
         if snippet:
             out += [
@@ -329,4 +349,22 @@ def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[s
             for r in result.rejected
         ],
         "snippet": sizing_snippet(result),
+        "simulated_top": _simulated_doc(result, constants),
+    }
+
+
+def _simulated_doc(result: SizingResult, constants: ServingConstants) -> dict[str, Any] | None:
+    if not result.candidates:
+        return None
+    sim = simulated(result, result.candidates[0], constants)
+    if sim is None:
+        return None
+    return {
+        "ttft_p50_seconds": sim.ttft_p50_s,
+        "ttft_p90_seconds": sim.ttft_p90_s,
+        "tpot_p50_seconds": sim.tpot_p50_s,
+        "tpot_p90_seconds": sim.tpot_p90_s,
+        "output_tokens_per_second_per_replica": sim.output_tokens_per_second,
+        "preemptions": sim.preemptions,
+        "explanation": sim.explanation,
     }
