@@ -9,7 +9,8 @@ closed-form model (gpustrata.vllm.performance with serving-fit.yaml: fitted on 2
 28 points, so mostly in-sample here).
 
 Fitted per fold (coordinate descent, x0.8/x0.9/x1.1/x1.25 around the shipped value, one
-sweep, loss = mean |log error| of TPOT and throughput + 0.5 x TTFT): memory_efficiency,
+sweep, loss = mean |log error| of TPOT and throughput + 0.5 x TTFT): memory_efficiency per
+GPU generation (sm80: A100, sm90: H100/H200; each starts at the shipped single value),
 compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s.
 Kept from serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
 per_sequence_overhead_s, allreduce_latency_s, moe_layer_overhead_s.
@@ -30,7 +31,8 @@ from gpustrata.vllm.performance import ServingConstants, Workload
 from gpustrata.vllm.simulate import SimulatedServing, simulate_serving
 
 FITTED = (
-    "memory_efficiency",
+    "memory_efficiency_sm80",
+    "memory_efficiency_sm90",
     "compute_efficiency_sm80",
     "compute_efficiency_sm90",
     "step_overhead_s",
@@ -121,7 +123,11 @@ def _fmt(values: list[float]) -> str:
 def main() -> None:
     t0 = time.perf_counter()
     points = load_serving_calibration()
-    shipped = default_constants()
+    shipped = dataclasses.replace(
+        default_constants(),
+        memory_efficiency_sm80=default_constants().memory_efficiency,
+        memory_efficiency_sm90=default_constants().memory_efficiency,
+    )
     sources = sorted({source_of(p) for p in points})
     print(
         f"{'held-out source':14} {'n':>3}  {'TPOT med/max':>13}  {'tok/s med/max':>13}  "

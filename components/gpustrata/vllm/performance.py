@@ -82,6 +82,22 @@ class ServingConstants:
     (989 TFLOP/s dense BF16) than of the Ampere one (312), so one fraction for both
     misses one of them by ~2x (catalog/data/serving-fit.yaml says on which points)."""
 
+    memory_efficiency_sm80: float | None = None
+    """``memory_efficiency`` on compute capability 8.0 (A100); None: the default."""
+    memory_efficiency_sm90: float | None = None
+    """``memory_efficiency`` on compute capability 9.0 (H100, H200); None: the default.
+    Microbenchmarks reach 0.75-0.78 of the H200's datasheet bandwidth
+    (benchmarks/data/h200-decode-microbench.json), more than one value for every generation
+    gives; benchmarks/bench_serving_loso.py fits both per held-out source."""
+
+    def memory_efficiency_for(self, gpu: GpuModel) -> tuple[float, str]:
+        """The memory-bandwidth efficiency on ``gpu``'s generation, and which value it is."""
+        by_cc = {"8.0": self.memory_efficiency_sm80, "9.0": self.memory_efficiency_sm90}
+        value = by_cc.get(gpu.compute_capability)
+        if value is not None:
+            return value, f"sm{gpu.compute_capability.replace('.', '')} {value:g}"
+        return self.memory_efficiency, f"{self.memory_efficiency:g}"
+
     def compute_efficiency_for(self, gpu: GpuModel) -> tuple[float, str]:
         """The compute efficiency on ``gpu``'s generation, and which value it is."""
         by_cc = {"8.0": self.compute_efficiency_sm80, "9.0": self.compute_efficiency_sm90}
@@ -265,7 +281,8 @@ def decode_step(
         flops_total += forward_flops(arch, prompt_tokens, prompt_context, 0)
     flops = flops_total / est.gpus
     fl = Term(flops, f"{flops_total / 1e12:,.2f} TFLOP / {est.gpus} GPUs")
-    bw = gpu.memory_bandwidth_gbs * GB * c.memory_efficiency
+    mem_eff, mem_eff_why = c.memory_efficiency_for(gpu)
+    bw = gpu.memory_bandwidth_gbs * GB * mem_eff
     mem = (w.value + kv.value) / bw * pp
     peak, peak_why = _peak_flops(gpu, est)
     eff, eff_why = c.compute_efficiency_for(gpu)
@@ -274,7 +291,7 @@ def decode_step(
     mem_t = Term(
         mem,
         f"({w.value / GB:.2f} + {kv.value / GB:.2f}) GB / ({gpu.memory_bandwidth_gbs:g} GB/s "
-        f"x {c.memory_efficiency:g}){pp_why} = {mem * 1e3:.2f} ms",
+        f"x {mem_eff_why}){pp_why} = {mem * 1e3:.2f} ms",
     )
     comp_t = Term(
         comp,
