@@ -26,8 +26,13 @@ import statistics
 import time
 
 from gpustrata.catalog.serving import CalibrationPoint, load_serving_calibration
-from gpustrata.vllm.calibration import _sized, default_constants, predict_point
-from gpustrata.vllm.performance import ServingConstants, Workload
+from gpustrata.vllm.calibration import (
+    default_constants,
+    point_workload,
+    predict_point,
+    sized_point,
+)
+from gpustrata.vllm.performance import ServingConstants
 from gpustrata.vllm.simulate import SimulatedServing, simulate_serving
 
 FITTED = (
@@ -48,15 +53,8 @@ def source_of(p: CalibrationPoint) -> str:
 
 
 def simulate(p: CalibrationPoint, c: ServingConstants) -> SimulatedServing | None:
-    arch, gpu, est = _sized(p.id)
-    w = Workload(
-        p.input_tokens,
-        p.output_tokens,
-        concurrency=p.concurrency,
-        request_rate=p.request_rate,
-        burst=p.burst,
-    )
-    s = simulate_serving(arch, gpu, est, w, c)
+    arch, gpu, est = sized_point(p)
+    s = simulate_serving(arch, gpu, est, point_workload(p), c)
     return s if s.requests else None
 
 
@@ -108,7 +106,7 @@ def fit(points: list[CalibrationPoint], start: ServingConstants) -> ServingConst
 def naive_tpot_error(p: CalibrationPoint) -> float | None:
     if not p.tpot_ms:
         return None
-    _, gpu, est = _sized(p.id)
+    _, gpu, est = sized_point(p)
     t = est.weights.bytes_per_gpu / (gpu.memory_bandwidth_gbs * 1e9)
     return t * 1e3 / p.tpot_ms - 1
 

@@ -13,21 +13,12 @@ from gpustrata.cli.app import main
 from gpustrata.planning.build import plan_spec
 from gpustrata.planning.model_capacity import model_settings
 from gpustrata.planning.plan import ModelPlan
+from gpustrata.reports.capacity import SETTING_FLAGS
 from gpustrata.spec.loader import load_stack_file
 
-# The engine settings `size` takes as flags; a stack that sets another one fails the test
-# below (size would predict for a different engine).
-_FLAGS = {
-    "tensor_parallel_size": "--tp",
-    "pipeline_parallel_size": "--pp",
-    "max_model_len": "--max-model-len",
-    "gpu_memory_utilization": "--gpu-memory-utilization",
-    "dtype": "--dtype",
-    "kv_cache_dtype": "--kv-cache-dtype",
-    "max_num_batched_tokens": "--max-num-batched-tokens",
-    "max_num_seqs": "--max-num-seqs",
-    "quantization": "--quantization",
-}
+# The engine settings `size` takes as flags (capacity's, less --block-size and the weights);
+# a stack that sets another one fails the test below (size would predict another engine).
+_FLAGS = {k: v for k, v in SETTING_FLAGS.items() if k not in {"block_size"} and "." not in k}
 _NOT_SERVING = {"weights_source", "load_gbps", "engine_init_s"}
 
 

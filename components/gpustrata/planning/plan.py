@@ -884,16 +884,9 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
     shows what a change does to them)."""
     p, skey = serving.prediction, f"{key}.serving"
     w = serving.workload
-    load = (
-        f"{w.request_rate:g} req/s"
-        if w.request_rate is not None
-        else f"burst {w.concurrency}"
-        if w.burst
-        else f"concurrency {w.concurrency}"
-    )
     ledger.add(
         f"{skey}.workload",
-        f"{w.input_tokens} in / {w.output_tokens} out, {load} over {serving.replicas} replica(s)",
+        f"{w.input_tokens} in / {w.output_tokens} out, {w.load} over {serving.replicas} replica(s)",
         "spec" if serving.workload_why.startswith("workload") else "default",
         serving.workload_why,
     )

@@ -97,17 +97,10 @@ class ServingAtSettings:
         figures people compare, and the per-replica workload they are for."""
         p = self.prediction
         w = p.workload
-        load = (
-            f"{w.request_rate:g} req/s"
-            if w.request_rate is not None
-            else f"burst {w.concurrency}"
-            if w.burst
-            else f"c{w.concurrency}"
-        )
         return (
             f"TPOT {p.tpot_seconds.value * 1e3:.1f} ms, TTFT {p.ttft_seconds.value:.2f} s, "
             f"{p.output_tokens_per_second.value:,.0f} tok/s ({w.input_tokens}/"
-            f"{w.output_tokens} tokens, {load})"
+            f"{w.output_tokens} tokens, {w.load})"
         )
 
 

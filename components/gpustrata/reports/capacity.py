@@ -44,6 +44,7 @@ from gpustrata.vllm.capacity import (
 )
 
 __all__ = [
+    "SETTING_FLAGS",
     "WHAT_IF_TP_SIZES",
     "CapacityTarget",
     "capacity_document",
@@ -55,7 +56,7 @@ __all__ = [
 WHAT_IF_TP_SIZES = (1, 2, 4, 8)
 """Tensor-parallel sizes the what-if table tries (one node's worth of GPUs)."""
 
-_FLAGS = {
+SETTING_FLAGS = {
     "tensor_parallel_size": "--tp",
     "pipeline_parallel_size": "--pp",
     "max_model_len": "--max-model-len",
@@ -69,6 +70,7 @@ _FLAGS = {
     "weights.source": "--weights-source",
     "weights.load_gbps": "--load-gbps",
 }
+"""The command-line flag of each engine setting (capacity, size), for messages."""
 
 
 @dataclass
@@ -91,7 +93,7 @@ def estimate(target: CapacityTarget, **overrides: Any) -> CapacityEstimate:
     try:
         return estimate_capacity(target.arch, target.gpu, **{**target.settings, **overrides})
     except CapacityError as exc:
-        flag = _FLAGS.get(exc.setting, exc.setting)
+        flag = SETTING_FLAGS.get(exc.setting, exc.setting)
         key = {"weights.source": "weights_source", "weights.load_gbps": "load_gbps"}.get(
             exc.setting, exc.setting
         )

@@ -163,13 +163,7 @@ _HEAD = [
 
 def _workload(result: SizingResult) -> str:
     w = result.request.workload
-    load = (
-        f"{w.request_rate:g} req/s"
-        if w.request_rate is not None
-        else f"a burst of {w.concurrency}"
-        if w.burst
-        else f"concurrency {w.concurrency}"
-    )
+    load = w.load
     slo = []
     if result.request.ttft_s is not None:
         slo.append(f"TTFT <= {result.request.ttft_s:g} s")

@@ -34,7 +34,9 @@ __all__ = [
     "constants_from_fit",
     "default_constants",
     "measured_margin",
+    "point_workload",
     "predict_point",
+    "sized_point",
 ]
 
 CONSTANT_NAMES = (
@@ -125,20 +127,29 @@ def _sized(point_id: str) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate
     return arch, gpu, estimate_capacity(arch, gpu, **settings)
 
 
-def predict_point(point: CalibrationPoint, constants: ServingConstants) -> PointPrediction:
-    """Size ``point``'s model, GPU and settings and predict its workload.
-
-    ``point`` must be one of :func:`load_serving_calibration` (its sizing is cached by id).
-    """
-    arch, gpu, est = _sized(point.id)
-    workload = Workload(
+def point_workload(point: CalibrationPoint) -> Workload:
+    """The workload a published run served."""
+    return Workload(
         point.input_tokens,
         point.output_tokens,
         concurrency=point.concurrency,
         request_rate=point.request_rate,
         burst=point.burst,
     )
-    pred = predict_serving(arch, gpu, est, workload, constants)
+
+
+def sized_point(point: CalibrationPoint) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
+    """The model, GPU and capacity estimate of a published run (cached by id)."""
+    return _sized(point.id)
+
+
+def predict_point(point: CalibrationPoint, constants: ServingConstants) -> PointPrediction:
+    """Size ``point``'s model, GPU and settings and predict its workload.
+
+    ``point`` must be one of :func:`load_serving_calibration` (its sizing is cached by id).
+    """
+    arch, gpu, est = _sized(point.id)
+    pred = predict_serving(arch, gpu, est, point_workload(point), constants)
     return PointPrediction(point, pred)
 
 

@@ -90,21 +90,23 @@ class ServingConstants:
     (benchmarks/data/h200-decode-microbench.json), more than one value for every generation
     gives; benchmarks/bench_serving_loso.py fits both per held-out source."""
 
+    def _for(self, gpu: GpuModel, name: str, label: str) -> tuple[float, str]:
+        """``name`` on ``gpu``'s generation (``name_sm80`` / ``name_sm90`` where set, else
+        ``name``), and which value it is."""
+        cc = gpu.compute_capability.replace(".", "")
+        value = getattr(self, f"{name}_sm{cc}", None) if cc in ("80", "90") else None
+        if value is not None:
+            return value, f"sm{cc} {label}{value:g}"
+        default: float = getattr(self, name)
+        return default, f"{label}{default:g}"
+
     def memory_efficiency_for(self, gpu: GpuModel) -> tuple[float, str]:
         """The memory-bandwidth efficiency on ``gpu``'s generation, and which value it is."""
-        by_cc = {"8.0": self.memory_efficiency_sm80, "9.0": self.memory_efficiency_sm90}
-        value = by_cc.get(gpu.compute_capability)
-        if value is not None:
-            return value, f"sm{gpu.compute_capability.replace('.', '')} {value:g}"
-        return self.memory_efficiency, f"{self.memory_efficiency:g}"
+        return self._for(gpu, "memory_efficiency", "")
 
     def compute_efficiency_for(self, gpu: GpuModel) -> tuple[float, str]:
         """The compute efficiency on ``gpu``'s generation, and which value it is."""
-        by_cc = {"8.0": self.compute_efficiency_sm80, "9.0": self.compute_efficiency_sm90}
-        value = by_cc.get(gpu.compute_capability)
-        if value is not None:
-            return value, f"sm{gpu.compute_capability.replace('.', '')} efficiency {value:g}"
-        return self.compute_efficiency, f"efficiency {self.compute_efficiency:g}"
+        return self._for(gpu, "compute_efficiency", "efficiency ")
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,13 @@ class Workload:
     replaced (``vllm bench serve --num-prompts N`` at request rate inf without
     --max-concurrency): TTFT is the mean over the draining queue instead of a steady
     closed loop's wait."""
+
+    @property
+    def load(self) -> str:
+        """``2 req/s``, ``burst 100`` or ``concurrency 64``: how requests arrive."""
+        if self.request_rate is not None:
+            return f"{self.request_rate:g} req/s"
+        return f"burst {self.concurrency}" if self.burst else f"concurrency {self.concurrency}"
 
     def __post_init__(self) -> None:
         if self.input_tokens < 1 or self.output_tokens < 1:

@@ -242,13 +242,7 @@ def simulate_serving(
     ]
     span = max((r.finish or now) for r in done) - min(r.arrival for r in done) if done else 0.0
     tok_s = sum(r.output for r in done) / span if span > 0 else 0.0
-    load = (
-        f"{w.request_rate:g} req/s (Poisson, seed {seed})"
-        if w.request_rate is not None
-        else f"a burst of {w.concurrency}"
-        if w.burst
-        else f"concurrency {w.concurrency} (closed loop)"
-    )
+    load = w.load + (f" (Poisson, seed {seed})" if w.request_rate is not None else "")
     return SimulatedServing(
         requests=len(done),
         steps=steps,
