@@ -67,6 +67,14 @@ def test_plan_and_size_print_the_same_predictions(
         assert got["running_per_replica"]["value"] == p.running.value
         assert derived[f"{key}.tpotMs"] == round(got["tpot_seconds"]["value"] * 1e3, 1)
         assert derived[f"{key}.ttftSeconds"] == round(got["ttft_seconds"]["value"], 2)
+        # The event-level simulation too: the same function, the same replica and share.
+        sim, top = mp.serving.simulated, doc["simulated_top"]
+        assert sim is not None and top is not None
+        assert (top["ttft_p90_seconds"], top["tpot_p50_seconds"]) == (
+            sim.ttft_p90_s,
+            sim.tpot_p50_s,
+        )
+        assert derived[f"{key}.simulated"].startswith(f"TTFT p50 {sim.ttft_p50_s:.2f} s")
         replicas = mp.serving.replicas
         assert got["output_tokens_per_second"]["value"] == pytest.approx(
             p.output_tokens_per_second.value * replicas, rel=1e-12

@@ -714,7 +714,7 @@ def _plan_model(
         if arch is not None:
             try:
                 serving = serving_at_settings(
-                    arch, pool.gpu, capacity, model.workload, max_replicas
+                    arch, pool.gpu, capacity, model.workload, max_replicas, simulate=True
                 )
             except WorkloadTooLong as exc:
                 raise PlanError(f"gpustrata:stack.models[{index}].workload", str(exc)) from None
@@ -915,6 +915,16 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
     ledger.add(
         f"{skey}.ttftSeconds", round(p.ttft_seconds.value, 2), "formula", p.ttft_seconds.explanation
     )
+    sim = serving.simulated
+    if sim is not None:
+        ledger.add(
+            f"{skey}.simulated",
+            f"TTFT p50 {sim.ttft_p50_s:.2f} s / p90 {sim.ttft_p90_s:.2f} s, TPOT p50 "
+            f"{sim.tpot_p50_s * 1e3:.1f} ms / p90 {sim.tpot_p90_s * 1e3:.1f} ms",
+            "formula",
+            sim.explanation + " (gpustrata.vllm.simulate; error per held-out source: "
+            "benchmarks/bench_serving_loso.py)",
+        )
     ledger.add(
         f"{skey}.outputTokensPerSecond",
         round(p.output_tokens_per_second.value),

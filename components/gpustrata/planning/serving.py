@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, InstanceType
-from gpustrata.planning.sizing import instance_price, predict_replica
+from gpustrata.planning.sizing import instance_price, predict_replica, simulate_replica
 from gpustrata.spec.stack import WorkloadSpec
 from gpustrata.vllm.calibration import default_constants
 from gpustrata.vllm.capacity import CapacityEstimate
 from gpustrata.vllm.performance import ServingPrediction, Workload
+from gpustrata.vllm.simulate import SimulatedServing
 from gpustrata.vllm.terms import CapacityError, Term
 
 __all__ = [
@@ -91,6 +92,8 @@ class ServingAtSettings:
     """The workload's TTFT target (seconds), if it states one."""
     tpot_s: float | None = None
     """The workload's TPOT target (seconds), if it states one."""
+    simulated: SimulatedServing | None = None
+    """The event-level simulation of the same replica and workload (p50/p90), when asked."""
 
     def summary(self) -> str:
         """``TPOT 12.3 ms, TTFT 0.10 s, 4,321 tok/s (1024/256 tokens, c64)``: the three
@@ -110,22 +113,27 @@ def serving_at_settings(
     est: CapacityEstimate,
     workload: WorkloadSpec | None = None,
     replicas: int = 1,
+    *,
+    simulate: bool = False,
 ) -> ServingAtSettings | None:
     """The prediction of one of ``replicas`` engines of ``est`` serving its share of
     ``workload`` (None: the reference workload), through the function ``size`` predicts its
     candidates with (:func:`~gpustrata.planning.sizing.predict_replica`); None when vLLM
     would not start with these settings (nothing to predict). Raises
-    :class:`WorkloadTooLong` for a stated workload longer than max_model_len."""
+    :class:`WorkloadTooLong` for a stated workload longer than max_model_len. ``simulate``
+    adds the event-level simulation (:func:`~gpustrata.planning.sizing.simulate_replica`)."""
     if not est.fits:
         return None
     spec = workload or WorkloadSpec()
     whole, why = stack_workload(spec, est, replicas)
     try:
-        pred = predict_replica(arch, gpu, est, whole, replicas, default_constants())
+        constants = default_constants()
+        pred = predict_replica(arch, gpu, est, whole, replicas, constants)
+        sim = simulate_replica(arch, gpu, est, whole, replicas, constants) if simulate else None
     except CapacityError:
         return None
     return ServingAtSettings(
-        pred, whole, max(1, replicas), why, spec.ttft_seconds, spec.tpot_seconds
+        pred, whole, max(1, replicas), why, spec.ttft_seconds, spec.tpot_seconds, sim
     )
 
 

@@ -23,6 +23,7 @@ from gpustrata.vllm.performance import (
     Workload,
     predict_serving,
 )
+from gpustrata.vllm.simulate import SimulatedServing, simulate_serving
 from gpustrata.vllm.terms import Term
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "no_price_reason",
     "per_replica_workload",
     "predict_replica",
+    "simulate_replica",
     "size",
     "slo_misses",
 ]
@@ -189,6 +191,21 @@ def per_replica_workload(w: Workload, replicas: int) -> Workload:
             w.input_tokens, w.output_tokens, concurrency=-(-w.concurrency // r), burst=w.burst
         )
     return Workload(w.input_tokens, w.output_tokens, request_rate=(w.request_rate or 0) / r)
+
+
+def simulate_replica(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    workload: Workload,
+    replicas: int,
+    constants: ServingConstants,
+) -> SimulatedServing | None:
+    """The event-level simulation (p50/p90 TTFT and TPOT) of one replica of ``replicas``
+    serving its share of ``workload``: what ``plan`` and ``size`` print beside the closed
+    form; None where no request fits the KV cache."""
+    sim = simulate_serving(arch, gpu, est, per_replica_workload(workload, replicas), constants)
+    return sim if sim.requests else None
 
 
 def predict_replica(

@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from gpustrata.planning.sizing import Candidate, SizingResult
+from gpustrata.planning.sizing import Candidate, SizingResult, simulate_replica
 from gpustrata.vllm.performance import ServingConstants
 from gpustrata.vllm.reference import VLLM_VERSION
-from gpustrata.vllm.simulate import SimulatedServing, simulate_serving
+from gpustrata.vllm.simulate import SimulatedServing
 from gpustrata.vllm.terms import Term
 
 __all__ = ["simulated", "sizing_document", "sizing_markdown", "sizing_snippet", "sizing_text"]
@@ -110,10 +110,8 @@ def simulated(
 ) -> SimulatedServing | None:
     """The event-level simulation of one replica of ``c`` at its share of the workload
     (p50/p90 TTFT and TPOT), or None where it cannot run (a request longer than the KV)."""
-    sim = simulate_serving(
-        result.request.arch, c.gpu, c.estimate, c.per_replica.workload, constants
-    )
-    return sim if sim.requests else None
+    r = result.request
+    return simulate_replica(r.arch, c.gpu, c.estimate, r.workload, c.replicas, constants)
 
 
 def _cost(c: Candidate) -> str:

@@ -17,9 +17,9 @@ roofline of :func:`~gpustrata.vllm.performance.decode_step`:
   (recompute: its blocks are freed and it queues first again, its prompt and the tokens it
   generated to be prefilled anew);
 * the step that completes a prompt samples its first token; each later step one more;
-* arrivals: a closed loop of ``concurrency`` clients (a new request when one finishes), a
-  Poisson process at ``request_rate`` (seeded), or a burst of ``concurrency`` requests at
-  t = 0.
+* arrivals: a closed loop of ``concurrency`` clients (a new request when one finishes; the
+  first wave, sent together, is left out of the percentiles: the steady state), a Poisson
+  process at ``request_rate`` (seeded), or a burst of ``concurrency`` requests at t = 0.
 
 Prefix caching is not simulated (every prompt is computed). Hand-written rather than a
 discrete-event library: the loop is one clock advanced by step times (no concurrent
@@ -41,7 +41,7 @@ from gpustrata.vllm.performance import ServingConstants, Workload, decode_step
 __all__ = ["SimulatedServing", "simulate_serving"]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Request:
     arrival: float
     prompt: int
@@ -93,7 +93,7 @@ def _default_requests(w: Workload) -> int:
     if w.burst:
         return int(w.concurrency or 1)
     if w.concurrency is not None:
-        return max(2 * w.concurrency, 16)
+        return max(4 * w.concurrency, 16)
     return 400
 
 
@@ -236,9 +236,14 @@ def simulate_serving(
                     pending.append(_Request(now, w.input_tokens, w.output_tokens))
                     spawned += 1
     over = constants.request_overhead_s
-    ttfts = [(r.first_token or now) - r.arrival + over for r in done]
+    # A closed loop starts with all its clients at once; its steady state is what follows
+    # that first wave, so the percentiles leave the first `concurrency` requests out.
+    warm = int(w.concurrency or 0) if closed_loop and n_total > int(w.concurrency or 0) else 0
+    first_wave = {id(r) for r in arrivals[:warm]}
+    seen = [r for r in done if id(r) not in first_wave]
+    ttfts = [(r.first_token or now) - r.arrival + over for r in seen]
     tpots = [
-        ((r.finish or now) - (r.first_token or now)) / (r.output - 1) for r in done if r.output > 1
+        ((r.finish or now) - (r.first_token or now)) / (r.output - 1) for r in seen if r.output > 1
     ]
     span = max((r.finish or now) for r in done) - min(r.arrival for r in done) if done else 0.0
     tok_s = sum(r.output for r in done) / span if span > 0 else 0.0
@@ -256,7 +261,8 @@ def simulate_serving(
         mean_running=running_sum / steps if steps else 0.0,
         preemptions=preemptions,
         explanation=(
-            f"{len(done)} requests of {w.input_tokens} in / {w.output_tokens} out at {load}, "
+            (f"the last {len(seen)} of " if warm else "")
+            + f"{len(done)} requests of {w.input_tokens} in / {w.output_tokens} out at {load}, "
             f"simulated over {steps} engine steps (max_num_seqs {max_seqs}, "
             f"max_num_batched_tokens {budget_max}, {est.kv.num_blocks} KV blocks of {bs}); "
             f"{preemptions} preemptions; each step's time from the roofline decode_step, "
