@@ -118,3 +118,20 @@ def test_capacity_on_a_stack_model_predicts_the_stack_workload(
         mp.serving.prediction.tpot_seconds.value, 4
     )
     assert current["predicted"]["workload"] == mp.serving.workload_why
+
+
+def test_capacity_and_size_agree_on_a_workload_given_as_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`capacity --input-tokens 2000 --output-tokens 200 --burst 100` and `size` with the
+    same flags on the same GPU and settings predict the same TPOT and TTFT."""
+    common = ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "4096"]
+    common += ["--tp", "1", "--input-tokens", "2000", "--output-tokens", "200", "--burst", "100"]
+    assert main(["capacity", *common, "--gpu", "l40s", "--format", "json"]) == 0
+    cap = json.loads(capsys.readouterr().out)
+    (current,) = [r for r in cap["what_if"] if r["current"]]
+    main(["size", *common, "--instance-type", "g6e.xlarge", "--replicas", "1", "--format", "json"])
+    (cand,) = json.loads(capsys.readouterr().out)["candidates"]
+    assert "a burst of 100" in current["predicted"]["workload"]
+    tpot = cand["predicted"]["tpot_seconds"]["value"]
+    assert current["predicted"]["tpot_seconds"] == round(tpot, 4)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -29,7 +30,7 @@ from gpustrata.core.errors import InputError
 # The closed sets name their values in --help; spec.stack is loaded by every command's
 # tree anyway (it is light next to the model catalogue and the capacity model, which
 # this module loads only when `capacity` runs).
-from gpustrata.spec.stack import BlockSize, KvCacheDtype, ModelDtype, ModelSpec
+from gpustrata.spec.stack import BlockSize, KvCacheDtype, ModelDtype, ModelSpec, WorkloadSpec
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
@@ -70,6 +71,16 @@ def register(sub: Any) -> None:
         "reference release): its memory-profile and MoE-kernel facts",
     )
     p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs / torch.compile")
+    p.add_argument(
+        "--input-tokens", help="prompt tokens per request of the predicted workload (default 1024)"
+    )
+    p.add_argument(
+        "--output-tokens", help="generated tokens per request of the predicted workload (256)"
+    )
+    load = p.add_mutually_exclusive_group()
+    load.add_argument("--concurrency", help="requests in flight (default: max_num_seqs)")
+    load.add_argument("--request-rate", help="requests per second arriving (open loop)")
+    load.add_argument("--burst", metavar="N", help="N requests sent at once")
     p.add_argument("--weights-source", help="huggingface, s3, pvc or local-nvme")
     p.add_argument("--load-gbps", help="measured weight load bandwidth in GB/s")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -293,8 +304,28 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
             "GFD product label such as NVIDIA-H100-80GB-HBM3"
         )
     name = spec.name if spec is not None else None
-    workload = spec.workload if spec is not None else None
+    workload = _workload(args, spec.workload if spec is not None else WorkloadSpec())
     return CapacityTarget(arch, gpu, settings, stack, name, hardware, workload, replicas)
+
+
+def _workload(args: argparse.Namespace, base: WorkloadSpec) -> WorkloadSpec:
+    """The stack model's workload (or the reference one) with the workload flags applied."""
+    update: dict[str, Any] = {}
+    for key, raw, example in (
+        ("input_tokens", args.input_tokens, "2048"),
+        ("output_tokens", args.output_tokens, "256"),
+    ):
+        value = _int(f"--{key.replace('_', '-')}", raw, 1, example)
+        if value is not None:
+            update[key] = value
+    conc = _int("--concurrency", args.concurrency, 1, "64")
+    burst = _int("--burst", args.burst, 1, "500")
+    rate = _float(
+        "--request-rate", args.request_rate, lambda v: 0 < v < math.inf, "use a positive rate"
+    )
+    if conc is not None or burst is not None or rate is not None:
+        update.update(concurrency=conc, burst=burst, request_rate=rate)
+    return base.model_copy(update=update) if update else base
 
 
 def capacity_command(args: argparse.Namespace) -> int:
