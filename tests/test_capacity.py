@@ -597,3 +597,31 @@ def test_float16_is_refused_for_gemma_like_vllm(cache: str) -> None:
     with pytest.raises(CapacityError, match="refuses float16 for model type 'gemma2'"):
         kv_cache_blocks(arch, model_dtype="float16", cache_dtype=cache, available_bytes=10**10)
     assert kv_cache_blocks(arch, model_dtype="bfloat16", cache_dtype=cache, available_bytes=10**10)
+
+
+def test_refusal_advises_gpu_memory_utilization_only_where_it_helps() -> None:
+    """vLLM's 'Try increasing gpu_memory_utilization' is wrong advice when the weights and
+    the profile run's memory exceed the whole GPU (issue 31): no utilization helps there."""
+    from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.catalog.hardware import load_hardware_catalog
+    from gpustrata.vllm.capacity import estimate_capacity
+
+    models, hw = load_model_catalog(), load_hardware_catalog()
+    big, small = (
+        models.get("meta-llama/Llama-3.3-70B-Instruct"),
+        models.get("meta-llama/Llama-3.1-8B-Instruct"),
+    )
+    l40s, l4 = hw.gpu("l40s"), hw.gpu("l4")
+    assert big and small and l40s and l4
+    too_big = estimate_capacity(big, l40s, max_model_len=4096)
+    assert too_big.refusal is not None and "whatever gpu_memory_utilization is" in too_big.refusal
+    assert "raise tensor_parallel_size" in too_big.refusal
+    tight = estimate_capacity(small, l4, max_model_len=4096, gpu_memory_utilization=0.5)
+    assert tight.refusal is not None
+    u = tight.utilization_to_start
+    assert u is not None and f"gpu_memory_utilization {u:.2f} would start it" in tight.refusal
+    # ... and that utilization starts it, a hundredth less does not (it is the threshold).
+    assert estimate_capacity(small, l4, max_model_len=4096, gpu_memory_utilization=u).fits
+    below = round(u - 0.01, 2)
+    assert not estimate_capacity(small, l4, max_model_len=4096, gpu_memory_utilization=below).fits
+    assert estimate_capacity(small, l4, max_model_len=4096).refusal is None

@@ -10,11 +10,14 @@ import pytest
 from _stacks import stack_path
 
 from gpustrata.cli.app import main
+from gpustrata.core.errors import StackError
 from gpustrata.planning.build import plan_spec
+from gpustrata.planning.sizing import per_replica_workload
 from gpustrata.reports.markdown import _cell, model_facts
 from gpustrata.spec.loader import load_stack_file
+from gpustrata.spec.stack import WorkloadSpec
 from gpustrata.vllm.calibration import default_constants
-from gpustrata.vllm.performance import predict_serving, reference_workload
+from gpustrata.vllm.performance import predict_serving
 
 
 def _prod():  # type: ignore[no-untyped-def]
@@ -69,21 +72,41 @@ def test_capacity_what_if_rows_carry_predictions(capsys: pytest.CaptureFixture[s
 
 
 def test_reference_workload_stays_within_max_model_len() -> None:
+    """A stack that states no workload is predicted at the reference workload: 1,024 in /
+    256 out (shrunk to fit max_model_len) at max_num_seqs per replica."""
     plan = plan_spec(_prod())
-    for mp in plan.models.values():
-        assert mp.capacity is not None
-        w, _ = reference_workload(mp.capacity)
+    unstated = [mp for mp in plan.models.values() if not mp.spec.workload.model_fields_set]
+    assert unstated  # prod's llama-8b states no workload
+    for mp in unstated:
+        assert mp.capacity is not None and mp.serving is not None
+        w = mp.serving.prediction.workload
         assert w.input_tokens + w.output_tokens <= mp.capacity.max_model_len
         assert w.concurrency == mp.capacity.max_num_seqs
-        if mp.serving is not None:
-            assert mp.serving.prediction.workload == w
-    # The plan's figure is predict_serving's, nothing re-derived.
+        assert mp.serving.replicas == mp.max_replicas
+        assert mp.serving.workload_why.startswith("reference workload")
+    # The plan's figure is predict_serving's at one replica's share, nothing re-derived.
     mp = plan.models["llama-8b"]
     assert mp.serving is not None and mp.capacity is not None
     from gpustrata.catalog.architectures import load_model_catalog
 
     arch = load_model_catalog().get(mp.spec.model)
     assert arch is not None
-    w, _ = reference_workload(mp.capacity)
-    again = predict_serving(arch, mp.pool.gpu, mp.capacity, w, default_constants())
+    share = per_replica_workload(mp.serving.workload, mp.serving.replicas)
+    again = predict_serving(arch, mp.pool.gpu, mp.capacity, share, default_constants())
     assert again.tpot_seconds.value == mp.serving.prediction.tpot_seconds.value
+
+
+def test_a_stated_workload_longer_than_max_model_len_is_refused() -> None:
+    spec = _prod()
+    models = [
+        m.model_copy(update={"workload": WorkloadSpec(input_tokens=16000, output_tokens=1000)})
+        if m.name == "llama-8b"
+        else m
+        for m in spec.models
+    ]
+    with pytest.raises(
+        StackError,
+        match=r"models\[1\]\.workload: input_tokens 16000 .* 17000 "
+        "is above max_model_len 16384",
+    ):
+        plan_spec(spec.model_copy(update={"models": models}))

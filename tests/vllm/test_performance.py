@@ -150,7 +150,10 @@ def test_every_constant_cites_the_points_it_was_fitted_on() -> None:
     c = default_constants()
     assert all(f"{n} " in c.source for n in CONSTANT_NAMES)
     fields = {f.name for f in dataclasses.fields(ServingConstants)} - {"source"}
-    assert fields == set(CONSTANT_NAMES)
+    assert set(CONSTANT_NAMES) <= fields
+    # A constant the shipped fit does not set (per-generation memory efficiency, fitted only
+    # per fold in benchmarks/bench_serving_loso.py) is unset: no unfitted value is used.
+    assert all(getattr(c, n) is None for n in fields - set(CONSTANT_NAMES))
 
 
 def test_every_prediction_carries_its_working() -> None:

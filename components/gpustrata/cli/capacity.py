@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
     from gpustrata.reports.capacity import CapacityTarget
-    from gpustrata.spec.stack import ModelSpec
+    from gpustrata.spec.stack import ModelSpec, WorkloadSpec
 
 __all__ = ["capacity_command", "register"]
 
@@ -61,7 +61,22 @@ def register(sub: Any) -> None:
     p.add_argument("--max-num-batched-tokens", help="max_num_batched_tokens (default: vLLM's)")
     p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's)")
     p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
+    p.add_argument(
+        "--vllm-version",
+        help="the engine's vLLM release (a catalogued one, e.g. 0.11.0; default: the "
+        "reference release): its memory-profile and MoE-kernel facts",
+    )
     p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs / torch.compile")
+    p.add_argument(
+        "--input-tokens", help="prompt tokens per request of the predicted workload (default 1024)"
+    )
+    p.add_argument(
+        "--output-tokens", help="generated tokens per request of the predicted workload (256)"
+    )
+    load = p.add_mutually_exclusive_group()
+    load.add_argument("--concurrency", help="requests in flight (default: max_num_seqs)")
+    load.add_argument("--request-rate", help="requests per second arriving (open loop)")
+    load.add_argument("--burst", metavar="N", help="N requests sent at once")
     p.add_argument("--weights-source", help="huggingface, s3, pvc or local-nvme")
     p.add_argument("--load-gbps", help="measured weight load bandwidth in GB/s")
     p.add_argument(
@@ -126,6 +141,28 @@ def _choice(flag: str, raw: str | None, choices: Iterable[object]) -> str | None
     return raw
 
 
+def vllm_version(raw: str | None) -> str | None:
+    """``--vllm-version``: a release of the compatibility catalogue (a leading ``v`` is
+    dropped), or None when not given."""
+    if raw is None:
+        return None
+    from gpustrata.catalog.compat import load_compat_catalog
+
+    compat = load_compat_catalog()
+    version = raw.strip().removeprefix("v")
+    if compat.vllm(version) is None:
+        known = [r.version for r in compat.vllm_releases()]
+        near = [k for k in known if k.startswith(version + ".")][:3] or (
+            difflib.get_close_matches(version, known, 3)
+        )
+        hint = f"nearest: {', '.join(near)}; " if near else ""
+        raise InputError(
+            f"--vllm-version {raw!r} is not a catalogued vLLM release ({hint}catalogued "
+            f"{known[-1]}..{known[0]}: catalog/data/compat-vllm.yaml)"
+        )
+    return version
+
+
 def _close(query: str, names: Iterable[str], n: int = 3) -> list[str]:
     """Names closest to ``query`` (case-insensitive, also against the part after '/')."""
     q = query.strip().lower()
@@ -186,15 +223,16 @@ def _resolve_gpu(raw: str, hardware: HardwareCatalog) -> GpuModel:
 
 def _stack_model(
     args: argparse.Namespace,
-) -> tuple[ModelSpec | None, GpuModel | None, str | None, HardwareCatalog]:
-    """The stack model named by --model-name (or the only one), with its pool's GPU."""
+) -> tuple[ModelSpec | None, GpuModel | None, str | None, HardwareCatalog, int]:
+    """The stack model named by --model-name (or the only one), with its pool's GPU and the
+    replica count its serving is predicted at (the plan's largest)."""
     from gpustrata.catalog.hardware import load_hardware_catalog
 
     hardware = load_hardware_catalog()
     if args.stack is None and args.file is None:
         if args.model_name:
             raise InputError("--model-name needs a stack: add --stack NAME or --file PATH")
-        return None, None, None, hardware
+        return None, None, None, hardware, 1
     path, stack, plan, _ = load_stack(args)
     hardware = hardware.extended(plan.spec.catalog.gpus, plan.spec.catalog.instances)
     names = list(plan.models)
@@ -217,7 +255,7 @@ def _stack_model(
     else:
         name = args.model_name
     mp = plan.models[name]
-    return mp.spec, mp.pool.gpu, f"{stack} ({path})", hardware
+    return mp.spec, mp.pool.gpu, f"{stack} ({path})", hardware, mp.max_replicas
 
 
 def _target(args: argparse.Namespace) -> CapacityTarget:
@@ -226,7 +264,7 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
     from gpustrata.reports.capacity import CapacityTarget
     from gpustrata.vllm.capacity import LOAD_GBPS_DEFAULTS, resolve_architecture
 
-    spec, pool_gpu, stack, hardware = _stack_model(args)
+    spec, pool_gpu, stack, hardware, replicas = _stack_model(args)
     settings: dict[str, Any] = {} if spec is None else model_settings(spec)
     flags: dict[str, Any] = {
         "tensor_parallel_size": _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL),
@@ -258,6 +296,9 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
         flags["block_size"] = int(flags["block_size"])
     if args.enforce_eager:
         flags["enforce_eager"] = True
+    release = vllm_version(args.vllm_version)
+    if release is not None:
+        flags["vllm_release"] = release
     settings.update({k: v for k, v in flags.items() if v is not None})
 
     if args.model is not None:
@@ -292,7 +333,31 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
         lambda v: 0 < v <= 1 << 20,
         "use a positive size in GiB such as 40",
     )
-    return CapacityTarget(arch, gpu, settings, stack, name, hardware, offload)
+    workload = _workload(args, spec.workload if spec is not None else None)
+    return CapacityTarget(arch, gpu, settings, stack, name, hardware, offload, workload, replicas)
+
+
+def _workload(args: argparse.Namespace, stated: WorkloadSpec | None) -> WorkloadSpec:
+    """The stack model's workload (or the reference one) with the workload flags applied."""
+    from gpustrata.spec.stack import WorkloadSpec
+
+    base = stated if stated is not None else WorkloadSpec()
+    update: dict[str, Any] = {}
+    for key, raw, example in (
+        ("input_tokens", args.input_tokens, "2048"),
+        ("output_tokens", args.output_tokens, "256"),
+    ):
+        value = _int(f"--{key.replace('_', '-')}", raw, 1, example)
+        if value is not None:
+            update[key] = value
+    conc = _int("--concurrency", args.concurrency, 1, "64")
+    burst = _int("--burst", args.burst, 1, "500")
+    rate = _float(
+        "--request-rate", args.request_rate, lambda v: 0 < v < math.inf, "use a positive rate"
+    )
+    if conc is not None or burst is not None or rate is not None:
+        update.update(concurrency=conc, burst=burst, request_rate=rate)
+    return base.model_copy(update=update) if update else base
 
 
 def capacity_command(args: argparse.Namespace) -> int:

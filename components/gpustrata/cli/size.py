@@ -19,6 +19,7 @@ from gpustrata.cli.capacity import (
     _int,
     _resolve_gpu,
     _resolve_model,
+    vllm_version,
 )
 from gpustrata.core.errors import InputError
 from gpustrata.core.terminal import clipped
@@ -48,6 +49,12 @@ def register(sub: Any) -> None:
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--concurrency", help="requests in flight (closed loop)")
     load.add_argument("--request-rate", help="requests per second arriving (open loop)")
+    load.add_argument(
+        "--burst",
+        metavar="N",
+        help="N requests sent at once and not replaced (vllm bench serve --num-prompts N at "
+        "request rate inf)",
+    )
     p.add_argument("--ttft", help="TTFT target in seconds (e.g. 2)")
     p.add_argument("--tpot", help="TPOT (inter-token latency) target in seconds (e.g. 0.05)")
     p.add_argument(
@@ -56,11 +63,35 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--instance-type", action="append", default=[], help="only this instance type; repeatable"
     )
+    p.add_argument(
+        "--cloud", choices=("aws", "gcp", "azure"), help="only this cloud's instance types"
+    )
+    p.add_argument(
+        "--region",
+        help="not supported: the instance catalogue records no per-region availability "
+        "(prices are AWS us-east-1 and Azure westus3 list prices); gives an error saying so",
+    )
+    p.add_argument(
+        "--margin",
+        help="fraction a prediction must stay under each SLO target (e.g. 0.25; default: the "
+        "serving model's median error on held-out published runs, printed with the SLO)",
+    )
     p.add_argument("--tp", help="only this tensor_parallel_size")
     p.add_argument("--pp", help="pipeline_parallel_size (default 1)")
     p.add_argument("--replicas", help="evaluate exactly this many replicas")
     p.add_argument("--max-model-len", help="max_model_len (default: input + output tokens)")
     p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's for the GPU)")
+    p.add_argument(
+        "--max-num-batched-tokens", help="max_num_batched_tokens (default: vLLM's for the GPU)"
+    )
+    p.add_argument(
+        "--gpu-memory-utilization", help="fraction of GPU memory vLLM takes (default: vLLM's)"
+    )
+    p.add_argument(
+        "--vllm-version",
+        help="the engine's vLLM release (a catalogued one, e.g. 0.11.0; default: the "
+        "reference release): its memory-profile and MoE-kernel facts and the snippet's image",
+    )
     p.add_argument("--dtype", help="model dtype: " + ", ".join(get_args(ModelDtype)))
     p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
     p.add_argument("--kv-cache-dtype", help="KV cache dtype: " + ", ".join(get_args(KvCacheDtype)))
@@ -73,6 +104,12 @@ def register(sub: Any) -> None:
         help="price per hour of an instance type (overrides the catalogue); repeatable",
     )
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument(
+        "--snippet",
+        metavar="FILE",
+        help="also write the top candidate's stack entry (node pool, model, engine and "
+        "workload) to FILE as YAML",
+    )
     p.set_defaults(func=size_command)
 
 
@@ -101,6 +138,7 @@ def _prices(raw: list[str], hardware: HardwareCatalog) -> dict[str, float]:
 def _request(args: argparse.Namespace) -> Any:
     from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import TP_SIZES, SizingRequest
+    from gpustrata.vllm.calibration import measured_margin
     from gpustrata.vllm.performance import Workload
 
     hardware = load_hardware_catalog()
@@ -109,6 +147,7 @@ def _request(args: argparse.Namespace) -> Any:
     inp = _int("--input-tokens", args.input_tokens, 1, "2048")
     outp = _int("--output-tokens", args.output_tokens, 1, "256")
     conc = _int("--concurrency", args.concurrency, 1, "64")
+    burst = _int("--burst", args.burst, 1, "500")
     rate = _float("--request-rate", args.request_rate, lambda v: v > 0, *positive)
     assert inp is not None and outp is not None
     gpus = [_resolve_gpu(g, hardware) for g in args.gpu]
@@ -120,16 +159,48 @@ def _request(args: argparse.Namespace) -> Any:
                 "(catalog/data/instances.yaml)"
             )
     tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL)
+    if args.region is not None:
+        raise InputError(
+            f"--region {args.region!r}: the instance catalogue records no per-region "
+            "availability (prices are AWS us-east-1 / Azure westus3 list prices); drop "
+            "--region and pass --instance-type for the types your region offers, with --price "
+            "TYPE=USD for its prices"
+        )
+    margin = _float(
+        "--margin", args.margin, lambda v: 0 <= v < 10, "use a fraction such as 0.25 (0: none)"
+    )
+    if margin is None:
+        measured = measured_margin()
+        tpot_m, ttft_m, margin_why = measured.tpot, measured.ttft, measured.explanation
+    else:
+        tpot_m = ttft_m = margin
+        margin_why = f"--margin {margin:g}"
     settings: dict[str, Any] = {
         "dtype": _choice("--dtype", args.dtype, get_args(ModelDtype)),
         "kv_cache_dtype": _choice("--kv-cache-dtype", args.kv_cache_dtype, get_args(KvCacheDtype)),
         "quantization": args.quantization,
         "max_model_len": _int("--max-model-len", args.max_model_len, 16, "4096"),
         "max_num_seqs": _int("--max-num-seqs", args.max_num_seqs, 1, "256"),
+        "max_num_batched_tokens": _int(
+            "--max-num-batched-tokens", args.max_num_batched_tokens, 1, "8192"
+        ),
+        "gpu_memory_utilization": _float(
+            "--gpu-memory-utilization",
+            args.gpu_memory_utilization,
+            lambda v: 0 < v <= 1,
+            "use a fraction in (0, 1] such as 0.9",
+        ),
+        "vllm_release": vllm_version(args.vllm_version),
     }
     return SizingRequest(
         arch=arch,
-        workload=Workload(inp, outp, concurrency=conc, request_rate=rate),
+        workload=Workload(
+            inp,
+            outp,
+            concurrency=burst if burst is not None else conc,
+            request_rate=rate,
+            burst=burst is not None,
+        ),
         ttft_s=_float("--ttft", args.ttft, lambda v: v > 0, *positive),
         tpot_s=_float("--tpot", args.tpot, lambda v: v > 0, *positive),
         gpus=gpus,
@@ -142,6 +213,10 @@ def _request(args: argparse.Namespace) -> Any:
             "--max-cost-per-hour", args.max_cost_per_hour, lambda v: v > 0, *positive
         ),
         prices=_prices(args.price, hardware),
+        ttft_margin=ttft_m,
+        tpot_margin=tpot_m,
+        margin_why=margin_why,
+        cloud=args.cloud,
     )
 
 
@@ -149,7 +224,12 @@ def size_command(args: argparse.Namespace) -> int:
     """Search, print the ranked candidates; 1 when none meets the SLOs."""
     from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import size
-    from gpustrata.reports.sizing import sizing_document, sizing_markdown, sizing_text
+    from gpustrata.reports.sizing import (
+        sizing_document,
+        sizing_markdown,
+        sizing_snippet,
+        sizing_text,
+    )
     from gpustrata.vllm.calibration import default_constants
     from gpustrata.vllm.capacity import CapacityError
 
@@ -159,6 +239,16 @@ def size_command(args: argparse.Namespace) -> int:
         result = size(req, load_hardware_catalog(), constants)
     except CapacityError as exc:
         raise InputError(f"{exc.setting}: {exc}") from None
+    if args.snippet:
+        from pathlib import Path
+
+        snippet = sizing_snippet(result)
+        if snippet is None:
+            raise InputError(f"--snippet {args.snippet}: no configuration starts, nothing to write")
+        try:
+            Path(args.snippet).write_text(snippet, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--snippet {args.snippet}: {exc.strerror}") from None
     if args.format == "json":
         print(json.dumps(sizing_document(result, constants), indent=2))
     elif args.format == "markdown":

@@ -54,6 +54,7 @@ __all__ = [
     "StackTaintArgs",
     "StackTolerationArgs",
     "StackWeightsArgs",
+    "StackWorkloadArgs",
     "TaintEffect",
     "TolerationOperator",
     "WeightSource",
@@ -686,6 +687,31 @@ class StackAutoscalingArgs(TypedDict):
     """Ray Serve target_ongoing_requests per replica (rayservice runtime). Default: ``32``."""
 
 
+class StackWorkloadArgs(TypedDict):
+    """What a model serves: the workload ``plan`` predicts latency for and ``size`` sizes."""
+
+    input_tokens: NotRequired[int]
+    """Prompt tokens per request. Default: ``1024``."""
+    output_tokens: NotRequired[int]
+    """Generated tokens per request. Default: ``256``."""
+    concurrency: NotRequired[int]
+    """Requests in flight over all replicas (closed loop, as `vllm bench serve --max-concurrency`).
+    Empty with no request_rate or burst: max_num_seqs per replica (every engine full).
+    """
+    request_rate: NotRequired[float]
+    """Requests per second arriving over all replicas (open loop, as `vllm bench serve
+    --request-rate`).
+    """
+    burst: NotRequired[int]
+    """Requests sent at once and not replaced (as `vllm bench serve --num-prompts N` at request rate
+    inf), over all replicas.
+    """
+    ttft_seconds: NotRequired[float]
+    """TTFT target in seconds (SLO); empty: none."""
+    tpot_seconds: NotRequired[float]
+    """TPOT (inter-token latency) target in seconds (SLO); empty: none."""
+
+
 class StackModelArgs(TypedDict):
     """A served model: what runs, where, and with which vLLM engine settings."""
 
@@ -715,6 +741,10 @@ class StackModelArgs(TypedDict):
     """Secret holding the Hugging Face token (gated models)."""
     autoscaling: NotRequired[StackAutoscalingArgs]
     """Autoscaling."""
+    workload: NotRequired[StackWorkloadArgs]
+    """The workload and SLO targets `plan` predicts serving latency for (and `size` sizes for); the
+    defaults are the reference workload.
+    """
     cpu: NotRequired[str]
     """CPU request per engine Pod. Empty: the Pod's share of a node's allocatable CPU (its GPUs'
     share of the node's GPUs, 90% of it), shown by plan.

@@ -33,8 +33,15 @@ from gpustrata.core.contract import (
 from gpustrata.core.quantity import format_bytes, format_cores, kubelet_reserved
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Derived, Ledger, Source
-from gpustrata.planning.serving import ServingAtSettings, pool_cost_per_hour, serving_at_settings
+from gpustrata.planning.serving import (
+    ServingAtSettings,
+    WorkloadTooLong,
+    pool_cost_per_hour,
+    serving_at_settings,
+)
+from gpustrata.planning.sizing import slo_misses
 from gpustrata.spec.stack import KarpenterPoolSpec, ModelSpec, NodePoolSpec, StackSpec
+from gpustrata.vllm.calibration import measured_margin
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
 from gpustrata.vllm.terms import Term
 
@@ -148,9 +155,9 @@ class ModelPlan:
     capacity_unavailable: str | None = None
     """Why ``capacity`` is None (e.g. the model is not in the catalogue)."""
     serving: ServingAtSettings | None = None
-    """Predicted TPOT, TTFT and throughput of one replica at its settings (the reference
-    workload of :func:`~gpustrata.vllm.performance.reference_workload`); None without a
-    capacity estimate or when vLLM would not start."""
+    """Predicted TPOT, TTFT and throughput of one replica serving its share of the model's
+    ``workload`` (the reference workload when the stack states none) at the largest replica
+    count; None without a capacity estimate or when vLLM would not start."""
     cpu: str = "1"
     """CPU request of an engine Pod: the stack's ``cpu``, else derived from the pool."""
     memory: str = "1Gi"
@@ -725,7 +732,12 @@ def _plan_model(
     if capacity is not None:
         _record_capacity(key, capacity, ledger)
         if arch is not None:
-            serving = serving_at_settings(arch, pool.gpu, capacity)
+            try:
+                serving = serving_at_settings(
+                    arch, pool.gpu, capacity, model.workload, max_replicas, simulate=True
+                )
+            except WorkloadTooLong as exc:
+                raise PlanError(f"gpustrata:stack.models[{index}].workload", str(exc)) from None
         if serving is not None:
             _record_serving(key, serving, ledger)
         startup = capacity.startup
@@ -937,7 +949,7 @@ def _record_capacity(key: str, cap: CapacityEstimate, ledger: Ledger) -> None:
         "formula",
         f"floor({cap.kv.num_blocks:,} blocks / {cap.kv.blocks_per_request:,} blocks per "
         f"{cap.max_model_len:,}-token request)"
-        + ("" if cap.fits else f"; vLLM would refuse to start: {cap.kv.vllm_error}"),
+        + ("" if cap.fits else f"; vLLM would refuse to start: {cap.refusal}"),
     )
     ledger.add(
         f"{ckey}.largestMaxModelLen",
@@ -965,19 +977,48 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
     """Put the predicted serving figures in the ledger (so a pull request's comparison
     shows what a change does to them)."""
     p, skey = serving.prediction, f"{key}.serving"
+    w = serving.workload
     ledger.add(
         f"{skey}.workload",
-        f"{p.workload.input_tokens} in / {p.workload.output_tokens} out, "
-        f"concurrency {p.workload.concurrency}",
-        "default",
+        f"{w.input_tokens} in / {w.output_tokens} out, {w.load} over {serving.replicas} replica(s)",
+        "spec" if serving.workload_why.startswith("workload") else "default",
         serving.workload_why,
     )
     ledger.add(f"{skey}.running", int(p.running.value), "formula", p.running.explanation)
+    if serving.ttft_s is not None or serving.tpot_s is not None:
+        margin = measured_margin()
+        misses = slo_misses(p, serving.ttft_s, serving.tpot_s, margin.ttft, margin.tpot)
+        targets = ", ".join(
+            t
+            for t in (
+                f"TTFT <= {serving.ttft_s:g} s" if serving.ttft_s is not None else "",
+                f"TPOT <= {serving.tpot_s * 1e3:g} ms" if serving.tpot_s is not None else "",
+            )
+            if t
+        )
+        ledger.add(
+            f"{skey}.slo",
+            "misses: " + "; ".join(misses) if misses else "met",
+            "formula",
+            f"workload targets {targets} against the predictions below plus a margin of "
+            f"{margin.tpot:.0%} on TPOT and {margin.ttft:.0%} on TTFT ({margin.explanation}; "
+            "the same check `size` ranks by)",
+        )
     tpot_ms = round(p.tpot_seconds.value * 1e3, 1)
     ledger.add(f"{skey}.tpotMs", tpot_ms, "formula", p.tpot_seconds.explanation)
     ledger.add(
         f"{skey}.ttftSeconds", round(p.ttft_seconds.value, 2), "formula", p.ttft_seconds.explanation
     )
+    sim = serving.simulated
+    if sim is not None:
+        ledger.add(
+            f"{skey}.simulated",
+            f"TTFT p50 {sim.ttft_p50_s:.2f} s / p90 {sim.ttft_p90_s:.2f} s, TPOT p50 "
+            f"{sim.tpot_p50_s * 1e3:.1f} ms / p90 {sim.tpot_p90_s * 1e3:.1f} ms",
+            "formula",
+            sim.explanation + " (gpustrata.vllm.simulate; error per held-out source: "
+            "benchmarks/bench_serving_loso.py)",
+        )
     ledger.add(
         f"{skey}.outputTokensPerSecond",
         round(p.output_tokens_per_second.value),

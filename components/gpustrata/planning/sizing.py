@@ -23,6 +23,7 @@ from gpustrata.vllm.performance import (
     Workload,
     predict_serving,
 )
+from gpustrata.vllm.simulate import SimulatedServing, simulate_serving
 from gpustrata.vllm.terms import Term
 
 __all__ = [
@@ -33,7 +34,11 @@ __all__ = [
     "SizingResult",
     "instance_price",
     "no_price_reason",
+    "per_replica_workload",
+    "predict_replica",
+    "simulate_replica",
     "size",
+    "slo_misses",
 ]
 
 TP_SIZES = (1, 2, 4, 8)
@@ -62,6 +67,14 @@ class SizingRequest:
     max_cost_per_hour: float | None = None
     prices: dict[str, float] = field(default_factory=dict)
     """USD per hour by instance type, overriding the catalogue."""
+    ttft_margin: float = 0.0
+    """Fraction a predicted TTFT plus this share of it must stay under ``ttft_s``."""
+    tpot_margin: float = 0.0
+    """Fraction a predicted TPOT plus this share of it must stay under ``tpot_s``."""
+    margin_why: str = "no margin"
+    """Where the margins come from (the measured error, or --margin)."""
+    cloud: str | None = None
+    """Only instance types of this provider (aws, gcp, azure); None: all."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,8 @@ class SizingResult:
     rejected: tuple[Rejected, ...]
     max_model_len: int
     max_model_len_why: str
+    empty_reason: str | None = None
+    """Why there is no candidate (None: some configuration starts)."""
 
 
 def instance_price(
@@ -136,23 +151,74 @@ def no_price_reason(inst: InstanceType) -> str:
     return f"no price for {inst.name}: pass --price {inst.name}=USD"
 
 
-def _misses(req: SizingRequest, pred: ServingPrediction, cost: float | None) -> list[str]:
+def slo_misses(
+    pred: ServingPrediction,
+    ttft_s: float | None,
+    tpot_s: float | None,
+    ttft_margin: float = 0.0,
+    tpot_margin: float = 0.0,
+) -> list[str]:
+    """The SLO targets ``pred`` misses (saturation, TTFT, TPOT), each as a phrase; empty
+    when it meets them. A prediction plus its margin (a fraction, the model's measured error)
+    must stay within the target. ``size`` ranks by these and ``plan`` reports them."""
     out: list[str] = []
     if pred.saturated:
         out.append("saturated: the request rate exceeds what the replicas sustain")
-    if req.ttft_s is not None and pred.ttft_seconds.value > req.ttft_s:
-        out.append(f"TTFT {pred.ttft_seconds.value:.2f} s > {req.ttft_s:g} s")
-    if req.tpot_s is not None and pred.tpot_seconds.value > req.tpot_s:
-        out.append(f"TPOT {pred.tpot_seconds.value * 1e3:.1f} ms > {req.tpot_s * 1e3:g} ms")
+    ttft = pred.ttft_seconds.value
+    if ttft_s is not None and ttft * (1 + ttft_margin) > ttft_s:
+        plus = f" + {ttft_margin:.0%} margin" if ttft_margin else ""
+        out.append(f"TTFT {ttft:.2f} s{plus} > {ttft_s:g} s")
+    tpot = pred.tpot_seconds.value
+    if tpot_s is not None and tpot * (1 + tpot_margin) > tpot_s:
+        plus = f" + {tpot_margin:.0%} margin" if tpot_margin else ""
+        out.append(f"TPOT {tpot * 1e3:.1f} ms{plus} > {tpot_s * 1e3:g} ms")
+    return out
+
+
+def _misses(req: SizingRequest, pred: ServingPrediction, cost: float | None) -> list[str]:
+    out = slo_misses(pred, req.ttft_s, req.tpot_s, req.ttft_margin, req.tpot_margin)
     if req.max_cost_per_hour is not None and cost is not None and cost > req.max_cost_per_hour:
         out.append(f"cost ${cost:,.2f}/h > ${req.max_cost_per_hour:g}/h")
     return out
 
 
-def _per_replica(w: Workload, replicas: int) -> Workload:
+def per_replica_workload(w: Workload, replicas: int) -> Workload:
+    """One replica's share of ``w`` spread over ``replicas`` (concurrency and bursts rounded
+    up: the busiest replica)."""
+    r = max(1, replicas)
     if w.concurrency is not None:
-        return Workload(w.input_tokens, w.output_tokens, concurrency=-(-w.concurrency // replicas))
-    return Workload(w.input_tokens, w.output_tokens, request_rate=(w.request_rate or 0) / replicas)
+        return Workload(
+            w.input_tokens, w.output_tokens, concurrency=-(-w.concurrency // r), burst=w.burst
+        )
+    return Workload(w.input_tokens, w.output_tokens, request_rate=(w.request_rate or 0) / r)
+
+
+def simulate_replica(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    workload: Workload,
+    replicas: int,
+    constants: ServingConstants,
+) -> SimulatedServing | None:
+    """The event-level simulation (p50/p90 TTFT and TPOT) of one replica of ``replicas``
+    serving its share of ``workload``: what ``plan`` and ``size`` print beside the closed
+    form; None where no request fits the KV cache."""
+    sim = simulate_serving(arch, gpu, est, per_replica_workload(workload, replicas), constants)
+    return sim if sim.requests else None
+
+
+def predict_replica(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    workload: Workload,
+    replicas: int,
+    constants: ServingConstants,
+) -> ServingPrediction:
+    """One replica of ``replicas`` serving its share of ``workload``: the one prediction
+    ``size`` ranks candidates by and ``plan`` prints for a stack's model."""
+    return predict_serving(arch, gpu, est, per_replica_workload(workload, replicas), constants)
 
 
 def size(
@@ -168,13 +234,7 @@ def size(
         mml_why = f"{mml} = input {w.input_tokens} + output {w.output_tokens} tokens"
     else:
         mml_why = f"{mml} (given)"
-    wanted = {g.id for g in req.gpus}
-    types = [
-        i
-        for i in hardware.instances.values()
-        if (not req.instance_types or i.name in req.instance_types)
-        and (not wanted or i.gpu in wanted)
-    ]
+    types, empty = _instance_types(req, hardware)
     rejected: list[Rejected] = []
     most = max((i.gpu_count for i in types), default=0)
     for tp in req.tensor_parallel_sizes:  # a size no instance holds would leave no trace
@@ -191,12 +251,14 @@ def size(
             )
     candidates: list[Candidate] = []
     estimates: dict[tuple[str, int], CapacityEstimate | str] = {}
+    tried_too_large: list[InstanceType] = []
     for inst in sorted(types, key=lambda i: (i.gpu, i.gpu_count, i.name)):
         gpu = hardware.gpu(inst.gpu)
         assert gpu is not None  # the catalogue checks instance -> GPU references
         for tp in req.tensor_parallel_sizes:
             gpus_per_replica = tp * req.pipeline_parallel_size
             if gpus_per_replica > inst.gpu_count:
+                tried_too_large.append(inst)
                 continue
             key = (gpu.id, tp)
             if key not in estimates:
@@ -211,7 +273,7 @@ def size(
                             "pipeline_parallel_size": req.pipeline_parallel_size,
                         },
                     )
-                    estimates[key] = est if est.fits else (est.kv.vllm_error or "does not fit")
+                    estimates[key] = est if est.fits else (est.refusal or "does not fit")
                 except CapacityError as exc:
                     estimates[key] = str(exc)
             found = estimates[key]
@@ -224,12 +286,60 @@ def size(
         key=lambda c: (
             not c.meets_slo,
             c.cost_per_hour is None,
-            c.cost_per_hour.value if c.cost_per_hour else 0.0,
+            round(c.cost_per_hour.value, 2) if c.cost_per_hour else 0.0,
+            c.instances,  # at equal cost, fewer nodes: fewer to fail, schedule, upgrade
             c.instances * c.instance.gpu_count,
             -c.output_tokens_per_second.value,
         ),
     )
-    return SizingResult(req, tuple(ranked), tuple(rejected), int(mml), mml_why)
+    if empty is None and not candidates:
+        if rejected:
+            empty = (
+                f"no configuration starts: each of the {len(rejected)} tried is refused "
+                "(see rejected)"
+            )
+        elif tried_too_large:
+            largest = max(tried_too_large, key=lambda i: i.gpu_count)
+            sizes = "/".join(str(t) for t in req.tensor_parallel_sizes)
+            empty = (
+                f"TP {sizes} x PP {req.pipeline_parallel_size} needs more GPUs than any "
+                f"selected instance type has (largest: {largest.gpu_count} on {largest.name}); "
+                "lower --tp or --pp, or choose a larger --instance-type"
+            )
+    return SizingResult(req, tuple(ranked), tuple(rejected), int(mml), mml_why, empty)
+
+
+def _instance_types(
+    req: SizingRequest, hardware: HardwareCatalog
+) -> tuple[list[InstanceType], str | None]:
+    """The instance types the request allows, and why there are none (None: some)."""
+    every = list(hardware.instances.values())
+    named = [i for i in every if not req.instance_types or i.name in req.instance_types]
+    on_cloud = [i for i in named if req.cloud is None or i.provider == req.cloud]
+    wanted = {g.id for g in req.gpus}
+    types = [i for i in on_cloud if not wanted or i.gpu in wanted]
+    if types:
+        return types, None
+    if not on_cloud:
+        clouds = sorted({i.provider for i in named})
+        return [], (
+            f"no selected instance type is on cloud {req.cloud!r} (they are on "
+            f"{', '.join(clouds) or 'none'}); drop --cloud or choose another"
+        )
+    gpus = ", ".join(sorted(wanted))
+    anywhere = [i for i in every if i.gpu in wanted]
+    if not anywhere:
+        offered = sorted({i.gpu for i in every})
+        return [], (
+            f"no catalogued instance type carries {gpus} (catalog/data/instances.yaml has the "
+            "GPU's facts but no cloud instance with it); add the instance under catalog."
+            f"instances in a stack file, or choose --gpu among {', '.join(offered)}"
+        )
+    where = sorted({f"{i.name} ({i.provider})" for i in anywhere})[:6]
+    return [], (
+        f"{gpus} is carried only by instance types the other filters exclude: "
+        f"{', '.join(where)}; relax --instance-type or --cloud"
+    )
 
 
 def _candidate(
@@ -245,13 +355,7 @@ def _candidate(
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
     best: tuple[int, ServingPrediction, list[str], float | None] | None = None
     for r in tries:
-        pred = predict_serving(
-            req.arch,
-            gpu,
-            est,
-            _per_replica(req.workload, r),
-            constants,
-        )
+        pred = predict_replica(req.arch, gpu, est, req.workload, r, constants)
         instances = -(-r // per_instance)
         cost = instances * price[0] if price else None
         misses = _misses(req, pred, cost)

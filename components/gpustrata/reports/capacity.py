@@ -35,7 +35,8 @@ from typing import Any
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
 from gpustrata.core.errors import InputError
-from gpustrata.planning.serving import ServingAtSettings, serving_at_settings
+from gpustrata.planning.serving import ServingAtSettings, WorkloadTooLong, serving_at_settings
+from gpustrata.spec.stack import WorkloadSpec
 from gpustrata.vllm.capacity import (
     CapacityError,
     CapacityEstimate,
@@ -45,6 +46,7 @@ from gpustrata.vllm.capacity import (
 from gpustrata.vllm.offload import VLLM_CPU_SPEC_SRC, host_memory
 
 __all__ = [
+    "SETTING_FLAGS",
     "WHAT_IF_TP_SIZES",
     "CapacityTarget",
     "capacity_document",
@@ -56,7 +58,7 @@ __all__ = [
 WHAT_IF_TP_SIZES = (1, 2, 4, 8)
 """Tensor-parallel sizes the what-if table tries (one node's worth of GPUs)."""
 
-_FLAGS = {
+SETTING_FLAGS = {
     "tensor_parallel_size": "--tp",
     "pipeline_parallel_size": "--pp",
     "max_model_len": "--max-model-len",
@@ -70,6 +72,7 @@ _FLAGS = {
     "weights.source": "--weights-source",
     "weights.load_gbps": "--load-gbps",
 }
+"""The command-line flag of each engine setting (capacity, size), for messages."""
 
 
 @dataclass
@@ -84,6 +87,10 @@ class CapacityTarget:
     hardware: HardwareCatalog
     kv_offloading_size: float | None = None
     """vLLM's native KV offload to CPU in GiB (``--kv-offloading-size``), or None."""
+    workload: WorkloadSpec | None = None
+    """The stack model's workload (None: the reference workload)."""
+    replicas: int = 1
+    """Replicas the workload is spread over (the stack's largest count)."""
 
 
 def _host_figures(
@@ -114,7 +121,7 @@ def estimate(target: CapacityTarget, **overrides: Any) -> CapacityEstimate:
     try:
         return estimate_capacity(target.arch, target.gpu, **{**target.settings, **overrides})
     except CapacityError as exc:
-        flag = _FLAGS.get(exc.setting, exc.setting)
+        flag = SETTING_FLAGS.get(exc.setting, exc.setting)
         key = {"weights.source": "weights_source", "weights.load_gbps": "load_gbps"}.get(
             exc.setting, exc.setting
         )
@@ -217,11 +224,17 @@ def _settings(est: CapacityEstimate) -> dict[str, Any]:
 
 
 def _predicted(target: CapacityTarget | None, est: CapacityEstimate) -> ServingAtSettings | None:
-    """A what-if row's predicted serving at the reference workload (None: not predicted)."""
+    """A what-if row's predicted serving at the stack model's workload, else the reference
+    workload (None: not predicted)."""
     if target is None:
         return None
     gpu = target.hardware.gpu(est.gpu_id)
-    return serving_at_settings(target.arch, gpu, est) if gpu is not None else None
+    if gpu is None:
+        return None
+    try:
+        return serving_at_settings(target.arch, gpu, est, target.workload, target.replicas)
+    except WorkloadTooLong:
+        return None
 
 
 def _row(
@@ -291,15 +304,7 @@ def capacity_document(
 
 def _refusal(est: CapacityEstimate) -> str | None:
     """Why vLLM would not start with these settings, or None."""
-    if est.fits:
-        return None
-    if not est.weights_fit:
-        return (
-            f"weights ({gib(est.weights.bytes_per_gpu)}) and overheads exceed "
-            f"gpu_memory_utilization x GPU memory ({gib(est.memory.requested.value)}): "
-            "'No available memory for the cache blocks'; raise --tp or use a larger GPU"
-        )
-    return est.kv.vllm_error
+    return est.refusal
 
 
 def _fmt(key: str, value: int | float) -> str:

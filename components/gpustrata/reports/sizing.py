@@ -21,12 +21,13 @@ from typing import Any
 
 import yaml
 
-from gpustrata.planning.sizing import Candidate, SizingResult
+from gpustrata.planning.sizing import Candidate, SizingResult, simulate_replica
 from gpustrata.vllm.performance import ServingConstants
 from gpustrata.vllm.reference import VLLM_VERSION
+from gpustrata.vllm.simulate import SimulatedServing
 from gpustrata.vllm.terms import Term
 
-__all__ = ["sizing_document", "sizing_markdown", "sizing_snippet", "sizing_text"]
+__all__ = ["simulated", "sizing_document", "sizing_markdown", "sizing_snippet", "sizing_text"]
 
 _SHOWN = 10
 
@@ -57,9 +58,27 @@ def sizing_snippet(result: SizingResult) -> str | None:
     }
     if c.pipeline_parallel_size > 1:
         engine["pipeline_parallel_size"] = c.pipeline_parallel_size
-    for key in ("dtype", "quantization", "kv_cache_dtype", "max_num_seqs"):
+    for key in (
+        "dtype",
+        "quantization",
+        "kv_cache_dtype",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "gpu_memory_utilization",
+    ):
         if result.request.settings.get(key) is not None:
             engine[key] = result.request.settings[key]
+    w = result.request.workload
+    workload: dict[str, Any] = {"input_tokens": w.input_tokens, "output_tokens": w.output_tokens}
+    if w.request_rate is not None:
+        workload["request_rate"] = w.request_rate
+    else:
+        workload["burst" if w.burst else "concurrency"] = w.concurrency
+    if result.request.ttft_s is not None:
+        workload["ttft_seconds"] = result.request.ttft_s
+    if result.request.tpot_s is not None:
+        workload["tpot_seconds"] = result.request.tpot_s
+    release = result.request.settings.get("vllm_release") or VLLM_VERSION
     doc = {
         "node_pools": [
             {
@@ -76,13 +95,23 @@ def sizing_snippet(result: SizingResult) -> str | None:
                 "model": result.request.arch.id,
                 "runtime": "deployment",
                 "pool": pool,
-                "image": f"vllm/vllm-openai:v{VLLM_VERSION}",
+                "image": f"vllm/vllm-openai:v{release}",
                 "replicas": c.replicas,
                 "engine": engine,
+                "workload": workload,
             }
         ],
     }
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def simulated(
+    result: SizingResult, c: Candidate, constants: ServingConstants
+) -> SimulatedServing | None:
+    """The event-level simulation of one replica of ``c`` at its share of the workload
+    (p50/p90 TTFT and TPOT), or None where it cannot run (a request longer than the KV)."""
+    r = result.request
+    return simulate_replica(r.arch, c.gpu, c.estimate, r.workload, c.replicas, constants)
 
 
 def _cost(c: Candidate) -> str:
@@ -132,14 +161,21 @@ _HEAD = [
 
 def _workload(result: SizingResult) -> str:
     w = result.request.workload
-    load = f"concurrency {w.concurrency}" if w.concurrency else f"{w.request_rate:g} req/s"
+    load = w.load
     slo = []
     if result.request.ttft_s is not None:
         slo.append(f"TTFT <= {result.request.ttft_s:g} s")
     if result.request.tpot_s is not None:
         slo.append(f"TPOT <= {result.request.tpot_s * 1e3:g} ms")
+    margin = ""
+    if slo:
+        r = result.request
+        margin = (
+            f" with a margin of {r.tpot_margin:.0%} on TPOT and {r.ttft_margin:.0%} on TTFT "
+            f"({r.margin_why})"
+        )
     return f"{result.request.arch.id}: {w.input_tokens} in / {w.output_tokens} out at {load}" + (
-        f"; SLO {', '.join(slo)}" if slo else ""
+        f"; SLO {', '.join(slo)}{margin}" if slo else ""
     )
 
 
@@ -147,7 +183,7 @@ def sizing_text(result: SizingResult, constants: ServingConstants) -> str:
     """The plain-text report."""
     out = [_workload(result), f"max_model_len {result.max_model_len_why}", ""]
     if not result.candidates:
-        out.append("no configuration starts: see the rejections below")
+        out.append(f"no candidate: {result.empty_reason or 'no configuration starts'}")
     else:
         widths = [
             max(len(h), *(len(_row(c)[i]) for c in result.candidates[:_SHOWN]))
@@ -174,6 +210,14 @@ def sizing_text(result: SizingResult, constants: ServingConstants) -> str:
         ):
             if t is not None:
                 out.append(f"  {label:<10} <- {t.explanation}")
+        sim = simulated(result, top, constants)
+        if sim is not None:
+            out.append(
+                f"  simulated  <- TTFT p50 {sim.ttft_p50_s:.2f} s / p90 {sim.ttft_p90_s:.2f} s, "
+                f"TPOT p50 {sim.tpot_p50_s * 1e3:.1f} ms / p90 {sim.tpot_p90_s * 1e3:.1f} ms, "
+                f"{sim.output_tokens_per_second:,.0f} tok/s per replica: {sim.explanation} "
+                "(gpustrata.vllm.simulate; benchmarks/bench_serving_loso.py has its error)"
+            )
         snippet = sizing_snippet(result)
         if snippet:
             out += [
@@ -228,7 +272,7 @@ def sizing_markdown(result: SizingResult, constants: ServingConstants) -> str:
         if snippet:
             out += ["", "```yaml", snippet.rstrip(), "```"]
     else:
-        out.append("No configuration starts.")
+        out.append(f"No candidate: {result.empty_reason or 'no configuration starts'}.")
     if result.rejected:
         out += ["", "<details><summary>rejected</summary>", ""]
         out += [
@@ -248,10 +292,18 @@ def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[s
         "workload": {
             "input_tokens": w.input_tokens,
             "output_tokens": w.output_tokens,
-            "concurrency": w.concurrency,
+            "concurrency": None if w.burst else w.concurrency,
+            "burst": w.concurrency if w.burst else None,
             "request_rate": w.request_rate,
         },
-        "slo": {"ttft_seconds": result.request.ttft_s, "tpot_seconds": result.request.tpot_s},
+        "slo": {
+            "ttft_seconds": result.request.ttft_s,
+            "tpot_seconds": result.request.tpot_s,
+            "ttft_margin": result.request.ttft_margin,
+            "tpot_margin": result.request.tpot_margin,
+            "margin_why": result.request.margin_why,
+        },
+        "empty_reason": result.empty_reason,
         "max_model_len": {"value": result.max_model_len, "explanation": result.max_model_len_why},
         "constants": {"source": constants.source},
         "candidates": [
@@ -289,4 +341,22 @@ def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[s
             for r in result.rejected
         ],
         "snippet": sizing_snippet(result),
+        "simulated_top": _simulated_doc(result, constants),
+    }
+
+
+def _simulated_doc(result: SizingResult, constants: ServingConstants) -> dict[str, Any] | None:
+    if not result.candidates:
+        return None
+    sim = simulated(result, result.candidates[0], constants)
+    if sim is None:
+        return None
+    return {
+        "ttft_p50_seconds": sim.ttft_p50_s,
+        "ttft_p90_seconds": sim.ttft_p90_s,
+        "tpot_p50_seconds": sim.tpot_p50_s,
+        "tpot_p90_seconds": sim.tpot_p90_s,
+        "output_tokens_per_second_per_replica": sim.output_tokens_per_second,
+        "preemptions": sim.preemptions,
+        "explanation": sim.explanation,
     }

@@ -15,6 +15,7 @@ from gpustrata.spec.stack import (
     SecretRef,
     StackSpec,
     WeightsSpec,
+    WorkloadSpec,
 )
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "StackSpec",
     "Taint",
     "WeightsSpec",
+    "WorkloadSpec",
     "load_stack_file",
     "stack_file",
     "validate_stack",

@@ -837,6 +837,67 @@ class AutoscalingSpec(_Model):
         return self
 
 
+class WorkloadSpec(_Model):
+    """What a model serves: the workload ``plan`` predicts latency for and ``size`` sizes.
+
+    The defaults are the reference workload (a chat turn, every replica full): 1,024 prompt
+    and 256 output tokens at a concurrency of max_num_seqs per replica. Give at most one of
+    ``concurrency`` (closed loop, all replicas together), ``request_rate`` (open loop) or
+    ``burst`` (N requests at once). ``gpustrata size --input-tokens ... --concurrency ...``
+    with the same fields predicts the same figures (it writes this section in its snippet).
+    """
+
+    input_tokens: int = Field(
+        default=1024, ge=1, le=10_000_000, description="Prompt tokens per request."
+    )
+    output_tokens: int = Field(
+        default=256, ge=1, le=10_000_000, description="Generated tokens per request."
+    )
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="Requests in flight over all replicas (closed loop, as `vllm bench "
+        "serve --max-concurrency`). Empty with no request_rate or burst: max_num_seqs per "
+        "replica (every engine full).",
+    )
+    request_rate: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e9,
+        description="Requests per second arriving over all replicas (open loop, as `vllm "
+        "bench serve --request-rate`).",
+    )
+    burst: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="Requests sent at once and not replaced (as `vllm bench serve "
+        "--num-prompts N` at request rate inf), over all replicas.",
+    )
+    ttft_seconds: float | None = Field(
+        default=None, gt=0, le=86400, description="TTFT target in seconds (SLO); empty: none."
+    )
+    tpot_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="TPOT (inter-token latency) target in seconds (SLO); empty: none.",
+    )
+
+    @model_validator(mode="after")
+    def _one_load(self) -> WorkloadSpec:
+        given = [
+            k for k in ("concurrency", "request_rate", "burst") if getattr(self, k) is not None
+        ]
+        if len(given) > 1:
+            raise ValueError(
+                f"{' and '.join(given)} are both set; give one of concurrency, request_rate "
+                "or burst"
+            )
+        return self
+
+
 class ModelSpec(_Model):
     """A served model: what runs, where, and with which vLLM engine settings."""
 
@@ -873,6 +934,11 @@ class ModelSpec(_Model):
     )
     autoscaling: AutoscalingSpec = Field(
         default_factory=AutoscalingSpec, description="Autoscaling."
+    )
+    workload: WorkloadSpec = Field(
+        default_factory=WorkloadSpec,
+        description="The workload and SLO targets `plan` predicts serving latency for (and "
+        "`size` sizes for); the defaults are the reference workload.",
     )
     cpu: Quantity | None = Field(
         default=None,

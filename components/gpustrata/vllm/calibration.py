@@ -29,10 +29,14 @@ from gpustrata.vllm.performance import (
 
 __all__ = [
     "CONSTANT_NAMES",
+    "Margin",
     "PointPrediction",
     "constants_from_fit",
     "default_constants",
+    "measured_margin",
+    "point_workload",
     "predict_point",
+    "sized_point",
 ]
 
 CONSTANT_NAMES = (
@@ -123,18 +127,71 @@ def _sized(point_id: str) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate
     return arch, gpu, estimate_capacity(arch, gpu, **settings)
 
 
-def predict_point(point: CalibrationPoint, constants: ServingConstants) -> PointPrediction:
-    """Size ``point``'s model, GPU and settings and predict its workload.
-
-    ``point`` must be one of :func:`load_serving_calibration` (its sizing is cached by id).
-    """
-    arch, gpu, est = _sized(point.id)
-    workload = Workload(
+def point_workload(point: CalibrationPoint) -> Workload:
+    """The workload a published run served."""
+    return Workload(
         point.input_tokens,
         point.output_tokens,
         concurrency=point.concurrency,
         request_rate=point.request_rate,
         burst=point.burst,
     )
-    pred = predict_serving(arch, gpu, est, workload, constants)
+
+
+def sized_point(point: CalibrationPoint) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
+    """The model, GPU and capacity estimate of a published run (cached by id)."""
+    return _sized(point.id)
+
+
+def predict_point(point: CalibrationPoint, constants: ServingConstants) -> PointPrediction:
+    """Size ``point``'s model, GPU and settings and predict its workload.
+
+    ``point`` must be one of :func:`load_serving_calibration` (its sizing is cached by id).
+    """
+    arch, gpu, est = _sized(point.id)
+    pred = predict_serving(arch, gpu, est, point_workload(point), constants)
     return PointPrediction(point, pred)
+
+
+@dataclass(frozen=True)
+class Margin:
+    """How far below an SLO target a prediction must stay: the serving model's measured
+    out-of-sample error, per figure."""
+
+    tpot: float
+    """Fraction added to a predicted TPOT before it is compared with the target."""
+    ttft: float
+    """Fraction added to a predicted TTFT before it is compared with the target."""
+    explanation: str
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return 0.0
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+@functools.cache
+def measured_margin() -> Margin:
+    """The default SLO margin: the median |error| of TPOT and of TTFT over the points the
+    shipped fit held out (``serving-fit.yaml`` ``held_out``), predicted with the shipped
+    constants: what the model misses by on runs it was not fitted to."""
+    fit = load_serving_fit()
+    points = {p.id: p for p in load_serving_calibration()}
+    errors: dict[str, list[float]] = {"tpot": [], "ttft": []}
+    for pid in fit.held_out:
+        if pid not in points:
+            continue
+        for key, err in predict_point(points[pid], default_constants()).errors().items():
+            if key in errors:
+                errors[key].append(abs(err))
+    tpot, ttft = _median(errors["tpot"]), _median(errors["ttft"])
+    return Margin(
+        tpot,
+        ttft,
+        f"the serving model's median |error| on the {len(fit.held_out)} calibration points "
+        f"its fit held out (serving-fit.yaml held_out): TPOT {tpot:.0%} over "
+        f"{len(errors['tpot'])} points, TTFT {ttft:.0%} over {len(errors['ttft'])}",
+    )

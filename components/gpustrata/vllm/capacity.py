@@ -127,6 +127,57 @@ class CapacityEstimate:
         return self.weights_fit and self.kv.fits_one_sequence
 
     @property
+    def utilization_to_start(self) -> float | None:
+        """The smallest gpu_memory_utilization (to the hundredth) at which these settings
+        start: the memory vLLM lacks (one max_model_len request's KV cache, plus the weights'
+        shortfall) added to what it requests now; None when it starts already or when even
+        the whole GPU is too small (then no gpu_memory_utilization helps)."""
+        if self.fits:
+            return None
+        # vLLM's check: one request's blocks + the null block <= the KV memory available.
+        deficit = self.kv.needed_bytes + self.kv.bytes_per_block - self.memory.available_kv_bytes
+        u = math.ceil((self.memory.requested.value + deficit) / self.memory.total.value * 100)
+        return u / 100 if u <= 100 else None
+
+    @property
+    def refusal(self) -> str | None:
+        """Why vLLM would not start with these settings and what would fix it (None: it
+        starts). vLLM's own message advises raising ``gpu_memory_utilization`` whenever no
+        KV memory is left; that is only a fix while :attr:`utilization_to_start` exists, so
+        the advice here says which."""
+        if self.fits:
+            return None
+        u = self.utilization_to_start
+        if self.weights_fit:
+            why = self.kv.vllm_error or "one max_model_len request does not fit the KV cache"
+            return why + (
+                f" (gpu_memory_utilization {u:.2f} would hold it)"
+                if u is not None
+                else " (no gpu_memory_utilization holds it: lower max_model_len, use "
+                "kv_cache_dtype fp8 or raise tensor_parallel_size)"
+            )
+        m = self.memory
+        # Per GPU: the fullest stage's weights plus what the budget takes besides them.
+        used = int(m.requested.value) - self.memory.available_kv_bytes
+        have = (
+            f"weights {gib(m.weights.value)} + activation peak, CUDA graphs and runtime "
+            f"{gib(used - m.weights.value)} = {gib(used)} per GPU"
+        )
+        if u is None:
+            return (
+                f"{have} and one max_model_len request's KV cache exceed the whole "
+                f"{gib(m.total.value)} of one GPU: vLLM runs out of memory whatever "
+                "gpu_memory_utilization is; raise tensor_parallel_size, quantise the weights "
+                "or use a GPU with more memory"
+            )
+        return (
+            f"{have} exceed the {gib(m.requested.value)} gpu_memory_utilization "
+            f"{self.gpu_memory_utilization} grants: vLLM stops with 'No available memory for "
+            f"the cache blocks'; gpu_memory_utilization {u:.2f} would start it (if nothing "
+            "else uses the GPU), else raise tensor_parallel_size or quantise the weights"
+        )
+
+    @property
     def max_concurrent_full_length_sequences(self) -> int:
         """Requests of max_model_len the KV cache holds at once (floor of vLLM's figure)."""
         return max(0, math.floor(self.kv.max_concurrency))

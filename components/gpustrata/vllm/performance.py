@@ -36,8 +36,6 @@ from gpustrata.vllm.timing import forward_flops
 __all__ = [
     "FP8_QUANTIZATIONS",
     "PCIE4_GBS",
-    "REFERENCE_INPUT_TOKENS",
-    "REFERENCE_OUTPUT_TOKENS",
     "DecodeStep",
     "ServingConstants",
     "ServingPrediction",
@@ -46,7 +44,6 @@ __all__ = [
     "link_gbs",
     "predict_serving",
     "prefill_seconds",
-    "reference_workload",
 ]
 
 FP8_QUANTIZATIONS = frozenset({"fp8", "fbgemm_fp8", "modelopt", "compressed-tensors-fp8"})
@@ -85,13 +82,31 @@ class ServingConstants:
     (989 TFLOP/s dense BF16) than of the Ampere one (312), so one fraction for both
     misses one of them by ~2x (catalog/data/serving-fit.yaml says on which points)."""
 
+    memory_efficiency_sm80: float | None = None
+    """``memory_efficiency`` on compute capability 8.0 (A100); None: the default."""
+    memory_efficiency_sm90: float | None = None
+    """``memory_efficiency`` on compute capability 9.0 (H100, H200); None: the default.
+    Microbenchmarks reach 0.75-0.78 of the H200's datasheet bandwidth
+    (benchmarks/data/h200-decode-microbench.json), more than one value for every generation
+    gives; benchmarks/bench_serving_loso.py fits both per held-out source."""
+
+    def _for(self, gpu: GpuModel, name: str, label: str) -> tuple[float, str]:
+        """``name`` on ``gpu``'s generation (``name_sm80`` / ``name_sm90`` where set, else
+        ``name``), and which value it is."""
+        cc = gpu.compute_capability.replace(".", "")
+        value = getattr(self, f"{name}_sm{cc}", None) if cc in ("80", "90") else None
+        if value is not None:
+            return value, f"sm{cc} {label}{value:g}"
+        default: float = getattr(self, name)
+        return default, f"{label}{default:g}"
+
+    def memory_efficiency_for(self, gpu: GpuModel) -> tuple[float, str]:
+        """The memory-bandwidth efficiency on ``gpu``'s generation, and which value it is."""
+        return self._for(gpu, "memory_efficiency", "")
+
     def compute_efficiency_for(self, gpu: GpuModel) -> tuple[float, str]:
         """The compute efficiency on ``gpu``'s generation, and which value it is."""
-        by_cc = {"8.0": self.compute_efficiency_sm80, "9.0": self.compute_efficiency_sm90}
-        value = by_cc.get(gpu.compute_capability)
-        if value is not None:
-            return value, f"sm{gpu.compute_capability.replace('.', '')} efficiency {value:g}"
-        return self.compute_efficiency, f"efficiency {self.compute_efficiency:g}"
+        return self._for(gpu, "compute_efficiency", "efficiency ")
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,13 @@ class Workload:
     replaced (``vllm bench serve --num-prompts N`` at request rate inf without
     --max-concurrency): TTFT is the mean over the draining queue instead of a steady
     closed loop's wait."""
+
+    @property
+    def load(self) -> str:
+        """``2 req/s``, ``burst 100`` or ``concurrency 64``: how requests arrive."""
+        if self.request_rate is not None:
+            return f"{self.request_rate:g} req/s"
+        return f"burst {self.concurrency}" if self.burst else f"concurrency {self.concurrency}"
 
     def __post_init__(self) -> None:
         if self.input_tokens < 1 or self.output_tokens < 1:
@@ -268,7 +290,8 @@ def decode_step(
         flops_total += forward_flops(arch, prompt_tokens, prompt_context, 0)
     flops = flops_total / est.gpus
     fl = Term(flops, f"{flops_total / 1e12:,.2f} TFLOP / {est.gpus} GPUs")
-    bw = gpu.memory_bandwidth_gbs * GB * c.memory_efficiency
+    mem_eff, mem_eff_why = c.memory_efficiency_for(gpu)
+    bw = gpu.memory_bandwidth_gbs * GB * mem_eff
     mem = (w.value + kv.value) / bw * pp
     peak, peak_why = _peak_flops(gpu, est)
     eff, eff_why = c.compute_efficiency_for(gpu)
@@ -277,7 +300,7 @@ def decode_step(
     mem_t = Term(
         mem,
         f"({w.value / GB:.2f} + {kv.value / GB:.2f}) GB / ({gpu.memory_bandwidth_gbs:g} GB/s "
-        f"x {c.memory_efficiency:g}){pp_why} = {mem * 1e3:.2f} ms",
+        f"x {mem_eff_why}){pp_why} = {mem * 1e3:.2f} ms",
     )
     comp_t = Term(
         comp,
@@ -575,21 +598,3 @@ def predict_serving(
         ),
         saturated=saturated,
     )
-
-
-REFERENCE_INPUT_TOKENS = 1024
-REFERENCE_OUTPUT_TOKENS = 256
-"""The workload ``plan`` and ``capacity`` predict an engine at when the stack states none:
-1,024 prompt and 256 output tokens per request (a chat turn; within max_model_len), as
-many requests in flight as max_num_seqs allows (the engine at its settings, full)."""
-
-
-def reference_workload(est: CapacityEstimate) -> tuple[Workload, str]:
-    """The reference workload for ``est``'s settings, and how it was chosen."""
-    out = min(REFERENCE_OUTPUT_TOKENS, max(1, est.max_model_len // 4))
-    inp = max(1, min(REFERENCE_INPUT_TOKENS, est.max_model_len - out))
-    why = (
-        f"reference workload: {inp:,} in / {out} out tokens per request at concurrency "
-        f"{est.max_num_seqs} (max_num_seqs; the KV cache may bound it lower)"
-    )
-    return Workload(inp, out, concurrency=est.max_num_seqs), why

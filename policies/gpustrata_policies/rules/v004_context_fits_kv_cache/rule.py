@@ -25,6 +25,9 @@ def message(inp: Inputs) -> str:
         else "the KV cache cannot hold even one token"
     )
     defaults = inp.default_notes("max_model_len", "gpu_memory_utilization")
+    # Raising gpu_memory_utilization is a fix only where some utilization <= 1 holds it.
+    u = est.utilization_to_start
+    raise_util = f"raise gpu_memory_utilization to {u:.2f}, " if u is not None else ""
     return (
         f"{inp.site.name} serves {inp.model.name} on {inp.gpu.label} with max_model_len "
         f"{mml:,}: after {gib(est.weights.bytes_per_gpu)} of weights per GPU the KV cache "
@@ -32,8 +35,8 @@ def message(inp: Inputs) -> str:
         f"({kv.max_concurrency:.2f} sequences of {mml:,}), but one {mml:,}-token sequence "
         f"needs {gib(kv.needed_bytes)} ({kv.blocks_per_request:,} blocks of "
         f"{kv.bytes_per_block:,} B), so vLLM refuses to start ('To serve at least one request "
-        f"with the model's max seq len ...'){defaults}. Fix: {fix}, raise "
-        "gpu_memory_utilization, use kv_cache_dtype fp8, or add GPUs (tensor_parallel_size)"
+        f"with the model's max seq len ...'){defaults}. Fix: {fix}, {raise_util}use "
+        "kv_cache_dtype fp8, or add GPUs (tensor_parallel_size)"
     )
 
 
@@ -69,7 +72,8 @@ RULE = Rule(
         ),
         fix=(
             "Lower max_model_len to at most the largest length the message names, raise "
-            "gpu_memory_utilization, use --kv-cache-dtype fp8, or shard over more GPUs."
+            "gpu_memory_utilization to the value it names (where one below 1 holds the "
+            "request), use --kv-cache-dtype fp8, or shard over more GPUs."
         ),
         references=(
             f"{VLLM_SRC}/vllm/v1/core/kv_cache_planning.py",
