@@ -293,10 +293,10 @@ def size(
         ),
     )
     if empty is None and not candidates:
-        if rejected:
+        tried = [r for r in rejected if r.instance != "-"]  # "-": a TP no instance holds
+        if tried:
             empty = (
-                f"no configuration starts: each of the {len(rejected)} tried is refused "
-                "(see rejected)"
+                f"no configuration starts: each of the {len(tried)} tried is refused (see rejected)"
             )
         elif tried_too_large:
             largest = max(tried_too_large, key=lambda i: i.gpu_count)
