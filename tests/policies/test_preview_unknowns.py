@@ -209,16 +209,15 @@ def _pack_mandatory(
     return found, [K8sObject(o).resource for o in objects_from_pulumi(triples)]
 
 
-def test_the_pack_reports_no_new_mandatory_violation_for_an_unknown_leaf(analyzer: Any) -> None:
-    """Every leaf of every good fixture, each in turn sent as Pulumi's unknown string
-    through the gRPC pack (one pack process; about 2,000 trials)."""
+def _grpc_sweep(analyzer: Any, suite: str, interior: bool) -> dict[str, set[FindingKey]]:
+    """Each trial of every good fixture sent through the gRPC pack (one pack process): a
+    scalar leaf (*interior* False) or a mapping/list node (*interior* True) replaced by
+    Pulumi's unknown string; the mandatory findings no known fixture gives, by trial."""
     from pulumi.runtime.proto import analyzer_pb2
 
     analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={}))
-    suite = "preview-unknown-leaves-grpc-pack"
     new: dict[str, set[FindingKey]] = {}
-    fixtures = fixture_files("good")
-    for path in fixtures:
+    for path in fixture_files("good"):
         objects = load_paths([str(path)])
         tokens = [resource_token(o.raw) for o in objects]
         names = [o.name for o in objects]
@@ -232,19 +231,53 @@ def test_the_pack_reports_no_new_mandatory_violation_for_an_unknown_leaf(analyze
 
         raws = [dict(o.raw) for o in objects]
         before, known_names = _pack_mandatory(analyzer, triples(raws))
-        for trial in trials(path, objects, leaves_only=True):
+        leaves = {(t.index, tuple(t.path)) for t in trials(path, objects, leaves_only=True)}
+        chosen = [
+            t
+            for t in trials(path, objects, leaves_only=not interior)
+            if not interior or ((t.index, tuple(t.path)) not in leaves and t.path)
+        ]
+        for trial in chosen:
             with record(suite):
                 now = list(raws)
                 now[trial.index] = replaced(raws[trial.index], trial.path, STRING_UNKNOWN)
                 after, seen = _pack_mandatory(analyzer, triples(now))
-                rename = dict(zip(seen, known_names, strict=True))
+                rename = (
+                    dict(zip(seen, known_names, strict=True))
+                    if len(seen) == len(known_names)
+                    else {}
+                )
                 extra = {(r, rename.get(res, res), m) for r, res, m in after} - before
                 if extra:
                     new[trial.label] = extra
+    return new
+
+
+def test_the_pack_reports_no_new_mandatory_violation_for_an_unknown_leaf(analyzer: Any) -> None:
+    """Every leaf of every good fixture, each in turn sent as Pulumi's unknown string
+    through the gRPC pack (one pack process; about 2,000 trials)."""
+    suite = "preview-unknown-leaves-grpc-pack"
+    new = _grpc_sweep(analyzer, suite, interior=False)
+    fixtures = fixture_files("good")
     rules = {p.parent.name.split("_", 1)[0] for p in fixtures}
     print(f"{suite}: {len(fixtures)} fixtures of {len(rules)} rules, {CASES[suite]} trials")
     assert CASES[suite] >= 2000 and len(rules) == len(all_rules())
     assert not new, new
+
+
+def test_the_pack_reports_no_new_mandatory_violation_for_an_unknown_interior_node(
+    analyzer: Any,
+) -> None:
+    """Issue 33: the gRPC sweep at every node, not only leaves. Every mapping and list of
+    every good fixture (a whole ``spec``, ``metadata``, a container list), each in turn
+    sent as Pulumi's unknown string through the gRPC pack, with the other objects of the
+    fixture beside it (cross-object: a finding on any resource counts)."""
+    suite = "preview-unknown-interior-grpc-pack"
+    new = _grpc_sweep(analyzer, suite, interior=True)
+    print(f"{suite}: {CASES[suite]} trials")
+    assert CASES[suite] > 500
+    shown = dict(sorted(new.items())[:20])
+    assert not new, f"{len(new)} trials give new findings: {shown}"
 
 
 @pytest.mark.parametrize(
