@@ -60,3 +60,12 @@ def test_k004_says_nothing_without_pools_when_the_pod_tolerates_its_own_taint(
 
 def test_k004_still_advises_a_pod_that_tolerates_nothing(tmp_path: Path) -> None:
     assert "K004" in _rules(tmp_path, _pod([]))
+
+
+def test_v001_leaves_a_lone_serving_runtime_to_its_inference_service() -> None:
+    """A ServingRuntime is a template: the InferenceService brings the GPUs (corpus 3,
+    rh-aiservices-bu/llm-on-openshift: V001 said 'GPU limit is 0 ... fails at startup')."""
+    corpus = Path(__file__).parents[1] / "data" / "field-corpus-3"
+    report = evaluate(load_paths([str(corpus / "llm-on-openshift-vllm-servingruntime.yaml")]))
+    assert not [f for f in report.findings if f.rule == "V001"]
+    assert any("template with no GPU limit" in n.reason for n in report.not_evaluated)

@@ -55,6 +55,7 @@ MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 are created (or made available to a container), a single CUDA process can only enumerate a
 single MIG device"."""
 RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "LeaderWorkerSet"})
+SERVING_RUNTIMES = frozenset({"ServingRuntime", "ClusterServingRuntime"})
 
 
 def _joins_a_ray_cluster(obj: K8sObject, container: ContainerRef, engine: EngineArgs) -> bool:
@@ -204,6 +205,15 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 continue
             refused = why
         if Fraction(need) == got:
+            continue
+        if got == 0 and obj.kind in SERVING_RUNTIMES:
+            # A runtime alone is a template: KServe merges the InferenceService's predictor
+            # resources (its GPUs) into this container (MergeRuntimeContainers).
+            yield ctx.not_evaluated(
+                obj,
+                f"{container.label} is a {obj.kind} template with no GPU limit: its GPUs come "
+                "from the InferenceService that selects it (check them together)",
+            )
             continue
         if got == 0 and image_release(container.image) is None:
             # A generic image (ubuntu) that installs vLLM at run time and asks for no GPU:
