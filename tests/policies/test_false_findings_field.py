@@ -7,34 +7,20 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import deployment_of
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
 
 
 def _pod(tolerations: list[dict[str, Any]], resource: str = "nvidia.com/gpu") -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "m", "namespace": "llm"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "m"}},
-            "template": {
-                "metadata": {"labels": {"app": "m"}},
-                "spec": {
-                    "tolerations": tolerations,
-                    "containers": [
-                        {
-                            "name": "vllm",
-                            "image": "vllm/vllm-openai:v0.10.1.1",
-                            "args": ["--model", "Qwen/Qwen2.5-7B-Instruct"],
-                            "resources": {"limits": {resource: 1}},
-                        }
-                    ],
-                },
-            },
-        },
+    container = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.10.1.1",
+        "args": ["--model", "Qwen/Qwen2.5-7B-Instruct"],
+        "resources": {"limits": {resource: 1}},
     }
+    return deployment_of({"tolerations": tolerations, "containers": [container]})
 
 
 def _rules(tmp_path: Path, doc: dict[str, Any]) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from conftest import deployment_of
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
@@ -21,21 +22,12 @@ def _deployment(image: str, args: list[str], liveness: dict[str, int] | None = N
     }
     if liveness is not None:
         container["livenessProbe"] = {"httpGet": {"path": "/health", "port": 8000}, **liveness}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "m", "namespace": "llm"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "m"}},
-            "template": {
-                "metadata": {"labels": {"app": "m"}},
-                "spec": {
-                    "nodeSelector": {"node.kubernetes.io/instance-type": "g6e.2xlarge"},
-                    "containers": [container],
-                },
-            },
-        },
-    }
+    return deployment_of(
+        {
+            "nodeSelector": {"node.kubernetes.io/instance-type": "g6e.2xlarge"},
+            "containers": [container],
+        }
+    )
 
 
 def _check(tmp_path: Path, doc: dict) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
