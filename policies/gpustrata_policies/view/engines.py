@@ -41,6 +41,7 @@ from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.vllm_args import (
     EngineArgs,
     image_publisher,
+    moving_tag,
     serve_config,
     split_image,
     vllm_engine,
@@ -374,7 +375,6 @@ VENDOR_BUILDS = (
 """Vendor builds of vLLM whose tags are the vendor's own versions (repository prefix or
 part, vendor); the vLLM inside is the release catalogue's ``vendor_images`` mapping where
 the vendor's notes name it, else unknown."""
-UNPINNED_TAGS = frozenset({"", "latest"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,8 +455,9 @@ def image_release(image: Any) -> ImageRelease | None:
         return ImageRelease(version, f"image {image}")
     if tag is None and digest is not None:
         return ImageRelease(None, f"image {image} is pinned by digest, which names no vLLM version")
-    if (tag or "") in UNPINNED_TAGS:
-        # A moving tag names no release: what it runs changed with every vLLM release, so
+    if moving_tag(tag) is not None:
+        # A moving tag (latest, nightly, main, ...: vllm_args.MOVING_TAG_WORDS, the words
+        # K013 reports) names no release: what it runs changed with every vLLM release, so
         # no default-dependent figure is read from it (K013 reports the moving tag itself).
         shown = f"tag {tag!r}" if tag else "no tag"
         return ImageRelease(
