@@ -779,6 +779,7 @@ def memory_default(version: str) -> Fact | None:
     return _read_or_agreed(version, table, _same_value)
 
 
+@functools.cache  # the packaged catalogue is read once; every engine asks
 def memory_default_any_release() -> tuple[float, str, str] | None:
     """(value, oldest, newest release read) when every read release has the same default
     ``gpu_memory_utilization``: then an engine whose image names no release still has a

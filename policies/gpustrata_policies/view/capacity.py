@@ -359,8 +359,8 @@ def engine_settings(
             return f"{key} {value} must be positive"
         kwargs[key] = value
     util = _raw(engine, "gpu_memory_utilization")
-    everywhere = memory_default_any_release()
-    if util is None and release is None and everywhere is not None:
+    everywhere = memory_default_any_release() if util is None and release is None else None
+    if everywhere is not None:
         share, oldest, newest = everywhere
         kwargs["gpu_memory_utilization"] = share
         defaults["gpu_memory_utilization"] = (
