@@ -234,6 +234,21 @@ def _enabled(pod: ChartPod, values: Mapping[str, Any]) -> bool:
     return on
 
 
+def _terms_override(
+    affinity: Mapping[str, Any], path: str, current: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """The required terms at *path* of a values ``affinity`` (a list, or none when set to
+    anything else), ``()`` when its top key (``nodeAffinity``) is set to null, else the
+    chart default *current*."""
+    found, terms = _at(affinity, path)
+    if found:
+        return tuple(terms) if isinstance(terms, list) else ()
+    top = path.split(".", 1)[0]
+    if top in affinity and affinity[top] is None:
+        return ()
+    return current
+
+
 def pod_placement(pod: ChartPod, values: Mapping[str, Any]) -> PodPlacement:
     """*pod* with the release's *values* applied as Helm coalesces them: a list set in
     the values replaces the chart default, a map is merged into it key by key, and a key
@@ -259,20 +274,14 @@ def pod_placement(pod: ChartPod, values: Mapping[str, Any]) -> PodPlacement:
     if found and aff is None:
         required, anti = (), ()
     elif found and isinstance(aff, Mapping):
-        found_terms, terms = _at(
-            aff, "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        required = _terms_override(
+            aff,
+            "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+            required,
         )
-        if found_terms:
-            required = tuple(terms) if isinstance(terms, list) else ()
-        elif "nodeAffinity" in aff and aff["nodeAffinity"] is None:
-            required = ()
-        found_anti, anti_terms = _at(
-            aff, "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        anti = _terms_override(
+            aff, "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", anti
         )
-        if found_anti:
-            anti = tuple(anti_terms) if isinstance(anti_terms, list) else ()
-        elif "podAntiAffinity" in aff and aff["podAntiAffinity"] is None:
-            anti = ()
     found, spr = _at(values, pod.values_spread)
     spread = pod.spread
     if found:
