@@ -20,7 +20,7 @@ from conftest import RULES_DIR, fixture_id
 
 from gpustrata_policies import evaluate
 from gpustrata_policies.evaluate import all_rules, rule_folder
-from gpustrata_policies.findings import Rule
+from gpustrata_policies.findings import Report, Rule
 from gpustrata_policies.inputs.manifests import load_paths
 
 SECTIONS = ("findings", "not_evaluated", "others_not_evaluated")
@@ -72,19 +72,10 @@ def test_fixture_gives_exactly_the_expected_outcome(rule: Rule, path: Path) -> N
     rule_id = rule.meta.id
     expected = _expected(path.parent)
     report = evaluate(load_paths([str(path)]))
-
-    mine = [
-        {"resource": f.resource, "enforcement": f.enforcement, "message": f.message}
-        for f in report.findings
-        if f.rule == rule_id
-    ]
+    got = _outcome(rule_id, report)
+    mine = got["findings"]
     assert mine == expected["findings"][path.name]
-    own_skips = [
-        {"resource": n.resource, "reason": n.reason}
-        for n in report.not_evaluated
-        if n.rule == rule_id
-    ]
-    assert own_skips == expected.get("not_evaluated", {}).get(path.name, [])
+    assert got["not_evaluated"] == expected.get("not_evaluated", {}).get(path.name, [])
     assert all(f.file == str(path) and f.line for f in report.findings)
     assert report.exit_code == (
         1 if any(f.enforcement == "mandatory" for f in report.findings) else 0
@@ -96,14 +87,12 @@ def test_fixture_gives_exactly_the_expected_outcome(rule: Rule, path: Path) -> N
         # A good fixture is clean for every rule. Other rules may say "not evaluated" (a
         # K001 fixture need not name a GPU model for V003 to size it): exactly those listed.
         assert [(f.rule, f.message) for f in report.findings] == []
-        others = sorted({n.rule for n in report.not_evaluated if n.rule != rule_id})
-        assert others == expected.get("others_not_evaluated", {}).get(path.name, [])
+        assert got["others"] == expected.get("others_not_evaluated", {}).get(path.name, [])
 
 
-def _outcome(rule: Rule, path: Path) -> dict[str, Any]:
-    """What the runner compares for one fixture, in expected.yaml's shape."""
-    report = evaluate(load_paths([str(path)]))
-    rule_id = rule.meta.id
+def _outcome(rule_id: str, report: Report) -> dict[str, Any]:
+    """What the runner compares for one fixture's report, in expected.yaml's shape: the
+    rule's findings and "not evaluated" records, and the other rules that cannot judge it."""
     return {
         "findings": [
             {"resource": f.resource, "enforcement": f.enforcement, "message": f.message}
@@ -134,7 +123,7 @@ def _dump_expected(rule: Rule) -> str:
     for name in sorted(
         names, key=lambda n: (n not in written, written.index(n) if n in written else 0, n)
     ):
-        got = _outcome(rule, folder / name)
+        got = _outcome(rule.meta.id, evaluate(load_paths([str(folder / name)])))
         findings[name] = [{**f, "message": _Folded(f["message"])} for f in got["findings"]]
         if got["not_evaluated"]:
             skipped[name] = [{**n, "reason": _Folded(n["reason"])} for n in got["not_evaluated"]]
