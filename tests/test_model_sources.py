@@ -285,7 +285,7 @@ def test_missing_models_dir_is_a_clear_error(
             "--concurrency",
             "4",
         ],
-        ["capacity", "--model", "acme/acme-13b", "--gpu", "l4-24gb"],
+        ["capacity", "--model", "acme/acme-13b", "--gpu", "l4"],
     ):
         code = main([*argv, "--models", str(tmp_path / "absent")])
         out, err = capsys.readouterr()
@@ -366,3 +366,22 @@ def test_project_folder_named_like_a_hub_id_is_refused_with_the_fix(
     out, err = capsys.readouterr()
     assert code == 2 and "vllm serve" not in out
     assert "'./models/acme'" in err and "catalog.models_dir" in err
+
+
+def test_plan_models_flag_reaches_the_planner_and_the_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`plan --models DIR`: the ledger names the file (source model-file) and the rules
+    of the rendered Deployment size the model from it too."""
+    _model(tmp_path / "models" / "acme" / "acme-13b")
+    project = tmp_path / "project"
+    stack = _stack(project, "acme/acme-13b")
+    argv = ["plan", "--file", str(stack), "-C", str(project), "--format", "json"]
+    main([*argv, "--models", str(tmp_path / "models")])
+    data = json.loads(capsys.readouterr().out)
+    config = str(tmp_path / "models" / "acme" / "acme-13b" / "config.json")
+    derived = {d["key"]: d for d in data["derived"]}
+    arch = derived["models.qwen-1-5b.architecture"]
+    assert arch["source"] == "model-file" and config in arch["why"]
+    v003 = [f["message"] for f in data["findings"] if f["rule"] == "V003"]
+    assert v003 and f"from {config}" in v003[0] and "13.016B params" in v003[0]
