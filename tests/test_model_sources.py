@@ -385,3 +385,14 @@ def test_plan_models_flag_reaches_the_planner_and_the_rules(
     assert arch["source"] == "model-file" and config in arch["why"]
     v003 = [f["message"] for f in data["findings"] if f["rule"] == "V003"]
     assert v003 and f"from {config}" in v003[0] and "13.016B params" in v003[0]
+
+
+def test_cache_repository_linked_out_of_the_cache_is_refused(tmp_path: Path) -> None:
+    """The folder named is the cache: a models--org--name that is a link elsewhere leaves it."""
+    _hub(tmp_path / "elsewhere", "acme/acme-13b")
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "models--acme--acme-13b").symlink_to(
+        tmp_path / "elsewhere" / "models--acme--acme-13b"
+    )
+    with pytest.raises(ModelCatalogError, match="resolves outside"):
+        ModelSources(None, hf_cache=tmp_path / "hub").architecture("acme/acme-13b")

@@ -91,7 +91,8 @@ class LocalModel:
     config: Path
     """The file (as found: in a Hugging Face snapshot, a link into ``blobs/``)."""
     inside: Path
-    """The folder every file read must resolve inside (a cache repo, the models folder)."""
+    """The folder every file read must resolve inside: the models folder or the Hugging
+    Face cache (a repository folder linked out of the cache is refused)."""
     where: str
     """Which source found it, for reasons: ``--models /srv/models``, ``the Hugging Face
     cache /home/u/.cache/huggingface/hub``."""
@@ -253,7 +254,7 @@ def _in_hub_cache(cache: Path, name: str, where: str) -> LocalModel | None:
                     "delete the cache folder"
                 )
             )
-        return LocalModel(config, repo, where, label)
+        return LocalModel(config, cache, where, label)
     configs = [
         s / "config.json"
         for s in sorted((repo / "snapshots").iterdir())[:_MAX_ENTRIES]
@@ -262,7 +263,7 @@ def _in_hub_cache(cache: Path, name: str, where: str) -> LocalModel | None:
     if not configs:
         return None
     newest = max(configs, key=lambda c: (c.stat().st_mtime, c.parent.name))
-    return LocalModel(newest, repo, where, label)
+    return LocalModel(newest, cache, where, label)
 
 
 def _read_ref(ref: Path, repo: Path) -> str:
