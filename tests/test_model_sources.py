@@ -396,3 +396,31 @@ def test_cache_repository_linked_out_of_the_cache_is_refused(tmp_path: Path) -> 
     )
     with pytest.raises(ModelCatalogError, match="resolves outside"):
         ModelSources(None, hf_cache=tmp_path / "hub").architecture("acme/acme-13b")
+
+
+def test_size_snippet_says_which_file_sized_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 34 item 4: the snippet keeps the Hub id and says where its config.json was."""
+    _model(tmp_path / "models" / "acme" / "acme-1b", {**ACME, "num_hidden_layers": 4}, None)
+    snippet = tmp_path / "snippet.yaml"
+    models = ["--models", str(tmp_path / "models")]
+    code = main(
+        [
+            "size",
+            "--model",
+            "acme/acme-1b",
+            *SIZE,
+            "--gpu",
+            "l4",
+            "--snippet",
+            str(snippet),
+            *models,
+        ]
+    )
+    capsys.readouterr()
+    assert code == 0
+    text = snippet.read_text()
+    config = tmp_path / "models" / "acme" / "acme-1b" / "config.json"
+    assert f"sized from {config}" in text and "catalog.models_dir" in text
+    assert "model: acme/acme-1b" in text
