@@ -63,15 +63,14 @@ def model_sources_of(args: argparse.Namespace, *, stack: bool = True) -> ModelSo
     """The ``--models DIR`` folder with the Hugging Face cache. Without the flag: None for
     a *stack* (its own ``catalog.models_dir`` then applies), else the Hugging Face cache
     alone. Raises :class:`InputError` for a folder that does not exist."""
-    from gpustrata.catalog.architectures import ModelCatalogError
-    from gpustrata.catalog.model_sources import ModelSources
+    from gpustrata.catalog.model_sources import ModelSources  # no pydantic: `check` stays light
 
     folder = getattr(args, "models", None)
     if folder is None:
         return None if stack else ModelSources.from_environment()
     try:
         return ModelSources.from_environment(Path(folder))
-    except ModelCatalogError as exc:
+    except ValueError as exc:  # ModelCatalogError: no such folder
         raise InputError(str(exc)) from None
 
 
