@@ -885,6 +885,12 @@ class StackCatalogExtensionsArgs(TypedDict):
     """Extra GPU models (override by id)."""
     instances: NotRequired[list[StackInstanceTypeArgs]]
     """Extra instance types (override by name)."""
+    models_dir: NotRequired[str]
+    """Folder in the project holding models' own files (<org>/<name>/config.json, <name>/config.json
+    or a Hugging Face cache layout): a model found there is sized from its config.json (and
+    model.safetensors.index.json) before the Hugging Face cache and the model catalogue. `--models
+    DIR` overrides it.
+    """
 
 
 class StackArgs(TypedDict):

@@ -24,6 +24,7 @@ from gpustrata.catalog.aws import instance_vcpus, quota_increase_command, vcpu_q
 from gpustrata.catalog.charts import dra_node_labels
 from gpustrata.catalog.compat import KarpenterRelease, load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+from gpustrata.catalog.model_sources import ModelSources, local_config_path
 from gpustrata.core.contract import (
     DEVICE_PLUGIN_DEPLOY_LABEL,
     GPU_COUNT_LABEL,
@@ -40,7 +41,13 @@ from gpustrata.planning.serving import (
     serving_at_settings,
 )
 from gpustrata.planning.sizing import slo_misses
-from gpustrata.spec.stack import KarpenterPoolSpec, ModelSpec, NodePoolSpec, StackSpec
+from gpustrata.spec.stack import (
+    KarpenterPoolSpec,
+    ModelSpec,
+    NodePoolSpec,
+    StackSpec,
+    is_model_path,
+)
 from gpustrata.vllm.calibration import measured_margin
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
 from gpustrata.vllm.terms import Term
@@ -184,6 +191,8 @@ class StackPlan:
     derived: list[Derived] = field(default_factory=list)
     karpenter: KarpenterPlan | None = None
     """The Karpenter controller, when a pool has provisioner karpenter."""
+    sources: ModelSources | None = None
+    """Where models' own files were looked for (the rules of ``plan`` look there too)."""
 
 
 @dataclass(frozen=True)
@@ -208,12 +217,13 @@ def plan_stack(
     hardware: HardwareCatalog,
     models: ModelCatalog | None = None,
     base_dir: Path | None = None,
+    sources: ModelSources | None = None,
 ) -> StackPlan:
     """Derive every value the components need; raises :class:`PlanError` on missing facts.
 
-    ``models`` is the model catalogue (default: the built-in one); a model given as a
-    path to a local config.json resolves against ``base_dir`` (default: the working
-    directory).
+    ``models`` is the model catalogue (default: the built-in one); *sources* (a models
+    folder, the Hugging Face cache) are asked before it; a model given as a path to a
+    local config.json resolves against ``base_dir`` (default: the working directory).
     """
     ledger = Ledger()
     catalog = models or load_model_catalog()
@@ -224,14 +234,19 @@ def plan_stack(
     }
     karpenter = _plan_karpenter(spec, ledger)
     planned = {
-        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir)
+        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir, sources)
         for i, m in enumerate(spec.models)
     }
     if spec.cluster.mode == "create":
         _check_disks(spec, planned)
         _quota_needs(spec, pools, hardware, ledger)
     return StackPlan(
-        spec=spec, pools=pools, models=planned, derived=ledger.items, karpenter=karpenter
+        spec=spec,
+        pools=pools,
+        models=planned,
+        derived=ledger.items,
+        karpenter=karpenter,
+        sources=sources,
     )
 
 
@@ -708,6 +723,7 @@ def _plan_model(
     ledger: Ledger,
     catalog: ModelCatalog,
     base_dir: Path | None,
+    sources: ModelSources | None = None,
 ) -> ModelPlan:
     key = f"models.{model.name}"
     engine = model.engine
@@ -727,7 +743,15 @@ def _plan_model(
         why = "replicas (no autoscaling)"
     ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
 
-    capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir)
+    capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir, sources)
+    local = local_config_path(arch) if arch is not None else None
+    if arch is not None and local is not None:
+        ledger.add(
+            f"{key}.architecture",
+            arch.id,
+            "model-file",
+            f"{arch.architecture}, {arch.params_total_b:g}B params, from {local}",
+        )
     serving = None
     if capacity is not None:
         _record_capacity(key, capacity, ledger)
@@ -885,6 +909,7 @@ def _capacity(
     pool: PoolPlan,
     catalog: ModelCatalog,
     base_dir: Path | None,
+    sources: ModelSources | None = None,
 ) -> tuple[CapacityEstimate | None, str | None, ModelArchitecture | None]:
     """The capacity estimate (None and why: a rule reports what cannot be planned) and the
     architecture it was made for."""
@@ -892,9 +917,18 @@ def _capacity(
     if outside:
         raise PlanError(f"gpustrata:stack.models[{index}].model", outside)
     try:
-        arch = resolve_architecture(model.model, catalog, base_dir, base_dir or Path.cwd())
+        arch = resolve_architecture(model.model, catalog, base_dir, base_dir or Path.cwd(), sources)
     except ModelCatalogError as exc:
         raise PlanError(f"gpustrata:stack.models[{index}].model", str(exc)) from None
+    if arch is not None and _served_as_hub_id(model.model, arch, catalog, sources):
+        raise PlanError(
+            f"gpustrata:stack.models[{index}].model",
+            f"{model.model[:80]!r} is a folder in the project, but it reads like a Hugging "
+            f"Face id and would be served as one (`vllm serve {model.model[:80]}`); write "
+            f"it as a path ('./{model.model[:80]}', then say where the weights are with "
+            "weights.source: s3 or pvc and weights.uri), or keep the Hub id and put its "
+            "config.json under catalog.models_dir",
+        )
     if arch is None:
         # A name close to a catalogue id is a typo until shown otherwise: refuse it rather
         # than plan with the fallback budget. A name like no catalogue id (a private model)
@@ -919,6 +953,18 @@ def _capacity(
         return estimate_for_model(model, arch, pool.gpu), None, arch
     except CapacityError as exc:
         return None, f"{arch.id} with these engine settings cannot be estimated: {exc}", arch
+
+
+def _served_as_hub_id(
+    model: str, arch: ModelArchitecture, catalog: ModelCatalog, sources: ModelSources | None
+) -> bool:
+    """True when *model* (``models/acme``) was read as a folder of the project although
+    the Deployment would pass it to vLLM as a Hub id: not a path by its form
+    (:func:`~gpustrata.spec.stack.is_model_path`), nor a catalogue id, nor found in the
+    model sources."""
+    if is_model_path(model) or local_config_path(arch) is None or catalog.get(model):
+        return False
+    return sources is None or sources.find(model) is None
 
 
 def _record_capacity(key: str, cap: CapacityEstimate, ledger: Ledger) -> None:

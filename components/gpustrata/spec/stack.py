@@ -990,6 +990,33 @@ class CatalogExtensions(_Model):
     instances: list[InstanceType] = Field(
         default_factory=list, description="Extra instance types (override by name)."
     )
+    models_dir: str | None = Field(
+        default=None,
+        max_length=MODEL_MAX,
+        examples=["models"],
+        description="Folder in the project holding models' own files (<org>/<name>/"
+        "config.json, <name>/config.json or a Hugging Face cache layout): a model found there "
+        "is sized from its config.json (and model.safetensors.index.json) before the Hugging "
+        "Face cache and the model catalogue. `--models DIR` overrides it.",
+    )
+
+    @field_validator("models_dir")
+    @classmethod
+    def _models_dir_in_project(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        text = value.replace("\\", "/")
+        if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", text):
+            raise ValueError(
+                f"{value[:60]!r} is an absolute path; a stack may only name a folder inside "
+                "the project: use a path relative to the project (or `--models DIR`)"
+            )
+        if ".." in text.split("/"):
+            raise ValueError(
+                f"{value[:60]!r} leaves the project through '..'; use a folder inside the "
+                "project (or `--models DIR`)"
+            )
+        return value
 
 
 MAX_MODELS = 200

@@ -22,6 +22,7 @@ from gpustrata.catalog.architectures import (
     load_model_catalog,
 )
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.model_sources import ModelSources
 from gpustrata.vllm.defaults import (
     default_block_size,
     default_max_num_batched_tokens,
@@ -355,14 +356,22 @@ def resolve_architecture(
     catalog: ModelCatalog | None = None,
     base_dir: Path | None = None,
     inside: Path | None = None,
+    sources: ModelSources | None = None,
 ) -> ModelArchitecture | None:
-    """The architecture of ``model``: a catalogue id or alias, or a local config.json.
+    """The architecture of ``model``: its local files, a catalogue id or alias, or a local
+    config.json.
 
-    ``model`` may name a ``config.json`` file or a directory holding one (relative paths
-    resolve against ``base_dir``, default the working directory); the file read must
-    resolve inside ``inside`` when given (a stack's project). Returns None when neither
-    applies. Raises :class:`ModelCatalogError` for an unreadable config.json.
+    *sources* (:class:`~gpustrata.catalog.model_sources.ModelSources`: a models folder,
+    the Hugging Face cache) are asked first, then the catalogue. ``model`` may also name a
+    ``config.json`` file or a directory holding one (relative paths resolve against
+    ``base_dir``, default the working directory); the file read must resolve inside
+    ``inside`` when given (a stack's project). Returns None when nothing applies. Raises
+    :class:`ModelCatalogError` for a config.json (or index) that is found but unusable.
     """
+    if sources is not None:
+        local = sources.architecture(model)
+        if local is not None:
+            return local
     found = (catalog or load_model_catalog()).get(model)
     if found is not None:
         return found
