@@ -15,10 +15,12 @@ from gpustrata.core.yamlio import safe_load
 
 __all__ = [
     "AddonVersion",
+    "EfaFacts",
     "PodIdentity",
     "VcpuQuota",
     "eks_addon_version",
     "eks_addon_versions",
+    "efa_facts",
     "instance_vcpus",
     "pod_identity",
     "pod_identity_trust_policy",
@@ -196,3 +198,35 @@ def pod_identity_trust_policy() -> dict[str, Any]:
             }
         ],
     }
+
+
+@dataclass(frozen=True, slots=True)
+class EfaFacts:
+    """What a Pod needs to use Elastic Fabric Adapter interfaces for NCCL (``data/aws.yaml``
+    ``efa``); how many interfaces an instance type has is ``InstanceType.efa_interfaces``."""
+
+    resource: str
+    """The extended resource the EFA device plugin advertises (``vpc.amazonaws.com/efa``)."""
+    env: tuple[tuple[str, str], ...]
+    """Libfabric settings for NCCL over EFA (``FI_PROVIDER=efa`` ...)."""
+    capabilities: tuple[str, ...]
+    """Container capabilities RDMA needs (``IPC_LOCK``)."""
+    device_plugin_chart: str
+    """The chart of the EFA Kubernetes device plugin."""
+    device_plugin_repository: str
+    """Its Helm repository."""
+    sources: tuple[str, ...]
+
+
+@functools.cache
+def efa_facts() -> EfaFacts:
+    """The catalogued EFA facts."""
+    e = _doc()["efa"]
+    return EfaFacts(
+        resource=str(e["resource"]),
+        env=tuple((str(k), str(v)) for k, v in e["env"].items()),
+        capabilities=tuple(str(c) for c in e["capabilities"]),
+        device_plugin_chart=str(e["device_plugin"]["chart"]),
+        device_plugin_repository=str(e["device_plugin"]["repository"]),
+        sources=tuple(str(s) for s in e["sources"]),
+    )
