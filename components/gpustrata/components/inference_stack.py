@@ -38,6 +38,7 @@ from gpustrata.render.from_plan import (
     dra_driver_args,
     karpenter_values,
     kuberay_operator_values,
+    lws_chart,
     node_class_object,
     node_image_driver,
     node_pool_object,
@@ -171,6 +172,21 @@ class InferenceStack(pulumi.ComponentResource):
                         "values": system_values(KEDA_CHART, versions["keda"], {})
                         if eks is not None
                         else {},
+                    },
+                    system_opts,
+                )
+            ]
+        lws = lws_chart(self.plan)
+        if lws is not None:  # a model spans nodes: the LeaderWorkerSet controller and CRD
+            crd_charts["lws"] = [
+                SystemChart(
+                    f"{name}-lws",
+                    {
+                        "chart": lws[0],
+                        "repository": lws[0].rsplit("/", 1)[0],
+                        "namespace": spec.lws.namespace,
+                        "chart_version": lws[1],
+                        "values": lws[2],
                     },
                     system_opts,
                 )
@@ -323,6 +339,8 @@ class InferenceStack(pulumi.ComponentResource):
                 *([volumes[mp.name]] if mp.name in volumes else []),
                 *(crd_charts.get("monitoring", []) if service_monitor_on(mp.spec, spec) else []),
                 *(crd_charts.get("keda", []) if mp.spec.autoscaling.kind == "keda" else []),
+                # The LWS webhooks (failurePolicy Fail) admit nothing before the controller.
+                *(crd_charts.get("lws", []) if mp.multi_node is not None else []),
             ]
             ref = mp.spec.hf_token
             if ref is not None and (mp.spec.namespace, ref.name) in created:

@@ -184,13 +184,14 @@ def _release(
     depends_on: list[pulumi.Resource],
 ) -> k8s.helm.v3.Release:
     """A pinned Helm release that waits for its resources (skip_await off, 15 min)."""
+    oci = chart.startswith("oci://")  # an OCI reference names the chart itself: no repo
     return k8s.helm.v3.Release(
         name,
-        name=chart,
+        name=chart.rsplit("/", 1)[-1],
         chart=chart,
         version=args["chart_version"],
         namespace=args["namespace"],
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=repo),
         values=args["values"],
         skip_await=False,
         timeout=900,

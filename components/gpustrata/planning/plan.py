@@ -32,6 +32,7 @@ from gpustrata.core.contract import (
 )
 from gpustrata.core.quantity import format_bytes, format_cores, kubelet_reserved
 from gpustrata.planning.model_capacity import estimate_for_model
+from gpustrata.planning.multinode import MultiNodePlan, MultiNodeProblem, resolve_multi_node
 from gpustrata.planning.provenance import Derived, Ledger, Source
 from gpustrata.planning.serving import (
     ServingAtSettings,
@@ -162,6 +163,9 @@ class ModelPlan:
     """CPU request of an engine Pod: the stack's ``cpu``, else derived from the pool."""
     memory: str = "1Gi"
     """Memory request and limit of an engine Pod: the stack's ``memory``, else derived."""
+    multi_node: MultiNodePlan | None = None
+    """The engine's layout across nodes (a LeaderWorkerSet group); None: one Pod per engine.
+    When set, ``spec`` carries the resolved TP, PP and ``multi_node.nodes``."""
 
     @property
     def name(self) -> str:
@@ -170,7 +174,10 @@ class ModelPlan:
 
     @property
     def gpus_per_pod(self) -> int:
-        """GPUs in one engine Pod's limits (a Ray worker Pod on the Ray path)."""
+        """GPUs in one engine Pod's limits (a Ray worker Pod on the Ray path, one node's
+        GPUs on a multi-node engine)."""
+        if self.multi_node is not None:
+            return self.multi_node.tensor_parallel_size
         return self.ray.gpus_per_worker if self.ray else self.gpus_per_replica
 
 
@@ -728,6 +735,23 @@ def _plan_model(
     ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
 
     capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir)
+    multi = _multi_node(model, index, key, arch, pool, max_replicas, ledger)
+    if multi is not None:
+        model, multi_plan = multi
+        gpus = ledger.add(
+            f"{key}.gpusPerReplica",
+            model.engine.gpus_per_engine,
+            "formula",
+            f"multi-node: tensor_parallel_size {model.engine.tensor_parallel_size} x "
+            f"pipeline_parallel_size {model.engine.pipeline_parallel_size} "
+            f"({multi_plan.nodes} Pods of {multi_plan.tensor_parallel_size} GPUs)",
+        )
+        if arch is not None:
+            try:
+                capacity, unavailable = estimate_for_model(model, arch, pool.gpu), None
+            except CapacityError as exc:
+                capacity = None
+                unavailable = f"{arch.id} with these engine settings cannot be estimated: {exc}"
     serving = None
     if capacity is not None:
         _record_capacity(key, capacity, ledger)
@@ -770,9 +794,10 @@ def _plan_model(
     ray = None
     if model.runtime == "rayservice":
         ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, probes, ledger)
-    cpu, memory = _pod_resources(
-        model, index, pool, ray.gpus_per_worker if ray else gpus, capacity, ledger
-    )
+    per_pod = ray.gpus_per_worker if ray else gpus
+    if multi is not None:
+        per_pod = multi[1].tensor_parallel_size
+    cpu, memory = _pod_resources(model, index, pool, per_pod, capacity, ledger)
     return ModelPlan(
         spec=model,
         pool=pool,
@@ -786,7 +811,34 @@ def _plan_model(
         serving=serving,
         cpu=cpu,
         memory=memory,
+        multi_node=multi[1] if multi is not None else None,
     )
+
+
+def _multi_node(
+    model: ModelSpec,
+    index: int,
+    key: str,
+    arch: ModelArchitecture | None,
+    pool: PoolPlan,
+    max_replicas: int,
+    ledger: Ledger,
+) -> tuple[ModelSpec, MultiNodePlan] | None:
+    """The model with its multi-node layout resolved, or None (one node per engine)."""
+    try:
+        return resolve_multi_node(
+            model,
+            key,
+            arch,
+            pool.gpu,
+            pool.instance.gpu_count,
+            pool.spec.max_size,
+            pool.instance.efa_interfaces,
+            max_replicas,
+            ledger,
+        )
+    except MultiNodeProblem as exc:
+        raise PlanError(f"gpustrata:stack.models[{index}].{exc.field}", str(exc)) from None
 
 
 CPU_HEADROOM = Fraction(9, 10)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpustrata.catalog.aws import efa_facts
+from gpustrata.catalog.charts import chart_release
 from gpustrata.catalog.dra import dra_driver_release
 from gpustrata.core.contract import API_VERSION, POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan, engine_disk_gib
 from gpustrata.render import karpenter
 from gpustrata.render.dra import dra_driver_values
-from gpustrata.render.foundation import system_pool_placement, system_values
+from gpustrata.render.foundation import chart_version, system_pool_placement, system_values
 from gpustrata.render.nodes import kubelet_config, pool_description
 from gpustrata.render.operators import (
     gpu_operator_description,
@@ -19,6 +21,7 @@ from gpustrata.render.operators import (
 )
 from gpustrata.render.workload_args import (
     AutoscalingArgs,
+    MultiNodeArgs,
     ProbeArgs,
     RayLlmServiceArgs,
     SecretRefArgs,
@@ -173,7 +176,7 @@ def vllm_deployment_args(mp: ModelPlan, stack: StackSpec) -> VllmDeploymentArgs:
         served_model_name=served_model_name(m),
         image=m.image,
         replicas=m.replicas,
-        gpus=mp.gpus_per_replica,
+        gpus=mp.gpus_per_pod,
         cpu=mp.cpu,
         memory=mp.memory,
         shm_size=m.shm_size,
@@ -203,7 +206,46 @@ def vllm_deployment_args(mp: ModelPlan, stack: StackSpec) -> VllmDeploymentArgs:
     secret = _secret(m)
     if secret:
         args["hf_token"] = secret
+    if mp.multi_node is not None:
+        args["multi_node"] = multi_node_args(mp)
     return args
+
+
+def multi_node_args(mp: ModelPlan) -> MultiNodeArgs:
+    """The LeaderWorkerSet layout of a multi-node model, with the catalogued EFA facts."""
+    multi = mp.multi_node
+    assert multi is not None, "multi_node_args needs a multi-node model"
+    efa = efa_facts()
+    return MultiNodeArgs(
+        nodes=multi.nodes,
+        executor=multi.executor,
+        efa_interfaces=multi.efa_interfaces,
+        efa_resource=efa.resource,
+        efa_env=dict(efa.env),
+        efa_capabilities=list(efa.capabilities),
+    )
+
+
+LWS_CHART = "lws"
+
+
+def lws_chart(plan: StackPlan) -> tuple[str, str, dict[str, Any]] | None:
+    """The LeaderWorkerSet controller the stack installs (OCI chart reference, version,
+    values: the controller image pinned to the release, on the system pool), or None when
+    no model spans nodes."""
+    if not any(mp.multi_node is not None for mp in plan.models.values()):
+        return None
+    version = chart_version(LWS_CHART, plan.spec.lws.chart_version, "gpustrata:stack.lws")
+    release = chart_release(LWS_CHART, version)
+    facts = release.facts if release is not None else {}
+    repository = str(facts.get("repository", "oci://registry.k8s.io/lws/charts"))
+    # The chart's default image tag is `main` (values.yaml): pin the release's own.
+    values = {"image": {"manager": {"tag": f"v{version.removeprefix('v')}"}}}
+    return (
+        f"{repository}/{LWS_CHART}",
+        version,
+        _on_system_pool(plan, LWS_CHART, version, values),
+    )
 
 
 def ray_llm_service_args(mp: ModelPlan, stack: StackSpec) -> RayLlmServiceArgs:
@@ -571,6 +613,14 @@ def system_chart_objects(plan: StackPlan) -> list[dict[str, Any]]:
                 MONITORING_REPO,
                 spec.monitoring.namespace,
                 _on_system_pool(plan, MONITORING_CHART, version, monitoring_values()),
+            )
+        )
+    lws = lws_chart(plan)
+    if lws is not None:
+        reference, version, values = lws
+        out.append(
+            _helm_release_object(
+                reference, version, reference.rsplit("/", 1)[0], spec.lws.namespace, values
             )
         )
     if spec.keda.enabled:
