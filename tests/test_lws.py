@@ -1,0 +1,292 @@
+"""Multi-node engines: the planner's layout (TP = GPUs per node, PP = nodes), the
+LeaderWorkerSet it renders (validated against the pinned LWS CRD), the LWS controller the
+stack installs before it, and what the rules say about the result.
+
+The LeaderWorkerSet CRD is kubernetes-sigs/lws@v0.10.0's (tests/schemas/lws-v0.10.0, see
+SOURCE.md there), the release charts.yaml pins; unknown fields are rejected, as the API
+server would prune them silently.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from _stacks import ROOT, closure
+
+from gpustrata.catalog.aws import efa_facts
+from gpustrata.catalog.charts import chart_release
+from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata.planning.build import build_plan
+from gpustrata.render.from_plan import (
+    lws_chart,
+    operator_object,
+    pool_object,
+    system_chart_objects,
+    vllm_deployment_args,
+    workload_objects,
+)
+from gpustrata.render.workloads import vllm_deployment_objects
+from gpustrata.runtime.mockrun import run_program
+from gpustrata.spec.loader import StackError
+from gpustrata_policies import evaluate
+
+EXAMPLE = ROOT / "stacks" / "examples" / "Pulumi.multinode.yaml"
+LWS_CRDS = ROOT / "tests" / "schemas" / "lws-v0.10.0"
+MODEL = "llama-405b"
+
+
+def _doc() -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["config"][
+        "gpustrata:stack"
+    ]
+    return doc
+
+
+def _strict(schema: Any) -> Any:
+    """The CRD schema with unknown fields rejected (objects that list their properties)."""
+    if isinstance(schema, dict):
+        out = {k: _strict(v) for k, v in schema.items()}
+        if "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
+
+
+def _validator() -> jsonschema.Draft7Validator:
+    path = LWS_CRDS / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+    crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+    (version,) = [v for v in crd["spec"]["versions"] if v["served"]]
+    assert (crd["spec"]["group"], version["name"]) == ("leaderworkerset.x-k8s.io", "v1")
+    return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
+
+
+VALIDATOR = _validator()
+
+
+def _errors(obj: dict[str, Any]) -> list[str]:
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in VALIDATOR.iter_errors(obj)
+    ]
+
+
+def _objects(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    plan = build_plan(doc)
+    return vllm_deployment_objects(vllm_deployment_args(plan.models[MODEL], plan.spec))
+
+
+def _lws(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (lws,) = [o for o in objects if o["kind"] == "LeaderWorkerSet"]
+    return lws
+
+
+def test_the_pinned_crd_is_the_catalogued_release() -> None:
+    release = chart_release("lws", "0.10.0")
+    assert release is not None
+    assert LWS_CRDS.name == f"lws-v{release.version}"
+    assert "leaderworkerset.x-k8s.io/LeaderWorkerSet" in release.crds
+    assert release.pods[0].values_node_selector == "nodeSelector"
+
+
+def test_planner_spans_nodes_tp_per_node_pp_across() -> None:
+    plan = build_plan(_doc())
+    mp = plan.models[MODEL]
+    assert mp.multi_node is not None
+    # 405B bf16 (~756 GiB of weights) does not fit 8 x 80 GB; two p5.48xlarge do.
+    assert (mp.multi_node.tensor_parallel_size, mp.multi_node.nodes) == (8, 2)
+    assert mp.multi_node.chosen_by == "planner"
+    assert (mp.spec.engine.tensor_parallel_size, mp.spec.engine.pipeline_parallel_size) == (8, 2)
+    assert mp.gpus_per_replica == 16 and mp.gpus_per_pod == 8
+    assert mp.capacity is not None and mp.capacity.fits
+    p5 = load_hardware_catalog().instances["p5.48xlarge"]
+    assert mp.multi_node.efa_interfaces == p5.efa_interfaces == 32
+    why = {d.key: d.why for d in plan.derived}
+    assert "fewest nodes (PP 2..4)" in why[f"models.{MODEL}.multiNode.nodes"]
+
+
+def test_planner_spans_nodes_unasked_only_when_one_node_cannot_start_the_engine() -> None:
+    doc = _doc()
+    del doc["models"][0]["multi_node"]
+    mp = build_plan(doc).models[MODEL]
+    assert mp.multi_node is not None and mp.multi_node.nodes == 2
+    assert mp.spec.multi_node is not None  # the resolved layout travels with the model
+    # An 8B model fits one node: no multi-node, the stack's TP is kept.
+    small = _doc()
+    del small["models"][0]["multi_node"]
+    small["models"][0]["model"] = "meta-llama/Llama-3.1-8B-Instruct"
+    small["models"][0]["engine"]["max_model_len"] = 8192
+    assert build_plan(small).models[MODEL].multi_node is None
+    # A stack that sets TP itself keeps its single-node engine (V003 judges it).
+    pinned = _doc()
+    del pinned["models"][0]["multi_node"]
+    pinned["models"][0]["engine"]["tensor_parallel_size"] = 8
+    assert build_plan(pinned).models[MODEL].multi_node is None
+
+
+def test_stated_nodes_are_kept() -> None:
+    doc = _doc()
+    doc["models"][0]["multi_node"]["nodes"] = 3
+    mp = build_plan(doc).models[MODEL]
+    assert mp.multi_node is not None
+    assert (mp.multi_node.nodes, mp.multi_node.chosen_by) == (3, "spec")
+    assert mp.gpus_per_replica == 24
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "words"),
+    [
+        (
+            lambda m, d: m["engine"].update(tensor_parallel_size=4),
+            "models[0].engine.tensor_parallel_size",
+            ["tensor_parallel_size 4", "GPUs per node of the pool (8)"],
+        ),
+        (
+            lambda m, d: m["multi_node"].update(nodes=3) or d["node_pools"][0].update(max_size=2),
+            "models[0].multi_node.nodes",
+            ["3 nodes", "max_size is 2"],
+        ),
+        (
+            lambda m, d: m.update(autoscaling={"kind": "hpa", "max_replicas": 2}),
+            "models[0].autoscaling.kind",
+            ["'hpa'", "kind none"],
+        ),
+    ],
+    ids=["tp-not-gpus-per-node", "pool-too-small", "autoscaler"],
+)
+def test_layouts_that_cannot_run_are_refused(change: Any, where: str, words: list[str]) -> None:
+    doc = _doc()
+    change(doc["models"][0], doc)
+    with pytest.raises(StackError) as err:
+        build_plan(doc)
+    text = str(err.value)
+    assert where in text and all(w in text for w in words), text
+
+
+def test_multi_node_needs_the_deployment_runtime() -> None:
+    doc = _doc()
+    doc["models"][0]["runtime"] = "rayservice"
+    with pytest.raises(StackError) as err:
+        build_plan(doc)
+    assert "multi_node needs runtime 'deployment'" in str(err.value)
+
+
+def test_rendered_leader_worker_set_validates_and_splits_the_roles() -> None:
+    objects = _objects(_doc())
+    lws = _lws(objects)
+    assert not _errors(lws), _errors(lws)
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    assert tpl["size"] == 2 and tpl["restartPolicy"] == "RecreateGroupOnPodRestart"
+    assert lws["spec"]["startupPolicy"] == "LeaderCreated"
+    (leader,) = tpl["leaderTemplate"]["spec"]["containers"]
+    (worker,) = tpl["workerTemplate"]["spec"]["containers"]
+    script = leader["command"][2]
+    assert "multi-node-serving.sh leader --ray_cluster_size=$(LWS_GROUP_SIZE)" in script
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in script
+    assert "--distributed-executor-backend ray" in script
+    assert "--ray_address=$(LWS_LEADER_ADDRESS)" in worker["command"][2]
+    assert {"startupProbe", "livenessProbe", "readinessProbe"} <= set(leader)
+    assert not {"startupProbe", "livenessProbe", "readinessProbe"} & set(worker)
+    efa = efa_facts()
+    for container, spec in ((leader, tpl["leaderTemplate"]), (worker, tpl["workerTemplate"])):
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+        assert container["resources"]["limits"][efa.resource] == "32"
+        assert {"name": "FI_PROVIDER", "value": "efa"} in container["env"]
+        assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+        shm = [v for v in spec["spec"]["volumes"] if v["name"] == "dshm"]
+        assert shm == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
+    (service,) = [o for o in objects if o["kind"] == "Service"]
+    assert service["spec"]["selector"]["role"] == "leader"
+    assert tpl["leaderTemplate"]["metadata"]["labels"]["role"] == "leader"
+
+
+def test_mp_executor_and_efa_off() -> None:
+    doc = _doc()
+    doc["models"][0]["multi_node"] = {"executor": "mp", "efa": "off"}
+    lws = _lws(_objects(doc))
+    assert not _errors(lws), _errors(lws)
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    (leader,) = tpl["leaderTemplate"]["spec"]["containers"]
+    (worker,) = tpl["workerTemplate"]["spec"]["containers"]
+    assert "--nnodes 2 --master-addr $(LWS_LEADER_ADDRESS) --node-rank 0" in leader["command"][2]
+    assert "--node-rank $(LWS_WORKER_INDEX) --headless" in worker["command"][2]
+    assert "--distributed-executor-backend mp" in worker["command"][2]
+    for container in (leader, worker):
+        assert efa_facts().resource not in container["resources"]["limits"]
+        assert "securityContext" not in container
+
+
+def test_schema_rejects_what_the_api_server_would() -> None:
+    lws = _lws(_objects(_doc()))
+    bad = copy.deepcopy(lws)
+    bad["spec"]["leaderWorkerTemplate"]["size"] = "two"
+    bad["spec"]["leaderWorkerTemplate"]["workers"] = 1  # not an LWS field
+    problems = _errors(bad)
+    assert any("size" in p for p in problems) and any("workers" in p for p in problems)
+
+
+def test_stack_installs_the_controller_before_the_leader_worker_set(tmp_path: Path) -> None:
+    resources = run_program(_doc(), stack="multinode", program=ROOT / "__main__.py")
+    by_name = {r.name: r for r in resources}
+    (lws,) = [r for r in resources if r.type.endswith(":LeaderWorkerSet")]
+    (release,) = [
+        r for r in resources if r.type == "kubernetes:helm.sh/v3:Release" and "lws" in r.name
+    ]
+    assert release.name in closure(by_name, lws.name)
+    chart, version, values = lws_chart(build_plan(_doc())) or ("", "", {})
+    assert release.inputs["chart"] == chart == "oci://registry.k8s.io/lws/charts/lws"
+    assert release.inputs["version"] == version == "0.10.0"
+    assert "repositoryOpts" not in release.inputs
+    # The controller runs on the untainted system pool, its image pinned (the chart's is `main`).
+    assert values["image"]["manager"]["tag"] == "v0.10.0"
+    assert release.inputs["values"]["nodeSelector"] == values["nodeSelector"]
+    assert values["nodeSelector"]
+    registered = {k: v for k, v in lws.inputs.items() if k != "metadata"}
+    assert registered["spec"]["leaderWorkerTemplate"]["size"] == 2
+
+
+def test_no_controller_without_a_multi_node_model() -> None:
+    doc = _doc()
+    doc["models"][0]["model"] = "meta-llama/Llama-3.1-8B-Instruct"
+    doc["models"][0]["engine"]["max_model_len"] = 8192
+    del doc["models"][0]["multi_node"]
+    assert lws_chart(build_plan(doc)) is None
+
+
+def _rendered(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """What `gpustrata render` prints for the stack (pools, charts, operator, workloads)."""
+    plan = build_plan(doc)
+    operator = operator_object(plan)
+    return [
+        *(pool_object(p, plan.spec) for p in plan.pools.values()),
+        *system_chart_objects(plan),
+        *([operator] if operator else []),
+        *workload_objects(plan),
+    ]
+
+
+def test_rendered_manifests_pass_the_rules() -> None:
+    objects = _rendered(_doc())
+    assert {"HelmRelease", "LeaderWorkerSet"} <= {o["kind"] for o in objects}
+    report = evaluate(objects)
+    assert not report.findings, [f.message for f in report.findings]
+    # Without the chart that installs its CRD, the LeaderWorkerSet is K018's.
+    alone = [o for o in objects if o["kind"] != "HelmRelease"]
+    assert "K018" in {f.rule for f in evaluate(alone).findings}
+    broken = copy.deepcopy(_lws(objects))
+    tpl = broken["spec"]["leaderWorkerTemplate"]
+    tpl["size"] = 3  # the engine's TP 8 x PP 2 no longer equals the group's 24 GPUs
+    for side in ("leaderTemplate", "workerTemplate"):
+        tpl[side]["spec"]["volumes"] = [
+            v for v in tpl[side]["spec"]["volumes"] if v["name"] != "dshm"
+        ]
+        for c in tpl[side]["spec"]["containers"]:
+            c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != "dshm"]
+    others = [o for o in objects if o["kind"] != "LeaderWorkerSet"]
+    rules = {f.rule for f in evaluate([*others, broken]).findings}
+    assert {"V001", "K007"} <= rules, rules
