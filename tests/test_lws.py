@@ -32,7 +32,7 @@ from gpustrata.render.from_plan import (
 )
 from gpustrata.render.workloads import vllm_deployment_objects
 from gpustrata.runtime.mockrun import run_program
-from gpustrata.spec.loader import StackError
+from gpustrata.core.errors import StackError
 from gpustrata_policies import evaluate
 
 EXAMPLE = ROOT / "stacks" / "examples" / "Pulumi.multinode.yaml"
