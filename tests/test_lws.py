@@ -21,8 +21,10 @@ from _stacks import ROOT, closure
 from gpustrata.catalog.aws import efa_facts
 from gpustrata.catalog.charts import chart_release
 from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata.core.errors import StackError
 from gpustrata.planning.build import build_plan
 from gpustrata.render.from_plan import (
+    efa_device_plugin_chart,
     lws_chart,
     operator_object,
     pool_object,
@@ -32,7 +34,6 @@ from gpustrata.render.from_plan import (
 )
 from gpustrata.render.workloads import vllm_deployment_objects
 from gpustrata.runtime.mockrun import run_program
-from gpustrata.core.errors import StackError
 from gpustrata_policies import evaluate
 
 EXAMPLE = ROOT / "stacks" / "examples" / "Pulumi.multinode.yaml"
@@ -44,6 +45,15 @@ def _doc() -> dict[str, Any]:
     doc: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["config"][
         "gpustrata:stack"
     ]
+    return doc
+
+
+def _existing() -> dict[str, Any]:
+    """The example on an existing cluster: its p5.48xlarge node groups were created with EFA
+    (as the EKS guide does), so the engines ask for it."""
+    doc = _doc()
+    doc["cluster"]["mode"] = "existing"
+    doc["cluster"]["kubeconfig"] = "~/.kube/config"
     return doc
 
 
@@ -104,10 +114,14 @@ def test_planner_spans_nodes_tp_per_node_pp_across() -> None:
     assert (mp.spec.engine.tensor_parallel_size, mp.spec.engine.pipeline_parallel_size) == (8, 2)
     assert mp.gpus_per_replica == 16 and mp.gpus_per_pod == 8
     assert mp.capacity is not None and mp.capacity.fits
-    p5 = load_hardware_catalog().instances["p5.48xlarge"]
-    assert mp.multi_node.efa_interfaces == p5.efa_interfaces == 32
     why = {d.key: d.why for d in plan.derived}
     assert "fewest nodes (PP 2..4)" in why[f"models.{MODEL}.multiNode.nodes"]
+    # The node groups this stack creates attach no EFA interface: none is asked for.
+    assert mp.multi_node.efa_interfaces == 0
+    assert "attach none" in why[f"models.{MODEL}.multiNode.efaInterfaces"]
+    p5 = load_hardware_catalog().instances["p5.48xlarge"]
+    existing = build_plan(_existing()).models[MODEL].multi_node
+    assert existing is not None and existing.efa_interfaces == p5.efa_interfaces == 32
 
 
 def test_planner_spans_nodes_unasked_only_when_one_node_cannot_start_the_engine() -> None:
@@ -177,7 +191,7 @@ def test_multi_node_needs_the_deployment_runtime() -> None:
 
 
 def test_rendered_leader_worker_set_validates_and_splits_the_roles() -> None:
-    objects = _objects(_doc())
+    objects = _objects(_existing())
     lws = _lws(objects)
     assert not _errors(lws), _errors(lws)
     tpl = lws["spec"]["leaderWorkerTemplate"]
@@ -206,7 +220,7 @@ def test_rendered_leader_worker_set_validates_and_splits_the_roles() -> None:
 
 
 def test_mp_executor_and_efa_off() -> None:
-    doc = _doc()
+    doc = _existing()
     doc["models"][0]["multi_node"] = {"executor": "mp", "efa": "off"}
     lws = _lws(_objects(doc))
     assert not _errors(lws), _errors(lws)
@@ -290,3 +304,53 @@ def test_rendered_manifests_pass_the_rules() -> None:
     others = [o for o in objects if o["kind"] != "LeaderWorkerSet"]
     rules = {f.rule for f in evaluate([*others, broken]).findings}
     assert {"V001", "K007"} <= rules, rules
+
+
+def test_efa_device_plugin_tolerates_the_pools_that_ask_for_efa() -> None:
+    plan = build_plan(_existing())
+    found = efa_device_plugin_chart(plan)
+    assert found is not None
+    chart, version, _, namespace, values = found
+    release = chart_release(chart, version)
+    assert release is not None and namespace == "kube-system"
+    (pod,) = release.pods
+    # Its DaemonSet tolerates only CriticalAddonsOnly by default: the GPU taint is added.
+    assert [t["key"] for t in pod.tolerations] == ["CriticalAddonsOnly"]
+    assert values["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
+    assert efa_device_plugin_chart(build_plan(_doc())) is None  # created nodes: no EFA asked
+    doc = _existing()
+    doc["models"][0]["multi_node"]["efa"] = "off"
+    assert efa_device_plugin_chart(build_plan(doc)) is None
+
+
+def test_efa_instance_types_agree_with_the_device_plugin_chart() -> None:
+    """Two sources, one fact: the catalogued types with EFA interfaces (Karpenter's
+    instance-type reference) are exactly the catalogued types in the device plugin chart's
+    EFA instance list."""
+    release = chart_release(efa_facts().device_plugin_chart, efa_facts().device_plugin_version)
+    assert release is not None
+    (term,) = release.pods[0].required_affinity
+    listed = set(term["matchExpressions"][0]["values"])
+    aws = {n: i for n, i in load_hardware_catalog().instances.items() if i.provider == "aws"}
+    assert listed == {n for n, i in aws.items() if i.efa_interfaces}
+
+
+def test_existing_cluster_gets_the_efa_plugin_in_kube_system_before_the_engines() -> None:
+    resources = run_program(_existing(), stack="multinode", program=ROOT / "__main__.py")
+    by_name = {r.name: r for r in resources}
+    (lws,) = [r for r in resources if r.type.endswith(":LeaderWorkerSet")]
+    releases = {
+        r.inputs["chart"].rsplit("/", 1)[-1]: r
+        for r in resources
+        if r.type == "kubernetes:helm.sh/v3:Release"
+    }
+    plugin = releases["aws-efa-k8s-device-plugin"]
+    assert plugin.inputs["namespace"] == "kube-system"
+    assert plugin.inputs["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
+    namespaces = {r.inputs["metadata"]["name"] for r in resources if r.type.endswith(":Namespace")}
+    assert "kube-system" not in namespaces  # the cluster's own namespace is never created
+    assert {plugin.name, releases["lws"].name} <= closure(by_name, lws.name)
+    (leader,) = lws.inputs["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    assert leader["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"

@@ -213,8 +213,12 @@ class EfaFacts:
     """Container capabilities RDMA needs (``IPC_LOCK``)."""
     device_plugin_chart: str
     """The chart of the EFA Kubernetes device plugin."""
+    device_plugin_version: str
+    """The chart version the stack installs (its facts are in ``charts.yaml``)."""
     device_plugin_repository: str
     """Its Helm repository."""
+    device_plugin_namespace: str
+    """Where the EKS user guide installs it (``kube-system``)."""
     sources: tuple[str, ...]
 
 
@@ -227,6 +231,8 @@ def efa_facts() -> EfaFacts:
         env=tuple((str(k), str(v)) for k, v in e["env"].items()),
         capabilities=tuple(str(c) for c in e["capabilities"]),
         device_plugin_chart=str(e["device_plugin"]["chart"]),
+        device_plugin_version=str(e["device_plugin"]["version"]),
         device_plugin_repository=str(e["device_plugin"]["repository"]),
+        device_plugin_namespace=str(e["device_plugin"]["namespace"]),
         sources=tuple(str(s) for s in e["sources"]),
     )

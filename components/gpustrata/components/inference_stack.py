@@ -36,6 +36,7 @@ from gpustrata.render.foundation import (
 from gpustrata.render.from_plan import (
     DRA_DRIVER_NAMESPACE,
     dra_driver_args,
+    efa_device_plugin_chart,
     karpenter_values,
     kuberay_operator_values,
     lws_chart,
@@ -191,6 +192,21 @@ class InferenceStack(pulumi.ComponentResource):
                     system_opts,
                 )
             ]
+        efa = efa_device_plugin_chart(self.plan)
+        if efa is not None:  # engines ask for EFA: the plugin that advertises it
+            crd_charts["efa"] = [
+                SystemChart(
+                    f"{name}-efa-device-plugin",
+                    {
+                        "chart": efa[0],
+                        "repository": efa[2],
+                        "namespace": efa[3],
+                        "chart_version": efa[1],
+                        "values": efa[4],
+                    },
+                    system_opts,
+                )
+            ]
         pools: list[pulumi.Resource] = []
         pool_of: dict[str, GpuNodePool] = {}
         nodes_of: dict[str, pulumi.Resource] = {}  # what a model's Pods wait for
@@ -341,6 +357,11 @@ class InferenceStack(pulumi.ComponentResource):
                 *(crd_charts.get("keda", []) if mp.spec.autoscaling.kind == "keda" else []),
                 # The LWS webhooks (failurePolicy Fail) admit nothing before the controller.
                 *(crd_charts.get("lws", []) if mp.multi_node is not None else []),
+                *(
+                    crd_charts.get("efa", [])
+                    if mp.multi_node is not None and mp.multi_node.efa_interfaces
+                    else []
+                ),
             ]
             ref = mp.spec.hf_token
             if ref is not None and (mp.spec.namespace, ref.name) in created:

@@ -155,8 +155,9 @@ class SystemChartArgs(TypedDict):
 
 
 class SystemChart(pulumi.ComponentResource):
-    """A pinned chart whose controllers run on the system pool (KEDA, kube-prometheus-stack):
-    namespace and a Helm release that waits for its Pods."""
+    """A pinned chart whose controllers run on the system pool (KEDA, kube-prometheus-stack,
+    LeaderWorkerSet; the EFA device plugin's DaemonSet on GPU nodes): namespace (never
+    ``kube-system``, which the cluster owns) and a Helm release that waits for its Pods."""
 
     release: k8s.helm.v3.Release
     """The Helm release (custom resources of the chart's CRDs depend on it)."""
@@ -165,11 +166,17 @@ class SystemChart(pulumi.ComponentResource):
         self, name: str, args: SystemChartArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpustrata:index:SystemChart", name, {}, opts)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
-        )
+        ns: list[pulumi.Resource] = []
+        if args["namespace"] != "kube-system":  # the cluster's own: never created or deleted
+            ns.append(
+                k8s.core.v1.Namespace(
+                    f"{name}-ns",
+                    metadata={"name": args["namespace"]},
+                    opts=child_options(self, opts),
+                )
+            )
         self.release = _release(
-            self, f"{name}-release", args["chart"], args["repository"], args, opts, [ns]
+            self, f"{name}-release", args["chart"], args["repository"], args, opts, ns
         )
         self.register_outputs({})
 

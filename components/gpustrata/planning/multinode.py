@@ -77,6 +77,8 @@ def resolve_multi_node(
     efa_interfaces: int | None,
     max_replicas: int,
     ledger: Ledger,
+    *,
+    nodes_created: bool,
 ) -> tuple[ModelSpec, MultiNodePlan] | None:
     """The model with its multi-node layout resolved (engine TP/PP and ``multi_node`` set),
     or None when the engine runs on one node.
@@ -84,6 +86,12 @@ def resolve_multi_node(
     A stack that names ``multi_node`` gets it; one that leaves ``multi_node`` *and* the
     engine's TP and PP unset spans nodes when one node of the pool (TP = its GPUs) cannot
     start the engine. Raises :class:`MultiNodeProblem` for a layout that cannot run.
+
+    EFA: ``efa: auto`` requests every EFA interface of the node on an instance type that has
+    them, where the nodes already exist (``nodes_created`` False: an existing cluster's node
+    groups, created with EFA as the EKS guide does). The node groups this stack creates
+    attach no EFA interfaces yet, so there a Pod asking for ``vpc.amazonaws.com/efa`` would
+    stay Pending: NCCL uses TCP and the ledger says why.
     """
     spec = model.multi_node
     tp_set = _explicit(model, "tensor_parallel_size")
@@ -155,7 +163,7 @@ def resolve_multi_node(
             f"{max_replicas} group(s) of {nodes} nodes need {nodes * max_replicas} nodes; the "
             f"pool's max_size is {pool_max_nodes}: raise it or lower replicas",
         )
-    efa = (efa_interfaces or 0) if spec.efa == "auto" else 0
+    efa = (efa_interfaces or 0) if spec.efa == "auto" and not nodes_created else 0
     plan = MultiNodePlan(
         nodes=nodes,
         tensor_parallel_size=gpus_per_node,
@@ -171,16 +179,26 @@ def resolve_multi_node(
         f"tensor_parallel_size = GPUs per node ({gpus_per_node}), pipeline_parallel_size = "
         f"nodes ({nodes}), vLLM's multi-node layout; executor {spec.executor}",
     )
-    ledger.add(
-        f"{key}.multiNode.efaInterfaces",
-        efa,
-        "catalogue",
-        (
-            f"efa {spec.efa}: {efa_interfaces} EFA interface(s) per node (instances.yaml)"
-            if efa_interfaces is not None
-            else f"efa {spec.efa}: the instance type's EFA interfaces are not catalogued"
-        ),
-    )
+    if spec.efa == "off":
+        efa_why = "efa off: NCCL over TCP sockets between the nodes"
+    elif not efa_interfaces:
+        efa_why = (
+            "efa auto: the instance type has no EFA interface (instances.yaml)"
+            if efa_interfaces == 0
+            else "efa auto: the instance type's EFA interfaces are not catalogued"
+        )
+    elif nodes_created:
+        efa_why = (
+            f"efa auto: the instance type has {efa_interfaces} EFA interface(s) (instances."
+            "yaml), but the node groups this stack creates attach none (not implemented "
+            "yet): a Pod asking for them would stay Pending, so NCCL uses TCP"
+        )
+    else:
+        efa_why = (
+            f"efa auto: {efa_interfaces} EFA interface(s) per node (instances.yaml) on the "
+            "existing node group, advertised by the EFA device plugin the stack installs"
+        )
+    ledger.add(f"{key}.multiNode.efaInterfaces", efa, "catalogue", efa_why)
     engine = model.engine.model_copy(
         update={"tensor_parallel_size": gpus_per_node, "pipeline_parallel_size": nodes}
     )

@@ -231,7 +231,7 @@ def plan_stack(
     }
     karpenter = _plan_karpenter(spec, ledger)
     planned = {
-        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir)
+        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir, create)
         for i, m in enumerate(spec.models)
     }
     if spec.cluster.mode == "create":
@@ -715,7 +715,9 @@ def _plan_model(
     ledger: Ledger,
     catalog: ModelCatalog,
     base_dir: Path | None,
+    create: bool = False,
 ) -> ModelPlan:
+    """One model's plan; *create*: the stack creates the cluster and its node groups."""
     key = f"models.{model.name}"
     engine = model.engine
     gpus = ledger.add(
@@ -735,7 +737,7 @@ def _plan_model(
     ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
 
     capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir)
-    multi = _multi_node(model, index, key, arch, pool, max_replicas, ledger)
+    multi = _multi_node(model, index, key, arch, pool, max_replicas, ledger, create)
     if multi is not None:
         model, multi_plan = multi
         gpus = ledger.add(
@@ -823,8 +825,10 @@ def _multi_node(
     pool: PoolPlan,
     max_replicas: int,
     ledger: Ledger,
+    create: bool,
 ) -> tuple[ModelSpec, MultiNodePlan] | None:
-    """The model with its multi-node layout resolved, or None (one node per engine)."""
+    """The model with its multi-node layout resolved, or None (one node per engine);
+    *create*: the stack creates the pool's node group."""
     try:
         return resolve_multi_node(
             model,
@@ -836,6 +840,7 @@ def _multi_node(
             pool.instance.efa_interfaces,
             max_replicas,
             ledger,
+            nodes_created=create,
         )
     except MultiNodeProblem as exc:
         raise PlanError(f"gpustrata:stack.models[{index}].{exc.field}", str(exc)) from None

@@ -248,6 +248,37 @@ def lws_chart(plan: StackPlan) -> tuple[str, str, dict[str, Any]] | None:
     )
 
 
+def efa_device_plugin_chart(plan: StackPlan) -> tuple[str, str, str, str, dict[str, Any]] | None:
+    """The EFA device plugin the stack installs (chart, version, repository, namespace,
+    values: tolerating the taints of the pools whose engines ask for EFA, so its DaemonSet
+    runs there and advertises ``vpc.amazonaws.com/efa``), or None when no Pod asks."""
+    pools = {
+        mp.pool.name: mp.pool
+        for mp in plan.models.values()
+        if mp.multi_node is not None and mp.multi_node.efa_interfaces > 0
+    }
+    if not pools:
+        return None
+    efa = efa_facts()
+    tolerations = [_toleration(t) for p in pools.values() for t in pool_tolerations(p)]
+    unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
+    return (
+        efa.device_plugin_chart,
+        efa.device_plugin_version,
+        efa.device_plugin_repository,
+        efa.device_plugin_namespace,
+        {"tolerations": unique},
+    )
+
+
+def _toleration(t: TolerationArgs) -> dict[str, str]:
+    """A Pod-spec toleration from :class:`TolerationArgs`."""
+    out = {"key": t["key"], "operator": t["operator"], "effect": t["effect"]}
+    if t["operator"] == "Equal":
+        out["value"] = t["value"]
+    return out
+
+
 def ray_llm_service_args(mp: ModelPlan, stack: StackSpec) -> RayLlmServiceArgs:
     """Args of the RayLlmService component for a 'rayservice' model."""
     ray_version = stack.kuberay.ray_version
@@ -623,6 +654,10 @@ def system_chart_objects(plan: StackPlan) -> list[dict[str, Any]]:
                 reference, version, reference.rsplit("/", 1)[0], spec.lws.namespace, values
             )
         )
+    efa = efa_device_plugin_chart(plan)
+    if efa is not None:
+        chart, version, repository, namespace, values = efa
+        out.append(_helm_release_object(chart, version, repository, namespace, values))
     if spec.keda.enabled:
         version = chart_version(KEDA_CHART, spec.keda.chart_version, "keda")
         out.append(
