@@ -719,14 +719,6 @@ def _plan_model(
 ) -> ModelPlan:
     """One model's plan; *create*: the stack creates the cluster and its node groups."""
     key = f"models.{model.name}"
-    engine = model.engine
-    gpus = ledger.add(
-        f"{key}.gpusPerReplica",
-        engine.gpus_per_engine,
-        "formula",
-        f"tensor_parallel_size {engine.tensor_parallel_size} x pipeline_parallel_size "
-        f"{engine.pipeline_parallel_size}",
-    )
     auto = model.autoscaling
     if auto.kind != "none" or auto.max_replicas > auto.min_replicas:
         min_replicas, max_replicas = auto.min_replicas, auto.max_replicas
@@ -734,19 +726,20 @@ def _plan_model(
     else:
         min_replicas = max_replicas = model.replicas
         why = "replicas (no autoscaling)"
-    ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
-
     capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir)
     multi = _multi_node(model, index, key, arch, pool, max_replicas, ledger, create)
+    engine = model.engine
+    formula = (
+        f"tensor_parallel_size {engine.tensor_parallel_size} x pipeline_parallel_size "
+        f"{engine.pipeline_parallel_size}"
+    )
     if multi is not None:
         model, multi_plan = multi
-        gpus = ledger.add(
-            f"{key}.gpusPerReplica",
-            model.engine.gpus_per_engine,
-            "formula",
-            f"multi-node: tensor_parallel_size {model.engine.tensor_parallel_size} x "
-            f"pipeline_parallel_size {model.engine.pipeline_parallel_size} "
-            f"({multi_plan.nodes} Pods of {multi_plan.tensor_parallel_size} GPUs)",
+        engine = model.engine
+        formula = (
+            f"multi-node: tensor_parallel_size {engine.tensor_parallel_size} x "
+            f"pipeline_parallel_size {engine.pipeline_parallel_size} ({multi_plan.nodes} Pods "
+            f"of {multi_plan.tensor_parallel_size} GPUs)"
         )
         if arch is not None:
             try:
@@ -754,6 +747,9 @@ def _plan_model(
             except CapacityError as exc:
                 capacity = None
                 unavailable = f"{arch.id} with these engine settings cannot be estimated: {exc}"
+    gpus = ledger.add(f"{key}.gpusPerReplica", engine.gpus_per_engine, "formula", formula)
+    ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
+
     serving = None
     if capacity is not None:
         _record_capacity(key, capacity, ledger)
