@@ -233,6 +233,8 @@ def test_mp_executor_and_efa_off() -> None:
     for container in (leader, worker):
         assert efa_facts().resource not in container["resources"]["limits"]
         assert "securityContext" not in container
+    # Each node runs world size 16 / --nnodes 2 = 8 workers on its 8 GPUs (V001).
+    assert not evaluate(_rendered(doc)).findings
 
 
 def test_schema_rejects_what_the_api_server_would() -> None:
