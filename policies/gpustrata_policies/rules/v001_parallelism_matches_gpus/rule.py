@@ -162,8 +162,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 f"GPUs over --nnodes {nnodes}: {need // nnodes} GPU(s) on each node, but its "
                 f"GPU limit is {fmt_gpus(limit)}; "
                 + (
-                    "vLLM starts one worker per local GPU and fails at startup when it "
-                    "finds fewer"
+                    "vLLM starts one worker per local GPU and fails at startup when it finds fewer"
                     if limit < need // nnodes
                     else f"{fmt_gpus(limit - need // nnodes)} GPU(s) stay allocated and idle"
                 ),
