@@ -92,7 +92,9 @@ def _objects(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _lws(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    (lws,) = [o for o in objects if o["kind"] == "LeaderWorkerSet"]
+    (lws,) = [
+        o for o in objects if o["kind"] == "LeaderWorkerSet" and o["metadata"]["name"] == MODEL
+    ]
     return lws
 
 
@@ -125,6 +127,10 @@ def test_planner_spans_nodes_tp_per_node_pp_across() -> None:
 
 
 def test_planner_spans_nodes_unasked_only_when_one_node_cannot_start_the_engine() -> None:
+    # The example's deepseek-r1 names no multi_node: 671B in FP8 spans two nodes by itself.
+    r1 = build_plan(_doc()).models["deepseek-r1"]
+    assert r1.multi_node is not None and (r1.multi_node.nodes, r1.gpus_per_pod) == (2, 8)
+    assert r1.multi_node.chosen_by == "planner"
     doc = _doc()
     del doc["models"][0]["multi_node"]
     mp = build_plan(doc).models[MODEL]
@@ -145,6 +151,7 @@ def test_planner_spans_nodes_unasked_only_when_one_node_cannot_start_the_engine(
 
 def test_stated_nodes_are_kept() -> None:
     doc = _doc()
+    del doc["models"][1]  # three nodes for llama-405b leave one for another engine
     doc["models"][0]["multi_node"]["nodes"] = 3
     mp = build_plan(doc).models[MODEL]
     assert mp.multi_node is not None
@@ -161,7 +168,9 @@ def test_stated_nodes_are_kept() -> None:
             ["tensor_parallel_size 4", "GPUs per node of the pool (8)"],
         ),
         (
-            lambda m, d: m["multi_node"].update(nodes=3) or d["node_pools"][0].update(max_size=2),
+            lambda m, d: (
+                m["multi_node"].update(nodes=3) or d["node_pools"][0].update(min_size=1, max_size=2)
+            ),
             "models[0].multi_node.nodes",
             ["3 nodes", "max_size is 2"],
         ),
@@ -180,6 +189,17 @@ def test_layouts_that_cannot_run_are_refused(change: Any, where: str, words: lis
         build_plan(doc)
     text = str(err.value)
     assert where in text and all(w in text for w in words), text
+
+
+def test_the_engines_of_a_pool_fit_it_together() -> None:
+    doc = _doc()
+    doc["node_pools"][0]["max_size"] = 3  # llama-405b and deepseek-r1 take 2 nodes each
+    doc["node_pools"][0]["min_size"] = 2
+    with pytest.raises(StackError) as err:
+        build_plan(doc)
+    text = str(err.value)
+    assert "node_pools[0].max_size" in text and "need 4 whole nodes" in text, text
+    assert "llama-405b 2, deepseek-r1 2" in text
 
 
 def test_multi_node_needs_the_deployment_runtime() -> None:
@@ -249,11 +269,13 @@ def test_schema_rejects_what_the_api_server_would() -> None:
 def test_stack_installs_the_controller_before_the_leader_worker_set(tmp_path: Path) -> None:
     resources = run_program(_doc(), stack="multinode", program=ROOT / "__main__.py")
     by_name = {r.name: r for r in resources}
-    (lws,) = [r for r in resources if r.type.endswith(":LeaderWorkerSet")]
+    sets = {r.name: r for r in resources if r.type.endswith(":LeaderWorkerSet")}
+    assert len(sets) == 2  # llama-405b and deepseek-r1
     (release,) = [
         r for r in resources if r.type == "kubernetes:helm.sh/v3:Release" and "lws" in r.name
     ]
-    assert release.name in closure(by_name, lws.name)
+    assert all(release.name in closure(by_name, name) for name in sets)
+    lws = sets[f"gpustrata-{MODEL}-leaderworkerset"]
     chart, version, values = lws_chart(build_plan(_doc())) or ("", "", {})
     assert release.inputs["chart"] == chart == "oci://registry.k8s.io/lws/charts/lws"
     assert release.inputs["version"] == version == "0.10.0"
@@ -268,6 +290,7 @@ def test_stack_installs_the_controller_before_the_leader_worker_set(tmp_path: Pa
 
 def test_no_controller_without_a_multi_node_model() -> None:
     doc = _doc()
+    del doc["models"][1]
     doc["models"][0]["model"] = "meta-llama/Llama-3.1-8B-Instruct"
     doc["models"][0]["engine"]["max_model_len"] = 8192
     del doc["models"][0]["multi_node"]
@@ -324,6 +347,7 @@ def test_efa_device_plugin_tolerates_the_pools_that_ask_for_efa() -> None:
     assert efa_device_plugin_chart(build_plan(_doc())) is None  # created nodes: no EFA asked
     doc = _existing()
     doc["models"][0]["multi_node"]["efa"] = "off"
+    doc["models"][1]["multi_node"] = {"efa": "off"}
     assert efa_device_plugin_chart(build_plan(doc)) is None
 
 
@@ -342,7 +366,7 @@ def test_efa_instance_types_agree_with_the_device_plugin_chart() -> None:
 def test_existing_cluster_gets_the_efa_plugin_in_kube_system_before_the_engines() -> None:
     resources = run_program(_existing(), stack="multinode", program=ROOT / "__main__.py")
     by_name = {r.name: r for r in resources}
-    (lws,) = [r for r in resources if r.type.endswith(":LeaderWorkerSet")]
+    lws = by_name[f"gpustrata-{MODEL}-leaderworkerset"]
     releases = {
         r.inputs["chart"].rsplit("/", 1)[-1]: r
         for r in resources

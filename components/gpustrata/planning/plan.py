@@ -234,12 +234,33 @@ def plan_stack(
         m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir, create)
         for i, m in enumerate(spec.models)
     }
+    _check_group_nodes(spec, planned)
     if spec.cluster.mode == "create":
         _check_disks(spec, planned)
         _quota_needs(spec, pools, hardware, ledger)
     return StackPlan(
         spec=spec, pools=pools, models=planned, derived=ledger.items, karpenter=karpenter
     )
+
+
+def _check_group_nodes(spec: StackSpec, planned: dict[str, ModelPlan]) -> None:
+    """The multi-node engines of a pool fit its max_size together: each of their Pods takes
+    a whole node, and a group whose last Pod finds no node never starts its engine."""
+    for index, pool in enumerate(spec.node_pools):
+        groups = [
+            (mp.name, mp.multi_node.nodes * mp.max_replicas)
+            for mp in planned.values()
+            if mp.pool.name == pool.name and mp.multi_node is not None
+        ]
+        need = sum(n for _, n in groups)
+        if need > pool.max_size:
+            each = ", ".join(f"{name} {n}" for name, n in groups)
+            raise PlanError(
+                f"gpustrata:stack.node_pools[{index}].max_size",
+                f"the multi-node engines on pool {pool.name!r} need {need} whole nodes at "
+                f"their largest replica count ({each}), but its max_size is {pool.max_size}: "
+                f"raise max_size to {need} or move a model to another pool",
+            )
 
 
 def _quota_needs(
