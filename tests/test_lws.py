@@ -179,8 +179,18 @@ def test_stated_nodes_are_kept() -> None:
             "models[0].autoscaling.kind",
             ["'hpa'", "kind none"],
         ),
+        (
+            lambda m, d: m["engine"].update(pipeline_parallel_size=1),
+            "models[0].engine.pipeline_parallel_size",
+            ["pipeline_parallel_size 1", "at least 2"],
+        ),
+        (
+            lambda m, d: d["node_pools"][0].update(gpu_allocation="dra"),
+            "models[0].pool",
+            ["DRA", "device-plugin pool"],
+        ),
     ],
-    ids=["tp-not-gpus-per-node", "pool-too-small", "autoscaler"],
+    ids=["tp-not-gpus-per-node", "pool-too-small", "autoscaler", "pp-1", "dra"],
 )
 def test_layouts_that_cannot_run_are_refused(change: Any, where: str, words: list[str]) -> None:
     doc = _doc()

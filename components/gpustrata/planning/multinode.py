@@ -129,6 +129,13 @@ def resolve_multi_node(
             "engine (a LeaderWorkerSet scales whole groups); use kind none with replicas",
         )
     nodes = spec.nodes or pp_set
+    if nodes is not None and nodes < 2:
+        raise MultiNodeProblem(
+            "engine.pipeline_parallel_size",
+            f"pipeline_parallel_size {nodes} puts the engine on one node; a multi-node engine "
+            "runs one pipeline stage per node (at least 2): remove pipeline_parallel_size or "
+            "multi_node",
+        )
     if nodes is not None:
         why = f"{chosen_why}: multi_node.nodes {nodes}"
         source = "spec"

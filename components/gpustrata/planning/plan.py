@@ -847,7 +847,7 @@ def _multi_node(
     """The model with its multi-node layout resolved, or None (one node per engine);
     *create*: the stack creates the pool's node group."""
     try:
-        return resolve_multi_node(
+        resolved = resolve_multi_node(
             model,
             key,
             arch,
@@ -861,6 +861,14 @@ def _multi_node(
         )
     except MultiNodeProblem as exc:
         raise PlanError(f"gpustrata:stack.models[{index}].{exc.field}", str(exc)) from None
+    if resolved is not None and pool.spec.gpu_allocation == "dra":
+        raise PlanError(
+            f"gpustrata:stack.models[{index}].pool",
+            f"pool {pool.name!r} allocates GPUs through DRA, which multi-node engines do not "
+            "support yet (their LeaderWorkerSet Pods ask for nvidia.com/gpu): use a "
+            "device-plugin pool",
+        )
+    return resolved
 
 
 CPU_HEADROOM = Fraction(9, 10)
