@@ -390,3 +390,32 @@ def test_existing_cluster_gets_the_efa_plugin_in_kube_system_before_the_engines(
     assert {plugin.name, releases["lws"].name} <= closure(by_name, lws.name)
     (leader,) = lws.inputs["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
     assert leader["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
+
+
+def _docs_rows() -> list[list[str]]:
+    text = (ROOT / "docs" / "howto" / "serve-across-nodes.md").read_text(encoding="utf-8")
+    table = text.split("### Measured: 405B and 671B on p5.48xlarge", 1)[1]
+    rows = [line.strip("|").split("|") for line in table.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in row] for row in rows[1:]]  # the header row first
+
+
+def test_the_docs_numbers_are_the_planners() -> None:
+    """docs/howto/serve-across-nodes.md's measured table, recomputed."""
+    rows = _docs_rows()
+    assert len(rows) == 5
+    for model, _, mml, layout, weights, tokens, seqs, startup in rows:
+        doc = _doc()
+        del doc["models"][1]
+        m = doc["models"][0]
+        m["model"] = model.split(" ")[0]
+        m["engine"]["max_model_len"] = int(mml.replace(",", ""))
+        if not m["model"].startswith("meta-llama"):
+            del m["engine"]["dtype"]  # the checkpoint's own (FP8 weights)
+        mp = build_plan(doc).models[MODEL]
+        assert mp.multi_node is not None and mp.capacity is not None
+        tp, pp = mp.multi_node.tensor_parallel_size, mp.multi_node.nodes
+        assert layout == f"TP {tp} x PP {pp} = {tp * pp} GPUs", model
+        assert weights == f"{mp.capacity.weights.bytes_per_gpu / 2**30:.1f}", model
+        assert tokens == f"{mp.capacity.kv.tokens:,}", model
+        assert seqs == str(mp.capacity.max_concurrent_full_length_sequences), model
+        assert startup == f"{round(mp.capacity.startup.total_s):,}", model
