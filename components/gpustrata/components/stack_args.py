@@ -14,6 +14,7 @@ __all__ = [
     "BlockSize",
     "CapacityType",
     "ClusterMode",
+    "EfaMode",
     "Environment",
     "GpuAllocation",
     "GpuModelBrand",
@@ -24,6 +25,7 @@ __all__ = [
     "MigStrategy",
     "ModelDtype",
     "MonitoringMode",
+    "MultiNodeExecutor",
     "NatGateways",
     "OnDemandPriceKind",
     "OperatorComponent",
@@ -44,8 +46,10 @@ __all__ = [
     "StackKedaArgs",
     "StackKubeRayArgs",
     "StackKubeletArgs",
+    "StackLwsArgs",
     "StackModelArgs",
     "StackMonitoringArgs",
+    "StackMultiNodeArgs",
     "StackNetworkArgs",
     "StackNodePoolArgs",
     "StackOnDemandPriceArgs",
@@ -93,6 +97,13 @@ class ClusterMode(StrEnum):
 
     CREATE = "create"
     EXISTING = "existing"
+
+
+class EfaMode(StrEnum):
+    """Accepted values of ``MultiNodeSpec.efa``."""
+
+    AUTO = "auto"
+    OFF = "off"
 
 
 class Environment(StrEnum):
@@ -178,6 +189,13 @@ class MonitoringMode(StrEnum):
     EXISTING = "existing"
 
 
+class MultiNodeExecutor(StrEnum):
+    """Accepted values of ``MultiNodeSpec.executor``."""
+
+    RAY = "ray"
+    MP = "mp"
+
+
 class NatGateways(StrEnum):
     """Accepted values of ``NetworkSpec.nat_gateways``."""
 
@@ -253,6 +271,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] | BlockSize
     _CapacityType = Literal["ON_DEMAND", "SPOT"] | CapacityType
     _ClusterMode = Literal["create", "existing"] | ClusterMode
+    _EfaMode = Literal["auto", "off"] | EfaMode
     _Environment = Literal["dev", "staging", "prod"] | Environment
     _GpuAllocation = Literal["device-plugin", "dra"] | GpuAllocation
     _GpuModelBrand = Literal["datacenter", "professional", "geforce"] | GpuModelBrand
@@ -268,6 +287,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _MigStrategy = Literal["none", "single", "mixed"] | MigStrategy
     _ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | ModelDtype
     _MonitoringMode = Literal["none", "install", "existing"] | MonitoringMode
+    _MultiNodeExecutor = Literal["ray", "mp"] | MultiNodeExecutor
     _NatGateways = Literal["single", "per-az"] | NatGateways
     _OnDemandPriceKind = Literal["on-demand", "capacity-block", "spot"] | OnDemandPriceKind
     _OperatorComponent = (
@@ -284,6 +304,7 @@ else:
     _BlockSize = BlockSize
     _CapacityType = CapacityType
     _ClusterMode = ClusterMode
+    _EfaMode = EfaMode
     _Environment = Environment
     _GpuAllocation = GpuAllocation
     _GpuModelBrand = GpuModelBrand
@@ -294,6 +315,7 @@ else:
     _MigStrategy = MigStrategy
     _ModelDtype = ModelDtype
     _MonitoringMode = MonitoringMode
+    _MultiNodeExecutor = MultiNodeExecutor
     _NatGateways = NatGateways
     _OnDemandPriceKind = OnDemandPriceKind
     _OperatorComponent = OperatorComponent
@@ -589,6 +611,15 @@ class StackKedaArgs(TypedDict):
     """Namespace of the release. Default: ``"keda"``."""
 
 
+class StackLwsArgs(TypedDict):
+    """The LeaderWorkerSet controller, installed when a model spans nodes."""
+
+    chart_version: NotRequired[str]
+    """lws chart version (empty: the catalogued release)."""
+    namespace: NotRequired[str]
+    """Namespace of the controller. Default: ``"lws-system"``."""
+
+
 class StackEngineArgs(TypedDict):
     """vLLM engine settings, named exactly as vLLM's EngineArgs names them."""
 
@@ -712,6 +743,29 @@ class StackWorkloadArgs(TypedDict):
     """TPOT (inter-token latency) target in seconds (SLO); empty: none."""
 
 
+class StackMultiNodeArgs(TypedDict):
+    """An engine that spans nodes: one LeaderWorkerSet group of ``nodes`` Pods, each taking every
+    GPU of its node (tensor parallel within the node, pipeline parallel across nodes, as vLLM's
+    multi-node guide sets them).
+    """
+
+    nodes: NotRequired[int]
+    """Nodes (Pods) per engine = pipeline_parallel_size. Empty: the fewest nodes of the pool whose
+    GPUs hold the weights and one max_model_len sequence.
+    """
+    executor: NotRequired[_MultiNodeExecutor]
+    """vLLM --distributed-executor-backend across the nodes: 'ray' (the leader starts a Ray head,
+    the workers join it: vLLM's multi-node-serving.sh) or 'mp' (multiprocessing: every Pod runs
+    `vllm serve --nnodes N --node-rank R --master-addr <leader>`, the workers with --headless).
+    Default: ``"ray"``.
+    """
+    efa: NotRequired[_EfaMode]
+    """'auto': on instance types with Elastic Fabric Adapter interfaces, each Pod requests all of
+    its node's (vpc.amazonaws.com/efa) and sets the Libfabric environment NCCL needs
+    (FI_PROVIDER=efa); 'off': NCCL over TCP sockets. Default: ``"auto"``.
+    """
+
+
 class StackModelArgs(TypedDict):
     """A served model: what runs, where, and with which vLLM engine settings."""
 
@@ -760,6 +814,12 @@ class StackModelArgs(TypedDict):
     service_monitor: NotRequired[bool]
     """Create a Prometheus Operator ServiceMonitor for vLLM's /metrics (deployment runtime). Empty:
     when the stack has monitoring (mode install or existing), whose CRDs it needs.
+    """
+    multi_node: NotRequired[StackMultiNodeArgs]
+    """Serve one engine across several nodes with a LeaderWorkerSet (TP = GPUs per node, PP = nodes;
+    deployment runtime). Empty: one node per engine, unless the engine's TP and PP are left unset
+    and the weights and one max_model_len sequence do not fit one node of the pool: then the planner
+    spans nodes and says so.
     """
     startup_init_s: NotRequired[int]
     """Engine initialisation time in seconds after the weights are loaded (profiling, KV allocation,
@@ -874,6 +934,11 @@ class StackInstanceTypeArgs(TypedDict):
     """
     network_gbps: NotRequired[float]
     """Baseline network bandwidth in Gbit/s; None when unknown."""
+    efa_interfaces: NotRequired[int]
+    """Elastic Fabric Adapter interfaces one instance takes (the vpc.amazonaws.com/efa resource the
+    EFA device plugin advertises per node); 0: no EFA; None: not known (every non-AWS type). AWS
+    only.
+    """
     sources: list[str]
     """Where the figures come from: URLs or "owner/repo/path@commit"."""
 
@@ -912,6 +977,8 @@ class StackArgs(TypedDict):
     """Prometheus (for ServiceMonitors and KEDA)."""
     keda: NotRequired[StackKedaArgs]
     """KEDA (autoscaling kind keda)."""
+    lws: NotRequired[StackLwsArgs]
+    """LeaderWorkerSet controller (installed when a model spans nodes)."""
     models: NotRequired[list[StackModelArgs]]
     """Served models (at most 200: a stack is one team's serving fleet)."""
     catalog: NotRequired[StackCatalogExtensionsArgs]

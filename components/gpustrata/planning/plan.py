@@ -33,6 +33,7 @@ from gpustrata.core.contract import (
 )
 from gpustrata.core.quantity import format_bytes, format_cores, kubelet_reserved
 from gpustrata.planning.model_capacity import estimate_for_model
+from gpustrata.planning.multinode import MultiNodePlan, MultiNodeProblem, resolve_multi_node
 from gpustrata.planning.provenance import Derived, Ledger, Source
 from gpustrata.planning.serving import (
     ServingAtSettings,
@@ -169,6 +170,9 @@ class ModelPlan:
     """CPU request of an engine Pod: the stack's ``cpu``, else derived from the pool."""
     memory: str = "1Gi"
     """Memory request and limit of an engine Pod: the stack's ``memory``, else derived."""
+    multi_node: MultiNodePlan | None = None
+    """The engine's layout across nodes (a LeaderWorkerSet group); None: one Pod per engine.
+    When set, ``spec`` carries the resolved TP, PP and ``multi_node.nodes``."""
 
     @property
     def name(self) -> str:
@@ -177,7 +181,10 @@ class ModelPlan:
 
     @property
     def gpus_per_pod(self) -> int:
-        """GPUs in one engine Pod's limits (a Ray worker Pod on the Ray path)."""
+        """GPUs in one engine Pod's limits (a Ray worker Pod on the Ray path, one node's
+        GPUs on a multi-node engine)."""
+        if self.multi_node is not None:
+            return self.multi_node.tensor_parallel_size
         return self.ray.gpus_per_worker if self.ray else self.gpus_per_replica
 
 
@@ -234,9 +241,10 @@ def plan_stack(
     }
     karpenter = _plan_karpenter(spec, ledger)
     planned = {
-        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir, sources)
+        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir, sources, create)
         for i, m in enumerate(spec.models)
     }
+    _check_group_nodes(spec, planned)
     if spec.cluster.mode == "create":
         _check_disks(spec, planned)
         _quota_needs(spec, pools, hardware, ledger)
@@ -248,6 +256,26 @@ def plan_stack(
         karpenter=karpenter,
         sources=sources,
     )
+
+
+def _check_group_nodes(spec: StackSpec, planned: dict[str, ModelPlan]) -> None:
+    """The multi-node engines of a pool fit its max_size together: each of their Pods takes
+    a whole node, and a group whose last Pod finds no node never starts its engine."""
+    for index, pool in enumerate(spec.node_pools):
+        groups = [
+            (mp.name, mp.multi_node.nodes * mp.max_replicas)
+            for mp in planned.values()
+            if mp.pool.name == pool.name and mp.multi_node is not None
+        ]
+        need = sum(n for _, n in groups)
+        if need > pool.max_size:
+            each = ", ".join(f"{name} {n}" for name, n in groups)
+            raise PlanError(
+                f"gpustrata:stack.node_pools[{index}].max_size",
+                f"the multi-node engines on pool {pool.name!r} need {need} whole nodes at "
+                f"their largest replica count ({each}), but its max_size is {pool.max_size}: "
+                f"raise max_size to {need} or move a model to another pool",
+            )
 
 
 def _quota_needs(
@@ -724,16 +752,10 @@ def _plan_model(
     catalog: ModelCatalog,
     base_dir: Path | None,
     sources: ModelSources | None = None,
+    create: bool = False,
 ) -> ModelPlan:
+    """One model's plan; *create*: the stack creates the cluster and its node groups."""
     key = f"models.{model.name}"
-    engine = model.engine
-    gpus = ledger.add(
-        f"{key}.gpusPerReplica",
-        engine.gpus_per_engine,
-        "formula",
-        f"tensor_parallel_size {engine.tensor_parallel_size} x pipeline_parallel_size "
-        f"{engine.pipeline_parallel_size}",
-    )
     auto = model.autoscaling
     if auto.kind != "none" or auto.max_replicas > auto.min_replicas:
         min_replicas, max_replicas = auto.min_replicas, auto.max_replicas
@@ -741,9 +763,30 @@ def _plan_model(
     else:
         min_replicas = max_replicas = model.replicas
         why = "replicas (no autoscaling)"
+    capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir, sources)
+    multi = _multi_node(model, index, key, arch, pool, max_replicas, ledger, create)
+    engine = model.engine
+    formula = (
+        f"tensor_parallel_size {engine.tensor_parallel_size} x pipeline_parallel_size "
+        f"{engine.pipeline_parallel_size}"
+    )
+    if multi is not None:
+        model, multi_plan = multi
+        engine = model.engine
+        formula = (
+            f"multi-node: tensor_parallel_size {engine.tensor_parallel_size} x "
+            f"pipeline_parallel_size {engine.pipeline_parallel_size} ({multi_plan.nodes} Pods "
+            f"of {multi_plan.tensor_parallel_size} GPUs)"
+        )
+        if arch is not None:
+            try:
+                capacity, unavailable = estimate_for_model(model, arch, pool.gpu), None
+            except CapacityError as exc:
+                capacity = None
+                unavailable = f"{arch.id} with these engine settings cannot be estimated: {exc}"
+    gpus = ledger.add(f"{key}.gpusPerReplica", engine.gpus_per_engine, "formula", formula)
     ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
 
-    capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir, sources)
     local = local_config_path(arch) if arch is not None else None
     if arch is not None and local is not None:
         ledger.add(
@@ -794,9 +837,10 @@ def _plan_model(
     ray = None
     if model.runtime == "rayservice":
         ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, probes, ledger)
-    cpu, memory = _pod_resources(
-        model, index, pool, ray.gpus_per_worker if ray else gpus, capacity, ledger
-    )
+    per_pod = ray.gpus_per_worker if ray else gpus
+    if multi is not None:
+        per_pod = multi[1].tensor_parallel_size
+    cpu, memory = _pod_resources(model, index, pool, per_pod, capacity, ledger)
     return ModelPlan(
         spec=model,
         pool=pool,
@@ -810,7 +854,45 @@ def _plan_model(
         serving=serving,
         cpu=cpu,
         memory=memory,
+        multi_node=multi[1] if multi is not None else None,
     )
+
+
+def _multi_node(
+    model: ModelSpec,
+    index: int,
+    key: str,
+    arch: ModelArchitecture | None,
+    pool: PoolPlan,
+    max_replicas: int,
+    ledger: Ledger,
+    create: bool,
+) -> tuple[ModelSpec, MultiNodePlan] | None:
+    """The model with its multi-node layout resolved, or None (one node per engine);
+    *create*: the stack creates the pool's node group."""
+    try:
+        resolved = resolve_multi_node(
+            model,
+            key,
+            arch,
+            pool.gpu,
+            pool.instance.gpu_count,
+            pool.spec.max_size,
+            pool.instance.efa_interfaces,
+            max_replicas,
+            ledger,
+            nodes_created=create,
+        )
+    except MultiNodeProblem as exc:
+        raise PlanError(f"gpustrata:stack.models[{index}].{exc.field}", str(exc)) from None
+    if resolved is not None and pool.spec.gpu_allocation == "dra":
+        raise PlanError(
+            f"gpustrata:stack.models[{index}].pool",
+            f"pool {pool.name!r} allocates GPUs through DRA, which multi-node engines do not "
+            "support yet (their LeaderWorkerSet Pods ask for nvidia.com/gpu): use a "
+            "device-plugin pool",
+        )
+    return resolved
 
 
 CPU_HEADROOM = Fraction(9, 10)

@@ -898,6 +898,55 @@ class WorkloadSpec(_Model):
         return self
 
 
+# --- Multi-node engines (LeaderWorkerSet) ------------------------------------------------
+# One engine across several nodes: TP within a node, PP across nodes, served by a
+# LeaderWorkerSet (kubernetes-sigs/lws). Kept in its own section (spec merges).
+
+MultiNodeExecutor = Literal["ray", "mp"]
+EfaMode = Literal["auto", "off"]
+
+
+class MultiNodeSpec(_Model):
+    """An engine that spans nodes: one LeaderWorkerSet group of ``nodes`` Pods, each taking
+    every GPU of its node (tensor parallel within the node, pipeline parallel across nodes,
+    as vLLM's multi-node guide sets them)."""
+
+    nodes: int | None = Field(
+        default=None,
+        ge=2,
+        le=64,
+        description="Nodes (Pods) per engine = pipeline_parallel_size. Empty: the fewest "
+        "nodes of the pool whose GPUs hold the weights and one max_model_len sequence.",
+    )
+    executor: MultiNodeExecutor = Field(
+        default="ray",
+        description="vLLM --distributed-executor-backend across the nodes: 'ray' (the leader "
+        "starts a Ray head, the workers join it: vLLM's multi-node-serving.sh) or 'mp' "
+        "(multiprocessing: every Pod runs `vllm serve --nnodes N --node-rank R "
+        "--master-addr <leader>`, the workers with --headless).",
+    )
+    efa: EfaMode = Field(
+        default="auto",
+        description="'auto': on instance types with Elastic Fabric Adapter interfaces, each "
+        "Pod requests all of its node's (vpc.amazonaws.com/efa) and sets the Libfabric "
+        "environment NCCL needs (FI_PROVIDER=efa); 'off': NCCL over TCP sockets.",
+    )
+
+
+class LwsSpec(_Model):
+    """The LeaderWorkerSet controller, installed when a model spans nodes."""
+
+    chart_version: Version | None = Field(
+        default=None,
+        examples=["0.10.0"],
+        description="lws chart version (empty: the catalogued release).",
+    )
+    namespace: Name = Field(default="lws-system", description="Namespace of the controller.")
+
+
+# --- end of multi-node engines -----------------------------------------------------------
+
+
 class ModelSpec(_Model):
     """A served model: what runs, where, and with which vLLM engine settings."""
 
@@ -961,6 +1010,13 @@ class ModelSpec(_Model):
         "(deployment runtime). Empty: when the stack has monitoring (mode install or "
         "existing), whose CRDs it needs.",
     )
+    multi_node: MultiNodeSpec | None = Field(
+        default=None,
+        description="Serve one engine across several nodes with a LeaderWorkerSet (TP = GPUs "
+        "per node, PP = nodes; deployment runtime). Empty: one node per engine, unless the "
+        "engine's TP and PP are left unset and the weights and one max_model_len sequence do "
+        "not fit one node of the pool: then the planner spans nodes and says so.",
+    )
     startup_init_s: int | None = Field(
         default=None,
         ge=1,
@@ -979,6 +1035,15 @@ class ModelSpec(_Model):
         if problem:
             raise ValueError(f"{value[:60]!r} {problem}")
         return value
+
+    @model_validator(mode="after")
+    def _multi_node_runtime(self) -> ModelSpec:
+        if self.multi_node is not None and self.runtime != "deployment":
+            raise ValueError(
+                f"multi_node needs runtime 'deployment' (a LeaderWorkerSet of vLLM Pods), not "
+                f"{self.runtime!r}: set runtime: deployment or remove multi_node"
+            )
+        return self
 
 
 class CatalogExtensions(_Model):
@@ -1047,6 +1112,10 @@ class StackSpec(_Model):
         description="Prometheus (for ServiceMonitors and KEDA).",
     )
     keda: KedaSpec = Field(default_factory=KedaSpec, description="KEDA (autoscaling kind keda).")
+    lws: LwsSpec = Field(
+        default_factory=LwsSpec,
+        description="LeaderWorkerSet controller (installed when a model spans nodes).",
+    )
     models: list[ModelSpec] = Field(
         default_factory=list,
         max_length=MAX_MODELS,
