@@ -119,6 +119,35 @@ def test_red_hat_ai_inference_server_runs_the_api_server_on_its_own_release() ->
     assert found is not None and found.version == "0.8.4"  # vendor_images, Red Hat's table
 
 
+def test_aibrix_builds_run_the_vllm_their_build_files_name() -> None:
+    """AIBrix's samples run its own builds from its mirror registry; the two whose build file
+    in vllm-project/aibrix names the vllm/vllm-openai base are read as that release (the
+    catalogue's vendor_images, cited), on any registry. A tag's leading version alone is not
+    proof (AIBrix's P/D README tags a v0.10.2 base `v0.10.0-nixl-latest`), so the
+    StormService sample's build stays unknown, and a lookalike owner does not match.
+    Regression for corpus 2: V013 said "names no vLLM release" for all three."""
+    registry = "aibrix-container-registry-cn-beijing.cr.volces.com"
+    for image, version in (
+        (f"{registry}/aibrix/vllm-openai:v0.6.2-distributed", "0.6.2"),
+        (f"{registry}/aibrix/vllm-openai-aibrix-kvcache:v0.10.2-20251022", "0.10.2"),
+        ("aibrix/vllm-openai-aibrix-kvcache:v0.10.2-20251022", "0.10.2"),
+    ):
+        found = image_release(image)
+        assert found is not None and found.version == version, image
+        assert "github.com/vllm-project/aibrix/blob/" in found.where
+    for image in (
+        "kvcache-container-image-hb2-cn-beijing.cr.volces.com/aibrix/vllm-openai:"
+        "v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2",
+        "example.com/notaibrix/vllm-openai:v0.6.2-distributed",
+    ):
+        found = image_release(image)
+        assert found is not None and found.version is None, image
+    objs = _load("aibrix-deepseek-coder-7b-l20.yaml", DATA / "field-corpus-2")
+    report = evaluate(objs)
+    assert not [n for n in report.not_evaluated if n.rule == "V013"]
+    assert not [f for f in report.findings if f.rule == "V013"]  # 0.6.2 accepts its flags
+
+
 # --------------------------------------------------------------------------- kinds
 
 
