@@ -119,6 +119,28 @@ def test_red_hat_ai_inference_server_runs_the_api_server_on_its_own_release() ->
     assert found is not None and found.version == "0.8.4"  # vendor_images, Red Hat's table
 
 
+def test_llmisvc_pod_is_judged_with_the_tolerations_kserve_presets_add() -> None:
+    """KServe's LLMInferenceServiceConfig presets (kserve/kserve@aaac4e2:config/llmisvcconfig,
+    the corpus samples' own commits too) add no tolerations, so a template that states none
+    is judged as written: K004's usual advisory, naming the presets. Regression: K004 said
+    "not evaluated: the presets may add the tolerations" on 8 corpus pods. With baseRefs the
+    configs it names may add some, and they are not among the inputs: not evaluated."""
+    objs = _load("kserve-llmisvc-dp-ep-naive.yaml", DATA / "field-corpus-3")
+    report = evaluate(objs)
+    k004 = [f for f in report.findings if f.rule == "K004"]
+    assert len(k004) == 2 and all(f.enforcement == "advisory" for f in k004)
+    assert all(
+        "KServe's presets add no tolerations, kserve/kserve@aaac4e2" in f.message for f in k004
+    )
+    assert not [n for n in report.not_evaluated if n.rule == "K004"]
+    doc = copy.deepcopy(objs[0].raw)
+    doc["spec"]["baseRefs"] = [{"name": "site-gpu-defaults"}]
+    report = evaluate([K8sObject(doc)])
+    assert not [f for f in report.findings if f.rule == "K004"]
+    reasons = [n.reason for n in report.not_evaluated if n.rule == "K004"]
+    assert len(reasons) == 2 and all("baseRefs" in r for r in reasons)
+
+
 def test_aibrix_builds_run_the_vllm_their_build_files_name() -> None:
     """AIBrix's samples run its own builds from its mirror registry; the two whose build file
     in vllm-project/aibrix names the vllm/vllm-openai base are read as that release (the
