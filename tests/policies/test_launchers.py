@@ -194,6 +194,23 @@ def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
     assert {"K004", "K013", "V010", "V013"} <= unknown  # tolerations and image: KubeAI's
 
 
+def test_kubeai_model_with_its_own_image_runs_that_image() -> None:
+    """A KubeAI Model's spec.image is the server image KubeAI runs (lookupServerImage in
+    substratusai/kubeai@2f32ef4 internal/modelcontroller/model_controller.go; docs/how-to/
+    build-models-into-containers.md adds it to a Model): read, its vLLM release is known.
+    Regression: the reader always left the image to the installation ("unknown")."""
+    (model,) = _load("kubeai-llama-3.1-70b-instruct-fp8-h100.yaml")
+    doc = copy.deepcopy(model.raw)
+    doc["spec"]["image"] = "vllm/vllm-openai:v0.8.5"
+    objs = [K8sObject(doc)]
+    (site,) = _sites(objs, objs[0])
+    assert site.image == "vllm/vllm-openai:v0.8.5"
+    report = evaluate(objs)
+    assert not [n for n in report.not_evaluated if "image" in n.reason and n.rule != "*"]
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "its image is spec.image" in record and "modelServers" not in record
+
+
 def test_kubeai_model_of_another_engine_is_not_read_as_vllm() -> None:
     obj = K8sObject(
         {

@@ -408,7 +408,9 @@ def _vendor_image(data: Any, what: str) -> VendorImage:
     v = _map(data, what)
     source = str(v.get("source") or "")
     if not source.startswith("https://"):
-        raise VllmReleaseCatalogError(f"{what}.source must be the URL of the release notes or build file")
+        raise VllmReleaseCatalogError(
+            f"{what}.source must be the URL of the release notes or build file"
+        )
     try:
         return VendorImage(
             vendor=str(v["vendor"]),

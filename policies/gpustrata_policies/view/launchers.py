@@ -25,6 +25,7 @@ from gpustrata_policies.view.objects import (
     as_map,
     dig,
     is_read_kind,
+    kubeai_image,
     kubeai_profile,
     multi_pod_role,
     rbg_group,
@@ -331,6 +332,12 @@ def _kubeai(obj: K8sObject) -> list[str]:
             f"resourceProfile {stated!r} is read as {profile[1]} nvidia.com/gpu (KubeAI's "
             f"default profiles give one GPU per unit, {KUBEAI_VALUES})"
         )
+    if kubeai_image(obj) is not None:
+        return [
+            f"KubeAI Model: {gpus}; the GPU model, node selector and tolerations come from "
+            "the installation's resourceProfiles, which the manifest does not state (its "
+            "image is spec.image)"
+        ]
     return [
         f"KubeAI Model: {gpus}; the GPU model, node selector, tolerations and the vLLM image "
         "(so the vLLM release) come from the installation's resourceProfiles and "

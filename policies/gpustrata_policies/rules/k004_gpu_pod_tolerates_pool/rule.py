@@ -7,6 +7,7 @@ from typing import Any
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
+from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.nodes import (
     AKS_ADMISSION,
     EKS_ADMISSION,
@@ -21,7 +22,6 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
     tolerations_of,
 )
-from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.objects import K8sObject, dig
 from gpustrata_policies.view.pools import tolerates
 from gpustrata_policies.view.profile import active_profile
