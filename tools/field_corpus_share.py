@@ -95,7 +95,7 @@ CAUSES: tuple[tuple[str, str], ...] = (
     ),
     ("vLLM release outside the releases read", r"outside the releases whose flags were read"),
     ("image not recognised as vLLM / build unknown", r"is not a vLLM image|vLLM build it runs"),
-    ("model not catalogued", r"not in the model catalogue|model .* is not catalogued"),
+    ("model not catalogued", r"not in the model catalogue|model '[^']+' is not catalogued"),
     (
         "controller presets / operator fills values",
         r"preset|controller chooses|completed by the .* controller|picks its engine"

@@ -55,6 +55,16 @@ def test_cause_is_the_one_a_reason_names_first(tool: ModuleType) -> None:
     assert "selects only" in tool.cause_of(
         "the GPU model is unknown: ... (it selects only gpuspecs=A100: no GPU model ...)"
     )
+    vertex = (
+        "container 'inference-server': the accepted flags depend on the vLLM release, but image "
+        "us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/pytorch-vllm-serve:"
+        "20250312_0916_RC01 is a Vertex AI Model Garden build tagged with the vendor's version; "
+        "the vLLM release inside is not catalogued (set images in the cluster profile)"
+    )
+    assert tool.cause_of(vertex).startswith("vLLM release unknown: vendor")
+    assert tool.cause_of("model '/data/x' is not in the model catalogue, so") == (
+        "model not catalogued"
+    )
     assert tool.cause_of("something nobody wrote a pattern for") == "other"
 
 
