@@ -102,8 +102,9 @@ CAUSES: tuple[tuple[str, str], ...] = (
         r"|controller builds|resourceProfile",
     ),
     (
-        "installation's values unknown (KubeAI image, tolerations)",
-        r"unknown until the deployment runs",
+        "the controller's installation sets it (KubeAI image, tolerations)",
+        r"is set by the [\w ]*installation|is set by the llmaz BackendRuntime"
+        r"|unknown until the deployment runs",
     ),
     (
         "framework worker, not vLLM's CLI (Dynamo)",

@@ -190,8 +190,21 @@ def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
     assert "'nvidia-gpu-h100:2' is read as 2 nvidia.com/gpu" in record
     assert "modelServers.VLLM.images" in record
-    unknown = {n.rule for n in report.not_evaluated if "unknown until the deployment" in n.reason}
+    unknown = {n.rule for n in report.not_evaluated if "set by the KubeAI installation" in n.reason}
     assert {"K004", "K013", "V010", "V013"} <= unknown  # tolerations and image: KubeAI's
+
+
+def test_kubeai_values_its_installation_sets_are_named_as_such() -> None:
+    """The image and tolerations of a KubeAI Model's Pod are the KubeAI installation's
+    (resourceProfiles, modelServers.VLLM.images): the records say so. Regression: they read
+    "image of container 'server' is unknown until the deployment runs" for a file check."""
+    objs = _load("kubeai-llama-3.1-70b-instruct-fp8-h100.yaml")
+    report = evaluate(objs)
+    reasons = {n.rule: n.reason for n in report.not_evaluated if n.rule in ("K004", "V013")}
+    assert set(reasons) == {"K004", "V013"}
+    for reason in reasons.values():
+        assert "is set by the KubeAI installation" in reason
+        assert "until the deployment runs" not in reason
 
 
 def test_kubeai_model_with_its_own_image_runs_that_image() -> None:
@@ -206,7 +219,9 @@ def test_kubeai_model_with_its_own_image_runs_that_image() -> None:
     (site,) = _sites(objs, objs[0])
     assert site.image == "vllm/vllm-openai:v0.8.5"
     report = evaluate(objs)
-    assert not [n for n in report.not_evaluated if "image" in n.reason and n.rule != "*"]
+    rules = {n.rule for n in report.not_evaluated}
+    assert not rules & {"K013", "V005", "V010", "V013"}  # the image and its release are known
+    assert "K004" in rules  # the tolerations stay the installation's
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
     assert "its image is spec.image" in record and "modelServers" not in record
 
