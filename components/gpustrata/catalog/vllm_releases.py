@@ -186,21 +186,23 @@ class BlockSizeRelease:
 
 @dataclass(frozen=True, slots=True)
 class VendorImage:
-    """A vendor build of vLLM whose release notes name the upstream release inside."""
+    """A vendor build of vLLM whose release notes (or published build files) name the
+    upstream release inside."""
 
     vendor: str
     repository: str
-    """Repository without registry-independent prefix, e.g. ``nvcr.io/nvidia/vllm``."""
+    """Repository, e.g. ``nvcr.io/nvidia/vllm``; without a registry (``aibrix/vllm-openai``)
+    it matches that path on any registry or mirror."""
     tags: tuple[str, ...]
     """Tags (and their ``-suffix`` builds) that carry this release."""
     vllm: str
     source: str
-    """The release notes (URL) that name the vLLM version."""
+    """The release notes or build file (URL) that name the vLLM version."""
     cuda: str | None = None
 
     def matches(self, repository: str, tag: str) -> bool:
         """Whether ``repository:tag`` is this build."""
-        if not repository.endswith(self.repository):
+        if repository != self.repository and not repository.endswith(f"/{self.repository}"):
             return False
         return any(tag == t or tag.startswith(f"{t}-") for t in self.tags)
 
@@ -406,7 +408,9 @@ def _vendor_image(data: Any, what: str) -> VendorImage:
     v = _map(data, what)
     source = str(v.get("source") or "")
     if not source.startswith("https://"):
-        raise VllmReleaseCatalogError(f"{what}.source must be the release notes' URL")
+        raise VllmReleaseCatalogError(
+            f"{what}.source must be the URL of the release notes or build file"
+        )
     try:
         return VendorImage(
             vendor=str(v["vendor"]),
