@@ -122,11 +122,8 @@ def _const(rows: list[tuple[str, float]], what: str, unit: str, nd: int = 3) -> 
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args()
-    logs = [log for log in load_startup_logs() if log.id not in HELD_OUT]
+def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
+    """Every startup constant fitted on *logs* (name -> value, fitted_on, explanation)."""
     models = load_model_catalog()
     out: dict[str, dict[str, object]] = {}
 
@@ -135,6 +132,8 @@ def main() -> int:
         if log.load_s and log.weights_gib:
             gb = log.weights_gib * (1 << 30) / 1e9
             by_path.setdefault(log.load_path, []).append((log.id, gb, log.load_s))
+            if log.load_path == "disk" and log.storage != "not stated":
+                by_path.setdefault(f"disk-{log.storage}", []).append((log.id, gb, log.load_s))
     for path, rows in sorted(by_path.items()):
         key = path.replace("-", "_")
         rates = [(i, g / t) for i, g, t in rows]
@@ -228,6 +227,14 @@ def main() -> int:
     out["moe_warmup_s"] = _const(
         moe, "logged MoE kernel (DeepGEMM) warm-up of an FP8 MoE model", "s", 1
     )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    out = fit([log for log in load_startup_logs() if log.id not in HELD_OUT])
 
     class _NoAliases(yaml.SafeDumper):
         def ignore_aliases(self, data: object) -> bool:

@@ -26,11 +26,13 @@ from gpustrata.core.yamlio import safe_load
 
 __all__ = [
     "LOAD_PATHS",
+    "STORAGE_KINDS",
     "CalibrationPoint",
     "FittedConstant",
     "LoadPath",
     "ServingFit",
     "StartupLog",
+    "StorageKind",
     "load_serving_calibration",
     "load_serving_fit",
     "load_startup_logs",
@@ -123,6 +125,19 @@ gpustrata can read from a manifest:
 LOAD_PATHS: tuple[str, ...] = get_args(LoadPath)
 """The values of :data:`LoadPath`, in its order."""
 
+StorageKind = Literal["not stated", "local-disk", "ebs", "network-volume"]
+"""What a logged ``disk`` load read from, where the source says so:
+
+* ``local-disk``: a disk in the host (a local NVMe or the host's own file system, e.g.
+  "Filesystem type for checkpoints: EXT4" on a workstation, a tool's cache under /var/lib);
+* ``ebs``: an AWS EBS volume (gp3, io2);
+* ``network-volume``: a shared network file system (EFS, NFS, a cloud "volume");
+* ``not stated``: the source does not say; the planner gives a range for it.
+"""
+
+STORAGE_KINDS: tuple[str, ...] = get_args(StorageKind)
+"""The values of :data:`StorageKind`, in its order."""
+
 
 class StartupLog(BaseModel):
     """One published vLLM startup log: what loaded, from where, and how long each part took."""
@@ -138,6 +153,10 @@ class StartupLog(BaseModel):
         default="v1", description="vLLM's engine: V0 captures whole-model CUDA graphs"
     )
     load_path: LoadPath
+    storage: StorageKind = Field(
+        default="not stated",
+        description="What a disk load read from, where the source says so (StorageKind)",
+    )
     weights_gib: float | None = Field(
         default=None,
         gt=0,
