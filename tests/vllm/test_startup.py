@@ -222,3 +222,28 @@ def test_held_out_bench_predicts_each_log_with_constants_fitted_without_it() -> 
     )
     assert held.point_s != seen.point_s  # 4.4 GB/s was the fastest local-disk read
     assert held.logged_s == seen.logged_s == target.load_s
+
+
+def test_storage_the_stack_states_sets_the_disk_read() -> None:
+    """The stack's own gp3 cache volume caps a pvc load at gp3's 125 MiB/s baseline; local
+    NVMe reads at the local-disk rate; a pvc of unstated storage keeps the cited point and
+    spans the fitted storage kinds."""
+    from gpustrata.catalog.inputs import GP3_BASELINE_MIBPS
+    from gpustrata.spec.stack import WeightsSpec
+
+    a, w = _weights("meta-llama/Llama-3.1-8B-Instruct")
+    kind, cap = WeightsSpec(source="pvc", cache_size_gib=100).storage_facts()
+    assert kind == "ebs" and cap == pytest.approx(GP3_BASELINE_MIBPS * (1 << 20) / 1e9)
+    gp3 = startup_estimate(a, w, weights_source="pvc", storage=kind, storage_gbps=cap)
+    assert gp3.load_gbps == pytest.approx(0.131, abs=1e-3)
+    assert "capped at the volume's" in gp3.load_source
+    assert gp3.fast_s == gp3.slow_s == gp3.total_s and gp3.optimistic_s is None
+    unstated = startup_estimate(a, w, weights_source="pvc")
+    assert unstated.load_gbps == 0.3 and unstated.storage == "not stated"
+    assert unstated.fast_s < unstated.total_s <= unstated.slow_s
+    assert WeightsSpec(source="local-nvme").storage_facts() == ("local-disk", None)
+    nvme = startup_estimate(a, w, weights_source="local-nvme")
+    assert nvme.load_gbps == load_serving_fit().startup["load_gbps_disk_local_disk"].value
+    assert WeightsSpec(source="pvc").storage_facts() == (None, None)
+    efs = WeightsSpec(source="pvc", storage="network-volume", volume_throughput_mibps=1000)
+    assert efs.storage_facts() == ("network-volume", pytest.approx(1.048576))

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpustrata.catalog.hardware import CatalogError
+from gpustrata.catalog.inputs import StorageKind
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -124,16 +125,6 @@ gpustrata can read from a manifest:
 
 LOAD_PATHS: tuple[str, ...] = get_args(LoadPath)
 """The values of :data:`LoadPath`, in its order."""
-
-StorageKind = Literal["not stated", "local-disk", "ebs", "network-volume"]
-"""What a logged ``disk`` load read from, where the source says so:
-
-* ``local-disk``: a disk in the host (a local NVMe or the host's own file system, e.g.
-  "Filesystem type for checkpoints: EXT4" on a workstation, a tool's cache under /var/lib);
-* ``ebs``: an AWS EBS volume (gp3, io2);
-* ``network-volume``: a shared network file system (EFS, NFS, a cloud "volume");
-* ``not stated``: the source does not say; the planner gives a range for it.
-"""
 
 STORAGE_KINDS: tuple[str, ...] = get_args(StorageKind)
 """The values of :data:`StorageKind`, in its order."""

@@ -207,6 +207,8 @@ def estimate_capacity(
     *,
     weights_source: str = "huggingface",
     load_gbps: float | None = None,
+    storage: str | None = None,
+    storage_gbps: float | None = None,
     engine_init_s: float | None = None,
     safety_factor: float = STARTUP_SAFETY_FACTOR,
     efficiency: float = DEFAULT_EFFICIENCY,
@@ -217,16 +219,16 @@ def estimate_capacity(
     """Weights, memory budget, KV cache, startup and longest step for one engine.
 
     *settings* are the engine's vLLM settings; ``engine`` keywords (vLLM names such as
-    ``max_model_len=8192``) change single ones, a shorthand for
-    ``settings.replace(...)``. The other keywords describe the weights' load and the
-    planner's margins, not vLLM; ``vllm_release`` is the engine image's vLLM release
-    where the release catalogue has per-release facts (the MXFP4 MoE kernel and its
+    ``max_model_len=8192``) change single ones, a shorthand for ``settings.replace(...)``.
+    The other keywords describe the weights' load and the planner's margins, not vLLM
+    (``storage`` and ``storage_gbps``: what the weights are read from and the volume's
+    throughput, :func:`startup_estimate`); ``vllm_release`` is the engine image's vLLM
+    release where the release catalogue has per-release facts (the MXFP4 MoE kernel and its
     weight layout, the memory profile's terms; None: the reference release), and
     ``flashinfer_sampler`` what the engine's ``VLLM_USE_FLASHINFER_SAMPLER`` says (None:
-    unset). Unset settings take the reference
-    release's defaults (recorded in ``defaults``). Raises :class:`CapacityError` for
-    settings vLLM would refuse (TP not dividing the heads, an unknown dtype, a value that
-    is not a number).
+    unset). Unset settings take the reference release's defaults (recorded in
+    ``defaults``). Raises :class:`CapacityError` for settings vLLM would refuse (TP not
+    dividing the heads, an unknown dtype, a value that is not a number).
     """
     settings = (settings or EngineSettings()).replace(**engine) if engine else settings
     settings = settings or EngineSettings()
@@ -314,6 +316,8 @@ def estimate_capacity(
         engine_init_s=engine_init_s,
         enforce_eager=enforce_eager,
         safety_factor=safety_factor,
+        storage=storage,
+        storage_gbps=storage_gbps,
     )
     step_tokens = max_num_batched_tokens if chunked else max(max_num_batched_tokens, mml)
     step = step_estimate(

@@ -162,6 +162,14 @@ class StartupEstimate:
     process_s: float = 0.0
     """Container start to model load, untimed by vLLM's logs (:data:`PROCESS_START_S`);
     0 where the stack states its own init time."""
+    fast_s: float = 0.0
+    """The startup with every read of unstated storage at the fastest fitted storage kind
+    (= ``total_s`` where the storage is known or nothing is read from a disk)."""
+    slow_s: float = 0.0
+    """The same at the slowest fitted storage kind: with ``fast_s``, the range the startup
+    is known to where the storage is not stated."""
+    storage: str = "not stated"
+    """The storage kind the default loader reads (:data:`gpustrata.catalog.serving.StorageKind`)."""
 
 
 def startup_estimate(
@@ -177,6 +185,8 @@ def startup_estimate(
     hf_transfer: bool = False,
     streamer_distributed: bool = False,
     capture_sizes: int | None = None,
+    storage: str | None = None,
+    storage_gbps: float | None = None,
 ) -> StartupEstimate:
     """Startup = process start + weight load + engine init, times a safety factor.
 
@@ -191,6 +201,14 @@ def startup_estimate(
     ``hf_transfer``, ``streamer_distributed`` and ``capture_sizes`` are the conditions a
     manifest states (``HF_HUB_ENABLE_HF_TRANSFER``, the streamer's ``distributed`` option,
     ``--compilation-config`` capture sizes).
+
+    Storage: a default-loader read (the read-back of a Hub start, local-nvme, a pvc whose
+    storage is stated) runs at the rate fitted for *storage*
+    (:data:`gpustrata.catalog.serving.StorageKind`; local-nvme is ``local-disk``), capped by
+    *storage_gbps* (a volume's provisioned throughput, e.g. gp3's 125 MiB/s baseline).
+    Where the storage is not stated the point stays the pooled rate (pvc: the cited
+    default) and :attr:`StartupEstimate.fast_s` / :attr:`StartupEstimate.slow_s` span the
+    fastest and slowest fitted storage kinds.
     """
     if load_gbps is None and weights_source not in LOAD_GBPS_DEFAULTS:
         known = ", ".join(LOAD_GBPS_DEFAULTS)
@@ -204,28 +222,55 @@ def startup_estimate(
     paths = planner_load_paths(
         weights_source, hf_transfer=hf_transfer, streamer_distributed=streamer_distributed
     )
+    kind = storage or ("local-disk" if weights_source == "local-nvme" else "not stated")
+    if weights_source == "pvc" and kind != "not stated":
+        paths = (("disk", True),)
     parts: list[tuple[int, float, str, float]] = []  # (bytes, GB/s, label, fixed s)
+    # (bytes, fast GB/s, slow GB/s) of each part whose storage is not stated
+    spans: list[tuple[int, float, float, float]] = []
     fastest: tuple[float, str] | None = None
+
+    def capped(rate: float, why: str) -> tuple[float, str]:
+        if storage_gbps is not None and storage_gbps < rate:
+            return storage_gbps, f"{why}; capped at the volume's {storage_gbps:g} GB/s"
+        return rate, why
+
     if load_gbps is not None:
         gbps = load_gbps
         source = load_gbps_source or f"weights.load_gbps {load_gbps} set in the stack"
         parts.append((weights.total_bytes, gbps, weights_source, 0.0))
     elif not paths:
-        gbps, source = LOAD_GBPS_DEFAULTS[weights_source]
+        gbps, source = capped(*LOAD_GBPS_DEFAULTS[weights_source])
         parts.append((weights.total_bytes, gbps, weights_source, 0.0))
+        _, low, high, _ = disk_bandwidth()
+        spans.append((weights.total_bytes, gbps, max(high, gbps), min(low, gbps)))
     else:
         sources = []
         for i, (path, whole) in enumerate(paths):
-            rate, why = load_path_bandwidth(path)
+            if path == "disk" and kind != "not stated":
+                point, _, _, why = disk_bandwidth(kind)
+                rate, why = capped(point, f"fitted for {why}")
+            elif path == "disk":
+                rate, why = capped(*load_path_bandwidth(path))
+                _, low, high, _ = disk_bandwidth()
+            else:
+                rate, why = load_path_bandwidth(path)
             size = weights.total_bytes if whole else weights.bytes_per_gpu
+            if path == "disk" and kind == "not stated":
+                spans.append((size, rate, max(high, rate), min(low, rate)))
             parts.append(
                 (size, rate, path if whole else f"{path}, per GPU", load_path_fixed_s(path))
             )
             sources.append(f"{path}: {why}")
             if i == 0:
-                fastest = fastest_logged_load(path)
+                stated = path == "disk" and kind != "not stated"
+                fastest = fastest_logged_load(path, kind if stated else None)
+                if fastest is not None and path == "disk" and storage_gbps is not None:
+                    fastest = (min(fastest[0], storage_gbps), fastest[1])
         gbps, source = parts[0][1], "; ".join(sources)
     load_s = sum(fixed + size / (rate * GB) for size, rate, _, fixed in parts)
+    faster = sum(size / (point * GB) - size / (fast * GB) for size, point, fast, _ in spans)
+    slower = sum(size / (slow * GB) - size / (point * GB) for size, point, _, slow in spans)
     if engine_init_s is not None:
         init_s, init_source = float(engine_init_s), "startup_init_s set in the stack"
         process_s = 0.0
@@ -256,6 +301,9 @@ def startup_estimate(
             f"{gb(size0)} at {fastest[0]:.2f} GB/s ({fastest[1]}) + the rest = {optimistic:.0f} s"
         )
     return StartupEstimate(
+        fast_s=total - faster,
+        slow_s=total + slower,
+        storage=kind,
         optimistic_s=optimistic,
         optimistic_explanation=optimistic_why,
         weights_bytes=weights.total_bytes,
@@ -356,15 +404,18 @@ def load_bandwidth(weights_source: str) -> tuple[float, str]:
     return load_path_bandwidth(paths[0][0])
 
 
-def fastest_logged_load(path: str) -> tuple[float, str] | None:
-    """The fastest published load of a logged load path, in GB/s, and which log it is; None
-    where the path's bandwidth is not fitted (fewer than :data:`MIN_FITTED_LOGS` logs).
-    Each log's rate is its weights per reader / load seconds (:attr:`StartupLog.load_gbps`).
+def fastest_logged_load(path: str, storage: str | None = None) -> tuple[float, str] | None:
+    """The fastest published load of a logged load path (of disk loads from *storage*, when
+    given), in GB/s, and which log it is; None where fewer than :data:`MIN_FITTED_LOGS`
+    logs qualify. Each log's rate is its weights per reader / load seconds
+    (:attr:`StartupLog.load_gbps`).
     """
     rows = [
         (log.load_gbps, log.id)
         for log in load_startup_logs()
-        if log.load_path == path and log.load_gbps is not None
+        if log.load_path == path
+        and log.load_gbps is not None
+        and (storage is None or log.storage == storage)
     ]
     if len(rows) < MIN_FITTED_LOGS:
         return None
