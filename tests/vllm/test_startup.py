@@ -247,3 +247,21 @@ def test_storage_the_stack_states_sets_the_disk_read() -> None:
     assert WeightsSpec(source="pvc").storage_facts() == (None, None)
     efs = WeightsSpec(source="pvc", storage="network-volume", volume_throughput_mibps=1000)
     assert efs.storage_facts() == ("network-volume", pytest.approx(1.048576))
+
+
+def test_page_cache_reads_count_each_ranks_shard_and_loads_stop_at_the_storage() -> None:
+    """From the page cache a TP rank copies only its shard (zero-copy get_tensor, then the
+    weight_loader's narrow); a load is never predicted faster than its storage's stated
+    throughput (the Run:ai whitepaper's gp3 volume at 1,000 MiB/s)."""
+    logs = {log.id: log for log in load_startup_logs()}
+    tp8 = logs["vllm-18446-qwen3-235b-a22b-8rank-load"]
+    assert tp8.load_path == "page-cache" and tp8.tensor_parallel_size == 8
+    assert tp8.reader_gib == pytest.approx(tp8.weights_gib / 8)  # type: ignore[operator]
+    cold = logs["dennislee22-qwen2-7b-a100-tp2-cold-read"]
+    assert cold.load_path == "disk" and cold.reader_gib == cold.weights_gib
+    gp3 = logs["runai-bench-vllm055-llama3-8b-gp3-streamer"]
+    assert gp3.storage_gbps == pytest.approx(1000 * (1 << 20) / 1e9)
+    assert load_serving_fit().startup["load_gbps_local_streamer"].value > gp3.storage_gbps
+    assert "/ 1.04858 GB/s" in logged_startup_prediction(gp3).how  # capped at the volume
+    uncapped = logged_startup_prediction(gp3.model_copy(update={"storage_gbps": None}))
+    assert uncapped.point_s < logged_startup_prediction(gp3).point_s

@@ -508,8 +508,8 @@ def logged_startup_prediction(
     fit = _constants(constants)
     fitted = low = high = default = logged = 0.0
     how: list[str] = []
-    if log.load_s and log.weights_gib:
-        size = log.weights_gib * (1 << 30)
+    if log.load_s and log.reader_gib:
+        size = log.reader_gib * (1 << 30)
         fixed = load_path_fixed_s(log.load_path, fit)
         if log.load_path == "disk":
             gbps, fast, slow, _ = disk_bandwidth(log.storage, fit)
@@ -517,6 +517,8 @@ def logged_startup_prediction(
             key = "load_gbps_" + log.load_path.replace("-", "_")
             gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
             fast = slow = gbps
+        if log.storage_gbps is not None:  # no faster than the storage it reads
+            gbps, fast, slow = (min(r, log.storage_gbps) for r in (gbps, fast, slow))
         planner = {
             "hf-download": "huggingface",
             "hf-download-fast": "huggingface",
@@ -531,7 +533,7 @@ def logged_startup_prediction(
         logged += log.load_s
         plus = f" + {fixed:g} s" if fixed else ""
         where = f" {log.storage}" if log.load_path == "disk" else ""
-        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s{plus} {log.load_path}{where}")
+        how.append(f"load {log.reader_gib:.4g} GiB / {gbps:g} GB/s{plus} {log.load_path}{where}")
     if log.init_s:
         layers, moe = _log_layers(log)
         if layers is not None:
