@@ -22,6 +22,7 @@ from gpustrata.catalog.architectures import (
     load_model_catalog,
 )
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.vllm_releases import unread_memory_bracket
 from gpustrata.vllm.defaults import (
     default_block_size,
     default_max_num_batched_tokens,
@@ -275,28 +276,47 @@ def estimate_capacity(
         max_num_seqs, why = default_max_num_seqs(gpu)
         defaults["max_num_seqs"] = why
     dtype_name, dtype_b = model_dtype_bytes(arch, dtype)
-    weights = weights_estimate(
-        arch,
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=pp,
-        model_dtype=dtype,
-        quantization=quantization,
-        compute_capability=gpu.compute_capability,
-        vllm_release=vllm_release,
-    )
-    memory = memory_budget(
-        arch,
-        gpu,
-        weights,
-        tensor_parallel_size=tp,
-        gpu_memory_utilization=gpu_memory_utilization,
-        dtype_bytes=dtype_b,
-        max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
-        enforce_eager=enforce_eager,
-        vllm_release=vllm_release,
-        flashinfer_sampler=flashinfer_sampler,
-    )
+
+    def weights_and_memory(release: str | None) -> tuple[WeightsEstimate, MemoryBudget]:
+        w = weights_estimate(
+            arch,
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=pp,
+            model_dtype=dtype,
+            quantization=quantization,
+            compute_capability=gpu.compute_capability,
+            vllm_release=release,
+        )
+        m = memory_budget(
+            arch,
+            gpu,
+            w,
+            tensor_parallel_size=tp,
+            gpu_memory_utilization=gpu_memory_utilization,
+            dtype_bytes=dtype_b,
+            max_num_batched_tokens=max_num_batched_tokens,
+            max_num_seqs=max_num_seqs,
+            enforce_eager=enforce_eager,
+            vllm_release=release,
+            flashinfer_sampler=flashinfer_sampler,
+        )
+        return w, m
+
+    weights, memory = weights_and_memory(vllm_release)
+    bracket = unread_memory_bracket(vllm_release)
+    if bracket is not None:
+        # An unread release between read ones: it does what one of them does, so a start
+        # is claimed only where both would start (gpt-oss-120b on one H100 with 0.11.0
+        # refused, vllm-project/vllm#27508, where the reference arithmetic said it fits).
+        bounds = {r: weights_and_memory(r) for r in bracket}
+        tightest = min(bracket, key=lambda r: bounds[r][1].available_kv_bytes)
+        if bounds[tightest][1].available_kv_bytes < memory.available_kv_bytes:
+            weights, memory = bounds[tightest]
+            defaults["vllm_release"] = (
+                f"{vllm_release} was not read; it lies between {bracket[0]} and {bracket[1]}, "
+                f"whose memory facts differ: sized as {tightest}, the one leaving less KV "
+                "memory"
+            )
     kv = kv_cache_blocks(
         arch,
         tensor_parallel_size=tp,
