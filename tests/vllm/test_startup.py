@@ -265,3 +265,26 @@ def test_page_cache_reads_count_each_ranks_shard_and_loads_stop_at_the_storage()
     assert "/ 1.04858 GB/s" in logged_startup_prediction(gp3).how  # capped at the volume
     uncapped = logged_startup_prediction(gp3.model_copy(update={"storage_gbps": None}))
     assert uncapped.point_s < logged_startup_prediction(gp3).point_s
+
+
+def test_capacity_reports_the_startup_range_where_the_storage_is_not_stated() -> None:
+    """``capacity --format json`` carries the fastest and slowest startup over the fitted
+    storage kinds; with a stated storage both are the startup itself."""
+    from gpustrata.catalog.hardware import load_hardware_catalog
+    from gpustrata.reports.capacity import capacity_document
+    from gpustrata.vllm.capacity import estimate_capacity
+
+    a = _arch("meta-llama/Llama-3.1-8B-Instruct")
+    l40s = load_hardware_catalog().gpu("l40s")
+    assert l40s is not None
+    hub = capacity_document(estimate_capacity(a, l40s))
+    fast, slow = hub["startup_fastest_seconds"]["value"], hub["startup_slowest_seconds"]["value"]
+    assert fast < hub["startup_seconds"]["value"] < slow
+    assert "state weights.storage" in hub["startup_fastest_seconds"]["explanation"]
+    nvme = capacity_document(estimate_capacity(a, l40s, weights_source="local-nvme"))
+    total = nvme["startup_seconds"]["value"]
+    assert (
+        nvme["startup_fastest_seconds"]["value"]
+        == total
+        == nvme["startup_slowest_seconds"]["value"]
+    )
