@@ -22,7 +22,6 @@ from gpustrata.catalog.architectures import (
     load_model_catalog,
 )
 from gpustrata.catalog.hardware import GpuModel
-from gpustrata.catalog.vllm_releases import unread_memory_bracket
 from gpustrata.vllm.defaults import (
     default_block_size,
     default_max_num_batched_tokens,
@@ -301,6 +300,8 @@ def estimate_capacity(
             flashinfer_sampler=flashinfer_sampler,
         )
         return w, m
+
+    from gpustrata.catalog.vllm_releases import unread_memory_bracket  # one caller
 
     weights, memory = weights_and_memory(vllm_release)
     bracket = unread_memory_bracket(vllm_release)
