@@ -59,6 +59,7 @@ __all__ = [
     "StackTolerationArgs",
     "StackWeightsArgs",
     "StackWorkloadArgs",
+    "StorageKind",
     "TaintEffect",
     "TolerationOperator",
     "WeightSource",
@@ -242,6 +243,15 @@ class SharingStrategy(StrEnum):
     MPS = "mps"
 
 
+class StorageKind(StrEnum):
+    """Accepted values of ``WeightsSpec.storage``."""
+
+    NOT_STATED = "not stated"
+    LOCAL_DISK = "local-disk"
+    EBS = "ebs"
+    NETWORK_VOLUME = "network-volume"
+
+
 class TaintEffect(StrEnum):
     """Accepted values of ``Taint.effect``."""
 
@@ -296,6 +306,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _Provisioner = Literal["managed-node-group", "karpenter"] | Provisioner
     _Runtime = Literal["deployment", "rayservice"] | Runtime
     _SharingStrategy = Literal["none", "time-slicing", "mps"] | SharingStrategy
+    _StorageKind = Literal["not stated", "local-disk", "ebs", "network-volume"] | StorageKind
     _TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] | TaintEffect
     _TolerationOperator = Literal["Equal", "Exists"] | TolerationOperator
     _WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"] | WeightSource
@@ -322,6 +333,7 @@ else:
     _Provisioner = Provisioner
     _Runtime = Runtime
     _SharingStrategy = SharingStrategy
+    _StorageKind = StorageKind
     _TaintEffect = TaintEffect
     _TolerationOperator = TolerationOperator
     _WeightSource = WeightSource
@@ -684,6 +696,17 @@ class StackWeightsArgs(TypedDict):
     the startup estimate. Empty: the median fitted on published vLLM startup logs of the source
     (huggingface: a cold Hub download; s3: the Run:ai Model Streamer; local-nvme), or gpustrata's
     cited 0.3 for pvc; shown with its source by `plan` and `capacity`.
+    """
+    storage: NotRequired[_StorageKind]
+    """What vLLM's loader reads the weights from, for the startup estimate: local-disk (instance
+    NVMe or the node's own disk), ebs (an EBS volume), network-volume (EFS, NFS, FSx). Each has a
+    load bandwidth fitted on published vLLM startup logs. Empty: local-disk for source local-nvme,
+    ebs for a pvc with cache_size_gib (the stack's gp3 volume), else not stated (plan shows a
+    range).
+    """
+    volume_throughput_mibps: NotRequired[int]
+    """The volume's provisioned read throughput in MiB/s (gp3: 125 to 1,000; io2: up to 4,000),
+    which caps the load. Empty with the stack's own gp3 cache volume: gp3's baseline 125 MiB/s.
     """
 
 

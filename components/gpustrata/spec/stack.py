@@ -14,7 +14,14 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gpustrata.catalog.hardware import GpuModel, InstanceType
-from gpustrata.catalog.inputs import StrictModel, Taint, TaintEffect, WeightSource
+from gpustrata.catalog.inputs import (
+    GP3_BASELINE_MIBPS,
+    StorageKind,
+    StrictModel,
+    Taint,
+    TaintEffect,
+    WeightSource,
+)
 from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.environments import Environment
 from gpustrata.core.vllm_choices import BlockSize, KvCacheDtype, ModelDtype
@@ -684,6 +691,35 @@ class WeightsSpec(_Model):
         "Model Streamer; local-nvme), or gpustrata's cited 0.3 for pvc; shown with its "
         "source by `plan` and `capacity`.",
     )
+
+    storage: StorageKind | None = Field(
+        default=None,
+        description="What vLLM's loader reads the weights from, for the startup estimate: "
+        "local-disk (instance NVMe or the node's own disk), ebs (an EBS volume), "
+        "network-volume (EFS, NFS, FSx). Each has a load bandwidth fitted on published vLLM "
+        "startup logs. Empty: local-disk for source local-nvme, ebs for a pvc with "
+        "cache_size_gib (the stack's gp3 volume), else not stated (plan shows a range).",
+    )
+    volume_throughput_mibps: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="The volume's provisioned read throughput in MiB/s (gp3: 125 to 1,000; "
+        "io2: up to 4,000), which caps the load. Empty with the stack's own gp3 cache "
+        "volume: gp3's baseline 125 MiB/s.",
+    )
+
+    def storage_facts(self) -> tuple[str | None, float | None]:
+        """(storage kind, read cap in GB/s) the startup estimate uses: as stated, else
+        derived from the source (:attr:`storage`)."""
+        kind = self.storage
+        mibps = self.volume_throughput_mibps
+        if kind is None and self.source == "local-nvme":
+            kind = "local-disk"
+        if kind is None and self.source == "pvc" and self.cache_size_gib > 0:
+            kind = "ebs"
+            mibps = mibps or GP3_BASELINE_MIBPS
+        return kind, (mibps * (1 << 20) / 1e9 if mibps else None)
 
     @field_validator("uri")
     @classmethod
