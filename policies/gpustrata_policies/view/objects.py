@@ -246,6 +246,7 @@ class K8sObject:
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     _resource: str | None = field(default=None, repr=False, compare=False)
     _kind: str | None = field(default=None, repr=False, compare=False)
+    _namespace: str | None = field(default=None, repr=False, compare=False)
     claims: Mapping[tuple[str, str, str], Any] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -316,10 +317,17 @@ class K8sObject:
     @property
     def namespace(self) -> str:
         """``metadata.namespace``; ``default`` when unset (``-`` for cluster-scoped kinds)."""
+        found = self._namespace
+        if found is not None:
+            return found
         if self.kind in CLUSTER_SCOPED_KINDS:
-            return "-"
-        value = dig(self.raw, "metadata", "namespace")
-        return value if isinstance(value, str) and value else "default"
+            found = "-"
+        else:
+            value = dig(self.raw, "metadata", "namespace")
+            found = value if isinstance(value, str) and value else "default"
+        if not is_tracked(self.raw):  # each read of an unknown counts
+            self._namespace = found
+        return found
 
     @property
     def resource(self) -> str:
