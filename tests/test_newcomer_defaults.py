@@ -72,6 +72,15 @@ def test_unset_cpu_and_memory_fit_the_pool(tmp_path: Path) -> None:
             ["engine.tensor_parallel_size", "engine.pipeline_parallel_size"],
             "tensor_parallel_size: 3",
         ),
+        (
+            "        shm_size: 2Gi\n        engine:\n",
+            "        shm_size: 2Gi\n        memory: 12Gi\n        engine:\n"
+            "          extra_args:\n            load_format: pt\n"
+            "            model_loader_extra_config: '{\"enable_multithread_load\": true}'\n",
+            "K020",
+            ["memory", "engine.extra_args", "pool"],
+            "memory: 12Gi",
+        ),
     ],
 )
 def test_findings_name_the_stack_keys_and_their_line(
@@ -85,6 +94,33 @@ def test_findings_name_the_stack_keys_and_their_line(
     assert file == str(tmp_path / "Pulumi.dev.yaml")
     assert text.splitlines()[int(line) - 1].strip() == line_text
     assert code == 1
+
+
+def test_a_memory_limit_below_the_weights_is_an_advisory_naming_the_keys(tmp_path: Path) -> None:
+    """Issue 34 item 3: a 12Gi limit below the 15 GiB an 8B model loads. vLLM's default
+    load memory-maps the safetensors (reclaimable page cache), so it loads: advisory."""
+    text = _newcomer_stack().replace(
+        "        shm_size: 2Gi\n", "        shm_size: 2Gi\n        memory: 12Gi\n"
+    )
+    code, data = _plan(tmp_path, text)
+    (finding,) = [f for f in data["findings"] if f["rule"] == "K020"]
+    assert finding["enforcement"] == "advisory"
+    assert "loads 15.0 GiB of weights under a memory limit of 12.0 GiB" in finding["message"]
+    assert "Not a failure" in finding["message"]
+    assert finding["stack_keys"][0] == "gpustrata:stack.models[0].memory"
+    line = int(finding["at"].rsplit(":", 1)[1])
+    assert text.splitlines()[line - 1].strip() == "memory: 12Gi"
+    assert code == 0
+
+
+def test_check_reports_weights_held_in_memory_above_the_limit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = REPO / "policies" / "gpustrata_policies" / "rules" / "k020_host_memory_covers_engine"
+    assert main(["check", str(folder / "bad-weights-held-at-once.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "K020" in out and "2 worker(s) hold 29.9 GiB" in out
+    assert main(["check", str(folder / "good-weights-within-limit.yaml")]) == 0
 
 
 def _local_model_stack(tmp_path: Path, weights: str) -> Path:

@@ -257,6 +257,7 @@ _MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "K007": ("shm_size",),
     "K013": ("image",),
     "K015": ("weights",),
+    "K020": ("memory", "engine.extra_args", "pool"),
     "O007": ("engine.dtype", "engine.quantization"),
     "V001": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
     "V002": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
