@@ -173,3 +173,24 @@ def test_a_local_model_is_served_from_its_folder_on_the_volume(
     assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "models"}} in pod[
         "volumes"
     ]
+
+
+def test_every_k005_k020_and_v_finding_on_a_stack_names_keys_that_exist() -> None:
+    """Issue 34: every K005/V finding on a stack names the stack keys to change; each key
+    named is a real field of a stack model (``engine.max_num_seqs`` -> EngineSpec)."""
+    from pydantic import BaseModel
+
+    from gpustrata.reports.text import _MODEL_KEYS
+    from gpustrata.spec.stack import ModelSpec
+    from gpustrata_policies.evaluate import all_rules
+
+    wanted = {r.meta.id for r in all_rules() if r.meta.id.startswith("V")} | {"K005", "K020"}
+    assert wanted - set(_MODEL_KEYS) == set()
+    for rule, keys in _MODEL_KEYS.items():
+        for key in keys:
+            model: type[BaseModel] = ModelSpec
+            for part in key.split("."):
+                assert part in model.model_fields, (rule, key)
+                annotation = model.model_fields[part].annotation
+                if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                    model = annotation

@@ -268,7 +268,12 @@ _MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "V007": ("engine.gpu_memory_utilization",),
     "V008": ("engine.enforce_eager",),
     "V009": ("startup_init_s",),
+    # The longest step: the largest prefill chunk, or a whole prompt without chunking.
+    "V010": ("engine.max_num_batched_tokens", "engine.enable_chunked_prefill"),
+    # The readiness probe is rendered from the plan: no key sets it, the entry is named.
+    "V011": (),
     "V012": ("engine.max_num_seqs",),
+    "V013": ("engine.extra_args", "image"),
 }
 _POOL_KEYS: dict[str, tuple[str, ...]] = {
     "K003": ("taints",),
