@@ -194,3 +194,26 @@ def test_every_k005_k020_and_v_finding_on_a_stack_names_keys_that_exist() -> Non
                 annotation = model.model_fields[part].annotation
                 if isinstance(annotation, type) and issubclass(annotation, BaseModel):
                     model = annotation
+
+
+def test_rules_judge_a_local_model_as_the_planner_read_it(tmp_path: Path) -> None:
+    """Item 4: a stack model given as a local config.json was "not in the model catalogue"
+    for every capacity rule; the plan's model sources now include the folder above it."""
+    import shutil
+
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(REPO / name, tmp_path / name)
+    (tmp_path / "stacks").mkdir()
+    weights = "        weights:\n          source: pvc\n          pvc_name: models\n"
+    path = _local_model_stack(tmp_path, weights + "          uri: acme-13b\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        argv = ["plan", "--file", str(path), "--project-dir", str(tmp_path), "--format", "json"]
+        code = main(argv)
+    data = json.loads(out.getvalue())
+    reasons = [n["reason"] for n in data["not_evaluated"]]
+    assert not [r for r in reasons if "not in the model catalogue" in r], reasons
+    # V012 judged the local model's KV cache: its message names it.
+    (v012,) = [f for f in data["findings"] if f["rule"] == "V012"]
+    assert "KV cache of /root/.cache/acme-13b (from " in v012["message"]
+    assert code == 0

@@ -155,9 +155,11 @@ def _request(args: argparse.Namespace) -> Any:
     for name in args.instance_type:
         inst = hardware.instance(name)
         if inst is None:
+            near = hardware.related_instances(name)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
             raise InputError(
                 f"--instance-type {clipped(name)!r} is not in the instance catalogue "
-                "(catalog/data/instances.yaml)"
+                f"(catalog/data/instances.yaml){hint}"
             )
     tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL)
     if args.region is not None:

@@ -16,7 +16,7 @@ from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.plan import PlanError, StackPlan, plan_stack
 from gpustrata.planning.ray_layout import plan_kuberay
 from gpustrata.spec.loader import line_in_file, validate_stack
-from gpustrata.spec.stack import StackSpec
+from gpustrata.spec.stack import StackSpec, is_model_path
 
 __all__ = ["build_plan", "plan_spec", "stack_model_sources"]
 
@@ -54,14 +54,36 @@ def plan_spec(
         ) from None
 
 
+def _local_model_root(spec: StackSpec, base_dir: Path | None) -> tuple[Path, str] | None:
+    """The folder above the first stack model given as a local path (``acme-13b/config.json``
+    or its folder) inside the project, so the rules find that model where the Pods name it
+    by its folder (``/root/.cache/acme-13b``); None when no model is such a path."""
+    root = (base_dir or Path.cwd()).resolve()
+    for i, model in enumerate(spec.models):
+        if not is_model_path(model.model):
+            continue
+        path = root / model.model
+        folder = path.parent if path.name == "config.json" else path
+        try:
+            target = folder.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if (target / "config.json").is_file() and root in target.parents:
+            return target.parent, f"the folder of gpustrata:stack.models[{i}].model"
+    return None
+
+
 def stack_model_sources(spec: StackSpec, base_dir: Path | None) -> ModelSources:
-    """The stack's ``catalog.models_dir`` (inside the project *base_dir*) and the Hugging
-    Face cache. Raises :class:`PlanError` for a folder that is missing or leaves the
-    project."""
+    """The stack's ``catalog.models_dir`` (inside the project *base_dir*; unset: the folder
+    above a model given as a local path) and the Hugging Face cache. Raises
+    :class:`PlanError` for a folder that is missing or leaves the project."""
     key = "gpustrata:stack.catalog.models_dir"
     named = spec.catalog.models_dir
     if named is None:
-        return ModelSources.from_environment()
+        local = _local_model_root(spec, base_dir)
+        if local is None:
+            return ModelSources.from_environment()
+        return ModelSources.from_environment(local[0], local[1])
     root = (base_dir or Path.cwd()).resolve()
     folder = (base_dir or Path.cwd()) / named
     try:
