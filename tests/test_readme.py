@@ -85,3 +85,16 @@ def test_quickstart_deploy_has_the_policy_pack_venv_step_and_size() -> None:
     install = deploy.index("policies/venv/bin/python -m pip install")
     assert venv < install < deploy.index("pulumi preview --policy-pack policies")
     assert "gpustrata size" in _section(QUICKSTART, "## Size a model before you deploy it")
+
+
+def test_the_engines_extra_stays_optional() -> None:
+    """What to build: an `engines` extra that stays optional (vLLM and Ray are never a
+    dependency of the package itself; the fresh-venv test installs without them)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    assert not names & {"vllm", "ray"}, names
+    engines = project["optional-dependencies"]["engines"]
+    assert any(d.startswith("vllm==") for d in engines)
+    assert any(d.startswith("ray[serve]==") for d in engines)
