@@ -31,7 +31,7 @@ three ways, read in vllm@v<reference>:vllm/model_executor/model_loader/default_l
 weight_utils.py (``DefaultModelLoader._get_weights_iterator``):
 
 * safetensors, memory-mapped (``--load-format auto|safetensors``, ``safetensors_load_strategy``
-  unset, ``lazy`` or ``prefetch``): ``safe_open`` maps each file and copies one tensor at a
+  unset, ``lazy`` or ``prefetch``): ``safe_open`` opens each file and reads one tensor at a
   time; the page cache is charged to the container's cgroup but reclaimed before the OOM
   killer runs, so a limit below the weights loads. vLLM's automatic prefetch on NFS/Lustre
   needs the checkpoint within 90% of the cgroup's free memory (``_get_available_ram_bytes``
@@ -290,6 +290,6 @@ def weight_loading(values: Mapping[str, Any]) -> WeightLoading | str:
     return WeightLoading(
         "pages",
         f"safetensors are memory-mapped (safetensors_load_strategy {strategy or 'unset'}, "
-        f"{_LOAD_CONFIG_SRC}) and copied one tensor at a time; the page cache they fill is "
+        f"{_LOAD_CONFIG_SRC}) and read one tensor at a time; the page cache they fill is "
         "charged to the container but reclaimed before the OOM killer runs",
     )
