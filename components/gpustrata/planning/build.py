@@ -54,10 +54,26 @@ def plan_spec(
         ) from None
 
 
+def rule_model_sources(
+    spec: StackSpec, base_dir: Path | None, sources: ModelSources | None
+) -> ModelSources | None:
+    """The model sources the rules read a stack's objects with: the plan's *sources*, and
+    where they name no models folder, the folder above the first stack model given as a
+    local path (``acme-13b/config.json`` or its folder, inside the project), so the rules
+    find it where the Pods name it by its folder (``/root/.cache/acme-13b``) rather than
+    call it "not in the model catalogue"."""
+    if sources is not None and sources.models_dir is not None:
+        return sources
+    found = _local_model_root(spec, base_dir)
+    if found is None:
+        return sources
+    hf_cache = sources.hf_cache if sources is not None else None
+    return ModelSources(found[0], found[1], hf_cache)
+
+
 def _local_model_root(spec: StackSpec, base_dir: Path | None) -> tuple[Path, str] | None:
-    """The folder above the first stack model given as a local path (``acme-13b/config.json``
-    or its folder) inside the project, so the rules find that model where the Pods name it
-    by its folder (``/root/.cache/acme-13b``); None when no model is such a path."""
+    """The folder above the first stack model given as a local path inside the project,
+    and how to name it in reasons; None when no model is such a path."""
     root = (base_dir or Path.cwd()).resolve()
     for i, model in enumerate(spec.models):
         if not is_model_path(model.model):
@@ -74,16 +90,13 @@ def _local_model_root(spec: StackSpec, base_dir: Path | None) -> tuple[Path, str
 
 
 def stack_model_sources(spec: StackSpec, base_dir: Path | None) -> ModelSources:
-    """The stack's ``catalog.models_dir`` (inside the project *base_dir*; unset: the folder
-    above a model given as a local path) and the Hugging Face cache. Raises
-    :class:`PlanError` for a folder that is missing or leaves the project."""
+    """The stack's ``catalog.models_dir`` (inside the project *base_dir*) and the Hugging
+    Face cache. Raises :class:`PlanError` for a folder that is missing or leaves the
+    project."""
     key = "gpustrata:stack.catalog.models_dir"
     named = spec.catalog.models_dir
     if named is None:
-        local = _local_model_root(spec, base_dir)
-        if local is None:
-            return ModelSources.from_environment()
-        return ModelSources.from_environment(local[0], local[1])
+        return ModelSources.from_environment()
     root = (base_dir or Path.cwd()).resolve()
     folder = (base_dir or Path.cwd()) / named
     try:

@@ -319,6 +319,7 @@ def plan_report(
     import os
 
     from gpustrata.core.environments import name_mismatch
+    from gpustrata.planning.build import rule_model_sources
     from gpustrata.spec.loader import line_in_file, plaintext_secret_warnings
     from gpustrata.spec.project import read_project
     from gpustrata_policies.evaluate import evaluate
@@ -345,7 +346,7 @@ def plan_report(
     if mismatch:
         at = line_in_file(str(file), "gpustrata:stack.environment")
         report.warnings.insert(0, f"{file}{f':{at}' if at else ''}: {mismatch}")
-    with using_model_sources(plan.sources):
+    with using_model_sources(rule_model_sources(plan.spec, project_dir, plan.sources)):
         result = evaluate(objects, environment=report.environment)
     report.findings = [f.to_json() for f in result.findings]
     for finding in report.findings:

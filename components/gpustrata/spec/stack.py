@@ -1062,8 +1062,7 @@ class CatalogExtensions(_Model):
         description="Folder in the project holding models' own files (<org>/<name>/"
         "config.json, <name>/config.json or a Hugging Face cache layout): a model found there "
         "is sized from its config.json (and model.safetensors.index.json) before the Hugging "
-        "Face cache and the model catalogue. `--models DIR` overrides it. Unset: the folder "
-        "above a model given as a local path (`acme-13b/config.json`), if any.",
+        "Face cache and the model catalogue. `--models DIR` overrides it.",
     )
 
     @field_validator("models_dir")
