@@ -7,7 +7,6 @@ so that ``gpustrata plan`` can show the working.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -461,15 +460,15 @@ def kube_reserved_memory_mib(max_pods: int) -> int:
 
 
 def nearest_instance_hint(name: str, hardware: HardwareCatalog) -> str:
-    """The fix for an unknown EKS instance type: the catalogued AWS GPU types whose names
-    are closest (difflib), else where the catalogue is listed."""
-    names = [n for n, t in hardware.instances.items() if t.max_pods is not None]
-    near = difflib.get_close_matches(name.strip().casefold(), names, n=3, cutoff=0.6)
+    """The fix for an unknown EKS instance type: catalogued AWS GPU types of its family or
+    of the family closest in name, else the GPU families the catalogue knows."""
+    near = hardware.related_instances(name, aws=True)
     if near:
         return "did you mean " + " or ".join(repr(n) for n in near) + "?"
+    families = ", ".join(hardware.instance_families(aws=True))
     return (
-        "use an AWS GPU instance type from docs/reference/catalogue.md, or add it under "
-        "catalog.instances"
+        f"its family is none of the catalogued AWS GPU families ({families}); use one of "
+        "their types (docs/reference/catalogue.md), or add it under catalog.instances"
     )
 
 

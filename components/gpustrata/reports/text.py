@@ -257,6 +257,7 @@ _MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "K007": ("shm_size",),
     "K013": ("image",),
     "K015": ("weights",),
+    "K020": ("memory", "engine.extra_args", "pool"),
     "O007": ("engine.dtype", "engine.quantization"),
     "V001": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
     "V002": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
@@ -267,7 +268,12 @@ _MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "V007": ("engine.gpu_memory_utilization",),
     "V008": ("engine.enforce_eager",),
     "V009": ("startup_init_s",),
+    # The longest step: the largest prefill chunk, or a whole prompt without chunking.
+    "V010": ("engine.max_num_batched_tokens", "engine.enable_chunked_prefill"),
+    # The readiness probe is rendered from the plan: no key sets it, the entry is named.
+    "V011": (),
     "V012": ("engine.max_num_seqs",),
+    "V013": ("engine.extra_args", "image"),
 }
 _POOL_KEYS: dict[str, tuple[str, ...]] = {
     "K003": ("taints",),
@@ -313,6 +319,7 @@ def plan_report(
     import os
 
     from gpustrata.core.environments import name_mismatch
+    from gpustrata.planning.build import rule_model_sources
     from gpustrata.spec.loader import line_in_file, plaintext_secret_warnings
     from gpustrata.spec.project import read_project
     from gpustrata_policies.evaluate import evaluate
@@ -339,7 +346,7 @@ def plan_report(
     if mismatch:
         at = line_in_file(str(file), "gpustrata:stack.environment")
         report.warnings.insert(0, f"{file}{f':{at}' if at else ''}: {mismatch}")
-    with using_model_sources(plan.sources):
+    with using_model_sources(rule_model_sources(plan.spec, project_dir, plan.sources)):
         result = evaluate(objects, environment=report.environment)
     report.findings = [f.to_json() for f in result.findings]
     for finding in report.findings:
