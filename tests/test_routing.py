@@ -171,6 +171,10 @@ def test_pool_selects_the_engines_and_values_are_read_off_it() -> None:
     assert "queue-scorer" not in {p["type"] for p in config["plugins"]}
     route = next(o for o in objects if o["kind"] == "HTTPRoute")
     assert route["spec"]["rules"][0]["timeouts"] == {"request": mp.route_timeout}
+    gateway = next(o for o in objects if o["kind"] == "Gateway")
+    # In-cluster by default: no cloud load balancer unless asked for.
+    assert gateway["metadata"]["annotations"] == {"networking.istio.io/service-type": "ClusterIP"}
+    assert gateway["spec"]["gatewayClassName"] == "istio"
     assert route["spec"]["rules"][0]["backendRefs"][0]["name"] == pool["metadata"]["name"]
 
 

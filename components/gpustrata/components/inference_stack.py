@@ -410,7 +410,7 @@ class InferenceStack(pulumi.ComponentResource):
         for ns in ns_list:
             gateway = register_object(
                 f"{name}-gateway-{ns}",
-                routing.gateway_object(spec.gateway_name, ns),
+                routing.gateway_object(spec.gateway_name, ns, spec.service_type),
                 pulumi.ResourceOptions.merge(
                     k8s_opts,
                     pulumi.ResourceOptions(depends_on=[*ready, namespaces[ns], *system]),

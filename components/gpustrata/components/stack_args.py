@@ -17,6 +17,7 @@ __all__ = [
     "Environment",
     "EppScorer",
     "FailureMode",
+    "GatewayServiceType",
     "GpuAllocation",
     "GpuModelBrand",
     "GpuModelInterconnect",
@@ -122,6 +123,13 @@ class FailureMode(StrEnum):
 
     FAILOPEN = "FailOpen"
     FAILCLOSE = "FailClose"
+
+
+class GatewayServiceType(StrEnum):
+    """Accepted values of ``InferenceGatewaySpec.service_type``."""
+
+    CLUSTERIP = "ClusterIP"
+    LOADBALANCER = "LoadBalancer"
 
 
 class GpuAllocation(StrEnum):
@@ -284,6 +292,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _Environment = Literal["dev", "staging", "prod"] | Environment
     _EppScorer = Literal["queue", "kv-cache-utilization", "prefix-cache"] | EppScorer
     _FailureMode = Literal["FailOpen", "FailClose"] | FailureMode
+    _GatewayServiceType = Literal["ClusterIP", "LoadBalancer"] | GatewayServiceType
     _GpuAllocation = Literal["device-plugin", "dra"] | GpuAllocation
     _GpuModelBrand = Literal["datacenter", "professional", "geforce"] | GpuModelBrand
     _GpuModelInterconnect = Literal["nvlink", "pcie"] | GpuModelInterconnect
@@ -318,6 +327,7 @@ else:
     _Environment = Environment
     _EppScorer = EppScorer
     _FailureMode = FailureMode
+    _GatewayServiceType = GatewayServiceType
     _GpuAllocation = GpuAllocation
     _GpuModelBrand = GpuModelBrand
     _GpuModelInterconnect = GpuModelInterconnect
@@ -985,6 +995,11 @@ class StackInferenceGatewayArgs(TypedDict):
     install: NotRequired[bool]
     """Install the CRDs and the gateway controller. False: the cluster already runs them (existing
     clusters); the Gateways, routes and pools are still created. Default: ``true``.
+    """
+    service_type: NotRequired[_GatewayServiceType]
+    """Type of the Service istiod creates for each Gateway's proxy. 'ClusterIP' (default): reached
+    inside the cluster only (the stack's endpoints output); 'LoadBalancer': Istio's own default,
+    which on EKS provisions a cloud load balancer for it. Default: ``"ClusterIP"``.
     """
 
 

@@ -219,14 +219,22 @@ def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def gateway_object(name: str, namespace: str) -> dict[str, Any]:
+def gateway_object(name: str, namespace: str, service_type: str = "ClusterIP") -> dict[str, Any]:
     """A Gateway of the implementation's class with one HTTP listener on port 80 (GAIE's
-    guide, config/manifests/gateway/istio/gateway.yaml); routes of its namespace attach."""
-    gateway_class = str(_controller_chart().facts["gateway_class"])
+    guide, config/manifests/gateway/istio/gateway.yaml); routes of its namespace attach.
+    Its proxy Service gets *service_type* through the implementation's annotation."""
+    facts = _controller_chart().facts
+    gateway_class = str(facts["gateway_class"])
+    annotations = {str(facts["service_type_annotation"]): service_type}
     return {
         "apiVersion": GATEWAY_API,
         "kind": "Gateway",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(MANAGED_BY),
+            "annotations": annotations,
+        },
         "spec": {
             "gatewayClassName": gateway_class,
             "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
@@ -283,7 +291,9 @@ def routing_objects(plan: StackPlan) -> list[dict[str, Any]]:
                 release.controller_chart, version, repo, spec.namespace, controller_values(plan)
             )
         )
-    out += [gateway_object(spec.gateway_name, ns) for ns in gateway_namespaces(plan)]
+    out += [
+        gateway_object(spec.gateway_name, ns, spec.service_type) for ns in gateway_namespaces(plan)
+    ]
     for mp in models:
         out.append(
             helm_release_object(

@@ -905,6 +905,7 @@ class WorkloadSpec(_Model):
 RoutingMode = Literal["service", "inference-gateway"]
 EppScorer = Literal["queue", "kv-cache-utilization", "prefix-cache"]
 FailureMode = Literal["FailOpen", "FailClose"]
+GatewayServiceType = Literal["ClusterIP", "LoadBalancer"]
 
 
 class ScorerSpec(_Model):
@@ -1008,6 +1009,13 @@ class InferenceGatewaySpec(_Model):
         default=True,
         description="Install the CRDs and the gateway controller. False: the cluster already "
         "runs them (existing clusters); the Gateways, routes and pools are still created.",
+    )
+    service_type: GatewayServiceType = Field(
+        default="ClusterIP",
+        description="Type of the Service istiod creates for each Gateway's proxy. "
+        "'ClusterIP' (default): reached inside the cluster only (the stack's endpoints "
+        "output); 'LoadBalancer': Istio's own default, which on EKS provisions a cloud load "
+        "balancer for it.",
     )
 
 
