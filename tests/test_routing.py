@@ -1,6 +1,6 @@
 """Routing as code (issue 36 item 1): a model behind the Gateway API Inference Extension.
 
-The example stack (stacks/examples/Pulumi.inference-gateway.yaml) runs under Pulumi's
+The example stack (stacks/examples/inference-gateway/Pulumi.staging.yaml) runs under Pulumi's
 mocks: CRDs before the controller, the controller before the Gateway and the pool, the
 pool after the engines; the rendered Gateway, HTTPRoute and InferencePool validate against
 the CRD schemas the stack applies (copied from the pinned tags), with unknown fields
@@ -32,7 +32,7 @@ from gpustrata.spec.loader import validate_stack
 from gpustrata_policies import evaluate, objects_from_pulumi
 from gpustrata_policies.rehearsal import rehearse
 
-EXAMPLE = ROOT / "stacks" / "examples" / "Pulumi.inference-gateway.yaml"
+EXAMPLE = ROOT / "stacks" / "examples" / "inference-gateway" / "Pulumi.staging.yaml"
 
 
 def _doc() -> dict[str, Any]:

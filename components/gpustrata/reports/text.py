@@ -25,6 +25,8 @@ _LAYER_OF_COMPONENT = {
     "gpustrata:index:VllmDeployment": "vllm",
     "gpustrata:index:InferenceGateway": "routing",
     "gpustrata:index:InferenceRoute": "routing",
+    # Registered by the stack itself (also when the gateway is not installed by it).
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway": "routing",
 }
 _LAYER_TITLES = {
     "nodes": "Nodes (Kubernetes decides which node and how many whole GPUs)",
