@@ -159,6 +159,11 @@ def test_pool_selects_the_engines_and_values_are_read_off_it() -> None:
     assert values["inferencePool"]["targetPorts"] == pool["spec"]["targetPorts"]
     assert values["provider"]["name"] == "istio"
     assert values["experimentalHttpRoute"]["enabled"] is False
+    # Sized for a 4-vCPU system node, not the chart's 4 CPU / 8 GiB request.
+    assert values["inferenceExtension"]["resources"] == {
+        "requests": {"cpu": "1", "memory": "2Gi"},
+        "limits": {"memory": "4Gi"},
+    }
     config = yaml.safe_load(
         values["inferenceExtension"]["pluginsCustomConfig"][routing.PLUGINS_FILE]
     )
@@ -340,3 +345,44 @@ def test_gateway_pins_are_catalogued_together_and_cited() -> None:
         if v["served"]
     }
     assert release.pool_api_version in served
+
+
+def test_one_gateway_per_namespace_and_an_existing_cluster_keeps_its_own() -> None:
+    doc = _doc()
+    second = copy.deepcopy(doc["models"][0])
+    second.update(name="llama-8b-b", namespace="team-b")
+    third = copy.deepcopy(doc["models"][0])
+    third.update(name="llama-8b-c")  # same namespace as the first: same Gateway
+    doc["models"] += [second, third]
+    doc["node_pools"][0].update(min_size=4, max_size=6)
+    plan = _plan(doc)
+    objects = routing.routing_objects(plan)
+    gateways = [
+        (o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in objects
+        if o["kind"] == "Gateway"
+    ]
+    assert gateways == [("inference", "inference-gateway"), ("team-b", "inference-gateway")]
+    pools = [o["metadata"]["name"] for o in objects if o["kind"] == "InferencePool"]
+    assert pools == ["llama-8b-pool", "llama-8b-b-pool", "llama-8b-c-pool"]
+    assert sum(o["kind"] == "CustomResourceDefinition" for o in objects) == 10  # once
+    # An existing cluster that runs the gateway already: nothing installed, no placement.
+    doc = _doc()
+    doc["cluster"] = {"name": "shared", "mode": "existing", "kubernetes_version": "1.34"}
+    doc["inference_gateway"] = {"install": False, "service_type": "LoadBalancer"}
+    plan = _plan(doc)
+    objects = routing.routing_objects(plan)
+    assert sorted({o["kind"] for o in objects}) == [
+        "Gateway",
+        "HTTPRoute",
+        "HelmRelease",
+        "InferencePool",
+    ]
+    gateway = next(o for o in objects if o["kind"] == "Gateway")
+    assert gateway["metadata"]["annotations"]["networking.istio.io/service-type"] == "LoadBalancer"
+    values = routing.pool_values(plan.models["llama-8b"], plan)
+    assert "affinity" not in values["inferenceExtension"]  # the cluster's nodes, not ours
+    resources = run_program(doc, stack="staging", program=ROOT / "__main__.py")
+    types = {r.type for r in resources}
+    assert "gpustrata:index:InferenceGateway" not in types
+    assert "gpustrata:index:InferenceRoute" in types

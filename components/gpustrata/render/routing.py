@@ -27,6 +27,7 @@ import yaml
 
 from gpustrata.catalog.charts import ChartRelease, chart_release, values_at
 from gpustrata.catalog.gateway import GatewayRelease, gateway_crds, gateway_release
+from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.planning.plan import ModelPlan, StackPlan
 from gpustrata.render.foundation import system_pool_placement, system_values
 from gpustrata.render.from_plan import helm_release_object
@@ -203,10 +204,10 @@ def pool_values(mp: ModelPlan, plan: StackPlan) -> dict[str, Any]:
 
 
 def _twice(quantity: str) -> str:
-    number = "".join(c for c in quantity if c.isdigit() or c == ".")
-    unit = quantity[len(number) :]
-    doubled = float(number) * 2
-    return f"{int(doubled) if doubled.is_integer() else doubled}{unit}"
+    amount = parse_quantity(quantity)
+    if amount is None:  # the spec's Quantity pattern made it parseable
+        raise ValueError(f"picker_memory {quantity!r} is not a quantity")
+    return format_bytes(amount * 2)
 
 
 def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
