@@ -191,6 +191,16 @@ def test_controllers_land_on_the_system_pool() -> None:
     assert istiod is not None and picker is not None
     placed = pod_placement(istiod.pods[0], routing.controller_values(plan))
     assert SYSTEM_SELECTOR.items() <= dict(placed.node_selector).items()
+    # The Gateway's proxy, which istiod deploys, takes an overlay onto the system pool.
+    options, gateway = routing.gateway_objects(plan)
+    assert gateway["spec"]["infrastructure"]["parametersRef"] == {
+        "group": "",
+        "kind": "ConfigMap",
+        "name": options["metadata"]["name"],
+    }
+    overlay = yaml.safe_load(options["data"]["deployment"])
+    assert overlay["spec"]["template"]["spec"]["nodeSelector"] == SYSTEM_SELECTOR
+    kubernetes_validate.validate(options, "1.34", strict=True)
     assert routing.controller_values(plan)["env"] == {
         "ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"
     }
@@ -259,7 +269,9 @@ def test_install_order_crds_controller_gateway_pool_route() -> None:
     base = "gpustrata-inference-gateway-base"
     assert crds <= closure(res, istiod) and base in closure(res, istiod)
     gateway = _by_type("kubernetes:gateway.networking.k8s.io/v1:Gateway")[0].name
-    assert {istiod, *crds} <= closure(res, gateway)
+    options = _by_type("kubernetes:core/v1:ConfigMap")
+    assert [o.name for o in options] == ["gpustrata-gateway-inference-configmap"]
+    assert {istiod, options[0].name, *crds} <= closure(res, gateway)
     route = "gpustrata-llama-8b-route"
     pool_release = "gpustrata-llama-8b-route-release"
     # The pool after the gateway, its CRDs, and the engines (the Deployment's component).

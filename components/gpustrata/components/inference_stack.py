@@ -386,8 +386,7 @@ class InferenceStack(pulumi.ComponentResource):
         and controller (once, on the system pool) and the namespace's Gateway."""
         plan = self.plan
         spec = plan.spec.inference_gateway
-        ns_list = routing.gateway_namespaces(plan)
-        if not ns_list:
+        if not routing.gateway_namespaces(plan):
             return {}
         after = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=system))
         ready: list[pulumi.Resource] = []
@@ -407,17 +406,22 @@ class InferenceStack(pulumi.ComponentResource):
                 after,
             ).ready
         out: dict[str, list[pulumi.Resource]] = {}
-        for ns in ns_list:
-            gateway = register_object(
-                f"{name}-gateway-{ns}",
-                routing.gateway_object(spec.gateway_name, ns, spec.service_type),
-                pulumi.ResourceOptions.merge(
-                    k8s_opts,
-                    pulumi.ResourceOptions(depends_on=[*ready, namespaces[ns], *system]),
+        for obj in routing.gateway_objects(plan):
+            ns = obj["metadata"]["namespace"]
+            before = out.get(ns, [])  # a Gateway's overlay ConfigMap comes first
+            suffix = "" if obj["kind"] == "Gateway" else f"-{obj['kind'].lower()}"
+            depends = [*ready, namespaces[ns], *system, *before]
+            out[ns] = [
+                *before,
+                register_object(
+                    f"{name}-gateway-{ns}{suffix}",
+                    obj,
+                    pulumi.ResourceOptions.merge(
+                        k8s_opts, pulumi.ResourceOptions(depends_on=depends)
+                    ),
                 ),
-            )
-            out[ns] = [*ready, gateway]
-        return out
+            ]
+        return {ns: [*ready, *objs] for ns, objs in out.items()}
 
     def _route(
         self,

@@ -43,6 +43,8 @@ __all__ = [
     "gateway_models",
     "gateway_namespaces",
     "gateway_object",
+    "gateway_objects",
+    "gateway_options_object",
     "http_route_object",
     "inference_pool_object",
     "plugins_config",
@@ -220,13 +222,45 @@ def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def gateway_object(name: str, namespace: str, service_type: str = "ClusterIP") -> dict[str, Any]:
+def gateway_options_name(gateway: str) -> str:
+    """Name of the ConfigMap that overlays a Gateway's proxy Deployment."""
+    return f"{gateway}-options"
+
+
+def gateway_options_object(
+    gateway: str, namespace: str, node_selector: Mapping[str, str]
+) -> dict[str, Any]:
+    """The ConfigMap the Gateway's ``parametersRef`` names: an overlay of the proxy
+    Deployment istiod renders that puts its Pods on *node_selector*'s nodes."""
+    overlay = _controller_chart().facts["overlay"]
+    patch = {"spec": {"template": {"spec": {"nodeSelector": dict(node_selector)}}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": gateway_options_name(gateway),
+            "namespace": namespace,
+            "labels": dict(MANAGED_BY),
+        },
+        "data": {str(overlay["deployment_key"]): yaml.safe_dump(patch, sort_keys=False)},
+    }
+
+
+def gateway_object(
+    name: str, namespace: str, service_type: str = "ClusterIP", *, options: bool = False
+) -> dict[str, Any]:
     """A Gateway of the implementation's class with one HTTP listener on port 80 (GAIE's
     guide, config/manifests/gateway/istio/gateway.yaml); routes of its namespace attach.
-    Its proxy Service gets *service_type* through the implementation's annotation."""
+    Its proxy Service gets *service_type* through the implementation's annotation; with
+    *options*, its proxy Deployment takes :func:`gateway_options_object`'s overlay."""
     facts = _controller_chart().facts
     gateway_class = str(facts["gateway_class"])
     annotations = {str(facts["service_type_annotation"]): service_type}
+    infrastructure: dict[str, Any] = {}
+    if options:
+        kind = str(facts["overlay"]["parameters_kind"])
+        ref = {"group": "", "kind": kind, "name": gateway_options_name(name)}
+        infrastructure = {"infrastructure": {"parametersRef": ref}}
     return {
         "apiVersion": GATEWAY_API,
         "kind": "Gateway",
@@ -239,8 +273,25 @@ def gateway_object(name: str, namespace: str, service_type: str = "ClusterIP") -
         "spec": {
             "gatewayClassName": gateway_class,
             "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+            **infrastructure,
         },
     }
+
+
+def gateway_objects(plan: StackPlan) -> list[dict[str, Any]]:
+    """Per namespace with an inference-gateway model: the proxy overlay ConfigMap (create
+    mode: the proxy on the system pool) and the Gateway, in creation order."""
+    spec = plan.spec.inference_gateway
+    placement = system_pool_placement(plan.spec)
+    out: list[dict[str, Any]] = []
+    for ns in gateway_namespaces(plan):
+        if placement is not None:
+            out.append(gateway_options_object(spec.gateway_name, ns, placement))
+        gateway = gateway_object(
+            spec.gateway_name, ns, spec.service_type, options=placement is not None
+        )
+        out.append(gateway)
+    return out
 
 
 def http_route_object(mp: ModelPlan, gateway: str) -> dict[str, Any]:
@@ -292,9 +343,7 @@ def routing_objects(plan: StackPlan) -> list[dict[str, Any]]:
                 release.controller_chart, version, repo, spec.namespace, controller_values(plan)
             )
         )
-    out += [
-        gateway_object(spec.gateway_name, ns, spec.service_type) for ns in gateway_namespaces(plan)
-    ]
+    out += gateway_objects(plan)
     for mp in models:
         out.append(
             helm_release_object(
