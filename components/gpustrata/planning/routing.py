@@ -74,7 +74,8 @@ def route_timeout(
         return off
     seconds = tokens * step.seconds.value
     minutes = max(1, math.ceil(seconds / 60))
-    value = f"{minutes}m"  # GEP-2257 durations take up to 5 digits per unit
+    # GEP-2257 durations take at most 5 digits per unit: whole hours beyond 99,999 minutes.
+    value = f"{minutes}m" if minutes <= 99_999 else f"{math.ceil(minutes / 60)}h"
     derived: str = ledger.add(
         name,
         value,

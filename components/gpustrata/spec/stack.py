@@ -973,7 +973,7 @@ class ModelRoutingSpec(_Model):
     )
     request_timeout: str | None = Field(
         default=None,
-        pattern=r"^([0-9]{1,5}(h|m|s|ms))+$",
+        pattern=r"^([0-9]{1,5}(h|m|s|ms)){1,4}$",  # GEP-2257, as the HTTPRoute CRD
         examples=["1h", "0s"],
         description="HTTPRoute timeouts.request. Empty: derived from the model's longest "
         "generation (max_model_len - 1 tokens at the planner's decode step with every "
