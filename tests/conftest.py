@@ -17,6 +17,10 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None, 
 settings.register_profile("explore", derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("GPUSTRATA_HYPOTHESIS_PROFILE", "ci"))
 
+# The commands read the local Hugging Face cache (issue 30 item 1): the machine's own never
+# decides a test. A test that needs one sets HF_HOME or HF_HUB_CACHE to a folder it builds.
+os.environ["HF_HUB_CACHE"] = str(Path(__file__).parent / ".no-hf-cache")
+
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Cases tried and failures found by each property-based suite (issue 7)."""

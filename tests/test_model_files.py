@@ -167,9 +167,10 @@ def test_model_dir_whose_config_links_out_of_the_project_is_refused(
 def test_capacity_stack_reads_the_projects_config_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Item 8: the model path resolves against --project-dir, not the working folder."""
+    """Item 8: the model path resolves against --project-dir, not the working folder
+    (written as a path, './models/m': 'models/m' reads like a Hub id and is refused)."""
     project = tmp_path / "project"
-    stack = _project(project, "models/m")
+    stack = _project(project, "./models/m\n        weights: {source: s3, uri: 's3://b/m/'}")
     (project / "models" / "m").mkdir(parents=True)
     (project / "models" / "m" / "config.json").write_text(
         json.dumps({**QWEN, "_name_or_path": "acme/in-the-project"})

@@ -398,3 +398,27 @@ def test_one_gateway_per_namespace_and_an_existing_cluster_keeps_its_own() -> No
     types = {r.type for r in resources}
     assert "gpustrata:index:InferenceGateway" not in types
     assert "gpustrata:index:InferenceRoute" in types
+
+
+def test_a_multi_node_engine_is_reached_through_its_leaders() -> None:
+    """A model spread over a LeaderWorkerSet (stacks/examples/Pulumi.multinode.yaml): only
+    the leaders serve HTTP, so the pool selects them as the model's Service does, and G002
+    finds the vLLM engine on the pool's port."""
+    path = ROOT / "stacks" / "examples" / "Pulumi.multinode.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))["config"]["gpustrata:stack"]
+    doc["models"] = doc["models"][:1]
+    doc["models"][0]["routing"] = {"mode": "inference-gateway"}
+    plan = plan_spec(validate_stack(doc, file=str(path)))
+    mp = plan.models[doc["models"][0]["name"]]
+    assert mp.multi_node is not None
+    objects = [*workload_objects(plan), *routing.routing_objects(plan)]
+    service = next(o for o in objects if o["kind"] == "Service")
+    pool = next(o for o in objects if o["kind"] == "InferencePool")
+    assert pool["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    assert pool["spec"]["selector"]["matchLabels"]["role"] == "leader"
+    report = evaluate(objects, environment="prod")
+    assert not [f for f in report.findings if f.rule in {"G001", "G002"}]
+    assert not [n for n in report.not_evaluated if n.rule == "G002"]
+    # A pool that misses the leaders (no Pod has the role) is reported.
+    pool["spec"]["selector"]["matchLabels"] = {"app.kubernetes.io/name": mp.name, "role": "head"}
+    assert [f.rule for f in evaluate(objects, environment="prod").findings if f.rule == "G002"]

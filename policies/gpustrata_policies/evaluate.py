@@ -37,7 +37,11 @@ from gpustrata_policies.findings import (
 )
 from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
-from gpustrata_policies.view.launchers import attach_partners, launcher_fills
+from gpustrata_policies.view.launchers import (
+    attach_partners,
+    installation_reason,
+    launcher_fills,
+)
 from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
 from gpustrata_policies.view.profile import using_profile
 
@@ -231,7 +235,7 @@ def _tracked_outcomes(
                     raise UnknownInput(reads[0])
                 outcomes.append(outcome)
         except UnknownInput as exc:
-            outcomes.append(NotEvaluated(meta.id, obj.resource, exc.reason))
+            outcomes.append(NotEvaluated(meta.id, obj.resource, installation_reason(obj, exc)))
         except Exception as exc:  # a rule bug: report it, run the other rules
             findings.append(internal_error(meta, enforcement, obj, exc))
     return outcomes
@@ -340,7 +344,9 @@ def _evaluate(
                     # (list.extend keeps the items it took from a generator that raised).
                     outcomes.extend(check(ctx, obj))
                 except UnknownInput as exc:
-                    outcomes.append(NotEvaluated(meta.id, obj.resource, exc.reason))
+                    outcomes.append(
+                        NotEvaluated(meta.id, obj.resource, installation_reason(obj, exc))
+                    )
                 except Exception as exc:  # a rule bug: report it, run the other rules
                     findings.append(internal_error(meta, enforcement, obj, exc))
             if not outcomes:  # the common case: nothing to report on this object

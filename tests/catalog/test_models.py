@@ -70,6 +70,8 @@ REQUIRED_IDS = [
     "facebook/opt-6.7b",
     "mistralai/Mistral-7B-Instruct-v0.2",
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+    "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+    "Qwen/Qwen2.5-Coder-1.5B-Instruct",
 ]
 
 

@@ -43,6 +43,11 @@ CATALOG = load_model_catalog()
         # config.json: num_hidden_layers 28, num_key_value_heads 2, no head_dim
         # (1536 / 12 = 128), use_sliding_window false, torch_dtype bfloat16.
         ("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", 28 * 2 * 2 * 128 * 2),
+        # model card: 28 layers, 2 KV heads; head 1536 / 12 = 128; bfloat16.
+        ("Qwen/Qwen2.5-Coder-1.5B-Instruct", 28 * 2 * 2 * 128 * 2),
+        # the base model's shape: 80 layers, 8 KV heads, head 8192 / 64 = 128; the KV cache
+        # stays bfloat16 (FP8 weights, no kv_cache_dtype in the checkpoint's scheme).
+        ("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", 80 * 2 * 8 * 128 * 2),
     ],
 )
 def test_kv_bytes_per_token_match_the_config(model_id: str, bytes_per_token: int) -> None:
@@ -82,6 +87,11 @@ def test_opt_is_served_in_float16_with_tied_embeddings() -> None:
         (
             "mistralai/Mistral-7B-Instruct-v0.2",
             "field-corpus-1/awslabs-data-on-eks-ray-service-vllm.yaml",
+        ),
+        ("Qwen/Qwen2.5-Coder-1.5B-Instruct", "field-corpus-3/aibrix-adapter-base.yaml"),
+        (
+            "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+            "field-corpus-3/kubeai-llama-3.1-70b-fp8-h100.yaml",
         ),
     ],
 )

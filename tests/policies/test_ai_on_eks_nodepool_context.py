@@ -37,7 +37,10 @@ def test_ray_worker_on_the_g5_pool_is_not_evaluated_for_want_of_a_gpu_limit() ->
     sample = load_paths([str(FIELD_CORPUS_2 / "ai-on-eks-ray-vllm-deepseek.yaml")])
     report = evaluate(sample, context=load_paths(CONTEXT))
     [r006] = [n for n in report.not_evaluated if n.rule == "R006"]
-    assert r006.reason == "GPU pool g5-gpu-karpenter states no maxSize or GPU count"
+    assert r006.reason == (
+        "GPU pool g5-gpu-karpenter states no maxSize or GPU count "
+        "(its spec.limits name no nvidia.com/gpu)"
+    )
 
 
 def test_data_on_eks_g5_pool_is_one_a10g_per_node_and_still_bounds_no_gpu_total() -> None:
@@ -53,4 +56,7 @@ def test_data_on_eks_g5_pool_is_one_a10g_per_node_and_still_bounds_no_gpu_total(
     assert (g5.name, g5.gpu_product, g5.gpu_count) == ("g5-gpu-karpenter", "NVIDIA-A10G", 1)
     sample = load_paths([str(FIELD_CORPUS / "awslabs-data-on-eks-ray-service-vllm.yaml")])
     [r006] = [n for n in evaluate(sample, context=context).not_evaluated if n.rule == "R006"]
-    assert r006.reason == "GPU pool g5-gpu-karpenter states no maxSize or GPU count"
+    assert r006.reason == (
+        "GPU pool g5-gpu-karpenter states no maxSize or GPU count "
+        "(its spec.limits name no nvidia.com/gpu)"
+    )

@@ -333,7 +333,10 @@ def test_field_corpus_2_profile_turns_records_evaluated(
     after = _check(tmp_path, [corpus, "--profile", str(PROFILES / "field-corpus-2.yaml")], capsys)[
         "not_evaluated"
     ]
-    assert len(before) - len(after) >= 3, (len(before), len(after))
+    # Two of its three AIBrix images are catalogued since issue 30 (vendor_images); the
+    # StormService build's release is known from the profile only.
+    assert len(before) - len(after) >= 2, (len(before), len(after))
+    assert [n for n in before if n["rule"] == "V013" and "aibrix" in n["reason"]]
     assert not [n for n in after if n["rule"] == "V013" and "aibrix" in n["reason"]]
 
 

@@ -119,6 +119,57 @@ def test_red_hat_ai_inference_server_runs_the_api_server_on_its_own_release() ->
     assert found is not None and found.version == "0.8.4"  # vendor_images, Red Hat's table
 
 
+def test_llmisvc_pod_is_judged_with_the_tolerations_kserve_presets_add() -> None:
+    """KServe's LLMInferenceServiceConfig presets (kserve/kserve@aaac4e2:config/llmisvcconfig,
+    the corpus samples' own commits too) add no tolerations, so a template that states none
+    is judged as written: K004's usual advisory, naming the presets. Regression: K004 said
+    "not evaluated: the presets may add the tolerations" on 8 corpus pods. With baseRefs the
+    configs it names may add some, and they are not among the inputs: not evaluated."""
+    objs = _load("kserve-llmisvc-dp-ep-naive.yaml", DATA / "field-corpus-3")
+    report = evaluate(objs)
+    k004 = [f for f in report.findings if f.rule == "K004"]
+    assert len(k004) == 2 and all(f.enforcement == "advisory" for f in k004)
+    assert all(
+        "KServe's presets add no tolerations, kserve/kserve@aaac4e2" in f.message for f in k004
+    )
+    assert not [n for n in report.not_evaluated if n.rule == "K004"]
+    doc = copy.deepcopy(objs[0].raw)
+    doc["spec"]["baseRefs"] = [{"name": "site-gpu-defaults"}]
+    report = evaluate([K8sObject(doc)])
+    assert not [f for f in report.findings if f.rule == "K004"]
+    reasons = [n.reason for n in report.not_evaluated if n.rule == "K004"]
+    assert len(reasons) == 2 and all("baseRefs" in r for r in reasons)
+
+
+def test_aibrix_builds_run_the_vllm_their_build_files_name() -> None:
+    """AIBrix's samples run its own builds from its mirror registry; the two whose build file
+    in vllm-project/aibrix names the vllm/vllm-openai base are read as that release (the
+    catalogue's vendor_images, cited), on any registry. A tag's leading version alone is not
+    proof (AIBrix's P/D README tags a v0.10.2 base `v0.10.0-nixl-latest`), so the
+    StormService sample's build stays unknown, and a lookalike owner does not match.
+    Regression for corpus 2: V013 said "names no vLLM release" for all three."""
+    registry = "aibrix-container-registry-cn-beijing.cr.volces.com"
+    for image, version in (
+        (f"{registry}/aibrix/vllm-openai:v0.6.2-distributed", "0.6.2"),
+        (f"{registry}/aibrix/vllm-openai-aibrix-kvcache:v0.10.2-20251022", "0.10.2"),
+        ("aibrix/vllm-openai-aibrix-kvcache:v0.10.2-20251022", "0.10.2"),
+    ):
+        found = image_release(image)
+        assert found is not None and found.version == version, image
+        assert "github.com/vllm-project/aibrix/blob/" in found.where
+    for image in (
+        "kvcache-container-image-hb2-cn-beijing.cr.volces.com/aibrix/vllm-openai:"
+        "v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2",
+        "example.com/notaibrix/vllm-openai:v0.6.2-distributed",
+    ):
+        found = image_release(image)
+        assert found is not None and found.version is None, image
+    objs = _load("aibrix-deepseek-coder-7b-l20.yaml", DATA / "field-corpus-2")
+    report = evaluate(objs)
+    assert not [n for n in report.not_evaluated if n.rule == "V013"]
+    assert not [f for f in report.findings if f.rule == "V013"]  # 0.6.2 accepts its flags
+
+
 # --------------------------------------------------------------------------- kinds
 
 
@@ -139,8 +190,40 @@ def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
     assert "'nvidia-gpu-h100:2' is read as 2 nvidia.com/gpu" in record
     assert "modelServers.VLLM.images" in record
-    unknown = {n.rule for n in report.not_evaluated if "unknown until the deployment" in n.reason}
+    unknown = {n.rule for n in report.not_evaluated if "set by the KubeAI installation" in n.reason}
     assert {"K004", "K013", "V010", "V013"} <= unknown  # tolerations and image: KubeAI's
+
+
+def test_kubeai_values_its_installation_sets_are_named_as_such() -> None:
+    """The image and tolerations of a KubeAI Model's Pod are the KubeAI installation's
+    (resourceProfiles, modelServers.VLLM.images): the records say so. Regression: they read
+    "image of container 'server' is unknown until the deployment runs" for a file check."""
+    objs = _load("kubeai-llama-3.1-70b-instruct-fp8-h100.yaml")
+    report = evaluate(objs)
+    reasons = {n.rule: n.reason for n in report.not_evaluated if n.rule in ("K004", "V013")}
+    assert set(reasons) == {"K004", "V013"}
+    for reason in reasons.values():
+        assert "is set by the KubeAI installation" in reason
+        assert "until the deployment runs" not in reason
+
+
+def test_kubeai_model_with_its_own_image_runs_that_image() -> None:
+    """A KubeAI Model's spec.image is the server image KubeAI runs (lookupServerImage in
+    substratusai/kubeai@2f32ef4 internal/modelcontroller/model_controller.go; docs/how-to/
+    build-models-into-containers.md adds it to a Model): read, its vLLM release is known.
+    Regression: the reader always left the image to the installation ("unknown")."""
+    (model,) = _load("kubeai-llama-3.1-70b-instruct-fp8-h100.yaml")
+    doc = copy.deepcopy(model.raw)
+    doc["spec"]["image"] = "vllm/vllm-openai:v0.8.5"
+    objs = [K8sObject(doc)]
+    (site,) = _sites(objs, objs[0])
+    assert site.image == "vllm/vllm-openai:v0.8.5"
+    report = evaluate(objs)
+    rules = {n.rule for n in report.not_evaluated}
+    assert not rules & {"K013", "V005", "V010", "V013"}  # the image and its release are known
+    assert "K004" in rules  # the tolerations stay the installation's
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "its image is spec.image" in record and "modelServers" not in record
 
 
 def test_kubeai_model_of_another_engine_is_not_read_as_vllm() -> None:

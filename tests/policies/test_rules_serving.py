@@ -75,7 +75,8 @@ def test_deprecated_thresholds_are_noted_not_violations() -> None:
         "serviceUnhealthySecondThreshold: 1800 has no effect from KubeRay 1.1 on, which ignores "
         "it in ray.io/v1 (https://github.com/ray-project/kuberay/issues/1685; KubeRay 1.0 "
         "applies it to UNHEALTHY/DEPLOY_FAILED applications, never to a loading one); the "
-        "engine start timeout is what bounds a model load"
+        "engine start timeout is what bounds a model load; the KubeRay release decides it "
+        "(set versions.kuberay in the cluster profile)"
     ]
 
 

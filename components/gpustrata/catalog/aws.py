@@ -15,8 +15,10 @@ from gpustrata.core.yamlio import safe_load
 
 __all__ = [
     "AddonVersion",
+    "EfaFacts",
     "PodIdentity",
     "VcpuQuota",
+    "efa_facts",
     "eks_addon_version",
     "eks_addon_versions",
     "instance_vcpus",
@@ -196,3 +198,41 @@ def pod_identity_trust_policy() -> dict[str, Any]:
             }
         ],
     }
+
+
+@dataclass(frozen=True, slots=True)
+class EfaFacts:
+    """What a Pod needs to use Elastic Fabric Adapter interfaces for NCCL (``data/aws.yaml``
+    ``efa``); how many interfaces an instance type has is ``InstanceType.efa_interfaces``."""
+
+    resource: str
+    """The extended resource the EFA device plugin advertises (``vpc.amazonaws.com/efa``)."""
+    env: tuple[tuple[str, str], ...]
+    """Libfabric settings for NCCL over EFA (``FI_PROVIDER=efa`` ...)."""
+    capabilities: tuple[str, ...]
+    """Container capabilities RDMA needs (``IPC_LOCK``)."""
+    device_plugin_chart: str
+    """The chart of the EFA Kubernetes device plugin."""
+    device_plugin_version: str
+    """The chart version the stack installs (its facts are in ``charts.yaml``)."""
+    device_plugin_repository: str
+    """Its Helm repository."""
+    device_plugin_namespace: str
+    """Where the EKS user guide installs it (``kube-system``)."""
+    sources: tuple[str, ...]
+
+
+@functools.cache
+def efa_facts() -> EfaFacts:
+    """The catalogued EFA facts."""
+    e = _doc()["efa"]
+    return EfaFacts(
+        resource=str(e["resource"]),
+        env=tuple((str(k), str(v)) for k, v in e["env"].items()),
+        capabilities=tuple(str(c) for c in e["capabilities"]),
+        device_plugin_chart=str(e["device_plugin"]["chart"]),
+        device_plugin_version=str(e["device_plugin"]["version"]),
+        device_plugin_repository=str(e["device_plugin"]["repository"]),
+        device_plugin_namespace=str(e["device_plugin"]["namespace"]),
+        sources=tuple(str(s) for s in e["sources"]),
+    )

@@ -205,6 +205,15 @@ class InstanceType(BaseModel):
         gt=0,
         description="Baseline network bandwidth in Gbit/s; None when unknown.",
     )
+    efa_interfaces: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "Elastic Fabric Adapter interfaces one instance takes (the "
+            "vpc.amazonaws.com/efa resource the EFA device plugin advertises per node); 0: "
+            "no EFA; None: not known (every non-AWS type). AWS only."
+        ),
+    )
     sources: list[str] = Field(
         min_length=1,
         description='Where the figures come from: URLs or "owner/repo/path@commit".',

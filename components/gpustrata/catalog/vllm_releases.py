@@ -46,6 +46,7 @@ __all__ = [
     "profile_facts",
     "reference_release",
     "source_url",
+    "unread_memory_bracket",
     "vllm_file_url",
 ]
 
@@ -186,21 +187,23 @@ class BlockSizeRelease:
 
 @dataclass(frozen=True, slots=True)
 class VendorImage:
-    """A vendor build of vLLM whose release notes name the upstream release inside."""
+    """A vendor build of vLLM whose release notes (or published build files) name the
+    upstream release inside."""
 
     vendor: str
     repository: str
-    """Repository without registry-independent prefix, e.g. ``nvcr.io/nvidia/vllm``."""
+    """Repository, e.g. ``nvcr.io/nvidia/vllm``; without a registry (``aibrix/vllm-openai``)
+    it matches that path on any registry or mirror."""
     tags: tuple[str, ...]
     """Tags (and their ``-suffix`` builds) that carry this release."""
     vllm: str
     source: str
-    """The release notes (URL) that name the vLLM version."""
+    """The release notes or build file (URL) that name the vLLM version."""
     cuda: str | None = None
 
     def matches(self, repository: str, tag: str) -> bool:
         """Whether ``repository:tag`` is this build."""
-        if not repository.endswith(self.repository):
+        if repository != self.repository and not repository.endswith(f"/{self.repository}"):
             return False
         return any(tag == t or tag.startswith(f"{t}-") for t in self.tags)
 
@@ -406,7 +409,9 @@ def _vendor_image(data: Any, what: str) -> VendorImage:
     v = _map(data, what)
     source = str(v.get("source") or "")
     if not source.startswith("https://"):
-        raise VllmReleaseCatalogError(f"{what}.source must be the release notes' URL")
+        raise VllmReleaseCatalogError(
+            f"{what}.source must be the URL of the release notes or build file"
+        )
     try:
         return VendorImage(
             vendor=str(v["vendor"]),
@@ -820,6 +825,25 @@ def mxfp4_kernel(version: str | None, cc_major: int) -> tuple[Mxfp4Kernel | None
             return low, found[0]
     ref = table.get(catalogue.reference)
     return (ref.kernel(cc_major) if ref else None), catalogue.reference
+
+
+def unread_memory_bracket(version: str | None) -> tuple[str, str] | None:
+    """The read releases just below and above *version* when its memory facts (the MXFP4
+    MoE kernel, the memory profile's terms) were not read in it: the releases whose facts
+    bound what it does. None for a read or unnamed release, a tag that is no release
+    number, or one outside the read releases."""
+    if not version:
+        return None
+    catalogue = load_vllm_releases()
+    read = sorted(
+        {r.version for r in catalogue.mxfp4_moe} | {r.version for r in catalogue.profile_run},
+        key=parse_version,
+    )
+    try:
+        found = _between(version, tuple(read))
+    except ValueError:  # not a release number
+        return None
+    return found if isinstance(found, tuple) else None
 
 
 def profile_facts(version: str | None) -> ProfileRelease | None:

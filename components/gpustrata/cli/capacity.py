@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from gpustrata.cli.stack_args import add_stack_args, load_stack
+from gpustrata.cli.stack_args import add_stack_args, load_stack, model_sources_of
 from gpustrata.core.errors import InputError
 from gpustrata.core.terminal import clipped
 
@@ -29,6 +29,7 @@ from gpustrata.core.vllm_choices import BlockSize, KvCacheDtype, ModelDtype
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
+    from gpustrata.catalog.model_sources import ModelSources
     from gpustrata.reports.capacity import CapacityTarget
     from gpustrata.spec.stack import ModelSpec, WorkloadSpec
 
@@ -180,14 +181,18 @@ def _close(query: str, names: Iterable[str], n: int = 3) -> list[str]:
     return [name for score, name in scored[:n] if score >= 0.4]
 
 
-def _resolve_model(raw: str, base: Path | None = None) -> ModelArchitecture:
+def _resolve_model(
+    raw: str, base: Path | None = None, sources: ModelSources | None = None
+) -> ModelArchitecture:
+    """``--model``: its files in *sources* (``--models DIR``, the Hugging Face cache), a
+    catalogue id or a config.json path; an :class:`InputError` naming the fix otherwise."""
     from gpustrata.catalog.architectures import load_model_catalog
     from gpustrata.catalog.hardware import CatalogError
     from gpustrata.vllm.capacity import resolve_architecture
 
     catalog = load_model_catalog()
     try:
-        arch = resolve_architecture(raw, catalog, base)
+        arch = resolve_architecture(raw, catalog, base, sources=sources)
     except CatalogError as exc:
         raise InputError(f"--model {clipped(raw)!r}: {exc}") from None
     if arch is None:
@@ -201,7 +206,8 @@ def _resolve_model(raw: str, base: Path | None = None) -> ModelArchitecture:
         hint = f"close matches: {', '.join(near)}" if near else "see catalog/data/models.yaml"
         raise InputError(
             f"--model {clipped(raw)!r} is neither a model catalogue id nor a path to a "
-            f"config.json; {hint}"
+            f"config.json, and no --models folder or Hugging Face cache holds its config.json; "
+            f"{hint}"
         )
     return arch
 
@@ -223,16 +229,19 @@ def _resolve_gpu(raw: str, hardware: HardwareCatalog) -> GpuModel:
 
 def _stack_model(
     args: argparse.Namespace,
-) -> tuple[ModelSpec | None, GpuModel | None, str | None, HardwareCatalog, int]:
-    """The stack model named by --model-name (or the only one), with its pool's GPU and the
-    replica count its serving is predicted at (the plan's largest)."""
+) -> tuple[
+    ModelSpec | None, GpuModel | None, str | None, HardwareCatalog, int, ModelSources | None
+]:
+    """The stack model named by --model-name (or the only one), with its pool's GPU, the
+    replica count its serving is predicted at (the plan's largest) and where the plan looked
+    for models' own files."""
     from gpustrata.catalog.hardware import load_hardware_catalog
 
     hardware = load_hardware_catalog()
     if args.stack is None and args.file is None:
         if args.model_name:
             raise InputError("--model-name needs a stack: add --stack NAME or --file PATH")
-        return None, None, None, hardware, 1
+        return None, None, None, hardware, 1, model_sources_of(args, stack=False)
     path, stack, plan, _ = load_stack(args)
     hardware = hardware.extended(plan.spec.catalog.gpus, plan.spec.catalog.instances)
     names = list(plan.models)
@@ -255,16 +264,17 @@ def _stack_model(
     else:
         name = args.model_name
     mp = plan.models[name]
-    return mp.spec, mp.pool.gpu, f"{stack} ({path})", hardware, mp.max_replicas
+    return mp.spec, mp.pool.gpu, f"{stack} ({path})", hardware, mp.max_replicas, plan.sources
 
 
 def _target(args: argparse.Namespace) -> CapacityTarget:
     from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.catalog.hardware import CatalogError
     from gpustrata.planning.model_capacity import model_settings
     from gpustrata.reports.capacity import CapacityTarget
     from gpustrata.vllm.capacity import LOAD_GBPS_DEFAULTS, resolve_architecture
 
-    spec, pool_gpu, stack, hardware, replicas = _stack_model(args)
+    spec, pool_gpu, stack, hardware, replicas, sources = _stack_model(args)
     settings: dict[str, Any] = {} if spec is None else model_settings(spec)
     flags: dict[str, Any] = {
         "tensor_parallel_size": _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL),
@@ -302,10 +312,15 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
     settings.update({k: v for k, v in flags.items() if v is not None})
 
     if args.model is not None:
-        arch = _resolve_model(args.model)
+        arch = _resolve_model(args.model, sources=sources)
     elif spec is not None:
         project = Path(args.project_dir)  # where plan resolved it, inside the project
-        found = resolve_architecture(spec.model, load_model_catalog(), project, project)
+        try:
+            found = resolve_architecture(
+                spec.model, load_model_catalog(), project, project, sources
+            )
+        except CatalogError as exc:
+            raise InputError(f"stack model {spec.name}: {exc}") from None
         if found is None:
             raise InputError(
                 f"stack model {spec.name}: {spec.model!r} is not in the model catalogue; "

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import yaml
 
 from gpustrata.cli.errors import report_error, run_parser, user_error
+from gpustrata.cli.stack_args import add_models_arg, model_sources_of
 from gpustrata.core import jsonio
 from gpustrata.core.collector import fewer_collections
 from gpustrata.core.contract import CLUSTER_PROFILE_FILE
@@ -131,6 +132,7 @@ def check_command(
     try:
         config = _load_config(args.config, args.environment)
         profile, profile_file, how = _load_profile(args)
+        sources = model_sources_of(args, stack=False)
         with fewer_collections():  # what is read lives until the report is written
             objects = load_paths(list(args.paths), source, unreadable)
             context = load_paths(list(getattr(args, "context", None) or []), source)
@@ -151,16 +153,18 @@ def check_command(
             "empty folder or file, empty stdin, or a folder without .yaml/.yml/.json "
             "files?); a check of nothing must not pass"
         )
+    from gpustrata.catalog.model_sources import using_model_sources
     from gpustrata_policies.output.formats import write  # keeps `explain` light
 
-    report = evaluate(
-        objects,
-        environment=config.environment,
-        config=config,
-        context=context,
-        profile=profile,
-        profile_file=profile_file,
-    )
+    with using_model_sources(sources):
+        report = evaluate(
+            objects,
+            environment=config.environment,
+            config=config,
+            context=context,
+            profile=profile,
+            profile_file=profile_file,
+        )
     del objects, context  # the report keeps what it needs; free the manifests before output
     if args.format == "text" and profile is not None:
         out.write(f"Cluster profile: {profile_file} ({how})\n\n")
@@ -303,6 +307,7 @@ def register_commands(subparsers: Any) -> None:
         "admission, pools, versions, private images' vLLM release, CRDs, load bandwidth). "
         f"Default: {CLUSTER_PROFILE_FILE} in a checked folder, if there is one",
     )
+    add_models_arg(check)
     check.add_argument(
         "--no-profile",
         action="store_true",

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpustrata.cli.stack_args import add_stack_args, load_stack, stack_file_of
+from gpustrata.cli.stack_args import add_stack_args, load_stack, model_sources_of, stack_file_of
 from gpustrata.core.errors import InputError
 
 __all__ = ["plan_command", "register", "render_command", "schema_command"]
@@ -129,7 +129,12 @@ def render_command(args: argparse.Namespace) -> int:
     from gpustrata.spec.loader import load_stack_file
 
     path, _ = stack_file_of(args)
-    plan = plan_spec(load_stack_file(path), str(path), base_dir=Path(args.project_dir))
+    plan = plan_spec(
+        load_stack_file(path),
+        str(path),
+        base_dir=Path(args.project_dir),
+        sources=model_sources_of(args),
+    )
     operator = operator_object(plan)
     objects = [pool_object(p, plan.spec) for p in plan.pools.values()]
     objects += system_chart_objects(plan) + karpenter_objects(plan)

@@ -21,6 +21,7 @@ from gpustrata.cli.capacity import (
     _resolve_model,
     vllm_version,
 )
+from gpustrata.cli.stack_args import add_models_arg, model_sources_of
 from gpustrata.core.errors import InputError
 from gpustrata.core.terminal import clipped
 from gpustrata.core.vllm_choices import KvCacheDtype, ModelDtype
@@ -44,6 +45,7 @@ def register(sub: Any) -> None:
         "by cost. Exit 1 when none meets the SLOs.",
     )
     p.add_argument("--model", required=True, help="model catalogue id or a config.json path")
+    add_models_arg(p)
     p.add_argument("--input-tokens", required=True, help="prompt tokens per request")
     p.add_argument("--output-tokens", required=True, help="generated tokens per request")
     load = p.add_mutually_exclusive_group(required=True)
@@ -142,7 +144,7 @@ def _request(args: argparse.Namespace) -> Any:
     from gpustrata.vllm.performance import Workload
 
     hardware = load_hardware_catalog()
-    arch = _resolve_model(args.model)
+    arch = _resolve_model(args.model, sources=model_sources_of(args, stack=False))
     positive = ("use a positive number such as 1.5",)
     inp = _int("--input-tokens", args.input_tokens, 1, "2048")
     outp = _int("--output-tokens", args.output_tokens, 1, "256")

@@ -12,9 +12,17 @@ from typing import TYPE_CHECKING, Any
 from gpustrata.core.errors import InputError
 
 if TYPE_CHECKING:
+    from gpustrata.catalog.model_sources import ModelSources
     from gpustrata.planning.plan import StackPlan
 
-__all__ = ["add_stack_args", "load_stack", "stack_file_of"]
+__all__ = [
+    "MODELS_HELP",
+    "add_models_arg",
+    "add_stack_args",
+    "load_stack",
+    "model_sources_of",
+    "stack_file_of",
+]
 
 _PROJECT_DIR_HELP = (
     "the Pulumi project folder: its Pulumi.yaml (validated), program and stackConfigDir; "
@@ -35,6 +43,35 @@ def add_stack_args(
     )
     group.add_argument("-f", "--file", type=Path, help="path of a Pulumi stack file")
     parser.add_argument("-C", "--project-dir", type=Path, default=Path("."), help=project_dir_help)
+    add_models_arg(parser)
+
+
+MODELS_HELP = (
+    "folder of models' own files (<org>/<name>/config.json, <name>/config.json or a Hugging "
+    "Face cache layout): a model found there is sized from its config.json and "
+    "model.safetensors.index.json, before the Hugging Face cache (HF_HUB_CACHE, HF_HOME) and "
+    "the model catalogue; nothing is downloaded"
+)
+
+
+def add_models_arg(parser: argparse.ArgumentParser) -> None:
+    """Add ``--models DIR`` (:func:`model_sources_of` reads it)."""
+    parser.add_argument("--models", type=Path, metavar="DIR", help=MODELS_HELP)
+
+
+def model_sources_of(args: argparse.Namespace, *, stack: bool = True) -> ModelSources | None:
+    """The ``--models DIR`` folder with the Hugging Face cache. Without the flag: None for
+    a *stack* (its own ``catalog.models_dir`` then applies), else the Hugging Face cache
+    alone. Raises :class:`InputError` for a folder that does not exist."""
+    from gpustrata.catalog.model_sources import ModelSources  # no pydantic: `check` stays light
+
+    folder = getattr(args, "models", None)
+    if folder is None:
+        return None if stack else ModelSources.from_environment()
+    try:
+        return ModelSources.from_environment(Path(folder))
+    except ValueError as exc:  # ModelCatalogError: no such folder
+        raise InputError(str(exc)) from None
 
 
 def stack_file_of(args: argparse.Namespace) -> tuple[Path, str]:
@@ -62,4 +99,6 @@ def load_stack(args: argparse.Namespace) -> tuple[Path, str, StackPlan, dict[str
 
     path, stack = stack_file_of(args)
     spec, document = read_stack_file(path)
-    return path, stack, plan_spec(spec, str(path), base_dir=Path(args.project_dir)), document
+    sources = model_sources_of(args)
+    plan = plan_spec(spec, str(path), base_dir=Path(args.project_dir), sources=sources)
+    return path, stack, plan, document

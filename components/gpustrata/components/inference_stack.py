@@ -38,8 +38,10 @@ from gpustrata.render.foundation import (
 from gpustrata.render.from_plan import (
     DRA_DRIVER_NAMESPACE,
     dra_driver_args,
+    efa_device_plugin_chart,
     karpenter_values,
     kuberay_operator_values,
+    lws_chart,
     node_class_object,
     node_image_driver,
     node_pool_object,
@@ -173,6 +175,36 @@ class InferenceStack(pulumi.ComponentResource):
                         "values": system_values(KEDA_CHART, versions["keda"], {})
                         if eks is not None
                         else {},
+                    },
+                    system_opts,
+                )
+            ]
+        lws = lws_chart(self.plan)
+        if lws is not None:  # a model spans nodes: the LeaderWorkerSet controller and CRD
+            crd_charts["lws"] = [
+                SystemChart(
+                    f"{name}-lws",
+                    {
+                        "chart": lws[0],
+                        "repository": lws[0].rsplit("/", 1)[0],
+                        "namespace": spec.lws.namespace,
+                        "chart_version": lws[1],
+                        "values": lws[2],
+                    },
+                    system_opts,
+                )
+            ]
+        efa = efa_device_plugin_chart(self.plan)
+        if efa is not None:  # engines ask for EFA: the plugin that advertises it
+            crd_charts["efa"] = [
+                SystemChart(
+                    f"{name}-efa-device-plugin",
+                    {
+                        "chart": efa[0],
+                        "repository": efa[2],
+                        "namespace": efa[3],
+                        "chart_version": efa[1],
+                        "values": efa[4],
                     },
                     system_opts,
                 )
@@ -326,6 +358,13 @@ class InferenceStack(pulumi.ComponentResource):
                 *([volumes[mp.name]] if mp.name in volumes else []),
                 *(crd_charts.get("monitoring", []) if service_monitor_on(mp.spec, spec) else []),
                 *(crd_charts.get("keda", []) if mp.spec.autoscaling.kind == "keda" else []),
+                # The LWS webhooks (failurePolicy Fail) admit nothing before the controller.
+                *(crd_charts.get("lws", []) if mp.multi_node is not None else []),
+                *(
+                    crd_charts.get("efa", [])
+                    if mp.multi_node is not None and mp.multi_node.efa_interfaces
+                    else []
+                ),
             ]
             ref = mp.spec.hf_token
             if ref is not None and (mp.spec.namespace, ref.name) in created:

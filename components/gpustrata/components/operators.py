@@ -155,8 +155,9 @@ class SystemChartArgs(TypedDict):
 
 
 class SystemChart(pulumi.ComponentResource):
-    """A pinned chart whose controllers run on the system pool (KEDA, kube-prometheus-stack):
-    namespace and a Helm release that waits for its Pods."""
+    """A pinned chart whose controllers run on the system pool (KEDA, kube-prometheus-stack,
+    LeaderWorkerSet; the EFA device plugin's DaemonSet on GPU nodes): namespace (never
+    ``kube-system``, which the cluster owns) and a Helm release that waits for its Pods."""
 
     release: k8s.helm.v3.Release
     """The Helm release (custom resources of the chart's CRDs depend on it)."""
@@ -165,11 +166,17 @@ class SystemChart(pulumi.ComponentResource):
         self, name: str, args: SystemChartArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpustrata:index:SystemChart", name, {}, opts)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
-        )
+        ns: list[pulumi.Resource] = []
+        if args["namespace"] != "kube-system":  # the cluster's own: never created or deleted
+            ns.append(
+                k8s.core.v1.Namespace(
+                    f"{name}-ns",
+                    metadata={"name": args["namespace"]},
+                    opts=child_options(self, opts),
+                )
+            )
         self.release = _release(
-            self, f"{name}-release", args["chart"], args["repository"], args, opts, [ns]
+            self, f"{name}-release", args["chart"], args["repository"], args, opts, ns
         )
         self.register_outputs({})
 
@@ -184,13 +191,14 @@ def _release(
     depends_on: list[pulumi.Resource],
 ) -> k8s.helm.v3.Release:
     """A pinned Helm release that waits for its resources (skip_await off, 15 min)."""
+    oci = chart.startswith("oci://")  # an OCI reference names the chart itself: no repo
     return k8s.helm.v3.Release(
         name,
-        name=chart,
+        name=chart.rsplit("/", 1)[-1],
         chart=chart,
         version=args["chart_version"],
         namespace=args["namespace"],
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=repo),
         values=args["values"],
         skip_await=False,
         timeout=900,

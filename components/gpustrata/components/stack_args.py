@@ -14,6 +14,7 @@ __all__ = [
     "BlockSize",
     "CapacityType",
     "ClusterMode",
+    "EfaMode",
     "Environment",
     "EppScorer",
     "FailureMode",
@@ -27,6 +28,7 @@ __all__ = [
     "MigStrategy",
     "ModelDtype",
     "MonitoringMode",
+    "MultiNodeExecutor",
     "NatGateways",
     "OnDemandPriceKind",
     "OperatorComponent",
@@ -49,9 +51,11 @@ __all__ = [
     "StackKedaArgs",
     "StackKubeRayArgs",
     "StackKubeletArgs",
+    "StackLwsArgs",
     "StackModelArgs",
     "StackModelRoutingArgs",
     "StackMonitoringArgs",
+    "StackMultiNodeArgs",
     "StackNetworkArgs",
     "StackNodePoolArgs",
     "StackOnDemandPriceArgs",
@@ -62,6 +66,7 @@ __all__ = [
     "StackTolerationArgs",
     "StackWeightsArgs",
     "StackWorkloadArgs",
+    "StorageKind",
     "TaintEffect",
     "TolerationOperator",
     "WeightSource",
@@ -100,6 +105,13 @@ class ClusterMode(StrEnum):
 
     CREATE = "create"
     EXISTING = "existing"
+
+
+class EfaMode(StrEnum):
+    """Accepted values of ``MultiNodeSpec.efa``."""
+
+    AUTO = "auto"
+    OFF = "off"
 
 
 class Environment(StrEnum):
@@ -207,6 +219,13 @@ class MonitoringMode(StrEnum):
     EXISTING = "existing"
 
 
+class MultiNodeExecutor(StrEnum):
+    """Accepted values of ``MultiNodeSpec.executor``."""
+
+    RAY = "ray"
+    MP = "mp"
+
+
 class NatGateways(StrEnum):
     """Accepted values of ``NetworkSpec.nat_gateways``."""
 
@@ -260,6 +279,15 @@ class SharingStrategy(StrEnum):
     MPS = "mps"
 
 
+class StorageKind(StrEnum):
+    """Accepted values of ``WeightsSpec.storage``."""
+
+    NOT_STATED = "not stated"
+    LOCAL_DISK = "local-disk"
+    EBS = "ebs"
+    NETWORK_VOLUME = "network-volume"
+
+
 class TaintEffect(StrEnum):
     """Accepted values of ``Taint.effect``."""
 
@@ -289,6 +317,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] | BlockSize
     _CapacityType = Literal["ON_DEMAND", "SPOT"] | CapacityType
     _ClusterMode = Literal["create", "existing"] | ClusterMode
+    _EfaMode = Literal["auto", "off"] | EfaMode
     _Environment = Literal["dev", "staging", "prod"] | Environment
     _EppScorer = Literal["queue", "kv-cache-utilization", "prefix-cache"] | EppScorer
     _FailureMode = Literal["FailOpen", "FailClose"] | FailureMode
@@ -307,6 +336,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _MigStrategy = Literal["none", "single", "mixed"] | MigStrategy
     _ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | ModelDtype
     _MonitoringMode = Literal["none", "install", "existing"] | MonitoringMode
+    _MultiNodeExecutor = Literal["ray", "mp"] | MultiNodeExecutor
     _NatGateways = Literal["single", "per-az"] | NatGateways
     _OnDemandPriceKind = Literal["on-demand", "capacity-block", "spot"] | OnDemandPriceKind
     _OperatorComponent = (
@@ -316,6 +346,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _RoutingMode = Literal["service", "inference-gateway"] | RoutingMode
     _Runtime = Literal["deployment", "rayservice"] | Runtime
     _SharingStrategy = Literal["none", "time-slicing", "mps"] | SharingStrategy
+    _StorageKind = Literal["not stated", "local-disk", "ebs", "network-volume"] | StorageKind
     _TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] | TaintEffect
     _TolerationOperator = Literal["Equal", "Exists"] | TolerationOperator
     _WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"] | WeightSource
@@ -324,6 +355,7 @@ else:
     _BlockSize = BlockSize
     _CapacityType = CapacityType
     _ClusterMode = ClusterMode
+    _EfaMode = EfaMode
     _Environment = Environment
     _EppScorer = EppScorer
     _FailureMode = FailureMode
@@ -337,6 +369,7 @@ else:
     _MigStrategy = MigStrategy
     _ModelDtype = ModelDtype
     _MonitoringMode = MonitoringMode
+    _MultiNodeExecutor = MultiNodeExecutor
     _NatGateways = NatGateways
     _OnDemandPriceKind = OnDemandPriceKind
     _OperatorComponent = OperatorComponent
@@ -344,6 +377,7 @@ else:
     _RoutingMode = RoutingMode
     _Runtime = Runtime
     _SharingStrategy = SharingStrategy
+    _StorageKind = StorageKind
     _TaintEffect = TaintEffect
     _TolerationOperator = TolerationOperator
     _WeightSource = WeightSource
@@ -633,6 +667,15 @@ class StackKedaArgs(TypedDict):
     """Namespace of the release. Default: ``"keda"``."""
 
 
+class StackLwsArgs(TypedDict):
+    """The LeaderWorkerSet controller, installed when a model spans nodes."""
+
+    chart_version: NotRequired[str]
+    """lws chart version (empty: the catalogued release)."""
+    namespace: NotRequired[str]
+    """Namespace of the controller. Default: ``"lws-system"``."""
+
+
 class StackEngineArgs(TypedDict):
     """vLLM engine settings, named exactly as vLLM's EngineArgs names them."""
 
@@ -698,6 +741,17 @@ class StackWeightsArgs(TypedDict):
     (huggingface: a cold Hub download; s3: the Run:ai Model Streamer; local-nvme), or gpustrata's
     cited 0.3 for pvc; shown with its source by `plan` and `capacity`.
     """
+    storage: NotRequired[_StorageKind]
+    """What vLLM's loader reads the weights from, for the startup estimate: local-disk (instance
+    NVMe or the node's own disk), ebs (an EBS volume), network-volume (EFS, NFS, FSx). Each has a
+    load bandwidth fitted on published vLLM startup logs. Empty: local-disk for source local-nvme,
+    ebs for a pvc with cache_size_gib (the stack's gp3 volume), else not stated (plan shows a
+    range).
+    """
+    volume_throughput_mibps: NotRequired[int]
+    """The volume's provisioned read throughput in MiB/s (gp3: 125 to 1,000; io2: up to 4,000),
+    which caps the load. Empty with the stack's own gp3 cache volume: gp3's baseline 125 MiB/s.
+    """
 
 
 class StackSecretRefArgs(TypedDict):
@@ -754,6 +808,29 @@ class StackWorkloadArgs(TypedDict):
     """TTFT target in seconds (SLO); empty: none."""
     tpot_seconds: NotRequired[float]
     """TPOT (inter-token latency) target in seconds (SLO); empty: none."""
+
+
+class StackMultiNodeArgs(TypedDict):
+    """An engine that spans nodes: one LeaderWorkerSet group of ``nodes`` Pods, each taking every
+    GPU of its node (tensor parallel within the node, pipeline parallel across nodes, as vLLM's
+    multi-node guide sets them).
+    """
+
+    nodes: NotRequired[int]
+    """Nodes (Pods) per engine = pipeline_parallel_size. Empty: the fewest nodes of the pool whose
+    GPUs hold the weights and one max_model_len sequence.
+    """
+    executor: NotRequired[_MultiNodeExecutor]
+    """vLLM --distributed-executor-backend across the nodes: 'ray' (the leader starts a Ray head,
+    the workers join it: vLLM's multi-node-serving.sh) or 'mp' (multiprocessing: every Pod runs
+    `vllm serve --nnodes N --node-rank R --master-addr <leader>`, the workers with --headless).
+    Default: ``"ray"``.
+    """
+    efa: NotRequired[_EfaMode]
+    """'auto': on instance types with Elastic Fabric Adapter interfaces, each Pod requests all of
+    its node's (vpc.amazonaws.com/efa) and sets the Libfabric environment NCCL needs
+    (FI_PROVIDER=efa); 'off': NCCL over TCP sockets. Default: ``"auto"``.
+    """
 
 
 class StackScorerArgs(TypedDict):
@@ -851,6 +928,12 @@ class StackModelArgs(TypedDict):
     service_monitor: NotRequired[bool]
     """Create a Prometheus Operator ServiceMonitor for vLLM's /metrics (deployment runtime). Empty:
     when the stack has monitoring (mode install or existing), whose CRDs it needs.
+    """
+    multi_node: NotRequired[StackMultiNodeArgs]
+    """Serve one engine across several nodes with a LeaderWorkerSet (TP = GPUs per node, PP = nodes;
+    deployment runtime). Empty: one node per engine, unless the engine's TP and PP are left unset
+    and the weights and one max_model_len sequence do not fit one node of the pool: then the planner
+    spans nodes and says so.
     """
     startup_init_s: NotRequired[int]
     """Engine initialisation time in seconds after the weights are loaded (profiling, KV allocation,
@@ -967,6 +1050,11 @@ class StackInstanceTypeArgs(TypedDict):
     """
     network_gbps: NotRequired[float]
     """Baseline network bandwidth in Gbit/s; None when unknown."""
+    efa_interfaces: NotRequired[int]
+    """Elastic Fabric Adapter interfaces one instance takes (the vpc.amazonaws.com/efa resource the
+    EFA device plugin advertises per node); 0: no EFA; None: not known (every non-AWS type). AWS
+    only.
+    """
     sources: list[str]
     """Where the figures come from: URLs or "owner/repo/path@commit"."""
 
@@ -978,6 +1066,12 @@ class StackCatalogExtensionsArgs(TypedDict):
     """Extra GPU models (override by id)."""
     instances: NotRequired[list[StackInstanceTypeArgs]]
     """Extra instance types (override by name)."""
+    models_dir: NotRequired[str]
+    """Folder in the project holding models' own files (<org>/<name>/config.json, <name>/config.json
+    or a Hugging Face cache layout): a model found there is sized from its config.json (and
+    model.safetensors.index.json) before the Hugging Face cache and the model catalogue. `--models
+    DIR` overrides it.
+    """
 
 
 class StackInferenceGatewayArgs(TypedDict):
@@ -1022,6 +1116,8 @@ class StackArgs(TypedDict):
     """Prometheus (for ServiceMonitors and KEDA)."""
     keda: NotRequired[StackKedaArgs]
     """KEDA (autoscaling kind keda)."""
+    lws: NotRequired[StackLwsArgs]
+    """LeaderWorkerSet controller (installed when a model spans nodes)."""
     models: NotRequired[list[StackModelArgs]]
     """Served models (at most 200: a stack is one team's serving fleet)."""
     catalog: NotRequired[StackCatalogExtensionsArgs]

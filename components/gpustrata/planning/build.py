@@ -9,14 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpustrata.catalog.architectures import ModelCatalogError
 from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata.catalog.model_sources import ModelSources, active_model_sources
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.plan import PlanError, StackPlan, plan_stack
 from gpustrata.planning.ray_layout import plan_kuberay
 from gpustrata.spec.loader import line_in_file, validate_stack
 from gpustrata.spec.stack import StackSpec
 
-__all__ = ["build_plan", "plan_spec"]
+__all__ = ["build_plan", "plan_spec", "stack_model_sources"]
 
 
 def build_plan(stack: dict[str, Any], source: str | None = None) -> StackPlan:
@@ -31,18 +33,48 @@ def plan_spec(
     *,
     lines: bool = True,
     base_dir: Path | None = None,
+    sources: ModelSources | None = None,
 ) -> StackPlan:
     """Plan a validated spec with the catalogue plus the stack's own entries.
 
     A planning error names the line of its config path in the file *source* (when
     *lines*: the spec was read from that file). A model's config.json path resolves
-    against, and must stay inside, *base_dir* (the project; default the working folder)."""
+    against, and must stay inside, *base_dir* (the project; default the working folder).
+    Models' own files are looked for in *sources* (``--models``), else in the command's
+    active sources, else in the stack's ``catalog.models_dir`` and the Hugging Face cache."""
     hardware = load_hardware_catalog().extended(spec.catalog.gpus, spec.catalog.instances)
     try:
-        plan = plan_stack(spec, hardware, base_dir=base_dir)
+        found = sources or active_model_sources() or stack_model_sources(spec, base_dir)
+        plan = plan_stack(spec, hardware, base_dir=base_dir, sources=found)
         plan.derived.extend(plan_kuberay(spec))  # the operator release against the Ray version
         return plan
     except PlanError as exc:
         raise StackError(
             [Problem(exc.path, str(exc), line_in_file(source, exc.path) if lines else None)], source
         ) from None
+
+
+def stack_model_sources(spec: StackSpec, base_dir: Path | None) -> ModelSources:
+    """The stack's ``catalog.models_dir`` (inside the project *base_dir*) and the Hugging
+    Face cache. Raises :class:`PlanError` for a folder that is missing or leaves the
+    project."""
+    key = "gpustrata:stack.catalog.models_dir"
+    named = spec.catalog.models_dir
+    if named is None:
+        return ModelSources.from_environment()
+    root = (base_dir or Path.cwd()).resolve()
+    folder = (base_dir or Path.cwd()) / named
+    try:
+        target = folder.resolve()
+    except (OSError, RuntimeError):
+        raise PlanError(key, f"{named[:60]!r} cannot be resolved; name a folder") from None
+    if target != root and root not in target.parents:
+        raise PlanError(
+            key,
+            f"{named[:60]!r} leads outside the project (through a symbolic link); name a "
+            "folder inside the project, or pass `--models DIR`",
+        )
+    try:
+        return ModelSources.from_environment(folder, "catalog.models_dir")
+    except ModelCatalogError as exc:
+        raise PlanError(key, str(exc)) from None

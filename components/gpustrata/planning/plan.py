@@ -24,6 +24,7 @@ from gpustrata.catalog.aws import instance_vcpus, quota_increase_command, vcpu_q
 from gpustrata.catalog.charts import dra_node_labels
 from gpustrata.catalog.compat import KarpenterRelease, load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+from gpustrata.catalog.model_sources import ModelSources, local_config_path
 from gpustrata.core.contract import (
     DEVICE_PLUGIN_DEPLOY_LABEL,
     GPU_COUNT_LABEL,
@@ -32,6 +33,7 @@ from gpustrata.core.contract import (
 )
 from gpustrata.core.quantity import format_bytes, format_cores, kubelet_reserved
 from gpustrata.planning.model_capacity import estimate_for_model
+from gpustrata.planning.multinode import MultiNodePlan, MultiNodeProblem, resolve_multi_node
 from gpustrata.planning.provenance import Derived, Ledger, Source
 from gpustrata.planning.routing import route_timeout
 from gpustrata.planning.serving import (
@@ -41,7 +43,13 @@ from gpustrata.planning.serving import (
     serving_at_settings,
 )
 from gpustrata.planning.sizing import slo_misses
-from gpustrata.spec.stack import KarpenterPoolSpec, ModelSpec, NodePoolSpec, StackSpec
+from gpustrata.spec.stack import (
+    KarpenterPoolSpec,
+    ModelSpec,
+    NodePoolSpec,
+    StackSpec,
+    is_model_path,
+)
 from gpustrata.vllm.calibration import measured_margin
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
 from gpustrata.vllm.terms import Term
@@ -167,6 +175,9 @@ class ModelPlan:
     """HTTPRoute ``timeouts.request`` of a model behind the inference gateway (a Gateway
     API duration, derived from its longest generation: :mod:`gpustrata.planning.routing`);
     None for Service routing."""
+    multi_node: MultiNodePlan | None = None
+    """The engine's layout across nodes (a LeaderWorkerSet group); None: one Pod per engine.
+    When set, ``spec`` carries the resolved TP, PP and ``multi_node.nodes``."""
 
     @property
     def name(self) -> str:
@@ -175,7 +186,10 @@ class ModelPlan:
 
     @property
     def gpus_per_pod(self) -> int:
-        """GPUs in one engine Pod's limits (a Ray worker Pod on the Ray path)."""
+        """GPUs in one engine Pod's limits (a Ray worker Pod on the Ray path, one node's
+        GPUs on a multi-node engine)."""
+        if self.multi_node is not None:
+            return self.multi_node.tensor_parallel_size
         return self.ray.gpus_per_worker if self.ray else self.gpus_per_replica
 
 
@@ -189,6 +203,8 @@ class StackPlan:
     derived: list[Derived] = field(default_factory=list)
     karpenter: KarpenterPlan | None = None
     """The Karpenter controller, when a pool has provisioner karpenter."""
+    sources: ModelSources | None = None
+    """Where models' own files were looked for (the rules of ``plan`` look there too)."""
 
 
 @dataclass(frozen=True)
@@ -213,12 +229,13 @@ def plan_stack(
     hardware: HardwareCatalog,
     models: ModelCatalog | None = None,
     base_dir: Path | None = None,
+    sources: ModelSources | None = None,
 ) -> StackPlan:
     """Derive every value the components need; raises :class:`PlanError` on missing facts.
 
-    ``models`` is the model catalogue (default: the built-in one); a model given as a
-    path to a local config.json resolves against ``base_dir`` (default: the working
-    directory).
+    ``models`` is the model catalogue (default: the built-in one); *sources* (a models
+    folder, the Hugging Face cache) are asked before it; a model given as a path to a
+    local config.json resolves against ``base_dir`` (default: the working directory).
     """
     ledger = Ledger()
     catalog = models or load_model_catalog()
@@ -229,15 +246,41 @@ def plan_stack(
     }
     karpenter = _plan_karpenter(spec, ledger)
     planned = {
-        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir)
+        m.name: _plan_model(m, i, pools[m.pool], ledger, catalog, base_dir, sources, create)
         for i, m in enumerate(spec.models)
     }
+    _check_group_nodes(spec, planned)
     if spec.cluster.mode == "create":
         _check_disks(spec, planned)
         _quota_needs(spec, pools, hardware, ledger)
     return StackPlan(
-        spec=spec, pools=pools, models=planned, derived=ledger.items, karpenter=karpenter
+        spec=spec,
+        pools=pools,
+        models=planned,
+        derived=ledger.items,
+        karpenter=karpenter,
+        sources=sources,
     )
+
+
+def _check_group_nodes(spec: StackSpec, planned: dict[str, ModelPlan]) -> None:
+    """The multi-node engines of a pool fit its max_size together: each of their Pods takes
+    a whole node, and a group whose last Pod finds no node never starts its engine."""
+    for index, pool in enumerate(spec.node_pools):
+        groups = [
+            (mp.name, mp.multi_node.nodes * mp.max_replicas)
+            for mp in planned.values()
+            if mp.pool.name == pool.name and mp.multi_node is not None
+        ]
+        need = sum(n for _, n in groups)
+        if need > pool.max_size:
+            each = ", ".join(f"{name} {n}" for name, n in groups)
+            raise PlanError(
+                f"gpustrata:stack.node_pools[{index}].max_size",
+                f"the multi-node engines on pool {pool.name!r} need {need} whole nodes at "
+                f"their largest replica count ({each}), but its max_size is {pool.max_size}: "
+                f"raise max_size to {need} or move a model to another pool",
+            )
 
 
 def _quota_needs(
@@ -713,16 +756,11 @@ def _plan_model(
     ledger: Ledger,
     catalog: ModelCatalog,
     base_dir: Path | None,
+    sources: ModelSources | None = None,
+    create: bool = False,
 ) -> ModelPlan:
+    """One model's plan; *create*: the stack creates the cluster and its node groups."""
     key = f"models.{model.name}"
-    engine = model.engine
-    gpus = ledger.add(
-        f"{key}.gpusPerReplica",
-        engine.gpus_per_engine,
-        "formula",
-        f"tensor_parallel_size {engine.tensor_parallel_size} x pipeline_parallel_size "
-        f"{engine.pipeline_parallel_size}",
-    )
     auto = model.autoscaling
     if auto.kind != "none" or auto.max_replicas > auto.min_replicas:
         min_replicas, max_replicas = auto.min_replicas, auto.max_replicas
@@ -730,9 +768,38 @@ def _plan_model(
     else:
         min_replicas = max_replicas = model.replicas
         why = "replicas (no autoscaling)"
+    capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir, sources)
+    multi = _multi_node(model, index, key, arch, pool, max_replicas, ledger, create)
+    engine = model.engine
+    formula = (
+        f"tensor_parallel_size {engine.tensor_parallel_size} x pipeline_parallel_size "
+        f"{engine.pipeline_parallel_size}"
+    )
+    if multi is not None:
+        model, multi_plan = multi
+        engine = model.engine
+        formula = (
+            f"multi-node: tensor_parallel_size {engine.tensor_parallel_size} x "
+            f"pipeline_parallel_size {engine.pipeline_parallel_size} ({multi_plan.nodes} Pods "
+            f"of {multi_plan.tensor_parallel_size} GPUs)"
+        )
+        if arch is not None:
+            try:
+                capacity, unavailable = estimate_for_model(model, arch, pool.gpu), None
+            except CapacityError as exc:
+                capacity = None
+                unavailable = f"{arch.id} with these engine settings cannot be estimated: {exc}"
+    gpus = ledger.add(f"{key}.gpusPerReplica", engine.gpus_per_engine, "formula", formula)
     ledger.add(f"{key}.replicas", f"{min_replicas}..{max_replicas}", "spec", why)
 
-    capacity, unavailable, arch = _capacity(model, index, pool, catalog, base_dir)
+    local = local_config_path(arch) if arch is not None else None
+    if arch is not None and local is not None:
+        ledger.add(
+            f"{key}.architecture",
+            arch.id,
+            "model-file",
+            f"{arch.architecture}, {arch.params_total_b:g}B params, from {local}",
+        )
     serving = None
     if capacity is not None:
         _record_capacity(key, capacity, ledger)
@@ -776,9 +843,10 @@ def _plan_model(
     ray = None
     if model.runtime == "rayservice":
         ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, probes, ledger)
-    cpu, memory = _pod_resources(
-        model, index, pool, ray.gpus_per_worker if ray else gpus, capacity, ledger
-    )
+    per_pod = ray.gpus_per_worker if ray else gpus
+    if multi is not None:
+        per_pod = multi[1].tensor_parallel_size
+    cpu, memory = _pod_resources(model, index, pool, per_pod, capacity, ledger)
     return ModelPlan(
         spec=model,
         pool=pool,
@@ -793,7 +861,45 @@ def _plan_model(
         cpu=cpu,
         memory=memory,
         route_timeout=route,
+        multi_node=multi[1] if multi is not None else None,
     )
+
+
+def _multi_node(
+    model: ModelSpec,
+    index: int,
+    key: str,
+    arch: ModelArchitecture | None,
+    pool: PoolPlan,
+    max_replicas: int,
+    ledger: Ledger,
+    create: bool,
+) -> tuple[ModelSpec, MultiNodePlan] | None:
+    """The model with its multi-node layout resolved, or None (one node per engine);
+    *create*: the stack creates the pool's node group."""
+    try:
+        resolved = resolve_multi_node(
+            model,
+            key,
+            arch,
+            pool.gpu,
+            pool.instance.gpu_count,
+            pool.spec.max_size,
+            pool.instance.efa_interfaces,
+            max_replicas,
+            ledger,
+            nodes_created=create,
+        )
+    except MultiNodeProblem as exc:
+        raise PlanError(f"gpustrata:stack.models[{index}].{exc.field}", str(exc)) from None
+    if resolved is not None and pool.spec.gpu_allocation == "dra":
+        raise PlanError(
+            f"gpustrata:stack.models[{index}].pool",
+            f"pool {pool.name!r} allocates GPUs through DRA, which multi-node engines do not "
+            "support yet (their LeaderWorkerSet Pods ask for nvidia.com/gpu): use a "
+            "device-plugin pool",
+        )
+    return resolved
 
 
 CPU_HEADROOM = Fraction(9, 10)
@@ -892,6 +998,7 @@ def _capacity(
     pool: PoolPlan,
     catalog: ModelCatalog,
     base_dir: Path | None,
+    sources: ModelSources | None = None,
 ) -> tuple[CapacityEstimate | None, str | None, ModelArchitecture | None]:
     """The capacity estimate (None and why: a rule reports what cannot be planned) and the
     architecture it was made for."""
@@ -899,9 +1006,18 @@ def _capacity(
     if outside:
         raise PlanError(f"gpustrata:stack.models[{index}].model", outside)
     try:
-        arch = resolve_architecture(model.model, catalog, base_dir, base_dir or Path.cwd())
+        arch = resolve_architecture(model.model, catalog, base_dir, base_dir or Path.cwd(), sources)
     except ModelCatalogError as exc:
         raise PlanError(f"gpustrata:stack.models[{index}].model", str(exc)) from None
+    if arch is not None and _served_as_hub_id(model.model, arch, catalog, sources):
+        raise PlanError(
+            f"gpustrata:stack.models[{index}].model",
+            f"{model.model[:80]!r} is a folder in the project, but it reads like a Hugging "
+            f"Face id and would be served as one (`vllm serve {model.model[:80]}`); write "
+            f"it as a path ('./{model.model[:80]}', then say where the weights are with "
+            "weights.source: s3 or pvc and weights.uri), or keep the Hub id and put its "
+            "config.json under catalog.models_dir",
+        )
     if arch is None:
         # A name close to a catalogue id is a typo until shown otherwise: refuse it rather
         # than plan with the fallback budget. A name like no catalogue id (a private model)
@@ -926,6 +1042,18 @@ def _capacity(
         return estimate_for_model(model, arch, pool.gpu), None, arch
     except CapacityError as exc:
         return None, f"{arch.id} with these engine settings cannot be estimated: {exc}", arch
+
+
+def _served_as_hub_id(
+    model: str, arch: ModelArchitecture, catalog: ModelCatalog, sources: ModelSources | None
+) -> bool:
+    """True when *model* (``models/acme``) was read as a folder of the project although
+    the Deployment would pass it to vLLM as a Hub id: not a path by its form
+    (:func:`~gpustrata.spec.stack.is_model_path`), nor a catalogue id, nor found in the
+    model sources."""
+    if is_model_path(model) or local_config_path(arch) is None or catalog.get(model):
+        return False
+    return sources is None or sources.find(model) is None
 
 
 def _record_capacity(key: str, cap: CapacityEstimate, ledger: Ledger) -> None:

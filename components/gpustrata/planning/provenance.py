@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Source = Literal["spec", "catalogue", "formula", "default", "upstream-default"]
+Source = Literal["spec", "catalogue", "model-file", "formula", "default", "upstream-default"]
+"""Where a value came from; ``model-file``: a model's own config.json on this machine."""
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpustrata.catalog.aws import efa_facts
+from gpustrata.catalog.charts import chart_release
 from gpustrata.catalog.dra import dra_driver_release
 from gpustrata.core.contract import API_VERSION, POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan, engine_disk_gib
 from gpustrata.render import karpenter
 from gpustrata.render.dra import dra_driver_values
-from gpustrata.render.foundation import system_pool_placement, system_values
+from gpustrata.render.foundation import chart_version, system_pool_placement, system_values
 from gpustrata.render.nodes import kubelet_config, pool_description
 from gpustrata.render.operators import (
     gpu_operator_description,
@@ -19,6 +21,7 @@ from gpustrata.render.operators import (
 )
 from gpustrata.render.workload_args import (
     AutoscalingArgs,
+    MultiNodeArgs,
     ProbeArgs,
     RayLlmServiceArgs,
     SecretRefArgs,
@@ -173,7 +176,7 @@ def vllm_deployment_args(mp: ModelPlan, stack: StackSpec) -> VllmDeploymentArgs:
         served_model_name=served_model_name(m),
         image=m.image,
         replicas=m.replicas,
-        gpus=mp.gpus_per_replica,
+        gpus=mp.gpus_per_pod,
         cpu=mp.cpu,
         memory=mp.memory,
         shm_size=m.shm_size,
@@ -203,7 +206,77 @@ def vllm_deployment_args(mp: ModelPlan, stack: StackSpec) -> VllmDeploymentArgs:
     secret = _secret(m)
     if secret:
         args["hf_token"] = secret
+    if mp.multi_node is not None:
+        args["multi_node"] = multi_node_args(mp)
     return args
+
+
+def multi_node_args(mp: ModelPlan) -> MultiNodeArgs:
+    """The LeaderWorkerSet layout of a multi-node model, with the catalogued EFA facts."""
+    multi = mp.multi_node
+    assert multi is not None, "multi_node_args needs a multi-node model"
+    efa = efa_facts()
+    return MultiNodeArgs(
+        nodes=multi.nodes,
+        executor=multi.executor,
+        efa_interfaces=multi.efa_interfaces,
+        efa_resource=efa.resource,
+        efa_env=dict(efa.env),
+        efa_capabilities=list(efa.capabilities),
+    )
+
+
+LWS_CHART = "lws"
+
+
+def lws_chart(plan: StackPlan) -> tuple[str, str, dict[str, Any]] | None:
+    """The LeaderWorkerSet controller the stack installs (OCI chart reference, version,
+    values: the controller image pinned to the release, on the system pool), or None when
+    no model spans nodes."""
+    if not any(mp.multi_node is not None for mp in plan.models.values()):
+        return None
+    version = chart_version(LWS_CHART, plan.spec.lws.chart_version, "gpustrata:stack.lws")
+    release = chart_release(LWS_CHART, version)
+    facts = release.facts if release is not None else {}
+    repository = str(facts.get("repository", "oci://registry.k8s.io/lws/charts"))
+    # The chart's default image tag is `main` (values.yaml): pin the release's own.
+    values = {"image": {"manager": {"tag": f"v{version.removeprefix('v')}"}}}
+    return (
+        f"{repository}/{LWS_CHART}",
+        version,
+        _on_system_pool(plan, LWS_CHART, version, values),
+    )
+
+
+def efa_device_plugin_chart(plan: StackPlan) -> tuple[str, str, str, str, dict[str, Any]] | None:
+    """The EFA device plugin the stack installs (chart, version, repository, namespace,
+    values: tolerating the taints of the pools whose engines ask for EFA, so its DaemonSet
+    runs there and advertises ``vpc.amazonaws.com/efa``), or None when no Pod asks."""
+    pools = {
+        mp.pool.name: mp.pool
+        for mp in plan.models.values()
+        if mp.multi_node is not None and mp.multi_node.efa_interfaces > 0
+    }
+    if not pools:
+        return None
+    efa = efa_facts()
+    tolerations = [_toleration(t) for p in pools.values() for t in pool_tolerations(p)]
+    unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
+    return (
+        efa.device_plugin_chart,
+        efa.device_plugin_version,
+        efa.device_plugin_repository,
+        efa.device_plugin_namespace,
+        {"tolerations": unique},
+    )
+
+
+def _toleration(t: TolerationArgs) -> dict[str, str]:
+    """A Pod-spec toleration from :class:`TolerationArgs`."""
+    out = {"key": t["key"], "operator": t["operator"], "effect": t["effect"]}
+    if t["operator"] == "Equal":
+        out["value"] = t["value"]
+    return out
 
 
 def ray_llm_service_args(mp: ModelPlan, stack: StackSpec) -> RayLlmServiceArgs:
@@ -573,6 +646,18 @@ def system_chart_objects(plan: StackPlan) -> list[dict[str, Any]]:
                 _on_system_pool(plan, MONITORING_CHART, version, monitoring_values()),
             )
         )
+    lws = lws_chart(plan)
+    if lws is not None:
+        reference, version, values = lws
+        out.append(
+            helm_release_object(
+                reference, version, reference.rsplit("/", 1)[0], spec.lws.namespace, values
+            )
+        )
+    efa = efa_device_plugin_chart(plan)
+    if efa is not None:
+        chart, version, repository, namespace, values = efa
+        out.append(helm_release_object(chart, version, repository, namespace, values))
     if spec.keda.enabled:
         version = chart_version(KEDA_CHART, spec.keda.chart_version, "keda")
         out.append(

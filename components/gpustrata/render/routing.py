@@ -31,7 +31,7 @@ from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.planning.plan import ModelPlan, StackPlan
 from gpustrata.render.foundation import system_pool_placement, system_values
 from gpustrata.render.from_plan import helm_release_object
-from gpustrata.render.workloads import APP_LABEL, MANAGED_BY, VLLM_PORT
+from gpustrata.render.workloads import APP_LABEL, MANAGED_BY, ROLE_LABEL, VLLM_PORT
 from gpustrata.spec.stack import ModelRoutingSpec
 
 __all__ = [
@@ -128,6 +128,16 @@ def _picker_name(mp: ModelPlan) -> str:
     return f"{pool_name(mp)}{_pool_chart().facts['picker_suffix']}"
 
 
+def _serving_labels(mp: ModelPlan) -> dict[str, str]:
+    """The labels of the Pods that answer HTTP, as the model's Service selects them: every
+    engine Pod, or only the leaders of a multi-node LeaderWorkerSet (workers join the
+    leader's engine and listen on no HTTP port)."""
+    labels = {APP_LABEL: mp.name}
+    if mp.multi_node is not None:
+        labels[ROLE_LABEL] = "leader"
+    return labels
+
+
 def inference_pool_object(mp: ModelPlan) -> dict[str, Any]:
     """The InferencePool the inferencepool chart renders for *mp*: the Deployment's own
     selector (the vLLM Pods), the port ``vllm serve`` listens on, the picker the chart
@@ -140,7 +150,7 @@ def inference_pool_object(mp: ModelPlan) -> dict[str, Any]:
         "spec": {
             "targetPorts": [{"number": VLLM_PORT}],
             "appProtocol": "http",
-            "selector": {"matchLabels": {APP_LABEL: mp.name}},
+            "selector": {"matchLabels": _serving_labels(mp)},
             "endpointPickerRef": {
                 "name": _picker_name(mp),
                 "port": {"number": int(chart.facts["picker_port"])},

@@ -85,6 +85,24 @@ class AutoscalingArgs(TypedDict):
     """Prometheus KEDA queries (the stack's monitoring)."""
 
 
+class MultiNodeArgs(TypedDict):
+    """One engine across the Pods of a LeaderWorkerSet group (TP within a node, PP across)."""
+
+    nodes: int
+    """Pods per group (LeaderWorkerSet ``size``), one per node: pipeline_parallel_size."""
+    executor: str
+    """vLLM --distributed-executor-backend: ``ray`` (a Ray head on the leader, the workers
+    join it) or ``mp`` (``--nnodes``/``--node-rank``/``--master-addr``, workers headless)."""
+    efa_interfaces: int
+    """Elastic Fabric Adapter interfaces each Pod requests (0: none)."""
+    efa_resource: str
+    """The EFA device plugin's resource name (``vpc.amazonaws.com/efa``)."""
+    efa_env: dict[str, str]
+    """Libfabric settings for NCCL over EFA (set when ``efa_interfaces`` > 0)."""
+    efa_capabilities: list[str]
+    """Container capabilities RDMA needs (added when ``efa_interfaces`` > 0)."""
+
+
 class VllmDeploymentArgs(TypedDict):
     """A plain `vllm serve` Deployment and what goes with it."""
 
@@ -134,6 +152,9 @@ class VllmDeploymentArgs(TypedDict):
     service_account: NotRequired[str]
     """ServiceAccount of the engine Pods (the one bound to a cloud identity that reads
     object-store weights); unset: the namespace's default."""
+    multi_node: NotRequired[MultiNodeArgs]
+    """Serve each engine from a LeaderWorkerSet group across nodes instead of a Deployment
+    (``gpus`` is then the GPUs of one Pod, one node's)."""
 
 
 class RayLlmModelArgs(TypedDict):

@@ -6,6 +6,8 @@ them, so ``gpustrata check`` on rendered manifests sees what ``pulumi up`` deplo
 
 from __future__ import annotations
 
+import copy
+import shlex
 from typing import Any
 
 import yaml
@@ -13,6 +15,7 @@ import yaml
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.render.dra import gpu_claim_template, use_gpu_claim
 from gpustrata.render.workload_args import (
+    MultiNodeArgs,
     ProbeArgs,
     RayLlmServiceArgs,
     RayWorkerGroupArgs,
@@ -178,6 +181,9 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
                 "labelSelector": {"matchLabels": selector},
             }
         ]
+    multi = args.get("multi_node")
+    if multi is not None:
+        return _leader_worker_set_objects(args, multi, labels, pod_spec, container, max_replicas)
     claim: list[dict[str, Any]] = []
     if args.get("gpu_claim"):
         use_gpu_claim(pod_spec, container, name)
@@ -228,6 +234,121 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
         objects.append(_scaled_object(args, labels))
     elif auto["kind"] == "hpa":
         objects.append(_hpa(args, labels))
+    if args["service_monitor"]:
+        objects.append(_service_monitor(name, ns, labels, selector))
+    return objects
+
+
+LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+"""Label the LeaderWorkerSet controller puts on every Pod of a set (lws api/leaderworkerset/
+v1/leaderworkerset_types.go SetNameLabelKey)."""
+ROLE_LABEL = "role"
+"""leader / worker, as the LWS vLLM example labels its templates (the Service selects the
+leader: only it serves HTTP)."""
+MULTI_NODE_SCRIPT = "/vllm-workspace/examples/online_serving/multi-node-serving.sh"
+"""vLLM's helper in the vllm-openai image: `leader --ray_cluster_size=N` starts a Ray head and
+waits until N nodes joined; `worker --ray_address=A` joins (vllm examples/online_serving/
+multi-node-serving.sh; the LWS vLLM example runs it the same way)."""
+
+
+def _quoted(words: list[str]) -> str:
+    """A command line for ``sh -c`` (each word single-quoted unless plain)."""
+    return " ".join(
+        w if w.startswith("$(") or shlex.quote(w) == w else shlex.quote(w) for w in words
+    )
+
+
+def _leader_worker_set_objects(
+    args: VllmDeploymentArgs,
+    multi: MultiNodeArgs,
+    labels: dict[str, str],
+    pod_spec: dict[str, Any],
+    container: dict[str, Any],
+    max_replicas: int,
+) -> list[dict[str, Any]]:
+    """A LeaderWorkerSet of ``nodes``-Pod groups (the leader runs `vllm serve` and the
+    probes, the workers join its engine), the Service in front of the leaders and a PDB."""
+    name, ns = _plain(args["name"]), _plain(args["namespace"])
+    serve = list(container["command"])
+    nodes = multi["nodes"]
+    env = list(container["env"])
+    if multi["efa_interfaces"] > 0:
+        efa = {multi["efa_resource"]: str(multi["efa_interfaces"])}
+        for side in ("requests", "limits"):
+            container["resources"][side] = {**container["resources"][side], **efa}
+        env += [{"name": k, "value": v} for k, v in multi["efa_env"].items()]
+        container["securityContext"] = {"capabilities": {"add": list(multi["efa_capabilities"])}}
+    container["env"] = env
+    backend = ["--distributed-executor-backend", multi["executor"]]
+    if multi["executor"] == "ray":
+        leader_cmd = (
+            f"bash {MULTI_NODE_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE); "
+            f"exec {_quoted([*serve, *backend])}"
+        )
+        worker_cmd = f"bash {MULTI_NODE_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS)"
+    else:
+        ranks = ["--nnodes", str(nodes), "--master-addr", "$(LWS_LEADER_ADDRESS)"]
+        leader_cmd = f"exec {_quoted([*serve, *backend, *ranks, '--node-rank', '0'])}"
+        worker_cmd = (
+            f"exec {_quoted([*serve, *backend, *ranks, '--node-rank', '$(LWS_WORKER_INDEX)'])}"
+            " --headless"
+        )
+    leader = {**container, "command": ["sh", "-c", leader_cmd]}
+    worker = {
+        key: value
+        for key, value in container.items()
+        if key not in ("startupProbe", "livenessProbe", "readinessProbe", "ports")
+    }
+    worker = {**worker, "name": "vllm-worker", "command": ["sh", "-c", worker_cmd]}
+    metadata = _meta(name, ns, labels)
+    if "startup_estimate_s" in args:
+        metadata["annotations"] = {STARTUP_ESTIMATE_ANNOTATION: str(args["startup_estimate_s"])}
+    lws = {
+        "apiVersion": LWS_API_VERSION,
+        "kind": "LeaderWorkerSet",
+        "metadata": metadata,
+        "spec": {
+            "replicas": args["replicas"],
+            # Workers start with the leader: the leader waits for them (Ray head or
+            # torch.distributed), so LeaderReady would never come.
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {
+                "size": nodes,
+                # One engine spans the group: a restarted Pod leaves the others' NCCL
+                # communicators dead, so the whole group restarts.
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": {
+                    "metadata": {"labels": {**labels, ROLE_LABEL: "leader"}},
+                    "spec": copy.deepcopy({**pod_spec, "containers": [leader]}),
+                },
+                "workerTemplate": {
+                    "metadata": {"labels": {**labels, ROLE_LABEL: "worker"}},
+                    "spec": copy.deepcopy({**pod_spec, "containers": [worker]}),
+                },
+            },
+        },
+    }
+    selector = {APP_LABEL: name, ROLE_LABEL: "leader"}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(name, ns, labels),
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": "http"}],
+        },
+    }
+    objects: list[dict[str, Any]] = [lws, service]
+    if max_replicas > 1:
+        objects.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": _meta(name, ns, labels),
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {LWS_NAME_LABEL: name}}},
+            }
+        )
     if args["service_monitor"]:
         objects.append(_service_monitor(name, ns, labels, selector))
     return objects

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from gpustrata.catalog.model_sources import local_config_path
 from gpustrata.planning.sizing import Candidate, SizingResult, simulate_replica
 from gpustrata.vllm.performance import ServingConstants
 from gpustrata.vllm.reference import VLLM_VERSION
@@ -102,7 +103,15 @@ def sizing_snippet(result: SizingResult) -> str | None:
             }
         ],
     }
-    return yaml.safe_dump(doc, sort_keys=False)
+    text = yaml.safe_dump(doc, sort_keys=False)
+    local = local_config_path(result.request.arch)
+    if local is not None:  # the stack must find the same file, or it plans another model
+        text = (
+            f"# {result.request.arch.id} was sized from {local}: plan the stack with "
+            "`--models DIR`, or set catalog.models_dir to a project folder holding it "
+            "(<org>/<name>/config.json).\n" + text
+        )
+    return text
 
 
 def simulated(

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpustrata.catalog.model_sources import using_model_sources
 from gpustrata.core.terminal import printable
 from gpustrata.planning.plan import StackPlan
 from gpustrata.reports.serving import serving_rows, serving_text
@@ -331,14 +332,15 @@ def plan_report(
     program = project.program()
     # The program gets the stack file's config as Pulumi passes it (secrets as stand-ins).
     extra, secret_keys = stack_config(file, project.name)[1:]
-    resources = run_program(
-        document,
-        stack=stack,
-        project=project.name,
-        program=program if program.exists() else None,
-        extra_config=extra,
-        secret_keys=secret_keys,
-    )
+    with using_model_sources(plan.sources):  # the program plans and the rules look there
+        resources = run_program(
+            document,
+            stack=stack,
+            project=project.name,
+            program=program if program.exists() else None,
+            extra_config=extra,
+            secret_keys=secret_keys,
+        )
     report = PlanReport(stack=stack, file=label or str(file), plan=plan, resources=resources)
     report.warnings = plaintext_secret_warnings(file)
     objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in resources)
@@ -347,7 +349,8 @@ def plan_report(
     if mismatch:
         at = line_in_file(str(file), "gpustrata:stack.environment")
         report.warnings.insert(0, f"{file}{f':{at}' if at else ''}: {mismatch}")
-    result = evaluate(objects, environment=report.environment)
+    with using_model_sources(plan.sources):
+        result = evaluate(objects, environment=report.environment)
     report.findings = [f.to_json() for f in result.findings]
     for finding in report.findings:
         where = stack_location(finding["rule"], finding["resource"], plan)

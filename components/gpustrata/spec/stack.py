@@ -14,7 +14,14 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gpustrata.catalog.hardware import GpuModel, InstanceType
-from gpustrata.catalog.inputs import StrictModel, Taint, TaintEffect, WeightSource
+from gpustrata.catalog.inputs import (
+    GP3_BASELINE_MIBPS,
+    StorageKind,
+    StrictModel,
+    Taint,
+    TaintEffect,
+    WeightSource,
+)
 from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.environments import Environment
 from gpustrata.core.vllm_choices import BlockSize, KvCacheDtype, ModelDtype
@@ -685,6 +692,35 @@ class WeightsSpec(_Model):
         "source by `plan` and `capacity`.",
     )
 
+    storage: StorageKind | None = Field(
+        default=None,
+        description="What vLLM's loader reads the weights from, for the startup estimate: "
+        "local-disk (instance NVMe or the node's own disk), ebs (an EBS volume), "
+        "network-volume (EFS, NFS, FSx). Each has a load bandwidth fitted on published vLLM "
+        "startup logs. Empty: local-disk for source local-nvme, ebs for a pvc with "
+        "cache_size_gib (the stack's gp3 volume), else not stated (plan shows a range).",
+    )
+    volume_throughput_mibps: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="The volume's provisioned read throughput in MiB/s (gp3: 125 to 1,000; "
+        "io2: up to 4,000), which caps the load. Empty with the stack's own gp3 cache "
+        "volume: gp3's baseline 125 MiB/s.",
+    )
+
+    def storage_facts(self) -> tuple[str | None, float | None]:
+        """(storage kind, read cap in GB/s) the startup estimate uses: as stated, else
+        derived from the source (:attr:`storage`)."""
+        kind = self.storage
+        mibps = self.volume_throughput_mibps
+        if kind is None and self.source == "local-nvme":
+            kind = "local-disk"
+        if kind is None and self.source == "pvc" and self.cache_size_gib > 0:
+            kind = "ebs"
+            mibps = mibps or GP3_BASELINE_MIBPS
+        return kind, (mibps * (1 << 20) / 1e9 if mibps else None)
+
     @field_validator("uri")
     @classmethod
     def _uri(cls, value: str | None) -> str | None:
@@ -1019,6 +1055,55 @@ class InferenceGatewaySpec(_Model):
     )
 
 
+# --- Multi-node engines (LeaderWorkerSet) ------------------------------------------------
+# One engine across several nodes: TP within a node, PP across nodes, served by a
+# LeaderWorkerSet (kubernetes-sigs/lws). Kept in its own section (spec merges).
+
+MultiNodeExecutor = Literal["ray", "mp"]
+EfaMode = Literal["auto", "off"]
+
+
+class MultiNodeSpec(_Model):
+    """An engine that spans nodes: one LeaderWorkerSet group of ``nodes`` Pods, each taking
+    every GPU of its node (tensor parallel within the node, pipeline parallel across nodes,
+    as vLLM's multi-node guide sets them)."""
+
+    nodes: int | None = Field(
+        default=None,
+        ge=2,
+        le=64,
+        description="Nodes (Pods) per engine = pipeline_parallel_size. Empty: the fewest "
+        "nodes of the pool whose GPUs hold the weights and one max_model_len sequence.",
+    )
+    executor: MultiNodeExecutor = Field(
+        default="ray",
+        description="vLLM --distributed-executor-backend across the nodes: 'ray' (the leader "
+        "starts a Ray head, the workers join it: vLLM's multi-node-serving.sh) or 'mp' "
+        "(multiprocessing: every Pod runs `vllm serve --nnodes N --node-rank R "
+        "--master-addr <leader>`, the workers with --headless).",
+    )
+    efa: EfaMode = Field(
+        default="auto",
+        description="'auto': on instance types with Elastic Fabric Adapter interfaces, each "
+        "Pod requests all of its node's (vpc.amazonaws.com/efa) and sets the Libfabric "
+        "environment NCCL needs (FI_PROVIDER=efa); 'off': NCCL over TCP sockets.",
+    )
+
+
+class LwsSpec(_Model):
+    """The LeaderWorkerSet controller, installed when a model spans nodes."""
+
+    chart_version: Version | None = Field(
+        default=None,
+        examples=["0.10.0"],
+        description="lws chart version (empty: the catalogued release).",
+    )
+    namespace: Name = Field(default="lws-system", description="Namespace of the controller.")
+
+
+# --- end of multi-node engines -----------------------------------------------------------
+
+
 class ModelSpec(_Model):
     """A served model: what runs, where, and with which vLLM engine settings."""
 
@@ -1082,6 +1167,13 @@ class ModelSpec(_Model):
         "(deployment runtime). Empty: when the stack has monitoring (mode install or "
         "existing), whose CRDs it needs.",
     )
+    multi_node: MultiNodeSpec | None = Field(
+        default=None,
+        description="Serve one engine across several nodes with a LeaderWorkerSet (TP = GPUs "
+        "per node, PP = nodes; deployment runtime). Empty: one node per engine, unless the "
+        "engine's TP and PP are left unset and the weights and one max_model_len sequence do "
+        "not fit one node of the pool: then the planner spans nodes and says so.",
+    )
     startup_init_s: int | None = Field(
         default=None,
         ge=1,
@@ -1117,6 +1209,15 @@ class ModelSpec(_Model):
             raise ValueError(f"{value[:60]!r} {problem}")
         return value
 
+    @model_validator(mode="after")
+    def _multi_node_runtime(self) -> ModelSpec:
+        if self.multi_node is not None and self.runtime != "deployment":
+            raise ValueError(
+                f"multi_node needs runtime 'deployment' (a LeaderWorkerSet of vLLM Pods), not "
+                f"{self.runtime!r}: set runtime: deployment or remove multi_node"
+            )
+        return self
+
 
 class CatalogExtensions(_Model):
     """Catalogue entries added by this stack (a custom GPU, an instance type not listed)."""
@@ -1127,6 +1228,33 @@ class CatalogExtensions(_Model):
     instances: list[InstanceType] = Field(
         default_factory=list, description="Extra instance types (override by name)."
     )
+    models_dir: str | None = Field(
+        default=None,
+        max_length=MODEL_MAX,
+        examples=["models"],
+        description="Folder in the project holding models' own files (<org>/<name>/"
+        "config.json, <name>/config.json or a Hugging Face cache layout): a model found there "
+        "is sized from its config.json (and model.safetensors.index.json) before the Hugging "
+        "Face cache and the model catalogue. `--models DIR` overrides it.",
+    )
+
+    @field_validator("models_dir")
+    @classmethod
+    def _models_dir_in_project(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        text = value.replace("\\", "/")
+        if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", text):
+            raise ValueError(
+                f"{value[:60]!r} is an absolute path; a stack may only name a folder inside "
+                "the project: use a path relative to the project (or `--models DIR`)"
+            )
+        if ".." in text.split("/"):
+            raise ValueError(
+                f"{value[:60]!r} leaves the project through '..'; use a folder inside the "
+                "project (or `--models DIR`)"
+            )
+        return value
 
 
 MAX_MODELS = 200
@@ -1157,6 +1285,10 @@ class StackSpec(_Model):
         description="Prometheus (for ServiceMonitors and KEDA).",
     )
     keda: KedaSpec = Field(default_factory=KedaSpec, description="KEDA (autoscaling kind keda).")
+    lws: LwsSpec = Field(
+        default_factory=LwsSpec,
+        description="LeaderWorkerSet controller (installed when a model spans nodes).",
+    )
     models: list[ModelSpec] = Field(
         default_factory=list,
         max_length=MAX_MODELS,

@@ -111,7 +111,13 @@ class ModelRef:
 
     @property
     def name(self) -> str:
-        """``Qwen/Qwen2.5-7B-Instruct`` (or ``s3://... (meta-llama/...)`` when they differ)."""
+        """``Qwen/Qwen2.5-7B-Instruct`` (or ``s3://... (meta-llama/...)`` when they differ;
+        ``... (from PATH/config.json)`` when the model's own file was read)."""
+        local = self.arch.sources[0] if self.arch.sources[0].startswith("file:") else None
+        if local is not None:
+            from gpustrata.catalog.model_sources import local_config_path
+
+            return f"{self.written} (from {local_config_path(self.arch)})"
         return self.arch.id if self.written == self.arch.id else f"{self.written} ({self.arch.id})"
 
 

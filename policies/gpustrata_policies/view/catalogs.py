@@ -11,14 +11,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from gpustrata.core.unknown import UnknownInput
 from gpustrata_policies.view.vllm_args import split_image, vllm_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
     from gpustrata.catalog.compat import CompatCatalog, DriverRequirement, GpuOperatorRelease
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+    from gpustrata.catalog.model_sources import ModelSources
     from gpustrata.catalog.vllm_releases import VllmReleases
 
 __all__ = [
@@ -130,20 +132,48 @@ def operator_release(version: str | None) -> GpuOperatorRelease | None:
 
 
 def model_architecture(model_id: str) -> ModelArchitecture | None:
-    """A model architecture by Hugging Face id or alias, else by a local path, URI or
-    served name whose last component names one entry (``/models/Qwen3-32B``:
-    :meth:`~gpustrata.catalog.architectures.ModelCatalog.named_by_path`), or ``None``."""
+    """A model architecture from the model's own files where the command names some
+    (``--models DIR``, the Hugging Face cache:
+    :func:`~gpustrata.catalog.model_sources.active_model_sources`), else by Hugging Face id
+    or alias, else by a local path, URI or served name whose last component names one
+    entry (``/models/Qwen3-32B``:
+    :meth:`~gpustrata.catalog.architectures.ModelCatalog.named_by_path`), or ``None``.
+
+    Raises :class:`~gpustrata.core.unknown.UnknownInput` (the rule is not evaluated) with
+    the file and the fix when the model's local file is found but refused."""
     load = _LOADERS.get("models")
-    if load is None:
+    active = _LOADERS.get("sources")
+    if load is None or active is None:
         from gpustrata.catalog.architectures import load_model_catalog
+        from gpustrata.catalog.model_sources import active_model_sources
 
         load = _LOADERS["models"] = load_model_catalog
+        active = _LOADERS["sources"] = active_model_sources
     catalog = load()
     memo = _memo("model_architecture", catalog)
-    if model_id not in memo:
-        memo[model_id] = catalog.get(model_id) or catalog.named_by_path(model_id)
-    found: ModelArchitecture | None = memo[model_id]
-    return found
+    sources: ModelSources | None = active()
+    local = sources is not None and not sources.empty
+    key = (sources, model_id) if local else model_id
+    if key not in memo:
+        found = _local_architecture(sources, model_id) if sources is not None and local else None
+        memo[key] = found or catalog.get(model_id) or catalog.named_by_path(model_id)
+    found = memo[key]
+    if isinstance(found, str):
+        raise UnknownInput(model_id, found)
+    return cast("ModelArchitecture | None", found)
+
+
+def _local_architecture(sources: ModelSources, model_id: str) -> ModelArchitecture | str | None:
+    """The model's architecture from its local files, the refusal's text, or None."""
+    from gpustrata.catalog.architectures import ModelCatalogError
+
+    try:
+        return sources.architecture(model_id)
+    except ModelCatalogError as exc:
+        return (
+            f"the local files of model {model_id!r} cannot be used: {exc} (gpustrata does not "
+            "fall back to the catalogue for a model whose own files it found)"
+        )
 
 
 def nearest_models(name: str) -> list[str]:

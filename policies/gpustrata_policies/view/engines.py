@@ -374,7 +374,7 @@ VENDOR_BUILDS = (
 )
 """Vendor builds of vLLM whose tags are the vendor's own versions (repository prefix or
 part, vendor); the vLLM inside is the release catalogue's ``vendor_images`` mapping where
-the vendor's notes name it, else unknown."""
+the vendor's notes name it (read first, for any image: AIBrix's builds too), else unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,6 +427,12 @@ def image_release(image: Any) -> ImageRelease | None:
                 info.vllm, f"image {image} (Ray {info.ray} pins vllm=={info.vllm})", ray=info.ray
             )
         return ImageRelease(None, f"image {image} does not pin a vLLM version the catalogue knows")
+    build = catalogs.vllm_releases().vendor_image(repo, tag or "")
+    if build is not None:  # a vendor build whose notes or build files name its vLLM
+        return ImageRelease(
+            build.vllm,
+            f"image {image} ({build.vendor} {tag} ships vLLM {build.vllm}: {build.source})",
+        )
     publisher = image_publisher(image)
     if publisher is not None:
         return ImageRelease(
@@ -436,13 +442,6 @@ def image_release(image: Any) -> ImageRelease | None:
         )
     for prefix, vendor in VENDOR_BUILDS:
         if prefix in repo and "vllm" in repo.lower():
-            build = catalogs.vllm_releases().vendor_image(repo, tag or "")
-            if build is not None:
-                return ImageRelease(
-                    build.vllm,
-                    f"image {image} ({vendor} {tag} ships vLLM {build.vllm}, its release "
-                    f"notes: {build.source})",
-                )
             return ImageRelease(
                 None,
                 f"image {image} is a {vendor} build tagged with the vendor's version; the "

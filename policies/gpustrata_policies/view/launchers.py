@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, is_tracked
 from gpustrata.vllm.flags import parse_flags
 from gpustrata_policies.view.objects import (
     K8sObject,
@@ -25,13 +25,20 @@ from gpustrata_policies.view.objects import (
     as_map,
     dig,
     is_read_kind,
+    kubeai_image,
     kubeai_profile,
     multi_pod_role,
     rbg_group,
 )
 from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
 
-__all__ = ["KSERVE_PRESET_SOURCE", "attach_partners", "launcher_fills", "llmisvc_engine"]
+__all__ = [
+    "KSERVE_PRESET_SOURCE",
+    "attach_partners",
+    "installation_reason",
+    "launcher_fills",
+    "llmisvc_engine",
+]
 
 KSERVE_PRESET_SOURCE = "kserve/kserve@aaac4e2:config/llmisvcconfig"
 """Where KServe's LLMInferenceServiceConfig presets write the vLLM command line
@@ -46,6 +53,34 @@ unit, no node selector) and vLLM images (``modelServers.VLLM.images``)."""
 LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
 """llmaz's default vLLM BackendRuntime: ``python3 -m vllm.entrypoints.openai.api_server
 --model <path> --served-model-name <name> --port 8080`` on the chart's image."""
+
+
+_INSTALLATION_FILLS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # kind -> (who fills it, the values the Pod gpustrata builds leaves unknown for it)
+    "Model": (
+        "the KubeAI installation (its resourceProfiles and modelServers.VLLM.images)",
+        ("image", "tolerations"),
+    ),
+    "Playground": ("the llmaz BackendRuntime the installation holds", ("image",)),
+}
+
+
+def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
+    """The "not evaluated" reason for *exc* on *obj*: for a value the Pod gpustrata builds
+    for a KubeAI Model or llmaz Playground leaves to the controller's installation (its
+    image, tolerations), who sets it; otherwise *exc*'s own reason. A value known only at
+    deploy time (a Pulumi preview: *obj* holds unknowns) keeps its reason."""
+    filled = _INSTALLATION_FILLS.get(obj.kind)
+    default = f"{exc.what} is unknown until the deployment runs"
+    if filled is None or exc.reason != default or not is_read_kind(obj) or is_tracked(obj.raw):
+        return exc.reason
+    who, values = filled
+    if not exc.what.startswith(values):
+        return exc.reason
+    return (
+        f"{exc.what} is set by {who}, which the manifest does not state, so what depends on "
+        "it is not evaluated"
+    )
 
 
 def launcher_fills(obj: K8sObject) -> list[str]:
@@ -331,6 +366,12 @@ def _kubeai(obj: K8sObject) -> list[str]:
             f"resourceProfile {stated!r} is read as {profile[1]} nvidia.com/gpu (KubeAI's "
             f"default profiles give one GPU per unit, {KUBEAI_VALUES})"
         )
+    if kubeai_image(obj) is not None:
+        return [
+            f"KubeAI Model: {gpus}; the GPU model, node selector and tolerations come from "
+            "the installation's resourceProfiles, which the manifest does not state (its "
+            "image is spec.image)"
+        ]
     return [
         f"KubeAI Model: {gpus}; the GPU model, node selector, tolerations and the vLLM image "
         "(so the vLLM release) come from the installation's resourceProfiles and "

@@ -41,6 +41,7 @@ __all__ = [
     "is_builtin",
     "is_gpu_resource",
     "is_read_kind",
+    "kubeai_image",
     "kubeai_profile",
     "multi_pod_role",
     "rbg_group",
@@ -971,6 +972,13 @@ def kubeai_profile(obj: K8sObject) -> tuple[str, int] | None:
     return (name, int(count)) if count.isdigit() else None
 
 
+def kubeai_image(obj: K8sObject) -> str | None:
+    """A KubeAI Model's own ``spec.image`` (the server image KubeAI runs instead of the
+    installation's, :data:`KUBEAI_SOURCE` ``lookupServerImage``), or None."""
+    image = dig(obj.raw, "spec", "image")
+    return image if isinstance(image, str) and image.strip() else None
+
+
 def _kubeai_probe(period: int, timeout: int, failures: int) -> dict[str, Any]:
     return {
         "httpGet": {"path": "/health", "port": "http"},
@@ -983,8 +991,9 @@ def _kubeai_probe(period: int, timeout: int, failures: int) -> dict[str, Any]:
 def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
     """The Pod KubeAI runs for a ``spec.engine: VLLM`` Model (:data:`KUBEAI_SOURCE`).
 
-    The image and tolerations are the installation's (unknown: what depends on them is not
-    evaluated, its vLLM release is never guessed); the node selector its resource
+    The image is ``spec.image`` where the Model states one, else the installation's, as are
+    the tolerations (unknown: what depends on them is not evaluated, its vLLM release is
+    never guessed); the node selector its resource
     profile's (unstated); a ``nvidia-gpu-*:N`` profile gives the Pod N ``nvidia.com/gpu``
     (the chart's profiles give one GPU per unit;
     :func:`~gpustrata_policies.view.launchers.launcher_fills` says so)."""
@@ -998,7 +1007,9 @@ def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
     env = as_map(spec.get("env"), f"spec.env of {obj.resource}")
     container: dict[str, Any] = {
         "name": "server",
-        "image": UNKNOWN,  # the installation's modelServers.VLLM.images: chosen at deploy time
+        # spec.image when stated, else the installation's modelServers.VLLM.images, chosen
+        # at deploy time (lookupServerImage, internal/modelcontroller/model_controller.go)
+        "image": kubeai_image(obj) or UNKNOWN,
         "command": list(KUBEAI_VLLM_COMMAND),
         "args": args,
         "env": [{"name": k, "value": v} for k, v in sorted(env.items())],

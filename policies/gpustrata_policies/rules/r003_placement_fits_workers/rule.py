@@ -132,6 +132,9 @@ def _pack(
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Every engine's placement group fits one worker layout, and all replicas fit at max."""
+    if obj.kind == "LeaderWorkerSet":
+        yield from _leader_worker_groups(ctx, obj)
+        return
     if obj.kind != "RayService":
         return
     cfg = serve_config(obj)
@@ -224,6 +227,35 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     )
 
 
+def _leader_worker_groups(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """A LeaderWorkerSet's groups (``replicas`` x ``size`` Pods: a multi-node engine's Ray
+    cluster or torch.distributed group) fit the one pool their Pods target at its maxSize;
+    a group whose last Pods find no node never starts its engine."""
+    tpl = obj.raw.get("spec", {}).get("leaderWorkerTemplate", {})
+    size, replicas = tpl.get("size", 1), obj.raw.get("spec", {}).get("replicas", 1)
+    if not isinstance(size, int) or not isinstance(replicas, int) or size < 2 or replicas < 1:
+        return
+    pods = obj.pods()
+    caps = [_pool_cap(ctx, pod) for pod in pods]
+    requests = {tuple(sorted(gpu_requests(p, ctx.config.gpu_resources).items())) for p in pods}
+    if not caps or any(c is None for c in caps) or len({c for c in caps}) != 1:
+        return  # no single described pool, or leader and workers differ: not certain
+    if len(requests) != 1:
+        return
+    cap = caps[0]
+    assert cap is not None
+    total = replicas * size
+    if total <= cap[0]:
+        return
+    yield ctx.violation(
+        obj,
+        f"LeaderWorkerSet {obj.name} runs {replicas} group(s) of size {size} = {total} Pods, "
+        f"but {cap[1]}: {total - cap[0]} Pod(s) stay Pending and a group whose Pods do not "
+        "all run never starts its engine",
+        ("spec", "replicas"),
+    )
+
+
 def _pool_cap(ctx: RuleContext, pod: PodRef) -> tuple[int, str] | None:
     """The most worker Pods like *pod* the one described pool it targets holds at its
     maxSize, with the working. ``None`` when that is not known for certain: no single
@@ -287,12 +319,15 @@ RULE = Rule(
             "the replica never starts; replicas beyond what the groups hold stay pending. "
             "Where a described GPU pool is the only one a worker group can use, the group "
             "holds no more Pods than the pool's maxSize nodes can: the Ray autoscaler asks "
-            "for more, and they stay Pending."
+            "for more, and they stay Pending. A LeaderWorkerSet's groups (a multi-node "
+            "engine: replicas x size Pods) likewise fit the one described pool they target "
+            "at its maxSize."
         ),
         fix=(
             "Give the worker group Pods at least TP x PP GPUs (num-gpus = the container's GPU "
             "limit) for STRICT_PACK, use PACK for engines that span nodes, or raise the "
-            "group's maxReplicas (and its pool's maxSize) to max_replicas x Pods per engine."
+            "group's maxReplicas (and its pool's maxSize) to max_replicas x Pods per engine "
+            "(for a LeaderWorkerSet: maxSize >= replicas x size Pods' nodes)."
         ),
         references=(
             f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",

@@ -14,6 +14,7 @@ from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import operator_release, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
+from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
@@ -204,7 +205,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 f"{key}: {spec[key]} has no effect from KubeRay 1.1 on, which ignores it in "
                 f"ray.io/v1 ({KUBERAY_1685}; KubeRay 1.0 applies it to UNHEALTHY/DEPLOY_FAILED "
                 "applications, never to a loading one); the engine start timeout is what "
-                "bounds a model load",
+                "bounds a model load; the KubeRay release decides it "
+                + profile_hint("versions.kuberay"),
             )
         elif value is not None and estimates and value < max(b for b, _ in estimates):
             needed, why = max(estimates)

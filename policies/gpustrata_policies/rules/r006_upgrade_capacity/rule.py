@@ -92,7 +92,14 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     capacity = 0
     for pool in used.values():
         if pool.max_size is None or not pool.gpu_count:
-            yield ctx.not_evaluated(obj, f"GPU pool {pool.name} states no maxSize or GPU count")
+            how = (
+                "(its spec.limits name no nvidia.com/gpu)"
+                if pool.extra.get("source") == "NodePool"
+                else profile_hint("pools[].max_size and gpus_per_node")
+            )
+            yield ctx.not_evaluated(
+                obj, f"GPU pool {pool.name} states no maxSize or GPU count {how}"
+            )
             return
         capacity += pool.max_size * pool.gpu_count
     if strategy == INCREMENTAL:

@@ -149,6 +149,26 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 )
             continue
         got, where = limit, f"its GPU limit is {fmt_gpus(limit)}"
+        nnodes = engine.get_int("nnodes") if engine.get("nnodes") is not None else None
+        if nnodes is not None and nnodes > 1 and need % nnodes == 0:
+            # Multiprocessing across nodes (`--nnodes N --node-rank R`, workers --headless):
+            # each node runs its share of the world (vllm/config/parallel.py
+            # local_world_size = world_size // nnodes), one worker per local GPU.
+            if need // nnodes == limit:
+                continue
+            yield ctx.violation(
+                obj,
+                f"{container.label} runs its share of a vLLM engine of {_formula(tp, pp, dp)} "
+                f"GPUs over --nnodes {nnodes}: {need // nnodes} GPU(s) on each node, but its "
+                f"GPU limit is {fmt_gpus(limit)}; "
+                + (
+                    "vLLM starts one worker per local GPU and fails at startup when it finds fewer"
+                    if limit < need // nnodes
+                    else f"{fmt_gpus(limit - need // nnodes)} GPU(s) stay allocated and idle"
+                ),
+                (*container.path, "resources"),
+            )
+            continue
         if obj.kind == "LeaderWorkerSet":
             workers = [p for p in obj.pods() if p.role == "worker"]
             size = obj.raw.get("spec", {}).get("leaderWorkerTemplate", {}).get("size", 1)
