@@ -34,6 +34,7 @@ from gpustrata.core.quantity import format_bytes, format_cores, kubelet_reserved
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.multinode import MultiNodePlan, MultiNodeProblem, resolve_multi_node
 from gpustrata.planning.provenance import Derived, Ledger, Source
+from gpustrata.planning.routing import route_timeout
 from gpustrata.planning.serving import (
     ServingAtSettings,
     WorkloadTooLong,
@@ -169,6 +170,10 @@ class ModelPlan:
     """CPU request of an engine Pod: the stack's ``cpu``, else derived from the pool."""
     memory: str = "1Gi"
     """Memory request and limit of an engine Pod: the stack's ``memory``, else derived."""
+    route_timeout: str | None = None
+    """HTTPRoute ``timeouts.request`` of a model behind the inference gateway (a Gateway
+    API duration, derived from its longest generation: :mod:`gpustrata.planning.routing`);
+    None for Service routing."""
     multi_node: MultiNodePlan | None = None
     """The engine's layout across nodes (a LeaderWorkerSet group); None: one Pod per engine.
     When set, ``spec`` carries the resolved TP, PP and ``multi_node.nodes``."""
@@ -833,6 +838,7 @@ def _plan_model(
         timeout_s=PROBE_TIMEOUT_S,
     )
 
+    route = route_timeout(model, arch, pool.gpu, capacity, key, ledger)
     ray = None
     if model.runtime == "rayservice":
         ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, probes, ledger)
@@ -853,6 +859,7 @@ def _plan_model(
         serving=serving,
         cpu=cpu,
         memory=memory,
+        route_timeout=route,
         multi_node=multi[1] if multi is not None else None,
     )
 

@@ -13,7 +13,7 @@ from gpustrata.reports.serving import serving_rows, serving_text
 from gpustrata.runtime.mockrun import Registered, run_program, stack_config
 from gpustrata_policies.rehearsal import Rehearsal, rehearse
 
-LAYERS = ("nodes", "gpu-software", "ray", "vllm", "other")
+LAYERS = ("nodes", "gpu-software", "ray", "vllm", "routing", "other")
 _LAYER_OF_COMPONENT = {
     "gpustrata:index:EksCluster": "nodes",
     "gpustrata:index:GpuNodePool": "nodes",
@@ -24,12 +24,17 @@ _LAYER_OF_COMPONENT = {
     "gpustrata:index:KubeRayOperator": "ray",
     "gpustrata:index:RayLlmService": "ray",
     "gpustrata:index:VllmDeployment": "vllm",
+    "gpustrata:index:InferenceGateway": "routing",
+    "gpustrata:index:InferenceRoute": "routing",
+    # Registered by the stack itself (also when the gateway is not installed by it).
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway": "routing",
 }
 _LAYER_TITLES = {
     "nodes": "Nodes (Kubernetes decides which node and how many whole GPUs)",
     "gpu-software": "GPU software (driver, toolkit, device plugin, DCGM)",
     "ray": "Ray (KubeRay: which worker runs which engine, placement groups)",
     "vllm": "vLLM (plain Deployments: engine flags, probes, autoscaling)",
+    "routing": "Routing (Gateway API Inference Extension: gateway, InferencePools, pickers)",
     "other": "Other",
 }
 
@@ -59,7 +64,12 @@ class PlanReport:
         """The layer a resource belongs to: its own or its nearest gpustrata ancestor's."""
         by_name = self._by_name()
         current: Registered | None = resource
-        while current is not None:
+        seen: set[int] = set()
+        # Logical names are unique per type only: a component may share the Stack's name
+        # (stack "inference-gateway", component "gpustrata-inference-gateway"), so the walk
+        # up by name must stop at a resource it has seen.
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
             if current.type in _LAYER_OF_COMPONENT:
                 return _LAYER_OF_COMPONENT[current.type]
             current = by_name.get(current.parent) if current.parent else None

@@ -97,6 +97,9 @@ OTHER_KINDS = frozenset(
         "EksAddon",  # an EKS add-on (CoreDNS: K017, the deploy rehearsal)
         "CustomResourceDefinition",  # what makes a custom resource's kind exist (K018)
         "InferencePool",  # Gateway API Inference Extension (G001, G002)
+        # Gateway API Gateway: the standard channel gives it no timeout (its routes and
+        # the policies on it carry them: G001); its CRD and class are K018's.
+        "Gateway",
         "VirtualService",  # Istio route timeouts (G001)
         "BackendTrafficPolicy",  # Envoy Gateway timeouts (G001)
         "ClientTrafficPolicy",  # Envoy Gateway idle timeouts (G001)
