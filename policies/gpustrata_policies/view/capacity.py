@@ -19,12 +19,11 @@ import operator
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from gpustrata.catalog.vllm_facts import facts_for
 from gpustrata.catalog.vllm_releases import (
-    Fact,
-    memory_default,
+    VllmReleaseCatalogError,
     memory_default_any_release,
     vllm_file_url,
 )
@@ -323,8 +322,6 @@ def engine_settings(
     """Read the settings the planner needs; unset ones take vLLM's defaults (the image's
     *release* where the catalogue read it, else the reference release's; the V0 engine's
     where they differ). Returns an error text for unreadable values."""
-    from gpustrata.vllm.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
-
     engine = site.engine
     if not engine.complete:
         return (
@@ -368,24 +365,9 @@ def engine_settings(
             f"read ({oldest} to {newest}; the image names none)"
         )
     elif util is None:
-        fact = _memory_default(release) if release and release != REFERENCE_VLLM else None
-        if fact is None:
-            kwargs["gpu_memory_utilization"] = DEFAULT_GPU_MEMORY_UTILIZATION
-            defaults["gpu_memory_utilization"] = (
-                f"gpu_memory_utilization unset: vLLM {REFERENCE_VLLM}'s default "
-                f"{DEFAULT_GPU_MEMORY_UTILIZATION}"
-                + (
-                    f" (vLLM {release}'s was not read)"
-                    if release not in (None, REFERENCE_VLLM)
-                    else ""
-                )
-            )
-        else:
-            kwargs["gpu_memory_utilization"] = fact.value
-            defaults["gpu_memory_utilization"] = (
-                f"gpu_memory_utilization unset: vLLM {release}'s default {fact.value:g} "
-                f"({fact.source})"
-            )
+        kwargs["gpu_memory_utilization"], defaults["gpu_memory_utilization"] = _memory_share(
+            release
+        )
     else:
         try:
             kwargs["gpu_memory_utilization"] = float(str(util))
@@ -416,10 +398,24 @@ def engine_settings(
     return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit, release)
 
 
-@lru_cache(maxsize=256)  # a few releases; every engine of one asks the catalogue again
-def _memory_default(release: str) -> Fact | None:
-    """:func:`~gpustrata.catalog.vllm_releases.memory_default`, once per release."""
-    return memory_default(release)
+def _memory_share(release: str | None) -> tuple[float, str]:
+    """The unset ``gpu_memory_utilization`` of *release* (read in it, or agreed around
+    it), else the reference release's, and how it was found."""
+    found = facts_for(release).gpu_memory_utilization if release else None
+    if found is not None and release != REFERENCE_VLLM:
+        return float(found.value), (
+            f"gpu_memory_utilization unset: vLLM {release}'s default {found.value:g} "
+            f"({found.source})"
+        )
+    ref = facts_for(REFERENCE_VLLM).gpu_memory_utilization
+    if ref is None:
+        raise VllmReleaseCatalogError(
+            f"memory_defaults has no row for the reference release {REFERENCE_VLLM}"
+        )
+    unread = f" (vLLM {release}'s was not read)" if release not in (None, REFERENCE_VLLM) else ""
+    return float(ref.value), (
+        f"gpu_memory_utilization unset: vLLM {REFERENCE_VLLM}'s default {ref.value}{unread}"
+    )
 
 
 def _v0_defaults(
