@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
-import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -53,7 +52,7 @@ from gpustrata_policies.view.objects import (
     dig,
 )
 from gpustrata_policies.view.ray import flag_is_on
-from gpustrata_policies.view.vllm_args import EngineArgs
+from gpustrata_policies.view.vllm_args import EngineArgs, hf_hub_cache
 
 T = TypeVar("T")
 
@@ -617,20 +616,6 @@ def _volume_source(at: str, volume: Mapping[str, Any]) -> tuple[str, str]:
     return "pvc", f"volume '{volume.get('name')}' mounted at {at}"
 
 
-def _hf_cache(container: ContainerRef, engine: EngineArgs) -> str:
-    """Where vLLM keeps Hub downloads: ``--download-dir``, HF_HUB_CACHE, HF_HOME/hub, or
-    the home of the image's user (root in ``vllm/vllm-openai``)."""
-    target = engine.get("download_dir")
-    if isinstance(target, str):
-        return target
-    env = container.literal_env()
-    if env.get("HF_HUB_CACHE"):
-        return env["HF_HUB_CACHE"]
-    if env.get("HF_HOME"):
-        return posixpath.join(env["HF_HOME"], "hub")
-    return posixpath.join(env.get("HOME", "/root"), ".cache/huggingface/hub")
-
-
 _TRUTHY = ("1", "true", "yes", "on")
 
 
@@ -690,8 +675,8 @@ def weights_source(site: EngineSite, model: ModelRef) -> tuple[str, str]:
             return "pvc", f"weights read from {written} in the image (node disk)"
         source, where = _volume_source(*found)
         return source, f"weights read from {where}"
-    cache = _hf_cache(container, site.engine)
-    found = _mount_for(container, cache)
+    cache = hf_hub_cache(container, site.engine.get("download_dir"))
+    found = _mount_for(container, cache) if cache else None
     if found is not None and isinstance(found[1].get("persistentVolumeClaim"), Mapping):
         source, where = _volume_source(*found)
         return source, f"weights read from the Hugging Face cache on {where}"
