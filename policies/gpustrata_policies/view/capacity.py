@@ -30,13 +30,14 @@ from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.quantity import parse_number
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata.vllm.flags import AUTO_FIT, int_setting
+from gpustrata.vllm.flags import AUTO_FIT
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
 from gpustrata_policies.findings import NotEvaluated, RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
     GpuRef,
+    as_int,
     gpu_resources,
     image_release,
     pod_gpus,
@@ -308,8 +309,8 @@ def _raw(engine: EngineArgs, key: str) -> Any:
 
 
 def _int(engine: EngineArgs, key: str) -> int | str | None:
-    """An integer setting as vLLM reads it: the value, None when unset, or an error text."""
-    value = int_setting(engine.values, key, engine.source)
+    """:func:`~gpustrata_policies.view.engines.as_int` with the error worded for V003."""
+    value = as_int(engine, key)
     if isinstance(value, str):
         return f"{key} {quoted(engine.get(key))} is not an integer"
     return value
