@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _release import REFERENCE_IMAGE
 from conftest import REPO, fixture_files, fixture_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -165,7 +166,7 @@ def _pod(name: str, gpus: str = "1") -> dict[str, Any]:
             "containers": [
                 {
                     "name": "c",
-                    "image": "vllm/vllm-openai:v0.33.0",
+                    "image": REFERENCE_IMAGE,
                     "resources": {"requests": {"nvidia.com/gpu": gpus}},
                 }
             ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _release import REFERENCE_IMAGE
 from conftest import deployment_of
 
 from gpustrata_policies import evaluate
@@ -32,7 +33,7 @@ def test_rules_are_mandatory_everywhere(rule_id: str) -> None:
 
 def deployment(
     argv: list[str],
-    image: str = "vllm/vllm-openai:v0.33.0",
+    image: str = REFERENCE_IMAGE,
     gpu: str | None = "NVIDIA-L4",
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
