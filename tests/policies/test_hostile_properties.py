@@ -62,6 +62,7 @@ def _exit_ok(code: int, out: str, err: str, path: Path) -> None:
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(value=HUGE, place=PLACES, fmt=st.sampled_from(["text", "json"]))
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_huge_numbers_anywhere_end_in_results_or_one_line(
     tmp_path: Path, value: str, place: str, fmt: str
 ) -> None:

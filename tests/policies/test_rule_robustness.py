@@ -111,6 +111,7 @@ def _rerun_raw(objects: list[K8sObject], rule_id: str) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=odd_object_sets())
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_every_rule_survives_odd_objects(case: tuple[list[Any], bool]) -> None:
     raw, via_pulumi = case
     mappings = _as_pulumi(raw) if via_pulumi else [o for o in raw if isinstance(o, dict)]
