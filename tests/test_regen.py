@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _regen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("regen_tool", ROOT / "tools/regen.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = tool
-    spec.loader.exec_module(tool)
-    return tool
+    return load_script("tools/regen.py", "regen_tool")
 
 
 def test_check_finds_a_stale_page_and_a_run_rewrites_it(
