@@ -130,6 +130,7 @@ _STYLES = st.fixed_dictionaries(
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs=st.lists(junk(), min_size=1, max_size=4), style=_STYLES, lead=st.booleans())
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_generated_documents_read_as_the_general_path_reads_them(
     docs: list[Any], style: dict[str, Any], lead: bool
 ) -> None:
@@ -144,6 +145,7 @@ def test_generated_documents_read_as_the_general_path_reads_them(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_damaged_fixtures_read_as_the_general_path_reads_them(data: st.DataObject) -> None:
     """Rule fixtures with random edits (indents, anchors, tags, markers, line breaks)."""
     path = data.draw(st.sampled_from(fixture_files()))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import yaml
+from _scripts import load_script
 
 from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
 from gpustrata.catalog.serving import (
@@ -47,13 +47,7 @@ def _weights(model: str, tp: int = 1) -> tuple[ModelArchitecture, WeightsEstimat
 
 
 def _fit_module() -> ModuleType:
-    path = ROOT / "benchmarks/fit_startup_model.py"
-    spec = importlib.util.spec_from_file_location("fit_startup_model", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["fit_startup_model"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/fit_startup_model.py", "fit_startup_model")
 
 
 def test_startup_grows_with_model_size() -> None:

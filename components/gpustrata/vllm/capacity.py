@@ -25,13 +25,14 @@ from gpustrata.catalog.hardware import GpuModel
 from gpustrata.catalog.model_sources import ModelSources
 from gpustrata.vllm.defaults import (
     default_block_size,
+    default_gpu_memory_utilization,
     default_max_num_batched_tokens,
     default_max_num_seqs,
 )
 from gpustrata.vllm.dtypes import cache_dtype_bytes, model_dtype_bytes
 from gpustrata.vllm.kv_cache import KvCacheGroup, KvCacheLayout, kv_cache_blocks, pp_layer_partition
 from gpustrata.vllm.memory import MemoryBudget, activation_bytes, cuda_total_bytes, memory_budget
-from gpustrata.vllm.reference import DEFAULT_GPU_MEMORY_UTILIZATION, VLLM_VERSION
+from gpustrata.vllm.reference import VLLM_VERSION
 from gpustrata.vllm.settings import EngineSettings
 from gpustrata.vllm.terms import GB, GIB, CapacityError, Term, gb, gib, largest_passing
 from gpustrata.vllm.timing import (
@@ -47,7 +48,6 @@ from gpustrata.vllm.weights import WeightsEstimate, weights_estimate
 
 __all__ = [
     "DEFAULT_EFFICIENCY",
-    "DEFAULT_GPU_MEMORY_UTILIZATION",
     "GB",
     "GIB",
     "LOAD_GBPS_DEFAULTS",
@@ -66,6 +66,7 @@ __all__ = [
     "cache_dtype_bytes",
     "cuda_total_bytes",
     "default_block_size",
+    "default_gpu_memory_utilization",
     "default_max_num_batched_tokens",
     "default_max_num_seqs",
     "estimate_capacity",
@@ -244,7 +245,9 @@ def estimate_capacity(
         raise CapacityError(
             "gpu_memory_utilization", f"gpu_memory_utilization {utilization!r} is not a number"
         )
-    gpu_memory_utilization = DEFAULT_GPU_MEMORY_UTILIZATION if utilization is None else utilization
+    gpu_memory_utilization = (
+        default_gpu_memory_utilization() if utilization is None else utilization
+    )
     dtype = settings.dtype or "auto"
     kv_cache_dtype = settings.kv_cache_dtype or "auto"
     quantization = settings.quantization
