@@ -20,6 +20,8 @@ from typing import Any
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, is_tracked
 from gpustrata.vllm.flags import parse_flags
 from gpustrata_policies.view.objects import (
+    BOOSTER_COMMAND,
+    KTHENA_SOURCE,
     K8sObject,
     as_list,
     as_map,
@@ -441,6 +443,35 @@ def _rbg(obj: K8sObject) -> list[str]:
     return out
 
 
+def _booster(obj: K8sObject) -> list[str]:
+    backend = as_map(dig(obj.raw, "spec", "backend"), "spec.backend")
+    kind = backend.get("type")
+    if kind != "vLLM":
+        return [
+            f"ModelBooster backend type {kind!r}: only the vLLM backend's Pod is read "
+            f"({KTHENA_SOURCE}); kthena builds this one, which is not evaluated"
+        ]
+    if not obj.pods():
+        return [
+            "ModelBooster: its server worker spans several Pods (pods > 1), which kthena "
+            "joins into one Ray cluster; the engine is not evaluated"
+        ]
+    return [
+        f"ModelBooster: read as the engine Pod kthena builds ({KTHENA_SOURCE}: "
+        f"`{' '.join(BOOSTER_COMMAND)} --model <cache path>/<md5 of modelURI>` and each "
+        "config key as `--<key>`, verbatim); the runtime sidecar (the installation's image) "
+        "and the model download are not evaluated, and the model is known only by its path"
+    ]
+
+
+def _llmisvc_config(obj: K8sObject) -> list[str]:
+    return [
+        "LLMInferenceServiceConfig: presets KServe merges into the LLMInferenceServices "
+        "that name it in spec.baseRefs; alone it builds no Pod, so it is not evaluated on "
+        "its own (check it with the LLMInferenceService that references it)"
+    ]
+
+
 _READERS: dict[str, Callable[[K8sObject], list[str]]] = {
     "LLMInferenceService": _llmisvc,
     "InferenceService": _isvc,
@@ -450,6 +481,8 @@ _READERS: dict[str, Callable[[K8sObject], list[str]]] = {
     "RoleBasedGroup": _rbg,
     "RoleBasedGroupSet": _rbg,
     "StormService": _rbg,
+    "ModelBooster": _booster,
+    "LLMInferenceServiceConfig": _llmisvc_config,
 }
 """Each launcher kind's reader of what its controller decides (read only in the kind's own
 API group: :func:`launcher_fills` asks :func:`~gpustrata_policies.view.objects.is_read_kind`
