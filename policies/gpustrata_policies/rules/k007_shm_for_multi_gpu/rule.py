@@ -155,10 +155,6 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 per_engine = engine.gpus_per_engine()
                 if per_engine == 1 and not engine.complete:
                     per_engine = None  # flags may come from elsewhere ($@, variables)
-                if per_engine is not None and pod_group(pod) is not None:
-                    # an engine spread over a group of Pods: only the GPUs in this Pod
-                    # talk over its /dev/shm, the others over the network
-                    per_engine = min(per_engine, int(c.gpu_limit(extra)))
             medium, size, desc = shm_status(pod, c, kuberay or (False, ""))
             if medium == "memory" and (size is None or size >= minimum):
                 continue
@@ -175,6 +171,10 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     )
                 continue
             if per_engine <= 1:
+                continue
+            if pod_group(pod) is not None and c.gpu_limit(extra) <= 1:
+                # an engine spread over a group of Pods: only the GPUs in this Pod talk
+                # over its /dev/shm, the others over the network
                 continue
             yield ctx.violation(
                 obj,
