@@ -504,7 +504,7 @@ def test_launchers_survive_odd_values(data: st.DataObject) -> None:
     assert all(n.reason for n in report.not_evaluated)
 
 
-# --------------------------------------------------------------------------- kthena, production-stack
+# ---------------------------------------------------------- kthena, production-stack
 
 CORPUS3 = DATA / "field-corpus-3"
 

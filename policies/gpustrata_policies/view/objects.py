@@ -1391,11 +1391,19 @@ def _vllmruntime_pod(obj: K8sObject) -> Iterator[PodRef]:
     _runtime_flag(args, "--gpu_memory_utilization", vllm.get("gpuMemoryUtilization"))
     _runtime_flag(args, "--max_loras", vllm.get("maxLoras"))
     args += [str(a) for a in as_list(vllm.get("extraArgs"), "vllmConfig.extraArgs")]
-    env = [{"name": "VLLM_USE_V1", "value": "1" if vllm.get("v1") is True else "0"}]
-    if dig(spec, "lmCacheConfig", "enabled") is True:
+    env: list[Mapping[str, Any]] = [
+        {"name": "VLLM_USE_V1", "value": "1" if vllm.get("v1") is True else "0"}
+    ]
+    if model.get("enableLoRA") is True:
+        env.append({"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"})
+    if dig(spec, "lmCacheConfig", "enabled") is True:  # and LMCache's own env (not read)
         connector = "LMCacheConnectorV1" if vllm.get("v1") is True else "LMCacheConnector"
         args += ["--kv-transfer-config", f'{{"kv_connector":"{connector}","kv_role":"kv_both"}}']
     env += [e for e in as_list(vllm.get("env"), "vllmConfig.env") if isinstance(e, Mapping)]
+    secret = as_map(model.get("hfTokenSecret"), "spec.model.hfTokenSecret")
+    if secret.get("hfTokenSecretName"):
+        ref = {"name": secret["hfTokenSecretName"], "key": secret.get("hfTokenKeyName")}
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": ref}})
     res = as_map(deploy.get("resources"), "deploymentConfig.resources")
     limits: dict[str, Any] = {}
     for key, name in (("cpu", "cpu"), ("memory", "memory")):
