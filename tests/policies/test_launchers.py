@@ -592,3 +592,29 @@ def test_llmisvc_config_alone_and_podmonitoring_are_read() -> None:
     (mon,) = [o for o in objs if o.kind == "PodMonitoring"]
     assert is_read_kind(mon)
     assert [n for n in evaluate(objs).not_evaluated if n.resource == mon.resource] == []
+
+
+def test_llmisvc_is_read_merged_over_the_configs_its_baserefs_name() -> None:
+    """Regression (the service was "not evaluated" for naming baseRefs): with the
+    LLMInferenceServiceConfig among the inputs the service is read as KServe merges it
+    (the config's image and `vllm serve` script, the service's GPUs); the config gives no
+    record of its own; a handler-less probe override is not judged as a whole probe; without
+    the config the service says its baseRefs are not among the checked objects."""
+    objs = _load("kserve-llmisvc-baserefs-gpt-oss.yaml")
+    config, svc = objs
+    report = evaluate(objs)
+    (pod,) = svc.pods()
+    (main,) = pod.containers()
+    assert main.image == "ghcr.io/llm-d/llm-d-cuda:v0.9.0" and main.gpu_limit() == 1
+    engine = vllm_engine(main)
+    assert engine is not None and engine.model == "/mnt/models"
+    assert _records(objs, config.resource) == []
+    (record,) = _records(objs, svc.resource)
+    assert "merged over its baseRefs 'llmisvc-intelligent-inference-scheduling'" in record
+    assert not [f for f in report.findings if f.rule == "V011"]
+    (v011,) = [n.reason for n in report.not_evaluated if n.rule == "V011"]
+    assert "states no handler" in v011
+    alone = [K8sObject(copy.deepcopy(svc.raw))]
+    records = _records(alone, svc.resource)
+    assert any("not among the checked objects, so not evaluated" in r for r in records)
+    assert next(alone[0].pods()[0].containers()).image is None

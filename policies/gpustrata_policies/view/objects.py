@@ -47,6 +47,7 @@ __all__ = [
     "is_read_kind",
     "kubeai_image",
     "kubeai_profile",
+    "llmisvc_spec",
     "multi_pod_role",
     "pod_group",
     "rbg_group",
@@ -818,15 +819,23 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
             if isinstance(worker, Mapping):
                 yield PodRef(obj, ("spec", "predictor", "workerSpec"), worker, "workerSpec")
     elif kind == "LLMInferenceService":
+        whole = llmisvc_spec(obj)
         for path, role in (
             (("spec", "template"), "template"),
             (("spec", "worker"), "worker"),
             (("spec", "prefill", "template"), "prefill template"),
             (("spec", "prefill", "worker"), "prefill worker"),
         ):
-            spec = dig(raw, *path)
+            spec = dig(whole, *path[1:])
             if isinstance(spec, Mapping):
-                yield PodRef(obj, path, spec, role, replicas=dig(raw, "spec", "replicas"))
+                yield PodRef(obj, path, spec, role, replicas=dig(whole, "replicas"))
+
+
+def llmisvc_spec(obj: K8sObject) -> Any:
+    """A KServe LLMInferenceService's spec as its controller uses it: merged over the
+    LLMInferenceServiceConfigs its ``spec.baseRefs`` name where they are among the checked
+    objects (:func:`~gpustrata_policies.view.launchers.attach_partners`), else as written."""
+    return obj.merged_with if obj.merged_with is not None else obj.raw.get("spec")
 
 
 def api_group(obj: K8sObject) -> str:
