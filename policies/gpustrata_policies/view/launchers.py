@@ -213,13 +213,14 @@ def _base_refs(obj: K8sObject) -> list[str]:
 
 
 def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject]) -> None:
-    """Merge *obj*'s ``baseRefs`` configs (its namespace first, as KServe looks them up)
-    then its own spec, where every one is among the checked objects."""
-    specs = []
+    """Merge *obj*'s ``baseRefs`` configs (its namespace first, then KServe's, as
+    :data:`KSERVE_MERGE_SOURCE` looks them up) then its own spec, where every one is among
+    the checked objects."""
+    specs: list[tuple[K8sObject, Mapping[str, Any]]] = []
     for name in _base_refs(obj):
-        found = configs.get((obj.namespace, name)) or configs.get(("-", name))
+        found = configs.get((obj.namespace, name)) or configs.get(("kserve", name))
         spec = dig(found.raw, "spec") if found is not None else None
-        if not isinstance(spec, Mapping):
+        if found is None or not isinstance(spec, Mapping):
             _merge(obj, None)
             return
         specs.append((found, spec))
