@@ -481,10 +481,14 @@ def test_a_launcher_field_known_only_at_deploy_time_is_one_record() -> None:
 
 
 SEEDS = [[dict(o.raw) for o in _load(p.name)] for p in sorted(LAUNCHERS.glob("*.yaml"))] + [
-    [
-        dict(o.raw)
-        for o in _load("ai-dynamo-dynamo-vllm-disagg-multinode.yaml", DATA / "field-corpus-1")
-    ]
+    [dict(o.raw) for o in _load(name, DATA / corpus)]
+    for corpus, name in (
+        ("field-corpus-1", "ai-dynamo-dynamo-vllm-disagg-multinode.yaml"),
+        ("field-corpus-3", "kthena-vllm-pd-multinode.yaml"),
+        ("field-corpus-3", "kthena-booster-deepseek-r1-distill-llama-8b.yaml"),
+        ("field-corpus-3", "production-stack-operator-vllmruntime.yaml"),
+        ("field-corpus-3", "odh-workload-single-node-pd.yaml"),
+    )
 ]
 
 
