@@ -361,3 +361,31 @@ def test_a_pool_described_by_its_instance_type_alone_is_a_gpu_pool() -> None:
         "pool l4 (1 x NVIDIA-L4) offers 4 CPU (capacity (g6.xlarge in the hardware"
         in (found["K005"])
     )
+
+
+def test_an_unknown_pool_instance_type_suggests_related_ones() -> None:
+    """Issue 34 item 8: the rules' reason for an uncatalogued instance type names types of
+    its family (g6f -> g6), not unrelated ones."""
+    pool = {
+        "apiVersion": "gpustrata.io/v1alpha1",
+        "kind": "GpuNodePool",
+        "metadata": {"name": "pool-a"},
+        "spec": {"instanceType": "g6f.xlarge", "gpuCount": 1, "labels": {"pool": "a"}},
+    }
+    container = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.33.0",
+        "args": ["--model", "meta-llama/Llama-3.1-8B-Instruct"],
+        "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "24Gi"}},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {"template": {"spec": {"nodeSelector": {"pool": "a"}, "containers": [container]}}},
+    }
+    reasons = {n.rule: n.reason for n in evaluate([pool, deployment]).not_evaluated}
+    assert reasons["V003"].endswith(
+        "the GPU model of pool pool-a (g6f.xlarge) is not in the hardware catalogue; "
+        "did you mean g6.xlarge or g6.2xlarge or g6.4xlarge?"
+    )

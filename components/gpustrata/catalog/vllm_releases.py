@@ -46,6 +46,7 @@ __all__ = [
     "profile_facts",
     "reference_release",
     "source_url",
+    "unread_memory_bracket",
     "vllm_file_url",
 ]
 
@@ -824,6 +825,25 @@ def mxfp4_kernel(version: str | None, cc_major: int) -> tuple[Mxfp4Kernel | None
             return low, found[0]
     ref = table.get(catalogue.reference)
     return (ref.kernel(cc_major) if ref else None), catalogue.reference
+
+
+def unread_memory_bracket(version: str | None) -> tuple[str, str] | None:
+    """The read releases just below and above *version* when its memory facts (the MXFP4
+    MoE kernel, the memory profile's terms) were not read in it: the releases whose facts
+    bound what it does. None for a read or unnamed release, a tag that is no release
+    number, or one outside the read releases."""
+    if not version:
+        return None
+    catalogue = load_vllm_releases()
+    read = sorted(
+        {r.version for r in catalogue.mxfp4_moe} | {r.version for r in catalogue.profile_run},
+        key=parse_version,
+    )
+    try:
+        found = _between(version, tuple(read))
+    except ValueError:  # not a release number
+        return None
+    return found if isinstance(found, tuple) else None
 
 
 def profile_facts(version: str | None) -> ProfileRelease | None:
