@@ -612,6 +612,8 @@ def test_llmisvc_is_read_merged_over_the_configs_its_baserefs_name() -> None:
     assert main.image == "ghcr.io/llm-d/llm-d-cuda:v0.9.0" and main.gpu_limit() == 1
     engine = vllm_engine(main)
     assert engine is not None and engine.model == "/mnt/models"
+    # KServe renders the config's {{ .Spec.Model.Name }} from the service (ReplaceVariables)
+    assert engine.get("served_model_name") == "RedHatAI/gpt-oss-20b"
     assert _records(objs, config.resource) == []
     (record,) = _records(objs, svc.resource)
     assert "merged over its baseRefs 'llmisvc-intelligent-inference-scheduling'" in record

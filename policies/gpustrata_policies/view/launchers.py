@@ -223,7 +223,7 @@ def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject
         if found is None or not isinstance(spec, Mapping):
             _merge(obj, None)
             return
-        specs.append((found, spec))
+        specs.append((found, _rendered(spec, _template_values(obj))))
     own = dig(obj.raw, "spec")
     if not specs or not isinstance(own, Mapping):
         _merge(obj, None)
@@ -234,6 +234,29 @@ def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject
     _merge(obj, merged)
     for config, _ in specs:
         config.memo[_USED_BY] = obj.resource
+
+
+def _template_values(obj: K8sObject) -> dict[str, str]:
+    """The Go-template fields of the service that KServe renders in a config's text before
+    merging it (:data:`KSERVE_MERGE_SOURCE` ``ReplaceVariables``) and that the service
+    states; any other template is left as written."""
+    values = {"{{ .ObjectMeta.Name }}": obj.name, "{{ .ObjectMeta.Namespace }}": obj.namespace}
+    name = dig(obj.raw, "spec", "model", "name")
+    if isinstance(name, str):
+        values["{{ .Spec.Model.Name }}"] = name
+    return values
+
+
+def _rendered(value: Any, values: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        for template, text in values.items():
+            value = value.replace(template, text)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _rendered(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rendered(v, values) for v in value]
+    return value
 
 
 def _stated_gpus(container: Mapping[str, Any]) -> str:
