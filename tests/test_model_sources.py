@@ -424,3 +424,28 @@ def test_size_snippet_says_which_file_sized_the_model(
     config = tmp_path / "models" / "acme" / "acme-1b" / "config.json"
     assert f"sized from {config}" in text and "catalog.models_dir" in text
     assert "model: acme/acme-1b" in text
+
+
+def test_pulumi_pack_reads_the_hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The standalone policy pack sizes a model from the Hugging Face cache of its
+    environment, as `check` without --models does (issue 30 item 4)."""
+    import yaml
+
+    from gpustrata_policies import pulumi_pack
+    from gpustrata_policies.evaluate import find_rule
+
+    _hub(tmp_path / "hf" / "hub", "acme/acme-13b")
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(pulumi_pack, "_SOURCES", [])
+    rule = find_rule("V003")
+    assert rule is not None
+    obj = yaml.safe_load(_deployment("acme/acme-13b"))
+    report = pulumi_pack._evaluate([obj], rules=[rule], environment="dev")
+    reasons = [n.reason for n in report.not_evaluated] + [f.message for f in report.findings]
+    assert reasons and not any("not in the model catalogue" in r for r in reasons)
+    assert pulumi_pack.model_sources().hf_cache == tmp_path / "hf" / "hub"
+    monkeypatch.setattr(pulumi_pack, "_SOURCES", [])
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty"))
+    report = pulumi_pack._evaluate([obj], rules=[rule], environment="dev")
+    assert any("not in the model catalogue" in n.reason for n in report.not_evaluated)

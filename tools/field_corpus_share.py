@@ -99,7 +99,7 @@ CAUSES: tuple[tuple[str, str], ...] = (
     (
         "controller presets / operator fills values",
         r"preset|controller chooses|completed by the .* controller|picks its engine"
-        r"|controller builds|resourceProfile",
+        r"|controller builds|kthena builds|resourceProfile",
     ),
     (
         "the controller's installation sets it (KubeAI image, tolerations)",

@@ -17,6 +17,9 @@ stack config key ``gpustrata:environment``, or the stack name (``.../prod``);
 otherwise ``prod``. Pulumi's own ``enforcementLevel`` setting decides how a
 violation is reported; its default is the rule's enforcement in that environment.
 Values unknown during preview make a rule "not applicable" for that resource.
+Models' own files are read from the Hugging Face cache of the pack's environment
+(``HF_HUB_CACHE``, ``HF_HOME``: :func:`model_sources`), as ``gpustrata check`` reads them
+without ``--models``; the model catalogue is the fallback.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.deserialize import deserialize_properties
 
+from gpustrata.catalog.model_sources import ModelSources, using_model_sources
 from gpustrata.core.collector import fewer_collections, no_automatic_collections
 from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
 from gpustrata.core.terminal import clipped
@@ -140,13 +144,31 @@ def _report(
         args.not_applicable("; ".join(f"{n.resource}: {n.reason}" for n in report.not_evaluated))
 
 
+_SOURCES: list[ModelSources] = []
+
+
+def model_sources() -> ModelSources:
+    """Where the pack finds models' own files, as ``gpustrata check`` without ``--models``
+    does: the Hugging Face cache of the pack's environment (``HF_HUB_CACHE``, ``HF_HOME``),
+    read once; the model catalogue stays the fallback. No network."""
+    if not _SOURCES:
+        _SOURCES.append(ModelSources.from_environment())
+    return _SOURCES[0]
+
+
+def _evaluate(objects: Sequence[K8sObject | Mapping[str, Any]], **kw: Any) -> Report:
+    """:func:`evaluate` with the pack's :func:`model_sources` active."""
+    with using_model_sources(model_sources()):
+        return evaluate(list(objects), **kw)
+
+
 def _resource_policy(rule: Rule, **common: Any) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         obj = object_from_pulumi(args.resource_type, args.name, _raw(args.props))
         if obj is None:
             return
         cfg, _ = _config(rule, args.get_config())
-        report = evaluate(
+        report = _evaluate(
             [obj], config=cfg, environment=cfg.environment, rules=[rule], report_unknown_kinds=False
         )
         _report(report, report_violation, {}, args)
@@ -339,7 +361,7 @@ def _stack_policy(rule: Rule, **common: Any) -> StackValidationPolicy:
         cfg, own = _config(rule, args.get_config())
         if own:  # thresholds of its own: this rule alone, on fresh objects
             objects, urns = shared.objects()
-            report = evaluate(
+            report = _evaluate(
                 objects,
                 config=cfg,
                 environment=cfg.environment,
@@ -353,7 +375,7 @@ def _stack_policy(rule: Rule, **common: Any) -> StackValidationPolicy:
             key = json.dumps([cfg.environment, sorted(cfg.gpu_resources), cfg.secret_env_names])
             if key not in shared.reports:
                 objects, urns = shared.objects()
-                everything = evaluate(
+                everything = _evaluate(
                     objects,
                     config=cfg,
                     environment=cfg.environment,

@@ -482,10 +482,14 @@ def test_a_launcher_field_known_only_at_deploy_time_is_one_record() -> None:
 
 
 SEEDS = [[dict(o.raw) for o in _load(p.name)] for p in sorted(LAUNCHERS.glob("*.yaml"))] + [
-    [
-        dict(o.raw)
-        for o in _load("ai-dynamo-dynamo-vllm-disagg-multinode.yaml", DATA / "field-corpus-1")
-    ]
+    [dict(o.raw) for o in _load(name, DATA / corpus)]
+    for corpus, name in (
+        ("field-corpus-1", "ai-dynamo-dynamo-vllm-disagg-multinode.yaml"),
+        ("field-corpus-3", "kthena-vllm-pd-multinode.yaml"),
+        ("field-corpus-3", "kthena-booster-deepseek-r1-distill-llama-8b.yaml"),
+        ("field-corpus-3", "production-stack-operator-vllmruntime.yaml"),
+        ("field-corpus-3", "odh-workload-single-node-pd.yaml"),
+    )
 ]
 
 
@@ -504,3 +508,121 @@ def test_launchers_survive_odd_values(data: st.DataObject) -> None:
         report = evaluate([K8sObject(o) for o in objects if isinstance(o, dict)])
     assert not [f for f in report.findings if f.internal]
     assert all(n.reason for n in report.not_evaluated)
+
+
+# ---------------------------------------------------------- kthena, production-stack
+
+CORPUS3 = DATA / "field-corpus-3"
+
+
+def test_kthena_modelserving_roles_are_entry_and_worker_pods_of_one_engine() -> None:
+    """Regression (kind not read): each role's entry and worker Pods are read; V001 counts the
+    role's group (entry 1 GPU + 1 worker x 1 GPU = TP 1 x PP 2) and K007 does not ask a
+    one-GPU Pod of a group for NCCL's /dev/shm; an entry alone (no workers) with the Ray
+    executor is not evaluated by V001 (the Ray cluster it joins holds the other GPUs)."""
+    objs = _load("kthena-vllm-pd-multinode.yaml", CORPUS3)
+    (ms,) = objs
+    assert is_read_kind(ms)
+    assert [p.role for p in ms.pods()] == [
+        "role 'prefill' entry",
+        "role 'prefill' worker",
+        "role 'decode' entry",
+        "role 'decode' worker",
+    ]
+    engines = [s for s in _sites(objs, ms)]
+    assert {s.engine.get_int("pipeline_parallel_size") for s in engines} == {2}
+    report = evaluate(objs)
+    assert [f for f in report.findings if f.rule in ("V001", "K007")] == []
+    alone = copy.deepcopy(ms.raw)
+    for role in alone["spec"]["template"]["roles"]:
+        role["workerReplicas"] = 0
+    report = evaluate([K8sObject(alone)])
+    skipped = [n.reason for n in report.not_evaluated if n.rule == "V001"]
+    assert len(skipped) == 2 and all("Ray cluster it joins" in r for r in skipped)
+
+
+def test_kthena_modelbooster_runs_the_command_kthena_writes() -> None:
+    """The ModelBooster's server worker is the Pod kthena builds: its config keys become
+    flags verbatim (``maxModelLen`` -> ``--maxModelLen``, which vLLM's parser refuses: V013),
+    the model path is the cache's MD5 folder, and the record says what is not read."""
+    objs = _load("kthena-booster-deepseek-r1-distill-llama-8b.yaml", CORPUS3)
+    (mb,) = objs
+    (pod,) = mb.pods()
+    (engine,) = [c for c in pod.containers() if c.name == "engine"]
+    command = engine.raw["command"]
+    assert command[:5] == [
+        "python3",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "/tmp/test/"
+        + __import__("hashlib").md5(b"s3://model-bucket/deepseek-r1-distill-llama-8b").hexdigest(),
+    ]
+    assert command[5:] == ["--maxModelLen", "12288"]
+    v013 = [f for f in evaluate(objs).findings if f.rule == "V013"]
+    assert len(v013) == 1 and "--maxModelLen" in v013[0].message
+    (record,) = _records(objs, mb.resource)
+    assert "kthena builds" in record and "runtime sidecar" in record
+    multi = copy.deepcopy(mb.raw)
+    multi["spec"]["backend"]["workers"][0]["pods"] = 2
+    obj = K8sObject(multi)
+    assert obj.pods() == [] and "several Pods" in launcher_fills(obj)[0]
+
+
+def test_production_stack_vllmruntime_runs_the_deployment_its_operator_builds() -> None:
+    """Regression (kind not read): the VLLMRuntime's Pod is the operator's Deployment: `vllm
+    serve <modelURL>` with the spec's flags, registry/name as the image, resources.gpu of
+    gpuType, the storage PVC at /data (so K015 sees the download has a volume)."""
+    objs = _load("production-stack-operator-vllmruntime.yaml", CORPUS3)
+    (rt,) = objs
+    (pod,) = rt.pods()
+    (c,) = pod.containers()
+    assert c.image == "docker.io/lmcache/vllm-openai:2025-05-27-v1"
+    assert c.gpu_limit() == 1 and pod.replicas == 2
+    engine = vllm_engine(c)
+    assert engine is not None and engine.model == "meta-llama/Llama-3.1-8B-Instruct"
+    assert engine.get_int("max_model_len") == 4096 and engine.get_int("max_num_seqs") == 32
+    assert engine.get("enable_prefix_caching") is False
+    assert [v["mountPath"] for v in c.raw["volumeMounts"]] == ["/data"]
+    rules = {f.rule for f in evaluate(objs).findings}
+    assert "K015" not in rules and "V001" not in rules
+
+
+def test_llmisvc_config_alone_and_podmonitoring_are_read() -> None:
+    """An LLMInferenceServiceConfig alone is one record saying it builds no Pod; a GKE
+    PodMonitoring is a known scrape object (no record, no finding)."""
+    config = _load("odh-workload-single-node-pd.yaml", CORPUS3)
+    (record,) = _records(config, config[0].resource)
+    assert "spec.baseRefs" in record
+    objs = _load("inference-perf-kubecon-vllm.yaml", CORPUS3)
+    (mon,) = [o for o in objs if o.kind == "PodMonitoring"]
+    assert is_read_kind(mon)
+    assert [n for n in evaluate(objs).not_evaluated if n.resource == mon.resource] == []
+
+
+def test_llmisvc_is_read_merged_over_the_configs_its_baserefs_name() -> None:
+    """Regression (the service was "not evaluated" for naming baseRefs): with the
+    LLMInferenceServiceConfig among the inputs the service is read as KServe merges it
+    (the config's image and `vllm serve` script, the service's GPUs); the config gives no
+    record of its own; a handler-less probe override is not judged as a whole probe; without
+    the config the service says its baseRefs are not among the checked objects."""
+    objs = _load("kserve-llmisvc-baserefs-gpt-oss.yaml")
+    config, svc = objs
+    report = evaluate(objs)
+    (pod,) = svc.pods()
+    (main,) = pod.containers()
+    assert main.image == "ghcr.io/llm-d/llm-d-cuda:v0.9.0" and main.gpu_limit() == 1
+    engine = vllm_engine(main)
+    assert engine is not None and engine.model == "/mnt/models"
+    # KServe renders the config's {{ .Spec.Model.Name }} from the service (ReplaceVariables)
+    assert engine.get("served_model_name") == "RedHatAI/gpt-oss-20b"
+    assert _records(objs, config.resource) == []
+    (record,) = _records(objs, svc.resource)
+    assert "merged over its baseRefs 'llmisvc-intelligent-inference-scheduling'" in record
+    assert not [f for f in report.findings if f.rule == "V011"]
+    (v011,) = [n.reason for n in report.not_evaluated if n.rule == "V011"]
+    assert "states no handler" in v011
+    alone = [K8sObject(copy.deepcopy(svc.raw))]
+    records = _records(alone, svc.resource)
+    assert any("not among the checked objects, so not evaluated" in r for r in records)
+    assert next(alone[0].pods()[0].containers()).image is None

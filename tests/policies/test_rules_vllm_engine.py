@@ -103,7 +103,9 @@ def test_v002_unknown_model_is_not_evaluated_only_when_parallel() -> None:
     assert found == []
     assert skipped == [
         "container 'vllm' serves acme/private-7b, which is not in the model catalogue, so "
-        "its attention heads and layers are unknown"
+        "its attention heads and layers are unknown; give its own files: check --models DIR "
+        "(<org>/<name>/config.json or <name>/config.json) or the Hugging Face cache "
+        "(HF_HUB_CACHE, HF_HOME)"
     ]
     assert outcomes("V002", deployment(["acme/private-7b"])) == ([], [])
 

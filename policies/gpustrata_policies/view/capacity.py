@@ -152,7 +152,10 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
     shown = " / ".join(repr(n) for n in dict.fromkeys(names))
     near = catalogs.nearest_models(names[0])
     hint = f" (nearest catalogue ids: {', '.join(near)})" if near else ""
-    return f"model {shown} is not in the model catalogue, so its size and shape are unknown{hint}"
+    return (
+        f"model {shown} is not in the model catalogue, so its size and shape are unknown{hint}; "
+        f"{catalogs.UNCATALOGUED_FIX}"
+    )
 
 
 # --------------------------------------------------------------------------- GPU

@@ -176,6 +176,15 @@ def _local_architecture(sources: ModelSources, model_id: str) -> ModelArchitectu
         )
 
 
+UNCATALOGUED_FIX = (
+    "give its own files: check --models DIR (<org>/<name>/config.json or <name>/config.json) "
+    "or the Hugging Face cache (HF_HUB_CACHE, HF_HOME)"
+)
+"""How a user makes a model that is not catalogued known (the one resolver of local model
+files: :mod:`gpustrata.catalog.model_sources`); the "not in the model catalogue" reasons
+end with it."""
+
+
 def nearest_models(name: str) -> list[str]:
     """Catalogue ids closest to an unknown model name, best first (may be empty)."""
     from gpustrata.catalog.architectures import load_model_catalog

@@ -20,6 +20,8 @@ from typing import Any
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, is_tracked
 from gpustrata.vllm.flags import parse_flags
 from gpustrata_policies.view.objects import (
+    BOOSTER_COMMAND,
+    KTHENA_SOURCE,
     K8sObject,
     as_list,
     as_map,
@@ -27,8 +29,10 @@ from gpustrata_policies.view.objects import (
     is_read_kind,
     kubeai_image,
     kubeai_profile,
+    llmisvc_spec,
     multi_pod_role,
     rbg_group,
+    strategic_merge,
 )
 from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
 
@@ -47,6 +51,9 @@ parallel-size <parallelism.tensor>] ${VLLM_ADDITIONAL_ARGS}``;
 ``config-llm-worker-data-parallel.yaml``: also ``--data-parallel-size <data or 1>
 --data-parallel-size-local <dataLocal or 1>`` and ``--enable-expert-parallel``), the image,
 the probes and ``/dev/shm``."""
+KSERVE_MERGE_SOURCE = "kserve/kserve@aaac4e2:pkg/controller/v1alpha2/llmisvc/config_merge.go"
+"""``MergeSpecs``: each LLMInferenceServiceConfig's spec, then the service's, merged in order
+as a strategic merge patch (containers by name)."""
 KUBEAI_VALUES = "substratusai/kubeai@2f32ef4:charts/kubeai/values.yaml"
 """KubeAI's default resource profiles (each ``nvidia-gpu-*`` profile: 1 ``nvidia.com/gpu`` per
 unit, no node selector) and vLLM images (``modelServers.VLLM.images``)."""
@@ -114,18 +121,19 @@ def llmisvc_engine(obj: K8sObject, part: str = "template") -> EngineArgs | None:
     (:data:`KSERVE_PRESET_SOURCE`) with ``spec.parallelism`` and the main container's
     ``VLLM_ADDITIONAL_ARGS``; None where the manifest states the command (then the
     container is read as written) or has no such part."""
-    spec = dig(obj.raw, "spec", part)
+    whole = llmisvc_spec(obj)
+    spec = dig(whole, part)
     if not isinstance(spec, Mapping):
         return None
     main = _main_container(spec)
     if main.get("command") is not None:
         return None
-    parallelism = as_map(dig(obj.raw, "spec", "parallelism"), "spec.parallelism")
+    parallelism = as_map(dig(whole, "parallelism"), "spec.parallelism")
     words = ["vllm", "serve", "/mnt/models"]
     tensor = parallelism.get("tensor")
     if tensor:
         words += ["--tensor-parallel-size", str(tensor)]
-    if dig(obj.raw, "spec", "worker") is not None:
+    if dig(whole, "worker") is not None:
         if not (parallelism.get("data") or parallelism.get("dataLocal")):
             return None  # the pipeline-parallel worker preset: not read
         # the data-parallel worker preset
@@ -150,14 +158,23 @@ def llmisvc_engine(obj: K8sObject, part: str = "template") -> EngineArgs | None:
 
 def _llmisvc(obj: K8sObject) -> list[str]:
     out = []
-    if dig(obj.raw, "spec", "baseRefs"):
+    refs = _base_refs(obj)
+    if refs and obj.merged_with is None:
         out.append(
-            "LLMInferenceService names baseRefs: LLMInferenceServiceConfigs merged over the "
-            "presets, which may change the command line, image and Pods; not evaluated"
+            f"LLMInferenceService names baseRefs {', '.join(map(repr, refs))}: "
+            "LLMInferenceServiceConfigs merged over the presets, which may change the command "
+            "line, image and Pods; not among the checked objects, so not evaluated"
+        )
+    elif refs:
+        out.append(
+            f"LLMInferenceService read merged over its baseRefs {', '.join(map(repr, refs))} "
+            f"(the LLMInferenceServiceConfigs among the checked objects, in order, then its "
+            f"own spec: {KSERVE_MERGE_SOURCE}); KServe's own presets under them are not"
         )
     read: dict[str, list[str]] = {}  # what each part reads as -> the parts
+    whole = llmisvc_spec(obj)
     for part in ("template", "worker"):
-        spec = dig(obj.raw, "spec", part)
+        spec = dig(whole, part)
         engine = llmisvc_engine(obj, part)
         if engine is None:
             if isinstance(spec, Mapping) and not _main_container(spec).get("command"):
@@ -185,6 +202,61 @@ def _llmisvc(obj: K8sObject) -> list[str]:
             "/dev/shm are the preset's and not evaluated"
         )
     return out
+
+
+def _base_refs(obj: K8sObject) -> list[str]:
+    return [
+        str(r.get("name"))
+        for r in as_list(dig(obj.raw, "spec", "baseRefs"), "spec.baseRefs")
+        if isinstance(r, Mapping)
+    ]
+
+
+def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject]) -> None:
+    """Merge *obj*'s ``baseRefs`` configs (its namespace first, then KServe's, as
+    :data:`KSERVE_MERGE_SOURCE` looks them up) then its own spec, where every one is among
+    the checked objects."""
+    specs: list[tuple[K8sObject, Mapping[str, Any]]] = []
+    for name in _base_refs(obj):
+        found = configs.get((obj.namespace, name)) or configs.get(("kserve", name))
+        spec = dig(found.raw, "spec") if found is not None else None
+        if found is None or not isinstance(spec, Mapping):
+            _merge(obj, None)
+            return
+        specs.append((found, _rendered(spec, _template_values(obj))))
+    own = dig(obj.raw, "spec")
+    if not specs or not isinstance(own, Mapping):
+        _merge(obj, None)
+        return
+    merged: Any = specs[0][1]
+    for spec in [*(s for _, s in specs[1:]), own]:
+        merged = strategic_merge(merged, spec)
+    _merge(obj, merged)
+    for config, _ in specs:
+        config.memo[_USED_BY] = obj.resource
+
+
+def _template_values(obj: K8sObject) -> dict[str, str]:
+    """The Go-template fields of the service that KServe renders in a config's text before
+    merging it (:data:`KSERVE_MERGE_SOURCE` ``ReplaceVariables``) and that the service
+    states; any other template is left as written."""
+    values = {"{{ .ObjectMeta.Name }}": obj.name, "{{ .ObjectMeta.Namespace }}": obj.namespace}
+    name = dig(obj.raw, "spec", "model", "name")
+    if isinstance(name, str):
+        values["{{ .Spec.Model.Name }}"] = name
+    return values
+
+
+def _rendered(value: Any, values: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        for template, text in values.items():
+            value = value.replace(template, text)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _rendered(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rendered(v, values) for v in value]
+    return value
 
 
 def _stated_gpus(container: Mapping[str, Any]) -> str:
@@ -250,11 +322,21 @@ def attach_partners(objects: Iterable[K8sObject]) -> None:
     """Give each object whose controller builds its Pods from another object among
     *objects* that object's spec (:attr:`K8sObject.merged_with`): a KServe InferenceService
     whose ``predictor.model`` runs on a ServingRuntime (multi-node runtimes, with
-    ``workerSpec``, are left unmerged), an llmaz Playground its claimed OpenModel."""
+    ``workerSpec``, are left unmerged), an llmaz Playground its claimed OpenModel, a KServe
+    LLMInferenceService the LLMInferenceServiceConfigs its ``spec.baseRefs`` name (all of
+    them among *objects*, else none)."""
     every = list(objects)
     index = _runtime_index(every)
     models = {o.name: o for o in every if o.kind == "OpenModel" and is_read_kind(o)}
+    configs = {
+        (o.namespace, o.name): o
+        for o in every
+        if o.kind == "LLMInferenceServiceConfig" and is_read_kind(o)
+    }
     for obj in every:
+        if obj.kind == "LLMInferenceService" and is_read_kind(obj):
+            _merge_base_refs(obj, configs)
+            continue
         if obj.kind == "Playground" and is_read_kind(obj):
             claimed = models.get(str(dig(obj.raw, "spec", "modelClaim", "modelName")))
             _merge(obj, dig(claimed.raw, "spec") if claimed is not None else None)
@@ -441,6 +523,41 @@ def _rbg(obj: K8sObject) -> list[str]:
     return out
 
 
+def _booster(obj: K8sObject) -> list[str]:
+    backend = as_map(dig(obj.raw, "spec", "backend"), "spec.backend")
+    kind = backend.get("type")
+    if kind != "vLLM":
+        return [
+            f"ModelBooster backend type {kind!r}: only the vLLM backend's Pod is read "
+            f"({KTHENA_SOURCE}); kthena builds this one, which is not evaluated"
+        ]
+    if not obj.pods():
+        return [
+            "ModelBooster: its server worker spans several Pods (pods > 1), which kthena "
+            "joins into one Ray cluster; the engine is not evaluated"
+        ]
+    return [
+        f"ModelBooster: read as the engine Pod kthena builds ({KTHENA_SOURCE}: "
+        f"`{' '.join(BOOSTER_COMMAND)} --model <cache path>/<md5 of modelURI>` and each "
+        "config key as `--<key>`, verbatim); the runtime sidecar (the installation's image) "
+        "and the model download are not evaluated, and the model is known only by its path"
+    ]
+
+
+_USED_BY = "llmisvc-config-used-by"
+"""Where :func:`attach_partners` notes the LLMInferenceService a config is merged into."""
+
+
+def _llmisvc_config(obj: K8sObject) -> list[str]:
+    if obj.memo.get(_USED_BY):
+        return []  # read as part of the service that names it
+    return [
+        "LLMInferenceServiceConfig: presets KServe merges into the LLMInferenceServices "
+        "that name it in spec.baseRefs; alone it builds no Pod, so it is not evaluated on "
+        "its own (check it with the LLMInferenceService that references it)"
+    ]
+
+
 _READERS: dict[str, Callable[[K8sObject], list[str]]] = {
     "LLMInferenceService": _llmisvc,
     "InferenceService": _isvc,
@@ -450,6 +567,8 @@ _READERS: dict[str, Callable[[K8sObject], list[str]]] = {
     "RoleBasedGroup": _rbg,
     "RoleBasedGroupSet": _rbg,
     "StormService": _rbg,
+    "ModelBooster": _booster,
+    "LLMInferenceServiceConfig": _llmisvc_config,
 }
 """Each launcher kind's reader of what its controller decides (read only in the kind's own
 API group: :func:`launcher_fills` asks :func:`~gpustrata_policies.view.objects.is_read_kind`

@@ -8,10 +8,12 @@ pass through; accessors that need them raise :class:`~.unknown.UnknownInput`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
+from urllib.parse import urlsplit
 
 from gpustrata.core.quantity import ZERO, exact_sum, exceeds, parse_quantity
 from gpustrata.core.unknown import (
@@ -24,11 +26,13 @@ from gpustrata.core.unknown import (
 )
 
 __all__ = [
+    "BOOSTER_COMMAND",
     "BUILTIN_KINDS",
     "CLUSTER_SCOPED_KINDS",
     "CONTROLLER_KINDS",
     "FOREIGN_KINDS",
     "KNOWN_KINDS",
+    "KTHENA_SOURCE",
     "RAY_KINDS",
     "ContainerRef",
     "K8sObject",
@@ -43,7 +47,9 @@ __all__ = [
     "is_read_kind",
     "kubeai_image",
     "kubeai_profile",
+    "llmisvc_spec",
     "multi_pod_role",
+    "pod_group",
     "rbg_group",
     "strategic_merge",
 ]
@@ -56,7 +62,13 @@ WORKLOAD_KINDS = frozenset(
 RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "RayClusterFleet"})
 """KubeRay's kinds, and AIBrix's RayClusterFleet (a Deployment-like set of RayClusters)."""
 KSERVE_KINDS = frozenset(
-    {"ServingRuntime", "ClusterServingRuntime", "InferenceService", "LLMInferenceService"}
+    {
+        "ServingRuntime",
+        "ClusterServingRuntime",
+        "InferenceService",
+        "LLMInferenceService",
+        "LLMInferenceServiceConfig",  # presets merged into the services naming it (baseRefs)
+    }
 )
 OTHER_KINDS = frozenset(
     {
@@ -67,6 +79,7 @@ OTHER_KINDS = frozenset(
         "PodDisruptionBudget",
         "ServiceMonitor",
         "PodMonitor",
+        "PodMonitoring",  # GKE managed Prometheus scrape config: no Pods, no rule reads it
         "GpuNodePool",
         "Node",
         "NodePool",
@@ -121,6 +134,9 @@ CONTROLLER_KINDS = {
     "RoleBasedGroup": "workloads.x-k8s.io",
     "RoleBasedGroupSet": "workloads.x-k8s.io",
     "StormService": "orchestration.aibrix.ai",  # AIBrix: roles of RoleBasedGroup's shape
+    "ModelServing": "workload.serving.volcano.sh",  # kthena: roles of entry + worker Pods
+    "ModelBooster": "workload.serving.volcano.sh",  # kthena: converted into a ModelServing
+    "VLLMRuntime": "production-stack.vllm.ai",  # production-stack operator: one Deployment
 }
 """Kinds of other projects whose controllers create the Pods, by API group: read only in
 that group (a ``Workspace`` of another project is not KAITO's)."""
@@ -814,15 +830,23 @@ def _pod_refs(obj: K8sObject) -> Iterator[PodRef]:
             if isinstance(worker, Mapping):
                 yield PodRef(obj, ("spec", "predictor", "workerSpec"), worker, "workerSpec")
     elif kind == "LLMInferenceService":
+        whole = llmisvc_spec(obj)
         for path, role in (
             (("spec", "template"), "template"),
             (("spec", "worker"), "worker"),
             (("spec", "prefill", "template"), "prefill template"),
             (("spec", "prefill", "worker"), "prefill worker"),
         ):
-            spec = dig(raw, *path)
+            spec = dig(whole, *path[1:])
             if isinstance(spec, Mapping):
-                yield PodRef(obj, path, spec, role, replicas=dig(raw, "spec", "replicas"))
+                yield PodRef(obj, path, spec, role, replicas=dig(whole, "replicas"))
+
+
+def llmisvc_spec(obj: K8sObject) -> Any:
+    """A KServe LLMInferenceService's spec as its controller uses it: merged over the
+    LLMInferenceServiceConfigs its ``spec.baseRefs`` name where they are among the checked
+    objects (:func:`~gpustrata_policies.view.launchers.attach_partners`), else as written."""
+    return obj.merged_with if obj.merged_with is not None else obj.raw.get("spec")
 
 
 def api_group(obj: K8sObject) -> str:
@@ -1218,6 +1242,250 @@ def _rbg_pods(obj: K8sObject, group: Path = ("spec",)) -> Iterator[PodRef]:
         )
 
 
+KTHENA_SOURCE = "volcano-sh/kthena@3cc0572"
+"""Where kthena's ModelServing roles are defined (``pkg/apis/workload/v1alpha1/
+servinggroup_types.go``: each of a role's ``replicas`` is one entry Pod from
+``entryTemplate`` and ``workerReplicas`` Pods from ``workerTemplate``; ``spec.replicas``
+ServingGroups) and how a ModelBooster becomes one (``pkg/model-booster-controller/convert/
+model_serving.go`` ``buildCommands``, ``templates/vllm.yaml``)."""
+
+
+def _times(a: Any, b: Any) -> Any:
+    """``a x b`` replicas where both are stated integers (None, kthena's default, is 1)."""
+    a, b = (1 if v is None else v for v in (a, b))
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b))
+    return a * b if ok else None
+
+
+def _kthena_pods(obj: K8sObject) -> Iterator[PodRef]:
+    """Each role of a kthena ModelServing (:data:`KTHENA_SOURCE`): its entry Pod, and its
+    worker Pods where ``workerReplicas`` > 0 (one engine across the role's Pods:
+    :func:`pod_group`)."""
+    base: Path = ("spec", "template", "roles")
+    groups = dig(obj.raw, "spec", "replicas")
+    for index, role in enumerate(as_list(dig(obj.raw, *base), "roles")):
+        if not isinstance(role, Mapping):
+            continue
+        name, replicas = role.get("name", index), _times(groups, role.get("replicas"))
+        workers = role.get("workerReplicas")
+        yield from _template(
+            obj, (*base, index, "entryTemplate"), f"role '{name}' entry", replicas=replicas
+        )
+        if isinstance(workers, int) and workers > 0:
+            yield from _template(
+                obj,
+                (*base, index, "workerTemplate"),
+                f"role '{name}' worker",
+                replicas=_times(replicas, workers),
+            )
+
+
+def pod_group(pod: PodRef) -> tuple[int, PodRef] | None:
+    """(Pods in the group, one worker Pod) where *pod* leads a group of Pods that run one
+    engine together: a LeaderWorkerSet's leader (``size``) or a kthena ModelServing role's
+    entry Pod (1 + ``workerReplicas``); None otherwise."""
+    obj = pod.obj
+    if obj.kind == "LeaderWorkerSet" and pod.role == "leader":
+        size = dig(obj.raw, "spec", "leaderWorkerTemplate", "size")
+        worker = "worker"
+    elif obj.kind == "ModelServing" and pod.role.endswith(" entry") and is_read_kind(obj):
+        name = pod.role.removesuffix(" entry").removeprefix("role ")
+        roles = as_list(dig(obj.raw, "spec", "template", "roles"), "roles")
+        found = [r for r in roles if isinstance(r, Mapping) and repr(r.get("name")) == name]
+        workers = found[0].get("workerReplicas") if found else None
+        size = workers + 1 if isinstance(workers, int) and not isinstance(workers, bool) else None
+        worker = f"role {name} worker"
+    else:
+        return None
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 1:
+        return None
+    peers = [p for p in obj.pods() if p.role == worker]
+    return (size, peers[0]) if peers else None
+
+
+BOOSTER_COMMAND = ("python3", "-m", "vllm.entrypoints.openai.api_server")
+"""The command kthena writes for a ModelBooster's vLLM server (:data:`KTHENA_SOURCE`
+``buildCommands``): this, ``--model <cache path><model path>``, then each ``config`` key as
+``--<key with _ as ->`` and its value, keys sorted."""
+
+
+def _booster_model_path(backend: Mapping[str, Any]) -> str:
+    """Where kthena downloads a ModelBooster's model (:data:`KTHENA_SOURCE`
+    ``GetCachePath`` + ``GetMountPath``): the cache URI's host and path, then ``/`` and the
+    MD5 of the model URI."""
+    cache = backend.get("cacheURI")
+    parts = urlsplit(cache) if isinstance(cache, str) else None
+    root = (parts.netloc + parts.path).strip("/") if parts and parts.scheme else ""
+    digest = hashlib.md5(str(backend.get("modelURI")).encode(), usedforsecurity=False)
+    return ("/" + root if root else "") + "/" + digest.hexdigest()
+
+
+def _booster_pod(obj: K8sObject) -> Iterator[PodRef]:
+    """The engine Pod kthena builds for a ``type: vLLM`` ModelBooster's ``server`` worker of
+    one Pod (``pods`` <= 1; several Pods run a Ray cluster the view does not assemble, and
+    :func:`~gpustrata_policies.view.launchers.launcher_fills` says so): its image, the
+    command of :data:`BOOSTER_COMMAND`, its resources, affinity and tolerations; the runtime
+    sidecar (the installation's image) and the model path are left out."""
+    backend = as_map(dig(obj.raw, "spec", "backend"), f"spec.backend of {obj.resource}")
+    if backend.get("type") != "vLLM":
+        return
+    workers = as_list(backend.get("workers"), "spec.backend.workers")
+    index, server = next(
+        (
+            (i, w)
+            for i, w in enumerate(workers)
+            if isinstance(w, Mapping) and w.get("type", "server") == "server"
+        ),
+        (0, None),
+    )
+    if server is None or (isinstance(server.get("pods"), int) and server["pods"] > 1):
+        return
+    config = as_map(server.get("config"), "config")
+    args = ["--model", _booster_model_path(backend)]
+    for key in sorted(config):
+        value = config[key]
+        args.append("--" + str(key).replace("_", "-"))
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if text:
+            args.append(text)
+    container: dict[str, Any] = {
+        "name": "engine",
+        "image": server.get("image"),
+        "command": [*BOOSTER_COMMAND, *args],
+        "env": as_list(backend.get("env"), "spec.backend.env"),
+        "resources": as_map(server.get("resources"), "resources"),
+        "readinessProbe": {
+            "httpGet": {"path": "/health", "port": 8000},
+            "initialDelaySeconds": 180,
+            "periodSeconds": 5,
+            "failureThreshold": 3,
+        },
+    }
+    pod: dict[str, Any] = {"containers": [container]}
+    for key in ("affinity", "tolerations"):
+        if server.get(key):
+            pod[key] = server[key]
+    where: Path = ("spec", "backend", "workers", index)
+    yield PodRef(
+        obj, where, pod, "server", replicas=_times(backend.get("replicas"), server.get("replicas"))
+    )
+
+
+VLLMRUNTIME_SOURCE = (
+    "vllm-project/production-stack@a6c01db:operator/internal/controller/vllmruntime_controller.go"
+)
+"""Where the production-stack operator builds a VLLMRuntime's Deployment
+(``deploymentForVLLMRuntime``): ``/opt/venv/bin/vllm serve <modelURL>`` with flags from
+``model`` and ``vllmConfig``, the image ``registry/name``, GPUs ``resources.gpu`` of
+``gpuType``, ``toleration``, ``nodeSelectorTerms`` as required node affinity, /dev/shm only
+with ``shmSize``, probes on /health."""
+
+
+def _runtime_flag(args: list[str], flag: str, value: Any) -> None:
+    if isinstance(value, bool):
+        if value:
+            args.append(flag)
+    elif (isinstance(value, int) and value > 0) or (isinstance(value, str) and value):
+        args += [flag, str(value)]
+
+
+def _vllmruntime_pod(obj: K8sObject) -> Iterator[PodRef]:
+    """The Pod of the Deployment the production-stack operator builds for a VLLMRuntime
+    (:data:`VLLMRUNTIME_SOURCE`); the optional sidecar (LMCache's) is left out."""
+    spec = as_map(dig(obj.raw, "spec"), f"spec of {obj.resource}")
+    model = as_map(spec.get("model"), "spec.model")
+    vllm = as_map(spec.get("vllmConfig"), "spec.vllmConfig")
+    deploy = as_map(spec.get("deploymentConfig"), "spec.deploymentConfig")
+    port = vllm.get("port", 8000)
+    args = [str(model.get("modelURL")), "--host", "0.0.0.0", "--port", str(port)]
+    _runtime_flag(args, "--enable-lora", model.get("enableLoRA") is True)
+    _runtime_flag(args, "--enable-auto-tool-choice", model.get("enableTool") is True)
+    _runtime_flag(args, "--tool-call-parser", model.get("toolCallParser"))
+    chunked, prefix = vllm.get("enableChunkedPrefill"), vllm.get("enablePrefixCaching")
+    args.append("--enable-chunked-prefill" if chunked is True else "--no-enable-chunked-prefill")
+    args.append("--enable-prefix-caching" if prefix is True else "--no-enable-prefix-caching")
+    _runtime_flag(args, "--max-model-len", model.get("maxModelLen"))
+    _runtime_flag(args, "--dtype", model.get("dtype"))
+    _runtime_flag(args, "--tensor-parallel-size", vllm.get("tensorParallelSize"))
+    _runtime_flag(args, "--max-num-seqs", model.get("maxNumSeqs"))
+    _runtime_flag(args, "--gpu_memory_utilization", vllm.get("gpuMemoryUtilization"))
+    _runtime_flag(args, "--max_loras", vllm.get("maxLoras"))
+    args += [str(a) for a in as_list(vllm.get("extraArgs"), "vllmConfig.extraArgs")]
+    env: list[Mapping[str, Any]] = [
+        {"name": "VLLM_USE_V1", "value": "1" if vllm.get("v1") is True else "0"}
+    ]
+    if model.get("enableLoRA") is True:
+        env.append({"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"})
+    if dig(spec, "lmCacheConfig", "enabled") is True:  # and LMCache's own env (not read)
+        connector = "LMCacheConnectorV1" if vllm.get("v1") is True else "LMCacheConnector"
+        args += ["--kv-transfer-config", f'{{"kv_connector":"{connector}","kv_role":"kv_both"}}']
+    env += [e for e in as_list(vllm.get("env"), "vllmConfig.env") if isinstance(e, Mapping)]
+    secret = as_map(model.get("hfTokenSecret"), "spec.model.hfTokenSecret")
+    if secret.get("hfTokenSecretName"):
+        ref = {"name": secret["hfTokenSecretName"], "key": secret.get("hfTokenKeyName")}
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": ref}})
+    res = as_map(deploy.get("resources"), "deploymentConfig.resources")
+    limits: dict[str, Any] = {}
+    for key, name in (("cpu", "cpu"), ("memory", "memory")):
+        if res.get(key):
+            limits[name] = res[key]
+    if res.get("gpu"):
+        limits[str(res.get("gpuType") or "nvidia.com/gpu")] = res["gpu"]
+    image = dig(deploy, "image", "registry"), dig(deploy, "image", "name")
+    probe = {"httpGet": {"path": "/health", "port": port}, "periodSeconds": 20}
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": f"{image[0]}/{image[1]}" if all(isinstance(i, str) for i in image) else None,
+        "command": ["/opt/venv/bin/vllm", "serve"],
+        "args": args,
+        "env": env,
+        "resources": {"limits": limits, "requests": dict(limits)},
+        "readinessProbe": {
+            **probe,
+            "initialDelaySeconds": 10,
+            "timeoutSeconds": 5,
+            "failureThreshold": 10,
+        },
+        "livenessProbe": {
+            **probe,
+            "initialDelaySeconds": 10,
+            "timeoutSeconds": 3,
+            "failureThreshold": 10,
+        },
+        "startupProbe": {
+            **probe,
+            "initialDelaySeconds": 120,
+            "timeoutSeconds": 3,
+            "failureThreshold": 100,
+        },
+    }
+    pod: dict[str, Any] = {"containers": [container], "volumes": []}
+    container["volumeMounts"] = []
+    storage = as_map(spec.get("storageConfig"), "spec.storageConfig")
+    if storage.get("enabled") is True:  # a PVC named after the VLLMRuntime
+        name = storage.get("volumeName") or "pvc-storage"
+        container["volumeMounts"].append(
+            {"name": name, "mountPath": storage.get("mountPath") or "/data"}
+        )
+        pod["volumes"].append({"name": name, "persistentVolumeClaim": {"claimName": obj.name}})
+    if deploy.get("shmSize"):
+        container["volumeMounts"].append({"name": "dshm", "mountPath": "/dev/shm"})
+        pod["volumes"].append(
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": deploy["shmSize"]}}
+        )
+    if deploy.get("toleration"):
+        pod["tolerations"] = deploy["toleration"]
+    if deploy.get("nodeSelectorTerms"):
+        pod["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": deploy["nodeSelectorTerms"]
+                }
+            }
+        }
+    yield PodRef(obj, ("spec",), pod, "", replicas=deploy.get("replicas", 1))
+
+
 RUNTIME_POD_FIELDS = (
     "nodeSelector",
     "affinity",
@@ -1311,6 +1579,12 @@ def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
         yield from _llmaz_pod(obj)
     elif kind in {"RoleBasedGroup", "RoleBasedGroupSet", "StormService"}:
         yield from _rbg_pods(obj, rbg_group(obj))
+    elif kind == "ModelServing":
+        yield from _kthena_pods(obj)
+    elif kind == "ModelBooster":
+        yield from _booster_pod(obj)
+    elif kind == "VLLMRuntime":
+        yield from _vllmruntime_pod(obj)
 
 
 def controller_fills(obj: K8sObject) -> list[str]:

@@ -98,7 +98,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         path = (*pod.path, "tolerations")
         label = f"pod{pod.where}"
         if obj.kind == "LLMInferenceService" and not stated:
-            if dig(obj.raw, "spec", "baseRefs"):
+            if dig(obj.raw, "spec", "baseRefs") and obj.merged_with is None:
                 yield ctx.not_evaluated(
                     obj,
                     f"{label} is completed from the LLMInferenceServiceConfigs its baseRefs "
@@ -106,7 +106,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 )
                 continue
             # KServe completes the pod from its presets, which add no tolerations (read at
-            # the release whose presets give the engine command line): judged as written.
+            # the release whose presets give the engine command line): judged as written,
+            # merged over the baseRefs configs where they are among the inputs.
             label += f" (KServe's presets add no tolerations, {KSERVE_PRESET_SOURCE})"
         admission = cluster_admission(ctx, pod)
         requested = set(gpu_requests(pod, extra))

@@ -10,7 +10,15 @@ from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.kuberay import operator_release
-from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
+from gpustrata_policies.view.objects import (
+    ContainerRef,
+    K8sObject,
+    PodRef,
+    as_list,
+    as_map,
+    dig,
+    pod_group,
+)
 from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
@@ -163,6 +171,10 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     )
                 continue
             if per_engine <= 1:
+                continue
+            if pod_group(pod) is not None and c.gpu_limit(extra) <= 1:
+                # an engine spread over a group of Pods: only the GPUs in this Pod talk
+                # over its /dev/shm, the others over the network
                 continue
             yield ctx.violation(
                 obj,

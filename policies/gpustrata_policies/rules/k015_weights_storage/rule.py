@@ -208,7 +208,8 @@ def _check_container(
         yield ctx.not_evaluated(
             obj,
             f"{c.label} sets an ephemeral-storage request but the weight size of "
-            f"{', '.join(unknown)} is unknown (not in the model catalogue)",
+            f"{', '.join(unknown)} is unknown (not in the model catalogue; "
+            f"{catalogs.UNCATALOGUED_FIX})",
         )
         return
     short = [

@@ -93,7 +93,8 @@ def _estimate(
     if arch is None:
         return (
             None,
-            f"model {quoted(model)} is not in the model catalogue, so its load time is unknown",
+            f"model {quoted(model)} is not in the model catalogue, so its load time is "
+            f"unknown; {catalogs.UNCATALOGUED_FIX}",
             None,
         )
     try:

@@ -12,7 +12,7 @@ from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import image_release
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
-from gpustrata_policies.view.objects import ContainerRef, K8sObject
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, pod_group
 from gpustrata_policies.view.ray import RAY_V2600, container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs
 
@@ -54,7 +54,9 @@ MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 """NVIDIA's MIG user guide, CUDA Device Enumeration: "regardless of how many MIG devices
 are created (or made available to a container), a single CUDA process can only enumerate a
 single MIG device"."""
-RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "LeaderWorkerSet"})
+GROUP_KINDS = frozenset({"LeaderWorkerSet", "ModelServing"})
+"""Kinds whose Pods may run one engine together (:func:`pod_group`)."""
+RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", *GROUP_KINDS})
 SERVING_RUNTIMES = frozenset({"ServingRuntime", "ClusterServingRuntime"})
 
 
@@ -169,16 +171,17 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 (*container.path, "resources"),
             )
             continue
-        if obj.kind == "LeaderWorkerSet":
-            workers = [p for p in obj.pods() if p.role == "worker"]
-            size = obj.raw.get("spec", {}).get("leaderWorkerTemplate", {}).get("size", 1)
-            if pod.role == "leader" and workers and isinstance(size, int) and size > 1:
-                per_worker = workers[0].gpu_count(extra)
-                got = limit + (size - 1) * per_worker
-                where = (
-                    f"its group of {size} Pods has {fmt_gpus(got)} GPUs (leader "
-                    f"{fmt_gpus(limit)} + {size - 1} x {fmt_gpus(per_worker)})"
-                )
+        group = pod_group(pod)
+        if group is not None:
+            size, worker = group
+            per_worker = worker.gpu_count(extra)
+            got = limit + (size - 1) * per_worker
+            where = (
+                f"its group of {size} Pods has {fmt_gpus(got)} GPUs (leader "
+                f"{fmt_gpus(limit)} + {size - 1} x {fmt_gpus(per_worker)})"
+            )
+        elif obj.kind == "LeaderWorkerSet":
+            pass  # a worker, or a group of one: its own GPUs
         elif obj.kind in MULTI_NODE_KINDS and pod.spec.get("workerSpec") is not None:
             yield ctx.not_evaluated(
                 obj, f"{container.label} spans the workerSpec Pods; their GPUs are set by KServe"

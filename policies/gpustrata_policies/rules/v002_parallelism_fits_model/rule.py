@@ -72,7 +72,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 obj,
                 f"{site.label} serves {' / '.join(site.models) or 'a model it does not name'}, "
                 "which is not in the model catalogue, so its attention heads and layers are "
-                "unknown",
+                f"unknown; {catalogs.UNCATALOGUED_FIX}",
             )
             continue
         found = problems(arch, tp, pp)

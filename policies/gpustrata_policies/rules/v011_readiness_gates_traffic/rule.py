@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map
 from gpustrata_policies.view.vllm_args import vllm_engine
 
@@ -61,6 +62,7 @@ def problem(c: ContainerRef, serving_port: int | None) -> str | None:
 # "Defaults to True", kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go), and the
 # client that sends the batch requests has to wait for /health itself.
 BATCH_KINDS = frozenset({"Job", "CronJob", "JobSet"})
+PROBE_HANDLERS = ("httpGet", "tcpSocket", "exec", "grpc")
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
@@ -73,6 +75,18 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         for c in pod.containers(init=False):
             engine = vllm_engine(c)
             if engine is None or engine.values.get("headless") is True:
+                continue
+            probe = c.raw.get("readinessProbe")
+            if (
+                obj.kind == "LLMInferenceService"
+                and isinstance(probe, Mapping)
+                and not any(k in probe for k in PROBE_HANDLERS)
+            ):
+                yield ctx.not_evaluated(
+                    obj,
+                    f"{c.label}'s readinessProbe states no handler: it overrides part of the "
+                    f"probe of KServe's preset under it ({KSERVE_PRESET_SOURCE}), not read here",
+                )
                 continue
             why = problem(c, engine.port)
             if why:
