@@ -19,6 +19,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from _schemas import strict
 from _stacks import ROOT, STACKS, stack_doc, stack_path
 
 from gpustrata.catalog.compat import load_compat_catalog
@@ -72,18 +73,6 @@ def test_core_objects_validate(name: str, doc: dict[str, Any]) -> None:
             pytest.fail(f"{obj['kind']}/{obj['metadata']['name']} at Kubernetes {version}: {exc}")
 
 
-def _strict(schema: Any) -> Any:
-    """The CRD schema with unknown fields rejected (objects that list their properties)."""
-    if isinstance(schema, dict):
-        out = {k: _strict(v) for k, v in schema.items()}
-        if "properties" in out and "additionalProperties" not in out:
-            out["additionalProperties"] = False
-        return out
-    if isinstance(schema, list):
-        return [_strict(v) for v in schema]
-    return schema
-
-
 def _karpenter_validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
     out = {}
     for path in sorted(KARPENTER_CRDS.glob("*.yaml")):
@@ -91,7 +80,7 @@ def _karpenter_validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for version in crd["spec"]["versions"]:
             if version["served"]:
-                schema = _strict(version["schema"]["openAPIV3Schema"])
+                schema = strict(version["schema"]["openAPIV3Schema"])
                 out[(f"{group}/{version['name']}", kind)] = jsonschema.Draft7Validator(schema)
     return out
 

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from _schemas import strict
 from _stacks import ROOT, closure
 
 from gpustrata.catalog.aws import efa_facts
@@ -57,24 +58,12 @@ def _existing() -> dict[str, Any]:
     return doc
 
 
-def _strict(schema: Any) -> Any:
-    """The CRD schema with unknown fields rejected (objects that list their properties)."""
-    if isinstance(schema, dict):
-        out = {k: _strict(v) for k, v in schema.items()}
-        if "properties" in out and "additionalProperties" not in out:
-            out["additionalProperties"] = False
-        return out
-    if isinstance(schema, list):
-        return [_strict(v) for v in schema]
-    return schema
-
-
 def _validator() -> jsonschema.Draft7Validator:
     path = LWS_CRDS / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
     crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
     (version,) = [v for v in crd["spec"]["versions"] if v["served"]]
     assert (crd["spec"]["group"], version["name"]) == ("leaderworkerset.x-k8s.io", "v1")
-    return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
+    return jsonschema.Draft7Validator(strict(version["schema"]["openAPIV3Schema"]))
 
 
 VALIDATOR = _validator()
