@@ -187,3 +187,16 @@ def test_kv_offload_example_counts_the_host_buffers() -> None:
         resources["limits"]["memory"] = resources["requests"]["memory"] = "16Gi"
     k020 = [f for f in evaluate(broken).findings if f.rule == "K020"]
     assert sorted(f.resource.split("/")[-1] for f in k020) == ["llama-8b", "llama-8b-connector"]
+
+
+def test_the_dra_page_states_the_examples_plans() -> None:
+    """docs/concepts/dra-as-it-ships.md states each DRA example's resources and rehearsal
+    steps (as `plan` counts them: the stack itself left out); they are recomputed here."""
+    page = (ROOT / "docs" / "concepts" / "dra-as-it-ships.md").read_text(encoding="utf-8")
+    for name in ("dra", "dra-operator"):
+        report = _example(name)
+        assert report.rehearsal is not None
+        ok = sum(s.status == "ok" for s in report.rehearsal.steps)
+        assert f"the {name} example registers {len(report.resources) - 1} resources ({ok}" in (
+            " ".join(page.split())
+        ), name

@@ -130,3 +130,44 @@ def test_k020_lmcache_config_file_is_not_evaluated() -> None:
     report = evaluate([doc])
     assert [f for f in report.findings if f.rule == "K020"] == []
     assert any(n.rule == "K020" and "lmcache.yaml" in n.reason for n in report.not_evaluated)
+
+
+def test_the_docs_table_is_the_capacity_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/howto/kv-offload-capacity.md states its measured rows; each is recomputed here
+    with `gpustrata capacity --kv-offloading-size`."""
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "howto" / "kv-offload-capacity.md"
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| Llama-")
+    ]
+    gpus = {"L40S": "l40s", "H100 SXM": "NVIDIA-H100-80GB-HBM3"}
+    assert len(rows) == 2
+    for model, gpu, mml, per_token, on_gpu, offload, on_host, together in rows:
+        count, _, name = gpu.partition(" x ")
+        name = name.split(" (")[0]
+        main(
+            [
+                "capacity",
+                "--model",
+                f"meta-llama/{model}",
+                "--gpu",
+                gpus[name],
+                "--tp",
+                count,
+                "--max-model-len",
+                mml,
+                "--kv-offloading-size",
+                offload.removesuffix(" GiB"),
+                "--format",
+                "json",
+            ]
+        )
+        got = json.loads(capsys.readouterr().out)
+        gpu_tokens = got["kv_cache_tokens"]["value"]
+        host_tokens = got["kv_cache_host_tokens"]["value"]
+        assert per_token == f"{got['kv_bytes_per_token_per_gpu']['value']:,} B", model
+        assert (on_gpu, on_host) == (f"{gpu_tokens:,}", f"{host_tokens:,}"), model
+        assert together == f"{gpu_tokens + host_tokens:,}", model
