@@ -115,3 +115,22 @@ Components installed at node provisioning time (CSE) for supported GPU VM sizes:
     path = "vhdbuilder/release-notes/AKSUbuntu/gen2/2204containerd/202608.20.0.txt"
     match = VERSION.search(path)
     assert match is not None and match.group(1) == "202608.20.0"
+
+
+def test_the_docs_state_the_catalogues_size() -> None:
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "howto" / "eks-ami-driver.md"
+    text = " ".join(page.read_text(encoding="utf-8").split())
+    releases = aks_image_releases()
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in v.split("."))
+
+    versions = sorted(releases, key=key)
+    cuda = sorted({r["cuda"] for r in releases.values()}, key=key)
+    grid = sorted({r["grid"] for r in releases.values() if "grid" in r}, key=key)
+    assert (
+        f"{len(releases)} releases ({versions[0]} to {versions[-1]}), CUDA drivers {cuda[0]} "
+        f"to {cuda[-1]}, GRID drivers {grid[0]} to {grid[-1]}"
+    ) in text
