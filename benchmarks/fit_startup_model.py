@@ -59,6 +59,10 @@ FACTOR = 1.5
 MIN_FOR_FIXED = 3
 """A load path's fixed seconds are fitted only with this many logs (two parameters on fewer
 would fit any two logs exactly)."""
+STORAGE_BOUND = 0.8
+"""A load at this share of its storage's stated throughput (``storage_gbps``) or more
+measured the storage, not the loader: it is left out of the loader's fit (the prediction
+caps every load at its storage's throughput instead)."""
 NETWORK_PATHS = ("hf-download", "hf-download-fast", "s3-download", "s3-streamer")
 """The paths over a network, whose loads pay per-request latency and connection ramp-up: the
 only ones given a fixed part (a local read's file opens are sub-second noise)."""
@@ -122,19 +126,20 @@ def _const(rows: list[tuple[str, float]], what: str, unit: str, nd: int = 3) -> 
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args()
-    logs = [log for log in load_startup_logs() if log.id not in HELD_OUT]
+def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
+    """Every startup constant fitted on *logs* (name -> value, fitted_on, explanation)."""
     models = load_model_catalog()
     out: dict[str, dict[str, object]] = {}
 
     by_path: dict[str, list[tuple[str, float, float]]] = {}  # (id, GB per reader, seconds)
     for log in logs:
-        if log.load_s and log.weights_gib:
-            gb = log.weights_gib * (1 << 30) / 1e9
+        if log.load_s and log.reader_gib:
+            gb = log.reader_gib * (1 << 30) / 1e9
+            if log.storage_gbps and gb / log.load_s >= STORAGE_BOUND * log.storage_gbps:
+                continue  # it measured the storage, not the loader
             by_path.setdefault(log.load_path, []).append((log.id, gb, log.load_s))
+            if log.load_path == "disk" and log.storage != "not stated":
+                by_path.setdefault(f"disk-{log.storage}", []).append((log.id, gb, log.load_s))
     for path, rows in sorted(by_path.items()):
         key = path.replace("-", "_")
         rates = [(i, g / t) for i, g, t in rows]
@@ -228,6 +233,14 @@ def main() -> int:
     out["moe_warmup_s"] = _const(
         moe, "logged MoE kernel (DeepGEMM) warm-up of an FP8 MoE model", "s", 1
     )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    out = fit([log for log in load_startup_logs() if log.id not in HELD_OUT])
 
     class _NoAliases(yaml.SafeDumper):
         def ignore_aliases(self, data: object) -> bool:

@@ -3,6 +3,7 @@ unknown fields (the API server would prune them silently)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +30,25 @@ def strict(schema: Any) -> Any:
 
 def crd_validators(*folders: Path) -> dict[tuple[str, str], jsonschema.Draft7Validator]:
     """(apiVersion, kind) -> validator of every served version of the CRDs in *folders*."""
+    crds = [
+        yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+        for folder in folders
+        for path in sorted(folder.glob("*.yaml"))
+    ]
+    return validators_of(crds)
+
+
+def validators_of(
+    crds: Iterable[Mapping[str, Any]],
+) -> dict[tuple[str, str], jsonschema.Draft7Validator]:
+    """(apiVersion, kind) -> validator of every served version of *crds*."""
     out = {}
-    for folder in folders:
-        for path in sorted(folder.glob("*.yaml")):
-            crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
-            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-            for version in crd["spec"]["versions"]:
-                if version["served"]:
-                    schema = strict(version["schema"]["openAPIV3Schema"])
-                    out[(f"{group}/{version['name']}", kind)] = jsonschema.Draft7Validator(schema)
+    for crd in crds:
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            if version["served"]:
+                schema = strict(version["schema"]["openAPIV3Schema"])
+                out[(f"{group}/{version['name']}", kind)] = jsonschema.Draft7Validator(schema)
     return out
 
 

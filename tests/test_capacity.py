@@ -324,19 +324,53 @@ def test_gpt_oss_on_one_h100_with_vllm_0_14_1_runs_out_of_memory() -> None:
     assert not est.weights_fit
 
 
-def test_releases_without_per_release_facts_keep_the_reference_arithmetic() -> None:
+def test_unread_releases_between_read_ones_size_as_the_tighter_of_the_two() -> None:
     """An unread release between two read ones that disagree (0.12.0: Marlin in 0.10.1,
-    Triton in 0.14.1 on Hopper), or a tag that is no release, sizes as the reference."""
+    Triton keeping the block scales in 0.14.1 on Hopper) does what one of them does, so it
+    is sized as the one leaving less KV memory, and says so; a tag that is no release, and
+    no release, size as the reference release."""
     a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
     reference = estimate_capacity(a, h100)
-    for release in ("0.12.0", "nightly", None):
-        est = estimate_capacity(a, h100, vllm_release=release)
-        assert est.weights.bytes_per_gpu == reference.weights.bytes_per_gpu
-        assert est.memory.available_kv_bytes == reference.memory.available_kv_bytes
+    est = estimate_capacity(a, h100, vllm_release="0.12.0")
+    assert est.memory.available_kv_bytes < reference.memory.available_kv_bytes
+    bounds = [estimate_capacity(a, h100, vllm_release=r) for r in ("0.10.1", "0.14.1")]
+    assert est.memory.available_kv_bytes == min(b.memory.available_kv_bytes for b in bounds)
+    assert "0.12.0 was not read; it lies between 0.10.1 and 0.14.1" in est.defaults["vllm_release"]
+    for release in ("nightly", None):
+        other = estimate_capacity(a, h100, vllm_release=release)
+        assert other.weights.bytes_per_gpu == reference.weights.bytes_per_gpu
+        assert other.memory.available_kv_bytes == reference.memory.available_kv_bytes
+        assert "vllm_release" not in other.defaults
     llama = estimate_capacity(arch(LLAMA8), h100, vllm_release="0.10.1")
     assert (
         llama.weights.bytes_per_gpu == estimate_capacity(arch(LLAMA8), h100).weights.bytes_per_gpu
     )
+
+
+# vllm-project/vllm#27508: torch 2.8.0 (vLLM 0.11.0's pin), one H100 80GB HBM3, gpt-oss-120b,
+# `--gpu-memory-utilization 0.95 --max-num-batched-tokens 1024` at the default 131,072
+# context: "Available KV cache memory: 1.71 GiB", "EngineCore failed to start". The same
+# model on v0.11.2 "on single H100 with 85K context length" at 0.97 and max_num_seqs 100
+# (vllm-project/vllm#33155's first command) started.
+def test_gpt_oss_on_one_h100_with_vllm_0_11_refuses_and_starts_where_the_logs_say() -> None:
+    a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
+    refused = estimate_capacity(
+        a, h100, gpu_memory_utilization=0.95, max_num_batched_tokens=1024, vllm_release="0.11.0"
+    )
+    assert not refused.fits
+    assert refused.memory.available_kv_bytes / GIB < 5  # logged 1.71 GiB
+    # The reference release's arithmetic, which is what the estimate used for 0.11.0
+    # before, says the same settings start:
+    assert estimate_capacity(a, h100, gpu_memory_utilization=0.95, max_num_batched_tokens=1024).fits
+    started = estimate_capacity(
+        a,
+        h100,
+        gpu_memory_utilization=0.97,
+        max_model_len=85 * 1024,
+        max_num_seqs=100,
+        vllm_release="0.11.2",
+    )
+    assert started.fits
 
 
 def test_quantised_weights() -> None:

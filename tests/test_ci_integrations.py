@@ -169,6 +169,7 @@ def _sarif_schema() -> dict[str, Any]:
     return loaded
 
 
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_plan_and_sarif_steps(project: Path) -> None:
     stack = "broken"
     plan = _bash(_step("Plan (offline, under Pulumi's mocks)")["run"], project, STACK=stack)

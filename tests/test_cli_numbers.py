@@ -31,6 +31,10 @@ CAPACITY = ["capacity", "--model", "Qwen/Qwen2.5-1.5B-Instruct", "--gpu", "l4"]
         ([*SIZE, "--max-cost-per-hour", "nan"], "--max-cost-per-hour 'nan'"),
         ([*SIZE, "--price", "nosuch.type=1"], "'nosuch.type' is not in the instance catalogue"),
         ([*SIZE, "--price", "g6.xlarge=inf"], "--price 'inf'"),
+        (
+            [*SIZE, "--price", "g6f.xlarge=1"],
+            "did you mean g6.xlarge or g6.2xlarge or g6.4xlarge?",
+        ),
         ([*SIZE, "--tp", "1000000000"], "--tp '1000000000': expected an integer from 1 to 1,024"),
         ([*SIZE, "--replicas", "9" * 5000], "expected an integer from 1 to 1,000,000"),
         ([*CAPACITY, "--load-gbps", "1e-300"], "use a bandwidth from 0.001 to 1000 GB/s"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
 from gpustrata.core.collector import YOUNG_THRESHOLD, fewer_collections, no_automatic_collections
 
 
@@ -34,6 +36,7 @@ def test_a_raising_block_restores_the_collector() -> None:
     assert gc.get_freeze_count() == 0
 
 
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_automatic_collections_pause_and_resume() -> None:
     assert gc.isenabled()
     with no_automatic_collections():

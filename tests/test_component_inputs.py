@@ -90,6 +90,7 @@ def _mypy(tmp_path: Path, program: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_a_strict_user_program_passes_outputs_to_namespace_and_label(tmp_path: Path) -> None:
     done = _mypy(tmp_path, TYPED_PROGRAM)
     assert done.returncode == 0, done.stdout + done.stderr

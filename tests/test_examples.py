@@ -3,7 +3,8 @@ kubernetes-sigs chart and by the GPU Operator, KV-cache offload) plans clean: no
 a deploy rehearsal without a blocker, and every object it registers valid against the
 pinned schemas: core objects (DRA's ResourceClaimTemplate included) against the Kubernetes
 OpenAPI of the stack's version (kubernetes-validate, strict), LeaderWorkerSet and Karpenter
-objects against the CRDs in tests/schemas/. Objects of other groups have no pinned schema
+objects against the CRDs in tests/schemas/, Gateway API and InferencePool objects against
+the catalogued gateway CRDs. Objects of other groups have no pinned schema
 and are listed, so none is skipped by accident. Each feature's example is also shown to do
 what it says (a mutation that breaks it is reported)."""
 
@@ -17,17 +18,19 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from _schemas import KARPENTER_CRDS, LWS_CRDS, crd_validators, schema_errors
+from _schemas import KARPENTER_CRDS, LWS_CRDS, crd_validators, schema_errors, validators_of
 from _stacks import ROOT
 
+from gpustrata.catalog.gateway import gateway_crds
 from gpustrata.core.errors import StackError
 from gpustrata.planning.build import plan_spec
 from gpustrata.reports.text import PlanReport, plan_report
 from gpustrata.spec.loader import read_stack_file, validate_stack
 from gpustrata_policies import evaluate, objects_from_pulumi
 
-EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("Pulumi.*.yaml"))
-CRD_VALIDATORS = crd_validators(KARPENTER_CRDS, LWS_CRDS)
+EXAMPLES_DIR = ROOT / "stacks" / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.rglob("Pulumi.*.yaml"))
+CRD_VALIDATORS = {**crd_validators(KARPENTER_CRDS, LWS_CRDS), **validators_of(gateway_crds())}
 UNPINNED_GROUPS = {"ray.io", "keda.sh", "monitoring.coreos.com", "gpustrata.io", "helm.sh"}
 """Groups whose objects no pinned schema covers here (Helm releases are Pulumi's input)."""
 
@@ -43,7 +46,7 @@ def _report(path: Path) -> PlanReport:
     return plan_report(path, _stack(path), plan, document, ROOT)
 
 
-@pytest.fixture(params=EXAMPLES, ids=[_stack(p) for p in EXAMPLES])
+@pytest.fixture(params=EXAMPLES, ids=[str(p.relative_to(EXAMPLES_DIR)) for p in EXAMPLES])
 def example(request: pytest.FixtureRequest) -> tuple[Path, PlanReport]:
     path: Path = request.param
     return path, _report(path)
@@ -58,7 +61,14 @@ def _group(api_version: str) -> str:
 
 
 def test_every_feature_has_an_example() -> None:
-    assert {_stack(p) for p in EXAMPLES} >= {"multinode", "dra", "dra-operator", "kv-offload"}
+    names = {str(p.relative_to(EXAMPLES_DIR)) for p in EXAMPLES}
+    assert names >= {
+        "Pulumi.multinode.yaml",
+        "Pulumi.dra.yaml",
+        "Pulumi.dra-operator.yaml",
+        "Pulumi.kv-offload.yaml",
+        "inference-gateway/Pulumi.staging.yaml",
+    }
 
 
 def test_example_plans_clean(example: tuple[Path, PlanReport]) -> None:

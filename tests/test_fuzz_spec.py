@@ -44,6 +44,8 @@ from gpustrata.render.operators import (
 from gpustrata.spec.loader import read_stack_file
 from gpustrata_policies.evaluate import evaluate
 
+pytestmark = pytest.mark.slow  # minutes: see CONTRIBUTING.md, fast feedback
+
 REFERENCE = {env: stack_doc(env) for env in STACKS}
 MAX_LINE = 600  # after the file name; user text in a message is cut to 60 characters
 

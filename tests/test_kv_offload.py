@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _release import REFERENCE_IMAGE
 
 from gpustrata.cli.app import main
 from gpustrata.vllm.offload import GIB, LMCACHE_DEFAULT_CPU_GIB, host_memory
@@ -92,7 +93,7 @@ def test_capacity_reports_tokens_on_gpu_and_host(capsys: pytest.CaptureFixture[s
 def _engine(args: list[str], memory: str, env: list[dict[str, str]] | None = None) -> dict:  # type: ignore[type-arg]
     container = {
         "name": "vllm",
-        "image": "vllm/vllm-openai:v0.33.0",
+        "image": REFERENCE_IMAGE,
         "args": ["--model", "mistralai/Mistral-7B-Instruct-v0.3", *args],
         "resources": {"limits": {"nvidia.com/gpu": "1", "memory": memory}},
         "env": env or [],

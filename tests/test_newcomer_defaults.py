@@ -72,6 +72,15 @@ def test_unset_cpu_and_memory_fit_the_pool(tmp_path: Path) -> None:
             ["engine.tensor_parallel_size", "engine.pipeline_parallel_size"],
             "tensor_parallel_size: 3",
         ),
+        (
+            "        shm_size: 2Gi\n        engine:\n",
+            "        shm_size: 2Gi\n        memory: 12Gi\n        engine:\n"
+            "          extra_args:\n            load_format: pt\n"
+            "            model_loader_extra_config: '{\"enable_multithread_load\": true}'\n",
+            "K020",
+            ["memory", "engine.extra_args", "pool"],
+            "memory: 12Gi",
+        ),
     ],
 )
 def test_findings_name_the_stack_keys_and_their_line(
@@ -85,6 +94,33 @@ def test_findings_name_the_stack_keys_and_their_line(
     assert file == str(tmp_path / "Pulumi.dev.yaml")
     assert text.splitlines()[int(line) - 1].strip() == line_text
     assert code == 1
+
+
+def test_a_memory_limit_below_the_weights_is_an_advisory_naming_the_keys(tmp_path: Path) -> None:
+    """Issue 34 item 3: a 12Gi limit below the 15 GiB an 8B model loads. vLLM's default
+    load memory-maps the safetensors (reclaimable page cache), so it loads: advisory."""
+    text = _newcomer_stack().replace(
+        "        shm_size: 2Gi\n", "        shm_size: 2Gi\n        memory: 12Gi\n"
+    )
+    code, data = _plan(tmp_path, text)
+    (finding,) = [f for f in data["findings"] if f["rule"] == "K020"]
+    assert finding["enforcement"] == "advisory"
+    assert "loads 15.0 GiB of weights under a memory limit of 12.0 GiB" in finding["message"]
+    assert "Not a failure" in finding["message"]
+    assert finding["stack_keys"][0] == "gpustrata:stack.models[0].memory"
+    line = int(finding["at"].rsplit(":", 1)[1])
+    assert text.splitlines()[line - 1].strip() == "memory: 12Gi"
+    assert code == 0
+
+
+def test_check_reports_weights_held_in_memory_above_the_limit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = REPO / "policies" / "gpustrata_policies" / "rules" / "k020_host_memory_covers_engine"
+    assert main(["check", str(folder / "bad-weights-held-at-once.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "K020" in out and "2 worker(s) hold 29.9 GiB" in out
+    assert main(["check", str(folder / "good-weights-within-limit.yaml")]) == 0
 
 
 def _local_model_stack(tmp_path: Path, weights: str) -> Path:
@@ -137,3 +173,47 @@ def test_a_local_model_is_served_from_its_folder_on_the_volume(
     assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "models"}} in pod[
         "volumes"
     ]
+
+
+def test_every_k005_k020_and_v_finding_on_a_stack_names_keys_that_exist() -> None:
+    """Issue 34: every K005/V finding on a stack names the stack keys to change; each key
+    named is a real field of a stack model (``engine.max_num_seqs`` -> EngineSpec)."""
+    from pydantic import BaseModel
+
+    from gpustrata.reports.text import _MODEL_KEYS
+    from gpustrata.spec.stack import ModelSpec
+    from gpustrata_policies.evaluate import all_rules
+
+    wanted = {r.meta.id for r in all_rules() if r.meta.id.startswith("V")} | {"K005", "K020"}
+    assert wanted - set(_MODEL_KEYS) == set()
+    for rule, keys in _MODEL_KEYS.items():
+        for key in keys:
+            model: type[BaseModel] = ModelSpec
+            for part in key.split("."):
+                assert part in model.model_fields, (rule, key)
+                annotation = model.model_fields[part].annotation
+                if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                    model = annotation
+
+
+def test_rules_judge_a_local_model_as_the_planner_read_it(tmp_path: Path) -> None:
+    """Item 4: a stack model given as a local config.json was "not in the model catalogue"
+    for every capacity rule; the plan's model sources now include the folder above it."""
+    import shutil
+
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(REPO / name, tmp_path / name)
+    (tmp_path / "stacks").mkdir()
+    weights = "        weights:\n          source: pvc\n          pvc_name: models\n"
+    path = _local_model_stack(tmp_path, weights + "          uri: acme-13b\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        argv = ["plan", "--file", str(path), "--project-dir", str(tmp_path), "--format", "json"]
+        code = main(argv)
+    data = json.loads(out.getvalue())
+    reasons = [n["reason"] for n in data["not_evaluated"]]
+    assert not [r for r in reasons if "not in the model catalogue" in r], reasons
+    # V012 judged the local model's KV cache: its message names it.
+    (v012,) = [f for f in data["findings"] if f["rule"] == "V012"]
+    assert "KV cache of /root/.cache/acme-13b (from " in v012["message"]
+    assert code == 0

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _release import REFERENCE_IMAGE
 from _stacks import ROOT, STACKS, stack_doc, stack_path
 
 from gpustrata.cli.app import main
@@ -217,7 +218,7 @@ def _manifests() -> str:
     ]
     container = {
         "name": "vllm",
-        "image": "vllm/vllm-openai:v0.33.0",
+        "image": REFERENCE_IMAGE,
         "command": ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"],
         "args": ["--api-key", TOKEN, f"--hf-token={TOKEN}", "--tensor-parallel-size", "2"],
         "env": env,

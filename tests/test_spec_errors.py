@@ -74,15 +74,34 @@ BAD_STACKS = [
         "instance_type: g6e.2xlarge",
         "instance_type: g9.2xlarge",
         "gpustrata:stack.node_pools[1].instance_type: 'g9.2xlarge' is not in the hardware "
-        "catalogue; did you mean 'g6.2xlarge' or 'g5.2xlarge' or 'g6e.2xlarge'?",
+        "catalogue; did you mean 'g4dn.2xlarge' or 'g5.2xlarge' or 'g6.2xlarge'?",
         id="unknown-instance",
+    ),
+    pytest.param(
+        "instance_type: g6e.2xlarge",
+        "instance_type: g5g.2xlarge",
+        "gpustrata:stack.node_pools[1].instance_type: 'g5g.2xlarge' is not in the hardware "
+        "catalogue; did you mean 'g5.2xlarge' or 'g5.xlarge' or 'g5.4xlarge'?",
+        id="unknown-instance-near-family",
+    ),
+    pytest.param(
+        "instance_type: g6e.2xlarge",
+        "instance_type: m7i.2xlarge",
+        "gpustrata:stack.node_pools[1].instance_type: 'm7i.2xlarge' is not in the hardware "
+        "catalogue; its family is none of the catalogued AWS GPU families "
+        "(g4dn, g5, g6, g6e, p3, p3dn, p4d, p4de, p5, p5e, p5en, p6-b200, p6-b300); "
+        "use one of their types "
+        "(docs/reference/catalogue.md), or add it under catalog.instances",
+        id="unknown-instance-cpu-family",
     ),
     pytest.param(
         "instance_type: g6e.2xlarge",
         "instance_type: zz-unknown",
         "gpustrata:stack.node_pools[1].instance_type: 'zz-unknown' is not in the hardware "
-        "catalogue; use an AWS GPU instance type from docs/reference/catalogue.md, or add it "
-        "under catalog.instances",
+        "catalogue; its family is none of the catalogued AWS GPU families "
+        "(g4dn, g5, g6, g6e, p3, p3dn, p4d, p4de, p5, p5e, p5en, p6-b200, p6-b300); "
+        "use one of their types "
+        "(docs/reference/catalogue.md), or add it under catalog.instances",
         id="unknown-instance-like-none",
     ),
     pytest.param(

@@ -99,6 +99,7 @@ def _project(root: Path, program: str, config: dict[str, object]) -> Path:
     return root
 
 
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_plan_runs_a_project_that_is_not_this_repository(tmp_path: Path) -> None:
     project = _project(
         tmp_path / "team-llm",

@@ -59,10 +59,12 @@ def engine_module(name: str) -> ModuleType:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test in this directory ``engines``."""
+    """Mark every test in this directory ``engines`` and ``slow`` (importing vLLM or
+    starting Ray alone takes tens of seconds)."""
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.engines)
+            item.add_marker(pytest.mark.slow)
 
 
 _TALLY = pytest.StashKey[dict[str, list[int]]]()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _scripts import load_script
 from conftest import engine_module
 
 from gpustrata.catalog.vllm_releases import accepted_flags
@@ -39,12 +39,7 @@ def real_flags() -> tuple[str, frozenset[str]]:
 
 
 def _tool() -> Any:
-    spec = importlib.util.spec_from_file_location("vllm_flags_tool", ROOT / "tools/vllm_flags.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/vllm_flags.py", "vllm_flags_tool")
 
 
 def test_catalogue_equals_the_real_parser(real_flags: tuple[str, frozenset[str]]) -> None:

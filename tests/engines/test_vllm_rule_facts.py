@@ -24,6 +24,7 @@ from conftest import engine_module
 
 from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata.catalog.vllm_facts import facts_for
 from gpustrata.catalog.vllm_releases import reference_release
 from gpustrata_policies.rules.v002_parallelism_fits_model import rule as v002
 from gpustrata_policies.rules.v005_batch_budget_covers_context import rule as v005
@@ -65,6 +66,23 @@ def test_v006_refuses_exactly_what_no_cuda_backend_supports(vllm: Any, mla: bool
             assert refused is (not supported), (block, mla, cc)
 
 
+def test_default_block_sizes_are_the_installed_vllms(vllm: Any) -> None:
+    """facts_for's block size of an unset --block-size: CacheConfig.DEFAULT_BLOCK_SIZE, and
+    for MLA on the catalogued generations the first MLA backend's smallest kernel page."""
+    from vllm.config import CacheConfig
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    facts = facts_for(reference_release())
+    plain = facts.block_size(False, "9.0")
+    assert plain is not None and plain.value == CacheConfig.DEFAULT_BLOCK_SIZE
+    assert facts.block is not None and facts.block.mla
+    for m in facts.block.mla:
+        sizes = AttentionBackendEnum[m.backend].get_class().get_supported_kernel_block_sizes()
+        assert m.value == min(int(s) for s in sizes if isinstance(s, int)), m.backend
+        found = facts.block_size(True, f"{m.compute_capability[0]}.0")
+        assert found is not None and found.value == m.value
+
+
 def test_v006_cache_config_takes_any_positive_block_size(vllm: Any) -> None:
     from vllm.config import CacheConfig
 
@@ -98,10 +116,13 @@ class _Gpu:
 def test_v005_defaults_equal_get_batch_defaults_for_every_catalogued_gpu(
     vllm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The reference release's scheduler rows (what facts_for gives the planner, V005 and
+    the capacity view) are what the installed vLLM's get_batch_defaults returns."""
     import vllm.engine.arg_utils as arg_utils
     from vllm.usage.usage_lib import UsageContext
 
-    release = dict(v005.READ)[(0, 33, 0)]
+    release = dict(v005.READ)[release_key(reference_release())]
+    assert release is facts_for(reference_release()).scheduler
     gpus = list(load_hardware_catalog().gpus.values())
     assert len(gpus) >= 8
     for gpu in gpus:
@@ -109,7 +130,7 @@ def test_v005_defaults_equal_get_batch_defaults_for_every_catalogued_gpu(
         stub = _Gpu(int(gpu.memory_gib * (1 << 30)), gpu.name, (int(major), int(minor)))
         monkeypatch.setattr(arg_utils, "current_platform", stub)
         tokens, seqs = arg_utils.EngineArgs.get_batch_defaults(world_size=1)
-        tier = release.tier(gpu)
+        tier = release.batch_row(gpu.memory_gib, f"{gpu.id} {gpu.name}")
         server = UsageContext.OPENAI_API_SERVER
         assert (tokens[server], seqs[server]) == (tier.tokens, tier.seqs), gpu.id
         # what an engine built outside `vllm serve` (Ray Serve LLM) falls back to
@@ -163,7 +184,7 @@ def test_v005_vllm_refuses_a_budget_below_max_num_seqs(small_model: Path) -> Non
     # an unset max_num_seqs is lowered to the budget instead (clamp_seqs)
     config = _config(small_model, max_num_batched_tokens=64, max_model_len=4096)
     assert config.scheduler_config.max_num_seqs == 64
-    assert dict(v005.READ)[(0, 33, 0)].clamp_seqs
+    assert dict(v005.READ)[release_key(reference_release())].clamp_seqs
 
 
 @pytest.mark.parametrize(

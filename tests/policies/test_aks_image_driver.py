@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from _scripts import load_script
+
 from gpustrata.catalog.aks_image import aks_image_driver, aks_image_releases, aks_image_source
 from gpustrata_policies import evaluate
 
@@ -98,11 +100,8 @@ def test_gfd_labels_win_over_the_image_release() -> None:
 
 
 def test_the_generator_reads_the_driver_lines() -> None:
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-    from aks_image_drivers import CUDA, GRID, VERSION
+    tool = load_script("tools/aks_image_drivers.py", "aks_image_drivers")
+    cuda, grid, version = tool.CUDA, tool.GRID, tool.VERSION
 
     notes = """Components downloaded in this VHD build:
   - nvidia-cuda-driver=580.159.04-20260629214430
@@ -110,10 +109,10 @@ Components installed at node provisioning time (CSE) for supported GPU VM sizes:
   - nvidia-grid-driver=570.211.01-20260522192315
   - nvidia-cuda-driver-prebaked=580.159.04-20260629214430 (kernel 5.15.0-1118-azure)
 """
-    assert CUDA.findall(notes) == ["580.159.04"]  # not the -prebaked line
-    assert GRID.findall(notes) == ["570.211.01"]
+    assert cuda.findall(notes) == ["580.159.04"]  # not the -prebaked line
+    assert grid.findall(notes) == ["570.211.01"]
     path = "vhdbuilder/release-notes/AKSUbuntu/gen2/2204containerd/202608.20.0.txt"
-    match = VERSION.search(path)
+    match = version.search(path)
     assert match is not None and match.group(1) == "202608.20.0"
 
 

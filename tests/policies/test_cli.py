@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _release import REFERENCE
 from conftest import (
     FIELD_CORPUS,
     FIELD_CORPUS_2,
@@ -203,7 +204,9 @@ def test_explain_v013_says_what_it_checks_and_its_example_violates_it(tmp_path: 
     fix = out.split("\n\nFix:\n", 1)[1].split("\n\n", 1)[0]
     assert "names the last release that accepted it and what replaced it" in fix
     refs = out.split("\nReferences:\n", 1)[1].split()
-    assert "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/engine/arg_utils.py" in refs
+    assert (
+        f"https://github.com/vllm-project/vllm/blob/v{REFERENCE}/vllm/engine/arg_utils.py" in refs
+    )
     # The example it prints is a manifest V013 rejects, flag by flag.
     body = out.split("Example that violates it:\n", 1)[1].split("\nReferences:\n", 1)[0]
     example = tmp_path / "v013-example.yaml"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from _release import REFERENCE_IMAGE
 from conftest import deployment_of
 
 from gpustrata_policies import evaluate
@@ -21,7 +22,7 @@ from gpustrata_policies.view.objects import K8sObject
 def _deployment(*flags: str) -> dict[str, Any]:
     container = {
         "name": "vllm",
-        "image": "vllm/vllm-openai:v0.33.0",
+        "image": REFERENCE_IMAGE,
         "command": ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", *flags],
         "resources": {"limits": {"nvidia.com/gpu": 1}},
     }

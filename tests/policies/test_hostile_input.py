@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from _release import REFERENCE_IMAGE
 from conftest import REPO, fixture
 from test_cli import run
 from test_manifest_input import GPU_POD  # one GPU Pod manifest for both suites
@@ -251,14 +252,14 @@ def _deployment(container: dict[str, object]) -> dict[str, object]:
 def test_k014_shell_string_and_second_flag() -> None:
     shell = {
         "name": "c",
-        "image": "vllm/vllm-openai:v0.33.0",
+        "image": REFERENCE_IMAGE,
         "command": ["sh", "-c"],
         "args": [f"vllm serve m --api-key {TOKEN} --port 8000"],
     }
     assert any("--api-key in a shell command" in m for m in _k014(_deployment(shell)))
     twice = {
         "name": "c",
-        "image": "vllm/vllm-openai:v0.33.0",
+        "image": REFERENCE_IMAGE,
         "args": ["--model", "m", "--api-key=$(KEY)", f"--api-key={TOKEN}"],
     }
     assert any("--api-key a second time" in m for m in _k014(_deployment(twice)))
@@ -335,7 +336,7 @@ def test_uri_userinfo_is_redacted_in_check_output(tmp_path: Path, fmt: str) -> N
                     "containers": [
                         {
                             "name": "vllm",
-                            "image": "vllm/vllm-openai:v0.33.0",
+                            "image": REFERENCE_IMAGE,
                             "args": ["--model", CREDENTIAL_URI, "--load-format", "runai_streamer"],
                             "resources": {"limits": {"nvidia.com/gpu": 1}},
                         }
@@ -380,7 +381,7 @@ def test_uri_userinfo_is_redacted_in_errors_and_refused_in_a_stack(tmp_path: Pat
 def _pod_with_gpu(requests: str, limits: str) -> str:
     return (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec:\n  containers:\n"
-        "    - name: c\n      image: vllm/vllm-openai:v0.33.0\n      resources:\n"
+        f"    - name: c\n      image: {REFERENCE_IMAGE}\n      resources:\n"
         f"        requests: {{nvidia.com/gpu: {requests}}}\n"
         f"        limits: {{nvidia.com/gpu: {limits}}}\n"
     )

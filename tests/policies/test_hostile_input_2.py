@@ -130,6 +130,7 @@ def analyzer() -> Iterator[Any]:
         yield stub
 
 
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_the_pack_refuses_a_bad_config_at_configure(analyzer: Any) -> None:
     import grpc
     from google.protobuf import struct_pb2

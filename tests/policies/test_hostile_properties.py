@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _release import REFERENCE_IMAGE
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -43,7 +44,7 @@ def _pod(resources: str, name: str = "p") -> str:
         "apiVersion: apps/v1\nkind: Deployment\n"
         f"metadata: {{name: {name}, namespace: d}}\n"
         "spec:\n  template:\n    spec:\n      containers:\n"
-        "        - name: vllm\n          image: vllm/vllm-openai:v0.33.0\n"
+        f"        - name: vllm\n          image: {REFERENCE_IMAGE}\n"
         "          command: [vllm, serve, Qwen/Qwen2.5-1.5B-Instruct]\n"
         f"          {resources}\n"
     )
@@ -61,6 +62,7 @@ def _exit_ok(code: int, out: str, err: str, path: Path) -> None:
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(value=HUGE, place=PLACES, fmt=st.sampled_from(["text", "json"]))
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_huge_numbers_anywhere_end_in_results_or_one_line(
     tmp_path: Path, value: str, place: str, fmt: str
 ) -> None:

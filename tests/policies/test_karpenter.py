@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _release import REFERENCE_IMAGE
 from conftest import deployment_of
 
 from gpustrata_policies import evaluate
@@ -71,7 +72,7 @@ def deployment(model: str, args: list[str], selector: dict[str, str]) -> dict[st
             "containers": [
                 {
                     "name": "vllm",
-                    "image": "vllm/vllm-openai:v0.33.0",
+                    "image": REFERENCE_IMAGE,
                     "args": ["--model", model, *args],
                     "resources": {"limits": {"nvidia.com/gpu": 1}},
                 }

@@ -9,6 +9,7 @@ import copy
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -490,6 +491,7 @@ SEEDS = [[dict(o.raw) for o in _load(p.name)] for p in sorted(LAUNCHERS.glob("*.
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_launchers_survive_odd_values(data: st.DataObject) -> None:
     """The readers of each launcher kind (pods, runtimes, records) never crash the
     evaluation on odd or unknown values: every rule reports, none internally fails."""

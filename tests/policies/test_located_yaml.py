@@ -1,11 +1,13 @@
-"""The one-walk YAML reader (``manifests._located``) gives what the general path gives:
-the same values, the same line of every key and item, the same errors; on every YAML
-text the project holds, on generated documents and on damaged fixtures."""
+"""The one-walk YAML reader (``manifests._located``) over the tag-caching loader
+(``yamlio.new_loader``) gives what the general path over PyYAML's stock safe loader
+gives: the same values, the same line of every key and item, the same errors; on every
+YAML and JSON text the project holds, on generated documents and on damaged fixtures."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 
 from gpustrata.cli.app import main
 from gpustrata.core.errors import InputError
+from gpustrata.core.yamlio import SAFE_LOADER
 from gpustrata_policies.inputs import manifests
 
 DOCS = [
@@ -37,6 +40,13 @@ DOCS = [
     "a: &a [*a]\n",  # a self-referencing alias
     "[" * 3000 + "]" * 3000 + "\n",  # deeper than the interpreter's recursion
     "? [a, b]\n: complex key\n",
+    # YAML 1.1 as go-yaml reads Kubernetes manifests: booleans, octals, sexagesimals.
+    "on: yes\noff: No\ny: n\noct: 012\nbin: 0b101\nsexa: 1:30\nfl: 1:30.5\n",
+    # One text plain, quoted and tagged in one document: the tag cache tells them apart.
+    "a: yes\nb: 'yes'\nc: \"yes\"\nd: !!str yes\ne: 10\nf: '10'\ng: !!str 10\n",
+    "yes: 1\n'yes': 2\n",  # the same key text plain and quoted: a repeated key
+    "url: http://x/?a=1&b=2\nk: v\n---\nbase: &b {x: 1}\nuse: *b\n",  # `&` not an anchor
+    "a: 1\n---\n&r {k: [*r]}\n",  # an anchor on a later document's root
 ]
 
 
@@ -56,7 +66,9 @@ def test_same_as_the_general_path(text: str) -> None:
 
 def _same_as_the_general_path(text: str, name: str = "in.yaml") -> None:
     """The one-walk reader and the general path read *text* alike: values, the line of
-    each object, the line of every key and item, and the error line, if any."""
+    each object, the line of every key and item, and the error line, if any; the general
+    path with PyYAML's stock safe loader (each scalar's tag resolved by PyYAML each time)
+    as ``check`` read manifests before issue 35."""
     fast = _load(text, name)
     with pytest.MonkeyPatch.context() as patch:
 
@@ -64,20 +76,30 @@ def _same_as_the_general_path(text: str, name: str = "in.yaml") -> None:
             raise manifests._Slow
 
         patch.setattr(manifests, "_located", slow)
+        patch.setattr(manifests, "new_loader", SAFE_LOADER)
+        patch.setattr(manifests, "dispose_loader", lambda loader: loader.dispose())
         general = _load(text, name)
     assert repr(fast) == repr(general)  # repr: NaN is not equal to itself
 
 
 def _corpus() -> list[tuple[str, str]]:
-    """Every YAML text the project holds (field corpora, review edges, rule fixtures and
-    their expected findings, stack files) and each stack as `render` prints it."""
+    """Every YAML and JSON text the project holds (field corpora, review edges, rule
+    fixtures and their expected findings, stack files; JSON read as the YAML it also is)
+    and each stack as `render` prints it."""
     files = sorted(
         p
-        for folder in (REPO / "tests" / "data", REPO / "policies", REPO / "stacks")
+        for folder in ("tests/data", "tests/fixtures", "policies", "stacks")
+        for folder in [REPO / folder]
         for p in folder.rglob("*")
-        if p.suffix in {".yaml", ".yml"} and "venv" not in p.parts
+        if p.suffix in {".yaml", ".yml", ".json"} and "venv" not in p.parts
     )
     texts = [(str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for p in files]
+    for name, text in list(texts):  # each YAML file as `kubectl get -o json` prints it
+        if name.startswith("tests/data") and name.endswith((".yaml", ".yml")):
+            with contextlib.suppress(yaml.YAMLError):
+                items = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+                listed = {"apiVersion": "v1", "kind": "List", "items": items}
+                texts.append((name + ".json", json.dumps(listed, indent=4, default=str)))
     for stack in ("dev", "staging", "prod"):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -89,6 +111,7 @@ def _corpus() -> list[tuple[str, str]]:
 def test_corpus_reads_as_the_general_path_reads_it() -> None:
     texts = _corpus()
     assert len(texts) > 100
+    assert any(name.endswith(".json") for name, _ in texts)
     for name, text in texts:
         _same_as_the_general_path(text, name + ".yaml")
 
@@ -107,6 +130,7 @@ _STYLES = st.fixed_dictionaries(
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs=st.lists(junk(), min_size=1, max_size=4), style=_STYLES, lead=st.booleans())
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_generated_documents_read_as_the_general_path_reads_them(
     docs: list[Any], style: dict[str, Any], lead: bool
 ) -> None:
@@ -121,9 +145,70 @@ def test_generated_documents_read_as_the_general_path_reads_them(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_damaged_fixtures_read_as_the_general_path_reads_them(data: st.DataObject) -> None:
     """Rule fixtures with random edits (indents, anchors, tags, markers, line breaks)."""
     path = data.draw(st.sampled_from(fixture_files()))
     text = damage(data.draw, path.read_text(encoding="utf-8"))
     with record("located-yaml-damaged"):
         _same_as_the_general_path(text)
+
+
+_TRICKY = st.sampled_from(
+    [
+        "yes",
+        "No",
+        "ON",
+        "off",
+        "y",
+        "n",
+        "~",
+        "null",
+        "Null",
+        "",
+        "012",
+        "0o12",
+        "0x1F",
+        "0b11",
+        "1_000",
+        "1:30",
+        "-1:30:00.5",
+        "+12",
+        "1e3",
+        "1.5E-3",
+        ".inf",
+        "-.Inf",
+        ".NaN",
+        "2024-01-02",
+        "true",
+        "TRUE",
+        "True",
+        "abc",
+        "0",
+        "-0",
+        "09",
+        "1.",
+        "<<",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(
+        st.tuples(_TRICKY, _TRICKY, st.sampled_from(["", "'", '"']), st.integers(0, 2)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_yaml_11_scalars_read_as_the_general_path_reads_them(
+    rows: list[tuple[str, str, str, int]],
+) -> None:
+    """Keys and values spelled as YAML 1.1 reads them apart (booleans, octals, sexagesimal
+    numbers, nulls, merge keys), plain or quoted, nested under one another."""
+    lines = []
+    for key, value, quote, depth in rows:
+        lines.append(f"{'  ' * min(depth, len(lines))}k{key}: {quote}{value}{quote}")
+        lines.append(f"{'  ' * min(depth, len(lines))}{key or 'e'}x: [{value or 'v'}]")
+    with record("located-yaml-11"):
+        _same_as_the_general_path("\n".join(lines) + "\n")

@@ -183,6 +183,7 @@ def damaged_manifest(draw: st.DrawFn) -> str:
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=damaged_manifest(), as_json=st.booleans())
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_damaged_manifests_give_results_or_a_located_error(text: str, as_json: bool) -> None:
     name = "damaged.json" if as_json else "damaged.yaml"
     with record("manifest-textual"):
@@ -196,6 +197,7 @@ def test_damaged_manifests_give_results_or_a_located_error(text: str, as_json: b
         assert not [f for f in report.findings if f.internal], report.findings
 
 
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_large_input_memory_grows_linearly_and_modestly(tmp_path: Path) -> None:
     """Peak RSS of `check` (fresh interpreter) on ~0.5 and ~1.5 MB of Helm-style output.
 

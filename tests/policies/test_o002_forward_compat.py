@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from _release import REFERENCE_IMAGE
+
 from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
 from gpustrata_policies.rules.o002_driver_supports_cuda.rule import _below_floor
@@ -15,7 +17,7 @@ from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
 
 
 def _container(env: list[dict[str, Any]] | None = None) -> ContainerRef:
-    raw: dict[str, Any] = {"name": "vllm", "image": "vllm/vllm-openai:v0.33.0"}
+    raw: dict[str, Any] = {"name": "vllm", "image": REFERENCE_IMAGE}
     if env is not None:
         raw["env"] = env
     obj = K8sObject({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})

@@ -88,6 +88,7 @@ def _request(paths: list[Path]) -> Any:
     return analyzer_pb2.AnalyzeStackRequest(resources=resources)
 
 
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_stack_policies_free_their_views(monkeypatch: pytest.MonkeyPatch) -> None:
     paths = sorted(CORPUS.glob("*.yaml"))
     if not paths:

@@ -32,6 +32,8 @@ from gpustrata_policies import all_rules, evaluate, objects_from_pulumi
 from gpustrata_policies.inputs.manifests import load_paths
 from gpustrata_policies.view.objects import K8sObject
 
+pytestmark = pytest.mark.slow  # minutes: see CONTRIBUTING.md, fast feedback
+
 STRING_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 """Pulumi's unknown string (pulumi/pulumi-policy sdk/python/lib/pulumi_policy/proxy.py)."""
 

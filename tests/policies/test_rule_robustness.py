@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _release import REFERENCE_IMAGE
 from conftest import REPO, fixture_files, fixture_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -110,6 +111,7 @@ def _rerun_raw(objects: list[K8sObject], rule_id: str) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=odd_object_sets())
+@pytest.mark.slow  # over 4 s: see CONTRIBUTING.md, fast feedback
 def test_every_rule_survives_odd_objects(case: tuple[list[Any], bool]) -> None:
     raw, via_pulumi = case
     mappings = _as_pulumi(raw) if via_pulumi else [o for o in raw if isinstance(o, dict)]
@@ -165,7 +167,7 @@ def _pod(name: str, gpus: str = "1") -> dict[str, Any]:
             "containers": [
                 {
                     "name": "c",
-                    "image": "vllm/vllm-openai:v0.33.0",
+                    "image": REFERENCE_IMAGE,
                     "resources": {"requests": {"nvidia.com/gpu": gpus}},
                 }
             ]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _release import REFERENCE, REFERENCE_IMAGE
 from conftest import REPO, fixture, fixture_files, fixture_id
 
 from gpustrata_policies import evaluate
@@ -267,7 +268,7 @@ def _deployment(model: str, **container: Any) -> dict[str, Any]:
                     "containers": [
                         {
                             "name": "vllm",
-                            "image": container.pop("image", "vllm/vllm-openai:v0.33.0"),
+                            "image": container.pop("image", REFERENCE_IMAGE),
                             "command": [
                                 "vllm",
                                 "serve",
@@ -338,7 +339,7 @@ def test_v009_weight_source_from_the_manifest(
 @pytest.mark.parametrize(
     ("image", "env", "v0"),
     [
-        ("vllm/vllm-openai:v0.33.0", {}, False),
+        (REFERENCE_IMAGE, {}, False),
         ("vllm/vllm-openai:v0.7.3", {}, True),
         ("vllm/vllm-openai:v0.8.5", {}, False),
         ("vllm/vllm-openai:v0.8.5", {"VLLM_USE_V1": "0"}, True),
@@ -504,7 +505,7 @@ def test_defaults_are_named_in_the_message() -> None:
     docs = _docs(fixture("V004", "bad-full-context-on-l4.yaml"))[1:]
     [message] = _findings(docs, "V004")
     assert "max_model_len unset: vLLM uses the model's max_position_embeddings 131072" in message
-    assert "gpu_memory_utilization unset: vLLM 0.33.0's default 0.92" in message
+    assert f"gpu_memory_utilization unset: vLLM {REFERENCE}'s default 0.92" in message
 
 
 # --------------------------------------------------------------------------- reference stacks

@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 import pytest
+from _release import REFERENCE_IMAGE
 
 from gpustrata.core.unknown import PULUMI_UNKNOWN_SENTINELS
 from gpustrata_policies import evaluate, objects_from_pulumi
@@ -226,7 +227,7 @@ def test_pre_0_9_images_are_judged_by_their_release_pipeline_cuda(
 @pytest.mark.parametrize(
     ("image", "cuda"),
     [
-        ("vllm/vllm-openai:v0.33.0", "13.0.3"),
+        ("vllm/vllm-openai:v0.33.0", "13.0.3"),  # a read release's CUDA, not "the current"
         ("vllm/vllm-openai:v0.19.1", "12.9.1"),
         ("vllm/vllm-openai:v0.9.0", "12.8.1"),
         ("vllm/vllm-openai:v0.8.5", "12.4.0"),
@@ -259,7 +260,7 @@ def _k008_objects(hpa_max: Any, hpa_target: Any) -> list[dict[str, Any]]:
             "containers": [
                 {
                     "name": "c",
-                    "image": "vllm/vllm-openai:v0.33.0",
+                    "image": REFERENCE_IMAGE,
                     "resources": {"limits": {"nvidia.com/gpu": 2}},
                 }
             ],
@@ -344,7 +345,7 @@ def test_a_pool_described_by_its_instance_type_alone_is_a_gpu_pool() -> None:
         "containers": [
             {
                 "name": "vllm",
-                "image": "vllm/vllm-openai:v0.33.0",
+                "image": REFERENCE_IMAGE,
                 "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "8", "memory": "12Gi"}},
             }
         ],
@@ -360,4 +361,32 @@ def test_a_pool_described_by_its_instance_type_alone_is_a_gpu_pool() -> None:
     assert (
         "pool l4 (1 x NVIDIA-L4) offers 4 CPU (capacity (g6.xlarge in the hardware"
         in (found["K005"])
+    )
+
+
+def test_an_unknown_pool_instance_type_suggests_related_ones() -> None:
+    """Issue 34 item 8: the rules' reason for an uncatalogued instance type names types of
+    its family (g6f -> g6), not unrelated ones."""
+    pool = {
+        "apiVersion": "gpustrata.io/v1alpha1",
+        "kind": "GpuNodePool",
+        "metadata": {"name": "pool-a"},
+        "spec": {"instanceType": "g6f.xlarge", "gpuCount": 1, "labels": {"pool": "a"}},
+    }
+    container = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.33.0",
+        "args": ["--model", "meta-llama/Llama-3.1-8B-Instruct"],
+        "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "24Gi"}},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {"template": {"spec": {"nodeSelector": {"pool": "a"}, "containers": [container]}}},
+    }
+    reasons = {n.rule: n.reason for n in evaluate([pool, deployment]).not_evaluated}
+    assert reasons["V003"].endswith(
+        "the GPU model of pool pool-a (g6f.xlarge) is not in the hardware catalogue; "
+        "did you mean g6.xlarge or g6.2xlarge or g6.4xlarge?"
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _release import NEXT_UNREAD, REFERENCE_IMAGE
 from conftest import deployment_of
 
 from gpustrata_policies import evaluate
@@ -32,7 +33,7 @@ def test_rules_are_mandatory_everywhere(rule_id: str) -> None:
 
 def deployment(
     argv: list[str],
-    image: str = "vllm/vllm-openai:v0.33.0",
+    image: str = REFERENCE_IMAGE,
     gpu: str | None = "NVIDIA-L4",
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -216,9 +217,10 @@ def test_v005_unknown_gpu_decides_only_when_every_default_agrees() -> None:
 
 def test_v005_release_outside_the_read_range_is_not_judged_on_defaults() -> None:
     argv = ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "4096"]
-    found, skipped = outcomes("V005", deployment(argv, image="vllm/vllm-openai:v0.34.0"))
+    image = f"vllm/vllm-openai:v{NEXT_UNREAD}"
+    found, skipped = outcomes("V005", deployment(argv, image=image))
     assert found == []
-    assert skipped and "the V1 engine of vLLM 0.34.0 was not read" in skipped[0]
+    assert skipped and f"the V1 engine of vLLM {NEXT_UNREAD} was not read" in skipped[0]
 
 
 # --------------------------------------------------------------------------- V006

@@ -3,13 +3,12 @@ where it was read, and no code outside tests spells a vLLM release."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from _scripts import load_script
 
 from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.vllm_releases import (
@@ -155,11 +154,7 @@ def test_flag_sets_know_the_renamed_and_removed_flags() -> None:
 
 def test_flag_file_round_trips_through_the_packer(tmp_path: Path) -> None:
     """vllm-flags.txt is what tools/vllm_flags.py --pack writes from per-release sets."""
-    spec = importlib.util.spec_from_file_location("vllm_flags_tool", ROOT / "tools/vllm_flags.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = tool
-    spec.loader.exec_module(tool)
+    tool = load_script("tools/vllm_flags.py", "vllm_flags_tool")
     files = []
     for version in flag_releases():
         (fs,) = accepted_flags(version) or ()

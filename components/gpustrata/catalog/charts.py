@@ -34,6 +34,7 @@ __all__ = [
     "placement_values",
     "pod_placement",
     "prometheus_url",
+    "values_at",
 ]
 
 
@@ -308,6 +309,15 @@ def _set(out: dict[str, Any], path: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def values_at(paths: Mapping[str, Any]) -> dict[str, Any]:
+    """Nested chart values from ``{dotted path: value}`` (the paths a catalogue entry
+    names, e.g. ``inferencePool.modelServers.matchLabels``)."""
+    out: dict[str, Any] = {}
+    for path, value in paths.items():
+        _set(out, path, value)
+    return out
+
+
 def placement_values(
     release: ChartRelease,
     node_selector: Mapping[str, str],
@@ -318,8 +328,9 @@ def placement_values(
     selects, through the chart's own values keys as catalogued: its node selector, its
     tolerations when *tolerations* is not empty (else the chart's default stays), and,
     where the chart's default required node affinity is itself the placement
-    (:attr:`ChartPod.affinity_is_placement`), a required node affinity of the same labels
-    in its place. Pods whose values key is not known are left as they are."""
+    (:attr:`ChartPod.affinity_is_placement`) or the chart has no node selector key, a
+    required node affinity of the same labels. Pods whose values key is not known are left
+    as they are."""
     out: dict[str, Any] = {}
     selector = {str(k): str(v) for k, v in node_selector.items()}
     for pod in release.pods:
@@ -329,7 +340,10 @@ def placement_values(
             _set(out, pod.values_node_selector, dict(selector))
         if tolerations and pod.values_tolerations:
             _set(out, pod.values_tolerations, [dict(t) for t in tolerations])
-        if pod.affinity_is_placement and pod.required_affinity and pod.values_affinity:
+        # A required node affinity of the same labels replaces a default one that is the
+        # placement, and pins a Pod whose chart has no nodeSelector key (GAIE's picker).
+        by_affinity = pod.affinity_is_placement and pod.required_affinity
+        if pod.values_affinity and (by_affinity or not pod.values_node_selector):
             expressions = [{"key": k, "operator": "In", "values": [v]} for k, v in selector.items()]
             if expressions:
                 _set(

@@ -7,7 +7,9 @@ changes through :meth:`HardwareCatalog.extended`.
 
 from __future__ import annotations
 
+import difflib
 import functools
+import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import date
@@ -229,6 +231,15 @@ class InstanceType(BaseModel):
         return self
 
 
+def _size_distance(wanted: str, size: str) -> float:
+    """How far EC2 size *size* is from *wanted* (``xlarge`` 1, ``12xlarge`` 12; log ratio);
+    0 where either is not such a size."""
+    a, b = (re.fullmatch(r"(\d*)xlarge", x) for x in (wanted, size))
+    if a is None or b is None:
+        return 0.0
+    return abs(math.log(int(a.group(1) or 1) / int(b.group(1) or 1)))
+
+
 def _index_gpus(gpus: Iterable[GpuModel]) -> dict[str, GpuModel]:
     return {g.id.lower(): g for g in gpus}
 
@@ -335,6 +346,45 @@ class HardwareCatalog:
     def instance(self, name: str) -> InstanceType | None:
         """Find an instance type by exact name (surrounding whitespace ignored)."""
         return self._instances.get(name.strip())
+
+    def related_instances(self, name: str, *, aws: bool = False, n: int = 3) -> list[str]:
+        """Catalogued instance types related to an unknown *name*: its family's (the part
+        before the first ``.``) first, else the families closest in name (``g6f`` -> ``g6``,
+        ``p5en`` -> ``p5e``), else that size in the families of its first letter (``g9.2xlarge``
+        -> ``g6.2xlarge``); the same size first. ``[]`` when none is related (``trn1``,
+        ``m7i`` carry no NVIDIA GPU). *aws*: only EC2 types (those with a pod limit)."""
+        names = [k for k, t in self._instances.items() if not aws or t.max_pods is not None]
+        wanted = name.strip().casefold()
+        family, _, size = wanted.partition(".")
+        families = sorted({k.casefold().partition(".")[0] for k in names})
+        close = (
+            [family]
+            if family in families
+            else difflib.get_close_matches(family, families, n=2, cutoff=0.75)
+        )
+        if not close and size and family[:1].isalpha():  # g9.2xlarge: the g families' 2xlarge
+            close = [f for f in families if f[:1] == family[:1]]
+            names = [k for k in names if k.casefold().partition(".")[2] == size]
+        found: list[str] = []
+        for fam in close:
+            members = [k for k in names if k.casefold().partition(".")[0] == fam]
+            members.sort(
+                key=lambda k: (
+                    k.casefold().partition(".")[2] != size,
+                    _size_distance(size, k.casefold().partition(".")[2]),
+                    -difflib.SequenceMatcher(None, wanted, k.casefold()).ratio(),
+                    k,
+                )
+            )
+            found += members
+        return found[:n]
+
+    def instance_families(self, *, aws: bool = False) -> list[str]:
+        """The catalogued instance families (``g6``, ``p5e``; a whole name where it has no
+        ``.``), sorted; *aws*: only EC2 types."""
+        return sorted(
+            {k.partition(".")[0] for k, t in self._instances.items() if not aws or t.max_pods}
+        )
 
     def extended(
         self,

@@ -16,13 +16,39 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpustrata.core.terminal import has_userinfo
 
-__all__ = ["StrictModel", "Taint", "TaintEffect", "WeightSource", "hidden_character"]
+__all__ = [
+    "GP3_BASELINE_MIBPS",
+    "StorageKind",
+    "StrictModel",
+    "Taint",
+    "TaintEffect",
+    "WeightSource",
+    "hidden_character",
+]
 
 TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
 WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"]
 """Where an engine reads its weights from: the Hugging Face Hub (or a mirror), an object
 store, a PersistentVolume, the instance's local NVMe (stack ``weights.source``, profile
 ``storage.load_gbps``, the startup estimate's load paths)."""
+
+StorageKind = Literal["not stated", "local-disk", "ebs", "network-volume"]
+"""What vLLM's default loader reads the weights from (a published log's ``storage``, stack
+``weights.storage``, profile ``storage.kind``):
+
+* ``local-disk``: a disk in the host (instance NVMe, the host's own file system);
+* ``ebs``: an AWS EBS volume (gp3, io2);
+* ``network-volume``: a shared network file system (EFS, NFS, FSx, a cloud "volume");
+* ``not stated``: unknown; the startup estimate gives a range for it.
+"""
+
+GP3_BASELINE_MIBPS = 125
+"""Read throughput of an EBS gp3 volume with none provisioned: "gp3 volumes deliver a
+consistent baseline throughput performance of 125 MiB/s" (docs.aws.amazon.com/ebs/latest/
+userguide/general-purpose.html; 125 to 1,000 MiB/s may be provisioned, e.g. the EMR API's
+VolumeSpecification.Throughput "can be a number from 125 - 1000 and is valid only for gp3
+volumes"). The stack's model-cache StorageClass and node volumes set ``type: gp3`` and no
+throughput (render/foundation.py, render/karpenter.py)."""
 
 
 def hidden_character(text: str) -> str | None:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from gpustrata.catalog.inputs import StrictModel, Taint, WeightSource
+from gpustrata.catalog.inputs import StorageKind, StrictModel, Taint, WeightSource
 from gpustrata.core.contract import API_VERSION, CLUSTER_PROFILE_ANNOTATION, CLUSTER_PROFILE_FILE
 
 __all__ = [
@@ -247,6 +247,14 @@ class StorageProfile(_Model):
         "local-nvme: instance storage). Replaces the fitted default in V009's startup "
         "estimate.",
         examples=[{"pvc": 1.2}],
+    )
+
+    kind: dict[WeightSource, StorageKind] = Field(
+        default_factory=dict,
+        description="What vLLM's loader reads each weight source from (local-disk, ebs, "
+        "network-volume): the startup estimate takes the load bandwidth fitted on published "
+        "logs of that storage. Unset: a range from the slowest to the fastest kind.",
+        examples=[{"pvc": "network-volume"}],
     )
 
     @field_validator("load_gbps")

@@ -22,15 +22,18 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpustrata.catalog.hardware import CatalogError
+from gpustrata.catalog.inputs import StorageKind
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
     "LOAD_PATHS",
+    "STORAGE_KINDS",
     "CalibrationPoint",
     "FittedConstant",
     "LoadPath",
     "ServingFit",
     "StartupLog",
+    "StorageKind",
     "load_serving_calibration",
     "load_serving_fit",
     "load_startup_logs",
@@ -123,6 +126,9 @@ gpustrata can read from a manifest:
 LOAD_PATHS: tuple[str, ...] = get_args(LoadPath)
 """The values of :data:`LoadPath`, in its order."""
 
+STORAGE_KINDS: tuple[str, ...] = get_args(StorageKind)
+"""The values of :data:`StorageKind`, in its order."""
+
 
 class StartupLog(BaseModel):
     """One published vLLM startup log: what loaded, from where, and how long each part took."""
@@ -138,6 +144,16 @@ class StartupLog(BaseModel):
         default="v1", description="vLLM's engine: V0 captures whole-model CUDA graphs"
     )
     load_path: LoadPath
+    storage: StorageKind = Field(
+        default="not stated",
+        description="What a disk load read from, where the source says so (StorageKind)",
+    )
+    storage_gbps: float | None = Field(
+        default=None,
+        gt=0,
+        description="The storage's stated read throughput in GB/s (a provisioned volume, a "
+        "drive's datasheet): no load from it is predicted faster",
+    )
     weights_gib: float | None = Field(
         default=None,
         gt=0,
@@ -175,9 +191,29 @@ class StartupLog(BaseModel):
     def load_gbps(self) -> float | None:
         """The logged load rate in GB/s (10^9 bytes/s): weights per reader / load seconds;
         None where the log gives either no size or no time."""
-        if not (self.load_s and self.weights_gib):
+        reader = self.reader_gib
+        if not (self.load_s and reader):
             return None
-        return self.weights_gib * (1 << 30) / self.load_s / 1e9
+        return reader * (1 << 30) / self.load_s / 1e9
+
+    @property
+    def reader_gib(self) -> float | None:
+        """GiB one reader moves in the logged phase: ``weights_gib``, except from the page
+        cache, where each of the ``tensor_parallel_size`` ranks copies only its shard.
+
+        vLLM's default loader opens each shard with safetensors ``safe_open(...,
+        framework="pt")`` and ``get_tensor``, which maps the file without copying ("forces
+        the actual read (clone) since get_tensor() is zero-copy on CPU", ROCm/ATOM PR 1137,
+        a loader of the same design); the layer's ``weight_loader`` then narrows the tensor
+        to the rank's shard and copies that. From the page cache a rank therefore touches
+        about ``weights_gib / TP`` (the "Model loading took X GiB" figure). From a cold
+        disk the ranks' shards together are the whole checkpoint, read once from the
+        device, so ``weights_gib`` stays the measure there."""
+        if self.weights_gib is None:
+            return None
+        if self.load_path == "page-cache":
+            return self.weights_gib / self.tensor_parallel_size
+        return self.weights_gib
 
 
 class FittedConstant(BaseModel):

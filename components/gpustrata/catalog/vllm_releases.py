@@ -28,6 +28,7 @@ __all__ = [
     "FlagSet",
     "ForcedBlockSize",
     "HealthFacts",
+    "MlaBlockSize",
     "Mxfp4Kernel",
     "Mxfp4Release",
     "ProfileRelease",
@@ -46,6 +47,7 @@ __all__ = [
     "profile_facts",
     "reference_release",
     "source_url",
+    "unread_memory_bracket",
     "vllm_file_url",
 ]
 
@@ -120,6 +122,12 @@ class BatchDefaults:
     seqs: int
     not_a100: bool = False
 
+    def takes(self, total_gib: float, label: str) -> bool:
+        """Does a GPU of *total_gib* whose id and name are *label* land in this row?"""
+        if total_gib < self.min_gib:
+            return False
+        return not (self.not_a100 and "a100" in label.lower())
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerRelease:
@@ -129,7 +137,12 @@ class SchedulerRelease:
     chunked_forced: bool
     clamp_seqs: bool
     batch_defaults: tuple[BatchDefaults, ...]
+    """Rows largest GPUs first; the last row (min_gib 0) is the fallback."""
     source: str
+
+    def batch_row(self, total_gib: float, label: str) -> BatchDefaults:
+        """The ``get_batch_defaults`` row of a GPU of *total_gib* (*label*: its id and name)."""
+        return next(r for r in self.batch_defaults if r.takes(total_gib, label))
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +185,18 @@ class ForcedBlockSize:
 
 
 @dataclass(frozen=True, slots=True)
+class MlaBlockSize:
+    """The block size an unset ``--block-size`` becomes for MLA models on some GPU
+    generations: the backend vLLM picks first there supports only larger pages."""
+
+    backend: str
+    compute_capability: tuple[int, ...]
+    """Compute-capability majors where ``backend`` is the first MLA choice."""
+    value: int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class BlockSizeRelease:
     """``--block-size`` facts read in one release (``cli_choices`` None: any int parses)."""
 
@@ -182,6 +207,10 @@ class BlockSizeRelease:
     """False: only the argument parser's choices were read, not the backends' limits."""
     forced: tuple[ForcedBlockSize, ...] = ()
     """Backend page sizes the release forces for some GPUs and models."""
+    default: Fact | None = None
+    """``CacheConfig.DEFAULT_BLOCK_SIZE`` where read (what an unset ``--block-size`` is)."""
+    mla: tuple[MlaBlockSize, ...] = ()
+    """Where MLA models get another default (the first MLA backend's smallest page)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +343,7 @@ class VllmReleases:
     """The first release without the V0 engine."""
     engine_sources: tuple[str, ...]
     gpu_memory_utilization: Fact
+    """The reference release's default (its ``memory_defaults`` row)."""
     v0_defaults: V0Defaults
     default_batch_tokens: Fact
     engine_context_seqs: Fact
@@ -372,6 +402,14 @@ class VllmReleases:
             (f"block_size {r.version} {f.backend}", f.source)
             for r in self.block_size
             for f in r.forced
+        ]
+        out += [
+            (f"block_size {r.version} default", r.default) for r in self.block_size if r.default
+        ]
+        out += [
+            (f"block_size {r.version} mla {m.backend}", m.source)
+            for r in self.block_size
+            for m in r.mla
         ]
         out += [("health", s) for s in self.health.sources]
         out += [(f"mxfp4_moe {r.version}", r.source) for r in self.mxfp4_moe]
@@ -447,6 +485,21 @@ def _forced(data: Any, what: str) -> ForcedBlockSize:
         ) from e
 
 
+def _mla(data: Any, what: str) -> MlaBlockSize:
+    m = _map(data, what)
+    try:
+        return MlaBlockSize(
+            backend=str(m["backend"]),
+            compute_capability=tuple(int(c) for c in m["compute_capability"]),
+            value=int(m["value"]),
+            source=_source(m.get("source"), what),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise VllmReleaseCatalogError(
+            f"{what}: {e!s} (backend, compute_capability, value, source)"
+        ) from e
+
+
 def _mxfp4_release(data: Any, what: str) -> Mxfp4Release:
     r = _map(data, what)
     kernels = []
@@ -511,6 +564,17 @@ def _version(value: Any, what: str) -> str:
     return value
 
 
+def _reference_memory(version: Any, memory: list[tuple[str, Fact]]) -> Fact:
+    """The reference release's ``memory_defaults`` row: the planner needs its default."""
+    found = dict(memory).get(_version(version, "reference"))
+    if found is None:
+        raise VllmReleaseCatalogError(
+            f"memory_defaults has no row for the reference release {version}: add "
+            f'["{version}", <gpu_memory_utilization>, vllm/config/cache.py]'
+        )
+    return found
+
+
 def releases_from_document(data: Any) -> VllmReleases:
     """Validate the parsed ``vllm-releases.yaml``."""
     doc = _map(data, "vllm-releases.yaml")
@@ -557,6 +621,10 @@ def releases_from_document(data: Any) -> VllmReleases:
                 tuple(
                     _forced(f, f"block_size[{i}].forced[{j}]")
                     for j, f in enumerate(r.get("forced") or [])
+                ),
+                _fact(r["default"], f"block_size[{i}].default") if r.get("default") else None,
+                tuple(
+                    _mla(m, f"block_size[{i}].mla[{j}]") for j, m in enumerate(r.get("mla") or [])
                 ),
             )
         )
@@ -631,10 +699,7 @@ def releases_from_document(data: Any) -> VllmReleases:
         )
         if fallback_map
         else None,
-        gpu_memory_utilization=_fact(
-            _map(doc.get("defaults"), "defaults").get("gpu_memory_utilization"),
-            "defaults.gpu_memory_utilization",
-        ),
+        gpu_memory_utilization=_reference_memory(ref.get("version"), memory),
         v0_defaults=V0Defaults(
             tuple(_version(v, "v0_engine.read_in") for v in v0.get("read_in") or []),
             v0_facts["max_num_seqs"].int_value,
@@ -824,6 +889,25 @@ def mxfp4_kernel(version: str | None, cc_major: int) -> tuple[Mxfp4Kernel | None
             return low, found[0]
     ref = table.get(catalogue.reference)
     return (ref.kernel(cc_major) if ref else None), catalogue.reference
+
+
+def unread_memory_bracket(version: str | None) -> tuple[str, str] | None:
+    """The read releases just below and above *version* when its memory facts (the MXFP4
+    MoE kernel, the memory profile's terms) were not read in it: the releases whose facts
+    bound what it does. None for a read or unnamed release, a tag that is no release
+    number, or one outside the read releases."""
+    if not version:
+        return None
+    catalogue = load_vllm_releases()
+    read = sorted(
+        {r.version for r in catalogue.mxfp4_moe} | {r.version for r in catalogue.profile_run},
+        key=parse_version,
+    )
+    try:
+        found = _between(version, tuple(read))
+    except ValueError:  # not a release number
+        return None
+    return found if isinstance(found, tuple) else None
 
 
 def profile_facts(version: str | None) -> ProfileRelease | None:

@@ -125,6 +125,7 @@ def render_command(args: argparse.Namespace) -> int:
         weights_identity_objects,
         workload_objects,
     )
+    from gpustrata.render.routing import routing_objects
     from gpustrata.spec.loader import load_stack_file
 
     path, _ = stack_file_of(args)
@@ -141,6 +142,7 @@ def render_command(args: argparse.Namespace) -> int:
     objects += workload_objects(plan)
     dra = dra_driver_object(plan)
     objects += [dra] if dra else []
+    objects += routing_objects(plan)
     print(yaml.safe_dump_all(objects, sort_keys=False), end="")
     return 0
 

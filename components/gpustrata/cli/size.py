@@ -8,7 +8,6 @@ The search and the ranking are :mod:`gpustrata.planning.sizing`; the output
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -127,8 +126,8 @@ def _prices(raw: list[str], hardware: HardwareCatalog) -> dict[str, float]:
                 f"--price {clipped(item)!r}: expected TYPE=USD, e.g. p5.48xlarge=55.04"
             )
         if hardware.instance(name.strip()) is None:
-            near = difflib.get_close_matches(name.strip(), list(hardware.instances), 1)
-            hint = f"did you mean {near[0]}? " if near else ""
+            near = hardware.related_instances(name)
+            hint = f"did you mean {' or '.join(near)}? " if near else ""
             raise InputError(
                 f"--price {clipped(name.strip())!r} is not in the instance catalogue; {hint}"
                 "price a type of catalog/data/instances.yaml"
@@ -156,9 +155,11 @@ def _request(args: argparse.Namespace) -> Any:
     for name in args.instance_type:
         inst = hardware.instance(name)
         if inst is None:
+            near = hardware.related_instances(name)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
             raise InputError(
                 f"--instance-type {clipped(name)!r} is not in the instance catalogue "
-                "(catalog/data/instances.yaml)"
+                f"(catalog/data/instances.yaml){hint}"
             )
     tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL)
     if args.region is not None:

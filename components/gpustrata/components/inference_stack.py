@@ -14,12 +14,14 @@ from gpustrata.components.identity import WeightsIdentity
 from gpustrata.components.karpenter import Karpenter, KarpenterNodePool, subnet_terms
 from gpustrata.components.nodepool import GpuNodePool, GpuNodePoolArgs, pool_plan_args
 from gpustrata.components.operators import DraDriver, GpuOperator, KubeRayOperator, SystemChart
+from gpustrata.components.routing import InferenceGateway, InferenceRoute
 from gpustrata.components.serving import RayLlmService, VllmDeployment, register_object
 from gpustrata.components.stack_args import StackArgs
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.build import build_plan
-from gpustrata.planning.plan import PoolPlan, StackPlan
+from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
 from gpustrata.render import karpenter as karpenter_names
+from gpustrata.render import routing
 from gpustrata.render.foundation import (
     KEDA_CHART,
     KEDA_REPO,
@@ -305,6 +307,7 @@ class InferenceStack(pulumi.ComponentResource):
                         k8s_opts, pulumi.ResourceOptions(retain_on_delete=True)
                     ),
                 )
+        gateways = self._gateways(name, k8s_opts, namespaces, system)
         volumes = self._cache_volumes(name, k8s_opts, namespaces, system)
         identities: dict[str, pulumi.Resource] = {}
         for mp in self.plan.models.values():
@@ -387,6 +390,8 @@ class InferenceStack(pulumi.ComponentResource):
                 else workload.service_name
             )
             endpoints[mp.name] = workload.endpoint
+            if mp.spec.namespace in gateways:  # routed through the inference gateway
+                endpoints[mp.name] = self._route(name, mp, workload, gateways, k8s_opts)
         self.service_names = _output_map(services)
         self.endpoints = _output_map(endpoints)
         self.node_group_names = _output_map(
@@ -406,6 +411,87 @@ class InferenceStack(pulumi.ComponentResource):
     def plan(self) -> StackPlan:
         """The resolved plan (every derived value with its provenance)."""
         return self._plan
+
+    # ----------------------------------------------------------------- routing
+
+    def _gateways(
+        self,
+        name: str,
+        k8s_opts: pulumi.ResourceOptions,
+        namespaces: Mapping[str, pulumi.Resource],
+        system: list[pulumi.Resource],
+    ) -> dict[str, list[pulumi.Resource]]:
+        """Namespace -> what a model's InferenceRoute there waits for: the gateway's CRDs
+        and controller (once, on the system pool) and the namespace's Gateway."""
+        plan = self.plan
+        spec = plan.spec.inference_gateway
+        if not routing.gateway_namespaces(plan):
+            return {}
+        after = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=system))
+        ready: list[pulumi.Resource] = []
+        if spec.install:
+            release = routing.release()
+            ready = InferenceGateway(
+                f"{name}-inference-gateway",
+                {
+                    "namespace": spec.namespace,
+                    "crds": routing.crd_objects(),
+                    "repository": release.implementation_repository,
+                    "chart_version": release.implementation_version,
+                    "crd_chart": release.crd_chart,
+                    "controller_chart": release.controller_chart,
+                    "controller_values": routing.controller_values(plan),
+                },
+                after,
+            ).ready
+        out: dict[str, list[pulumi.Resource]] = {}
+        for obj in routing.gateway_objects(plan):
+            ns = obj["metadata"]["namespace"]
+            before = out.get(ns, [])  # a Gateway's overlay ConfigMap comes first
+            suffix = "" if obj["kind"] == "Gateway" else f"-{obj['kind'].lower()}"
+            depends = [*ready, namespaces[ns], *system, *before]
+            out[ns] = [
+                *before,
+                register_object(
+                    f"{name}-gateway-{ns}{suffix}",
+                    obj,
+                    pulumi.ResourceOptions.merge(
+                        k8s_opts, pulumi.ResourceOptions(depends_on=depends)
+                    ),
+                ),
+            ]
+        return {ns: [*ready, *objs] for ns, objs in out.items()}
+
+    def _route(
+        self,
+        name: str,
+        mp: ModelPlan,
+        workload: pulumi.Resource,
+        gateways: Mapping[str, list[pulumi.Resource]],
+        k8s_opts: pulumi.ResourceOptions,
+    ) -> pulumi.Output[str]:
+        """The model's InferencePool, endpoint picker and HTTPRoute, after its engines and
+        its namespace's Gateway; returns the Gateway's in-cluster URL."""
+        plan = self.plan
+        spec = plan.spec.inference_gateway
+        release = routing.release()
+        ns = mp.spec.namespace
+        InferenceRoute(
+            f"{name}-{mp.name}-route",
+            {
+                "namespace": ns,
+                "chart": release.chart,
+                "chart_version": release.extension_version,
+                "repository": release.repository,
+                "values": routing.pool_values(mp, plan),
+                "pool": routing.inference_pool_object(mp),
+                "route": routing.http_route_object(mp, spec.gateway_name),
+            },
+            pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[workload, *gateways[ns]])
+            ),
+        )
+        return pulumi.Output.from_input(routing.gateway_endpoint(spec.gateway_name, ns))
 
     def _cache_volumes(
         self,

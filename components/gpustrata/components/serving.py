@@ -57,6 +57,8 @@ def register_object(
         return k8s.apps.v1.Deployment(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "Service":
         return k8s.core.v1.Service(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "ConfigMap":
+        return k8s.core.v1.ConfigMap(name, metadata=meta, data=obj["data"], opts=opts)
     if kind == "PersistentVolumeClaim":
         return k8s.core.v1.PersistentVolumeClaim(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "StorageClass":

@@ -17,6 +17,9 @@ __all__ = [
     "DraDriverWay",
     "EfaMode",
     "Environment",
+    "EppScorer",
+    "FailureMode",
+    "GatewayServiceType",
     "GpuAllocation",
     "GpuModelBrand",
     "GpuModelInterconnect",
@@ -31,6 +34,7 @@ __all__ = [
     "OnDemandPriceKind",
     "OperatorComponent",
     "Provisioner",
+    "RoutingMode",
     "Runtime",
     "SharingStrategy",
     "StackArgs",
@@ -42,6 +46,7 @@ __all__ = [
     "StackGpuModelArgs",
     "StackGpuOperatorArgs",
     "StackGpuSharingArgs",
+    "StackInferenceGatewayArgs",
     "StackInstanceTypeArgs",
     "StackKarpenterArgs",
     "StackKarpenterPoolArgs",
@@ -50,17 +55,20 @@ __all__ = [
     "StackKubeletArgs",
     "StackLwsArgs",
     "StackModelArgs",
+    "StackModelRoutingArgs",
     "StackMonitoringArgs",
     "StackMultiNodeArgs",
     "StackNetworkArgs",
     "StackNodePoolArgs",
     "StackOnDemandPriceArgs",
+    "StackScorerArgs",
     "StackSecretRefArgs",
     "StackSystemPoolArgs",
     "StackTaintArgs",
     "StackTolerationArgs",
     "StackWeightsArgs",
     "StackWorkloadArgs",
+    "StorageKind",
     "TaintEffect",
     "TolerationOperator",
     "WeightSource",
@@ -122,6 +130,28 @@ class Environment(StrEnum):
     DEV = "dev"
     STAGING = "staging"
     PROD = "prod"
+
+
+class EppScorer(StrEnum):
+    """Accepted values of ``ScorerSpec.name``."""
+
+    QUEUE = "queue"
+    KV_CACHE_UTILIZATION = "kv-cache-utilization"
+    PREFIX_CACHE = "prefix-cache"
+
+
+class FailureMode(StrEnum):
+    """Accepted values of ``ModelRoutingSpec.failure_mode``."""
+
+    FAILOPEN = "FailOpen"
+    FAILCLOSE = "FailClose"
+
+
+class GatewayServiceType(StrEnum):
+    """Accepted values of ``InferenceGatewaySpec.service_type``."""
+
+    CLUSTERIP = "ClusterIP"
+    LOADBALANCER = "LoadBalancer"
 
 
 class GpuAllocation(StrEnum):
@@ -237,6 +267,13 @@ class Provisioner(StrEnum):
     KARPENTER = "karpenter"
 
 
+class RoutingMode(StrEnum):
+    """Accepted values of ``ModelRoutingSpec.mode``."""
+
+    SERVICE = "service"
+    INFERENCE_GATEWAY = "inference-gateway"
+
+
 class Runtime(StrEnum):
     """Accepted values of ``ModelSpec.runtime``."""
 
@@ -250,6 +287,15 @@ class SharingStrategy(StrEnum):
     NONE = "none"
     TIME_SLICING = "time-slicing"
     MPS = "mps"
+
+
+class StorageKind(StrEnum):
+    """Accepted values of ``WeightsSpec.storage``."""
+
+    NOT_STATED = "not stated"
+    LOCAL_DISK = "local-disk"
+    EBS = "ebs"
+    NETWORK_VOLUME = "network-volume"
 
 
 class TaintEffect(StrEnum):
@@ -284,6 +330,9 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _DraDriverWay = Literal["nvidia-chart", "kubernetes-sigs-chart", "gpu-operator"] | DraDriverWay
     _EfaMode = Literal["auto", "off"] | EfaMode
     _Environment = Literal["dev", "staging", "prod"] | Environment
+    _EppScorer = Literal["queue", "kv-cache-utilization", "prefix-cache"] | EppScorer
+    _FailureMode = Literal["FailOpen", "FailClose"] | FailureMode
+    _GatewayServiceType = Literal["ClusterIP", "LoadBalancer"] | GatewayServiceType
     _GpuAllocation = Literal["device-plugin", "dra"] | GpuAllocation
     _GpuModelBrand = Literal["datacenter", "professional", "geforce"] | GpuModelBrand
     _GpuModelInterconnect = Literal["nvlink", "pcie"] | GpuModelInterconnect
@@ -305,8 +354,10 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
         Literal["driver", "toolkit", "device_plugin", "dcgm_exporter"] | OperatorComponent
     )
     _Provisioner = Literal["managed-node-group", "karpenter"] | Provisioner
+    _RoutingMode = Literal["service", "inference-gateway"] | RoutingMode
     _Runtime = Literal["deployment", "rayservice"] | Runtime
     _SharingStrategy = Literal["none", "time-slicing", "mps"] | SharingStrategy
+    _StorageKind = Literal["not stated", "local-disk", "ebs", "network-volume"] | StorageKind
     _TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] | TaintEffect
     _TolerationOperator = Literal["Equal", "Exists"] | TolerationOperator
     _WeightSource = Literal["huggingface", "s3", "pvc", "local-nvme"] | WeightSource
@@ -318,6 +369,9 @@ else:
     _DraDriverWay = DraDriverWay
     _EfaMode = EfaMode
     _Environment = Environment
+    _EppScorer = EppScorer
+    _FailureMode = FailureMode
+    _GatewayServiceType = GatewayServiceType
     _GpuAllocation = GpuAllocation
     _GpuModelBrand = GpuModelBrand
     _GpuModelInterconnect = GpuModelInterconnect
@@ -332,8 +386,10 @@ else:
     _OnDemandPriceKind = OnDemandPriceKind
     _OperatorComponent = OperatorComponent
     _Provisioner = Provisioner
+    _RoutingMode = RoutingMode
     _Runtime = Runtime
     _SharingStrategy = SharingStrategy
+    _StorageKind = StorageKind
     _TaintEffect = TaintEffect
     _TolerationOperator = TolerationOperator
     _WeightSource = WeightSource
@@ -710,6 +766,17 @@ class StackWeightsArgs(TypedDict):
     (huggingface: a cold Hub download; s3: the Run:ai Model Streamer; local-nvme), or gpustrata's
     cited 0.3 for pvc; shown with its source by `plan` and `capacity`.
     """
+    storage: NotRequired[_StorageKind]
+    """What vLLM's loader reads the weights from, for the startup estimate: local-disk (instance
+    NVMe or the node's own disk), ebs (an EBS volume), network-volume (EFS, NFS, FSx). Each has a
+    load bandwidth fitted on published vLLM startup logs. Empty: local-disk for source local-nvme,
+    ebs for a pvc with cache_size_gib (the stack's gp3 volume), else not stated (plan shows a
+    range).
+    """
+    volume_throughput_mibps: NotRequired[int]
+    """The volume's provisioned read throughput in MiB/s (gp3: 125 to 1,000; io2: up to 4,000),
+    which caps the load. Empty with the stack's own gp3 cache volume: gp3's baseline 125 MiB/s.
+    """
 
 
 class StackSecretRefArgs(TypedDict):
@@ -791,6 +858,53 @@ class StackMultiNodeArgs(TypedDict):
     """
 
 
+class StackScorerArgs(TypedDict):
+    """One scorer of the endpoint picker's scheduling profile, with its weight."""
+
+    name: _EppScorer
+    """'prefix-cache': prefer the replica that already holds the prompt's prefix in its KV cache
+    (prefix-cache-scorer); 'kv-cache-utilization': prefer the replica with the most free KV cache
+    (kv-cache-utilization-scorer, from vLLM's vllm:kv_cache_usage_perc); 'queue': prefer the
+    shortest waiting queue (queue-scorer, vllm:num_requests_waiting).
+    """
+    weight: NotRequired[int]
+    """Weight in the profile's sum. Default: ``1``."""
+
+
+class StackModelRoutingArgs(TypedDict):
+    """How clients reach one model's replicas."""
+
+    mode: NotRequired[_RoutingMode]
+    """'service': the model's Kubernetes Service balances connections (kube-proxy, no knowledge of
+    the engines); 'inference-gateway': a Gateway API Gateway and HTTPRoute to an InferencePool whose
+    endpoint picker chooses the replica per request from the engines' metrics (Gateway API Inference
+    Extension; deployment runtime only). Default: ``"service"``.
+    """
+    scorers: NotRequired[list[StackScorerArgs]]
+    """The endpoint picker's scorers and weights (inference-gateway). Default: the inferencepool
+    chart's profile (queue 2, kv-cache-utilization 2, prefix-cache 3).
+    """
+    failure_mode: NotRequired[_FailureMode]
+    """InferencePool endpointPickerRef.failureMode: 'FailOpen' sends requests on when the picker is
+    down, 'FailClose' refuses them. Default: ``"FailOpen"``.
+    """
+    picker_replicas: NotRequired[int]
+    """Endpoint picker replicas (more than one uses leader election; the prefix-cache index lives in
+    the leader). Default: ``1``.
+    """
+    picker_cpu: NotRequired[str]
+    """CPU request of the endpoint picker. The chart's default (4) does not fit a 4-vCPU system
+    node; raise it with the system pool for high request rates. Default: ``"1"``.
+    """
+    picker_memory: NotRequired[str]
+    """Memory request of the endpoint picker (the limit is twice it). Default: ``"2Gi"``."""
+    request_timeout: NotRequired[str]
+    """HTTPRoute timeouts.request. Empty: derived from the model's longest generation (max_model_len
+    - 1 tokens at the planner's decode step with every sequence slot busy), so rule G001 holds; '0s'
+    disables it.
+    """
+
+
 class StackModelArgs(TypedDict):
     """A served model: what runs, where, and with which vLLM engine settings."""
 
@@ -852,6 +966,8 @@ class StackModelArgs(TypedDict):
     startup logs (a base, + torch.compile per decoder layer and CUDA graph capture without
     enforce_eager, + MoE kernel warm-up for MoE models).
     """
+    routing: NotRequired[StackModelRoutingArgs]
+    """How clients reach the replicas: the Service (default) or an inference gateway."""
 
 
 class StackGpuModelArgs(TypedDict):
@@ -983,6 +1099,29 @@ class StackCatalogExtensionsArgs(TypedDict):
     """
 
 
+class StackInferenceGatewayArgs(TypedDict):
+    """The inference gateway installed for models with routing mode inference-gateway: Gateway API
+    and Inference Extension CRDs, and the gateway implementation, at the catalogued releases
+    (``catalog/data/gateway.yaml``).
+    """
+
+    namespace: NotRequired[str]
+    """Namespace of the gateway controller (istiod). Default: ``"istio-system"``."""
+    gateway_name: NotRequired[str]
+    """Name of the Gateway created in each namespace that has such a model (its proxy Service is
+    '<name>-istio', port 80). Default: ``"inference-gateway"``.
+    """
+    install: NotRequired[bool]
+    """Install the CRDs and the gateway controller. False: the cluster already runs them (existing
+    clusters); the Gateways, routes and pools are still created. Default: ``true``.
+    """
+    service_type: NotRequired[_GatewayServiceType]
+    """Type of the Service istiod creates for each Gateway's proxy. 'ClusterIP' (default): reached
+    inside the cluster only (the stack's endpoints output); 'LoadBalancer': Istio's own default,
+    which on EKS provisions a cloud load balancer for it. Default: ``"ClusterIP"``.
+    """
+
+
 class StackArgs(TypedDict):
     """A whole gpustrata stack: one environment, one cluster, its pools, software and models."""
 
@@ -1010,3 +1149,5 @@ class StackArgs(TypedDict):
     """Served models (at most 200: a stack is one team's serving fleet)."""
     catalog: NotRequired[StackCatalogExtensionsArgs]
     """Catalogue entries this stack adds, without code changes."""
+    inference_gateway: NotRequired[StackInferenceGatewayArgs]
+    """The inference gateway (used by models with routing.mode inference-gateway)."""

@@ -16,7 +16,7 @@ from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.plan import PlanError, StackPlan, plan_stack
 from gpustrata.planning.ray_layout import plan_kuberay
 from gpustrata.spec.loader import line_in_file, validate_stack
-from gpustrata.spec.stack import StackSpec
+from gpustrata.spec.stack import StackSpec, is_model_path
 
 __all__ = ["build_plan", "plan_spec", "stack_model_sources"]
 
@@ -52,6 +52,41 @@ def plan_spec(
         raise StackError(
             [Problem(exc.path, str(exc), line_in_file(source, exc.path) if lines else None)], source
         ) from None
+
+
+def rule_model_sources(
+    spec: StackSpec, base_dir: Path | None, sources: ModelSources | None
+) -> ModelSources | None:
+    """The model sources the rules read a stack's objects with: the plan's *sources*, and
+    where they name no models folder, the folder above the first stack model given as a
+    local path (``acme-13b/config.json`` or its folder, inside the project), so the rules
+    find it where the Pods name it by its folder (``/root/.cache/acme-13b``) rather than
+    call it "not in the model catalogue"."""
+    if sources is not None and sources.models_dir is not None:
+        return sources
+    found = _local_model_root(spec, base_dir)
+    if found is None:
+        return sources
+    hf_cache = sources.hf_cache if sources is not None else None
+    return ModelSources(found[0], found[1], hf_cache)
+
+
+def _local_model_root(spec: StackSpec, base_dir: Path | None) -> tuple[Path, str] | None:
+    """The folder above the first stack model given as a local path inside the project,
+    and how to name it in reasons; None when no model is such a path."""
+    root = (base_dir or Path.cwd()).resolve()
+    for i, model in enumerate(spec.models):
+        if not is_model_path(model.model):
+            continue
+        path = root / model.model
+        folder = path.parent if path.name == "config.json" else path
+        try:
+            target = folder.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if (target / "config.json").is_file() and root in target.parents:
+            return target.parent, f"the folder of gpustrata:stack.models[{i}].model"
+    return None
 
 
 def stack_model_sources(spec: StackSpec, base_dir: Path | None) -> ModelSources:

@@ -32,6 +32,8 @@ def model_settings(model: ModelSpec) -> dict[str, Any]:
         "quantization": e.quantization,
         "weights_source": model.weights.source,
         "load_gbps": model.weights.load_gbps,
+        "storage": model.weights.storage_facts()[0],
+        "storage_gbps": model.weights.storage_facts()[1],
         "engine_init_s": model.startup_init_s,
     }
 

@@ -7,7 +7,6 @@ so that ``gpustrata plan`` can show the working.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -35,6 +34,7 @@ from gpustrata.core.quantity import format_bytes, format_cores, kubelet_reserved
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.multinode import MultiNodePlan, MultiNodeProblem, resolve_multi_node
 from gpustrata.planning.provenance import Derived, Ledger, Source
+from gpustrata.planning.routing import route_timeout
 from gpustrata.planning.serving import (
     ServingAtSettings,
     WorkloadTooLong,
@@ -170,6 +170,10 @@ class ModelPlan:
     """CPU request of an engine Pod: the stack's ``cpu``, else derived from the pool."""
     memory: str = "1Gi"
     """Memory request and limit of an engine Pod: the stack's ``memory``, else derived."""
+    route_timeout: str | None = None
+    """HTTPRoute ``timeouts.request`` of a model behind the inference gateway (a Gateway
+    API duration, derived from its longest generation: :mod:`gpustrata.planning.routing`);
+    None for Service routing."""
     multi_node: MultiNodePlan | None = None
     """The engine's layout across nodes (a LeaderWorkerSet group); None: one Pod per engine.
     When set, ``spec`` carries the resolved TP, PP and ``multi_node.nodes``."""
@@ -461,15 +465,15 @@ def kube_reserved_memory_mib(max_pods: int) -> int:
 
 
 def nearest_instance_hint(name: str, hardware: HardwareCatalog) -> str:
-    """The fix for an unknown EKS instance type: the catalogued AWS GPU types whose names
-    are closest (difflib), else where the catalogue is listed."""
-    names = [n for n, t in hardware.instances.items() if t.max_pods is not None]
-    near = difflib.get_close_matches(name.strip().casefold(), names, n=3, cutoff=0.6)
+    """The fix for an unknown EKS instance type: catalogued AWS GPU types of its family or
+    of the family closest in name, else the GPU families the catalogue knows."""
+    near = hardware.related_instances(name, aws=True)
     if near:
         return "did you mean " + " or ".join(repr(n) for n in near) + "?"
+    families = ", ".join(hardware.instance_families(aws=True))
     return (
-        "use an AWS GPU instance type from docs/reference/catalogue.md, or add it under "
-        "catalog.instances"
+        f"its family is none of the catalogued AWS GPU families ({families}); use one of "
+        "their types (docs/reference/catalogue.md), or add it under catalog.instances"
     )
 
 
@@ -834,6 +838,7 @@ def _plan_model(
         timeout_s=PROBE_TIMEOUT_S,
     )
 
+    route = route_timeout(model, arch, pool.gpu, capacity, key, ledger)
     ray = None
     if model.runtime == "rayservice":
         ray = _ray_layout(model, pool, gpus, min_replicas, max_replicas, probes, ledger)
@@ -854,6 +859,7 @@ def _plan_model(
         serving=serving,
         cpu=cpu,
         memory=memory,
+        route_timeout=route,
         multi_node=multi[1] if multi is not None else None,
     )
 

@@ -434,7 +434,7 @@ def dra_driver_object(plan: StackPlan) -> dict[str, Any] | None:
     if dra is None:
         return None
     release = dra_driver_release(plan.spec.dra.driver)
-    return _helm_release_object(
+    return helm_release_object(
         release.chart_ref, release.version, release.repository, DRA_DRIVER_NAMESPACE, dra[1]
     )
 
@@ -589,7 +589,7 @@ def weights_service_account_object(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
-def _helm_release_object(
+def helm_release_object(
     chart: str, version: str, repository: str, namespace: str, values: dict[str, Any]
 ) -> dict[str, Any]:
     """A Helm release as the rules read it (the shape a Pulumi Release takes in
@@ -626,7 +626,7 @@ def system_chart_objects(plan: StackPlan) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if spec.kuberay.enabled:
         out.append(
-            _helm_release_object(
+            helm_release_object(
                 "kuberay-operator",
                 spec.kuberay.chart_version,
                 KUBERAY_REPO,
@@ -637,7 +637,7 @@ def system_chart_objects(plan: StackPlan) -> list[dict[str, Any]]:
     if plan.karpenter is not None:
         release = plan.karpenter.release
         out.append(
-            _helm_release_object(
+            helm_release_object(
                 release.chart,
                 release.version,
                 release.chart,
@@ -648,7 +648,7 @@ def system_chart_objects(plan: StackPlan) -> list[dict[str, Any]]:
     if spec.monitoring.mode == "install":
         version = chart_version(MONITORING_CHART, spec.monitoring.chart_version, "monitoring")
         out.append(
-            _helm_release_object(
+            helm_release_object(
                 MONITORING_CHART,
                 version,
                 MONITORING_REPO,
@@ -660,18 +660,18 @@ def system_chart_objects(plan: StackPlan) -> list[dict[str, Any]]:
     if lws is not None:
         reference, version, values = lws
         out.append(
-            _helm_release_object(
+            helm_release_object(
                 reference, version, reference.rsplit("/", 1)[0], spec.lws.namespace, values
             )
         )
     efa = efa_device_plugin_chart(plan)
     if efa is not None:
         chart, version, repository, namespace, values = efa
-        out.append(_helm_release_object(chart, version, repository, namespace, values))
+        out.append(helm_release_object(chart, version, repository, namespace, values))
     if spec.keda.enabled:
         version = chart_version(KEDA_CHART, spec.keda.chart_version, "keda")
         out.append(
-            _helm_release_object(
+            helm_release_object(
                 KEDA_CHART,
                 version,
                 KEDA_REPO,

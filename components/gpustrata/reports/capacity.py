@@ -11,7 +11,9 @@ the stack's values (what-if). Output:
   ``kv_cache_memory_bytes_per_gpu``, ``kv_bytes_per_token_per_gpu``,
   ``kv_cache_page_size_bytes``, ``kv_cache_blocks``, ``kv_cache_tokens``,
   ``max_concurrent_full_length_sequences``, ``largest_max_model_len``,
-  ``startup_seconds``, ``startup_budget_seconds``, ``longest_step_seconds`` (with
+  ``startup_seconds``, ``startup_fastest_seconds`` and ``startup_slowest_seconds`` (the
+  range over the fitted storage kinds where the storage is not stated),
+  ``startup_budget_seconds``, ``longest_step_seconds`` (with
   ``--kv-offloading-size`` also ``kv_cache_host_bytes`` and ``kv_cache_host_tokens``); plus
   ``model``, ``gpu``, ``stack``, ``settings`` (resolved engine settings), ``defaults``
   (settings that took vLLM's default, with why), ``memory_budget`` (each term as a
@@ -198,6 +200,21 @@ def _figures(est: CapacityEstimate) -> dict[str, tuple[int | float, str]]:
             round(st.total_s, 1),
             f"{st.explanation}; load bandwidth: {st.load_source}; init: {st.init_source}",
         ),
+        "startup_fastest_seconds": (
+            round(st.fast_s, 1),
+            f"the startup with the read from storage {st.storage!r} at the fastest storage kind "
+            "fitted on published logs (local disk); state weights.storage (or the cluster "
+            "profile's storage.kind) to narrow the range"
+            if st.slow_s > st.fast_s
+            else f"storage {st.storage}: the startup itself",
+        ),
+        "startup_slowest_seconds": (
+            round(st.slow_s, 1),
+            "the same at the slowest storage kind fitted (EBS, network volume) or the cited "
+            "default where it is slower"
+            if st.slow_s > st.fast_s
+            else f"storage {st.storage}: the startup itself",
+        ),
         "startup_budget_seconds": (
             round(st.budget_s, 1),
             f"startup x safety factor {st.safety_factor:g}: the startup probe and RayService "
@@ -330,6 +347,8 @@ _LABELS = {
     "max_concurrent_full_length_sequences": "full-length sequences",
     "largest_max_model_len": "largest max_model_len",
     "startup_seconds": "startup",
+    "startup_fastest_seconds": "startup, fastest storage",
+    "startup_slowest_seconds": "startup, slowest storage",
     "startup_budget_seconds": "startup budget (x safety)",
     "longest_step_seconds": "longest engine step",
 }

@@ -13,7 +13,7 @@ from gpustrata.reports.serving import serving_rows, serving_text
 from gpustrata.runtime.mockrun import Registered, run_program, stack_config
 from gpustrata_policies.rehearsal import Rehearsal, rehearse
 
-LAYERS = ("nodes", "gpu-software", "ray", "vllm", "other")
+LAYERS = ("nodes", "gpu-software", "ray", "vllm", "routing", "other")
 _LAYER_OF_COMPONENT = {
     "gpustrata:index:EksCluster": "nodes",
     "gpustrata:index:GpuNodePool": "nodes",
@@ -24,12 +24,17 @@ _LAYER_OF_COMPONENT = {
     "gpustrata:index:KubeRayOperator": "ray",
     "gpustrata:index:RayLlmService": "ray",
     "gpustrata:index:VllmDeployment": "vllm",
+    "gpustrata:index:InferenceGateway": "routing",
+    "gpustrata:index:InferenceRoute": "routing",
+    # Registered by the stack itself (also when the gateway is not installed by it).
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway": "routing",
 }
 _LAYER_TITLES = {
     "nodes": "Nodes (Kubernetes decides which node and how many whole GPUs)",
     "gpu-software": "GPU software (driver, toolkit, device plugin, DCGM)",
     "ray": "Ray (KubeRay: which worker runs which engine, placement groups)",
     "vllm": "vLLM (plain Deployments: engine flags, probes, autoscaling)",
+    "routing": "Routing (Gateway API Inference Extension: gateway, InferencePools, pickers)",
     "other": "Other",
 }
 
@@ -59,7 +64,12 @@ class PlanReport:
         """The layer a resource belongs to: its own or its nearest gpustrata ancestor's."""
         by_name = self._by_name()
         current: Registered | None = resource
-        while current is not None:
+        seen: set[int] = set()
+        # Logical names are unique per type only: a component may share the Stack's name
+        # (stack "inference-gateway", component "gpustrata-inference-gateway"), so the walk
+        # up by name must stop at a resource it has seen.
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
             if current.type in _LAYER_OF_COMPONENT:
                 return _LAYER_OF_COMPONENT[current.type]
             current = by_name.get(current.parent) if current.parent else None
@@ -257,6 +267,7 @@ _MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "K007": ("shm_size",),
     "K013": ("image",),
     "K015": ("weights",),
+    "K020": ("memory", "engine.extra_args", "pool"),
     "O007": ("engine.dtype", "engine.quantization"),
     "V001": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
     "V002": ("engine.tensor_parallel_size", "engine.pipeline_parallel_size"),
@@ -267,7 +278,12 @@ _MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "V007": ("engine.gpu_memory_utilization",),
     "V008": ("engine.enforce_eager",),
     "V009": ("startup_init_s",),
+    # The longest step: the largest prefill chunk, or a whole prompt without chunking.
+    "V010": ("engine.max_num_batched_tokens", "engine.enable_chunked_prefill"),
+    # The readiness probe is rendered from the plan: no key sets it, the entry is named.
+    "V011": (),
     "V012": ("engine.max_num_seqs",),
+    "V013": ("engine.extra_args", "image"),
 }
 _POOL_KEYS: dict[str, tuple[str, ...]] = {
     "K003": ("taints",),
@@ -313,6 +329,7 @@ def plan_report(
     import os
 
     from gpustrata.core.environments import name_mismatch
+    from gpustrata.planning.build import rule_model_sources
     from gpustrata.spec.loader import line_in_file, plaintext_secret_warnings
     from gpustrata.spec.project import read_project
     from gpustrata_policies.evaluate import evaluate
@@ -339,7 +356,7 @@ def plan_report(
     if mismatch:
         at = line_in_file(str(file), "gpustrata:stack.environment")
         report.warnings.insert(0, f"{file}{f':{at}' if at else ''}: {mismatch}")
-    with using_model_sources(plan.sources):
+    with using_model_sources(rule_model_sources(plan.spec, project_dir, plan.sources)):
         result = evaluate(objects, environment=report.environment)
     report.findings = [f.to_json() for f in result.findings]
     for finding in report.findings:

@@ -174,6 +174,7 @@ def reference_problems(spec: StackSpec) -> list[Problem]:
                 )
             seen.add(name)
     problems += _dra_problems(spec)
+    problems += _routing_problems(spec)
     if spec.gpu_operator.service_monitor and not spec.monitoring.enabled:
         problems.append(
             Problem(
@@ -280,6 +281,23 @@ def _serving_dependencies(spec: StackSpec, i: int, model: ModelSpec) -> list[Pro
             )
         )
     return problems
+
+
+def _routing_problems(spec: StackSpec) -> list[Problem]:
+    """An inference gateway the stack does not install needs a cluster that has one: a
+    created cluster has no Gateway API or GAIE CRDs, so its Gateway, InferencePool and
+    HTTPRoute would be refused ('no matches for kind')."""
+    routed = any(m.routing.mode == "inference-gateway" for m in spec.models)
+    if not routed or spec.inference_gateway.install or spec.cluster.mode != "create":
+        return []
+    return [
+        Problem(
+            f"{CONFIG_KEY}.inference_gateway.install",
+            "false on a cluster the stack creates: nothing else installs the Gateway API and "
+            "Inference Extension CRDs or a gateway controller, so the Gateway, InferencePool "
+            "and HTTPRoute would be refused; set install: true (or routing.mode: service)",
+        )
+    ]
 
 
 DRA_MIN_KUBERNETES = (1, 34)

@@ -14,7 +14,14 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gpustrata.catalog.hardware import GpuModel, InstanceType
-from gpustrata.catalog.inputs import StrictModel, Taint, TaintEffect, WeightSource
+from gpustrata.catalog.inputs import (
+    GP3_BASELINE_MIBPS,
+    StorageKind,
+    StrictModel,
+    Taint,
+    TaintEffect,
+    WeightSource,
+)
 from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.environments import Environment
 from gpustrata.core.vllm_choices import BlockSize, KvCacheDtype, ModelDtype
@@ -686,6 +693,35 @@ class WeightsSpec(_Model):
         "source by `plan` and `capacity`.",
     )
 
+    storage: StorageKind | None = Field(
+        default=None,
+        description="What vLLM's loader reads the weights from, for the startup estimate: "
+        "local-disk (instance NVMe or the node's own disk), ebs (an EBS volume), "
+        "network-volume (EFS, NFS, FSx). Each has a load bandwidth fitted on published vLLM "
+        "startup logs. Empty: local-disk for source local-nvme, ebs for a pvc with "
+        "cache_size_gib (the stack's gp3 volume), else not stated (plan shows a range).",
+    )
+    volume_throughput_mibps: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="The volume's provisioned read throughput in MiB/s (gp3: 125 to 1,000; "
+        "io2: up to 4,000), which caps the load. Empty with the stack's own gp3 cache "
+        "volume: gp3's baseline 125 MiB/s.",
+    )
+
+    def storage_facts(self) -> tuple[str | None, float | None]:
+        """(storage kind, read cap in GB/s) the startup estimate uses: as stated, else
+        derived from the source (:attr:`storage`)."""
+        kind = self.storage
+        mibps = self.volume_throughput_mibps
+        if kind is None and self.source == "local-nvme":
+            kind = "local-disk"
+        if kind is None and self.source == "pvc" and self.cache_size_gib > 0:
+            kind = "ebs"
+            mibps = mibps or GP3_BASELINE_MIBPS
+        return kind, (mibps * (1 << 20) / 1e9 if mibps else None)
+
     @field_validator("uri")
     @classmethod
     def _uri(cls, value: str | None) -> str | None:
@@ -899,6 +935,127 @@ class WorkloadSpec(_Model):
         return self
 
 
+# --------------------------------------------------------------------------- routing
+# The serving edge (issue 36): how clients reach a model's replicas. Kept in its own
+# section: ModelSpec.routing and StackSpec.inference_gateway are the only fields elsewhere.
+
+RoutingMode = Literal["service", "inference-gateway"]
+EppScorer = Literal["queue", "kv-cache-utilization", "prefix-cache"]
+FailureMode = Literal["FailOpen", "FailClose"]
+GatewayServiceType = Literal["ClusterIP", "LoadBalancer"]
+
+
+class ScorerSpec(_Model):
+    """One scorer of the endpoint picker's scheduling profile, with its weight."""
+
+    name: EppScorer = Field(
+        description="'prefix-cache': prefer the replica that already holds the prompt's "
+        "prefix in its KV cache (prefix-cache-scorer); 'kv-cache-utilization': prefer the "
+        "replica with the most free KV cache (kv-cache-utilization-scorer, from vLLM's "
+        "vllm:kv_cache_usage_perc); 'queue': prefer the shortest waiting queue "
+        "(queue-scorer, vllm:num_requests_waiting)."
+    )
+    weight: int = Field(default=1, ge=1, le=100, description="Weight in the profile's sum.")
+
+
+def _default_scorers() -> list[ScorerSpec]:
+    # The inferencepool chart's own default profile at GAIE v1.5.0
+    # (config/charts/epplib/templates/_config.yaml): queue 2, kv-cache-utilization 2,
+    # prefix-cache 3.
+    return [
+        ScorerSpec(name="queue", weight=2),
+        ScorerSpec(name="kv-cache-utilization", weight=2),
+        ScorerSpec(name="prefix-cache", weight=3),
+    ]
+
+
+class ModelRoutingSpec(_Model):
+    """How clients reach one model's replicas."""
+
+    mode: RoutingMode = Field(
+        default="service",
+        description="'service': the model's Kubernetes Service balances connections "
+        "(kube-proxy, no knowledge of the engines); 'inference-gateway': a Gateway API "
+        "Gateway and HTTPRoute to an InferencePool whose endpoint picker chooses the replica "
+        "per request from the engines' metrics (Gateway API Inference Extension; deployment "
+        "runtime only).",
+    )
+    scorers: list[ScorerSpec] = Field(
+        default_factory=_default_scorers,
+        min_length=1,
+        max_length=3,
+        description="The endpoint picker's scorers and weights (inference-gateway). Default: "
+        "the inferencepool chart's profile (queue 2, kv-cache-utilization 2, prefix-cache 3).",
+    )
+    failure_mode: FailureMode = Field(
+        default="FailOpen",
+        description="InferencePool endpointPickerRef.failureMode: 'FailOpen' sends requests "
+        "on when the picker is down, 'FailClose' refuses them.",
+    )
+    picker_replicas: int = Field(
+        default=1,
+        ge=1,
+        le=10,
+        description="Endpoint picker replicas (more than one uses leader election; the "
+        "prefix-cache index lives in the leader).",
+    )
+    picker_cpu: Quantity = Field(
+        default="1",
+        description="CPU request of the endpoint picker. The chart's default (4) does not fit "
+        "a 4-vCPU system node; raise it with the system pool for high request rates.",
+    )
+    picker_memory: Quantity = Field(
+        default="2Gi",
+        description="Memory request of the endpoint picker (the limit is twice it).",
+    )
+    request_timeout: str | None = Field(
+        default=None,
+        pattern=r"^([0-9]{1,5}(h|m|s|ms)){1,4}$",  # GEP-2257, as the HTTPRoute CRD
+        examples=["1h", "0s"],
+        description="HTTPRoute timeouts.request. Empty: derived from the model's longest "
+        "generation (max_model_len - 1 tokens at the planner's decode step with every "
+        "sequence slot busy), so rule G001 holds; '0s' disables it.",
+    )
+
+    @field_validator("scorers")
+    @classmethod
+    def _distinct(cls, value: list[ScorerSpec]) -> list[ScorerSpec]:
+        names = [s.name for s in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(
+                f"scorer {', '.join(twice)} is listed twice; give each scorer once with its weight"
+            )
+        return value
+
+
+class InferenceGatewaySpec(_Model):
+    """The inference gateway installed for models with routing mode inference-gateway:
+    Gateway API and Inference Extension CRDs, and the gateway implementation, at the
+    catalogued releases (``catalog/data/gateway.yaml``)."""
+
+    namespace: Name = Field(
+        default="istio-system", description="Namespace of the gateway controller (istiod)."
+    )
+    gateway_name: Name = Field(
+        default="inference-gateway",
+        description="Name of the Gateway created in each namespace that has such a model "
+        "(its proxy Service is '<name>-istio', port 80).",
+    )
+    install: bool = Field(
+        default=True,
+        description="Install the CRDs and the gateway controller. False: the cluster already "
+        "runs them (existing clusters); the Gateways, routes and pools are still created.",
+    )
+    service_type: GatewayServiceType = Field(
+        default="ClusterIP",
+        description="Type of the Service istiod creates for each Gateway's proxy. "
+        "'ClusterIP' (default): reached inside the cluster only (the stack's endpoints "
+        "output); 'LoadBalancer': Istio's own default, which on EKS provisions a cloud load "
+        "balancer for it.",
+    )
+
+
 # --- Multi-node engines (LeaderWorkerSet) ------------------------------------------------
 # One engine across several nodes: TP within a node, PP across nodes, served by a
 # LeaderWorkerSet (kubernetes-sigs/lws). Kept in its own section (spec merges).
@@ -1044,6 +1201,22 @@ class ModelSpec(_Model):
         "warm-up for MoE models).",
     )
 
+    routing: ModelRoutingSpec = Field(
+        default_factory=ModelRoutingSpec,
+        description="How clients reach the replicas: the Service (default) or an inference "
+        "gateway.",
+    )
+
+    @model_validator(mode="after")
+    def _routing_runtime(self) -> ModelSpec:
+        if self.routing.mode == "inference-gateway" and self.runtime != "deployment":
+            raise ValueError(
+                f"routing.mode inference-gateway needs runtime deployment (got {self.runtime}): "
+                "an InferencePool selects vLLM Pods, and a RayService's Pods are Ray workers "
+                "behind Ray Serve's proxy; use runtime: deployment or routing.mode: service"
+            )
+        return self
+
     @field_validator("model")
     @classmethod
     def _model_id_or_path(cls, value: str) -> str:
@@ -1144,4 +1317,8 @@ class StackSpec(_Model):
     catalog: CatalogExtensions = Field(
         default_factory=CatalogExtensions,
         description="Catalogue entries this stack adds, without code changes.",
+    )
+    inference_gateway: InferenceGatewaySpec = Field(
+        default_factory=InferenceGatewaySpec,
+        description="The inference gateway (used by models with routing.mode inference-gateway).",
     )

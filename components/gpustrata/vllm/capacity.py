@@ -25,13 +25,14 @@ from gpustrata.catalog.hardware import GpuModel
 from gpustrata.catalog.model_sources import ModelSources
 from gpustrata.vllm.defaults import (
     default_block_size,
+    default_gpu_memory_utilization,
     default_max_num_batched_tokens,
     default_max_num_seqs,
 )
 from gpustrata.vllm.dtypes import cache_dtype_bytes, model_dtype_bytes
 from gpustrata.vllm.kv_cache import KvCacheGroup, KvCacheLayout, kv_cache_blocks, pp_layer_partition
 from gpustrata.vllm.memory import MemoryBudget, activation_bytes, cuda_total_bytes, memory_budget
-from gpustrata.vllm.reference import DEFAULT_GPU_MEMORY_UTILIZATION, VLLM_VERSION
+from gpustrata.vllm.reference import VLLM_VERSION
 from gpustrata.vllm.settings import EngineSettings
 from gpustrata.vllm.terms import GB, GIB, CapacityError, Term, gb, gib, largest_passing
 from gpustrata.vllm.timing import (
@@ -47,7 +48,6 @@ from gpustrata.vllm.weights import WeightsEstimate, weights_estimate
 
 __all__ = [
     "DEFAULT_EFFICIENCY",
-    "DEFAULT_GPU_MEMORY_UTILIZATION",
     "GB",
     "GIB",
     "LOAD_GBPS_DEFAULTS",
@@ -66,6 +66,7 @@ __all__ = [
     "cache_dtype_bytes",
     "cuda_total_bytes",
     "default_block_size",
+    "default_gpu_memory_utilization",
     "default_max_num_batched_tokens",
     "default_max_num_seqs",
     "estimate_capacity",
@@ -208,6 +209,8 @@ def estimate_capacity(
     *,
     weights_source: str = "huggingface",
     load_gbps: float | None = None,
+    storage: str | None = None,
+    storage_gbps: float | None = None,
     engine_init_s: float | None = None,
     safety_factor: float = STARTUP_SAFETY_FACTOR,
     efficiency: float = DEFAULT_EFFICIENCY,
@@ -218,16 +221,16 @@ def estimate_capacity(
     """Weights, memory budget, KV cache, startup and longest step for one engine.
 
     *settings* are the engine's vLLM settings; ``engine`` keywords (vLLM names such as
-    ``max_model_len=8192``) change single ones, a shorthand for
-    ``settings.replace(...)``. The other keywords describe the weights' load and the
-    planner's margins, not vLLM; ``vllm_release`` is the engine image's vLLM release
-    where the release catalogue has per-release facts (the MXFP4 MoE kernel and its
+    ``max_model_len=8192``) change single ones, a shorthand for ``settings.replace(...)``.
+    The other keywords describe the weights' load and the planner's margins, not vLLM
+    (``storage`` and ``storage_gbps``: what the weights are read from and the volume's
+    throughput, :func:`startup_estimate`); ``vllm_release`` is the engine image's vLLM
+    release where the release catalogue has per-release facts (the MXFP4 MoE kernel and its
     weight layout, the memory profile's terms; None: the reference release), and
     ``flashinfer_sampler`` what the engine's ``VLLM_USE_FLASHINFER_SAMPLER`` says (None:
-    unset). Unset settings take the reference
-    release's defaults (recorded in ``defaults``). Raises :class:`CapacityError` for
-    settings vLLM would refuse (TP not dividing the heads, an unknown dtype, a value that
-    is not a number).
+    unset). Unset settings take the reference release's defaults (recorded in
+    ``defaults``). Raises :class:`CapacityError` for settings vLLM would refuse (TP not
+    dividing the heads, an unknown dtype, a value that is not a number).
     """
     settings = (settings or EngineSettings()).replace(**engine) if engine else settings
     settings = settings or EngineSettings()
@@ -242,7 +245,9 @@ def estimate_capacity(
         raise CapacityError(
             "gpu_memory_utilization", f"gpu_memory_utilization {utilization!r} is not a number"
         )
-    gpu_memory_utilization = DEFAULT_GPU_MEMORY_UTILIZATION if utilization is None else utilization
+    gpu_memory_utilization = (
+        default_gpu_memory_utilization() if utilization is None else utilization
+    )
     dtype = settings.dtype or "auto"
     kv_cache_dtype = settings.kv_cache_dtype or "auto"
     quantization = settings.quantization
@@ -274,28 +279,49 @@ def estimate_capacity(
         max_num_seqs, why = default_max_num_seqs(gpu)
         defaults["max_num_seqs"] = why
     dtype_name, dtype_b = model_dtype_bytes(arch, dtype)
-    weights = weights_estimate(
-        arch,
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=pp,
-        model_dtype=dtype,
-        quantization=quantization,
-        compute_capability=gpu.compute_capability,
-        vllm_release=vllm_release,
-    )
-    memory = memory_budget(
-        arch,
-        gpu,
-        weights,
-        tensor_parallel_size=tp,
-        gpu_memory_utilization=gpu_memory_utilization,
-        dtype_bytes=dtype_b,
-        max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
-        enforce_eager=enforce_eager,
-        vllm_release=vllm_release,
-        flashinfer_sampler=flashinfer_sampler,
-    )
+
+    def weights_and_memory(release: str | None) -> tuple[WeightsEstimate, MemoryBudget]:
+        w = weights_estimate(
+            arch,
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=pp,
+            model_dtype=dtype,
+            quantization=quantization,
+            compute_capability=gpu.compute_capability,
+            vllm_release=release,
+        )
+        m = memory_budget(
+            arch,
+            gpu,
+            w,
+            tensor_parallel_size=tp,
+            gpu_memory_utilization=gpu_memory_utilization,
+            dtype_bytes=dtype_b,
+            max_num_batched_tokens=max_num_batched_tokens,
+            max_num_seqs=max_num_seqs,
+            enforce_eager=enforce_eager,
+            vllm_release=release,
+            flashinfer_sampler=flashinfer_sampler,
+        )
+        return w, m
+
+    from gpustrata.catalog.vllm_releases import unread_memory_bracket  # one caller
+
+    weights, memory = weights_and_memory(vllm_release)
+    bracket = unread_memory_bracket(vllm_release)
+    if bracket is not None:
+        # An unread release between read ones: it does what one of them does, so a start
+        # is claimed only where both would start (gpt-oss-120b on one H100 with 0.11.0
+        # refused, vllm-project/vllm#27508, where the reference arithmetic said it fits).
+        bounds = {r: weights_and_memory(r) for r in bracket}
+        tightest = min(bracket, key=lambda r: bounds[r][1].available_kv_bytes)
+        if bounds[tightest][1].available_kv_bytes < memory.available_kv_bytes:
+            weights, memory = bounds[tightest]
+            defaults["vllm_release"] = (
+                f"{vllm_release} was not read; it lies between {bracket[0]} and {bracket[1]}, "
+                f"whose memory facts differ: sized as {tightest}, the one leaving less KV "
+                "memory"
+            )
     kv = kv_cache_blocks(
         arch,
         tensor_parallel_size=tp,
@@ -315,6 +341,8 @@ def estimate_capacity(
         engine_init_s=engine_init_s,
         enforce_eager=enforce_eager,
         safety_factor=safety_factor,
+        storage=storage,
+        storage_gbps=storage_gbps,
     )
     step_tokens = max_num_batched_tokens if chunked else max(max_num_batched_tokens, mml)
     step = step_estimate(

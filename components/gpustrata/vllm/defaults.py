@@ -1,57 +1,82 @@
-"""GPU- and model-dependent engine defaults of the reference release (block size, batch budget)."""
+"""The engine defaults the planner applies to unset settings, from the release catalogue.
+
+No value lives here: :func:`~gpustrata.catalog.vllm_facts.facts_for` reads each one (and
+its source) from ``catalog/data/vllm-releases.yaml`` for the reference release, and these
+functions word it for the planner's ``defaults`` notes.
+"""
 
 from __future__ import annotations
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.vllm_facts import Default, ReleaseFacts, cited, facts_for
+from gpustrata.catalog.vllm_releases import VllmReleaseCatalogError
 from gpustrata.vllm.memory import cuda_total_bytes
-from gpustrata.vllm.reference import SRC_ARG_UTILS, SRC_VLLM, VLLM_VERSION
 from gpustrata.vllm.terms import GIB, gib
 
 __all__ = [
     "default_block_size",
+    "default_gpu_memory_utilization",
     "default_max_num_batched_tokens",
     "default_max_num_seqs",
+    "planner_facts",
 ]
 
 
-# --------------------------------------------------------------------------- defaults
+def planner_facts() -> ReleaseFacts:
+    """The facts of the release the planner follows (the catalogue's reference)."""
+    return facts_for(None)
+
+
+def _need(found: Default | None, what: str) -> Default:
+    if found is None:
+        facts = planner_facts()
+        raise VllmReleaseCatalogError(
+            f"vllm-releases.yaml has no {what} for the reference release {facts.release}: "
+            "read it in that release and add it"
+        )
+    return found
+
+
+def default_gpu_memory_utilization() -> float:
+    """The reference release's ``gpu_memory_utilization`` default."""
+    return float(_need(planner_facts().gpu_memory_utilization, "memory_defaults row").value)
 
 
 def default_block_size(arch: ModelArchitecture, gpu: GpuModel | None = None) -> tuple[int, str]:
-    """The reference vLLM release's block size when ``--block-size`` is unset, with the reason.
+    """The reference release's block size when ``--block-size`` is unset, with the reason.
 
-    ``CacheConfig.DEFAULT_BLOCK_SIZE`` is 16 and the default CUDA backends accept it
-    (FlashAttention ``MultipleOf(16)``); on compute capability 10.x MLA models get
-    FlashInfer-MLA, which supports only 32 and 64, so its smallest, 32
-    (``vllm/platforms/cuda.py`` backend priorities, ``AttentionBackend.get_preferred_block_size``).
+    ``CacheConfig.DEFAULT_BLOCK_SIZE``, or for MLA models on the GPU generations where the
+    first MLA backend takes only larger pages, that backend's smallest (catalogue
+    ``block_size[].default`` / ``mla``).
     """
-    if arch.attention == "mla" and gpu is not None and gpu.compute_capability.startswith("10."):
-        return 32, f"FlashInfer-MLA on compute capability {gpu.compute_capability} ({SRC_VLLM})"
-    return 16, f"CacheConfig.DEFAULT_BLOCK_SIZE ({SRC_VLLM} vllm/config/cache.py)"
+    facts = planner_facts()
+    cc = gpu.compute_capability if gpu is not None else None
+    found = _need(facts.block_size(arch.attention == "mla", cc), "block_size default")
+    block = facts.block
+    assert block is not None  # a default was found in it
+    for m in block.mla:
+        if found.source == m.source and found.value == m.value:
+            return m.value, f"FlashInfer-MLA on compute capability {cc} (vllm {found.read_in})"
+    return int(found.value), f"CacheConfig.DEFAULT_BLOCK_SIZE ({cited(found.source)})"
 
 
-def _is_large_tier(gpu: GpuModel) -> tuple[bool, bool]:
-    """(>= 160 GiB, >= 70 GiB and not A100) as ``get_batch_defaults`` tiers devices."""
-    total = cuda_total_bytes(gpu)
-    big = total >= 160 * GIB
-    mid = total >= 70 * GIB and "a100" not in f"{gpu.id} {gpu.name}".lower()
-    return big, mid
+def _total_gib(gpu: GpuModel) -> float:
+    return cuda_total_bytes(gpu) / GIB
 
 
 def default_max_num_batched_tokens(
     gpu: GpuModel, max_model_len: int, chunked_prefill: bool = True
 ) -> tuple[int, str]:
-    """``vllm serve``'s max_num_batched_tokens default (OPENAI_API_SERVER usage context).
-
-    16384 on GPUs with >= 160 GiB, 8192 on >= 70 GiB except A100, else 2048
-    (``EngineArgs.get_batch_defaults``); without chunked prefill raised to max_model_len.
-    """
-    big, mid = _is_large_tier(gpu)
-    value = 16384 if big else 8192 if mid else 2048
+    """``vllm serve``'s max_num_batched_tokens default (OPENAI_API_SERVER usage context):
+    the reference release's ``get_batch_defaults`` row for the GPU's CUDA memory; without
+    chunked prefill raised to max_model_len."""
+    label = f"{gpu.id} {gpu.name}"
+    found = _need(planner_facts().max_num_batched_tokens(_total_gib(gpu), label), "scheduler entry")
+    value = int(found.value)
     why = (
-        f"vLLM {VLLM_VERSION} default for {gpu.id} ({gib(cuda_total_bytes(gpu))}): "
-        f"{value} ({SRC_ARG_UTILS} get_batch_defaults, OPENAI_API_SERVER)"
+        f"vLLM {found.read_in} default for {gpu.id} ({gib(cuda_total_bytes(gpu))}): "
+        f"{value} ({cited(found.source)} get_batch_defaults, OPENAI_API_SERVER)"
     )
     if not chunked_prefill and max_model_len > value:
         return (
@@ -62,10 +87,13 @@ def default_max_num_batched_tokens(
 
 
 def default_max_num_seqs(gpu: GpuModel) -> tuple[int, str]:
-    """``vllm serve``'s max_num_seqs default: 1024 on the >= 70 GiB tiers, else 256."""
-    big, mid = _is_large_tier(gpu)
-    value = 1024 if big or mid else 256
+    """``vllm serve``'s max_num_seqs default: the reference release's
+    ``get_batch_defaults`` row for the GPU's CUDA memory."""
+    label = f"{gpu.id} {gpu.name}"
+    found = _need(planner_facts().max_num_seqs(_total_gib(gpu), label), "scheduler entry")
+    value = int(found.value)
     return (
         value,
-        f"vLLM {VLLM_VERSION} default for {gpu.id}: {value} ({SRC_ARG_UTILS} get_batch_defaults)",
+        f"vLLM {found.read_in} default for {gpu.id}: {value} "
+        f"({cited(found.source)} get_batch_defaults)",
     )

@@ -26,6 +26,25 @@ What each spelling pins in the engine container's memory, and how many tokens it
 
 Also pinned on the host, per GPU: ``--cpu-offload-gb`` of weights ("the space in GiB to
 offload to CPU, per GPU", vllm@v<reference>:vllm/config/offload.py ``cpu_offload_gb``).
+Loading the weights (``weight_loading``) holds them in the container's memory in one of
+three ways, read in vllm@v<reference>:vllm/model_executor/model_loader/default_loader.py and
+weight_utils.py (``DefaultModelLoader._get_weights_iterator``):
+
+* safetensors, memory-mapped (``--load-format auto|safetensors``, ``safetensors_load_strategy``
+  unset, ``lazy`` or ``prefetch``): ``safe_open`` opens each file and reads one tensor at a
+  time; the page cache is charged to the container's cgroup but reclaimed before the OOM
+  killer runs, so a limit below the weights loads. vLLM's automatic prefetch on NFS/Lustre
+  needs the checkpoint within 90% of the cgroup's free memory (``_get_available_ram_bytes``
+  "honoring cgroup limits"), so it is skipped under such a limit.
+* whole files in process memory (``--load-format pt|npcache``: ``torch.load`` per ``.bin``
+  file; ``safetensors_load_strategy eager``: ``load(f.read())``; ``torchao``;
+  ``enable_multithread_load`` on safetensors: ``load_file`` for up to ``num_threads``, 8 by
+  default, files at once; the Run:ai streamer's CPU buffer): each GPU worker holds whole
+  files, so a limit below the weights fails or not depending on the checkpoint's shards.
+* everything at once: ``enable_multithread_load`` on ``.bin`` files keeps every file's state
+  dict referenced by its list of futures until the load ends
+  (``multi_thread_pt_weights_iterator``), in each GPU worker: the weights times the workers.
+
 ``<reference>`` is the release catalogue's reference release, in which these were read.
 Pure: no Pulumi import.
 """
@@ -35,7 +54,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from gpustrata.catalog.vllm_releases import reference_release
 
@@ -44,10 +63,13 @@ __all__ = [
     "LMCACHE_DEFAULT_CPU_GIB",
     "VLLM_CACHE_SRC",
     "VLLM_CPU_SPEC_SRC",
+    "VLLM_LOADER_SRC",
     "VLLM_OFFLOAD_SRC",
     "VLLM_WEIGHTS_SRC",
     "HostMemory",
+    "WeightLoading",
     "host_memory",
+    "weight_loading",
 ]
 
 GIB = 1 << 30
@@ -58,6 +80,8 @@ VLLM_CACHE_SRC = f"vllm@v{_READ_IN}:vllm/config/cache.py"
 VLLM_OFFLOAD_SRC = f"vllm@v{_READ_IN}:vllm/config/vllm.py"
 VLLM_WEIGHTS_SRC = f"vllm@v{_READ_IN}:vllm/config/offload.py"
 VLLM_CPU_SPEC_SRC = f"vllm@v{_READ_IN}:vllm/v1/kv_offload/cpu/spec.py"
+VLLM_LOADER_SRC = f"vllm@v{_READ_IN}:vllm/model_executor/model_loader/weight_utils.py"
+_LOAD_CONFIG_SRC = f"vllm@v{_READ_IN}:vllm/config/load.py"
 LMCACHE_SRC = "LMCache/LMCache@3ecd72f84ee028571d17a9694d910b5339d33874:lmcache/v1/config.py"
 
 
@@ -188,3 +212,84 @@ def host_memory(
     if per_gpu_tokens is not None and kv_bytes_per_token:
         tokens = int(per_gpu_tokens // kv_bytes_per_token)
     return HostMemory(kv_bytes, tokens, weight_bytes, tuple(parts))
+
+
+@dataclass(frozen=True)
+class WeightLoading:
+    """How the engine's loader holds the weights in its container's memory."""
+
+    holds: Literal["pages", "files", "all", "none"]
+    """``pages``: memory-mapped, reclaimable page cache; ``files``: whole checkpoint files
+    in each GPU worker's memory; ``all``: every file at once in each worker; ``none``:
+    nothing read through host memory (dummy weights, direct-to-GPU loaders)."""
+    how: str
+    """The load path in words, with its source."""
+
+
+_DIRECT = ("dummy", "fastsafetensors", "instanttensor", "ipc_cache")
+_SAFETENSORS = ("auto", "safetensors", "mistral")
+
+
+def _extra_config(value: Any) -> Mapping[str, Any] | str:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return value
+    try:
+        data = json.loads(str(value))
+    except ValueError:
+        return f"model_loader_extra_config {str(value)[:80]!r} is not JSON"
+    return data if isinstance(data, Mapping) else "model_loader_extra_config is not a JSON object"
+
+
+def weight_loading(values: Mapping[str, Any]) -> WeightLoading | str:
+    """How vLLM's loader with these settings (flag names with ``_``) holds the weights on
+    the host; a string says why it is not known (an unread load format, bad JSON)."""
+    fmt = str(values.get("load_format") or "auto").strip().lower()
+    strategy = values.get("safetensors_load_strategy")
+    extra = _extra_config(values.get("model_loader_extra_config"))
+    if isinstance(extra, str):
+        return extra
+    threads = extra.get("enable_multithread_load") is True
+    if fmt in _DIRECT:
+        return WeightLoading("none", f"--load-format {fmt} reads no weights through host memory")
+    if fmt in ("pt", "npcache"):
+        if threads and fmt == "pt":
+            return WeightLoading(
+                "all",
+                "--load-format pt with enable_multithread_load keeps every .bin file's tensors "
+                "referenced by the loader's list of futures until the load ends, in each GPU "
+                f"worker ({VLLM_LOADER_SRC} multi_thread_pt_weights_iterator)",
+            )
+        return WeightLoading(
+            "files",
+            f"--load-format {fmt} reads each whole .bin file into each GPU worker's memory "
+            f"with torch.load ({VLLM_LOADER_SRC} pt_weights_iterator)",
+        )
+    if fmt.startswith("runai_streamer"):
+        return WeightLoading(
+            "files",
+            f"--load-format {fmt} streams the files through a CPU buffer (memory_limit in "
+            "model_loader_extra_config or RUNAI_STREAMER_MEMORY_LIMIT, not read here)",
+        )
+    if fmt not in _SAFETENSORS:
+        return f"how --load-format {fmt} holds the weights in host memory is not read"
+    if threads:
+        return WeightLoading(
+            "files",
+            "enable_multithread_load reads up to num_threads (8 by default) whole safetensors "
+            f"files into each GPU worker's memory at once ({VLLM_LOADER_SRC} "
+            "multi_thread_safetensors_weights_iterator)",
+        )
+    if strategy in ("eager", "torchao"):
+        return WeightLoading(
+            "files",
+            f"safetensors_load_strategy {strategy} reads each whole file into each GPU "
+            f"worker's memory ({VLLM_LOADER_SRC} safetensors_weights_iterator)",
+        )
+    return WeightLoading(
+        "pages",
+        f"safetensors are memory-mapped (safetensors_load_strategy {strategy or 'unset'}, "
+        f"{_LOAD_CONFIG_SRC}) and read one tensor at a time; the page cache they fill is "
+        "charged to the container but reclaimed before the OOM killer runs",
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 from gpustrata.catalog.vllm_releases import load_vllm_releases
 
 __all__ = [
-    "DEFAULT_GPU_MEMORY_UTILIZATION",
     "SRC_ARG_UTILS",
     "SRC_ATTENTION",
     "SRC_KV_PLAN",
@@ -40,6 +39,3 @@ SRC_WORKER = f"{SRC_VLLM} vllm/v1/worker/gpu_worker.py determine_available_memor
 SRC_PROFILING = f"{SRC_VLLM} vllm/utils/mem_utils.py memory_profiling"
 SRC_ARG_UTILS = f"{SRC_VLLM} vllm/engine/arg_utils.py"
 SRC_PP = f"{SRC_VLLM} vllm/distributed/utils.py get_pp_indices"
-
-DEFAULT_GPU_MEMORY_UTILIZATION = load_vllm_releases().gpu_memory_utilization.value
-"""The reference release's ``CacheConfig.gpu_memory_utilization`` default (catalogue)."""

@@ -9,7 +9,13 @@ from typing import Literal
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
 from gpustrata.catalog.inputs import WeightSource
-from gpustrata.catalog.serving import StartupLog, load_serving_fit, load_startup_logs
+from gpustrata.catalog.serving import (
+    STORAGE_KINDS,
+    FittedConstant,
+    StartupLog,
+    load_serving_fit,
+    load_startup_logs,
+)
 from gpustrata.vllm.terms import GB, CapacityError, gb
 from gpustrata.vllm.weights import WeightsEstimate
 
@@ -20,15 +26,18 @@ __all__ = [
     "MIN_FITTED_LOGS",
     "PROCESS_START_S",
     "STARTUP_SAFETY_FACTOR",
+    "LoggedStartupPrediction",
     "StartupEstimate",
     "StepEstimate",
     "WeightSourceName",
+    "disk_bandwidth",
     "fastest_logged_load",
     "fitted_engine_init",
     "forward_flops",
     "load_bandwidth",
     "load_path_bandwidth",
     "load_path_fixed_s",
+    "logged_startup_prediction",
     "planner_load_paths",
     "predict_logged_startup",
     "startup_estimate",
@@ -153,6 +162,14 @@ class StartupEstimate:
     process_s: float = 0.0
     """Container start to model load, untimed by vLLM's logs (:data:`PROCESS_START_S`);
     0 where the stack states its own init time."""
+    fast_s: float = 0.0
+    """The startup with every read of unstated storage at the fastest fitted storage kind
+    (= ``total_s`` where the storage is known or nothing is read from a disk)."""
+    slow_s: float = 0.0
+    """The same at the slowest fitted storage kind: with ``fast_s``, the range the startup
+    is known to where the storage is not stated."""
+    storage: str = "not stated"
+    """The storage kind the default loader reads (:data:`gpustrata.catalog.serving.StorageKind`)."""
 
 
 def startup_estimate(
@@ -168,6 +185,8 @@ def startup_estimate(
     hf_transfer: bool = False,
     streamer_distributed: bool = False,
     capture_sizes: int | None = None,
+    storage: str | None = None,
+    storage_gbps: float | None = None,
 ) -> StartupEstimate:
     """Startup = process start + weight load + engine init, times a safety factor.
 
@@ -182,6 +201,14 @@ def startup_estimate(
     ``hf_transfer``, ``streamer_distributed`` and ``capture_sizes`` are the conditions a
     manifest states (``HF_HUB_ENABLE_HF_TRANSFER``, the streamer's ``distributed`` option,
     ``--compilation-config`` capture sizes).
+
+    Storage: a default-loader read (the read-back of a Hub start, local-nvme, a pvc whose
+    storage is stated) runs at the rate fitted for *storage*
+    (:data:`gpustrata.catalog.serving.StorageKind`; local-nvme is ``local-disk``), capped by
+    *storage_gbps* (a volume's provisioned throughput, e.g. gp3's 125 MiB/s baseline).
+    Where the storage is not stated the point stays the pooled rate (pvc: the cited
+    default) and :attr:`StartupEstimate.fast_s` / :attr:`StartupEstimate.slow_s` span the
+    fastest and slowest fitted storage kinds.
     """
     if load_gbps is None and weights_source not in LOAD_GBPS_DEFAULTS:
         known = ", ".join(LOAD_GBPS_DEFAULTS)
@@ -195,28 +222,55 @@ def startup_estimate(
     paths = planner_load_paths(
         weights_source, hf_transfer=hf_transfer, streamer_distributed=streamer_distributed
     )
+    kind = storage or ("local-disk" if weights_source == "local-nvme" else "not stated")
+    if weights_source == "pvc" and kind != "not stated":
+        paths = (("disk", True),)
     parts: list[tuple[int, float, str, float]] = []  # (bytes, GB/s, label, fixed s)
+    # (bytes, fast GB/s, slow GB/s) of each part whose storage is not stated
+    spans: list[tuple[int, float, float, float]] = []
     fastest: tuple[float, str] | None = None
+
+    def capped(rate: float, why: str) -> tuple[float, str]:
+        if storage_gbps is not None and storage_gbps < rate:
+            return storage_gbps, f"{why}; capped at the volume's {storage_gbps:g} GB/s"
+        return rate, why
+
     if load_gbps is not None:
         gbps = load_gbps
         source = load_gbps_source or f"weights.load_gbps {load_gbps} set in the stack"
         parts.append((weights.total_bytes, gbps, weights_source, 0.0))
     elif not paths:
-        gbps, source = LOAD_GBPS_DEFAULTS[weights_source]
+        gbps, source = capped(*LOAD_GBPS_DEFAULTS[weights_source])
         parts.append((weights.total_bytes, gbps, weights_source, 0.0))
+        _, low, high, _ = disk_bandwidth()
+        spans.append((weights.total_bytes, gbps, max(high, gbps), min(low, gbps)))
     else:
         sources = []
         for i, (path, whole) in enumerate(paths):
-            rate, why = load_path_bandwidth(path)
+            if path == "disk" and kind != "not stated":
+                point, _, _, why = disk_bandwidth(kind)
+                rate, why = capped(point, f"fitted for {why}")
+            elif path == "disk":
+                rate, why = capped(*load_path_bandwidth(path))
+                _, low, high, _ = disk_bandwidth()
+            else:
+                rate, why = load_path_bandwidth(path)
             size = weights.total_bytes if whole else weights.bytes_per_gpu
+            if path == "disk" and kind == "not stated":
+                spans.append((size, rate, max(high, rate), min(low, rate)))
             parts.append(
                 (size, rate, path if whole else f"{path}, per GPU", load_path_fixed_s(path))
             )
             sources.append(f"{path}: {why}")
             if i == 0:
-                fastest = fastest_logged_load(path)
+                stated = path == "disk" and kind != "not stated"
+                fastest = fastest_logged_load(path, kind if stated else None)
+                if fastest is not None and path == "disk" and storage_gbps is not None:
+                    fastest = (min(fastest[0], storage_gbps), fastest[1])
         gbps, source = parts[0][1], "; ".join(sources)
     load_s = sum(fixed + size / (rate * GB) for size, rate, _, fixed in parts)
+    faster = sum(size / (point * GB) - size / (fast * GB) for size, point, fast, _ in spans)
+    slower = sum(size / (slow * GB) - size / (point * GB) for size, point, _, slow in spans)
     if engine_init_s is not None:
         init_s, init_source = float(engine_init_s), "startup_init_s set in the stack"
         process_s = 0.0
@@ -247,6 +301,9 @@ def startup_estimate(
             f"{gb(size0)} at {fastest[0]:.2f} GB/s ({fastest[1]}) + the rest = {optimistic:.0f} s"
         )
     return StartupEstimate(
+        fast_s=total - faster,
+        slow_s=total + slower,
+        storage=kind,
         optimistic_s=optimistic,
         optimistic_explanation=optimistic_why,
         weights_bytes=weights.total_bytes,
@@ -279,11 +336,62 @@ def load_path_bandwidth(path: str) -> tuple[float, str]:
     return LOAD_GBPS_DEFAULTS[fallback.get(path, "huggingface")]
 
 
-def load_path_fixed_s(path: str) -> float:
+Constants = Mapping[str, FittedConstant]
+"""The ``startup:`` constants by name: the catalogue's, or a refit's (the held-out bench)."""
+
+
+def _constants(constants: Constants | None) -> Constants:
+    return load_serving_fit().startup if constants is None else constants
+
+
+def load_path_fixed_s(path: str, constants: Constants | None = None) -> float:
     """The fixed seconds of every load along a logged path (requests, connection ramp-up,
     file opens), fitted with its bandwidth where the path has enough logs; else 0."""
-    c = load_serving_fit().startup.get("load_fixed_s_" + path.replace("-", "_"))
+    c = _constants(constants).get("load_fixed_s_" + path.replace("-", "_"))
     return c.value if c is not None else 0.0
+
+
+def disk_bandwidth(
+    storage: str = "not stated", constants: Constants | None = None
+) -> tuple[float, float, float, str]:
+    """(point, low, high GB/s, why) of vLLM's default loader reading files from *storage*
+    (:data:`gpustrata.catalog.serving.StorageKind`).
+
+    A stated kind fitted on at least :data:`MIN_FITTED_LOGS` logs of its own
+    (``load_gbps_disk_<kind>``) is a point (low = high). Otherwise the point is the rate
+    fitted over every disk log (``load_gbps_disk``) and the range spans the slowest to the
+    fastest fitted kind: where the storage is unknown, the load is known only that well.
+    """
+    fit = _constants(constants)
+    kinds = {
+        kind: fit[key]
+        for kind in STORAGE_KINDS
+        if (key := "load_gbps_disk_" + kind.replace("-", "_")) in fit
+        and len(fit[key].fitted_on) >= MIN_FITTED_LOGS
+    }
+    if storage in kinds:
+        c = kinds[storage]
+        return (
+            c.value,
+            c.value,
+            c.value,
+            (f"{storage}: fitted on {len(c.fitted_on)} published disk loads from {storage}"),
+        )
+    pooled = fit.get("load_gbps_disk")
+    point = pooled.value if pooled is not None else LOAD_GBPS_DEFAULTS["local-nvme"][0]
+    if not kinds:
+        return point, point, point, "storage not stated; no storage kind fitted"
+    rates = sorted((c.value, kind) for kind, c in kinds.items())
+    low, high = min(rates[0][0], point), max(rates[-1][0], point)
+    return (
+        point,
+        low,
+        high,
+        (
+            f"storage {storage}: {point:g} GB/s fitted over every disk load, range "
+            f"{low:g} ({rates[0][1]}) to {high:g} ({rates[-1][1]}) GB/s"
+        ),
+    )
 
 
 def load_bandwidth(weights_source: str) -> tuple[float, str]:
@@ -296,15 +404,18 @@ def load_bandwidth(weights_source: str) -> tuple[float, str]:
     return load_path_bandwidth(paths[0][0])
 
 
-def fastest_logged_load(path: str) -> tuple[float, str] | None:
-    """The fastest published load of a logged load path, in GB/s, and which log it is; None
-    where the path's bandwidth is not fitted (fewer than :data:`MIN_FITTED_LOGS` logs).
-    Each log's rate is its weights per reader / load seconds (:attr:`StartupLog.load_gbps`).
+def fastest_logged_load(path: str, storage: str | None = None) -> tuple[float, str] | None:
+    """The fastest published load of a logged load path (of disk loads from *storage*, when
+    given), in GB/s, and which log it is; None where fewer than :data:`MIN_FITTED_LOGS`
+    logs qualify. Each log's rate is its weights per reader / load seconds
+    (:attr:`StartupLog.load_gbps`).
     """
     rows = [
         (log.load_gbps, log.id)
         for log in load_startup_logs()
-        if log.load_path == path and log.load_gbps is not None
+        if log.load_path == path
+        and log.load_gbps is not None
+        and (storage is None or log.storage == storage)
     ]
     if len(rows) < MIN_FITTED_LOGS:
         return None
@@ -321,6 +432,7 @@ def fitted_engine_init(
     compile_cached: bool = False,
     engine: Literal["v0", "v1"] = "v1",
     capture_sizes: int | None = None,
+    constants: Constants | None = None,
 ) -> tuple[float, str]:
     """Engine init seconds and their working, with the constants fitted on published logs
     (the ``startup:`` section of ``catalog/data/serving-fit.yaml``): base (profiling, KV
@@ -364,21 +476,49 @@ def _log_layers(log: StartupLog) -> tuple[int | None, bool]:
     return log.layers or (arch.num_hidden_layers if arch else None), bool(arch and arch.is_moe)
 
 
-def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
-    """(fitted prediction, the cited defaults' prediction, logged, how) for a log.
+@dataclass(frozen=True)
+class LoggedStartupPrediction:
+    """What the startup model says of one published log, beside what it logged."""
+
+    point_s: float
+    """The fitted prediction (the planner's point)."""
+    low_s: float
+    """The fast end: a disk load of unstated storage at the fastest fitted storage kind."""
+    high_s: float
+    """The slow end: the same at the slowest fitted kind; = point where storage is known."""
+    cited_s: float
+    """The cited defaults' prediction (what gpustrata planned with before any fit)."""
+    logged_s: float
+    how: str
+
+
+def logged_startup_prediction(
+    log: StartupLog, constants: Constants | None = None
+) -> LoggedStartupPrediction:
+    """The prediction for a published log, with *constants* (a refit's, for the held-out
+    bench) or the catalogue's.
 
     Compares the log's load, its init, or both summed. Load: the log's weights per reader
-    over the fitted bandwidth of its load path. The cited defaults are
-    :data:`LOAD_GBPS_DEFAULTS` of the planner source the path stands for over the whole
-    checkpoint as logged, and a fixed 30 s init + 60 s for compile and graphs + 90 s for MoE
-    (what gpustrata planned with before any fit).
+    over the fitted bandwidth of its load path; a disk load over its stated storage's
+    bandwidth, or, storage not stated, the pooled disk rate with the range of
+    :func:`disk_bandwidth`. The cited defaults are :data:`LOAD_GBPS_DEFAULTS` of the planner
+    source the path stands for over the whole checkpoint as logged, and a fixed 30 s init
+    + 60 s for compile and graphs + 90 s for MoE.
     """
-    fit = load_serving_fit().startup
-    fitted = default = logged = 0.0
+    fit = _constants(constants)
+    fitted = low = high = default = logged = 0.0
     how: list[str] = []
-    if log.load_s and log.weights_gib:
-        key = "load_gbps_" + log.load_path.replace("-", "_")
-        gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
+    if log.load_s and log.reader_gib:
+        size = log.reader_gib * (1 << 30)
+        fixed = load_path_fixed_s(log.load_path, fit)
+        if log.load_path == "disk":
+            gbps, fast, slow, _ = disk_bandwidth(log.storage, fit)
+        else:
+            key = "load_gbps_" + log.load_path.replace("-", "_")
+            gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
+            fast = slow = gbps
+        if log.storage_gbps is not None:  # no faster than the storage it reads
+            gbps, fast, slow = (min(r, log.storage_gbps) for r in (gbps, fast, slow))
         planner = {
             "hf-download": "huggingface",
             "hf-download-fast": "huggingface",
@@ -386,13 +526,14 @@ def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
             "s3-download": "s3",
         }.get(log.load_path, "local-nvme")
         today = LOAD_GBPS_DEFAULTS[planner][0]
-        size = log.weights_gib * (1 << 30)
-        fixed = load_path_fixed_s(log.load_path)
         fitted += fixed + size / (gbps * GB)
+        low += fixed + size / (slow * GB)
+        high += fixed + size / (fast * GB)
         default += size / (today * GB)
         logged += log.load_s
         plus = f" + {fixed:g} s" if fixed else ""
-        how.append(f"load {log.weights_gib:g} GiB / {gbps:g} GB/s{plus} {log.load_path}")
+        where = f" {log.storage}" if log.load_path == "disk" else ""
+        how.append(f"load {log.reader_gib:.4g} GiB / {gbps:g} GB/s{plus} {log.load_path}{where}")
     if log.init_s:
         layers, moe = _log_layers(log)
         if layers is not None:
@@ -404,12 +545,29 @@ def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
                 compile_cached=log.compile_cached,
                 engine=log.engine,
                 capture_sizes=log.capture_sizes,
+                constants=fit,
             )
             fitted += init
+            low += init
+            high += init
             default += 30 + (0 if log.enforce_eager else 60) + (90 if moe else 0)
             logged += log.init_s
             how.append(f"init {init:.0f} s ({layers} layers{', MoE' if moe else ''})")
-    return fitted, default, logged, "; ".join(how)
+    return LoggedStartupPrediction(
+        point_s=fitted,
+        low_s=min(low, high),
+        high_s=max(low, high),
+        cited_s=default,
+        logged_s=logged,
+        how="; ".join(how),
+    )
+
+
+def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
+    """(fitted prediction, the cited defaults' prediction, logged, how) for a log, with
+    the catalogue's constants (:func:`logged_startup_prediction`)."""
+    p = logged_startup_prediction(log)
+    return p.point_s, p.cited_s, p.logged_s, p.how
 
 
 def _rate(gbps: float) -> str:

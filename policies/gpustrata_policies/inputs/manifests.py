@@ -7,6 +7,7 @@ import json
 import re
 import stat
 import sys
+from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path as FsPath
 from typing import Any
@@ -26,7 +27,7 @@ from gpustrata.core.textfiles import (
 )
 from gpustrata.core.unknown import UNKNOWN
 from gpustrata.core.yamlguard import MAX_INT_DIGITS, YamlShapeError, check_node
-from gpustrata.core.yamlio import SAFE_LOADER, error_line, safe_load
+from gpustrata.core.yamlio import dispose_loader, error_line, new_loader, safe_load
 from gpustrata_policies.view.objects import K8sObject
 
 __all__ = [
@@ -40,8 +41,10 @@ __all__ = [
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 MAX_INPUT_BYTES = 64 << 20
-"""The largest manifest file or stdin ``check`` reads: peak memory grows about 24 MiB per
-input MB (100 MB of JSON: 2.4 GB), so more is refused by its size, before it is read."""
+"""The largest manifest file or stdin ``check`` reads: peak memory grows about 31 MiB per
+MB of GPU-dense YAML (``benchmarks/bench_check.py``: 7 for the data and its lines, 20 for
+the evaluation's views and records, the rest the report), so more is refused by its
+size, before it is read."""
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
 # Helm (Go template) actions left in the text: the chart's objects (`.Values`, `.Release`,
 # ...) and `include "..."` anywhere, control actions (`{{- if`, `{{ end }}`) at the start
@@ -78,16 +81,12 @@ def _helm_action(text: str) -> re.Match[str] | None:
 Path = tuple[str | int, ...]
 
 
-def _record_lines(
-    root: yaml.Node, name: str, shared: dict[Path, Path] | None = None
-) -> dict[Path, int]:
+def _record_lines(root: yaml.Node, name: str) -> dict[Path, int]:
     """Line of every mapping key and list item, by path; rejects duplicate keys.
 
-    Iterative (deep documents must not exhaust the interpreter's stack). Paths are
-    shared through *shared* between documents of one input: a large input repeats the
-    same few thousand paths, and one tuple per path keeps its memory near the data's.
+    Iterative (deep documents must not exhaust the interpreter's stack). The caller
+    keeps the lines as :class:`_YamlLines`, whose table holds each path once.
     """
-    shared = {} if shared is None else shared
     lines: dict[Path, int] = {}
     todo: list[tuple[yaml.Node, Path]] = [(root, ())]
     while todo:
@@ -107,16 +106,74 @@ def _record_lines(
                     )
                 seen.add(key)
                 child = (*path, key)
-                child = shared.setdefault(child, child)
                 lines[child] = key_node.start_mark.line + 1
                 todo.append((value_node, child))
         elif isinstance(node, yaml.SequenceNode):
             for index, item in enumerate(node.value):
                 child = (*path, index)
-                child = shared.setdefault(child, child)
                 lines[child] = item.start_mark.line + 1
                 todo.append((item, child))
     return lines
+
+
+class _PathTable:
+    """The paths of one input's keys and items, each once, by id: a large input repeats
+    the same few thousand paths, which its documents' :class:`_YamlLines` share."""
+
+    __slots__ = ("ids", "paths")
+
+    def __init__(self) -> None:
+        self.ids: dict[Path, int] = {}
+        self.paths: list[Path] = []
+
+    def id_of(self, path: Path) -> int:
+        """The id of *path*, given it one when it has none."""
+        found = self.ids.get(path)
+        if found is None:
+            found = self.ids[path] = len(self.paths)
+            self.paths.append(path)
+        return found
+
+
+class _YamlLines(Mapping[Path, int]):
+    """Line of each key and item of a YAML document, by path: the ids of its paths in
+    the input's :class:`_PathTable`, sorted, and their lines, in two arrays of machine
+    integers (8 bytes a path, where a dict of paths to int objects took about 70: a
+    fifth of what reading kept per input MB, issue 35)."""
+
+    __slots__ = ("_ids", "_lines", "_table")
+
+    def __init__(self, table: _PathTable, by_id: Mapping[int, int]) -> None:
+        ids = sorted(by_id)
+        self._table = table
+        self._ids = array("I", ids)
+        self._lines = array("I", [by_id[i] for i in ids])
+
+    @classmethod
+    def of_paths(cls, table: _PathTable, lines: Mapping[Path, int]) -> _YamlLines:
+        """The lines :func:`_record_lines` recorded by path."""
+        return cls(table, {table.id_of(p): line for p, line in lines.items()})
+
+    def get(self, path: Path, default: Any = None) -> Any:
+        found = self._table.ids.get(path)
+        if found is None:
+            return default
+        ids = self._ids
+        at = bisect.bisect_left(ids, found)
+        return self._lines[at] if at < len(ids) and ids[at] == found else default
+
+    def __getitem__(self, path: Path) -> int:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return int(found)
+
+    def __iter__(self) -> Iterator[Path]:
+        paths = self._table.paths
+        return (paths[i] for i in self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
 
 
 _TAG = "tag:yaml.org,2002:"
@@ -129,7 +186,9 @@ class _Slow(Exception):
     """A document :func:`_located` leaves to the general path (it does what that path does)."""
 
 
-def _located(root: yaml.Node, loader: Any, shared: dict[Path, Path]) -> tuple[Any, dict[Path, int]]:
+def _located(
+    root: yaml.Node, loader: Any, table: _PathTable, anchored: bool = True
+) -> tuple[Any, dict[int, int]]:
     """The value of a composed document and the lines :func:`_record_lines` records, in
     one walk of its nodes, for documents of plain mappings, lists and the core scalars
     (every manifest in practice): what ``construct_document`` builds, without its
@@ -137,10 +196,16 @@ def _located(root: yaml.Node, loader: Any, shared: dict[Path, Path]) -> tuple[An
     integers and repeated keys. Anything else raises :class:`_Slow`: a node reached twice
     (an alias), a merge key, another tag, a non-scalar key, a repeated key, an integer too
     long to read; the caller then runs the general path, errors and all.
+
+    ``anchored=False`` says the document's text holds no ``&``, so no anchor and hence no
+    alias: the walk then does not note every node it reached (a third of its time).
+    The lines are keyed by the ids of *table*'s paths (:class:`_YamlLines` keeps them).
     """
-    lines: dict[Path, int] = {}
+    lines: dict[int, int] = {}
     seen: set[int] = set()
     build = loader.yaml_constructors
+    scalar_node, mapping_node, sequence_node = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+    intern, ids, paths = sys.intern, table.ids, table.paths
 
     def scalar(node: yaml.Node) -> Any:
         tag = node.tag
@@ -151,35 +216,47 @@ def _located(root: yaml.Node, loader: Any, shared: dict[Path, Path]) -> tuple[An
         return build[tag](loader, node)
 
     def value(node: yaml.Node, path: Path) -> Any:
-        if id(node) in seen:
-            raise _Slow
-        seen.add(id(node))
+        if anchored:
+            if id(node) in seen:
+                raise _Slow
+            seen.add(id(node))
         kind = type(node)
-        if kind is yaml.ScalarNode:
+        if kind is scalar_node:
+            if node.tag == _STR:
+                return node.value
             return scalar(node)
-        if kind is yaml.MappingNode and node.tag == _MAP:
+        if kind is mapping_node and node.tag == _MAP:
             out: dict[Any, Any] = {}
-            texts: set[str] = set()
             for key_node, value_node in node.value:
-                if type(key_node) is not yaml.ScalarNode or id(key_node) in seen:
+                if type(key_node) is not scalar_node:
                     raise _Slow
-                seen.add(id(key_node))
-                text = key_node.value = sys.intern(key_node.value)
-                if text in texts:
-                    raise _Slow
-                texts.add(text)
-                key = text if key_node.tag == _STR else scalar(key_node)
+                if anchored:
+                    if id(key_node) in seen:
+                        raise _Slow
+                    seen.add(id(key_node))
+                text = key_node.value = intern(key_node.value)
                 child = (*path, text)
-                child = shared.setdefault(child, child)
-                lines[child] = key_node.start_mark.line + 1
+                pid = ids.get(child)
+                if pid is None:
+                    pid = ids[child] = len(paths)
+                    paths.append(child)
+                # The same key text twice in one mapping (the only way a path repeats
+                # without an alias): the general path says which, and where.
+                elif pid in lines:
+                    raise _Slow
+                lines[pid] = key_node.start_mark.line + 1
+                key = text if key_node.tag == _STR else scalar(key_node)
                 out[key] = value(value_node, child)
             return out
-        if kind is yaml.SequenceNode and node.tag == _SEQ:
+        if kind is sequence_node and node.tag == _SEQ:
             items: list[Any] = []
             for index, item in enumerate(node.value):
                 child = (*path, index)
-                child = shared.setdefault(child, child)
-                lines[child] = item.start_mark.line + 1
+                pid = ids.get(child)
+                if pid is None:
+                    pid = ids[child] = len(paths)
+                    paths.append(child)
+                lines[pid] = item.start_mark.line + 1
                 items.append(value(item, child))
             return items
         raise _Slow
@@ -527,18 +604,24 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
         source_starts.append(match.start())
         source_names.append(match.group(1))
     out: list[K8sObject] = []
-    shared: dict[Path, Path] = {}
-    loader = SAFE_LOADER(text)
+    table = _PathTable()
+    loader = new_loader(text)
+    anchors = "&" in text  # else no document has an anchor, and so no alias
+    after = 0  # where the text of the next document starts, at the latest
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
+            end = node.end_mark.index
+            anchored = anchors and text.find("&", after, end) >= 0
+            after = end
             try:
-                data, lines = _located(node, loader, shared)
+                data, by_id = _located(node, loader, table, anchored)
+                lines = _YamlLines(table, by_id)
             except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
                 check_node(node)  # alias loops and alias bombs, before anything walks it
-                lines = _record_lines(node, name, shared)
+                lines = _YamlLines.of_paths(table, _record_lines(node, name))
                 data = loader.construct_document(node)
             start = node.start_mark.line + 1
             origin = name
@@ -562,7 +645,7 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
     except RecursionError:  # the pure-Python loader composes recursively
         raise InputError(f"{name}: YAML nested too deeply to read") from None
     finally:
-        loader.dispose()
+        dispose_loader(loader)
     return out
 
 

@@ -28,8 +28,12 @@ GPU_NODE_POOL_TOKEN = "gpustrata:index:GpuNodePool"
 GPU_OPERATOR_TOKEN = "gpustrata:index:GpuOperator"
 VLLM_DEPLOYMENT_TOKEN = "gpustrata:index:VllmDeployment"
 RAY_LLM_SERVICE_TOKEN = "gpustrata:index:RayLlmService"
+INFERENCE_ROUTE_TOKEN = "gpustrata:index:InferenceRoute"
 DESCRIPTION_KINDS = {
     GPU_NODE_POOL_TOKEN: "GpuNodePool",
+    # The InferencePool GAIE's inferencepool chart creates (its own apiVersion kept): G001
+    # follows the route to it, G002 checks it against the engines.
+    INFERENCE_ROUTE_TOKEN: "InferencePool",
     GPU_OPERATOR_TOKEN: "GpuOperator",
     VLLM_DEPLOYMENT_TOKEN: "ModelEndpoint",  # K021: the endpoint the component exports
     RAY_LLM_SERVICE_TOKEN: "ModelEndpoint",

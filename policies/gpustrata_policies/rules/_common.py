@@ -9,6 +9,7 @@ from gpustrata.core.environments import Environment
 from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Enforcement, RuleContext
+from gpustrata_policies.view.endpoints import by_namespace
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.gateways import PoolView
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
@@ -151,8 +152,8 @@ def pool_members(
     simulator, or the endpoint picker itself)."""
     engines: list[tuple[PodRef, list[EngineSite]]] = []
     others: list[PodRef] = []
-    for obj in ctx.objects:
-        if obj.namespace != pool.obj.namespace or obj is pool.obj:
+    for obj in by_namespace(ctx).get(pool.obj.namespace, ()):
+        if obj is pool.obj:
             continue
         pods = [p for p in obj.pods() if not p.is_ray]
         if not pods:
@@ -172,9 +173,7 @@ def pool_members(
 def vllm_pods_in(ctx: RuleContext, namespace: str) -> list[tuple[PodRef, EngineSite]]:
     """Pods of *namespace* that run a vLLM engine on a known port (not Ray workers)."""
     out: list[tuple[PodRef, EngineSite]] = []
-    for obj in ctx.objects:
-        if obj.namespace != namespace:
-            continue
+    for obj in by_namespace(ctx).get(namespace, ()):
         for site in engine_sites(ctx, obj):
             if site.ray or site.engine.port is None:
                 continue

@@ -16,15 +16,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
-import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from gpustrata.catalog.vllm_facts import facts_for
 from gpustrata.catalog.vllm_releases import (
-    Fact,
-    memory_default,
+    VllmReleaseCatalogError,
     memory_default_any_release,
     vllm_file_url,
 )
@@ -32,13 +30,14 @@ from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.quantity import parse_number
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata.vllm.flags import AUTO_FIT, int_setting
+from gpustrata.vllm.flags import AUTO_FIT
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
 from gpustrata_policies.findings import NotEvaluated, RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
     GpuRef,
+    as_int,
     gpu_resources,
     image_release,
     pod_gpus,
@@ -54,7 +53,7 @@ from gpustrata_policies.view.objects import (
     dig,
 )
 from gpustrata_policies.view.ray import flag_is_on
-from gpustrata_policies.view.vllm_args import EngineArgs
+from gpustrata_policies.view.vllm_args import EngineArgs, hf_hub_cache
 
 T = TypeVar("T")
 
@@ -316,8 +315,8 @@ def _raw(engine: EngineArgs, key: str) -> Any:
 
 
 def _int(engine: EngineArgs, key: str) -> int | str | None:
-    """An integer setting as vLLM reads it: the value, None when unset, or an error text."""
-    value = int_setting(engine.values, key, engine.source)
+    """:func:`~gpustrata_policies.view.engines.as_int` with the error worded for V003."""
+    value = as_int(engine, key)
     if isinstance(value, str):
         return f"{key} {quoted(engine.get(key))} is not an integer"
     return value
@@ -329,8 +328,6 @@ def engine_settings(
     """Read the settings the planner needs; unset ones take vLLM's defaults (the image's
     *release* where the catalogue read it, else the reference release's; the V0 engine's
     where they differ). Returns an error text for unreadable values."""
-    from gpustrata.vllm.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
-
     engine = site.engine
     if not engine.complete:
         return (
@@ -374,24 +371,9 @@ def engine_settings(
             f"read ({oldest} to {newest}; the image names none)"
         )
     elif util is None:
-        fact = _memory_default(release) if release and release != REFERENCE_VLLM else None
-        if fact is None:
-            kwargs["gpu_memory_utilization"] = DEFAULT_GPU_MEMORY_UTILIZATION
-            defaults["gpu_memory_utilization"] = (
-                f"gpu_memory_utilization unset: vLLM {REFERENCE_VLLM}'s default "
-                f"{DEFAULT_GPU_MEMORY_UTILIZATION}"
-                + (
-                    f" (vLLM {release}'s was not read)"
-                    if release not in (None, REFERENCE_VLLM)
-                    else ""
-                )
-            )
-        else:
-            kwargs["gpu_memory_utilization"] = fact.value
-            defaults["gpu_memory_utilization"] = (
-                f"gpu_memory_utilization unset: vLLM {release}'s default {fact.value:g} "
-                f"({fact.source})"
-            )
+        kwargs["gpu_memory_utilization"], defaults["gpu_memory_utilization"] = _memory_share(
+            release
+        )
     else:
         try:
             kwargs["gpu_memory_utilization"] = float(str(util))
@@ -422,10 +404,24 @@ def engine_settings(
     return PlannerSettings(VllmSettings(**kwargs), defaults, auto_fit, release)
 
 
-@lru_cache(maxsize=256)  # a few releases; every engine of one asks the catalogue again
-def _memory_default(release: str) -> Fact | None:
-    """:func:`~gpustrata.catalog.vllm_releases.memory_default`, once per release."""
-    return memory_default(release)
+def _memory_share(release: str | None) -> tuple[float, str]:
+    """The unset ``gpu_memory_utilization`` of *release* (read in it, or agreed around
+    it), else the reference release's, and how it was found."""
+    found = facts_for(release).gpu_memory_utilization if release else None
+    if found is not None and release != REFERENCE_VLLM:
+        return float(found.value), (
+            f"gpu_memory_utilization unset: vLLM {release}'s default {found.value:g} "
+            f"({found.source})"
+        )
+    ref = facts_for(REFERENCE_VLLM).gpu_memory_utilization
+    if ref is None:
+        raise VllmReleaseCatalogError(
+            f"memory_defaults has no row for the reference release {REFERENCE_VLLM}"
+        )
+    unread = f" (vLLM {release}'s was not read)" if release not in (None, REFERENCE_VLLM) else ""
+    return float(ref.value), (
+        f"gpu_memory_utilization unset: vLLM {REFERENCE_VLLM}'s default {ref.value}{unread}"
+    )
 
 
 def _v0_defaults(
@@ -627,20 +623,6 @@ def _volume_source(at: str, volume: Mapping[str, Any]) -> tuple[str, str]:
     return "pvc", f"volume '{volume.get('name')}' mounted at {at}"
 
 
-def _hf_cache(container: ContainerRef, engine: EngineArgs) -> str:
-    """Where vLLM keeps Hub downloads: ``--download-dir``, HF_HUB_CACHE, HF_HOME/hub, or
-    the home of the image's user (root in ``vllm/vllm-openai``)."""
-    target = engine.get("download_dir")
-    if isinstance(target, str):
-        return target
-    env = container.literal_env()
-    if env.get("HF_HUB_CACHE"):
-        return env["HF_HUB_CACHE"]
-    if env.get("HF_HOME"):
-        return posixpath.join(env["HF_HOME"], "hub")
-    return posixpath.join(env.get("HOME", "/root"), ".cache/huggingface/hub")
-
-
 _TRUTHY = ("1", "true", "yes", "on")
 
 
@@ -700,8 +682,8 @@ def weights_source(site: EngineSite, model: ModelRef) -> tuple[str, str]:
             return "pvc", f"weights read from {written} in the image (node disk)"
         source, where = _volume_source(*found)
         return source, f"weights read from {where}"
-    cache = _hf_cache(container, site.engine)
-    found = _mount_for(container, cache)
+    cache = hf_hub_cache(container, site.engine.get("download_dir"))
+    found = _mount_for(container, cache) if cache else None
     if found is not None and isinstance(found[1].get("persistentVolumeClaim"), Mapping):
         source, where = _volume_source(*found)
         return source, f"weights read from the Hugging Face cache on {where}"

@@ -268,17 +268,31 @@ class Reach:
         return "; ".join(parts)
 
 
+def by_namespace(ctx: RuleContext) -> dict[str, list[K8sObject]]:
+    """Every object of the evaluation by namespace, in input order, once per evaluation:
+    rules that look for an object's neighbours scanned every object for each (G001/G002's
+    InferencePools: 5.6 of 6.5 s on 5,000 objects, issue 35)."""
+
+    def build() -> dict[str, list[K8sObject]]:
+        index: dict[str, list[K8sObject]] = {}
+        for obj in ctx.objects:
+            index.setdefault(obj.namespace, []).append(obj)
+        return index
+
+    found: dict[str, list[K8sObject]] = ctx.memo("by-namespace", build)
+    return found
+
+
 def _by_namespace(ctx: RuleContext) -> dict[str, list[K8sObject]]:
     """The objects a Service may select (not core Services, not RayServices), by namespace,
     once per evaluation: each Service walked every object (K021: 2.3 of 4.9 s on 5,000
     objects, issue 35)."""
 
     def build() -> dict[str, list[K8sObject]]:
-        index: dict[str, list[K8sObject]] = {}
-        for obj in ctx.objects:
-            if obj.kind != "RayService" and not is_builtin(obj, "Service"):
-                index.setdefault(obj.namespace, []).append(obj)
-        return index
+        return {
+            namespace: [o for o in objs if o.kind != "RayService" and not is_builtin(o, "Service")]
+            for namespace, objs in by_namespace(ctx).items()
+        }
 
     found: dict[str, list[K8sObject]] = ctx.memo("k021-by-namespace", build)
     return found

@@ -239,7 +239,13 @@ def gpu_models_of_pool(pool: GpuPool, pod: PodRef | None = None) -> list[GpuMode
         what = pool.gpu_product or pool.text("instanceType")
         if pool.extra.get("source") == "NodePool" and not what:
             what = "its requirements match no catalogued AWS GPU instance type"
-        return f"the GPU model of pool {pool.name} ({what}) is not in the hardware catalogue"
+        near = catalogs.hardware().related_instances(what) if what else []
+        hint = (
+            f"; did you mean {' or '.join(near)}?"
+            if near and what == pool.text("instanceType")
+            else ""
+        )
+        return f"the GPU model of pool {pool.name} ({what}) is not in the hardware catalogue{hint}"
     return [gpu]
 
 

@@ -97,6 +97,9 @@ OTHER_KINDS = frozenset(
         "EksAddon",  # an EKS add-on (CoreDNS: K017, the deploy rehearsal)
         "CustomResourceDefinition",  # what makes a custom resource's kind exist (K018)
         "InferencePool",  # Gateway API Inference Extension (G001, G002)
+        # Gateway API Gateway: the standard channel gives it no timeout (its routes and
+        # the policies on it carry them: G001); its CRD and class are K018's.
+        "Gateway",
         "VirtualService",  # Istio route timeouts (G001)
         "BackendTrafficPolicy",  # Envoy Gateway timeouts (G001)
         "ClientTrafficPolicy",  # Envoy Gateway idle timeouts (G001)
@@ -246,6 +249,7 @@ class K8sObject:
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     _resource: str | None = field(default=None, repr=False, compare=False)
     _kind: str | None = field(default=None, repr=False, compare=False)
+    _namespace: str | None = field(default=None, repr=False, compare=False)
     claims: Mapping[tuple[str, str, str], Any] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -316,10 +320,17 @@ class K8sObject:
     @property
     def namespace(self) -> str:
         """``metadata.namespace``; ``default`` when unset (``-`` for cluster-scoped kinds)."""
+        found = self._namespace
+        if found is not None:
+            return found
         if self.kind in CLUSTER_SCOPED_KINDS:
-            return "-"
-        value = dig(self.raw, "metadata", "namespace")
-        return value if isinstance(value, str) and value else "default"
+            found = "-"
+        else:
+            value = dig(self.raw, "metadata", "namespace")
+            found = value if isinstance(value, str) and value else "default"
+        if not is_tracked(self.raw):  # each read of an unknown counts
+            self._namespace = found
+        return found
 
     @property
     def resource(self) -> str:

@@ -115,7 +115,23 @@ class PodNeed:
 def builtin_group(api_version: str) -> bool:
     """Is *api_version*'s group served by Kubernetes itself (no CRD needed)?"""
     group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    if group in _SIG_CRD_GROUPS:
+        return False
     return group in _BUILTIN_GROUPS or group.endswith(".k8s.io")
+
+
+_SIG_CRD_GROUPS = frozenset(
+    {
+        # Kubernetes SIG projects whose API groups end in .k8s.io but are served by CRDs
+        # that must be installed: Gateway API (kubernetes-sigs/gateway-api
+        # config/crd/standard/), the Inference Extension's v1 InferencePool
+        # (kubernetes-sigs/gateway-api-inference-extension config/crd/bases/), CSI
+        # volume snapshots (kubernetes-csi/external-snapshotter client/config/crd/).
+        "gateway.networking.k8s.io",
+        "inference.networking.k8s.io",
+        "snapshot.storage.k8s.io",
+    }
+)
 
 
 def custom_kind(obj: K8sObject) -> str | None:

@@ -16,6 +16,7 @@ Spellings understood (all normalised to vLLM's underscore names):
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from bisect import bisect_left
@@ -54,6 +55,7 @@ __all__ = [
     "EngineArgs",
     "ServeConfig",
     "flags_starting_with",
+    "hf_hub_cache",
     "image_publisher",
     "preset_engine",
     "ray_version",
@@ -291,6 +293,28 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
     if ":" in last:
         image, tag = image.rsplit(":", 1)
     return image, tag, digest
+
+
+IMAGE_HOME = {"vllm/vllm-openai": "/root", "rayproject/ray-llm": "/home/ray"}
+"""The home directory of the user each known image runs as (where ``~`` points)."""
+
+
+def hf_hub_cache(c: ContainerRef, download_dir: object = None) -> str | None:
+    """Where vLLM keeps Hugging Face Hub downloads in container *c*: ``--download-dir``
+    (*download_dir*, when a string), else huggingface_hub's HF_HUB_CACHE, $HF_HOME/hub,
+    or ~/.cache/huggingface/hub of the container's HOME or of the image's known user;
+    None when no home is known (an image not in :data:`IMAGE_HOME` without HOME)."""
+    if isinstance(download_dir, str):
+        return download_dir
+    env = c.literal_env()
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    if env.get("HF_HOME"):
+        return posixpath.join(env["HF_HOME"], "hub")
+    home = env.get("HOME")
+    if home is None and isinstance(c.image, str):
+        home = IMAGE_HOME.get(split_image(c.image)[0])
+    return posixpath.join(home, ".cache/huggingface/hub") if home else None
 
 
 MOVING_TAG_WORDS = frozenset(

@@ -14,6 +14,7 @@ from gpustrata_policies.rules._common import (
     pool_members,
     vllm_pods_in,
 )
+from gpustrata_policies.view.endpoints import by_namespace
 from gpustrata_policies.view.engines import EngineSite, release_version, site_version
 from gpustrata_policies.view.gateways import (
     GIE_CRDS,
@@ -46,9 +47,7 @@ def _picker(ctx: RuleContext, pool: PoolView) -> tuple[str, str] | None:
     selector = dig(svc.raw, "spec", "selector") if svc is not None else None
     if not isinstance(selector, Mapping) or not selector:
         return None
-    for obj in ctx.objects:
-        if obj.namespace != ns:
-            continue
+    for obj in by_namespace(ctx).get(ns, ()):
         for pod in obj.pods():
             if not all(str(pod.labels.get(k)) == str(v) for k, v in selector.items()):
                 continue

@@ -15,7 +15,7 @@ from gpustrata_policies.rules._common import ADVISORY
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.nodes import GIB, gpu_requests
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
-from gpustrata_policies.view.vllm_args import serve_config, split_image, vllm_engine
+from gpustrata_policies.view.vllm_args import hf_hub_cache, serve_config, vllm_engine
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
@@ -27,7 +27,6 @@ OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://")
 STREAMING_LOAD_FORMATS = frozenset({"runai_streamer", "runai_streamer_sharded", "tensorizer"})
 # huggingface_hub: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
 HF_ENV_DOCS = "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables"
-_IMAGE_HOME = {"vllm/vllm-openai": "/root", "rayproject/ray-llm": "/home/ray"}
 _BYTES_PER_PARAM = {
     "bfloat16": Fraction(2),
     "float16": Fraction(2),
@@ -92,22 +91,6 @@ def _gb(value: Fraction) -> str:
     return f"{float(value) / 10**9:.1f} GB"
 
 
-def _env(c: ContainerRef) -> dict[str, str]:
-    return c.literal_env()
-
-
-def _hf_dir(c: ContainerRef) -> str | None:
-    env = _env(c)
-    if env.get("HF_HUB_CACHE"):
-        return env["HF_HUB_CACHE"]
-    if env.get("HF_HOME"):
-        return posixpath.join(env["HF_HOME"], "hub")
-    home = env.get("HOME")
-    if home is None and isinstance(c.image, str):
-        home = _IMAGE_HOME.get(split_image(c.image)[0])
-    return posixpath.join(home, ".cache/huggingface/hub") if home else None
-
-
 def _vllm_download(c: ContainerRef) -> Download | None:
     engine = vllm_engine(c)
     if engine is None or not isinstance(engine.model, str) or not engine.model:
@@ -119,11 +102,9 @@ def _vllm_download(c: ContainerRef) -> Download | None:
         return None
     if str(engine.get("load_format") or "") in STREAMING_LOAD_FORMATS:
         return None
-    if _env(c).get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}:
+    if c.literal_env().get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}:
         return None  # reads a prepared cache, downloads nothing
-    target = engine.get("download_dir")
-    target = str(target) if isinstance(target, str) else _hf_dir(c)
-    return Download(model, target, (model,))
+    return Download(model, hf_hub_cache(c, engine.get("download_dir")), (model,))
 
 
 def _ray_downloads(obj: K8sObject, c: ContainerRef) -> list[Download]:
@@ -143,7 +124,7 @@ def _ray_downloads(obj: K8sObject, c: ContainerRef) -> list[Download]:
         if isinstance(kwargs, Mapping) and str(kwargs.get("load_format")) in STREAMING_LOAD_FORMATS:
             continue
         ids = tuple(n for n in (source, model_id) if isinstance(n, str))
-        download = Download(name, _hf_dir(c), ids)
+        download = Download(name, hf_hub_cache(c), ids)
         if download not in out:  # YAML aliases repeat one llm_config: name it once
             out.append(download)
     return out

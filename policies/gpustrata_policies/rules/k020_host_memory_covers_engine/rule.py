@@ -10,9 +10,11 @@ from gpustrata.core.unknown import known
 from gpustrata.vllm.offload import (
     GIB,
     VLLM_CACHE_SRC,
+    VLLM_LOADER_SRC,
     VLLM_OFFLOAD_SRC,
     VLLM_WEIGHTS_SRC,
     host_memory,
+    weight_loading,
 )
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
@@ -20,7 +22,15 @@ from gpustrata_policies.view.capacity import capacity_inputs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list
 
-_READ = ("kv_offloading_size", "kv_offloading_backend", "kv_transfer_config", "cpu_offload_gb")
+_READ = (
+    "kv_offloading_size",
+    "kv_offloading_backend",
+    "kv_transfer_config",
+    "cpu_offload_gb",
+    "load_format",
+    "safetensors_load_strategy",
+    "model_loader_extra_config",
+)
 
 
 def _gib(value: float) -> str:
@@ -45,11 +55,68 @@ def _shm_note(container: ContainerRef) -> str:
     return ""
 
 
-def _bytes_per_token(ctx: RuleContext, site: EngineSite) -> int | None:
+def _estimates(ctx: RuleContext, site: EngineSite) -> tuple[int | None, int | None]:
+    """KV bytes per token on one GPU and the weight bytes the loader reads (None: the
+    model or GPU is unknown, which V003 reports)."""
     found = capacity_inputs(ctx, site)
     if isinstance(found, str) or not found:
+        return None, None
+    per_token = min(i.estimate.kv.bytes_per_token for i in found)
+    return per_token, min(i.estimate.weights.total_bytes for i in found)
+
+
+def _loading(
+    ctx: RuleContext,
+    obj: K8sObject,
+    site: EngineSite,
+    container: ContainerRef,
+    sizes: tuple[int, int, int],
+) -> Outcome | None:
+    """A memory limit below the weights the engine loads: mandatory where the loader holds
+    them all in process memory at once, advisory where it fails or not by the checkpoint's
+    shards, or merely cannot keep them cached."""
+    weights, limit, gpus = sizes
+    loading = weight_loading(site.engine.values)
+    if isinstance(loading, str):
+        return ctx.not_evaluated(obj, f"{site.name}: {loading}") if limit < weights else None
+    if loading.holds == "none":
         return None
-    return min(i.estimate.kv.bytes_per_token for i in found)
+    held = weights * gpus if loading.holds == "all" else weights
+    if limit >= held:
+        return None
+    path = (*container.path, "resources", "limits", "memory")
+    head = (
+        f"{site.label} loads {_gib(weights)} of weights under a memory limit of "
+        f"{_gib(float(limit))}: {loading.how}"
+    )
+    need = math.ceil(held / GIB)
+    if loading.holds == "all":
+        return ctx.violation(
+            obj,
+            f"{head}, so {gpus} worker(s) hold {_gib(held)} and the kernel OOM-kills the "
+            f"container during the load. Set limits.memory above {need}Gi plus the engine's "
+            "own memory, or drop enable_multithread_load",
+            path,
+        )
+    if loading.holds == "files":
+        return ctx.violation(
+            obj,
+            f"{head}. Whether the load is OOM-killed depends on the largest files held at "
+            f"once times {gpus} worker(s), which the checkpoint's shards decide (not read "
+            f"here). Set limits.memory above {need}Gi, or load safetensors memory-mapped "
+            "(vLLM's default)",
+            path,
+            advisory=True,
+        )
+    return ctx.violation(
+        obj,
+        f"{head}. Not a failure: the load completes, but the weights cannot stay cached in "
+        "the container, and vLLM skips its automatic prefetch on NFS/Lustre (it needs the "
+        f"checkpoint within 90% of the container's free memory, {VLLM_LOADER_SRC}). Set "
+        f"limits.memory above {need}Gi plus the engine's own memory to keep them cached",
+        path,
+        advisory=True,
+    )
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
@@ -63,15 +130,20 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             continue  # V001/V002 report an unreadable TP or PP
         for key in _READ:
             known(site.engine.get(key), f"{key} of {site.engine.source}")
-        host = host_memory(site.engine.values, site.env, gpus, _bytes_per_token(ctx, site))
+        per_token, weights = _estimates(ctx, site)
+        host = host_memory(site.engine.values, site.env, gpus, per_token)
         if isinstance(host, str):
             yield ctx.not_evaluated(obj, f"{site.name}: {host}")
             continue
-        if not host.total_bytes:
-            continue
         known(container.resources("limits").get("memory"), f"memory limit of {site.label}")
         limit = container.memory_limit()
-        if limit is None or limit >= host.total_bytes:
+        if limit is None:
+            continue
+        if weights:
+            found = _loading(ctx, obj, site, container, (weights, math.ceil(limit), gpus))
+            if found is not None:
+                yield found
+        if not host.total_bytes or limit >= host.total_bytes:
             continue
         tokens = f", holding {host.kv_tokens:,} tokens on the host" if host.kv_tokens else ""
         need = math.ceil(host.total_bytes / GIB)
@@ -109,16 +181,25 @@ RULE = Rule(
             "backend (--kv-offloading-backend lmcache) holds the cache in its own process and "
             "adds nothing here; an LMCache config file is not read (not evaluated). The "
             "engine processes' own memory is not estimated, so the figure is a lower bound; "
-            "Ray Serve engines are not read yet."
+            "Ray Serve engines are not read yet. Loading the weights: a limit below them "
+            "fails for sure only where the loader holds them all in process memory at once "
+            f"(--load-format pt with enable_multithread_load, in every GPU worker, "
+            f"{VLLM_LOADER_SRC}); where it holds whole files (pt, eager, multi-threaded "
+            "safetensors, the Run:ai streamer's buffer) the checkpoint's shards decide, and "
+            "memory-mapped safetensors (the default) load through reclaimable page cache, so "
+            "both are advisory. Weight bytes come from the capacity estimate; where the model "
+            "or GPU is unknown V003 says so."
         ),
         fix=(
             "Raise resources.limits.memory above the host buffers plus the engine's own "
             "memory (tens of GiB for tokenizers, CUDA context and workers), or lower "
-            "--kv-offloading-size / max_local_cpu_size / --cpu-offload-gb."
+            "--kv-offloading-size / max_local_cpu_size / --cpu-offload-gb; above the weights "
+            "where the loader holds them in memory, or load memory-mapped safetensors."
         ),
         references=(
             source_url(VLLM_CACHE_SRC),
             source_url(VLLM_OFFLOAD_SRC),
+            source_url(VLLM_LOADER_SRC),
             "https://docs.lmcache.ai/api_reference/configurations.html",
             "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
         ),

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from gpustrata.catalog.vllm_releases import source_url
+from gpustrata.catalog.vllm_facts import scheduler_releases
+from gpustrata.catalog.vllm_releases import BatchDefaults, SchedulerRelease, source_url
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
@@ -41,50 +42,8 @@ ENGINE_CONTEXT_SEQS = _CATALOGUE.engine_context_seqs.int_value
 """SchedulerConfig.DEFAULT_MAX_NUM_SEQS: engines built outside ``vllm serve``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Tier:
-    """One row of ``EngineArgs.get_batch_defaults`` (OPENAI_API_SERVER usage context)."""
-
-    min_gib: float
-    tokens: int
-    seqs: int
-    not_a100: bool = False
-
-    def takes(self, gpu: GpuModel) -> bool:
-        """Does the GPU land in this row?"""
-        if gpu.memory_gib < self.min_gib:
-            return False
-        return not (self.not_a100 and "a100" in f"{gpu.id} {gpu.name}".lower())
-
-
-@dataclass(frozen=True, slots=True)
-class Release:
-    """Scheduler defaults and rules read in one vLLM release's V1 engine."""
-
-    version: str
-    chunked_forced: bool
-    """V1 turns chunked prefill on whatever the flag says ("V1 always uses chunked prefills")."""
-    tiers: tuple[Tier, ...]
-    """Default rows, largest GPUs first; the last row (min_gib 0) is the fallback."""
-    clamp_seqs: bool
-    """An unset max_num_seqs is lowered to max_num_batched_tokens."""
-
-    def tier(self, gpu: GpuModel) -> Tier:
-        """The default row of a GPU."""
-        return next(t for t in self.tiers if t.takes(gpu))
-
-
-READ: list[tuple[Version, Release]] = [
-    (
-        release_key(r.version),
-        Release(
-            r.version,
-            r.chunked_forced,
-            tuple(Tier(t.min_gib, t.tokens, t.seqs, t.not_a100) for t in r.batch_defaults),
-            r.clamp_seqs,
-        ),
-    )
-    for r in _CATALOGUE.scheduler
+READ: list[tuple[Version, SchedulerRelease]] = [
+    (release_key(r.version), r) for r in scheduler_releases()
 ]
 """The releases whose scheduler defaults were read (release catalogue), oldest first."""
 V0_READ = tuple(release_key(v) for v in _CATALOGUE.v0_defaults.read_in)
@@ -120,7 +79,7 @@ class Settings:
 
 
 def _v1_worlds(
-    s: Settings, releases: list[Release], gpus: list[tuple[GpuModel, str]], ray: bool
+    s: Settings, releases: list[SchedulerRelease], gpus: list[tuple[GpuModel, str]], ray: bool
 ) -> list[World]:
     worlds = []
     for r in releases:
@@ -130,9 +89,13 @@ def _v1_worlds(
             if r.chunked_forced
             else ("--no-enable-chunked-prefill" if chunked is False else "on by default")
         )
-        rows: list[tuple[Tier, str]] = [
-            (r.tier(g), f"vllm serve on {g.name} ({gib(g)}, {where})") for g, where in gpus
-        ] or [(t, f"vllm serve on a GPU of {t.min_gib:g} GiB or more") for t in r.tiers]
+        rows: list[tuple[BatchDefaults, str]] = [
+            (
+                r.batch_row(g.memory_gib, f"{g.id} {g.name}"),
+                f"vllm serve on {g.name} ({gib(g)}, {where})",
+            )
+            for g, where in gpus
+        ] or [(t, f"vllm serve on a GPU of {t.min_gib:g} GiB or more") for t in r.batch_defaults]
         contexts = [(t.tokens, t.seqs, why) for t, why in rows]
         if ray:  # Ray Serve LLM builds the engine itself: usage context not read
             contexts.append((DEFAULT_TOKENS, ENGINE_CONTEXT_SEQS, "an engine built by Ray"))

@@ -64,6 +64,7 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
     conditions = startup_conditions(env, site.engine)
     profile = active_profile()
     load_gbps = profile.storage.load_gbps.get(source) if profile is not None else None  # type: ignore[call-overload]
+    storage = profile.storage.kind.get(source) if profile is not None else None  # type: ignore[call-overload]
     try:
         weights = weights_estimate(
             model.arch,
@@ -83,6 +84,7 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
             hf_transfer=conditions.hf_transfer,
             streamer_distributed=conditions.streamer_distributed,
             capture_sizes=conditions.capture_sizes,
+            storage=storage,
         )
     except CapacityError as exc:
         return str(exc)

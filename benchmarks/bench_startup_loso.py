@@ -1,0 +1,111 @@
+"""Startup held out by log: refit every startup constant without a log, then predict it.
+
+For each published log of ``catalog/data/startup-logs.yaml``, the constants of
+``benchmarks/fit_startup_model.py`` are fitted on all the other logs (:func:`fit`), and the
+log is predicted with them (:func:`gpustrata.vllm.timing.logged_startup_prediction`): no
+log is ever predicted by a constant fitted on it. Printed per log: logged seconds, the
+point, the low/high range (a disk load whose storage the log does not state spans the
+slowest to the fastest fitted storage kind), and whether each is within a factor 1.5.
+
+Two figures, each over every log (goal: >= 80 % within x1.5):
+
+* point: the prediction within x1.5 of the logged time;
+* range: the logged time within [low / 1.5, high x 1.5] (a point where the storage is
+  stated or the path has no storage). The median high/low ratio says how wide the ranges
+  are.
+
+``--no-storage`` scores the same model with every log's storage facts removed (no
+``storage`` kind, no ``storage_gbps``): every disk load at the one pooled disk rate, by the
+same held-out-by-log procedure.
+
+    python benchmarks/bench_startup_loso.py [--no-storage]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+from pathlib import Path
+
+from gpustrata.catalog.serving import FittedConstant, StartupLog, load_startup_logs
+from gpustrata.vllm.timing import logged_startup_prediction
+
+FACTOR = 1.5
+
+
+def _fitter() -> object:
+    path = Path(__file__).resolve().parent / "fit_startup_model.py"
+    spec = importlib.util.spec_from_file_location("fit_startup_model", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["fit_startup_model"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _constants(raw: dict[str, dict[str, object]]) -> dict[str, FittedConstant]:
+    return {k: FittedConstant.model_validate(v) for k, v in raw.items()}
+
+
+def _unstated(log: StartupLog) -> StartupLog:
+    """The log without its storage facts."""
+    return log.model_copy(update={"storage": "not stated", "storage_gbps": None})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--no-storage", action="store_true", help="score the model without storage facts"
+    )
+    args = parser.parse_args()
+    fitter = _fitter()
+    logs = list(load_startup_logs())
+    if args.no_storage:
+        logs = [_unstated(log) for log in logs]
+    point_ok = range_ok = 0
+    widths: list[float] = []
+    misses: list[str] = []
+    print(f"{'log (held out)':46} {'logged':>8} {'point':>8} {'x':>6}   {'range':>17}")
+    for i, log in enumerate(logs):
+        rest = logs[:i] + logs[i + 1 :]
+        constants = _constants(fitter.fit(rest))  # type: ignore[attr-defined]
+        p = logged_startup_prediction(log, constants)
+        ratio = p.point_s / p.logged_s
+        in_point = 1 / FACTOR <= ratio <= FACTOR
+        in_range = p.low_s / FACTOR <= p.logged_s <= p.high_s * FACTOR
+        point_ok += in_point
+        range_ok += in_range
+        if p.high_s > p.low_s:
+            widths.append(p.high_s / p.low_s)
+        if not in_point:
+            misses.append(f"{log.id} x{ratio:.2f} ({p.how})")
+        span = (
+            f"{p.low_s:7.1f}-{p.high_s:<7.1f}{' ok' if in_range else ' --'}"
+            if p.high_s > p.low_s
+            else " " * 15 + ("ok" if in_range else "--")
+        )
+        print(
+            f"{log.id[:46]:46} {p.logged_s:8.1f} {p.point_s:8.1f} {ratio:6.2f} "
+            f"{'ok' if in_point else '--'} {span}"
+        )
+    n = len(logs)
+    print(
+        f"\n{n} logs, each predicted by constants fitted without it"
+        f"{' (no storage facts)' if args.no_storage else ''}:"
+    )
+    print(f"  point within x{FACTOR:g}: {point_ok}/{n} = {point_ok / n:.0%} (goal 80 %)")
+    print(
+        f"  range (logged within [low/{FACTOR:g}, high x{FACTOR:g}]): {range_ok}/{n} = "
+        f"{range_ok / n:.0%}; {len(widths)} ranges, median high/low "
+        f"{statistics.median(widths) if widths else 1:.2f}"
+    )
+    print("  point misses:")
+    for m in misses:
+        print(f"    {m}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
