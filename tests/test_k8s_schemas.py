@@ -18,6 +18,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 from _schemas import KARPENTER_CRDS, crd_validators
+from _schemas import strict as _strict  # noqa: F401  (tests/test_routing.py imports it here)
 from _stacks import ROOT, STACKS, stack_doc, stack_path
 
 from gpustrata.catalog.compat import load_compat_catalog

@@ -18,8 +18,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from _schemas import validators_of
 from _stacks import ROOT, closure
+from test_k8s_schemas import _strict
 
 from gpustrata.catalog.charts import chart_release, pod_placement
 from gpustrata.catalog.gateway import gateway_crds, gateway_release
@@ -211,7 +211,14 @@ def test_controllers_land_on_the_system_pool() -> None:
 
 
 def _validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
-    return validators_of(gateway_crds())
+    out = {}
+    for crd in gateway_crds():
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            if version["served"]:
+                schema = _strict(version["schema"]["openAPIV3Schema"])
+                out[(f"{group}/{version['name']}", kind)] = jsonschema.Draft7Validator(schema)
+    return out
 
 
 def _errors(validators: Any, obj: dict[str, Any]) -> list[str]:
