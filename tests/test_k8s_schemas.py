@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonschema
 import kubernetes_validate
 import pytest
-import yaml
+from _schemas import KARPENTER_CRDS, crd_validators
+from _schemas import strict as _strict  # noqa: F401  (tests/test_routing.py imports it here)
 from _stacks import ROOT, STACKS, stack_doc, stack_path
 
 from gpustrata.catalog.compat import load_compat_catalog
@@ -37,7 +37,6 @@ CUSTOM_GROUPS = {
     "helm.sh",
     *KARPENTER_GROUPS,
 }
-KARPENTER_CRDS = ROOT / "tests" / "schemas" / "karpenter-v1.14.1"
 
 
 def _variants() -> list[tuple[str, dict[str, Any]]]:
@@ -72,31 +71,7 @@ def test_core_objects_validate(name: str, doc: dict[str, Any]) -> None:
             pytest.fail(f"{obj['kind']}/{obj['metadata']['name']} at Kubernetes {version}: {exc}")
 
 
-def _strict(schema: Any) -> Any:
-    """The CRD schema with unknown fields rejected (objects that list their properties)."""
-    if isinstance(schema, dict):
-        out = {k: _strict(v) for k, v in schema.items()}
-        if "properties" in out and "additionalProperties" not in out:
-            out["additionalProperties"] = False
-        return out
-    if isinstance(schema, list):
-        return [_strict(v) for v in schema]
-    return schema
-
-
-def _karpenter_validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
-    out = {}
-    for path in sorted(KARPENTER_CRDS.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text(encoding="utf-8"))
-        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-        for version in crd["spec"]["versions"]:
-            if version["served"]:
-                schema = _strict(version["schema"]["openAPIV3Schema"])
-                out[(f"{group}/{version['name']}", kind)] = jsonschema.Draft7Validator(schema)
-    return out
-
-
-VALIDATORS = _karpenter_validators()
+VALIDATORS = crd_validators(KARPENTER_CRDS)
 
 
 def _errors(obj: dict[str, Any]) -> list[str]:

@@ -5,6 +5,7 @@ K020 beyond its fixtures."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from _release import REFERENCE_IMAGE
@@ -131,3 +132,89 @@ def test_k020_lmcache_config_file_is_not_evaluated() -> None:
     report = evaluate([doc])
     assert [f for f in report.findings if f.rule == "K020"] == []
     assert any(n.rule == "K020" and "lmcache.yaml" in n.reason for n in report.not_evaluated)
+
+
+def test_the_docs_table_is_the_capacity_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/howto/kv-offload-capacity.md states its measured rows; each is recomputed here
+    with `gpustrata capacity --kv-offloading-size`."""
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "howto" / "kv-offload-capacity.md"
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| Llama-")
+    ]
+    gpus = {"L40S": "l40s", "H100 SXM": "NVIDIA-H100-80GB-HBM3"}
+    assert len(rows) == 2
+    for model, gpu, mml, per_token, on_gpu, offload, on_host, together in rows:
+        count, _, name = gpu.partition(" x ")
+        name = name.split(" (")[0]
+        main(
+            [
+                "capacity",
+                "--model",
+                f"meta-llama/{model}",
+                "--gpu",
+                gpus[name],
+                "--tp",
+                count,
+                "--max-model-len",
+                mml,
+                "--kv-offloading-size",
+                offload.removesuffix(" GiB"),
+                "--format",
+                "json",
+            ]
+        )
+        got = json.loads(capsys.readouterr().out)
+        gpu_tokens = got["kv_cache_tokens"]["value"]
+        host_tokens = got["kv_cache_host_tokens"]["value"]
+        assert per_token == f"{got['kv_bytes_per_token_per_gpu']['value']:,} B", model
+        assert (on_gpu, on_host) == (f"{gpu_tokens:,}", f"{host_tokens:,}"), model
+        assert together == f"{gpu_tokens + host_tokens:,}", model
+
+
+def test_capacity_reads_a_stack_models_offload(capsys: pytest.CaptureFixture[str]) -> None:
+    """`capacity -f` counts the native offload a stack model sets in engine.extra_args."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "stacks" / "examples" / "Pulumi.kv-offload.yaml"
+    argv = ["capacity", "-f", str(example), "--format", "json", "--model-name"]
+    main([*argv, "llama-8b"])
+    native = json.loads(capsys.readouterr().out)
+    assert native["kv_cache_host_bytes"]["value"] == 64 * GIB
+    assert native["kv_cache_host_tokens"]["value"] == 64 * GIB // LLAMA8B_TOKEN
+    main([*argv, "llama-8b", "--kv-offloading-size", "8"])  # the flag wins
+    assert json.loads(capsys.readouterr().out)["kv_cache_host_bytes"]["value"] == 8 * GIB
+    main([*argv, "llama-8b-connector"])  # a connector's buffer: not counted in tokens yet
+    assert "kv_cache_host_tokens" not in json.loads(capsys.readouterr().out)
+
+
+def test_a_bad_stack_offload_names_its_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    source = Path(__file__).resolve().parents[1] / "stacks" / "examples" / "Pulumi.kv-offload.yaml"
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data["config"]["gpustrata:stack"]["models"][0]["engine"]["extra_args"]["kv_offloading_size"] = (
+        "lots"
+    )
+    bad = tmp_path / "Pulumi.kv-offload.yaml"
+    bad.write_text(yaml.safe_dump(data), encoding="utf-8")
+    code = main(["capacity", "-f", str(bad), "--model-name", "llama-8b"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "models.llama-8b.engine.extra_args.kv_offloading_size 'lots'" in err
+    assert "Traceback" not in err
+
+
+def test_the_docs_state_the_examples_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "howto" / "kv-offload-capacity.md"
+    example = Path(__file__).resolve().parents[1] / "stacks" / "examples" / "Pulumi.kv-offload.yaml"
+    main(["capacity", "-f", str(example), "--model-name", "llama-8b", "--format", "json"])
+    got = json.loads(capsys.readouterr().out)
+    text = " ".join(page.read_text(encoding="utf-8").split())
+    gpu, host = got["kv_cache_tokens"]["value"], got["kv_cache_host_tokens"]["value"]
+    assert f"{gpu:,} tokens on the GPU, 64 GiB and {host:,} tokens on the host" in text

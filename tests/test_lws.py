@@ -13,9 +13,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
+from _schemas import LWS_CRDS, crd_validators, schema_errors
 from _stacks import ROOT, closure
 
 from gpustrata.catalog.aws import efa_facts
@@ -37,7 +37,6 @@ from gpustrata.runtime.mockrun import run_program
 from gpustrata_policies import evaluate
 
 EXAMPLE = ROOT / "stacks" / "examples" / "Pulumi.multinode.yaml"
-LWS_CRDS = ROOT / "tests" / "schemas" / "lws-v0.10.0"
 MODEL = "llama-405b"
 
 
@@ -57,33 +56,13 @@ def _existing() -> dict[str, Any]:
     return doc
 
 
-def _strict(schema: Any) -> Any:
-    """The CRD schema with unknown fields rejected (objects that list their properties)."""
-    if isinstance(schema, dict):
-        out = {k: _strict(v) for k, v in schema.items()}
-        if "properties" in out and "additionalProperties" not in out:
-            out["additionalProperties"] = False
-        return out
-    if isinstance(schema, list):
-        return [_strict(v) for v in schema]
-    return schema
-
-
-def _validator() -> jsonschema.Draft7Validator:
-    path = LWS_CRDS / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
-    crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
-    (version,) = [v for v in crd["spec"]["versions"] if v["served"]]
-    assert (crd["spec"]["group"], version["name"]) == ("leaderworkerset.x-k8s.io", "v1")
-    return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
-
-
-VALIDATOR = _validator()
+_LWS = crd_validators(LWS_CRDS)
+assert list(_LWS) == [("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")]  # served: v1 only
+VALIDATOR = _LWS[("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")]
 
 
 def _errors(obj: dict[str, Any]) -> list[str]:
-    return [
-        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in VALIDATOR.iter_errors(obj)
-    ]
+    return schema_errors(VALIDATOR, obj)
 
 
 def _objects(doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -188,6 +188,7 @@ def test_crd_owner_and_switches() -> None:
     assert {r.chart for r in crd_owner("resource.nvidia.com/ComputeDomain")} == {
         "gpu-operator",
         "nvidia-dra-driver-gpu",
+        "dra-driver-nvidia-gpu",
     }
     assert crd_owner("example.com/Nothing") == []
     assert _release("keda", "2.20.2").crds_value == "crds.install"

@@ -29,6 +29,7 @@ __all__ = [
     "chart_releases",
     "crd_owner",
     "dra_node_labels",
+    "gpu_cluster_values",
     "newest_chart_release",
     "placement_values",
     "pod_placement",
@@ -405,3 +406,22 @@ def dra_node_labels(version: str | None = None) -> dict[str, str]:
     if not isinstance(fact, Mapping):
         return {}
     return {str(k): str(v) for k, v in (fact.get("labels") or {}).items()}
+
+
+def gpu_cluster_values(version: str) -> dict[str, Any] | None:
+    """GPU Operator chart values that deploy its own DRA stack (a GPUCluster, no
+    ClusterPolicy), compute domains off; ``None`` when that operator version has none (the
+    cited ``gpu_cluster`` fact: v26.7.0 and later)."""
+    release = chart_release("gpu-operator", version)
+    fact = release.facts.get("gpu_cluster") if release is not None else None
+    if not isinstance(fact, Mapping):
+        return None
+    out: dict[str, Any] = {}
+    flat = {**(fact.get("values") or {}), str(fact["compute_domains_value"]): False}
+    for path, value in flat.items():
+        node = out
+        *parents, leaf = str(path).split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out

@@ -1,4 +1,5 @@
-"""The NVIDIA DRA driver's Helm chart releases (``data/dra-driver.yaml``, each cited)."""
+"""The NVIDIA DRA driver's Helm chart releases (``data/dra-driver.yaml``, each cited): NVIDIA's
+``nvidia-dra-driver-gpu`` and the kubernetes-sigs ``dra-driver-nvidia-gpu``."""
 
 from __future__ import annotations
 
@@ -9,18 +10,36 @@ from typing import Any
 
 from gpustrata.core.yamlio import safe_load
 
-__all__ = ["DraDriverRelease", "dra_driver_release", "dra_driver_releases"]
+__all__ = [
+    "DRA_CHART_WAYS",
+    "DraDriverRelease",
+    "dra_driver_release",
+    "dra_driver_release_of",
+    "dra_driver_releases",
+]
+
+DRA_CHART_WAYS = ("nvidia-chart", "kubernetes-sigs-chart")
+"""The stack's ``dra.driver`` values that install a chart of their own."""
 
 
 @dataclass(frozen=True, slots=True)
 class DraDriverRelease:
-    """One release of the ``nvidia-dra-driver-gpu`` chart."""
+    """One release of a DRA driver chart."""
 
     version: str
+    way: str
+    """The stack's ``dra.driver`` that installs it (one of :data:`DRA_CHART_WAYS`)."""
     chart: str
     repository: str
     released: str
     sources: tuple[str, ...]
+
+    @property
+    def chart_ref(self) -> str:
+        """What Helm installs: the chart name, or the full reference of an OCI chart."""
+        if self.repository.startswith("oci://"):
+            return f"{self.repository.rstrip('/')}/{self.chart}"
+        return self.chart
 
 
 @functools.cache
@@ -31,6 +50,7 @@ def dra_driver_releases() -> tuple[DraDriverRelease, ...]:
     out = [
         DraDriverRelease(
             version=str(e["version"]),
+            way=str(e["way"]),
             chart=str(e["chart"]),
             repository=str(e["repository"]),
             released=str(e["released"]),
@@ -43,6 +63,18 @@ def dra_driver_releases() -> tuple[DraDriverRelease, ...]:
     )
 
 
-def dra_driver_release() -> DraDriverRelease:
-    """The release gpustrata pins: the newest catalogued one."""
-    return dra_driver_releases()[0]
+def dra_driver_release(way: str = "nvidia-chart") -> DraDriverRelease:
+    """The release gpustrata pins for *way* (``dra.driver``): its newest catalogued one."""
+    found = [r for r in dra_driver_releases() if r.way == way]
+    if not found:
+        raise ValueError(f"no DRA driver chart is catalogued for dra.driver {way!r}")
+    return found[0]
+
+
+def dra_driver_release_of(version: str) -> DraDriverRelease:
+    """The catalogued release at *version* (the two charts' version lines do not overlap:
+    25.x for NVIDIA's, 0.x for kubernetes-sigs')."""
+    for release in dra_driver_releases():
+        if release.version == version.removeprefix("v"):
+            return release
+    raise ValueError(f"DRA driver chart version {version!r} is not catalogued")

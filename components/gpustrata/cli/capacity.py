@@ -348,8 +348,27 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
         lambda v: 0 < v <= 1 << 20,
         "use a positive size in GiB such as 40",
     )
+    if offload is None and spec is not None:
+        offload = _stack_offload(spec)
     workload = _workload(args, spec.workload if spec is not None else None)
     return CapacityTarget(arch, gpu, settings, stack, name, hardware, offload, workload, replicas)
+
+
+def _stack_offload(spec: ModelSpec) -> float | None:
+    """The native KV offload a stack model sets in ``engine.extra_args``
+    (``kv_offloading_size`` GiB, backend ``native``: the LMCache backend holds it in its own
+    server), or None; a value that is not a positive number is an error naming the key."""
+    extra = spec.engine.extra_args
+    if "kv_offloading_size" not in extra or extra.get("kv_offloading_backend", "native") != (
+        "native"
+    ):
+        return None
+    return _float(
+        f"models.{spec.name}.engine.extra_args.kv_offloading_size",
+        str(extra["kv_offloading_size"]),
+        lambda v: 0 < v <= 1 << 20,
+        "use a positive size in GiB such as 40",
+    )
 
 
 def _workload(args: argparse.Namespace, stated: WorkloadSpec | None) -> WorkloadSpec:

@@ -273,7 +273,7 @@ class InferenceStack(pulumi.ComponentResource):
                     f"{name}-dra-driver",
                     {
                         "namespace": DRA_DRIVER_NAMESPACE,
-                        "chart_version": dra_driver_release().version,
+                        "chart_version": dra_driver_release(spec.dra.driver).version,
                         "values": dra[1],
                     },
                     pulumi.ResourceOptions.merge(

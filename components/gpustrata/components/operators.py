@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from gpustrata.catalog.dra import dra_driver_release
+from gpustrata.catalog.dra import dra_driver_release_of
 from gpustrata.components._inputs import Placeholders
 from gpustrata.components._options import child_options
 from gpustrata.render.operators import (
@@ -112,14 +112,17 @@ class DraDriverArgs(TypedDict):
     namespace: pulumi.Input[str]
     """Namespace of the driver."""
     chart_version: str
-    """nvidia-dra-driver-gpu chart version (pinned; the catalogue's release by default)."""
+    """DRA driver chart version (pinned: a catalogued release of NVIDIA's
+    nvidia-dra-driver-gpu or of the kubernetes-sigs dra-driver-nvidia-gpu)."""
     values: dict[str, Any]
     """Chart values (rendered by gpustrata.render.dra.dra_driver_values)."""
 
 
 class DraDriver(pulumi.ComponentResource):
-    """The NVIDIA DRA driver for GPUs (``nvidia-dra-driver-gpu``) as a pinned Helm release,
-    for the pools whose GPUs are allocated by DRA (``gpu_allocation: dra``)."""
+    """The NVIDIA DRA driver for GPUs (NVIDIA's ``nvidia-dra-driver-gpu`` or the
+    kubernetes-sigs ``dra-driver-nvidia-gpu``, by the catalogued release of *chart_version*)
+    as a pinned Helm release, for the pools whose GPUs are allocated by DRA
+    (``gpu_allocation: dra``)."""
 
     release_name: pulumi.Output[str]
     """Name of the Helm release."""
@@ -131,9 +134,9 @@ class DraDriver(pulumi.ComponentResource):
         ns = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
         )
-        release = dra_driver_release()
+        release = dra_driver_release_of(args["chart_version"])
         helm = _release(
-            self, f"{name}-release", release.chart, release.repository, args, opts, [ns]
+            self, f"{name}-release", release.chart_ref, release.repository, args, opts, [ns]
         )
         self.release_name = helm.name.apply(lambda n: n or "")
         self.register_outputs({"release_name": self.release_name})

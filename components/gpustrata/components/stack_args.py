@@ -14,6 +14,7 @@ __all__ = [
     "BlockSize",
     "CapacityType",
     "ClusterMode",
+    "DraDriverWay",
     "EfaMode",
     "Environment",
     "EppScorer",
@@ -40,6 +41,7 @@ __all__ = [
     "StackAutoscalingArgs",
     "StackCatalogExtensionsArgs",
     "StackClusterArgs",
+    "StackDraArgs",
     "StackEngineArgs",
     "StackGpuModelArgs",
     "StackGpuOperatorArgs",
@@ -105,6 +107,14 @@ class ClusterMode(StrEnum):
 
     CREATE = "create"
     EXISTING = "existing"
+
+
+class DraDriverWay(StrEnum):
+    """Accepted values of ``DraSpec.driver``."""
+
+    NVIDIA_CHART = "nvidia-chart"
+    KUBERNETES_SIGS_CHART = "kubernetes-sigs-chart"
+    GPU_OPERATOR = "gpu-operator"
 
 
 class EfaMode(StrEnum):
@@ -317,6 +327,7 @@ if TYPE_CHECKING:  # a type checker also takes the literal values
     _BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] | BlockSize
     _CapacityType = Literal["ON_DEMAND", "SPOT"] | CapacityType
     _ClusterMode = Literal["create", "existing"] | ClusterMode
+    _DraDriverWay = Literal["nvidia-chart", "kubernetes-sigs-chart", "gpu-operator"] | DraDriverWay
     _EfaMode = Literal["auto", "off"] | EfaMode
     _Environment = Literal["dev", "staging", "prod"] | Environment
     _EppScorer = Literal["queue", "kv-cache-utilization", "prefix-cache"] | EppScorer
@@ -355,6 +366,7 @@ else:
     _BlockSize = BlockSize
     _CapacityType = CapacityType
     _ClusterMode = ClusterMode
+    _DraDriverWay = DraDriverWay
     _EfaMode = EfaMode
     _Environment = Environment
     _EppScorer = EppScorer
@@ -674,6 +686,19 @@ class StackLwsArgs(TypedDict):
     """lws chart version (empty: the catalogued release)."""
     namespace: NotRequired[str]
     """Namespace of the controller. Default: ``"lws-system"``."""
+
+
+class StackDraArgs(TypedDict):
+    """Which DRA driver publishes the GPUs of the pools with ``gpu_allocation: dra``."""
+
+    driver: NotRequired[_DraDriverWay]
+    """'nvidia-chart': NVIDIA's nvidia-dra-driver-gpu chart (NGC); 'kubernetes-sigs-chart': the same
+    driver after its move to kubernetes-sigs (dra-driver-nvidia-gpu,
+    oci://registry.k8s.io/dra-driver-nvidia/charts); 'gpu-operator': the GPU Operator's own DRA
+    stack (v26.7.0+, gpuCluster.deployCR with clusterPolicy.deployCR off: a GPUCluster CR instead of
+    the ClusterPolicy, so every pool must use gpu_allocation dra). The chart versions are the
+    catalogue's (catalog/data/dra-driver.yaml, each cited). Default: ``"nvidia-chart"``.
+    """
 
 
 class StackEngineArgs(TypedDict):
@@ -1118,6 +1143,8 @@ class StackArgs(TypedDict):
     """KEDA (autoscaling kind keda)."""
     lws: NotRequired[StackLwsArgs]
     """LeaderWorkerSet controller (installed when a model spans nodes)."""
+    dra: NotRequired[StackDraArgs]
+    """DRA driver of the pools with gpu_allocation dra (installed when any)."""
     models: NotRequired[list[StackModelArgs]]
     """Served models (at most 200: a stack is one team's serving fleet)."""
     catalog: NotRequired[StackCatalogExtensionsArgs]

@@ -65,11 +65,12 @@ def subnet_tags(cluster_name: str, *, public: bool) -> dict[str, str]:
     return {INTERNAL_ELB_TAG: "1", DISCOVERY_TAG: cluster_name}
 
 
-def _deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """*base* with *extra* merged in, mappings key by key (*extra* wins elsewhere)."""
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _deep_merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -99,7 +100,7 @@ def system_values(chart: str, version: str, values: Mapping[str, Any]) -> dict[s
     release, _ = catalogued_chart(chart, version)
     if release is None:
         return dict(values)
-    return _deep_merge(placement_values(release, SYSTEM_SELECTOR, ()), values)
+    return deep_merge(placement_values(release, SYSTEM_SELECTOR, ()), values)
 
 
 def system_pool_placement(spec: StackSpec) -> dict[str, str] | None:

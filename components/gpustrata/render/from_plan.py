@@ -6,13 +6,18 @@ import math
 from typing import Any
 
 from gpustrata.catalog.aws import efa_facts
-from gpustrata.catalog.charts import chart_release
-from gpustrata.catalog.dra import dra_driver_release
+from gpustrata.catalog.charts import chart_release, gpu_cluster_values
+from gpustrata.catalog.dra import DRA_CHART_WAYS, dra_driver_release
 from gpustrata.core.contract import API_VERSION, POOL_LABEL
 from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan, engine_disk_gib
 from gpustrata.render import karpenter
 from gpustrata.render.dra import dra_driver_values
-from gpustrata.render.foundation import chart_version, system_pool_placement, system_values
+from gpustrata.render.foundation import (
+    chart_version,
+    deep_merge,
+    system_pool_placement,
+    system_values,
+)
 from gpustrata.render.nodes import kubelet_config, pool_description
 from gpustrata.render.operators import (
     gpu_operator_description,
@@ -367,6 +372,11 @@ def operator_values(plan: StackPlan) -> dict[str, Any]:
     values = gpu_operator_values(
         spec.gpu_operator, unique, monitor if monitor is not None else spec.monitoring.enabled
     )
+    if spec.dra.driver == "gpu-operator" and any(
+        p.spec.gpu_allocation == "dra" for p in plan.pools.values()
+    ):  # its own DRA stack: a GPUCluster instead of the ClusterPolicy (the loader checked)
+        own_dra = gpu_cluster_values(spec.gpu_operator.pinned_chart_version)
+        values = deep_merge(values, own_dra or {})
     return _on_system_pool(plan, "gpu-operator", spec.gpu_operator.pinned_chart_version, values)
 
 
@@ -401,15 +411,15 @@ def operator_object(plan: StackPlan) -> dict[str, Any] | None:
 def dra_driver_args(plan: StackPlan) -> tuple[list[str], dict[str, Any]] | None:
     """The DRA pools and the DRA driver chart's values (None: no pool uses DRA)."""
     pools = [p for p in plan.pools.values() if p.spec.gpu_allocation == "dra"]
-    if not pools:
-        return None
+    if not pools or plan.spec.dra.driver not in DRA_CHART_WAYS:
+        return None  # no DRA pool, or the GPU Operator installs the driver itself
     tolerations = [t for p in pools for t in pool_tolerations(p)]
     unique = list({tuple(sorted(t.items())): t for t in tolerations}.values())
     names = [p.name for p in pools]
     operator = plan.spec.gpu_operator
     driver = operator.enabled and operator.driver_enabled
     values = dra_driver_values(names, unique, operator_driver=driver)
-    release = dra_driver_release()
+    release = dra_driver_release(plan.spec.dra.driver)
     return names, _on_system_pool(plan, release.chart, release.version, values)
 
 
@@ -423,9 +433,9 @@ def dra_driver_object(plan: StackPlan) -> dict[str, Any] | None:
     dra = dra_driver_args(plan)
     if dra is None:
         return None
-    release = dra_driver_release()
+    release = dra_driver_release(plan.spec.dra.driver)
     return helm_release_object(
-        release.chart, release.version, release.repository, DRA_DRIVER_NAMESPACE, dra[1]
+        release.chart_ref, release.version, release.repository, DRA_DRIVER_NAMESPACE, dra[1]
     )
 
 

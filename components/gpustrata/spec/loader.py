@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
+from gpustrata.catalog.charts import gpu_cluster_values
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.core.textfiles import TextFileError, read_text_file
 from gpustrata.core.yamlio import error_line
@@ -304,11 +305,13 @@ DRA_MIN_KUBERNETES = (1, 34)
 
 
 def _dra_problems(spec: StackSpec) -> list[Problem]:
-    """A DRA pool needs a cluster that serves resource.k8s.io/v1."""
+    """A DRA pool needs a cluster that serves resource.k8s.io/v1; the GPU Operator's own
+    DRA stack needs an operator release that has one, and DRA on every pool."""
+    problems = _operator_dra_problems(spec)
     version = tuple(int(p) for p in spec.cluster.kubernetes_version.split("."))
     if version >= DRA_MIN_KUBERNETES:
-        return []
-    return [
+        return problems
+    return problems + [
         Problem(
             f"{CONFIG_KEY}.node_pools[{i}].gpu_allocation",
             f"'dra' needs Kubernetes 1.34 or later (resource.k8s.io/v1), but "
@@ -318,6 +321,48 @@ def _dra_problems(spec: StackSpec) -> list[Problem]:
         for i, pool in enumerate(spec.node_pools)
         if pool.gpu_allocation == "dra"
     ]
+
+
+def _operator_dra_problems(spec: StackSpec) -> list[Problem]:
+    """``dra.driver: gpu-operator``: the operator installs a GPUCluster instead of its
+    ClusterPolicy, so it must be enabled at a release that can (v26.7.0+, catalogued), and
+    no pool may rely on the device plugin the ClusterPolicy would have run."""
+    if spec.dra.driver != "gpu-operator":
+        return []
+    at = f"{CONFIG_KEY}.dra.driver"
+    operator = spec.gpu_operator
+    if not operator.enabled or operator.chart_version is None:
+        return [
+            Problem(
+                at,
+                "'gpu-operator' needs the GPU Operator the stack installs, but "
+                "gpu_operator.enabled is false; enable it (chart_version v26.7.0 or later) "
+                "or use dra.driver 'kubernetes-sigs-chart'",
+            )
+        ]
+    problems = []
+    if gpu_cluster_values(operator.chart_version) is None:
+        problems.append(
+            Problem(
+                at,
+                f"'gpu-operator' needs a GPU Operator release with its own DRA stack "
+                f"(gpuCluster.deployCR, v26.7.0 and later), but gpu_operator.chart_version is "
+                f"{operator.chart_version}; raise it to v26.7.0 or use dra.driver "
+                "'kubernetes-sigs-chart'",
+            )
+        )
+    problems += [
+        Problem(
+            f"{CONFIG_KEY}.node_pools[{i}].gpu_allocation",
+            f"is '{pool.gpu_allocation}', but dra.driver 'gpu-operator' replaces the "
+            "operator's ClusterPolicy (its device plugin) with a GPUCluster: no device plugin "
+            "would advertise this pool's GPUs; set gpu_allocation 'dra' on every pool, or use "
+            "dra.driver 'kubernetes-sigs-chart'",
+        )
+        for i, pool in enumerate(spec.node_pools)
+        if pool.gpu_allocation != "dra"
+    ]
+    return problems
 
 
 # --- pydantic error -> one line -------------------------------------------------------------

@@ -39,6 +39,7 @@ OperatorComponent = Literal["driver", "toolkit", "device_plugin", "dcgm_exporter
 Runtime = Literal["deployment", "rayservice"]
 Autoscaler = Literal["none", "hpa", "keda"]
 GpuAllocation = Literal["device-plugin", "dra"]
+DraDriverWay = Literal["nvidia-chart", "kubernetes-sigs-chart", "gpu-operator"]
 NatGateways = Literal["single", "per-az"]
 MonitoringMode = Literal["none", "install", "existing"]
 
@@ -1104,6 +1105,21 @@ class LwsSpec(_Model):
 # --- end of multi-node engines -----------------------------------------------------------
 
 
+class DraSpec(_Model):
+    """Which DRA driver publishes the GPUs of the pools with ``gpu_allocation: dra``."""
+
+    driver: DraDriverWay = Field(
+        default="nvidia-chart",
+        description="'nvidia-chart': NVIDIA's nvidia-dra-driver-gpu chart (NGC); "
+        "'kubernetes-sigs-chart': the same driver after its move to kubernetes-sigs "
+        "(dra-driver-nvidia-gpu, oci://registry.k8s.io/dra-driver-nvidia/charts); "
+        "'gpu-operator': the GPU Operator's own DRA stack (v26.7.0+, gpuCluster.deployCR "
+        "with clusterPolicy.deployCR off: a GPUCluster CR instead of the ClusterPolicy, so "
+        "every pool must use gpu_allocation dra). The chart versions are the catalogue's "
+        "(catalog/data/dra-driver.yaml, each cited).",
+    )
+
+
 class ModelSpec(_Model):
     """A served model: what runs, where, and with which vLLM engine settings."""
 
@@ -1288,6 +1304,10 @@ class StackSpec(_Model):
     lws: LwsSpec = Field(
         default_factory=LwsSpec,
         description="LeaderWorkerSet controller (installed when a model spans nodes).",
+    )
+    dra: DraSpec = Field(
+        default_factory=DraSpec,
+        description="DRA driver of the pools with gpu_allocation dra (installed when any).",
     )
     models: list[ModelSpec] = Field(
         default_factory=list,

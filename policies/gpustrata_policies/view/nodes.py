@@ -356,9 +356,12 @@ def pool_driver(
     the pool's nodes, else the operator with ``driver.enabled``, installs its own.
     """
     if pool is not None and pool.from_nodes and pool.driver_version:
+        read = pool.extra.get("driverSource")  # the node image's release, when no GFD label
         return Driver(
             pool.driver_version,
-            "GFD labels nvidia.com/cuda.driver.* on its Nodes",
+            f"preinstalled in the node image ({read})"
+            if isinstance(read, str)
+            else "GFD labels nvidia.com/cuda.driver.* on its Nodes",
         )
     if pool is not None and pool.extra.get("source") == "ClusterProfile" and pool.driver_version:
         return Driver(pool.driver_version, "stated in the cluster profile")

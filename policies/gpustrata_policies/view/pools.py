@@ -438,6 +438,22 @@ def _kubelet_minor(obj: K8sObject) -> str | None:
     return ".".join(parts[:2]) if len(parts) >= 2 and parts[0].isdigit() else None
 
 
+def _aks_image_driver(labels: Mapping[str, str], vm_size: str | None) -> tuple[str, str] | None:
+    """(driver, where it was read) of an AKS Ubuntu node image release (the label
+    ``kubernetes.azure.com/node-image-version``) on the Node's VM size: the driver AKS
+    installs there by default (:mod:`gpustrata.catalog.aks_image`); ``None`` otherwise."""
+    from gpustrata.catalog.aks_image import AKS_IMAGE_LABEL, aks_image_driver, aks_image_source
+
+    image = labels.get(AKS_IMAGE_LABEL)
+    driver = aks_image_driver(image, vm_size) if image else None
+    if driver is None:
+        return None
+    return driver, (
+        f"label {AKS_IMAGE_LABEL}={image}: the driver that release installs on {vm_size} "
+        f"unless the pool skips AKS's GPU driver install, {aks_image_source()}"
+    )
+
+
 def _image_ships_driver(obj: K8sObject, labels: Mapping[str, str]) -> tuple[bool, str] | None:
     """Does the Node's image carry the NVIDIA driver, and what says so? The operator's own
     label; Bottlerocket names its NVIDIA variant in ``osImage`` (``aws-k8s-1.31-nvidia``,
@@ -495,13 +511,18 @@ def node_pools(objects: Iterable[K8sObject]) -> list[GpuPool]:
         cpu = _common([dig(m[0].raw, "status", "allocatable", "cpu") for m in members])
         memory = _common([dig(m[0].raw, "status", "allocatable", "memory") for m in members])
         shipped = _common([_image_ships_driver(m[0], m[1]) for m in members])
+        gfd = _common([_driver_version(ls) for ls in label_sets])
+        aks = None if gfd else _common([_aks_image_driver(ls, instance) for ls in label_sets])
+        if aks is not None and shipped is None:
+            shipped = (True, aks[1])
         extra: dict[str, Any] = {
             "source": "Node",
             "nodes": len(members),
             "poolLabel": key,
             "instanceType": instance,
             "kubernetesVersion": _common([_kubelet_minor(m[0]) for m in members]),
-            "driverVersion": _common([_driver_version(ls) for ls in label_sets]),
+            "driverVersion": gfd or (aks[0] if aks else None),
+            "driverSource": aks[1] if aks else None,
             "driverPreinstalled": shipped[0] if shipped else None,
             "nodeImage": shipped[1] if shipped else None,
             "allocatable": {"cpu": cpu, "memory": memory},
