@@ -18,7 +18,7 @@ from gpustrata_policies.view.kuberay import (
     fmt_gpus,
 )
 from gpustrata_policies.view.nodes import gpu_pools, gpu_requests, shared_gpus, targeted_pools
-from gpustrata_policies.view.objects import K8sObject, PodRef
+from gpustrata_policies.view.objects import K8sObject, PodRef, dig
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
 from gpustrata_policies.view.vllm_args import SERVE_CONFIG_TYPE_SOURCE, serve_config
 
@@ -231,8 +231,11 @@ def _leader_worker_groups(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]
     """A LeaderWorkerSet's groups (``replicas`` x ``size`` Pods: a multi-node engine's Ray
     cluster or torch.distributed group) fit the one pool their Pods target at its maxSize;
     a group whose last Pods find no node never starts its engine."""
-    tpl = obj.raw.get("spec", {}).get("leaderWorkerTemplate", {})
-    size, replicas = tpl.get("size", 1), obj.raw.get("spec", {}).get("replicas", 1)
+    # dig: a spec or template unknown during a preview reads as UNKNOWN, never raises
+    size = dig(obj.raw, "spec", "leaderWorkerTemplate", "size")
+    replicas = dig(obj.raw, "spec", "replicas")
+    size = 1 if size is None else size
+    replicas = 1 if replicas is None else replicas
     if not isinstance(size, int) or not isinstance(replicas, int) or size < 2 or replicas < 1:
         return
     pods = obj.pods()
