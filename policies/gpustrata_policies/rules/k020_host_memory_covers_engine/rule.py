@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 
-from gpustrata.catalog.vllm_releases import source_url
+from gpustrata.catalog.vllm_releases import reference_release, source_url
 from gpustrata.core.unknown import known
 from gpustrata.vllm.offload import (
     GIB,
@@ -19,7 +19,7 @@ from gpustrata.vllm.offload import (
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.capacity import capacity_inputs
-from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.engines import EngineSite, engine_sites, site_version
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list
 
 _READ = (
@@ -65,6 +65,17 @@ def _estimates(ctx: RuleContext, site: EngineSite) -> tuple[int | None, int | No
     return per_token, min(i.estimate.weights.total_bytes for i in found)
 
 
+def _release_note(site: EngineSite) -> str:
+    """The loader paths are read at the reference release: say so where the image names
+    another release or none (the release is not assumed)."""
+    version, _ = site_version(site)
+    reference = reference_release()
+    if version == reference:
+        return ""
+    runs = f"the image runs vLLM {version}" if version else "the image names no vLLM release"
+    return f" (vLLM's loader as read at {reference}; {runs})"
+
+
 def _loading(
     ctx: RuleContext,
     obj: K8sObject,
@@ -87,7 +98,7 @@ def _loading(
     path = (*container.path, "resources", "limits", "memory")
     head = (
         f"{site.label} loads {_gib(weights)} of weights under a memory limit of "
-        f"{_gib(float(limit))}: {loading.how}"
+        f"{_gib(float(limit))}: {loading.how}{_release_note(site)}"
     )
     need = math.ceil(held / GIB)
     if loading.holds == "all":
@@ -111,8 +122,9 @@ def _loading(
     return ctx.violation(
         obj,
         f"{head}. Not a failure: the load completes, but the weights cannot stay cached in "
-        "the container, and vLLM skips its automatic prefetch on NFS/Lustre (it needs the "
-        f"checkpoint within 90% of the container's free memory, {VLLM_LOADER_SRC}). Set "
+        f"the container, and vLLM {reference_release()} skips its automatic prefetch on "
+        "NFS/Lustre (it needs the checkpoint within 90% of the container's free memory, "
+        f"{VLLM_LOADER_SRC}). Set "
         f"limits.memory above {need}Gi plus the engine's own memory to keep them cached",
         path,
         advisory=True,
