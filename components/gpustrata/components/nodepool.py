@@ -119,6 +119,8 @@ class GpuNodePool(pulumi.ComponentResource):
     ) -> None:
         kubelet = kubelet_config(**args["kubelet"])
         karpenter = args.get("provisioner", "managed-node-group") == "karpenter"
+        if args["create"] and not karpenter and args.get("efa_interfaces"):
+            _Efa.check(args)  # before anything is registered
         inputs = Placeholders()
         description = pool_description(
             name=args["pool_name"],
@@ -225,6 +227,21 @@ class _Efa:
         self.rules = rules
 
     @staticmethod
+    def check(args: GpuNodePoolArgs) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
+        """The VPC and cluster security group EFA needs; raises :class:`ComponentInputError`
+        naming the missing input."""
+        vpc_id = args.get("vpc_id")
+        cluster_sg = args.get("cluster_security_group_id")
+        if vpc_id is None or cluster_sg is None:
+            raise ComponentInputError(
+                "vpcId" if vpc_id is None else "clusterSecurityGroupId",
+                "efa_interfaces needs vpc_id and cluster_security_group_id (the EKS "
+                "cluster's VPC and cluster security group): pass EksCluster.vpc_id and "
+                "EksCluster.cluster_security_group_id",
+            )
+        return vpc_id, cluster_sg
+
+    @staticmethod
     def create(name: str, args: GpuNodePoolArgs, child: pulumi.ResourceOptions) -> "_Efa":
         """The placement group, the EFA security group with its rules, and the interfaces.
 
@@ -245,15 +262,7 @@ class _Efa:
         EKS adds its cluster security group to none it declares, so each keeps it here.
         """
         count = args.get("efa_interfaces", 0)
-        vpc_id = args.get("vpc_id")
-        cluster_sg = args.get("cluster_security_group_id")
-        if vpc_id is None or cluster_sg is None:
-            raise ComponentInputError(
-                "vpcId" if vpc_id is None else "clusterSecurityGroupId",
-                "efa_interfaces needs vpc_id and cluster_security_group_id (the EKS "
-                "cluster's VPC and cluster security group): pass EksCluster.vpc_id and "
-                "EksCluster.cluster_security_group_id",
-            )
+        vpc_id, cluster_sg = _Efa.check(args)
         group = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", opts=child)
         sg = aws.ec2.SecurityGroup(
             f"{name}-efa-sg",
