@@ -257,9 +257,14 @@ class _Efa:
           within one Availability Zone
           (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html,
           https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html).
-        EKS (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html): a
-        launch template's interfaces name no subnet (the node group's subnets apply), and
-        EKS adds its cluster security group to none it declares, so each keeps it here.
+        EKS (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, read at
+        awsdocs/amazon-eks-user-guide@4d52b4d05e3478582e7d10a73cbd9ba9194dd5f7:
+        latest/ug/nodes/launch-templates.adoc): a launch template's interfaces name no
+        subnet (the node group's subnets apply); "If you specify custom security groups in
+        the launch template ... Amazon EKS doesn't add the cluster security group", so each
+        interface keeps it here; the one-interface limit there is the console's only. The
+        EKS guide's own EFA node group (latest/ug/ml/node-efa.adoc) is a managed node group
+        in one Availability Zone.
         """
         count = args.get("efa_interfaces", 0)
         vpc_id, cluster_sg = _Efa.check(args)
