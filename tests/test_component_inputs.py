@@ -208,3 +208,33 @@ def test_an_existing_cluster_reads_no_kubeconfig_file(tmp_path: Path) -> None:
     resources = run_program(doc, stack="dev", program=ROOT / "__main__.py")
     (provider,) = _by_type(resources, "pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == str(missing)
+
+
+def test_gpu_node_pool_with_efa_names_what_it_lacks(tmp_path: Path) -> None:
+    """EFA interfaces need the cluster's VPC and security group: without them the error
+    names the input and the fix, and nothing is registered."""
+    resources = _run(
+        tmp_path,
+        """
+        import pulumi
+        import pulumi_kubernetes as k8s
+        from gpustrata.components import GpuNodePool, gpu_node_pool_args
+
+        args = gpu_node_pool_args(
+            "p5.48xlarge", pool_name="h100", kubernetes_version="1.34", max_size=2,
+            cluster_name="c", node_role_arn="arn:aws:iam::123456789012:role/n",
+            subnet_ids=["subnet-a", "subnet-b"],
+        )
+        args["efa_interfaces"] = 32
+        try:
+            GpuNodePool("h100", args)
+        except pulumi.InputPropertyError as exc:
+            k8s.core.v1.ConfigMap("error", data={"path": exc.property_path, "why": str(exc)})
+        """,
+    )
+    (error,) = _by_type(resources, "kubernetes:core/v1:ConfigMap")
+    assert error.inputs["data"]["path"] == "vpcId"
+    assert "EksCluster.vpc_id" in error.inputs["data"]["why"]
+    assert not _by_type(resources, "aws:ec2/placementGroup:PlacementGroup")
+    assert not _by_type(resources, "aws:eks/nodeGroup:NodeGroup")
+    assert not _by_type(resources, "gpustrata:index:GpuNodePool")

@@ -97,12 +97,20 @@ def test_planner_spans_nodes_tp_per_node_pp_across() -> None:
     assert mp.capacity is not None and mp.capacity.fits
     why = {d.key: d.why for d in plan.derived}
     assert "fewest nodes (PP 2..4)" in why[f"models.{MODEL}.multiNode.nodes"]
-    # The node groups this stack creates attach no EFA interface: none is asked for.
-    assert mp.multi_node.efa_interfaces == 0
-    assert "attach none" in why[f"models.{MODEL}.multiNode.efaInterfaces"]
+    # The node group this stack creates attaches every EFA interface: each Pod asks for them.
     p5 = load_hardware_catalog().instances["p5.48xlarge"]
+    assert mp.multi_node.efa_interfaces == p5.efa_interfaces == 32
+    assert "launch template" in why[f"models.{MODEL}.multiNode.efaInterfaces"]
     existing = build_plan(_existing()).models[MODEL].multi_node
-    assert existing is not None and existing.efa_interfaces == p5.efa_interfaces == 32
+    assert existing is not None and existing.efa_interfaces == 32
+    # A Karpenter NodePool's EC2NodeClass gets no EFA from gpustrata: none is asked for.
+    doc = _doc()
+    doc["node_pools"][0].update(provisioner="karpenter", min_size=0)
+    karpenter = build_plan(doc)
+    kmp = karpenter.models[MODEL].multi_node
+    assert kmp is not None and kmp.efa_interfaces == 0
+    kwhy = {d.key: d.why for d in karpenter.derived}
+    assert "Karpenter NodePools" in kwhy[f"models.{MODEL}.multiNode.efaInterfaces"]
 
 
 def test_planner_spans_nodes_unasked_only_when_one_node_cannot_start_the_engine() -> None:
@@ -333,7 +341,8 @@ def test_efa_device_plugin_tolerates_the_pools_that_ask_for_efa() -> None:
     assert values["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]
-    assert efa_device_plugin_chart(build_plan(_doc())) is None  # created nodes: no EFA asked
+    # Created node groups attach EFA too: the same plugin, the same tolerations.
+    assert efa_device_plugin_chart(build_plan(_doc())) == found
     doc = _existing()
     doc["models"][0]["multi_node"]["efa"] = "off"
     doc["models"][1]["multi_node"] = {"efa": "off"}
@@ -373,7 +382,8 @@ def test_existing_cluster_gets_the_efa_plugin_in_kube_system_before_the_engines(
 
 def _docs_rows() -> list[list[str]]:
     text = (ROOT / "docs" / "howto" / "serve-across-nodes.md").read_text(encoding="utf-8")
-    table = text.split("### Measured: 405B and 671B on p5.48xlarge", 1)[1]
+    # The section's table only (later sections have tables of their own).
+    table = text.split("### Measured: 405B and 671B on p5.48xlarge", 1)[1].split("\n## ", 1)[0]
     rows = [line.strip("|").split("|") for line in table.splitlines() if line.startswith("| ")]
     return [[c.strip() for c in row] for row in rows[1:]]  # the header row first
 
@@ -398,3 +408,81 @@ def test_the_docs_numbers_are_the_planners() -> None:
         assert tokens == f"{mp.capacity.kv.tokens:,}", model
         assert seqs == str(mp.capacity.max_concurrent_full_length_sequences), model
         assert startup == f"{round(mp.capacity.startup.total_s):,}", model
+
+
+def test_created_node_group_attaches_efa_in_a_cluster_placement_group() -> None:
+    """Create mode: the pool whose engines ask for EFA gets a launch template with one EFA
+    interface per network card (card 0 at device index 0, the others at device index 1:
+    EC2 user guide, efa-acc-inst-types / p5-efa), a cluster placement group, an EFA security
+    group allowing all traffic to and from itself (efa-start), one subnet; the node group
+    waits for all of it and the engines for the node group and the EFA device plugin."""
+    resources = run_program(_doc(), stack="multinode", program=ROOT / "__main__.py")
+    by_name = {r.name: r for r in resources}
+
+    def of(typ: str) -> list[Any]:
+        return [r for r in resources if r.type == typ]
+
+    (template,) = [r for r in of("aws:ec2/launchTemplate:LaunchTemplate") if "gpu-h100" in r.name]
+    interfaces = template.inputs["networkInterfaces"]
+    p5 = load_hardware_catalog().instances["p5.48xlarge"]
+    assert len(interfaces) == p5.efa_interfaces == 32
+    assert [i["networkCardIndex"] for i in interfaces] == list(range(32))
+    assert [i["deviceIndex"] for i in interfaces] == [0] + [1] * 31
+    assert {i["interfaceType"] for i in interfaces} == {"efa"}
+    assert all("subnetId" not in i for i in interfaces)  # EKS: the node group's subnets
+    (sg,) = of("aws:ec2/securityGroup:SecurityGroup")
+    assert sg.inputs["vpcId"] == "vpc-mock"
+    sg_id = f"{sg.name}-id"
+    for i in interfaces:  # EKS adds its cluster SG to no declared interface: kept here
+        assert i["securityGroups"] == ["sg-mock-cluster", sg_id]
+    (group,) = of("aws:ec2/placementGroup:PlacementGroup")
+    assert group.inputs["strategy"] == "cluster"
+    assert template.inputs["placement"] == {"groupName": group.name}
+    (ingress,) = of("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    (egress,) = of("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+    for rule in (ingress, egress):
+        assert rule.inputs["securityGroupId"] == sg_id
+        assert rule.inputs["referencedSecurityGroupId"] == sg_id
+        assert rule.inputs["ipProtocol"] == "-1"
+    (ng,) = [
+        r for r in of("aws:eks/nodeGroup:NodeGroup") if r.inputs["nodeGroupName"] == "gpu-h100"
+    ]
+    assert len(ng.inputs["subnetIds"]) == 1  # one subnet: EFA and the placement group's AZ
+    waits = closure(by_name, ng.name)
+    assert {template.name, group.name, sg.name, ingress.name, egress.name} <= waits
+    plugin = next(r for r in resources if r.inputs.get("chart") == efa_facts().device_plugin_chart)
+    lws = by_name[f"gpustrata-{MODEL}-leaderworkerset"]
+    assert {ng.name, plugin.name} <= closure(by_name, lws.name)
+    spec = lws.inputs["spec"]["leaderWorkerTemplate"]
+    for pod in (spec["leaderTemplate"]["spec"], spec["workerTemplate"]["spec"]):
+        (container,) = pod["containers"]
+        assert container["resources"]["limits"][efa_facts().resource] == "32"
+        assert {"name": "FI_PROVIDER", "value": "efa"} in container["env"]
+    # The system node group keeps EKS's defaults: no EFA, no placement group.
+    (system,) = [
+        r for r in of("aws:eks/nodeGroup:NodeGroup") if r.inputs["nodeGroupName"] == "system"
+    ]
+    assert "launchTemplate" not in system.inputs
+
+
+def test_created_node_group_without_efa_engines_gets_none() -> None:
+    """efa: off on every engine: the p5 node group's launch template declares no interface,
+    and no placement group, EFA security group or device plugin is created."""
+    doc = _doc()
+    doc["models"][0]["multi_node"]["efa"] = "off"
+    doc["models"][1]["multi_node"] = {"efa": "off"}
+    resources = run_program(doc, stack="multinode", program=ROOT / "__main__.py")
+    types = {r.type for r in resources}
+    assert not types & {
+        "aws:ec2/placementGroup:PlacementGroup",
+        "aws:ec2/securityGroup:SecurityGroup",
+        "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+    }
+    for r in resources:
+        if r.type == "aws:ec2/launchTemplate:LaunchTemplate":
+            assert not r.inputs.get("networkInterfaces") and not r.inputs.get("placement")
+    assert not any(
+        r.inputs.get("chart") == efa_facts().device_plugin_chart
+        for r in resources
+        if r.type == "kubernetes:helm.sh/v3:Release"
+    )

@@ -108,6 +108,12 @@ class EksCluster(pulumi.ComponentResource):
     """Kubeconfig (exec-based, `aws eks get-token --region`) for the cluster."""
     subnet_ids: pulumi.Output[list[str]]
     """The private subnets the node groups use."""
+    vpc_id: pulumi.Output[str]
+    """The cluster's VPC (EKS's ``vpcConfig.vpcId``)."""
+    cluster_security_group_id: pulumi.Output[str]
+    """The security group EKS creates for the cluster and puts managed nodes in
+    (``vpcConfig.clusterSecurityGroupId``); a launch template that names its own security
+    groups must name this one too."""
 
     def __init__(
         self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None
@@ -153,6 +159,10 @@ class EksCluster(pulumi.ComponentResource):
         self.node_role_arn = node_role.arn
         self.node_role_name = node_role.name
         self.cluster_arn = cluster.arn
+        self.vpc_id = cluster.vpc_config.vpc_id.apply(lambda v: v or "")
+        self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id.apply(
+            lambda v: v or ""
+        )
         region, profile = args["region"], args.get("profile")
         self.kubeconfig = pulumi.Output.all(
             cluster.name, cluster.endpoint, cluster.certificate_authority
@@ -208,6 +218,8 @@ class EksCluster(pulumi.ComponentResource):
                 "cluster_arn": self.cluster_arn,
                 "kubeconfig": self.kubeconfig,
                 "subnet_ids": self.subnet_ids,
+                "vpc_id": self.vpc_id,
+                "cluster_security_group_id": self.cluster_security_group_id,
             }
         )
 

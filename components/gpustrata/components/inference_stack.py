@@ -39,6 +39,7 @@ from gpustrata.render.from_plan import (
     DRA_DRIVER_NAMESPACE,
     dra_driver_args,
     efa_device_plugin_chart,
+    efa_pools,
     karpenter_values,
     kuberay_operator_values,
     lws_chart,
@@ -217,12 +218,20 @@ class InferenceStack(pulumi.ComponentResource):
             if eks is not None and self.plan.karpenter is not None
             else None
         )
+        efa_pools_of = efa_pools(self.plan)
         for pool in self.plan.pools.values():
             pool_args = _pool_args(pool, spec, create=eks is not None)
             if eks is not None:
                 pool_args["cluster_name"] = eks.cluster_name
                 pool_args["node_role_arn"] = eks.node_role_arn
                 pool_args["subnet_ids"] = eks.subnets_offering(pool.instance.name)
+                if pool.name in efa_pools_of and pool.spec.provisioner != "karpenter":
+                    # Engines ask for EFA: the node group attaches the interfaces.
+                    pool_args["efa_interfaces"] = (
+                        efa_pools_of[pool.name].instance.efa_interfaces or 0
+                    )
+                    pool_args["vpc_id"] = eks.vpc_id
+                    pool_args["cluster_security_group_id"] = eks.cluster_security_group_id
             pool_of[pool.name] = GpuNodePool(
                 f"{name}-{pool.name}", pool_args, pulumi.ResourceOptions(parent=self)
             )

@@ -91,6 +91,15 @@ class GpuNodePoolArgs(TypedDict):
     """IAM role of the nodes (create mode)."""
     subnet_ids: NotRequired[pulumi.Input[Sequence[str]]]
     """Subnets of the nodes (create mode)."""
+    efa_interfaces: NotRequired[int]
+    """EFA interfaces to attach to each node (create mode; 0 or absent: none). With EFA the
+    launch template gets one EFA interface per network card, the nodes a cluster placement
+    group and an EFA security group, and the node group the first of ``subnet_ids`` only."""
+    vpc_id: NotRequired[pulumi.Input[str]]
+    """The cluster's VPC (create mode with EFA: the EFA security group's VPC)."""
+    cluster_security_group_id: NotRequired[pulumi.Input[str]]
+    """EKS's cluster security group (create mode with EFA: each interface keeps it, since
+    EKS adds it to no interface a launch template declares)."""
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -110,6 +119,8 @@ class GpuNodePool(pulumi.ComponentResource):
     ) -> None:
         kubelet = kubelet_config(**args["kubelet"])
         karpenter = args.get("provisioner", "managed-node-group") == "karpenter"
+        if args["create"] and not karpenter and args.get("efa_interfaces"):
+            _Efa.check(args)  # before anything is registered
         inputs = Placeholders()
         description = pool_description(
             name=args["pool_name"],
@@ -144,6 +155,7 @@ class GpuNodePool(pulumi.ComponentResource):
         user_data = nodeadm_user_data(
             pool=args["pool_name"], instance_type=args["instance_type"], kubelet=kubelet
         )
+        efa = _Efa.create(name, args, child) if args.get("efa_interfaces") else None
         template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             user_data=base64.b64encode(user_data.encode()).decode(),
@@ -160,14 +172,17 @@ class GpuNodePool(pulumi.ComponentResource):
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_tokens="required", http_put_response_hop_limit=2
             ),
-            opts=child,
+            network_interfaces=efa.interfaces if efa is not None else None,
+            placement=efa.placement if efa is not None else None,
+            # The interfaces' security group rules exist before a node starts.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=efa.rules if efa else None),
         )
         group = aws.eks.NodeGroup(
             f"{name}-ng",
             cluster_name=args.get("cluster_name", ""),
             node_group_name=args["pool_name"],
             node_role_arn=args.get("node_role_arn", ""),
-            subnet_ids=args.get("subnet_ids", []),
+            subnet_ids=efa.subnet_ids if efa is not None else args.get("subnet_ids", []),
             instance_types=[args["instance_type"]],
             ami_type=args["ami_type"],
             # Nodes follow the cluster's minor: a control-plane upgrade in the stack rolls them.
@@ -193,6 +208,110 @@ class GpuNodePool(pulumi.ComponentResource):
         )
         self.node_group_name = group.node_group_name
         self.register_outputs({"description": description, "node_group_name": self.node_group_name})
+
+
+class _Efa:
+    """What a node group needs for EFA: the launch template's interfaces and placement,
+    the node group's one subnet, and the security group rules the interfaces rely on."""
+
+    def __init__(
+        self,
+        interfaces: list[aws.ec2.LaunchTemplateNetworkInterfaceArgs],
+        placement: aws.ec2.LaunchTemplatePlacementArgs,
+        subnet_ids: pulumi.Output[list[str]],
+        rules: list[pulumi.Resource],
+    ) -> None:
+        self.interfaces = interfaces
+        self.placement = placement
+        self.subnet_ids = subnet_ids
+        self.rules = rules
+
+    @staticmethod
+    def check(args: GpuNodePoolArgs) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
+        """The VPC and cluster security group EFA needs; raises :class:`ComponentInputError`
+        naming the missing input."""
+        vpc_id = args.get("vpc_id")
+        cluster_sg = args.get("cluster_security_group_id")
+        if vpc_id is None or cluster_sg is None:
+            raise ComponentInputError(
+                "vpcId" if vpc_id is None else "clusterSecurityGroupId",
+                "efa_interfaces needs vpc_id and cluster_security_group_id (the EKS "
+                "cluster's VPC and cluster security group): pass EksCluster.vpc_id and "
+                "EksCluster.cluster_security_group_id",
+            )
+        return vpc_id, cluster_sg
+
+    @staticmethod
+    def create(name: str, args: GpuNodePoolArgs, child: pulumi.ResourceOptions) -> "_Efa":
+        """The placement group, the EFA security group with its rules, and the interfaces.
+
+        AWS requirements (EC2 user guide):
+        - one EFA per network card; the primary interface (network card 0) at device index
+          0, every other at the next network card and device index 1
+          (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html,
+          https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/p5-efa.html);
+        - a security group that allows all inbound and outbound traffic to and from itself
+          (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html, "Prepare an
+          EFA-enabled security group");
+        - EFA's OS-bypass traffic stays within one subnet, and a cluster placement group
+          within one Availability Zone
+          (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html,
+          https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html).
+        EKS (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, read at
+        awsdocs/amazon-eks-user-guide@4d52b4d05e3478582e7d10a73cbd9ba9194dd5f7:
+        latest/ug/nodes/launch-templates.adoc): a launch template's interfaces name no
+        subnet (the node group's subnets apply); "If you specify custom security groups in
+        the launch template ... Amazon EKS doesn't add the cluster security group", so each
+        interface keeps it here; the one-interface limit there is the console's only. The
+        EKS guide's own EFA node group (latest/ug/ml/node-efa.adoc) is a managed node group
+        in one Availability Zone.
+        """
+        count = args.get("efa_interfaces", 0)
+        vpc_id, cluster_sg = _Efa.check(args)
+        group = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", opts=child)
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-efa-sg",
+            vpc_id=vpc_id,
+            description=f"EFA traffic between the nodes of pool {args['pool_name']}",
+            opts=child,
+        )
+        rules: list[pulumi.Resource] = [
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-efa-in",
+                security_group_id=sg.id,
+                referenced_security_group_id=sg.id,
+                ip_protocol="-1",
+                description="EFA: all traffic from the same security group",
+                opts=child,
+            ),
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-efa-out",
+                security_group_id=sg.id,
+                referenced_security_group_id=sg.id,
+                ip_protocol="-1",
+                description="EFA: all traffic to the same security group",
+                opts=child,
+            ),
+        ]
+        interfaces = [
+            aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                network_card_index=card,
+                device_index=0 if card == 0 else 1,
+                interface_type="efa",
+                security_groups=[cluster_sg, sg.id],
+                delete_on_termination="true",
+            )
+            for card in range(count)
+        ]
+        subnets = pulumi.Output.from_input(args.get("subnet_ids", [])).apply(
+            lambda ids: list(ids)[:1]
+        )
+        return _Efa(
+            interfaces,
+            aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name),
+            subnets,
+            rules,
+        )
 
 
 def gpu_node_pool_args(

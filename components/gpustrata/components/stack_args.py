@@ -854,7 +854,9 @@ class StackMultiNodeArgs(TypedDict):
     efa: NotRequired[_EfaMode]
     """'auto': on instance types with Elastic Fabric Adapter interfaces, each Pod requests all of
     its node's (vpc.amazonaws.com/efa) and sets the Libfabric environment NCCL needs
-    (FI_PROVIDER=efa); 'off': NCCL over TCP sockets. Default: ``"auto"``.
+    (FI_PROVIDER=efa), and a managed node group the stack creates attaches the interfaces (launch
+    template, cluster placement group; a Karpenter pool gets none); 'off': NCCL over TCP sockets.
+    Default: ``"auto"``.
     """
 
 

@@ -78,7 +78,7 @@ def resolve_multi_node(
     max_replicas: int,
     ledger: Ledger,
     *,
-    nodes_created: bool,
+    nodes_by: str,
 ) -> tuple[ModelSpec, MultiNodePlan] | None:
     """The model with its multi-node layout resolved (engine TP/PP and ``multi_node`` set),
     or None when the engine runs on one node.
@@ -88,10 +88,12 @@ def resolve_multi_node(
     start the engine. Raises :class:`MultiNodeProblem` for a layout that cannot run.
 
     EFA: ``efa: auto`` requests every EFA interface of the node on an instance type that has
-    them, where the nodes already exist (``nodes_created`` False: an existing cluster's node
-    groups, created with EFA as the EKS guide does). The node groups this stack creates
-    attach no EFA interfaces yet, so there a Pod asking for ``vpc.amazonaws.com/efa`` would
-    stay Pending: NCCL uses TCP and the ledger says why.
+    them. *nodes_by* says who makes the nodes: ``existing`` (an existing cluster's node
+    groups, created with EFA as the EKS guide does), ``managed-node-group`` (the EKS node
+    group this stack creates, whose launch template then attaches one EFA interface per
+    network card) or ``karpenter`` (a Karpenter NodePool, whose EC2NodeClass gpustrata does
+    not give EFA yet: a Pod asking for ``vpc.amazonaws.com/efa`` would stay Pending, so NCCL
+    uses TCP and the ledger says why).
     """
     spec = model.multi_node
     tp_set = _explicit(model, "tensor_parallel_size")
@@ -170,7 +172,7 @@ def resolve_multi_node(
             f"{max_replicas} group(s) of {nodes} nodes need {nodes * max_replicas} nodes; the "
             f"pool's max_size is {pool_max_nodes}: raise it or lower replicas",
         )
-    efa = (efa_interfaces or 0) if spec.efa == "auto" and not nodes_created else 0
+    efa = (efa_interfaces or 0) if spec.efa == "auto" and nodes_by != "karpenter" else 0
     plan = MultiNodePlan(
         nodes=nodes,
         tensor_parallel_size=gpus_per_node,
@@ -194,11 +196,18 @@ def resolve_multi_node(
             if efa_interfaces == 0
             else "efa auto: the instance type's EFA interfaces are not catalogued"
         )
-    elif nodes_created:
+    elif nodes_by == "karpenter":
         efa_why = (
             f"efa auto: the instance type has {efa_interfaces} EFA interface(s) (instances."
-            "yaml), but the node groups this stack creates attach none (not implemented "
-            "yet): a Pod asking for them would stay Pending, so NCCL uses TCP"
+            "yaml), but the Karpenter NodePools this stack creates attach none (not "
+            "implemented yet): a Pod asking for them would stay Pending, so NCCL uses TCP"
+        )
+    elif nodes_by == "managed-node-group":
+        efa_why = (
+            f"efa auto: {efa_interfaces} EFA interface(s) per node (instances.yaml), attached "
+            "by the launch template of the node group this stack creates (one per network "
+            "card, in a cluster placement group) and advertised by the EFA device plugin the "
+            "stack installs"
         )
     else:
         efa_why = (

@@ -887,7 +887,7 @@ def _multi_node(
             pool.instance.efa_interfaces,
             max_replicas,
             ledger,
-            nodes_created=create,
+            nodes_by=(pool.spec.provisioner if create else "existing"),
         )
     except MultiNodeProblem as exc:
         raise PlanError(f"gpustrata:stack.models[{index}].{exc.field}", str(exc)) from None

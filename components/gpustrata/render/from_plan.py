@@ -253,15 +253,22 @@ def lws_chart(plan: StackPlan) -> tuple[str, str, dict[str, Any]] | None:
     )
 
 
-def efa_device_plugin_chart(plan: StackPlan) -> tuple[str, str, str, str, dict[str, Any]] | None:
-    """The EFA device plugin the stack installs (chart, version, repository, namespace,
-    values: tolerating the taints of the pools whose engines ask for EFA, so its DaemonSet
-    runs there and advertises ``vpc.amazonaws.com/efa``), or None when no Pod asks."""
-    pools = {
+def efa_pools(plan: StackPlan) -> dict[str, PoolPlan]:
+    """The pools whose engines ask for EFA (``multi_node.efa_interfaces`` > 0), by name: the
+    device plugin tolerates them and, in create mode, their node groups attach the
+    interfaces (``GpuNodePoolArgs.efa_interfaces``)."""
+    return {
         mp.pool.name: mp.pool
         for mp in plan.models.values()
         if mp.multi_node is not None and mp.multi_node.efa_interfaces > 0
     }
+
+
+def efa_device_plugin_chart(plan: StackPlan) -> tuple[str, str, str, str, dict[str, Any]] | None:
+    """The EFA device plugin the stack installs (chart, version, repository, namespace,
+    values: tolerating the taints of the pools whose engines ask for EFA, so its DaemonSet
+    runs there and advertises ``vpc.amazonaws.com/efa``), or None when no Pod asks."""
+    pools = efa_pools(plan)
     if not pools:
         return None
     efa = efa_facts()

@@ -58,6 +58,7 @@ _CALLS: dict[str, dict[str, Any]] = {
         "names": ["mock-zone-a", "mock-zone-b", "mock-zone-c", "mock-zone-d"]
     },
 }
+_AUTONAMED = {"aws:eks/cluster:Cluster", "aws:ec2/placementGroup:PlacementGroup"}
 _ALL_ZONES = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"
 
 
@@ -101,8 +102,15 @@ class _Mocks(pulumi.runtime.Mocks):
     ) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
         state.update(_COMPUTED.get(args.typ, {}))
-        if args.typ == "aws:eks/cluster:Cluster":
+        if args.typ in _AUTONAMED:  # the provider names it (auto-naming) when no name is given
             state.setdefault("name", args.name)
+        if args.typ == "aws:eks/cluster:Cluster":
+            # EKS fills in the VPC and the cluster security group it creates.
+            state["vpcConfig"] = {
+                **(state.get("vpcConfig") or {}),
+                "vpcId": "vpc-mock",
+                "clusterSecurityGroupId": "sg-mock-cluster",
+            }
         if args.typ == "aws:ec2/subnet:Subnet":  # ids in AWS's form (CRD patterns check it)
             return f"subnet-{zlib.crc32(args.name.encode()):08x}", state
         return (f"{args.name}-id" if args.custom else None), state

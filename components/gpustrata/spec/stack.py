@@ -1087,7 +1087,9 @@ class MultiNodeSpec(_Model):
         default="auto",
         description="'auto': on instance types with Elastic Fabric Adapter interfaces, each "
         "Pod requests all of its node's (vpc.amazonaws.com/efa) and sets the Libfabric "
-        "environment NCCL needs (FI_PROVIDER=efa); 'off': NCCL over TCP sockets.",
+        "environment NCCL needs (FI_PROVIDER=efa), and a managed node group the stack "
+        "creates attaches the interfaces (launch template, cluster placement group; a "
+        "Karpenter pool gets none); 'off': NCCL over TCP sockets.",
     )
 
 
