@@ -1,0 +1,70 @@
+"""Rules split as ``judge -> Verdict`` and ``message(verdict)`` (issue 32): their decisions as
+data, on their own rule-folder fixtures. The verdicts' figures, thresholds and sources are
+asserted here; the prose is pinned by each folder's ``expected.yaml``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from conftest import fixture
+
+from gpustrata_policies.evaluate import find_rule, load_config
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.inputs.manifests import load_paths
+from gpustrata_policies.rules._verdict import Verdict
+from gpustrata_policies.view.objects import K8sObject
+
+Judge = Callable[[RuleContext, K8sObject], Iterable[Verdict]]
+
+
+def _verdicts(rule_id: str, name: str, judge: Judge) -> dict[str, list[Verdict]]:
+    """resource -> the verdicts *judge* gives on fixture *name* of rule *rule_id*."""
+    rule = find_rule(rule_id)
+    assert rule is not None
+    objs = load_paths([str(fixture(rule_id, name))])
+    ctx = RuleContext(rule.meta, load_config(None, "prod"), objs)
+    out = {obj.resource: list(judge(ctx, obj)) for obj in objs}
+    return {resource: found for resource, found in out.items() if found}
+
+
+def test_r004_stale_ray_version_names_the_gates_crossed() -> None:
+    from gpustrata_policies.rules.r004_ray_versions_match.rule import judge
+
+    found = _verdicts("R004", "bad-stale-ray-version.yaml", judge)
+    [stale] = found["RayCluster/ray/llm"]
+    assert (stale.decision, stale.reason) == ("violation", "stale-ray-version")
+    assert (stale.values["declared"], stale.values["image_ray"]) == ("2.46.0", "2.60.0")
+    assert stale.values["crossed"] == (
+        ("autoscaler-v2-default", "2.47.0"),
+        ("unified-http-health-probe", "2.53.0"),
+    )
+    assert stale.thresholds["gates"] == ("2.47.0", "2.53.0")
+    assert stale.values["operator"] is None and stale.values["operator_catalogued"] is False
+    assert stale.path == ("spec", "rayVersion")
+    assert stale.sources, "the gates' catalogue sources travel with the verdict"
+    # A mismatch crossing no gate in use is advisory, not mandatory.
+    [patch] = found["RayCluster/ray/patch"]
+    assert (patch.decision, patch.values["crossed"]) == ("advisory", ())
+    [mixed] = found["RayCluster/ray/mixed"]
+    assert mixed.reason == "mixed-ray-images"
+    assert mixed.values["images"] == (
+        ("2.59.0", ("worker group 'old'",)),
+        ("2.60.0", ("head group",)),
+    )
+    assert mixed.path == ("spec", "workerGroupSpecs")
+
+
+def test_r004_support_matrix_thresholds_come_from_the_catalogue() -> None:
+    from gpustrata_policies.rules.r004_ray_versions_match.rule import judge
+
+    found = _verdicts("R004", "bad-support-matrix.yaml", judge)
+    [old] = found["RayCluster/ray/old-ray"]
+    assert old.reason == "ray-older-than-kuberay-supports"
+    assert (old.values["ray"], old.values["kuberay"]) == ("2.9.0", "v1.4.2")
+    assert old.thresholds == {"min_ray": "2.38.0"}
+    [pin] = found["RayService/ray/llm"]
+    assert pin.reason == "vllm-outside-ray-llm"
+    assert (pin.values["vllm"], pin.values["ray_llm"]) == ("0.22.0", "2.60.0")
+    assert pin.thresholds == {"vllm_requirement": "==0.29.0"}
+    assert pin.path == ("spec", "serveConfigV2")
+    assert _verdicts("R004", "good-versions-match.yaml", judge) == {}
