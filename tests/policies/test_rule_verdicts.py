@@ -68,3 +68,38 @@ def test_r004_support_matrix_thresholds_come_from_the_catalogue() -> None:
     assert pin.thresholds == {"vllm_requirement": "==0.29.0"}
     assert pin.path == ("spec", "serveConfigV2")
     assert _verdicts("R004", "good-versions-match.yaml", judge) == {}
+
+
+def test_r003_replicas_beyond_the_worker_pods() -> None:
+    from fractions import Fraction
+
+    from gpustrata_policies.rules.r003_placement_fits_workers.rule import judge
+
+    [v] = _verdicts("R003", "bad-replicas-exceed-workers.yaml", judge)["RayService/ray/llm"]
+    assert (v.decision, v.reason) == ("violation", "replicas-do-not-fit")
+    assert (v.values["max_replicas"], v.values["gpus"]) == (3, Fraction(4))
+    assert v.thresholds == {"fitted": 2}
+    assert v.values["groups"] == (("worker group 'gpu'", 2, Fraction(4), ""),)
+    # A pool's maxSize caps the worker group below its maxReplicas, and says so.
+    [capped] = _verdicts("R003", "bad-pool-max-size-caps-workers.yaml", judge)["RayService/ray/llm"]
+    assert (capped.values["max_replicas"], capped.thresholds["fitted"]) == (4, 3)
+    [group] = capped.values["groups"]  # type: ignore[misc]
+    assert group[1:3] == (3, Fraction(8)) and group[3].startswith("not 4: ")
+
+
+def test_r003_one_replica_and_leader_worker_groups() -> None:
+    from fractions import Fraction
+
+    from gpustrata_policies.rules.r003_placement_fits_workers.rule import judge
+
+    [big] = _verdicts("R003", "bad-strict-pack-too-big.yaml", judge)["RayService/ray/llm"]
+    assert big.reason == "one-replica-does-not-fit"
+    assert (big.values["gpus"], big.values["strategy"]) == (Fraction(8), "STRICT_PACK")
+    assert big.thresholds == {"largest_worker_gpus": Fraction(4)}
+    found = _verdicts("R003", "bad-lws-groups-exceed-pool.yaml", judge)
+    [lws] = found["LeaderWorkerSet/llm/vllm-405b"]
+    assert (lws.reason, lws.values["replicas"], lws.values["size"]) == ("lws-exceeds-pool", 2, 2)
+    assert (lws.values["pods"], lws.thresholds["pool_max"]) == (4, 3)
+    assert lws.path == ("spec", "replicas")
+    for good in ("good-strict-pack-fits.yaml", "good-lws-groups-fit-pool.yaml"):
+        assert _verdicts("R003", good, judge) == {}
