@@ -4,7 +4,9 @@ asserted here; the prose is pinned by each folder's ``expected.yaml``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from fractions import Fraction
+from typing import Any
 
 from conftest import fixture
 
@@ -17,12 +19,14 @@ from gpustrata_policies.view.objects import K8sObject
 Judge = Callable[[RuleContext, K8sObject], Iterable[Verdict]]
 
 
-def _verdicts(rule_id: str, name: str, judge: Judge) -> dict[str, list[Verdict]]:
+def _verdicts(
+    rule_id: str, name: str, judge: Judge, config: Mapping[str, Any] | None = None
+) -> dict[str, list[Verdict]]:
     """resource -> the verdicts *judge* gives on fixture *name* of rule *rule_id*."""
     rule = find_rule(rule_id)
     assert rule is not None
     objs = load_paths([str(fixture(rule_id, name))])
-    ctx = RuleContext(rule.meta, load_config(None, "prod"), objs)
+    ctx = RuleContext(rule.meta, load_config(config, "prod"), objs)
     out = {obj.resource: list(judge(ctx, obj)) for obj in objs}
     return {resource: found for resource, found in out.items() if found}
 
@@ -71,8 +75,6 @@ def test_r004_support_matrix_thresholds_come_from_the_catalogue() -> None:
 
 
 def test_r003_replicas_beyond_the_worker_pods() -> None:
-    from fractions import Fraction
-
     from gpustrata_policies.rules.r003_placement_fits_workers.rule import judge
 
     [v] = _verdicts("R003", "bad-replicas-exceed-workers.yaml", judge)["RayService/ray/llm"]
@@ -88,8 +90,6 @@ def test_r003_replicas_beyond_the_worker_pods() -> None:
 
 
 def test_r003_one_replica_and_leader_worker_groups() -> None:
-    from fractions import Fraction
-
     from gpustrata_policies.rules.r003_placement_fits_workers.rule import judge
 
     [big] = _verdicts("R003", "bad-strict-pack-too-big.yaml", judge)["RayService/ray/llm"]
@@ -103,3 +103,43 @@ def test_r003_one_replica_and_leader_worker_groups() -> None:
     assert lws.path == ("spec", "replicas")
     for good in ("good-strict-pack-fits.yaml", "good-lws-groups-fit-pool.yaml"):
         assert _verdicts("R003", good, judge) == {}
+
+
+GIB = Fraction(2**30)
+RUNTIME_SHM = Fraction(64 * 2**20)
+
+
+def test_k007_shm_medium_size_and_minimum() -> None:
+    from gpustrata_policies.rules.k007_shm_for_multi_gpu.rule import judge
+
+    [disk] = _verdicts("K007", "bad-ray-disk-shm.yaml", judge)["RayService/ray/llm"]
+    assert (disk.reason, disk.values["medium"], disk.values["engine_gpus"]) == (
+        "shm-too-small",
+        "disk",
+        4,
+    )
+    assert disk.thresholds == {"min_shm_bytes": GIB}
+    [none] = _verdicts("K007", "bad-tp4-no-shm.yaml", judge)["Deployment/llm/llama-70b"]
+    assert (none.values["medium"], none.values["shm_bytes"]) == ("none", RUNTIME_SHM)
+    assert none.path[-1] == "volumeMounts"
+    # KubeRay 1.6.0 skips its /dev/shm for plasma-directory: the operator is the source.
+    [plasma] = _verdicts("K007", "bad-ray-plasma-directory.yaml", judge)["RayService/ray/llm"]
+    assert (plasma.values["medium"], plasma.values["shm_bytes"]) == ("none", RUNTIME_SHM)
+    assert plasma.sources and "kuberay-operator" in plasma.sources[0]
+    [unknown] = _verdicts("K007", "good-ray-plasma-directory-unknown-kuberay.yaml", judge)[
+        "RayService/ray/llm"
+    ]
+    assert (unknown.decision, unknown.values["medium"]) == ("not_evaluated", "unknown")
+    assert unknown.sources == ()
+    assert _verdicts("K007", "good-memory-shm.yaml", judge) == {}
+
+
+def test_k007_minimum_is_the_configured_threshold() -> None:
+    from gpustrata_policies.rules.k007_shm_for_multi_gpu.rule import judge
+
+    config = {"rules": {"K007": {"min_shm_size": "64Gi"}}}
+    found = _verdicts("K007", "good-memory-shm.yaml", judge, config)
+    assert found, "a memory /dev/shm below a raised minimum is too small"
+    for verdicts in found.values():
+        assert {v.thresholds["min_shm_bytes"] for v in verdicts} == {64 * GIB}
+        assert all(v.values["medium"] == "memory" for v in verdicts)
