@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
+import yaml
 from conftest import fixture
 
 from gpustrata_policies.evaluate import find_rule, load_config
@@ -20,12 +22,12 @@ Judge = Callable[[RuleContext, K8sObject], Iterable[Verdict]]
 
 
 def _verdicts(
-    rule_id: str, name: str, judge: Judge, config: Mapping[str, Any] | None = None
+    rule_id: str, name: str | Path, judge: Judge, config: Mapping[str, Any] | None = None
 ) -> dict[str, list[Verdict]]:
     """resource -> the verdicts *judge* gives on fixture *name* of rule *rule_id*."""
     rule = find_rule(rule_id)
     assert rule is not None
-    objs = load_paths([str(fixture(rule_id, name))])
+    objs = load_paths([str(name if isinstance(name, Path) else fixture(rule_id, name))])
     ctx = RuleContext(rule.meta, load_config(config, "prod"), objs)
     out = {obj.resource: list(judge(ctx, obj)) for obj in objs}
     return {resource: found for resource, found in out.items() if found}
@@ -143,3 +145,39 @@ def test_k007_minimum_is_the_configured_threshold() -> None:
     for verdicts in found.values():
         assert {v.thresholds["min_shm_bytes"] for v in verdicts} == {64 * GIB}
         assert all(v.values["medium"] == "memory" for v in verdicts)
+
+
+def _with_strategy(tmp_path: Path, strategy: dict[str, Any]) -> Path:
+    """R006's bad fixture with its RayService's spec.upgradeStrategy set to *strategy*."""
+    docs = list(yaml.safe_load_all(fixture("R006", "bad-upgrade-exceeds-pool.yaml").read_text()))
+    for doc in docs:
+        if doc and doc.get("kind") == "RayService":
+            doc["spec"]["upgradeStrategy"] = strategy
+    path = tmp_path / "upgrade.yaml"
+    path.write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+    return path
+
+
+def test_r006_serving_plus_new_cluster_against_the_pools(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.r006_upgrade_capacity.rule import judge
+
+    [v] = _verdicts("R006", "bad-upgrade-exceeds-pool.yaml", judge)["RayService/ray/llm"]
+    assert (v.decision, v.reason) == ("violation", "upgrade-exceeds-pools")
+    assert (v.values["strategy"], v.values["defaulted"]) == ("NewCluster", True)
+    # 4 Pods serving at max + 2 new at the initial replicas, 4 GPUs each; pool 2 x 8 GPUs.
+    assert (v.values["serving_gpus"], v.values["new_gpus"], v.values["need_gpus"]) == (16, 8, 24)
+    assert v.values["groups"] == (("worker group 'h100'", 4, 2, Fraction(4)),)
+    assert v.values["pools"] == (("h100", 2, 8),)
+    assert v.thresholds == {"capacity_gpus": 16}
+    assert v.path == ("spec",)
+    assert _verdicts("R006", "good-upgrade-fits-pool.yaml", judge) == {}
+    # Incremental: the new cluster starts at minReplicas and surges by maxSurgePercent.
+    incremental = {
+        "type": "NewClusterWithIncrementalUpgrade",
+        "clusterUpgradeOptions": {"maxSurgePercent": 75},
+    }
+    [inc] = _verdicts("R006", _with_strategy(tmp_path, incremental), judge)["RayService/ray/llm"]
+    assert (inc.values["new_gpus"], inc.values["max_surge_percent"]) == (12, 75)
+    assert (inc.values["defaulted"], inc.path) == (False, ("spec", "upgradeStrategy"))
+    # No second cluster, no verdict.
+    assert _verdicts("R006", _with_strategy(tmp_path, {"type": "None"}), judge) == {}
