@@ -181,3 +181,35 @@ def test_r006_serving_plus_new_cluster_against_the_pools(tmp_path: Path) -> None
     assert (inc.values["defaulted"], inc.path) == (False, ("spec", "upgradeStrategy"))
     # No second cluster, no verdict.
     assert _verdicts("R006", _with_strategy(tmp_path, {"type": "None"}), judge) == {}
+
+
+def test_r005_engine_start_timeout_against_the_estimated_load() -> None:
+    from gpustrata_policies.rules.r005_ray_path_tolerates_model_load.rule import judge
+
+    found = _verdicts("R005", "bad-timeout-shorter-than-load.yaml", judge)
+    [planned] = found["RayService/ray/planned"]
+    assert (planned.decision, planned.reason) == ("violation", "engine-start-timeout-short")
+    assert (planned.values["load_s"], planned.thresholds) == (1200, {"timeout_s": 600})
+    # The fastest published load fits the timeout: a restart is likely, not certain.
+    [spread] = found["RayService/ray/estimated-within-spread"]
+    assert (spread.decision, spread.values["fits_optimistic"]) == ("advisory", True)
+    optimistic, load = spread.values["optimistic_s"], spread.values["load_s"]
+    assert isinstance(optimistic, float) and isinstance(load, int)
+    assert optimistic <= spread.thresholds["timeout_s"] == 900 < load
+    estimated = found["RayService/ray/estimated"]
+    assert [v.reason for v in estimated] == [
+        "engine-start-timeout-short",
+        "threshold-ignored-from-1-1",
+    ]
+    assert estimated[0].thresholds == {"timeout_s": 100}
+    assert estimated[1].values["setting"] == "1800"
+    # KubeRay before 1.0 (ray.io/v1alpha1) honours the threshold: 600 s < the 1200 s load.
+    [old] = found["RayService/ray/old-kuberay"]
+    assert (old.reason, old.thresholds, old.values["load_s"]) == (
+        "threshold-short",
+        {"threshold_s": 600},
+        1200,
+    )
+    assert old.path == ("spec", "serviceUnhealthySecondThreshold")
+    for good in ("good-kuberay-1-0-threshold.yaml", "good-timeout-covers-load.yaml"):
+        assert _verdicts("R005", good, judge) == {}
