@@ -213,3 +213,37 @@ def test_r005_engine_start_timeout_against_the_estimated_load() -> None:
     assert old.path == ("spec", "serviceUnhealthySecondThreshold")
     for good in ("good-kuberay-1-0-threshold.yaml", "good-timeout-covers-load.yaml"):
         assert _verdicts("R005", good, judge) == {}
+
+
+def test_v005_budget_against_max_num_seqs_and_max_model_len() -> None:
+    from gpustrata_policies.rules.v005_batch_budget_covers_context.rule import judge
+
+    found = _verdicts("V005", "bad-batch-budget.yaml", judge)
+    # Unset max_num_batched_tokens takes the release's default for the GPU (L4: 2048).
+    [seqs] = found["Deployment/llm/many-seqs"]
+    assert (seqs.reason, seqs.values["tokens"], seqs.values["seqs"]) == (
+        "tokens-below-seqs",
+        None,
+        4096,
+    )
+    assert (seqs.values["default_tokens"], seqs.values["budget"]) == ((2048,), 2048)
+    assert seqs.thresholds == {"min_tokens": 4096}
+    [unchunked] = found["Deployment/llm/unchunked"]
+    assert (unchunked.reason, unchunked.values["tokens"]) == ("tokens-below-max-len", 4096)
+    assert unchunked.thresholds == {"min_tokens": 8192}
+    assert unchunked.values["v0"] is False
+    # The V0 engine leaves chunked prefill off by default up to its long-context bound.
+    [v0] = found["Deployment/llm/v0-engine"]
+    assert (v0.reason, v0.values["v0"], v0.thresholds) == (
+        "tokens-below-max-len",
+        True,
+        {"min_tokens": 16384},
+    )
+    [old] = found["Deployment/llm/old-v1"]
+    assert (old.values["tokens"], old.values["default_seqs"], old.thresholds) == (
+        512,
+        (1024,),
+        {"min_tokens": 1024},
+    )
+    assert all(v.path and v.path[0] == "spec" for vs in found.values() for v in vs)
+    assert _verdicts("V005", "good-batch-budget.yaml", judge) == {}
