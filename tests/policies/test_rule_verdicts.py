@@ -247,3 +247,20 @@ def test_v005_budget_against_max_num_seqs_and_max_model_len() -> None:
     )
     assert all(v.path and v.path[0] == "spec" for vs in found.values() for v in vs)
     assert _verdicts("V005", "good-batch-budget.yaml", judge) == {}
+
+
+def test_k008_surge_against_the_pools_spare_gpus() -> None:
+    from gpustrata_policies.rules.k008_gpu_rollout_fits.rule import judge
+
+    found = _verdicts("K008", "bad-no-spare-gpu.yaml", judge)
+    [defaults] = found["Deployment/llm/k008-defaults"]
+    assert (defaults.reason, defaults.values["defaults"]) == ("surge-exceeds-spare", True)
+    assert (defaults.values["replicas"], defaults.values["surge"]) == (1, 1)
+    assert (defaults.values["capacity"], defaults.values["held"]) == (1, 1)
+    assert defaults.thresholds == {"need": 1, "spare": 0}
+    [surge] = found["Deployment/llm/k008-surge"]
+    assert (surge.values["defaults"], surge.values["pools"]) == (False, ("k008-pair",))
+    assert (surge.values["replicas"], surge.values["capacity"], surge.values["held"]) == (2, 2, 2)
+    assert surge.thresholds == {"need": 1, "spare": 0}
+    assert surge.path == ("spec", "strategy")
+    assert _verdicts("K008", "good-spare-gpu.yaml", judge) == {}
