@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
+from typing import cast
 
 from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view.kuberay import operator_release
 from gpustrata_policies.view.objects import (
     ContainerRef,
@@ -123,66 +125,120 @@ def shm_status(
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _ray_engine_gpus(obj: K8sObject) -> int | None:
+    """GPUs of the largest Ray Serve LLM engine of a RayService, when every engine is read."""
+    if obj.kind != "RayService":
+        return None
+    cfg = serve_config(obj)
+    if cfg and cfg.engines and all(e.complete for e in cfg.engines):
+        sizes = [e.gpus_per_engine() for e in cfg.engines]
+        if all(s is not None for s in sizes):
+            return max(s for s in sizes if s is not None)
+    return None
+
+
+def _engine_gpus(
+    pod: PodRef, c: ContainerRef, ray_engines: int | None, extra: tuple[str, ...]
+) -> tuple[bool, int | None]:
+    """(runs a GPU engine, GPUs per engine or None when not readable) of container *c*."""
+    if pod.is_ray:
+        return c.gpu_limit(extra) > 0, ray_engines
+    engine = vllm_engine(c)
+    if engine is None:
+        return False, None
+    per_engine = engine.gpus_per_engine()
+    if per_engine == 1 and not engine.complete:
+        per_engine = None  # flags may come from elsewhere ($@, variables)
+    return True, per_engine
+
+
+def _container(
+    pod: PodRef,
+    c: ContainerRef,
+    per_engine: int | None,
+    kuberay: Kuberay,
+    minimum: Fraction,
+    extra: tuple[str, ...],
+) -> Verdict | None:
+    """The verdict on one engine container's /dev/shm, or None when it passes."""
+    medium, size, desc = shm_status(pod, c, kuberay)
+    if medium == "memory" and (size is None or size >= minimum):
+        return None
+    values: dict[str, Value] = {
+        "container": c.label,
+        "medium": medium,
+        "shm_bytes": size,
+        "shm": desc,
+        "engine_gpus": per_engine,
+    }
+    thresholds: dict[str, Value] = {"min_shm_bytes": minimum}
+    # The KubeRay release that said whether /dev/shm is injected (not the reason it is unknown).
+    sources = (kuberay[1],) if pod.is_ray and kuberay[0] is not None and kuberay[1] else ()
+    if medium == "unknown":
+        if per_engine is None or per_engine > 1:
+            return Verdict("not_evaluated", "kuberay-injection-unknown", values, sources=sources)
+        return None
+    if per_engine is None:
+        gpus = c.gpu_limit(extra)
+        if gpus > 1:
+            values["gpus"] = gpus
+            return Verdict("not_evaluated", "parallel-sizes-unread", values, thresholds)
+        return None
+    if per_engine <= 1:
+        return None
+    if pod_group(pod) is not None and c.gpu_limit(extra) <= 1:
+        # an engine spread over a group of Pods: only the GPUs in this Pod talk
+        # over its /dev/shm, the others over the network
+        return None
+    return Verdict(
+        "violation", "shm-too-small", values, thresholds, sources, (*c.path, "volumeMounts")
+    )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Multi-GPU vLLM engines get a memory-backed /dev/shm of at least the minimum."""
     minimum = parse_quantity(ctx.threshold("min_shm_size"))
     if minimum is None:
-        yield ctx.not_evaluated(
-            obj, f"min_shm_size {quoted(ctx.threshold('min_shm_size'))} is not a quantity"
-        )
+        spelled = quoted(ctx.threshold("min_shm_size"))
+        yield Verdict("not_evaluated", "min-shm-not-a-quantity", {"min_shm_size": spelled})
         return
     extra = ctx.config.gpu_resources
-    ray_engines: int | None = None
-    if obj.kind == "RayService":
-        cfg = serve_config(obj)
-        if cfg and cfg.engines and all(e.complete for e in cfg.engines):
-            sizes = [e.gpus_per_engine() for e in cfg.engines]
-            if all(s is not None for s in sizes):
-                ray_engines = max(s for s in sizes if s is not None)
+    ray_engines = _ray_engine_gpus(obj)
     kuberay: Kuberay | None = None
     for pod in obj.pods():
         if pod.is_ray and kuberay is None:
             kuberay = _kuberay_skips(ctx)
         for c in pod.containers(init=False):
-            if pod.is_ray:
-                if c.gpu_limit(extra) <= 0:
-                    continue
-                per_engine = ray_engines
-            else:
-                engine = vllm_engine(c)
-                if engine is None:
-                    continue
-                per_engine = engine.gpus_per_engine()
-                if per_engine == 1 and not engine.complete:
-                    per_engine = None  # flags may come from elsewhere ($@, variables)
-            medium, size, desc = shm_status(pod, c, kuberay or (False, ""))
-            if medium == "memory" and (size is None or size >= minimum):
-                continue
-            if medium == "unknown":
-                if per_engine is None or per_engine > 1:
-                    yield ctx.not_evaluated(obj, f"{c.label} {desc}")
-                continue
-            if per_engine is None:
-                if c.gpu_limit(extra) > 1:
-                    yield ctx.not_evaluated(
-                        obj,
-                        f"{c.label} has {c.gpu_limit(extra)} GPUs and {desc}, but its "
-                        "tensor/pipeline parallel sizes are not readable",
-                    )
-                continue
-            if per_engine <= 1:
-                continue
-            if pod_group(pod) is not None and c.gpu_limit(extra) <= 1:
-                # an engine spread over a group of Pods: only the GPUs in this Pod talk
-                # over its /dev/shm, the others over the network
-                continue
-            yield ctx.violation(
-                obj,
-                f"{c.label} runs vLLM engines of {per_engine} GPUs (tensor x pipeline parallel) "
-                f"and {desc}; NCCL between the engine's GPU workers needs at least "
-                f"{format_bytes(minimum)} of memory-backed /dev/shm",
-                (*c.path, "volumeMounts"),
-            )
+            runs_engine, per_engine = _engine_gpus(pod, c, ray_engines, extra)
+            if runs_engine:
+                found = _container(pod, c, per_engine, kuberay or (False, ""), minimum, extra)
+                if found is not None:
+                    yield found
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K007 verdict."""
+    v = verdict.values
+    if verdict.reason == "min-shm-not-a-quantity":
+        return f"min_shm_size {v['min_shm_size']} is not a quantity"
+    if verdict.reason == "kuberay-injection-unknown":
+        return f"{v['container']} {v['shm']}"
+    if verdict.reason == "parallel-sizes-unread":
+        return (
+            f"{v['container']} has {v['gpus']} GPUs and {v['shm']}, but its "
+            "tensor/pipeline parallel sizes are not readable"
+        )
+    minimum = cast(Fraction, verdict.thresholds["min_shm_bytes"])
+    return (
+        f"{v['container']} runs vLLM engines of {v['engine_gpus']} GPUs (tensor x pipeline "
+        f"parallel) and {v['shm']}; NCCL between the engine's GPU workers needs at least "
+        f"{format_bytes(minimum)} of memory-backed /dev/shm"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """K007's findings: :func:`judge` worded by :func:`message`."""
+    return outcomes(ctx, obj, judge(ctx, obj), message)
 
 
 RULE = Rule(

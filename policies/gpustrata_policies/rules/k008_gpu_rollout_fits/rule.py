@@ -6,12 +6,13 @@ import functools
 import math
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from gpustrata.core.quantity import exact_sum
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY, autoscalers_by_scale_target
+from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view.nodes import fmt_count, gpu_pools, gpu_requests, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_map, dig
 from gpustrata_policies.view.pools import GpuPool
@@ -156,69 +157,107 @@ def _demand(
     return demand
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _rollout(obj: K8sObject) -> tuple[int, int, bool] | None:
+    """(replicas, maxSurge Pods, rollingUpdate unset) of a rollout that surges and keeps
+    every old Pod; None for Recreate, no surge, old Pods making room, or unreadable."""
+    strategy = as_map(dig(obj.raw, "spec", "strategy"), "spec.strategy")
+    if strategy.get("type") == "Recreate":
+        return None
+    replicas = _int(dig(obj.raw, "spec", "replicas"), 1)
+    rolling = as_map(strategy.get("rollingUpdate"), "rollingUpdate")
+    surge = _resolve(rolling.get("maxSurge", "25%"), replicas or 1, True)
+    unavailable = _resolve(rolling.get("maxUnavailable", "25%"), replicas or 1, False)
+    if replicas is None or surge is None or unavailable is None:
+        return None  # unreadable: the API server rejects it
+    if surge == 0 or unavailable > 0:
+        return None  # no surge, or old Pods make room
+    return replicas, surge, not rolling
+
+
+def _pod(
+    ctx: RuleContext, obj: K8sObject, pod: PodRef, pools: list[GpuPool], extra: tuple[str, ...]
+) -> Verdict | None:
+    """The verdict on one GPU Pod template's surge against its pools' spare GPUs."""
+    gpus = exact_sum(gpu_requests(pod, extra).values())
+    if not gpus or not pools:
+        return None  # not a GPU Pod, or no pool to measure the surge against
+    rollout = _rollout(obj)
+    if rollout is None:
+        return None
+    replicas, surge, defaults = rollout
+    targeted = targeted_pools(pod, pools)
+    if not targeted:
+        return None  # K005 reports a Pod that matches no pool
+    sized = [p for p in targeted if p.max_size is not None and p.gpu_count]
+    values: dict[str, Value] = {"surge": surge, "pod_gpus": gpus}
+    if len(sized) != len(targeted):
+        # By identity: a dataclass `in` compares every field of every pool (n^2).
+        kept = {id(p) for p in sized}
+        values["pools"] = tuple(p.name for p in targeted if id(p) not in kept)
+        return Verdict("not_evaluated", "pool-size-unknown", values)
+    demand, unknown = _demand(ctx, pools, extra)
+    capacity = sum((p.max_size or 0) * (p.gpu_count or 0) for p in sized)
+    used = sum(demand.get(p.name, 0) for p in sized)
+    need = surge * math.ceil(gpus)
+    values |= {"pools": tuple(p.name for p in sized), "capacity": capacity, "held": used}
+    if capacity - used >= need:
+        reasons = [unknown[p.name] for p in sized if p.name in unknown]
+        if reasons:  # it fits without a workload whose size is unknown: undecided
+            values["unknown"] = reasons[0]
+            return Verdict("not_evaluated", "held-unknown", values)
+        return None
+    values |= {"name": obj.name, "replicas": replicas, "defaults": defaults}
+    return Verdict(
+        "violation",
+        "surge-exceeds-spare",
+        values,
+        thresholds={"need": need, "spare": max(capacity - used, 0)},
+        sources=(DEPLOYMENT_STRATEGY,),
+        path=("spec", "strategy"),
+    )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A GPU Deployment's rolling update needs no GPU the pool does not have."""
     if obj.kind != "Deployment":
         return
     extra = ctx.config.gpu_resources
     pools = gpu_pools(ctx)
     for pod in obj.pods():
-        gpus = exact_sum(gpu_requests(pod, extra).values())
-        if not gpus or not pools:
-            continue  # not a GPU Pod, or no pool to measure the surge against
-        strategy = as_map(dig(obj.raw, "spec", "strategy"), "spec.strategy")
-        if strategy.get("type") == "Recreate":
-            continue
-        replicas = _int(dig(obj.raw, "spec", "replicas"), 1)
-        rolling = as_map(strategy.get("rollingUpdate"), "rollingUpdate")
-        surge = _resolve(rolling.get("maxSurge", "25%"), replicas or 1, True)
-        unavailable = _resolve(rolling.get("maxUnavailable", "25%"), replicas or 1, False)
-        if replicas is None or surge is None or unavailable is None:
-            continue  # unreadable: the API server rejects it
-        if surge == 0 or unavailable > 0:
-            continue  # no surge, or old Pods make room
-        targeted = targeted_pools(pod, pools)
-        if not targeted:
-            continue  # K005 reports a Pod that matches no pool
-        sized = [p for p in targeted if p.max_size is not None and p.gpu_count]
-        if len(sized) != len(targeted):
-            # By identity: a dataclass `in` compares every field of every pool (n^2).
-            kept = {id(p) for p in sized}
-            yield ctx.not_evaluated(
-                obj,
-                f"the rolling update surges {surge} Pod(s) of {fmt_count(gpus)} GPU(s) and "
-                f"pool(s) {', '.join(p.name for p in targeted if id(p) not in kept)} state no "
-                "maxSize or GPU count, so their spare GPUs are unknown",
-            )
-            continue
-        demand, unknown = _demand(ctx, pools, extra)
-        capacity = sum((p.max_size or 0) * (p.gpu_count or 0) for p in sized)
-        used = sum(demand.get(p.name, 0) for p in sized)
-        need = surge * math.ceil(gpus)
-        if capacity - used >= need:
-            reasons = [unknown[p.name] for p in sized if p.name in unknown]
-            if reasons:  # it fits without a workload whose size is unknown: undecided
-                yield ctx.not_evaluated(
-                    obj,
-                    f"the GPUs held on pool(s) {', '.join(p.name for p in sized)} are "
-                    f"unknown until deploy ({reasons[0]})",
-                )
-            continue
-        how = (
-            "the RollingUpdate defaults maxSurge 25%, maxUnavailable 25%"
-            if not rolling
-            else ("its rollingUpdate")
+        found = _pod(ctx, obj, pod, pools, extra)
+        if found is not None:
+            yield found
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K008 verdict."""
+    v, t = verdict.values, verdict.thresholds
+    names = ", ".join(cast(tuple[str, ...], v["pools"]))
+    if verdict.reason == "pool-size-unknown":
+        return (
+            f"the rolling update surges {v['surge']} Pod(s) of "
+            f"{fmt_count(cast(Fraction, v['pod_gpus']))} GPU(s) and pool(s) {names} state no "
+            "maxSize or GPU count, so their spare GPUs are unknown"
         )
-        names = ", ".join(p.name for p in sized)
-        yield ctx.violation(
-            obj,
-            f"Deployment {obj.name} updates {replicas} replica(s) with maxSurge {surge} and "
-            f"maxUnavailable 0 ({how}): the surge Pod(s) need {need} GPU(s) but pool(s) "
-            f"{names} have {max(capacity - used, 0)} spare ({capacity} GPU(s) at max size, "
-            f"{used} held by GPU workloads at their max replicas); no old Pod is removed "
-            "first, so the rollout never finishes",
-            ("spec", "strategy"),
-        )
+    if verdict.reason == "held-unknown":
+        return f"the GPUs held on pool(s) {names} are unknown until deploy ({v['unknown']})"
+    how = (
+        "the RollingUpdate defaults maxSurge 25%, maxUnavailable 25%"
+        if v["defaults"]
+        else "its rollingUpdate"
+    )
+    return (
+        f"Deployment {v['name']} updates {v['replicas']} replica(s) with maxSurge {v['surge']} "
+        f"and maxUnavailable 0 ({how}): the surge Pod(s) need {t['need']} GPU(s) but pool(s) "
+        f"{names} have {t['spare']} spare ({v['capacity']} GPU(s) at max size, "
+        f"{v['held']} held by GPU workloads at their max replicas); no old Pod is removed "
+        "first, so the rollout never finishes"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """K008's findings: :func:`judge` worded by :func:`message`."""
+    return outcomes(ctx, obj, judge(ctx, obj), message)
 
 
 RULE = Rule(

@@ -6,10 +6,12 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._verdict import Verdict, outcomes
 from gpustrata_policies.view.kuberay import (
     RAY_SERVE_LLM_PG_PR,
     EnginePlacement,
@@ -22,6 +24,7 @@ from gpustrata_policies.view.objects import K8sObject, PodRef, dig
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
 from gpustrata_policies.view.vllm_args import SERVE_CONFIG_TYPE_SOURCE, serve_config
 
+_PATH = ("spec", "serveConfigV2")
 UNBOUNDED = 100_000
 """Worker groups with more max replicas than this are treated as unbounded."""
 
@@ -130,31 +133,12 @@ def _pack(
     return None
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """Every engine's placement group fits one worker layout, and all replicas fit at max."""
-    if obj.kind == "LeaderWorkerSet":
-        yield from _leader_worker_groups(ctx, obj)
-        return
-    if obj.kind != "RayService":
-        return
-    cfg = serve_config(obj)
-    if cfg is not None and cfg.not_a_string:
-        yield ctx.violation(
-            obj,
-            f"spec.serveConfigV2 is {cfg.not_a_string}, not a string: KubeRay's RayService "
-            f"CRD declares it a string ({SERVE_CONFIG_TYPE_SOURCE}), so the API server rejects "
-            "the object and no engine is placed; write the Serve config as a YAML block "
-            "string (serveConfigV2: |)",
-            ("spec", "serveConfigV2"),
-        )
-        return
-    engines, unreadable = engine_placements(obj)
-    autoscaling = autoscaling_enabled(obj)
+def _worker_groups(ctx: RuleContext, obj: K8sObject, autoscaling: bool) -> list[_Group] | str:
+    """The GPU worker groups at their max replicas (capped by their pool), or why not read."""
     groups: list[_Group] = []
     for found in gpu_worker_groups(ctx, obj):
         if isinstance(found, str):
-            yield ctx.not_evaluated(obj, found)
-            return
+            return found
         group, gpus = found
         _, _, most = group.replica_bounds(autoscaling)
         cap = _pool_cap(ctx, group.pod)
@@ -162,72 +146,186 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             groups.append(_Group(group.label, gpus, cap[0], f"not {most}: {cap[1]}"))
         else:
             groups.append(_Group(group.label, gpus, most))
-    gpu_engines = [e for e in engines if e.gpus > 0]
-    if groups:
-        for reason in unreadable:
-            yield ctx.not_evaluated(obj, f"placement of {reason}")
-    if not gpu_engines:
-        return
-    path = ("spec", "serveConfigV2")
-    if not groups:
-        yield ctx.violation(
-            obj,
-            f"{gpu_engines[0].where} needs {fmt_gpus(gpu_engines[0].gpus)} GPU(s) but no worker "
-            "group advertises GPUs; its placement group can never be created",
-            path,
-        )
-        return
-    placeable: list[EnginePlacement] = []
+    return groups
+
+
+def _one_replica_verdicts(
+    gpu_engines: list[EnginePlacement], groups: list[_Group], placeable: list[EnginePlacement]
+) -> Iterator[Verdict]:
+    """Each engine's one replica against the worker layout; *placeable* gets those that fit."""
     for engine in gpu_engines:
         verdicts = {s: _one_replica(engine, s, groups) for s in engine.strategies}
         if len({v is None for v in verdicts.values()}) > 1:
-            yield ctx.not_evaluated(
-                obj,
-                f"{engine.where} sets no placement_group_config; Ray Serve LLM's default "
-                f"strategy changed from STRICT_PACK to PACK ({RAY_SERVE_LLM_PG_PR}) and the "
-                "engine fits only one of them",
+            yield Verdict(
+                "not_evaluated",
+                "default-strategy-decides-one-replica",
+                values={"engine": engine.where, "strategies": engine.strategies},
+                sources=(RAY_SERVE_LLM_PG_PR,),
             )
             continue
         problem = next(iter(verdicts.values()))
         if problem is not None:
-            strategy = engine.strategies[0]
-            default = "" if engine.explicit else f" (Ray Serve LLM default {strategy})"
-            yield ctx.violation(obj, f"{engine.where}{default} {problem}", path)
+            yield Verdict(
+                "violation",
+                "one-replica-does-not-fit",
+                values={
+                    "engine": engine.where,
+                    "gpus": engine.gpus,
+                    "strategy": engine.strategies[0],
+                    "explicit": engine.explicit,
+                    "problem": problem,
+                },
+                thresholds={"largest_worker_gpus": max(g.gpus for g in groups)},
+                path=_PATH,
+            )
             continue
         placeable.append(engine)
+
+
+def _replicas_verdict(
+    placeable: list[EnginePlacement], groups: list[_Group], autoscaling: bool
+) -> Iterator[Verdict]:
+    """All replicas of every placeable engine packed on the worker Pods at max replicas."""
     if not placeable or any(g.pods > UNBOUNDED for g in groups):
         return
     # The replicas of every engine on the cluster share its worker Pods.
     outcomes = [_pack(choice, groups) for choice in _strategy_choices(placeable)]
     if len({o is None for o in outcomes}) > 1:
-        yield ctx.not_evaluated(
-            obj,
-            "whether every replica fits depends on Ray Serve LLM's default placement strategy "
-            f"({RAY_SERVE_LLM_PG_PR}); set placement_group_config.strategy",
+        yield Verdict(
+            "not_evaluated", "default-strategy-decides-replicas", sources=(RAY_SERVE_LLM_PG_PR,)
         )
         return
     failure = outcomes[0]
     if failure is None:
         return
     engine, fitted = failure
-    layout = "; ".join(
-        f"{g.label}: {g.pods} Pods x {fmt_gpus(g.gpus)} GPUs"
-        + (f" ({g.capped})" if g.capped else "")
-        for g in groups
+    yield Verdict(
+        "violation",
+        "replicas-do-not-fit",
+        values={
+            "engine": engine.where,
+            "max_replicas": engine.max_replicas,
+            "replicas_why": engine.replicas_why,
+            "gpus": engine.gpus,
+            "autoscaling": autoscaling,
+            "groups": tuple((g.label, g.pods, g.gpus, g.capped) for g in groups),
+        },
+        thresholds={"fitted": fitted},
+        path=_PATH,
     )
-    what = "maxReplicas" if autoscaling else "replicas (in-tree autoscaling is off)"
-    if any(g.capped for g in groups):
+
+
+def _ray_service(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """A RayService's engines: placement groups fit a worker layout, all replicas fit at max."""
+    cfg = serve_config(obj)
+    if cfg is not None and cfg.not_a_string:
+        yield Verdict(
+            "violation",
+            "serve-config-not-a-string",
+            values={"type": cfg.not_a_string},
+            sources=(SERVE_CONFIG_TYPE_SOURCE,),
+            path=_PATH,
+        )
+        return
+    engines, unreadable = engine_placements(obj)
+    autoscaling = autoscaling_enabled(obj)
+    groups = _worker_groups(ctx, obj, autoscaling)
+    if isinstance(groups, str):
+        yield Verdict("not_evaluated", "worker-groups-unread", values={"reason": groups})
+        return
+    gpu_engines = [e for e in engines if e.gpus > 0]
+    if groups:
+        for reason in unreadable:
+            yield Verdict("not_evaluated", "placement-unread", values={"reason": reason})
+    if not gpu_engines:
+        return
+    if not groups:
+        first = gpu_engines[0]
+        yield Verdict(
+            "violation",
+            "no-gpu-worker-group",
+            values={"engine": first.where, "gpus": first.gpus},
+            path=_PATH,
+        )
+        return
+    placeable: list[EnginePlacement] = []
+    yield from _one_replica_verdicts(gpu_engines, groups, placeable)
+    yield from _replicas_verdict(placeable, groups, autoscaling)
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """Every engine's placement group fits one worker layout, and all replicas fit at max."""
+    if obj.kind == "LeaderWorkerSet":
+        yield from _leader_worker_groups(ctx, obj)
+    elif obj.kind == "RayService":
+        yield from _ray_service(ctx, obj)
+
+
+def _layout(groups: tuple[tuple[str, int, Fraction, str], ...]) -> str:
+    return "; ".join(
+        f"{label}: {pods} Pods x {fmt_gpus(gpus)} GPUs" + (f" ({capped})" if capped else "")
+        for label, pods, gpus, capped in groups
+    )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an R003 verdict."""
+    v, reason = verdict.values, verdict.reason
+    if reason == "serve-config-not-a-string":
+        return (
+            f"spec.serveConfigV2 is {v['type']}, not a string: KubeRay's RayService "
+            f"CRD declares it a string ({verdict.sources[0]}), so the API server rejects "
+            "the object and no engine is placed; write the Serve config as a YAML block "
+            "string (serveConfigV2: |)"
+        )
+    if reason == "worker-groups-unread":
+        return str(v["reason"])
+    if reason == "placement-unread":
+        return f"placement of {v['reason']}"
+    if reason == "no-gpu-worker-group":
+        return (
+            f"{v['engine']} needs {fmt_gpus(cast(Fraction, v['gpus']))} GPU(s) but no worker "
+            "group advertises GPUs; its placement group can never be created"
+        )
+    if reason == "default-strategy-decides-one-replica":
+        return (
+            f"{v['engine']} sets no placement_group_config; Ray Serve LLM's default "
+            f"strategy changed from STRICT_PACK to PACK ({verdict.sources[0]}) and the "
+            "engine fits only one of them"
+        )
+    if reason == "one-replica-does-not-fit":
+        default = "" if v["explicit"] else f" (Ray Serve LLM default {v['strategy']})"
+        return f"{v['engine']}{default} {v['problem']}"
+    if reason == "default-strategy-decides-replicas":
+        return (
+            "whether every replica fits depends on Ray Serve LLM's default placement strategy "
+            f"({verdict.sources[0]}); set placement_group_config.strategy"
+        )
+    if reason == "lws-exceeds-pool":
+        pool_max = verdict.thresholds["pool_max"]
+        return (
+            f"LeaderWorkerSet {v['name']} runs {v['replicas']} group(s) of size {v['size']} = "
+            f"{v['pods']} Pods, but {v['pool']}: {cast(int, v['pods']) - cast(int, pool_max)} "
+            "Pod(s) stay Pending and a group whose Pods do not all run never starts its engine"
+        )
+    groups = cast(tuple[tuple[str, int, Fraction, str], ...], v["groups"])
+    what = "maxReplicas" if v["autoscaling"] else "replicas (in-tree autoscaling is off)"
+    if any(capped for *_, capped in groups):
         what += " and their pools' maxSize"
-    yield ctx.violation(
-        obj,
-        f"{engine.where} runs up to {engine.max_replicas} replicas of {fmt_gpus(engine.gpus)} "
-        f"GPUs ({engine.replicas_why}) but only {fitted} fit on the worker Pods at their "
-        f"{what} ({layout}); the other replicas stay pending",
-        path,
+    return (
+        f"{v['engine']} runs up to {v['max_replicas']} replicas of "
+        f"{fmt_gpus(cast(Fraction, v['gpus']))} GPUs ({v['replicas_why']}) but only "
+        f"{verdict.thresholds['fitted']} fit on the worker Pods at their {what} "
+        f"({_layout(groups)}); the other replicas stay pending"
     )
 
 
-def _leader_worker_groups(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """R003's findings: :func:`judge` worded by :func:`message`."""
+    return outcomes(ctx, obj, judge(ctx, obj), message)
+
+
+def _leader_worker_groups(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A LeaderWorkerSet's groups (``replicas`` x ``size`` Pods: a multi-node engine's Ray
     cluster or torch.distributed group) fit the one pool their Pods target at its maxSize;
     a group whose last Pods find no node never starts its engine."""
@@ -250,12 +348,18 @@ def _leader_worker_groups(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]
     total = replicas * size
     if total <= cap[0]:
         return
-    yield ctx.violation(
-        obj,
-        f"LeaderWorkerSet {obj.name} runs {replicas} group(s) of size {size} = {total} Pods, "
-        f"but {cap[1]}: {total - cap[0]} Pod(s) stay Pending and a group whose Pods do not "
-        "all run never starts its engine",
-        ("spec", "replicas"),
+    yield Verdict(
+        "violation",
+        "lws-exceeds-pool",
+        values={
+            "name": obj.name,
+            "replicas": replicas,
+            "size": size,
+            "pods": total,
+            "pool": cap[1],
+        },
+        thresholds={"pool_max": cap[0]},
+        path=("spec", "replicas"),
     )
 
 

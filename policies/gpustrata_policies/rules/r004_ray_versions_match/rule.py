@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.findings import Outcome, Path, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import cluster_spec_path, operator_version, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
@@ -17,7 +18,7 @@ from gpustrata_policies.view.ray import KUBERAY_V170
 from gpustrata_policies.view.vllm_args import serve_config, split_image
 
 if TYPE_CHECKING:
-    from gpustrata.catalog.compat import KubeRayRelease, RayVersionGate
+    from gpustrata.catalog.compat import CompatCatalog, KubeRayRelease, RayVersionGate
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 _RAY_IN_NAME = re.compile(r"(?:^|[^a-z])ray-?(\d+\.\d+\.\d+)")
@@ -113,7 +114,104 @@ def _vllm_pins(obj: K8sObject) -> list[tuple[str, str]]:
     return out
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _images(obj: K8sObject) -> dict[str, list[tuple[str, str]]]:
+    """Ray version -> (group label, image) of the Ray containers whose image names one."""
+    images: dict[str, list[tuple[str, str]]] = {}
+    for group in ray_groups(obj):
+        container = group.container
+        version = image_ray_version(container.image) if container else None
+        if container is not None and version:
+            images.setdefault(version, []).append((group.label, str(container.image)))
+    return images
+
+
+def _stale(
+    gates_release: KubeRayRelease,
+    release: KubeRayRelease | None,
+    operator: tuple[str, str] | None,
+    declared: str | None,
+    image: tuple[str, str],
+    crossed: list[RayVersionGate],
+    path: Path,
+) -> Verdict:
+    """rayVersion differs from the image's Ray: mandatory when a used gate lies between."""
+    return Verdict(
+        "violation" if crossed else "advisory",
+        "stale-ray-version",
+        values={
+            "declared": declared,
+            "image_ray": image[0],
+            "image": image[1],
+            "gates_release": gates_release.version,
+            "operator": operator[0] if operator else None,
+            "operator_source": operator[1] if operator else None,
+            "operator_catalogued": release is not None,
+            "crossed": tuple((g.name, g.min_ray) for g in crossed),
+        },
+        thresholds={"gates": tuple(g.min_ray for g in crossed)},
+        sources=(
+            *((operator[1],) if operator else ()),
+            *gates_release.sources,
+            *(g.source for g in crossed),
+        ),
+        path=path,
+    )
+
+
+def _support(
+    release: KubeRayRelease | None, operator: tuple[str, str] | None, ray: str, path: Path
+) -> Iterator[Verdict]:
+    """Does the operator's KubeRay release support Ray *ray*?"""
+    if release is not None:
+        supported = release.supports_ray(ray)
+        values: dict[str, Value] = {"ray": ray, "kuberay": release.version}
+        if supported is False:
+            values["operator_source"] = operator[1] if operator else None
+            yield Verdict(
+                "violation",
+                "ray-older-than-kuberay-supports",
+                values=values,
+                thresholds={"min_ray": release.min_ray},
+                sources=tuple(release.sources),
+                path=path,
+            )
+        elif supported is None:
+            yield Verdict("not_evaluated", "no-min-ray-catalogued", values=values)
+    elif operator is not None:
+        yield Verdict(
+            "not_evaluated",
+            "kuberay-not-catalogued",
+            values={"ray": ray, "kuberay": operator[0]},
+            sources=(operator[1],),
+        )
+
+
+def _pins(compat: CompatCatalog, ray: str, obj: K8sObject) -> Iterator[Verdict]:
+    """The vLLM pinned by Ray Serve LLM runtime_env against the ray[llm] requirement."""
+    pins = _vllm_pins(obj) if obj.kind == "RayService" else []
+    if not pins:
+        return
+    ray_release = compat.ray(ray)
+    for vllm, where in pins:
+        ok = ray_release.supports_vllm(vllm) if ray_release else None
+        if ok is False and ray_release is not None:
+            yield Verdict(
+                "violation",
+                "vllm-outside-ray-llm",
+                values={"vllm": vllm, "where": where, "ray_llm": ray_release.version},
+                thresholds={"vllm_requirement": ray_release.vllm_requirement},
+                sources=tuple(ray_release.sources),
+                path=("spec", "serveConfigV2"),
+            )
+        elif ok is None:
+            yield Verdict(
+                "not_evaluated",
+                "no-ray-llm-requirement",
+                values={"ray": ray, "vllm": vllm, "where": where},
+            )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """rayVersion = the images' Ray; the operator supports it; the vLLM pinned fits that Ray."""
     base = cluster_spec_path(obj)
     if base is None:
@@ -124,107 +222,106 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         raise UnknownInput(f"rayVersion of {obj.resource}")
     declared = str(raw_version) if isinstance(raw_version, str | int | float) else None
     path = (*base, "rayVersion")
-    images: dict[str, list[tuple[str, str]]] = {}
-    for group in ray_groups(obj):
-        container = group.container
-        version = image_ray_version(container.image) if container else None
-        if container is not None and version:
-            images.setdefault(version, []).append((group.label, str(container.image)))
+    images = _images(obj)
     if len(images) > 1:
-        detail = "; ".join(
-            f"Ray {v} in {', '.join(label for label, _ in w)}" for v, w in sorted(images.items())
-        )
-        yield ctx.violation(
-            obj,
-            f"the Ray containers run different Ray versions ({detail}); Ray refuses to join "
-            "nodes whose version differs from the head's",
-            (*base, "workerGroupSpecs"),
+        yield Verdict(
+            "violation",
+            "mixed-ray-images",
+            values={
+                "images": tuple(
+                    (v, tuple(label for label, _ in w)) for v, w in sorted(images.items())
+                )
+            },
+            path=(*base, "workerGroupSpecs"),
         )
         return
     image_version = next(iter(images), None)
     compat = catalogs.compat() if (image_version or declared) else None
     operator = operator_version(ctx)
     release = compat.kuberay(operator[0]) if compat and operator else None
+    gates_release = release
     if compat is not None and release is None:
         newest = compat.kuberay_releases()
         gates_release = newest[0] if newest else None
-        operator_note = (
-            f"KubeRay {operator[0]} is not catalogued, so the gates of {gates_release.version}"
-            if operator and gates_release
-            else f"gates of KubeRay {gates_release.version}, the newest catalogued: the "
-            "operator version is not in the input"
-            if gates_release
-            else ""
-        )
-    else:
-        gates_release = release
-        operator_note = (
-            f"KubeRay {release.version} from {operator[1]}" if release and operator else ""
-        )
     if image_version and declared != image_version and gates_release is not None:
         crossed = _crossed(gates_release, declared, image_version, obj, cluster)
-        stated = f"rayVersion {declared}" if declared else "rayVersion is unset"
-        head = f"{stated} but the Ray image {images[image_version][0][1]} runs Ray {image_version}"
-        if crossed:
-            names = ", ".join(f"{g.name} (Ray {g.min_ray})" for g in crossed)
-            yield ctx.violation(
-                obj,
-                f"{head}; KubeRay switches {names} on rayVersion ({operator_note}), so it "
-                "configures the Pods for the wrong Ray",
-                path,
-            )
-        else:
-            yield ctx.violation(
-                obj,
-                f"{head}; no behaviour this object uses switches between them "
-                f"({operator_note}), but KubeRay reads rayVersion to choose probes, "
-                "autoscaler and auth: keep it equal to the image",
-                path,
-                advisory=True,
-            )
+        image = (image_version, images[image_version][0][1])
+        yield _stale(gates_release, release, operator, declared, image, crossed, path)
     ray = declared or image_version
     if compat is None or ray is None or _key(ray) is None:
         return
-    if release is not None:
-        supported = release.supports_ray(ray)
-        if supported is False:
-            yield ctx.violation(
-                obj,
-                f"Ray {ray} is older than KubeRay {release.version} supports (Ray "
-                f"{release.min_ray} and later; operator from {operator[1] if operator else '?'})",
-                path,
-            )
-        elif supported is None:
-            yield ctx.not_evaluated(
-                obj,
-                f"KubeRay {release.version} documents no minimum Ray version in the "
-                f"compatibility catalogue; its support for Ray {ray} is not checked",
-            )
-    elif operator is not None:
-        yield ctx.not_evaluated(
-            obj,
-            f"KubeRay {operator[0]} is not in the compatibility catalogue; its support for Ray "
-            f"{ray} is not checked",
+    yield from _support(release, operator, ray, path)
+    yield from _pins(compat, ray, obj)
+
+
+def _operator_note(v: Mapping[str, Value]) -> str:
+    """Which KubeRay release's gates were used, and why."""
+    if v["operator_catalogued"]:
+        return f"KubeRay {v['gates_release']} from {v['operator_source']}"
+    if v["operator"] is not None:
+        return f"KubeRay {v['operator']} is not catalogued, so the gates of {v['gates_release']}"
+    return (
+        f"gates of KubeRay {v['gates_release']}, the newest catalogued: the operator version "
+        "is not in the input"
+    )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an R004 verdict."""
+    v = verdict.values
+    if verdict.reason == "mixed-ray-images":
+        groups = cast(tuple[tuple[str, tuple[str, ...]], ...], v["images"])
+        detail = "; ".join(f"Ray {ray} in {', '.join(labels)}" for ray, labels in groups)
+        return (
+            f"the Ray containers run different Ray versions ({detail}); Ray refuses to join "
+            "nodes whose version differs from the head's"
         )
-    pins = _vllm_pins(obj) if obj.kind == "RayService" else []
-    if not pins:
-        return
-    ray_release = compat.ray(ray)
-    for vllm, where in pins:
-        ok = ray_release.supports_vllm(vllm) if ray_release else None
-        if ok is False and ray_release is not None:
-            yield ctx.violation(
-                obj,
-                f"Ray Serve LLM runs vLLM {vllm} ({where}) but ray[llm]=={ray_release.version} "
-                f"requires vllm{ray_release.vllm_requirement}",
-                ("spec", "serveConfigV2"),
+    if verdict.reason == "stale-ray-version":
+        stated = f"rayVersion {v['declared']}" if v["declared"] else "rayVersion is unset"
+        head = f"{stated} but the Ray image {v['image']} runs Ray {v['image_ray']}"
+        note = _operator_note(v)
+        crossed = cast(tuple[tuple[str, str], ...], v["crossed"])
+        if crossed:
+            names = ", ".join(f"{name} (Ray {min_ray})" for name, min_ray in crossed)
+            return (
+                f"{head}; KubeRay switches {names} on rayVersion ({note}), so it "
+                "configures the Pods for the wrong Ray"
             )
-        elif ok is None:
-            yield ctx.not_evaluated(
-                obj,
-                f"Ray {ray} has no ray[llm] vLLM requirement in the compatibility catalogue; "
-                f"vLLM {vllm} ({where}) is not checked",
-            )
+        return (
+            f"{head}; no behaviour this object uses switches between them ({note}), but "
+            "KubeRay reads rayVersion to choose probes, autoscaler and auth: keep it equal to "
+            "the image"
+        )
+    if verdict.reason == "ray-older-than-kuberay-supports":
+        source = v["operator_source"] or "?"
+        return (
+            f"Ray {v['ray']} is older than KubeRay {v['kuberay']} supports (Ray "
+            f"{verdict.thresholds['min_ray']} and later; operator from {source})"
+        )
+    if verdict.reason == "no-min-ray-catalogued":
+        return (
+            f"KubeRay {v['kuberay']} documents no minimum Ray version in the compatibility "
+            f"catalogue; its support for Ray {v['ray']} is not checked"
+        )
+    if verdict.reason == "kuberay-not-catalogued":
+        return (
+            f"KubeRay {v['kuberay']} is not in the compatibility catalogue; its support for Ray "
+            f"{v['ray']} is not checked"
+        )
+    if verdict.reason == "vllm-outside-ray-llm":
+        return (
+            f"Ray Serve LLM runs vLLM {v['vllm']} ({v['where']}) but ray[llm]=={v['ray_llm']} "
+            f"requires vllm{verdict.thresholds['vllm_requirement']}"
+        )
+    return (
+        f"Ray {v['ray']} has no ray[llm] vLLM requirement in the compatibility catalogue; "
+        f"vLLM {v['vllm']} ({v['where']}) is not checked"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """R004's findings: :func:`judge` worded by :func:`message`."""
+    return outcomes(ctx, obj, judge(ctx, obj), message)
 
 
 RULE = Rule(

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION as ESTIMATE_ANNOTATION
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import operator_release, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
 from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.compat import KubeRayRelease
 
 ENGINE_START_TIMEOUT_ENV = "RAYLLM_ENGINE_START_TIMEOUT_S"
 ENGINE_START_TIMEOUT_DEFAULT_S = 3600  # ray 2.60 python/ray/llm/_internal/serve/constants.py
@@ -135,20 +139,13 @@ def _estimate(
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """Ray Serve LLM waits longer than the model takes to load; old thresholds noted."""
-    if obj.kind != "RayService":
-        return
-    spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
-    operator = operator_release(ctx)
-    release = operator[0] if operator else None
-    # Without a catalogued operator release: ray.io/v1alpha1 means KubeRay before 1.0.
-    honoured = obj.api_version == "ray.io/v1alpha1" if release is None else False
+def _engines(obj: K8sObject, estimates: list[tuple[int, str]]) -> Iterator[Verdict]:
+    """Each Ray Serve LLM engine's start timeout against its estimated load; *estimates*
+    gets every (seconds, working) estimated."""
     cfg = serve_config(obj)
     engines = list(cfg.engines) if cfg else []
     configs = list(cfg.llm_configs) if cfg else []
     apps = list(cfg.applications) if cfg else []
-    estimates: list[tuple[int, str]] = []
     llm_iter = iter(configs)
     for engine in engines:
         if not engine.complete:
@@ -157,67 +154,135 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         app = next((a for a in apps if isinstance(a.get("args"), Mapping) and llm in _llms(a)), {})
         needed, why, optimistic = _estimate(obj, engine, llm)
         timeout, where = _timeout(obj, app, llm)
-        label = f"engine '{engine.model}'" if engine.model else engine.source
+        values: dict[str, Value] = {
+            "engine": f"engine '{engine.model}'" if engine.model else engine.source,
+            "estimate": why,
+            "timeout_set_in": where,
+        }
         if needed is None:
-            yield ctx.not_evaluated(obj, f"{label}: {why}; {where} is not checked")
+            yield Verdict("not_evaluated", "load-not-estimated", values)
             continue
         estimates.append((needed, why))
         if timeout < needed:
             # Published loads of this source spread widely: where the fastest of them would
             # fit the timeout, a restart is likely, not certain.
             maybe = optimistic is not None and timeout >= optimistic[0]
-            hedge = (
-                f"; at {optimistic[1]} it would fit, so measure this cluster's download bandwidth"
-                if maybe and optimistic
-                else ""
+            values |= {
+                "load_s": needed,
+                "optimistic_s": optimistic[0] if optimistic else None,
+                "optimistic": optimistic[1] if optimistic else None,
+                "fits_optimistic": maybe,
+            }
+            yield Verdict(
+                "advisory" if maybe else "violation",
+                "engine-start-timeout-short",
+                values,
+                {"timeout_s": timeout},
+                path=("spec", "serveConfigV2"),
             )
-            yield ctx.violation(
-                obj,
-                f"{label}: Ray Serve LLM gives up on the engine after {timeout} s ({where}) "
-                f"but loading it needs {needed} s ({why}); the replica is killed and restarted "
-                f"before it ever serves{hedge}",
-                ("spec", "serveConfigV2"),
-                advisory=maybe,
+
+
+def _threshold(
+    obj: K8sObject,
+    spec: Mapping[str, Any],
+    key: str,
+    default: int,
+    operator: tuple[KubeRayRelease | None, str] | None,
+    honoured: bool,
+    estimates: list[tuple[int, str]],
+) -> Verdict | None:
+    """One of KubeRay's unhealthy-second thresholds against the longest estimated load."""
+    release = operator[0] if operator else None
+    longest = max(estimates) if estimates else None
+    values: dict[str, Value] = {"key": key, "api_version": obj.api_version}
+    if longest is not None:
+        values |= {"load_s": longest[0], "estimate": longest[1]}
+    if key not in spec:
+        if honoured and longest is not None and default < longest[0]:
+            return Verdict(
+                "violation", "threshold-unset", values, {"threshold_s": default}, path=("spec",)
             )
+        return None
+    value = _seconds(spec[key], key)
+    values["setting"] = str(spec[key])
+    if release is not None and release.unhealthy_thresholds_honoured:
+        return None  # KubeRay 1.0 counts only UNHEALTHY/DEPLOY_FAILED time, not a load
+    if release is not None:
+        values["operator"] = operator[1] if operator else ""
+        return Verdict("not_evaluated", "threshold-ignored", values, sources=(KUBERAY_1685,))
+    if not honoured:
+        return Verdict(
+            "not_evaluated", "threshold-ignored-from-1-1", values, sources=(KUBERAY_1685,)
+        )
+    if value is not None and longest is not None and value < longest[0]:
+        return Verdict(
+            "violation", "threshold-short", values, {"threshold_s": value}, path=("spec", key)
+        )
+    return None
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """Ray Serve LLM waits longer than the model takes to load; old thresholds noted."""
+    if obj.kind != "RayService":
+        return
+    spec = as_map(obj.raw.get("spec"), f"spec of {obj.resource}")
+    operator = operator_release(ctx)
+    release = operator[0] if operator else None
+    # Without a catalogued operator release: ray.io/v1alpha1 means KubeRay before 1.0.
+    honoured = obj.api_version == "ray.io/v1alpha1" if release is None else False
+    estimates: list[tuple[int, str]] = []
+    yield from _engines(obj, estimates)
     for key, default in THRESHOLDS.items():
-        if key not in spec:
-            if honoured and estimates and default < max(b for b, _ in estimates):
-                needed, why = max(estimates)
-                yield ctx.violation(
-                    obj,
-                    f"{key} is unset, so KubeRay before 1.0 ({obj.api_version}) replaces the "
-                    f"cluster when the application is not RUNNING after {default} s, less than "
-                    f"the {needed} s the engine needs to load ({why})",
-                    ("spec",),
-                )
-            continue
-        value = _seconds(spec[key], key)
-        if release is not None and release.unhealthy_thresholds_honoured:
-            continue  # KubeRay 1.0 counts only UNHEALTHY/DEPLOY_FAILED time, not a load
-        if release is not None:
-            yield ctx.not_evaluated(
-                obj,
-                f"{key}: {spec[key]} has no effect: {operator[1] if operator else ''} ignores "
-                f"it ({KUBERAY_1685}); the engine start timeout is what bounds a model load",
-            )
-        elif not honoured:
-            yield ctx.not_evaluated(
-                obj,
-                f"{key}: {spec[key]} has no effect from KubeRay 1.1 on, which ignores it in "
-                f"ray.io/v1 ({KUBERAY_1685}; KubeRay 1.0 applies it to UNHEALTHY/DEPLOY_FAILED "
-                "applications, never to a loading one); the engine start timeout is what "
-                "bounds a model load; the KubeRay release decides it "
-                + profile_hint("versions.kuberay"),
-            )
-        elif value is not None and estimates and value < max(b for b, _ in estimates):
-            needed, why = max(estimates)
-            yield ctx.violation(
-                obj,
-                f"{key}: {value} s is less than the {needed} s the engine needs to load "
-                f"({why}); KubeRay before 1.0 ({obj.api_version}) replaces the cluster when the "
-                "application is not RUNNING by then",
-                ("spec", key),
-            )
+        found = _threshold(obj, spec, key, default, operator, honoured, estimates)
+        if found is not None:
+            yield found
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an R005 verdict."""
+    v, t = verdict.values, verdict.thresholds
+    if verdict.reason == "load-not-estimated":
+        return f"{v['engine']}: {v['estimate']}; {v['timeout_set_in']} is not checked"
+    if verdict.reason == "engine-start-timeout-short":
+        hedge = (
+            f"; at {v['optimistic']} it would fit, so measure this cluster's download bandwidth"
+            if v["fits_optimistic"]
+            else ""
+        )
+        return (
+            f"{v['engine']}: Ray Serve LLM gives up on the engine after {t['timeout_s']} s "
+            f"({v['timeout_set_in']}) but loading it needs {v['load_s']} s ({v['estimate']}); "
+            f"the replica is killed and restarted before it ever serves{hedge}"
+        )
+    if verdict.reason == "threshold-unset":
+        return (
+            f"{v['key']} is unset, so KubeRay before 1.0 ({v['api_version']}) replaces the "
+            f"cluster when the application is not RUNNING after {t['threshold_s']} s, less "
+            f"than the {v['load_s']} s the engine needs to load ({v['estimate']})"
+        )
+    if verdict.reason == "threshold-ignored":
+        return (
+            f"{v['key']}: {v['setting']} has no effect: {v['operator']} ignores "
+            f"it ({KUBERAY_1685}); the engine start timeout is what bounds a model load"
+        )
+    if verdict.reason == "threshold-ignored-from-1-1":
+        return (
+            f"{v['key']}: {v['setting']} has no effect from KubeRay 1.1 on, which ignores it in "
+            f"ray.io/v1 ({KUBERAY_1685}; KubeRay 1.0 applies it to UNHEALTHY/DEPLOY_FAILED "
+            "applications, never to a loading one); the engine start timeout is what "
+            "bounds a model load; the KubeRay release decides it "
+            + profile_hint("versions.kuberay")
+        )
+    return (
+        f"{v['key']}: {t['threshold_s']} s is less than the {v['load_s']} s the engine needs to "
+        f"load ({v['estimate']}); KubeRay before 1.0 ({v['api_version']}) replaces the cluster "
+        "when the application is not RUNNING by then"
+    )
+
+
+def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """R005's findings: :func:`judge` worded by :func:`message`."""
+    return outcomes(ctx, obj, judge(ctx, obj), message)
 
 
 def _llms(app: Mapping[str, Any]) -> list[Any]:

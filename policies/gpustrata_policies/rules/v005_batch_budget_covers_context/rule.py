@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from gpustrata.catalog.vllm_facts import scheduler_releases
 from gpustrata.catalog.vllm_releases import BatchDefaults, SchedulerRelease, source_url
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
@@ -153,10 +154,10 @@ def _v0_worlds(
     return worlds
 
 
-Verdict = Literal["violates", "passes", "unknown"]
+Judged = Literal["violates", "passes", "unknown"]
 
 
-def _budget_vs_len(w: World, s: Settings) -> Verdict:
+def _budget_vs_len(w: World, s: Settings) -> Judged:
     if w.chunked is True or s.tokens is None:
         return "passes"  # chunked, or vLLM raised its default to max_model_len
     if s.max_len is None or w.chunked is None:
@@ -164,34 +165,42 @@ def _budget_vs_len(w: World, s: Settings) -> Verdict:
     return "violates" if s.tokens < s.max_len else "passes"
 
 
-def _budget_vs_seqs(w: World) -> Verdict:
+def _budget_vs_seqs(w: World) -> Judged:
     if w.tokens is None or w.seqs is None:
         return "unknown"
     return "violates" if w.tokens < w.seqs else "passes"
 
 
-def _all(verdicts: list[Verdict]) -> Verdict:
-    if verdicts and all(v == "violates" for v in verdicts):
+def _all(judged: list[Judged]) -> Judged:
+    if judged and all(v == "violates" for v in judged):
         return "violates"
-    if all(v == "passes" for v in verdicts):
+    if all(v == "passes" for v in judged):
         return "passes"
     return "unknown"
 
 
-def _values(values: list[int | None]) -> str:
-    shown = sorted({v for v in values if v is not None})
-    return " or ".join(str(v) for v in shown)
+def _shown(values: list[int | None]) -> tuple[int, ...]:
+    return tuple(sorted({v for v in values if v is not None}))
 
 
-def _judge(ctx: RuleContext, site: EngineSite, s: Settings) -> Iterator[Outcome]:
-    obj, label = site.obj, site.label
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """The worlds vLLM may run this engine in (None: the release was not read) and why not."""
+
+    worlds: list[World] | None
+    why_unknown: str
+    values: dict[str, Value]
+    """version, where (the release's source and how it was judged), v0."""
+
+
+def _running(ctx: RuleContext, site: EngineSite, s: Settings) -> _Running:
+    """Which release and engine (V0/V1) run *site*, and the worlds they allow."""
     version, where = site_version(site)
     parsed = release_version(version)
-    arch = site_architecture(site)
     use_v1 = site.env.get("VLLM_USE_V1")
+    worlds: list[World] | None
     if parsed is None:
-        worlds: list[World] | None = None
-        why_unknown = where
+        worlds, why_unknown = None, where
     elif (parsed >= _V1_DEFAULT and use_v1 != "0") or parsed >= _V0_REMOVED:
         releases = neighbours(parsed, READ)
         worlds = _v1_worlds(s, releases, site_gpus(ctx, site), site.ray) if releases else None
@@ -205,100 +214,191 @@ def _judge(ctx: RuleContext, site: EngineSite, s: Settings) -> Iterator[Outcome]
     elif parsed < _V1_DEFAULT and use_v1 == "1" and parsed >= _V1_OPT_IN:
         worlds, why_unknown = None, f"vLLM {version}'s experimental V1 engine was not read"
     else:
+        arch = site_architecture(site)
         worlds = _v0_worlds(s, arch, V0_READ[0] <= parsed <= V0_READ[-1], version)
         why_unknown = ""
         if use_v1 == "0":
             where += ", VLLM_USE_V1=0"
-    engine_kind = "'s V0 engine" if worlds and worlds[0].release == "V0" else ""
-    running = f"vLLM {version}{engine_kind} ({where})" if version else "vLLM"
-    if worlds is None:
-        # Only stated values can be judged: the release's defaults and chunking are unknown.
-        if s.tokens is not None and s.seqs is not None and s.tokens < s.seqs:
-            yield ctx.violation(obj, _seqs_message(label, running, s, []), site.path)
-        elif s.tokens is not None or s.seqs is not None or s.chunked is False:
-            yield ctx.not_evaluated(
-                obj,
-                f"{label}: the batch budget depends on vLLM's defaults and chunked prefill, "
-                f"but {why_unknown}",
-            )
-        return
-    verdict = _all([_budget_vs_len(w, s) for w in worlds])
-    if verdict == "violates":
-        yield ctx.violation(obj, _len_message(label, running, s, worlds), site.path)
-    elif verdict == "unknown":
-        yield ctx.not_evaluated(
-            obj,
-            f"{label} sets max_num_batched_tokens {s.tokens}, but whether {running} chunks "
-            "prefills or what max_model_len is could not be read",
-        )
-    verdict = _all([_budget_vs_seqs(w) for w in worlds])
-    if verdict == "violates":
-        yield ctx.violation(obj, _seqs_message(label, running, s, worlds), site.path)
-    elif verdict == "unknown":
-        if any(w.tokens is None or w.seqs is None for w in worlds):
-            why = f"the defaults of {running} were not read"
-        else:
-            why = (
-                f"vLLM's defaults differ between the GPUs or releases considered "
-                f"(max_num_batched_tokens {_values([w.tokens for w in worlds])}, max_num_seqs "
-                f"{_values([w.seqs for w in worlds])})"
-            )
-        yield ctx.not_evaluated(
-            obj, f"{label}: whether max_num_batched_tokens covers max_num_seqs is open: {why}"
-        )
+    v0 = bool(worlds) and worlds is not None and worlds[0].release == "V0"
+    return _Running(worlds, why_unknown, {"version": version, "where": where, "v0": v0})
 
 
-def _len_message(label: str, running: str, s: Settings, worlds: list[World]) -> str:
-    return (
-        f"{label} runs {running} with chunked prefill off ({worlds[0].chunked_why}) and "
-        f"max_num_batched_tokens {s.tokens} below max_model_len {s.max_len}"
-        f"{s.max_len_why}: vLLM refuses to start ('max_num_batched_tokens ({s.tokens}) is "
-        f"smaller than max_model_len ({s.max_len})'); set max_num_batched_tokens to at least "
-        f"{s.max_len} or turn chunked prefill on"
-    )
-
-
-def _seqs_message(label: str, running: str, s: Settings, worlds: list[World]) -> str:
-    if s.tokens is not None:
-        tokens = f"max_num_batched_tokens {s.tokens}"
-    else:
-        tokens = (
-            f"max_num_batched_tokens {_values([w.tokens for w in worlds])} "
-            f"(unset: {worlds[0].tokens_why})"
-        )
-    if s.seqs is not None:
-        seqs = f"max_num_seqs {s.seqs}"
-    else:
-        seqs = f"max_num_seqs {_values([w.seqs for w in worlds])} (unset: {worlds[0].seqs_why})"
+def _seqs_verdict(site: EngineSite, s: Settings, run: _Running, worlds: list[World]) -> Verdict:
+    """max_num_batched_tokens below max_num_seqs: vLLM refuses to start."""
     low = min(w.tokens for w in worlds if w.tokens) if worlds else s.tokens
     high = max(w.seqs for w in worlds if w.seqs) if worlds else s.seqs
-    return (
-        f"{label} runs {running} with {tokens} below {seqs}: vLLM refuses to start "
-        f"('max_num_batched_tokens ({low}) must be greater than or equal to max_num_seqs "
-        f"({high}).'); raise max_num_batched_tokens to at least {high} or lower max_num_seqs"
+    return Verdict(
+        "violation",
+        "tokens-below-seqs",
+        values={
+            "engine": site.label,
+            **run.values,
+            "tokens": s.tokens,
+            "seqs": s.seqs,
+            "default_tokens": _shown([w.tokens for w in worlds]),
+            "default_seqs": _shown([w.seqs for w in worlds]),
+            "tokens_why": worlds[0].tokens_why if worlds else None,
+            "seqs_why": worlds[0].seqs_why if worlds else None,
+            "budget": low,
+        },
+        thresholds={"min_tokens": high},
+        path=site.path,
     )
+
+
+def _judge_unread(site: EngineSite, s: Settings, run: _Running) -> Iterator[Verdict]:
+    """The release was not read: only stated values can be judged."""
+    if s.tokens is not None and s.seqs is not None and s.tokens < s.seqs:
+        yield _seqs_verdict(site, s, run, [])
+    elif s.tokens is not None or s.seqs is not None or s.chunked is False:
+        yield Verdict(
+            "not_evaluated",
+            "defaults-unread",
+            values={"engine": site.label, "why": run.why_unknown},
+        )
+
+
+def _judge_worlds(
+    site: EngineSite, s: Settings, run: _Running, worlds: list[World]
+) -> Iterator[Verdict]:
+    """The budget against max_model_len (unchunked) and max_num_seqs in every world."""
+    judged = _all([_budget_vs_len(w, s) for w in worlds])
+    values: dict[str, Value] = {"engine": site.label, **run.values, "tokens": s.tokens}
+    if judged == "violates":
+        yield Verdict(
+            "violation",
+            "tokens-below-max-len",
+            values={
+                **values,
+                "chunked_why": worlds[0].chunked_why,
+                "max_len": s.max_len,
+                "max_len_why": s.max_len_why,
+            },
+            thresholds={"min_tokens": s.max_len},
+            path=site.path,
+        )
+    elif judged == "unknown":
+        yield Verdict("not_evaluated", "chunking-unread", values=values)
+    judged = _all([_budget_vs_seqs(w) for w in worlds])
+    if judged == "violates":
+        yield _seqs_verdict(site, s, run, worlds)
+    elif judged == "unknown":
+        yield Verdict(
+            "not_evaluated",
+            "seqs-open",
+            values={
+                **values,
+                "defaults_read": not any(w.tokens is None or w.seqs is None for w in worlds),
+                "default_tokens": _shown([w.tokens for w in worlds]),
+                "default_seqs": _shown([w.seqs for w in worlds]),
+            },
+        )
+
+
+def _settings(site: EngineSite) -> Settings | Verdict | None:
+    """What the engine states (None: neither budget is set), or the value not a number."""
+    e = site.engine
+    raw = {k: as_int(e, k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
+    bad = {k: v for k, v in raw.items() if isinstance(v, str)}
+    if bad:
+        key, value = next(iter(bad.items()))
+        return Verdict(
+            "not_evaluated",
+            "not-a-number",
+            values={"engine": site.label, "key": key, "value": str(value)},
+        )
+    tokens, seqs, max_len = (v if isinstance(v, int) else None for v in raw.values())
+    chunked = as_bool(e, "enable_chunked_prefill")
+    if tokens is None and seqs is None:
+        return None  # vLLM's own defaults agree with each other in every release read
+    arch = site_architecture(site)
+    max_len_why = ""
+    if max_len is None and arch is not None:
+        max_len = arch.max_position_embeddings
+        max_len_why = f" (unset: {arch.id}'s max_position_embeddings, which vLLM derives)"
+    return Settings(tokens, seqs, chunked, max_len, max_len_why)
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """The engine's batch token budget covers max_num_seqs, and max_model_len unchunked."""
+    for site in engine_sites(ctx, obj):
+        s = _settings(site)
+        if isinstance(s, Verdict):
+            yield s
+        elif s is not None:
+            run = _running(ctx, site, s)
+            if run.worlds is None:
+                yield from _judge_unread(site, s, run)
+            else:
+                yield from _judge_worlds(site, s, run, run.worlds)
+
+
+def _joined(values: Value) -> str:
+    return " or ".join(str(v) for v in cast(tuple[int, ...], values))
+
+
+def _running_text(v: Mapping[str, Value]) -> str:
+    engine_kind = "'s V0 engine" if v["v0"] else ""
+    return f"vLLM {v['version']}{engine_kind} ({v['where']})" if v["version"] else "vLLM"
+
+
+def _seqs_message(v: Mapping[str, Value], high: Value) -> str:
+    if v["tokens"] is not None:
+        tokens = f"max_num_batched_tokens {v['tokens']}"
+    else:
+        tokens = f"max_num_batched_tokens {_joined(v['default_tokens'])} (unset: {v['tokens_why']})"
+    if v["seqs"] is not None:
+        seqs = f"max_num_seqs {v['seqs']}"
+    else:
+        seqs = f"max_num_seqs {_joined(v['default_seqs'])} (unset: {v['seqs_why']})"
+    return (
+        f"{v['engine']} runs {_running_text(v)} with {tokens} below {seqs}: vLLM refuses to "
+        f"start ('max_num_batched_tokens ({v['budget']}) must be greater than or equal to "
+        f"max_num_seqs ({high}).'); raise max_num_batched_tokens to at least {high} or lower "
+        "max_num_seqs"
+    )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a V005 verdict."""
+    v, label = verdict.values, verdict.values["engine"]
+    if verdict.reason == "not-a-number":
+        return f"{label}: {v['key']} {quoted(v['value'])} is not a number"
+    if verdict.reason == "tokens-below-seqs":
+        return _seqs_message(v, verdict.thresholds["min_tokens"])
+    if verdict.reason == "defaults-unread":
+        return (
+            f"{label}: the batch budget depends on vLLM's defaults and chunked prefill, "
+            f"but {v['why']}"
+        )
+    if verdict.reason == "tokens-below-max-len":
+        tokens, max_len = v["tokens"], v["max_len"]
+        return (
+            f"{label} runs {_running_text(v)} with chunked prefill off ({v['chunked_why']}) and "
+            f"max_num_batched_tokens {tokens} below max_model_len {max_len}"
+            f"{v['max_len_why']}: vLLM refuses to start ('max_num_batched_tokens ({tokens}) is "
+            f"smaller than max_model_len ({max_len})'); set max_num_batched_tokens to at least "
+            f"{max_len} or turn chunked prefill on"
+        )
+    if verdict.reason == "chunking-unread":
+        return (
+            f"{label} sets max_num_batched_tokens {v['tokens']}, but whether {_running_text(v)} "
+            "chunks prefills or what max_model_len is could not be read"
+        )
+    if not v["defaults_read"]:
+        why = f"the defaults of {_running_text(v)} were not read"
+    else:
+        why = (
+            f"vLLM's defaults differ between the GPUs or releases considered "
+            f"(max_num_batched_tokens {_joined(v['default_tokens'])}, max_num_seqs "
+            f"{_joined(v['default_seqs'])})"
+        )
+    return f"{label}: whether max_num_batched_tokens covers max_num_seqs is open: {why}"
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """The engine's batch token budget covers max_num_seqs, and max_model_len unchunked."""
-    for site in engine_sites(ctx, obj):
-        e = site.engine
-        raw = {k: as_int(e, k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
-        bad = {k: v for k, v in raw.items() if isinstance(v, str)}
-        if bad:
-            key, value = next(iter(bad.items()))
-            yield ctx.not_evaluated(obj, f"{site.label}: {key} {quoted(value)} is not a number")
-            continue
-        tokens, seqs, max_len = (v if isinstance(v, int) else None for v in raw.values())
-        chunked = as_bool(e, "enable_chunked_prefill")
-        if tokens is None and seqs is None:
-            continue  # vLLM's own defaults agree with each other in every release read
-        arch = site_architecture(site)
-        max_len_why = ""
-        if max_len is None and arch is not None:
-            max_len = arch.max_position_embeddings
-            max_len_why = f" (unset: {arch.id}'s max_position_embeddings, which vLLM derives)"
-        yield from _judge(ctx, site, Settings(tokens, seqs, chunked, max_len, max_len_why))
+    """V005's findings: :func:`judge` worded by :func:`message`."""
+    return outcomes(ctx, obj, judge(ctx, obj), message)
 
 
 RULE = Rule(

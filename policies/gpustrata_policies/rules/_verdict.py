@@ -1,0 +1,52 @@
+"""A rule's decision as data (not a rule: the registry skips ``_`` modules).
+
+A rule split as ``judge(...) -> Verdict`` and ``message(verdict) -> str`` decides with typed
+values (numbers, versions, thresholds, sources) and renders prose separately, so tests assert
+the decision and its figures, not the wording (issue 32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Literal
+
+from gpustrata_policies.findings import Outcome, Path, RuleContext
+from gpustrata_policies.view.objects import K8sObject
+
+Decision = Literal["violation", "advisory", "not_evaluated"]
+Value = str | int | float | Fraction | bool | None | tuple["Value", ...]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One decision of a rule on one object.
+
+    *reason* names the case (a rule-local key such as ``"mixed-images"``); *values* are the
+    figures read from the input, *thresholds* what they are judged against, *sources* where a
+    value or threshold came from (a field path, a catalogue release, an operator's image).
+    *path* points at the offending field (a violation's line number).
+    """
+
+    decision: Decision
+    reason: str
+    values: Mapping[str, Value] = field(default_factory=dict)
+    thresholds: Mapping[str, Value] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+    path: Path = ()
+
+
+def outcomes(
+    ctx: RuleContext,
+    obj: K8sObject,
+    verdicts: Iterable[Verdict],
+    message: Callable[[Verdict], str],
+) -> Iterator[Outcome]:
+    """The findings and not-evaluated records of *verdicts*, worded by *message*."""
+    for verdict in verdicts:
+        text = message(verdict)
+        if verdict.decision == "not_evaluated":
+            yield ctx.not_evaluated(obj, text)
+        else:
+            yield ctx.violation(obj, text, verdict.path, advisory=verdict.decision == "advisory")
