@@ -18,8 +18,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from _schemas import schema_errors, validators_of
 from _stacks import ROOT, closure
-from test_k8s_schemas import _strict
 
 from gpustrata.catalog.charts import chart_release, pod_placement
 from gpustrata.catalog.gateway import gateway_crds, gateway_release
@@ -211,19 +211,11 @@ def test_controllers_land_on_the_system_pool() -> None:
 
 
 def _validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
-    out = {}
-    for crd in gateway_crds():
-        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-        for version in crd["spec"]["versions"]:
-            if version["served"]:
-                schema = _strict(version["schema"]["openAPIV3Schema"])
-                out[(f"{group}/{version['name']}", kind)] = jsonschema.Draft7Validator(schema)
-    return out
+    return validators_of(gateway_crds())
 
 
 def _errors(validators: Any, obj: dict[str, Any]) -> list[str]:
-    found = validators[(obj["apiVersion"], obj["kind"])]
-    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in found.iter_errors(obj)]
+    return schema_errors(validators[(obj["apiVersion"], obj["kind"])], obj)
 
 
 def test_rendered_and_registered_objects_validate_against_the_pinned_crds() -> None:

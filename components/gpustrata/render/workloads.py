@@ -120,6 +120,21 @@ def _meta(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, "labels": {**labels, **MANAGED_BY}}
 
 
+def _service(
+    name: str, ns: str, labels: dict[str, str], selector: dict[str, str]
+) -> dict[str, Any]:
+    """The model's Service: its ``http`` port to the selected engines' ``http`` port."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(name, ns, labels),
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": "http"}],
+        },
+    }
+
+
 def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
     """Deployment, Service, and (when needed) PDB and autoscaler for a `vllm serve` engine."""
     name, ns = _plain(args["name"]), _plain(args["namespace"])
@@ -211,15 +226,7 @@ def vllm_deployment_objects(args: VllmDeploymentArgs) -> list[dict[str, Any]]:
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         },
     }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _meta(name, ns, labels),
-        "spec": {
-            "selector": selector,
-            "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": "http"}],
-        },
-    }
+    service = _service(name, ns, labels, selector)
     objects = [*claim, deployment, service]
     if max_replicas > 1:
         objects.append(
@@ -330,15 +337,7 @@ def _leader_worker_set_objects(
         },
     }
     selector = {APP_LABEL: name, ROLE_LABEL: "leader"}
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _meta(name, ns, labels),
-        "spec": {
-            "selector": selector,
-            "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": "http"}],
-        },
-    }
+    service = _service(name, ns, labels, selector)
     objects: list[dict[str, Any]] = [lws, service]
     if max_replicas > 1:
         objects.append(
