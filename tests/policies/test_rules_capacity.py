@@ -466,7 +466,8 @@ def test_human_readable_max_model_len(text: str, value: int) -> None:
         ),
         (
             {"resources": {"limits": {"nvidia.com/mig-3g.40gb": 1}}},
-            "gets a MIG slice (nvidia.com/mig-3g.40gb)",
+            "gets a MIG slice nvidia.com/mig-3g.40gb, which the hardware catalogue does not list "
+            "for NVIDIA L40S",
         ),
         (
             {"command": ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "big"]},

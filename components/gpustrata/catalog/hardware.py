@@ -309,6 +309,15 @@ class HardwareCatalog:
             found = self._mig_slice(k, key.strip())
         return found
 
+    def mig_slice(self, parent: GpuModel, profile: str) -> GpuModel | None:
+        """The MIG slice *profile* (``3g.40gb``, as in the mixed strategy's
+        ``nvidia.com/mig-3g.40gb`` resource) of *parent*, derived like a single-strategy
+        product label; None when *parent* has no such profile or no GFD product name."""
+        if not parent.gfd_products:
+            return None
+        label = f"{parent.gfd_products[0]}-MIG-{profile}"
+        return self._mig_slice(label.lower(), label)
+
     def _mig_slice(self, lowered: str, label: str) -> GpuModel | None:
         """The MIG slice a single-strategy GFD product label names, derived from its parent.
 

@@ -38,16 +38,13 @@ from gpustrata_policies.view.engines import (
     EngineSite,
     GpuRef,
     as_int,
-    gpu_resources,
     image_release,
-    pod_gpus,
+    site_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
-from gpustrata_policies.view.nodes import gpu_model_of_selectors, gpu_pools, targeted_pools
 from gpustrata_policies.view.objects import (
     ContainerRef,
     K8sObject,
-    PodRef,
     as_list,
     as_map,
     dig,
@@ -159,50 +156,6 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
 
 
 # --------------------------------------------------------------------------- GPU
-
-
-def resolve_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:
-    """The GPU model(s) the engine can land on, or why none is known (MIG slices and
-    unmatched Ray worker groups are not evaluated)."""
-    pod = site.gpu_pod
-    if pod is None:
-        return (
-            f"{site.name}: no Ray worker group with GPUs could be matched to the engine "
-            "(several GPU groups and no accelerator_type naming one of their GPUs)"
-        )
-    mig = [n for n in gpu_resources(ctx, pod) if "/mig-" in n]
-    if mig:
-        return (
-            f"{site.name} gets a MIG slice ({', '.join(mig)}); the memory of a slice is not "
-            "modelled"
-        )
-    found = pod_gpus(ctx, pod)
-    if isinstance(found, str):
-        return _accelerator_type_gpus(ctx, site, pod) or found
-    return found
-
-
-def _accelerator_type_gpus(ctx: RuleContext, site: EngineSite, pod: PodRef) -> list[GpuRef]:
-    """Where nothing in the cluster's description names the Pod's GPU, a Ray Serve LLM
-    ``accelerator_type`` does: Ray schedules the engine's bundles only on nodes whose
-    detected accelerator is that type (``accelerator_type:<name>`` resource), so the engine
-    lands on one of the catalogue GPUs Ray names so (each is evaluated, like the GPUs of
-    several pools)."""
-    wanted = site.llm_config.get("accelerator_type")
-    if wanted is UNKNOWN:
-        raise UnknownInput(f"accelerator_type of {site.name}")
-    if not isinstance(wanted, str) or not wanted:
-        return []
-    if gpu_pools(ctx) and targeted_pools(pod, gpu_pools(ctx)):
-        return []  # a described pool names the GPU (or says it is not catalogued)
-    if gpu_model_of_selectors(pod)[1]:
-        return []  # a selector names a GPU the catalogue lacks: that is the reason
-    where = f"Ray Serve LLM accelerator_type {wanted}"
-    return [
-        GpuRef(gpu, where)
-        for gpu in catalogs.hardware().gpus.values()
-        if gpu.ray_accelerator_type == wanted
-    ]
 
 
 # --------------------------------------------------------------------------- version
@@ -507,7 +460,7 @@ def capacity_inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
 
 
 def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
-    gpus = resolve_gpus(ctx, site)
+    gpus = site_gpus(ctx, site)
     if isinstance(gpus, str):
         return gpus
     model = resolve_model(site)

@@ -485,21 +485,74 @@ def site_version(site: EngineSite) -> tuple[str | None, str]:
     return None, f"the image ({shown}) does not name a vLLM version {profile_hint('images')}"
 
 
-def site_gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:
-    """Catalogue GPUs the engine can run on: its target pools', else its GPU selectors'."""
-    pools = gpu_pools(ctx)
-    found: dict[str, tuple[GpuModel, str]] = {}
-    for pod in site.pods:
-        if pools:
-            for pool in targeted_pools(pod, pools):
-                models = gpu_models_of_pool(pool, pod)
-                for model in [] if isinstance(models, str) else models:
-                    found.setdefault(model.id, (model, f"pool {pool.name}"))
-        else:
-            gpu, label = gpu_model_of_selectors(pod)
-            if gpu is not None:
-                found.setdefault(gpu.id, (gpu, label))
-    return list(found.values())
+def site_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:
+    """The catalogue GPU(s) the engine really gets, each with where it was read, or why
+    none is known: the one reader every rule asks (capacity, V005, V006, ...).
+
+    Read on the Pod whose GPUs run the engine (:attr:`EngineSite.gpu_pod`; Ray: the worker
+    group matched by ``accelerator_type``): its described pools, else its GPU selectors
+    (:func:`pod_gpus`), else a Ray Serve LLM ``accelerator_type``. A MIG resource
+    (``nvidia.com/mig-3g.40gb``, the mixed strategy) gives that slice of each parent GPU:
+    the parent's compute capability with the slice's memory (what CUDA, and so vLLM,
+    sees).
+    """
+    pod = site.gpu_pod
+    if pod is None:
+        return (
+            f"{site.name}: no Ray worker group with GPUs could be matched to the engine "
+            "(several GPU groups and no accelerator_type naming one of their GPUs)"
+        )
+    found = pod_gpus(ctx, pod)
+    if isinstance(found, str):
+        found = _accelerator_type_gpus(ctx, site, pod) or found
+    profiles = [n.partition("/mig-")[2] for n in gpu_resources(ctx, pod) if "/mig-" in n]
+    if not profiles:
+        return found
+    if isinstance(found, str):
+        shown = ", ".join(f"nvidia.com/mig-{p}" for p in profiles)
+        return f"{site.name} gets a MIG slice ({shown}); {found}"
+    return _mig_slices(site, found, profiles)
+
+
+def _mig_slices(site: EngineSite, parents: list[GpuRef], profiles: list[str]) -> list[GpuRef] | str:
+    """The MIG slices *profiles* of each parent GPU, or why one is unknown."""
+    hw = catalogs.hardware()
+    out: list[GpuRef] = []
+    for ref in parents:
+        for profile in profiles:
+            piece = hw.mig_slice(ref.gpu, profile)
+            if piece is None:
+                listed = ", ".join(ref.gpu.mig_profiles) or "none"
+                return (
+                    f"{site.name} gets a MIG slice nvidia.com/mig-{profile}, which the hardware "
+                    f"catalogue does not list for {ref.gpu.name} ({ref.where}; its MIG "
+                    f"profiles: {listed})"
+                )
+            out.append(GpuRef(piece, f"nvidia.com/mig-{profile} of {ref.gpu.name}, {ref.where}"))
+    return out
+
+
+def _accelerator_type_gpus(ctx: RuleContext, site: EngineSite, pod: PodRef) -> list[GpuRef]:
+    """Where nothing in the cluster's description names the Pod's GPU, a Ray Serve LLM
+    ``accelerator_type`` does: Ray schedules the engine's bundles only on nodes whose
+    detected accelerator is that type (``accelerator_type:<name>`` resource), so the engine
+    lands on one of the catalogue GPUs Ray names so (each is evaluated, like the GPUs of
+    several pools)."""
+    wanted = site.llm_config.get("accelerator_type")
+    if wanted is UNKNOWN:
+        raise UnknownInput(f"accelerator_type of {site.name}")
+    if not isinstance(wanted, str) or not wanted:
+        return []
+    if gpu_pools(ctx) and targeted_pools(pod, gpu_pools(ctx)):
+        return []  # a described pool names the GPU (or says it is not catalogued)
+    if gpu_model_of_selectors(pod)[1]:
+        return []  # a selector names a GPU the catalogue lacks: that is the reason
+    where = f"Ray Serve LLM accelerator_type {wanted}"
+    return [
+        GpuRef(gpu, where)
+        for gpu in catalogs.hardware().gpus.values()
+        if gpu.ray_accelerator_type == wanted
+    ]
 
 
 def site_architecture(site: EngineSite) -> ModelArchitecture | None:

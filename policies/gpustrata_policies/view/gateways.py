@@ -45,7 +45,7 @@ from typing import Any
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import capacity, catalogs
-from gpustrata_policies.view.engines import EngineSite
+from gpustrata_policies.view.engines import EngineSite, site_gpus
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 __all__ = [
@@ -200,7 +200,7 @@ def _gen(ctx: RuleContext, site: EngineSite) -> Generation | str:
     model = capacity.resolve_model(site)
     if isinstance(model, str):
         return capacity.not_evaluated_reason(site, model)
-    gpus = capacity.resolve_gpus(ctx, site)
+    gpus = site_gpus(ctx, site)
     if isinstance(gpus, str):
         # No GPU named: the fastest catalogued GPU's bound holds on whatever it runs on.
         candidates = [(g, f"{g.name}, the fastest catalogued GPU for it") for g in _all_gpus()]

@@ -193,6 +193,13 @@ class _Running:
     """version, where (the release's source and how it was judged), v0."""
 
 
+def _gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:
+    """The GPUs the engine gets (MIG: the slice, whose memory picks vLLM's batch tier);
+    [] when none is known, and every tier is then judged."""
+    found = site_gpus(ctx, site)
+    return [] if isinstance(found, str) else [(r.gpu, r.where) for r in found]
+
+
 def _running(ctx: RuleContext, site: EngineSite, s: Settings) -> _Running:
     """Which release and engine (V0/V1) run *site*, and the worlds they allow."""
     version, where = site_version(site)
@@ -203,7 +210,7 @@ def _running(ctx: RuleContext, site: EngineSite, s: Settings) -> _Running:
         worlds, why_unknown = None, where
     elif (parsed >= _V1_DEFAULT and use_v1 != "0") or parsed >= _V0_REMOVED:
         releases = neighbours(parsed, READ)
-        worlds = _v1_worlds(s, releases, site_gpus(ctx, site), site.ray) if releases else None
+        worlds = _v1_worlds(s, releases, _gpus(ctx, site), site.ray) if releases else None
         read = ", ".join(r.version for _, r in READ)
         why_unknown = f"the V1 engine of vLLM {version} was not read (read: {read})"
         if releases and len(releases) == 2:

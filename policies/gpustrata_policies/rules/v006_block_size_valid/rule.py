@@ -215,7 +215,8 @@ def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
         )
     arch = site_architecture(site)
     mla_options = (arch.attention == "mla",) if arch else (False, True)
-    gpus = site_gpus(ctx, site)
+    found = site_gpus(ctx, site)  # MIG: the slice, with its parent's compute capability
+    gpus = [] if isinstance(found, str) else [(r.gpu, r.where) for r in found]
     ccs = [_cc(g) for g, _ in gpus] or list(_ALL_CC)
     refused, why = _judge(releases, block, mla_options, ccs, not site.ray)
     forced = _forced(site, block, releases, arch, gpus) if refused is False else None
