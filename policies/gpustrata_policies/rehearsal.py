@@ -399,9 +399,7 @@ def _self_managed_coredns(
     return None
 
 
-def _device_class_step(
-    index: int, record: Record, obj: K8sObject, existing_cluster: bool
-) -> Step:
+def _device_class_step(index: int, record: Record, obj: K8sObject, existing_cluster: bool) -> Step:
     """A GPU claim on a DeviceClass nothing in the stack creates: its Pods stay Pending (the
     class need not come first: the scheduler retries once it exists)."""
     message = (

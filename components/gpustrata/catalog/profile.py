@@ -316,7 +316,8 @@ class ClusterProfile(_Model):
     device_classes: list[str] | None = Field(
         default=None,
         description="DRA DeviceClasses the cluster has (gpu.nvidia.com once the NVIDIA DRA "
-        "driver runs), by name: `kubectl get deviceclass -o jsonpath='{.items[*].metadata.name}'`. Unset: unknown; an empty list: none.",
+        "driver runs), by name: `kubectl get deviceclass -o "
+        "jsonpath='{.items[*].metadata.name}'`. Unset: unknown; an empty list: none.",
     )
     storage: StorageProfile = Field(
         default_factory=StorageProfile, description="Model-loading bandwidth."

@@ -132,7 +132,9 @@ def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 f"does not know what {', '.join(shown.unknown_charts)} installs",
             )
             return
-    listed = " and the cluster profile's device_classes do not list it" if stated is not None else ""
+    listed = ""
+    if stated is not None:
+        listed = " and the cluster profile's device_classes do not list it"
     yield ctx.violation(
         obj,
         f"{obj.kind} {obj.name} claims devices of the DeviceClass {GPU_DEVICE_CLASS}, which "
@@ -199,12 +201,19 @@ RULE = Rule(
             "pack, where the whole stack is known, and on a manifest set that installs CRDs or "
             "charts itself; silent on a bare application manifest, whose cluster's CRDs are not "
             "in the input. The deploy rehearsal of `gpustrata plan` also checks that the CRD "
-            "comes first."
+            "comes first. A DRA claim (ResourceClaim, ResourceClaimTemplate) on the "
+            "gpu.nvidia.com DeviceClass needs that API object the same way: only the NVIDIA DRA "
+            "driver creates it (its nvidia-dra-driver-gpu or dra-driver-nvidia-gpu chart, or the"
+            " GPU Operator v26.7+ GPUCluster), and without it the claim is never allocated and "
+            "its Pods stay Pending; a DeviceClass object in the input or the cluster profile's "
+            "device_classes count as installed, which also makes the check evaluated on a bare "
+            "manifest."
         ),
         fix=(
             "Install the chart or CRDs that own the kind in the same stack and make the "
             "resource depend on it (prometheus-operator CRDs for ServiceMonitor/PodMonitor, "
-            "KEDA for ScaledObject, KubeRay for RayService), or turn the feature off."
+            "KEDA for ScaledObject, KubeRay for RayService; the NVIDIA DRA driver, dra.driver "
+            "in a gpustrata stack, for claims on gpu.nvidia.com), or turn the feature off."
         ),
         references=(
             "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/"
