@@ -27,6 +27,7 @@ from gpustrata.planning.build import plan_spec
 from gpustrata.reports.text import PlanReport, plan_report
 from gpustrata.spec.loader import read_stack_file, validate_stack
 from gpustrata_policies import evaluate, objects_from_pulumi
+from gpustrata_policies.rehearsal import rehearse
 
 EXAMPLES_DIR = ROOT / "stacks" / "examples"
 EXAMPLES = sorted(EXAMPLES_DIR.rglob("Pulumi.*.yaml"))
@@ -210,3 +211,49 @@ def test_the_dra_page_states_the_examples_plans() -> None:
         assert f"the {name} example registers {len(report.resources) - 1} resources ({ok}" in (
             " ".join(page.split())
         ), name
+
+
+def _without_dra_driver(report: PlanReport) -> list[Any]:
+    """The dra example's registered resources less its DRA driver chart."""
+    kept = [
+        r
+        for r in report.resources
+        if not str(r.inputs.get("chart", "")).endswith("/dra-driver-nvidia-gpu")
+    ]
+    assert len(kept) == len(report.resources) - 1, "the dra example has one DRA driver chart"
+    return kept
+
+
+def test_dra_claims_without_a_driver_are_reported() -> None:
+    """With no DRA driver, nothing creates the gpu.nvidia.com DeviceClass: the rehearsal
+    says the claim's Pods hang, K018 names the claim, the class and the stack key."""
+    kept = _without_dra_driver(_example("dra"))
+    blockers = rehearse(kept).blockers
+    assert [(s.type, s.status) for s in blockers] == [
+        ("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "would-hang")
+    ]
+    message = blockers[0].message
+    assert "llama-8b-dra-gpus" in message and "DeviceClass gpu.nvidia.com" in message
+    assert "dra.driver" in blockers[0].fix
+    objects = objects_from_pulumi((r.type, r.name, r.inputs) for r in kept)
+    k018 = [f for f in evaluate(objects).findings if f.rule == "K018"]
+    assert [f.resource.split("/")[-1] for f in k018] == ["llama-8b-dra-gpus"]
+    assert "DeviceClass gpu.nvidia.com" in k018[0].message and "dra.driver" in k018[0].message
+    # A DeviceClass object in the input is the class itself: nothing to report.
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]},
+    }
+    assert "K018" not in {f.rule for f in evaluate([*objects, device_class]).findings}
+
+
+def test_operator_dra_without_its_gpu_cluster_is_reported() -> None:
+    """The GPU Operator with gpuCluster.deployCR off installs no DRA driver."""
+    objects = copy.deepcopy(_objects(_example("dra-operator")))
+    for o in objects:
+        if o["kind"] == "GpuOperator":
+            o["spec"]["values"]["gpuCluster"]["deployCR"] = False
+    k018 = [f for f in evaluate(objects).findings if f.rule == "K018"]
+    assert [f.resource.split("/")[-1] for f in k018] == ["llama-8b-gpus"], k018

@@ -37,6 +37,12 @@ from gpustrata_policies.inputs.pulumi import (
     addon_object,
     object_from_pulumi,
 )
+from gpustrata_policies.view.device_classes import (
+    DRIVER_FIX,
+    claims_gpu_class,
+    device_classes_installed,
+)
+from gpustrata_policies.view.dra import GPU_DEVICE_CLASS
 from gpustrata_policies.view.objects import RAY_KINDS, K8sObject
 from gpustrata_policies.view.pools import GpuPool, pools_of
 from gpustrata_policies.view.scheduling import (
@@ -253,12 +259,16 @@ def rehearse(records: Sequence[Record]) -> Rehearsal:
             "not known here, so Pods that land nowhere described are reported, not assumed "
             "to hang"
         )
+    classes = device_classes_installed(list(objects.values()))
     for index, r in enumerate(records):
         obj = objects.get(r.name)
         if r.type == CLUSTER_TOKEN:
             found = _self_managed_coredns(index, r, records, every_pool)
             out.steps += [found] if found is not None else []
         if obj is None:
+            continue
+        if claims_gpu_class(obj) and GPU_DEVICE_CLASS not in classes:
+            out.steps.append(_device_class_step(index, r, obj, existing_cluster))
             continue
         before = [objects[n] for n in closures[r.name] if n in objects]
         if existing_cluster:  # described pools are there from the start
@@ -387,6 +397,33 @@ def _self_managed_coredns(
                 "Karpenter, model downloads and Ray fail",
             )
     return None
+
+
+def _device_class_step(index: int, record: Record, obj: K8sObject, existing_cluster: bool) -> Step:
+    """A GPU claim on a DeviceClass nothing in the stack creates: its Pods stay Pending (the
+    class need not come first: the scheduler retries once it exists)."""
+    message = (
+        f"{obj.kind} {obj.name} claims devices of the DeviceClass {GPU_DEVICE_CLASS}, which "
+        "nothing in the stack installs (no NVIDIA DRA driver)"
+    )
+    if existing_cluster:
+        return Step(
+            index,
+            record.name,
+            record.type,
+            "not-evaluated",
+            f"{message}; the existing cluster may have it",
+            DRIVER_FIX,
+        )
+    return Step(
+        index,
+        record.name,
+        record.type,
+        "would-hang",
+        f"{message}: the claims are never allocated, the Pods that use them stay Pending and "
+        "their workload's wait times out",
+        DRIVER_FIX,
+    )
 
 
 def _crd_step(index: int, record: Record, obj: K8sObject, before: list[K8sObject]) -> Step | None:

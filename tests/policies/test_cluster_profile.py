@@ -21,6 +21,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 PROFILES = DATA / "profiles"
 ONPREM = PROFILES / "onprem"
 NODES = PROFILES / "nodes-kubeadm-a100.yaml"
+RULES = Path(__file__).resolve().parents[2] / "policies" / "gpustrata_policies" / "rules"
 
 ONPREM_PROFILE = """\
 distribution: kubeadm
@@ -406,3 +407,21 @@ def test_gpu_taints_decide_k004_without_pools() -> None:
     )
     (message,) = _messages(tainted, "K004")
     assert "dedicated=gpu:NoSchedule" in message and "cluster profile gpu_taints" in message
+
+
+def test_device_classes_decide_k018_on_a_bare_gpu_claim() -> None:
+    """A bare DRA GPU claim: silent without a profile, not evaluated when the profile lists
+    CRDs but not DeviceClasses (naming device_classes), reported when the profile's
+    device_classes omit gpu.nvidia.com, clean when they list it."""
+    claim = RULES / "k018_custom_resources_have_their_crd" / "good-bare-gpu-claim.yaml"
+    objs = load_paths([str(claim)])
+    found, skipped = _records(None, objs)
+    assert not _messages(found, "K018") and not _reasons(skipped, "K018")
+    found, skipped = _records("crds: []\n", objs)
+    assert not _messages(found, "K018")
+    assert any("device_classes" in r for r in _reasons(skipped, "K018"))
+    found, _ = _records("device_classes: [other.example.com]\n", objs)
+    (message,) = _messages(found, "K018")
+    assert "DeviceClass gpu.nvidia.com" in message and "device_classes do not list" in message
+    found, skipped = _records("device_classes: [gpu.nvidia.com]\n", objs)
+    assert not _messages(found, "K018") and not _reasons(skipped, "K018")

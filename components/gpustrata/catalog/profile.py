@@ -313,6 +313,12 @@ class ClusterProfile(_Model):
         "jsonpath='{range .items[*]}{.spec.group}/{.spec.names.kind}{\"\\n\"}{end}'`. "
         "Unset: unknown; an empty list: none.",
     )
+    device_classes: list[str] | None = Field(
+        default=None,
+        description="DRA DeviceClasses the cluster has (gpu.nvidia.com once the NVIDIA DRA "
+        "driver runs), by name: `kubectl get deviceclass -o "
+        "jsonpath='{.items[*].metadata.name}'`. Unset: unknown; an empty list: none.",
+    )
     storage: StorageProfile = Field(
         default_factory=StorageProfile, description="Model-loading bandwidth."
     )

@@ -8,6 +8,12 @@ from dataclasses import dataclass, replace
 from gpustrata.catalog.charts import chart_releases, crd_owner
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.device_classes import (
+    DRIVER_FIX,
+    claims_gpu_class,
+    device_classes_installed,
+)
+from gpustrata_policies.view.dra import GPU_DEVICE_CLASS
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.profile import active_profile
 from gpustrata_policies.view.scheduling import chart_name, chart_of, crds_installed, custom_kind
@@ -102,8 +108,48 @@ def _profile_note() -> str:
     return " and the cluster profile's crds do not list"
 
 
+def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+    """A claim on the ``gpu.nvidia.com`` DeviceClass needs the DRA driver that creates it."""
+    classes = ctx.memo("k018_device_classes", lambda: device_classes_installed(ctx.objects))
+    profile = active_profile()
+    stated = profile.device_classes if profile is not None else None
+    if GPU_DEVICE_CLASS in classes or GPU_DEVICE_CLASS in (stated or ()):
+        return
+    if stated is None:
+        shown = ctx.memo("k018_installed_by", lambda: _installed_by(ctx.objects))
+        if not shown.evaluated:
+            if profile is not None and profile.crds is not None:
+                yield ctx.not_evaluated(
+                    obj,
+                    f"nothing in the input installs the DeviceClass {GPU_DEVICE_CLASS}; the "
+                    "cluster profile's device_classes would say whether the cluster has it",
+                )
+            return  # a bare application manifest: the cluster's drivers are not in the input
+        if shown.unknown_charts:
+            yield ctx.not_evaluated(
+                obj,
+                f"no DeviceClass {GPU_DEVICE_CLASS} is in the input, and the chart catalogue "
+                f"does not know what {', '.join(shown.unknown_charts)} installs",
+            )
+            return
+    listed = ""
+    if stated is not None:
+        listed = " and the cluster profile's device_classes do not list it"
+    yield ctx.violation(
+        obj,
+        f"{obj.kind} {obj.name} claims devices of the DeviceClass {GPU_DEVICE_CLASS}, which "
+        f"nothing in the input installs (no NVIDIA DRA driver){listed}: the claim is never "
+        "allocated and the Pods that use it stay Pending. Fix: " + DRIVER_FIX,
+        ("spec",),
+    )
+
+
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """A custom resource's CRD is installed by the same stack or manifest set."""
+    """A custom resource's CRD is installed by the same stack or manifest set; a DRA GPU
+    claim's DeviceClass likewise."""
+    if claims_gpu_class(obj):
+        yield from _device_class(ctx, obj)
+        return
     group_kind = custom_kind(obj)
     if group_kind is None or obj.kind == "CustomResourceDefinition":
         return
@@ -155,12 +201,19 @@ RULE = Rule(
             "pack, where the whole stack is known, and on a manifest set that installs CRDs or "
             "charts itself; silent on a bare application manifest, whose cluster's CRDs are not "
             "in the input. The deploy rehearsal of `gpustrata plan` also checks that the CRD "
-            "comes first."
+            "comes first. A DRA claim (ResourceClaim, ResourceClaimTemplate) on the "
+            "gpu.nvidia.com DeviceClass needs that API object the same way: only the NVIDIA DRA "
+            "driver creates it (its nvidia-dra-driver-gpu or dra-driver-nvidia-gpu chart, or the"
+            " GPU Operator v26.7+ GPUCluster), and without it the claim is never allocated and "
+            "its Pods stay Pending; a DeviceClass object in the input or the cluster profile's "
+            "device_classes count as installed, which also makes the check evaluated on a bare "
+            "manifest."
         ),
         fix=(
             "Install the chart or CRDs that own the kind in the same stack and make the "
             "resource depend on it (prometheus-operator CRDs for ServiceMonitor/PodMonitor, "
-            "KEDA for ScaledObject, KubeRay for RayService), or turn the feature off."
+            "KEDA for ScaledObject, KubeRay for RayService; the NVIDIA DRA driver, dra.driver "
+            "in a gpustrata stack, for claims on gpu.nvidia.com), or turn the feature off."
         ),
         references=(
             "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/"

@@ -10,6 +10,7 @@ from gpustrata.core.terminal import quoted
 from gpustrata.core.versions import is_version, parse_version
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.view.device_classes import operator_dra
 from gpustrata_policies.view.dra import (
     CLAIM_KINDS,
     DRA_DRIVER_VALUES,
@@ -46,16 +47,6 @@ def deploys_cluster_policy(op: GpuOperatorView) -> bool:
     if not op.is_helm:
         return True
     return values_flag(op.value("clusterPolicy", "deployCR"), True)
-
-
-def operator_dra(op: GpuOperatorView) -> DraDriverView | None:
-    """The DRA driver a GPU Operator chart installs itself (``gpuCluster.deployCR``, v26.7+;
-    its ``draDriver`` values), or ``None``."""
-    if not op.is_helm or not values_flag(op.value("gpuCluster", "deployCR"), False):
-        return None
-    draw = op.value("draDriver")
-    version = draw.get("version") if isinstance(draw, dict) else None
-    return DraDriverView(op.obj, draw or {}, version if isinstance(version, str) else None, True)
 
 
 def _plugins(ctx: RuleContext) -> list[GpuOperatorView]:
