@@ -37,7 +37,8 @@ from gpustrata_policies.inputs.pulumi import (
     addon_object,
     object_from_pulumi,
 )
-from gpustrata_policies.view.objects import RAY_KINDS, K8sObject
+from gpustrata_policies.view.kinds import RAY_KINDS
+from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.pools import GpuPool, pools_of
 from gpustrata_policies.view.scheduling import (
     ADDON_KIND,
