@@ -20,7 +20,8 @@ from gpustrata.runtime.mockrun import Registered, run_program
 from gpustrata_policies.evaluate import evaluate, find_rule
 from gpustrata_policies.inputs.pulumi import object_from_pulumi
 from gpustrata_policies.view.dra import attach_claims
-from gpustrata_policies.view.objects import RAY_KINDS, K8sObject
+from gpustrata_policies.view.kinds import RAY_KINDS
+from gpustrata_policies.view.objects import K8sObject
 
 HELM = "kubernetes:helm.sh/v3:Release"
 

@@ -18,7 +18,7 @@ from PIL import Image, ImageFont
 
 from gpustrata.cli.app import main
 from gpustrata.planning.build import plan_spec
-from gpustrata.planning.plan import StackPlan
+from gpustrata.planning.plan_types import StackPlan
 from gpustrata.reports.diagram import MEMORY_COLOURS, SVG_NS, diagram_svg
 from gpustrata.spec.loader import load_stack_file
 

@@ -22,6 +22,7 @@ from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.cli import app as cli
 from gpustrata.cli import docs as docgen
+from gpustrata.cli.docs_catalogue import catalogue_markdown
 from gpustrata.planning.build import plan_spec
 from gpustrata.spec.loader import validate_stack
 from gpustrata.spec.stack import StackSpec
@@ -86,7 +87,7 @@ def test_cli_reference_lists_every_command_and_option() -> None:
 
 
 def test_catalogue_reference_cites_every_entry() -> None:
-    page = docgen.catalogue_markdown()
+    page = catalogue_markdown()
     hardware = load_hardware_catalog()
     entries: list[tuple[str, list[str]]] = [
         *((f"`{g.id}`", g.sources) for g in hardware.gpus.values()),

@@ -14,7 +14,7 @@ from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.cli.app import main
 from gpustrata.core.errors import StackError
 from gpustrata.planning.build import build_plan
-from gpustrata.planning.plan import kube_reserved_cpu_millicores, kube_reserved_memory_mib
+from gpustrata.planning.node_pools import kube_reserved_cpu_millicores, kube_reserved_memory_mib
 from gpustrata.render.from_plan import karpenter_values
 from gpustrata.render.karpenter import SERVICE_ACCOUNT
 from gpustrata.runtime.mockrun import Registered, run_program

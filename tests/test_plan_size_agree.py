@@ -12,7 +12,7 @@ from _stacks import STACKS, stack_path
 from gpustrata.cli.app import main
 from gpustrata.planning.build import plan_spec
 from gpustrata.planning.model_capacity import model_settings
-from gpustrata.planning.plan import ModelPlan
+from gpustrata.planning.plan_types import ModelPlan
 from gpustrata.reports.capacity import SETTING_FLAGS
 from gpustrata.spec.loader import load_stack_file
 

@@ -7,7 +7,7 @@ from _stacks import STACKS, stack_doc
 
 from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.planning.build import build_plan
-from gpustrata.planning.plan import kube_reserved_cpu_millicores, kube_reserved_memory_mib
+from gpustrata.planning.node_pools import kube_reserved_cpu_millicores, kube_reserved_memory_mib
 
 
 @pytest.mark.parametrize(

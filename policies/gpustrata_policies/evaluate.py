@@ -35,14 +35,16 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Violation,
 )
+from gpustrata_policies.view.controllers import controller_fills
 from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
+from gpustrata_policies.view.kinds import is_read_kind
 from gpustrata_policies.view.launchers import (
     attach_partners,
     installation_reason,
     launcher_fills,
 )
-from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
+from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.profile import using_profile
 
 if TYPE_CHECKING:

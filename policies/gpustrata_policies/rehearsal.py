@@ -43,7 +43,8 @@ from gpustrata_policies.view.device_classes import (
     device_classes_installed,
 )
 from gpustrata_policies.view.dra import GPU_DEVICE_CLASS
-from gpustrata_policies.view.objects import RAY_KINDS, K8sObject
+from gpustrata_policies.view.kinds import RAY_KINDS
+from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.pools import GpuPool, pools_of
 from gpustrata_policies.view.scheduling import (
     ADDON_KIND,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from gpustrata_policies import UNKNOWN, evaluate
 from gpustrata_policies.inputs.manifests import load_text
-from gpustrata_policies.view.objects import K8sObject, controller_fills, is_read_kind
+from gpustrata_policies.view.controllers import controller_fills
+from gpustrata_policies.view.kinds import is_read_kind
+from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import vllm_engine
 
 # NVIDIA/k8s-nim-operator@f63f74d

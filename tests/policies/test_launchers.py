@@ -18,13 +18,10 @@ from gpustrata_policies.evaluate import find_rule, load_config
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.inputs.manifests import load_paths
 from gpustrata_policies.view.engines import EngineSite, engine_sites, image_release
+from gpustrata_policies.view.kinds import is_builtin, is_read_kind
 from gpustrata_policies.view.launchers import launcher_fills, llmisvc_engine
-from gpustrata_policies.view.objects import (
-    K8sObject,
-    is_builtin,
-    is_read_kind,
-    strategic_merge,
-)
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.templates import strategic_merge
 from gpustrata_policies.view.vllm_args import vllm_engine, vllm_version
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -29,7 +29,8 @@ from gpustrata.core.unknown import PULUMI_UNKNOWN_SENTINELS, UNKNOWN, UnknownInp
 from gpustrata_policies.evaluate import INTERNAL_ERROR, all_rules, evaluate
 from gpustrata_policies.findings import NotEvaluated, Rule, RuleContext, RuleMeta
 from gpustrata_policies.inputs.pulumi import objects_from_pulumi
-from gpustrata_policies.view.objects import KNOWN_KINDS, K8sObject
+from gpustrata_policies.view.kinds import KNOWN_KINDS
+from gpustrata_policies.view.objects import K8sObject
 
 sys.path.insert(0, str(REPO / "tests"))
 from _fuzz import junk, mutated, pulumi_secret, record

@@ -13,7 +13,7 @@ from gpustrata.core.errors import InputError
 
 if TYPE_CHECKING:
     from gpustrata.catalog.model_sources import ModelSources
-    from gpustrata.planning.plan import StackPlan
+    from gpustrata.planning.plan_types import StackPlan
 
 __all__ = [
     "MODELS_HELP",

@@ -19,7 +19,7 @@ from gpustrata.components.serving import RayLlmService, VllmDeployment, register
 from gpustrata.components.stack_args import StackArgs
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.build import build_plan
-from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
+from gpustrata.planning.plan_types import ModelPlan, PoolPlan, StackPlan
 from gpustrata.render import karpenter as karpenter_names
 from gpustrata.render import routing
 from gpustrata.render.foundation import (

@@ -16,7 +16,7 @@ from gpustrata.render.nodes import (
 )
 
 if TYPE_CHECKING:
-    from gpustrata.planning.plan import PoolPlan
+    from gpustrata.planning.plan_types import PoolPlan
 
 
 class TaintArgs(TypedDict):
@@ -340,7 +340,8 @@ def gpu_node_pool_args(
     from pydantic import ValidationError
 
     from gpustrata.catalog.hardware import load_hardware_catalog
-    from gpustrata.planning.plan import PlanError, _plan_pool
+    from gpustrata.planning.node_pools import _plan_pool
+    from gpustrata.planning.plan_types import PlanError
     from gpustrata.planning.provenance import Ledger
     from gpustrata.spec.stack import NodePoolSpec
 

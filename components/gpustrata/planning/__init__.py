@@ -1,13 +1,13 @@
 """The planner: pure functions deriving every number the stack does not state."""
 
-from gpustrata.planning.plan import (
+from gpustrata.planning.plan import plan_stack
+from gpustrata.planning.plan_types import (
     ModelPlan,
     PlanError,
     PoolPlan,
     Probes,
     RayLayout,
     StackPlan,
-    plan_stack,
 )
 from gpustrata.planning.provenance import Derived, Ledger
 

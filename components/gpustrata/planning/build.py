@@ -13,7 +13,8 @@ from gpustrata.catalog.architectures import ModelCatalogError
 from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.catalog.model_sources import ModelSources, active_model_sources
 from gpustrata.core.errors import Problem, StackError
-from gpustrata.planning.plan import PlanError, StackPlan, plan_stack
+from gpustrata.planning.plan import plan_stack
+from gpustrata.planning.plan_types import PlanError, StackPlan
 from gpustrata.planning.ray_layout import plan_kuberay
 from gpustrata.spec.loader import line_in_file, validate_stack
 from gpustrata.spec.stack import StackSpec, is_model_path

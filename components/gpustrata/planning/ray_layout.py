@@ -1,14 +1,14 @@
 """The KubeRay operator release against the stack's Ray version (compatibility catalogue).
 
 Pure: no Pulumi import. :func:`plan_kuberay` returns the derived values `plan` shows and
-raises :class:`~gpustrata.planning.plan.PlanError` when the catalogue documents that the
+raises :class:`~gpustrata.planning.plan_types.PlanError` when the catalogue documents that the
 pinned operator does not support the stack's Ray version.
 """
 
 from __future__ import annotations
 
 from gpustrata.catalog.compat import CompatCatalog, load_compat_catalog
-from gpustrata.planning.plan import PlanError
+from gpustrata.planning.plan_types import PlanError
 from gpustrata.planning.provenance import Derived, Ledger
 from gpustrata.spec.stack import StackSpec
 

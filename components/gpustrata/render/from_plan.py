@@ -9,7 +9,8 @@ from gpustrata.catalog.aws import efa_facts
 from gpustrata.catalog.charts import chart_release, gpu_cluster_values
 from gpustrata.catalog.dra import DRA_CHART_WAYS, dra_driver_release
 from gpustrata.core.contract import API_VERSION, POOL_LABEL
-from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan, engine_disk_gib
+from gpustrata.planning.plan import engine_disk_gib
+from gpustrata.planning.plan_types import ModelPlan, PoolPlan, StackPlan
 from gpustrata.render import karpenter
 from gpustrata.render.dra import dra_driver_values
 from gpustrata.render.foundation import (

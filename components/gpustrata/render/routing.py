@@ -28,7 +28,7 @@ import yaml
 from gpustrata.catalog.charts import ChartRelease, chart_release, values_at
 from gpustrata.catalog.gateway import GatewayRelease, gateway_crds, gateway_release
 from gpustrata.core.quantity import format_bytes, parse_quantity
-from gpustrata.planning.plan import ModelPlan, StackPlan
+from gpustrata.planning.plan_types import ModelPlan, StackPlan
 from gpustrata.render.foundation import system_pool_placement, system_values
 from gpustrata.render.from_plan import helm_release_object
 from gpustrata.render.workloads import APP_LABEL, MANAGED_BY, ROLE_LABEL, VLLM_PORT

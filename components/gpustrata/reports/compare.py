@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpustrata.core.errors import GpustrataError, InputError, StackError
-from gpustrata.planning.plan import StackPlan
+from gpustrata.planning.plan_types import StackPlan
 
 __all__ = [
     "MISSING",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpustrata.core.errors import InputError
-from gpustrata.planning.plan import ModelPlan, PoolPlan, StackPlan
+from gpustrata.planning.plan_types import ModelPlan, PoolPlan, StackPlan
 from gpustrata.vllm.capacity import gib
 
 __all__ = ["diagram_svg", "text_width", "write_diagram"]

@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from gpustrata.planning.plan import ModelPlan, StackPlan
+from gpustrata.planning.plan_types import ModelPlan, StackPlan
 from gpustrata.reports.compare import MISSING, Change, Comparison, compare, read_base
 from gpustrata.reports.text import PlanReport
 from gpustrata.vllm.capacity import VLLM_VERSION, gib

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
-from gpustrata.planning.plan import ModelPlan, StackPlan
+from gpustrata.planning.plan_types import ModelPlan, StackPlan
 
 __all__ = ["Row", "serving_rows", "serving_text"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpustrata.catalog.model_sources import using_model_sources
 from gpustrata.core.terminal import printable
-from gpustrata.planning.plan import StackPlan
+from gpustrata.planning.plan_types import StackPlan
 from gpustrata.reports.serving import serving_rows, serving_text
 from gpustrata.runtime.mockrun import Registered, run_program, stack_config
 from gpustrata_policies.rehearsal import Rehearsal, rehearse

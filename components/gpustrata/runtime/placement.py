@@ -38,7 +38,7 @@ from gpustrata.core.progress import Mode, Progress
 from gpustrata.core.quantity import parse_quantity
 
 if TYPE_CHECKING:
-    from gpustrata.planning.plan import StackPlan
+    from gpustrata.planning.plan_types import StackPlan
 
 __all__ = [
     "ENGINES_EXTRA",

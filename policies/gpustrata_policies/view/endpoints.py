@@ -25,7 +25,8 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view.engines import EngineSite, engine_sites
-from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig, is_builtin
+from gpustrata_policies.view.kinds import is_builtin
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
 
 __all__ = [
     "KUBERAY_SERVE_SOURCE",

@@ -27,6 +27,7 @@ from gpustrata.core.versions import parse_version
 from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.karpenter import KARPENTER_GPU_MEMORY, KARPENTER_GPU_NAME
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.nodes import (
     gpu_model_of_selectors,
@@ -36,7 +37,6 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, dig
-from gpustrata_policies.view.pools import KARPENTER_GPU_MEMORY, KARPENTER_GPU_NAME
 from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.vllm_args import (
     EngineArgs,

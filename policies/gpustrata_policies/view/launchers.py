@@ -1,7 +1,7 @@
 """What launchers of vLLM that build the engine's Pod themselves decide and a manifest does
 not state: one "not evaluated" record per object, naming the controller and the fields.
 
-:mod:`gpustrata_policies.view.objects` reads the Pods such kinds state (a Dynamo service's
+:mod:`gpustrata_policies.view.controllers` reads the Pods such kinds state (a Dynamo service's
 ``extraPodSpec``, the Pod KubeAI builds for a Model, a RoleBasedGroup's roles); this module
 links the objects a controller builds one Pod from (:func:`attach_partners`: a KServe
 InferenceService and its ServingRuntime, an llmaz Playground and its OpenModel) and says
@@ -19,22 +19,19 @@ from typing import Any
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, is_tracked
 from gpustrata.vllm.flags import parse_flags
-from gpustrata_policies.view.objects import (
+from gpustrata_policies.view.controllers import (
     BOOSTER_COMMAND,
     KTHENA_SOURCE,
-    K8sObject,
-    as_list,
-    as_map,
-    dig,
-    is_read_kind,
     kubeai_image,
     kubeai_profile,
-    llmisvc_spec,
     multi_pod_role,
     rbg_group,
-    strategic_merge,
 )
+from gpustrata_policies.view.kinds import is_read_kind
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.templates import strategic_merge
 from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
+from gpustrata_policies.view.workloads import llmisvc_spec
 
 __all__ = [
     "KSERVE_PRESET_SOURCE",
@@ -571,5 +568,5 @@ _READERS: dict[str, Callable[[K8sObject], list[str]]] = {
     "LLMInferenceServiceConfig": _llmisvc_config,
 }
 """Each launcher kind's reader of what its controller decides (read only in the kind's own
-API group: :func:`launcher_fills` asks :func:`~gpustrata_policies.view.objects.is_read_kind`
+API group: :func:`launcher_fills` asks :func:`~gpustrata_policies.view.kinds.is_read_kind`
 first)."""

@@ -22,8 +22,9 @@ from typing import Any
 
 from gpustrata.catalog.charts import ChartRelease, chart_release, chart_releases, pod_placement
 from gpustrata.core.unknown import UnknownInput
+from gpustrata_policies.view.kinds import RAY_KINDS
 from gpustrata_policies.view.nodes import tolerations_of
-from gpustrata_policies.view.objects import RAY_KINDS, K8sObject, PodRef, as_map, dig
+from gpustrata_policies.view.objects import K8sObject, PodRef, as_map, dig
 from gpustrata_policies.view.pools import GpuPool, pool_matches, tolerates
 
 __all__ = [

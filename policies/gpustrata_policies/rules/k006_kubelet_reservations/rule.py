@@ -8,9 +8,9 @@ from typing import Any
 from gpustrata.core.quantity import parse_quantity
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view.karpenter import KARPENTER_NODECLASS_DOCS
 from gpustrata_policies.view.nodes import KUBE_RESERVED, gpu_pools, kubelet_of, pool_label
 from gpustrata_policies.view.objects import K8sObject, as_map
-from gpustrata_policies.view.pools import KARPENTER_NODECLASS_DOCS
 
 RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
 NODEADM_KUBELET = (

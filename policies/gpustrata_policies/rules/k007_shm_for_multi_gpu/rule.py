@@ -11,16 +11,9 @@ from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
+from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.kuberay import operator_release
-from gpustrata_policies.view.objects import (
-    ContainerRef,
-    K8sObject,
-    PodRef,
-    as_list,
-    as_map,
-    dig,
-    pod_group,
-)
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 

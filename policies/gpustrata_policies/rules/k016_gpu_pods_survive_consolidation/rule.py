@@ -7,9 +7,10 @@ from typing import Any
 
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.view.karpenter import KARPENTER_DOCS
 from gpustrata_policies.view.nodes import gpu_pools, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
-from gpustrata_policies.view.pools import KARPENTER_DOCS, GpuPool
+from gpustrata_policies.view.pools import GpuPool
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"

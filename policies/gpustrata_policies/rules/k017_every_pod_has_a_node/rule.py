@@ -9,7 +9,8 @@ from gpustrata.core.contract import DERIVED_FROM_ANNOTATION
 from gpustrata.core.unknown import is_tracked
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view.objects import RAY_KINDS, K8sObject, PodRef, dig
+from gpustrata_policies.view.kinds import RAY_KINDS
+from gpustrata_policies.view.objects import K8sObject, PodRef, dig
 from gpustrata_policies.view.pools import GpuPool, pools_of
 from gpustrata_policies.view.scheduling import (
     ADDON_KIND,

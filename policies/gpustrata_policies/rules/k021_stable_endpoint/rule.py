@@ -17,7 +17,8 @@ from gpustrata_policies.view.endpoints import (
     reach,
     services,
 )
-from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig, is_builtin
+from gpustrata_policies.view.kinds import is_builtin
+from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 Path = tuple[str | int, ...]
 _DEFAULT_PORTS = {"http": 80, "https": 443}

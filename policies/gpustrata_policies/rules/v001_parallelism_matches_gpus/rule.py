@@ -10,9 +10,10 @@ from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
 from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.engines import image_release
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
-from gpustrata_policies.view.objects import ContainerRef, K8sObject, pod_group
+from gpustrata_policies.view.objects import ContainerRef, K8sObject
 from gpustrata_policies.view.ray import RAY_V2600, container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs
 
