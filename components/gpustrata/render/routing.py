@@ -29,7 +29,7 @@ from gpustrata.catalog.charts import ChartRelease, chart_release, values_at
 from gpustrata.catalog.gateway import GatewayRelease, gateway_crds, gateway_release
 from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.planning.plan_types import ModelPlan, StackPlan
-from gpustrata.render.foundation import system_pool_placement, system_values
+from gpustrata.render.foundation import deep_merge, system_pool_placement, system_values
 from gpustrata.render.from_plan import helm_release_object
 from gpustrata.render.workloads import APP_LABEL, MANAGED_BY, ROLE_LABEL, VLLM_PORT
 from gpustrata.spec.stack import ModelRoutingSpec
@@ -209,7 +209,7 @@ def pool_values(mp: ModelPlan, plan: StackPlan) -> dict[str, Any]:
     )
     pod = chart.pods[0]
     if pod.values_replicas:
-        values = _merge(values, values_at({pod.values_replicas: routing.picker_replicas}))
+        values = deep_merge(values, values_at({pod.values_replicas: routing.picker_replicas}))
     if system_pool_placement(plan.spec) is None:
         return values
     return system_values(chart.chart, chart.version, values)
@@ -220,16 +220,6 @@ def _twice(quantity: str) -> str:
     if amount is None:  # the spec's Quantity pattern made it parseable
         raise ValueError(f"picker_memory {quantity!r} is not a quantity")
     return format_bytes(amount * 2)
-
-
-def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def gateway_options_name(gateway: str) -> str:
