@@ -6,14 +6,14 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.catalogs import ImageCuda, image_cuda, readable_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import DriverRequirement
     from gpustrata.catalog.hardware import GpuModel
-from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.nodes import (
     drivers_on,
     gpu_model_of_pool,
@@ -24,7 +24,6 @@ from gpustrata_policies.view.nodes import (
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
 from gpustrata_policies.view.pools import GpuPool
 
-CUDA_DRIVER_TABLE = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html#cuda-driver"
 FORWARD_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
 VLLM_COMPAT_ENV = "VLLM_ENABLE_CUDA_COMPATIBILITY"
 
@@ -194,40 +193,4 @@ def _read_images(
         yield c, cuda
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O002",
-        name="driver-supports-cuda",
-        title="The NVIDIA driver supports the CUDA version of the inference images",
-        layer="gpu-operator",
-        severity="critical",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "Every CUDA minor needs a minimum driver (the CUDA toolkit's driver table, GA row: "
-            "the images declare NVIDIA_REQUIRE_CUDA=cuda>=X.Y, so any update of the minor "
-            "starts on it). "
-            "The nvidia/cuda base images that vllm/vllm-openai and rayproject/ray-llm build on "
-            "declare NVIDIA_REQUIRE_CUDA, so on an older driver the NVIDIA container runtime "
-            "refuses to start the container; where it does start, kernels JIT-compiled from "
-            "newer PTX fail with cudaErrorUnsupportedPtxVersion. The driver is the one in the "
-            "node image (EKS NVIDIA AMIs) or the one the GPU Operator installs; the image's CUDA "
-            "comes from its tag (cu128) or, for vllm/vllm-openai, from the compatibility "
-            "catalogue. Below the floor, a data-center GPU on a driver branch the image's "
-            "NVIDIA_REQUIRE_CUDA lists still runs through CUDA forward compatibility once the "
-            "image's compat libraries load (advisory, naming the mechanism); GeForce GPUs and "
-            "unlisted branches have no such path (mandatory)."
-        ),
-        fix=(
-            "Upgrade the node image or the operator's driver.version to one that meets the "
-            "image's CUDA, or pin an image built on an older CUDA (e.g. a -cu126 tag)."
-        ),
-        references=(
-            CUDA_DRIVER_TABLE,
-            "https://docs.nvidia.com/deploy/cuda-compatibility/index.html",
-            FORWARD_COMPAT,
-            "https://github.com/vllm-project/vllm/issues/5635",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"FORWARD_COMPAT": FORWARD_COMPAT})

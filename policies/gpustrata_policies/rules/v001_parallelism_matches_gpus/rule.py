@@ -7,14 +7,14 @@ from fractions import Fraction
 
 from gpustrata.catalog.vllm_releases import source_url
 from gpustrata.core.versions import parse_version
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.engines import image_release
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
-from gpustrata_policies.view.ray import RAY_V2600, container_engines
+from gpustrata_policies.view.ray import container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs
 
 MULTI_NODE_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime", "InferenceService"})
@@ -308,42 +308,6 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V001",
-        name="parallelism-matches-gpus",
-        title="Tensor x pipeline parallelism equals the engine's GPUs",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "vLLM starts one worker per GPU: tensor_parallel_size x pipeline_parallel_size "
-            "(x the data-parallel ranks on this node). With fewer GPUs in the container it "
-            "fails at startup; with more, the surplus is allocated by Kubernetes and never "
-            "used. On Ray Serve LLM each worker takes one placement bundle, so the bundles "
-            "must hold exactly TP x PP GPUs. A LeaderWorkerSet group's GPUs are the leader's "
-            "plus the workers'. A script that runs `ray start` before the server puts the "
-            "engine on a Ray cluster: vLLM through 0.11.0 then takes the missing GPUs from "
-            "it by itself, later releases only with --distributed-executor-backend ray. With "
-            "the Ray executor and no Ray cluster to join (no `ray start`, no RAY_ADDRESS, not "
-            "a Ray or LeaderWorkerSet Pod) ray.init() starts a local instance with the Pod's "
-            "own GPUs only. MIG slices are not GPUs for tensor parallelism: a CUDA process "
-            "enumerates one MIG device, so TP > 1 over MIG slices fails."
-        ),
-        fix=(
-            "Set the container's nvidia.com/gpu limit (its DRA claim's device count, or the "
-            "placement bundles) to "
-            "tensor_parallel_size x pipeline_parallel_size, or change the parallel sizes."
-        ),
-        references=(
-            "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html",
-            f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
-            "https://lws.sigs.k8s.io/docs/examples/vllm/",
-            *_RAY_FALLBACK_REFS,
-            MIG_GUIDE,
-        ),
-        # The GPUs may sit in another object: a DRA ResourceClaimTemplate the Pod claims.
-        scope="stack",
-    ),
-    check,
+RULE = folder_rule(
+    __name__, check, facts={"ray_fallback_sources": _RAY_FALLBACK_REFS, "MIG_GUIDE": MIG_GUIDE}
 )
