@@ -77,44 +77,48 @@ def _floor_case(
     }
 
 
+_FLOOR_TEXTS: Mapping[str, str] = {
+    "geforce": (
+        "{geforce} is a GeForce GPU: CUDA forward compatibility does not run there and "
+        "NVIDIA_REQUIRE_CUDA accepts no GeForce branch below the floor"
+    ),
+    "branches-uncatalogued": (
+        "the driver branches the CUDA {requested} image accepts through forward "
+        "compatibility are not catalogued, so none is assumed"
+    ),
+    "branch-not-listed": (
+        "its NVIDIA_REQUIRE_CUDA accepts older drivers only of branches {names} (CUDA "
+        "{branches_cuda}), not {branch}: no forward-compatibility path"
+    ),
+    "forward-compat": (
+        "its NVIDIA_REQUIRE_CUDA lists driver branch {branch} (CUDA {branches_cuda}: {names}), "
+        "so it starts and runs only through CUDA forward compatibility {on_gpu}: the image's "
+        "cuda-compat libraries must load, {how} ({source})"
+    ),
+}
+"""Which forward-compatibility path a driver below the floor has, by case (``{key}``: a
+verdict value)."""
+
+
 def _floor_text(v: Mapping[str, Value], label: Value) -> str:
     """The sentence that says which forward-compatibility path does or does not exist."""
-    if v["floor"] == "geforce":
-        return (
-            f"{v['geforce']} is a GeForce GPU: CUDA forward compatibility does not run there and "
-            "NVIDIA_REQUIRE_CUDA accepts no GeForce branch below the floor"
-        )
-    if v["floor"] == "branches-uncatalogued":
-        return (
-            f"the driver branches the CUDA {v['requested']} image accepts "
-            "through forward compatibility are not catalogued, so none is assumed"
-        )
-    names = "/".join(str(b) for b in cast(tuple[str, ...], v["branches"]))
-    if v["floor"] == "branch-not-listed":
-        return (
-            f"its NVIDIA_REQUIRE_CUDA accepts older drivers only of branches {names} (CUDA "
-            f"{v['branches_cuda']}), not {v['branch']}: no forward-compatibility path"
-        )
     how = (
         f"{label} sets {VLLM_COMPAT_ENV}=1, so vLLM loads them"
-        if v["compat_env"]
+        if v.get("compat_env")
         else (
             "through the NVIDIA Container Toolkit's enable-cuda-compat hook, or vLLM's opt-in "
             f"{VLLM_COMPAT_ENV}=1 (vllm-project/vllm#33992) where the image's release has it"
         )
     )
-    if v["gpu"] is None:
-        where = "on a data-center GPU (the pool's GPU model is unknown)"
+    if v.get("gpu") is None:
+        on_gpu = "on a data-center GPU (the pool's GPU model is unknown)"
     elif v["brand"] == "professional":
-        where = f"on {v['gpu']} only if it is an NGC-Ready server SKU"
+        on_gpu = f"on {v['gpu']} only if it is an NGC-Ready server SKU"
     else:
-        where = f"on {v['gpu']} (data-center)"
-    return (
-        f"its NVIDIA_REQUIRE_CUDA lists driver branch {v['branch']} (CUDA "
-        f"{v['branches_cuda']}: {names}), so it starts and runs only through CUDA forward "
-        f"compatibility {where}: the image's cuda-compat libraries must load, {how} "
-        f"({FORWARD_COMPAT})"
-    )
+        on_gpu = f"on {v['gpu']} (data-center)"
+    names = "/".join(str(b) for b in cast(tuple[str, ...], v.get("branches", ())))
+    words = {"names": names, "how": how, "on_gpu": on_gpu, "source": FORWARD_COMPAT}
+    return _FLOOR_TEXTS[str(v["floor"])].format_map({**v, **words})
 
 
 @dataclass
@@ -220,20 +224,24 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                     yield verdict
 
 
+_NOT_EVALUATED: Mapping[str, str] = {
+    "image-cuda-unread": "{container} image {image}: {why}",
+    "driver-unknown": (
+        "the driver version of {on} is unknown (driver {where}; state spec.driverVersion on "
+        "the pool or driver.version on the operator)"
+    ),
+    "cuda-uncatalogued": "CUDA {cuda} ({container}) is not in the CUDA driver table",
+    "driver-unreadable": "driver version {quoted_driver} of {on} is unreadable",
+}
+"""The prose of O002's not-evaluated verdicts, by reason (``{key}``: a verdict value)."""
+
+
 def message(verdict: Verdict) -> str:
     """The prose of an O002 verdict."""
     v, t = verdict.values, verdict.thresholds
-    if verdict.reason == "image-cuda-unread":
-        return f"{v['container']} image {v['image']}: {v['why']}"
-    if verdict.reason == "driver-unknown":
-        return (
-            f"the driver version of {v['on']} is unknown (driver {v['where']}; "
-            "state spec.driverVersion on the pool or driver.version on the operator)"
-        )
-    if verdict.reason == "cuda-uncatalogued":
-        return f"CUDA {v['cuda']} ({v['container']}) is not in the CUDA driver table"
-    if verdict.reason == "driver-unreadable":
-        return f"driver version {quoted(v['driver'])} of {v['on']} is unreadable"
+    if verdict.reason in _NOT_EVALUATED:
+        quoted_driver = quoted(v["driver"]) if "driver" in v else ""
+        return _NOT_EVALUATED[verdict.reason].format_map({**v, "quoted_driver": quoted_driver})
     major_minor = ".".join(str(v["cuda"]).split(".")[:2])
     head = (
         f"{v['container']} image {v['image']} is built on CUDA {v['cuda']} ({v['why']}), whose "
