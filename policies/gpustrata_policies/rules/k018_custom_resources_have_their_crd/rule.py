@@ -126,11 +126,7 @@ def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 )
             return  # a bare application manifest: the cluster's drivers are not in the input
         if shown.unknown_charts:
-            yield ctx.not_evaluated(
-                obj,
-                f"no DeviceClass {GPU_DEVICE_CLASS} is in the input, and the chart catalogue "
-                f"does not know what {', '.join(shown.unknown_charts)} installs",
-            )
+            yield ctx.not_evaluated(obj, _unknown_charts(f"DeviceClass {GPU_DEVICE_CLASS}", shown))
             return
     listed = ""
     if stated is not None:
@@ -141,6 +137,15 @@ def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         f"nothing in the input installs (no NVIDIA DRA driver){listed}: the claim is never "
         "allocated and the Pods that use it stay Pending. Fix: " + DRIVER_FIX,
         ("spec",),
+    )
+
+
+def _unknown_charts(what: str, installed: _Installed) -> str:
+    """Why *what* (missing from the input) may still be installed: charts the chart
+    catalogue does not know."""
+    return (
+        f"no {what} is in the input, and the chart catalogue does not know what "
+        f"{', '.join(installed.unknown_charts)} installs"
     )
 
 
@@ -160,11 +165,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     if not found.evaluated or _listed(found, group_kind) or group_kind in found.owned_elsewhere:
         return  # a bare application manifest: the cluster's CRDs are not in the input
     if found.unknown_charts:
-        yield ctx.not_evaluated(
-            obj,
-            f"no CRD for {group_kind} is in the input, and the chart catalogue does not know "
-            f"what {', '.join(found.unknown_charts)} installs",
-        )
+        yield ctx.not_evaluated(obj, _unknown_charts(f"CRD for {group_kind}", found))
         return
     owner = _owner(group_kind, group)
     yield ctx.violation(
