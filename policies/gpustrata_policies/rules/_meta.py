@@ -5,7 +5,8 @@ Rule metadata is data: id, name, title, layer, severity, default enforcement, sc
 rationale, fix, references and thresholds sit in ``meta.yaml`` beside the rule's fixtures,
 and ``rule.py`` holds the logic only::
 
-    RULE = folder_rule(__name__, check, facts={"health_until": HEALTH.v0_engine_loop_until})
+    RULE = folder_rule(__name__, judged(judge, message))
+    RULE = folder_rule(__name__, check, facts={"until": HEALTH.v0_engine_loop_until})
 
 A text field may cite a value the code knows (a catalogued release, a pinned source URL) as
 ``${name}``: the name is one of :data:`SHARED_FACTS` or of the rule's own *facts*. A
@@ -59,9 +60,18 @@ SHARED_FACTS: Mapping[str, Fact] = {
 """Values any rule's ``meta.yaml`` may cite: the reference vLLM release and the pinned
 upstream sources several rules read."""
 
-_REQUIRED = ("id", "name", "title", "layer", "severity", "default_enforcement", "rationale")
-_OPTIONAL = ("fix", "references", "scope", "thresholds")
-_TEXT = ("title", "rationale", "fix")
+_REQUIRED = (
+    "id",
+    "name",
+    "title",
+    "layer",
+    "severity",
+    "default_enforcement",
+    "rationale",
+    "fix",
+    "references",
+)
+_OPTIONAL = ("scope", "thresholds")
 _SCOPES: tuple[Scope, ...] = get_args(Scope)
 _THRESHOLD_TYPES: Mapping[str, tuple[type, ...]] = {
     "integer": (int,),
@@ -86,9 +96,8 @@ def folder_rule(module: str, check: CheckFn, facts: Mapping[str, Fact] | None = 
         text = (importlib.resources.files(package) / META_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RuleMetaError(
-            f"{where}: missing; every rule folder holds a {META_FILE} with its id, name, "
-            "title, layer, severity, default_enforcement and rationale (see CONTRIBUTING.md, "
-            '"A new rule")'
+            f"{where}: missing; every rule folder holds a {META_FILE} with its "
+            f'{", ".join(_REQUIRED)} (CONTRIBUTING.md, "A rule")'
         ) from None
     try:
         data = yaml.safe_load(text)
@@ -149,7 +158,7 @@ def meta_from(data: Any, where: str, folder: str, facts: Mapping[str, Fact]) -> 
         default_enforcement=_enforcement(data["default_enforcement"], where),
         rationale=text("rationale"),
         fix=text("fix"),
-        references=_references(data.get("references", []), known, used, where),
+        references=_references(data["references"], known, used, where),
         scope=choice("scope", _SCOPES) if "scope" in data else "resource",
         thresholds=_thresholds(data.get("thresholds", {}), where),
     )
