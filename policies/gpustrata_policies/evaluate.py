@@ -77,7 +77,9 @@ def _discover() -> dict[str, tuple[str, Rule]]:
         module = importlib.import_module(f"{folder}.rule")
         rule = getattr(module, "RULE", None)
         if not isinstance(rule, Rule):
-            raise TypeError(f"{module.__name__} does not define RULE = Rule(...)")
+            raise TypeError(
+                f"{module.__name__} does not define RULE = folder_rule(__name__, check)"
+            )
         if rule.meta.id in found:
             raise TypeError(f"rule id {rule.meta.id} in both {found[rule.meta.id][0]} and {folder}")
         found[rule.meta.id] = (folder, rule)

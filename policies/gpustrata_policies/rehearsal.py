@@ -91,6 +91,11 @@ class Step:
     message: str
     fix: str = ""
 
+    @classmethod
+    def of(cls, index: int, record: Record, status: Status, message: str, fix: str = "") -> Step:
+        """The step of *record*, the *index*-th resource registered."""
+        return cls(index, record.name, record.type, status, message, fix)
+
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {
@@ -300,10 +305,9 @@ def _step(
     kind = obj.kind
     step = _crd_step(index, record, obj, before)
     if step is not None and existing_cluster:  # its CRDs are not in the program
-        return Step(
+        return Step.of(
             index,
-            record.name,
-            record.type,
+            record,
             "not-evaluated",
             f"{step.message.split(':', 1)[0]}: nothing in the stack installs its CRD; the "
             "existing cluster may have it",
@@ -321,10 +325,10 @@ def _step(
         return None
     needs, unread = pods_that_must_run([obj])
     if unread:
-        return Step(index, record.name, record.type, "not-evaluated", "; ".join(unread))
+        return Step.of(index, record, "not-evaluated", "; ".join(unread))
     needs = [n for n in needs if (n.awaited or kind in RAY_KINDS) and n.at_install]
     if not needs:
-        return Step(index, record.name, record.type, "ok", "no Pod to place")
+        return Step.of(index, record, "ok", "no Pod to place")
     now = _pools_at(before, karpenter)
     if kind in RAY_KINDS:  # nothing waits: its Pods land once any node they fit exists
         now = every_pool
@@ -334,25 +338,23 @@ def _step(
     placed = [(need, *_place(need, now, every_pool, autoscaled)) for need in needs]
     failing = [(need, why, fix) for need, lands, why, fix in placed if not lands]
     if not failing:
-        return Step(index, record.name, record.type, "ok", f"{len(needs)} Pod(s) have a node")
+        return Step.of(index, record, "ok", f"{len(needs)} Pod(s) have a node")
     _, why, fix = failing[0]
     others = [n.name.rsplit(": ", 1)[-1] for n, _, _ in failing[1:]]
     if others:
         why += f" (likewise {', '.join(others)})"
     if existing_cluster:
-        return Step(
+        return Step.of(
             index,
-            record.name,
-            record.type,
+            record,
             "not-evaluated",
             f"{why} (the existing cluster may have other nodes)",
             fix,
         )
     if kind in RAY_KINDS:
-        return Step(
+        return Step.of(
             index,
-            record.name,
-            record.type,
+            record,
             "serves-nothing",
             f"{why}; Pulumi does not await KubeRay resources, so `up` succeeds and the "
             "model serves nothing",
@@ -364,7 +366,7 @@ def _step(
         if kind == ADDON_KIND
         else "its wait times out"
     )
-    return Step(index, record.name, record.type, status, f"{why}; {wait}", fix)
+    return Step.of(index, record, status, f"{why}; {wait}", fix)
 
 
 def _self_managed_coredns(
@@ -385,10 +387,9 @@ def _self_managed_coredns(
         lands, why, _fix = _place(need, every_pool, every_pool)
         if not lands:
             where = why.split(" has no node", 1)[-1]
-            return Step(
+            return Step.of(
                 index,
-                cluster.name,
-                cluster.type,
+                cluster,
                 "serves-nothing",
                 f"CoreDNS, which EKS installs itself, has no node{where}; nothing awaits it, so "
                 "`up` goes on with no DNS in the cluster",
@@ -408,18 +409,16 @@ def _device_class_step(index: int, record: Record, obj: K8sObject, existing_clus
         "nothing in the stack installs (no NVIDIA DRA driver)"
     )
     if existing_cluster:
-        return Step(
+        return Step.of(
             index,
-            record.name,
-            record.type,
+            record,
             "not-evaluated",
             f"{message}; the existing cluster may have it",
             DRIVER_FIX,
         )
-    return Step(
+    return Step.of(
         index,
-        record.name,
-        record.type,
+        record,
         "would-hang",
         f"{message}: the claims are never allocated, the Pods that use them stay Pending and "
         "their workload's wait times out",
@@ -435,10 +434,9 @@ def _crd_step(index: int, record: Record, obj: K8sObject, before: list[K8sObject
     installed = crds_installed(before)
     if group_kind in installed:
         return None
-    return Step(
+    return Step.of(
         index,
-        record.name,
-        record.type,
+        record,
         "would-fail",
         f"{obj.kind} ({group_kind}): no CRD is installed before it; the API server answers "
         f'"no matches for kind {obj.kind}"',
@@ -461,10 +459,9 @@ def _destroy_steps(
             continue
         if not any(k in closures[r.name] for k in karpenter):
             out.append(
-                Step(
+                Step.of(
                     index,
-                    r.name,
-                    r.type,
+                    r,
                     "would-fail",
                     "on destroy the Karpenter controller may be deleted before this NodePool, "
                     "leaving its NodeClaims' instances running (and billing)",
@@ -495,10 +492,9 @@ def _delete_hooks(
                 continue  # its node outlives the release, or K017 / the create steps say it
             names = ", ".join(p.name for p in landing(need, every)[0])
             out.append(
-                Step(
+                Step.of(
                     index,
-                    r.name,
-                    r.type,
+                    r,
                     "would-hang",
                     f"on destroy {need.name} (a pre-delete hook Job, awaited by `helm "
                     f"uninstall`) runs on {names}, which the release does not depend on: "

@@ -12,7 +12,12 @@ from _release import REFERENCE_IMAGE
 
 from gpustrata.catalog.compat import load_compat_catalog
 from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
-from gpustrata_policies.rules.o002_driver_supports_cuda.rule import _below_floor
+from gpustrata_policies.rules.o002_driver_supports_cuda.rule import (
+    VLLM_COMPAT_ENV,
+    _env_on,
+    _floor_case,
+    _floor_text,
+)
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
 
 
@@ -23,6 +28,14 @@ def _container(env: list[dict[str, Any]] | None = None) -> ContainerRef:
     obj = K8sObject({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
     pod = PodRef(obj, ("spec",), {"containers": [raw]}, "", {})
     return ContainerRef(pod, ("spec", "containers", 0), raw)
+
+
+def _below_floor(
+    need: Any, driver: str, gpu: GpuModel | None, product: str | None, c: ContainerRef
+) -> tuple[bool, str]:
+    """O002's case for *driver* below *need*'s floor: fatal or not, and the sentence."""
+    case = _floor_case(need, driver, gpu, product, _env_on(c, VLLM_COMPAT_ENV))
+    return bool(case["fatal"]), _floor_text(case, c.label)
 
 
 def _need() -> Any:

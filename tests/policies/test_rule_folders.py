@@ -1,11 +1,11 @@
 """Every rule folder on its own fixtures: the one fixture runner.
 
-``policies/gpustrata_policies/rules/<id>_<name>/`` holds ``rule.py``, at least one
-``good-*.yaml`` and one ``bad-*.yaml`` fixture, and ``expected.yaml``: for each fixture, the
-exact findings of the rule (resource, enforcement, message, in report order), its "not
-evaluated" records, and for a good fixture the other rules that cannot evaluate it. Each
-fixture is evaluated alone, as ``gpustrata check FILE`` would (environment prod, default
-config). No rule finds anything in a good fixture.
+``policies/gpustrata_policies/rules/<id>_<name>/`` holds ``meta.yaml`` (the rule's metadata),
+``rule.py``, at least one ``good-*.yaml`` and one ``bad-*.yaml`` fixture, and
+``expected.yaml``: for each fixture, the exact findings of the rule (resource, enforcement,
+message, in report order), its "not evaluated" records, and for a good fixture the other rules
+that cannot evaluate it. Each fixture is evaluated alone, as ``gpustrata check FILE`` would
+(environment prod, default config). No rule finds anything in a good fixture.
 """
 
 from __future__ import annotations
@@ -59,7 +59,9 @@ def test_rule_folder_has_fixtures_and_expected_yaml(rule: Rule) -> None:
     assert good, f"no good fixture in {folder}"
     assert bad, f"no bad fixture in {folder}"
     # Nothing in the folder escapes the runner.
-    assert sorted(p.name for p in folder.glob("*.yaml")) == sorted([*good, *bad, "expected.yaml"])
+    assert sorted(p.name for p in folder.glob("*.yaml")) == sorted(
+        [*good, *bad, "expected.yaml", "meta.yaml"]
+    )
     expected = _expected(folder)
     assert set(expected) <= set(SECTIONS) and "findings" in expected
     assert sorted(expected["findings"]) == sorted([*good, *bad])

@@ -264,3 +264,154 @@ def test_k008_surge_against_the_pools_spare_gpus() -> None:
     assert surge.thresholds == {"need": 1, "spare": 0}
     assert surge.path == ("spec", "strategy")
     assert _verdicts("K008", "good-spare-gpu.yaml", judge) == {}
+
+
+# V001: (fixture, resource) -> (reason, TP, PP, GPUs the engine gets, GPUs it needs).
+V001_MISMATCHES = {
+    ("bad-parallelism.yaml", "Deployment/llm/short"): ("gpus-mismatch", 4, 1, 2, 4),
+    ("bad-parallelism.yaml", "Deployment/llm/idle"): ("gpus-mismatch", 2, 1, 8, 2),
+    ("bad-lws-group-smaller-than-engine.yaml", "LeaderWorkerSet/llm/vllm-405b-pp4"): (
+        "gpus-mismatch",
+        8,
+        4,
+        16,
+        32,
+    ),
+    ("bad-ray-start.yaml", "StatefulSet/llm/ray-head"): ("gpus-mismatch", 2, 2, 2, 4),
+}
+
+
+def test_v001_engine_gpus_against_tp_x_pp() -> None:
+    from gpustrata_policies.rules.v001_parallelism_matches_gpus.rule import judge
+
+    for (name, resource), (reason, tp, pp, got, need) in V001_MISMATCHES.items():
+        [v] = _verdicts("V001", name, judge)[resource]
+        assert (v.decision, v.reason, v.values["tp"], v.values["pp"]) == (
+            "violation",
+            reason,
+            tp,
+            pp,
+        )
+        assert (v.values["got"], v.thresholds) == (Fraction(got), {"need": need})
+        assert v.path[-1] == "resources"
+    # An LWS group counts the leader's GPUs and each worker's.
+    [group] = _verdicts("V001", "bad-lws-group-smaller-than-engine.yaml", judge)[
+        "LeaderWorkerSet/llm/vllm-405b-pp4"
+    ]
+    assert (group.values["size"], group.values["per_worker"], group.values["limit"]) == (
+        2,
+        Fraction(8),
+        Fraction(8),
+    )
+    for name in ("good-parallelism.yaml", "good-lws-mp-headless.yaml"):
+        assert _verdicts("V001", name, judge) == {}, name
+    # A `ray start` engine whose GPUs come from the Ray cluster: not evaluated, with the case.
+    unsure = _verdicts("V001", "good-ray-start.yaml", judge)
+    assert {v.reason for vs in unsure.values() for v in vs} == {"ray-cluster-fallback"}
+    assert all(v.decision == "not_evaluated" and not v.path for vs in unsure.values() for v in vs)
+
+
+def test_v001_ray_start_release_refuses_per_the_catalogue() -> None:
+    from gpustrata_policies.rules.v001_parallelism_matches_gpus.rule import judge
+    from gpustrata_policies.view import catalogs
+
+    releases = catalogs.vllm_releases()
+    [v] = _verdicts("V001", "bad-ray-start.yaml", judge)["StatefulSet/llm/ray-head"]
+    assert (v.values["fallback"], v.values["started"]) == ("refuses", "ray start --head")
+    assert (v.values["until"], v.values["source"]) == (
+        releases.ray_fallback_until,
+        releases.ray_fallback_source,
+    )
+
+
+def test_v001_nnodes_mig_ray_executor_and_bundles() -> None:
+    from gpustrata_policies.rules.v001_parallelism_matches_gpus.rule import MIG_GUIDE, judge
+
+    headless = _verdicts("V001", "bad-lws-mp-headless.yaml", judge)
+    shares = headless["LeaderWorkerSet/llm/llama-405b-mp-half"]
+    assert [(v.reason, v.values["nnodes"], v.values["per_node"]) for v in shares] == [
+        ("nnodes-share", 2, 8)
+    ] * 2
+    assert all(v.values["limit"] == 4 and v.thresholds == {"need": 16} for v in shares)
+    found = _verdicts("V001", "bad-ray-executor-and-mig.yaml", judge)
+    [ray] = found["Deployment/llm/rayexec"]
+    assert (ray.reason, ray.values["limit"], ray.thresholds) == (
+        "ray-executor-no-cluster",
+        1,
+        {"need": 4},
+    )
+    [mig] = found["Deployment/llm/mig"]
+    assert (mig.reason, mig.values["tp"], mig.values["mig"]) == (
+        "tp-over-mig",
+        2,
+        ("nvidia.com/mig-3g.40gb",),
+    )
+    assert mig.sources == (MIG_GUIDE,)
+    [bundles] = _verdicts("V001", "bad-parallelism.yaml", judge)["RayService/ray/llm"]
+    assert (bundles.reason, bundles.values["held"], bundles.values["bundles"]) == (
+        "bundles-mismatch",
+        Fraction(2),
+        2,
+    )
+    assert (bundles.thresholds, bundles.path) == ({"world": 4}, ("spec", "serveConfigV2"))
+
+
+# O002: (fixture, resource) -> (decision, floor case, driver on the pool).
+O002_BELOW = {
+    ("bad-driver-too-old.yaml", "Deployment/llm/o002-vllm-new"): (
+        "violation",
+        "branch-not-listed",
+        "560.35.03",
+    ),
+    ("bad-driver-too-old.yaml", "RayCluster/ray/o002-ray"): (
+        "violation",
+        "branch-not-listed",
+        "555.42.06",
+    ),
+    ("bad-forward-compatibility.yaml", "Deployment/llm/o002-vllm-new"): (
+        "advisory",
+        "forward-compat",
+        "570.124.06",
+    ),
+    ("bad-forward-compatibility.yaml", "RayCluster/ray/o002-ray"): (
+        "advisory",
+        "forward-compat",
+        "550.54.15",
+    ),
+    ("bad-node-driver-label-too-old.yaml", "Deployment/llm/vllm"): (
+        "violation",
+        "geforce",
+        "535.183.01",
+    ),
+}
+
+
+def test_o002_driver_against_the_catalogued_floor() -> None:
+    from gpustrata_policies.rules.o002_driver_supports_cuda.rule import FORWARD_COMPAT, judge
+    from gpustrata_policies.view import catalogs
+
+    for (name, resource), (decision, floor, driver) in O002_BELOW.items():
+        [v] = _verdicts("O002", name, judge)[resource]
+        need = catalogs.min_driver_for_cuda(str(v.values["cuda"]))
+        assert need is not None
+        assert (v.decision, v.reason, v.values["floor"], v.values["driver"]) == (
+            decision,
+            "driver-below-floor",
+            floor,
+            driver,
+        )
+        assert v.thresholds == {"min_driver": need.min_driver, "cuda_ga": need.cuda}
+        assert v.values["fatal"] is (decision == "violation")
+        assert (v.sources, v.path[-1]) == ((FORWARD_COMPAT,), "image")
+        if floor != "geforce":
+            # The image's NVIDIA_REQUIRE_CUDA lists the branch exactly when a
+            # forward-compatibility path exists.
+            listed = need.image_branches()
+            assert listed is not None and v.values["branches"] == tuple(listed.branches)
+            assert (v.values["branch"] in listed.branches) is (floor == "forward-compat")
+    [opted] = _verdicts("O002", "bad-forward-compatibility.yaml", judge)[
+        "Deployment/llm/o002-vllm-new"
+    ]
+    assert (opted.values["compat_env"], opted.values["brand"]) == (True, "datacenter")
+    for name in ("good-cuda-update-same-minor.yaml", "good-driver-new-enough.yaml"):
+        assert _verdicts("O002", name, judge) == {}, name

@@ -1,4 +1,4 @@
-"""A built wheel (not the editable install) carries the rule folders' fixtures, so
+"""A built wheel (not the editable install) carries the rule folders' metadata and fixtures, so
 ``gpustrata explain`` prints its example from an installed copy, away from the source tree."""
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ def test_installed_wheel_explains_with_its_example(tmp_path: Path) -> None:
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     names = zipfile.ZipFile(wheel).namelist()
     assert "gpustrata_policies/rules/k004_gpu_pod_tolerates_pool/expected.yaml" in names
+    # Every rule's metadata: the rules cannot load without it.
+    metas = [
+        n for n in names if n.startswith("gpustrata_policies/rules/") and n.endswith("/meta.yaml")
+    ]
+    assert len(metas) == len([n for n in names if n.endswith("/rule.py")]) > 50
     assert not [n for n in names if n.startswith("tests/")]
 
     installed = _run(

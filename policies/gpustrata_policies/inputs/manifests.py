@@ -135,7 +135,26 @@ class _PathTable:
         return found
 
 
-class _YamlLines(Mapping[Path, int]):
+class _Lines(Mapping[Path, int]):
+    """Lines by path, looked up with :meth:`get` (no KeyError on the hot path: a finding
+    asks for a path and its prefixes until one is there)."""
+
+    __slots__ = ()
+
+    def get(self, path: Path, default: Any = None) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, path: Path) -> int:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return int(found)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _YamlLines(_Lines):
     """Line of each key and item of a YAML document, by path: the ids of its paths in
     the input's :class:`_PathTable`, sorted, and their lines, in two arrays of machine
     integers (8 bytes a path, where a dict of paths to int objects took about 70: a
@@ -161,12 +180,6 @@ class _YamlLines(Mapping[Path, int]):
         ids = self._ids
         at = bisect.bisect_left(ids, found)
         return self._lines[at] if at < len(ids) and ids[at] == found else default
-
-    def __getitem__(self, path: Path) -> int:
-        found = self.get(path)
-        if found is None:
-            raise KeyError(path)
-        return int(found)
 
     def __iter__(self) -> Iterator[Path]:
         paths = self._table.paths
@@ -363,7 +376,7 @@ def _values_object(
     return K8sObject(raw, name, line, moved)
 
 
-class _Prefixed(Mapping[Path, int]):
+class _Prefixed(_Lines):
     """The lines of one item of a list, by its own paths: a view of the whole input's
     (copying them per item made a ``kind: List`` of n items cost n^2)."""
 
@@ -375,24 +388,15 @@ class _Prefixed(Mapping[Path, int]):
     def get(self, path: Path, default: Any = None) -> Any:
         return self._base.get(self._prefix + path, default)
 
-    def __getitem__(self, path: Path) -> int:
-        found = self.get(path)
-        if found is None:
-            raise KeyError(path)
-        return int(found)
-
     def __iter__(self) -> Iterator[Path]:
         n = len(self._prefix)
         return (p[n:] for p in self._base if p[:n] == self._prefix and len(p) > n)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
     def __bool__(self) -> bool:
         return bool(self._base)
 
 
-class _JsonLines(Mapping[Path, int]):
+class _JsonLines(_Lines):
     """Lines of a JSON value's keys and items, found in the text when a finding asks
     (:func:`~gpustrata.core.jsonio.locate`) rather than recorded for every value."""
 
@@ -422,12 +426,6 @@ class _JsonLines(Mapping[Path, int]):
             return default
         return self._line + text.count("\n", self._start, hit[0])
 
-    def __getitem__(self, path: Path) -> int:
-        found = self.get(path)
-        if found is None:
-            raise KeyError(path)
-        return int(found)
-
     def __iter__(self) -> Iterator[Path]:
         todo: list[tuple[Path, Any]] = [((), self._data)]
         while todo:
@@ -438,9 +436,6 @@ class _JsonLines(Mapping[Path, int]):
                 todo.extend(((*path, k), v) for k, v in value.items())
             elif isinstance(value, list):
                 todo.extend(((*path, i), v) for i, v in enumerate(value))
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
     def __bool__(self) -> bool:
         return isinstance(self._data, Mapping | list) and bool(self._data)

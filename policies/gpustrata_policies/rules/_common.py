@@ -5,36 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpustrata.core.environments import Environment
 from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
-from gpustrata_policies.findings import Enforcement, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view.endpoints import by_namespace
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.gateways import PoolView
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
-
-MANDATORY: dict[Environment, Enforcement] = {
-    "dev": "mandatory",
-    "staging": "mandatory",
-    "prod": "mandatory",
-}
-ADVISORY: dict[Environment, Enforcement] = {
-    "dev": "advisory",
-    "staging": "advisory",
-    "prod": "advisory",
-}
-MANDATORY_IN_PROD: dict[Environment, Enforcement] = {
-    "dev": "advisory",
-    "staging": "advisory",
-    "prod": "mandatory",
-}
-
-K8S_RESOURCE_VALIDATION = (
-    "https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/core/validation/validation.go"
-)
-K8S_SCHEDULING_GPUS = "https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/"
 
 
 def fmt(value: Any) -> str:

@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
-from gpustrata_policies.findings import Outcome, Path, RuleContext
+from gpustrata_policies.findings import CheckFn, Outcome, Path, RuleContext
 from gpustrata_policies.view.objects import K8sObject
 
 Decision = Literal["violation", "advisory", "not_evaluated"]
+Judge = Callable[[RuleContext, K8sObject], Iterable["Verdict"]]
+"""A rule's decisions on one object (the subject; ``ctx.objects`` holds all objects)."""
 Value = str | int | float | Fraction | bool | None | tuple["Value", ...]
 
 
@@ -50,3 +52,15 @@ def outcomes(
             yield ctx.not_evaluated(obj, text)
         else:
             yield ctx.violation(obj, text, verdict.path, advisory=verdict.decision == "advisory")
+
+
+def judged(judge: Judge, message: Callable[[Verdict], str]) -> CheckFn:
+    """The check of a rule split as *judge* + *message*: its verdicts as findings and
+    not-evaluated records (``RULE = folder_rule(__name__, judged(judge, message))``)."""
+
+    def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+        return outcomes(ctx, obj, judge(ctx, obj), message)
+
+    check.__module__ = judge.__module__  # the rule's own module, as a plain check's
+    check.__doc__ = f"The findings of {judge.__module__}: its judge worded by its message."
+    return check

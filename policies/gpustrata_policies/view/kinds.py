@@ -37,18 +37,40 @@ KSERVE_KINDS = frozenset(
         "LLMInferenceServiceConfig",  # presets merged into the services naming it (baseRefs)
     }
 )
-OTHER_KINDS = frozenset(
+K8S_KINDS = frozenset(
+    {
+        "Service",
+        "ConfigMap",
+        "Secret",
+        "Namespace",
+        "ServiceAccount",
+        "PersistentVolumeClaim",
+        "Node",
+        "Ingress",
+        "NetworkPolicy",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "DeviceClass",
+        "CustomResourceDefinition",  # what makes a custom resource's kind exist (K018)
+    }
+)
+"""Kubernetes' own kinds other than workloads that gpustrata reads (or knows to be
+irrelevant)."""
+OTHER_KINDS = K8S_KINDS | frozenset(
     {
         "LeaderWorkerSet",
-        "HorizontalPodAutoscaler",
         "ScaledObject",
         "VerticalPodAutoscaler",
-        "PodDisruptionBudget",
         "ServiceMonitor",
         "PodMonitor",
         "PodMonitoring",  # GKE managed Prometheus scrape config: no Pods, no rule reads it
         "GpuNodePool",
-        "Node",
         "NodePool",
         "EC2NodeClass",
         "GpuOperator",
@@ -56,26 +78,10 @@ OTHER_KINDS = frozenset(
         "HelmValues",
         "ClusterPolicy",
         "NVIDIADriver",
-        "Service",
-        "ConfigMap",
-        "Secret",
-        "Namespace",
-        "ServiceAccount",
-        "PersistentVolumeClaim",
-        "Ingress",
-        "NetworkPolicy",
-        "Role",
-        "RoleBinding",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "ResourceClaimTemplate",
-        "ResourceClaim",
-        "DeviceClass",
         "PodIdentityAssociation",  # EKS Pod Identity (K019)
         "HTTPRoute",  # Gateway API (K021)
         "ModelEndpoint",  # a serving component's exported endpoint (K021)
         "EksAddon",  # an EKS add-on (CoreDNS: K017, the deploy rehearsal)
-        "CustomResourceDefinition",  # what makes a custom resource's kind exist (K018)
         "InferencePool",  # Gateway API Inference Extension (G001, G002)
         # Gateway API Gateway: the standard channel gives it no timeout (its routes and
         # the policies on it carry them: G001); its CRD and class are K018's.
@@ -116,29 +122,7 @@ controller makes from ``spec.roles``)."""
 KNOWN_KINDS = WORKLOAD_KINDS | RAY_KINDS | KSERVE_KINDS | OTHER_KINDS | frozenset(CONTROLLER_KINDS)
 """Kinds gpustrata reads (or knows to be irrelevant); others are "not evaluated"."""
 
-BUILTIN_KINDS = WORKLOAD_KINDS | frozenset(
-    {
-        "Service",
-        "ConfigMap",
-        "Secret",
-        "Namespace",
-        "ServiceAccount",
-        "PersistentVolumeClaim",
-        "Node",
-        "Ingress",
-        "NetworkPolicy",
-        "Role",
-        "RoleBinding",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "HorizontalPodAutoscaler",
-        "PodDisruptionBudget",
-        "ResourceClaim",
-        "ResourceClaimTemplate",
-        "DeviceClass",
-        "CustomResourceDefinition",
-    }
-)
+BUILTIN_KINDS = WORKLOAD_KINDS | K8S_KINDS
 """Kubernetes' own kinds: read as such only in one of Kubernetes' API groups (see
 :func:`is_builtin`); another project's kind of the same name is that project's."""
 KNATIVE_SERVING = "serving.knative.dev"

@@ -9,8 +9,9 @@ from typing import Any
 
 from gpustrata.core.unknown import known
 from gpustrata.core.yamlio import safe_load
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY, fmt, object_index, pool_members
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._common import fmt, object_index, pool_members
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.endpoints import reach, services
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.gateways import (
@@ -328,50 +329,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="G001",
-        name="gateway-outlasts-generation",
-        title="Gateway and proxy timeouts outlast the longest generation",
-        layer="routing",
-        severity="high",
-        default_enforcement=MANDATORY,
-        scope="stack",
-        rationale=(
-            "vLLM keeps generating an answer until max_tokens or max_model_len, while every "
-            "proxy in front of it has its own clock: the most reported production incident "
-            "with LLM serving is a 504 on long answers while the engine keeps working (and "
-            "its GPU time is wasted). Read here: ingress-nginx proxy-read-timeout and AWS "
-            "load balancer idle timeouts (Ingress and Service annotations; idle timeouts, "
-            "which a streamed answer resets with every token, so a finding is advisory and "
-            "says so), Gateway API HTTPRoute timeouts.request/backendRequest, Istio "
-            "VirtualService http[].timeout, Envoy Gateway BackendTrafficPolicy/"
-            "ClientTrafficPolicy timeouts and Ray Serve http_options.request_timeout_s "
-            "(total timeouts, which cut a streamed answer too: mandatory). Each is followed "
-            "to the engines it fronts (Service, InferencePool, KubeRay's serve Service) and "
-            "compared with a lower bound of the longest answer: max_model_len - 1 tokens at "
-            "the decode step of one sequence alone in gpustrata's serving model (fitted to "
-            "published runs), on the GPU the engine runs on or, where none is named, the "
-            "fastest catalogued one. Timeouts left to a controller's default are not judged "
-            "(the defaults are not catalogued yet)."
-        ),
-        fix=(
-            "Set the route timeout above the longest answer (or disable it: 0s in Gateway "
-            "API, Istio and Envoy Gateway), raise nginx proxy-read-timeout / the load "
-            "balancer's idle timeout and have clients stream, or cap answers with a smaller "
-            "--max-model-len."
-        ),
-        references=(
-            "https://gateway-api.sigs.k8s.io/api-types/httproute/#timeouts-optional",
-            "https://kubernetes.github.io/ingress-nginx/user-guide/nginx-configuration/"
-            "annotations/#custom-timeouts",
-            "https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/"
-            "ingress/annotations/#load-balancer-attributes",
-            "https://istio.io/latest/docs/reference/config/networking/virtual-service/#HTTPRoute",
-            "https://gateway.envoyproxy.io/docs/api/extension_types/#httptimeout",
-            "https://docs.ray.io/en/latest/serve/advanced-guides/performance.html"
-            "#set-an-end-to-end-request-timeout",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

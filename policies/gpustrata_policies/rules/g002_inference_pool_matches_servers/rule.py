@@ -6,14 +6,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._common import (
-    MANDATORY,
     fmt,
     object_index,
     pool_members,
     vllm_pods_in,
 )
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.endpoints import by_namespace
 from gpustrata_policies.view.engines import EngineSite, release_version, site_version
 from gpustrata_policies.view.gateways import (
@@ -172,46 +172,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             return
 
 
-RULE = Rule(
-    RuleMeta(
-        id="G002",
-        name="inference-pool-matches-servers",
-        title="InferencePools select the vLLM Pods and target the port they serve on",
-        layer="routing",
-        severity="high",
-        default_enforcement=MANDATORY,
-        scope="stack",
-        rationale=(
-            "A Gateway API Inference Extension InferencePool is the backend an HTTPRoute "
-            "sends model traffic to: the endpoint picker chooses one of the Pods its selector "
-            "matches and the gateway connects to that Pod on the pool's target port. A "
-            "selector that matches no Pod leaves the route without endpoints (503s), and a "
-            "target port other than the one vLLM listens on (--port, 8000 by default) gives "
-            "connection refused from every Pod while all of them are Ready. Read here: the "
-            "pool's selector (v1 selector.matchLabels; v1alpha2 a label map) against the "
-            "labels of the Pods of its namespace that run vLLM, and its target ports (v1 "
-            "targetPorts[].number; v1alpha2 targetPortNumber) against each selected engine's "
-            f"port ({GIE_CRDS}). Silent when the namespace's Pods are not in the input, when "
-            "the selector picks Pods of another server, and when another container of the "
-            "Pod declares the target port (a proxy in front of vLLM, as llm-d's routing "
-            "sidecar). The endpoint picker (the Deployment behind endpointPickerRef/"
-            "extensionRef, image gateway-api-inference-extension/epp) must read a KV-cache "
-            "gauge the engines export: its --kv-cache-usage-percentage-metric, else its "
-            "release's default (vllm:gpu_cache_usage_perc through v1.2, "
-            "vllm:kv_cache_usage_perc from v1.3), against the gauges of the engine's vLLM "
-            "release (0.8.5: the old name only; 0.10.1.1: both; from 0.11.0 the new one only, "
-            "read in each wheel's vllm/v1/metrics/loggers.py); a mismatch blinds its "
-            "KV-aware scoring without stopping traffic, so it is advisory."
-        ),
-        fix=(
-            "Copy the engine Deployment's pod template labels into the pool's selector, and "
-            "set the pool's target port to the engine's --port (8000 when unset)."
-        ),
-        references=(
-            "https://gateway-api-inference-extension.sigs.k8s.io/api-types/inferencepool/",
-            "https://github.com/kubernetes-sigs/gateway-api-inference-extension/blob/v1.0.0/"
-            "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"GIE_CRDS": GIE_CRDS})

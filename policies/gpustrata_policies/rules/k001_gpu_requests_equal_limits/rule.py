@@ -6,13 +6,11 @@ from collections.abc import Iterator
 
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._common import (
-    K8S_RESOURCE_VALIDATION,
-    K8S_SCHEDULING_GPUS,
-    MANDATORY,
     fmt,
 )
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.objects import K8sObject, is_gpu_resource
 
 
@@ -54,25 +52,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K001",
-        name="gpu-requests-equal-limits",
-        title="GPU requests are set under limits and equal them",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "GPUs are extended resources, which Kubernetes never overcommits: a container "
-            "that asks for one must set it under limits, and a request, if present, must equal "
-            "the limit. The API server rejects anything else, but only when the Pod is "
-            "created, so a Deployment or RayCluster is accepted and its Pods never appear."
-        ),
-        fix=(
-            "Set the GPU count under resources.limits (e.g. nvidia.com/gpu: 1); drop the "
-            "request or make it equal to the limit."
-        ),
-        references=(K8S_SCHEDULING_GPUS, K8S_RESOURCE_VALIDATION),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

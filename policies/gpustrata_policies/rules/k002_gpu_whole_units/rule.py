@@ -6,13 +6,11 @@ from collections.abc import Iterator
 
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._common import (
-    K8S_RESOURCE_VALIDATION,
-    K8S_SCHEDULING_GPUS,
-    MANDATORY,
     fmt,
 )
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.device_plugin import SHARING_DOCS
 from gpustrata_policies.view.nodes import cluster_gpu_sharing
 from gpustrata_policies.view.objects import K8sObject, Path, is_gpu_resource
@@ -62,33 +60,4 @@ def _shared_beyond_one(
     )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K002",
-        name="gpu-whole-units",
-        title="GPU quantities are whole numbers",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "A GPU resource counts whole devices advertised by the device plugin; Kubernetes "
-            "rejects fractions such as 0.5 or 500m for extended resources. A GPU is shared by "
-            "advertising it several times (time-slicing, MPS) or by partitioning it (MIG "
-            "profiles such as nvidia.com/mig-1g.10gb), never by asking for part of one. "
-            "(0 is allowed: it asks for no GPU.) Where the device plugin shares GPUs with "
-            "failRequestsGreaterThanOne (the default under MPS), it fails a container asking "
-            "for more than one replica with UnexpectedAdmissionError."
-        ),
-        fix=(
-            "Ask for a whole number of GPUs; to share one, configure MIG, time-slicing or MPS "
-            "in the GPU Operator and request the resource it advertises."
-        ),
-        references=(
-            K8S_SCHEDULING_GPUS,
-            K8S_RESOURCE_VALIDATION,
-            "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html",
-            SHARING_DOCS,
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"SHARING_DOCS": SHARING_DOCS})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY, K8S_SCHEDULING_GPUS
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.nodes import gpu_pools, pool_label
 from gpustrata_policies.view.objects import K8sObject
 
@@ -32,31 +32,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K003",
-        name="gpu-pool-tainted",
-        title="GPU node pools carry a NoSchedule taint",
-        layer="kubernetes",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "Without a taint the scheduler treats GPU nodes like any other node: CPU-only Pods "
-            "(system add-ons, batch jobs) land there, use the CPU and memory that GPU Pods "
-            "request, and leave the GPUs idle but unschedulable. The NVIDIA device plugin, the "
-            "GPU Operator's operands and GKE/AKS/EKS guidance all expect GPU nodes tainted "
-            "nvidia.com/gpu:NoSchedule and GPU Pods tolerating it (K004)."
-        ),
-        fix=(
-            "Add a NoSchedule taint to the pool, e.g. nvidia.com/gpu=true:NoSchedule (EKS "
-            "spelling NO_SCHEDULE), and let GPU Pods tolerate it."
-        ),
-        references=(
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/",
-            K8S_SCHEDULING_GPUS,
-            "https://docs.aws.amazon.com/eks/latest/userguide/node-taints-managed-node-groups.html",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.nodes import (
     AKS_ADMISSION,
@@ -199,47 +199,14 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K004",
-        name="gpu-pod-tolerates-pool",
-        title="GPU pods tolerate the taints of the pool they target",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "GPU pools carry a NoSchedule taint so CPU pods stay off expensive nodes (K003). "
-            "A GPU pod without a matching toleration is never scheduled there and stays "
-            "Pending with 'untolerated taint'. EKS spells effects NO_SCHEDULE, Kubernetes "
-            "NoSchedule; an Equal toleration must also match the taint's value. Clusters admit "
-            "Pods differently: where the ExtendedResourceToleration admission plugin is on (EKS "
-            "on every platform version, GKE, AKS) a Pod requesting nvidia.com/gpu is given "
-            "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, so only taints with "
-            "other keys (dedicated=gpu, AKS's sku=gpu) need their own toleration; the Kubernetes "
-            "defaults (kubeadm) leave it off. The rule reads the pools' taints from Node objects "
-            "or GpuNodePool descriptions and the cluster's flavour from the input (EKS and "
-            "Karpenter labels and objects, GKE/AKS labels, kubeadm's Node annotation). Where "
-            "the taints are not known, a Pod that already tolerates a taint of its own "
-            "cluster (nodetype=gpu, a MIG resource key) is not judged, and one that "
-            "tolerates none gets the usual nvidia.com/gpu:NoSchedule taint as advisory, "
-            "naming the assumption."
-        ),
-        fix=(
-            "Add a toleration for each NoSchedule/NoExecute taint of the target pool, e.g. "
-            "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}."
-        ),
-        references=(
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/",
-            K8S_SCHEDULING_GPUS,
-            "https://docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html",
-            EXTENDED_RESOURCE_TOLERATION,
-            EKS_ADMISSION,
-            "https://github.com/aws/containers-roadmap/issues/739",
-            GKE_ADMISSION,
-            AKS_ADMISSION,
-            K8S_DEFAULT_ADMISSION,
-        ),
-        scope="stack",
-    ),
+RULE = folder_rule(
+    __name__,
     check,
+    facts={
+        "EXTENDED_RESOURCE_TOLERATION": EXTENDED_RESOURCE_TOLERATION,
+        "EKS_ADMISSION": EKS_ADMISSION,
+        "GKE_ADMISSION": GKE_ADMISSION,
+        "AKS_ADMISSION": AKS_ADMISSION,
+        "K8S_DEFAULT_ADMISSION": K8S_DEFAULT_ADMISSION,
+    },
 )

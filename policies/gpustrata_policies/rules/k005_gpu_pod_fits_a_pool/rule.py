@@ -17,8 +17,8 @@ from gpustrata.core.quantity import (
     parse_quantity,
 )
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import K8S_SCHEDULING_GPUS, MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.device_plugin import Sharing
 from gpustrata_policies.view.nodes import (
@@ -319,33 +319,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             yield from _check_selectors(ctx, obj, pod, demand)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K005",
-        name="gpu-pod-fits-a-pool",
-        title="GPU pods fit a node of a pool they select",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "A Pod is placed on one node: it needs a node whose labels match its selectors "
-            "and whose allocatable GPUs, CPU and memory (capacity minus systemReserved, "
-            "kubeReserved and the hard eviction threshold) cover its requests. Otherwise it "
-            "stays Pending with 'Insufficient nvidia.com/gpu' or 'didn't match node "
-            "affinity', and a cluster autoscaler adds nothing because no node shape fits. "
-            "Without described pools the rule uses the instance type or nvidia.com/gpu.count "
-            "the Pod selects (capacity before reservations, a lower bound)."
-        ),
-        fix=(
-            "Select a pool whose instance type has enough GPUs, CPU and memory for one Pod, "
-            "or lower the Pod's requests (fewer GPUs per Pod means smaller tensor parallelism)."
-        ),
-        references=(
-            K8S_SCHEDULING_GPUS,
-            KUBE_RESERVED,
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"KUBE_RESERVED": KUBE_RESERVED})

@@ -6,16 +6,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpustrata.core.quantity import parse_quantity
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.karpenter import KARPENTER_NODECLASS_DOCS
 from gpustrata_policies.view.nodes import KUBE_RESERVED, gpu_pools, kubelet_of, pool_label
 from gpustrata_policies.view.objects import K8sObject, as_map
 
 RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
-NODEADM_KUBELET = (
-    "https://github.com/awslabs/amazon-eks-ami/blob/main/nodeadm/internal/kubelet/config.go"
-)
 
 
 def _reserved(section: Mapping[str, Any], key: str) -> bool:
@@ -110,39 +107,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K006",
-        name="kubelet-reservations",
-        title="GPU pools reserve resources for the system and the kubelet",
-        layer="kubernetes",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "Allocatable = capacity - systemReserved - kubeReserved - the hard eviction "
-            "threshold. Without reservations the scheduler hands the whole node to Pods; "
-            "loading tens of GB of weights then starves containerd, the kubelet and the NVIDIA "
-            "host daemons, the node goes NotReady and every engine on it restarts. The kubelet "
-            "accepts only cpu, memory, ephemeral-storage and pid in its reservations (GPUs are "
-            "not reservable). Its built-in hard eviction threshold, memory.available<100Mi, "
-            "leaves no room for the page cache of a weight load. EKS AL2023 nodeadm computes "
-            "kubeReserved from the instance but reserves nothing for the system; so does "
-            "Karpenter, whose nodes take these settings from the EC2NodeClass's spec.kubelet "
-            "(karpenter.sh/v1) or the NodePool's template.spec.kubelet (v1beta1)."
-        ),
-        fix=(
-            "Set systemReserved and kubeReserved cpu and memory (gpustrata sizes kubeReserved "
-            "the way nodeadm does) and evictionHard memory.available, e.g. 500Mi or more on "
-            "GPU nodes."
-        ),
-        references=(
-            KUBE_RESERVED,
-            KARPENTER_NODECLASS_DOCS,
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/",
-            NODEADM_KUBELET,
-            "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubelet/app/server.go",
-        ),
-        scope="stack",
-    ),
+RULE = folder_rule(
+    __name__,
     check,
+    facts={"KUBE_RESERVED": KUBE_RESERVED, "KARPENTER_NODECLASS_DOCS": KARPENTER_NODECLASS_DOCS},
 )

@@ -8,8 +8,8 @@ from typing import cast
 
 from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.kuberay import operator_release
@@ -234,37 +234,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     return outcomes(ctx, obj, judge(ctx, obj), message)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K007",
-        name="shm-for-multi-gpu",
-        title="Multi-GPU vLLM engines get a memory-backed /dev/shm",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "With tensor or pipeline parallelism vLLM runs one worker per GPU, and NCCL and "
-            "PyTorch exchange data through shared memory in /dev/shm. Containers get 64Mi "
-            'there by default, and NCCL fails or hangs ("unhandled system error", bus '
-            "errors). NCCL's troubleshooting guide asks for --shm-size=1g in Docker, and "
-            "vLLM's Kubernetes guide mounts a memory emptyDir at /dev/shm, hence the 1Gi "
-            "default minimum. KubeRay already injects a memory-backed /dev/shm sized to the "
-            "memory limit into Ray containers that mount none (from KubeRay 1.6.0 not when "
-            "rayStartParams set plasma-directory), so a Ray worker fails only when its own "
-            "mount is disk-backed or too small, or KubeRay skipped the injection."
-        ),
-        fix=(
-            "Add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 2Gi}} and mount "
-            "it at /dev/shm in the vLLM container (count the size against the memory limit)."
-        ),
-        references=(
-            "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#docker",
-            "https://docs.vllm.ai/en/latest/deployment/k8s.html",
-            "https://github.com/ray-project/kuberay/blob/v1.6.0/ray-operator/controllers/ray/common/pod.go",
-            "https://kubernetes.io/docs/concepts/storage/volumes/#emptydir",
-        ),
-        thresholds={"min_shm_size": ("string", "1Gi")},
-        scope="stack",  # reads the KubeRay operator's release (plasma-directory skip)
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

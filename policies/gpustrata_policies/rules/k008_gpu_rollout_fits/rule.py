@@ -10,9 +10,10 @@ from typing import Any, cast
 
 from gpustrata.core.quantity import exact_sum
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, handled_unknowns
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY, autoscalers_by_scale_target
-from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import autoscalers_by_scale_target
+from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.nodes import fmt_count, gpu_pools, gpu_requests, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_map, dig
 from gpustrata_policies.view.pools import GpuPool
@@ -255,35 +256,6 @@ def message(verdict: Verdict) -> str:
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """K008's findings: :func:`judge` worded by :func:`message`."""
-    return outcomes(ctx, obj, judge(ctx, obj), message)
-
-
-RULE = Rule(
-    RuleMeta(
-        id="K008",
-        name="gpu-rollout-fits",
-        title="GPU Deployments can roll out without spare GPUs",
-        layer="kubernetes",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "A Deployment's default RollingUpdate (maxSurge 25% rounded up, maxUnavailable 25% "
-            "rounded down) starts a new Pod before stopping an old one whenever maxUnavailable "
-            "rounds to 0, which it does below 4 replicas. On a GPU pool that is full at its "
-            "maximum size the surge Pod never schedules, no old Pod is stopped, and the update "
-            "hangs until progressDeadlineSeconds marks it failed."
-        ),
-        fix=(
-            "Use strategy Recreate for a single replica, or RollingUpdate with maxSurge: 0 and "
-            "maxUnavailable: 1; or keep spare GPUs in the pool's maxSize for the surge."
-        ),
-        references=(
-            DEPLOYMENT_STRATEGY,
-            "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/deployment-v1/",
-        ),
-        scope="stack",
-    ),
-    check,
+RULE = folder_rule(
+    __name__, judged(judge, message), facts={"DEPLOYMENT_STRATEGY": DEPLOYMENT_STRATEGY}
 )

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY, object_index, scale_target
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._common import object_index, scale_target
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.objects import K8sObject, as_list, dig, is_gpu_resource
 
 
@@ -49,30 +50,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K009",
-        name="vpa-leaves-gpus-alone",
-        title="A VPA on a GPU workload controls only cpu and memory",
-        layer="kubernetes",
-        severity="medium",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "The Vertical Pod Autoscaler rewrites the resources it controls and evicts Pods "
-            "to apply them. GPUs are whole devices chosen by the engine's parallelism; a VPA "
-            "that touches them produces invalid or wrong GPU counts and restarts engines that "
-            "take minutes to load. Keep it to cpu and memory, or run it with updateMode Off "
-            "for recommendations only."
-        ),
-        fix=(
-            "Set resourcePolicy.containerPolicies[].controlledResources: [cpu, memory] (the "
-            "VPA default), or updatePolicy.updateMode: Off."
-        ),
-        references=(
-            "https://github.com/kubernetes/autoscaler/blob/master/vertical-pod-autoscaler/docs/api.md",
-            "https://kubernetes.io/docs/concepts/workloads/autoscaling/vertical-pod-autoscale/",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

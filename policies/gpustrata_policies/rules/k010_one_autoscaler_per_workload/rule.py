@@ -6,8 +6,9 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY, autoscaler_target, object_index
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._common import autoscaler_target, object_index
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.objects import K8sObject, dig
 
 Key = tuple[str, str, str]
@@ -66,32 +67,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K010",
-        name="one-autoscaler-per-workload",
-        title="One controller writes each replica count",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "Two HPAs (or an HPA and a KEDA ScaledObject, which creates its own HPA) on one "
-            "target overwrite each other's replica count and make GPU Pods flap; the HPA "
-            "controller itself refuses to act when several HPAs select the same Pods. An HPA "
-            "on a RayCluster/RayService whose in-tree autoscaler is on fights the Ray "
-            "autoscaler. Ray Serve autoscaling of Serve replicas plus the Ray autoscaler "
-            "adding worker Pods is the designed pairing and is not reported."
-        ),
-        fix=(
-            "Keep one autoscaler per workload: delete the extra HPA/ScaledObject, or turn off "
-            "enableInTreeAutoscaling and let the HPA/KEDA scale, not both."
-        ),
-        references=(
-            "https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/",
-            "https://keda.sh/docs/latest/concepts/scaling-deployments/",
-            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/configuring-autoscaling.html",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY, autoscaler_target, object_index, runs_vllm
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._common import autoscaler_target, object_index, runs_vllm
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 INFERENCE_METRIC = re.compile(
@@ -63,31 +64,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K011",
-        name="scale-on-inference-metrics",
-        title="Autoscalers of vLLM workloads scale on inference metrics",
-        layer="kubernetes",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "A vLLM server's CPU and memory barely move with load, and GPU utilisation is "
-            "near 100% as soon as one request runs. Load shows up as requests waiting "
-            "(vllm:num_requests_waiting) and KV-cache usage (vllm:kv_cache_usage_perc, "
-            "vllm:gpu_cache_usage_perc in older releases). An autoscaler on CPU never scales out, "
-            "or scales on noise."
-        ),
-        fix=(
-            "Scale on vllm:num_requests_waiting or vllm:kv_cache_usage_perc through a "
-            "Prometheus adapter (HPA Pods/External metric) or a KEDA prometheus trigger."
-        ),
-        references=(
-            "https://docs.vllm.ai/en/latest/design/metrics.html",
-            "https://keda.sh/docs/latest/scalers/prometheus/",
-            "https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale-walkthrough/",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

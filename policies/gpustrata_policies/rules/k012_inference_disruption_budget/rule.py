@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gpustrata.core.unknown import UnknownInput, known
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._common import (
-    ADVISORY,
     autoscalers_by_scale_target,
     runs_vllm,
     selector_matches,
 )
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.pools import pool_matches, pools_of
 
@@ -118,31 +118,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K012",
-        name="inference-disruption-budget",
-        title="Multi-replica inference has a disruption budget and spreads across nodes",
-        layer="kubernetes",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "A vLLM replica takes minutes to come back (image pull, weight load, warm-up). "
-            "Without a PodDisruptionBudget a node drain or cluster upgrade may evict all "
-            "replicas at once; without spreading, several replicas share one GPU node and "
-            "fail together. Replicas that each take more than half of a node's GPUs "
-            "(8-GPU pods when no pool is described) cannot share a node, so only the budget "
-            "is asked for."
-        ),
-        fix=(
-            "Add a PodDisruptionBudget (maxUnavailable: 1) selecting the pods, and a "
-            "topologySpreadConstraint or podAntiAffinity on kubernetes.io/hostname."
-        ),
-        references=(
-            "https://kubernetes.io/docs/concepts/workloads/pods/disruptions/",
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

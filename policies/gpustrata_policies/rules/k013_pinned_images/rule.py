@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import moving_tag, split_image
 
@@ -36,26 +36,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K013",
-        name="pinned-images",
-        title="Images are pinned to a version",
-        layer="kubernetes",
-        severity="low",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "Engine flags, defaults and CUDA requirements change between vLLM and Ray "
-            "releases (for example the V1 engine became the default, and flags were renamed). "
-            "An image without a tag, or tagged latest or with another moving name (nightly, "
-            "main, stable, gptoss: a channel, not a release), runs whatever was pushed last, "
-            "and two replicas of one Deployment can run different engines."
-        ),
-        fix="Pin every image to a release tag (vllm/vllm-openai:v0.8.5) or a digest (@sha256:...).",
-        references=(
-            "https://kubernetes.io/docs/concepts/containers/images/#image-names",
-            "https://kubernetes.io/docs/concepts/configuration/overview/#container-images",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -7,8 +7,8 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.objects import K8sObject, as_map
 from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
@@ -161,29 +161,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K014",
-        name="secrets-by-reference",
-        title="Tokens and keys come from Secrets",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "A Hugging Face token or API key written into a Deployment, RayService or "
-            "serveConfigV2 is stored in plain text in etcd, in Git, in Helm release history "
-            "and in every `kubectl get -o yaml`; RBAC on Secrets no longer protects it."
-        ),
-        fix=(
-            "Put the value in a Secret and reference it: env: [{name: HF_TOKEN, valueFrom: "
-            "{secretKeyRef: {name: hf-token, key: token}}}]; for vLLM flags use "
-            "--api-key $(VLLM_API_KEY) with that env var from a Secret."
-        ),
-        references=(
-            "https://kubernetes.io/docs/concepts/configuration/secret/#using-secrets-as-environment-variables",
-            "https://kubernetes.io/docs/concepts/security/secrets-good-practices/",
-            "https://docs.vllm.ai/en/latest/deployment/k8s.html",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

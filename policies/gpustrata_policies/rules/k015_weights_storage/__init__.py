@@ -1,1 +1,2 @@
-"""Rule K015: ``rule.py`` holds it; its fixtures and ``expected.yaml`` sit beside it."""
+"""Rule K015: ``meta.yaml`` holds its metadata, ``rule.py`` its logic; its fixtures and
+``expected.yaml`` sit beside them."""

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.quantity import exact_sum, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.nodes import GIB, gpu_requests
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://")
 STREAMING_LOAD_FORMATS = frozenset({"runai_streamer", "runai_streamer_sharded", "tensorizer"})
 # huggingface_hub: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
-HF_ENV_DOCS = "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables"
 _BYTES_PER_PARAM = {
     "bfloat16": Fraction(2),
     "float16": Fraction(2),
@@ -253,37 +252,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 yield from _check_container(ctx, obj, pod, c, downloads)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K015",
-        name="weights-storage",
-        title="Engines that download weights have storage for them",
-        layer="kubernetes",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "vLLM and Ray Serve LLM download Hugging Face (and, on Ray, S3/GCS) weights into "
-            "the Hugging Face cache inside the container unless a volume is mounted there. That "
-            "is the container's writable layer on the node's root disk: without an "
-            "ephemeral-storage request the scheduler reserves nothing for tens or hundreds of "
-            "GB, and under disk pressure the kubelet evicts the Pods using the most storage "
-            "above their request first; an ephemeral-storage limit or emptyDir sizeLimit below "
-            "the weights evicts the Pod mid-download. Weight sizes come from the model "
-            "catalogue (parameters x bytes per parameter, a lower bound)."
-        ),
-        fix=(
-            "Mount a PersistentVolumeClaim (or a local NVMe hostPath) at the Hugging Face cache "
-            "(HF_HOME, default ~/.cache/huggingface) or --download-dir, or set "
-            "resources.requests/limits.ephemeral-storage above the weight size; or stream "
-            "weights (--load-format runai_streamer)."
-        ),
-        references=(
-            "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/"
-            "#local-ephemeral-storage",
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/",
-            HF_ENV_DOCS,
-            "https://docs.vllm.ai/en/latest/models/extensions/runai_model_streamer.html",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

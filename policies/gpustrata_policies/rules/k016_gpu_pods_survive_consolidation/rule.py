@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.karpenter import KARPENTER_DOCS
 from gpustrata_policies.view.nodes import gpu_pools, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
@@ -15,10 +15,6 @@ from gpustrata_policies.view.pools import GpuPool
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 KARPENTER_DISRUPTION = "https://karpenter.sh/v1.9/concepts/disruption/"
-CA_FAQ = (
-    "https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md"
-    "#what-types-of-pods-can-prevent-ca-from-removing-a-node"
-)
 # The consolidationPolicy Karpenter applies when a NodePool sets none (karpenter.sh/v1:
 # WhenEmptyOrUnderutilized; v1beta1: WhenUnderutilized; KARPENTER_DISRUPTION).
 _DEFAULT_POLICY = {"karpenter.sh/v1beta1": "WhenUnderutilized"}
@@ -104,35 +100,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K016",
-        name="gpu-pods-survive-consolidation",
-        title="Node autoscalers do not consolidate GPU nodes that serve or load engines",
-        layer="kubernetes",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "Karpenter consolidation deletes or replaces a node whose Pods fit elsewhere "
-            "(karpenter.sh/v1 consolidationPolicy WhenEmptyOrUnderutilized, the default; "
-            "v1beta1 WhenUnderutilized). For an inference Pod that means a cold start: "
-            "pulling a multi-GB image, downloading and loading tens of GB of weights and "
-            "capturing CUDA graphs again, minutes in which its replica serves nothing; a Pod "
-            "evicted mid-download starts the download over. A GPU NodePool should use "
-            "consolidationPolicy WhenEmpty (or consolidateAfter: Never, or a budget of 0 "
-            "nodes for the Underutilized reason), or the inference Pods carry "
-            'karpenter.sh/do-not-disrupt: "true", which blocks voluntary disruption of '
-            "their node. The cluster autoscaler's equivalent is the Pod annotation "
-            'cluster-autoscaler.kubernetes.io/safe-to-evict: "false".'
-        ),
-        fix=(
-            "Set spec.disruption.consolidationPolicy: WhenEmpty on GPU NodePools (with a "
-            'consolidateAfter such as 10m), or add budgets [{nodes: "0", reasons: '
-            "[Underutilized]}], or annotate the inference Pod template with "
-            'karpenter.sh/do-not-disrupt: "true".'
-        ),
-        references=(KARPENTER_DISRUPTION, KARPENTER_DOCS, CA_FAQ),
-        scope="stack",
-    ),
+RULE = folder_rule(
+    __name__,
     check,
+    facts={"KARPENTER_DISRUPTION": KARPENTER_DISRUPTION, "KARPENTER_DOCS": KARPENTER_DOCS},
 )

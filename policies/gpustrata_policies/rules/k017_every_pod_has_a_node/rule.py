@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from gpustrata.core.contract import DERIVED_FROM_ANNOTATION
 from gpustrata.core.unknown import is_tracked
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.kinds import RAY_KINDS
 from gpustrata_policies.view.objects import K8sObject, PodRef, dig
 from gpustrata_policies.view.pools import GpuPool, pools_of
@@ -173,48 +173,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K017",
-        name="every-pod-has-a-node",
-        title="Every Pod that must run has a node pool it can land on",
-        layer="kubernetes",
-        severity="critical",
-        default_enforcement=MANDATORY,
-        scope="stack",
-        rationale=(
-            "GPU pools carry a NoSchedule taint (K003), so a cluster whose every pool is a "
-            "tainted GPU pool has nowhere to run the Pods that do not tolerate it: the GPU "
-            "Operator's operator and NFD master (their chart tolerates only the control "
-            "plane), the KubeRay operator (tolerations []), CoreDNS (the EKS add-on tolerates "
-            "CriticalAddonsOnly and the control plane), a Ray head. They stay Pending; Helm's "
-            "wait and EKS add-on creation time out, and without CoreDNS nothing resolves. "
-            "The same holds for a pool whose minimum size is 0 with nothing that scales it "
-            "up from zero. The Pods read are the workload templates, the KubeRay head and "
-            "worker groups, and the controller Pods of every chart release and EKS add-on "
-            "the chart catalogue knows at that version (their default tolerations, node "
-            "selector and affinity, cited, with the release's values applied); a chart not "
-            "catalogued is not evaluated. Evaluated where the pools are known (a stack's node "
-            "groups, Node objects, a described system pool); a GPU Pod's taints and "
-            "selectors are left to K004 and K005."
-        ),
-        fix=(
-            "Add an untainted system node group (e.g. 2 x m7i.large, minimum 2) and pin "
-            "every chart's controllers to it through their values (nodeSelector), or give "
-            "each Pod the tolerations and selector of a pool that exists; give a pool that "
-            "must have nodes a minimum size of 1, or an autoscaler that scales it from zero."
-        ),
-        references=(
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/",
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/",
-            "https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/deployments/gpu-operator/"
-            "values.yaml",
-            "https://github.com/ray-project/kuberay/blob/v1.7.0/helm-chart/kuberay-operator/"
-            "values.yaml",
-            "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html",
-            "https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/cloudprovider/"
-            "aws/README.md",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from gpustrata.catalog.charts import chart_releases, crd_owner
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.device_classes import (
     DRIVER_FIX,
     claims_gpu_class,
@@ -126,11 +126,7 @@ def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 )
             return  # a bare application manifest: the cluster's drivers are not in the input
         if shown.unknown_charts:
-            yield ctx.not_evaluated(
-                obj,
-                f"no DeviceClass {GPU_DEVICE_CLASS} is in the input, and the chart catalogue "
-                f"does not know what {', '.join(shown.unknown_charts)} installs",
-            )
+            yield ctx.not_evaluated(obj, _unknown_charts(f"DeviceClass {GPU_DEVICE_CLASS}", shown))
             return
     listed = ""
     if stated is not None:
@@ -141,6 +137,15 @@ def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         f"nothing in the input installs (no NVIDIA DRA driver){listed}: the claim is never "
         "allocated and the Pods that use it stay Pending. Fix: " + DRIVER_FIX,
         ("spec",),
+    )
+
+
+def _unknown_charts(what: str, installed: _Installed) -> str:
+    """Why *what* (missing from the input) may still be installed: charts the chart
+    catalogue does not know."""
+    return (
+        f"no {what} is in the input, and the chart catalogue does not know what "
+        f"{', '.join(installed.unknown_charts)} installs"
     )
 
 
@@ -160,11 +165,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     if not found.evaluated or _listed(found, group_kind) or group_kind in found.owned_elsewhere:
         return  # a bare application manifest: the cluster's CRDs are not in the input
     if found.unknown_charts:
-        yield ctx.not_evaluated(
-            obj,
-            f"no CRD for {group_kind} is in the input, and the chart catalogue does not know "
-            f"what {', '.join(found.unknown_charts)} installs",
-        )
+        yield ctx.not_evaluated(obj, _unknown_charts(f"CRD for {group_kind}", found))
         return
     owner = _owner(group_kind, group)
     yield ctx.violation(
@@ -178,51 +179,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K018",
-        name="custom-resources-have-their-crd",
-        title="Every custom resource has its CRD installed, ordered before it",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        scope="stack",
-        rationale=(
-            "A custom resource (ServiceMonitor, ScaledObject, RayService, NodePool, "
-            "InferencePool, ...) can only be created once its CustomResourceDefinition is "
-            "installed; otherwise the API server answers 'no matches for kind' and `pulumi up`, "
-            "`kubectl apply` or the GitOps sync fails. A ServiceMonitor created by default, or a "
-            "KEDA ScaledObject, on a cluster without the prometheus-operator or KEDA is the "
-            "common case. The CRDs read as installed are the CustomResourceDefinition objects of "
-            "the input and those of every chart release the chart catalogue knows at that version"
-            " (unless its values turn CRD installation off); a release of a catalogued chart at a"
-            " version not catalogued is taken to install the kinds that chart installs at every "
-            "catalogued version, and is otherwise not evaluated. Evaluated on a stack and in the "
-            "pack, where the whole stack is known, and on a manifest set that installs CRDs or "
-            "charts itself; silent on a bare application manifest, whose cluster's CRDs are not "
-            "in the input. The deploy rehearsal of `gpustrata plan` also checks that the CRD "
-            "comes first. A DRA claim (ResourceClaim, ResourceClaimTemplate) on the "
-            "gpu.nvidia.com DeviceClass needs that API object the same way: only the NVIDIA DRA "
-            "driver creates it (its nvidia-dra-driver-gpu or dra-driver-nvidia-gpu chart, or the"
-            " GPU Operator v26.7+ GPUCluster), and without it the claim is never allocated and "
-            "its Pods stay Pending; a DeviceClass object in the input or the cluster profile's "
-            "device_classes count as installed, which also makes the check evaluated on a bare "
-            "manifest."
-        ),
-        fix=(
-            "Install the chart or CRDs that own the kind in the same stack and make the "
-            "resource depend on it (prometheus-operator CRDs for ServiceMonitor/PodMonitor, "
-            "KEDA for ScaledObject, KubeRay for RayService; the NVIDIA DRA driver, dra.driver "
-            "in a gpustrata stack, for claims on gpu.nvidia.com), or turn the feature off."
-        ),
-        references=(
-            "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/"
-            "custom-resource-definitions/",
-            "https://github.com/prometheus-operator/prometheus-operator/blob/main/"
-            "Documentation/getting-started/installation.md",
-            "https://keda.sh/docs/latest/deploy/",
-            "https://www.pulumi.com/registry/packages/kubernetes/api-docs/helm/v3/release/",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

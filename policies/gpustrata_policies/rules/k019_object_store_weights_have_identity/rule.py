@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.identity import (
     AZURE_CLIENT_ID,
     AZURE_USE,
@@ -184,49 +184,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 yield from _judge(ctx, obj, loader, pod, store, ", ".join(labels))
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K019",
-        name="object-store-weights-have-identity",
-        title="Engines that load weights from object storage have a cloud identity",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        scope="stack",
-        rationale=(
-            "vLLM streams s3://, gs:// and az:// models (Run:ai Model Streamer) and Ray Serve "
-            "LLM downloads model_source URIs on its workers with the cloud SDKs' default "
-            "credential chain. A Pod whose ServiceAccount is bound to no identity falls "
-            "through to the node's own credentials: on EKS the node role, which normally "
-            "cannot read the bucket (AccessDenied at engine start), or, once widened, lets "
-            "every Pod on the node read every model. The bindings read here: an EKS Pod "
-            "Identity association for the Pod's namespace and ServiceAccount, the IRSA "
-            "annotation eks.amazonaws.com/role-arn, GKE Workload Identity's "
-            "iam.gke.io/gcp-service-account annotation (a grant to the KSA principal itself "
-            "lives in IAM and is not visible, so such a Pod is not evaluated), and Azure "
-            'Workload Identity\'s Pod label azure.workload.identity/use: "true" with the '
-            "ServiceAccount annotation azure.workload.identity/client-id. Credentials a "
-            "container takes from a Secret (AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, "
-            "AZURE_CLIENT_SECRET) count as its own."
-        ),
-        fix=(
-            "Run the engine under a dedicated ServiceAccount bound to a role that may read the "
-            "weights' prefix: on EKS an aws.eks.PodIdentityAssociation (namespace + "
-            "serviceAccount + roleArn; the eks-pod-identity-agent add-on installed) or the "
-            "annotation eks.amazonaws.com/role-arn (IRSA); on GKE the annotation "
-            "iam.gke.io/gcp-service-account or roles/storage.objectViewer granted to the KSA "
-            'principal; on AKS the Pod label azure.workload.identity/use: "true" and the '
-            "annotation azure.workload.identity/client-id. Set serviceAccountName on the Pod "
-            "template (every Ray worker group)."
-        ),
-        references=(
-            "https://docs.aws.amazon.com/eks/latest/userguide/pod-identities.html",
-            "https://docs.aws.amazon.com/eks/latest/userguide/associate-service-account-role.html",
-            "https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity",
-            "https://azure.github.io/azure-workload-identity/docs/topics/"
-            "service-account-labels-and-annotations.html",
-            "https://docs.vllm.ai/en/stable/models/extensions/runai_model_streamer/",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

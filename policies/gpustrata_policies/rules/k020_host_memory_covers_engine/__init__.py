@@ -1,1 +1,2 @@
-"""Rule K020: ``rule.py`` holds it; its fixtures and ``expected.yaml`` sit beside it."""
+"""Rule K020: ``meta.yaml`` holds its metadata, ``rule.py`` its logic; its fixtures and
+``expected.yaml`` sit beside them."""

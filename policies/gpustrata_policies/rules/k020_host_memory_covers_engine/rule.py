@@ -5,19 +5,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 
-from gpustrata.catalog.vllm_releases import reference_release, source_url
+from gpustrata.catalog.vllm_releases import reference_release
 from gpustrata.core.unknown import known
 from gpustrata.vllm.offload import (
     GIB,
     VLLM_CACHE_SRC,
     VLLM_LOADER_SRC,
-    VLLM_OFFLOAD_SRC,
     VLLM_WEIGHTS_SRC,
     host_memory,
     weight_loading,
 )
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.capacity import capacity_inputs
 from gpustrata_policies.view.engines import EngineSite, engine_sites, site_version
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list
@@ -170,51 +169,12 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K020",
-        name="host-memory-covers-engine",
-        title="The container memory limit covers what the engine pins on the host",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        scope="stack",
-        rationale=(
-            "KV-cache offload and CPU weight offload allocate host memory inside the vLLM "
-            "container: vLLM's native offload (--kv-offloading-size GiB, the total over the "
-            f"GPU ranks, {VLLM_CACHE_SRC}), an OffloadingConnector's "
-            "cpu_bytes_to_use, LMCache running in the vLLM process (max_local_cpu_size GiB "
-            "per GPU rank, 5 by default, LMCache/LMCache lmcache/v1/config.py) and "
-            f"--cpu-offload-gb (per GPU, {VLLM_WEIGHTS_SRC}). All of it counts "
-            "against the container's memory limit, and the kernel kills the container when "
-            "the buffer fills, long after startup. Read here: those settings against "
-            "limits.memory, with the tokens the host cache holds (KV bytes per token from the "
-            "capacity estimate, where the model and GPU are known). The LMCache server "
-            "backend (--kv-offloading-backend lmcache) holds the cache in its own process and "
-            "adds nothing here; an LMCache config file is not read (not evaluated). The "
-            "engine processes' own memory is not estimated, so the figure is a lower bound; "
-            "Ray Serve engines are not read yet. Loading the weights: a limit below them "
-            "fails for sure only where the loader holds them all in process memory at once "
-            f"(--load-format pt with enable_multithread_load, in every GPU worker, "
-            f"{VLLM_LOADER_SRC}); where it holds whole files (pt, eager, multi-threaded "
-            "safetensors, the Run:ai streamer's buffer) the checkpoint's shards decide, and "
-            "memory-mapped safetensors (the default) load through reclaimable page cache, so "
-            "both are advisory. Weight bytes come from the capacity estimate; where the model "
-            "or GPU is unknown V003 says so."
-        ),
-        fix=(
-            "Raise resources.limits.memory above the host buffers plus the engine's own "
-            "memory (tens of GiB for tokenizers, CUDA context and workers), or lower "
-            "--kv-offloading-size / max_local_cpu_size / --cpu-offload-gb; above the weights "
-            "where the loader holds them in memory, or load memory-mapped safetensors."
-        ),
-        references=(
-            source_url(VLLM_CACHE_SRC),
-            source_url(VLLM_OFFLOAD_SRC),
-            source_url(VLLM_LOADER_SRC),
-            "https://docs.lmcache.ai/api_reference/configurations.html",
-            "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
-        ),
-    ),
+RULE = folder_rule(
+    __name__,
     check,
+    facts={
+        "VLLM_CACHE_SRC": VLLM_CACHE_SRC,
+        "VLLM_WEIGHTS_SRC": VLLM_WEIGHTS_SRC,
+        "VLLM_LOADER_SRC": VLLM_LOADER_SRC,
+    },
 )

@@ -7,8 +7,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.endpoints import (
     KUBERAY_SERVE_SOURCE,
     Reach,
@@ -295,43 +295,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         yield from found(ctx, obj)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="K021",
-        name="stable-endpoint",
-        title="Exported endpoints and routes reach the port the engine serves",
-        layer="kubernetes",
-        severity="high",
-        default_enforcement=MANDATORY,
-        scope="stack",
-        rationale=(
-            "A client follows the URL a stack exports, and an Ingress or HTTPRoute follows "
-            "its backend's Service port; the Service then forwards to its targetPort, which "
-            "must be the port vLLM listens on (--port, 8000 by default). Each hop is written "
-            "in a different place, and one wrong number gives connection refused or 503 "
-            "with every Pod healthy. Read here: a serving component's ModelEndpoint "
-            "description (url, service, namespace) against the Service's ports, scheme and "
-            "vLLM's /v1 base; Ingress and Gateway API HTTPRoute backends against the ports "
-            "the Service exposes; a Service's targetPort (a number or a container port name) "
-            "against the engine's port; and the Service KubeRay creates for a RayService "
-            "(<name>-serve-svc, on the head container's 'serve' port, 8000 by default: "
-            "kuberay v1.7.0 service.go BuildServeService) against Ray Serve's "
-            "http_options.port. Silent when the Service is not in the input."
-        ),
-        fix=(
-            "Make the numbers agree: export the Service's port (http://<service>.<namespace>"
-            ".svc.cluster.local:<service port>/v1), point Ingress/HTTPRoute backends at a port "
-            "the Service lists, and set the Service's targetPort to the engine's --port (or "
-            "to the name of a containerPort that equals it)."
-        ),
-        references=(
-            "https://kubernetes.io/docs/concepts/services-networking/service/#defining-a-service",
-            "https://gateway-api.sigs.k8s.io/reference/spec/#backendref",
-            "https://kubernetes.io/docs/concepts/services-networking/ingress/",
-            "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator/controllers/ray/"
-            "common/service.go",
-            "https://docs.vllm.ai/en/stable/serving/openai_compatible_server.html",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.nodes import GPU_OPERATOR_PLATFORMS, gpu_pools, operators_for
 from gpustrata_policies.view.objects import K8sObject
@@ -67,31 +67,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O001",
-        name="operator-supports-cluster",
-        title="The GPU Operator release supports the cluster's Kubernetes version",
-        layer="gpu-operator",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "Each GPU Operator release is validated on a window of Kubernetes minors (its "
-            "platform support matrix). Outside it, API removals and kubelet changes (device "
-            "plugin registration, CDI, runtime class handling) break the operands; the "
-            "device plugin then advertises no nvidia.com/gpu and every GPU Pod stays Pending. "
-            "The window comes from the compatibility catalogue (Amazon EKS column on EKS "
-            "pools)."
-        ),
-        fix=(
-            "Pin a GPU Operator release whose support matrix includes the cluster's Kubernetes "
-            "version, or keep the cluster on a supported minor until the operator catches up."
-        ),
-        references=(
-            GPU_OPERATOR_PLATFORMS,
-            "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/life-cycle-policy.html",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"GPU_OPERATOR_PLATFORMS": GPU_OPERATOR_PLATFORMS})

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.catalogs import ImageCuda, image_cuda, readable_version
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import DriverRequirement
     from gpustrata.catalog.hardware import GpuModel
-from gpustrata_policies.rules._common import MANDATORY
 from gpustrata_policies.view.nodes import (
+    Driver,
     drivers_on,
     gpu_model_of_pool,
     gpu_pools,
@@ -24,7 +27,6 @@ from gpustrata_policies.view.nodes import (
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
 from gpustrata_policies.view.pools import GpuPool
 
-CUDA_DRIVER_TABLE = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html#cuda-driver"
 FORWARD_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
 VLLM_COMPAT_ENV = "VLLM_ENABLE_CUDA_COMPATIBILITY"
 
@@ -35,70 +37,164 @@ def _env_on(c: ContainerRef, name: str) -> bool:
     return value is not None and value.strip().lower() in ("1", "true")
 
 
-def _below_floor(
+def _floor_case(
     need: DriverRequirement,
     driver: str,
     gpu: GpuModel | None,
     product: str | None,
-    c: ContainerRef,
-) -> tuple[bool, str]:
-    """Whether a driver below the floor is fatal (True) or relies on forward compatibility,
-    and the sentence that says which path does or does not exist. *product* is the pool's
-    GPU product label, which names a GeForce GPU the catalogue does not hold."""
+    compat_env: bool = False,
+) -> dict[str, Value]:
+    """Which path a driver below the floor has: ``fatal`` (no forward-compatibility path:
+    the container does not start) or not, and the figures that say why. *product* is the
+    pool's GPU product label, which names a GeForce GPU the catalogue does not hold;
+    *compat_env*: the container sets VLLM_ENABLE_CUDA_COMPATIBILITY=1."""
     branch = driver.split(".", 1)[0]
     listed = need.image_branches()
     geforce = gpu.name if gpu is not None and gpu.brand == "geforce" else None
     if gpu is None and product is not None and "geforce" in product.lower():
         geforce = product
     if geforce is not None:
-        return True, (
-            f"{geforce} is a GeForce GPU: CUDA forward compatibility does not run there and "
-            "NVIDIA_REQUIRE_CUDA accepts no GeForce branch below the floor"
-        )
+        return {"fatal": True, "floor": "geforce", "geforce": geforce}
     if listed is None:
-        return True, (
-            f"the driver branches the CUDA {need.requested or need.cuda} image accepts through "
-            "forward compatibility are not catalogued, so none is assumed"
-        )
-    names = "/".join(listed.branches)
+        requested = need.requested or need.cuda
+        return {"fatal": True, "floor": "branches-uncatalogued", "requested": requested}
+    case: dict[str, Value] = {
+        "branch": branch,
+        "branches": tuple(listed.branches),
+        "branches_cuda": listed.cuda,
+    }
     if branch not in listed.branches:
-        return True, (
-            f"its NVIDIA_REQUIRE_CUDA accepts older drivers only of branches {names} (CUDA "
-            f"{listed.cuda}), not {branch}: no forward-compatibility path"
-        )
+        return {**case, "fatal": True, "floor": "branch-not-listed"}
+    brand = gpu.brand if gpu is not None else None
+    gpu_name = gpu.name if gpu is not None else None
+    return {
+        **case,
+        "fatal": False,
+        "floor": "forward-compat",
+        "brand": brand,
+        "gpu": gpu_name,
+        "compat_env": compat_env,
+    }
+
+
+_FLOOR_TEXTS: Mapping[str, str] = {
+    "geforce": (
+        "{geforce} is a GeForce GPU: CUDA forward compatibility does not run there and "
+        "NVIDIA_REQUIRE_CUDA accepts no GeForce branch below the floor"
+    ),
+    "branches-uncatalogued": (
+        "the driver branches the CUDA {requested} image accepts through forward "
+        "compatibility are not catalogued, so none is assumed"
+    ),
+    "branch-not-listed": (
+        "its NVIDIA_REQUIRE_CUDA accepts older drivers only of branches {names} (CUDA "
+        "{branches_cuda}), not {branch}: no forward-compatibility path"
+    ),
+    "forward-compat": (
+        "its NVIDIA_REQUIRE_CUDA lists driver branch {branch} (CUDA {branches_cuda}: {names}), "
+        "so it starts and runs only through CUDA forward compatibility {on_gpu}: the image's "
+        "cuda-compat libraries must load, {how} ({source})"
+    ),
+}
+"""Which forward-compatibility path a driver below the floor has, by case (``{key}``: a
+verdict value)."""
+
+
+def _floor_text(v: Mapping[str, Value], label: Value) -> str:
+    """The sentence that says which forward-compatibility path does or does not exist."""
     how = (
-        f"{c.label} sets {VLLM_COMPAT_ENV}=1, so vLLM loads them"
-        if _env_on(c, VLLM_COMPAT_ENV)
+        f"{label} sets {VLLM_COMPAT_ENV}=1, so vLLM loads them"
+        if v.get("compat_env")
         else (
             "through the NVIDIA Container Toolkit's enable-cuda-compat hook, or vLLM's opt-in "
             f"{VLLM_COMPAT_ENV}=1 (vllm-project/vllm#33992) where the image's release has it"
         )
     )
-    if gpu is None:
-        where = "on a data-center GPU (the pool's GPU model is unknown)"
-    elif gpu.brand == "professional":
-        where = f"on {gpu.name} only if it is an NGC-Ready server SKU"
+    if v.get("gpu") is None:
+        on_gpu = "on a data-center GPU (the pool's GPU model is unknown)"
+    elif v["brand"] == "professional":
+        on_gpu = f"on {v['gpu']} only if it is an NGC-Ready server SKU"
     else:
-        where = f"on {gpu.name} (data-center)"
-    return False, (
-        f"its NVIDIA_REQUIRE_CUDA lists driver branch {branch} (CUDA {listed.cuda}: {names}), "
-        f"so it starts and runs only through CUDA forward compatibility {where}: the image's "
-        f"cuda-compat libraries must load, {how} ({FORWARD_COMPAT})"
+        on_gpu = f"on {v['gpu']} (data-center)"
+    names = "/".join(str(b) for b in cast(tuple[str, ...], v.get("branches", ())))
+    words = {"names": names, "how": how, "on_gpu": on_gpu, "source": FORWARD_COMPAT}
+    return _FLOOR_TEXTS[str(v["floor"])].format_map({**v, **words})
+
+
+@dataclass
+class _Pairs:
+    """What depends on a (CUDA, driver) pair only, for one object: a pod targets tens of
+    pools, most with the same driver (issue 18: 80k pod x pool pairs per check)."""
+
+    fits: dict[tuple[str, str], bool] = field(default_factory=dict)
+    needs: dict[str, DriverRequirement | None] = field(default_factory=dict)
+
+    def need(self, cuda: str) -> DriverRequirement | None:
+        """The catalogue's driver floor for *cuda*."""
+        if cuda not in self.needs:
+            self.needs[cuda] = catalogs.min_driver_for_cuda(cuda)
+        return self.needs[cuda]
+
+    def fit(self, need: DriverRequirement, cuda: str, driver: str) -> bool:
+        """Does *driver* meet *need* (the floor of *cuda*)?"""
+        pair = (cuda, driver)
+        ok = self.fits.get(pair)
+        if ok is None:
+            ok = self.fits[pair] = need.driver_ok(driver)
+        return ok
+
+
+def _judge_image(
+    pairs: _Pairs, c: ContainerRef, cuda: ImageCuda, driver: Driver, target: GpuPool | None
+) -> Verdict | None:
+    """One GPU image's CUDA against the driver of one target pool."""
+    on = f"pool {target.name}" if target else "the GPU nodes"
+    label = c.label
+    if cuda.cuda is None:
+        values: dict[str, Value] = {"container": label, "image": f"{c.image}", "why": cuda.why}
+        return Verdict("not_evaluated", "image-cuda-unread", values=values)
+    if driver.version is None:
+        return Verdict("not_evaluated", "driver-unknown", values={"on": on, "where": driver.where})
+    need = pairs.need(cuda.cuda)
+    if need is None:
+        values = {"container": label, "cuda": cuda.cuda}
+        return Verdict("not_evaluated", "cuda-uncatalogued", values=values)
+    if not readable_version(driver.version):
+        values = {"on": on, "driver": driver.version}
+        return Verdict("not_evaluated", "driver-unreadable", values=values)
+    if pairs.fit(need, cuda.cuda, driver.version):
+        return None
+    gpu = gpu_model_of_pool(target) if target is not None else None
+    product = target.gpu_product if target is not None else None
+    case = _floor_case(need, driver.version, gpu, product, _env_on(c, VLLM_COMPAT_ENV))
+    return Verdict(
+        "violation" if case["fatal"] else "advisory",
+        "driver-below-floor",
+        values={
+            "container": label,
+            "image": f"{c.image}",
+            "cuda": cuda.cuda,
+            "why": cuda.why,
+            "on": on,
+            "driver": driver.version,
+            "where": driver.where,
+            **case,
+        },
+        thresholds={"min_driver": need.min_driver, "cuda_ga": need.cuda},
+        sources=(FORWARD_COMPAT,),
+        path=(*c.path, "image"),
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """The driver on the pool is new enough for the CUDA of every GPU image on it."""
     extra = ctx.config.gpu_resources
     pools = gpu_pools(ctx)
-    # What depends on a (CUDA, driver) pair only, for this object: a pod targets tens of
-    # pools, most with the same driver (issue 18: 80k pod x pool pairs per check).
-    fits: dict[tuple[str, str], bool] = {}
-    needs: dict[str, DriverRequirement | None] = {}
+    pairs = _Pairs()
     driver_on = drivers_on(ctx)
     # A reason already given for this object: the engine keeps each one once, so the
     # same unknown driver for every container of every pod on a pool is given once here.
-    given: set[str] = set()
+    given: set[tuple[str, tuple[tuple[str, Value], ...]]] = set()
     for pod in obj.pods():
         if not gpu_requests(pod, extra):
             continue
@@ -110,7 +206,6 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             driver = driver_on(target)
             if driver is None:
                 continue  # nothing states which driver these nodes run
-            on = f"pool {target.name}" if target else "the GPU nodes"
             if images is None:
                 images = []
                 todo: Iterable[tuple[ContainerRef, ImageCuda | None]] = _read_images(pod, images)
@@ -119,67 +214,48 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             for c, cuda in todo:
                 if cuda is None:
                     continue  # the image does not say which CUDA it carries
-                if cuda.cuda is None:
-                    reason = f"{c.label} image {c.image}: {cuda.why}"
-                elif driver.version is None:
-                    reason = (
-                        f"the driver version of {on} is unknown (driver {driver.where}; "
-                        "state spec.driverVersion on the pool or driver.version on the operator)"
-                    )
-                else:
-                    if cuda.cuda not in needs:
-                        needs[cuda.cuda] = catalogs.min_driver_for_cuda(cuda.cuda)
-                    need = needs[cuda.cuda]
-                    if need is None:
-                        reason = f"CUDA {cuda.cuda} ({c.label}) is not in the CUDA driver table"
-                    elif not readable_version(driver.version):
-                        reason = f"driver version {quoted(driver.version)} of {on} is unreadable"
-                    else:
-                        pair = (cuda.cuda, driver.version)
-                        ok = fits.get(pair)
-                        if ok is None:
-                            ok = fits[pair] = need.driver_ok(driver.version)
-                        if not ok:
-                            yield _below(
-                                ctx, obj, c, cuda, need, driver.version, driver.where, target
-                            )
-                        continue
-                if reason not in given:
-                    given.add(reason)
-                    yield ctx.not_evaluated(obj, reason)
+                verdict = _judge_image(pairs, c, cuda, driver, target)
+                if verdict is None or verdict.decision != "not_evaluated":
+                    yield from (verdict,) if verdict else ()
+                    continue
+                key = (verdict.reason, tuple(verdict.values.items()))
+                if key not in given:
+                    given.add(key)
+                    yield verdict
 
 
-def _below(
-    ctx: RuleContext,
-    obj: K8sObject,
-    c: ContainerRef,
-    cuda: ImageCuda,
-    need: DriverRequirement,
-    version: str,
-    where: str,
-    target: GpuPool | None,
-) -> Outcome:
-    """The finding on a container whose image's CUDA needs a newer driver than *version*."""
-    image_cuda = cuda.cuda or ""
-    on = f"pool {target.name}" if target else "the GPU nodes"
-    major_minor = ".".join(image_cuda.split(".")[:2])
-    gpu = gpu_model_of_pool(target) if target is not None else None
-    product = target.gpu_product if target is not None else None
-    fatal, path = _below_floor(need, version, gpu, product, c)
+_NOT_EVALUATED: Mapping[str, str] = {
+    "image-cuda-unread": "{container} image {image}: {why}",
+    "driver-unknown": (
+        "the driver version of {on} is unknown (driver {where}; state spec.driverVersion on "
+        "the pool or driver.version on the operator)"
+    ),
+    "cuda-uncatalogued": "CUDA {cuda} ({container}) is not in the CUDA driver table",
+    "driver-unreadable": "driver version {quoted_driver} of {on} is unreadable",
+}
+"""The prose of O002's not-evaluated verdicts, by reason (``{key}``: a verdict value)."""
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an O002 verdict."""
+    v, t = verdict.values, verdict.thresholds
+    if verdict.reason in _NOT_EVALUATED:
+        quoted_driver = quoted(v["driver"]) if "driver" in v else ""
+        return _NOT_EVALUATED[verdict.reason].format_map({**v, "quoted_driver": quoted_driver})
+    major_minor = ".".join(str(v["cuda"]).split(".")[:2])
     head = (
-        f"{c.label} image {c.image} is built on CUDA {image_cuda} ({cuda.why}), whose "
+        f"{v['container']} image {v['image']} is built on CUDA {v['cuda']} ({v['why']}), whose "
         f"NVIDIA_REQUIRE_CUDA=cuda>={major_minor} needs NVIDIA driver >= "
-        f"{need.min_driver} (CUDA {need.cuda} GA), but {on} runs driver "
-        f"{version} ({where})"
+        f"{t['min_driver']} (CUDA {t['cuda_ga']} GA), but {v['on']} runs driver "
+        f"{v['driver']} ({v['where']})"
     )
-    if fatal:
-        return ctx.violation(
-            obj,
+    path = _floor_text(v, v["container"])
+    if v["fatal"]:
+        return (
             f"{head}; {path}; the container does not start (nvidia-container-cli: "
-            f"unsatisfied condition: cuda>={major_minor})",
-            (*c.path, "image"),
+            f"unsatisfied condition: cuda>={major_minor})"
         )
-    return ctx.violation(obj, f"{head}; {path}", (*c.path, "image"), advisory=True)
+    return f"{head}; {path}"
 
 
 def _read_images(
@@ -194,40 +270,4 @@ def _read_images(
         yield c, cuda
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O002",
-        name="driver-supports-cuda",
-        title="The NVIDIA driver supports the CUDA version of the inference images",
-        layer="gpu-operator",
-        severity="critical",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "Every CUDA minor needs a minimum driver (the CUDA toolkit's driver table, GA row: "
-            "the images declare NVIDIA_REQUIRE_CUDA=cuda>=X.Y, so any update of the minor "
-            "starts on it). "
-            "The nvidia/cuda base images that vllm/vllm-openai and rayproject/ray-llm build on "
-            "declare NVIDIA_REQUIRE_CUDA, so on an older driver the NVIDIA container runtime "
-            "refuses to start the container; where it does start, kernels JIT-compiled from "
-            "newer PTX fail with cudaErrorUnsupportedPtxVersion. The driver is the one in the "
-            "node image (EKS NVIDIA AMIs) or the one the GPU Operator installs; the image's CUDA "
-            "comes from its tag (cu128) or, for vllm/vllm-openai, from the compatibility "
-            "catalogue. Below the floor, a data-center GPU on a driver branch the image's "
-            "NVIDIA_REQUIRE_CUDA lists still runs through CUDA forward compatibility once the "
-            "image's compat libraries load (advisory, naming the mechanism); GeForce GPUs and "
-            "unlisted branches have no such path (mandatory)."
-        ),
-        fix=(
-            "Upgrade the node image or the operator's driver.version to one that meets the "
-            "image's CUDA, or pin an image built on an older CUDA (e.g. a -cu126 tag)."
-        ),
-        references=(
-            CUDA_DRIVER_TABLE,
-            "https://docs.nvidia.com/deploy/cuda-compatibility/index.html",
-            FORWARD_COMPAT,
-            "https://github.com/vllm-project/vllm/issues/5635",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, judged(judge, message), facts={"FORWARD_COMPAT": FORWARD_COMPAT})

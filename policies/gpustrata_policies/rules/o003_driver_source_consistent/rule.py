@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.nodes import (
     EKS_AMI_TYPES,
     GPU_OPERATOR_EKS,
@@ -65,28 +65,6 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O003",
-        name="driver-source-consistent",
-        title="The driver comes from the node image or the operator, exactly once",
-        layer="gpu-operator",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "EKS NVIDIA AMIs (AL2023_*_NVIDIA, Bottlerocket *_NVIDIA) ship the NVIDIA driver "
-            "and container toolkit; NVIDIA's EKS guidance installs the GPU Operator there with "
-            "driver.enabled=false. A driver container on such nodes competes with the loaded "
-            "host driver; on standard images with driver.enabled=false nothing installs a "
-            "driver and the GPUs are never advertised. The chart default is driver.enabled: "
-            "true."
-        ),
-        fix=(
-            "Set driver.enabled=false (and toolkit.enabled=false) when the node image ships the "
-            "driver; keep it enabled on standard images, or use an NVIDIA AMI type."
-        ),
-        references=(GPU_OPERATOR_EKS, EKS_AMI_TYPES),
-        scope="stack",
-    ),
-    check,
+RULE = folder_rule(
+    __name__, check, facts={"GPU_OPERATOR_EKS": GPU_OPERATOR_EKS, "EKS_AMI_TYPES": EKS_AMI_TYPES}
 )

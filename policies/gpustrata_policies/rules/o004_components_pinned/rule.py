@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.gpu_operator import DECLARED_OVERRIDES_ANNOTATION, GpuOperatorView
 from gpustrata_policies.view.nodes import GPU_OPERATOR_VALUES, operators_for
 from gpustrata_policies.view.objects import K8sObject
 
-COMPONENT_MATRIX = (
-    "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/life-cycle-policy.html"
-)
 _TESTED_FIELD = {
     "toolkit": "container_toolkit",
     "devicePlugin": "device_plugin",
@@ -92,29 +89,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O004",
-        name="components-pinned",
-        title="GPU Operator components are pinned to the release's tested set",
-        layer="gpu-operator",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "A GPU Operator release is tested with one set of driver, container toolkit, "
-            "device plugin and DCGM exporter versions (its component matrix; the chart pins "
-            "their defaults). An unpinned chart changes all of them on the next install; a "
-            "hand-picked component version is a combination nobody tested. Deliberate "
-            "overrides are fine when declared (annotation gpustrata.io/declared-overrides, or "
-            "declaredOverrides in a GpuOperator description / gpu_operator.declared_overrides "
-            "in a gpustrata stack)."
-        ),
-        fix=(
-            "Pin the chart version; leave component versions at the chart defaults or use "
-            "versions from the release's component matrix; declare deliberate overrides."
-        ),
-        references=(COMPONENT_MATRIX, GPU_OPERATOR_VALUES),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES})

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.nodes import (
     MIG_CONFIG_LABEL,
     MIG_K8S,
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
 
 MIG_PREFIX = "nvidia.com/mig-"
-MIG_USER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 
 
 def _strategies(ctx: RuleContext) -> dict[str, str]:
@@ -147,30 +146,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         yield from _check_pod(ctx, obj, pod, strategy)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O005",
-        name="mig-strategy-matches-requests",
-        title="GPU requests match the MIG strategy and the pool's MIG profiles",
-        layer="gpu-operator",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "The device plugin's MIG strategy decides which resources exist: single advertises "
-            "each MIG instance as nvidia.com/gpu, mixed advertises nvidia.com/mig-<profile> "
-            "for MIG-enabled GPUs (and nvidia.com/gpu only for the others), none ignores MIG. "
-            "The GPU Operator's mig-manager partitions a node as its nvidia.com/mig.config "
-            "label says (all-disabled by default). A request for a resource the strategy does "
-            "not advertise, or a profile the GPU model or the node's partitioning does not "
-            "have, never schedules. The chart's default strategy is single."
-        ),
-        fix=(
-            "With MIG-partitioned pools use strategy single for nvidia.com/gpu requests or "
-            "mixed for nvidia.com/mig-<profile> requests, and request only profiles the pool's "
-            "GPU (and its nvidia.com/mig.config) provides."
-        ),
-        references=(MIG_K8S, MIG_USER_GUIDE),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"MIG_K8S": MIG_K8S})

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.gpu_operator import ASSET_TOLERATIONS_URL
 from gpustrata_policies.view.nodes import GPU_OPERATOR_VALUES, gpu_pools, operators_for
 from gpustrata_policies.view.objects import K8sObject
@@ -75,35 +75,11 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O006",
-        name="operator-tolerates-gpu-taints",
-        title="The GPU Operator and NFD tolerate the GPU pools' taints",
-        layer="gpu-operator",
-        severity="critical",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "The GPU Operator's operands (device plugin, GPU Feature Discovery, DCGM exporter, "
-            "validator, driver/toolkit when enabled) and the node-feature-discovery worker are "
-            "DaemonSets; a DaemonSet Pod lands only on nodes whose NoSchedule/NoExecute taints "
-            "it tolerates. The chart tolerates nvidia.com/gpu (Exists) only: any other taint on "
-            "the GPU nodes, or an Equal toleration whose value differs from the taint's, leaves "
-            "the device plugin at 0 Pods there and no GPU is ever advertised. A ClusterPolicy "
-            "that states no daemonsets.tolerations keeps its DaemonSet assets' own (the same "
-            "nvidia.com/gpu Exists): the operator replaces them only with a non-empty list."
-        ),
-        fix=(
-            "List a toleration for every NoSchedule/NoExecute taint of the GPU pools in "
-            "daemonsets.tolerations and node-feature-discovery.worker.tolerations (Exists "
-            "matches any value)."
-        ),
-        references=(
-            GPU_OPERATOR_VALUES,
-            ASSET_TOLERATIONS_URL,
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/",
-        ),
-        scope="stack",
-    ),
+RULE = folder_rule(
+    __name__,
     check,
+    facts={
+        "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
+        "ASSET_TOLERATIONS_URL": ASSET_TOLERATIONS_URL,
+    },
 )

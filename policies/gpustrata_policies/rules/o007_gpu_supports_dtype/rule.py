@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.nodes import (
     gpu_model_of_pool,
@@ -22,8 +22,6 @@ from gpustrata_policies.view.vllm_args import EngineArgs, serve_config, vllm_eng
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
 
-VLLM_FP8 = "https://docs.vllm.ai/en/latest/features/quantization/fp8.html"
-CUDA_GPUS = "https://developer.nvidia.com/cuda-gpus"
 _BF16 = {"bfloat16", "bf16"}
 # FP8 checkpoints run weight-only (W8A16, Marlin) on Ampere and natively from Ada/Hopper;
 # vLLM has no FP8 kernels below compute capability 8.0 (vLLM FP8 W8A8 docs).
@@ -120,33 +118,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O007",
-        name="gpu-supports-dtype",
-        title="The pool's GPU supports the engine's dtype and quantisation",
-        layer="gpu-operator",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "bfloat16 needs compute capability 8.0 (Ampere) or newer: with --dtype bfloat16 "
-            "on a T4 or V100 vLLM stops at start-up. FP8 checkpoints need 8.0 or newer too: "
-            "Ampere runs them weight-only through Marlin kernels, Ada and Hopper natively; "
-            "older GPUs have no FP8 kernels. With dtype auto vLLM picks a dtype the GPU "
-            "supports, so only explicit settings and the checkpoint's own quantisation are "
-            "checked. The GPU comes from the pool (or the Pod's GPU node selectors), its "
-            "compute capability from the hardware catalogue."
-        ),
-        fix=(
-            "Use --dtype half on GPUs older than Ampere, a non-FP8 checkpoint there, or move "
-            "the model to a pool with Ampere or newer GPUs."
-        ),
-        references=(
-            CUDA_GPUS,
-            VLLM_FP8,
-            "https://docs.vllm.ai/en/latest/configuration/engine_args.html",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

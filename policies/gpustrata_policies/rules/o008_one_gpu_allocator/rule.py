@@ -8,8 +8,8 @@ from gpustrata.catalog.charts import dra_node_labels
 from gpustrata.core.contract import DEVICE_PLUGIN_DEPLOY_LABEL
 from gpustrata.core.terminal import quoted
 from gpustrata.core.versions import is_version, parse_version
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.device_classes import operator_dra
 from gpustrata_policies.view.dra import (
     CLAIM_KINDS,
@@ -181,49 +181,8 @@ def _validator(
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="O008",
-        name="one-gpu-allocator",
-        title="One allocator advertises a node's GPUs: the device plugin or the DRA driver",
-        layer="gpu-operator",
-        severity="critical",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "The device plugin (nvidia.com/gpu extended resource) and the NVIDIA DRA driver "
-            "(ResourceSlices on the gpu.nvidia.com DeviceClass) each track which GPUs are "
-            "free; neither sees the other's allocations, so on a node where both run, a Pod "
-            "claiming GPUs and a Pod with an nvidia.com/gpu limit can get the same device. "
-            "The DRA driver's chart refuses resources.gpus.enabled unless told the device "
-            "plugin is off (gpuResourcesEnabledOverride), and the GPU Operator keeps its "
-            "device plugin off nodes labelled nvidia.com/gpu.deploy.device-plugin=false. "
-            "DRA arrives three ways, all read here: NVIDIA's chart nvidia-dra-driver-gpu, the "
-            "same driver's chart under kubernetes-sigs (dra-driver-nvidia-gpu, v0.4 line), and "
-            "the GPU Operator's own DRA stack from v26.7 (gpuCluster.deployCR / a GPUCluster "
-            "CR, whose kubelet plugin runs on every GPU node not labelled "
-            "nvidia.com/gpu.deploy.dra-driver=false; both CRs at once is an invalid "
-            "configuration). A device plugin enabled cluster-wide counts as on without any "
-            "node pool described. DRA-only nodes also need "
-            "nvidia.com/gpu.deploy.operator-validator=false: the validator waits for "
-            "nvidia.com/gpu capacity they never advertise. DRA claims need "
-            "resource.k8s.io/v1, served from Kubernetes 1.34."
-        ),
-        fix=(
-            "Label the DRA pools' nodes nvidia.com/gpu.deploy.device-plugin=false (or turn "
-            "devicePlugin off) and nvidia.com/gpu.deploy.operator-validator=false, and confine "
-            "the DRA driver's kubelet plugin to those pools "
-            "(kubeletPlugin.nodeSelector or affinity); use resource.k8s.io/v1 claims only on "
-            "Kubernetes 1.34 or later."
-        ),
-        references=(
-            DRA_DRIVER_VALUES,
-            "https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu/blob/v0.4.1/deployments/"
-            "helm/dra-driver-nvidia-gpu/values.yaml",
-            GPU_OPERATOR_VALUES,
-            "https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/controllers/state_manager.go",
-            "https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/",
-        ),
-        scope="stack",
-    ),
+RULE = folder_rule(
+    __name__,
     check,
+    facts={"DRA_DRIVER_VALUES": DRA_DRIVER_VALUES, "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES},
 )

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.kuberay import fmt_gpus as format_number
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.objects import K8sObject
-
-KUBERAY_POD_GO = (
-    "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator/controllers/ray/common/pod.go"
-)
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
@@ -68,36 +64,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="R001",
-        name="ray-gpus-match-container",
-        title="A Ray worker group advertises the GPUs its container gets",
-        layer="ray",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "Ray schedules placement groups and GPU actors against the GPUs each node "
-            "advertises (rayStartParams num-gpus), not against what Kubernetes gave the Pod. "
-            "KubeRay derives num-gpus from the Ray container's GPU limit (the first resource "
-            "ending in 'gpu' or an nvidia.com/mig-* profile) only when num-gpus is unset; an "
-            "explicit value (or, since KubeRay 1.5, the group's top-level resources) wins. A "
-            "larger value makes Ray start engine workers on GPUs that are not there; a "
-            "smaller one leaves GPUs idle and makes placement groups sized to the Pod "
-            "unschedulable."
-        ),
-        fix=(
-            "Remove num-gpus from rayStartParams (KubeRay then uses the container's GPU "
-            "limit) or set it to the Ray container's nvidia.com/gpu limit (with DRA, which "
-            "KubeRay does not read, set it to the claim's device count)."
-        ),
-        references=(
-            KUBERAY_POD_GO,
-            "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator/controllers/ray/utils/resources.go",
-            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html",
-        ),
-        # The GPUs may sit in another object: a DRA ResourceClaimTemplate the Pod claims.
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

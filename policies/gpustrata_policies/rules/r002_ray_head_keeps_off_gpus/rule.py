@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.kuberay import fmt_gpus, ray_groups
 from gpustrata_policies.view.nodes import gpu_pools
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.ray import (
-    KUBERAY_V170,
     container_engines,
     reachable_pools,
     selects_gpu_nodes,
@@ -88,36 +87,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="R002",
-        name="ray-head-keeps-off-gpus",
-        title="The Ray head advertises no GPUs",
-        layer="ray",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "The head runs GCS, the dashboard, the autoscaler and the Serve controller; an "
-            "engine placed there competes with them for memory and CPU, and losing the head "
-            "loses the cluster. Ray advertises whatever GPUs it detects, so the head must say "
-            'num-gpus: "0" and request none. A head Pod that requests no GPU can still see a '
-            "node's GPUs when it lands on a GPU node: the NVIDIA container runtime honours "
-            "NVIDIA_VISIBLE_DEVICES=all from CUDA-based images by default "
-            "(accept-nvidia-visible-devices-envvar-when-unprivileged). Set the threshold "
-            "allow_head_gpus for single-node clusters that run engines on the head on purpose."
-        ),
-        fix=(
-            'Set headGroupSpec.rayStartParams num-gpus: "0" (and num-cpus: "0" to keep Serve '
-            "replicas off the head) and remove GPU requests from the head Pod."
-        ),
-        references=(
-            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html",
-            f"{KUBERAY_V170}/controllers/ray/common/pod.go",
-            # accept-nvidia-visible-devices-envvar-when-unprivileged defaults to true:
-            "https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/internal/config/config.go",
-        ),
-        thresholds={"allow_head_gpus": ("boolean", False)},
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

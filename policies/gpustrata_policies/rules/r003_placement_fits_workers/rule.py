@@ -9,8 +9,8 @@ from fractions import Fraction
 from typing import cast
 
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Verdict, outcomes
 from gpustrata_policies.view.kuberay import (
     RAY_SERVE_LLM_PG_PR,
@@ -21,7 +21,7 @@ from gpustrata_policies.view.kuberay import (
 )
 from gpustrata_policies.view.nodes import gpu_pools, gpu_requests, shared_gpus, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef, dig
-from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600, gpu_worker_groups
+from gpustrata_policies.view.ray import gpu_worker_groups
 from gpustrata_policies.view.vllm_args import SERVE_CONFIG_TYPE_SOURCE, serve_config
 
 _PATH = ("spec", "serveConfigV2")
@@ -408,41 +408,4 @@ def _strategy_choices(engines: list[EnginePlacement]) -> list[list[tuple[EngineP
     return out
 
 
-RULE = Rule(
-    RuleMeta(
-        id="R003",
-        name="placement-fits-workers",
-        title="Each engine's placement group fits the Ray worker groups",
-        layer="ray",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "Ray Serve LLM reserves a placement group per engine replica: one bundle per "
-            "vLLM GPU worker (tensor x pipeline parallel), with the strategy from "
-            "placement_group_config (PACK when unset since ray-project/ray#56980, STRICT_PACK "
-            "before for TP-only engines). STRICT_PACK needs every bundle on one Ray node, "
-            "that is one worker Pod; a bundle never spans nodes. A placement group that no "
-            "layout of the worker groups at their max replicas can hold stays INFEASIBLE and "
-            "the replica never starts; replicas beyond what the groups hold stay pending. "
-            "Where a described GPU pool is the only one a worker group can use, the group "
-            "holds no more Pods than the pool's maxSize nodes can: the Ray autoscaler asks "
-            "for more, and they stay Pending. A LeaderWorkerSet's groups (a multi-node "
-            "engine: replicas x size Pods) likewise fit the one described pool they target "
-            "at its maxSize."
-        ),
-        fix=(
-            "Give the worker group Pods at least TP x PP GPUs (num-gpus = the container's GPU "
-            "limit) for STRICT_PACK, use PACK for engines that span nodes, or raise the "
-            "group's maxReplicas (and its pool's maxSize) to max_replicas x Pods per engine "
-            "(for a LeaderWorkerSet: maxSize >= replicas x size Pods' nodes)."
-        ),
-        references=(
-            f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
-            f"{RAY_V2600}/llm/_internal/serve/core/server/llm_server.py",
-            "https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html",
-            f"{KUBERAY_V170}/apis/ray/v1/raycluster_types.go",
-        ),
-        scope="stack",  # reads the GPU pools the worker groups use
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -8,13 +8,12 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Path, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, Path, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import cluster_spec_path, operator_version, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
-from gpustrata_policies.view.ray import KUBERAY_V170
 from gpustrata_policies.view.vllm_args import serve_config, split_image
 
 if TYPE_CHECKING:
@@ -324,37 +323,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     return outcomes(ctx, obj, judge(ctx, obj), message)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="R004",
-        name="ray-versions-match",
-        title="Ray, KubeRay and vLLM versions agree",
-        layer="ray",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "KubeRay decides per cluster from rayVersion, not from the image, how to probe "
-            "the Pods (a single HTTP health endpoint from Ray 2.53), which autoscaler to run "
-            "(v2 from Ray 2.47), and whether auth and worker-group priority are allowed; a "
-            "stale rayVersion silently configures the cluster for another Ray. Each KubeRay "
-            "release supports Ray from some version on, Ray refuses nodes of another Ray "
-            "version, and Ray Serve LLM needs the vLLM its ray[llm] extra names. A mismatch "
-            "that crosses a KubeRay behaviour boundary this object uses, or the support "
-            "matrix, is mandatory; any other rayVersion mismatch is advisory."
-        ),
-        fix=(
-            "Set rayVersion to the Ray version of the images, use the same Ray image on head "
-            "and workers, and pin the vLLM the Ray release requires (rayproject/ray-llm "
-            "images ship it)."
-        ),
-        references=(
-            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/upgrade-guide.html",
-            f"{KUBERAY_V170}/controllers/ray/common/pod.go",
-            f"{KUBERAY_V170}/apis/ray/v1/raycluster_types.go",
-            f"{KUBERAY_V170}/controllers/ray/utils/validation.go",
-            "https://pypi.org/project/ray/",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

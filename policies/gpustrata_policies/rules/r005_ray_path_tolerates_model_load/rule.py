@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Any
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION as ESTIMATE_ANNOTATION
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import operator_release, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
 from gpustrata_policies.view.profile import profile_hint
-from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
 if TYPE_CHECKING:
@@ -294,45 +293,4 @@ def _llms(app: Mapping[str, Any]) -> list[Any]:
     return [single] if single is not None else []
 
 
-RULE = Rule(
-    RuleMeta(
-        id="R005",
-        name="ray-path-tolerates-model-load",
-        title="Nothing on the Ray path gives up on an engine while it loads",
-        layer="ray",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "A 70B engine needs minutes to download and load its weights and to compile. On "
-            "the Ray path no kubelet probe watches the engine; Ray Serve LLM's LLMServer "
-            "awaits the engine start inside the replica constructor with a timeout, "
-            "RAYLLM_ENGINE_START_TIMEOUT_S (3600 s by default in Ray 2.60), and Serve health "
-            "checks begin only once the replica is running, so they never cut a load short. "
-            "The RayService serviceUnhealthySecondThreshold/deploymentUnhealthySecondThreshold "
-            "fields were honoured only before KubeRay 1.1 (up to 0.6 a cluster whose application "
-            "was not RUNNING within 60 s was replaced, mid-load); in ray.io/v1 they are "
-            "deprecated and unused (kuberay#1685), so setting them is reported as having no "
-            "effect. The "
-            "startup time is the planner's estimate (annotation "
-            "gpustrata.io/startup-estimate-seconds) or the capacity planner's: weights / "
-            "load bandwidth + engine init. Published Hugging Face downloads spread widely "
-            "(0.03-3.9 GB/s in the fitted logs), so a timeout the fastest of them would meet "
-            "is advisory, not mandatory."
-        ),
-        fix=(
-            "Set RAYLLM_ENGINE_START_TIMEOUT_S in the llm_config's runtime_env.env_vars to at "
-            "least the estimated startup (gpustrata sets the startup window: estimate x 1.5); "
-            "drop the deprecated *UnhealthySecondThreshold fields."
-        ),
-        references=(
-            f"{RAY_V2600}/llm/_internal/serve/constants.py",
-            f"{RAY_V2600}/llm/_internal/serve/core/server/llm_server.py",
-            f"{RAY_V2600}/serve/_private/deployment_state.py",
-            f"{KUBERAY_V170}/apis/ray/v1/rayservice_types.go",
-            KUBERAY_1685,
-            "https://github.com/ray-project/kuberay/blob/v0.6.0/ray-operator/controllers/ray/rayservice_controller.go",
-        ),
-        scope="stack",  # reads the KubeRay operator's release (thresholds honoured or not)
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"KUBERAY_1685": KUBERAY_1685})

@@ -9,15 +9,15 @@ from fractions import Fraction
 from typing import cast
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
-from gpustrata_policies.rules._verdict import Verdict, outcomes
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.kuberay import autoscaling_enabled, fmt_gpus
 from gpustrata_policies.view.nodes import gpu_pools, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, as_list, dig
 from gpustrata_policies.view.pools import GpuPool
 from gpustrata_policies.view.profile import profile_hint
-from gpustrata_policies.view.ray import KUBERAY_V170, gpu_worker_groups
+from gpustrata_policies.view.ray import gpu_worker_groups
 
 NEW_CLUSTER = "NewCluster"
 INCREMENTAL = "NewClusterWithIncrementalUpgrade"
@@ -188,41 +188,4 @@ def message(verdict: Verdict) -> str:
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """R006's findings: :func:`judge` worded by :func:`message`."""
-    return outcomes(ctx, obj, judge(ctx, obj), message)
-
-
-RULE = Rule(
-    RuleMeta(
-        id="R006",
-        name="upgrade-capacity",
-        title="A RayService upgrade that starts a second cluster has GPUs for it",
-        layer="ray",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "With upgradeStrategy NewCluster (KubeRay's default unless the operator runs with "
-            "ENABLE_ZERO_DOWNTIME=false) every change to rayClusterConfig starts a new "
-            "RayCluster with its initial workers and switches traffic only when its Serve "
-            "applications are ready; the old cluster keeps serving at whatever size it has. "
-            "NewClusterWithIncrementalUpgrade starts the new cluster from minReplicas and grows "
-            "it by maxSurgePercent of the serving capacity. When the GPU pools at maxSize cannot "
-            "hold both, the new Pods stay Pending and the upgrade stalls. KubeRay's own source "
-            "notes that LLM serving often lacks GPUs for two clusters."
-        ),
-        fix=(
-            "Raise the GPU pool's maxSize to hold the serving cluster at its max plus the new "
-            "cluster's initial workers, or set upgradeStrategy.type: None (cluster changes then "
-            "need a manual rollout) or NewClusterWithIncrementalUpgrade with a small "
-            "maxSurgePercent."
-        ),
-        references=(
-            f"{KUBERAY_V170}/controllers/ray/rayservice_controller.go",
-            f"{KUBERAY_V170}/apis/ray/v1/rayservice_types.go",
-            "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice.html",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, judged(judge, message))

@@ -1,0 +1,2 @@
+"""Rule R007: ``meta.yaml`` holds its metadata, ``rule.py`` its logic; its fixtures and
+``expected.yaml`` sit beside them."""

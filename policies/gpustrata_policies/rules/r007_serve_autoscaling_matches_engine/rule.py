@@ -7,22 +7,17 @@ from typing import Any
 
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.capacity import capacity_inputs, engine_sites, engine_version
 from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.profile import profile_hint
-from gpustrata_policies.view.ray import RAY_V2600
 
 TARGET_KEYS = ("target_ongoing_requests", "target_num_ongoing_requests_per_replica")
 """Ray Serve's autoscaling target, and its name before Ray 2.32 (still read by older Serve)."""
 MAX_KEYS = ("max_ongoing_requests", "max_concurrent_queries")
 """Requests one replica admits at once, and the older name."""
-MAX_TARGET_RATIO = 2.0
-"""A target up to twice the engine's batch keeps a short queue per replica (vLLM refills a
-freed slot at the next step); several times the batch queues requests inside replicas before
-the autoscaler sees any demand above the target."""
 
 
 def _number(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, float] | str | None:
@@ -108,38 +103,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="R007",
-        name="serve-autoscaling-matches-engine",
-        title="Serve autoscaling targets sit near the engine's batch",
-        layer="ray",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "Ray Serve scales a deployment on the average ongoing requests per replica "
-            "(target_ongoing_requests; target_num_ongoing_requests_per_replica before Ray "
-            "2.32) and lets each replica hold up to max_ongoing_requests "
-            "(max_concurrent_queries). A vLLM engine runs at most max_num_seqs sequences per "
-            "step; requests beyond that wait in its scheduler queue. A target several times "
-            "the engine's batch therefore means every replica is saturated and queueing "
-            "before the autoscaler sees demand above the target: time to first token grows "
-            "while replicas that could be added stay unstarted. The batch is the stated "
-            "max_num_seqs, or the default of the image's vLLM release on the GPU (not "
-            "evaluated when the image names no release); the allowed ratio is the "
-            "max_target_batch_ratio threshold (default 2)."
-        ),
-        fix=(
-            "Set target_ongoing_requests to at most max_target_batch_ratio x the engine's "
-            "max_num_seqs (about the batch), and max_ongoing_requests a little above it."
-        ),
-        references=(
-            "https://docs.ray.io/en/latest/serve/advanced-guides/advanced-autoscaling.html",
-            f"{RAY_V2600}/serve/config.py",
-            f"{RAY_V2600}/llm/_internal/serve/configs/constants.py",
-        ),
-        scope="stack",
-        thresholds={"max_target_batch_ratio": ("number", MAX_TARGET_RATIO)},
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 from gpustrata.catalog.vllm_releases import source_url
 from gpustrata.core.versions import parse_version
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Decision, Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.engines import image_release
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
-from gpustrata_policies.view.ray import RAY_V2600, container_engines
+from gpustrata_policies.view.ray import container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs
 
 MULTI_NODE_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime", "InferenceService"})
@@ -71,279 +74,358 @@ def _joins_a_ray_cluster(obj: K8sObject, container: ContainerRef, engine: Engine
     return any(isinstance(e, Mapping) and e.get("name") == "RAY_ADDRESS" for e in container.env())
 
 
-def _ray_cluster(engine: EngineArgs, image: object, need: int, limit: Fraction) -> tuple[bool, str]:
+def _ray_cluster(engine: EngineArgs, image: object) -> tuple[bool, dict[str, Value]]:
     """An engine whose script runs ``ray start`` and leaves the executor unset, larger than
-    its container's GPUs: (whether its release may use the Ray cluster's GPUs, why). True:
-    the reason it is not evaluated; False: what the violation adds."""
+    its container's GPUs: whether its release may use the Ray cluster's GPUs (True: not
+    evaluated; False: vLLM refuses it) and the case (``fallback``) with its figures."""
     releases = catalogs.vllm_releases()
     until = releases.ray_fallback_until
     release = image_release(image)
     version = release.version if release is not None else None
-    started = f"`{engine.ray_start}`"
+    case: dict[str, Value] = {"started": engine.ray_start, "until": until, "version": version}
     if until is None:
-        return True, (
-            f"it runs {started} and leaves --distributed-executor-backend unset, and the "
-            "release catalogue does not say which vLLM releases then pick the Ray executor "
-            "themselves"
-        )
+        return True, {**case, "fallback": "uncatalogued"}
     if version is None:
         where = release.where if release is not None else f"image {image}"
-        return True, (
-            f"it runs {started} and leaves --distributed-executor-backend unset, and the "
-            f"vLLM release is unknown ({where}): releases before {until} pick the Ray "
-            "executor themselves for an engine larger than the node's GPUs, later ones "
-            "refuse it"
-        )
+        return True, {**case, "fallback": "release-unknown", "where": where}
     if parse_version(version) < parse_version(until):
-        return True, (
-            f"it runs {started} and leaves --distributed-executor-backend unset: vLLM "
-            f"{version} then picks the Ray executor itself for an engine of {need} GPUs on "
-            f"a node with {fmt_gpus(limit)} ({releases.ray_fallback_last_source}), so the "
-            "others come from the Ray cluster it joins"
+        return True, {**case, "fallback": "picks-ray", "source": releases.ray_fallback_last_source}
+    return False, {**case, "fallback": "refuses", "source": releases.ray_fallback_source}
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """One container engine with readable parallel sizes, as V001 judges it."""
+
+    obj: K8sObject
+    container: ContainerRef
+    engine: EngineArgs
+    tp: int
+    pp: int
+    dp: int
+    limit: Fraction
+
+    @property
+    def need(self) -> int:
+        """The GPUs vLLM starts workers on: TP x PP x local DP."""
+        return self.tp * self.pp * self.dp
+
+    def verdict(self, decision: Decision, reason: str, **values: Value) -> Verdict:
+        """A verdict on this engine (its label, sizes and GPU limit, and *values*); a
+        violation points at the container's resources."""
+        return Verdict(
+            decision,
+            reason,
+            values={
+                "container": self.container.label,
+                "tp": self.tp,
+                "pp": self.pp,
+                "dp": self.dp,
+                "limit": self.limit,
+                **values,
+            },
+            thresholds={"need": self.need},
+            sources=(MIG_GUIDE,) if reason == "tp-over-mig" else (),
+            path=(*self.container.path, "resources") if decision != "not_evaluated" else (),
         )
-    return False, (
-        f"vLLM {version} refuses it at startup: it runs {started}, but from {until} an "
-        "unset --distributed-executor-backend does not use the Ray cluster for an engine "
-        f"larger than the node's GPUs ({releases.ray_fallback_source}); pass "
-        "--distributed-executor-backend ray to use its GPUs"
+
+
+def _multi_node(e: _Engine) -> list[Verdict] | None:
+    """Multiprocessing across nodes (``--nnodes N --node-rank R``, workers --headless): each
+    node runs its share of the world (vllm/config/parallel.py local_world_size = world_size //
+    nnodes), one worker per local GPU. ``None``: the engine is not split so."""
+    nnodes = e.engine.get_int("nnodes") if e.engine.get("nnodes") is not None else None
+    if nnodes is None or nnodes <= 1 or e.need % nnodes:
+        return None
+    if e.need // nnodes == e.limit:
+        return []
+    return [e.verdict("violation", "nnodes-share", nnodes=nnodes, per_node=e.need // nnodes)]
+
+
+def _executor(e: _Engine) -> list[Verdict] | None:
+    """KServe worker Pods, the Ray executor without a Ray cluster, tensor parallelism over
+    MIG slices; ``None``: none of them settles the engine."""
+    obj, container, engine = e.obj, e.container, e.engine
+    if pod_group(container.pod) is not None or obj.kind == "LeaderWorkerSet":
+        pass  # a group (or a worker, or a group of one): its GPUs are counted
+    elif obj.kind in MULTI_NODE_KINDS and container.pod.spec.get("workerSpec") is not None:
+        return [e.verdict("not_evaluated", "kserve-worker-spec")]
+    elif str(engine.get("distributed_executor_backend") or "") == "ray" and e.need > e.limit:
+        if _joins_a_ray_cluster(obj, container, engine):
+            return [e.verdict("not_evaluated", "ray-executor-joins-cluster")]
+        return [e.verdict("violation", "ray-executor-no-cluster")]
+    limits = container.resources("limits")
+    mig = tuple(sorted(str(k) for k in limits if str(k).startswith(MIG_PREFIX)))
+    if mig and e.tp > 1:
+        return [e.verdict("violation", "tp-over-mig", mig=mig)]
+    return None
+
+
+def _no_gpu(e: _Engine) -> Verdict | None:
+    """An engine that asks for no GPU and may need none: not evaluated, with why."""
+    obj, container = e.obj, e.container
+    if obj.kind in SERVING_RUNTIMES:
+        # A runtime alone is a template: KServe merges the InferenceService's predictor
+        # resources (its GPUs) into this container (MergeRuntimeContainers).
+        return e.verdict("not_evaluated", "runtime-template", kind=obj.kind)
+    if image_release(container.image) is None:
+        # A generic image (ubuntu) that installs vLLM at run time and asks for no GPU:
+        # a CPU, Neuron or TPU build needs none, so the build decides (production-stack's
+        # disaggregated prefill template targets Trainium this way).
+        return e.verdict("not_evaluated", "generic-image", image=f"{container.image}")
+    other = sorted(
+        str(k)
+        for section in ("limits", "requests")
+        for k in container.resources(section)
+        if str(k).startswith(OTHER_ACCELERATORS)
     )
+    if other:
+        # vllm-tpu, Neuron or ROCm builds count their own devices, not NVIDIA GPUs.
+        return e.verdict("not_evaluated", "other-accelerator", resource=other[0])
+    return None
 
 
-def _formula(tp: int, pp: int, dp: int) -> str:
+def _gpu_count(ctx: RuleContext, e: _Engine) -> list[Verdict]:
+    """TP x PP x local DP against the GPUs the engine gets: its container's, or its Pod
+    group's (leader + workers)."""
+    group = pod_group(e.container.pod)
+    grouped: dict[str, Value] = {}
+    got = e.limit
+    if group is not None:
+        size, per_worker = group[0], group[1].gpu_count(ctx.config.gpu_resources)
+        got += (size - 1) * per_worker
+        grouped = {"size": size, "per_worker": per_worker}
+    fallback: dict[str, Value] = {}
+    executor_unset = e.engine.get("distributed_executor_backend") is None
+    if e.engine.ray_start is not None and e.need > got and executor_unset:
+        may_use, fallback = _ray_cluster(e.engine, e.container.image)
+        if may_use:
+            return [e.verdict("not_evaluated", "ray-cluster-fallback", got=got, **fallback)]
+    if Fraction(e.need) == got:
+        return []
+    unjudged = _no_gpu(e) if got == 0 else None
+    if unjudged is not None:
+        return [unjudged]
+    return [e.verdict("violation", "gpus-mismatch", got=got, **grouped, **fallback)]
+
+
+def _placements(obj: K8sObject) -> Iterator[Verdict]:
+    """A RayService engine's explicit placement bundles hold exactly TP x PP GPUs."""
+    placements, _ = engine_placements(obj)
+    for placement in placements:
+        if not placement.explicit:
+            continue  # Ray Serve LLM makes TP x PP bundles of one GPU itself
+        world = placement.tp * placement.pp
+        gpu_bundles = [g for g in placement.bundle_gpus if g > 0]
+        whole = all(g.denominator == 1 for g in gpu_bundles)
+        held: Fraction = sum(gpu_bundles, Fraction(0)) if whole else Fraction(len(gpu_bundles))
+        if held == world:
+            continue
+        yield Verdict(
+            "violation",
+            "bundles-mismatch",
+            values={
+                "where": placement.where,
+                "tp": placement.tp,
+                "pp": placement.pp,
+                "whole_gpu_bundles": whole,
+                "bundles": len(gpu_bundles),
+                "held": held,
+            },
+            thresholds={"world": world},
+            path=("spec", "serveConfigV2"),
+        )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """TP x PP (x local DP) equals the GPUs the engine gets: the container or the bundles."""
+    for container, engine in container_engines(obj):
+        limit = container.gpu_limit(ctx.config.gpu_resources)
+        factors = _factors(engine)
+        label = container.label
+        if factors is None:
+            bad = tuple(w for k, w in engine.malformed.items() if k.endswith("parallel_size"))
+            yield Verdict("not_evaluated", "sizes-unread", values={"container": label, "bad": bad})
+            continue
+        keys = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+        if not engine.complete and all(engine.get(k) is None for k in keys):
+            if limit > 1:
+                values: dict[str, Value] = {"container": label, "limit": limit}
+                yield Verdict("not_evaluated", "sizes-outside-manifest", values=values)
+            continue
+        e = _Engine(obj, container, engine, *factors, limit)
+        settled = _multi_node(e)
+        settled = _executor(e) if settled is None else settled
+        yield from _gpu_count(ctx, e) if settled is None else settled
+    if obj.kind == "RayService":
+        yield from _placements(obj)
+
+
+def _formula(v: Mapping[str, Value]) -> str:
+    tp, pp, dp = (_int(v[k]) for k in ("tp", "pp", "dp"))
     text = f"tensor_parallel_size {tp} x pipeline_parallel_size {pp}"
     if dp > 1:
         text += f" x local data parallel {dp}"
     return f"{text} = {tp * pp * dp}"
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """TP x PP (x local DP) equals the GPUs the engine gets: the container or the bundles."""
-    extra = ctx.config.gpu_resources
-    for container, engine in container_engines(obj):
-        pod = container.pod
-        factors = _factors(engine)
-        limit = container.gpu_limit(extra)
-        if factors is None:
-            bad = [w for k, w in engine.malformed.items() if k.endswith("parallel_size")]
-            yield ctx.not_evaluated(
-                obj,
-                f"{container.label}: "
-                + (
-                    f"{', '.join(repr(w) for w in bad)} is one argument holding a flag and its "
-                    "value, which vLLM refuses (V013); the parallel size is neither that value "
-                    "nor its default. Split it into two list items"
-                    if bad
-                    else "tensor/pipeline/data parallel sizes are not integers"
-                ),
-            )
-            continue
-        tp, pp, dp = factors
-        need = tp * pp * dp
-        set_here = any(
-            engine.get(k) is not None
-            for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
-        )
-        if not engine.complete and not set_here:
-            if limit > 1:
-                yield ctx.not_evaluated(
-                    obj,
-                    f"{container.label} has {fmt_gpus(limit)} GPUs but its parallel sizes may "
-                    "come from arguments outside the manifest ($@ or variables)",
-                )
-            continue
-        got, where = limit, f"its GPU limit is {fmt_gpus(limit)}"
-        nnodes = engine.get_int("nnodes") if engine.get("nnodes") is not None else None
-        if nnodes is not None and nnodes > 1 and need % nnodes == 0:
-            # Multiprocessing across nodes (`--nnodes N --node-rank R`, workers --headless):
-            # each node runs its share of the world (vllm/config/parallel.py
-            # local_world_size = world_size // nnodes), one worker per local GPU.
-            if need // nnodes == limit:
-                continue
-            yield ctx.violation(
-                obj,
-                f"{container.label} runs its share of a vLLM engine of {_formula(tp, pp, dp)} "
-                f"GPUs over --nnodes {nnodes}: {need // nnodes} GPU(s) on each node, but its "
-                f"GPU limit is {fmt_gpus(limit)}; "
-                + (
-                    "vLLM starts one worker per local GPU and fails at startup when it finds fewer"
-                    if limit < need // nnodes
-                    else f"{fmt_gpus(limit - need // nnodes)} GPU(s) stay allocated and idle"
-                ),
-                (*container.path, "resources"),
-            )
-            continue
-        group = pod_group(pod)
-        if group is not None:
-            size, worker = group
-            per_worker = worker.gpu_count(extra)
-            got = limit + (size - 1) * per_worker
-            where = (
-                f"its group of {size} Pods has {fmt_gpus(got)} GPUs (leader "
-                f"{fmt_gpus(limit)} + {size - 1} x {fmt_gpus(per_worker)})"
-            )
-        elif obj.kind == "LeaderWorkerSet":
-            pass  # a worker, or a group of one: its own GPUs
-        elif obj.kind in MULTI_NODE_KINDS and pod.spec.get("workerSpec") is not None:
-            yield ctx.not_evaluated(
-                obj, f"{container.label} spans the workerSpec Pods; their GPUs are set by KServe"
-            )
-            continue
-        elif str(engine.get("distributed_executor_backend") or "") == "ray" and need > limit:
-            if _joins_a_ray_cluster(obj, container, engine):
-                yield ctx.not_evaluated(
-                    obj,
-                    f"{container.label} uses the Ray executor; the GPUs beyond its own "
-                    f"{fmt_gpus(limit)} come from the Ray cluster it joins",
-                )
-                continue
-            yield ctx.violation(
-                obj,
-                f"{container.label} runs a vLLM engine of {_formula(tp, pp, dp)} GPUs with "
-                f"--distributed-executor-backend ray, but it joins no Ray cluster (no `ray "
-                f"start` before the server, no RAY_ADDRESS, not a Ray or LeaderWorkerSet Pod): "
-                f"ray.init() starts a local Ray instance holding the Pod's {fmt_gpus(limit)} "
-                "GPU(s), and the engine's placement group of one GPU per worker never fits",
-                (*container.path, "resources"),
-            )
-            continue
-        mig = sorted(str(k) for k in container.resources("limits") if str(k).startswith(MIG_PREFIX))
-        if mig and tp > 1:
-            yield ctx.violation(
-                obj,
-                f"{container.label} runs tensor_parallel_size {tp} over {fmt_gpus(limit)} MIG "
-                f"slice(s) ({', '.join(mig)}): a CUDA process enumerates one MIG device "
-                f"only ({MIG_GUIDE}), so vLLM finds one GPU and fails at startup. Use "
-                "tensor_parallel_size 1 per MIG slice (one engine per slice) or whole GPUs",
-                (*container.path, "resources"),
-            )
-            continue
-        refused = None
-        if (
-            engine.ray_start is not None
-            and need > got
-            and engine.get("distributed_executor_backend") is None
-        ):
-            may_use, why = _ray_cluster(engine, container.image, need, got)
-            if may_use:
-                yield ctx.not_evaluated(obj, f"{container.label}: {why}")
-                continue
-            refused = why
-        if Fraction(need) == got:
-            continue
-        if got == 0 and obj.kind in SERVING_RUNTIMES:
-            # A runtime alone is a template: KServe merges the InferenceService's predictor
-            # resources (its GPUs) into this container (MergeRuntimeContainers).
-            yield ctx.not_evaluated(
-                obj,
-                f"{container.label} is a {obj.kind} template with no GPU limit: its GPUs come "
-                "from the InferenceService that selects it (check them together)",
-            )
-            continue
-        if got == 0 and image_release(container.image) is None:
-            # A generic image (ubuntu) that installs vLLM at run time and asks for no GPU:
-            # a CPU, Neuron or TPU build needs none, so the build decides (production-stack's
-            # disaggregated prefill template targets Trainium this way).
-            yield ctx.not_evaluated(
-                obj,
-                f"{container.label} requests no GPU and its image {container.image} is not "
-                "a vLLM image: the vLLM build it runs (CUDA, CPU, Neuron, TPU) and its "
-                "accelerator are not in the manifest",
-            )
-            continue
-        other = sorted(
-            str(k)
-            for section in ("limits", "requests")
-            for k in container.resources(section)
-            if str(k).startswith(OTHER_ACCELERATORS)
-        )
-        if got == 0 and other:
-            # vllm-tpu, Neuron or ROCm builds count their own devices, not NVIDIA GPUs.
-            yield ctx.not_evaluated(
-                obj,
-                f"{container.label} requests {other[0]}, not NVIDIA GPUs: its vLLM build "
-                "runs on that accelerator, which this rule does not count",
-            )
-            continue
-        if refused is not None:
-            effect = refused
-        elif got < need:
-            effect = "vLLM starts one worker per GPU and fails at startup when it finds fewer GPUs"
-        else:
-            effect = f"{fmt_gpus(got - need)} GPU(s) stay allocated and idle"
-        yield ctx.violation(
-            obj,
-            f"{container.label} runs a vLLM engine of {_formula(tp, pp, dp)} GPUs but "
-            f"{where}; {effect}",
-            (*container.path, "resources"),
-        )
-    if obj.kind != "RayService":
-        return
-    placements, _ = engine_placements(obj)
-    for placement in placements:
-        if not placement.explicit:
-            continue  # Ray Serve LLM makes TP x PP bundles of one GPU itself
-        world = placement.tp * placement.pp
-        gpu_bundles = placement.bundle_gpus
-        gpu_bundles = [g for g in gpu_bundles if g > 0]
-        whole = all(g.denominator == 1 for g in gpu_bundles)
-        held: Fraction = sum(gpu_bundles, Fraction(0)) if whole else Fraction(len(gpu_bundles))
-        if held == world:
-            continue
-        what = (
-            f"its placement_group_config bundles hold {fmt_gpus(held)} GPUs"
-            if whole
-            else f"its placement_group_config has {len(gpu_bundles)} fractional GPU bundles"
-        )
-        effect = (
-            "vLLM's Ray executor places one GPU worker per bundle and fails to start"
-            if held < world
-            else f"{fmt_gpus(held - world)} reserved GPU(s) stay idle"
-        )
-        yield ctx.violation(
-            obj,
-            f"{placement.where} runs tensor_parallel_size {placement.tp} x "
-            f"pipeline_parallel_size {placement.pp} = {world} GPU workers but {what}; "
-            f"{effect}",
-            ("spec", "serveConfigV2"),
-        )
+def _int(value: Value) -> int:
+    assert isinstance(value, int)
+    return value
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V001",
-        name="parallelism-matches-gpus",
-        title="Tensor x pipeline parallelism equals the engine's GPUs",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "vLLM starts one worker per GPU: tensor_parallel_size x pipeline_parallel_size "
-            "(x the data-parallel ranks on this node). With fewer GPUs in the container it "
-            "fails at startup; with more, the surplus is allocated by Kubernetes and never "
-            "used. On Ray Serve LLM each worker takes one placement bundle, so the bundles "
-            "must hold exactly TP x PP GPUs. A LeaderWorkerSet group's GPUs are the leader's "
-            "plus the workers'. A script that runs `ray start` before the server puts the "
-            "engine on a Ray cluster: vLLM through 0.11.0 then takes the missing GPUs from "
-            "it by itself, later releases only with --distributed-executor-backend ray. With "
-            "the Ray executor and no Ray cluster to join (no `ray start`, no RAY_ADDRESS, not "
-            "a Ray or LeaderWorkerSet Pod) ray.init() starts a local instance with the Pod's "
-            "own GPUs only. MIG slices are not GPUs for tensor parallelism: a CUDA process "
-            "enumerates one MIG device, so TP > 1 over MIG slices fails."
-        ),
-        fix=(
-            "Set the container's nvidia.com/gpu limit (its DRA claim's device count, or the "
-            "placement bundles) to "
-            "tensor_parallel_size x pipeline_parallel_size, or change the parallel sizes."
-        ),
-        references=(
-            "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html",
-            f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
-            "https://lws.sigs.k8s.io/docs/examples/vllm/",
-            *_RAY_FALLBACK_REFS,
-            MIG_GUIDE,
-        ),
-        # The GPUs may sit in another object: a DRA ResourceClaimTemplate the Pod claims.
-        scope="stack",
+def _gpus(value: Value) -> str:
+    assert isinstance(value, int | Fraction)
+    return fmt_gpus(value)
+
+
+def _fallback_text(v: Mapping[str, Value], need: Value) -> str:
+    """Why a ``ray start`` engine's release may or may not use the Ray cluster's GPUs."""
+    started, until, version = f"`{v['started']}`", v["until"], v["version"]
+    unset = f"it runs {started} and leaves --distributed-executor-backend unset"
+    if v["fallback"] == "uncatalogued":
+        return (
+            f"{unset}, and the release catalogue does not say which vLLM releases then pick "
+            "the Ray executor themselves"
+        )
+    if v["fallback"] == "release-unknown":
+        return (
+            f"{unset}, and the vLLM release is unknown ({v['where']}): releases before {until} "
+            "pick the Ray executor themselves for an engine larger than the node's GPUs, "
+            "later ones refuse it"
+        )
+    if v["fallback"] == "picks-ray":
+        return (
+            f"{unset}: vLLM {version} then picks the Ray executor itself for an engine of "
+            f"{need} GPUs on a node with {_gpus(v['got'])} ({v['source']}), so the others come "
+            "from the Ray cluster it joins"
+        )
+    return (
+        f"vLLM {version} refuses it at startup: it runs {started}, but from {until} an unset "
+        "--distributed-executor-backend does not use the Ray cluster for an engine larger "
+        f"than the node's GPUs ({v['source']}); pass --distributed-executor-backend ray to "
+        "use its GPUs"
+    )
+
+
+def _unread_message(v: Mapping[str, Value]) -> str:
+    bad = v["bad"]
+    assert isinstance(bad, tuple)
+    if not bad:
+        return "tensor/pipeline/data parallel sizes are not integers"
+    return (
+        f"{', '.join(repr(w) for w in bad)} is one argument holding a flag and its value, "
+        "which vLLM refuses (V013); the parallel size is neither that value nor its default. "
+        "Split it into two list items"
+    )
+
+
+def _nnodes_message(v: Mapping[str, Value]) -> str:
+    limit, per_node = v["limit"], _int(v["per_node"])
+    assert isinstance(limit, Fraction)
+    effect = (
+        "vLLM starts one worker per local GPU and fails at startup when it finds fewer"
+        if limit < per_node
+        else f"{fmt_gpus(limit - per_node)} GPU(s) stay allocated and idle"
+    )
+    return (
+        f"runs its share of a vLLM engine of {_formula(v)} GPUs over --nnodes {v['nnodes']}: "
+        f"{per_node} GPU(s) on each node, but its GPU limit is {fmt_gpus(limit)}; {effect}"
+    )
+
+
+def _mismatch_message(v: Mapping[str, Value], need: Value) -> str:
+    got, limit = v["got"], v["limit"]
+    assert isinstance(got, Fraction) and isinstance(need, int)
+    where = f"its GPU limit is {_gpus(limit)}"
+    if "size" in v:
+        size = _int(v["size"])
+        where = (
+            f"its group of {size} Pods has {fmt_gpus(got)} GPUs (leader {_gpus(limit)} + "
+            f"{size - 1} x {_gpus(v['per_worker'])})"
+        )
+    if "fallback" in v:
+        effect = _fallback_text(v, need)
+    elif got < need:
+        effect = "vLLM starts one worker per GPU and fails at startup when it finds fewer GPUs"
+    else:
+        effect = f"{fmt_gpus(got - need)} GPU(s) stay allocated and idle"
+    return f"runs a vLLM engine of {_formula(v)} GPUs but {where}; {effect}"
+
+
+def _bundles_message(v: Mapping[str, Value], world: Value) -> str:
+    held = v["held"]
+    assert isinstance(held, Fraction) and isinstance(world, int)
+    what = (
+        f"its placement_group_config bundles hold {fmt_gpus(held)} GPUs"
+        if v["whole_gpu_bundles"]
+        else f"its placement_group_config has {v['bundles']} fractional GPU bundles"
+    )
+    effect = (
+        "vLLM's Ray executor places one GPU worker per bundle and fails to start"
+        if held < world
+        else f"{fmt_gpus(held - world)} reserved GPU(s) stay idle"
+    )
+    return (
+        f"{v['where']} runs tensor_parallel_size {v['tp']} x pipeline_parallel_size "
+        f"{v['pp']} = {world} GPU workers but {what}; {effect}"
+    )
+
+
+_ENGINE_MESSAGES: Mapping[str, Callable[[Mapping[str, Value]], str]] = {
+    "sizes-unread": lambda v: f": {_unread_message(v)}",
+    "sizes-outside-manifest": lambda v: (
+        f" has {_gpus(v['limit'])} GPUs but its parallel sizes may come from arguments "
+        "outside the manifest ($@ or variables)"
     ),
-    check,
+    "nnodes-share": lambda v: f" {_nnodes_message(v)}",
+    "kserve-worker-spec": lambda v: " spans the workerSpec Pods; their GPUs are set by KServe",
+    "ray-executor-joins-cluster": lambda v: (
+        f" uses the Ray executor; the GPUs beyond its own {_gpus(v['limit'])} come from the "
+        "Ray cluster it joins"
+    ),
+    "ray-executor-no-cluster": lambda v: (
+        f" runs a vLLM engine of {_formula(v)} GPUs with --distributed-executor-backend ray, "
+        "but it joins no Ray cluster (no `ray start` before the server, no RAY_ADDRESS, not a "
+        "Ray or LeaderWorkerSet Pod): ray.init() starts a local Ray instance holding the "
+        f"Pod's {_gpus(v['limit'])} GPU(s), and the engine's placement group of one GPU per "
+        "worker never fits"
+    ),
+    "tp-over-mig": lambda v: (
+        f" runs tensor_parallel_size {v['tp']} over {_gpus(v['limit'])} MIG slice(s) "
+        f"({', '.join(str(m) for m in cast(tuple[str, ...], v['mig']))}): a CUDA process "
+        f"enumerates one MIG device only ({MIG_GUIDE}), so vLLM finds one GPU and fails at "
+        "startup. Use tensor_parallel_size 1 per MIG slice (one engine per slice) or whole GPUs"
+    ),
+    "runtime-template": lambda v: (
+        f" is a {v['kind']} template with no GPU limit: its GPUs come from the "
+        "InferenceService that selects it (check them together)"
+    ),
+    "generic-image": lambda v: (
+        f" requests no GPU and its image {v['image']} is not a vLLM image: the vLLM build it "
+        "runs (CUDA, CPU, Neuron, TPU) and its accelerator are not in the manifest"
+    ),
+    "other-accelerator": lambda v: (
+        f" requests {v['resource']}, not NVIDIA GPUs: its vLLM build runs on that "
+        "accelerator, which this rule does not count"
+    ),
+}
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a V001 verdict."""
+    v, need = verdict.values, verdict.thresholds.get("need")
+    if verdict.reason == "bundles-mismatch":
+        return _bundles_message(v, verdict.thresholds["world"])
+    if verdict.reason == "ray-cluster-fallback":
+        return f"{v['container']}: {_fallback_text(v, need)}"
+    if verdict.reason == "gpus-mismatch":
+        return f"{v['container']} {_mismatch_message(v, need)}"
+    return f"{v['container']}{_ENGINE_MESSAGES[verdict.reason](v)}"
+
+
+RULE = folder_rule(
+    __name__,
+    judged(judge, message),
+    facts={"ray_fallback_sources": _RAY_FALLBACK_REFS, "MIG_GUIDE": MIG_GUIDE},
 )

@@ -7,20 +7,16 @@ from typing import TYPE_CHECKING
 
 from gpustrata.core.terminal import quoted
 from gpustrata.vllm.parallelism import kv_heads_split, valid_tp_sizes
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.engines import as_int, engine_sites, site_architecture, vllm_source
+from gpustrata_policies.view.engines import as_int, engine_sites, site_architecture
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
 
-V = catalogs.reference_vllm()
 """The release whose sources these facts were checked against (catalogue reference)."""
-MODEL_PY = vllm_source(V, "vllm/config/model.py")
-LLAMA_PY = vllm_source(V, "vllm/model_executor/models/llama.py")
-PP_UTILS = vllm_source(V, "vllm/distributed/utils.py")
 
 
 def problems(arch: ModelArchitecture, tp: int, pp: int) -> list[str]:
@@ -86,33 +82,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V002",
-        name="parallelism-fits-model",
-        title="Tensor and pipeline parallel sizes fit the model's heads and layers",
-        layer="vllm",
-        severity="critical",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "vLLM splits attention heads evenly across tensor-parallel ranks: "
-            "ModelConfig.verify_with_parallel_config refuses a tensor_parallel_size that "
-            "does not divide the model's attention heads, before any weight loads. KV heads "
-            "are split too, or replicated when TP exceeds them, and the attention layers "
-            "assert that one count divides the other (e.g. 8 KV heads with TP 16 works, with "
-            "TP 12 it does not). MLA models (DeepSeek) cache one latent shared by all heads, "
-            "so only the attention heads count. Pipeline parallelism splits the layers over "
-            "stages (get_pp_indices); more stages than layers leaves stages without a layer. "
-            "Head and layer counts come from the model catalogue (config.json); a model it "
-            f"does not know is reported as not evaluated. Checked against vLLM {V}'s "
-            "config/model.py, models/llama.py and distributed/utils.py."
-        ),
-        fix=(
-            "Pick a tensor_parallel_size that divides the attention heads (the message lists "
-            "the sizes vLLM accepts) and a pipeline_parallel_size no larger than the layers; "
-            "keep TP x PP equal to the GPUs the engine gets (V001)."
-        ),
-        references=(MODEL_PY, LLAMA_PY, PP_UTILS),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -6,10 +6,9 @@ import operator
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.capacity import VLLM_SRC, Inputs, estimate, estimated_engines
+from gpustrata_policies.findings import NotEvaluated, Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.view.capacity import Inputs, estimate, estimated_engines
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
@@ -129,39 +128,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             yield ctx.violation(obj, message(ctx, inp), inp.site.path)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V003",
-        name="weights-fit",
-        title="The model's weights fit the GPU memory vLLM may use",
-        layer="vllm",
-        severity="critical",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "vLLM loads 1/TP of the weights (and of its pipeline stage's layers) onto each "
-            "GPU, then profiles a forward pass and captures CUDA graphs, all inside "
-            "gpu_memory_utilization x the GPU's memory. When weights, activation peak, CUDA "
-            "graphs and runtime overhead exceed that, the engine fails with CUDA out of "
-            "memory or 'No available memory for the cache blocks' and the Pod crash-loops. "
-            "The model's shape comes from the model catalogue, the GPU from the pool "
-            "description or the Pod's GPU node labels, the arithmetic from the capacity "
-            f"planner (vLLM {catalogs.reference_vllm_minor()}'s sharding and memory profiling; "
-            "each term is explained in the message), with the image's own release where the "
-            "release catalogue read it: the MoE kernel that holds MXFP4 experts (gpt-oss) and "
-            "its padding, whether a CUDA graph estimate is subtracted, and the sampler "
-            "warm-up's path (VLLM_USE_FLASHINFER_SAMPLER). Unset flags take vLLM "
-            f"{catalogs.reference_vllm_minor()}'s defaults."
-        ),
-        fix=(
-            "Raise tensor_parallel_size (and the GPUs per Pod with it), move to a GPU with "
-            "more memory, or serve a quantised checkpoint (FP8, AWQ/GPTQ)."
-        ),
-        references=(
-            f"{VLLM_SRC}/vllm/v1/worker/gpu_worker.py",
-            f"{VLLM_SRC}/vllm/config/cache.py",
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory.html",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

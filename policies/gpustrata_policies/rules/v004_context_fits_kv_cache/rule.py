@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.capacity import VLLM_SRC, Inputs, estimated_engines
+from gpustrata_policies.findings import NotEvaluated, Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.view.capacity import Inputs, estimated_engines
 from gpustrata_policies.view.objects import K8sObject
 
 
@@ -50,37 +49,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             yield ctx.violation(obj, message(inp), inp.site.path)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V004",
-        name="context-fits-kv-cache",
-        title="The KV cache holds at least one max_model_len sequence",
-        layer="vllm",
-        severity="critical",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "After loading the weights and profiling, vLLM gives the rest of "
-            "gpu_memory_utilization x GPU memory to the KV cache and refuses to start when one "
-            "request of max_model_len tokens does not fit in it "
-            "(_check_enough_kv_cache_memory: 'To serve at least one request with the model's "
-            "max seq len ...'). With max_model_len unset vLLM takes the model's full context "
-            "(131072 tokens for Llama 3.1), which rarely fits a single 24-48 GB GPU. The block "
-            f"arithmetic is vLLM {catalogs.reference_vllm_minor()}'s (page size per layer, KV "
-            "heads per TP rank, sliding "
-            "windows, MLA, fp8 KV); the message gives the capacity in tokens and sequences and "
-            "the largest max_model_len that fits."
-        ),
-        fix=(
-            "Lower max_model_len to at most the largest length the message names, raise "
-            "gpu_memory_utilization to the value it names (where one below 1 holds the "
-            "request), use --kv-cache-dtype fp8, or shard over more GPUs."
-        ),
-        references=(
-            f"{VLLM_SRC}/vllm/v1/core/kv_cache_planning.py",
-            f"{VLLM_SRC}/vllm/v1/kv_cache_interface.py",
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory.html",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

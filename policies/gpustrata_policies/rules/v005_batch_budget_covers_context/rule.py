@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Literal, cast
 from gpustrata.catalog.vllm_facts import scheduler_releases
 from gpustrata.catalog.vllm_releases import BatchDefaults, SchedulerRelease, source_url
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
@@ -403,47 +403,11 @@ def message(verdict: Verdict) -> str:
     return f"{label}: whether max_num_batched_tokens covers max_num_seqs is open: {why}"
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """V005's findings: :func:`judge` worded by :func:`message`."""
-    return outcomes(ctx, obj, judge(ctx, obj), message)
-
-
-RULE = Rule(
-    RuleMeta(
-        id="V005",
-        name="batch-budget-covers-context",
-        title="The batch token budget covers max_num_seqs, and max_model_len without chunking",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "max_num_batched_tokens is the token budget of one engine step. vLLM refuses to "
-            "start when it is below max_num_seqs (SchedulerConfig: 'must be greater than or "
-            "equal to max_num_seqs'), and, when prefills are not chunked, when it is below "
-            "max_model_len (a prompt longer than the budget could never be scheduled). "
-            "Whether prefills are chunked depends on the release: the V0 engine chunks only "
-            "when asked, or by default above 32768 tokens for plain-attention models; the V1 "
-            "engine of 0.8.x to 0.11.0 always chunks, ignoring --no-enable-chunked-prefill; "
-            "from 0.11.1 V1 chunks by default and honours the flag. Unset values take the "
-            "release's real defaults (EngineArgs.get_batch_defaults: 2048 tokens / 256 "
-            "sequences, 8192 / 1024 on GPUs of 70 GiB or more except A100, and from 0.28 "
-            "16384 on 160 GiB or more; an unset max_num_seqs is lowered "
-            "to the token budget from 0.10.2), and the message says which default it used. "
-            "Read in vLLM "
-            + ", ".join(r.version for r in _CATALOGUE.scheduler)
-            + "; a release between "
-            "two of them is judged by both, and reported only when they agree."
-        ),
-        fix=(
-            "Raise max_num_batched_tokens to at least max_num_seqs (and to max_model_len when "
-            "chunked prefill is off), or lower max_num_seqs; leaving both unset uses vLLM's "
-            "matching defaults."
-        ),
-        references=(
-            *(source_url(s) for s in _CATALOGUE.scheduler_references),
-            "https://github.com/vllm-project/vllm/issues/18547",
-        ),
-        scope="stack",
-    ),
-    check,
+RULE = folder_rule(
+    __name__,
+    judged(judge, message),
+    facts={
+        "scheduler_releases": ", ".join(r.version for r in _CATALOGUE.scheduler),
+        "scheduler_sources": tuple(source_url(s) for s in _CATALOGUE.scheduler_references),
+    },
 )

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from gpustrata.catalog.vllm_releases import BlockSizeRelease, ForcedBlockSize, source_url
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
@@ -285,40 +285,4 @@ def _references() -> tuple[str, ...]:
     return tuple(seen)
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V006",
-        name="block-size-valid",
-        title="block_size is one the vLLM release and its attention backend accept",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "The KV cache is paged in blocks of block_size tokens and every attention kernel "
-            "has its own page constraints. vLLM 0.11.0-0.12.0 only parse --block-size values "
-            "from CacheConfig.BlockSize (1, 8, 16, 32, 64, 128; 256 from 0.11.1), and their "
-            "FlashAttention and Triton backends, the default on compute capability 8.x-9.x, "
-            "stop with 'Block size must be a multiple of 16.' (on 9 and 10 MLA models get "
-            "FlashMLA's 64 or CUTLASS MLA's 128 forced instead; FlexAttention below 8.0 and "
-            "FlashInfer on 10.x were not read, so those cases are not evaluated). vLLM "
-            f"{catalogs.reference_vllm()} "
-            "parses any positive number but every CUDA backend declares multiples of 16 "
-            "(AttentionBackend.get_supported_kernel_block_sizes), so the backend selection "
-            "finds none for other sizes; and its FlashAttention 4 kernels force a page where "
-            "they run (head size 512 with an FP8 KV cache on Hopper: 64; head size 256 on "
-            "Blackwell: 128), so with attention_backend FLASH_ATTN other sizes stop the "
-            "engine (without it vLLM picks another backend). These facts were read from the "
-            "sources of those "
-            "releases; a release between two of them is judged by both and reported only when "
-            "they agree, others are not evaluated. The GPU (compute capability) comes from the "
-            "pool or GPU selectors, MLA from the model catalogue."
-        ),
-        fix=(
-            "Leave block_size unset (16) or use a multiple of 16 the release lists (16, 32, "
-            "64, 128; MLA models on Hopper/Blackwell prefer 64/128)."
-        ),
-        references=_references(),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"read_sources": _references()})

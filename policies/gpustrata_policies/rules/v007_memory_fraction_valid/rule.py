@@ -9,8 +9,8 @@ from typing import Any
 
 from gpustrata.catalog.vllm_releases import source_url
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.nodes import (
@@ -21,7 +21,7 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
-from gpustrata_policies.view.ray import RAY_V2600, container_engines
+from gpustrata_policies.view.ray import container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
 VLLM_CACHE_CONFIG = source_url(catalogs.vllm_releases().gpu_memory_utilization.source)
@@ -148,33 +148,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V007",
-        name="memory-fraction-valid",
-        title="gpu_memory_utilization is a fraction that fits the GPU's sharing",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "gpu_memory_utilization is the fraction of the whole GPU's memory one vLLM "
-            "instance takes for weights, activations and KV cache; vLLM accepts only values in "
-            "(0, 1]. Each instance sizes itself from the GPU's total, not from what is free, so "
-            "engines that share a GPU (Ray placement bundles of a fraction of a GPU, or "
-            "time-slicing, which has no memory isolation) must sum to at most 1 or the later "
-            "ones fail with out of memory. MPS as the NVIDIA device plugin sets it up caps "
-            "each client at its share, which is what vLLM then sizes from."
-        ),
-        fix=(
-            "Use a value in (0, 1]; with k engines per GPU, at most 1/k each (for example 0.45 "
-            "for two), or give each engine a whole GPU."
-        ),
-        references=(
-            VLLM_CACHE_CONFIG,
-            f"{RAY_V2600}/llm/_internal/serve/engines/vllm/vllm_models.py",
-            "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html",
-        ),
-        scope="stack",
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check, facts={"gpu_memory_utilization_source": VLLM_CACHE_CONFIG})

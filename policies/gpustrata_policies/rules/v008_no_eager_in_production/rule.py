@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustrata.catalog.vllm_releases import vllm_file_url
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY_IN_PROD
-from gpustrata_policies.view import catalogs
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.ray import container_engines, flag_is_on
 from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
-VLLM_CONFIG = vllm_file_url(catalogs.reference_vllm(), "vllm/config")
 DEEPEP_HT = "deepep_high_throughput"
 
 
@@ -55,30 +52,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V008",
-        name="no-eager-in-production",
-        title="enforce_eager is off in production",
-        layer="vllm",
-        severity="medium",
-        default_enforcement=MANDATORY_IN_PROD,
-        rationale=(
-            "enforce_eager disables torch.compile and CUDA graph capture "
-            f"(vLLM {catalogs.reference_vllm_minor()} "
-            "config/vllm.py): every decode step then launches each kernel from Python, which "
-            "costs most at the small batches of interactive serving. It shortens startup and "
-            "helps debugging, so it is advisory in dev and staging and mandatory in prod. "
-            "Engines where vLLM disables CUDA graphs itself (DeepEP high-throughput all2all "
-            "with data parallelism) are not reported."
-        ),
-        fix="Remove --enforce-eager (engine_kwargs enforce_eager) from production engines.",
-        references=(
-            f"{VLLM_CONFIG}/vllm.py",
-            f"{VLLM_CONFIG}/model.py",
-            f"{VLLM_CONFIG}/compilation.py",
-            "https://docs.vllm.ai/en/latest/configuration/optimization.html",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

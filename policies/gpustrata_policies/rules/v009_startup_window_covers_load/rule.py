@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.capacity import (
-    VLLM_SRC,
     ModelRef,
     Probe,
     annotated_startup,
@@ -29,11 +28,6 @@ from gpustrata_policies.view.profile import active_profile
 
 if TYPE_CHECKING:
     from gpustrata.vllm.capacity import StartupEstimate
-
-SAFETY_FACTOR = 1.5
-"""The planner's STARTUP_SAFETY_FACTOR (gpustrata.vllm.capacity), default of the
-``safety_factor`` threshold."""
-K8S_PROBES = "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/"
 
 
 def _window(startup: Probe | None, liveness: Probe | None) -> tuple[int, str, Probe] | None:
@@ -161,47 +155,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V009",
-        name="startup-window-covers-load",
-        title="The startup window covers the model load",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "vLLM answers /health only after it has loaded the weights, profiled memory, "
-            "compiled the model and captured CUDA graphs: minutes for a 70B model. The kubelet "
-            "restarts a container whose startupProbe (or, without one, livenessProbe) keeps "
-            "failing for initialDelaySeconds + failureThreshold x periodSeconds, and the "
-            "restarted container starts the load again, so the Pod never becomes ready. The "
-            "estimate is the capacity planner's: process start + the weight load along the "
-            "weight source's path (a Hugging Face start downloads the checkpoint once, then "
-            "every rank reads the whole checkpoint back from disk; object storage through the "
-            "Run:ai Model Streamer; PVC; local disk: read from the model URI and the volume "
-            "holding the Hugging Face cache), each at the bandwidth fitted on published vLLM "
-            "startup logs of that path, + engine init (base + torch.compile per layer + CUDA "
-            "graph capture per layer per captured size + MoE warm-up), times the safety factor "
-            "(threshold safety_factor, default 1.5 like the planner's probes). What the "
-            "manifest states moves it: HF_HUB_ENABLE_HF_TRANSFER, the streamer's "
-            "distributed option, --compilation-config capture sizes, --enforce-eager. The "
-            "planner's own estimate (annotation gpustrata.io/startup-estimate-seconds) wins "
-            "where present. Published loads of a fitted path spread widely, so a window the "
-            "fastest of them would meet is advisory, not mandatory. "
-            "Ray Serve LLM engines have no kubelet probe on the engine: "
-            "RAYLLM_ENGINE_START_TIMEOUT_S and the RayService thresholds are R005's."
-        ),
-        fix=(
-            "Add or lengthen a startupProbe on /health so that initialDelaySeconds + "
-            "failureThreshold x periodSeconds exceeds the estimated startup; keep the "
-            "livenessProbe short for steady state."
-        ),
-        references=(
-            K8S_PROBES,
-            f"{VLLM_SRC}/vllm/entrypoints/openai/api_server.py",
-            "https://developer.nvidia.com/blog/reducing-cold-start-latency-for-llm-inference-with-nvidia-runai-model-streamer/",
-        ),
-        thresholds={"safety_factor": ("number", SAFETY_FACTOR)},
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

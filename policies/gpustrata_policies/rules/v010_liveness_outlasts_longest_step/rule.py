@@ -9,11 +9,10 @@ from gpustrata.catalog.vllm_releases import source_url
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.capacity import (
-    VLLM_SRC,
     Probe,
     capacity_inputs,
     engine_sites,
@@ -27,25 +26,11 @@ from gpustrata_policies.view.profile import profile_hint
 
 HEALTH = catalogs.vllm_releases().health
 """What the V0 /health waits on, per release (catalogue)."""
-MIN_TIMEOUT_S = 5
-"""A /health answer may take seconds while the API-server process is saturated: probes with
-Kubernetes' 1 s default (or 2 s) restarted healthy vLLM Pods under load and 5-15 s fixed it
-(scaleapi/llm-engine#255, gonka-ai/gonka#1421, llm-d/llm-d-benchmark#1734)."""
-MIN_FAILURES = 2
-"""One late answer must not restart a Pod that takes minutes to reload its weights."""
-MIN_TOLERANCE_S = 30
-"""failureThreshold x periodSeconds: Kubernetes' default 3 x 10 s."""
 SERVE_UNHEALTHY_THRESHOLD = 3
 """Ray Serve restarts a replica after 3 failed health checks in a row
 (REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD, ray 2.60 python/ray/serve/_private/constants.py)."""
 SERVE_LLM_HEALTH_DEFAULTS = {"health_check_period_s": 10, "health_check_timeout_s": 10}
 """Ray Serve LLM's deployment defaults (ray 2.60 python/ray/llm/_internal/serve/constants.py)."""
-RAY_V2600 = "https://github.com/ray-project/ray/blob/ray-2.60.0/python/ray"
-V1_HEALTH = f"{VLLM_SRC}/vllm/v1/engine/async_llm.py"
-V0_HEARTBEAT_FIX = "https://github.com/vllm-project/vllm/pull/9818"
-"""[Bugfix][core] replace heartbeat with pid check: until then (vLLM 0.6.0-0.6.3) the
-multiprocessing front end marked the engine dead when its loop had not come round for
-3 x VLLM_RPC_TIMEOUT (30 s), e.g. during one long prefill (vllm-project/vllm#10024)."""
 
 
 def _floor_problems(
@@ -257,61 +242,12 @@ def _unknown_release(
     )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V010",
-        name="liveness-outlasts-longest-step",
-        title="A long prefill or a busy API server cannot get the engine killed",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "A liveness failure restarts the container and the engine reloads its weights for "
-            "minutes. In the V1 engine (default from vLLM 0.8.0, the only one from 0.11.0) and "
-            "in the V0 engine's multiprocessing front end from "
-            f"{HEALTH.v0_engine_loop_until} (vllm#9818) /health only reads an error flag in the "
-            f"API-server process (vLLM {catalogs.reference_vllm_minor()} "
-            "AsyncLLM.check_health; MQLLMEngineClient.check_health), so engine steps never "
-            "delay it, but that process tokenizes, detokenizes and streams every request and "
-            "answers late when saturated; Kubernetes' 1 s default timeout has restarted busy, "
-            "healthy vLLM Pods. Every container engine's livenessProbe therefore needs a "
-            "floor: timeoutSeconds >= 5, failureThreshold >= 2 and failureThreshold x "
-            "periodSeconds >= 30 s (thresholds min_timeout_seconds, min_failure_threshold, "
-            "min_tolerance_seconds). Before that release the V0 front end marked the engine "
-            f"dead once its loop had not come round for {HEALTH.v0_dead_after_s.value:g} s "
-            "(3 x VLLM_RPC_TIMEOUT), e.g. during one long prefill, and /health failed from "
-            "then on: there the longest step (a prefill of max_num_batched_tokens, or of "
-            "max_model_len without chunked prefill, estimated by the capacity planner from "
-            "FLOPs and the GPU's rate) must stay under it. The version comes from the image "
-            "tag (ray-llm images through the vLLM their Ray release pins) and VLLM_USE_V1; an "
-            "image that names no release gets no assumed one (the floor still applies, the "
-            "V0 step check is not evaluated). The floor is advisory (a margin, not a certain "
-            "failure); a V0 step longer than the heartbeat limit is mandatory. Ray Serve LLM "
-            "replicas get the same floor on their Serve health checks (3 failures in a row "
-            "restart a replica)."
-        ),
-        fix=(
-            "livenessProbe timeoutSeconds >= 5, failureThreshold >= 2, failureThreshold x "
-            f"periodSeconds >= 30 s. vLLM before {HEALTH.v0_engine_loop_until} (V0): keep the "
-            f"longest step under {HEALTH.v0_dead_after_s.value:g} s with chunked prefill and a "
-            "smaller max_num_batched_tokens, or upgrade."
-        ),
-        references=(
-            V1_HEALTH,
-            f"{VLLM_SRC}/vllm/entrypoints/serve/instrumentator/health.py",
-            *(source_url(s) for s in HEALTH.sources),
-            V0_HEARTBEAT_FIX,
-            "https://github.com/scaleapi/llm-engine/pull/255",
-            "https://github.com/llm-d/llm-d-benchmark/pull/1734",
-            "https://github.com/gonka-ai/gonka/pull/1421",
-            f"{RAY_V2600}/serve/_private/constants.py",
-        ),
-        scope="stack",
-        thresholds={
-            "min_timeout_seconds": ("integer", MIN_TIMEOUT_S),
-            "min_failure_threshold": ("integer", MIN_FAILURES),
-            "min_tolerance_seconds": ("integer", MIN_TOLERANCE_S),
-        },
-    ),
+RULE = folder_rule(
+    __name__,
     check,
+    facts={
+        "v0_engine_loop_until": HEALTH.v0_engine_loop_until,
+        "v0_dead_after_s": f"{HEALTH.v0_dead_after_s.value:g}",
+        "health_sources": tuple(source_url(s) for s in HEALTH.sources),
+    },
 )

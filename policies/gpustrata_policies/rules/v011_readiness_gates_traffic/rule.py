@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map
 from gpustrata_policies.view.vllm_args import vllm_engine
@@ -95,31 +95,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V011",
-        name="readiness-gates-traffic",
-        title="A readiness probe keeps traffic off engines that are still loading",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "Loading weights, profiling memory and capturing CUDA graphs take minutes. "
-            "Without a readiness probe Kubernetes marks the Pod Ready as soon as the "
-            "container starts and the Service sends requests that fail or hang until the "
-            "engine is up, on every rollout and restart. vLLM's /health answers 200 only once "
-            "the engine runs (and /v1/models once the model is served); vLLM also listens on "
-            "its port only after the engine is built, so a TCP probe on that port is accepted."
-        ),
-        fix=(
-            "Add readinessProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 5} to "
-            "the vLLM container (use a startupProbe for the load time, see V009)."
-        ),
-        references=(
-            "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/",
-            "https://docs.vllm.ai/en/latest/deployment/k8s.html",
-            "https://github.com/vllm-project/vllm/blob/main/vllm/entrypoints/openai/api_server.py",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

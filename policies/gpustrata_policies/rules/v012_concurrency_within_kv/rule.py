@@ -6,11 +6,9 @@ import math
 from collections.abc import Callable, Iterator
 
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import NotEvaluated, Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import ADVISORY
-from gpustrata_policies.view import catalogs
+from gpustrata_policies.findings import NotEvaluated, Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.capacity import (
-    VLLM_SRC,
     Inputs,
     estimate,
     estimated_engines,
@@ -18,15 +16,6 @@ from gpustrata_policies.view.capacity import (
 )
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.profile import profile_hint
-
-TYPICAL_SEQUENCE_TOKENS = 2048
-"""Prompt + output tokens of a typical request. The Azure LLM inference trace 2023
-(Splitwise, ISCA 2024; github.com/Azure/AzurePublicDataset data/AzureLLMInferenceTrace_conv.csv)
-shows conversation requests of about 1000 prompt + 100-500 output tokens within a 4k
-context; 2048 covers such a request with room for a longer system prompt."""
-AZURE_TRACE = (
-    "https://github.com/Azure/AzurePublicDataset/blob/master/AzureLLMInferenceDataset2023.md"
-)
 
 
 def typical_capacity(inp: Inputs, tokens: int) -> tuple[int, int]:
@@ -165,39 +154,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V012",
-        name="concurrency-within-kv",
-        title="max_num_seqs is reachable within the KV cache",
-        layer="vllm",
-        severity="medium",
-        default_enforcement=ADVISORY,
-        rationale=(
-            "max_num_seqs caps how many sequences vLLM's scheduler runs at once, but every "
-            "running sequence holds KV-cache blocks for its prompt and output. When the KV "
-            "cache holds fewer sequences of a typical length than max_num_seqs, the cap is "
-            "never reached: new requests wait for free blocks and running ones are preempted "
-            "and recomputed, so throughput planning, autoscaling targets and load tests based "
-            "on max_num_seqs are wrong. The capacity is vLLM "
-            f"{catalogs.reference_vllm_minor()}'s block arithmetic on the "
-            "planner's KV budget; the typical length is the typical_sequence_tokens threshold "
-            "(prompt + output tokens, default 2048 after the Azure LLM inference trace 2023). "
-            "Unset max_num_seqs takes vLLM's default for the GPU (256, or 1024 on GPUs with "
-            "70 GiB or more)."
-        ),
-        fix=(
-            "Set max_num_seqs to at most the number of typical sequences the KV cache holds "
-            "(the message gives it), or give the KV cache more memory (higher "
-            "gpu_memory_utilization, fp8 KV cache, more tensor parallelism)."
-        ),
-        references=(
-            f"{VLLM_SRC}/vllm/v1/core/sched/scheduler.py",
-            f"{VLLM_SRC}/vllm/v1/core/kv_cache_utils.py",
-            AZURE_TRACE,
-        ),
-        scope="stack",
-        thresholds={"typical_sequence_tokens": ("integer", TYPICAL_SEQUENCE_TOKENS)},
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)

@@ -11,12 +11,10 @@ from gpustrata.catalog.vllm_releases import (
     flag_releases,
     load_vllm_releases,
     source_url,
-    vllm_file_url,
 )
 from gpustrata.core.versions import parse_version
-from gpustrata_policies.findings import Outcome, Rule, RuleContext, RuleMeta
-from gpustrata_policies.rules._common import MANDATORY
-from gpustrata_policies.view import catalogs
+from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.engines import EngineSite, engine_sites, site_version
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import flags_starting_with
@@ -161,38 +159,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             )
 
 
-RULE = Rule(
-    RuleMeta(
-        id="V013",
-        name="engine-flags-accepted",
-        title="Every engine flag is one the image's vLLM release accepts",
-        layer="vllm",
-        severity="high",
-        default_enforcement=MANDATORY,
-        rationale=(
-            "vLLM adds, renames and removes engine flags between releases (--use-v2-block-"
-            "manager went in 0.10, --disable-log-requests gave way to --enable-log-requests, "
-            "--speculative-model to --speculative-config). `vllm serve` stops with "
-            "'unrecognized arguments' (or 'ambiguous option' for a prefix of several flags) "
-            "before the engine starts, so the Pod crash-loops. The accepted flags of each read "
-            "release (0.6.0 onwards) are extracted from that release's own argument parser "
-            "(make_arg_parser, EngineArgs.add_cli_args, get_kwargs) by tools/vllm_flags.py "
-            "and catalogued; the release comes from the image tag (ray-llm images through "
-            "the vLLM their Ray release pins). Underscores, --json-arg.key forms and unique "
-            "prefixes are accepted as vLLM's parser accepts them. A Ray Serve LLM "
-            "engine_kwargs key is judged only when an earlier release accepted it as a flag "
-            "(a removed or renamed setting), since engine arguments without a flag exist."
-        ),
-        fix=(
-            "Remove the flag or replace it with the one this release has (the finding names "
-            "the last release that accepted it and what replaced it)."
-        ),
-        references=(
-            vllm_file_url(catalogs.reference_vllm(), "vllm/engine/arg_utils.py"),
-            vllm_file_url(catalogs.reference_vllm(), "vllm/entrypoints/common/cli_args.py"),
-            vllm_file_url(catalogs.reference_vllm(), "vllm/utils/argparse_utils.py"),
-            "https://docs.vllm.ai/en/latest/configuration/serve_args.html",
-        ),
-    ),
-    check,
-)
+RULE = folder_rule(__name__, check)
