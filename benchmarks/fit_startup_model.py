@@ -18,7 +18,7 @@ searched on a fine log-spaced grid between the smallest and largest logged figur
 * ``moe_warmup_s``: the logged MoE (DeepGEMM) warm-up;
 * ``init_base_s`` (V1) and ``init_base_v0_s`` (V0): the median of what each log's init
   leaves once its own logged parts (or the fitted terms, where it logs none) are taken out,
-  per engine (V0's profile run and KV cache set-up left 3-8 s in its logs, V1's 6-20 s).
+  per engine (V0 left 1-6 s in its logs, V1 8-19 s).
 
 Writes the ``startup:`` section and ``startup_held_out`` of ``catalog/data/serving-fit.yaml``
 (the serving constants above them are left as they are):

@@ -566,7 +566,7 @@ def logged_startup_prediction(
         if log.load_path == "disk":
             gbps, fast, slow, _ = disk_bandwidth(log.storage, fit)
         else:
-            path = log.load_path
+            path: str = log.load_path
             if "load_gbps_" + path.replace("-", "_") not in fit:
                 path = _NEAREST_PATH.get(path, path)
                 fixed = load_path_fixed_s(path, fit)
