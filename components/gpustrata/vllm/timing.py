@@ -243,7 +243,8 @@ def startup_estimate(
     storage is stated) runs at the rate fitted for *storage*
     (:data:`gpustrata.catalog.serving.StorageKind`; local-nvme is ``local-disk``), capped by
     *storage_gbps* (a volume's provisioned throughput, e.g. gp3's 125 MiB/s baseline).
-    Where the storage is not stated the point stays the pooled rate (pvc: the cited
+    Where the storage is not stated the point is the rate fitted on the disk logs that state
+    none (``load_gbps_disk``; pvc: the cited
     default) and :attr:`StartupEstimate.fast_s` / :attr:`StartupEstimate.slow_s` span the
     fastest and slowest fitted storage kinds.
     """
@@ -405,7 +406,8 @@ def disk_bandwidth(
 
     A stated kind fitted on at least :data:`MIN_FITTED_LOGS` logs of its own
     (``load_gbps_disk_<kind>``) is a point (low = high). Otherwise the point is the rate
-    fitted over every disk log (``load_gbps_disk``) and the range spans the slowest to the
+    fitted on the disk logs that state no storage (``load_gbps_disk``: what unnamed storage
+    ran at) and the range spans the slowest to the
     fastest fitted kind: where the storage is unknown, the load is known only that well.
     """
     fit = _constants(constants)
@@ -434,7 +436,7 @@ def disk_bandwidth(
         low,
         high,
         (
-            f"storage {storage}: {point:g} GB/s fitted over every disk load, range "
+            f"storage {storage}: {point:g} GB/s fitted on unstated-storage disk loads, range "
             f"{low:g} ({rates[0][1]}) to {high:g} ({rates[-1][1]}) GB/s"
         ),
     )
@@ -552,7 +554,7 @@ def logged_startup_prediction(
 
     Compares the log's load, its init, or both summed. Load: the log's weights per reader
     over the fitted bandwidth of its load path; a disk load over its stated storage's
-    bandwidth, or, storage not stated, the pooled disk rate with the range of
+    bandwidth, or, storage not stated, the rate of unstated-storage disk logs with the range of
     :func:`disk_bandwidth`. The cited defaults are :data:`LOAD_GBPS_DEFAULTS` of the planner
     source the path stands for over the whole checkpoint as logged, and a fixed 30 s init
     + 60 s for compile and graphs + 90 s for MoE.
