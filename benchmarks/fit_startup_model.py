@@ -11,10 +11,14 @@ searched on a fine log-spaced grid between the smallest and largest logged figur
   on a grid by the same goal;
 * ``compile_s_per_layer``: a cold torch.compile's seconds per decoder layer;
 * ``compile_cached_s``: torch.compile from its cache;
-* ``graph_capture_s_per_layer_size``: CUDA graph capture seconds per layer per batch size;
+* ``graph_capture_s_per_layer_size``: CUDA graph capture seconds per layer per batch size
+  of V0 and of V1 releases before the garbage-collector freeze
+  (:data:`gpustrata.vllm.timing.CUDAGRAPH_GC_FROZEN_FROM`, and logs whose release is not
+  stated); ``graph_capture_gc_frozen_s_per_layer_size`` the same of V1 releases from it;
 * ``moe_warmup_s``: the logged MoE (DeepGEMM) warm-up;
-* ``init_base_s``: the median of what each log's init leaves once its own logged parts
-  (or the fitted terms, where it logs none) are taken out.
+* ``init_base_s`` (V1) and ``init_base_v0_s`` (V0): the median of what each log's init
+  leaves once its own logged parts (or the fitted terms, where it logs none) are taken out,
+  per engine (V0 left 1-6 s in its logs, V1 8-19 s).
 
 Writes the ``startup:`` section and ``startup_held_out`` of ``catalog/data/serving-fit.yaml``
 (the serving constants above them are left as they are):
@@ -34,7 +38,7 @@ import yaml
 
 from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.serving import StartupLog, load_startup_logs
-from gpustrata.vllm.timing import DEFAULT_CAPTURE_SIZES
+from gpustrata.vllm.timing import DEFAULT_CAPTURE_SIZES, capture_gc_frozen
 
 _DATA = Path(__file__).resolve().parents[1] / "components/gpustrata/catalog/data/serving-fit.yaml"
 
@@ -59,18 +63,20 @@ FACTOR = 1.5
 MIN_FOR_FIXED = 3
 """A load path's fixed seconds are fitted only with this many logs (two parameters on fewer
 would fit any two logs exactly)."""
-STORAGE_BOUND = 0.8
-"""A load at this share of its storage's stated throughput (``storage_gbps``) or more
-measured the storage, not the loader: it is left out of the loader's fit (the prediction
-caps every load at its storage's throughput instead)."""
 NETWORK_PATHS = ("hf-download", "hf-download-fast", "s3-download", "s3-streamer")
 """The paths over a network, whose loads pay per-request latency and connection ramp-up: the
 only ones given a fixed part (a local read's file opens are sub-second noise)."""
 
 
-def best_value(values: list[float]) -> float:
+def best_value(values: list[float], caps: list[float | None] | None = None) -> float:
     """The value putting the most ``values`` within :data:`FACTOR` of it; ties: the one of
-    smallest mean |log error|. One value: itself."""
+    smallest mean |log error|. One value: itself.
+
+    ``caps`` (a rate's storage throughput, ``StartupLog.storage_gbps``) bound what each
+    value is predicted at, as the prediction does: a candidate v predicts min(v, cap), so a
+    load that ran at its storage's limit agrees with any loader rate above that limit and
+    pulls the fit no lower."""
+    bounds = caps or [None] * len(values)
     lo, hi = min(values), max(values)
     if lo == hi:
         return lo
@@ -78,8 +84,9 @@ def best_value(values: list[float]) -> float:
     steps = 2000
     for i in range(steps + 1):
         v = lo * (hi / lo) ** (i / steps)
-        inside = sum(1 / FACTOR <= x / v <= FACTOR for x in values)
-        loss = sum(abs(math.log(x / v)) for x in values) / len(values)
+        pred = [v if c is None else min(v, c) for c in bounds]
+        inside = sum(1 / FACTOR <= x / p <= FACTOR for x, p in zip(values, pred, strict=True))
+        loss = sum(abs(math.log(x / p)) for x, p in zip(values, pred, strict=True)) / len(values)
         key = (-inside, loss, v)
         if best is None or key < best:
             best = key
@@ -87,11 +94,15 @@ def best_value(values: list[float]) -> float:
     return best[2]
 
 
-def best_fixed_and_rate(rows: list[tuple[float, float]]) -> tuple[float, float, int]:
+def best_fixed_and_rate(
+    rows: list[tuple[float, float]], caps: list[float | None] | None = None
+) -> tuple[float, float, int]:
     """(fixed seconds, GB/s, logs within :data:`FACTOR`) of ``seconds = fixed + GB / rate``
     that puts the most ``(GB, seconds)`` rows within :data:`FACTOR` (ties: the smallest mean
     |log error|, then the smaller fixed part), on a grid: fixed from 0 to 90 % of the
-    shortest load, rate log-spaced over the logged rates."""
+    shortest load, rate log-spaced over the logged rates; a row's cap bounds its rate as in
+    :func:`best_value`."""
+    bounds = caps or [None] * len(rows)
     shortest = min(t for _, t in rows)
     rates = [g / t for g, t in rows]
     lo, hi = min(rates) / 2, max(rates) * 4
@@ -100,7 +111,10 @@ def best_fixed_and_rate(rows: list[tuple[float, float]]) -> tuple[float, float, 
         fixed = 0.9 * shortest * a / 40
         for b in range(401):
             rate = lo * (hi / lo) ** (b / 400)
-            pred = [fixed + g / rate for g, _ in rows]
+            pred = [
+                fixed + g / (rate if c is None else min(rate, c))
+                for (g, _), c in zip(rows, bounds, strict=True)
+            ]
             inside = sum(
                 1 / FACTOR <= p / t <= FACTOR for p, (_, t) in zip(pred, rows, strict=True)
             )
@@ -112,16 +126,28 @@ def best_fixed_and_rate(rows: list[tuple[float, float]]) -> tuple[float, float, 
     return best[2], best[3], -best[0]
 
 
-def _const(rows: list[tuple[str, float]], what: str, unit: str, nd: int = 3) -> dict[str, object]:
-    value = best_value([v for _, v in rows])
-    inside = sum(1 / FACTOR <= v / value <= FACTOR for _, v in rows)
+def _const(
+    rows: list[tuple[str, float]],
+    what: str,
+    unit: str,
+    nd: int = 3,
+    caps: list[float | None] | None = None,
+) -> dict[str, object]:
+    bounds = caps or [None] * len(rows)
+    value = best_value([v for _, v in rows], bounds)
+    inside = sum(
+        1 / FACTOR <= v / (value if c is None else min(value, c)) <= FACTOR
+        for (_, v), c in zip(rows, bounds, strict=True)
+    )
+    capped = sum(c is not None and c < value for c in bounds)
+    note = f"; {capped} capped at their storage's stated throughput" if capped else ""
     return {
         "value": round(value, nd),
         "fitted_on": [i for i, _ in rows],
         "explanation": (
             f"{what} ({len(rows)} log{'' if len(rows) == 1 else 's'}: "
             + ", ".join(f"{v:.3g}" for _, v in sorted(rows, key=lambda x: x[1]))
-            + f" {unit}); {inside} of {len(rows)} within x{FACTOR:g} of the value"
+            + f" {unit}); {inside} of {len(rows)} within x{FACTOR:g} of the value{note}"
         ),
     }
 
@@ -131,33 +157,41 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
     models = load_model_catalog()
     out: dict[str, dict[str, object]] = {}
 
-    by_path: dict[str, list[tuple[str, float, float]]] = {}  # (id, GB per reader, seconds)
+    # (id, GB per reader, seconds, the storage's stated GB/s)
+    by_path: dict[str, list[tuple[str, float, float, float | None]]] = {}
     for log in logs:
         if log.load_s and log.reader_gib:
             gb = log.reader_gib * (1 << 30) / 1e9
-            if log.storage_gbps and gb / log.load_s >= STORAGE_BOUND * log.storage_gbps:
-                continue  # it measured the storage, not the loader
-            by_path.setdefault(log.load_path, []).append((log.id, gb, log.load_s))
-            if log.load_path == "disk" and log.storage != "not stated":
-                by_path.setdefault(f"disk-{log.storage}", []).append((log.id, gb, log.load_s))
+            row = (log.id, gb, log.load_s, log.storage_gbps)
+            if log.load_path != "disk":
+                by_path.setdefault(log.load_path, []).append(row)
+            elif log.storage == "not stated":
+                # the point for a disk of unstated storage: what such disks ran at
+                by_path.setdefault("disk", []).append(row)
+            else:
+                by_path.setdefault(f"disk-{log.storage}", []).append(row)
     for path, rows in sorted(by_path.items()):
         key = path.replace("-", "_")
-        rates = [(i, g / t) for i, g, t in rows]
+        rates = [(i, g / t) for i, g, t, _ in rows]
+        caps = [c for _, _, _, c in rows]
         if len(rows) < MIN_FOR_FIXED or path not in NETWORK_PATHS:
             out[f"load_gbps_{key}"] = _const(
-                rates, f"GB/s of the logged {path} loads, weights per reader / load seconds", "GB/s"
+                rates,
+                f"GB/s of the logged {path} loads, weights per reader / load seconds",
+                "GB/s",
+                caps=caps,
             )
             continue
-        fixed, gbps, inside = best_fixed_and_rate([(g, t) for _, g, t in rows])
+        fixed, gbps, inside = best_fixed_and_rate([(g, t) for _, g, t, _ in rows], caps)
         listing = ", ".join(
-            f"{g:.3g} GB in {t:g} s" for _, g, t in sorted(rows, key=lambda r: r[1])
+            f"{g:.3g} GB in {t:g} s" for _, g, t, _ in sorted(rows, key=lambda r: r[1])
         )
         why = (
             f"load seconds = {fixed:.2f} s + GB per reader / {gbps:.3f} GB/s, searched together "
             f"over the logged {path} loads ({len(rows)} logs: {listing}); {inside} of "
             f"{len(rows)} within x{FACTOR:g}"
         )
-        ids = [i for i, _, _ in rows]
+        ids = [i for i, _, _, _ in rows]
         out[f"load_gbps_{key}"] = {"value": round(gbps, 3), "fitted_on": ids, "explanation": why}
         out[f"load_fixed_s_{key}"] = {
             "value": round(fixed, 2),
@@ -175,6 +209,7 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
     cold: list[tuple[str, float]] = []
     cached: list[tuple[str, float]] = []
     capture: list[tuple[str, float]] = []
+    frozen: list[tuple[str, float]] = []
     moe: list[tuple[str, float]] = []
     for log in logs:
         n = layers(log)
@@ -186,15 +221,18 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
             else:
                 cold.append((log.id, log.compile_s / n))
         if log.graph_capture_s is not None:
-            capture.append((log.id, log.graph_capture_s / (n * sizes(log))))
+            rows = frozen if capture_gc_frozen(log.vllm_version, log.engine) else capture
+            rows.append((log.id, log.graph_capture_s / (n * sizes(log))))
         if log.moe_warmup_s is not None:
             moe.append((log.id, log.moe_warmup_s))
     c_cold = best_value([v for _, v in cold])
     c_cached = best_value([v for _, v in cached])
     c_cap = best_value([v for _, v in capture])
+    c_frozen = best_value([v for _, v in frozen]) if frozen else c_cap
     c_moe = best_value([v for _, v in moe])
 
     base_rows: list[tuple[str, float]] = []
+    v0_rows: list[tuple[str, float]] = []
     for log in logs:
         n = layers(log)
         if log.init_s is None or n is None or log.enforce_eager:
@@ -205,19 +243,27 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
             comp = log.compile_s
         else:
             comp = c_cached if log.compile_cached else c_cold * n
-        graphs = log.graph_capture_s if log.graph_capture_s is not None else c_cap * n * sizes(log)
+        per = c_frozen if capture_gc_frozen(log.vllm_version, log.engine) else c_cap
+        graphs = log.graph_capture_s if log.graph_capture_s is not None else per * n * sizes(log)
         arch = models.get(log.model)
         warm = (log.moe_warmup_s or c_moe) if arch is not None and arch.is_moe else 0.0
-        base_rows.append((log.id, log.init_s - comp - graphs - warm))
-    base = max(0.0, statistics.median(v for _, v in base_rows))
-    out["init_base_s"] = {
-        "value": round(base, 1),
-        "fitted_on": [i for i, _ in base_rows],
-        "explanation": "median of each log's init less its logged torch.compile, CUDA graph "
-        "and MoE warm-up seconds (profiling, KV cache allocation, warm-up): "
-        + ", ".join(f"{v:.1f}" for _, v in sorted(base_rows, key=lambda x: x[1]))
-        + " s",
-    }
+        rows = v0_rows if log.engine == "v0" else base_rows
+        rows.append((log.id, log.init_s - comp - graphs - warm))
+
+    def base_const(rows: list[tuple[str, float]], engine: str) -> dict[str, object]:
+        base = max(0.0, statistics.median(v for _, v in rows))
+        return {
+            "value": round(base, 1),
+            "fitted_on": [i for i, _ in rows],
+            "explanation": f"median of each {engine} log's init less its logged torch.compile, "
+            "CUDA graph and MoE warm-up seconds (profiling, KV cache allocation, warm-up): "
+            + ", ".join(f"{v:.1f}" for _, v in sorted(rows, key=lambda x: x[1]))
+            + " s",
+        }
+
+    out["init_base_s"] = base_const(base_rows, "V1 engine")
+    if v0_rows:
+        out["init_base_v0_s"] = base_const(v0_rows, "V0 engine")
     out["compile_s_per_layer"] = _const(
         cold, "a cold torch.compile's logged seconds per decoder layer", "s", 2
     )
@@ -226,10 +272,19 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
     )
     out["graph_capture_s_per_layer_size"] = _const(
         capture,
-        "logged CUDA graph capture seconds per decoder layer per captured batch size",
+        "logged CUDA graph capture seconds per decoder layer per captured batch size, V0 and "
+        "V1 before the garbage-collector freeze of 0.10.1 (or release not stated)",
         "s",
         5,
     )
+    if frozen:
+        out["graph_capture_gc_frozen_s_per_layer_size"] = _const(
+            frozen,
+            "logged CUDA graph capture seconds per decoder layer per captured batch size, V1 "
+            "from 0.10.1 (garbage collector frozen during capture, vllm-project/vllm PR 21146)",
+            "s",
+            5,
+        )
     out["moe_warmup_s"] = _const(
         moe, "logged MoE kernel (DeepGEMM) warm-up of an FP8 MoE model", "s", 1
     )

@@ -21,6 +21,7 @@ from gpustrata.vllm.terms import CapacityError
 from gpustrata.vllm.timing import (
     DEFAULT_CAPTURE_SIZES,
     PROCESS_START_S,
+    capture_gc_frozen,
     disk_bandwidth,
     fitted_engine_init,
     load_path_bandwidth,
@@ -72,14 +73,30 @@ def test_eager_is_faster_than_compile_and_a_warm_compile_cache_faster_than_cold(
     assert init(enforce_eager=True) == fit["init_base_s"].value
 
 
-def test_graph_capture_scales_with_the_captured_sizes() -> None:
+def test_graph_capture_scales_with_the_captured_sizes_at_the_release_s_rate() -> None:
+    """Capture is per layer per captured size, at the rate of the release's side of the
+    garbage-collector freeze (vllm PR 21146, from 0.10.1): the reference release captures
+    at the frozen rate, 0.9 and V0 at the slower one; V0 has its own init base."""
+
     def init(**kw: object) -> float:
         return fitted_engine_init(32, enforce_eager=False, **kw)[0]  # type: ignore[arg-type]
 
-    per = load_serving_fit().startup["graph_capture_s_per_layer_size"].value
-    assert init(capture_sizes=67) - init(capture_sizes=35) == pytest.approx(per * 32 * 32)
-    assert init(engine="v0") == init(capture_sizes=DEFAULT_CAPTURE_SIZES["v0"])
-    assert init(engine="v1") == init(capture_sizes=67)
+    fit = load_serving_fit().startup
+    frozen = fit["graph_capture_gc_frozen_s_per_layer_size"].value
+    slow = fit["graph_capture_s_per_layer_size"].value
+    assert frozen < slow
+    assert init(capture_sizes=67) - init(capture_sizes=35) == pytest.approx(frozen * 32 * 32)
+    old = {"vllm_release": "0.9.2"}
+    assert init(capture_sizes=67, **old) - init(capture_sizes=35, **old) == pytest.approx(
+        slow * 32 * 32
+    )
+    assert init(**old) > init() == init(capture_sizes=67)
+    v0 = fit["init_base_v0_s"].value + fit["compile_s_per_layer"].value * 32
+    assert init(engine="v0") == pytest.approx(v0 + slow * 32 * DEFAULT_CAPTURE_SIZES["v0"])
+    assert capture_gc_frozen("0.10.1.1") and capture_gc_frozen(None)
+    assert not capture_gc_frozen("0.10.0") and not capture_gc_frozen("0.9.x (V1)")
+    assert not capture_gc_frozen("0.2x (2026-05)") and not capture_gc_frozen("not stated")
+    assert not capture_gc_frozen("0.24.0", engine="v0")
 
 
 def test_a_hub_start_downloads_once_then_every_rank_reads_the_whole_checkpoint() -> None:
@@ -282,3 +299,21 @@ def test_capacity_reports_the_startup_range_where_the_storage_is_not_stated() ->
         == total
         == nvme["startup_slowest_seconds"]["value"]
     )
+
+
+def test_storage_bound_loads_join_the_fit_capped_and_an_unfitted_path_borrows_its_nearest() -> None:
+    """A load that ran at its storage's stated limit joins its path's fit with that limit as
+    its cap (it agrees with any loader rate above it); a path with no fitted log of its own
+    (s3-download held out) reads at the nearest fitted path's rate, not a cited default."""
+    mod = _fit_module()
+    fit = load_serving_fit().startup
+    assert "runai-bench-vllm055-llama3-8b-gp3-streamer" in fit["load_gbps_local_streamer"].fitted_on
+    assert "capped at their storage" in fit["load_gbps_local_streamer"].explanation
+    logs = list(load_startup_logs())
+    target = next(x for x in logs if x.id == "marin-7136-s3-download")
+    raw = mod.fit([x for x in logs if x.id != target.id])
+    assert "load_gbps_s3_download" not in raw
+    constants = {k: FittedConstant.model_validate(v) for k, v in raw.items()}
+    p = logged_startup_prediction(target, constants)
+    assert f"/ {constants['load_gbps_s3_streamer'].value:g} GB/s" in p.how
+    assert 1 / 2 < p.point_s / p.logged_s < 2  # the cited 0.3 GB/s default was x9.5

@@ -343,6 +343,7 @@ def estimate_capacity(
         safety_factor=safety_factor,
         storage=storage,
         storage_gbps=storage_gbps,
+        vllm_release=vllm_release,
     )
     step_tokens = max_num_batched_tokens if chunked else max(max_num_batched_tokens, mml)
     step = step_estimate(

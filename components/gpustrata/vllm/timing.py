@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -20,6 +21,7 @@ from gpustrata.vllm.terms import GB, CapacityError, gb
 from gpustrata.vllm.weights import WeightsEstimate
 
 __all__ = [
+    "CUDAGRAPH_GC_FROZEN_FROM",
     "DEFAULT_CAPTURE_SIZES",
     "DEFAULT_EFFICIENCY",
     "LOAD_GBPS_DEFAULTS",
@@ -30,6 +32,7 @@ __all__ = [
     "StartupEstimate",
     "StepEstimate",
     "WeightSourceName",
+    "capture_gc_frozen",
     "disk_bandwidth",
     "fastest_logged_load",
     "fitted_engine_init",
@@ -96,6 +99,37 @@ DEFAULT_CAPTURE_SIZES: Mapping[str, int] = {"v0": 35, "v1": 67}
 (1, 2, 4, then 8 to 512 in steps of 8: 67; vllm-project/vllm issue 20098: "By default,
 vLLM captures 67 graphs"). Later releases capture 51 (to 256 in steps of 8, then 16); the
 planner keeps 67, the longer capture."""
+
+CUDAGRAPH_GC_FROZEN_FROM: tuple[int, int, int] = (0, 10, 1)
+"""The first vLLM release whose V1 engine captures CUDA graphs with Python's garbage
+collector frozen: vllm-project/vllm PR 21146 ("[Core] Freeze gc during cuda graph capture
+to speed up init", merged 2025-07-22, after the v0.10.0 branch; 0.10.1 is the first release
+known to carry it). Before it every captured piece could run a ``gc.collect()``; PR 24128
+measured the difference on the same engine: "Capturing CUDA graphs ... 67/67 [00:06" with
+the freeze, "67/67 [00:39" with ``VLLM_ENABLE_CUDAGRAPH_GC=1`` (the old behaviour). The
+startup fit therefore gives capture its own per-layer-per-size rate on each side of this
+release."""
+
+_RELEASE = re.compile(r"^(?:vLLM )?(\d+)\.(\d+)(?:\.(\d+))?(?![\dA-Za-z])")
+
+
+def capture_gc_frozen(vllm_release: str | None, engine: Literal["v0", "v1"] = "v1") -> bool:
+    """Whether an engine of *vllm_release* captures CUDA graphs with the garbage collector
+    frozen (:data:`CUDAGRAPH_GC_FROZEN_FROM`, V1 only). None: the reference release
+    (:func:`gpustrata.catalog.vllm_releases.reference_release`). A release that cannot be
+    read (``"not stated"``, ``"0.2x"``) counts as before the freeze: the longer capture."""
+    if engine == "v0":
+        return False
+    if vllm_release is None:
+        from gpustrata.catalog.vllm_releases import reference_release
+
+        vllm_release = reference_release()
+    m = _RELEASE.match(vllm_release.strip())
+    if m is None:
+        return False
+    release = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    return release >= CUDAGRAPH_GC_FROZEN_FROM
+
 
 PROCESS_START_S = 20.0
 """Seconds from container start to the engine's model load that no vLLM log line times
@@ -187,6 +221,7 @@ def startup_estimate(
     capture_sizes: int | None = None,
     storage: str | None = None,
     storage_gbps: float | None = None,
+    vllm_release: str | None = None,
 ) -> StartupEstimate:
     """Startup = process start + weight load + engine init, times a safety factor.
 
@@ -200,13 +235,16 @@ def startup_estimate(
     start is :data:`PROCESS_START_S`, left out where the stack states its init time.
     ``hf_transfer``, ``streamer_distributed`` and ``capture_sizes`` are the conditions a
     manifest states (``HF_HUB_ENABLE_HF_TRANSFER``, the streamer's ``distributed`` option,
-    ``--compilation-config`` capture sizes).
+    ``--compilation-config`` capture sizes); ``vllm_release`` the engine's release (None:
+    the reference release), which sets the CUDA graph capture rate
+    (:data:`CUDAGRAPH_GC_FROZEN_FROM`).
 
     Storage: a default-loader read (the read-back of a Hub start, local-nvme, a pvc whose
     storage is stated) runs at the rate fitted for *storage*
     (:data:`gpustrata.catalog.serving.StorageKind`; local-nvme is ``local-disk``), capped by
     *storage_gbps* (a volume's provisioned throughput, e.g. gp3's 125 MiB/s baseline).
-    Where the storage is not stated the point stays the pooled rate (pvc: the cited
+    Where the storage is not stated the point is the rate fitted on the disk logs that state
+    none (``load_gbps_disk``; pvc: the cited
     default) and :attr:`StartupEstimate.fast_s` / :attr:`StartupEstimate.slow_s` span the
     fastest and slowest fitted storage kinds.
     """
@@ -280,6 +318,7 @@ def startup_estimate(
             enforce_eager=enforce_eager,
             is_moe=arch.is_moe,
             capture_sizes=capture_sizes,
+            vllm_release=vllm_release,
         )
         process_s = PROCESS_START_S
     total = process_s + load_s + init_s
@@ -336,6 +375,14 @@ def load_path_bandwidth(path: str) -> tuple[float, str]:
     return LOAD_GBPS_DEFAULTS[fallback.get(path, "huggingface")]
 
 
+_NEAREST_PATH: Mapping[str, str] = {
+    "s3-download": "s3-streamer",
+    "hf-download-fast": "hf-download",
+}
+"""A path with no fitted log of its own reads at the nearest fitted path: a copy from
+object storage makes the same parallel ranged GETs as the Run:ai streamer from it (the
+copy's write to local disk aside); hf_transfer/hf_xet is at least the plain downloader."""
+
 Constants = Mapping[str, FittedConstant]
 """The ``startup:`` constants by name: the catalogue's, or a refit's (the held-out bench)."""
 
@@ -359,7 +406,8 @@ def disk_bandwidth(
 
     A stated kind fitted on at least :data:`MIN_FITTED_LOGS` logs of its own
     (``load_gbps_disk_<kind>``) is a point (low = high). Otherwise the point is the rate
-    fitted over every disk log (``load_gbps_disk``) and the range spans the slowest to the
+    fitted on the disk logs that state no storage (``load_gbps_disk``: what unnamed storage
+    ran at) and the range spans the slowest to the
     fastest fitted kind: where the storage is unknown, the load is known only that well.
     """
     fit = _constants(constants)
@@ -388,7 +436,7 @@ def disk_bandwidth(
         low,
         high,
         (
-            f"storage {storage}: {point:g} GB/s fitted over every disk load, range "
+            f"storage {storage}: {point:g} GB/s fitted on unstated-storage disk loads, range "
             f"{low:g} ({rates[0][1]}) to {high:g} ({rates[-1][1]}) GB/s"
         ),
     )
@@ -432,16 +480,19 @@ def fitted_engine_init(
     compile_cached: bool = False,
     engine: Literal["v0", "v1"] = "v1",
     capture_sizes: int | None = None,
+    vllm_release: str | None = None,
     constants: Constants | None = None,
 ) -> tuple[float, str]:
     """Engine init seconds and their working, with the constants fitted on published logs
-    (the ``startup:`` section of ``catalog/data/serving-fit.yaml``): base (profiling, KV
-    cache) + torch.compile (per decoder layer cold, a fixed time from the compile cache) +
-    CUDA graph capture (per decoder layer per captured batch size; neither with
+    (the ``startup:`` section of ``catalog/data/serving-fit.yaml``, or *constants*): base
+    (profiling, KV cache) + torch.compile (per decoder layer cold, a fixed time from the
+    compile cache) + CUDA graph capture (per decoder layer per captured batch size, at the
+    rate of *vllm_release*'s side of :data:`CUDAGRAPH_GC_FROZEN_FROM`; neither with
     enforce_eager) + MoE kernel warm-up for MoE models.
     """
-    fit = load_serving_fit().startup
-    base = fit["init_base_s"]
+    fit = _constants(constants)
+    v0 = engine == "v0" and "init_base_v0_s" in fit
+    base = fit["init_base_v0_s"] if v0 else fit["init_base_s"]
     total = base.value
     parts = [f"{base.value:g} s base (profiling, KV cache; {len(base.fitted_on)} logs)"]
     if not enforce_eager:
@@ -453,12 +504,15 @@ def fitted_engine_init(
             c = fit["compile_s_per_layer"]
             total += c.value * layers
             parts.append(f"{c.value:g} s x {layers} layers torch.compile ({len(c.fitted_on)} logs)")
-        g = fit["graph_capture_s_per_layer_size"]
+        frozen = capture_gc_frozen(vllm_release, engine)
+        key = "graph_capture_gc_frozen_s_per_layer_size"
+        g = fit[key] if frozen and key in fit else fit["graph_capture_s_per_layer_size"]
         sizes = capture_sizes or DEFAULT_CAPTURE_SIZES[engine]
         total += g.value * layers * sizes
+        regime = "gc frozen" if frozen and key in fit else "gc not frozen"
         parts.append(
             f"{g.value:g} s x {layers} layers x {sizes} sizes CUDA graph capture "
-            f"({len(g.fitted_on)} logs)"
+            f"({regime}; {len(g.fitted_on)} logs)"
         )
     if is_moe:
         m = fit["moe_warmup_s"]
@@ -500,7 +554,7 @@ def logged_startup_prediction(
 
     Compares the log's load, its init, or both summed. Load: the log's weights per reader
     over the fitted bandwidth of its load path; a disk load over its stated storage's
-    bandwidth, or, storage not stated, the pooled disk rate with the range of
+    bandwidth, or, storage not stated, the rate of unstated-storage disk logs with the range of
     :func:`disk_bandwidth`. The cited defaults are :data:`LOAD_GBPS_DEFAULTS` of the planner
     source the path stands for over the whole checkpoint as logged, and a fixed 30 s init
     + 60 s for compile and graphs + 90 s for MoE.
@@ -514,7 +568,11 @@ def logged_startup_prediction(
         if log.load_path == "disk":
             gbps, fast, slow, _ = disk_bandwidth(log.storage, fit)
         else:
-            key = "load_gbps_" + log.load_path.replace("-", "_")
+            path: str = log.load_path
+            if "load_gbps_" + path.replace("-", "_") not in fit:
+                path = _NEAREST_PATH.get(path, path)
+                fixed = load_path_fixed_s(path, fit)
+            key = "load_gbps_" + path.replace("-", "_")
             gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
             fast = slow = gbps
         if log.storage_gbps is not None:  # no faster than the storage it reads
@@ -545,6 +603,7 @@ def logged_startup_prediction(
                 compile_cached=log.compile_cached,
                 engine=log.engine,
                 capture_sizes=log.capture_sizes,
+                vllm_release=log.vllm_version,
                 constants=fit,
             )
             fitted += init
