@@ -23,7 +23,7 @@ import yaml
 from _stacks import ROOT
 from pulumi.provider.experimental.util import camel_case
 
-from gpustrata.cli.codegen import generate, stack_args_source
+from gpustrata.cli.codegen import TARGET, generate, stack_args_sources
 from gpustrata.runtime.provider import provider, schema
 from gpustrata.spec.loader import validate_stack
 from gpustrata.spec.stack import StackSpec
@@ -40,7 +40,15 @@ def _token(ref: str) -> str:
 def test_generated_module_is_current() -> None:
     assert generate(check=True) is False, "run python -m gpustrata.cli.codegen"
     # A pure function of the spec: the same text twice.
-    assert stack_args_source() == stack_args_source()
+    assert stack_args_sources() == stack_args_sources()
+
+
+def test_no_generated_module_is_over_800_lines() -> None:
+    """The generator splits the package by spec module (issue 32)."""
+    sizes = {p.name: text.count("\n") for p, text in stack_args_sources().items()}
+    assert set(sizes) >= {"__init__.py", "enums.py", "stack.py"}
+    assert all(p.parent == TARGET for p in stack_args_sources())
+    assert max(sizes.values()) <= 800, sizes
 
 
 # ----------------------------------------------------------- the spec's JSON Schema

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
     from gpustrata.catalog.model_sources import ModelSources
     from gpustrata.reports.capacity import CapacityTarget
-    from gpustrata.spec.stack import ModelSpec, WorkloadSpec
+    from gpustrata.spec.serving import ModelSpec, WorkloadSpec
 
 __all__ = ["capacity_command", "register"]
 
@@ -373,7 +373,7 @@ def _stack_offload(spec: ModelSpec) -> float | None:
 
 def _workload(args: argparse.Namespace, stated: WorkloadSpec | None) -> WorkloadSpec:
     """The stack model's workload (or the reference one) with the workload flags applied."""
-    from gpustrata.spec.stack import WorkloadSpec
+    from gpustrata.spec.serving import WorkloadSpec
 
     base = stated if stated is not None else WorkloadSpec()
     update: dict[str, Any] = {}
