@@ -11,16 +11,14 @@ import yaml
 from _scripts import load_script
 
 from gpustrata.catalog.compat import load_compat_catalog
+from gpustrata.catalog.vllm_release_types import Fact, VllmReleaseCatalogError, source_url
 from gpustrata.catalog.vllm_releases import (
-    Fact,
-    VllmReleaseCatalogError,
     accepted_flags,
     flag_releases,
     load_vllm_releases,
     memory_default,
     mxfp4_kernel,
     releases_from_document,
-    source_url,
 )
 from gpustrata.core.versions import parse_version
 
