@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import typing
 from typing import Any
 
 import jsonschema
@@ -235,3 +236,26 @@ def test_the_provider_maps_the_yaml_program_to_a_valid_stack() -> None:
     with pytest.raises(pulumi.InputPropertyError) as caught:
         provider().component_args("InferenceStack", bad)
     assert caught.value.property_path == "stack.nodePools[0].capacityType"
+
+
+def test_the_package_exports_every_typed_dict_and_enum() -> None:
+    """``gpustrata.components.stack_args`` is the import path users know: every generated
+    TypedDict and enum is there, and nothing else (no typing helper, no private alias)."""
+    import enum
+
+    import gpustrata.components.stack_args as package
+
+    modules = {p.stem for p in TARGET.glob("*.py")} - {"__init__"}
+    public = {n for n in vars(package) if not n.startswith("_")} - modules
+    assert {"StackArgs", "StackClusterArgs", "StackModelArgs", "ClusterMode"} <= public
+    for name in public:
+        value = getattr(package, name)
+        assert issubclass(value, enum.Enum) or typing.is_typeddict(value), name
+    typed_dicts = {n for n in public if typing.is_typeddict(getattr(package, n))}
+    assert len(typed_dicts) == len(
+        re.findall(
+            r"^class \w+\(_typing.TypedDict\)",
+            "".join(text for p, text in stack_args_sources().items()),
+            re.MULTILINE,
+        )
+    )

@@ -150,18 +150,12 @@ class _Gen:
             _HEADER[-1] + " Pulumi's component analyzer",
             "reads these annotations and docstrings into the component schema (types,",
             "descriptions, enums for TypeScript, Go and YAML); the spec validates the document.",
-            "The names live in the modules of this package; this is their import path.",
+            "The names live in the modules of this package (each module's public names); this",
+            "is their import path.",
             '"""',
             "",
         ]
-        names: list[str] = []
-        for module in ["enums", *modules]:
-            own = sorted(self.enums) if module == "enums" else self._own(module)
-            names += own
-        for module in sorted(["enums", *modules]):
-            own = sorted(self.enums) if module == "enums" else self._own(module)
-            out += _import(f"{_PACKAGE}.{module}", own)
-        out += ["", *_all(names)]
+        out += [f"from {_PACKAGE}.{m} import *  # noqa: F403" for m in sorted(["enums", *modules])]
         files["__init__.py"] = "\n".join(out).rstrip() + "\n"
         return files
 
@@ -173,9 +167,12 @@ class _Gen:
             '"""The closed sets of the ``stack`` input as enums (the spec\'s ``Literal`` aliases).',
             "",
             *_HEADER,
+            "The ``_Name`` aliases are what the TypedDicts' fields are typed with: the enum, and",
+            "for a type checker its literal values too.",
             '"""',
             "",
             "from enum import IntEnum, StrEnum",
+            "from typing import TYPE_CHECKING, Literal",
             "",
             *_all(sorted(self.enums)),
             "",
@@ -185,53 +182,44 @@ class _Gen:
             out += ["", f"class {name}({base}):", *_docstring(doc, 4), ""]
             out += [f"    {_member(v)} = {json.dumps(v)}" for v in values]
             out.append("")
+        out += ["", "if TYPE_CHECKING:  # a type checker also takes the literal values"]
+        for name, (values, _) in sorted(self.enums.items()):
+            literal = ", ".join(json.dumps(v) for v in values)
+            line = f"    _{name} = Literal[{literal}] | {name}"
+            if len(line) > _WIDTH:  # split the way ruff format does
+                inner = f"        Literal[{literal}] | {name}"
+                if len(inner) > _WIDTH:
+                    inner = f"        Literal[{literal}]\n        | {name}"
+                line = f"    _{name} = (\n{inner}\n    )"
+            out.append(line)
+        out.append("else:")
+        out += [f"    _{name} = {name}" for name in sorted(self.enums)]
         return "\n".join(out).rstrip() + "\n"
 
     def _models_module(self, module: str) -> str:
+        """One module's TypedDicts. Its imports have private names (``_enums._ClusterMode``,
+        ``_cluster.StackClusterArgs``, ``_typing.NotRequired``) so that its public names are
+        its TypedDicts alone, which ``__init__`` re-exports with ``import *``."""
         own = self._own(module)
-        body = "\n".join(self.models[n] for n in own)
-        enums = sorted(e for e in self.enums if re.search(rf"\b_{e}\b", body))
-        others: dict[str, list[str]] = {}
+        text = {n: self.models[n] for n in own}
         for name in self.order:
-            if self.home[name] != module and re.search(rf"\b{name}\b", body):
-                others.setdefault(self.home[name], []).append(name)
-        typing_names = [n for n in ("Any", "NotRequired") if re.search(rf"\b{n}\[?", body)]
-        if enums:
-            typing_names += ["Literal", "TYPE_CHECKING"]
-        typing_names = sorted([*typing_names, "TypedDict"], key=lambda n: (not n.isupper(), n))
+            if self.home[name] != module:
+                prefix = f"_{self.home[name]}."
+                text = {
+                    n: re.sub(rf"(?<![.\w]){name}\b", prefix + name, s) for n, s in text.items()
+                }
+        for name in [*self.enums, "Any", "NotRequired", "TypedDict"]:
+            new = f"_enums._{name}" if name in self.enums else f"_typing.{name}"
+            old = f"_{name}" if name in self.enums else name
+            text = {n: re.sub(rf"(?<![.\w]){old}\b", new, s) for n, s in text.items()}
+        body = "\n".join(text.values())
         out = [f'"""{_MODULE_DOCS.get(module, "Part of the ``stack`` input.")}', "", *_HEADER]
-        out += ['"""', "", f"from typing import {', '.join(typing_names)}", ""]
-        imports = {"enums": enums, **others} if enums else others
-        for other in sorted(imports):
-            out += _import(f"{_PACKAGE}.{other}", sorted(imports[other]))
-        out += ["", *_all(own), ""]
-        if enums:
-            out += ["", "if TYPE_CHECKING:  # a type checker also takes the literal values"]
-            for name in enums:
-                values = self.enums[name][0]
-                literal = ", ".join(json.dumps(v) for v in values)
-                line = f"    _{name} = Literal[{literal}] | {name}"
-                if len(line) > _WIDTH:  # split the way ruff format does
-                    inner = f"        Literal[{literal}] | {name}"
-                    if len(inner) > _WIDTH:
-                        inner = f"        Literal[{literal}]\n        | {name}"
-                    line = f"    _{name} = (\n{inner}\n    )"
-                out.append(line)
-            out.append("else:")
-            out += [f"    _{name} = {name}" for name in enums]
-            out.append("")
+        out += ['"""', "", "import typing as _typing", ""]
+        imports = [m for m in ["enums", *sorted(set(self.home.values()))] if f"_{m}." in body]
+        out += [f"from {_PACKAGE} import {m} as _{m}" for m in sorted(imports) if m != module]
         for name in own:
-            out += ["", self.models[name], ""]
+            out += ["", "", text[name]]
         return "\n".join(out).rstrip() + "\n"
-
-
-def _import(module: str, names: list[str]) -> list[str]:
-    """``from module import names`` the way ruff formats it."""
-    names = sorted(names, key=lambda n: (n.lower(), n))  # isort's order
-    line = f"from {module} import {', '.join(names)}"
-    if len(line) <= _WIDTH:
-        return [line]
-    return [f"from {module} import (", *(f"    {n}," for n in names), ")"]
 
 
 def _all(names: list[str]) -> list[str]:
