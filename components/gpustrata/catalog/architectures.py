@@ -22,7 +22,6 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterable, Iterator, Mapping
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -30,7 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpustrata.catalog.hardware import CatalogError
+from gpustrata.catalog.packaged import CatalogError, packaged_text
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -49,7 +48,6 @@ AttentionKind = Literal["full", "sliding_window", "hybrid_sliding", "hybrid_chun
 LayerAttentionType = Literal["full_attention", "sliding_attention", "chunked_attention"]
 """Per-layer attention type, with the names Hugging Face uses in ``layer_types``."""
 
-_DATA_PACKAGE = "gpustrata.catalog"
 _MODELS_FILE = "data/models.yaml"
 
 
@@ -594,7 +592,7 @@ def _parse_catalog(text: str, filename: str) -> ModelCatalog:
 def load_model_catalog() -> ModelCatalog:
     """Load the built-in catalogue (``gpustrata.catalog/data/models.yaml``), once."""
     try:
-        text = resources.files(_DATA_PACKAGE).joinpath(_MODELS_FILE).read_text(encoding="utf-8")
+        text = packaged_text(_MODELS_FILE)
     except OSError as exc:
         raise ModelCatalogError(f"{_MODELS_FILE}: cannot be read: {exc}") from exc
     return _parse_catalog(text, _MODELS_FILE)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from importlib import resources
 from typing import Any, TypeVar
 
+from gpustrata.catalog.packaged import packaged_text
 from gpustrata.catalog.vllm_release_types import (
     BatchDefaults,
     BlockSizeRelease,
@@ -414,7 +414,7 @@ def releases_from_document(data: Any) -> VllmReleases:
 @functools.cache
 def load_vllm_releases() -> VllmReleases:
     """The packaged vLLM release catalogue (read once per process)."""
-    text = resources.files("gpustrata.catalog").joinpath("data", _DATA_FILE).read_text("utf-8")
+    text = packaged_text(f"data/{_DATA_FILE}")
     return releases_from_document(safe_load(text))
 
 
@@ -562,7 +562,7 @@ def profile_facts(version: str | None) -> ProfileRelease | None:
 def _flag_sets() -> dict[str, FlagSet]:
     """Unpack ``vllm-flags.txt`` (the first release in full, then +/- per release)."""
     name = load_vllm_releases().flags_file
-    text = resources.files("gpustrata.catalog").joinpath("data", name).read_text("utf-8")
+    text = packaged_text(f"data/{name}")
     out: dict[str, FlagSet] = {}
     current: set[str] = set()
     version = provenance = ""

@@ -187,7 +187,7 @@ def _resolve_model(
     """``--model``: its files in *sources* (``--models DIR``, the Hugging Face cache), a
     catalogue id or a config.json path; an :class:`InputError` naming the fix otherwise."""
     from gpustrata.catalog.architectures import load_model_catalog
-    from gpustrata.catalog.hardware import CatalogError
+    from gpustrata.catalog.packaged import CatalogError
     from gpustrata.vllm.capacity import resolve_architecture
 
     catalog = load_model_catalog()
@@ -269,7 +269,7 @@ def _stack_model(
 
 def _target(args: argparse.Namespace) -> CapacityTarget:
     from gpustrata.catalog.architectures import load_model_catalog
-    from gpustrata.catalog.hardware import CatalogError
+    from gpustrata.catalog.packaged import CatalogError
     from gpustrata.planning.model_capacity import model_settings
     from gpustrata.reports.capacity import CapacityTarget
     from gpustrata.vllm.capacity import LOAD_GBPS_DEFAULTS, resolve_architecture
