@@ -198,23 +198,25 @@ class _Gen:
 
     def _models_module(self, module: str) -> str:
         """One module's TypedDicts. Its imports have private names (``_enums._ClusterMode``,
-        ``_cluster.StackClusterArgs``, ``_typing.NotRequired``) so that its public names are
+        ``_cluster.StackClusterArgs``, ``_NotRequired``) so that its public names are
         its TypedDicts alone, which ``__init__`` re-exports with ``import *``."""
         own = self._own(module)
-        text = {n: self.models[n] for n in own}
-        for name in self.order:
-            if self.home[name] != module:
-                prefix = f"_{self.home[name]}."
-                text = {
-                    n: re.sub(rf"(?<![.\w]){name}\b", prefix + name, s) for n, s in text.items()
-                }
-        for name in [*self.enums, "Any", "NotRequired", "TypedDict"]:
-            new = f"_enums._{name}" if name in self.enums else f"_typing.{name}"
-            old = f"_{name}" if name in self.enums else name
-            text = {n: re.sub(rf"(?<![.\w]){old}\b", new, s) for n, s in text.items()}
+        names = {n: f"_{self.home[n]}.{n}" for n in self.order if self.home[n] != module}
+        names |= {f"_{e}": f"_enums._{e}" for e in self.enums}
+        names |= {n: f"_{n}" for n in ("Any", "NotRequired", "TypedDict")}
+        word = re.compile(r"(?<![.\w])(" + "|".join(map(re.escape, names)) + r")\b")
+        code = re.compile(r"^(class \w+\(|    \w+: )")  # class and field lines, not docstrings
+        text = {
+            n: "\n".join(
+                word.sub(lambda m: names[m[1]], line) if code.match(line) else line
+                for line in self.models[n].split("\n")
+            )
+            for n in own
+        }
         body = "\n".join(text.values())
         out = [f'"""{_MODULE_DOCS.get(module, "Part of the ``stack`` input.")}', "", *_HEADER]
-        out += ['"""', "", "import typing as _typing", ""]
+        used = [n for n in ("Any", "NotRequired", "TypedDict") if f"_{n}" in body]
+        out += ['"""', "", *(f"from typing import {n} as _{n}" for n in used), ""]
         imports = [m for m in ["enums", *sorted(set(self.home.values()))] if f"_{m}." in body]
         out += [f"from {_PACKAGE} import {m} as _{m}" for m in sorted(imports) if m != module]
         for name in own:
