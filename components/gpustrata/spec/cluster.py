@@ -8,10 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gpustrata.catalog.inputs import (
-    Taint,
-    TaintEffect,
-)
+from gpustrata.catalog.inputs import Taint, TaintEffect
 from gpustrata.spec.fields import (
     EVICTION_SIGNALS,
     EVICTION_THRESHOLD,

@@ -8,9 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from gpustrata.catalog.inputs import (
-    StrictModel,
-)
+from gpustrata.catalog.inputs import StrictModel
 
 # vLLM flags that carry credentials: --api-key (vllm/entrypoints/openai/cli_args.py) and
 # --hf-token (vllm/config/model.py ModelConfig.hf_token), and anything named like them.

@@ -7,11 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from gpustrata.spec.fields import (
-    Name,
-    Quantity,
-    SpecModel,
-)
+from gpustrata.spec.fields import Name, Quantity, SpecModel
 
 RoutingMode = Literal["service", "inference-gateway"]
 EppScorer = Literal["queue", "kv-cache-utilization", "prefix-cache"]

@@ -8,11 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gpustrata.catalog.inputs import (
-    GP3_BASELINE_MIBPS,
-    StorageKind,
-    WeightSource,
-)
+from gpustrata.catalog.inputs import GP3_BASELINE_MIBPS, StorageKind, WeightSource
 from gpustrata.catalog.vllm_releases import load_vllm_releases, minor_release
 from gpustrata.core.vllm_choices import BlockSize, KvCacheDtype, ModelDtype
 from gpustrata.spec.fields import (

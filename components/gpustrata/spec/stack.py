@@ -31,10 +31,7 @@ from gpustrata.spec.cluster import (
     MonitoringSpec,
     NodePoolSpec,
 )
-from gpustrata.spec.fields import (
-    MODEL_MAX,
-    SpecModel,
-)
+from gpustrata.spec.fields import MODEL_MAX, SpecModel
 from gpustrata.spec.routing import InferenceGatewaySpec
 from gpustrata.spec.serving import ModelSpec
 
