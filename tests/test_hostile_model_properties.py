@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_model_files import QWEN
 
-from gpustrata.catalog.architectures import ModelCatalogError, architecture_from_hf_config
+from gpustrata.catalog.architectures import ModelCatalogError
+from gpustrata.catalog.hf_config import architecture_from_hf_config
 from gpustrata.core.modelfiles import CONFIG_BOUNDS, ModelFileError, read_model_config
 from gpustrata.core.quantity import parse_quantity
 

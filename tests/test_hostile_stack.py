@@ -121,7 +121,7 @@ TOKEN = "hf_" + "Q" * 34
 def test_secret_flag_variants_are_refused_without_the_value(name: str, value: str) -> None:
     import pydantic
 
-    from gpustrata.spec.stack import EngineSpec
+    from gpustrata.spec.serving import EngineSpec
 
     with pytest.raises(pydantic.ValidationError) as caught:
         EngineSpec(extra_args={name: value})
@@ -129,7 +129,7 @@ def test_secret_flag_variants_are_refused_without_the_value(name: str, value: st
 
 
 def test_ordinary_flags_still_pass() -> None:
-    from gpustrata.spec.stack import EngineSpec
+    from gpustrata.spec.serving import EngineSpec
 
     ok = {"max_num_batched_tokens": 8192, "long-prefill-token-threshold": 64, "tokenizer": "x"}
     assert EngineSpec(extra_args=ok).extra_args == ok
@@ -146,7 +146,7 @@ def test_flag_name_property() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from _fuzz import record
 
-    from gpustrata.spec.stack import EngineSpec
+    from gpustrata.spec.serving import EngineSpec
 
     base = st.sampled_from(["api-key", "api_key", "hf-token", "hf_token", "apikey"])
     noise = st.sampled_from(["", " ", ".", "s", "\u200b", "\u202e", "=x", "\n", "\u0435", "A"])

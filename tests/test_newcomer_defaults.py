@@ -181,7 +181,7 @@ def test_every_k005_k020_and_v_finding_on_a_stack_names_keys_that_exist() -> Non
     from pydantic import BaseModel
 
     from gpustrata.reports.text import _MODEL_KEYS
-    from gpustrata.spec.stack import ModelSpec
+    from gpustrata.spec.serving import ModelSpec
     from gpustrata_policies.evaluate import all_rules
 
     wanted = {r.meta.id for r in all_rules() if r.meta.id.startswith("V")} | {"K005", "K020"}

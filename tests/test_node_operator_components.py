@@ -10,7 +10,7 @@ from _stacks import ROOT, stack_doc
 
 from gpustrata.render.operators import gpu_operator_values
 from gpustrata.runtime.mockrun import Registered, run_program
-from gpustrata.spec.stack import GpuOperatorSpec
+from gpustrata.spec.cluster import GpuOperatorSpec
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from gpustrata.planning.build import plan_spec
 from gpustrata.planning.sizing import per_replica_workload
 from gpustrata.reports.markdown import _cell, model_facts
 from gpustrata.spec.loader import load_stack_file
-from gpustrata.spec.stack import WorkloadSpec
+from gpustrata.spec.serving import WorkloadSpec
 from gpustrata.vllm.calibration import default_constants
 from gpustrata.vllm.performance import predict_serving
 

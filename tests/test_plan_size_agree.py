@@ -88,7 +88,7 @@ def test_size_snippet_carries_the_workload_plan_reads_back(
     validates as a stack model and states the same workload."""
     import yaml
 
-    from gpustrata.spec.stack import ModelSpec
+    from gpustrata.spec.serving import ModelSpec
 
     out = tmp_path / "entry.yaml"  # type: ignore[operator]
     argv = ["size", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l40s"]

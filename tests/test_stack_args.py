@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import typing
 from typing import Any
 
 import jsonschema
@@ -23,7 +24,7 @@ import yaml
 from _stacks import ROOT
 from pulumi.provider.experimental.util import camel_case
 
-from gpustrata.cli.codegen import generate, stack_args_source
+from gpustrata.cli.codegen import TARGET, generate, stack_args_sources
 from gpustrata.runtime.provider import provider, schema
 from gpustrata.spec.loader import validate_stack
 from gpustrata.spec.stack import StackSpec
@@ -40,7 +41,15 @@ def _token(ref: str) -> str:
 def test_generated_module_is_current() -> None:
     assert generate(check=True) is False, "run python -m gpustrata.cli.codegen"
     # A pure function of the spec: the same text twice.
-    assert stack_args_source() == stack_args_source()
+    assert stack_args_sources() == stack_args_sources()
+
+
+def test_no_generated_module_is_over_800_lines() -> None:
+    """The generator splits the package by spec module (issue 32)."""
+    sizes = {p.name: text.count("\n") for p, text in stack_args_sources().items()}
+    assert set(sizes) >= {"__init__.py", "enums.py", "stack.py"}
+    assert all(p.parent == TARGET for p in stack_args_sources())
+    assert max(sizes.values()) <= 800, sizes
 
 
 # ----------------------------------------------------------- the spec's JSON Schema
@@ -227,3 +236,20 @@ def test_the_provider_maps_the_yaml_program_to_a_valid_stack() -> None:
     with pytest.raises(pulumi.InputPropertyError) as caught:
         provider().component_args("InferenceStack", bad)
     assert caught.value.property_path == "stack.nodePools[0].capacityType"
+
+
+def test_the_package_exports_every_typed_dict_and_enum() -> None:
+    """``gpustrata.components.stack_args`` is the import path users know: every generated
+    TypedDict and enum is there, and nothing else (no typing helper, no private alias)."""
+    import enum
+
+    import gpustrata.components.stack_args as package
+
+    modules = {p.stem for p in TARGET.glob("*.py")} - {"__init__"}
+    public = {n for n in vars(package) if not n.startswith("_")} - modules
+    assert {"StackArgs", "StackClusterArgs", "StackModelArgs", "ClusterMode"} <= public
+    for name in public:
+        value = getattr(package, name)
+        assert issubclass(value, enum.Enum) or typing.is_typeddict(value), name
+    generated = re.findall(r"^class (\w+)\(", "".join(stack_args_sources().values()), re.M)
+    assert public == set(generated)

@@ -10,7 +10,7 @@ you meant is rewritten here: review its diff before committing. The generators:
 
 - ``docs``: the reference pages of ``docs/`` (``python -m gpustrata.cli.docs``);
 - ``rules-md``: ``docs/rules.md`` (``python -m gpustrata_policies.output.docs``);
-- ``stack-args``: ``components/gpustrata/components/stack_args.py`` from the spec
+- ``stack-args``: the package ``components/gpustrata/components/stack_args/`` from the spec
   (``python -m gpustrata.cli.codegen``);
 - ``vllm-flags``: ``catalog/data/vllm-flags.txt`` packed again from its own per-release
   sets (``tools/vllm_flags.py --pack``; new releases are extracted from their sources
@@ -88,7 +88,10 @@ def rules_md(check: bool) -> Result:
 def stack_args(check: bool) -> Result:
     from gpustrata.cli import codegen
 
-    return _texts({codegen.TARGET: codegen.stack_args_source()}, check)
+    stale = codegen.stale_files()
+    if not check:
+        codegen.generate()
+    return Result(stale, not check and bool(stale))
 
 
 def vllm_flags(check: bool) -> Result:
@@ -184,7 +187,7 @@ def markdown_report(check: bool) -> Result:
 GENERATORS: dict[str, tuple[Callable[[bool], Result], str]] = {
     "docs": (docs, "docs/reference/*.md, docs/images/prod-stack.svg"),
     "rules-md": (rules_md, "docs/rules.md"),
-    "stack-args": (stack_args, "components/gpustrata/components/stack_args.py"),
+    "stack-args": (stack_args, "components/gpustrata/components/stack_args/"),
     "vllm-flags": (vllm_flags, "components/gpustrata/catalog/data/vllm-flags.txt"),
     "expected": (expected, "policies/gpustrata_policies/rules/*/expected.yaml"),
     "findings": (findings, "tests/snapshots/findings.json"),

@@ -15,12 +15,12 @@ from pydantic import ValidationError
 
 from gpustrata.catalog import hardware
 from gpustrata.catalog.hardware import (
-    CatalogError,
     GpuModel,
     HardwareCatalog,
     InstanceType,
     load_hardware_catalog,
 )
+from gpustrata.catalog.packaged import CatalogError
 
 GIB = 1024
 
@@ -526,3 +526,26 @@ def test_broken_yaml_names_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
             hardware.load_hardware_catalog()
     finally:
         hardware.load_hardware_catalog.cache_clear()
+
+
+def test_a_repeated_entry_is_an_error_naming_both() -> None:
+    """GPU ids repeat ignoring case (``H100-SXM`` is ``h100-sxm``); instance names exactly."""
+    import copy
+
+    from gpustrata.catalog import hardware
+    from gpustrata.catalog.packaged import CatalogError
+
+    gpu = hardware._read_yaml(hardware._GPUS_FILE, "gpus")[0]
+    twin = {**copy.deepcopy(gpu), "id": str(gpu["id"]).upper()}
+    with pytest.raises(CatalogError, match=r"gpus.yaml: gpu .*\(entry 1\) repeats id"):
+        hardware._parse_entries("gpus.yaml", [gpu, twin], GpuModel, "gpu", "id", True)
+    inst = hardware._read_yaml(hardware._INSTANCES_FILE, "instances")[0]
+    upper = {**copy.deepcopy(inst), "name": str(inst["name"]).upper()}
+    found = hardware._parse_entries(
+        "i.yaml", [inst, upper], InstanceType, "instance", "name", False
+    )
+    assert [i.name for i in found] == [inst["name"], upper["name"]]
+    with pytest.raises(CatalogError, match=r"i.yaml: instance .* repeats name"):
+        hardware._parse_entries("i.yaml", [inst, inst], InstanceType, "instance", "name", False)
+    with pytest.raises(CatalogError, match=r"i.yaml: instance 'x' \(entry 0\) is invalid"):
+        hardware._parse_entries("i.yaml", [{"name": "x"}], InstanceType, "instance", "name", False)

@@ -12,10 +12,10 @@ from gpustrata.catalog.architectures import (
     ModelArchitecture,
     ModelCatalog,
     ModelCatalogError,
-    architecture_from_hf_config,
     load_model_catalog,
     load_model_catalog_file,
 )
+from gpustrata.catalog.hf_config import architecture_from_hf_config
 
 CATALOG = load_model_catalog()
 ENTRIES = list(CATALOG)

@@ -10,21 +10,21 @@ from typing import Any
 
 from _scripts import load_script
 
-from gpustrata.catalog.aks_image import aks_image_driver, aks_image_releases, aks_image_source
+from gpustrata.catalog.aks_image import aks_image_driver, aks_image_table
 from gpustrata_policies import evaluate
 
 IMAGE = "AKSUbuntu-2204gen2containerd-202601.27.0"
 
 
 def test_the_catalogue_names_its_source_and_reads_a_driver_per_size() -> None:
-    assert aks_image_source().startswith("Azure/AgentBaker@")
+    assert aks_image_table().source.startswith("Azure/AgentBaker@")
     assert aks_image_driver(IMAGE, "Standard_NC24ads_A100_v4") == "580.95.05"
     assert aks_image_driver(IMAGE, "Standard_NV36ads_A10_v5") == "550.144.06"  # GRID size
     assert aks_image_driver(IMAGE, "Standard_NC6") is None  # NCv1: pinned to 470 in code
     assert aks_image_driver(IMAGE, "Standard_NC24lds_xl_RTXPRO6000BSE_v6") is None
     assert aks_image_driver("AKSUbuntu-2204gen2containerd-201901.01.0", "x") is None
     assert aks_image_driver("AKSAzureLinux-V3gen2-202601.27.0", "Standard_NC24ads_A100_v4") is None
-    assert len(aks_image_releases()) >= 20
+    assert len(aks_image_table().releases) >= 20
 
 
 def _docs(labels: dict[str, str]) -> list[dict[str, Any]]:
@@ -121,7 +121,7 @@ def test_the_docs_state_the_catalogues_size() -> None:
 
     page = Path(__file__).resolve().parents[2] / "docs" / "howto" / "eks-ami-driver.md"
     text = " ".join(page.read_text(encoding="utf-8").split())
-    releases = aks_image_releases()
+    releases = aks_image_table().releases
 
     def key(v: str) -> tuple[int, ...]:
         return tuple(int(p) for p in v.split("."))

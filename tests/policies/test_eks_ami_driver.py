@@ -10,7 +10,7 @@ from typing import Any
 
 from conftest import rule_dir
 
-from gpustrata.catalog.eks_ami import eks_ami_driver, eks_ami_releases, eks_ami_source
+from gpustrata.catalog.eks_ami import eks_ami_driver, eks_ami_table
 from gpustrata_policies import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
 
@@ -18,11 +18,11 @@ TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def test_the_catalogue_names_its_source_and_reads_a_driver_per_minor() -> None:
-    assert eks_ami_source().startswith("awslabs/amazon-eks-ami@")
+    assert eks_ami_table().source.startswith("awslabs/amazon-eks-ami@")
     assert eks_ami_driver("v20260714", "1.34") == "580.159.03"
     assert eks_ami_driver("v20260714") == "580.159.03"  # every minor agrees
     assert eks_ami_driver("v19990101") is None
-    assert len(eks_ami_releases()) >= 60
+    assert len(eks_ami_table().releases) >= 60
 
 
 def test_the_generator_reads_a_release_table() -> None:

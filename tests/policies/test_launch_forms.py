@@ -7,11 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpustrata.catalog.vllm_releases import (
-    accepts_abbreviations,
-    flag_releases,
-    load_vllm_releases,
-)
+from gpustrata.catalog.vllm_releases import accepts_abbreviations, flag_releases, load_vllm_releases
 from gpustrata_policies import UNKNOWN
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.shell import MARK, container_env, k8s_expand, shell_commands

@@ -18,6 +18,7 @@ from gpustrata.catalog import vllm_releases as vr
 from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
 from gpustrata.catalog.vllm_facts import facts_for, scheduler_releases
+from gpustrata.catalog.vllm_release_types import VllmReleaseCatalogError, VllmReleases
 from gpustrata.core.yamlio import safe_load
 from gpustrata.vllm.capacity import estimate_capacity
 from gpustrata.vllm.memory import cuda_total_bytes
@@ -99,7 +100,7 @@ def test_the_planner_uses_the_reference_release_catalogue_values() -> None:
         assert est.block_size == mla_majors.get(major, block["default"]["value"]), gpu.id
 
 
-def _with_reference_tokens(tokens: int) -> vr.VllmReleases:
+def _with_reference_tokens(tokens: int) -> VllmReleases:
     """The loaded catalogue with the reference release's top scheduler row changed."""
     cat = vr.load_vllm_releases()
     ref = next(r for r in cat.scheduler if r.version == cat.reference)
@@ -166,5 +167,5 @@ def test_a_catalogue_without_the_reference_memory_default_is_refused() -> None:
     doc = _raw()
     reference = doc["reference"]["version"]
     doc["memory_defaults"] = [r for r in doc["memory_defaults"] if r[0] != reference]
-    with pytest.raises(vr.VllmReleaseCatalogError, match="memory_defaults has no row"):
+    with pytest.raises(VllmReleaseCatalogError, match="memory_defaults has no row"):
         vr.releases_from_document(doc)

@@ -11,28 +11,30 @@ import yaml
 from _scripts import load_script
 
 from gpustrata.catalog.compat import load_compat_catalog
+from gpustrata.catalog.vllm_release_types import Fact, VllmReleaseCatalogError, source_url
 from gpustrata.catalog.vllm_releases import (
-    Fact,
-    VllmReleaseCatalogError,
     accepted_flags,
     flag_releases,
     load_vllm_releases,
     memory_default,
     mxfp4_kernel,
     releases_from_document,
-    source_url,
 )
 from gpustrata.core.versions import parse_version
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {
     "components/gpustrata/core/versions.py": "examples of the version grammar",
-    "components/gpustrata/spec/stack.py": "an image example in the published stack schema",
+    "components/gpustrata/spec/serving.py": "an image example in the published stack schema",
+    "components/gpustrata/spec/cluster.py": "a chart version example in the published stack schema",
     "components/gpustrata/catalog/profile.py": "a release example in the profile's schema",
 }
 """Files whose release-shaped strings are illustrations, not facts the code relies on
 (the reference release is still refused there)."""
-GENERATED = {"components/gpustrata/components/stack_args.py"}
+GENERATED = {
+    f"components/gpustrata/components/stack_args/{name}.py"
+    for name in ("__init__", "enums", "cluster", "serving", "routing", "stack")
+}
 """Generated from the spec, whose descriptions quote the catalogue's reference release:
 an upgrade regenerates it (``python -m gpustrata.cli.codegen``; tests/test_stack_args.py
 fails while it is stale), as it regenerates docs/reference/spec.md."""

@@ -240,7 +240,7 @@ def test_storage_the_stack_states_sets_the_disk_read() -> None:
     NVMe reads at the local-disk rate; a pvc of unstated storage keeps the cited point and
     spans the fitted storage kinds."""
     from gpustrata.catalog.inputs import GP3_BASELINE_MIBPS
-    from gpustrata.spec.stack import WeightsSpec
+    from gpustrata.spec.serving import WeightsSpec
 
     a, w = _weights("meta-llama/Llama-3.1-8B-Instruct")
     kind, cap = WeightsSpec(source="pvc", cache_size_gib=100).storage_facts()

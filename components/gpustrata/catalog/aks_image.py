@@ -10,37 +10,22 @@ take the GRID driver (``grid_sizes``, from AgentBaker's ``skus.go``).
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
-from importlib import resources
-from typing import Any
 
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import CitedTable, cited_table
 
-__all__ = ["AKS_IMAGE_LABEL", "aks_image_driver", "aks_image_releases", "aks_image_source"]
+__all__ = ["AKS_IMAGE_LABEL", "aks_image_driver", "aks_image_table"]
 
 AKS_IMAGE_LABEL = "kubernetes.azure.com/node-image-version"
 """The node label naming the node image (``AKSUbuntu-2204gen2containerd-202608.20.0``)."""
 _UBUNTU = re.compile(r"^AKSUbuntu-[A-Za-z0-9]+-(\d{6}\.\d{2}\.\d+)$")
 
 
-@functools.cache
-def _catalogue() -> Mapping[str, Any]:
-    text = resources.files("gpustrata.catalog").joinpath("data/aks-image-drivers.yaml")
-    data = safe_load(text.read_text("utf-8"))
-    return data if isinstance(data, Mapping) else {}
-
-
-def aks_image_releases() -> Mapping[str, Mapping[str, str]]:
-    """Node image version -> ``cuda`` / ``grid`` -> driver version."""
-    releases = _catalogue().get("releases")
-    return releases if isinstance(releases, Mapping) else {}
-
-
-def aks_image_source() -> str:
-    """Where the catalogue was read (``Azure/AgentBaker@<commit>:vhdbuilder/...``)."""
-    return str(_catalogue().get("source", "Azure/AgentBaker:vhdbuilder/release-notes"))
+def aks_image_table() -> CitedTable:
+    """The table: node image version -> ``cuda`` / ``grid`` -> driver version, and its
+    source (``Azure/AgentBaker@<commit>:vhdbuilder/...``)."""
+    return cited_table("data/aks-image-drivers.yaml", "Azure/AgentBaker:vhdbuilder/release-notes")
 
 
 def aks_image_driver(image: str, vm_size: str | None) -> str | None:
@@ -50,13 +35,14 @@ def aks_image_driver(image: str, vm_size: str | None) -> str | None:
     match = _UBUNTU.match(image)
     if match is None or not vm_size:
         return None
-    found = aks_image_releases().get(match.group(1))
+    table = aks_image_table()
+    found = table.releases.get(match.group(1))
     size = vm_size.lower()
     ncv1 = size.startswith("standard_nc") and "_v" not in size  # 470, gpu.go IsStandardNCv1
     if not isinstance(found, Mapping) or ncv1:
         return None
-    if size in (_catalogue().get("other_sizes") or ()):
+    if size in (table.document.get("other_sizes") or ()):
         return None
-    kind = "grid" if size in (_catalogue().get("grid_sizes") or ()) else "cuda"
+    kind = "grid" if size in (table.document.get("grid_sizes") or ()) else "cuda"
     value = found.get(kind)
     return str(value) if value is not None else None

@@ -8,9 +8,9 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from gpustrata.catalog.packaged import packaged_text
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -76,7 +76,7 @@ class PodIdentity:
 
 @functools.cache
 def _doc() -> Any:
-    text = resources.files("gpustrata.catalog").joinpath("data/aws.yaml").read_text("utf-8")
+    text = packaged_text("data/aws.yaml")
     return safe_load(text)
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
+from gpustrata.catalog.packaged import packaged_text
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -156,7 +156,7 @@ def _pod(entry: Mapping[str, Any]) -> ChartPod:
 @functools.cache
 def chart_releases() -> tuple[ChartRelease, ...]:
     """Every catalogued chart release and EKS add-on."""
-    text = resources.files("gpustrata.catalog").joinpath("data/charts.yaml").read_text("utf-8")
+    text = packaged_text("data/charts.yaml")
     doc: Any = safe_load(text)
     return tuple(
         ChartRelease(

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gpustrata.catalog.hardware import CatalogError
+from gpustrata.catalog.packaged import CatalogError
 from gpustrata.core.versions import parse_version
 from gpustrata.core.yamlio import safe_load
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from gpustrata.catalog.packaged import packaged_text
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -45,7 +45,7 @@ class DraDriverRelease:
 @functools.cache
 def dra_driver_releases() -> tuple[DraDriverRelease, ...]:
     """Every catalogued release, newest first."""
-    text = resources.files("gpustrata.catalog").joinpath("data/dra-driver.yaml").read_text("utf-8")
+    text = packaged_text("data/dra-driver.yaml")
     doc: Any = safe_load(text)
     out = [
         DraDriverRelease(

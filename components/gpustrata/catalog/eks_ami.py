@@ -8,39 +8,24 @@ commit): per release (``v20260714``) and Kubernetes minor, the version of the
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from importlib import resources
-from typing import Any
 
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import CitedTable, cited_table
 
-__all__ = ["eks_ami_driver", "eks_ami_releases", "eks_ami_source"]
+__all__ = ["eks_ami_driver", "eks_ami_table"]
 
 
-@functools.cache
-def _catalogue() -> Mapping[str, Any]:
-    text = resources.files("gpustrata.catalog").joinpath("data/eks-ami-drivers.yaml")
-    data = safe_load(text.read_text("utf-8"))
-    return data if isinstance(data, Mapping) else {}
-
-
-def eks_ami_releases() -> Mapping[str, Mapping[str, str]]:
-    """Release -> Kubernetes minor -> driver version."""
-    releases = _catalogue().get("releases")
-    return releases if isinstance(releases, Mapping) else {}
-
-
-def eks_ami_source() -> str:
-    """Where the catalogue was read (``awslabs/amazon-eks-ami@<commit>:CHANGELOG.md``)."""
-    return str(_catalogue().get("source", "awslabs/amazon-eks-ami:CHANGELOG.md"))
+def eks_ami_table() -> CitedTable:
+    """The table: release -> Kubernetes minor -> driver version, and its source
+    (``awslabs/amazon-eks-ami@<commit>:CHANGELOG.md``)."""
+    return cited_table("data/eks-ami-drivers.yaml", "awslabs/amazon-eks-ami:CHANGELOG.md")
 
 
 def eks_ami_driver(release: str, kubernetes_minor: str | None = None) -> str | None:
     """The driver AL2023 NVIDIA AMI *release* (``v20260714``) ships for *kubernetes_minor*
     (``1.34``); without a minor, the driver when every minor of that release has the same
     one. ``None`` when the release is not catalogued or the minors differ."""
-    found = eks_ami_releases().get(release if release.startswith("v") else f"v{release}")
+    found = eks_ami_table().releases.get(release if release.startswith("v") else f"v{release}")
     if not isinstance(found, Mapping) or not found:
         return None
     if kubernetes_minor is not None:

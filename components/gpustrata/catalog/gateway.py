@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from gpustrata.catalog.packaged import packaged_text
 from gpustrata.core.yamlio import safe_load
 
 __all__ = ["GatewayRelease", "gateway_crds", "gateway_release"]
@@ -54,7 +55,7 @@ class GatewayRelease:
 @functools.cache
 def gateway_release() -> GatewayRelease:
     """The catalogued inference gateway release."""
-    text = resources.files("gpustrata.catalog").joinpath("data/gateway.yaml").read_text("utf-8")
+    text = packaged_text("data/gateway.yaml")
     doc: Any = safe_load(text)
     api, ext, impl = doc["gateway_api"], doc["inference_extension"], doc["implementation"]
     return GatewayRelease(

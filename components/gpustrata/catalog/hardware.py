@@ -13,17 +13,14 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import date
-from importlib import resources
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import CatalogError, packaged_document
 
 __all__ = [
-    "CatalogError",
     "GpuModel",
     "HardwareCatalog",
     "InstanceType",
@@ -40,13 +37,8 @@ _MIG_GUIDE = (
     "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html#supported-mig-profiles"
 )
 _GFD_MIG = "NVIDIA/k8s-device-plugin@v0.20.0:internal/lm/resource.go"
-_DATA_PACKAGE = "gpustrata.catalog"
 _GPUS_FILE = "data/gpus.yaml"
 _INSTANCES_FILE = "data/instances.yaml"
-
-
-class CatalogError(ValueError):
-    """A catalogue file or a user-supplied entry is invalid or inconsistent."""
 
 
 class GpuModel(BaseModel):
@@ -415,14 +407,7 @@ class HardwareCatalog:
 
 
 def _read_yaml(filename: str, key: str) -> list[Any]:
-    try:
-        text = resources.files(_DATA_PACKAGE).joinpath(filename).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(f"{filename}: cannot be read: {exc}") from exc
-    try:
-        doc = safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{filename}: not valid YAML: {exc}") from exc
+    doc = packaged_document(filename)
     if not isinstance(doc, dict) or set(doc) != {key}:
         raise CatalogError(f"{filename}: expected a mapping with exactly one key {key!r}")
     entries = doc[key]
@@ -437,35 +422,27 @@ def _entry_label(raw: Any, field: str, index: int) -> str:
     return f"entry {index}"
 
 
-def _parse_gpus(filename: str, entries: list[Any]) -> list[GpuModel]:
-    out: list[GpuModel] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(entries):
-        label = _entry_label(raw, "id", i)
-        try:
-            gpu = GpuModel.model_validate(raw)
-        except ValidationError as exc:
-            raise CatalogError(f"{filename}: gpu {label} is invalid: {exc}") from exc
-        if gpu.id.lower() in seen:
-            raise CatalogError(f"{filename}: gpu {label} repeats id {gpu.id!r}")
-        seen.add(gpu.id.lower())
-        out.append(gpu)
-    return out
+_Entry = TypeVar("_Entry", GpuModel, InstanceType)
 
 
-def _parse_instances(filename: str, entries: list[Any]) -> list[InstanceType]:
-    out: list[InstanceType] = []
+def _parse_entries(
+    filename: str, entries: list[Any], model: type[_Entry], what: str, key: str, fold: bool
+) -> list[_Entry]:
+    """Validate each entry as *model*; an entry repeating another's *key* (compared
+    ignoring case when *fold*) is an error naming both."""
+    out: list[_Entry] = []
     seen: set[str] = set()
     for i, raw in enumerate(entries):
-        label = _entry_label(raw, "name", i)
+        label = _entry_label(raw, key, i)
         try:
-            inst = InstanceType.model_validate(raw)
+            entry = model.model_validate(raw)
         except ValidationError as exc:
-            raise CatalogError(f"{filename}: instance {label} is invalid: {exc}") from exc
-        if inst.name in seen:
-            raise CatalogError(f"{filename}: instance {label} repeats name {inst.name!r}")
-        seen.add(inst.name)
-        out.append(inst)
+            raise CatalogError(f"{filename}: {what} {label} is invalid: {exc}") from exc
+        value = str(getattr(entry, key))
+        if (value.lower() if fold else value) in seen:
+            raise CatalogError(f"{filename}: {what} {label} repeats {key} {value!r}")
+        seen.add(value.lower() if fold else value)
+        out.append(entry)
     return out
 
 
@@ -477,8 +454,15 @@ def load_hardware_catalog() -> HardwareCatalog:
         CatalogError: a data file is unreadable or an entry is invalid; the message
             names the file and the entry.
     """
-    gpus = _parse_gpus(_GPUS_FILE, _read_yaml(_GPUS_FILE, "gpus"))
-    instances = _parse_instances(_INSTANCES_FILE, _read_yaml(_INSTANCES_FILE, "instances"))
+    gpus = _parse_entries(_GPUS_FILE, _read_yaml(_GPUS_FILE, "gpus"), GpuModel, "gpu", "id", True)
+    instances = _parse_entries(
+        _INSTANCES_FILE,
+        _read_yaml(_INSTANCES_FILE, "instances"),
+        InstanceType,
+        "instance",
+        "name",
+        False,
+    )
     try:
         return HardwareCatalog(gpus, instances)
     except CatalogError as exc:

@@ -298,7 +298,7 @@ def _read_ref(ref: Path, repo: Path) -> str:
 def read_local_model(found: LocalModel) -> ModelArchitecture:
     """The architecture in *found*'s config.json, with the exact weight bytes of its
     safetensors index (or single file) when present. Notes and sources name the files."""
-    from gpustrata.catalog.architectures import architecture_from_hf_config
+    from gpustrata.catalog.hf_config import architecture_from_hf_config
 
     arch = architecture_from_hf_config(found.config, model_id=found.name, inside=found.inside)
     notes = [f"Read from {found.config} (found in {found.where})."]

@@ -15,15 +15,12 @@ place each. The data lives next to this module:
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from typing import Any, Literal, TypeVar, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpustrata.catalog.hardware import CatalogError
 from gpustrata.catalog.inputs import StorageKind
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import CatalogError, packaged_document
 
 __all__ = [
     "LOAD_PATHS",
@@ -245,14 +242,7 @@ class ServingFit(BaseModel):
 
 
 def _read(filename: str) -> Any:
-    try:
-        text = resources.files(_PACKAGE).joinpath(filename).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(f"{filename}: cannot be read: {exc}") from exc
-    try:
-        return safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{filename}: not valid YAML: {exc}") from exc
+    return packaged_document(filename)
 
 
 def _entries(filename: str, doc: Any, key: str) -> list[Any]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpustrata.catalog import vllm_releases as _catalogue
-from gpustrata.catalog.vllm_releases import (
+from gpustrata.catalog.vllm_release_types import (
     BatchDefaults,
     BlockSizeRelease,
     Fact,
     SchedulerRelease,
+    VllmReleases,
 )
 from gpustrata.core.versions import parse_version
 
@@ -135,7 +136,7 @@ def facts_for(release: str | None = None) -> ReleaseFacts:
     return memo[version]
 
 
-def _facts(catalogue: _catalogue.VllmReleases, version: str) -> ReleaseFacts:
+def _facts(catalogue: VllmReleases, version: str) -> ReleaseFacts:
     try:
         parse_version(version)
     except ValueError:  # not a release number: nothing was read for it

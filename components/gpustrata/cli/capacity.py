@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
     from gpustrata.catalog.model_sources import ModelSources
     from gpustrata.reports.capacity import CapacityTarget
-    from gpustrata.spec.stack import ModelSpec, WorkloadSpec
+    from gpustrata.spec.serving import ModelSpec, WorkloadSpec
 
 __all__ = ["capacity_command", "register"]
 
@@ -187,7 +187,7 @@ def _resolve_model(
     """``--model``: its files in *sources* (``--models DIR``, the Hugging Face cache), a
     catalogue id or a config.json path; an :class:`InputError` naming the fix otherwise."""
     from gpustrata.catalog.architectures import load_model_catalog
-    from gpustrata.catalog.hardware import CatalogError
+    from gpustrata.catalog.packaged import CatalogError
     from gpustrata.vllm.capacity import resolve_architecture
 
     catalog = load_model_catalog()
@@ -269,7 +269,7 @@ def _stack_model(
 
 def _target(args: argparse.Namespace) -> CapacityTarget:
     from gpustrata.catalog.architectures import load_model_catalog
-    from gpustrata.catalog.hardware import CatalogError
+    from gpustrata.catalog.packaged import CatalogError
     from gpustrata.planning.model_capacity import model_settings
     from gpustrata.reports.capacity import CapacityTarget
     from gpustrata.vllm.capacity import LOAD_GBPS_DEFAULTS, resolve_architecture
@@ -373,7 +373,7 @@ def _stack_offload(spec: ModelSpec) -> float | None:
 
 def _workload(args: argparse.Namespace, stated: WorkloadSpec | None) -> WorkloadSpec:
     """The stack model's workload (or the reference one) with the workload flags applied."""
-    from gpustrata.spec.stack import WorkloadSpec
+    from gpustrata.spec.serving import WorkloadSpec
 
     base = stated if stated is not None else WorkloadSpec()
     update: dict[str, Any] = {}

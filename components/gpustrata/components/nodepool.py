@@ -343,7 +343,7 @@ def gpu_node_pool_args(
     from gpustrata.planning.node_pools import _plan_pool
     from gpustrata.planning.plan_types import PlanError
     from gpustrata.planning.provenance import Ledger
-    from gpustrata.spec.stack import NodePoolSpec
+    from gpustrata.spec.cluster import NodePoolSpec
 
     plain = {k: v for k, v in (labels or {}).items() if isinstance(v, str)}
     fields: dict[str, Any] = {

@@ -16,8 +16,9 @@ from gpustrata.core.errors import Problem, StackError
 from gpustrata.planning.plan import plan_stack
 from gpustrata.planning.plan_types import PlanError, StackPlan
 from gpustrata.planning.ray_layout import plan_kuberay
+from gpustrata.spec.fields import is_model_path
 from gpustrata.spec.loader import line_in_file, validate_stack
-from gpustrata.spec.stack import StackSpec, is_model_path
+from gpustrata.spec.stack import StackSpec
 
 __all__ = ["build_plan", "plan_spec", "stack_model_sources"]
 

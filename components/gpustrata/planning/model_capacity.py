@@ -8,7 +8,7 @@ from typing import Any
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
-from gpustrata.spec.stack import ModelSpec
+from gpustrata.spec.serving import ModelSpec
 from gpustrata.vllm.capacity import CapacityEstimate, estimate_capacity
 
 __all__ = ["estimate_for_model", "model_settings"]

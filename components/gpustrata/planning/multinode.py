@@ -16,7 +16,7 @@ from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
 from gpustrata.planning.model_capacity import estimate_for_model
 from gpustrata.planning.provenance import Ledger
-from gpustrata.spec.stack import ModelSpec, MultiNodeSpec
+from gpustrata.spec.serving import ModelSpec, MultiNodeSpec
 from gpustrata.vllm.capacity import CapacityError
 
 __all__ = ["MultiNodePlan", "MultiNodeProblem", "resolve_multi_node"]

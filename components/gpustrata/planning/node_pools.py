@@ -21,11 +21,8 @@ from gpustrata.planning.provenance import Ledger, Source
 from gpustrata.planning.serving import (
     pool_cost_per_hour,
 )
-from gpustrata.spec.stack import (
-    KarpenterPoolSpec,
-    NodePoolSpec,
-    StackSpec,
-)
+from gpustrata.spec.cluster import KarpenterPoolSpec, NodePoolSpec
+from gpustrata.spec.stack import StackSpec
 
 NODEADM_SOURCE = "awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go"
 

@@ -41,11 +41,9 @@ from gpustrata.planning.serving import (
     serving_at_settings,
 )
 from gpustrata.planning.sizing import slo_misses
-from gpustrata.spec.stack import (
-    ModelSpec,
-    StackSpec,
-    is_model_path,
-)
+from gpustrata.spec.fields import is_model_path
+from gpustrata.spec.serving import ModelSpec
+from gpustrata.spec.stack import StackSpec
 from gpustrata.vllm.calibration import measured_margin
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, gib, resolve_architecture
 
@@ -451,7 +449,7 @@ def _pod_resources(
 def _outside_project(model: str, catalog: ModelCatalog, base_dir: Path | None) -> str | None:
     """Why the config.json path *model* may not be read (it leads outside the project).
 
-    The stack refuses absolute paths and '..' (:func:`~gpustrata.spec.stack.model_path_problem`);
+    The stack refuses absolute paths and '..' (:func:`~gpustrata.spec.fields.model_path_problem`);
     this also catches a symbolic link inside the project that points out of it.
     """
     if catalog.get(model) is not None:
@@ -526,7 +524,7 @@ def _served_as_hub_id(
 ) -> bool:
     """True when *model* (``models/acme``) was read as a folder of the project although
     the Deployment would pass it to vLLM as a Hub id: not a path by its form
-    (:func:`~gpustrata.spec.stack.is_model_path`), nor a catalogue id, nor found in the
+    (:func:`~gpustrata.spec.fields.is_model_path`), nor a catalogue id, nor found in the
     model sources."""
     if is_model_path(model) or local_config_path(arch) is None or catalog.get(model):
         return False

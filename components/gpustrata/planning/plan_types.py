@@ -13,11 +13,9 @@ from gpustrata.planning.provenance import Derived
 from gpustrata.planning.serving import (
     ServingAtSettings,
 )
-from gpustrata.spec.stack import (
-    ModelSpec,
-    NodePoolSpec,
-    StackSpec,
-)
+from gpustrata.spec.cluster import NodePoolSpec
+from gpustrata.spec.serving import ModelSpec
+from gpustrata.spec.stack import StackSpec
 from gpustrata.vllm.capacity import CapacityEstimate
 from gpustrata.vllm.terms import Term
 

@@ -15,7 +15,7 @@ import math
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
 from gpustrata.planning.provenance import Ledger
-from gpustrata.spec.stack import ModelSpec
+from gpustrata.spec.serving import ModelSpec
 from gpustrata.vllm.calibration import default_constants
 from gpustrata.vllm.capacity import CapacityEstimate
 from gpustrata.vllm.performance import decode_step

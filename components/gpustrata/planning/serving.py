@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, InstanceType
 from gpustrata.planning.sizing import instance_price, predict_replica, simulate_replica
-from gpustrata.spec.stack import WorkloadSpec
+from gpustrata.spec.serving import WorkloadSpec
 from gpustrata.vllm.calibration import default_constants
 from gpustrata.vllm.capacity import CapacityEstimate
 from gpustrata.vllm.performance import ServingPrediction, Workload

@@ -43,13 +43,10 @@ from gpustrata.render.workloads import (
     ray_service_object,
     vllm_deployment_objects,
 )
-from gpustrata.spec.stack import (
-    EngineSpec,
-    KarpenterPoolSpec,
-    ModelSpec,
-    StackSpec,
-    is_model_path,
-)
+from gpustrata.spec.cluster import KarpenterPoolSpec
+from gpustrata.spec.fields import is_model_path
+from gpustrata.spec.serving import EngineSpec, ModelSpec
+from gpustrata.spec.stack import StackSpec
 
 # Engine settings rendered as vLLM flags; the model id and port are positional/fixed.
 _ENGINE_FIELDS = (

@@ -6,7 +6,7 @@ from typing import Any
 
 from gpustrata.core.contract import API_VERSION
 from gpustrata.render.workload_args import TolerationArgs
-from gpustrata.spec.stack import GpuOperatorSpec
+from gpustrata.spec.cluster import GpuOperatorSpec
 
 GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"

@@ -32,7 +32,7 @@ from gpustrata.planning.plan_types import ModelPlan, StackPlan
 from gpustrata.render.foundation import deep_merge, system_pool_placement, system_values
 from gpustrata.render.from_plan import helm_release_object
 from gpustrata.render.workloads import APP_LABEL, MANAGED_BY, ROLE_LABEL, VLLM_PORT
-from gpustrata.spec.stack import ModelRoutingSpec
+from gpustrata.spec.routing import ModelRoutingSpec
 
 __all__ = [
     "GATEWAY_API",

@@ -38,7 +38,7 @@ from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog
 from gpustrata.core.errors import InputError
 from gpustrata.planning.serving import ServingAtSettings, WorkloadTooLong, serving_at_settings
-from gpustrata.spec.stack import WorkloadSpec
+from gpustrata.spec.serving import WorkloadSpec
 from gpustrata.vllm.capacity import (
     CapacityError,
     CapacityEstimate,

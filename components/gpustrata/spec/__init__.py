@@ -1,22 +1,24 @@
 """The typed stack spec (pydantic v2) and its loader. No Pulumi import here."""
 
 from gpustrata.catalog.inputs import Taint
-from gpustrata.spec.loader import CONFIG_KEY, load_stack_file, stack_file, validate_stack
-from gpustrata.spec.stack import (
-    AutoscalingSpec,
+from gpustrata.spec.cluster import (
     ClusterSpec,
-    EngineSpec,
     GpuOperatorSpec,
     GpuSharingSpec,
     KubeletSpec,
     KubeRaySpec,
-    ModelSpec,
     NodePoolSpec,
+)
+from gpustrata.spec.loader import CONFIG_KEY, load_stack_file, stack_file, validate_stack
+from gpustrata.spec.serving import (
+    AutoscalingSpec,
+    EngineSpec,
+    ModelSpec,
     SecretRef,
-    StackSpec,
     WeightsSpec,
     WorkloadSpec,
 )
+from gpustrata.spec.stack import StackSpec
 
 __all__ = [
     "CONFIG_KEY",

@@ -26,7 +26,9 @@ from gpustrata.catalog.charts import gpu_cluster_values
 from gpustrata.core.errors import Problem, StackError
 from gpustrata.core.textfiles import TextFileError, read_text_file
 from gpustrata.core.yamlio import error_line
-from gpustrata.spec.stack import SECRET_FLAG, ModelSpec, StackSpec, is_model_path
+from gpustrata.spec.fields import SECRET_FLAG, is_model_path
+from gpustrata.spec.serving import ModelSpec
+from gpustrata.spec.stack import StackSpec
 
 CONFIG_KEY = "gpustrata:stack"
 SECRET_CONFIG_KEY = "gpustrata:hfToken"

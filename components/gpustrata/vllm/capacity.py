@@ -15,13 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpustrata.catalog.architectures import (
-    ModelArchitecture,
-    ModelCatalog,
-    architecture_from_hf_config,
-    load_model_catalog,
-)
+from gpustrata.catalog.architectures import ModelArchitecture, ModelCatalog, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel
+from gpustrata.catalog.hf_config import architecture_from_hf_config
 from gpustrata.catalog.model_sources import ModelSources
 from gpustrata.vllm.defaults import (
     default_block_size,
@@ -305,7 +301,7 @@ def estimate_capacity(
         )
         return w, m
 
-    from gpustrata.catalog.vllm_releases import unread_memory_bracket  # one caller
+    from gpustrata.catalog.vllm_releases import unread_memory_bracket
 
     weights, memory = weights_and_memory(vllm_release)
     bracket = unread_memory_bracket(vllm_release)

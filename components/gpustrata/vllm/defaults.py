@@ -10,7 +10,7 @@ from __future__ import annotations
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
 from gpustrata.catalog.vllm_facts import Default, ReleaseFacts, cited, facts_for
-from gpustrata.catalog.vllm_releases import VllmReleaseCatalogError
+from gpustrata.catalog.vllm_release_types import VllmReleaseCatalogError
 from gpustrata.vllm.memory import cuda_total_bytes
 from gpustrata.vllm.terms import GIB, gib
 

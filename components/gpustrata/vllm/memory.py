@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
-from gpustrata.catalog.vllm_releases import ProfileRelease, profile_facts
+from gpustrata.catalog.vllm_release_types import ProfileRelease
+from gpustrata.catalog.vllm_releases import profile_facts
 from gpustrata.vllm.reference import SRC_PROFILING, SRC_VLLM, SRC_WORKER, VLLM_SERIES
 from gpustrata.vllm.terms import GIB, Term, gib
 from gpustrata.vllm.weights import WeightsEstimate

@@ -21,11 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from gpustrata.catalog.vllm_facts import facts_for
-from gpustrata.catalog.vllm_releases import (
-    VllmReleaseCatalogError,
-    memory_default_any_release,
-    vllm_file_url,
-)
+from gpustrata.catalog.vllm_release_types import VllmReleaseCatalogError, vllm_file_url
+from gpustrata.catalog.vllm_releases import memory_default_any_release
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.quantity import parse_number
 from gpustrata.core.terminal import quoted

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gpustrata.catalog.compat import CompatCatalog, DriverRequirement, GpuOperatorRelease
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
     from gpustrata.catalog.model_sources import ModelSources
-    from gpustrata.catalog.vllm_releases import VllmReleases
+    from gpustrata.catalog.vllm_release_types import VllmReleases
 
 __all__ = [
     "ImageCuda",

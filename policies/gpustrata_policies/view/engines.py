@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gpustrata.catalog.vllm_releases import vllm_file_url as vllm_source
+from gpustrata.catalog.vllm_release_types import vllm_file_url as vllm_source
 from gpustrata.core.quantity import parse_number
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version

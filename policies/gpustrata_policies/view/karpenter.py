@@ -152,7 +152,7 @@ def ami_driver_of_node_class(node_class: K8sObject) -> tuple[str, str] | None:
     NVIDIA image ships on every Kubernetes minor it was built for (the release notes,
     :mod:`gpustrata.catalog.eks_ami`); ``None`` for ``latest``, other families, releases not
     catalogued, or releases whose minors ship different drivers."""
-    from gpustrata.catalog.eks_ami import eks_ami_driver, eks_ami_source
+    from gpustrata.catalog.eks_ami import eks_ami_driver, eks_ami_table
 
     spec = as_map(node_class.raw.get("spec"), f"spec of {node_class.resource}")
     for term in as_list(spec.get("amiSelectorTerms"), "amiSelectorTerms"):
@@ -165,7 +165,10 @@ def ami_driver_of_node_class(node_class: K8sObject) -> tuple[str, str] | None:
         driver = eks_ami_driver(release)
         if driver is None:
             return None
-        return driver, f"the EKS AL2023 NVIDIA AMI {release}'s release notes, {eks_ami_source()}"
+        return (
+            driver,
+            f"the EKS AL2023 NVIDIA AMI {release}'s release notes, {eks_ami_table().source}",
+        )
     return None
 
 

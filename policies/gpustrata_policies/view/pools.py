@@ -440,7 +440,7 @@ def _aks_image_driver(labels: Mapping[str, str], vm_size: str | None) -> tuple[s
     """(driver, where it was read) of an AKS Ubuntu node image release (the label
     ``kubernetes.azure.com/node-image-version``) on the Node's VM size: the driver AKS
     installs there by default (:mod:`gpustrata.catalog.aks_image`); ``None`` otherwise."""
-    from gpustrata.catalog.aks_image import AKS_IMAGE_LABEL, aks_image_driver, aks_image_source
+    from gpustrata.catalog.aks_image import AKS_IMAGE_LABEL, aks_image_driver, aks_image_table
 
     image = labels.get(AKS_IMAGE_LABEL)
     driver = aks_image_driver(image, vm_size) if image else None
@@ -448,7 +448,7 @@ def _aks_image_driver(labels: Mapping[str, str], vm_size: str | None) -> tuple[s
         return None
     return driver, (
         f"label {AKS_IMAGE_LABEL}={image}: the driver that release installs on {vm_size} "
-        f"unless the pool skips AKS's GPU driver install, {aks_image_source()}"
+        f"unless the pool skips AKS's GPU driver install, {aks_image_table().source}"
     )
 
 

@@ -28,13 +28,8 @@ from typing import Any
 
 import yaml
 
-from gpustrata.catalog.vllm_releases import (
-    Fact,
-    FlagSet,
-    accepted_flags,
-    accepts_abbreviations,
-    flag_releases,
-)
+from gpustrata.catalog.vllm_release_types import Fact, FlagSet
+from gpustrata.catalog.vllm_releases import accepted_flags, accepts_abbreviations, flag_releases
 from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, UnknownInput, memoised
 from gpustrata.core.yamlguard import YamlShapeError
 from gpustrata.core.yamlio import safe_load

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import cast
 
-from gpustrata.catalog.vllm_releases import source_url
+from gpustrata.catalog.vllm_release_types import source_url
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule

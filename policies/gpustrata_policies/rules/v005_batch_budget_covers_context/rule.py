@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
 from gpustrata.catalog.vllm_facts import scheduler_releases
-from gpustrata.catalog.vllm_releases import BatchDefaults, SchedulerRelease, source_url
+from gpustrata.catalog.vllm_release_types import BatchDefaults, SchedulerRelease, source_url
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpustrata.catalog.vllm_releases import BlockSizeRelease, ForcedBlockSize, source_url
+from gpustrata.catalog.vllm_release_types import BlockSizeRelease, ForcedBlockSize, source_url
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule

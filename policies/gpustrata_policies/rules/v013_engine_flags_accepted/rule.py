@@ -5,13 +5,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
-from gpustrata.catalog.vllm_releases import (
-    FlagSet,
-    accepted_flags,
-    flag_releases,
-    load_vllm_releases,
-    source_url,
-)
+from gpustrata.catalog.vllm_release_types import FlagSet, source_url
+from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases, load_vllm_releases
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule

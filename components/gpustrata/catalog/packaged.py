@@ -1,0 +1,85 @@
+"""The catalogue's packaged data files (``gpustrata/catalog/data/``): one reader for all.
+
+Every catalogue module reads its cited YAML through these functions, so where the files
+live and how a broken one is reported is said once. :class:`CatalogError` is the error of
+every catalogue's data (a file, an entry, a user-supplied extension).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from gpustrata.core.yamlio import safe_load
+
+__all__ = [
+    "CatalogError",
+    "CitedTable",
+    "cited_table",
+    "packaged_document",
+    "packaged_mapping",
+    "packaged_text",
+]
+
+_PACKAGE = "gpustrata.catalog"
+
+
+class CatalogError(ValueError):
+    """A catalogue file or a user-supplied entry is invalid or inconsistent."""
+
+
+def packaged_text(path: str) -> str:
+    """The text of a packaged file, *path* relative to ``gpustrata/catalog``
+    (``data/aws.yaml``)."""
+    return resources.files(_PACKAGE).joinpath(path).read_text(encoding="utf-8")
+
+
+def packaged_document(path: str) -> Any:
+    """The YAML document of a packaged file; a file that cannot be read or parsed is a
+    :class:`CatalogError` naming it."""
+    try:
+        text = packaged_text(path)
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot be read: {exc}") from exc
+    try:
+        return safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path}: not valid YAML: {exc}") from exc
+
+
+@functools.cache
+def packaged_mapping(path: str) -> Mapping[str, Any]:
+    """The packaged document as a mapping (empty when it is not one), read once."""
+    data = packaged_document(path)
+    return data if isinstance(data, Mapping) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class CitedTable:
+    """A packaged table a tool generates from an upstream file (``tools/eks_ami_drivers.py``,
+    ``tools/aks_image_drivers.py``): its rows by release and where it was read."""
+
+    releases: Mapping[str, Mapping[str, str]]
+    """Release -> key -> value (empty when the file has none)."""
+    source: str
+    """Where the table was read (``owner/repo@commit:path``)."""
+    document: Mapping[str, Any]
+    """The whole document, for the table's other keys."""
+
+
+@functools.cache
+def cited_table(path: str, default_source: str) -> CitedTable:
+    """The cited table in packaged file *path*; *default_source* names the upstream file
+    when the document does not say which commit it was read at."""
+    document = packaged_mapping(path)
+    releases = document.get("releases")
+    return CitedTable(
+        releases if isinstance(releases, Mapping) else {},
+        str(document.get("source", default_source)),
+        document,
+    )
