@@ -35,6 +35,7 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Violation,
 )
+from gpustrata_policies.rules._kinds import subject_kinds
 from gpustrata_policies.view.controllers import controller_fills
 from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
@@ -157,6 +158,32 @@ def _read(obj: K8sObject) -> bool:
         return operator_view(obj) is not None
     except UnknownInput:
         return True  # the rules say "not evaluated" with the reason
+
+
+class _Subjects:
+    """The objects under review, in input order, by the kinds a rule reports on
+    (:data:`~gpustrata_policies.rules._kinds.SUBJECT_KINDS`): each kind set's list is
+    built once per evaluation by one kind check per object. An object whose kind is
+    unknown until deployment may be of any kind: every rule gets it."""
+
+    __slots__ = ("_by_kinds", "_kinds", "_objects")
+
+    def __init__(self, objects: list[K8sObject]) -> None:
+        self._objects = objects
+        # "" for an unknown kind: its object joins every list.
+        self._kinds = ["" if o.raw.get("kind") is UNKNOWN else o.kind or "?" for o in objects]
+        self._by_kinds: dict[frozenset[str], list[K8sObject]] = {}
+
+    def of(self, kinds: frozenset[str] | None) -> list[K8sObject]:
+        """The objects of *kinds* (every object when ``None``)."""
+        if kinds is None:
+            return self._objects
+        found = self._by_kinds.get(kinds)
+        if found is None:
+            found = self._by_kinds[kinds] = [
+                o for o, k in zip(self._objects, self._kinds, strict=True) if not k or k in kinds
+            ]
+        return found
 
 
 INTERNAL_ERROR = "internal error"
@@ -329,6 +356,7 @@ def _evaluate(
     # and so is the Python loop over each check's outcomes.
     tracking = any(is_tracked(o.raw) for o in everything)
     attach_claims(everything)  # DRA: containers read the GPUs their claims ask for
+    subjects = _Subjects(known)
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)
@@ -338,7 +366,7 @@ def _evaluate(
             continue
         ctx = RuleContext(meta, cfg, everything, cache)
         check = rule.check
-        for obj in known:
+        for obj in subjects.of(subject_kinds(meta.id)):
             if tracking:
                 outcomes = _tracked_outcomes(check, ctx, obj, meta, enforcement, findings)
             else:
