@@ -35,6 +35,7 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Violation,
 )
+from gpustrata_policies.index import EvaluationIndex
 from gpustrata_policies.rules._kinds import subject_kinds
 from gpustrata_policies.view.controllers import controller_fills
 from gpustrata_policies.view.dra import attach_claims
@@ -158,32 +159,6 @@ def _read(obj: K8sObject) -> bool:
         return operator_view(obj) is not None
     except UnknownInput:
         return True  # the rules say "not evaluated" with the reason
-
-
-class _Subjects:
-    """The objects under review, in input order, by the kinds a rule reports on
-    (:data:`~gpustrata_policies.rules._kinds.SUBJECT_KINDS`): each kind set's list is
-    built once per evaluation by one kind check per object. An object whose kind is
-    unknown until deployment may be of any kind: every rule gets it."""
-
-    __slots__ = ("_by_kinds", "_kinds", "_objects")
-
-    def __init__(self, objects: list[K8sObject]) -> None:
-        self._objects = objects
-        # "" for an unknown kind: its object joins every list.
-        self._kinds = ["" if o.raw.get("kind") is UNKNOWN else o.kind or "?" for o in objects]
-        self._by_kinds: dict[frozenset[str], list[K8sObject]] = {}
-
-    def of(self, kinds: frozenset[str] | None) -> list[K8sObject]:
-        """The objects of *kinds* (every object when ``None``)."""
-        if kinds is None:
-            return self._objects
-        found = self._by_kinds.get(kinds)
-        if found is None:
-            found = self._by_kinds[kinds] = [
-                o for o, k in zip(self._objects, self._kinds, strict=True) if not k or k in kinds
-            ]
-        return found
 
 
 INTERNAL_ERROR = "internal error"
@@ -322,7 +297,6 @@ def _evaluate(
     objs = to_objects(objects)
     background = [o for o in to_objects(context) if _read(o)]
     attach_partners([*objs, *background])  # an InferenceService's runtime, a Playground's model
-    hidden = {id(o) for o in background}
     report = Report(objects=len(objs))
     known: list[K8sObject] = []
     for obj in objs:
@@ -345,18 +319,18 @@ def _evaluate(
                     f"{what} is not one gpustrata reads",
                 )
             )
-    cache: dict[str, Any] = {}
     # A rule that walks pods x pools x containers can give one reason many times for the
     # same object (O002: the same unknown driver for every container): kept once.
     seen = {(n.rule, n.resource, n.reason) for n in report.not_evaluated}
     findings, not_evaluated = report.findings, report.not_evaluated
-    everything = [*known, *background] if background else known
+    attach_claims([*known, *background])  # DRA: containers read the GPUs their claims ask for
+    # The evaluation's objects, resolved once (nothing changes them after this): every rule
+    # reads this one index.
+    index = EvaluationIndex(known, background)
     # Only a tracked object (one holding an unknown) notes reads: without one, the
     # per-check read log is skipped (a context variable set and reset per rule and object),
     # and so is the Python loop over each check's outcomes.
-    tracking = any(is_tracked(o.raw) for o in everything)
-    attach_claims(everything)  # DRA: containers read the GPUs their claims ask for
-    subjects = _Subjects(known)
+    tracking = any(is_tracked(o.raw) for o in index.objects)
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)
@@ -364,9 +338,9 @@ def _evaluate(
             report.warnings.append(warning)
         if enforcement == "disabled":
             continue
-        ctx = RuleContext(meta, cfg, everything, cache)
+        ctx = RuleContext(meta, cfg, index=index)
         check = rule.check
-        for obj in subjects.of(subject_kinds(meta.id)):
+        for obj in index.of_kinds(subject_kinds(meta.id)):
             if tracking:
                 outcomes = _tracked_outcomes(check, ctx, obj, meta, enforcement, findings)
             else:
@@ -386,7 +360,7 @@ def _evaluate(
             for outcome in outcomes:
                 if isinstance(outcome, Violation):
                     about = outcome.obj
-                    if hidden and id(about) in hidden:
+                    if index.in_context(about):
                         continue  # about a context object: not under review
                     resource, message = about.resource, outcome.message
                     findings.append(
