@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
-from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, memoised
+from gpustrata.core.unknown import UNKNOWN, memoised
 
 if TYPE_CHECKING:
     from gpustrata_policies.view.objects import K8sObject
@@ -73,8 +73,4 @@ class EvaluationIndex:
         factory read count as read by every later reader, and an
         :class:`~gpustrata.core.unknown.UnknownInput` it raised is raised again
         (:func:`~gpustrata.core.unknown.memoised`)."""
-        found = self._derived.get(key, ABSENT)  # the common case, without a second call
-        if found is ABSENT or type(found) is TAINTED:
-            return memoised(self._derived, key, factory)
-        kept: _T = found
-        return kept
+        return memoised(self._derived, key, factory)
