@@ -35,6 +35,8 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Violation,
 )
+from gpustrata_policies.index import EvaluationIndex
+from gpustrata_policies.rules._kinds import subject_kinds
 from gpustrata_policies.view.controllers import controller_fills
 from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
@@ -295,7 +297,6 @@ def _evaluate(
     objs = to_objects(objects)
     background = [o for o in to_objects(context) if _read(o)]
     attach_partners([*objs, *background])  # an InferenceService's runtime, a Playground's model
-    hidden = {id(o) for o in background}
     report = Report(objects=len(objs))
     known: list[K8sObject] = []
     for obj in objs:
@@ -318,17 +319,18 @@ def _evaluate(
                     f"{what} is not one gpustrata reads",
                 )
             )
-    cache: dict[str, Any] = {}
     # A rule that walks pods x pools x containers can give one reason many times for the
     # same object (O002: the same unknown driver for every container): kept once.
     seen = {(n.rule, n.resource, n.reason) for n in report.not_evaluated}
     findings, not_evaluated = report.findings, report.not_evaluated
-    everything = [*known, *background] if background else known
+    attach_claims([*known, *background])  # DRA: containers read the GPUs their claims ask for
+    # The evaluation's objects, resolved once (nothing changes them after this): every rule
+    # reads this one index.
+    index = EvaluationIndex(known, background)
     # Only a tracked object (one holding an unknown) notes reads: without one, the
     # per-check read log is skipped (a context variable set and reset per rule and object),
     # and so is the Python loop over each check's outcomes.
-    tracking = any(is_tracked(o.raw) for o in everything)
-    attach_claims(everything)  # DRA: containers read the GPUs their claims ask for
+    tracking = any(is_tracked(o.raw) for o in index.objects)
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)
@@ -336,9 +338,9 @@ def _evaluate(
             report.warnings.append(warning)
         if enforcement == "disabled":
             continue
-        ctx = RuleContext(meta, cfg, everything, cache)
+        ctx = RuleContext(meta, cfg, index=index)
         check = rule.check
-        for obj in known:
+        for obj in index.of_kinds(subject_kinds(meta.id)):
             if tracking:
                 outcomes = _tracked_outcomes(check, ctx, obj, meta, enforcement, findings)
             else:
@@ -358,7 +360,7 @@ def _evaluate(
             for outcome in outcomes:
                 if isinstance(outcome, Violation):
                     about = outcome.obj
-                    if hidden and id(about) in hidden:
+                    if index.in_context(about):
                         continue  # about a context object: not under review
                     resource, message = about.resource, outcome.message
                     findings.append(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpustrata.core.environments import Environment
-from gpustrata.core.unknown import ABSENT, TAINTED, memoised
+from gpustrata_policies.index import EvaluationIndex
 
 if TYPE_CHECKING:
     from gpustrata_policies.config import PolicyConfig
@@ -141,31 +141,34 @@ class Report:
 
 
 class RuleContext:
-    """What a rule's check function gets besides the objects: config and helpers."""
+    """What a rule's check function gets besides the object: config, the evaluation's
+    :class:`~gpustrata_policies.index.EvaluationIndex` and helpers."""
 
-    __slots__ = ("_cache", "_not_evaluated", "config", "meta", "objects")
+    __slots__ = ("_not_evaluated", "config", "index", "meta", "objects")
 
     def __init__(
         self,
         meta: RuleMeta,
         config: PolicyConfig,
-        objects: Sequence[K8sObject],
-        cache: dict[Any, Any] | None = None,
+        objects: Sequence[K8sObject] = (),
+        *,
+        index: EvaluationIndex | None = None,
     ) -> None:
+        """*index* is the evaluation's (the evaluator passes it); without one, an index
+        of *objects* is built (a rule called on its own, in a test)."""
         self.meta = meta
         self.config = config
-        self.objects = objects
-        self._cache = cache if cache is not None else {}
+        self.index = index if index is not None else EvaluationIndex(objects)
+        self.objects: Sequence[K8sObject] = self.index.objects
+        """Every object of the evaluation (the index's), for rules that look across them."""
         self._not_evaluated: dict[tuple[str, str], NotEvaluated] = {}
 
     def memo(self, key: Hashable, factory: Callable[[], Any]) -> Any:
-        """A value computed once per evaluation (indexes over all objects). The unknown
+        """A value computed once per evaluation (indexes over all objects), kept in the
+        index (:meth:`~gpustrata_policies.index.EvaluationIndex.derived`). The unknown
         values its factory read count as read by every caller
         (:func:`~gpustrata.core.unknown.replay_reads`)."""
-        found = self._cache.get(key, ABSENT)  # memoised's common case, without a second call
-        if found is ABSENT or type(found) is TAINTED:
-            return memoised(self._cache, key, factory)
-        return found
+        return self.index.derived(key, factory)
 
     def threshold(self, key: str) -> Any:
         """The configured value of one of this rule's thresholds."""

@@ -99,7 +99,7 @@ def _rerun_raw(objects: list[K8sObject], rule_id: str) -> None:
     rule = next(r for r in all_rules() if r.meta.id == rule_id)
     from gpustrata_policies.evaluate import load_config
 
-    ctx = RuleContext(rule.meta, load_config(None, "prod"), objects, {})
+    ctx = RuleContext(rule.meta, load_config(None, "prod"), objects)
     for obj in objects:
         if obj.kind in KNOWN_KINDS:
             with contextlib.suppress(UnknownInput):

@@ -180,9 +180,10 @@ def test_v012_on_a_short_context_counts_max_model_len_sequences() -> None:
 
 def test_v009_safety_factor_is_the_planners() -> None:
     from gpustrata.vllm.capacity import STARTUP_SAFETY_FACTOR
-    from gpustrata_policies.rules.v009_startup_window_covers_load.rule import SAFETY_FACTOR
+    from gpustrata_policies.rules.v009_startup_window_covers_load.rule import RULE
 
-    assert SAFETY_FACTOR == STARTUP_SAFETY_FACTOR
+    # The threshold's default lives in the rule folder's meta.yaml; it must be the planner's.
+    assert RULE.meta.thresholds["safety_factor"] == ("number", STARTUP_SAFETY_FACTOR)
 
 
 def test_v009_window_against_safety_factor_threshold() -> None:

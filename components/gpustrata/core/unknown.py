@@ -34,7 +34,6 @@ __all__ = [
     "is_tracked",
     "is_unknown",
     "known",
-    "known_memo",
     "memoised",
     "reading_unknowns",
     "replace_pulumi_unknowns",
@@ -204,21 +203,22 @@ class _Tainted:
 
 
 TAINTED: Final = _Tainted
-"""The type of a :func:`memoised` entry that read an unknown or raised one: a hot path
-may read a memo itself (``found = memo.get(key, ABSENT)``) and take *found* as the value
-when ``type(found) is not TAINTED and found is not ABSENT``."""
+"""The type of a :func:`memoised` entry that read an unknown or raised one (an entry of
+any other type is the value itself)."""
 
 ABSENT: Final = object()
 """The ``dict.get`` default that tells a memo miss from a kept ``None``."""
 
 
-def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
-    """``factory()`` once per *memo* and *key*. Every later caller counts as having read the
-    unknown values the first call read (:func:`replay_reads`), and gets the
+def memoised(memo: dict[Any, Any], key: Any, factory: Callable[..., _T], *args: Any) -> _T:
+    """``factory(*args)`` once per *memo* and *key*. Every later caller counts as having
+    read the unknown values the first call read (:func:`replay_reads`), and gets the
     :class:`UnknownInput` it raised again: a cache must not launder an unknown.
 
-    A value that read no unknown is kept as it is (a hit is one dict read, issue 18); one
-    that did, or an error, is kept as a :data:`TAINTED` entry that replays them."""
+    A value that read no unknown is kept as it is, so a hit is one dict read and a type
+    test (issue 18: hot paths call this directly, with *args* rather than a closure); one
+    that read an unknown, or an error, is kept as a :data:`TAINTED` entry that replays
+    them."""
     found = memo.get(key, ABSENT)
     if found is not ABSENT:
         if type(found) is _Tainted:
@@ -232,7 +232,7 @@ def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
     token = _READS.set(reads)
     error: UnknownInput | None = None
     try:
-        value = factory()
+        value = factory(*args)
     except UnknownInput as exc:
         error = exc
     finally:
@@ -247,13 +247,6 @@ def memoised(memo: dict[Any, Any], key: Any, factory: Callable[[], _T]) -> _T:
     else:
         memo[key] = value
     return value
-
-
-def known_memo(memo: dict[Any, Any], key: Any) -> Any:
-    """What :func:`memoised` keeps for *key* when its factory read no unknown value and
-    raised nothing (a hot path may skip the call then), else ``None``."""
-    found = memo.get(key)
-    return None if type(found) is _Tainted else found
 
 
 _PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})

@@ -17,6 +17,7 @@ __all__ = [
     "CONTROLLER_KINDS",
     "FOREIGN_KINDS",
     "KNOWN_KINDS",
+    "POD_KINDS",
     "RAY_KINDS",
     "api_group",
     "is_builtin",
@@ -121,6 +122,26 @@ that one (fusioninfer.io has an ``InferenceService`` of another shape, whose Pod
 controller makes from ``spec.roles``)."""
 KNOWN_KINDS = WORKLOAD_KINDS | RAY_KINDS | KSERVE_KINDS | OTHER_KINDS | frozenset(CONTROLLER_KINDS)
 """Kinds gpustrata reads (or knows to be irrelevant); others are "not evaluated"."""
+
+POD_KINDS = (
+    WORKLOAD_KINDS
+    | RAY_KINDS
+    | frozenset(CONTROLLER_KINDS)
+    | frozenset(
+        {
+            "LeaderWorkerSet",
+            "ServingRuntime",
+            "ClusterServingRuntime",
+            "InferenceService",
+            "LLMInferenceService",
+            "Service",  # a Knative Service (FOREIGN_KINDS); a core Service has no Pods
+        }
+    )
+)
+"""Every kind whose objects may hold a pod spec (:meth:`K8sObject.pods
+<gpustrata_policies.view.objects.K8sObject.pods>` is empty for any other kind): what a
+rule that reads only Pods, containers or engines reads (see
+:data:`gpustrata_policies.rules._kinds.SUBJECT_KINDS`)."""
 
 BUILTIN_KINDS = WORKLOAD_KINDS | K8S_KINDS
 """Kubernetes' own kinds: read as such only in one of Kubernetes' API groups (see

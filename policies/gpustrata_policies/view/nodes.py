@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.quantity import ZERO, parse_quantity
-from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, known_memo, memoised
+from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, memoised
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.device_plugin import Sharing, cluster_sharing
@@ -118,24 +118,19 @@ def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
     cached = pod.memo.get("targeted_pools")
     if cached is None or cached[0] is not pools:
         cached = pod.memo["targeted_pools"] = (pools, {})
-    else:
-        known: list[GpuPool] | None = known_memo(cached[1], "found")  # the hot path
-        if known is not None:
-            return list(known)
+    return list(memoised(cached[1], "found", _match, pod, pools))
 
-    def match() -> list[GpuPool]:
-        global _LAST_POOLS
-        last = _LAST_POOLS
-        if last[0] is not pools:
-            last = _LAST_POOLS = (pools, {})
-        selector, terms = pod.node_selector(), pod.required_affinity_terms()
-        return memoised(
-            last[1],
-            selector_key(pod),
-            lambda: [p for p in pools if pool_matches(selector, terms, p)],
-        )
 
-    return list(memoised(cached[1], "found", match))
+def _match(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
+    """The pools of *pools* *pod* selects, matched once per :func:`selector_key`."""
+    global _LAST_POOLS
+    last = _LAST_POOLS
+    if last[0] is not pools:
+        last = _LAST_POOLS = (pools, {})
+    selector, terms = pod.node_selector(), pod.required_affinity_terms()
+    return memoised(
+        last[1], selector_key(pod), lambda: [p for p in pools if pool_matches(selector, terms, p)]
+    )
 
 
 def pool_label(pool: GpuPool) -> str:
@@ -152,11 +147,7 @@ def gpu_requests(pod: PodRef, extra: Sequence[str] = ()) -> dict[str, Fraction]:
 
     Read once per pod (``pod.memo``); a copy is returned.
     """
-    key = ("gpu_requests", tuple(extra))
-    known: dict[str, Fraction] | None = known_memo(pod.memo, key)  # the hot path
-    if known is not None:
-        return dict(known)
-    return dict(memoised(pod.memo, key, lambda: _gpu_requests(pod, extra)))
+    return dict(memoised(pod.memo, ("gpu_requests", tuple(extra)), _gpu_requests, pod, extra))
 
 
 def _gpu_requests(pod: PodRef, extra: Sequence[str]) -> dict[str, Fraction]:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpustrata.core.quantity import ZERO, exact_sum, exceeds, parse_quantity
-from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, UnknownInput, is_tracked, memoised
+from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, is_tracked, memoised
 from gpustrata_policies.view.kinds import CLUSTER_SCOPED_KINDS
 
 __all__ = [
@@ -361,11 +361,7 @@ class PodRef:
     def gpu_count(self, extra: Sequence[str] = ()) -> Fraction:
         """GPUs the pod asks for (sum over app containers; max with init containers)."""
         key = ("gpu_count", extra if type(extra) is tuple else tuple(extra))
-        found = self.memo.get(key, ABSENT)
-        if found is not ABSENT and type(found) is not TAINTED:
-            known: Fraction = found
-            return known
-        return memoised(self.memo, key, lambda: self._gpu_count(extra))
+        return memoised(self.memo, key, self._gpu_count, extra)
 
     def _gpu_count(self, extra: Sequence[str]) -> Fraction:
         # As sum() and max() of the limits, without Fraction arithmetic on the zeros.
@@ -447,12 +443,7 @@ class ContainerRef:
         through DRA (``resources.claims``) count as ``nvidia.com/gpu`` in both. Read once
         per section (a dozen rules ask); treat the mapping as read-only."""
         key = _RESOURCES.get(section) or ("resources", section)
-        found = self.memo.get(key, ABSENT)
-        if found is not ABSENT and type(found) is not TAINTED:
-            known: Mapping[str, Any] = found
-            return known
-        read: Mapping[str, Any] = memoised(self.memo, key, lambda: self._resources(section))
-        return read
+        return memoised(self.memo, key, self._resources, section)
 
     def _resources(self, section: str) -> Mapping[str, Any]:
         value = dig(self.raw, "resources", section)
@@ -472,10 +463,6 @@ class ContainerRef:
         """GPUs this container's ``resources.claims`` get from the Pod's DRA claims (the
         ``gpu.nvidia.com`` requests of the ResourceClaim or ResourceClaimTemplate each
         names); 0 without claims or when the claim is not among the objects."""
-        found = self.memo.get("claimed_gpus", ABSENT)
-        if found is not ABSENT and type(found) is not TAINTED:
-            known: Fraction = found
-            return known
         return memoised(self.memo, "claimed_gpus", self._claimed_gpus)
 
     def _claimed_gpus(self) -> Fraction:
@@ -529,11 +516,7 @@ class ContainerRef:
     def gpu_limit(self, extra: Sequence[str] = ()) -> Fraction:
         """Sum of GPU resources in limits (requests default to limits for these)."""
         key = ("gpu_limit", extra if type(extra) is tuple else tuple(extra))
-        found = self.memo.get(key, ABSENT)
-        if found is not ABSENT and type(found) is not TAINTED:
-            known: Fraction = found
-            return known
-        return memoised(self.memo, key, lambda: self._gpu_limit(extra))
+        return memoised(self.memo, key, self._gpu_limit, extra)
 
     def _gpu_limit(self, extra: Sequence[str]) -> Fraction:
         limits = self.resources("limits")

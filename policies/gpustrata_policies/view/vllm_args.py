@@ -30,7 +30,7 @@ import yaml
 
 from gpustrata.catalog.vllm_release_types import Fact, FlagSet
 from gpustrata.catalog.vllm_releases import accepted_flags, accepts_abbreviations, flag_releases
-from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, UnknownInput, memoised
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata.core.yamlguard import YamlShapeError
 from gpustrata.core.yamlio import safe_load
 from gpustrata.vllm.flags import int_setting, parse_flags
@@ -399,11 +399,7 @@ def vllm_engine(container: ContainerRef) -> EngineArgs | None:
     Read once per container (kept in ``container.memo``; the rules do not change it):
     a dozen rules ask for the same container's engine.
     """
-    found = container.memo.get("vllm_engine", ABSENT)
-    if found is not ABSENT and type(found) is not TAINTED:
-        known: EngineArgs | None = found
-        return known
-    return memoised(container.memo, "vllm_engine", lambda: _read_engine(container))
+    return memoised(container.memo, "vllm_engine", _read_engine, container)
 
 
 def _read_engine(container: ContainerRef) -> EngineArgs | None:

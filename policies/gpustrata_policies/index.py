@@ -1,0 +1,76 @@
+"""One evaluation's index: its objects, resolved once, and what the view derives from them.
+
+The evaluator builds one :class:`EvaluationIndex` before any rule runs and hands it to
+every rule as ``ctx.index`` (issue 32): the objects under review and the context objects
+(what the cluster says, reported on by no rule), each object's kind read once, the
+objects of the kinds a rule reports on (issue 35), and the store of what is derived
+from all of them once per evaluation (pools, operators, engine sites). The objects it
+holds are not mutated once it is built; what is derived is computed on first read and
+then only read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, final
+
+from gpustrata.core.unknown import UNKNOWN, memoised
+
+if TYPE_CHECKING:
+    from gpustrata_policies.view.objects import K8sObject
+
+__all__ = ["EvaluationIndex"]
+
+_T = TypeVar("_T")
+
+
+@final
+class EvaluationIndex:
+    """The objects of one evaluation, by role and kind, and what is derived from them.
+
+    *subjects* are the objects under review (the rules report on them), *context* the
+    objects the rules read but report nothing on (``gpustrata check --context``, a
+    cluster profile's pools); :attr:`objects` is both, subjects first.
+    """
+
+    __slots__ = ("_by_kinds", "_context", "_derived", "_kinds", "objects", "subjects")
+
+    def __init__(self, subjects: Sequence[K8sObject], context: Sequence[K8sObject] = ()) -> None:
+        self.subjects: tuple[K8sObject, ...] = tuple(subjects)
+        """The objects under review, in input order."""
+        self.objects: tuple[K8sObject, ...] = (
+            (*self.subjects, *context) if context else self.subjects
+        )
+        """Every object the rules read: the subjects, then the context objects."""
+        self._context = frozenset(map(id, context))
+        # Each subject's kind, read once; "" for a kind unknown until deployment (an object
+        # that may be of any kind), "?" for none.
+        self._kinds = tuple(
+            "" if o.raw.get("kind") is UNKNOWN else (o.kind or "?") for o in self.subjects
+        )
+        self._by_kinds: dict[frozenset[str], tuple[K8sObject, ...]] = {}
+        self._derived: dict[Hashable, Any] = {}
+
+    def of_kinds(self, kinds: frozenset[str] | None) -> tuple[K8sObject, ...]:
+        """The subjects of *kinds* in input order, and those of an unknown kind (every
+        subject when *kinds* is ``None``); each kind set's tuple is built once."""
+        if kinds is None:
+            return self.subjects
+        found = self._by_kinds.get(kinds)
+        if found is None:
+            found = self._by_kinds[kinds] = tuple(
+                o for o, k in zip(self.subjects, self._kinds, strict=True) if not k or k in kinds
+            )
+        return found
+
+    def in_context(self, obj: K8sObject) -> bool:
+        """Is *obj* a context object (read, never reported on)?"""
+        return bool(self._context) and id(obj) in self._context
+
+    def derived(self, key: Hashable, factory: Callable[[], _T]) -> _T:
+        """``factory()`` once per evaluation and *key*: a value derived from the objects
+        (an index over all of them, an object's engine sites). The unknown values its
+        factory read count as read by every later reader, and an
+        :class:`~gpustrata.core.unknown.UnknownInput` it raised is raised again
+        (:func:`~gpustrata.core.unknown.memoised`)."""
+        return memoised(self._derived, key, factory)
