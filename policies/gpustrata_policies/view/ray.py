@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view.kuberay import RayGroup, ray_groups
@@ -76,10 +75,3 @@ def container_engines(obj: K8sObject) -> Iterator[tuple[ContainerRef, EngineArgs
         engine = vllm_engine(container)
         if engine is not None:
             yield container, engine
-
-
-def flag_is_on(value: Any) -> bool:
-    """A boolean engine setting as written (``--flag``, ``--flag=true``, YAML true)."""
-    if value is True:
-        return True
-    return isinstance(value, str) and value.strip().lower() in {"true", "1", "yes"}

@@ -25,7 +25,6 @@ from gpustrata_policies.view.engines import (
     release_version,
     site_architecture,
     site_gpus,
-    site_version,
 )
 from gpustrata_policies.view.objects import K8sObject
 
@@ -202,7 +201,8 @@ def _gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:
 
 def _running(ctx: RuleContext, site: EngineSite, s: Settings) -> _Running:
     """Which release and engine (V0/V1) run *site*, and the worlds they allow."""
-    version, where = site_version(site)
+    release = site.release()
+    version, where = release.version, release.where
     parsed = release_version(version)
     use_v1 = site.env.get("VLLM_USE_V1")
     worlds: list[World] | None

@@ -21,7 +21,6 @@ from gpustrata_policies.view.engines import (
     release_version,
     site_architecture,
     site_gpus,
-    site_version,
 )
 from gpustrata_policies.view.objects import K8sObject
 
@@ -197,7 +196,8 @@ def _forced(
 
 def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
     obj = site.obj
-    version, where = site_version(site)
+    release = site.release()
+    version, where = release.version, release.where
     parsed = release_version(version)
     if version is None or parsed is None:
         return ctx.not_evaluated(
