@@ -75,6 +75,7 @@ __all__ = [
     "site_architecture",
     "site_gpus",
     "site_release",
+    "unread_ray_engines",
     "vllm_source",
 ]
 
@@ -144,6 +145,10 @@ class EngineSite:
         """Is the boolean setting on (``--flag``, ``--flag=true``, YAML true)?"""
         return self.bool_flag(key) is True
 
+    def gpus_per_engine(self) -> int | None:
+        """Tensor x pipeline parallel size (defaults 1), None when a factor is unreadable."""
+        return self.engine.gpus_per_engine()
+
     def release(self) -> SiteRelease:
         """The vLLM release the engine runs (:func:`site_release`, the one resolver)."""
         return site_release(self)
@@ -169,6 +174,13 @@ def engine_sites(ctx: RuleContext, obj: K8sObject, *, ray_pods: bool = False) ->
 
 def _sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> list[EngineSite]:
     return [*_container_sites(obj, ray_pods), *_ray_sites(ctx, obj)]
+
+
+def unread_ray_engines(obj: K8sObject) -> list[str]:
+    """The Ray Serve LLM engines of a RayService that have no :class:`EngineSite` because
+    their ``llm_configs`` entry is a file reference, not readable here (their labels)."""
+    cfg = serve_config(obj) if obj.kind == "RayService" else None
+    return [e.source for e in (cfg.engines if cfg else []) if not e.complete]
 
 
 def _ray_sites(ctx: RuleContext, obj: K8sObject) -> Iterator[EngineSite]:
