@@ -153,8 +153,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                         f"serveConfigV2 runtime_env sets {name} to {_literal(value)}",
                         ("spec", "serveConfigV2"),
                     )
-        for scope in cfg.llm_configs if cfg else []:
-            kwargs = scope.get("engine_kwargs")
+        for site in engine_sites(ctx, obj):
+            kwargs = site.llm_config.get("engine_kwargs") if site.ray else None
             for name, value in kwargs.items() if isinstance(kwargs, Mapping) else ():
                 secret = str(name).replace("-", "_") in SECRET_FLAGS
                 if secret and isinstance(value, str) and _literal_flag(value):

@@ -16,8 +16,6 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
     Version,
-    as_bool,
-    as_int,
     engine_sites,
     gib,
     neighbours,
@@ -304,8 +302,7 @@ def _judge_worlds(
 
 def _settings(site: EngineSite) -> Settings | Verdict | None:
     """What the engine states (None: neither budget is set), or the value not a number."""
-    e = site.engine
-    raw = {k: as_int(e, k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
+    raw = {k: site.int_flag(k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
     bad = {k: v for k, v in raw.items() if isinstance(v, str)}
     if bad:
         key, value = next(iter(bad.items()))
@@ -315,7 +312,7 @@ def _settings(site: EngineSite) -> Settings | Verdict | None:
             values={"engine": site.label, "key": key, "value": str(value)},
         )
     tokens, seqs, max_len = (v if isinstance(v, int) else None for v in raw.values())
-    chunked = as_bool(e, "enable_chunked_prefill")
+    chunked = site.bool_flag("enable_chunked_prefill")
     if tokens is None and seqs is None:
         return None  # vLLM's own defaults agree with each other in every release read
     arch = site_architecture(site)
