@@ -80,14 +80,11 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         found = site.gpus(ctx)  # MIG: the slice keeps its parent's compute capability
         # Only GPUs older than 8.0 can fail a check (_problems).
         for ref in found if not isinstance(found, str) else []:
-            problems = _problems(site, ref.gpu)
+            problems = "; ".join(_problems(site, ref.gpu))
+            gpu = f"{ref.gpu.name} ({_shown(ref)}, compute capability {ref.gpu.compute_capability})"
             if problems:
-                yield ctx.violation(
-                    obj,
-                    f"{site.label} runs on {ref.gpu.name} ({_shown(ref)}, compute capability "
-                    f"{ref.gpu.compute_capability}): {'; '.join(problems)}",
-                    (*pod.path, "containers"),
-                )
+                text = f"{site.label} runs on {gpu}: {problems}"
+                yield ctx.violation(obj, text, (*pod.path, "containers"))
 
 
 RULE = folder_rule(__name__, check)
