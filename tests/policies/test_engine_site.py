@@ -266,3 +266,20 @@ def test_engines_in_ray_pods_are_sites_only_when_asked() -> None:
     assert site.flag_on("enforce_eager")
     [message] = _messages(doc, "V008")
     assert "container 'head'" in message
+
+
+def test_a_ray_engine_runs_the_release_of_its_gpu_worker_group() -> None:
+    """Two worker groups with different ``ray-llm`` images: the engine runs on the GPU
+    group, so its release is that group's image's for every reader. Before, V005, V006,
+    V013, G002 and K020 read the first worker image that named a release (a CPU group's
+    here) while the capacity view read the GPU group's."""
+    cpu = _worker("cpu", None)
+    cpu_spec = cpu["template"]["spec"]
+    cpu_spec["containers"][0]["image"] = "rayproject/ray-llm:2.48.0-py311-cu128"
+    cpu_spec["containers"][0]["resources"] = {}
+    cpu["rayStartParams"] = {"num-gpus": "0"}
+    _, [site] = _sites(_ray("L4", [cpu, _worker("gpu", None)]))
+    read = site.release()
+    assert site.image == "rayproject/ray-llm:2.60.0-py311-cu128"
+    assert read.image == site.image and read.found is not None and read.found.ray == "2.60.0"
+    assert read.version == capacity.engine_version(site).version
