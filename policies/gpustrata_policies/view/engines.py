@@ -173,7 +173,9 @@ def engine_sites(ctx: RuleContext, obj: K8sObject, *, ray_pods: bool = False) ->
 
 
 def _sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> list[EngineSite]:
-    return [*_container_sites(obj, ray_pods), *_ray_sites(ctx, obj)]
+    if ray_pods:  # the Ray Serve LLM engines are the default list's: built once
+        return [*_container_sites(obj, True), *(s for s in engine_sites(ctx, obj) if s.ray)]
+    return [*_container_sites(obj, False), *_ray_sites(ctx, obj)]
 
 
 def unread_ray_engines(obj: K8sObject) -> list[str]:
