@@ -9,10 +9,9 @@ from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view.endpoints import by_namespace
-from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.engines import EngineSite, engine_sites, unread_ray_engines
 from gpustrata_policies.view.gateways import PoolView
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
-from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
 
 def fmt(value: Any) -> str:
@@ -91,13 +90,10 @@ def autoscaler_target(obj: K8sObject) -> tuple[str, str, str] | None:
     return scale_target(obj)
 
 
-def runs_vllm(obj: K8sObject) -> bool:
-    """Does the object run a vLLM engine (a container command, or Ray Serve LLM configs)?"""
-    if obj.kind == "RayService":
-        cfg = serve_config(obj)
-        if cfg is not None and cfg.engines:
-            return True
-    return any(vllm_engine(c) is not None for c in obj.containers(init=False))
+def runs_vllm(ctx: RuleContext, obj: K8sObject) -> bool:
+    """Does the object run a vLLM engine (a container command, Ray pods included, or Ray
+    Serve LLM configs, those given as file references too)?"""
+    return bool(engine_sites(ctx, obj, ray_pods=True) or unread_ray_engines(obj))
 
 
 def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:

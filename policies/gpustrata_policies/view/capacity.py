@@ -34,8 +34,8 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
     GpuRef,
+    as_bool,
     as_int,
-    image_release,
     site_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
@@ -46,7 +46,6 @@ from gpustrata_policies.view.objects import (
     as_map,
     dig,
 )
-from gpustrata_policies.view.ray import flag_is_on
 from gpustrata_policies.view.vllm_args import EngineArgs, hf_hub_cache
 
 T = TypeVar("T")
@@ -193,9 +192,9 @@ def engine_version(site: EngineSite) -> EngineVersion:
     through the Ray release that pins it) and the engine generation the compatibility
     catalogue gives it (V1 the default from, and V0 removed in, the releases the vLLM
     release catalogue names)."""
-    image = site.image
-    found = image_release(image) if image is not None else None
-    version = found.version if found is not None else None
+    read = site.release()
+    found, version = read.found, read.version
+    image = read.image if read.image is not None else site.image
     where = ""
     if found is not None and version is not None:
         if found.ray and found.assumed:
@@ -291,7 +290,7 @@ def engine_settings(
         if _raw(engine, key) not in (None, False, 0, "0"):
             return f"{key} {engine.get(key)} changes the memory budget in a way not modelled"
     dp = _int(engine, "data_parallel_size")
-    if flag_is_on(_raw(engine, "enable_expert_parallel")) and dp not in (None, 1):
+    if as_bool(engine, "enable_expert_parallel") is True and dp not in (None, 1):
         return "expert parallelism across data-parallel ranks is not modelled"
     kwargs: dict[str, Any] = {}
     defaults: dict[str, str] = {}
@@ -338,10 +337,9 @@ def engine_settings(
         value = _raw(engine, key)
         if value is not None and not isinstance(value, bool):
             kwargs[key] = str(value)
-    chunked = _raw(engine, "enable_chunked_prefill")
-    if chunked is not None:
-        kwargs["enable_chunked_prefill"] = flag_is_on(chunked)
-    kwargs["enforce_eager"] = flag_is_on(_raw(engine, "enforce_eager"))
+    if _raw(engine, "enable_chunked_prefill") is not None:
+        kwargs["enable_chunked_prefill"] = as_bool(engine, "enable_chunked_prefill") is True
+    kwargs["enforce_eager"] = as_bool(engine, "enforce_eager") is True
     mml = kwargs["max_model_len"] or arch.max_position_embeddings
     if auto_fit:
         defaults["max_model_len"] = (

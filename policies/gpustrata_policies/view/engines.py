@@ -61,6 +61,7 @@ __all__ = [
     "EngineSite",
     "GpuRef",
     "ImageRelease",
+    "SiteRelease",
     "as_bool",
     "as_int",
     "engine_sites",
@@ -73,7 +74,8 @@ __all__ = [
     "release_version",
     "site_architecture",
     "site_gpus",
-    "site_version",
+    "site_release",
+    "unread_ray_engines",
     "vllm_source",
 ]
 
@@ -122,20 +124,68 @@ class EngineSite:
             return f"Ray Serve LLM engine '{self.engine.model}'"
         return self.engine.source
 
+    # Typed reads: every rule reads an engine's settings, release and GPUs through these
+    # (tests/policies/test_engine_site.py fails on a rule that walks containers itself).
 
-def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
-    """Every vLLM engine of the object (Ray Serve LLM configs once per RayService),
-    memoised per evaluation."""
+    def flag(self, key: str) -> Any:
+        """A setting as written (dashes or underscores), None when unset; a setting V013
+        finds malformed (flag and value in one word) reads as that word."""
+        return self.engine.get(key)
 
-    found: list[EngineSite] = ctx.memo(("engine-sites", id(obj)), lambda: _sites(ctx, obj))
+    def int_flag(self, key: str) -> int | str | None:
+        """An integer setting as vLLM reads it (:func:`as_int`): None when unset, the raw
+        text when vLLM would refuse it (a malformed one included)."""
+        return as_int(self.engine, key.replace("-", "_"))
+
+    def bool_flag(self, key: str) -> bool | None:
+        """A boolean setting (:func:`as_bool`): None when unset or not a boolean."""
+        return as_bool(self.engine, key.replace("-", "_"))
+
+    def flag_on(self, key: str) -> bool:
+        """Is the boolean setting on (``--flag``, ``--flag=true``, YAML true)?"""
+        return self.bool_flag(key) is True
+
+    def gpus_per_engine(self) -> int | None:
+        """Tensor x pipeline parallel size (defaults 1), None when a factor is unreadable."""
+        return self.engine.gpus_per_engine()
+
+    def release(self) -> SiteRelease:
+        """The vLLM release the engine runs (:func:`site_release`, the one resolver)."""
+        return site_release(self)
+
+    def gpus(self, ctx: RuleContext) -> list[GpuRef] | str:
+        """The GPU(s) the engine gets, MIG slices and Ray accelerator types included
+        (:func:`site_gpus`), or why none is known."""
+        return site_gpus(ctx, self)
+
+
+def engine_sites(ctx: RuleContext, obj: K8sObject, *, ray_pods: bool = False) -> list[EngineSite]:
+    """Every vLLM engine of the object: ``vllm serve`` containers, then the Ray Serve LLM
+    configs of a RayService, memoised per evaluation. Containers in Ray pods (a RayCluster
+    head running ``ray start; vllm serve``) only with *ray_pods* (the rules on the engine
+    process itself read those too; the GPU and capacity rules judge Ray engines through
+    their Serve config and worker groups)."""
+
+    found: list[EngineSite] = ctx.memo(
+        ("engine-sites", id(obj), ray_pods), lambda: _sites(ctx, obj, ray_pods)
+    )
     return found
 
 
-def _sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
-    return list(_build_sites(ctx, obj))
+def _sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> list[EngineSite]:
+    if ray_pods:  # the Ray Serve LLM engines are the default list's: built once
+        return [*_container_sites(obj, True), *(s for s in engine_sites(ctx, obj) if s.ray)]
+    return [*_container_sites(obj, False), *_ray_sites(ctx, obj)]
 
 
-def _build_sites(ctx: RuleContext, obj: K8sObject) -> Iterator[EngineSite]:
+def unread_ray_engines(obj: K8sObject) -> list[str]:
+    """The Ray Serve LLM engines of a RayService that have no :class:`EngineSite` because
+    their ``llm_configs`` entry is a file reference, not readable here (their labels)."""
+    cfg = serve_config(obj) if obj.kind == "RayService" else None
+    return [e.source for e in (cfg.engines if cfg else []) if not e.complete]
+
+
+def _ray_sites(ctx: RuleContext, obj: K8sObject) -> Iterator[EngineSite]:
     if obj.kind == "RayService":
         cfg = serve_config(obj)
         workers = tuple(p for p in obj.pods() if p.is_ray and p.role != "head")
@@ -171,9 +221,11 @@ def _build_sites(ctx: RuleContext, obj: K8sObject) -> Iterator[EngineSite]:
                 image=image,
                 gpu_pod_unknown=unknown,
             )
-        return
+
+
+def _container_sites(obj: K8sObject, ray_pods: bool) -> Iterator[EngineSite]:
     for pod in obj.pods():
-        if pod.is_ray:
+        if pod.is_ray and not ray_pods:
             continue
         for c in pod.containers(init=False):
             engine = vllm_engine(c)
@@ -467,22 +519,46 @@ def image_release(image: Any) -> ImageRelease | None:
     return ImageRelease(None, f"image {image}: tag {tag!r} names no vLLM release")
 
 
-def site_version(site: EngineSite) -> tuple[str | None, str]:
-    """(vLLM version, where it was read) of the engine's image; version None if unknown."""
-    reasons = []
-    for image in site.images:
+@dataclass(frozen=True, slots=True)
+class SiteRelease:
+    """The vLLM release an engine runs, read once by :func:`site_release`."""
+
+    version: str | None
+    """The release (``0.10.1.1``); None when no image names one (nothing is assumed)."""
+    where: str
+    """How it was read (the image's :attr:`ImageRelease.where`), or why no release is
+    known (with the cluster-profile hint)."""
+    image: Any = None
+    """The image the release was read from (None when none names one)."""
+    found: ImageRelease | None = None
+    """The image's reading (Ray pin, assumed bound), None when no image names a release."""
+
+
+def site_release(site: EngineSite) -> SiteRelease:
+    """The one release resolver: the vLLM release of the engine's image
+    (:func:`image_release`; Ray: the GPU worker group's image first, then the other worker
+    images), with where it was read, or why none is known."""
+    reasons: list[tuple[Any, ImageRelease]] = []
+    seen: list[Any] = []
+    for image in (site.image, *site.images) if site.image is not None else site.images:
         if image is UNKNOWN:
             raise UnknownInput(f"image of {site.label}")
+        if image in seen:
+            continue
+        seen.append(image)
         found = image_release(image)
         if found is None:
             continue
         if found.version:
-            return found.version, found.where
-        reasons.append(found.where)
+            return SiteRelease(found.version, found.where, image, found)
+        reasons.append((image, found))
     if reasons:
-        return None, f"{reasons[0]} {profile_hint('images')}"
+        image, found = reasons[0]
+        return SiteRelease(None, f"{found.where} {profile_hint('images')}", image, found)
     shown = ", ".join(str(i) for i in site.images) or "none"
-    return None, f"the image ({shown}) does not name a vLLM version {profile_hint('images')}"
+    return SiteRelease(
+        None, f"the image ({shown}) does not name a vLLM version {profile_hint('images')}"
+    )
 
 
 def site_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:

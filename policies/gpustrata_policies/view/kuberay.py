@@ -358,8 +358,11 @@ def _engine_placements(obj: K8sObject) -> tuple[list[EnginePlacement], list[str]
             unreadable.append(f"{engine.source} is a file reference, not readable here")
             continue
         llm = next(configs)
-        tp = _int(engine.get("tensor_parallel_size"), 1)
-        pp = _int(engine.get("pipeline_parallel_size"), 1)
+        # vLLM's integer grammar (gpustrata.vllm.flags.int_setting), as EngineSite.int_flag
+        tp, pp = (
+            engine.get_int(k) if engine.get(k) is not None else 1
+            for k in ("tensor_parallel_size", "pipeline_parallel_size")
+        )
         if tp is None or pp is None or tp < 1 or pp < 1:
             unreadable.append(f"{engine.source}: tensor/pipeline parallel sizes are not integers")
             continue

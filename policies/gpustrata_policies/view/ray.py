@@ -1,18 +1,17 @@
-"""Ray worker groups and the engines in plain containers, as the Ray and serving rules read
-them (GPU worker groups with their GPUs per Pod, `vllm serve` containers, KubeRay sources)."""
+"""Ray worker groups as the Ray and serving rules read them (GPU worker groups with their
+GPUs per Pod, the pools they reach, KubeRay sources). Engines are read through
+:func:`gpustrata_policies.view.engines.engine_sites`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view.kuberay import RayGroup, ray_groups
 from gpustrata_policies.view.nodes import tolerations_of
-from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef
+from gpustrata_policies.view.objects import K8sObject, PodRef
 from gpustrata_policies.view.pools import GpuPool, pool_matches, tolerates
-from gpustrata_policies.view.vllm_args import EngineArgs, vllm_engine
 
 KUBERAY_V170 = "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator"
 RAY_V2600 = "https://github.com/ray-project/ray/blob/ray-2.60.0/python/ray"
@@ -68,18 +67,3 @@ def tolerates_gpu_taint(pod: PodRef) -> bool:
 def selects_gpu_nodes(pod: PodRef) -> bool:
     """Does the pod pin GPU node labels (GFD, Karpenter, GKE accelerator)?"""
     return any(str(k).startswith(GPU_LABEL_PREFIXES) for k in pod.selected_labels())
-
-
-def container_engines(obj: K8sObject) -> Iterator[tuple[ContainerRef, EngineArgs]]:
-    """Every app container running a vLLM server (``vllm serve`` and its other spellings)."""
-    for container in obj.containers(init=False):
-        engine = vllm_engine(container)
-        if engine is not None:
-            yield container, engine
-
-
-def flag_is_on(value: Any) -> bool:
-    """A boolean engine setting as written (``--flag``, ``--flag=true``, YAML true)."""
-    if value is True:
-        return True
-    return isinstance(value, str) and value.strip().lower() in {"true", "1", "yes"}

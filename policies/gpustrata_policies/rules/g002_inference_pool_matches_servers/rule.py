@@ -15,7 +15,7 @@ from gpustrata_policies.rules._common import (
 )
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.endpoints import by_namespace
-from gpustrata_policies.view.engines import EngineSite, release_version, site_version
+from gpustrata_policies.view.engines import EngineSite, release_version
 from gpustrata_policies.view.gateways import (
     GIE_CRDS,
     KV_USAGE_FLAG,
@@ -82,7 +82,8 @@ def _metrics(
     metric, why = picked
     for _, sites in members:
         for site in sites:
-            version, where = site_version(site)
+            release = site.release()
+            version, where = release.version, release.where
             key = release_version(version)
             if key is None:
                 continue

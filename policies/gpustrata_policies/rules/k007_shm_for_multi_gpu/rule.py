@@ -12,10 +12,10 @@ from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view.controllers import pod_group
+from gpustrata_policies.view.engines import EngineSite, engine_sites, unread_ray_engines
 from gpustrata_policies.view.kuberay import operator_release
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.profile import profile_hint
-from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
 
 RUNTIME_DEFAULT_SHM = Fraction(64 * 2**20)  # Docker/containerd default /dev/shm: 64 MiB
 PLASMA_DIRECTORY = "plasma-directory"
@@ -118,29 +118,33 @@ def shm_status(
     )
 
 
-def _ray_engine_gpus(obj: K8sObject) -> int | None:
+def _ray_engine_gpus(sites: list[EngineSite], obj: K8sObject) -> int | None:
     """GPUs of the largest Ray Serve LLM engine of a RayService, when every engine is read."""
-    if obj.kind != "RayService":
+    ray = [s for s in sites if s.ray]
+    if not ray or unread_ray_engines(obj):
         return None
-    cfg = serve_config(obj)
-    if cfg and cfg.engines and all(e.complete for e in cfg.engines):
-        sizes = [e.gpus_per_engine() for e in cfg.engines]
-        if all(s is not None for s in sizes):
-            return max(s for s in sizes if s is not None)
+    sizes = [s.gpus_per_engine() for s in ray]
+    if all(s is not None for s in sizes):
+        return max(s for s in sizes if s is not None)
     return None
 
 
 def _engine_gpus(
-    pod: PodRef, c: ContainerRef, ray_engines: int | None, extra: tuple[str, ...]
+    pod: PodRef,
+    c: ContainerRef,
+    sites: Mapping[int, EngineSite],
+    ray_engines: int | None,
+    extra: tuple[str, ...],
 ) -> tuple[bool, int | None]:
-    """(runs a GPU engine, GPUs per engine or None when not readable) of container *c*."""
+    """(runs a GPU engine, GPUs per engine or None when not readable) of container *c*
+    (*sites*: the engines of the object's containers, by container)."""
     if pod.is_ray:
         return c.gpu_limit(extra) > 0, ray_engines
-    engine = vllm_engine(c)
-    if engine is None:
+    site = sites.get(id(c))
+    if site is None:
         return False, None
-    per_engine = engine.gpus_per_engine()
-    if per_engine == 1 and not engine.complete:
+    per_engine = site.gpus_per_engine()
+    if per_engine == 1 and not site.engine.complete:
         per_engine = None  # flags may come from elsewhere ($@, variables)
     return True, per_engine
 
@@ -196,13 +200,15 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         yield Verdict("not_evaluated", "min-shm-not-a-quantity", {"min_shm_size": spelled})
         return
     extra = ctx.config.gpu_resources
-    ray_engines = _ray_engine_gpus(obj)
+    sites = engine_sites(ctx, obj)
+    by_container = {id(s.container): s for s in sites if s.container is not None}
+    ray_engines = _ray_engine_gpus(sites, obj)
     kuberay: Kuberay | None = None
     for pod in obj.pods():
         if pod.is_ray and kuberay is None:
             kuberay = _kuberay_skips(ctx)
         for c in pod.containers(init=False):
-            runs_engine, per_engine = _engine_gpus(pod, c, ray_engines, extra)
+            runs_engine, per_engine = _engine_gpus(pod, c, by_container, ray_engines, extra)
             if runs_engine:
                 found = _container(pod, c, per_engine, kuberay or (False, ""), minimum, extra)
                 if found is not None:

@@ -50,7 +50,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     if target is None:
         yield ctx.not_evaluated(obj, f"scale target {key[0]}/{key[2]} is not among the objects")
         return
-    if not runs_vllm(target):
+    if not runs_vllm(ctx, target):
         return
     metrics = metrics_of(obj)
     if any(INFERENCE_METRIC.search(m) for m in metrics):

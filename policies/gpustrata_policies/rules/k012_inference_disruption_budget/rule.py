@@ -90,7 +90,7 @@ def _one_per_node_anyway(ctx: RuleContext, pod: PodRef) -> bool:
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Multi-replica vLLM workloads have a PDB and spread across nodes."""
-    if obj.kind not in WORKLOADS or not runs_vllm(obj):
+    if obj.kind not in WORKLOADS or not runs_vllm(ctx, obj):
         return
     replicas = _replicas(ctx, obj)
     if replicas <= 1:

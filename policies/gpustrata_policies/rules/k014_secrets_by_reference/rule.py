@@ -9,8 +9,9 @@ from typing import Any
 
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.view.engines import engine_sites
 from gpustrata_policies.view.objects import K8sObject, as_map
-from gpustrata_policies.view.vllm_args import serve_config, vllm_engine
+from gpustrata_policies.view.vllm_args import serve_config
 
 KNOWN_SECRET_ENV = frozenset(
     {
@@ -105,6 +106,9 @@ def _command_line_flags(c: Any) -> Iterator[tuple[str, str, bool]]:
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Secret-bearing env vars and flags come from Secrets."""
     extra = ctx.config.secret_env_names
+    sites = {
+        id(s.container): s for s in engine_sites(ctx, obj, ray_pods=True) if s.container is not None
+    }
     for c in obj.containers():
         for index, entry in enumerate(c.env()):
             name, value = entry.get("name"), entry.get("value")
@@ -115,9 +119,9 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                     "by anyone who can read the object",
                     (*c.path, "env", index, "value"),
                 )
-        engine = None if c.init else vllm_engine(c)
+        site = None if c.init else sites.get(id(c))
         for flag in SECRET_FLAGS:
-            value = engine.get(flag) if engine else None
+            value = site.flag(flag) if site else None
             if isinstance(value, str) and value and "$" not in value:
                 yield ctx.violation(
                     obj,
@@ -149,8 +153,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                         f"serveConfigV2 runtime_env sets {name} to {_literal(value)}",
                         ("spec", "serveConfigV2"),
                     )
-        for scope in cfg.llm_configs if cfg else []:
-            kwargs = scope.get("engine_kwargs")
+        for site in engine_sites(ctx, obj):
+            kwargs = site.llm_config.get("engine_kwargs") if site.ray else None
             for name, value in kwargs.items() if isinstance(kwargs, Mapping) else ():
                 secret = str(name).replace("-", "_") in SECRET_FLAGS
                 if secret and isinstance(value, str) and _literal_flag(value):

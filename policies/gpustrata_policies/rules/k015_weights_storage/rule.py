@@ -13,9 +13,10 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.nodes import GIB, gpu_requests
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, as_list, dig
-from gpustrata_policies.view.vllm_args import hf_hub_cache, serve_config, vllm_engine
+from gpustrata_policies.view.vllm_args import hf_hub_cache
 
 if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
@@ -90,28 +91,28 @@ def _gb(value: Fraction) -> str:
     return f"{float(value) / 10**9:.1f} GB"
 
 
-def _vllm_download(c: ContainerRef) -> Download | None:
-    engine = vllm_engine(c)
-    if engine is None or not isinstance(engine.model, str) or not engine.model:
+def _vllm_download(site: EngineSite | None, c: ContainerRef) -> Download | None:
+    if site is None or not isinstance(site.engine.model, str) or not site.engine.model:
         return None
-    model = engine.model
+    model = site.engine.model
     if "$" in model:
         return None  # filled in at run time (a serving runtime's ${MODEL}): not known here
     if _local(model) or model.startswith(OBJECT_STORE_PREFIXES):
         return None
-    if str(engine.get("load_format") or "") in STREAMING_LOAD_FORMATS:
+    if str(site.flag("load_format") or "") in STREAMING_LOAD_FORMATS:
         return None
     if c.literal_env().get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}:
         return None  # reads a prepared cache, downloads nothing
-    return Download(model, hf_hub_cache(c, engine.get("download_dir")), (model,))
+    return Download(model, hf_hub_cache(c, site.flag("download_dir")), (model,))
 
 
-def _ray_downloads(obj: K8sObject, c: ContainerRef) -> list[Download]:
-    cfg = serve_config(obj)
-    if cfg is None:
-        return []
+def _ray_downloads(sites: list[EngineSite], c: ContainerRef) -> list[Download]:
+    """What the Ray Serve LLM engines of a RayService download on GPU worker *c*."""
     out = []
-    for llm in cfg.llm_configs:
+    for site in sites:
+        if not site.ray:
+            continue
+        llm = site.llm_config
         model_id = dig(llm, "model_loading_config", "model_id")
         source = dig(llm, "model_loading_config", "model_source")
         if isinstance(source, Mapping):  # CloudMirrorConfig
@@ -119,8 +120,7 @@ def _ray_downloads(obj: K8sObject, c: ContainerRef) -> list[Download]:
         name = source if isinstance(source, str) and source else model_id
         if not isinstance(name, str) or _local(name):
             continue
-        kwargs = llm.get("engine_kwargs")
-        if isinstance(kwargs, Mapping) and str(kwargs.get("load_format")) in STREAMING_LOAD_FORMATS:
+        if str(site.flag("load_format")) in STREAMING_LOAD_FORMATS:
             continue
         ids = tuple(n for n in (source, model_id) if isinstance(n, str))
         download = Download(name, hf_hub_cache(c), ids)
@@ -239,14 +239,16 @@ def _gi(value: Fraction | None) -> str:
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Engines that download weights have a volume or enough ephemeral storage for them."""
     extra = ctx.config.gpu_resources
+    sites = engine_sites(ctx, obj)
+    by_container = {id(s.container): s for s in sites if s.container is not None}
     for pod in obj.pods():
         for c in pod.containers(init=False):
             if pod.is_ray:
                 if pod.role == "head" or not gpu_requests(pod, extra):
                     continue
-                downloads = _ray_downloads(obj, c)
+                downloads = _ray_downloads(sites, c)
             else:
-                found = _vllm_download(c)
+                found = _vllm_download(by_container.get(id(c)), c)
                 downloads = [found] if found else []
             if downloads:
                 yield from _check_container(ctx, obj, pod, c, downloads)

@@ -18,7 +18,7 @@ from gpustrata.vllm.offload import (
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.capacity import capacity_inputs
-from gpustrata_policies.view.engines import EngineSite, engine_sites, site_version
+from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list
 
 _READ = (
@@ -67,7 +67,8 @@ def _estimates(ctx: RuleContext, site: EngineSite) -> tuple[int | None, int | No
 def _release_note(site: EngineSite) -> str:
     """The loader paths are read at the reference release: say so where the image names
     another release or none (the release is not assumed)."""
-    version, _ = site_version(site)
+    release = site.release()
+    version = release.version
     reference = reference_release()
     if version == reference:
         return ""

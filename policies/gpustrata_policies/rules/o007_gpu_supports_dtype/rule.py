@@ -8,16 +8,9 @@ from typing import TYPE_CHECKING
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.nodes import (
-    gpu_model_of_pool,
-    gpu_model_of_selectors,
-    gpu_pools,
-    gpu_requests,
-    targeted_pools,
-)
-from gpustrata_policies.view.objects import K8sObject, PodRef
-from gpustrata_policies.view.pools import GpuPool
-from gpustrata_policies.view.vllm_args import EngineArgs, serve_config, vllm_engine
+from gpustrata_policies.view.engines import EngineSite, GpuRef, engine_sites
+from gpustrata_policies.view.nodes import gpu_requests
+from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
@@ -44,19 +37,20 @@ def _capability(gpu: GpuModel) -> tuple[int, int]:
     return found
 
 
-def _problems(engine: EngineArgs, model: str | None, gpu: GpuModel) -> list[str]:
+def _problems(site: EngineSite, gpu: GpuModel) -> list[str]:
     cc = _capability(gpu)
     if cc >= _MODERN:
         return []  # both checks below are about GPUs older than 8.0
     out = []
-    dtype = str(engine.get("dtype") or "auto").lower()
+    model = site.engine.model
+    dtype = str(site.flag("dtype") or "auto").lower()
     if dtype in _BF16 and cc < (8, 0):
         out.append(
             f"dtype {dtype} needs compute capability 8.0 or newer (vLLM refuses to start: "
             "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0'); "
             "use --dtype half"
         )
-    quant = engine.get("quantization")
+    quant = site.flag("quantization")
     where = "--quantization"
     if not isinstance(quant, str) and model:
         arch = catalogs.model_architecture(model)
@@ -69,53 +63,28 @@ def _problems(engine: EngineArgs, model: str | None, gpu: GpuModel) -> list[str]
     return out
 
 
-def _engines(obj: K8sObject, pod: PodRef) -> list[tuple[EngineArgs, str | None]]:
-    found = []
-    if pod.is_ray:
-        if pod.role == "head":
-            return []
-        cfg = serve_config(obj)
-        found += [(e, e.model) for e in (cfg.engines if cfg else [])]
-        return found
-    for c in pod.containers(init=False):
-        one = vllm_engine(c)
-        if one is not None:
-            found.append((one, one.model))
-    return found
+def _shown(ref: GpuRef) -> str:
+    """Where the GPU was read, as the message names it (``pool p``, ``selected by L``)."""
+    if ref.where.startswith(("pool ", "nvidia.com/mig-", "Ray Serve LLM")):
+        return ref.where
+    return f"selected by {ref.where}"
 
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """An explicit bf16 dtype or FP8 quantisation runs on the pool's GPU."""
-    pools = gpu_pools(ctx)
-    for pod in obj.pods():
-        if not gpu_requests(pod, ctx.config.gpu_resources):
+    """An explicit bf16 dtype or FP8 quantisation runs on the GPU the engine gets."""
+    extra = ctx.config.gpu_resources
+    for site in engine_sites(ctx, obj):
+        pod = site.gpu_pod
+        if pod is None or not gpu_requests(pod, extra):
             continue
-        engines = _engines(obj, pod)
-        if not engines:
-            continue
-        # Only GPUs older than 8.0 can fail a check (_problems); a pool is named only in
-        # a finding (a pod targets tens of pools, almost all newer).
-        gpus: list[tuple[GpuModel, GpuPool | str]] = []
-        if pools:
-            for pool in targeted_pools(pod, pools):
-                gpu = gpu_model_of_pool(pool)
-                if gpu is not None and _capability(gpu) < _MODERN:
-                    gpus.append((gpu, pool))
-        else:
-            gpu, label = gpu_model_of_selectors(pod)
-            if gpu is not None and _capability(gpu) < _MODERN:
-                gpus.append((gpu, f"selected by {label}"))
-        for gpu, on in gpus:
-            for engine, model in engines:
-                problems = _problems(engine, model, gpu)
-                if problems:
-                    where = on if isinstance(on, str) else f"pool {on.name}"
-                    yield ctx.violation(
-                        obj,
-                        f"{engine.source} runs on {gpu.name} ({where}, compute capability "
-                        f"{gpu.compute_capability}): {'; '.join(problems)}",
-                        (*pod.path, "containers"),
-                    )
+        found = site.gpus(ctx)  # MIG: the slice keeps its parent's compute capability
+        # Only GPUs older than 8.0 can fail a check (_problems).
+        for ref in found if not isinstance(found, str) else []:
+            problems = "; ".join(_problems(site, ref.gpu))
+            gpu = f"{ref.gpu.name} ({_shown(ref)}, compute capability {ref.gpu.compute_capability})"
+            if problems:
+                text = f"{site.label} runs on {gpu}: {problems}"
+                yield ctx.violation(obj, text, (*pod.path, "containers"))
 
 
 RULE = folder_rule(__name__, check)

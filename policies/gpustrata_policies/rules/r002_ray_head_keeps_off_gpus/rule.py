@@ -6,26 +6,30 @@ from collections.abc import Iterator
 
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.view.engines import engine_sites
 from gpustrata_policies.view.kuberay import fmt_gpus, ray_groups
 from gpustrata_policies.view.nodes import gpu_pools
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.ray import (
-    container_engines,
     reachable_pools,
     selects_gpu_nodes,
     tolerates_gpu_taint,
 )
 
 
-def _runs_ray_executor_engine(obj: K8sObject, pod_path: tuple[str | int, ...]) -> bool:
+def _runs_ray_executor_engine(
+    ctx: RuleContext, obj: K8sObject, pod_path: tuple[str | int, ...]
+) -> bool:
     """The head's own container runs a vLLM server on the Ray executor (AIBrix's
     RayClusterFleet samples: ``ray start --head ...; vllm serve ... --distributed-executor-
     backend ray``). Its driver needs a GPU on its own node: vLLM's Ray executor fails with
     "Ray does not allocate any GPUs on the driver node" otherwise
     (vllm@896b83a:vllm/executor/ray_distributed_executor.py, ``_init_workers_ray``)."""
     return any(
-        c.pod.path == pod_path and str(e.get("distributed_executor_backend") or "") == "ray"
-        for c, e in container_engines(obj)
+        site.container is not None
+        and site.container.pod.path == pod_path
+        and str(site.flag("distributed_executor_backend") or "") == "ray"
+        for site in engine_sites(ctx, obj, ray_pods=True)
     )
 
 
@@ -44,7 +48,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         except ValueError as exc:
             yield ctx.not_evaluated(obj, f"head group: {exc}")
             continue
-        if requested > 0 and _runs_ray_executor_engine(obj, group.pod.path):
+        if requested > 0 and _runs_ray_executor_engine(ctx, obj, group.pod.path):
             continue  # vLLM's Ray executor needs GPUs on the node its driver runs on
         if requested > 0:
             yield ctx.violation(

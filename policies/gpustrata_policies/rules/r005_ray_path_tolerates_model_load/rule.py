@@ -13,10 +13,11 @@ from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kuberay import operator_release, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
 from gpustrata_policies.view.profile import profile_hint
-from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
+from gpustrata_policies.view.vllm_args import serve_config
 
 if TYPE_CHECKING:
     from gpustrata.catalog.compat import KubeRayRelease
@@ -77,15 +78,20 @@ def _weights_source(source: Any) -> str:
     return "huggingface"
 
 
-def _estimate(
-    obj: K8sObject, engine: EngineArgs, llm: Mapping[str, Any]
-) -> tuple[int | None, str, tuple[float, str] | None]:
+def _parallel(site: EngineSite, key: str) -> int:
+    """A parallel size as the planner takes it: 1 when unset or not an integer."""
+    value = site.int_flag(key)
+    return value if isinstance(value, int) and value else 1
+
+
+def _estimate(obj: K8sObject, site: EngineSite) -> tuple[int | None, str, tuple[float, str] | None]:
     """(estimated startup in seconds, working, optimistic bound and its working) or (None,
     why it is unknown, None)."""
     annotated = dig(obj.raw, "metadata", "annotations", ESTIMATE_ANNOTATION)
     value = _seconds(annotated, ESTIMATE_ANNOTATION) if annotated is not None else None
     if value is not None:
         return value, f"the planner's startup estimate, annotation {ESTIMATE_ANNOTATION}", None
+    engine, llm = site.engine, site.llm_config
     source = dig(llm, "model_loading_config", "model_source")
     model = source if isinstance(source, str) and source else engine.model
     if not isinstance(model, str) or not model:
@@ -110,16 +116,16 @@ def _estimate(
 
         weights = weights_estimate(
             arch,
-            tensor_parallel_size=engine.get_int("tensor_parallel_size") or 1,
-            pipeline_parallel_size=engine.get_int("pipeline_parallel_size") or 1,
-            model_dtype=str(engine.get("dtype") or "auto"),
-            quantization=str(engine.get("quantization")) if engine.get("quantization") else None,
+            tensor_parallel_size=_parallel(site, "tensor_parallel_size"),
+            pipeline_parallel_size=_parallel(site, "pipeline_parallel_size"),
+            model_dtype=str(site.flag("dtype") or "auto"),
+            quantization=str(site.flag("quantization")) if site.flag("quantization") else None,
         )
         startup = startup_estimate(
             arch,
             weights,
             weights_source=_weights_source(source),
-            enforce_eager=engine.get("enforce_eager") in (True, "true", "True"),
+            enforce_eager=site.flag_on("enforce_eager"),
             hf_transfer=conditions.hf_transfer,
             streamer_distributed=conditions.streamer_distributed,
             capture_sizes=conditions.capture_sizes,
@@ -138,23 +144,23 @@ def _estimate(
     )
 
 
-def _engines(obj: K8sObject, estimates: list[tuple[int, str]]) -> Iterator[Verdict]:
+def _engines(
+    ctx: RuleContext, obj: K8sObject, estimates: list[tuple[int, str]]
+) -> Iterator[Verdict]:
     """Each Ray Serve LLM engine's start timeout against its estimated load; *estimates*
     gets every (seconds, working) estimated."""
-    cfg = serve_config(obj)
-    engines = list(cfg.engines) if cfg else []
-    configs = list(cfg.llm_configs) if cfg else []
+    cfg = serve_config(obj)  # the applications, for their runtime_env (engines: the sites)
     apps = list(cfg.applications) if cfg else []
-    llm_iter = iter(configs)
-    for engine in engines:
-        if not engine.complete:
+    for site in engine_sites(ctx, obj):
+        if not site.ray:
             continue
-        llm = next(llm_iter)
+        llm = site.llm_config
         app = next((a for a in apps if isinstance(a.get("args"), Mapping) and llm in _llms(a)), {})
-        needed, why, optimistic = _estimate(obj, engine, llm)
+        needed, why, optimistic = _estimate(obj, site)
         timeout, where = _timeout(obj, app, llm)
+        model = site.engine.model
         values: dict[str, Value] = {
-            "engine": f"engine '{engine.model}'" if engine.model else engine.source,
+            "engine": f"engine '{model}'" if model else site.label,
             "estimate": why,
             "timeout_set_in": where,
         }
@@ -230,7 +236,7 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     # Without a catalogued operator release: ray.io/v1alpha1 means KubeRay before 1.0.
     honoured = obj.api_version == "ray.io/v1alpha1" if release is None else False
     estimates: list[tuple[int, str]] = []
-    yield from _engines(obj, estimates)
+    yield from _engines(ctx, obj, estimates)
     for key, default in THRESHOLDS.items():
         found = _threshold(obj, spec, key, default, operator, honoured, estimates)
         if found is not None:

@@ -40,11 +40,11 @@ def _number(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, floa
 def _batch(ctx: RuleContext, site: EngineSite) -> tuple[int, str] | str:
     """max_num_seqs as the engine runs it (stated, or the release's default on its GPU), or
     why it is not known."""
-    stated = site.engine.get_int("max_num_seqs")
-    if stated is not None:
+    stated = site.int_flag("max_num_seqs")
+    if isinstance(stated, int):
         return stated, "engine_kwargs max_num_seqs"
-    if site.engine.get("max_num_seqs") is not None:
-        return f"max_num_seqs {quoted(site.engine.get('max_num_seqs'))} is not an integer"
+    if stated is not None:
+        return f"max_num_seqs {quoted(site.flag('max_num_seqs'))} is not an integer"
     version = engine_version(site)
     if version.version is None:
         return (

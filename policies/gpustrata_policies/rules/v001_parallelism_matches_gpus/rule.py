@@ -14,10 +14,9 @@ from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Decision, Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.controllers import pod_group
-from gpustrata_policies.view.engines import image_release
+from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
-from gpustrata_policies.view.ray import container_engines
 from gpustrata_policies.view.vllm_args import EngineArgs
 
 MULTI_NODE_KINDS = frozenset({"ServingRuntime", "ClusterServingRuntime", "InferenceService"})
@@ -37,20 +36,20 @@ OTHER_ACCELERATORS = ("google.com/tpu", "aws.amazon.com/neuron", "amd.com/gpu", 
 Intel): a vLLM engine on them is not short of nvidia.com/gpu."""
 
 
-def _factors(engine: EngineArgs) -> tuple[int, int, int] | None:
-    """(TP, PP, local DP) as vLLM reads them (unset: 1; local DP defaults to DP)."""
-    values = []
-    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
-        values.append(engine.get_int(key) if engine.get(key) is not None else 1)
-    if engine.get("data_parallel_size_local") is not None:
-        values.append(engine.get_int("data_parallel_size_local"))
-    else:
-        dp = engine.get("data_parallel_size")
-        values.append(engine.get_int("data_parallel_size") if dp is not None else 1)
-    if any(v is None or v < 1 for v in values):
+def _factors(site: EngineSite) -> tuple[int, int, int] | None:
+    """(TP, PP, local DP) as vLLM reads them (unset: 1; local DP defaults to DP); None
+    when one is not a positive integer (a malformed one included)."""
+    local = site.int_flag("data_parallel_size_local")
+    dp = site.int_flag("data_parallel_size") if local is None else local
+    values = [
+        *(site.int_flag(k) for k in ("tensor_parallel_size", "pipeline_parallel_size")),
+        dp,
+    ]
+    sizes = [1 if v is None else v for v in values]
+    if any(not isinstance(v, int) or v < 1 for v in sizes):
         return None
-    tp, pp, dp = (int(v) for v in values if v is not None)
-    return tp, pp, dp
+    tp, pp, world_dp = (int(v) for v in sizes)
+    return tp, pp, world_dp
 
 
 MIG_PREFIX = "nvidia.com/mig-"
@@ -74,15 +73,16 @@ def _joins_a_ray_cluster(obj: K8sObject, container: ContainerRef, engine: Engine
     return any(isinstance(e, Mapping) and e.get("name") == "RAY_ADDRESS" for e in container.env())
 
 
-def _ray_cluster(engine: EngineArgs, image: object) -> tuple[bool, dict[str, Value]]:
+def _ray_cluster(site: EngineSite) -> tuple[bool, dict[str, Value]]:
     """An engine whose script runs ``ray start`` and leaves the executor unset, larger than
     its container's GPUs: whether its release may use the Ray cluster's GPUs (True: not
     evaluated; False: vLLM refuses it) and the case (``fallback``) with its figures."""
     releases = catalogs.vllm_releases()
     until = releases.ray_fallback_until
-    release = image_release(image)
+    image = site.image
+    release = site.release().found
     version = release.version if release is not None else None
-    case: dict[str, Value] = {"started": engine.ray_start, "until": until, "version": version}
+    case: dict[str, Value] = {"started": site.engine.ray_start, "until": until, "version": version}
     if until is None:
         return True, {**case, "fallback": "uncatalogued"}
     if version is None:
@@ -99,7 +99,7 @@ class _Engine:
 
     obj: K8sObject
     container: ContainerRef
-    engine: EngineArgs
+    site: EngineSite
     tp: int
     pp: int
     dp: int
@@ -134,7 +134,8 @@ def _multi_node(e: _Engine) -> list[Verdict] | None:
     """Multiprocessing across nodes (``--nnodes N --node-rank R``, workers --headless): each
     node runs its share of the world (vllm/config/parallel.py local_world_size = world_size //
     nnodes), one worker per local GPU. ``None``: the engine is not split so."""
-    nnodes = e.engine.get_int("nnodes") if e.engine.get("nnodes") is not None else None
+    stated = e.site.int_flag("nnodes")
+    nnodes = stated if isinstance(stated, int) else None
     if nnodes is None or nnodes <= 1 or e.need % nnodes:
         return None
     if e.need // nnodes == e.limit:
@@ -145,7 +146,7 @@ def _multi_node(e: _Engine) -> list[Verdict] | None:
 def _executor(e: _Engine) -> list[Verdict] | None:
     """KServe worker Pods, the Ray executor without a Ray cluster, tensor parallelism over
     MIG slices; ``None``: none of them settles the engine."""
-    obj, container, engine = e.obj, e.container, e.engine
+    obj, container, engine = e.obj, e.container, e.site.engine
     if pod_group(container.pod) is not None or obj.kind == "LeaderWorkerSet":
         pass  # a group (or a worker, or a group of one): its GPUs are counted
     elif obj.kind in MULTI_NODE_KINDS and container.pod.spec.get("workerSpec") is not None:
@@ -168,7 +169,7 @@ def _no_gpu(e: _Engine) -> Verdict | None:
         # A runtime alone is a template: KServe merges the InferenceService's predictor
         # resources (its GPUs) into this container (MergeRuntimeContainers).
         return e.verdict("not_evaluated", "runtime-template", kind=obj.kind)
-    if image_release(container.image) is None:
+    if e.site.release().found is None:
         # A generic image (ubuntu) that installs vLLM at run time and asks for no GPU:
         # a CPU, Neuron or TPU build needs none, so the build decides (production-stack's
         # disaggregated prefill template targets Trainium this way).
@@ -196,9 +197,9 @@ def _gpu_count(ctx: RuleContext, e: _Engine) -> list[Verdict]:
         got += (size - 1) * per_worker
         grouped = {"size": size, "per_worker": per_worker}
     fallback: dict[str, Value] = {}
-    executor_unset = e.engine.get("distributed_executor_backend") is None
-    if e.engine.ray_start is not None and e.need > got and executor_unset:
-        may_use, fallback = _ray_cluster(e.engine, e.container.image)
+    executor_unset = e.site.flag("distributed_executor_backend") is None
+    if e.site.engine.ray_start is not None and e.need > got and executor_unset:
+        may_use, fallback = _ray_cluster(e.site)
         if may_use:
             return [e.verdict("not_evaluated", "ray-cluster-fallback", got=got, **fallback)]
     if Fraction(e.need) == got:
@@ -239,9 +240,12 @@ def _placements(obj: K8sObject) -> Iterator[Verdict]:
 
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """TP x PP (x local DP) equals the GPUs the engine gets: the container or the bundles."""
-    for container, engine in container_engines(obj):
+    for site in engine_sites(ctx, obj, ray_pods=True):
+        container, engine = site.container, site.engine
+        if container is None:
+            continue  # Ray Serve LLM engines: their placement bundles, below
         limit = container.gpu_limit(ctx.config.gpu_resources)
-        factors = _factors(engine)
+        factors = _factors(site)
         label = container.label
         if factors is None:
             bad = tuple(w for k, w in engine.malformed.items() if k.endswith("parallel_size"))
@@ -253,7 +257,7 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                 values: dict[str, Value] = {"container": label, "limit": limit}
                 yield Verdict("not_evaluated", "sizes-outside-manifest", values=values)
             continue
-        e = _Engine(obj, container, engine, *factors, limit)
+        e = _Engine(obj, container, site, *factors, limit)
         settled = _multi_node(e)
         settled = _executor(e) if settled is None else settled
         yield from _gpu_count(ctx, e) if settled is None else settled

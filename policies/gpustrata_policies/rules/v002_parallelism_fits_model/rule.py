@@ -10,7 +10,7 @@ from gpustrata.vllm.parallelism import kv_heads_split, valid_tp_sizes
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.engines import as_int, engine_sites, site_architecture
+from gpustrata_policies.view.engines import engine_sites, site_architecture
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
@@ -49,8 +49,7 @@ def problems(arch: ModelArchitecture, tp: int, pp: int) -> list[str]:
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """TP divides the model's heads (and fits its KV heads); PP is at most its layers."""
     for site in engine_sites(ctx, obj):
-        engine = site.engine
-        tp, pp = as_int(engine, "tensor_parallel_size"), as_int(engine, "pipeline_parallel_size")
+        tp, pp = site.int_flag("tensor_parallel_size"), site.int_flag("pipeline_parallel_size")
         tp = 1 if tp is None else tp
         pp = 1 if pp is None else pp
         if isinstance(tp, str) or isinstance(pp, str):

@@ -16,8 +16,6 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
     Version,
-    as_bool,
-    as_int,
     engine_sites,
     gib,
     neighbours,
@@ -25,7 +23,6 @@ from gpustrata_policies.view.engines import (
     release_version,
     site_architecture,
     site_gpus,
-    site_version,
 )
 from gpustrata_policies.view.objects import K8sObject
 
@@ -202,7 +199,8 @@ def _gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:
 
 def _running(ctx: RuleContext, site: EngineSite, s: Settings) -> _Running:
     """Which release and engine (V0/V1) run *site*, and the worlds they allow."""
-    version, where = site_version(site)
+    release = site.release()
+    version, where = release.version, release.where
     parsed = release_version(version)
     use_v1 = site.env.get("VLLM_USE_V1")
     worlds: list[World] | None
@@ -304,8 +302,7 @@ def _judge_worlds(
 
 def _settings(site: EngineSite) -> Settings | Verdict | None:
     """What the engine states (None: neither budget is set), or the value not a number."""
-    e = site.engine
-    raw = {k: as_int(e, k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
+    raw = {k: site.int_flag(k) for k in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
     bad = {k: v for k, v in raw.items() if isinstance(v, str)}
     if bad:
         key, value = next(iter(bad.items()))
@@ -315,7 +312,7 @@ def _settings(site: EngineSite) -> Settings | Verdict | None:
             values={"engine": site.label, "key": key, "value": str(value)},
         )
     tokens, seqs, max_len = (v if isinstance(v, int) else None for v in raw.values())
-    chunked = as_bool(e, "enable_chunked_prefill")
+    chunked = site.bool_flag("enable_chunked_prefill")
     if tokens is None and seqs is None:
         return None  # vLLM's own defaults agree with each other in every release read
     arch = site_architecture(site)

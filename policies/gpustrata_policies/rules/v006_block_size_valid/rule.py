@@ -14,14 +14,12 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
     Version,
-    as_int,
     engine_sites,
     neighbours,
     release_key,
     release_version,
     site_architecture,
     site_gpus,
-    site_version,
 )
 from gpustrata_policies.view.objects import K8sObject
 
@@ -197,7 +195,8 @@ def _forced(
 
 def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
     obj = site.obj
-    version, where = site_version(site)
+    release = site.release()
+    version, where = release.version, release.where
     parsed = release_version(version)
     if version is None or parsed is None:
         return ctx.not_evaluated(
@@ -262,7 +261,7 @@ def _outcome(ctx: RuleContext, site: EngineSite, block: int) -> Outcome | None:
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """An explicit block_size is one the vLLM release and its CUDA backend accept."""
     for site in engine_sites(ctx, obj):
-        raw = as_int(site.engine, "block_size")
+        raw = site.int_flag("block_size")
         if raw is None:
             continue  # vLLM's default (16) is valid for every release and backend read
         if isinstance(raw, str) or raw < 1:

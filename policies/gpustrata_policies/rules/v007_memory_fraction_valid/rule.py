@@ -12,6 +12,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.nodes import (
     REPLICAS_LABEL,
@@ -21,8 +22,6 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
-from gpustrata_policies.view.ray import container_engines
-from gpustrata_policies.view.vllm_args import EngineArgs, serve_config
 
 VLLM_CACHE_CONFIG = source_url(catalogs.vllm_releases().gpu_memory_utilization.source)
 DEFAULT_FLOOR = 0.9
@@ -31,11 +30,11 @@ catalogue holds the reference release's)."""
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 
 
-def _utilization(engine: EngineArgs) -> tuple[float | None, str, bool]:
+def _utilization(site: EngineSite) -> tuple[float | None, str, bool]:
     """(value, as written, set) of gpu_memory_utilization; value None when unreadable."""
-    raw = engine.get("gpu_memory_utilization")
+    raw = site.flag("gpu_memory_utilization")
     if raw is UNKNOWN:
-        raise UnknownInput(f"gpu_memory_utilization of {engine.source}")
+        raise UnknownInput(f"gpu_memory_utilization of {site.label}")
     if raw is None:
         return (
             DEFAULT_FLOOR,
@@ -87,8 +86,12 @@ def _sharing(ctx: RuleContext, container: ContainerRef) -> _Sharing | None:
 
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """0 < gpu_memory_utilization <= 1; engines sharing one GPU sum to at most 1."""
-    for container, engine in container_engines(obj):
-        value, text, explicit = _utilization(engine)
+    sites = engine_sites(ctx, obj, ray_pods=True)
+    for site in sites:
+        container = site.container
+        if container is None:
+            continue
+        value, text, explicit = _utilization(site)
         where = container.label
         if explicit and (value is None or not 0 < value <= 1):
             yield ctx.violation(
@@ -113,14 +116,13 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         )
     if obj.kind != "RayService":
         return
-    cfg = serve_config(obj)
-    by_source = {e.source: e for e in (cfg.engines if cfg else [])}
+    by_label = {s.label: s for s in sites if s.ray}
     placements, _ = engine_placements(obj)
     for placement in placements:
-        ray_engine = by_source.get(placement.label)
-        if ray_engine is None:
+        ray_site = by_label.get(placement.label)
+        if ray_site is None:
             continue
-        value, text, explicit = _utilization(ray_engine)
+        value, text, explicit = _utilization(ray_site)
         if explicit and (value is None or not 0 < value <= 1):
             yield ctx.violation(
                 obj,

@@ -20,7 +20,7 @@ from gpustrata_policies.view.capacity import (
     not_evaluated_reason,
     probe,
 )
-from gpustrata_policies.view.engines import EngineSite, as_bool
+from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject, as_map
 from gpustrata_policies.view.profile import profile_hint
 
@@ -211,7 +211,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if text is not None:
             # A floor, not a certain failure: advisory (RULES.md), on every release.
             yield ctx.violation(obj, text, (*site.container.path, "livenessProbe"), advisory=True)
-        in_process = as_bool(site.engine, "disable_frontend_multiprocessing")
+        in_process = site.bool_flag("disable_frontend_multiprocessing")
         if version.version is None and not in_process:
             yield from _unknown_release(ctx, obj, site, version.where)
         elif version.v0 and _loop_bound(version.version) and not in_process:

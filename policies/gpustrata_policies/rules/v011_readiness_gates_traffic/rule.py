@@ -6,9 +6,9 @@ from collections.abc import Iterator, Mapping
 
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.view.engines import engine_sites
 from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map
-from gpustrata_policies.view.vllm_args import vllm_engine
 
 READY_PATHS = ("/health", "/v1/models", "/ping")
 
@@ -69,30 +69,29 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Containers that serve vLLM have a readiness probe on /health or /v1/models."""
     if obj.kind in BATCH_KINDS:
         return
-    for pod in obj.pods():
-        if pod.is_ray:
-            continue  # Ray Serve routes only to healthy replicas; KubeRay sets pod probes
-        for c in pod.containers(init=False):
-            engine = vllm_engine(c)
-            if engine is None or engine.values.get("headless") is True:
-                continue
-            probe = c.raw.get("readinessProbe")
-            if (
-                obj.kind == "LLMInferenceService"
-                and isinstance(probe, Mapping)
-                and not any(k in probe for k in PROBE_HANDLERS)
-            ):
-                yield ctx.not_evaluated(
-                    obj,
-                    f"{c.label}'s readinessProbe states no handler: it overrides part of the "
-                    f"probe of KServe's preset under it ({KSERVE_PRESET_SOURCE}), not read here",
-                )
-                continue
-            why = problem(c, engine.port)
-            if why:
-                yield ctx.violation(
-                    obj, f"{c.label} serves vLLM but {why}", (*c.path, "readinessProbe")
-                )
+    if obj.kind == "RayService":
+        return  # Ray Serve routes only to healthy replicas; KubeRay sets pod probes
+    for site in engine_sites(ctx, obj):  # containers in Ray pods are not included: as above
+        c, engine = site.container, site.engine
+        if c is None or site.flag("headless") is True:
+            continue
+        probe = c.raw.get("readinessProbe")
+        if (
+            obj.kind == "LLMInferenceService"
+            and isinstance(probe, Mapping)
+            and not any(k in probe for k in PROBE_HANDLERS)
+        ):
+            yield ctx.not_evaluated(
+                obj,
+                f"{c.label}'s readinessProbe states no handler: it overrides part of the "
+                f"probe of KServe's preset under it ({KSERVE_PRESET_SOURCE}), not read here",
+            )
+            continue
+        why = problem(c, engine.port)
+        if why:
+            yield ctx.violation(
+                obj, f"{c.label} serves vLLM but {why}", (*c.path, "readinessProbe")
+            )
 
 
 RULE = folder_rule(__name__, check)

@@ -10,7 +10,7 @@ from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases, load_
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.view.engines import EngineSite, engine_sites, site_version
+from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import flags_starting_with
 
@@ -97,7 +97,8 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         options = _options(site)
         if not options:
             continue
-        version, where = site_version(site)
+        release = site.release()
+        version, where = release.version, release.where
         if version is None:
             yield ctx.not_evaluated(
                 obj, f"{site.name}: the accepted flags depend on the vLLM release, but {where}"
