@@ -15,10 +15,11 @@ the record says what it found.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, is_tracked
 from gpustrata.vllm.flags import parse_flags
+from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.controllers import (
     BOOSTER_COMMAND,
     KTHENA_SOURCE,
@@ -29,9 +30,13 @@ from gpustrata_policies.view.controllers import (
 )
 from gpustrata_policies.view.kinds import is_read_kind
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.templates import strategic_merge
 from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
 from gpustrata_policies.view.workloads import llmisvc_spec
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.kserve import KServePreset
 
 __all__ = [
     "KSERVE_PRESET_SOURCE",
@@ -162,11 +167,17 @@ def _llmisvc(obj: K8sObject) -> list[str]:
             "LLMInferenceServiceConfigs merged over the presets, which may change the command "
             "line, image and Pods; not among the checked objects, so not evaluated"
         )
-    elif refs:
+    presets = obj.memo.get(_PRESETS)
+    if refs and obj.merged_with is not None:
+        under = (
+            "KServe's well-known presets under them as below"
+            if isinstance(presets, list)
+            else f"KServe's own presets under them are not: {presets}"
+        )
         out.append(
             f"LLMInferenceService read merged over its baseRefs {', '.join(map(repr, refs))} "
             f"(the LLMInferenceServiceConfigs among the checked objects, in order, then its "
-            f"own spec: {KSERVE_MERGE_SOURCE}); KServe's own presets under them are not"
+            f"own spec: {KSERVE_MERGE_SOURCE}); {under}"
         )
     read: dict[str, list[str]] = {}  # what each part reads as -> the parts
     whole = llmisvc_spec(obj)
@@ -190,15 +201,52 @@ def _llmisvc(obj: K8sObject) -> list[str]:
             f"{_stated_gpus(_main_container(spec))} nvidia.com/gpu stated"
         )
         read.setdefault(text, []).append(part)
-    if read:
+    if read and isinstance(presets, list) and obj.merged_with is not None:
         parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
+        out.append(
+            f"LLMInferenceService read over KServe {_release()}'s presets "
+            f"{', '.join(p.source for p in presets)} (merged under its spec as "
+            f"{KSERVE_MERGE_SOURCE} does): the controller filled {_filled(obj, presets)}; "
+            f"its vLLM command line: {parts}; what the preset's script adds to it at run time "
+            "(flags chosen by the vLLM version it finds, RoCE settings) is not evaluated"
+        )
+    elif read:
+        parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
+        why = presets if isinstance(presets, str) else "not read"
         out.append(
             "LLMInferenceService: the KServe controller writes the vLLM command line from its "
             f"LLMInferenceServiceConfig presets ({KSERVE_PRESET_SOURCE}) with spec.parallelism "
             f"and VLLM_ADDITIONAL_ARGS: {parts}; the image (so the vLLM release), probes and "
-            "/dev/shm are the preset's and not evaluated"
+            f"/dev/shm are the preset's and not evaluated: {why}"
         )
     return out
+
+
+def _release() -> str:
+    profile = active_profile()
+    return str(profile.versions.kserve) if profile is not None else "?"
+
+
+def _filled(obj: K8sObject, presets: list[KServePreset]) -> str:
+    """What the presets gave *obj*'s Pods that its own spec (and baseRefs) left out: the
+    ``main`` container's keys and the Pod's, per part (``template: image, startupProbe``)."""
+    user = obj.raw.get("spec")
+    said: dict[str, list[str]] = {}
+    for preset in presets:
+        for part, pod in preset.parts.items():
+            stated = dig(user, *part.split("."))
+            stated_main = _main_container(stated) if isinstance(stated, Mapping) else {}
+            keys = said.setdefault(part, [])
+            for c in as_list(pod.get("containers"), "containers"):
+                for key, value in c.items():
+                    if key != "name" and key not in stated_main and key not in keys:
+                        keys.append(f"image {value}" if key == "image" else key)
+            for key in pod:
+                if key != "containers" and not (isinstance(stated, Mapping) and key in stated):
+                    keys.append(key)
+    return "; ".join(f"{part}: {', '.join(keys)}" for part, keys in said.items() if keys) or (
+        "nothing the manifest leaves out"
+    )
 
 
 def _base_refs(obj: K8sObject) -> list[str]:
@@ -222,15 +270,91 @@ def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject
             return
         specs.append((found, _rendered(spec, _template_values(obj))))
     own = dig(obj.raw, "spec")
-    if not specs or not isinstance(own, Mapping):
+    if not isinstance(own, Mapping):
         _merge(obj, None)
         return
-    merged: Any = specs[0][1]
-    for spec in [*(s for _, s in specs[1:]), own]:
-        merged = strategic_merge(merged, spec)
+    user: Any = own
+    if specs:
+        user = specs[0][1]
+        for spec in [*(s for _, s in specs[1:]), own]:
+            user = strategic_merge(user, spec)
+    presets = _well_known_presets(user)
+    if not specs and not isinstance(presets, list):
+        _merge(obj, None)
+        obj.memo[_PRESETS] = presets  # after _merge, which forgets what was derived
+        return
+    merged: Any = user
+    if isinstance(presets, list) and presets:
+        base: Any = {}
+        for preset in presets:
+            for part, pod in preset.parts.items():
+                base = strategic_merge(base, _nested(part, pod))
+        merged = strategic_merge(base, user)
     _merge(obj, merged)
+    obj.memo[_PRESETS] = presets
     for config, _ in specs:
         config.memo[_USED_BY] = obj.resource
+
+
+_PRESETS = "kserve-presets"
+"""Where :func:`_merge_base_refs` notes the well-known presets it merged under a service
+(:func:`_well_known_presets`: a list, or why none)."""
+
+
+def _nested(part: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"prefill": {"template": pod}}`` for the part ``prefill.template``."""
+    out: dict[str, Any] = dict(pod)
+    for key in reversed(part.split(".")):
+        out = {key: out}
+    return out
+
+
+def _well_known_presets(spec: Mapping[str, Any]) -> list[KServePreset] | str:
+    """The well-known LLMInferenceServiceConfigs KServe's controller merges under a service
+    whose spec (with its baseRefs) is *spec* (:data:`KSERVE_SELECTION_SOURCE`
+    ``combineBaseRefsConfig``), from the catalogue at the cluster profile's
+    ``versions.kserve``; else the reason they are not read."""
+    profile = active_profile()
+    release = profile.versions.kserve if profile is not None else None
+    if release is None:
+        return f"the KServe release is not stated {profile_hint('versions.kserve')}"
+
+    def data_parallel(node: Any) -> bool:
+        p = as_map(dig(node, "parallelism"), "parallelism")
+        return any(isinstance(p.get(k), int) and p[k] > 0 for k in ("data", "dataLocal"))
+
+    def pick(node: Any, single: str, dp: str) -> str | None:
+        if dig(node, "worker") is None:
+            return single
+        return dp if data_parallel(node) else None  # pipeline parallel: not catalogued
+
+    prefill = dig(spec, "prefill")
+    if prefill is not None:
+        names = [
+            pick(
+                prefill,
+                "kserve-config-llm-prefill-template",
+                "kserve-config-llm-prefill-worker-data-parallel",
+            ),
+            pick(
+                spec,
+                "kserve-config-llm-decode-template",
+                "kserve-config-llm-decode-worker-data-parallel",
+            ),
+        ]
+    else:
+        names = [pick(spec, "kserve-config-llm-template", "kserve-config-llm-worker-data-parallel")]
+    if None in names:
+        return (
+            "the multi-node pipeline-parallel preset is not catalogued (KServe installs none "
+            "under config/llmisvcconfig)"
+        )
+    found = [catalogs.kserve_preset(release, str(n)) for n in names]
+    presets = [p for p in found if p is not None]
+    if len(presets) != len(found):
+        known = ", ".join(catalogs.kserve_releases())
+        return f"KServe {release}'s presets are not catalogued (catalogued releases: {known})"
+    return presets
 
 
 def _template_values(obj: K8sObject) -> dict[str, str]:
