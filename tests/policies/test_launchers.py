@@ -686,7 +686,10 @@ def test_llmisvc_shapes_pick_the_presets_kserve_picks() -> None:
     objs = _load("kserve-llmisvc-baserefs-gpt-oss.yaml")
     report = evaluate(objs, profile=_kserve("0.20.0"))
     assert not [n for n in report.not_evaluated if n.rule == "V011"]
-    assert any("well-known presets under them" in n.reason for n in report.not_evaluated)
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "under them KServe 0.20.0's presets" in record
+    # the baseRefs config states image and liveness: the presets filled neither
+    assert "image" not in record.split("filled")[1] and "livenessProbe" not in record
 
 
 def test_kserve_preset_catalogue_cites_each_release_tag() -> None:
@@ -703,3 +706,41 @@ def test_kserve_preset_catalogue_cites_each_release_tag() -> None:
         assert preset.source.endswith(":config/llmisvcconfig/config-llm-template.yaml")
         assert preset.parts["template"]["containers"][0]["image"]
     assert kserve_preset("0.20", "kserve-config-llm-template") is None
+
+
+def test_the_preset_generator_keeps_facts_not_the_script() -> None:
+    """tools/kserve_presets.py keeps the main container's image, probes (without the
+    templated scheme) and emptyDir mounts, never the command script, a sidecar or a
+    secret volume, as in kserve/kserve@v0.20.0:config/llmisvcconfig/config-llm-template.yaml."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from _scripts import load_script
+
+    tool = load_script("tools/kserve_presets.py", "kserve_presets")
+    probe = {"httpGet": {"path": "/health", "port": 8000, "scheme": "{{ if x }}HTTPS{{end}}"}}
+    pod = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "ghcr.io/llm-d/llm-d-cuda:v0.8.0",
+                "command": ["/bin/bash", "-c", "exec vllm serve /mnt/models"],
+                "livenessProbe": probe,
+                "volumeMounts": [
+                    {"mountPath": "/dev/shm", "name": "dshm"},
+                    {"mountPath": "/var/run/kserve/tls", "name": "tls-certs"},
+                ],
+            },
+            {"name": "sidecar", "image": "x"},
+        ],
+        "volumes": [
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+            {"name": "tls-certs", "secret": {"secretName": "{{ ChildName }}"}},
+        ],
+        "terminationGracePeriodSeconds": 60,
+    }
+    facts = tool._pod(pod)
+    (main,) = facts["containers"]
+    assert "command" not in main and main["image"] == "ghcr.io/llm-d/llm-d-cuda:v0.8.0"
+    assert main["livenessProbe"] == {"httpGet": {"path": "/health", "port": 8000}}
+    assert main["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
+    assert [v["name"] for v in facts["volumes"]] == ["dshm"]
+    assert facts["terminationGracePeriodSeconds"] == 60

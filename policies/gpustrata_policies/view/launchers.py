@@ -170,7 +170,7 @@ def _llmisvc(obj: K8sObject) -> list[str]:
     presets = obj.memo.get(_PRESETS)
     if refs and obj.merged_with is not None:
         under = (
-            "KServe's well-known presets under them as below"
+            f"under them {_presets_text(obj, presets)}"
             if isinstance(presets, list)
             else f"KServe's own presets under them are not: {presets}"
         )
@@ -203,12 +203,11 @@ def _llmisvc(obj: K8sObject) -> list[str]:
         read.setdefault(text, []).append(part)
     if read and isinstance(presets, list) and obj.merged_with is not None:
         parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
+        over = "its baseRefs and KServe's presets" if refs else _presets_text(obj, presets)
         out.append(
-            f"LLMInferenceService read over KServe {_release()}'s presets "
-            f"{', '.join(p.source for p in presets)} (merged under its spec as "
-            f"{KSERVE_MERGE_SOURCE} does): the controller filled {_filled(obj, presets)}; "
-            f"its vLLM command line: {parts}; what the preset's script adds to it at run time "
-            "(flags chosen by the vLLM version it finds, RoCE settings) is not evaluated"
+            f"LLMInferenceService read over {over}; its vLLM command line: {parts}; what the "
+            "preset's script adds to it at run time (flags chosen by the vLLM version it "
+            "finds, RoCE settings) is not evaluated"
         )
     elif read:
         parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
@@ -222,15 +221,21 @@ def _llmisvc(obj: K8sObject) -> list[str]:
     return out
 
 
-def _release() -> str:
+def _presets_text(obj: K8sObject, presets: list[KServePreset]) -> str:
+    """``KServe 0.20.0's presets <sources> (...): the controller filled ...``."""
     profile = active_profile()
-    return str(profile.versions.kserve) if profile is not None else "?"
+    release = profile.versions.kserve if profile is not None else None
+    return (
+        f"KServe {release}'s presets {', '.join(p.source for p in presets)} (merged under "
+        f"its spec as {KSERVE_MERGE_SOURCE} does): the controller filled "
+        f"{obj.memo.get(_FILLED)}"
+    )
 
 
-def _filled(obj: K8sObject, presets: list[KServePreset]) -> str:
-    """What the presets gave *obj*'s Pods that its own spec (and baseRefs) left out: the
-    ``main`` container's keys and the Pod's, per part (``template: image, startupProbe``)."""
-    user = obj.raw.get("spec")
+def _filled(user: Mapping[str, Any], presets: list[KServePreset]) -> str:
+    """What the presets gave the Pods that *user* (the service's spec over its baseRefs)
+    leaves out: the ``main`` container's keys and the Pod's, per part (``template: image
+    ghcr.io/..., startupProbe``)."""
     said: dict[str, list[str]] = {}
     for preset in presets:
         for part, pod in preset.parts.items():
@@ -292,10 +297,14 @@ def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject
         merged = strategic_merge(base, user)
     _merge(obj, merged)
     obj.memo[_PRESETS] = presets
+    if isinstance(presets, list):
+        obj.memo[_FILLED] = _filled(user, presets)
     for config, _ in specs:
         config.memo[_USED_BY] = obj.resource
 
 
+_FILLED = "kserve-presets-filled"
+"""What those presets gave the Pods that the service and its baseRefs leave out."""
 _PRESETS = "kserve-presets"
 """Where :func:`_merge_base_refs` notes the well-known presets it merged under a service
 (:func:`_well_known_presets`: a list, or why none)."""
