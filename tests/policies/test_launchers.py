@@ -657,7 +657,7 @@ def test_llmisvc_is_merged_over_the_kserve_release_presets() -> None:
     shm = [v for v in pod.spec["volumes"] if v["name"] == "dshm"]
     assert shm == [{"emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}, "name": "dshm"}]
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
-    assert "KServe 0.20.0's presets kserve/kserve@v0.20.0:config/llmisvcconfig/" in record
+    assert "KServe's presets kserve/kserve@v0.20.0:config/llmisvcconfig/" in record
     assert "image ghcr.io/llm-d/llm-d-cuda:v0.8.0" in record and "livenessProbe" not in record
     evaluate(objs, profile=_kserve("v0.18.0"))
     assert next(svc.pods()[0].containers()).image == "ghcr.io/llm-d/llm-d-cuda:v0.6.0"
@@ -687,7 +687,7 @@ def test_llmisvc_shapes_pick_the_presets_kserve_picks() -> None:
     report = evaluate(objs, profile=_kserve("0.20.0"))
     assert not [n for n in report.not_evaluated if n.rule == "V011"]
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
-    assert "under them KServe 0.20.0's presets" in record
+    assert "under them KServe's presets kserve/kserve@v0.20.0:" in record
     # the baseRefs config states image and liveness: the presets filled neither
     assert "image" not in record.split("filled")[1] and "livenessProbe" not in record
 
@@ -744,3 +744,63 @@ def test_the_preset_generator_keeps_facts_not_the_script() -> None:
     assert main["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
     assert [v["name"] for v in facts["volumes"]] == ["dshm"]
     assert facts["terminationGracePeriodSeconds"] == 60
+
+
+def test_a_checked_config_named_like_a_preset_replaces_it() -> None:
+    """KServe looks a well-known preset up by name in the service's namespace first
+    (``getConfig``): a ``kserve-config-llm-template`` among the checked objects is what the
+    cluster runs, with or without ``versions.kserve``; its own command is then read as the
+    engine, and the config gives no record of its own."""
+    objs = _load("kserve-kserve-llmisvc-qwen2-7b-gpu.yaml", DATA / "field-corpus-1")
+    config = K8sObject(
+        {
+            "apiVersion": "serving.kserve.io/v1alpha2",
+            "kind": "LLMInferenceServiceConfig",
+            "metadata": {"name": "kserve-config-llm-template", "namespace": "default"},
+            "spec": {
+                "template": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "vllm/vllm-openai:v0.10.1.1",
+                            "command": ["vllm", "serve", "/mnt/models"],
+                            "args": ["--served-model-name", "{{ .Spec.Model.Name }}"],
+                        }
+                    ]
+                }
+            },
+        }
+    )
+    svc = objs[0]
+    for profile in (None, _kserve("0.20.0")):
+        report = evaluate([*objs, config], profile=profile)
+        main = next(svc.pods()[0].containers())
+        assert main.image == "vllm/vllm-openai:v0.10.1.1"
+        engine = vllm_engine(main)
+        assert (
+            engine is not None
+            and engine.get("served_model_name") == svc.raw["spec"]["model"]["name"]
+        )
+        assert not [n for n in report.not_evaluated if n.resource == config.resource]
+
+
+@pytest.mark.parametrize(
+    "path", [("spec",), ("spec", "parallelism"), ("spec", "prefill"), ("spec", "baseRefs")]
+)
+def test_llmisvc_presets_with_a_value_known_only_at_deploy_time(path: tuple[str, ...]) -> None:
+    """Regression: a Pulumi preview's unknown where the preset is chosen (the spec, its
+    parallelism, prefill or baseRefs) is a "not evaluated" record, not a crash, with or
+    without ``versions.kserve``."""
+    (svc,) = _load("kserve-kserve-llmisvc-dp-ep-deepseek-r1.yaml", DATA / "field-corpus-1")
+    raw = copy.deepcopy(svc.raw)
+    node = raw
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = UNKNOWN
+    for profile in (None, _kserve("0.20.0")):
+        report = evaluate([K8sObject(copy.deepcopy(raw))], profile=profile)
+        assert any(
+            "unknown until the deployment runs" in n.reason
+            for n in report.not_evaluated
+            if n.rule == "*"
+        )

@@ -56,6 +56,9 @@ the probes and ``/dev/shm``."""
 KSERVE_MERGE_SOURCE = "kserve/kserve@aaac4e2:pkg/controller/v1alpha2/llmisvc/config_merge.go"
 """``MergeSpecs``: each LLMInferenceServiceConfig's spec, then the service's, merged in order
 as a strategic merge patch (containers by name)."""
+KSERVE_CONFIG_LOOKUP = "kserve/kserve@v0.20.0:pkg/controller/v1alpha2/llmisvc/config_merge.go"
+"""``getConfig``: a config is looked up by name in the service's namespace, then in
+``kserve``; a well-known preset's name found there is used instead of KServe's own."""
 KUBEAI_VALUES = "substratusai/kubeai@2f32ef4:charts/kubeai/values.yaml"
 """KubeAI's default resource profiles (each ``nvidia-gpu-*`` profile: 1 ``nvidia.com/gpu`` per
 unit, no node selector) and vLLM images (``modelServers.VLLM.images``)."""
@@ -205,9 +208,10 @@ def _llmisvc(obj: K8sObject) -> list[str]:
         parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
         over = "its baseRefs and KServe's presets" if refs else _presets_text(obj, presets)
         out.append(
-            f"LLMInferenceService read over {over}; its vLLM command line: {parts}; what the "
-            "preset's script adds to it at run time (flags chosen by the vLLM version it "
-            "finds, RoCE settings) is not evaluated"
+            f"LLMInferenceService read over {over}; its vLLM command line: {parts}; that "
+            "command is the preset's, read here only: the rules that judge a container's "
+            "vLLM engine do not see it, and what the preset's script adds to it at run time "
+            "(flags chosen by the vLLM version it finds, RoCE settings) is not evaluated"
         )
     elif read:
         parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
@@ -222,13 +226,10 @@ def _llmisvc(obj: K8sObject) -> list[str]:
 
 
 def _presets_text(obj: K8sObject, presets: list[KServePreset]) -> str:
-    """``KServe 0.20.0's presets <sources> (...): the controller filled ...``."""
-    profile = active_profile()
-    release = profile.versions.kserve if profile is not None else None
+    """``KServe's presets <sources> (...): the controller filled ...``."""
     return (
-        f"KServe {release}'s presets {', '.join(p.source for p in presets)} (merged under "
-        f"its spec as {KSERVE_MERGE_SOURCE} does): the controller filled "
-        f"{obj.memo.get(_FILLED)}"
+        f"KServe's presets {', '.join(p.source for p in presets)} (merged under its spec as "
+        f"{KSERVE_MERGE_SOURCE} does): the controller filled {obj.memo.get(_FILLED)}"
     )
 
 
@@ -268,7 +269,7 @@ def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject
     the checked objects."""
     specs: list[tuple[K8sObject, Mapping[str, Any]]] = []
     for name in _base_refs(obj):
-        found = configs.get((obj.namespace, name)) or configs.get(("kserve", name))
+        found = _checked_config(obj, name, configs)
         spec = dig(found.raw, "spec") if found is not None else None
         if found is None or not isinstance(spec, Mapping):
             _merge(obj, None)
@@ -283,7 +284,7 @@ def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject
         user = specs[0][1]
         for spec in [*(s for _, s in specs[1:]), own]:
             user = strategic_merge(user, spec)
-    presets = _well_known_presets(user)
+    presets = _well_known_presets(obj, user, configs)
     if not specs and not isinstance(presets, list):
         _merge(obj, None)
         obj.memo[_PRESETS] = presets  # after _merge, which forgets what was derived
@@ -299,8 +300,19 @@ def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject
     obj.memo[_PRESETS] = presets
     if isinstance(presets, list):
         obj.memo[_FILLED] = _filled(user, presets)
-    for config, _ in specs:
+    used = [c for c, _ in specs]
+    if isinstance(presets, list):
+        used += [o for p in presets if (o := _checked_config(obj, p.name, configs)) is not None]
+    for config in used:
         config.memo[_USED_BY] = obj.resource
+
+
+def _checked_config(
+    obj: K8sObject, name: str, configs: Mapping[tuple[str, str], K8sObject]
+) -> K8sObject | None:
+    """The LLMInferenceServiceConfig *name* KServe finds for *obj* among the checked objects:
+    the service's namespace first, then ``kserve`` (:data:`KSERVE_CONFIG_LOOKUP`)."""
+    return configs.get((obj.namespace, name)) or configs.get(("kserve", name))
 
 
 _FILLED = "kserve-presets-filled"
@@ -318,15 +330,17 @@ def _nested(part: str, pod: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _well_known_presets(spec: Mapping[str, Any]) -> list[KServePreset] | str:
-    """The well-known LLMInferenceServiceConfigs KServe's controller merges under a service
-    whose spec (with its baseRefs) is *spec* (:data:`KSERVE_SELECTION_SOURCE`
-    ``combineBaseRefsConfig``), from the catalogue at the cluster profile's
-    ``versions.kserve``; else the reason they are not read."""
+def _well_known_presets(
+    obj: K8sObject, spec: Mapping[str, Any], configs: Mapping[tuple[str, str], K8sObject]
+) -> list[KServePreset] | str:
+    """The well-known LLMInferenceServiceConfigs KServe's controller merges under *obj*,
+    whose spec (with its baseRefs) is *spec*
+    (:data:`gpustrata.catalog.kserve.KSERVE_SELECTION_SOURCE` ``combineBaseRefsConfig``):
+    a config of that name among the checked objects (what the
+    cluster holds, found as :data:`KSERVE_CONFIG_LOOKUP` finds it), else the catalogue's at
+    the cluster profile's ``versions.kserve``; else the reason they are not read."""
     profile = active_profile()
     release = profile.versions.kserve if profile is not None else None
-    if release is None:
-        return f"the KServe release is not stated {profile_hint('versions.kserve')}"
 
     def data_parallel(node: Any) -> bool:
         p = as_map(dig(node, "parallelism"), "parallelism")
@@ -358,12 +372,37 @@ def _well_known_presets(spec: Mapping[str, Any]) -> list[KServePreset] | str:
             "the multi-node pipeline-parallel preset is not catalogued (KServe installs none "
             "under config/llmisvcconfig)"
         )
-    found = [catalogs.kserve_preset(release, str(n)) for n in names]
-    presets = [p for p in found if p is not None]
-    if len(presets) != len(found):
-        known = ", ".join(catalogs.kserve_releases())
-        return f"KServe {release}'s presets are not catalogued (catalogued releases: {known})"
+    presets: list[KServePreset] = []
+    for name in map(str, names):
+        checked = _checked_config(obj, name, configs)
+        if checked is not None:
+            presets.append(_as_preset(obj, checked))
+            continue
+        if release is None:
+            return f"the KServe release is not stated {profile_hint('versions.kserve')}"
+        found = catalogs.kserve_preset(release, name)
+        if found is None:
+            known = ", ".join(catalogs.kserve_releases())
+            return f"KServe {release}'s presets are not catalogued (catalogued releases: {known})"
+        presets.append(found)
     return presets
+
+
+def _as_preset(obj: K8sObject, config: K8sObject) -> KServePreset:
+    """A checked LLMInferenceServiceConfig named like a well-known preset, in the
+    catalogue's form (its Pod parts, Go templates rendered from *obj*)."""
+    from gpustrata.catalog.kserve import KServePreset
+
+    spec = _rendered(as_map(dig(config.raw, "spec"), "spec"), _template_values(obj))
+    parts = {
+        ".".join(path): part
+        for path in (("template",), ("worker",), ("prefill", "template"), ("prefill", "worker"))
+        if isinstance(part := dig(spec, *path), Mapping)
+    }
+    where = (
+        f"LLMInferenceServiceConfig {config.namespace}/{config.name} (among the checked objects)"
+    )
+    return KServePreset(config.name, where, parts)
 
 
 def _template_values(obj: K8sObject) -> dict[str, str]:
@@ -465,7 +504,11 @@ def attach_partners(objects: Iterable[K8sObject]) -> None:
     }
     for obj in every:
         if obj.kind == "LLMInferenceService" and is_read_kind(obj):
-            _merge_base_refs(obj, configs)
+            try:
+                _merge_base_refs(obj, configs)
+            except UnknownInput as exc:  # a Pulumi preview: known only at deploy time
+                _merge(obj, None)
+                obj.memo[_PRESETS] = exc.reason
             continue
         if obj.kind == "Playground" and is_read_kind(obj):
             claimed = models.get(str(dig(obj.raw, "spec", "modelClaim", "modelName")))
