@@ -102,6 +102,15 @@ def _write(tmp_path: Path, text: str, name: str = "cluster.yaml") -> Path:
         ("- a list\n", ":1: profile: is not a map"),
         ("versions: {kuberay: [1]}\n", ":1: profile.versions.kuberay: a list is not a string"),
         (
+            "versions: {kserve: latest}\n",
+            ":1: profile.versions.kserve: 'latest' is not in the expected form; use a value "
+            "such as '0.20.0'",
+        ),
+        (
+            "versions:\n  kserve: 0.20\n",
+            ":2: profile.versions.kserve: 0.2 is not a string; use a value such as '0.20.0'",
+        ),
+        (
             "versions: {kubernetes: 1.31}\n",
             ":1: profile.versions.kubernetes: 1.31 is not a string; use a value such as '1.31'",
         ),

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpustrata.catalog.profile import ClusterProfile
 from gpustrata_policies import UNKNOWN, evaluate
 from gpustrata_policies.evaluate import find_rule, load_config
 from gpustrata_policies.findings import RuleContext
@@ -623,3 +624,183 @@ def test_llmisvc_is_read_merged_over_the_configs_its_baserefs_name() -> None:
     records = _records(alone, svc.resource)
     assert any("not among the checked objects, so not evaluated" in r for r in records)
     assert next(alone[0].pods()[0].containers()).image is None
+
+
+def _kserve(release: str | None) -> ClusterProfile | None:
+    return ClusterProfile.model_validate({"versions": {"kserve": release}}) if release else None
+
+
+def test_llmisvc_without_the_kserve_release_names_the_profile_key() -> None:
+    """Without ``versions.kserve`` the presets' image, probes and /dev/shm stay unread, and
+    the record names the key that decides them (issue 30: controller presets)."""
+    objs = _load("kserve-kserve-llmisvc-qwen2-7b-gpu.yaml", DATA / "field-corpus-1")
+    (record,) = _records(objs, objs[0].resource)
+    assert "set versions.kserve in the cluster profile" in record
+    (pod,) = objs[0].pods()
+    assert next(pod.containers()).image is None
+
+
+def test_llmisvc_is_merged_over_the_kserve_release_presets() -> None:
+    """With ``versions.kserve: 0.20.0`` the single-node service runs the image, probes and
+    1 GiB /dev/shm of kserve/kserve@v0.20.0:config/llmisvcconfig/config-llm-template.yaml
+    under its own spec (its livenessProbe wins), and the record says what the controller
+    filled; 0.18.0's preset gives another image, an uncatalogued release says so."""
+    objs = _load("kserve-kserve-llmisvc-qwen2-7b-gpu.yaml", DATA / "field-corpus-1")
+    svc = objs[0]
+    stated = svc.raw["spec"]["template"]["containers"][0]["livenessProbe"]
+    report = evaluate(objs, profile=_kserve("0.20.0"))
+    (pod,) = svc.pods()
+    main = next(pod.containers())
+    assert main.image == "ghcr.io/llm-d/llm-d-cuda:v0.8.0"
+    assert main.raw["startupProbe"]["failureThreshold"] == 60
+    assert main.raw["livenessProbe"] == stated
+    shm = [v for v in pod.spec["volumes"] if v["name"] == "dshm"]
+    assert shm == [{"emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}, "name": "dshm"}]
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "KServe's presets kserve/kserve@v0.20.0:config/llmisvcconfig/" in record
+    assert "image ghcr.io/llm-d/llm-d-cuda:v0.8.0" in record and "livenessProbe" not in record
+    evaluate(objs, profile=_kserve("v0.18.0"))
+    assert next(svc.pods()[0].containers()).image == "ghcr.io/llm-d/llm-d-cuda:v0.6.0"
+    report = evaluate(objs, profile=_kserve("0.9.0"))
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "KServe 0.9.0's presets are not catalogued" in record and "0.20.0" in record
+
+
+def test_llmisvc_shapes_pick_the_presets_kserve_picks() -> None:
+    """Regression per shape: a data-parallel worker gets the worker preset (8 GiB /dev/shm at
+    0.20.0) in both Pods; P/D gets the prefill and decode templates; the baseRefs fixture
+    has its handler-less readinessProbe completed by the preset, so V011 is evaluated."""
+    objs = _load("kserve-kserve-llmisvc-dp-ep-deepseek-r1.yaml", DATA / "field-corpus-1")
+    report = evaluate(objs, profile=_kserve("0.20.0"))
+    pods = objs[0].pods()
+    assert len(pods) == 2
+    for pod in pods:
+        (shm,) = [v for v in pod.spec["volumes"] if v["name"] == "dshm"]
+        assert shm["emptyDir"]["sizeLimit"] == "8Gi"
+    assert any("config-llm-worker-data-parallel.yaml" in n.reason for n in report.not_evaluated)
+    objs = _load("kserve-llmisvc-pd-qwen2-7b-gpu.yaml", DATA / "field-corpus-3")
+    report = evaluate(objs, profile=_kserve("0.20.0"))
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "config-llm-prefill-template.yaml" in record
+    assert "config-llm-decode-template.yaml" in record
+    objs = _load("kserve-llmisvc-baserefs-gpt-oss.yaml")
+    report = evaluate(objs, profile=_kserve("0.20.0"))
+    assert not [n for n in report.not_evaluated if n.rule == "V011"]
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "under them KServe's presets kserve/kserve@v0.20.0:" in record
+    # the baseRefs config states image and liveness: the presets filled neither
+    assert "image" not in record.split("filled")[1] and "livenessProbe" not in record
+
+
+def test_kserve_preset_catalogue_cites_each_release_tag() -> None:
+    """Every catalogued preset cites the kserve tag it was read at, and only exact releases
+    are looked up (a patch release may change the presets)."""
+    from gpustrata.catalog.kserve import kserve_preset, kserve_releases
+
+    releases = kserve_releases()
+    assert releases[0] == "0.16.0" and "0.20.0" in releases
+    for release in releases:
+        preset = kserve_preset(release, "kserve-config-llm-template")
+        assert preset is not None
+        assert preset.source.startswith("kserve/kserve@v")
+        assert preset.source.endswith(":config/llmisvcconfig/config-llm-template.yaml")
+        assert preset.parts["template"]["containers"][0]["image"]
+    assert kserve_preset("0.20", "kserve-config-llm-template") is None
+
+
+def test_the_preset_generator_keeps_facts_not_the_script() -> None:
+    """tools/kserve_presets.py keeps the main container's image, probes (without the
+    templated scheme) and emptyDir mounts, never the command script, a sidecar or a
+    secret volume, as in kserve/kserve@v0.20.0:config/llmisvcconfig/config-llm-template.yaml."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from _scripts import load_script
+
+    tool = load_script("tools/kserve_presets.py", "kserve_presets")
+    probe = {"httpGet": {"path": "/health", "port": 8000, "scheme": "{{ if x }}HTTPS{{end}}"}}
+    pod = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "ghcr.io/llm-d/llm-d-cuda:v0.8.0",
+                "command": ["/bin/bash", "-c", "exec vllm serve /mnt/models"],
+                "livenessProbe": probe,
+                "volumeMounts": [
+                    {"mountPath": "/dev/shm", "name": "dshm"},
+                    {"mountPath": "/var/run/kserve/tls", "name": "tls-certs"},
+                ],
+            },
+            {"name": "sidecar", "image": "x"},
+        ],
+        "volumes": [
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+            {"name": "tls-certs", "secret": {"secretName": "{{ ChildName }}"}},
+        ],
+        "terminationGracePeriodSeconds": 60,
+    }
+    facts = tool._pod(pod)
+    (main,) = facts["containers"]
+    assert "command" not in main and main["image"] == "ghcr.io/llm-d/llm-d-cuda:v0.8.0"
+    assert main["livenessProbe"] == {"httpGet": {"path": "/health", "port": 8000}}
+    assert main["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
+    assert [v["name"] for v in facts["volumes"]] == ["dshm"]
+    assert facts["terminationGracePeriodSeconds"] == 60
+
+
+def test_a_checked_config_named_like_a_preset_replaces_it() -> None:
+    """KServe looks a well-known preset up by name in the service's namespace first
+    (``getConfig``): a ``kserve-config-llm-template`` among the checked objects is what the
+    cluster runs, with or without ``versions.kserve``; its own command is then read as the
+    engine, and the config gives no record of its own."""
+    objs = _load("kserve-kserve-llmisvc-qwen2-7b-gpu.yaml", DATA / "field-corpus-1")
+    config = K8sObject(
+        {
+            "apiVersion": "serving.kserve.io/v1alpha2",
+            "kind": "LLMInferenceServiceConfig",
+            "metadata": {"name": "kserve-config-llm-template", "namespace": "default"},
+            "spec": {
+                "template": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "vllm/vllm-openai:v0.10.1.1",
+                            "command": ["vllm", "serve", "/mnt/models"],
+                            "args": ["--served-model-name", "{{ .Spec.Model.Name }}"],
+                        }
+                    ]
+                }
+            },
+        }
+    )
+    svc = objs[0]
+    for profile in (None, _kserve("0.20.0")):
+        report = evaluate([*objs, config], profile=profile)
+        main = next(svc.pods()[0].containers())
+        assert main.image == "vllm/vllm-openai:v0.10.1.1"
+        engine = vllm_engine(main)
+        assert (
+            engine is not None
+            and engine.get("served_model_name") == svc.raw["spec"]["model"]["name"]
+        )
+        assert not [n for n in report.not_evaluated if n.resource == config.resource]
+
+
+@pytest.mark.parametrize(
+    "path", [("spec",), ("spec", "parallelism"), ("spec", "prefill"), ("spec", "baseRefs")]
+)
+def test_llmisvc_presets_with_a_value_known_only_at_deploy_time(path: tuple[str, ...]) -> None:
+    """Regression: a Pulumi preview's unknown where the preset is chosen (the spec, its
+    parallelism, prefill or baseRefs) is a "not evaluated" record, not a crash, with or
+    without ``versions.kserve``."""
+    (svc,) = _load("kserve-kserve-llmisvc-dp-ep-deepseek-r1.yaml", DATA / "field-corpus-1")
+    raw = copy.deepcopy(svc.raw)
+    node = raw
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = UNKNOWN
+    for profile in (None, _kserve("0.20.0")):
+        report = evaluate([K8sObject(copy.deepcopy(raw))], profile=profile)
+        assert any(
+            "unknown until the deployment runs" in n.reason
+            for n in report.not_evaluated
+            if n.rule == "*"
+        )

@@ -214,6 +214,14 @@ class VersionsProfile(_Model):
         description="KubeRay operator release, e.g. 1.3.2.",
         examples=["1.3.2"],
     )
+    kserve: str | None = Field(
+        default=None,
+        pattern=_VERSION,
+        description="KServe release installed, e.g. 0.20.0: its well-known "
+        "LLMInferenceServiceConfig presets (image, probes, /dev/shm) are merged under each "
+        "LLMInferenceService as the controller does.",
+        examples=["0.20.0"],
+    )
 
 
 class ImageRelease(_Model):
@@ -299,7 +307,8 @@ class ClusterProfile(_Model):
         default_factory=list, description="Node pools, with their sizes and GPUs."
     )
     versions: VersionsProfile = Field(
-        default_factory=VersionsProfile, description="Driver, operator, KubeRay versions."
+        default_factory=VersionsProfile,
+        description="Driver, operator, KubeRay and KServe versions.",
     )
     images: list[ImageRelease] = Field(
         default_factory=list,

@@ -159,6 +159,10 @@ _PROFILE_READERS = [
     ),
     ("versions.kubernetes, versions.nvidia_driver", "the pools' kubelet minor and driver (O002)"),
     ("versions.kuberay", "K007, R004, R005 (the KubeRay operator's release)"),
+    (
+        "versions.kserve",
+        "every LLMInferenceService: KServe's presets (image, probes, /dev/shm) merged under it",
+    ),
     ("versions.gpu_operator", "recorded only: no rule reads it without the operator's objects"),
     ("images", "every rule that needs the vLLM release of an image (V005, V010, V012, V013, ...)"),
     ("crds", "K018 (evaluated on a bare application manifest once the profile lists CRDs)"),

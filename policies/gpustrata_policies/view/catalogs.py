@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from gpustrata.catalog.architectures import ModelArchitecture
     from gpustrata.catalog.compat import CompatCatalog, DriverRequirement, GpuOperatorRelease
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+    from gpustrata.catalog.kserve import KServePreset
     from gpustrata.catalog.model_sources import ModelSources
     from gpustrata.catalog.vllm_release_types import VllmReleases
 
@@ -30,6 +31,8 @@ __all__ = [
     "hardware",
     "image_cuda",
     "instance",
+    "kserve_preset",
+    "kserve_releases",
     "min_driver_for_cuda",
     "model_architecture",
     "operator_release",
@@ -75,6 +78,21 @@ def vllm_releases() -> VllmReleases:
     from gpustrata.catalog.vllm_releases import load_vllm_releases
 
     return load_vllm_releases()
+
+
+def kserve_preset(release: str, name: str) -> KServePreset | None:
+    """KServe *release*'s well-known LLMInferenceServiceConfig *name*, or ``None`` when the
+    catalogue does not hold it (:func:`gpustrata.catalog.kserve.kserve_preset`)."""
+    from gpustrata.catalog.kserve import kserve_preset as lookup
+
+    return lookup(release, name)
+
+
+def kserve_releases() -> tuple[str, ...]:
+    """The KServe releases whose presets are catalogued, oldest first."""
+    from gpustrata.catalog.kserve import kserve_releases as releases
+
+    return releases()
 
 
 def reference_vllm() -> str:

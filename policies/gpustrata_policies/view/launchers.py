@@ -15,10 +15,11 @@ the record says what it found.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput, is_tracked
 from gpustrata.vllm.flags import parse_flags
+from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.controllers import (
     BOOSTER_COMMAND,
     KTHENA_SOURCE,
@@ -29,9 +30,13 @@ from gpustrata_policies.view.controllers import (
 )
 from gpustrata_policies.view.kinds import is_read_kind
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.templates import strategic_merge
 from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
 from gpustrata_policies.view.workloads import llmisvc_spec
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.kserve import KServePreset
 
 __all__ = [
     "KSERVE_PRESET_SOURCE",
@@ -51,6 +56,9 @@ the probes and ``/dev/shm``."""
 KSERVE_MERGE_SOURCE = "kserve/kserve@aaac4e2:pkg/controller/v1alpha2/llmisvc/config_merge.go"
 """``MergeSpecs``: each LLMInferenceServiceConfig's spec, then the service's, merged in order
 as a strategic merge patch (containers by name)."""
+KSERVE_CONFIG_LOOKUP = "kserve/kserve@v0.20.0:pkg/controller/v1alpha2/llmisvc/config_merge.go"
+"""``getConfig``: a config is looked up by name in the service's namespace, then in
+``kserve``; a well-known preset's name found there is used instead of KServe's own."""
 KUBEAI_VALUES = "substratusai/kubeai@2f32ef4:charts/kubeai/values.yaml"
 """KubeAI's default resource profiles (each ``nvidia-gpu-*`` profile: 1 ``nvidia.com/gpu`` per
 unit, no node selector) and vLLM images (``modelServers.VLLM.images``)."""
@@ -162,11 +170,17 @@ def _llmisvc(obj: K8sObject) -> list[str]:
             "LLMInferenceServiceConfigs merged over the presets, which may change the command "
             "line, image and Pods; not among the checked objects, so not evaluated"
         )
-    elif refs:
+    presets = obj.memo.get(_PRESETS)
+    if refs and obj.merged_with is not None:
+        under = (
+            f"under them {_presets_text(obj, presets)}"
+            if isinstance(presets, list)
+            else f"KServe's own presets under them are not: {presets}"
+        )
         out.append(
             f"LLMInferenceService read merged over its baseRefs {', '.join(map(repr, refs))} "
             f"(the LLMInferenceServiceConfigs among the checked objects, in order, then its "
-            f"own spec: {KSERVE_MERGE_SOURCE}); KServe's own presets under them are not"
+            f"own spec: {KSERVE_MERGE_SOURCE}); {under}"
         )
     read: dict[str, list[str]] = {}  # what each part reads as -> the parts
     whole = llmisvc_spec(obj)
@@ -190,15 +204,55 @@ def _llmisvc(obj: K8sObject) -> list[str]:
             f"{_stated_gpus(_main_container(spec))} nvidia.com/gpu stated"
         )
         read.setdefault(text, []).append(part)
-    if read:
+    if read and isinstance(presets, list) and obj.merged_with is not None:
         parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
+        over = "its baseRefs and KServe's presets" if refs else _presets_text(obj, presets)
+        out.append(
+            f"LLMInferenceService read over {over}; its vLLM command line: {parts}; that "
+            "command is the preset's, read here only: the rules that judge a container's "
+            "vLLM engine do not see it, and what the preset's script adds to it at run time "
+            "(flags chosen by the vLLM version it finds, RoCE settings) is not evaluated"
+        )
+    elif read:
+        parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
+        why = presets if isinstance(presets, str) else "not read"
         out.append(
             "LLMInferenceService: the KServe controller writes the vLLM command line from its "
             f"LLMInferenceServiceConfig presets ({KSERVE_PRESET_SOURCE}) with spec.parallelism "
             f"and VLLM_ADDITIONAL_ARGS: {parts}; the image (so the vLLM release), probes and "
-            "/dev/shm are the preset's and not evaluated"
+            f"/dev/shm are the preset's and not evaluated: {why}"
         )
     return out
+
+
+def _presets_text(obj: K8sObject, presets: list[KServePreset]) -> str:
+    """``KServe's presets <sources> (...): the controller filled ...``."""
+    return (
+        f"KServe's presets {', '.join(p.source for p in presets)} (merged under its spec as "
+        f"{KSERVE_MERGE_SOURCE} does): the controller filled {obj.memo.get(_FILLED)}"
+    )
+
+
+def _filled(user: Mapping[str, Any], presets: list[KServePreset]) -> str:
+    """What the presets gave the Pods that *user* (the service's spec over its baseRefs)
+    leaves out: the ``main`` container's keys and the Pod's, per part (``template: image
+    ghcr.io/..., startupProbe``)."""
+    said: dict[str, list[str]] = {}
+    for preset in presets:
+        for part, pod in preset.parts.items():
+            stated = dig(user, *part.split("."))
+            stated_main = _main_container(stated) if isinstance(stated, Mapping) else {}
+            keys = said.setdefault(part, [])
+            for c in as_list(pod.get("containers"), "containers"):
+                for key, value in c.items():
+                    if key != "name" and key not in stated_main and key not in keys:
+                        keys.append(f"image {value}" if key == "image" else key)
+            for key in pod:
+                if key != "containers" and not (isinstance(stated, Mapping) and key in stated):
+                    keys.append(key)
+    return "; ".join(f"{part}: {', '.join(keys)}" for part, keys in said.items() if keys) or (
+        "nothing the manifest leaves out"
+    )
 
 
 def _base_refs(obj: K8sObject) -> list[str]:
@@ -215,22 +269,140 @@ def _merge_base_refs(obj: K8sObject, configs: Mapping[tuple[str, str], K8sObject
     the checked objects."""
     specs: list[tuple[K8sObject, Mapping[str, Any]]] = []
     for name in _base_refs(obj):
-        found = configs.get((obj.namespace, name)) or configs.get(("kserve", name))
+        found = _checked_config(obj, name, configs)
         spec = dig(found.raw, "spec") if found is not None else None
         if found is None or not isinstance(spec, Mapping):
             _merge(obj, None)
             return
         specs.append((found, _rendered(spec, _template_values(obj))))
     own = dig(obj.raw, "spec")
-    if not specs or not isinstance(own, Mapping):
+    if not isinstance(own, Mapping):
         _merge(obj, None)
         return
-    merged: Any = specs[0][1]
-    for spec in [*(s for _, s in specs[1:]), own]:
-        merged = strategic_merge(merged, spec)
+    user: Any = own
+    if specs:
+        user = specs[0][1]
+        for spec in [*(s for _, s in specs[1:]), own]:
+            user = strategic_merge(user, spec)
+    presets = _well_known_presets(obj, user, configs)
+    if not specs and not isinstance(presets, list):
+        _merge(obj, None)
+        obj.memo[_PRESETS] = presets  # after _merge, which forgets what was derived
+        return
+    merged: Any = user
+    if isinstance(presets, list) and presets:
+        base: Any = {}
+        for preset in presets:
+            for part, pod in preset.parts.items():
+                base = strategic_merge(base, _nested(part, pod))
+        merged = strategic_merge(base, user)
     _merge(obj, merged)
-    for config, _ in specs:
+    obj.memo[_PRESETS] = presets
+    if isinstance(presets, list):
+        obj.memo[_FILLED] = _filled(user, presets)
+    used = [c for c, _ in specs]
+    if isinstance(presets, list):
+        used += [o for p in presets if (o := _checked_config(obj, p.name, configs)) is not None]
+    for config in used:
         config.memo[_USED_BY] = obj.resource
+
+
+def _checked_config(
+    obj: K8sObject, name: str, configs: Mapping[tuple[str, str], K8sObject]
+) -> K8sObject | None:
+    """The LLMInferenceServiceConfig *name* KServe finds for *obj* among the checked objects:
+    the service's namespace first, then ``kserve`` (:data:`KSERVE_CONFIG_LOOKUP`)."""
+    return configs.get((obj.namespace, name)) or configs.get(("kserve", name))
+
+
+_FILLED = "kserve-presets-filled"
+"""What those presets gave the Pods that the service and its baseRefs leave out."""
+_PRESETS = "kserve-presets"
+"""Where :func:`_merge_base_refs` notes the well-known presets it merged under a service
+(:func:`_well_known_presets`: a list, or why none)."""
+
+
+def _nested(part: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"prefill": {"template": pod}}`` for the part ``prefill.template``."""
+    out: dict[str, Any] = dict(pod)
+    for key in reversed(part.split(".")):
+        out = {key: out}
+    return out
+
+
+def _well_known_presets(
+    obj: K8sObject, spec: Mapping[str, Any], configs: Mapping[tuple[str, str], K8sObject]
+) -> list[KServePreset] | str:
+    """The well-known LLMInferenceServiceConfigs KServe's controller merges under *obj*,
+    whose spec (with its baseRefs) is *spec*
+    (:data:`gpustrata.catalog.kserve.KSERVE_SELECTION_SOURCE` ``combineBaseRefsConfig``):
+    a config of that name among the checked objects (what the
+    cluster holds, found as :data:`KSERVE_CONFIG_LOOKUP` finds it), else the catalogue's at
+    the cluster profile's ``versions.kserve``; else the reason they are not read."""
+    profile = active_profile()
+    release = profile.versions.kserve if profile is not None else None
+
+    def data_parallel(node: Any) -> bool:
+        p = as_map(dig(node, "parallelism"), "parallelism")
+        return any(isinstance(p.get(k), int) and p[k] > 0 for k in ("data", "dataLocal"))
+
+    def pick(node: Any, single: str, dp: str) -> str | None:
+        if dig(node, "worker") is None:
+            return single
+        return dp if data_parallel(node) else None  # pipeline parallel: not catalogued
+
+    prefill = dig(spec, "prefill")
+    if prefill is not None:
+        names = [
+            pick(
+                prefill,
+                "kserve-config-llm-prefill-template",
+                "kserve-config-llm-prefill-worker-data-parallel",
+            ),
+            pick(
+                spec,
+                "kserve-config-llm-decode-template",
+                "kserve-config-llm-decode-worker-data-parallel",
+            ),
+        ]
+    else:
+        names = [pick(spec, "kserve-config-llm-template", "kserve-config-llm-worker-data-parallel")]
+    if None in names:
+        return (
+            "the multi-node pipeline-parallel preset is not catalogued (KServe installs none "
+            "under config/llmisvcconfig)"
+        )
+    presets: list[KServePreset] = []
+    for name in map(str, names):
+        checked = _checked_config(obj, name, configs)
+        if checked is not None:
+            presets.append(_as_preset(obj, checked))
+            continue
+        if release is None:
+            return f"the KServe release is not stated {profile_hint('versions.kserve')}"
+        found = catalogs.kserve_preset(release, name)
+        if found is None:
+            known = ", ".join(catalogs.kserve_releases())
+            return f"KServe {release}'s presets are not catalogued (catalogued releases: {known})"
+        presets.append(found)
+    return presets
+
+
+def _as_preset(obj: K8sObject, config: K8sObject) -> KServePreset:
+    """A checked LLMInferenceServiceConfig named like a well-known preset, in the
+    catalogue's form (its Pod parts, Go templates rendered from *obj*)."""
+    from gpustrata.catalog.kserve import KServePreset
+
+    spec = _rendered(as_map(dig(config.raw, "spec"), "spec"), _template_values(obj))
+    parts = {
+        ".".join(path): part
+        for path in (("template",), ("worker",), ("prefill", "template"), ("prefill", "worker"))
+        if isinstance(part := dig(spec, *path), Mapping)
+    }
+    where = (
+        f"LLMInferenceServiceConfig {config.namespace}/{config.name} (among the checked objects)"
+    )
+    return KServePreset(config.name, where, parts)
 
 
 def _template_values(obj: K8sObject) -> dict[str, str]:
@@ -332,7 +504,11 @@ def attach_partners(objects: Iterable[K8sObject]) -> None:
     }
     for obj in every:
         if obj.kind == "LLMInferenceService" and is_read_kind(obj):
-            _merge_base_refs(obj, configs)
+            try:
+                _merge_base_refs(obj, configs)
+            except UnknownInput as exc:  # a Pulumi preview: known only at deploy time
+                _merge(obj, None)
+                obj.memo[_PRESETS] = exc.reason
             continue
         if obj.kind == "Playground" and is_read_kind(obj):
             claimed = models.get(str(dig(obj.raw, "spec", "modelClaim", "modelName")))
