@@ -195,6 +195,7 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     # A reason already given for this object: the engine keeps each one once, so the
     # same unknown driver for every container of every pod on a pool is given once here.
     given: set[tuple[str, tuple[tuple[str, Value], ...]]] = set()
+    unknown_on: dict[str, dict[str, None]] = {}  # driver source -> pools, in order
     for pod in obj.pods():
         if not gpu_requests(pod, extra):
             continue
@@ -218,10 +219,29 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                 if verdict is None or verdict.decision != "not_evaluated":
                     yield from (verdict,) if verdict else ()
                     continue
+                if verdict.reason == "driver-unknown":
+                    # One record per object and driver source names every such pool
+                    # (a pod targets tens of pools: a record each drowned the report).
+                    unknown_on.setdefault(str(verdict.values["where"]), {})[
+                        str(verdict.values["on"])
+                    ] = None
+                    continue
                 key = (verdict.reason, tuple(verdict.values.items()))
                 if key not in given:
                     given.add(key)
                     yield verdict
+    for where, on in unknown_on.items():
+        yield Verdict(
+            "not_evaluated", "driver-unknown", values={"on": _and(list(on)), "where": where}
+        )
+
+
+def _and(names: list[str]) -> str:
+    """``pool a``, ``pools a and b``, ``pools a, b and c``; "the GPU nodes" stays as it is."""
+    if len(names) == 1:
+        return names[0]
+    bare = [n.removeprefix("pool ") for n in names]
+    return f"pools {', '.join(bare[:-1])} and {bare[-1]}"
 
 
 _NOT_EVALUATED: Mapping[str, str] = {
