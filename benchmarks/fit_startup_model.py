@@ -42,6 +42,34 @@ from gpustrata.vllm.timing import DEFAULT_CAPTURE_SIZES, capture_gc_frozen
 
 _DATA = Path(__file__).resolve().parents[1] / "components/gpustrata/catalog/data/serving-fit.yaml"
 
+PENDING_RELEASE_CHECK = (
+    "upb-startup-a100-falcon-7b",
+    "upb-startup-a100-llama2-13b-hf",
+    "upb-startup-a100-llama2-7b-hf",
+    "upb-startup-a100-llama3-3b",
+    "upb-startup-a100-qwen-0.5b",
+    "upb-startup-a100-qwen-14b",
+    "upb-startup-a100-qwen-1.8b",
+    "upb-startup-a100-qwen-4b",
+    "upb-startup-a100-qwen-7b",
+    "upb-startup-a100-yi-6b",
+    "upb-startup-a100-yi-9b",
+    "upb-startup-l40s-falcon-7b",
+    "upb-startup-l40s-llama2-13b-hf",
+    "upb-startup-l40s-llama2-7b-hf",
+    "upb-startup-l40s-llama3-3b",
+    "upb-startup-l40s-qwen-0.5b",
+    "upb-startup-l40s-qwen-14b",
+    "upb-startup-l40s-qwen-1.8b",
+    "upb-startup-l40s-qwen-4b",
+    "upb-startup-l40s-qwen-7b",
+    "upb-startup-l40s-yi-6b",
+    "upb-startup-l40s-yi-9b",
+    "vllm-44881-qwen36-35b-a3b-nvfp4-rtx5090-load",
+)
+"""The 23 logs collected on 2026-12-04, out of the shipped fit until the v0.10.0 tag settles
+whether that release freezes the garbage collector during capture (:data:`HELD_OUT`)."""
+
 HELD_OUT = (
     "vllm-pr6234-llama-download",
     "vllm-19596-load",
@@ -52,12 +80,20 @@ HELD_OUT = (
     "runai-120-llama3-8b-s3-same-node",
     "unsloth-972-qwen35-4b-gguf-xet",
     "vllm-omni-4896-hunyuanimage3-page-cache",
+    *PENDING_RELEASE_CHECK,
 )
 """Logs left out of the fit (a quarter of the first 31, at least one per kind of figure: a
 download, disk and page-cache loads, a cold compile with graphs, an MoE init, a streamer
 load, an hf_xet download), chosen before the fit was run: the bench reports them out of
 sample. The 23 logs collected on 2026-12-02 were first scored out of sample against the
-constants fitted without them (10/23 within x1.5), then joined the fit."""
+constants fitted without them (10/23 within x1.5), then joined the fit. The 23 logs
+collected on 2026-12-04 (upb-cn/vllm-startup-profiler's A100 and L40S sweeps, vllm#44881)
+scored 4/23 out of sample and stay out of the shipped fit for now: refitted with them, the
+capture rate before the garbage-collector freeze fell to 0.00122 s, below the frozen rate
+(0.00123 s), because the 11 A100 logs are vLLM 0.10.0 runs that capture as fast as frozen
+releases; whether 0.10.0 already carries vllm PR 21146 (``CUDAGRAPH_GC_FROZEN_FROM``) has to
+be settled from the v0.10.0 tag before they can join. The held-out bench fits on them in
+every fold all the same (docs/reference/sizing-accuracy.md)."""
 
 FACTOR = 1.5
 MIN_FOR_FIXED = 3
