@@ -38,37 +38,15 @@ import yaml
 
 from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.serving import StartupLog, load_startup_logs
-from gpustrata.vllm.timing import DEFAULT_CAPTURE_SIZES, capture_gc_frozen
+from gpustrata.vllm.timing import (
+    CUDAGRAPH_GC_FROZEN_FROM,
+    DEFAULT_CAPTURE_SIZES,
+    capture_gc_frozen,
+)
 
 _DATA = Path(__file__).resolve().parents[1] / "components/gpustrata/catalog/data/serving-fit.yaml"
 
-PENDING_RELEASE_CHECK = (
-    "upb-startup-a100-falcon-7b",
-    "upb-startup-a100-llama2-13b-hf",
-    "upb-startup-a100-llama2-7b-hf",
-    "upb-startup-a100-llama3-3b",
-    "upb-startup-a100-qwen-0.5b",
-    "upb-startup-a100-qwen-14b",
-    "upb-startup-a100-qwen-1.8b",
-    "upb-startup-a100-qwen-4b",
-    "upb-startup-a100-qwen-7b",
-    "upb-startup-a100-yi-6b",
-    "upb-startup-a100-yi-9b",
-    "upb-startup-l40s-falcon-7b",
-    "upb-startup-l40s-llama2-13b-hf",
-    "upb-startup-l40s-llama2-7b-hf",
-    "upb-startup-l40s-llama3-3b",
-    "upb-startup-l40s-qwen-0.5b",
-    "upb-startup-l40s-qwen-14b",
-    "upb-startup-l40s-qwen-1.8b",
-    "upb-startup-l40s-qwen-4b",
-    "upb-startup-l40s-qwen-7b",
-    "upb-startup-l40s-yi-6b",
-    "upb-startup-l40s-yi-9b",
-    "vllm-44881-qwen36-35b-a3b-nvfp4-rtx5090-load",
-)
-"""The 23 logs collected on 2026-12-04, out of the shipped fit until the v0.10.0 tag settles
-whether that release freezes the garbage collector during capture (:data:`HELD_OUT`)."""
+_FROZEN_FROM = ".".join(map(str, CUDAGRAPH_GC_FROZEN_FROM))
 
 HELD_OUT = (
     "vllm-pr6234-llama-download",
@@ -80,7 +58,6 @@ HELD_OUT = (
     "runai-120-llama3-8b-s3-same-node",
     "unsloth-972-qwen35-4b-gguf-xet",
     "vllm-omni-4896-hunyuanimage3-page-cache",
-    *PENDING_RELEASE_CHECK,
 )
 """Logs left out of the fit (a quarter of the first 31, at least one per kind of figure: a
 download, disk and page-cache loads, a cold compile with graphs, an MoE init, a streamer
@@ -88,12 +65,9 @@ load, an hf_xet download), chosen before the fit was run: the bench reports them
 sample. The 23 logs collected on 2026-12-02 were first scored out of sample against the
 constants fitted without them (10/23 within x1.5), then joined the fit. The 23 logs
 collected on 2026-12-04 (upb-cn/vllm-startup-profiler's A100 and L40S sweeps, vllm#44881)
-scored 4/23 out of sample and stay out of the shipped fit for now: refitted with them, the
-capture rate before the garbage-collector freeze fell to 0.00122 s, below the frozen rate
-(0.00123 s), because the 11 A100 logs are vLLM 0.10.0 runs that capture as fast as frozen
-releases; whether 0.10.0 already carries vllm PR 21146 (``CUDAGRAPH_GC_FROZEN_FROM``) has to
-be settled from the v0.10.0 tag before they can join. The held-out bench fits on them in
-every fold all the same (docs/reference/sizing-accuracy.md)."""
+scored 4/23 out of sample, then joined the fit once the v0.10.0 wheel showed that release
+already freezes the garbage collector during capture (``CUDAGRAPH_GC_FROZEN_FROM``;
+docs/reference/sizing-accuracy.md)."""
 
 FACTOR = 1.5
 MIN_FOR_FIXED = 3
@@ -169,6 +143,8 @@ def _const(
     nd: int = 3,
     caps: list[float | None] | None = None,
 ) -> dict[str, object]:
+    if not rows:  # a held-out-by-source fold can leave a term no log (--by-source)
+        return {"value": 0.0, "fitted_on": [], "explanation": f"{what} (no log: 0 {unit})"}
     bounds = caps or [None] * len(rows)
     value = best_value([v for _, v in rows], bounds)
     inside = sum(
@@ -261,11 +237,12 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
             rows.append((log.id, log.graph_capture_s / (n * sizes(log))))
         if log.moe_warmup_s is not None:
             moe.append((log.id, log.moe_warmup_s))
-    c_cold = best_value([v for _, v in cold])
-    c_cached = best_value([v for _, v in cached])
-    c_cap = best_value([v for _, v in capture])
+    # An additive term no log left states (a held-out-by-source fold) is priced at 0 s.
+    c_cold = best_value([v for _, v in cold]) if cold else 0.0
+    c_cached = best_value([v for _, v in cached]) if cached else 0.0
+    c_cap = best_value([v for _, v in capture]) if capture else 0.0
     c_frozen = best_value([v for _, v in frozen]) if frozen else c_cap
-    c_moe = best_value([v for _, v in moe])
+    c_moe = best_value([v for _, v in moe]) if moe else 0.0
 
     base_rows: list[tuple[str, float]] = []
     v0_rows: list[tuple[str, float]] = []
@@ -309,7 +286,7 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
     out["graph_capture_s_per_layer_size"] = _const(
         capture,
         "logged CUDA graph capture seconds per decoder layer per captured batch size, V0 and "
-        "V1 before the garbage-collector freeze of 0.10.1 (or release not stated)",
+        f"V1 before the garbage-collector freeze of {_FROZEN_FROM} (or release not stated)",
         "s",
         5,
     )
@@ -317,7 +294,8 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
         out["graph_capture_gc_frozen_s_per_layer_size"] = _const(
             frozen,
             "logged CUDA graph capture seconds per decoder layer per captured batch size, V1 "
-            "from 0.10.1 (garbage collector frozen during capture, vllm-project/vllm PR 21146)",
+            f"from {_FROZEN_FROM} (garbage collector frozen during capture, vllm-project/vllm PR "
+            "21146)",
             "s",
             5,
         )

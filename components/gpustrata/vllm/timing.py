@@ -100,11 +100,15 @@ DEFAULT_CAPTURE_SIZES: Mapping[str, int] = {"v0": 35, "v1": 67}
 vLLM captures 67 graphs"). Later releases capture 51 (to 256 in steps of 8, then 16); the
 planner keeps 67, the longer capture."""
 
-CUDAGRAPH_GC_FROZEN_FROM: tuple[int, int, int] = (0, 10, 1)
+CUDAGRAPH_GC_FROZEN_FROM: tuple[int, int, int] = (0, 10, 0)
 """The first vLLM release whose V1 engine captures CUDA graphs with Python's garbage
 collector frozen: vllm-project/vllm PR 21146 ("[Core] Freeze gc during cuda graph capture
-to speed up init", merged 2025-07-22, after the v0.10.0 branch; 0.10.1 is the first release
-known to carry it). Before it every captured piece could run a ``gc.collect()``; PR 24128
+to speed up init", merged 2025-07-22), first released in 0.10.0: that release's
+``GPUModelRunner.capture_model`` wraps the capture in ``freeze_gc()`` and reads
+``VLLM_ENABLE_CUDAGRAPH_GC`` (``vllm@v0.10.0:vllm/v1/worker/gpu_model_runner.py``,
+``vllm@v0.10.0:vllm/envs.py``, read in the PyPI wheel
+vllm-0.10.0-cp38-abi3-manylinux1_x86_64). Before it every captured piece could run a
+``gc.collect()``; PR 24128
 measured the difference on the same engine: "Capturing CUDA graphs ... 67/67 [00:06" with
 the freeze, "67/67 [00:39" with ``VLLM_ENABLE_CUDAGRAPH_GC=1`` (the old behaviour). The
 startup fit therefore gives capture its own per-layer-per-size rate on each side of this
