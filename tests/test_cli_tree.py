@@ -125,3 +125,34 @@ def test_one_error_style(argv: list[str], message: str, capsys: pytest.CaptureFi
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"gpustrata: {message}"), err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_each_command_help_is_the_docstring_of_what_it_runs() -> None:
+    """A command's words live once: its summary and description are the two paragraphs of
+    the docstring of the function it runs (cli/command.py)."""
+    import argparse
+    import inspect
+
+    (sub,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    summaries = {c.dest: c.help for c in sub._choices_actions}
+    assert set(summaries) == set(sub.choices)
+    for name, parser in sub.choices.items():
+        run = parser.get_default("func")
+        summary, description = inspect.cleandoc(run.__doc__).split("\n\n")
+        assert summaries[name] == " ".join(summary.split()), name
+        assert parser.description == " ".join(description.split()), name
+        assert "\n" not in (parser.description or "") and "  " not in (parser.description or "")
+
+
+def test_a_command_without_summary_and_description_is_refused() -> None:
+    import argparse
+
+    from gpustrata.cli.command import add_command
+
+    def bare(args: argparse.Namespace) -> int:
+        """Only one paragraph."""
+        return 0
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    with pytest.raises(ValueError, match="bare: its docstring needs a summary and a description"):
+        add_command(sub, "bare", bare)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
+from gpustrata.cli.command import add_command
 from gpustrata.cli.stack_args import add_stack_args, load_stack, model_sources_of
 from gpustrata.core.errors import InputError
 from gpustrata.core.terminal import clipped
@@ -38,14 +39,7 @@ __all__ = ["capacity_command", "register"]
 
 def register(sub: Any) -> None:
     """Add ``capacity`` to the ``gpustrata`` sub-command parser."""
-    p = sub.add_parser(
-        "capacity",
-        help="weights per GPU, KV-cache capacity, largest max_model_len, startup and step "
-        "time for a stack model or ad hoc flags",
-        description="Capacity of one vLLM engine, each figure with its derivation. Use a "
-        "stack model (--stack/--file with --model-name) or --model with --gpu; flags given "
-        "with a stack override its values. Exit 1 when vLLM would refuse to start.",
-    )
+    p = add_command(sub, "capacity", capacity_command)
     add_stack_args(p, project_dir_help="Pulumi project dir")
     p.add_argument("--model-name", help="the stack model to size (default: the only one)")
     p.add_argument("--model", help="model catalogue id or alias, or a path to a config.json")
@@ -86,7 +80,6 @@ def register(sub: Any) -> None:
         "adds the tokens the host holds",
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(func=capacity_command)
 
 
 # --------------------------------------------------------------------------- input
@@ -395,7 +388,13 @@ def _workload(args: argparse.Namespace, stated: WorkloadSpec | None) -> Workload
 
 
 def capacity_command(args: argparse.Namespace) -> int:
-    """Size one engine: print its figures and the what-if table; 1 when it does not fit."""
+    """weights per GPU, KV-cache capacity, largest max_model_len, startup and step time for a stack
+    model or ad hoc flags
+
+    Capacity of one vLLM engine, each figure with its derivation. Use a stack model
+    (--stack/--file with --model-name) or --model with --gpu; flags given with a stack override
+    its values. Exit 1 when vLLM would refuse to start.
+    """
     from gpustrata.reports.capacity import capacity_document, capacity_text, estimate, what_if
 
     target = _target(args)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
+from gpustrata.cli.command import add_command
 from gpustrata.cli.errors import report_error, run_parser, user_error
 from gpustrata.cli.stack_args import add_models_arg, model_sources_of
 from gpustrata.core import jsonio
@@ -123,7 +124,14 @@ def _key_line(text: str, keys: list[str]) -> int | None:
 def check_command(
     args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None
 ) -> int:
-    """Run every rule over the manifests named in ``args.paths``."""
+    """check Kubernetes manifests (files, folders, - for stdin) against the rules
+
+    Check manifests against the gpustrata rules. Exit 0: no mandatory finding; 1: mandatory
+    findings; 2: unreadable input, or nothing to check. The cluster's facts (Node objects from
+    `kubectl get nodes -o yaml`, GPU Operator values, Karpenter NodePools) are read wherever
+    they appear; give them with --context to inform the rules without being reported on. Node
+    pools can also be described with kind GpuNodePool (apiVersion gpustrata.io/v1alpha1).
+    """
     out = out or sys.stdout
     source = stdin if stdin is not None else sys.stdin
     if "-" in args.paths and "-" in (getattr(args, "context", None) or []):
@@ -211,7 +219,12 @@ def _example(rule: Rule) -> str | None:
 
 
 def explain_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Print a rule's rationale, fix, an example and references."""
+    """explain a rule (id or name); without one, list every rule
+
+    Print a rule's rationale, fix, settings, a manifest that violates it and its references;
+    without RULE, list every rule's id, name and title. Exit 0: printed; 2: no such rule (the
+    known ones are listed).
+    """
     out = out or sys.stdout
     if args.rule is None:  # no argument: the list of rules
         for r in all_rules():
@@ -246,16 +259,7 @@ def explain_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def register_commands(subparsers: Any) -> None:
     """Add ``check`` and ``explain`` to an argparse subparsers object."""
-    check = subparsers.add_parser(
-        "check",
-        help="check Kubernetes manifests (files, folders, - for stdin) against the rules",
-        description="Check manifests against the gpustrata rules. Exit 0: no mandatory "
-        "finding; 1: mandatory findings; 2: unreadable input, or nothing to check. The "
-        "cluster's facts (Node objects from `kubectl get nodes -o yaml`, GPU Operator "
-        "values, Karpenter NodePools) are read wherever they appear; give them with "
-        "--context to inform the rules without being reported on. Node pools can also be "
-        "described with kind GpuNodePool (apiVersion gpustrata.io/v1alpha1).",
-    )
+    check = add_command(subparsers, "check", check_command)
     check.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or - (stdin)")
     check.add_argument(
         "--context",
@@ -313,18 +317,10 @@ def register_commands(subparsers: Any) -> None:
         action="store_true",
         help=f"do not read {CLUSTER_PROFILE_FILE} next to the manifests",
     )
-    check.set_defaults(func=check_command)
-    explain = subparsers.add_parser(
-        "explain",
-        help="explain a rule (id or name); without one, list every rule",
-        description="Print a rule's rationale, fix, settings, a manifest that violates it "
-        "and its references; without RULE, list every rule's id, name and title. Exit 0: "
-        "printed; 2: no such rule (the known ones are listed).",
-    )
+    explain = add_command(subparsers, "explain", explain_command)
     explain.add_argument(
         "rule", nargs="?", metavar="RULE", help="rule id (K001) or name; omit to list all"
     )
-    explain.set_defaults(func=explain_command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpustrata.cli.command import add_command
+
 __all__ = ["SHELLS", "completion_command", "register"]
 
 SHELLS = ("bash", "zsh", "fish")
@@ -18,20 +20,17 @@ SHELLS = ("bash", "zsh", "fish")
 
 def register(sub: Any) -> None:
     """Add ``completion`` to the ``gpustrata`` sub-command parser."""
-    completion = sub.add_parser(
-        "completion",
-        help="print the shell completion script (bash, zsh or fish)",
-        description="Print the completion script of SHELL. Load it now with "
-        '`eval "$(gpustrata completion bash)"` (zsh: the same with zsh; fish: '
-        "`gpustrata completion fish | source`), or save it where your shell reads "
-        "completions. Exit 0.",
-    )
+    completion = add_command(sub, "completion", completion_command)
     completion.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
-    completion.set_defaults(func=completion_command)
 
 
 def completion_command(args: argparse.Namespace) -> int:
-    """Print argcomplete's script for ``args.shell``."""
+    """print the shell completion script (bash, zsh or fish)
+
+    Print the completion script of SHELL. Load it now with `eval "$(gpustrata completion bash)"`
+    (zsh: the same with zsh; fish: `gpustrata completion fish | source`), or save it where your
+    shell reads completions. Exit 0.
+    """
     from argcomplete.shell_integration import shellcode
 
     print(shellcode(["gpustrata"], shell=args.shell), end="")

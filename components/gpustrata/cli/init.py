@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpustrata import __version__
+from gpustrata.cli.command import add_command
 from gpustrata.core.errors import InputError
 
 __all__ = ["init_command", "project_files", "register", "released_requirement"]
@@ -40,15 +41,7 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
 def register(sub: Any) -> None:
     """Add ``init`` to the ``gpustrata`` sub-command parser."""
-    init = sub.add_parser(
-        "init",
-        help="scaffold a Pulumi project that uses the released gpustrata",
-        description="Write a Pulumi project into DIR: Pulumi.yaml, __main__.py, one stack "
-        "file per environment (dev, staging, prod), requirements.txt pinning this gpustrata "
-        "release, the policy pack (policy/), a GitHub Actions workflow and a pre-commit "
-        "config. `gpustrata plan --stack dev` passes on the result. Existing files are never "
-        "overwritten. Exit 0: written; 2: a file exists or a choice is invalid.",
-    )
+    init = add_command(sub, "init", init_command)
     init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="project folder")
     init.add_argument(
         "-m",
@@ -89,7 +82,6 @@ def register(sub: Any) -> None:
         action="store_true",
         help="write a `pulumi new` template instead (${PROJECT}/${DESCRIPTION} placeholders)",
     )
-    init.set_defaults(func=init_command)
 
 
 def released_requirement() -> str:
@@ -299,7 +291,14 @@ repos:
 
 
 def init_command(args: argparse.Namespace) -> int:
-    """Write the project's files into ``args.dir``; refuse to overwrite any."""
+    """scaffold a Pulumi project that uses the released gpustrata
+
+    Write a Pulumi project into DIR: Pulumi.yaml, __main__.py, one stack file per environment
+    (dev, staging, prod), requirements.txt pinning this gpustrata release, the policy pack
+    (policy/), a GitHub Actions workflow and a pre-commit config. `gpustrata plan --stack dev`
+    passes on the result. Existing files are never overwritten. Exit 0: written; 2: a file
+    exists or a choice is invalid.
+    """
     target = Path(args.dir)
     project = args.name or target.resolve().name
     if not args.pulumi_template and not _NAME.match(project):

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gpustrata.cli.command import add_command
 from gpustrata.cli.stack_args import add_stack_args, load_stack, model_sources_of, stack_file_of
 from gpustrata.core.errors import InputError
 
@@ -19,16 +20,7 @@ __all__ = ["plan_command", "register", "render_command", "schema_command"]
 
 def register(sub: Any) -> None:
     """Add ``plan``, ``render`` and ``schema`` to the ``gpustrata`` sub-command parser."""
-    plan = sub.add_parser(
-        "plan",
-        help="run the stack's Pulumi program offline (Pulumi mocks) and show what it registers",
-        description="Run the stack's Pulumi program under Pulumi's mocks (no cloud "
-        "credentials, no Pulumi CLI), check what it registers with every rule and rehearse "
-        "the deploy. Prints the models' three layers side by side, the rehearsal and the "
-        "findings (--verbose: every resource and derived value with its working). Exit 0: "
-        "no mandatory finding; 1: a mandatory finding or a deploy blocker; 2: an unusable "
-        "stack file or Pulumi.yaml (one line naming file, line, key and fix).",
-    )
+    plan = add_command(sub, "plan", plan_command)
     add_stack_args(plan)
     plan.add_argument(
         "-v",
@@ -69,34 +61,24 @@ def register(sub: Any) -> None:
         help="also ask Ray's scheduler, on a local cluster mirroring each RayService's worker "
         "groups, whether every engine's placement groups fit (needs the engines extra)",
     )
-    plan.set_defaults(func=plan_command)
 
-    render = sub.add_parser(
-        "render",
-        help="print the Kubernetes objects a stack deploys (YAML)",
-        description="Print the Kubernetes objects the stack deploys, as YAML documents, "
-        "including the GpuNodePool descriptions the rules read (pipe them to `gpustrata "
-        "check -`). Exit 0: printed; 2: an unusable stack file.",
-    )
+    render = add_command(sub, "render", render_command)
     add_stack_args(render)
-    render.set_defaults(func=render_command)
 
-    schema = sub.add_parser(
-        "schema",
-        help="print the JSON Schema of a stack, or of a cluster profile (for editors)",
-        description="Print the JSON Schema of the gpustrata:stack document, or with --profile "
-        "of the cluster profile. Exit 0.",
-    )
+    schema = add_command(sub, "schema", schema_command)
     schema.add_argument(
         "--profile",
         action="store_true",
         help="the cluster profile's schema (.gpustrata/cluster.yaml) instead of the stack's",
     )
-    schema.set_defaults(func=schema_command)
 
 
 def schema_command(args: argparse.Namespace) -> int:
-    """Print the stack's JSON Schema (``--profile``: the cluster profile's)."""
+    """print the JSON Schema of a stack, or of a cluster profile (for editors)
+
+    Print the JSON Schema of the gpustrata:stack document, or with --profile of the cluster
+    profile. Exit 0.
+    """
     if getattr(args, "profile", False):
         from gpustrata.spec.profile_file import profile_json_schema
 
@@ -112,7 +94,12 @@ def schema_command(args: argparse.Namespace) -> int:
 
 
 def render_command(args: argparse.Namespace) -> int:
-    """Print the plain Kubernetes objects the stack deploys, as YAML documents."""
+    """print the Kubernetes objects a stack deploys (YAML)
+
+    Print the Kubernetes objects the stack deploys, as YAML documents, including the GpuNodePool
+    descriptions the rules read (pipe them to `gpustrata check -`). Exit 0: printed; 2: an
+    unusable stack file.
+    """
     import yaml
 
     from gpustrata.planning.build import plan_spec
@@ -148,7 +135,14 @@ def render_command(args: argparse.Namespace) -> int:
 
 
 def plan_command(args: argparse.Namespace) -> int:
-    """Run the stack's program under Pulumi's mocks, check it and report (text/json/markdown)."""
+    """run the stack's Pulumi program offline (Pulumi mocks) and show what it registers
+
+    Run the stack's Pulumi program under Pulumi's mocks (no cloud credentials, no Pulumi CLI),
+    check what it registers with every rule and rehearse the deploy. Prints the models' three
+    layers side by side, the rehearsal and the findings (--verbose: every resource and derived
+    value with its working). Exit 0: no mandatory finding; 1: a mandatory finding or a deploy
+    blocker; 2: an unusable stack file or Pulumi.yaml (one line naming file, line, key and fix).
+    """
     from gpustrata.reports.text import plan_report
 
     if args.verify_placement:

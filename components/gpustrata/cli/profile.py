@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from gpustrata.cli.command import add_command
 from gpustrata.core.errors import InputError
 
 __all__ = ["profile_command", "profile_from_nodes", "register"]
@@ -46,13 +47,7 @@ class _Dumper(yaml.SafeDumper):
 
 def register(sub: Any) -> None:
     """Add ``profile`` to the ``gpustrata`` sub-command parser."""
-    p = sub.add_parser(
-        "profile",
-        help="write a cluster profile (.gpustrata/cluster.yaml) from `kubectl get nodes -o yaml`",
-        description="Write a cluster profile from a dump of the cluster's Nodes: pools (shared "
-        "labels and taints, GPU product and count, driver, Kubernetes version), the taints GPU "
-        "nodes carry and the distribution. The result is validated before it is written.",
-    )
+    p = add_command(sub, "profile", profile_command)
     p.add_argument(
         "--from-nodes",
         required=True,
@@ -62,13 +57,17 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-o", "--output", metavar="FILE", help="write here instead of stdout (not overwritten)"
     )
-    p.set_defaults(func=profile_command)
 
 
 def profile_command(
     args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None
 ) -> int:
-    """Read the Nodes of ``--from-nodes`` and print (or write) the profile."""
+    """write a cluster profile (.gpustrata/cluster.yaml) from `kubectl get nodes -o yaml`
+
+    Write a cluster profile from a dump of the cluster's Nodes: pools (shared labels and taints,
+    GPU product and count, driver, Kubernetes version), the taints GPU nodes carry and the
+    distribution. The result is validated before it is written.
+    """
     from gpustrata_policies.inputs.manifests import load_paths
 
     objects = load_paths([args.from_nodes], stdin if stdin is not None else sys.stdin)

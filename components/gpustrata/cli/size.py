@@ -20,6 +20,7 @@ from gpustrata.cli.capacity import (
     _resolve_model,
     vllm_version,
 )
+from gpustrata.cli.command import add_command
 from gpustrata.cli.stack_args import add_models_arg, model_sources_of
 from gpustrata.core.errors import InputError
 from gpustrata.core.terminal import clipped
@@ -33,16 +34,7 @@ __all__ = ["register", "size_command"]
 
 def register(sub: Any) -> None:
     """Add ``size`` to the ``gpustrata`` sub-command parser."""
-    p = sub.add_parser(
-        "size",
-        help="which instance type, TP and replicas meet TTFT/TPOT targets for a workload, "
-        "cheapest first, with a stack snippet",
-        description="Search instance types x tensor-parallel sizes x replicas for a model and "
-        "a workload (fixed input/output lengths at a concurrency or a request rate); keep "
-        "the configurations vLLM starts (the capacity estimate), predict TTFT, TPOT, "
-        "throughput and cost with the calibrated serving model, rank the SLO-meeting ones "
-        "by cost. Exit 1 when none meets the SLOs.",
-    )
+    p = add_command(sub, "size", size_command)
     p.add_argument("--model", required=True, help="model catalogue id or a config.json path")
     add_models_arg(p)
     p.add_argument("--input-tokens", required=True, help="prompt tokens per request")
@@ -111,7 +103,6 @@ def register(sub: Any) -> None:
         help="also write the top candidate's stack entry (node pool, model, engine and "
         "workload) to FILE as YAML",
     )
-    p.set_defaults(func=size_command)
 
 
 def _prices(raw: list[str], hardware: HardwareCatalog) -> dict[str, float]:
@@ -224,7 +215,14 @@ def _request(args: argparse.Namespace) -> Any:
 
 
 def size_command(args: argparse.Namespace) -> int:
-    """Search, print the ranked candidates; 1 when none meets the SLOs."""
+    """which instance type, TP and replicas meet TTFT/TPOT targets for a workload, cheapest first,
+    with a stack snippet
+
+    Search instance types x tensor-parallel sizes x replicas for a model and a workload (fixed
+    input/output lengths at a concurrency or a request rate); keep the configurations vLLM
+    starts (the capacity estimate), predict TTFT, TPOT, throughput and cost with the calibrated
+    serving model, rank the SLO-meeting ones by cost. Exit 1 when none meets the SLOs.
+    """
     from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import size
     from gpustrata.reports.sizing import (

@@ -146,70 +146,55 @@ class InferenceStack(pulumi.ComponentResource):
             k8s_opts, pulumi.ResourceOptions(depends_on=system)
         )
         crd_charts: dict[str, list[pulumi.Resource]] = {}  # what a model's CRs wait for
+
+        def system_chart(
+            key: str,
+            suffix: str,
+            chart: str,
+            repository: str,
+            namespace: str,
+            version: str,
+            values: dict[str, Any],
+        ) -> None:
+            # A pinned chart on the system pool that a model's CRs of *key* wait for.
+            crd_charts[key] = [
+                SystemChart(
+                    f"{name}-{suffix}",
+                    {
+                        "chart": chart,
+                        "repository": repository,
+                        "namespace": namespace,
+                        "chart_version": version,
+                        "values": values,
+                    },
+                    system_opts,
+                )
+            ]
+
         if spec.monitoring.mode == "install":
-            crd_charts["monitoring"] = [
-                SystemChart(
-                    f"{name}-monitoring",
-                    {
-                        "chart": MONITORING_CHART,
-                        "repository": MONITORING_REPO,
-                        "namespace": spec.monitoring.namespace,
-                        "chart_version": versions["monitoring"],
-                        "values": system_values(
-                            MONITORING_CHART, versions["monitoring"], monitoring_values()
-                        )
-                        if eks is not None
-                        else monitoring_values(),
-                    },
-                    system_opts,
-                )
-            ]
+            version = versions["monitoring"]
+            values = monitoring_values()
+            if eks is not None:
+                values = system_values(MONITORING_CHART, version, values)
+            ns = spec.monitoring.namespace
+            system_chart(
+                "monitoring", "monitoring", MONITORING_CHART, MONITORING_REPO, ns, version, values
+            )
         if spec.keda.enabled:
-            crd_charts["keda"] = [
-                SystemChart(
-                    f"{name}-keda",
-                    {
-                        "chart": KEDA_CHART,
-                        "repository": KEDA_REPO,
-                        "namespace": spec.keda.namespace,
-                        "chart_version": versions["keda"],
-                        "values": system_values(KEDA_CHART, versions["keda"], {})
-                        if eks is not None
-                        else {},
-                    },
-                    system_opts,
-                )
-            ]
+            version = versions["keda"]
+            values = system_values(KEDA_CHART, version, {}) if eks is not None else {}
+            system_chart(
+                "keda", "keda", KEDA_CHART, KEDA_REPO, spec.keda.namespace, version, values
+            )
         lws = lws_chart(self.plan)
         if lws is not None:  # a model spans nodes: the LeaderWorkerSet controller and CRD
-            crd_charts["lws"] = [
-                SystemChart(
-                    f"{name}-lws",
-                    {
-                        "chart": lws[0],
-                        "repository": lws[0].rsplit("/", 1)[0],
-                        "namespace": spec.lws.namespace,
-                        "chart_version": lws[1],
-                        "values": lws[2],
-                    },
-                    system_opts,
-                )
-            ]
+            chart, version, values = lws
+            repository = chart.rsplit("/", 1)[0]
+            system_chart("lws", "lws", chart, repository, spec.lws.namespace, version, values)
         efa = efa_device_plugin_chart(self.plan)
         if efa is not None:  # engines ask for EFA: the plugin that advertises it
-            crd_charts["efa"] = [
-                SystemChart(
-                    f"{name}-efa-device-plugin",
-                    {
-                        "chart": efa[0],
-                        "repository": efa[2],
-                        "namespace": efa[3],
-                        "chart_version": efa[1],
-                        "values": efa[4],
-                    },
-                    system_opts,
-                )
-            ]
+            chart, version, repository, ns, values = efa
+            system_chart("efa", "efa-device-plugin", chart, repository, ns, version, values)
         pools: list[pulumi.Resource] = []
         pool_of: dict[str, GpuNodePool] = {}
         nodes_of: dict[str, pulumi.Resource] = {}  # what a model's Pods wait for

@@ -275,23 +275,20 @@ class _Efa:
             description=f"EFA traffic between the nodes of pool {args['pool_name']}",
             opts=child,
         )
+        directions = (
+            ("in", aws.vpc.SecurityGroupIngressRule, "from"),
+            ("out", aws.vpc.SecurityGroupEgressRule, "to"),
+        )
         rules: list[pulumi.Resource] = [
-            aws.vpc.SecurityGroupIngressRule(
-                f"{name}-efa-in",
+            rule(
+                f"{name}-efa-{way}",
                 security_group_id=sg.id,
                 referenced_security_group_id=sg.id,
                 ip_protocol="-1",
-                description="EFA: all traffic from the same security group",
+                description=f"EFA: all traffic {side} the same security group",
                 opts=child,
-            ),
-            aws.vpc.SecurityGroupEgressRule(
-                f"{name}-efa-out",
-                security_group_id=sg.id,
-                referenced_security_group_id=sg.id,
-                ip_protocol="-1",
-                description="EFA: all traffic to the same security group",
-                opts=child,
-            ),
+            )
+            for way, rule, side in directions
         ]
         interfaces = [
             aws.ec2.LaunchTemplateNetworkInterfaceArgs(

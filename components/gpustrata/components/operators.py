@@ -55,9 +55,7 @@ class GpuOperator(pulumi.ComponentResource):
         )
         super().__init__("gpustrata:index:GpuOperator", name, {"description": description}, opts)
         # Its children wait for what it waits for (the GPU node groups).
-        ns = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
-        )
+        ns = _namespace(self, name, args["namespace"], opts)
         depends: list[pulumi.Resource] = [ns]
         if args["device_plugin_config"]:
             cm = k8s.core.v1.ConfigMap(
@@ -96,9 +94,7 @@ class KubeRayOperator(pulumi.ComponentResource):
         self, name: str, args: KubeRayOperatorArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpustrata:index:KubeRayOperator", name, {}, opts)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
-        )
+        ns = _namespace(self, name, args["namespace"], opts)
         release = _release(
             self, f"{name}-release", "kuberay-operator", KUBERAY_REPO, args, opts, [ns]
         )
@@ -131,9 +127,7 @@ class DraDriver(pulumi.ComponentResource):
         self, name: str, args: DraDriverArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpustrata:index:DraDriver", name, {}, opts)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
-        )
+        ns = _namespace(self, name, args["namespace"], opts)
         release = dra_driver_release_of(args["chart_version"])
         helm = _release(
             self, f"{name}-release", release.chart_ref, release.repository, args, opts, [ns]
@@ -171,17 +165,23 @@ class SystemChart(pulumi.ComponentResource):
         super().__init__("gpustrata:index:SystemChart", name, {}, opts)
         ns: list[pulumi.Resource] = []
         if args["namespace"] != "kube-system":  # the cluster's own: never created or deleted
-            ns.append(
-                k8s.core.v1.Namespace(
-                    f"{name}-ns",
-                    metadata={"name": args["namespace"]},
-                    opts=child_options(self, opts),
-                )
-            )
+            ns.append(_namespace(self, name, args["namespace"], opts))
         self.release = _release(
             self, f"{name}-release", args["chart"], args["repository"], args, opts, ns
         )
         self.register_outputs({})
+
+
+def _namespace(
+    parent: pulumi.Resource,
+    name: str,
+    namespace: pulumi.Input[str],
+    opts: pulumi.ResourceOptions | None,
+) -> k8s.core.v1.Namespace:
+    """The namespace a release of component *name* installs into (``<name>-ns``)."""
+    return k8s.core.v1.Namespace(
+        f"{name}-ns", metadata={"name": namespace}, opts=child_options(parent, opts)
+    )
 
 
 def _release(

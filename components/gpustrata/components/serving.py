@@ -1,6 +1,6 @@
 """VllmDeployment and RayLlmService: the serving layer as Kubernetes objects."""
 
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -29,6 +29,18 @@ for _args in (VllmDeploymentArgs, RayLlmServiceArgs):
 
 def _endpoint(service: pulumi.Input[str], namespace: pulumi.Input[str], port: int) -> Any:
     return pulumi.Output.concat("http://", service, ".", namespace, f".svc.cluster.local:{port}/v1")
+
+
+_Args = TypeVar("_Args", VllmDeploymentArgs, RayLlmServiceArgs)
+
+
+def _plain_names(inputs: Placeholders, args: _Args) -> _Args:
+    """*args* with ``name`` and ``namespace`` plain strings (placeholders for Outputs), as
+    the pure renderers take them; :meth:`Placeholders.restore` puts the Outputs back."""
+    plain = args.copy()
+    plain["name"] = inputs.plain(args["name"])
+    plain["namespace"] = inputs.plain(args["namespace"])
+    return plain
 
 
 def _description(inputs: Placeholders, service: Any, namespace: Any, port: int) -> Any:
@@ -102,13 +114,7 @@ class VllmDeployment(pulumi.ComponentResource):
         self, name: str, args: VllmDeploymentArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         inputs = Placeholders()
-        plain = VllmDeploymentArgs(
-            **{
-                **args,
-                "name": inputs.plain(args["name"]),
-                "namespace": inputs.plain(args["namespace"]),
-            }
-        )
+        plain = _plain_names(inputs, args)
         description = _description(inputs, plain["name"], plain["namespace"], SERVICE_PORT)
         super().__init__("gpustrata:index:VllmDeployment", name, {"description": description}, opts)
         child = child_options(self, opts)
@@ -135,13 +141,7 @@ class RayLlmService(pulumi.ComponentResource):
         self, name: str, args: RayLlmServiceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         inputs = Placeholders()
-        plain = RayLlmServiceArgs(
-            **{
-                **args,
-                "name": inputs.plain(args["name"]),
-                "namespace": inputs.plain(args["namespace"]),
-            }
-        )
+        plain = _plain_names(inputs, args)
         description = _description(
             inputs, f"{plain['name']}-serve-svc", plain["namespace"], SERVE_PORT
         )

@@ -79,19 +79,23 @@ def parse_quantity(value: object) -> Fraction | None:
     """Parse a quantity; ``None`` when *value* is not one (bools, garbage, unknowns)."""
     if value is None:  # most often: the field is absent
         return None
-    if type(value) is str:  # exact types first: manifests hold plain JSON scalars
+    if isinstance(value, str):  # manifests hold plain JSON scalars, mostly strings
         return _parse_text(value)
-    if type(value) is int:
+    return _plain_number(value)
+
+
+def _plain_number(value: object) -> Fraction | None:
+    """A value that is not text as an exact fraction: ints and finite floats; ``None`` for
+    bools, NaN/inf (YAML ``.nan`` / ``.inf``) and anything else."""
+    if type(value) is int:  # the exact type first: the common case, and bool is an int
         return _SMALL[value] if 0 <= value <= 1024 else Fraction(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
-        return Fraction(str(value)) if math.isfinite(value) else None  # YAML .nan / .inf
-    if not isinstance(value, str):
-        return None
-    return _parse_text(value)
+        return Fraction(str(value)) if math.isfinite(value) else None
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -120,16 +124,8 @@ def parse_number(value: object) -> Fraction | None:
     """A plain number (``2``, ``0.5``, ``"1e3"``, no unit suffix) as an exact fraction;
     ``None`` for anything else: bools, NaN/inf, units, or an exponent so large that
     expanding it would take minutes (``"1e10000000"``)."""
-    if type(value) is int:
-        return _SMALL[value] if 0 <= value <= 1024 else Fraction(value)
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return Fraction(value)
-    if isinstance(value, float):
-        return Fraction(str(value)) if math.isfinite(value) else None
     if not isinstance(value, str):
-        return None
+        return _plain_number(value)
     match = _NUMBER.match(value)
     if match is None or (match.group(2) and abs(int(match.group(2))) > _MAX_EXPONENT):
         return None

@@ -383,6 +383,11 @@ def _waiting_query(args: VllmDeploymentArgs) -> str:
     )
 
 
+def _deployment_ref(args: VllmDeploymentArgs) -> dict[str, str]:
+    """The engine Deployment as the target an autoscaler (KEDA or HPA) scales."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "name": _plain(args["name"])}
+
+
 def _scaled_object(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str, Any]:
     auto = args["autoscaling"]
     return {
@@ -390,11 +395,7 @@ def _scaled_object(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str
         "kind": "ScaledObject",
         "metadata": _meta(_plain(args["name"]), _plain(args["namespace"]), labels),
         "spec": {
-            "scaleTargetRef": {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "name": _plain(args["name"]),
-            },
+            "scaleTargetRef": _deployment_ref(args),
             "minReplicaCount": auto["min_replicas"],
             "maxReplicaCount": auto["max_replicas"],
             # A new engine needs minutes to load; do not flap on short bursts.
@@ -420,11 +421,7 @@ def _hpa(args: VllmDeploymentArgs, labels: dict[str, str]) -> dict[str, Any]:
         "kind": "HorizontalPodAutoscaler",
         "metadata": _meta(_plain(args["name"]), _plain(args["namespace"]), labels),
         "spec": {
-            "scaleTargetRef": {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "name": _plain(args["name"]),
-            },
+            "scaleTargetRef": _deployment_ref(args),
             "minReplicas": max(1, auto["min_replicas"]),
             "maxReplicas": auto["max_replicas"],
             "metrics": [

@@ -89,6 +89,14 @@ def _gpus(
     return "ResourceClaimTemplate count", total
 
 
+def _pod_rows(mp: ModelPlan, pod: Mapping[str, Any], tolerations: str) -> list[Row]:
+    """The engine Pod's /dev/shm and tolerations (the row *tolerations*) against the plan."""
+    return [
+        _row(mp.name, "/dev/shm", _shm(pod), f"Memory {mp.spec.shm_size}"),
+        _row(mp.name, tolerations, _tolerations(pod.get("tolerations")), _taints(mp)),
+    ]
+
+
 def _row(model: str, item: str, rendered: Any, planned: Any) -> Row:
     r, p = str(rendered), str(planned)
     return Row(model, item, r, p, r == p)
@@ -149,8 +157,7 @@ def _ray_rows(mp: ModelPlan, obj: Mapping[str, Any], claims: Mapping[str, Any]) 
             f"{auto['min_replicas']}..{auto['max_replicas']}",
             f"{mp.min_replicas}..{mp.max_replicas}",
         ),
-        _row(name, "/dev/shm", _shm(pod), f"Memory {mp.spec.shm_size}"),
-        _row(name, "worker tolerations", _tolerations(pod.get("tolerations")), _taints(mp)),
+        *_pod_rows(mp, pod, "worker tolerations"),
         _row(name, f"{ENGINE_START_ENV} s", timeout, p.startup_window_s),
         _row(name, "startup estimate s (annotation)", estimate, _estimate(mp)),
         _row(
@@ -199,8 +206,7 @@ def _deployment_rows(mp: ModelPlan, dep: Mapping[str, Any], claims: Mapping[str,
             f"{live.get('periodSeconds')} x {live.get('failureThreshold')}",
             f"{p.liveness_period_s} x {p.liveness_failure_threshold}",
         ),
-        _row(name, "/dev/shm", _shm(pod), f"Memory {mp.spec.shm_size}"),
-        _row(name, "tolerations", _tolerations(pod.get("tolerations")), _taints(mp)),
+        *_pod_rows(mp, pod, "tolerations"),
         _row(name, "rollout", rollout, planned_rollout),
         _row(name, "replicas", dep["spec"].get("replicas"), mp.min_replicas),
     ]

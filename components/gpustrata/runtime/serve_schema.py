@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -136,26 +136,21 @@ def _llm_config(llm: Any, path: str) -> Iterator[str]:
     if auto is not None:
         where = f"{path}.deployment_config.autoscaling_config"
         yield from _strict(auto, AutoscalingConfig, where)
-        try:
-            AutoscalingConfig.model_validate(auto)
-        except Exception as exc:  # Ray's message, one line
-            yield f"{where}: {_one_line(exc)}"
+        yield from _ray_says(where, lambda: AutoscalingConfig.model_validate(auto))
     pg = llm.get("placement_group_config")
     if pg is not None:
-        try:
-            PlacementGroupConfig(**pg)
-        except Exception as exc:
-            yield f"{path}.placement_group_config: {_one_line(exc)}"
+        yield from _ray_says(f"{path}.placement_group_config", lambda: PlacementGroupConfig(**pg))
     runtime_env = llm.get("runtime_env")
     if runtime_env is not None:
-        try:
-            RuntimeEnv(**runtime_env)
-        except Exception as exc:
-            yield f"{path}.runtime_env: {_one_line(exc)}"
+        yield from _ray_says(f"{path}.runtime_env", lambda: RuntimeEnv(**runtime_env))
 
 
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
+def _ray_says(where: str, validate: Callable[[], object]) -> Iterator[str]:
+    """What Ray's own validation (*validate*) says of the section at *where*, on one line."""
+    try:
+        validate()
+    except Exception as exc:
+        yield f"{where}: {' '.join(str(exc).split())}"
 
 
 def validate_serve_config(config: Mapping[str, Any]) -> list[str]:
@@ -163,10 +158,7 @@ def validate_serve_config(config: Mapping[str, Any]) -> list[str]:
     from ray.serve.schema import ServeDeploySchema
 
     problems: list[str] = []
-    try:
-        ServeDeploySchema.model_validate(config)
-    except Exception as exc:
-        problems.append(f"serveConfigV2: {_one_line(exc)}")
+    problems.extend(_ray_says("serveConfigV2", lambda: ServeDeploySchema.model_validate(config)))
     problems.extend(_strict(config, ServeDeploySchema, "serveConfigV2"))
     for i, app in enumerate(config.get("applications") or []):
         if not isinstance(app, Mapping) or app.get("import_path") != LLM_APP:

@@ -36,6 +36,7 @@ __all__ = [
     "human_readable_int_or_auto",
     "int_setting",
     "json_setting",
+    "known_setting",
     "parse_flags",
     "setting_name",
 ]
@@ -172,7 +173,9 @@ def parse_flags(
     return positional
 
 
-def _known(values: Mapping[str, Any], key: str, where: str) -> Any:
+def known_setting(values: Mapping[str, Any], key: str, where: str) -> Any:
+    """The setting *key* of *values* as given (``None`` when unset); :class:`UnknownInput`
+    naming it and *where* when its value is not known before deploy."""
     value = values.get(key)
     if value is UNKNOWN:
         raise UnknownInput(f"{key} of {where}")
@@ -212,7 +215,7 @@ def int_setting(values: Mapping[str, Any], key: str, where: str = "the engine") 
 def flag_bool(values: Mapping[str, Any], key: str, where: str = "the engine") -> bool | None:
     """A boolean setting (``--flag``, ``--no-flag``, ``--flag=false``, YAML booleans);
     ``None`` when unset or not a boolean."""
-    value = _known(values, key, where)
+    value = known_setting(values, key, where)
     if value is None or isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -227,7 +230,7 @@ def json_setting(values: Mapping[str, Any], key: str, where: str = "the engine")
     """A JSON-valued setting (``--speculative-config '{...}'``): the parsed value, the
     mapping itself when given as YAML (Ray Serve ``engine_kwargs``), ``None`` when unset.
     Raises ``ValueError`` when the text is not JSON vLLM would accept."""
-    value = _known(values, key, where)
+    value = known_setting(values, key, where)
     if value is None or not isinstance(value, str):
         return value
     parts = _JSON_STRING.split(value)

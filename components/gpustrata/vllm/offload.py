@@ -116,7 +116,9 @@ def _number(value: Any, what: str) -> float | str | None:
     return number
 
 
-def _transfer_config(value: Any) -> Mapping[str, Any] | str | None:
+def _json_object(name: str, value: Any) -> Mapping[str, Any] | str | None:
+    """The JSON-object setting *name* (a mapping, or its JSON text); ``None`` when unset; a
+    string says why it is not one."""
     if value is None:
         return None
     if isinstance(value, Mapping):
@@ -124,8 +126,8 @@ def _transfer_config(value: Any) -> Mapping[str, Any] | str | None:
     try:
         data = json.loads(str(value))
     except ValueError:
-        return f"kv_transfer_config {str(value)[:80]!r} is not JSON"
-    return data if isinstance(data, Mapping) else "kv_transfer_config is not a JSON object"
+        return f"{name} {str(value)[:80]!r} is not JSON"
+    return data if isinstance(data, Mapping) else f"{name} is not a JSON object"
 
 
 def _flag(value: str | None) -> bool:
@@ -162,7 +164,7 @@ def host_memory(
                 f"kv_offloading_size {size:g} GiB: vLLM's native CPU offload, the total over "
                 f"{gpus} GPU rank(s), {VLLM_CACHE_SRC}"
             )
-    transfer = _transfer_config(values.get("kv_transfer_config"))
+    transfer = _json_object("kv_transfer_config", values.get("kv_transfer_config"))
     if isinstance(transfer, str):
         return transfer
     connector = str(transfer.get("kv_connector", "")) if transfer else ""
@@ -230,24 +232,14 @@ _DIRECT = ("dummy", "fastsafetensors", "instanttensor", "ipc_cache")
 _SAFETENSORS = ("auto", "safetensors", "mistral")
 
 
-def _extra_config(value: Any) -> Mapping[str, Any] | str:
-    if value is None:
-        return {}
-    if isinstance(value, Mapping):
-        return value
-    try:
-        data = json.loads(str(value))
-    except ValueError:
-        return f"model_loader_extra_config {str(value)[:80]!r} is not JSON"
-    return data if isinstance(data, Mapping) else "model_loader_extra_config is not a JSON object"
-
-
 def weight_loading(values: Mapping[str, Any]) -> WeightLoading | str:
     """How vLLM's loader with these settings (flag names with ``_``) holds the weights on
     the host; a string says why it is not known (an unread load format, bad JSON)."""
     fmt = str(values.get("load_format") or "auto").strip().lower()
     strategy = values.get("safetensors_load_strategy")
-    extra = _extra_config(values.get("model_loader_extra_config"))
+    extra = _json_object("model_loader_extra_config", values.get("model_loader_extra_config"))
+    if extra is None:
+        extra = {}
     if isinstance(extra, str):
         return extra
     threads = extra.get("enable_multithread_load") is True

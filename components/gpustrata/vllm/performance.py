@@ -447,6 +447,19 @@ def predict_serving(
     slot_limit = min(bounds, key=lambda k: (bounds[k], k != "max_num_seqs"))
     mean_ctx = w.input_tokens + w.output_tokens / 2
 
+    def decode_at(batch: int, prompt: float) -> DecodeStep:
+        # One decode step of ``batch`` sequences carrying ``prompt`` tokens of prompt chunks.
+        return decode_step(
+            arch,
+            gpu,
+            est,
+            batch=batch,
+            context=mean_ctx,
+            constants=c,
+            prompt_tokens=prompt,
+            prompt_context=w.input_tokens / 2,
+        )
+
     def at(batch: int) -> tuple[DecodeStep, Term, Term, float]:
         # The other sequences' prompts interleave with this one's decode steps, a chunk of
         # min(input, the step's spare token budget) tokens at a time: over one request's
@@ -458,23 +471,11 @@ def predict_serving(
         n_chunks = others / chunk
         out = w.output_tokens
 
-        def step_with(prompt: float) -> DecodeStep:
-            return decode_step(
-                arch,
-                gpu,
-                est,
-                batch=batch,
-                context=mean_ctx,
-                constants=c,
-                prompt_tokens=prompt,
-                prompt_context=w.input_tokens / 2,
-            )
-
         if others == 0:
-            step = step_with(0.0)
+            step = decode_at(batch, 0.0)
             tpot = Term(step.seconds.value, step.seconds.explanation)
         elif n_chunks <= out:
-            plain, step = step_with(0.0), step_with(float(chunk))
+            plain, step = decode_at(batch, 0.0), decode_at(batch, float(chunk))
             value = ((out - n_chunks) * plain.seconds.value + n_chunks * step.seconds.value) / out
             tpot = Term(
                 value,
@@ -485,7 +486,7 @@ def predict_serving(
                 f"{value * 1e3:.2f} ms",
             )
         else:
-            step = step_with(min(others / out, float(spare)))
+            step = decode_at(batch, min(others / out, float(spare)))
             tpot = Term(
                 step.seconds.value,
                 f"every step carries {step.prompt_tokens:,.0f} prompt tokens of the other "
@@ -511,16 +512,7 @@ def predict_serving(
         step, tpot, pre, e2e = at(running)
         if w.burst:
             spare = max(1, budget - running)
-            full = decode_step(
-                arch,
-                gpu,
-                est,
-                batch=running,
-                context=mean_ctx,
-                constants=c,
-                prompt_tokens=spare,
-                prompt_context=w.input_tokens / 2,
-            )
+            full = decode_at(running, spare)
             rate = spare / full.seconds.value
             decode_s = (w.output_tokens - 1) * tpot.value
             ttft, ttft_why = _burst_ttft(w, running, rate, decode_s, pre)

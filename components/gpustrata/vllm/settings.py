@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata.vllm.flags import flag_bool, int_setting, parse_flags
+from gpustrata.vllm.flags import flag_bool, int_setting, known_setting, parse_flags
 
 __all__ = ["BOOL_SETTINGS", "INT_SETTINGS", "TEXT_SETTINGS", "EngineSettings"]
 
@@ -64,13 +63,15 @@ class EngineSettings:
         flat = {str(k).replace("-", "_"): v for k, v in values.items()}
         read: dict[str, Any] = {key: int_setting(flat, key, where) for key in INT_SETTINGS}
         for key in TEXT_SETTINGS:
-            value = _known(flat, key, where)
+            value = known_setting(flat, key, where)
             read[key] = str(value) if value is not None and not isinstance(value, bool) else None
         for key in BOOL_SETTINGS:
-            value = _known(flat, key, where)
+            value = known_setting(flat, key, where)
             parsed = flag_bool(flat, key, where)
             read[key] = parsed if parsed is not None or value is None else str(value)
-        read["gpu_memory_utilization"] = _float(_known(flat, "gpu_memory_utilization", where))
+        read["gpu_memory_utilization"] = _float(
+            known_setting(flat, "gpu_memory_utilization", where)
+        )
         return cls(**read)
 
     @classmethod
@@ -91,13 +92,6 @@ class EngineSettings:
             if isinstance(value, str):
                 return key, value
         return None
-
-
-def _known(values: Mapping[str, Any], key: str, where: str) -> Any:
-    value = values.get(key)
-    if value is UNKNOWN:
-        raise UnknownInput(f"{key} of {where}")
-    return value
 
 
 def _float(value: Any) -> float | str | None:
