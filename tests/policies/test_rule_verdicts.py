@@ -195,7 +195,7 @@ def test_r005_engine_start_timeout_against_the_estimated_load() -> None:
     assert (spread.decision, spread.values["fits_optimistic"]) == ("advisory", True)
     optimistic, load = spread.values["optimistic_s"], spread.values["load_s"]
     assert isinstance(optimistic, float) and isinstance(load, int)
-    assert optimistic <= spread.thresholds["timeout_s"] == 900 < load
+    assert optimistic <= spread.thresholds["timeout_s"] == 650 < load
     estimated = found["RayService/ray/estimated"]
     assert [v.reason for v in estimated] == [
         "engine-start-timeout-short",
