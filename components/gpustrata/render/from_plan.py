@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 from gpustrata.catalog.aws import efa_facts
 from gpustrata.catalog.charts import chart_release, gpu_cluster_values
@@ -104,15 +105,8 @@ def pool_selector(pool: PoolPlan) -> dict[str, str]:
 
 def probe_args(mp: ModelPlan) -> ProbeArgs:
     """Probe timing from the plan."""
-    p = mp.probes
-    return ProbeArgs(
-        startup_period_s=p.startup_period_s,
-        startup_failure_threshold=p.startup_failure_threshold,
-        liveness_period_s=p.liveness_period_s,
-        liveness_failure_threshold=p.liveness_failure_threshold,
-        readiness_period_s=p.readiness_period_s,
-        timeout_s=p.timeout_s,
-    )
+    # ProbeArgs is Probes as a component input: the same fields (tests/test_planner.py).
+    return cast("ProbeArgs", dataclasses.asdict(mp.probes))
 
 
 def _weights(model: ModelSpec) -> WeightsArgs:
