@@ -88,3 +88,20 @@ def test_a_pool_disk_smaller_than_its_engines_ephemeral_storage_is_refused() -> 
     assert "llama-70b" in text and "weights.source pvc" in text
     pool["disk_size_gib"] = 200  # the same stack with room for one engine Pod plans
     assert build_plan(doc).pools["gpu-h100"].spec.disk_size_gib == 200
+
+
+def test_probe_args_are_the_plans_probes() -> None:
+    """render.from_plan.probe_args passes the plan's Probes on as ProbeArgs field for field."""
+    import dataclasses
+    from typing import get_type_hints
+
+    from gpustrata.planning.plan_types import Probes
+    from gpustrata.render.from_plan import probe_args
+    from gpustrata.render.workload_args import ProbeArgs
+
+    assert get_type_hints(ProbeArgs) == get_type_hints(Probes)
+    plan = build_plan(stack_doc("prod"))
+    for mp in plan.models.values():
+        args = probe_args(mp)
+        assert set(args) == {f.name for f in dataclasses.fields(Probes)}
+        assert args["startup_failure_threshold"] == mp.probes.startup_failure_threshold

@@ -722,15 +722,7 @@ def catalog_from_documents(documents: Iterable[tuple[str, str]]) -> CompatCatalo
     ``karpenter_releases``) and whose values are lists of entries. Used by
     :func:`load_compat_catalog` and by tests.
     """
-    t = _parse_documents(documents)
-    return CompatCatalog(
-        gpu_operator_releases=t["gpu_operator_releases"],
-        cuda_driver_requirements=t["cuda_driver_requirements"],
-        vllm_releases=t["vllm_releases"],
-        kuberay_releases=t["kuberay_releases"],
-        ray_releases=t["ray_releases"],
-        karpenter_releases=t["karpenter_releases"],
-    )
+    return CompatCatalog(**_parse_documents(documents))
 
 
 def packaged_documents() -> list[tuple[str, str]]:

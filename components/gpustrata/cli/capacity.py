@@ -47,19 +47,9 @@ def register(sub: Any) -> None:
     p.add_argument("--tp", help="tensor_parallel_size")
     p.add_argument("--pp", help="pipeline_parallel_size")
     p.add_argument("--max-model-len", help="max_model_len (default: the model's maximum)")
-    p.add_argument("--gpu-memory-utilization", help="fraction of GPU memory (vLLM default 0.92)")
-    p.add_argument("--dtype", help="model dtype: " + ", ".join(get_args(ModelDtype)))
-    p.add_argument("--kv-cache-dtype", help="KV cache dtype: " + ", ".join(get_args(KvCacheDtype)))
+    add_engine_args(p, release_use="its memory-profile and MoE-kernel facts")
     p.add_argument(
         "--block-size", help="KV block size: " + ", ".join(map(str, get_args(BlockSize)))
-    )
-    p.add_argument("--max-num-batched-tokens", help="max_num_batched_tokens (default: vLLM's)")
-    p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's)")
-    p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
-    p.add_argument(
-        "--vllm-version",
-        help="the engine's vLLM release (a catalogued one, e.g. 0.11.0; default: the "
-        "reference release): its memory-profile and MoE-kernel facts",
     )
     p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs / torch.compile")
     p.add_argument(
@@ -80,6 +70,27 @@ def register(sub: Any) -> None:
         "adds the tokens the host holds",
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def add_engine_args(p: Any, *, release_use: str) -> None:
+    """The vLLM engine settings ``capacity`` and ``size`` both take (left unset: vLLM's
+    default for the GPU, or the model's own dtype); *release_use* says what the command
+    reads of ``--vllm-version``."""
+    p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's for the GPU)")
+    p.add_argument(
+        "--max-num-batched-tokens", help="max_num_batched_tokens (default: vLLM's for the GPU)"
+    )
+    p.add_argument(
+        "--gpu-memory-utilization", help="fraction of GPU memory vLLM takes (default: vLLM's)"
+    )
+    p.add_argument(
+        "--vllm-version",
+        help="the engine's vLLM release (a catalogued one, e.g. 0.11.0; default: the "
+        f"reference release): {release_use}",
+    )
+    p.add_argument("--dtype", help="model dtype: " + ", ".join(get_args(ModelDtype)))
+    p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
+    p.add_argument("--kv-cache-dtype", help="KV cache dtype: " + ", ".join(get_args(KvCacheDtype)))
 
 
 # --------------------------------------------------------------------------- input

@@ -18,6 +18,7 @@ from gpustrata.cli.capacity import (
     _int,
     _resolve_gpu,
     _resolve_model,
+    add_engine_args,
     vllm_version,
 )
 from gpustrata.cli.command import add_command
@@ -73,21 +74,9 @@ def register(sub: Any) -> None:
     p.add_argument("--pp", help="pipeline_parallel_size (default 1)")
     p.add_argument("--replicas", help="evaluate exactly this many replicas")
     p.add_argument("--max-model-len", help="max_model_len (default: input + output tokens)")
-    p.add_argument("--max-num-seqs", help="max_num_seqs (default: vLLM's for the GPU)")
-    p.add_argument(
-        "--max-num-batched-tokens", help="max_num_batched_tokens (default: vLLM's for the GPU)"
+    add_engine_args(
+        p, release_use="its memory-profile and MoE-kernel facts and the snippet's image"
     )
-    p.add_argument(
-        "--gpu-memory-utilization", help="fraction of GPU memory vLLM takes (default: vLLM's)"
-    )
-    p.add_argument(
-        "--vllm-version",
-        help="the engine's vLLM release (a catalogued one, e.g. 0.11.0; default: the "
-        "reference release): its memory-profile and MoE-kernel facts and the snippet's image",
-    )
-    p.add_argument("--dtype", help="model dtype: " + ", ".join(get_args(ModelDtype)))
-    p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
-    p.add_argument("--kv-cache-dtype", help="KV cache dtype: " + ", ".join(get_args(KvCacheDtype)))
     p.add_argument("--max-cost-per-hour", help="drop candidates above this USD per hour")
     p.add_argument(
         "--price",

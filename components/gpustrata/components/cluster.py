@@ -308,19 +308,14 @@ class EksCluster(pulumi.ComponentResource):
             zone: pulumi.Output[str] = zones.names.apply(
                 functools.partial(_zone, index=block.index)
             )
-            public = aws.ec2.Subnet(
+            public = _zone_subnet(
                 f"{name}-public-{block.index}",
-                vpc_id=vpc.id,
-                cidr_block=block.public_cidr,
-                availability_zone=zone,
-                map_public_ip_on_launch=True,
-                tags=subnet_tags(cluster, public=True),
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-public-{block.index}-rt",
-                subnet_id=public.id,
-                route_table_id=public_rt.id,
+                vpc,
+                zone,
+                block.public_cidr,
+                public_rt,
+                cluster=cluster,
+                public=True,
                 opts=child,
             )
             if nat is None or network["nat_gateways"] == "per-az":
@@ -331,24 +326,20 @@ class EksCluster(pulumi.ComponentResource):
                     subnet_id=public.id,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
                 )
-            private = aws.ec2.Subnet(
-                f"{name}-private-{block.index}",
-                vpc_id=vpc.id,
-                cidr_block=block.private_cidr,
-                availability_zone=zone,
-                tags=subnet_tags(cluster, public=False),
-                opts=child,
-            )
             private_rt = aws.ec2.RouteTable(
                 f"{name}-private-{block.index}-rt",
                 vpc_id=vpc.id,
                 routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
                 opts=child,
             )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-private-{block.index}-rta",
-                subnet_id=private.id,
-                route_table_id=private_rt.id,
+            private = _zone_subnet(
+                f"{name}-private-{block.index}",
+                vpc,
+                zone,
+                block.private_cidr,
+                private_rt,
+                cluster=cluster,
+                public=False,
                 opts=child,
             )
             private_ids.append(private.id)
@@ -444,3 +435,35 @@ def _kubeconfig(
             ],
         }
     )
+
+
+def _zone_subnet(
+    name: str,
+    vpc: aws.ec2.Vpc,
+    zone: pulumi.Output[str],
+    cidr: str,
+    route_table: aws.ec2.RouteTable,
+    *,
+    cluster: str,
+    public: bool,
+    opts: pulumi.ResourceOptions,
+) -> aws.ec2.Subnet:
+    """One subnet of a zone, associated with its route table. The association is
+    ``<subnet>-rt`` on a public subnet and ``<subnet>-rta`` on a private one (the private
+    route table holds ``-rt``): the names stacks already hold, so their URNs stay."""
+    subnet = aws.ec2.Subnet(
+        name,
+        vpc_id=vpc.id,
+        cidr_block=cidr,
+        availability_zone=zone,
+        map_public_ip_on_launch=True if public else None,
+        tags=subnet_tags(cluster, public=public),
+        opts=opts,
+    )
+    aws.ec2.RouteTableAssociation(
+        f"{name}-{'rt' if public else 'rta'}",
+        subnet_id=subnet.id,
+        route_table_id=route_table.id,
+        opts=opts,
+    )
+    return subnet

@@ -25,18 +25,10 @@ _SUFFIX = {
     "n": Fraction(1, 10**9),
     "u": Fraction(1, 10**6),
     "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
+    # Decimal SI suffixes are powers of 1000, binary (IEC) ones powers of 1024
+    # (k8s.io/apimachinery pkg/api/resource/suffix.go).
+    **{p: Fraction(1000) ** n for n, p in enumerate("kMGTPE", 1)},
+    **{f"{p}i": Fraction(1024) ** n for n, p in enumerate("KMGTPE", 1)},
 }
 # Far beyond any resource (an exabyte is 1e18) and still instant to compute.
 _MAX_EXPONENT = 64

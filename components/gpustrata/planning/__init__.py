@@ -1,24 +1,6 @@
-"""The planner: pure functions deriving every number the stack does not state."""
+"""The planner: pure functions deriving every number the stack does not state.
 
-from gpustrata.planning.plan import plan_stack
-from gpustrata.planning.plan_types import (
-    ModelPlan,
-    PlanError,
-    PoolPlan,
-    Probes,
-    RayLayout,
-    StackPlan,
-)
-from gpustrata.planning.provenance import Derived, Ledger
-
-__all__ = [
-    "Derived",
-    "Ledger",
-    "ModelPlan",
-    "PlanError",
-    "PoolPlan",
-    "Probes",
-    "RayLayout",
-    "StackPlan",
-    "plan_stack",
-]
+Import from the modules themselves (``gpustrata.planning.plan.plan_stack``, the result types
+in ``gpustrata.planning.plan_types``, the ledger in ``gpustrata.planning.provenance``): the
+package re-exports nothing, so each name has one import path.
+"""

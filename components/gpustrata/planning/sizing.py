@@ -83,11 +83,10 @@ class Candidate:
 
     instance: InstanceType
     gpu: GpuModel
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
     replicas: int
     instances: int
     estimate: CapacityEstimate
+    """The engine's estimate: its parallel sizes and settings are the candidate's."""
     per_replica: ServingPrediction
     output_tokens_per_second: Term
     requests_per_second: Term
@@ -99,6 +98,16 @@ class Candidate:
     def meets_slo(self) -> bool:
         """No SLO, saturation or cost limit missed."""
         return not self.misses
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        """The engine's ``tensor_parallel_size`` (its estimate's)."""
+        return self.estimate.tensor_parallel_size
+
+    @property
+    def pipeline_parallel_size(self) -> int:
+        """The engine's ``pipeline_parallel_size`` (its estimate's)."""
+        return self.estimate.pipeline_parallel_size
 
 
 @dataclass(frozen=True)
@@ -392,8 +401,6 @@ def _candidate(
     return Candidate(
         instance=inst,
         gpu=gpu,
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=req.pipeline_parallel_size,
         replicas=r,
         instances=instances,
         estimate=est,

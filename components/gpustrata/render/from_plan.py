@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 from gpustrata.catalog.aws import efa_facts
 from gpustrata.catalog.charts import chart_release, gpu_cluster_values
@@ -104,15 +105,8 @@ def pool_selector(pool: PoolPlan) -> dict[str, str]:
 
 def probe_args(mp: ModelPlan) -> ProbeArgs:
     """Probe timing from the plan."""
-    p = mp.probes
-    return ProbeArgs(
-        startup_period_s=p.startup_period_s,
-        startup_failure_threshold=p.startup_failure_threshold,
-        liveness_period_s=p.liveness_period_s,
-        liveness_failure_threshold=p.liveness_failure_threshold,
-        readiness_period_s=p.readiness_period_s,
-        timeout_s=p.timeout_s,
-    )
+    # ProbeArgs is Probes as a component input: the same fields (tests/test_planner.py).
+    return cast("ProbeArgs", dataclasses.asdict(mp.probes))
 
 
 def _weights(model: ModelSpec) -> WeightsArgs:
@@ -168,6 +162,21 @@ def service_monitor_on(model: ModelSpec, stack: StackSpec) -> bool:
     return stack.monitoring.enabled
 
 
+def _engine_extras(
+    args: VllmDeploymentArgs | RayLlmServiceArgs, mp: ModelPlan, stack: StackSpec
+) -> None:
+    """The optional inputs both runtimes take alike, set where the model has them: the
+    weights' ServiceAccount, the planner's startup estimate and the Hugging Face token."""
+    account = weights_service_account(mp.spec, stack)
+    if account:
+        args["service_account"] = account
+    if mp.capacity is not None:
+        args["startup_estimate_s"] = math.ceil(mp.capacity.startup.total_s)
+    secret = _secret(mp.spec)
+    if secret:
+        args["hf_token"] = secret
+
+
 def vllm_deployment_args(mp: ModelPlan, stack: StackSpec) -> VllmDeploymentArgs:
     """Args of the VllmDeployment component for a 'deployment' model."""
     m = mp.spec
@@ -197,18 +206,11 @@ def vllm_deployment_args(mp: ModelPlan, stack: StackSpec) -> VllmDeploymentArgs:
         weights=_weights(m),
         service_monitor=service_monitor_on(m, stack),
     )
-    account = weights_service_account(m, stack)
-    if account:
-        args["service_account"] = account
     if auto.kind == "keda" and stack.monitoring.url:
         args["autoscaling"]["prometheus_url"] = stack.monitoring.url
     if mp.pool.spec.gpu_allocation == "dra":
         args["gpu_claim"] = True
-    if mp.capacity is not None:
-        args["startup_estimate_s"] = math.ceil(mp.capacity.startup.total_s)
-    secret = _secret(m)
-    if secret:
-        args["hf_token"] = secret
+    _engine_extras(args, mp, stack)
     if mp.multi_node is not None:
         args["multi_node"] = multi_node_args(mp)
     return args
@@ -343,14 +345,7 @@ def ray_llm_service_args(mp: ModelPlan, stack: StackSpec) -> RayLlmServiceArgs:
     head = system_pool_placement(stack)
     if head:
         args["head_node_selector"] = head
-    account = weights_service_account(m, stack)
-    if account:
-        args["service_account"] = account
-    if mp.capacity is not None:
-        args["startup_estimate_s"] = math.ceil(mp.capacity.startup.total_s)
-    secret = _secret(m)
-    if secret:
-        args["hf_token"] = secret
+    _engine_extras(args, mp, stack)
     return args
 
 

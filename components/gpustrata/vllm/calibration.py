@@ -64,15 +64,7 @@ def constants_from_fit(fit: ServingFit) -> ServingConstants:
         values[name] = c.value
         why.append(f"{name} {c.value:g} ({c.explanation}; fitted on {len(c.fitted_on)} points)")
     return ServingConstants(
-        memory_efficiency=values["memory_efficiency"],
-        compute_efficiency=values["compute_efficiency"],
-        compute_efficiency_sm80=values["compute_efficiency_sm80"],
-        compute_efficiency_sm90=values["compute_efficiency_sm90"],
-        step_overhead_s=values["step_overhead_s"],
-        per_sequence_overhead_s=values["per_sequence_overhead_s"],
-        allreduce_latency_s=values["allreduce_latency_s"],
-        moe_layer_overhead_s=values["moe_layer_overhead_s"],
-        request_overhead_s=values["request_overhead_s"],
+        **values,
         source=f"catalog/data/serving-fit.yaml ({fit.method}): " + "; ".join(why),
     )
 

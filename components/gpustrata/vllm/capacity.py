@@ -94,7 +94,6 @@ class CapacityEstimate:
     tensor_parallel_size: int
     pipeline_parallel_size: int
     dtype: str
-    kv_cache_dtype: str
     block_size: int
     max_model_len: int
     max_num_batched_tokens: int
@@ -113,6 +112,11 @@ class CapacityEstimate:
     """Settings gpustrata resolved to vLLM's defaults, with the reason."""
     quantization: str | None = None
     """The weights' quantisation: the setting, else the checkpoint's (config.json)."""
+
+    @property
+    def kv_cache_dtype(self) -> str:
+        """The KV cache dtype as resolved (the one its layout ``kv`` holds)."""
+        return self.kv.cache_dtype
 
     @property
     def weights_fit(self) -> bool:
@@ -357,7 +361,6 @@ def estimate_capacity(
         tensor_parallel_size=tp,
         pipeline_parallel_size=pp,
         dtype=dtype_name,
-        kv_cache_dtype=kv.cache_dtype,
         block_size=block_size,
         max_model_len=mml,
         max_num_batched_tokens=max_num_batched_tokens,

@@ -56,7 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpustrata.catalog.vllm_releases import reference_release
+from gpustrata.vllm.reference import vllm_source
 
 __all__ = [
     "GIB",
@@ -75,13 +75,12 @@ __all__ = [
 GIB = 1 << 30
 LMCACHE_DEFAULT_CPU_GIB = 5.0
 """LMCache's ``max_local_cpu_size`` default (GiB)."""
-_READ_IN = reference_release()
-VLLM_CACHE_SRC = f"vllm@v{_READ_IN}:vllm/config/cache.py"
-VLLM_OFFLOAD_SRC = f"vllm@v{_READ_IN}:vllm/config/vllm.py"
-VLLM_WEIGHTS_SRC = f"vllm@v{_READ_IN}:vllm/config/offload.py"
-VLLM_CPU_SPEC_SRC = f"vllm@v{_READ_IN}:vllm/v1/kv_offload/cpu/spec.py"
-VLLM_LOADER_SRC = f"vllm@v{_READ_IN}:vllm/model_executor/model_loader/weight_utils.py"
-_LOAD_CONFIG_SRC = f"vllm@v{_READ_IN}:vllm/config/load.py"
+VLLM_CACHE_SRC = vllm_source("vllm/config/cache.py")
+VLLM_OFFLOAD_SRC = vllm_source("vllm/config/vllm.py")
+VLLM_WEIGHTS_SRC = vllm_source("vllm/config/offload.py")
+VLLM_CPU_SPEC_SRC = vllm_source("vllm/v1/kv_offload/cpu/spec.py")
+VLLM_LOADER_SRC = vllm_source("vllm/model_executor/model_loader/weight_utils.py")
+_LOAD_CONFIG_SRC = vllm_source("vllm/config/load.py")
 LMCACHE_SRC = "LMCache/LMCache@3ecd72f84ee028571d17a9694d910b5339d33874:lmcache/v1/config.py"
 
 

@@ -177,7 +177,6 @@ def planner_load_paths(
 class StartupEstimate:
     """Time from container start to a ready engine: load + init, and the probe budget."""
 
-    weights_bytes: int
     load_gbps: float
     """The bandwidth of the load's longest part (the download for a Hub start)."""
     load_source: str
@@ -349,7 +348,6 @@ def startup_estimate(
         storage=kind,
         optimistic_s=optimistic,
         optimistic_explanation=optimistic_why,
-        weights_bytes=weights.total_bytes,
         load_gbps=gbps,
         load_source=source,
         load_s=load_s,
