@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.cli.app import main
 from gpustrata.core.errors import StackError
 from gpustrata.spec.loader import load_stack_file
+
+AWS_FAMILIES = ", ".join(load_hardware_catalog().instance_families(aws=True))
+"""The catalogued AWS GPU families the unknown-instance message lists (a new family in
+instances.yaml joins it without a test change)."""
 
 # (old text, new text, expected message after "file:line: ")
 BAD_STACKS = [
@@ -89,7 +94,7 @@ BAD_STACKS = [
         "instance_type: m7i.2xlarge",
         "gpustrata:stack.node_pools[1].instance_type: 'm7i.2xlarge' is not in the hardware "
         "catalogue; its family is none of the catalogued AWS GPU families "
-        "(g4dn, g5, g6, g6e, p3, p3dn, p4d, p4de, p5, p5e, p5en, p6-b200, p6-b300); "
+        f"({AWS_FAMILIES}); "
         "use one of their types "
         "(docs/reference/catalogue.md), or add it under catalog.instances",
         id="unknown-instance-cpu-family",
@@ -99,7 +104,7 @@ BAD_STACKS = [
         "instance_type: zz-unknown",
         "gpustrata:stack.node_pools[1].instance_type: 'zz-unknown' is not in the hardware "
         "catalogue; its family is none of the catalogued AWS GPU families "
-        "(g4dn, g5, g6, g6e, p3, p3dn, p4d, p4de, p5, p5e, p5en, p6-b200, p6-b300); "
+        f"({AWS_FAMILIES}); "
         "use one of their types "
         "(docs/reference/catalogue.md), or add it under catalog.instances",
         id="unknown-instance-like-none",

@@ -13,8 +13,11 @@ you meant is rewritten here: review its diff before committing. The generators:
 - ``stack-args``: the package ``components/gpustrata/components/stack_args/`` from the spec
   (``python -m gpustrata.cli.codegen``);
 - ``vllm-flags``: ``catalog/data/vllm-flags.txt`` packed again from its own per-release
-  sets (``tools/vllm_flags.py --pack``; new releases are extracted from their sources
-  with ``tools/vllm_flags.py``, which needs the release's sdist or git tag);
+  sets (``tools/vllm_flags.py --pack``; a new release is extracted from its sources with
+  ``tools/vllm_flags.py``, which needs the release's sdist or git tag, and added with
+  ``tools/vllm_flags.py --add``);
+- ``pulumi-template``: ``pulumi-template/`` (``gpustrata init --pulumi-template``; it
+  names the reference release's vLLM image);
 - ``expected``: each rule folder's ``expected.yaml`` from what its fixtures give now
   (``python tests/policies/test_rule_folders.py --update RULE``), compared as data;
 - ``findings``: ``tests/snapshots/findings.json`` (field corpora and every fixture);
@@ -129,7 +132,9 @@ def expected(check: bool) -> Result:
     for rule in all_rules():
         target = runner._folder(rule) / "expected.yaml"
         text = runner._dump_expected(rule)
-        if _outcomes(yaml.safe_load(text)) != _outcomes(yaml.safe_load(target.read_text("utf-8"))):
+        if not target.exists() or _outcomes(yaml.safe_load(text)) != _outcomes(
+            yaml.safe_load(target.read_text("utf-8"))
+        ):  # a new rule's folder has none yet: write it
             stale.append(target)
             if not check:
                 target.write_text(text, encoding="utf-8")
@@ -154,6 +159,14 @@ def findings(check: bool) -> Result:
     if target.is_file() and json.loads(target.read_text("utf-8")) == json.loads(text):
         return Result([], False)
     return _texts({target: text}, check)
+
+
+def pulumi_template(check: bool) -> Result:
+    """pulumi-template/ as ``gpustrata init --pulumi-template`` writes it (through its test's
+    arguments, keeping the folder's requirement line)."""
+    runner = _module(ROOT / "tests/test_init.py", "_regen_test_init")
+    folder = ROOT / "pulumi-template"
+    return _texts({folder / rel: text for rel, text in runner.template_files().items()}, check)
 
 
 _REPORT_TEST = ("-k", "snapshot", "tests/test_markdown_report.py")
@@ -189,6 +202,7 @@ GENERATORS: dict[str, tuple[Callable[[bool], Result], str]] = {
     "rules-md": (rules_md, "docs/rules.md"),
     "stack-args": (stack_args, "components/gpustrata/components/stack_args/"),
     "vllm-flags": (vllm_flags, "components/gpustrata/catalog/data/vllm-flags.txt"),
+    "pulumi-template": (pulumi_template, "pulumi-template/"),
     "expected": (expected, "policies/gpustrata_policies/rules/*/expected.yaml"),
     "findings": (findings, "tests/snapshots/findings.json"),
     "markdown-report": (markdown_report, "tests/snapshots/plan-staging-raise-max-model-len.md"),

@@ -27,6 +27,7 @@ the extractor cannot follow is printed as a warning (and fails with ``--strict``
     python tools/vllm_flags.py --tree /tmp/vllm-0.8.5 --version 0.8.5 --out DIR
     python tools/vllm_flags.py --git /path/vllm.git --tag v0.8.5 --out DIR
     python tools/vllm_flags.py --wheel vllm-0.15.1-cp38-abi3-manylinux_2_31_x86_64.whl --out DIR
+    python tools/vllm_flags.py --add DIR/X.Y.Z.txt   # into catalog/data/vllm-flags.txt
 """
 
 from __future__ import annotations
@@ -570,6 +571,38 @@ def pack(flag_files: list[Path]) -> str:
     return "\n".join(out) + "\n"
 
 
+PACKED = Path(__file__).resolve().parents[1] / "components/gpustrata/catalog/data/vllm-flags.txt"
+"""The packed flag list the catalogue reads."""
+
+
+def add(flag_file: Path, packed: Path = PACKED) -> str:
+    """*packed* with one more release: the extraction *flag_file* (``<version>.txt``, as
+    ``--out`` writes it) joins the releases *packed* already holds (a release it holds is
+    replaced), each keeping its provenance comment."""
+    import tempfile
+
+    from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases
+
+    headers: dict[str, list[str]] = {}
+    release = ""
+    for line in packed.read_text("utf-8").splitlines():
+        if line.startswith("@ "):
+            release = line[2:].strip()
+        elif line.startswith("# from") and release:
+            headers.setdefault(release, []).append(line)
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [flag_file]
+        for version in flag_releases():
+            if version == flag_file.stem:
+                continue
+            (found,) = accepted_flags(version) or ()
+            path = Path(tmp) / f"{version}.txt"
+            lines = [*headers.get(version, []), *sorted(found.flags)]
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            files.append(path)
+        return pack(files)
+
+
 def render(version: str, origin: str, result: Extraction) -> str:
     """The data file: a provenance header, then one flag per line."""
     files = ", ".join(f"vllm@v{version}:{p}" for p in sorted(result.files))
@@ -594,6 +627,11 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument(
         "--pack", type=Path, nargs="+", help="<version>.txt files to pack into one (to --out)"
     )
+    src.add_argument(
+        "--add",
+        type=Path,
+        help="a new release's <version>.txt to add to catalog/data/vllm-flags.txt (in place)",
+    )
     src.add_argument("--tree", type=Path, help="an unpacked vLLM source tree (sdist)")
     src.add_argument("--git", type=Path, help="a vLLM git directory (with --tag)")
     src.add_argument("--wheel", type=Path, help="a vLLM wheel (a release without an sdist)")
@@ -602,6 +640,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write <out>/<version>.txt (else stdout)")
     ap.add_argument("--strict", action="store_true", help="fail on any warning")
     args = ap.parse_args(argv)
+    if args.add:
+        PACKED.write_text(add(args.add), "utf-8")
+        return 0
     if args.pack:
         text = pack(args.pack)
         if args.out is None:

@@ -36,9 +36,12 @@ def _fixtures(folder: Path, kind: str) -> list[str]:
 
 @cache
 def _expected(folder: Path) -> dict[str, dict[str, Any]]:
-    data: dict[str, dict[str, Any]] = yaml.safe_load(
-        (folder / "expected.yaml").read_text(encoding="utf-8")
-    )
+    """The folder's expected.yaml; empty for a new rule that has none yet (``--update`` and
+    ``tools/regen.py`` write it, the test then fails asking for it)."""
+    path = folder / "expected.yaml"
+    if not path.exists():
+        return {}
+    data: dict[str, dict[str, Any]] = yaml.safe_load(path.read_text(encoding="utf-8"))
     return data
 
 
@@ -114,6 +117,19 @@ class _Folded(str):
     """A long message written as a folded block (``>-``), as the hand-written files are."""
 
 
+_HEADER = """\
+# Expected outcome of rule {id} ({name}) on each fixture in this
+# folder: what gpustrata_policies.evaluate() reports for the file alone (environment prod,
+# default config). Checked by tests/policies/test_rule_folders.py; a change here is a change
+# in the rule's behaviour.
+#   findings:             every fixture: this rule's findings, in report order (none if good)
+#   not_evaluated:        this rule's "not evaluated" records (a fixture not listed has none)
+#   others_not_evaluated: good fixtures: the other rules that leave it "not evaluated";
+#                         no other rule may find anything in a good fixture
+"""
+"""The header of a new rule's expected.yaml (an existing file keeps its own)."""
+
+
 def _dump_expected(rule: Rule) -> str:
     """expected.yaml of *rule* as its fixtures evaluate now, with the standard header."""
     folder = _folder(rule)
@@ -151,7 +167,12 @@ def _dump_expected(rule: Rule) -> str:
             and all(isinstance(x, str) and not isinstance(x, _Folded) for x in seq),
         ),
     )
-    header = (folder / "expected.yaml").read_text(encoding="utf-8").split("\nfindings:", 1)[0]
+    path = folder / "expected.yaml"
+    header = (
+        path.read_text(encoding="utf-8").split("\nfindings:", 1)[0]
+        if path.exists()
+        else _HEADER.format(id=rule.meta.id, name=rule.meta.name).rstrip("\n")
+    )
     body = yaml.dump(data, Dumper=Dumper, sort_keys=False, width=92, allow_unicode=True)
     return header + "\n" + body
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _release import REFERENCE, REFERENCE_IMAGE
+from _release import REFERENCE_IMAGE
 from conftest import REPO, fixture, fixture_files, fixture_id
 
 from gpustrata_policies import evaluate
@@ -507,7 +507,8 @@ def test_defaults_are_named_in_the_message() -> None:
     docs = _docs(fixture("V004", "bad-full-context-on-l4.yaml"))[1:]
     [message] = _findings(docs, "V004")
     assert "max_model_len unset: vLLM uses the model's max_position_embeddings 131072" in message
-    assert f"gpu_memory_utilization unset: vLLM {REFERENCE}'s default 0.92" in message
+    release = _container(docs)["image"].rpartition(":v")[2]  # the fixture's, not REFERENCE
+    assert f"gpu_memory_utilization unset: vLLM {release}'s default 0.92" in message
 
 
 # --------------------------------------------------------------------------- reference stacks

@@ -170,6 +170,25 @@ def test_flag_file_round_trips_through_the_packer(tmp_path: Path) -> None:
     assert again == ours
 
 
+def test_adding_a_release_appends_its_changes_and_keeps_the_rest(tmp_path: Path) -> None:
+    """tools/vllm_flags.py --add packs a new release's extraction after the releases the
+    catalogue holds: the file stays as it is, plus one section of that release's changes."""
+    tool = load_script("tools/vllm_flags.py", "vllm_flags_tool")
+    newest = flag_releases()[-1]
+    major, minor = newest.split(".")[:2]
+    version = f"{major}.{int(minor) + 1}.0"
+    (fs,) = accepted_flags(newest) or ()
+    dropped = sorted(fs.flags)[0]
+    new = tmp_path / f"{version}.txt"
+    flags = sorted((fs.flags - {dropped}) | {"--a-new-flag"})
+    new.write_text(f"# Flags of vllm serve {version}\n# from x; read: y\n" + "\n".join(flags))
+    data = ROOT / "components/gpustrata/catalog/data/vllm-flags.txt"
+    added = tool.add(new, data)
+    assert added == data.read_text() + (
+        f"@ {version}\n# from x; read: y\n+ --a-new-flag\n- {dropped}\n"
+    )
+
+
 def test_memory_default_per_release() -> None:
     """gpu_memory_utilization went from 0.9 to 0.92 between 0.19.1 and 0.20.2."""
     assert (memory_default("0.7.3") or Fact(0, "")).value == 0.9
