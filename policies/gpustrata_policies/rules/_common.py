@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpustrata.core.terminal import yaml_spelling
@@ -18,6 +18,11 @@ def fmt(value: Any) -> str:
     """A manifest value as the user wrote it, in YAML's spelling (strings unquoted; never a
     Python repr: :func:`gpustrata.core.terminal.yaml_spelling`)."""
     return yaml_spelling(value)
+
+
+def and_joined(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: names as a message lists them."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def object_index(ctx: RuleContext) -> dict[tuple[str, str, str], K8sObject]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from gpustrata.core.contract import DERIVED_FROM_ANNOTATION
 from gpustrata.core.unknown import is_tracked
 from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.rules._common import and_joined
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.view.kinds import RAY_KINDS
 from gpustrata_policies.view.objects import K8sObject, PodRef, dig
@@ -155,7 +156,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         else:  # the chart's Pods: "HelmRelease x: a, b and c have"
             owner = first.name.rsplit(": ", 1)[0]
             parts = [n.name.rsplit(": ", 1)[-1] for n in group]
-            who = f"{owner}: {', '.join(parts[:-1])} and {parts[-1]} have"
+            who = f"{owner}: {and_joined(parts)} have"
         pod = pods.get(first.name)
         path = (*pod.path, "tolerations") if pod is not None else ("spec",)
         yield ctx.violation(

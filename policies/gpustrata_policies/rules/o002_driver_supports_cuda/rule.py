@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import and_joined
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
@@ -240,8 +241,7 @@ def _and(names: list[str]) -> str:
     """``pool a``, ``pools a and b``, ``pools a, b and c``; "the GPU nodes" stays as it is."""
     if len(names) == 1:
         return names[0]
-    bare = [n.removeprefix("pool ") for n in names]
-    return f"pools {', '.join(bare[:-1])} and {bare[-1]}"
+    return f"pools {and_joined([n.removeprefix('pool ') for n in names])}"
 
 
 _NOT_EVALUATED: Mapping[str, str] = {
