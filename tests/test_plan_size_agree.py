@@ -1,6 +1,6 @@
 """Issue 31, one workload everywhere: `plan` on each reference stack and `size` given the
 same workload, instance type, TP and engine settings print the same predictions (the same
-function, :func:`gpustrata.planning.sizing.predict_replica`, on the same inputs)."""
+function, :meth:`gpustrata.planning.sizing.ReplicaShare.predict`, on the same inputs)."""
 
 from __future__ import annotations
 

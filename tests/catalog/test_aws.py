@@ -98,3 +98,30 @@ def test_pod_identity_facts() -> None:
     statement = pod_identity_trust_policy()["Statement"][0]
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]
+
+
+def test_the_file_is_validated_and_a_bad_entry_names_file_key_and_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """data/aws.yaml is read as pydantic models: the EFA section's env map and device
+    plugin are flattened as before, and a quota with a capacity that is not a string is
+    an error naming the file, the key and the value (it was a bare KeyError or a silent
+    str() before)."""
+    from gpustrata.catalog import aws, packaged
+
+    efa = aws.efa_facts()
+    raw = packaged.packaged_document("data/aws.yaml")
+    assert dict(efa.env) == {str(k): str(v) for k, v in raw["efa"]["env"].items()}
+    assert efa.device_plugin_chart == raw["efa"]["device_plugin"]["chart"]
+    assert [q.capacity_type for q in vcpu_quotas()] == [q["capacity"] for q in raw["vcpu_quotas"]]
+    broken = dict(raw, vcpu_quotas=[dict(raw["vcpu_quotas"][0], capacity=["SPOT"])])
+    monkeypatch.setattr(packaged, "packaged_document", lambda path: broken)
+    aws._doc.cache_clear()
+    try:
+        with pytest.raises(packaged.CatalogError) as info:
+            aws.vcpu_quotas()
+    finally:
+        aws._doc.cache_clear()
+    message = str(info.value)
+    assert message.startswith("data/aws.yaml: invalid: ")
+    assert "vcpu_quotas.0.capacity" in message and "['SPOT']" in message

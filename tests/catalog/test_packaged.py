@@ -33,3 +33,32 @@ def test_a_cited_table_reads_its_rows_and_source() -> None:
     # A document that is not a table: no rows, the stated fallback as its source.
     other = packaged.cited_table("data/gpus.yaml", "the fallback")
     assert (dict(other.releases), other.source) == ({}, "the fallback")
+
+
+def test_a_packaged_model_names_the_file_key_and_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DRA driver releases are validated as a pydantic model: an entry missing a key or
+    with a key of the wrong kind is a CatalogError naming the file, the key and the value."""
+    from gpustrata.catalog import dra
+
+    good = packaged_document("data/dra-driver.yaml")
+    assert [r.version for r in dra.dra_driver_releases()] == sorted(
+        (str(e["version"]) for e in good["dra_driver_releases"]),
+        key=lambda v: tuple(int(p) for p in v.split(".")),
+        reverse=True,
+    )
+    entry = dict(good["dra_driver_releases"][0], sources="not-a-list")
+    del entry["chart"]
+    monkeypatch.setattr(packaged, "packaged_text", lambda path: "")
+    monkeypatch.setattr(
+        packaged, "packaged_document", lambda path: {"dra_driver_releases": [entry]}
+    )
+    dra.dra_driver_releases.cache_clear()
+    try:
+        with pytest.raises(CatalogError) as info:
+            dra.dra_driver_releases()
+    finally:
+        dra.dra_driver_releases.cache_clear()
+    message = str(info.value)
+    assert message.startswith("data/dra-driver.yaml: invalid: ")
+    assert "dra_driver_releases.0.chart" in message and "Field required" in message
+    assert "dra_driver_releases.0.sources" in message and "not-a-list" in message

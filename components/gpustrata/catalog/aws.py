@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from gpustrata.catalog.packaged import packaged_text
-from gpustrata.core.yamlio import safe_load
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpustrata.catalog.packaged import packaged_model
 
 __all__ = [
     "AddonVersion",
@@ -32,8 +33,13 @@ __all__ = [
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 
 
-@dataclass(frozen=True, slots=True)
-class AddonVersion:
+class _Fact(BaseModel):
+    """Base of the AWS facts: the keys of ``data/aws.yaml``, no others, immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class AddonVersion(_Fact):
     """An EKS add-on version the foundation pins for one Kubernetes minor."""
 
     name: str
@@ -42,22 +48,21 @@ class AddonVersion:
     sources: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class VcpuQuota:
+class VcpuQuota(_Fact):
     """An EC2 vCPU quota (Service Quotas, service code ``ec2``)."""
 
     code: str
     name: str
-    capacity_type: str
+    capacity_type: str = Field(alias="capacity")
+    """``ON_DEMAND`` or ``SPOT`` (the file's ``capacity``)."""
     families: tuple[str, ...]
-    default_vcpus: int | None
+    default_vcpus: int | None = None
     """AWS's default before any increase, where a cited AWS page states it; None: the
     account's own value (read it with ``aws service-quotas get-service-quota``)."""
     sources: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class PodIdentity:
+class PodIdentity(_Fact):
     """What an EKS Pod Identity association needs: the role's trust policy, the agent
     add-on that serves the credentials on each node, and the node role's permission."""
 
@@ -74,24 +79,16 @@ class PodIdentity:
     sources: tuple[str, ...]
 
 
-@functools.cache
-def _doc() -> Any:
-    text = packaged_text("data/aws.yaml")
-    return safe_load(text)
+class _InstanceSizes(_Fact):
+    families: tuple[str, ...]
+    """Families whose vCPUs follow the size (large 2, xlarge 4, Nxlarge 4N)."""
+    sources: tuple[str, ...]
 
 
 @functools.cache
 def eks_addon_versions() -> tuple[AddonVersion, ...]:
     """Every catalogued (add-on, Kubernetes minor) pin."""
-    return tuple(
-        AddonVersion(
-            name=str(e["name"]),
-            kubernetes=str(e["kubernetes"]),
-            version=str(e["version"]),
-            sources=tuple(str(s) for s in e["sources"]),
-        )
-        for e in _doc()["eks_addons"]
-    )
+    return _doc().eks_addons
 
 
 def eks_addon_version(name: str, kubernetes_minor: str) -> AddonVersion | None:
@@ -103,23 +100,9 @@ def eks_addon_version(name: str, kubernetes_minor: str) -> AddonVersion | None:
     return None
 
 
-@functools.cache
 def vcpu_quotas() -> tuple[VcpuQuota, ...]:
     """Every catalogued EC2 vCPU quota."""
-    out = []
-    for e in _doc()["vcpu_quotas"]:
-        default = e.get("default_vcpus")
-        out.append(
-            VcpuQuota(
-                code=str(e["code"]),
-                name=str(e["name"]),
-                capacity_type=str(e["capacity"]),
-                families=tuple(str(f) for f in e["families"]),
-                default_vcpus=None if default is None else int(default),
-                sources=tuple(str(s) for s in e["sources"]),
-            )
-        )
-    return tuple(out)
+    return _doc().vcpu_quotas
 
 
 _FAMILY = re.compile(r"^([a-z]+)\d")
@@ -167,21 +150,12 @@ def instance_vcpus(instance_type: str) -> int | None:
 
 @functools.cache
 def _size_families() -> frozenset[str]:
-    return frozenset(str(f) for f in _doc()["instance_sizes"]["families"])
+    return frozenset(_doc().instance_sizes.families)
 
 
-@functools.cache
 def pod_identity() -> PodIdentity:
     """The catalogued EKS Pod Identity facts."""
-    e = _doc()["pod_identity"]
-    return PodIdentity(
-        addon=str(e["addon"]),
-        trust_principal=str(e["trust_principal"]),
-        trust_actions=tuple(str(a) for a in e["trust_actions"]),
-        node_role_action=str(e["node_role_action"]),
-        node_role_policy=str(e["node_role_policy"]),
-        sources=tuple(str(s) for s in e["sources"]),
-    )
+    return _doc().pod_identity
 
 
 def pod_identity_trust_policy() -> dict[str, Any]:
@@ -200,8 +174,7 @@ def pod_identity_trust_policy() -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class EfaFacts:
+class EfaFacts(_Fact):
     """What a Pod needs to use Elastic Fabric Adapter interfaces for NCCL (``data/aws.yaml``
     ``efa``); how many interfaces an instance type has is ``InstanceType.efa_interfaces``."""
 
@@ -221,18 +194,37 @@ class EfaFacts:
     """Where the EKS user guide installs it (``kube-system``)."""
     sources: tuple[str, ...]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_file(cls, data: Any) -> Any:
+        """The file's ``env`` map as pairs and its ``device_plugin`` section as the
+        ``device_plugin_*`` fields."""
+        if not isinstance(data, Mapping):
+            return data
+        out = dict(data)
+        if isinstance(out.get("env"), Mapping):
+            out["env"] = tuple(out["env"].items())
+        plugin = out.pop("device_plugin", None)
+        if isinstance(plugin, Mapping):
+            out |= {f"device_plugin_{key}": value for key, value in plugin.items()}
+        return out
+
+
+class _AwsFile(_Fact):
+    """``data/aws.yaml``."""
+
+    eks_addons: tuple[AddonVersion, ...]
+    vcpu_quotas: tuple[VcpuQuota, ...]
+    instance_sizes: _InstanceSizes
+    pod_identity: PodIdentity
+    efa: EfaFacts
+
 
 @functools.cache
+def _doc() -> _AwsFile:
+    return packaged_model("data/aws.yaml", _AwsFile)
+
+
 def efa_facts() -> EfaFacts:
     """The catalogued EFA facts."""
-    e = _doc()["efa"]
-    return EfaFacts(
-        resource=str(e["resource"]),
-        env=tuple((str(k), str(v)) for k, v in e["env"].items()),
-        capabilities=tuple(str(c) for c in e["capabilities"]),
-        device_plugin_chart=str(e["device_plugin"]["chart"]),
-        device_plugin_version=str(e["device_plugin"]["version"]),
-        device_plugin_repository=str(e["device_plugin"]["repository"]),
-        device_plugin_namespace=str(e["device_plugin"]["namespace"]),
-        sources=tuple(str(s) for s in e["sources"]),
-    )
+    return _doc().efa

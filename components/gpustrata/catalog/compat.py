@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from datetime import date
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -500,6 +500,30 @@ def _cuda_from_tag(code: str) -> str:
     return f"{int(code[:-1])}.{int(code[-1])}"
 
 
+class _Released(Protocol):
+    @property
+    def version(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_Released)
+
+
+class _ByRelease(Generic[_R]):
+    """One project's catalogued releases, found by their first three version parts
+    (``v1.4.2`` and ``1.4.2`` are one release, ``1.4`` is ``1.4.0``)."""
+
+    def __init__(self, releases: Iterable[_R]) -> None:
+        self._rows = {_key(r.version, 3): r for r in releases}
+
+    def get(self, version: str) -> _R | None:
+        """The release *version* names, or None (not catalogued, or not a version)."""
+        return self._rows.get(_key_or_none(version, 3) or ())
+
+    def newest_first(self) -> list[_R]:
+        """Every release, newest first."""
+        return [self._rows[k] for k in sorted(self._rows, reverse=True)]
+
+
 class CompatCatalog:
     """Read-only view of the compatibility tables with tolerant version lookups."""
 
@@ -513,26 +537,20 @@ class CompatCatalog:
         karpenter_releases: Iterable[KarpenterRelease] = (),
     ) -> None:
         """Build the catalogue from validated entries (see :func:`load_compat_catalog`)."""
-        self._gpu_operator = sorted(
-            gpu_operator_releases, key=lambda r: parse_version(r.version), reverse=True
-        )
+        self._gpu_operator = _ByRelease(gpu_operator_releases)
         self._cuda = {_key(r.cuda, 2): r for r in cuda_driver_requirements}
         self._vllm = {parse_version(r.version): r for r in vllm_releases}
-        self._kuberay = {_key(r.version, 3): r for r in kuberay_releases}
-        self._ray = {_key(r.version, 3): r for r in ray_releases}
-        self._karpenter = {_key(r.version, 3): r for r in karpenter_releases}
+        self._kuberay = _ByRelease(kuberay_releases)
+        self._ray = _ByRelease(ray_releases)
+        self._karpenter = _ByRelease(karpenter_releases)
 
     def gpu_operator(self, version: str) -> GpuOperatorRelease | None:
         """The GPU Operator release for ``'v25.3.0'``/``'25.3.0'``, or None if not catalogued."""
-        want = _key_or_none(version, 3)
-        for r in self._gpu_operator:
-            if _key(r.version, 3) == want:
-                return r
-        return None
+        return self._gpu_operator.get(version)
 
     def gpu_operator_releases(self) -> list[GpuOperatorRelease]:
         """All catalogued GPU Operator releases, newest first."""
-        return list(self._gpu_operator)
+        return self._gpu_operator.newest_first()
 
     def min_driver_for_cuda(self, cuda: str) -> DriverRequirement | None:
         """Driver requirement for ``'12.4'`` or ``'12.4.1'`` (also ``'cu124'``, ``'12.4.1-...'``).
@@ -586,27 +604,27 @@ class CompatCatalog:
 
     def kuberay(self, version: str) -> KubeRayRelease | None:
         """The KubeRay release for ``'v1.4.2'``/``'1.4.2'``, or None if not catalogued."""
-        return self._kuberay.get(_key_or_none(version, 3) or ())
+        return self._kuberay.get(version)
 
     def kuberay_releases(self) -> list[KubeRayRelease]:
         """All catalogued KubeRay releases, newest first."""
-        return [self._kuberay[k] for k in sorted(self._kuberay, reverse=True)]
+        return self._kuberay.newest_first()
 
     def karpenter(self, version: str) -> KarpenterRelease | None:
         """The Karpenter release for ``'1.14.1'``/``'v1.14.1'``, or None if not catalogued."""
-        return self._karpenter.get(_key_or_none(version, 3) or ())
+        return self._karpenter.get(version)
 
     def karpenter_releases(self) -> list[KarpenterRelease]:
         """All catalogued Karpenter releases, newest first."""
-        return [self._karpenter[k] for k in sorted(self._karpenter, reverse=True)]
+        return self._karpenter.newest_first()
 
     def ray(self, version: str) -> RayRelease | None:
         """The Ray release for ``'2.46.0'`` (also ``'v2.46.0'``, ``'2.46'``), or None."""
-        return self._ray.get(_key_or_none(version, 3) or ())
+        return self._ray.get(version)
 
     def ray_releases(self) -> list[RayRelease]:
         """All catalogued Ray releases, newest first."""
-        return [self._ray[k] for k in sorted(self._ray, reverse=True)]
+        return self._ray.newest_first()
 
     def ray_llm_image(self, tag: str) -> RayLlmImage | None:
         """Parse a ``rayproject/ray-llm`` tag such as ``'ray-2.48.0-py311-cu128'``.

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Any
 
-from gpustrata.catalog.packaged import packaged_text
-from gpustrata.core.yamlio import safe_load
+from pydantic import BaseModel, ConfigDict
+
+from gpustrata.catalog.packaged import packaged_model
 
 __all__ = [
     "DRA_CHART_WAYS",
@@ -22,9 +21,10 @@ DRA_CHART_WAYS = ("nvidia-chart", "kubernetes-sigs-chart")
 """The stack's ``dra.driver`` values that install a chart of their own."""
 
 
-@dataclass(frozen=True, slots=True)
-class DraDriverRelease:
+class DraDriverRelease(BaseModel):
     """One release of a DRA driver chart."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     version: str
     way: str
@@ -42,22 +42,18 @@ class DraDriverRelease:
         return self.chart
 
 
+class _DraDriverFile(BaseModel):
+    """``data/dra-driver.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dra_driver_releases: tuple[DraDriverRelease, ...]
+
+
 @functools.cache
 def dra_driver_releases() -> tuple[DraDriverRelease, ...]:
     """Every catalogued release, newest first."""
-    text = packaged_text("data/dra-driver.yaml")
-    doc: Any = safe_load(text)
-    out = [
-        DraDriverRelease(
-            version=str(e["version"]),
-            way=str(e["way"]),
-            chart=str(e["chart"]),
-            repository=str(e["repository"]),
-            released=str(e["released"]),
-            sources=tuple(str(s) for s in e["sources"]),
-        )
-        for e in doc["dra_driver_releases"]
-    ]
+    out = packaged_model("data/dra-driver.yaml", _DraDriverFile).dra_driver_releases
     return tuple(
         sorted(out, key=lambda r: tuple(int(p) for p in r.version.split(".")), reverse=True)
     )

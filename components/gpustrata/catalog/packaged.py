@@ -11,11 +11,14 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
 from gpustrata.core.yamlio import safe_load
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "CatalogError",
@@ -23,10 +26,13 @@ __all__ = [
     "cited_table",
     "packaged_document",
     "packaged_mapping",
+    "packaged_model",
     "packaged_text",
 ]
 
 _PACKAGE = "gpustrata.catalog"
+
+_M = TypeVar("_M", bound="BaseModel")
 
 
 class CatalogError(ValueError):
@@ -57,6 +63,17 @@ def packaged_mapping(path: str) -> Mapping[str, Any]:
     """The packaged document as a mapping (empty when it is not one), read once."""
     data = packaged_document(path)
     return data if isinstance(data, Mapping) else {}
+
+
+def packaged_model(path: str, model: type[_M]) -> _M:
+    """The YAML document of a packaged file validated as *model*; one that does not
+    validate is a :class:`CatalogError` naming the file and each bad key and value."""
+    from pydantic import ValidationError  # here: the catalogues the rules read need none
+
+    try:
+        return model.model_validate(packaged_document(path))
+    except ValidationError as exc:
+        raise CatalogError(f"{path}: invalid: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)

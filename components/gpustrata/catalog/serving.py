@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpustrata.catalog.inputs import StorageKind
-from gpustrata.catalog.packaged import CatalogError, packaged_document
+from gpustrata.catalog.packaged import CatalogError, packaged_document, packaged_model
 
 __all__ = [
     "LOAD_PATHS",
@@ -286,9 +286,4 @@ def load_startup_logs() -> tuple[StartupLog, ...]:
 @functools.cache
 def load_serving_fit() -> ServingFit:
     """The fitted constants of ``data/serving-fit.yaml`` (cached)."""
-    name = "data/serving-fit.yaml"
-    doc = _read(name)
-    try:
-        return ServingFit.model_validate(doc)
-    except ValidationError as exc:
-        raise CatalogError(f"{name}: invalid: {exc}") from exc
+    return packaged_model("data/serving-fit.yaml", ServingFit)

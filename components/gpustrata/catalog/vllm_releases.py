@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from gpustrata.catalog.packaged import packaged_text
+from gpustrata.catalog.packaged import packaged_document, packaged_text
 from gpustrata.catalog.vllm_release_types import (
     BatchDefaults,
     BlockSizeRelease,
@@ -34,7 +34,6 @@ from gpustrata.catalog.vllm_release_types import (
     source_url,
 )
 from gpustrata.core.versions import parse_version
-from gpustrata.core.yamlio import safe_load
 
 _T = TypeVar("_T")
 
@@ -77,6 +76,22 @@ def _source(value: Any, what: str) -> str:
     return value
 
 
+def _built(what: str, needs: str, build: Callable[[], _T]) -> _T:
+    """``build()`` of entry *what*: a key it lacks, or a value that is not of the key's
+    kind, is an error naming the entry and the keys it *needs*."""
+    try:
+        return build()
+    except KeyError as e:
+        raise VllmReleaseCatalogError(f"{what}: missing {e!s} ({needs})") from e
+    except (TypeError, ValueError) as e:
+        raise VllmReleaseCatalogError(f"{what}: {e!s} ({needs})") from e
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    """A list of numbers (compute-capability majors) as ints."""
+    return tuple(int(c) for c in values)
+
+
 def _vendor_image(data: Any, what: str) -> VendorImage:
     v = _map(data, what)
     source = str(v.get("source") or "")
@@ -84,80 +99,78 @@ def _vendor_image(data: Any, what: str) -> VendorImage:
         raise VllmReleaseCatalogError(
             f"{what}.source must be the URL of the release notes or build file"
         )
-    try:
-        return VendorImage(
+    vllm = _version(v.get("vllm"), f"{what}.vllm")
+    return _built(
+        what,
+        "vendor, repository, tags, vllm",
+        lambda: VendorImage(
             vendor=str(v["vendor"]),
             repository=str(v["repository"]),
             tags=tuple(str(t) for t in v["tags"]),
-            vllm=_version(v.get("vllm"), f"{what}.vllm"),
+            vllm=vllm,
             source=source,
             cuda=str(v["cuda"]) if v.get("cuda") else None,
-        )
-    except (KeyError, TypeError) as e:
-        raise VllmReleaseCatalogError(
-            f"{what}: missing {e!s} (vendor, repository, tags, vllm)"
-        ) from e
+        ),
+    )
 
 
 def _forced(data: Any, what: str) -> ForcedBlockSize:
     f = _map(data, what)
-    try:
-        return ForcedBlockSize(
+    return _built(
+        what,
+        "backend, compute_capability, head_size, kv_cache_dtypes, multiple_of, why, source",
+        lambda: ForcedBlockSize(
             backend=str(f["backend"]),
-            compute_capability=tuple(int(c) for c in f["compute_capability"]),
+            compute_capability=_ints(f["compute_capability"]),
             head_size=int(f["head_size"]),
             kv_cache_dtypes=tuple(str(d) for d in f["kv_cache_dtypes"]),
             multiple_of=int(f["multiple_of"]),
-            default_on=tuple(int(c) for c in f.get("default_on") or ()),
+            default_on=_ints(f.get("default_on") or ()),
             why=str(f["why"]),
             source=_source(f.get("source"), what),
             except_model_types=tuple(str(t) for t in f.get("except_model_types") or ()),
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise VllmReleaseCatalogError(
-            f"{what}: {e!s} (backend, compute_capability, "
-            "head_size, kv_cache_dtypes, multiple_of, why, source)"
-        ) from e
+        ),
+    )
 
 
 def _mla(data: Any, what: str) -> MlaBlockSize:
     m = _map(data, what)
-    try:
-        return MlaBlockSize(
+    return _built(
+        what,
+        "backend, compute_capability, value, source",
+        lambda: MlaBlockSize(
             backend=str(m["backend"]),
-            compute_capability=tuple(int(c) for c in m["compute_capability"]),
+            compute_capability=_ints(m["compute_capability"]),
             value=int(m["value"]),
             source=_source(m.get("source"), what),
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise VllmReleaseCatalogError(
-            f"{what}: {e!s} (backend, compute_capability, value, source)"
-        ) from e
+        ),
+    )
+
+
+def _mxfp4_kernel(data: Any, what: str) -> Mxfp4Kernel:
+    k = _map(data, what)
+    kernel = _built(
+        what,
+        "kernel, compute_capability, hidden_multiple, intermediate_multiple, why",
+        lambda: Mxfp4Kernel(
+            kernel=str(k["kernel"]),
+            compute_capability=_ints(k["compute_capability"]),
+            hidden_multiple=int(k["hidden_multiple"]),
+            intermediate_multiple=int(k["intermediate_multiple"]),
+            why=str(k["why"]),
+            keeps_checkpoint_scales=bool(k.get("keeps_checkpoint_scales", False)),
+        ),
+    )
+    if min(kernel.hidden_multiple, kernel.intermediate_multiple) < 1:
+        raise VllmReleaseCatalogError(f"{what}: multiples must be >= 1")
+    return kernel
 
 
 def _mxfp4_release(data: Any, what: str) -> Mxfp4Release:
     r = _map(data, what)
-    kernels = []
-    for j, raw in enumerate(r.get("kernels") or []):
-        k = _map(raw, f"{what}.kernels[{j}]")
-        try:
-            kernels.append(
-                Mxfp4Kernel(
-                    kernel=str(k["kernel"]),
-                    compute_capability=tuple(int(c) for c in k["compute_capability"]),
-                    hidden_multiple=int(k["hidden_multiple"]),
-                    intermediate_multiple=int(k["intermediate_multiple"]),
-                    why=str(k["why"]),
-                    keeps_checkpoint_scales=bool(k.get("keeps_checkpoint_scales", False)),
-                )
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise VllmReleaseCatalogError(
-                f"{what}.kernels[{j}]: {e!s} (kernel, compute_capability, hidden_multiple, "
-                "intermediate_multiple, why)"
-            ) from e
-        if min(kernels[-1].hidden_multiple, kernels[-1].intermediate_multiple) < 1:
-            raise VllmReleaseCatalogError(f"{what}.kernels[{j}]: multiples must be >= 1")
+    kernels = [
+        _mxfp4_kernel(raw, f"{what}.kernels[{j}]") for j, raw in enumerate(r.get("kernels") or [])
+    ]
     return Mxfp4Release(
         _version(r.get("version"), what), tuple(kernels), _source(r.get("source"), what)
     )
@@ -413,9 +426,13 @@ def releases_from_document(data: Any) -> VllmReleases:
 
 @functools.cache
 def load_vllm_releases() -> VllmReleases:
-    """The packaged vLLM release catalogue (read once per process)."""
-    text = packaged_text(f"data/{_DATA_FILE}")
-    return releases_from_document(safe_load(text))
+    """The packaged vLLM release catalogue (read once per process); an invalid entry is
+    an error naming the file and the entry."""
+    path = f"data/{_DATA_FILE}"
+    try:
+        return releases_from_document(packaged_document(path))
+    except VllmReleaseCatalogError as e:
+        raise VllmReleaseCatalogError(f"{path}: {e}") from e
 
 
 def minor_release(version: str) -> str:

@@ -412,8 +412,8 @@ def capacity_command(args: argparse.Namespace) -> int:
     est = estimate(target)
     rows = what_if(target, est)
     if args.format == "json":
-        doc = capacity_document(est, rows, target.stack, target.model_name, target)
+        doc = capacity_document(est, rows, target)
         print(json.dumps(doc, indent=2))
     else:
-        print(capacity_text(est, rows, target.stack, target.model_name, target))
+        print(capacity_text(est, rows, target))
     return 0 if est.fits else 1

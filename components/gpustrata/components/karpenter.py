@@ -16,6 +16,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from gpustrata.components._helm import pinned_release
 from gpustrata.components._options import child_options
 from gpustrata.components.serving import register_object
 
@@ -250,16 +251,16 @@ class Karpenter(pulumi.ComponentResource):
             role_arn=role.arn,
             opts=pulumi.ResourceOptions(parent=self, depends_on=agent),
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = pinned_release(
+            self,
             f"{name}-release",
-            name="karpenter",
+            opts,
+            release="karpenter",
             chart=args["chart"],
             version=args["chart_version"],
             namespace=args["namespace"],
             values=args["values"],
-            skip_await=False,
-            timeout=900,
-            opts=child_options(self, opts, [identity, queue]),
+            depends_on=[identity, queue],
         )
         self.register_outputs({})
 

@@ -7,6 +7,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from gpustrata.catalog.dra import dra_driver_release_of
+from gpustrata.components._helm import pinned_release
 from gpustrata.components._inputs import Placeholders
 from gpustrata.components._options import child_options
 from gpustrata.render.operators import (
@@ -193,17 +194,17 @@ def _release(
     opts: pulumi.ResourceOptions | None,
     depends_on: list[pulumi.Resource],
 ) -> k8s.helm.v3.Release:
-    """A pinned Helm release that waits for its resources (skip_await off, 15 min)."""
-    oci = chart.startswith("oci://")  # an OCI reference names the chart itself: no repo
-    return k8s.helm.v3.Release(
+    """The component's pinned release of *chart* (from *repo*, unless an OCI reference,
+    which names the chart itself) at its ``chart_version``, in its ``namespace``."""
+    return pinned_release(
+        parent,
         name,
-        name=chart.rsplit("/", 1)[-1],
+        opts,
+        release=chart.rsplit("/", 1)[-1],
         chart=chart,
         version=args["chart_version"],
         namespace=args["namespace"],
-        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=repo),
         values=args["values"],
-        skip_await=False,
-        timeout=900,
-        opts=child_options(parent, opts, depends_on),
+        repository=None if chart.startswith("oci://") else repo,
+        depends_on=depends_on,
     )

@@ -6,6 +6,7 @@ from typing import Any, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpustrata.components._helm import pinned_release
 from gpustrata.components._options import child_options
 from gpustrata.components.serving import register_object
 
@@ -53,39 +54,28 @@ class InferenceGateway(pulumi.ComponentResource):
         ns = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": args["namespace"]}, opts=child_options(self, opts)
         )
-        base = self._release(f"{name}-{args['crd_chart']}", args["crd_chart"], {}, args, opts, [ns])
-        controller = self._release(
-            f"{name}-{args['controller_chart']}",
-            args["controller_chart"],
-            args["controller_values"],
-            args,
-            opts,
-            [ns, base, *crds],
-        )
+
+        def release(
+            chart: str, values: dict[str, Any], after: list[pulumi.Resource]
+        ) -> k8s.helm.v3.Release:
+            """A chart of the implementation, from its repository at the pinned version."""
+            return pinned_release(
+                self,
+                f"{name}-{chart}",
+                opts,
+                release=chart,
+                chart=chart,
+                version=args["chart_version"],
+                namespace=args["namespace"],
+                values=values,
+                repository=args["repository"],
+                depends_on=after,
+            )
+
+        base = release(args["crd_chart"], {}, [ns])
+        controller = release(args["controller_chart"], args["controller_values"], [ns, base, *crds])
         self.ready = [*crds, base, controller]
         self.register_outputs({})
-
-    def _release(
-        self,
-        name: str,
-        chart: str,
-        values: dict[str, Any],
-        args: InferenceGatewayArgs,
-        opts: pulumi.ResourceOptions | None,
-        depends: list[pulumi.Resource],
-    ) -> k8s.helm.v3.Release:
-        return k8s.helm.v3.Release(
-            name,
-            name=chart,
-            chart=chart,
-            version=args["chart_version"],
-            namespace=args["namespace"],
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args["repository"]),
-            values=values,
-            skip_await=False,
-            timeout=900,
-            opts=child_options(self, opts, depends),
-        )
 
 
 class InferenceRouteArgs(TypedDict):
@@ -121,16 +111,15 @@ class InferenceRoute(pulumi.ComponentResource):
         super().__init__(
             "gpustrata:index:InferenceRoute", name, {"description": args["pool"]}, opts
         )
-        release = k8s.helm.v3.Release(
+        release = pinned_release(
+            self,
             f"{name}-release",
-            name=args["pool"]["metadata"]["name"],
+            opts,
+            release=args["pool"]["metadata"]["name"],
             chart=f"{args['repository']}/{args['chart']}",
             version=args["chart_version"],
             namespace=args["namespace"],
             values=args["values"],
-            skip_await=False,
-            timeout=900,
-            opts=child_options(self, opts),
         )
         register_object(f"{name}-httproute", args["route"], child_options(self, opts, [release]))
         self.register_outputs({})

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, InstanceType
-from gpustrata.planning.sizing import instance_price, predict_replica, simulate_replica
+from gpustrata.planning.sizing import ReplicaShare, instance_price
 from gpustrata.spec.serving import WorkloadSpec
 from gpustrata.vllm.calibration import default_constants
 from gpustrata.vllm.capacity import CapacityEstimate
@@ -118,18 +118,18 @@ def serving_at_settings(
 ) -> ServingAtSettings | None:
     """The prediction of one of ``replicas`` engines of ``est`` serving its share of
     ``workload`` (None: the reference workload), through the function ``size`` predicts its
-    candidates with (:func:`~gpustrata.planning.sizing.predict_replica`); None when vLLM
+    candidates with (:meth:`~gpustrata.planning.sizing.ReplicaShare.predict`); None when vLLM
     would not start with these settings (nothing to predict). Raises
     :class:`WorkloadTooLong` for a stated workload longer than max_model_len. ``simulate``
-    adds the event-level simulation (:func:`~gpustrata.planning.sizing.simulate_replica`)."""
+    adds the event-level simulation (:meth:`~gpustrata.planning.sizing.ReplicaShare.simulate`)."""
     if not est.fits:
         return None
     spec = workload or WorkloadSpec()
     whole, why = stack_workload(spec, est, replicas)
     try:
-        constants = default_constants()
-        pred = predict_replica(arch, gpu, est, whole, replicas, constants)
-        sim = simulate_replica(arch, gpu, est, whole, replicas, constants) if simulate else None
+        share = ReplicaShare(arch, gpu, est, whole, replicas, default_constants())
+        pred = share.predict()
+        sim = share.simulate() if simulate else None
     except CapacityError:
         return None
     return ServingAtSettings(

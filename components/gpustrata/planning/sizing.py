@@ -30,13 +30,12 @@ __all__ = [
     "TP_SIZES",
     "Candidate",
     "Rejected",
+    "ReplicaShare",
     "SizingRequest",
     "SizingResult",
     "instance_price",
     "no_price_reason",
     "per_replica_workload",
-    "predict_replica",
-    "simulate_replica",
     "size",
     "slo_misses",
 ]
@@ -202,32 +201,32 @@ def per_replica_workload(w: Workload, replicas: int) -> Workload:
     return Workload(w.input_tokens, w.output_tokens, request_rate=(w.request_rate or 0) / r)
 
 
-def simulate_replica(
-    arch: ModelArchitecture,
-    gpu: GpuModel,
-    est: CapacityEstimate,
-    workload: Workload,
-    replicas: int,
-    constants: ServingConstants,
-) -> SimulatedServing | None:
-    """The event-level simulation (p50/p90 TTFT and TPOT) of one replica of ``replicas``
-    serving its share of ``workload``: what ``plan`` and ``size`` print beside the closed
-    form; None where no request fits the KV cache."""
-    sim = simulate_serving(arch, gpu, est, per_replica_workload(workload, replicas), constants)
-    return sim if sim.requests else None
+@dataclass(frozen=True)
+class ReplicaShare:
+    """One of ``replicas`` engines of ``est`` (``arch`` on ``gpu``) serving its share of
+    ``workload`` (:func:`per_replica_workload`): what ``size`` ranks candidates by and
+    ``plan`` prints for a stack's model, in closed form (:meth:`predict`) and simulated
+    (:meth:`simulate`)."""
 
+    arch: ModelArchitecture
+    gpu: GpuModel
+    est: CapacityEstimate
+    workload: Workload
+    """The whole workload, over every replica."""
+    replicas: int
+    constants: ServingConstants
 
-def predict_replica(
-    arch: ModelArchitecture,
-    gpu: GpuModel,
-    est: CapacityEstimate,
-    workload: Workload,
-    replicas: int,
-    constants: ServingConstants,
-) -> ServingPrediction:
-    """One replica of ``replicas`` serving its share of ``workload``: the one prediction
-    ``size`` ranks candidates by and ``plan`` prints for a stack's model."""
-    return predict_serving(arch, gpu, est, per_replica_workload(workload, replicas), constants)
+    def predict(self) -> ServingPrediction:
+        """The closed-form prediction of the replica: the one ``size`` ranks by."""
+        share = per_replica_workload(self.workload, self.replicas)
+        return predict_serving(self.arch, self.gpu, self.est, share, self.constants)
+
+    def simulate(self) -> SimulatedServing | None:
+        """The event-level simulation (p50/p90 TTFT and TPOT) that ``plan`` and ``size``
+        print beside the closed form; None where no request fits the KV cache."""
+        share = per_replica_workload(self.workload, self.replicas)
+        sim = simulate_serving(self.arch, self.gpu, self.est, share, self.constants)
+        return sim if sim.requests else None
 
 
 def size(
@@ -364,7 +363,7 @@ def _candidate(
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
     best: tuple[int, ServingPrediction, list[str], float | None] | None = None
     for r in tries:
-        pred = predict_replica(req.arch, gpu, est, req.workload, r, constants)
+        pred = ReplicaShare(req.arch, gpu, est, req.workload, r, constants).predict()
         instances = -(-r // per_instance)
         cost = instances * price[0] if price else None
         misses = _misses(req, pred, cost)

@@ -170,6 +170,10 @@ def _figures(est: CapacityEstimate) -> dict[str, tuple[int | float, str]]:
         f"page bytes / block size ({kv.page_size_bytes:,} B / {kv.block_size} tokens per "
         f"layer; {kv.cache_dtype}, {kv.num_kv_heads_per_rank} KV heads per GPU)"
     )
+    # A storage kind that is stated (or has one fitted speed) gives no range: both ends
+    # are the startup itself.
+    ranged = st.slow_s > st.fast_s
+    itself = f"storage {st.storage}: the startup itself"
     seqs = (
         f"floor({kv.num_blocks:,} blocks / {kv.blocks_per_request:,} blocks per "
         f"{est.max_model_len:,}-token request) = floor({kv.max_concurrency:.2f}) (vLLM's "
@@ -205,15 +209,15 @@ def _figures(est: CapacityEstimate) -> dict[str, tuple[int | float, str]]:
             f"the startup with the read from storage {st.storage!r} at the fastest storage kind "
             "fitted on published logs (local disk); state weights.storage (or the cluster "
             "profile's storage.kind) to narrow the range"
-            if st.slow_s > st.fast_s
-            else f"storage {st.storage}: the startup itself",
+            if ranged
+            else itself,
         ),
         "startup_slowest_seconds": (
             round(st.slow_s, 1),
             "the same at the slowest storage kind fitted (EBS, network volume) or the cited "
             "default where it is slower"
-            if st.slow_s > st.fast_s
-            else f"storage {st.storage}: the startup itself",
+            if ranged
+            else itself,
         ),
         "startup_budget_seconds": (
             round(st.budget_s, 1),
@@ -287,17 +291,15 @@ def _row(
 def capacity_document(
     est: CapacityEstimate,
     what_if: Sequence[CapacityEstimate] = (),
-    stack: str | None = None,
-    model_name: str | None = None,
     target: CapacityTarget | None = None,
 ) -> dict[str, Any]:
-    """The JSON form (see the module docstring for the keys); with ``target``, each
-    what-if row carries its predicted serving."""
+    """The JSON form (see the module docstring for the keys); with ``target`` (its stack
+    and model name, if any), each what-if row carries its predicted serving."""
     doc: dict[str, Any] = {
         "model": est.model_id,
         "gpu": est.gpu_id,
-        "stack": stack,
-        "model_name": model_name,
+        "stack": target.stack if target else None,
+        "model_name": target.model_name if target else None,
         "settings": _settings(est),
         "defaults": dict(est.defaults),
     }
@@ -357,13 +359,11 @@ _LABELS = {
 def capacity_text(
     est: CapacityEstimate,
     what_if: Sequence[CapacityEstimate] = (),
-    stack: str | None = None,
-    model_name: str | None = None,
     target: CapacityTarget | None = None,
 ) -> str:
     """The report for people: figures, their working, the what-if table (with ``target``,
-    with each row's predicted TPOT, TTFT and throughput)."""
-    where = f", stack {stack} model {model_name}" if stack else ""
+    its stack and model name, and each row's predicted TPOT, TTFT and throughput)."""
+    where = f", stack {target.stack} model {target.model_name}" if target and target.stack else ""
     lines = [
         f"Capacity of {est.model_id} on {est.gpus} x {est.gpu_id} "
         f"(TP {est.tensor_parallel_size} x PP {est.pipeline_parallel_size}){where}",

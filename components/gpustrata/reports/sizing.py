@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from gpustrata.catalog.model_sources import local_config_path
-from gpustrata.planning.sizing import Candidate, SizingResult, simulate_replica
+from gpustrata.planning.sizing import Candidate, ReplicaShare, SizingResult
 from gpustrata.vllm.performance import ServingConstants
 from gpustrata.vllm.reference import VLLM_VERSION
 from gpustrata.vllm.simulate import SimulatedServing
@@ -120,7 +120,7 @@ def simulated(
     """The event-level simulation of one replica of ``c`` at its share of the workload
     (p50/p90 TTFT and TPOT), or None where it cannot run (a request longer than the KV)."""
     r = result.request
-    return simulate_replica(r.arch, c.gpu, c.estimate, r.workload, c.replicas, constants)
+    return ReplicaShare(r.arch, c.gpu, c.estimate, r.workload, c.replicas, constants).simulate()
 
 
 def _cost(c: Candidate) -> str:
