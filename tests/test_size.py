@@ -137,6 +137,8 @@ _8B += ["--output-tokens", "200", "--concurrency", "10"]
         (["--gpu", "a40"], "no catalogued instance type carries a40"),
         (["--gpu", "l40s", "--cloud", "gcp"], "l40s is carried only by instance types the"),
         (["--instance-type", "g6e.xlarge", "--tp", "8"], "largest: 1 on g6e.xlarge"),
+        (["--instance-type", "p5.48xlarge", "--cloud", "azure"], "they are on aws"),
+        (["--gpu", "l4", "--tp", "1", "--max-model-len", "120000"], "no configuration starts"),
     ],
 )
 def test_an_empty_answer_says_why(
@@ -144,6 +146,8 @@ def test_an_empty_answer_says_why(
 ) -> None:
     rc, doc = _json(capsys, [*_8B, *extra])
     assert rc == 1 and doc["candidates"] == [] and reason in doc["empty_reason"]
+    # With no instance type left, no per-TP line ("at most 0 GPUs") buries the reason.
+    assert not any("at most 0" in r["reason"] for r in doc["rejected"]), doc["rejected"]
     assert main([*_8B, *extra]) == 1
     assert f"no candidate: {doc['empty_reason']}" in capsys.readouterr().out
 

@@ -83,6 +83,14 @@ class CalibrationPoint(BaseModel):
         default_factory=list,
         description="Figures left out of the fit (and the medians), with why in notes",
     )
+    session: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "The session that added the point under the inclusion rule (the file's header), "
+            "its figures predicted before any fit saw them; None: before the rule"
+        ),
+    )
 
     @model_validator(mode="after")
     def _one_load(self) -> CalibrationPoint:

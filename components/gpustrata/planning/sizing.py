@@ -245,7 +245,9 @@ def size(
     types, empty = _instance_types(req, hardware)
     rejected: list[Rejected] = []
     most = max((i.gpu_count for i in types), default=0)
-    for tp in req.tensor_parallel_sizes:  # a size no instance holds would leave no trace
+    # A size no instance holds would leave no trace; with no instance type left at all, the
+    # empty answer names the filter that removed them, and a TP line each would only hide it.
+    for tp in req.tensor_parallel_sizes if types else ():
         if tp * req.pipeline_parallel_size > most:
             rejected.append(
                 Rejected(
