@@ -41,6 +41,7 @@ from gpustrata.catalog.serving import StartupLog, load_startup_logs
 from gpustrata.vllm.timing import (
     CUDAGRAPH_GC_FROZEN_FROM,
     DEFAULT_CAPTURE_SIZES,
+    MULTI_RANK_PAGE_CACHE,
     capture_gc_frozen,
 )
 
@@ -164,6 +165,52 @@ def _const(
     }
 
 
+def streamer_terms(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
+    """The Run:ai streamer's efficiency on storage of stated throughput and its ceiling
+    (:data:`gpustrata.vllm.timing.STREAMER_TERMS`): rate = min(efficiency x the storage's
+    GB/s, ceiling), both searched together on a grid over the local-streamer logs that
+    state their storage's throughput, by the goal of :func:`best_value` (ties: the smallest
+    mean |log error|, then the lowest ceiling: no faster than the logs show). Fewer than
+    two such logs: no terms (the pooled ``load_gbps_local_streamer`` stands)."""
+    rows = [
+        (log.id, log.load_gbps, log.storage_gbps)
+        for log in logs
+        if log.load_path == "local-streamer" and log.storage_gbps and log.load_gbps
+    ]
+    if len(rows) < 2:
+        return {}
+    rates = [r for _, r, _ in rows]
+    best: tuple[int, float, float, float] | None = None
+    for a in range(201):
+        eff = 0.05 * (1.5 / 0.05) ** (a / 200)
+        for b in range(201):
+            ceiling = min(rates) * (4 * max(rates) / min(rates)) ** (b / 200)
+            pred = [min(eff * sg, ceiling) for _, _, sg in rows if sg]
+            inside = sum(1 / FACTOR <= r / p <= FACTOR for r, p in zip(rates, pred, strict=True))
+            loss = sum(abs(math.log(r / p)) for r, p in zip(rates, pred, strict=True))
+            key = (-inside, round(loss / len(rows), 9), ceiling, eff)
+            if best is None or key < best:
+                best = key
+    assert best is not None
+    inside, _, ceiling, eff = -best[0], best[1], best[2], best[3]
+    ids = [i for i, _, _ in rows]
+    listing = ", ".join(f"{r:.3g} of {sg:.3g}" for _, r, sg in sorted(rows, key=lambda x: x[1]))
+    why = (
+        f"local-streamer GB/s = min({eff:.3f} x the storage's stated GB/s, {ceiling:.3f}), "
+        f"searched together over the streamer loads that state their storage's throughput "
+        f"({len(rows)} logs, GB/s read of GB/s stated: {listing}); {inside} of {len(rows)} "
+        f"within x{FACTOR:g}"
+    )
+    return {
+        "local_streamer_efficiency": {"value": round(eff, 3), "fitted_on": ids, "explanation": why},
+        "load_gbps_local_streamer_ceiling": {
+            "value": round(ceiling, 3),
+            "fitted_on": ids,
+            "explanation": why,
+        },
+    }
+
+
 def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
     """Every startup constant fitted on *logs* (name -> value, fitted_on, explanation)."""
     models = load_model_catalog()
@@ -175,7 +222,10 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
         if log.load_s and log.reader_gib:
             gb = log.reader_gib * (1 << 30) / 1e9
             row = (log.id, gb, log.load_s, log.storage_gbps)
-            if log.load_path != "disk":
+            if log.load_path == "page-cache" and log.tensor_parallel_size > 1:
+                # ranks copying from one host's page cache at once (MULTI_RANK_PAGE_CACHE)
+                by_path.setdefault(MULTI_RANK_PAGE_CACHE, []).append(row)
+            elif log.load_path != "disk":
                 by_path.setdefault(log.load_path, []).append(row)
             elif log.storage == "not stated":
                 # the point for a disk of unstated storage: what such disks ran at
@@ -210,6 +260,7 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
             "fitted_on": ids,
             "explanation": why,
         }
+    out.update(streamer_terms(logs))
 
     def layers(log: StartupLog) -> int | None:
         arch = models.get(log.model)
@@ -229,7 +280,7 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
             continue
         if log.compile_s and log.torch_compile:
             if log.compile_cached:
-                cached.append((log.id, log.compile_s))
+                cached.append((log.id, log.compile_s / n))
             else:
                 cold.append((log.id, log.compile_s / n))
         if log.graph_capture_s is not None:
@@ -255,33 +306,42 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
         elif log.compile_s is not None:
             comp = log.compile_s
         else:
-            comp = c_cached if log.compile_cached else c_cold * n
+            comp = (c_cached if log.compile_cached else c_cold) * n
         per = c_frozen if capture_gc_frozen(log.vllm_version, log.engine) else c_cap
         graphs = log.graph_capture_s if log.graph_capture_s is not None else per * n * sizes(log)
         arch = models.get(log.model)
         warm = (log.moe_warmup_s or c_moe) if arch is not None and arch.is_moe else 0.0
-        rows = v0_rows if log.engine == "v0" else base_rows
-        rows.append((log.id, log.init_s - comp - graphs - warm))
+        rest = log.init_s - comp - graphs - warm
+        if log.engine == "v0":
+            v0_rows.append((log.id, rest))
+        else:  # V1: per decoder layer (its compiled graph runs in one piece per layer)
+            base_rows.append((log.id, rest / n))
 
-    def base_const(rows: list[tuple[str, float]], engine: str) -> dict[str, object]:
+    def base_const(
+        rows: list[tuple[str, float]], engine: str, unit: str, nd: int
+    ) -> dict[str, object]:
         base = max(0.0, statistics.median(v for _, v in rows))
         return {
-            "value": round(base, 1),
+            "value": round(base, nd),
             "fitted_on": [i for i, _ in rows],
             "explanation": f"median of each {engine} log's init less its logged torch.compile, "
-            "CUDA graph and MoE warm-up seconds (profiling, KV cache allocation, warm-up): "
-            + ", ".join(f"{v:.1f}" for _, v in sorted(rows, key=lambda x: x[1]))
+            "CUDA graph and MoE warm-up seconds (profiling, KV cache allocation, warm-up)"
+            f"{unit}: "
+            + ", ".join(f"{v:.{nd}f}" for _, v in sorted(rows, key=lambda x: x[1]))
             + " s",
         }
 
-    out["init_base_s"] = base_const(base_rows, "V1 engine")
+    out["init_base_s_per_layer"] = base_const(base_rows, "V1 engine", " per decoder layer", 3)
     if v0_rows:
-        out["init_base_v0_s"] = base_const(v0_rows, "V0 engine")
+        out["init_base_v0_s"] = base_const(v0_rows, "V0 engine", "", 1)
     out["compile_s_per_layer"] = _const(
         cold, "a cold torch.compile's logged seconds per decoder layer", "s", 2
     )
-    out["compile_cached_s"] = _const(
-        cached, "logged torch.compile seconds with the compiled graphs from the cache", "s", 1
+    out["compile_cached_s_per_layer"] = _const(
+        cached,
+        "logged torch.compile seconds per decoder layer with the compiled graphs from the cache",
+        "s",
+        3,
     )
     out["graph_capture_s_per_layer_size"] = _const(
         capture,

@@ -26,6 +26,9 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "LOAD_GBPS_DEFAULTS",
     "MIN_FITTED_LOGS",
+    "MIN_KIND_LOGS",
+    "MULTI_RANK_PAGE_CACHE",
+    "STREAMER_TERMS",
     "PROCESS_START_S",
     "STARTUP_SAFETY_FACTOR",
     "LoggedStartupPrediction",
@@ -45,6 +48,7 @@ __all__ = [
     "predict_logged_startup",
     "startup_estimate",
     "step_estimate",
+    "streamer_bandwidth",
 ]
 
 
@@ -92,6 +96,15 @@ planner used before the fit, and still uses for a source no published log was fi
 MIN_FITTED_LOGS = 2
 """A load path's fitted bandwidth replaces the cited default only when fitted on this many
 logs (a single log is its own fit)."""
+
+MIN_KIND_LOGS = 1
+"""A stated storage kind's own disk rate replaces the pooled one from this many logs. The
+default loader reads each shard in one thread, page fault by page fault, so its rate is set
+by the storage's latency, not by the throughput provisioned: the Run:ai whitepaper's gp3
+volume at 1,000 MiB/s and io2 volume at 4,000 MiB/s both read at 0.34 GB/s. One log of a
+kind therefore predicts another of that kind better than the pooled rate of other kinds
+(held out by log, each of those two was x0.5 at the pooled rate and is within 2 % from the
+other); the constant's ``fitted_on`` says how many logs stand behind it."""
 
 DEFAULT_CAPTURE_SIZES: Mapping[str, int] = {"v0": 35, "v1": 67}
 """CUDA graph batch sizes vLLM captures by default: V0's ``_BATCH_SIZES_TO_CAPTURE``
@@ -385,6 +398,44 @@ _NEAREST_PATH: Mapping[str, str] = {
 object storage makes the same parallel ranged GETs as the Run:ai streamer from it (the
 copy's write to local disk aside); hf_transfer/hf_xet is at least the plain downloader."""
 
+MULTI_RANK_PAGE_CACHE = "page-cache-multi-rank"
+"""The fitted rate (``load_gbps_page_cache_multi_rank``) of each rank's copy from the page
+cache when several tensor-parallel ranks of one host load at once. vLLM starts every rank's
+worker together and each runs the same loader over the same shards at the same time
+(``vllm/model_executor/model_loader/default_loader.py`` ``load_weights`` in every worker,
+``weight_utils.py`` ``safetensors_weights_iterator``), so the ranks share the host's memory
+bandwidth and its page cache: the published multi-rank page-cache loads ran at 2.8-4.8 GB/s
+per rank (TP 2 and TP 8), the single-rank ones at 4.8-8.5 GB/s. Without a multi-rank log (a
+held-out fold) the single-rank rate stands in for it."""
+
+
+STREAMER_TERMS = ("local_streamer_efficiency", "load_gbps_local_streamer_ceiling")
+"""The fitted terms of the Run:ai Model Streamer reading storage of stated throughput: rate =
+min(efficiency x the storage's GB/s, ceiling). The streamer reads with a pool of concurrent threads
+(``RUNAI_STREAMER_CONCURRENCY``; NVIDIA's benchmark ran 16, developer.nvidia.com/blog/
+reducing-cold-start-latency-for-llm-inference-with-nvidia-runai-model-streamer), so unlike
+the default loader (one reader, :data:`MIN_KIND_LOGS`) it approaches what the storage can
+deliver, up to its own ceiling (the CPU buffer and the copy to the GPU): InstantTensor's
+benchmark read 6.57 GB/s from a "50GB/s storage" and 6.50 GB/s from tmpfs on the same H200
+host (scitix/InstantTensor@48b6353:docs/benchmark.md)."""
+
+
+def streamer_bandwidth(storage_gbps: float, constants: Constants | None = None) -> float | None:
+    """GB/s of the Run:ai streamer reading storage of *storage_gbps* stated throughput
+    (:data:`STREAMER_TERMS`); None where the fit has no such terms."""
+    fit = _constants(constants)
+    if not all(k in fit for k in STREAMER_TERMS):
+        return None
+    eff, ceiling = (fit[k].value for k in STREAMER_TERMS)
+    return min(eff * storage_gbps, ceiling)
+
+
+def _page_cache_path(tensor_parallel_size: int, fit: Mapping[str, FittedConstant]) -> str:
+    """The load path whose rate a page-cache read of *tensor_parallel_size* ranks runs at."""
+    multi = "load_gbps_" + MULTI_RANK_PAGE_CACHE.replace("-", "_")
+    return MULTI_RANK_PAGE_CACHE if tensor_parallel_size > 1 and multi in fit else "page-cache"
+
+
 Constants = Mapping[str, FittedConstant]
 """The ``startup:`` constants by name: the catalogue's, or a refit's (the held-out bench)."""
 
@@ -406,7 +457,7 @@ def disk_bandwidth(
     """(point, low, high GB/s, why) of vLLM's default loader reading files from *storage*
     (:data:`gpustrata.catalog.serving.StorageKind`).
 
-    A stated kind fitted on at least :data:`MIN_FITTED_LOGS` logs of its own
+    A stated kind fitted on at least :data:`MIN_KIND_LOGS` logs of its own
     (``load_gbps_disk_<kind>``) is a point (low = high). Otherwise the point is the rate
     fitted on the disk logs that state no storage (``load_gbps_disk``: what unnamed storage
     ran at) and the range spans the slowest to the
@@ -417,7 +468,7 @@ def disk_bandwidth(
         kind: fit[key]
         for kind in STORAGE_KINDS
         if (key := "load_gbps_disk_" + kind.replace("-", "_")) in fit
-        and len(fit[key].fitted_on) >= MIN_FITTED_LOGS
+        and len(fit[key].fitted_on) >= MIN_KIND_LOGS
     }
     if storage in kinds:
         c = kinds[storage]
@@ -487,21 +538,28 @@ def fitted_engine_init(
 ) -> tuple[float, str]:
     """Engine init seconds and their working, with the constants fitted on published logs
     (the ``startup:`` section of ``catalog/data/serving-fit.yaml``, or *constants*): base
-    (profiling, KV cache) + torch.compile (per decoder layer cold, a fixed time from the
-    compile cache) + CUDA graph capture (per decoder layer per captured batch size, at the
+    (profiling, KV cache, warm-up: per decoder layer on V1, a fixed time on V0) +
+    torch.compile (per decoder layer, cold or from the compile cache) + CUDA graph capture (per decoder layer per captured batch size, at the
     rate of *vllm_release*'s side of :data:`CUDAGRAPH_GC_FROZEN_FROM`; neither with
     enforce_eager) + MoE kernel warm-up for MoE models.
     """
     fit = _constants(constants)
-    v0 = engine == "v0" and "init_base_v0_s" in fit
-    base = fit["init_base_v0_s"] if v0 else fit["init_base_s"]
-    total = base.value
-    parts = [f"{base.value:g} s base (profiling, KV cache; {len(base.fitted_on)} logs)"]
+    if engine == "v0" and "init_base_v0_s" in fit:
+        base = fit["init_base_v0_s"]
+        total = base.value
+        parts = [f"{base.value:g} s base (profiling, KV cache; {len(base.fitted_on)} V0 logs)"]
+    else:
+        base = fit["init_base_s_per_layer"]
+        total = base.value * layers
+        parts = [
+            f"{base.value:g} s x {layers} layers base (profiling, KV cache, warm-up; "
+            f"{len(base.fitted_on)} logs)"
+        ]
     if not enforce_eager:
         if torch_compile and compile_cached:
-            c = fit["compile_cached_s"]
-            total += c.value
-            parts.append(f"{c.value:g} s torch.compile from its cache")
+            c = fit["compile_cached_s_per_layer"]
+            total += c.value * layers
+            parts.append(f"{c.value:g} s x {layers} layers torch.compile from its cache")
         elif torch_compile:
             c = fit["compile_s_per_layer"]
             total += c.value * layers
@@ -571,11 +629,15 @@ def logged_startup_prediction(
             gbps, fast, slow, _ = disk_bandwidth(log.storage, fit)
         else:
             path: str = log.load_path
+            if path == "page-cache" and log.tensor_parallel_size > 1:
+                path = _page_cache_path(log.tensor_parallel_size, fit)
             if "load_gbps_" + path.replace("-", "_") not in fit:
                 path = _NEAREST_PATH.get(path, path)
                 fixed = load_path_fixed_s(path, fit)
             key = "load_gbps_" + path.replace("-", "_")
             gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
+            if path == "local-streamer" and log.storage_gbps is not None:
+                gbps = streamer_bandwidth(log.storage_gbps, fit) or gbps
             fast = slow = gbps
         if log.storage_gbps is not None:  # no faster than the storage it reads
             gbps, fast, slow = (min(r, log.storage_gbps) for r in (gbps, fast, slow))
