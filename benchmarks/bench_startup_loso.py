@@ -12,7 +12,8 @@ Two figures, each over every log (goal: >= 80 % within x1.5):
 * point: the prediction within x1.5 of the logged time, for every log;
 * scored (the goal's figure, docs/reference/sizing-accuracy.md): the point where the log's
   inputs determine it (the storage is stated, or the path reads no storage), and where they
-  do not (a default-loader read of unstated storage) the range: the logged time within
+  do not (a default-loader read of unstated storage, or of a stated kind the fold knows from
+  one log only, whose range reaches the pooled rate) the range: the logged time within
   [low / 1.5, high x 1.5]. The median high/low ratio says how wide those ranges are.
 
 The five worst held-out points are printed last with what each log lacks.
@@ -140,7 +141,8 @@ def main() -> int:
     print(f"  point within x{FACTOR:g}: {point_ok}/{n} = {point_ok / n:.0%}")
     print(
         f"  scored (point, or range [low/{FACTOR:g}, high x{FACTOR:g}] where the storage is not "
-        f"stated): {range_ok}/{n} = {range_ok / n:.0%} (goal 80 %); {len(widths)} ranges, "
+        f"stated or its kind has one log): {range_ok}/{n} = {range_ok / n:.0%} (goal 80 %); "
+        f"{len(widths)} ranges, "
         f"median high/low {statistics.median(widths) if widths else 1:.2f}"
     )
     print("  point misses:")

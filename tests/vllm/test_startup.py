@@ -357,3 +357,20 @@ def test_ranks_sharing_a_host_copy_from_the_page_cache_at_their_own_fitted_rate(
     constants = {k: FittedConstant.model_validate(v) for k, v in raw.items()}
     rate = constants["load_gbps_page_cache"].value
     assert f"/ {rate:g} GB/s" in logged_startup_prediction(tp8, constants).how
+
+
+def test_a_storage_kind_known_from_one_log_is_its_point_with_a_range_to_the_pooled_rate() -> None:
+    """Held out by log, each of the Run:ai whitepaper's two EBS reads leaves the other as
+    the kind's only log: its rate is the point (0.34 GB/s, not the pooled unstated-disk
+    rate), and the range reaches the pooled rate it would otherwise borrow."""
+    mod = _fit_module()
+    logs = list(load_startup_logs())
+    target = next(x for x in logs if x.id == "runai-bench-vllm055-llama3-8b-gp3-safetensors")
+    raw = mod.fit([x for x in logs if x.id != target.id])
+    constants = {k: FittedConstant.model_validate(v) for k, v in raw.items()}
+    ebs, pooled = constants["load_gbps_disk_ebs"], constants["load_gbps_disk"]
+    assert ebs.fitted_on == ["runai-bench-vllm055-llama3-8b-io2-safetensors"]
+    point, low, high, why = disk_bandwidth("ebs", constants)
+    assert point == ebs.value and (low, high) == (ebs.value, pooled.value) and "1 published" in why
+    p = logged_startup_prediction(target, constants)
+    assert p.low_s < p.point_s == p.high_s and 1 / 1.5 <= p.point_s / p.logged_s <= 1.5
