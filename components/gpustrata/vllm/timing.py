@@ -99,12 +99,16 @@ logs (a single log is its own fit)."""
 
 MIN_KIND_LOGS = 1
 """A stated storage kind's own disk rate replaces the pooled one from this many logs. The
-default loader reads each shard in one thread, page fault by page fault, so its rate is set
-by the storage's latency, not by the throughput provisioned: the Run:ai whitepaper's gp3
-volume at 1,000 MiB/s and io2 volume at 4,000 MiB/s both read at 0.34 GB/s. One log of a
-kind therefore predicts another of that kind better than the pooled rate of other kinds
-(held out by log, each of those two was x0.5 at the pooled rate and is within 2 % from the
-other); the constant's ``fitted_on`` says how many logs stand behind it."""
+default loader reads in one thread, shard after shard and tensor after tensor
+(``vllm@v0.10.0:vllm/model_executor/model_loader/weight_utils.py``
+``safetensors_weights_iterator``: one ``safe_open`` per shard, one ``get_tensor`` after
+another, read in the PyPI wheel), so its rate is set by the storage's latency, not by the
+throughput provisioned: the Run:ai whitepaper's gp3 volume at 1,000 MiB/s and io2 volume at
+4,000 MiB/s both read at 0.34 GB/s. One log of a kind therefore predicts another of that
+kind better than the pooled rate of other kinds (held out by log, each of those two was
+x0.5 at the pooled rate and is within 2 % of the other's rate); such a kind keeps a range
+to the pooled rate (:func:`disk_bandwidth`) and its ``fitted_on`` says how many logs stand
+behind it."""
 
 DEFAULT_CAPTURE_SIZES: Mapping[str, int] = {"v0": 35, "v1": 67}
 """CUDA graph batch sizes vLLM captures by default: V0's ``_BATCH_SIZES_TO_CAPTURE``
@@ -553,10 +557,12 @@ def fitted_engine_init(
     can see lots of submodules, each submodule is a piece of graph after splitting ...
     Every submodule can be identified by its index, and will be processed individually";
     from the cache "Directly load the 0-th graph ...", one line per piece:
-    ``vllm@08b8d6a:docs/source/design/v1/torch_compile.md``), and the profiling and warm-up
-    runs go through every piece. The upb-cn sweeps show it: with the compile cached, init
-    less compile and capture is 0.20-0.23 s per layer on the L40S host for 24 to 48 layers,
-    0.28-0.38 on the A100 host. V0 has no pieces: a fixed base.
+    ``vllm@08b8d6a:docs/source/design/v1/torch_compile.md``; in the 0.10.0 wheel
+    ``vllm/compilation/backends.py`` ``CompilerManager.compile`` calls ``self.load`` once per
+    ``graph_index``), and the profiling and warm-up runs go through every piece. The upb-cn
+    sweeps show it: with the compile cached, init less compile and capture is 0.20-0.23 s
+    per layer on the L40S host for 24 to 48 layers, 0.28-0.38 on the A100 host. V0 has no
+    pieces: a fixed base.
     """
     fit = _constants(constants)
     if engine == "v0" and "init_base_v0_s" in fit:
