@@ -406,11 +406,11 @@ MULTI_RANK_PAGE_CACHE = "page-cache-multi-rank"
 """The fitted rate (``load_gbps_page_cache_multi_rank``) of each rank's copy from the page
 cache when several tensor-parallel ranks of one host load at once. vLLM starts every rank's
 worker together and each runs the same loader over the same shards at the same time
-(``vllm/model_executor/model_loader/default_loader.py`` ``load_weights`` in every worker,
-``weight_utils.py`` ``safetensors_weights_iterator``), so the ranks share the host's memory
-bandwidth and its page cache: the published multi-rank page-cache loads ran at 2.8-4.8 GB/s
-per rank (TP 2 and TP 8), the single-rank ones at 4.8-8.5 GB/s. Without a multi-rank log (a
-held-out fold) the single-rank rate stands in for it."""
+(``vllm@v0.10.0:vllm/model_executor/model_loader/default_loader.py`` ``load_weights`` in
+every worker, ``weight_utils.py`` ``safetensors_weights_iterator``), so the ranks share the
+host's memory bandwidth and its page cache: the published multi-rank page-cache loads ran
+at 0.9-4.8 GB/s per rank (TP 2 and TP 8), the single-rank ones at 4.8-8.3 GB/s. Without a
+multi-rank log (a held-out fold) the single-rank rate stands in for it."""
 
 
 STREAMER_TERMS = ("local_streamer_efficiency", "load_gbps_local_streamer_ceiling")
