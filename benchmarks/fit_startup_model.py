@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -79,7 +80,52 @@ NETWORK_PATHS = ("hf-download", "hf-download-fast", "s3-download", "s3-streamer"
 only ones given a fixed part (a local read's file opens are sub-second noise)."""
 
 
-def best_value(values: list[float], caps: list[float | None] | None = None) -> float:
+_THREAD = re.compile(r"^(https://github\.com/[^/]+/[^/]+)(/(?:issues|pull|discussions)/\d+)?")
+
+
+def source_of(log: StartupLog) -> str:
+    """The source a log comes from: a GitHub issue or pull request, else the repository,
+    else the page (one host's sweep of many models is one source)."""
+    m = _THREAD.match(log.source)
+    return m.group(0) if m else log.source.split("#")[0]
+
+
+_SOURCES: dict[str, str] = {}
+"""Log id -> source (:func:`source_of`) while :func:`fit` weighs sources; empty: every log
+counts once."""
+
+
+def source_weights(ids: list[str]) -> list[float] | None:
+    """Each row's weight when :func:`fit` weighs sources: 1 / the rows of its source, so a
+    source counts once however many near-copies it publishes (a sweep of 11 models on one
+    host is one host's evidence); None (every row 1) otherwise."""
+    if not _SOURCES:
+        return None
+    count: dict[str, int] = {}
+    for i in ids:
+        count[_SOURCES.get(i, i)] = count.get(_SOURCES.get(i, i), 0) + 1
+    return [1 / count[_SOURCES.get(i, i)] for i in ids]
+
+
+def median(rows: list[tuple[str, float]]) -> float:
+    """The median of the rows' values, weighted by :func:`source_weights` when it weighs."""
+    w = source_weights([i for i, _ in rows])
+    if w is None:
+        return statistics.median(v for _, v in rows)
+    ordered = sorted(zip((v for _, v in rows), w, strict=True))
+    half, acc = sum(w) / 2, 0.0
+    for v, k in ordered:
+        acc += k
+        if acc >= half - 1e-12:
+            return v
+    return ordered[-1][0]
+
+
+def best_value(
+    values: list[float],
+    caps: list[float | None] | None = None,
+    weights: list[float] | None = None,
+) -> float:
     """The value putting the most ``values`` within :data:`FACTOR` of it; ties: the one of
     smallest mean |log error|. One value: itself.
 
@@ -88,16 +134,18 @@ def best_value(values: list[float], caps: list[float | None] | None = None) -> f
     load that ran at its storage's limit agrees with any loader rate above that limit and
     pulls the fit no lower."""
     bounds = caps or [None] * len(values)
+    w = weights or [1.0] * len(values)
     lo, hi = min(values), max(values)
     if lo == hi:
         return lo
-    best: tuple[int, float, float] | None = None
+    best: tuple[float, float, float] | None = None
     steps = 2000
     for i in range(steps + 1):
         v = lo * (hi / lo) ** (i / steps)
         pred = [v if c is None else min(v, c) for c in bounds]
-        inside = sum(1 / FACTOR <= x / p <= FACTOR for x, p in zip(values, pred, strict=True))
-        loss = sum(abs(math.log(x / p)) for x, p in zip(values, pred, strict=True)) / len(values)
+        rows = list(zip(values, pred, w, strict=True))
+        inside = round(sum(k for x, p, k in rows if 1 / FACTOR <= x / p <= FACTOR), 9)
+        loss = sum(k * abs(math.log(x / p)) for x, p, k in rows) / sum(w)
         key = (-inside, loss, v)
         if best is None or key < best:
             best = key
@@ -147,7 +195,7 @@ def _const(
     if not rows:  # a held-out-by-source fold can leave a term no log (--by-source)
         return {"value": 0.0, "fitted_on": [], "explanation": f"{what} (no log: 0 {unit})"}
     bounds = caps or [None] * len(rows)
-    value = best_value([v for _, v in rows], bounds)
+    value = best_value([v for _, v in rows], bounds, source_weights([i for i, _ in rows]))
     inside = sum(
         1 / FACTOR <= v / (value if c is None else min(value, c)) <= FACTOR
         for (_, v), c in zip(rows, bounds, strict=True)
@@ -211,8 +259,13 @@ def streamer_terms(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
     }
 
 
-def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
-    """Every startup constant fitted on *logs* (name -> value, fitted_on, explanation)."""
+def fit(logs: list[StartupLog], weigh_sources: bool = False) -> dict[str, dict[str, object]]:
+    """Every startup constant fitted on *logs* (name -> value, fitted_on, explanation);
+    *weigh_sources*: each log weighted by 1 / its source's logs in every one-value fit and
+    median (:func:`source_weights`; a trial, not the shipped fit)."""
+    _SOURCES.clear()
+    if weigh_sources:
+        _SOURCES.update({log.id: source_of(log) for log in logs})
     models = load_model_catalog()
     out: dict[str, dict[str, object]] = {}
 
@@ -289,11 +342,29 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
         if log.moe_warmup_s is not None:
             moe.append((log.id, log.moe_warmup_s))
     # An additive term no log left states (a held-out-by-source fold) is priced at 0 s.
-    c_cold = best_value([v for _, v in cold]) if cold else 0.0
-    c_cached = best_value([v for _, v in cached]) if cached else 0.0
-    c_cap = best_value([v for _, v in capture]) if capture else 0.0
-    c_frozen = best_value([v for _, v in frozen]) if frozen else c_cap
-    c_moe = best_value([v for _, v in moe]) if moe else 0.0
+    c_cold = (
+        best_value([v for _, v in cold], None, source_weights([i for i, _ in cold]))
+        if cold
+        else 0.0
+    )
+    c_cached = (
+        best_value([v for _, v in cached], None, source_weights([i for i, _ in cached]))
+        if cached
+        else 0.0
+    )
+    c_cap = (
+        best_value([v for _, v in capture], None, source_weights([i for i, _ in capture]))
+        if capture
+        else 0.0
+    )
+    c_frozen = (
+        best_value([v for _, v in frozen], None, source_weights([i for i, _ in frozen]))
+        if frozen
+        else c_cap
+    )
+    c_moe = (
+        best_value([v for _, v in moe], None, source_weights([i for i, _ in moe])) if moe else 0.0
+    )
 
     base_rows: list[tuple[str, float]] = []
     v0_rows: list[tuple[str, float]] = []
@@ -320,7 +391,7 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
     def base_const(
         rows: list[tuple[str, float]], engine: str, unit: str, nd: int
     ) -> dict[str, object]:
-        base = max(0.0, statistics.median(v for _, v in rows))
+        base = max(0.0, median(rows))
         return {
             "value": round(base, nd),
             "fitted_on": [i for i, _ in rows],
