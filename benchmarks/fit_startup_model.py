@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -41,6 +42,7 @@ from gpustrata.catalog.serving import StartupLog, load_startup_logs
 from gpustrata.vllm.timing import (
     CUDAGRAPH_GC_FROZEN_FROM,
     DEFAULT_CAPTURE_SIZES,
+    MULTI_RANK_PAGE_CACHE,
     capture_gc_frozen,
 )
 
@@ -78,7 +80,52 @@ NETWORK_PATHS = ("hf-download", "hf-download-fast", "s3-download", "s3-streamer"
 only ones given a fixed part (a local read's file opens are sub-second noise)."""
 
 
-def best_value(values: list[float], caps: list[float | None] | None = None) -> float:
+_THREAD = re.compile(r"^(https://github\.com/[^/]+/[^/]+)(/(?:issues|pull|discussions)/\d+)?")
+
+
+def source_of(log: StartupLog) -> str:
+    """The source a log comes from: a GitHub issue or pull request, else the repository,
+    else the page (one host's sweep of many models is one source)."""
+    m = _THREAD.match(log.source)
+    return m.group(0) if m else log.source.split("#")[0]
+
+
+_SOURCES: dict[str, str] = {}
+"""Log id -> source (:func:`source_of`) while :func:`fit` weighs sources; empty: every log
+counts once."""
+
+
+def source_weights(ids: list[str]) -> list[float] | None:
+    """Each row's weight when :func:`fit` weighs sources: 1 / the rows of its source, so a
+    source counts once however many near-copies it publishes (a sweep of 11 models on one
+    host is one host's evidence); None (every row 1) otherwise."""
+    if not _SOURCES:
+        return None
+    count: dict[str, int] = {}
+    for i in ids:
+        count[_SOURCES.get(i, i)] = count.get(_SOURCES.get(i, i), 0) + 1
+    return [1 / count[_SOURCES.get(i, i)] for i in ids]
+
+
+def median(rows: list[tuple[str, float]]) -> float:
+    """The median of the rows' values, weighted by :func:`source_weights` when it weighs."""
+    w = source_weights([i for i, _ in rows])
+    if w is None:
+        return statistics.median(v for _, v in rows)
+    ordered = sorted(zip((v for _, v in rows), w, strict=True))
+    half, acc = sum(w) / 2, 0.0
+    for v, k in ordered:
+        acc += k
+        if acc >= half - 1e-12:
+            return v
+    return ordered[-1][0]
+
+
+def best_value(
+    values: list[float],
+    caps: list[float | None] | None = None,
+    weights: list[float] | None = None,
+) -> float:
     """The value putting the most ``values`` within :data:`FACTOR` of it; ties: the one of
     smallest mean |log error|. One value: itself.
 
@@ -87,16 +134,18 @@ def best_value(values: list[float], caps: list[float | None] | None = None) -> f
     load that ran at its storage's limit agrees with any loader rate above that limit and
     pulls the fit no lower."""
     bounds = caps or [None] * len(values)
+    w = weights or [1.0] * len(values)
     lo, hi = min(values), max(values)
     if lo == hi:
         return lo
-    best: tuple[int, float, float] | None = None
+    best: tuple[float, float, float] | None = None
     steps = 2000
     for i in range(steps + 1):
         v = lo * (hi / lo) ** (i / steps)
         pred = [v if c is None else min(v, c) for c in bounds]
-        inside = sum(1 / FACTOR <= x / p <= FACTOR for x, p in zip(values, pred, strict=True))
-        loss = sum(abs(math.log(x / p)) for x, p in zip(values, pred, strict=True)) / len(values)
+        rows = list(zip(values, pred, w, strict=True))
+        inside = round(sum(k for x, p, k in rows if 1 / FACTOR <= x / p <= FACTOR), 9)
+        loss = sum(k * abs(math.log(x / p)) for x, p, k in rows) / sum(w)
         key = (-inside, loss, v)
         if best is None or key < best:
             best = key
@@ -146,7 +195,7 @@ def _const(
     if not rows:  # a held-out-by-source fold can leave a term no log (--by-source)
         return {"value": 0.0, "fitted_on": [], "explanation": f"{what} (no log: 0 {unit})"}
     bounds = caps or [None] * len(rows)
-    value = best_value([v for _, v in rows], bounds)
+    value = best_value([v for _, v in rows], bounds, source_weights([i for i, _ in rows]))
     inside = sum(
         1 / FACTOR <= v / (value if c is None else min(value, c)) <= FACTOR
         for (_, v), c in zip(rows, bounds, strict=True)
@@ -164,8 +213,59 @@ def _const(
     }
 
 
-def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
-    """Every startup constant fitted on *logs* (name -> value, fitted_on, explanation)."""
+def streamer_terms(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
+    """The Run:ai streamer's efficiency on storage of stated throughput and its ceiling
+    (:data:`gpustrata.vllm.timing.STREAMER_TERMS`): rate = min(efficiency x the storage's
+    GB/s, ceiling), both searched together on a grid over the local-streamer logs that
+    state their storage's throughput, by the goal of :func:`best_value` (ties: the smallest
+    mean |log error|, then the lowest ceiling: no faster than the logs show). Fewer than
+    two such logs: no terms (the pooled ``load_gbps_local_streamer`` stands)."""
+    rows = [
+        (log.id, log.load_gbps, log.storage_gbps)
+        for log in logs
+        if log.load_path == "local-streamer" and log.storage_gbps and log.load_gbps
+    ]
+    if len(rows) < 2:
+        return {}
+    rates = [r for _, r, _ in rows]
+    best: tuple[int, float, float, float] | None = None
+    for a in range(201):
+        eff = 0.05 * (1.5 / 0.05) ** (a / 200)
+        for b in range(201):
+            ceiling = min(rates) * (4 * max(rates) / min(rates)) ** (b / 200)
+            pred = [min(eff * sg, ceiling) for _, _, sg in rows if sg]
+            inside = sum(1 / FACTOR <= r / p <= FACTOR for r, p in zip(rates, pred, strict=True))
+            loss = sum(abs(math.log(r / p)) for r, p in zip(rates, pred, strict=True))
+            key = (-inside, round(loss / len(rows), 9), ceiling, eff)
+            if best is None or key < best:
+                best = key
+    assert best is not None
+    inside, _, ceiling, eff = -best[0], best[1], best[2], best[3]
+    ids = [i for i, _, _ in rows]
+    listing = ", ".join(f"{r:.3g} of {sg:.3g}" for _, r, sg in sorted(rows, key=lambda x: x[1]))
+    why = (
+        f"local-streamer GB/s = min({eff:.3f} x the storage's stated GB/s, {ceiling:.3f}), "
+        f"searched together over the streamer loads that state their storage's throughput "
+        f"({len(rows)} logs, GB/s read of GB/s stated: {listing}); {inside} of {len(rows)} "
+        f"within x{FACTOR:g}"
+    )
+    return {
+        "local_streamer_efficiency": {"value": round(eff, 3), "fitted_on": ids, "explanation": why},
+        "load_gbps_local_streamer_ceiling": {
+            "value": round(ceiling, 3),
+            "fitted_on": ids,
+            "explanation": why,
+        },
+    }
+
+
+def fit(logs: list[StartupLog], weigh_sources: bool = False) -> dict[str, dict[str, object]]:
+    """Every startup constant fitted on *logs* (name -> value, fitted_on, explanation);
+    *weigh_sources*: each log weighted by 1 / its source's logs in every one-value fit and
+    median (:func:`source_weights`; a trial, not the shipped fit)."""
+    _SOURCES.clear()
+    if weigh_sources:
+        _SOURCES.update({log.id: source_of(log) for log in logs})
     models = load_model_catalog()
     out: dict[str, dict[str, object]] = {}
 
@@ -175,7 +275,10 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
         if log.load_s and log.reader_gib:
             gb = log.reader_gib * (1 << 30) / 1e9
             row = (log.id, gb, log.load_s, log.storage_gbps)
-            if log.load_path != "disk":
+            if log.load_path == "page-cache" and log.tensor_parallel_size > 1:
+                # ranks copying from one host's page cache at once (MULTI_RANK_PAGE_CACHE)
+                by_path.setdefault(MULTI_RANK_PAGE_CACHE, []).append(row)
+            elif log.load_path != "disk":
                 by_path.setdefault(log.load_path, []).append(row)
             elif log.storage == "not stated":
                 # the point for a disk of unstated storage: what such disks ran at
@@ -210,6 +313,7 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
             "fitted_on": ids,
             "explanation": why,
         }
+    out.update(streamer_terms(logs))
 
     def layers(log: StartupLog) -> int | None:
         arch = models.get(log.model)
@@ -229,7 +333,7 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
             continue
         if log.compile_s and log.torch_compile:
             if log.compile_cached:
-                cached.append((log.id, log.compile_s))
+                cached.append((log.id, log.compile_s / n))
             else:
                 cold.append((log.id, log.compile_s / n))
         if log.graph_capture_s is not None:
@@ -238,11 +342,29 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
         if log.moe_warmup_s is not None:
             moe.append((log.id, log.moe_warmup_s))
     # An additive term no log left states (a held-out-by-source fold) is priced at 0 s.
-    c_cold = best_value([v for _, v in cold]) if cold else 0.0
-    c_cached = best_value([v for _, v in cached]) if cached else 0.0
-    c_cap = best_value([v for _, v in capture]) if capture else 0.0
-    c_frozen = best_value([v for _, v in frozen]) if frozen else c_cap
-    c_moe = best_value([v for _, v in moe]) if moe else 0.0
+    c_cold = (
+        best_value([v for _, v in cold], None, source_weights([i for i, _ in cold]))
+        if cold
+        else 0.0
+    )
+    c_cached = (
+        best_value([v for _, v in cached], None, source_weights([i for i, _ in cached]))
+        if cached
+        else 0.0
+    )
+    c_cap = (
+        best_value([v for _, v in capture], None, source_weights([i for i, _ in capture]))
+        if capture
+        else 0.0
+    )
+    c_frozen = (
+        best_value([v for _, v in frozen], None, source_weights([i for i, _ in frozen]))
+        if frozen
+        else c_cap
+    )
+    c_moe = (
+        best_value([v for _, v in moe], None, source_weights([i for i, _ in moe])) if moe else 0.0
+    )
 
     base_rows: list[tuple[str, float]] = []
     v0_rows: list[tuple[str, float]] = []
@@ -255,33 +377,42 @@ def fit(logs: list[StartupLog]) -> dict[str, dict[str, object]]:
         elif log.compile_s is not None:
             comp = log.compile_s
         else:
-            comp = c_cached if log.compile_cached else c_cold * n
+            comp = (c_cached if log.compile_cached else c_cold) * n
         per = c_frozen if capture_gc_frozen(log.vllm_version, log.engine) else c_cap
         graphs = log.graph_capture_s if log.graph_capture_s is not None else per * n * sizes(log)
         arch = models.get(log.model)
         warm = (log.moe_warmup_s or c_moe) if arch is not None and arch.is_moe else 0.0
-        rows = v0_rows if log.engine == "v0" else base_rows
-        rows.append((log.id, log.init_s - comp - graphs - warm))
+        rest = log.init_s - comp - graphs - warm
+        if log.engine == "v0":
+            v0_rows.append((log.id, rest))
+        else:  # V1: per decoder layer (its compiled graph runs in one piece per layer)
+            base_rows.append((log.id, rest / n))
 
-    def base_const(rows: list[tuple[str, float]], engine: str) -> dict[str, object]:
-        base = max(0.0, statistics.median(v for _, v in rows))
+    def base_const(
+        rows: list[tuple[str, float]], engine: str, unit: str, nd: int
+    ) -> dict[str, object]:
+        base = max(0.0, median(rows))
         return {
-            "value": round(base, 1),
+            "value": round(base, nd),
             "fitted_on": [i for i, _ in rows],
             "explanation": f"median of each {engine} log's init less its logged torch.compile, "
-            "CUDA graph and MoE warm-up seconds (profiling, KV cache allocation, warm-up): "
-            + ", ".join(f"{v:.1f}" for _, v in sorted(rows, key=lambda x: x[1]))
+            "CUDA graph and MoE warm-up seconds (profiling, KV cache allocation, warm-up)"
+            f"{unit}: "
+            + ", ".join(f"{v:.{nd}f}" for _, v in sorted(rows, key=lambda x: x[1]))
             + " s",
         }
 
-    out["init_base_s"] = base_const(base_rows, "V1 engine")
+    out["init_base_s_per_layer"] = base_const(base_rows, "V1 engine", " per decoder layer", 3)
     if v0_rows:
-        out["init_base_v0_s"] = base_const(v0_rows, "V0 engine")
+        out["init_base_v0_s"] = base_const(v0_rows, "V0 engine", "", 1)
     out["compile_s_per_layer"] = _const(
         cold, "a cold torch.compile's logged seconds per decoder layer", "s", 2
     )
-    out["compile_cached_s"] = _const(
-        cached, "logged torch.compile seconds with the compiled graphs from the cache", "s", 1
+    out["compile_cached_s_per_layer"] = _const(
+        cached,
+        "logged torch.compile seconds per decoder layer with the compiled graphs from the cache",
+        "s",
+        3,
     )
     out["graph_capture_s_per_layer_size"] = _const(
         capture,

@@ -26,8 +26,11 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "LOAD_GBPS_DEFAULTS",
     "MIN_FITTED_LOGS",
+    "MIN_KIND_LOGS",
+    "MULTI_RANK_PAGE_CACHE",
     "PROCESS_START_S",
     "STARTUP_SAFETY_FACTOR",
+    "STREAMER_TERMS",
     "LoggedStartupPrediction",
     "StartupEstimate",
     "StepEstimate",
@@ -45,6 +48,7 @@ __all__ = [
     "predict_logged_startup",
     "startup_estimate",
     "step_estimate",
+    "streamer_bandwidth",
 ]
 
 
@@ -92,6 +96,19 @@ planner used before the fit, and still uses for a source no published log was fi
 MIN_FITTED_LOGS = 2
 """A load path's fitted bandwidth replaces the cited default only when fitted on this many
 logs (a single log is its own fit)."""
+
+MIN_KIND_LOGS = 1
+"""A stated storage kind's own disk rate replaces the pooled one from this many logs. The
+default loader reads in one thread, shard after shard and tensor after tensor
+(``vllm@v0.10.0:vllm/model_executor/model_loader/weight_utils.py``
+``safetensors_weights_iterator``: one ``safe_open`` per shard, one ``get_tensor`` after
+another, read in the PyPI wheel), so its rate is set by the storage's latency, not by the
+throughput provisioned: the Run:ai whitepaper's gp3 volume at 1,000 MiB/s and io2 volume at
+4,000 MiB/s both read at 0.34 GB/s. One log of a kind therefore predicts another of that
+kind better than the pooled rate of other kinds (held out by log, each of those two was
+x0.5 at the pooled rate and is within 2 % of the other's rate); such a kind keeps a range
+to the pooled rate (:func:`disk_bandwidth`) and its ``fitted_on`` says how many logs stand
+behind it."""
 
 DEFAULT_CAPTURE_SIZES: Mapping[str, int] = {"v0": 35, "v1": 67}
 """CUDA graph batch sizes vLLM captures by default: V0's ``_BATCH_SIZES_TO_CAPTURE``
@@ -385,6 +402,44 @@ _NEAREST_PATH: Mapping[str, str] = {
 object storage makes the same parallel ranged GETs as the Run:ai streamer from it (the
 copy's write to local disk aside); hf_transfer/hf_xet is at least the plain downloader."""
 
+MULTI_RANK_PAGE_CACHE = "page-cache-multi-rank"
+"""The fitted rate (``load_gbps_page_cache_multi_rank``) of each rank's copy from the page
+cache when several tensor-parallel ranks of one host load at once. vLLM starts every rank's
+worker together and each runs the same loader over the same shards at the same time
+(``vllm@v0.10.0:vllm/model_executor/model_loader/default_loader.py`` ``load_weights`` in
+every worker, ``weight_utils.py`` ``safetensors_weights_iterator``), so the ranks share the
+host's memory bandwidth and its page cache: the published multi-rank page-cache loads ran
+at 0.9-4.8 GB/s per rank (TP 2 and TP 8), the single-rank ones at 4.8-8.3 GB/s. Without a
+multi-rank log (a held-out fold) the single-rank rate stands in for it."""
+
+
+STREAMER_TERMS = ("local_streamer_efficiency", "load_gbps_local_streamer_ceiling")
+"""The fitted terms of the Run:ai Model Streamer reading storage of stated throughput: rate =
+min(efficiency x the storage's GB/s, ceiling). The streamer reads with a pool of concurrent threads
+(``RUNAI_STREAMER_CONCURRENCY``; NVIDIA's benchmark ran 16, developer.nvidia.com/blog/
+reducing-cold-start-latency-for-llm-inference-with-nvidia-runai-model-streamer), so unlike
+the default loader (one reader, :data:`MIN_KIND_LOGS`) it approaches what the storage can
+deliver, up to its own ceiling (the CPU buffer and the copy to the GPU): InstantTensor's
+benchmark read 6.57 GB/s from a "50GB/s storage" and 6.50 GB/s from tmpfs on the same H200
+host (scitix/InstantTensor@48b6353:docs/benchmark.md)."""
+
+
+def streamer_bandwidth(storage_gbps: float, constants: Constants | None = None) -> float | None:
+    """GB/s of the Run:ai streamer reading storage of *storage_gbps* stated throughput
+    (:data:`STREAMER_TERMS`); None where the fit has no such terms."""
+    fit = _constants(constants)
+    if not all(k in fit for k in STREAMER_TERMS):
+        return None
+    eff, ceiling = (fit[k].value for k in STREAMER_TERMS)
+    return min(eff * storage_gbps, ceiling)
+
+
+def _page_cache_path(tensor_parallel_size: int, fit: Mapping[str, FittedConstant]) -> str:
+    """The load path whose rate a page-cache read of *tensor_parallel_size* ranks runs at."""
+    multi = "load_gbps_" + MULTI_RANK_PAGE_CACHE.replace("-", "_")
+    return MULTI_RANK_PAGE_CACHE if tensor_parallel_size > 1 and multi in fit else "page-cache"
+
+
 Constants = Mapping[str, FittedConstant]
 """The ``startup:`` constants by name: the catalogue's, or a refit's (the held-out bench)."""
 
@@ -407,28 +462,33 @@ def disk_bandwidth(
     (:data:`gpustrata.catalog.serving.StorageKind`).
 
     A stated kind fitted on at least :data:`MIN_FITTED_LOGS` logs of its own
-    (``load_gbps_disk_<kind>``) is a point (low = high). Otherwise the point is the rate
-    fitted on the disk logs that state no storage (``load_gbps_disk``: what unnamed storage
-    ran at) and the range spans the slowest to the
-    fastest fitted kind: where the storage is unknown, the load is known only that well.
+    (``load_gbps_disk_<kind>``) is a point (low = high); on one log (:data:`MIN_KIND_LOGS`)
+    its point, with a range to the pooled rate, so thin evidence says so. Otherwise the
+    point is the rate fitted on the disk logs that state no storage (``load_gbps_disk``:
+    what unnamed storage ran at) and the range spans the slowest to the fastest fitted kind:
+    where the storage is unknown, the load is known only that well.
     """
     fit = _constants(constants)
     kinds = {
         kind: fit[key]
         for kind in STORAGE_KINDS
         if (key := "load_gbps_disk_" + kind.replace("-", "_")) in fit
-        and len(fit[key].fitted_on) >= MIN_FITTED_LOGS
+        and len(fit[key].fitted_on) >= MIN_KIND_LOGS
     }
-    if storage in kinds:
-        c = kinds[storage]
-        return (
-            c.value,
-            c.value,
-            c.value,
-            (f"{storage}: fitted on {len(c.fitted_on)} published disk loads from {storage}"),
-        )
     pooled = fit.get("load_gbps_disk")
     point = pooled.value if pooled is not None else LOAD_GBPS_DEFAULTS["local-nvme"][0]
+    if storage in kinds:
+        c = kinds[storage]
+        n = len(c.fitted_on)
+        if n >= MIN_FITTED_LOGS:
+            return c.value, c.value, c.value, f"{storage}: fitted on {n} published disk loads"
+        # one log of the kind: its point, and a range to the pooled rate it borrows
+        return (
+            c.value,
+            min(c.value, point),
+            max(c.value, point),
+            f"{storage}: fitted on 1 published disk load; range to the pooled {point:g} GB/s",
+        )
     if not kinds:
         return point, point, point, "storage not stated; no storage kind fitted"
     rates = sorted((c.value, kind) for kind, c in kinds.items())
@@ -487,21 +547,40 @@ def fitted_engine_init(
 ) -> tuple[float, str]:
     """Engine init seconds and their working, with the constants fitted on published logs
     (the ``startup:`` section of ``catalog/data/serving-fit.yaml``, or *constants*): base
-    (profiling, KV cache) + torch.compile (per decoder layer cold, a fixed time from the
-    compile cache) + CUDA graph capture (per decoder layer per captured batch size, at the
-    rate of *vllm_release*'s side of :data:`CUDAGRAPH_GC_FROZEN_FROM`; neither with
-    enforce_eager) + MoE kernel warm-up for MoE models.
+    (profiling, KV cache, warm-up) + torch.compile (cold, or from the compile cache) + CUDA
+    graph capture (per decoder layer per captured batch size, at the rate of
+    *vllm_release*'s side of :data:`CUDAGRAPH_GC_FROZEN_FROM`; neither compile nor capture
+    with enforce_eager) + MoE kernel warm-up for MoE models.
+
+    On V1 the base and a cached compile are per decoder layer: vLLM splits the model's
+    graph at every attention op and compiles, stores and loads each piece on its own ("we
+    can see lots of submodules, each submodule is a piece of graph after splitting ...
+    Every submodule can be identified by its index, and will be processed individually";
+    from the cache "Directly load the 0-th graph ...", one line per piece:
+    ``vllm@08b8d6a:docs/source/design/v1/torch_compile.md``; in the 0.10.0 wheel
+    ``vllm/compilation/backends.py`` ``CompilerManager.compile`` calls ``self.load`` once per
+    ``graph_index``), and the profiling and warm-up runs go through every piece. The upb-cn
+    sweeps show it: with the compile cached, init less compile and capture is 0.20-0.23 s
+    per layer on the L40S host for 24 to 48 layers, 0.28-0.38 on the A100 host. V0 has no
+    pieces: a fixed base.
     """
     fit = _constants(constants)
-    v0 = engine == "v0" and "init_base_v0_s" in fit
-    base = fit["init_base_v0_s"] if v0 else fit["init_base_s"]
-    total = base.value
-    parts = [f"{base.value:g} s base (profiling, KV cache; {len(base.fitted_on)} logs)"]
+    if engine == "v0" and "init_base_v0_s" in fit:
+        base = fit["init_base_v0_s"]
+        total = base.value
+        parts = [f"{base.value:g} s base (profiling, KV cache; {len(base.fitted_on)} V0 logs)"]
+    else:
+        base = fit["init_base_s_per_layer"]
+        total = base.value * layers
+        parts = [
+            f"{base.value:g} s x {layers} layers base (profiling, KV cache, warm-up; "
+            f"{len(base.fitted_on)} logs)"
+        ]
     if not enforce_eager:
         if torch_compile and compile_cached:
-            c = fit["compile_cached_s"]
-            total += c.value
-            parts.append(f"{c.value:g} s torch.compile from its cache")
+            c = fit["compile_cached_s_per_layer"]
+            total += c.value * layers
+            parts.append(f"{c.value:g} s x {layers} layers torch.compile from its cache")
         elif torch_compile:
             c = fit["compile_s_per_layer"]
             total += c.value * layers
@@ -571,11 +650,15 @@ def logged_startup_prediction(
             gbps, fast, slow, _ = disk_bandwidth(log.storage, fit)
         else:
             path: str = log.load_path
+            if path == "page-cache" and log.tensor_parallel_size > 1:
+                path = _page_cache_path(log.tensor_parallel_size, fit)
             if "load_gbps_" + path.replace("-", "_") not in fit:
                 path = _NEAREST_PATH.get(path, path)
                 fixed = load_path_fixed_s(path, fit)
             key = "load_gbps_" + path.replace("-", "_")
             gbps = fit[key].value if key in fit else LOAD_GBPS_DEFAULTS["pvc"][0]
+            if path == "local-streamer" and log.storage_gbps is not None:
+                gbps = streamer_bandwidth(log.storage_gbps, fit) or gbps
             fast = slow = gbps
         if log.storage_gbps is not None:  # no faster than the storage it reads
             gbps, fast, slow = (min(r, log.storage_gbps) for r in (gbps, fast, slow))
