@@ -98,6 +98,18 @@ class EvaluationIndex:
         (:func:`~gpustrata.core.unknown.memoised`)."""
         return memoised(self._derived, key, factory)
 
+    def release(self) -> None:
+        """Drop what the evaluation derived, here and on its objects
+        (:meth:`~gpustrata_policies.view.objects.K8sObject.forget_derived`): the report is
+        made, and the views point back at the objects, so without this a caller that
+        lets the objects go (``check`` before writing the report) would keep them all
+        alive until the cycle collector's next full collection."""
+        for obj in self.objects:
+            obj.forget_derived()
+        self._derived.clear()
+        self._facts = [None] * len(self.objects)
+        self._others.clear()
+
     def fact(self, obj: K8sObject, name: Hashable, resolve: Callable[[], _T]) -> _T:
         """The fact *name* about *obj* (its engine sites, one site's capacity inputs):
         ``resolve()`` on the first read in this evaluation, then only read. The one place
