@@ -393,4 +393,5 @@ def _evaluate(
                     seen.add(key)
                     not_evaluated.append(outcome)
     report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, f.resource))
+    index.release()
     return report

@@ -7,6 +7,12 @@ objects of the kinds a rule reports on (issue 35), and the store of what is deri
 from all of them once per evaluation (pools, operators, engine sites). The objects it
 holds are not mutated once it is built; what is derived is computed on first read and
 then only read.
+
+Two stores, one per scope: :meth:`EvaluationIndex.derived` for what is derived from all
+the objects (an index of Services by name, the GPU pools), :meth:`EvaluationIndex.fact`
+for what is resolved about one object (its engine sites, each site's capacity inputs).
+Both live and die with the evaluation: the view keeps no cache of its own keyed by
+``id()`` or in a module global.
 """
 
 from __future__ import annotations
@@ -33,7 +39,17 @@ class EvaluationIndex:
     cluster profile's pools); :attr:`objects` is both, subjects first.
     """
 
-    __slots__ = ("_by_kinds", "_context", "_derived", "_kinds", "objects", "subjects")
+    __slots__ = (
+        "_at",
+        "_by_kinds",
+        "_context",
+        "_derived",
+        "_facts",
+        "_kinds",
+        "_others",
+        "objects",
+        "subjects",
+    )
 
     def __init__(self, subjects: Sequence[K8sObject], context: Sequence[K8sObject] = ()) -> None:
         self.subjects: tuple[K8sObject, ...] = tuple(subjects)
@@ -50,6 +66,13 @@ class EvaluationIndex:
         )
         self._by_kinds: dict[frozenset[str], tuple[K8sObject, ...]] = {}
         self._derived: dict[Hashable, Any] = {}
+        # Each object's position, and its facts (None until one is read): a list, not a
+        # dict per object, so an object nothing is resolved about costs one pointer.
+        self._at = {id(o): i for i, o in enumerate(self.objects)}
+        self._facts: list[dict[Hashable, Any] | None] = [None] * len(self.objects)
+        # Facts of objects outside the evaluation (a view read on an object built apart,
+        # in a test), each kept with its object so that its id stays its own.
+        self._others: dict[int, tuple[K8sObject, dict[Hashable, Any]]] = {}
 
     def of_kinds(self, kinds: frozenset[str] | None) -> tuple[K8sObject, ...]:
         """The subjects of *kinds* in input order, and those of an unknown kind (every
@@ -74,3 +97,33 @@ class EvaluationIndex:
         :class:`~gpustrata.core.unknown.UnknownInput` it raised is raised again
         (:func:`~gpustrata.core.unknown.memoised`)."""
         return memoised(self._derived, key, factory)
+
+    def release(self) -> None:
+        """Drop what the evaluation derived, here and on its objects
+        (:meth:`~gpustrata_policies.view.objects.K8sObject.forget_derived`): the report is
+        made, and the views point back at the objects, so without this a caller that
+        lets the objects go (``check`` before writing the report) would keep them all
+        alive until the cycle collector's next full collection."""
+        for obj in self.objects:
+            obj.forget_derived()
+        self._derived.clear()
+        self._facts = [None] * len(self.objects)
+        self._others.clear()
+
+    def fact(self, obj: K8sObject, name: Hashable, resolve: Callable[[], _T]) -> _T:
+        """The fact *name* about *obj* (its engine sites, one site's capacity inputs):
+        ``resolve()`` on the first read in this evaluation, then only read. The one place
+        the view keeps what it resolves per object; unknown values read and an
+        :class:`~gpustrata.core.unknown.UnknownInput` raised replay as with
+        :meth:`derived`."""
+        at = self._at.get(id(obj))
+        if at is not None:
+            facts = self._facts[at]
+            if facts is None:
+                facts = self._facts[at] = {}
+        else:
+            held = self._others.get(id(obj))
+            if held is None or held[0] is not obj:
+                held = self._others[id(obj)] = (obj, {})
+            facts = held[1]
+        return memoised(facts, name, resolve)

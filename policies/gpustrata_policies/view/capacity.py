@@ -74,7 +74,7 @@ _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_overri
 def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
     """The engines of *obj* (:func:`gpustrata_policies.view.engines.engine_sites`) that ask
     for GPUs: ``vllm serve`` containers with a GPU limit, and every Ray Serve LLM engine."""
-    found: list[EngineSite] = ctx.memo(("gpu-engine-sites", id(obj)), lambda: _gpu_sites(ctx, obj))
+    found: list[EngineSite] = ctx.index.fact(obj, "gpu-engine-sites", lambda: _gpu_sites(ctx, obj))
     return found
 
 
@@ -450,7 +450,10 @@ def capacity_inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     """The capacity estimate of *site* on each GPU model it can land on, or why it
     cannot be made (a "not evaluated" reason naming the missing input); made once per
     engine and evaluation, whichever capacity rule asks first."""
-    found: list[Inputs] | str = ctx.memo(("capacity-inputs", id(site)), lambda: _inputs(ctx, site))
+    # An engine is one per object and settings path (the sites rules ask about are those of
+    # engine_sites, read once): its inputs are a fact of the object.
+    key = ("capacity-inputs", site.path, site.ray)
+    found: list[Inputs] | str = ctx.index.fact(site.obj, key, lambda: _inputs(ctx, site))
     return found
 
 
@@ -536,8 +539,8 @@ def _estimate(
                 shared[key] = (arch, result)
         return f"{site.name}: {result}" if isinstance(result, Exception) else result
 
-    found: CapacityEstimate | str = ctx.memo(
-        ("capacity-estimate", id(site.obj), site.engine.source, gpu.id), build
+    found: CapacityEstimate | str = ctx.index.fact(
+        site.obj, ("capacity-estimate", site.engine.source, gpu.id), build
     )
     return found
 

@@ -84,7 +84,7 @@ __all__ = [
 class EngineSite:
     """One vLLM engine and what surrounds it: the one model of an engine every V rule,
     R005 and the capacity rules read (built once per container or ``llm_configs`` entry,
-    memoised per evaluation by :func:`engine_sites`)."""
+    resolved once per object and evaluation by :func:`engine_sites`)."""
 
     obj: K8sObject
     engine: EngineArgs
@@ -161,15 +161,19 @@ class EngineSite:
 
 def engine_sites(ctx: RuleContext, obj: K8sObject, *, ray_pods: bool = False) -> list[EngineSite]:
     """Every vLLM engine of the object: ``vllm serve`` containers, then the Ray Serve LLM
-    configs of a RayService, memoised per evaluation. Containers in Ray pods (a RayCluster
-    head running ``ray start; vllm serve``) only with *ray_pods* (the rules on the engine
-    process itself read those too; the GPU and capacity rules judge Ray engines through
-    their Serve config and worker groups)."""
+    configs of a RayService, resolved once per evaluation (a fact of the index).
+    Containers in Ray pods (a RayCluster head running ``ray start; vllm serve``) only with
+    *ray_pods* (the rules on the engine process itself read those too; the GPU and
+    capacity rules judge Ray engines through their Serve config and worker groups)."""
 
-    found: list[EngineSite] = ctx.memo(
-        ("engine-sites", id(obj), ray_pods), lambda: _sites(ctx, obj, ray_pods)
+    found: list[EngineSite] = ctx.index.fact(
+        obj, _SITES[ray_pods], lambda: _sites(ctx, obj, ray_pods)
     )
     return found
+
+
+# The index's fact names for an object's engine sites (without and with Ray pods' containers).
+_SITES = {False: "engine-sites", True: "engine-sites-with-ray-pods"}
 
 
 def _sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> list[EngineSite]:

@@ -58,10 +58,23 @@ OPERATOR_KINDS = frozenset(
 )
 
 
-def gpu_pools(ctx: RuleContext) -> list[GpuPool]:
+class GpuPools(list[GpuPool]):
+    """The evaluation's described GPU pools (:func:`gpu_pools`) and, for each distinct pod
+    selector, the pools it targets (:func:`targeted_pools`): matched once per selector
+    and evaluation, held with the pools in the index, not on the pods."""
+
+    __slots__ = ("matches",)
+
+    def __init__(self, pools: Iterable[GpuPool] = ()) -> None:
+        super().__init__(pools)
+        self.matches: dict[str, Any] = {}
+        """:func:`selector_key` -> the pools that selector targets."""
+
+
+def gpu_pools(ctx: RuleContext) -> GpuPools:
     """Described GPU pools (node-group-derived duplicates dropped), once per evaluation."""
-    pools: list[GpuPool] = ctx.memo(
-        "gpu_pools", lambda: [p for p in pools_of(ctx.objects) if p.has_gpus]
+    pools: GpuPools = ctx.memo(
+        "gpu_pools", lambda: GpuPools(p for p in pools_of(ctx.objects) if p.has_gpus)
     )
     return pools
 
@@ -104,33 +117,22 @@ def selector_key(pod: PodRef) -> str:
     )
 
 
-# The last pool list asked about and its matches per selector_key (every GPU rule of an
-# evaluation asks with its one pool list); replaced whole, so a reader sees one pair.
-_LAST_POOLS: tuple[Sequence[GpuPool] | None, dict[Any, Any]] = (None, {})
-
-
 def targeted_pools(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
     """Pools whose node labels satisfy the pod's nodeSelector and required affinity.
 
-    Kept on the pod for the last *pools* asked about, and matched once per distinct
-    selector (:func:`selector_key`) rather than per Pod; a copy is returned.
+    Matched once per distinct selector (:func:`selector_key`) and evaluation when *pools*
+    is the evaluation's :func:`gpu_pools` (Pods that select alike, a workload replicated
+    over namespaces, share the match); a copy is returned.
     """
-    cached = pod.memo.get("targeted_pools")
-    if cached is None or cached[0] is not pools:
-        cached = pod.memo["targeted_pools"] = (pools, {})
-    return list(memoised(cached[1], "found", _match, pod, pools))
+    if type(pools) is GpuPools:
+        return list(memoised(pools.matches, selector_key(pod), _match, pod, pools))
+    return _match(pod, pools)
 
 
 def _match(pod: PodRef, pools: Sequence[GpuPool]) -> list[GpuPool]:
-    """The pools of *pools* *pod* selects, matched once per :func:`selector_key`."""
-    global _LAST_POOLS
-    last = _LAST_POOLS
-    if last[0] is not pools:
-        last = _LAST_POOLS = (pools, {})
+    """The pools of *pools* *pod* selects."""
     selector, terms = pod.node_selector(), pod.required_affinity_terms()
-    return memoised(
-        last[1], selector_key(pod), lambda: [p for p in pools if pool_matches(selector, terms, p)]
-    )
+    return [p for p in pools if pool_matches(selector, terms, p)]
 
 
 def pool_label(pool: GpuPool) -> str:

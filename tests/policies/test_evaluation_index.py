@@ -1,0 +1,119 @@
+"""One index per evaluation (issue 32): what the view resolves about an object is a fact
+of the evaluation's :class:`EvaluationIndex`, resolved once whichever rule asks first,
+and dropped with the evaluation (issue 35: ``check`` frees the manifests before it writes
+the report)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import gpustrata_policies
+from gpustrata.core.unknown import UnknownInput
+from gpustrata_policies import evaluate
+from gpustrata_policies.evaluate import all_rules, load_config, to_objects
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.index import EvaluationIndex
+from gpustrata_policies.view import engines
+from gpustrata_policies.view.nodes import GpuPools, gpu_pools, targeted_pools
+from gpustrata_policies.view.objects import K8sObject
+
+RULES = Path(gpustrata_policies.__file__).parent / "rules"
+# An engine that asks for GPUs, a described pool, and the pods that select it.
+FIXTURES = [
+    RULES / "v001_parallelism_matches_gpus" / "bad-parallelism.yaml",
+    RULES / "k004_gpu_pod_tolerates_pool" / "bad-untolerated-pool-taint.yaml",
+]
+
+
+def _docs(*paths: Path) -> list[dict[str, Any]]:
+    return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict)]
+
+
+def test_a_fact_is_resolved_once_per_object_and_name() -> None:
+    a, b = K8sObject({"kind": "Pod"}), K8sObject({"kind": "Pod"})
+    index = EvaluationIndex([a, b])
+    calls: Counter[tuple[int, str]] = Counter()
+
+    def resolve(obj: K8sObject, name: str) -> list[str]:
+        calls[(id(obj), name)] += 1
+        return [name]
+
+    for _ in range(3):
+        for obj in (a, b):
+            for name in ("sites", "gpus"):
+                assert index.fact(obj, name, lambda o=obj, n=name: resolve(o, n)) == [name]
+    assert set(calls.values()) == {1}
+    assert len(calls) == 4  # each object's facts are its own, equal objects included
+
+
+def test_an_object_outside_the_evaluation_keeps_its_own_facts() -> None:
+    index = EvaluationIndex([K8sObject({"kind": "Pod"})])
+    apart = K8sObject({"kind": "Deployment"})
+    first = index.fact(apart, "sites", list)
+    assert index.fact(apart, "sites", lambda: ["again"]) is first
+    assert index.fact(K8sObject({"kind": "Deployment"}), "sites", lambda: ["other"]) == ["other"]
+
+
+def test_an_unknown_met_while_resolving_is_raised_to_every_reader() -> None:
+    obj = K8sObject({"kind": "Pod"})
+    index = EvaluationIndex([obj])
+    calls = 0
+
+    def resolve() -> int:
+        nonlocal calls
+        calls += 1
+        raise UnknownInput("spec.image of Pod/x")
+
+    for _ in range(2):
+        with pytest.raises(UnknownInput, match=r"spec\.image"):
+            index.fact(obj, "image", resolve)
+    assert calls == 1
+
+
+def test_engine_sites_are_resolved_once_per_object_whichever_rules_ask(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: Counter[tuple[int, bool]] = Counter()
+    real = engines._sites
+
+    def counted(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> list[engines.EngineSite]:
+        calls[(id(obj), ray_pods)] += 1
+        return real(ctx, obj, ray_pods)
+
+    monkeypatch.setattr(engines, "_sites", counted)
+    report = evaluate(_docs(*FIXTURES))
+    assert report.findings  # the rules ran and read the engines
+    assert calls, "no rule asked for engine sites"
+    assert max(calls.values()) == 1
+
+
+def test_the_evaluation_drops_what_it_derived_from_its_objects() -> None:
+    objects = to_objects(_docs(*FIXTURES))
+    report = evaluate(objects)
+    assert report.findings
+    for obj in objects:
+        assert not obj.memo, obj.resource
+        assert not obj.claims, obj.resource
+    again = evaluate(objects)  # read again from the objects: the same report
+    assert again.findings == report.findings
+    assert again.not_evaluated == report.not_evaluated
+
+
+def test_pods_that_select_alike_share_one_match_held_with_the_pools() -> None:
+    objects = to_objects(_docs(*FIXTURES))
+    ctx = RuleContext(all_rules()[0].meta, load_config(None), objects)
+    pools = gpu_pools(ctx)
+    assert type(pools) is GpuPools and pools
+    pods = [p for o in objects for p in o.pods() if p.node_selector()]
+    assert len(pods) >= 1
+    first = targeted_pools(pods[0], pools)
+    assert targeted_pools(pods[0], pools) == first
+    assert targeted_pools(pods[0], pools) is not first  # a copy: the caller may change it
+    assert len(pools.matches) == len({repr(p.node_selector()) for p in pods[:1]})
+    # A plain list of pools is matched each time, with the same answer.
+    assert targeted_pools(pods[0], list(pools)) == first
