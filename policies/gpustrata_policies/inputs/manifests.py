@@ -200,7 +200,11 @@ class _Slow(Exception):
 
 
 def _located(
-    root: yaml.Node, loader: Any, table: _PathTable, anchored: bool = True
+    root: yaml.Node,
+    loader: Any,
+    table: _PathTable,
+    anchored: bool = True,
+    texts: dict[str, str] | None = None,
 ) -> tuple[Any, dict[int, int]]:
     """The value of a composed document and the lines :func:`_record_lines` records, in
     one walk of its nodes, for documents of plain mappings, lists and the core scalars
@@ -213,7 +217,13 @@ def _located(
     ``anchored=False`` says the document's text holds no ``&``, so no anchor and hence no
     alias: the walk then does not note every node it reached (a third of its time).
     The lines are keyed by the ids of *table*'s paths (:class:`_YamlLines` keeps them).
+    With *texts* (one dict per input, dropped after reading it), equal string values
+    share one str: a cluster dump repeats a few thousand texts (images, policies, label
+    values) in every object, and each copy cost about 60 bytes (issue 35).
     """
+    if texts is None:
+        texts = {}
+    share = texts.setdefault
     lines: dict[int, int] = {}
     seen: set[int] = set()
     build = loader.yaml_constructors
@@ -236,7 +246,7 @@ def _located(
         kind = type(node)
         if kind is scalar_node:
             if node.tag == _STR:
-                return node.value
+                return share(node.value, node.value)
             return scalar(node)
         if kind is mapping_node and node.tag == _MAP:
             out: dict[Any, Any] = {}
@@ -602,6 +612,7 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
     table = _PathTable()
     loader = new_loader(text)
     anchors = "&" in text  # else no document has an anchor, and so no alias
+    texts: dict[str, str] = {}  # equal string values read as one str (see _located)
     after = 0  # where the text of the next document starts, at the latest
     try:
         while loader.check_node():
@@ -612,7 +623,7 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
             anchored = anchors and text.find("&", after, end) >= 0
             after = end
             try:
-                data, by_id = _located(node, loader, table, anchored)
+                data, by_id = _located(node, loader, table, anchored, texts)
                 lines = _YamlLines(table, by_id)
             except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
                 check_node(node)  # alias loops and alias bombs, before anything walks it
