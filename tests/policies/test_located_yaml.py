@@ -47,6 +47,8 @@ DOCS = [
     "yes: 1\n'yes': 2\n",  # the same key text plain and quoted: a repeated key
     "url: http://x/?a=1&b=2\nk: v\n---\nbase: &b {x: 1}\nuse: *b\n",  # `&` not an anchor
     "a: 1\n---\n&r {k: [*r]}\n",  # an anchor on a later document's root
+    # The general path first, then the one walk, on the same paths: one id for each.
+    "base: &b {x: 1}\nuse: *b\nk: [1]\n---\nbase: {x: 2}\nuse: {x: 3}\nk: [1, 2]\n",
 ]
 
 
