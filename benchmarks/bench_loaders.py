@@ -5,8 +5,9 @@
 Reads the GPU-dense corpus of ``bench_check.py`` (written once, as YAML and as the
 ``kind: List`` JSON ``kubectl get -A -o json`` prints) with each candidate that is
 installed and prints, per candidate: CPU seconds (best of ``--repeat``) over the bare
-libyaml parse, peak memory per input MB (``VmHWM`` of a fresh interpreter, less what it
-held before parsing), whether it gives line numbers, and how it reads the YAML that
+libyaml parse measured just before it, peak memory per input MB (``VmHWM`` of a fresh
+interpreter, less what it held before parsing), whether it gives line numbers, whether
+its values for the corpus equal the libyaml parse's, and how it reads the YAML that
 Kubernetes tools disagree on (YAML 1.1 booleans, octals, merge keys, duplicate keys,
 timestamps, ...) against today's loader: ``same`` or what it returns instead.
 
@@ -332,21 +333,22 @@ def main() -> None:
         texts = {k: p.read_text() for k, p in paths.items()}
         mb = {k: p.stat().st_size / 2**20 for k, p in paths.items()}
         print(f"corpus: {len(docs)} objects, {mb['yaml']:.1f} MiB YAML, {mb['json']:.1f} MiB JSON")
-        floor = best(libyaml_nodes, texts["yaml"], args.repeat)
         reference = [d for d in libyaml_nodes(texts["yaml"]) if d is not None]
-        print(f"parse floor (libyaml nodes): {floor:.2f} s CPU")
         head = f"{'candidate':<16}{'x floor':>9}{'MiB/MB':>8}{'lines':>7}  {'values':<8}semantics"
         print(head)
         for name, load in loaders.items():
             form = "json" if name in JSON else "yaml"
             try:
+                # The floor again just before: on a shared machine, the ratio of two
+                # neighbouring measurements drifts less than either.
+                floor = best(libyaml_nodes, texts["yaml"], args.repeat)
                 seconds = best(load, texts[form], args.repeat)
                 got = load(texts[form])
             except ImportError as exc:
                 print(f"{name:<16}not installed ({exc.name})")
                 continue
             if form == "json":
-                got = got[0]["items"] if isinstance(got, list) else got["items"]
+                got = got if isinstance(got, list) else got["items"]  # today: the items
             else:
                 got = [d for d in got if d is not None]
             values = "same" if got == reference else "DIFFER"

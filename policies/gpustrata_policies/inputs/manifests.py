@@ -41,10 +41,10 @@ __all__ = [
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 MAX_INPUT_BYTES = 64 << 20
-"""The largest manifest file or stdin ``check`` reads: peak memory grows about 31 MiB per
-MB of GPU-dense YAML (``benchmarks/bench_check.py``: 7 for the data and its lines, 20 for
-the evaluation's views and records, the rest the report), so more is refused by its
-size, before it is read."""
+"""The largest manifest file or stdin ``check`` reads: peak memory grows about 21 MiB per
+MB of GPU-dense YAML (``benchmarks/bench_check.py``; about 5 of them the data and its
+lines, ``benchmarks/bench_loaders.py``; the rest the evaluation and the report), so more
+is refused by its size, before it is read."""
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
 # Helm (Go template) actions left in the text: the chart's objects (`.Values`, `.Release`,
 # ...) and `include "..."` anywhere, control actions (`{{- if`, `{{ end }}`) at the start
