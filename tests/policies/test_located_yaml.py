@@ -47,6 +47,8 @@ DOCS = [
     "yes: 1\n'yes': 2\n",  # the same key text plain and quoted: a repeated key
     "url: http://x/?a=1&b=2\nk: v\n---\nbase: &b {x: 1}\nuse: *b\n",  # `&` not an anchor
     "a: 1\n---\n&r {k: [*r]}\n",  # an anchor on a later document's root
+    # The general path first, then the one walk, on the same paths: one id for each.
+    "base: &b {x: 1}\nuse: *b\nk: [1]\n---\nbase: {x: 2}\nuse: {x: 3}\nk: [1, 2]\n",
 ]
 
 
@@ -212,3 +214,20 @@ def test_yaml_11_scalars_read_as_the_general_path_reads_them(
         lines.append(f"{'  ' * min(depth, len(lines))}{key or 'e'}x: [{value or 'v'}]")
     with record("located-yaml-11"):
         _same_as_the_general_path("\n".join(lines) + "\n")
+
+
+def test_equal_strings_of_one_input_share_one_str() -> None:
+    """Equal string values of one input are one object (a cluster dump repeats its images
+    and label values in every object); its values and lines are unchanged (above)."""
+    image = "nvcr.io/nvidia/tritonserver:24.05-py3"
+    text = "".join(
+        f"---\nkind: Pod\nmetadata: {{name: p{i}}}\nspec:\n  image: {image[:-3]}py3\n"
+        for i in range(3)
+    )
+    objs = manifests.load_text(text, "in.yaml")
+    images = [o.raw["spec"]["image"] for o in objs]
+    assert images == [image] * 3
+    assert images[0] is images[1] is images[2]
+    # Not across inputs: the shared texts are dropped after each input is read.
+    again = manifests.load_text(text, "in.yaml")[0].raw["spec"]["image"]
+    assert again == image and again is not images[0]

@@ -41,10 +41,10 @@ __all__ = [
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 MAX_INPUT_BYTES = 64 << 20
-"""The largest manifest file or stdin ``check`` reads: peak memory grows about 31 MiB per
-MB of GPU-dense YAML (``benchmarks/bench_check.py``: 7 for the data and its lines, 20 for
-the evaluation's views and records, the rest the report), so more is refused by its
-size, before it is read."""
+"""The largest manifest file or stdin ``check`` reads: peak memory grows about 21 MiB per
+MB of GPU-dense YAML (``benchmarks/bench_check.py``; about 5 of them the data and its
+lines, ``benchmarks/bench_loaders.py``; the rest the evaluation and the report), so more
+is refused by its size, before it is read."""
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)", re.MULTILINE)
 # Helm (Go template) actions left in the text: the chart's objects (`.Values`, `.Release`,
 # ...) and `include "..."` anywhere, control actions (`{{- if`, `{{ end }}`) at the start
@@ -118,20 +118,36 @@ def _record_lines(root: yaml.Node, name: str) -> dict[Path, int]:
 
 class _PathTable:
     """The paths of one input's keys and items, each once, by id: a large input repeats
-    the same few thousand paths, which its documents' :class:`_YamlLines` share."""
+    the same few thousand paths, which its documents' :class:`_YamlLines` share.
 
-    __slots__ = ("ids", "paths")
+    ``kids[i]`` maps each key or index below path ``i`` to its child's id, so a walk
+    finds a child's id by its key alone, without building the child's path (id 0 is the
+    empty path, a document's root)."""
+
+    __slots__ = ("ids", "kids", "paths")
 
     def __init__(self) -> None:
-        self.ids: dict[Path, int] = {}
-        self.paths: list[Path] = []
+        self.ids: dict[Path, int] = {(): 0}
+        self.paths: list[Path] = [()]
+        self.kids: list[dict[str | int, int]] = [{}]
+
+    def child(self, parent: int, step: str | int) -> int:
+        """The id of path *parent* + (*step*,), given it one when it has none."""
+        found = self.kids[parent].get(step)
+        if found is None:
+            path = (*self.paths[parent], step)
+            found = self.kids[parent][step] = self.ids[path] = len(self.paths)
+            self.paths.append(path)
+            self.kids.append({})
+        return found
 
     def id_of(self, path: Path) -> int:
-        """The id of *path*, given it one when it has none."""
+        """The id of *path*, given it (and its prefixes) one when it has none."""
         found = self.ids.get(path)
         if found is None:
-            found = self.ids[path] = len(self.paths)
-            self.paths.append(path)
+            found = 0
+            for step in path:
+                found = self.child(found, step)
         return found
 
 
@@ -200,7 +216,11 @@ class _Slow(Exception):
 
 
 def _located(
-    root: yaml.Node, loader: Any, table: _PathTable, anchored: bool = True
+    root: yaml.Node,
+    loader: Any,
+    table: _PathTable,
+    anchored: bool = True,
+    texts: dict[str, str] | None = None,
 ) -> tuple[Any, dict[int, int]]:
     """The value of a composed document and the lines :func:`_record_lines` records, in
     one walk of its nodes, for documents of plain mappings, lists and the core scalars
@@ -213,12 +233,18 @@ def _located(
     ``anchored=False`` says the document's text holds no ``&``, so no anchor and hence no
     alias: the walk then does not note every node it reached (a third of its time).
     The lines are keyed by the ids of *table*'s paths (:class:`_YamlLines` keeps them).
+    With *texts* (one dict per input, dropped after reading it), equal string values
+    share one str: a cluster dump repeats a few thousand texts (images, policies, label
+    values) in every object, and each copy cost about 60 bytes (issue 35).
     """
+    if texts is None:
+        texts = {}
+    share = texts.setdefault
     lines: dict[int, int] = {}
     seen: set[int] = set()
     build = loader.yaml_constructors
     scalar_node, mapping_node, sequence_node = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
-    intern, ids, paths = sys.intern, table.ids, table.paths
+    intern, ids, paths, kids = sys.intern, table.ids, table.paths, table.kids
 
     def scalar(node: yaml.Node) -> Any:
         tag = node.tag
@@ -228,7 +254,7 @@ def _located(
             raise _Slow
         return build[tag](loader, node)
 
-    def value(node: yaml.Node, path: Path) -> Any:
+    def value(node: yaml.Node, at: int) -> Any:  # *at*: the id of the node's path
         if anchored:
             if id(node) in seen:
                 raise _Slow
@@ -236,10 +262,11 @@ def _located(
         kind = type(node)
         if kind is scalar_node:
             if node.tag == _STR:
-                return node.value
+                return share(node.value, node.value)
             return scalar(node)
         if kind is mapping_node and node.tag == _MAP:
             out: dict[Any, Any] = {}
+            below = kids[at]
             for key_node, value_node in node.value:
                 if type(key_node) is not scalar_node:
                     raise _Slow
@@ -248,33 +275,36 @@ def _located(
                         raise _Slow
                     seen.add(id(key_node))
                 text = key_node.value = intern(key_node.value)
-                child = (*path, text)
-                pid = ids.get(child)
-                if pid is None:
-                    pid = ids[child] = len(paths)
+                pid = below.get(text)
+                if pid is None:  # table.child, inline: once per distinct path
+                    child = (*paths[at], text)
+                    pid = below[text] = ids[child] = len(paths)
                     paths.append(child)
+                    kids.append({})
                 # The same key text twice in one mapping (the only way a path repeats
                 # without an alias): the general path says which, and where.
                 elif pid in lines:
                     raise _Slow
                 lines[pid] = key_node.start_mark.line + 1
                 key = text if key_node.tag == _STR else scalar(key_node)
-                out[key] = value(value_node, child)
+                out[key] = value(value_node, pid)
             return out
         if kind is sequence_node and node.tag == _SEQ:
             items: list[Any] = []
+            below = kids[at]
             for index, item in enumerate(node.value):
-                child = (*path, index)
-                pid = ids.get(child)
+                pid = below.get(index)
                 if pid is None:
-                    pid = ids[child] = len(paths)
+                    child = (*paths[at], index)
+                    pid = below[index] = ids[child] = len(paths)
                     paths.append(child)
+                    kids.append({})
                 lines[pid] = item.start_mark.line + 1
-                items.append(value(item, child))
+                items.append(value(item, pid))
             return items
         raise _Slow
 
-    return value(root, ()), lines
+    return value(root, 0), lines
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -602,6 +632,7 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
     table = _PathTable()
     loader = new_loader(text)
     anchors = "&" in text  # else no document has an anchor, and so no alias
+    texts: dict[str, str] = {}  # equal string values read as one str (see _located)
     after = 0  # where the text of the next document starts, at the latest
     try:
         while loader.check_node():
@@ -612,7 +643,7 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
             anchored = anchors and text.find("&", after, end) >= 0
             after = end
             try:
-                data, by_id = _located(node, loader, table, anchored)
+                data, by_id = _located(node, loader, table, anchored, texts)
                 lines = _YamlLines(table, by_id)
             except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
                 check_node(node)  # alias loops and alias bombs, before anything walks it
