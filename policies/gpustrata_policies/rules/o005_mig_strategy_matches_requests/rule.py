@@ -42,6 +42,7 @@ Problem = tuple[str, ...]
 
 
 def _profile_problem(profile: str, gpu: GpuModel | None, where: str) -> Problem | None:
+    """Why *gpu* serves no MIG instance of *profile* (None: it does, or is unknown)."""
     if gpu is None:
         return None
     if profile in gpu.mig_profiles:
@@ -85,6 +86,7 @@ def _mig_problems(
 
 
 def _judge_pod(ctx: RuleContext, pod: PodRef, strategy: str | None) -> Iterator[Verdict]:
+    """One pod's MIG and whole-GPU requests against the strategy and its pools."""
     requests = gpu_requests(pod, ctx.config.gpu_resources)
     if not requests:
         return

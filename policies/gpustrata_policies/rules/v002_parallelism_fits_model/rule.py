@@ -63,6 +63,7 @@ def problems(arch: ModelArchitecture, tp: int, pp: int) -> list[str]:
 
 
 def _model_values(arch: ModelArchitecture) -> dict[str, Value]:
+    """The model's figures a verdict carries (heads, KV heads, layers)."""
     return {
         "model": arch.id,
         "heads": arch.num_attention_heads,
@@ -73,10 +74,12 @@ def _model_values(arch: ModelArchitecture) -> dict[str, Value]:
 
 
 def _thresholds(arch: ModelArchitecture) -> dict[str, Value]:
+    """What vLLM accepts for the model: its valid TP sizes and at most one layer per stage."""
     return {"valid_tp_sizes": tuple(valid_tp_sizes(arch)), "max_pp": arch.num_hidden_layers}
 
 
 def _case_text(case: str, figures: Mapping[str, Value]) -> str:
+    """One case of :func:`cases` in words, from a verdict's figures."""
     fits = ", ".join(str(t) for t in cast(tuple[int, ...], figures["valid_tp_sizes"]))
     return _CASES[case].format_map({**figures, "fits": fits})
 

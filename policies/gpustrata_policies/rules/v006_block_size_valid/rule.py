@@ -201,6 +201,7 @@ def _gpu_names(gpus: list[tuple[GpuModel, str]]) -> tuple[tuple[str, str], ...]:
 
 
 def _judge_site(ctx: RuleContext, site: EngineSite, block: int) -> Verdict | None:
+    """One engine's explicit, positive block size against its release and GPUs."""
     release = site.release()
     version, where = release.version, release.where
     parsed = release_version(version)
@@ -253,10 +254,12 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
 
 
 def _on(gpus: Value) -> str:
+    """The GPUs of a verdict as the message names them."""
     return ", ".join(f"{name} ({where})" for name, where in cast(tuple[tuple[str, str]], gpus))
 
 
 def _refused_message(v: Mapping[str, Value]) -> str:
+    """The prose of a block size every release read refuses."""
     judged = f"vLLM {v['version']} ({v['where']})"
     if v["judged_by"]:
         older, newer = cast(tuple[str, str], v["judged_by"])

@@ -114,6 +114,7 @@ def _needed(
 
 
 def _judge_site(ctx: RuleContext, site: EngineSite, factor: float) -> Iterator[Verdict]:
+    """One container engine's startup window against its estimated load."""
     container = site.container
     if container is None:
         return  # the Ray path has no kubelet probe on the engine: R005 covers it

@@ -125,6 +125,7 @@ def _engine_text(v: Mapping[str, Value], sources: tuple[str, ...]) -> tuple[Valu
 
 
 def _floor_message(verdict: Verdict) -> str:
+    """The prose of a container liveness probe below the floor."""
     v, t = verdict.values, verdict.thresholds
     where, engine = _engine_text(v, verdict.sources)
     timeout, failures, period = cast(tuple[str, str, str], v["written"])
@@ -242,6 +243,7 @@ def _ray(ctx: RuleContext, site: EngineSite) -> Iterator[Verdict]:
 
 
 def _serve_message(verdict: Verdict) -> str:
+    """The prose of Ray Serve health checks below the floor."""
     v, t = verdict.values, verdict.thresholds
     defaulted = cast(tuple[str, ...], v["defaulted"])
 
@@ -302,6 +304,7 @@ def _unknown_release(ctx: RuleContext, site: EngineSite, where: str) -> Iterator
 
 
 def _step_message(verdict: Verdict) -> str:
+    """The prose of a V0 engine step that outlasts the front end's heartbeat."""
     v, limit = verdict.values, cast(float, verdict.thresholds["dead_after_s"])
     return (
         f"{v['engine']} runs {v['where']} on the V0 engine ({v['why']}), whose multiprocessing "
@@ -316,6 +319,7 @@ def _step_message(verdict: Verdict) -> str:
 
 
 def _release_message(verdict: Verdict) -> str:
+    """The prose of an engine whose release (so whether V0 applies) is unknown."""
     v, limit = verdict.values, cast(float, verdict.thresholds["dead_after_s"])
     if "step_unread" in v:
         step_text = f"its longest step is not estimated ({v['step_unread']})"

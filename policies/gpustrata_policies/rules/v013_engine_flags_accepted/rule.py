@@ -151,6 +151,7 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
 
 
 def _refused_message(verdict: Verdict) -> str:
+    """The prose of an option the release refuses."""
     v = verdict.values
     judged_by = cast(tuple[str, ...], v["judged_by"])
     label = f"vLLM {v['version']} ({v['where']})" + (
