@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.nodes import (
     EKS_AMI_TYPES,
     GPU_OPERATOR_EKS,
@@ -16,55 +18,79 @@ from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.pools import GpuPool
 
 
-def _images(pools: list[GpuPool]) -> str:
-    return "; ".join(
-        f"{p.name}: {p.ami_type or p.text('nodeImage') or 'image stated in driverPreinstalled'}"
+def _images(pools: list[GpuPool]) -> tuple[tuple[str, str], ...]:
+    """(pool, the node image it states) of each of *pools*."""
+    return tuple(
+        (p.name, p.ami_type or p.text("nodeImage") or "image stated in driverPreinstalled")
         for p in pools
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Operator-managed driver exactly where the node image ships none."""
     for op in operators_for(ctx, obj):
         known = [p for p in gpu_pools(ctx) if p.driver_preinstalled is not None]
         if not known:
-            yield ctx.not_evaluated(
-                obj,
-                "no GpuNodePool states its node image (spec.amiType or spec.driverPreinstalled) "
-                "and no Node shows one (Bottlerocket osImage, nvidia.com/gpu.deploy.driver="
-                "pre-installed), so whether the nodes ship a driver is unknown",
-            )
+            yield Verdict("not_evaluated", "node-images-unknown")
             continue
         stated = op.value("driver", "enabled")
         installs = op.enabled("driver")
-        setting = f"driver.enabled: {str(installs).lower()}" + (
+        origin = (
             op.origin("driver", "enabled")
             if stated is not None or not op.is_helm
             else ", the chart default"
         )
+        values: dict[str, Value] = {
+            "operator": op.label,
+            "driver_enabled": installs,
+            "origin": origin,
+        }
         path = op.path("driver", "enabled")
         twice = [p for p in known if p.driver_preinstalled and installs]
         none = [p for p in known if not p.driver_preinstalled and not installs]
         if twice:
-            yield ctx.violation(
-                obj,
-                f"{op.label} installs its own NVIDIA driver ({setting}), but pool(s) "
-                f"{', '.join(p.name for p in twice)} run a node image that already ships one "
-                f"({_images(twice)}); set driver.enabled=false for nodes whose image has the "
-                "driver",
-                path,
-            )
+            images = _images(twice)
+            yield Verdict("violation", "driver-twice", {**values, "pools": images}, path=path)
         if none:
-            yield ctx.violation(
-                obj,
-                f"{op.label} does not install the NVIDIA driver ({setting}), and pool(s) "
-                f"{', '.join(p.name for p in none)} run a node image without one "
-                f"({_images(none)}); the device plugin finds no GPU there and nvidia.com/gpu "
-                "stays 0",
-                path,
-            )
+            images = _images(none)
+            yield Verdict("violation", "no-driver", {**values, "pools": images}, path=path)
+
+
+_TEXTS = {
+    "driver-twice": (
+        "{operator} installs its own NVIDIA driver ({setting}), but pool(s) {names} run a node "
+        "image that already ships one ({images}); set driver.enabled=false for nodes whose "
+        "image has the driver"
+    ),
+    "no-driver": (
+        "{operator} does not install the NVIDIA driver ({setting}), and pool(s) {names} run a "
+        "node image without one ({images}); the device plugin finds no GPU there and "
+        "nvidia.com/gpu stays 0"
+    ),
+}
+"""The prose of O003's violations, by reason (``{key}``: a verdict value)."""
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an O003 verdict."""
+    v = verdict.values
+    if verdict.reason == "node-images-unknown":
+        return (
+            "no GpuNodePool states its node image (spec.amiType or spec.driverPreinstalled) "
+            "and no Node shows one (Bottlerocket osImage, nvidia.com/gpu.deploy.driver="
+            "pre-installed), so whether the nodes ship a driver is unknown"
+        )
+    pools = cast(tuple[tuple[str, str], ...], v["pools"])
+    words = {
+        "setting": f"driver.enabled: {str(v['driver_enabled']).lower()}{v['origin']}",
+        "names": ", ".join(name for name, _ in pools),
+        "images": "; ".join(f"{name}: {image}" for name, image in pools),
+    }
+    return _TEXTS[verdict.reason].format_map({**v, **words})
 
 
 RULE = folder_rule(
-    __name__, check, facts={"GPU_OPERATOR_EKS": GPU_OPERATOR_EKS, "EKS_AMI_TYPES": EKS_AMI_TYPES}
+    __name__,
+    judged(judge, message),
+    facts={"GPU_OPERATOR_EKS": GPU_OPERATOR_EKS, "EKS_AMI_TYPES": EKS_AMI_TYPES},
 )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.nodes import (
     MIG_CONFIG_LABEL,
     MIG_K8S,
@@ -35,27 +36,57 @@ def _strategies(ctx: RuleContext) -> dict[str, str]:
     return found
 
 
-def _profile_problem(profile: str, gpu: GpuModel | None, where: str) -> str | None:
+Problem = tuple[str, ...]
+"""Why a MIG request is not served: its case (``strategy``, ``no-mig``, ``no-profile``,
+``unpartitioned``, ``other-partition``) then its figures."""
+
+
+def _profile_problem(profile: str, gpu: GpuModel | None, where: str) -> Problem | None:
+    """Why *gpu* serves no MIG instance of *profile* (None: it does, or is unknown)."""
     if gpu is None:
         return None
     if profile in gpu.mig_profiles:
         return None
     if not gpu.mig_profiles:
-        return f"{gpu.name} ({where}) does not support MIG"
-    offered = ", ".join(gpu.mig_profiles)
-    return f"{gpu.name} ({where}) has no MIG profile {profile} (profiles: {offered})"
+        return ("no-mig", gpu.name, where)
+    return ("no-profile", gpu.name, where, ", ".join(gpu.mig_profiles))
 
 
-def _pool_partition(pool: GpuPool) -> str | None:
-    config = mig_config(pool)
-    if config is None:
-        return None
-    return config
+def _pool_problem(profile: str, pool: GpuPool) -> Problem | None:
+    """Why *pool* serves no MIG instance of *profile*."""
+    partition = mig_config(pool)
+    gpu_problem = _profile_problem(profile, gpu_model_of_pool(pool), f"pool {pool.name}")
+    if gpu_problem:
+        return gpu_problem
+    if partition is None:
+        return ("unpartitioned", pool.name)
+    if partition.startswith("all-") and partition != f"all-{profile}":
+        return ("other-partition", pool.name, partition)
+    return None
 
 
-def _check_pod(
-    ctx: RuleContext, obj: K8sObject, pod: PodRef, strategy: str | None
-) -> Iterator[Outcome]:
+def _mig_problems(
+    pod: PodRef, profile: str, strategy: str | None, targets: list[GpuPool]
+) -> list[Problem]:
+    """Why a request for MIG *profile* is not served on the pools the pod targets."""
+    problems: list[Problem] = []
+    if strategy is not None and strategy != "mixed":
+        problems.append(("strategy", strategy))
+    if targets:
+        for pool in targets:
+            problem = _pool_problem(profile, pool)
+            if problem:
+                problems.append(problem)
+    else:
+        gpu, label = gpu_model_of_selectors(pod)
+        gpu_problem = _profile_problem(profile, gpu, f"selected by {label}")
+        if gpu_problem:
+            problems.append(gpu_problem)
+    return problems
+
+
+def _judge_pod(ctx: RuleContext, pod: PodRef, strategy: str | None) -> Iterator[Verdict]:
+    """One pod's MIG and whole-GPU requests against the strategy and its pools."""
     requests = gpu_requests(pod, ctx.config.gpu_resources)
     if not requests:
         return
@@ -66,84 +97,99 @@ def _check_pod(
     whole = "nvidia.com/gpu" in requests
     for resource in mig:
         profile = resource[len(MIG_PREFIX) :]
-        problems = []
-        if strategy is not None and strategy != "mixed":
-            problems.append(
-                f"the GPU Operator's MIG strategy is {strategy}, and only mixed advertises "
-                "nvidia.com/mig-<profile> resources"
-                + (
-                    " (single advertises MIG devices as nvidia.com/gpu)"
-                    if strategy == "single"
-                    else ""
-                )
-            )
-        if targets:
-            for pool in targets:
-                partition = _pool_partition(pool)
-                gpu_problem = _profile_problem(
-                    profile, gpu_model_of_pool(pool), f"pool {pool.name}"
-                )
-                if gpu_problem:
-                    problems.append(gpu_problem)
-                elif partition is None:
-                    problems.append(
-                        f"pool {pool.name} does not partition its GPUs ({MIG_CONFIG_LABEL} unset "
-                        "or all-disabled)"
-                    )
-                elif partition.startswith("all-") and partition != f"all-{profile}":
-                    problems.append(
-                        f"pool {pool.name} partitions its GPUs as {partition}, which makes no "
-                        f"{profile} instances"
-                    )
-        else:
-            gpu, label = gpu_model_of_selectors(pod)
-            gpu_problem = _profile_problem(profile, gpu, f"selected by {label}")
-            if gpu_problem:
-                problems.append(gpu_problem)
+        problems = _mig_problems(pod, profile, strategy, targets)
         if problems:
-            yield ctx.violation(
-                obj,
-                f"pod{pod.where} requests {resource}, but {'; '.join(problems)}; it stays Pending",
-                path,
+            yield Verdict(
+                "violation",
+                "mig-request-unserved",
+                values={"pod": pod.where, "resource": resource, "problems": tuple(problems)},
+                thresholds={"strategy": strategy},
+                path=path,
             )
     if not whole or strategy is None or strategy == "single":
         return
     for pool in targets:
-        partition = _pool_partition(pool)
+        partition = mig_config(pool)
         if partition is None:
             continue
-        if strategy == "mixed":
-            why = (
-                "MIG strategy mixed advertises MIG-enabled GPUs only as "
-                "nvidia.com/mig-<profile>, so those nodes offer no nvidia.com/gpu and the pod "
-                "stays Pending"
-            )
-        else:
-            why = (
-                f"MIG strategy {strategy} makes the device plugin ignore MIG: it hands out the "
-                "partitioned GPUs whole as nvidia.com/gpu and never serves their MIG instances"
-            )
-        yield ctx.violation(
-            obj,
-            f"pod{pod.where} requests nvidia.com/gpu on pool {pool.name}, whose GPUs are "
-            f"MIG-partitioned ({MIG_CONFIG_LABEL}: {partition}), but {why}; use strategy "
-            "single (each nvidia.com/gpu is then one MIG instance) or request "
-            "nvidia.com/mig-<profile> with mixed",
-            path,
+        yield Verdict(
+            "violation",
+            "whole-gpu-on-mig-pool",
+            values={"pod": pod.where, "pool": pool.name, "partition": partition},
+            thresholds={"strategy": strategy},
+            sources=(MIG_CONFIG_LABEL,),
+            path=path,
         )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """GPU requests match the operator's MIG strategy and the pool's MIG profiles."""
     strategies = sorted(set(_strategies(ctx).values()))
     if len(strategies) > 1:
-        yield ctx.not_evaluated(
-            obj, f"several GPU Operators with different MIG strategies ({', '.join(strategies)})"
-        )
+        yield Verdict("not_evaluated", "mixed-strategies", values={"strategies": tuple(strategies)})
         return
     strategy = strategies[0] if strategies else None
     for pod in obj.pods():
-        yield from _check_pod(ctx, obj, pod, strategy)
+        yield from _judge_pod(ctx, pod, strategy)
 
 
-RULE = folder_rule(__name__, check, facts={"MIG_K8S": MIG_K8S})
+def _problem_text(problem: Problem, profile: str) -> str:
+    """One reason a request for MIG *profile* is not served, in words."""
+    case, *figures = problem
+    if case == "strategy":
+        [strategy] = figures
+        single = (
+            " (single advertises MIG devices as nvidia.com/gpu)" if strategy == "single" else ""
+        )
+        return (
+            f"the GPU Operator's MIG strategy is {strategy}, and only mixed advertises "
+            f"nvidia.com/mig-<profile> resources{single}"
+        )
+    if case == "no-mig":
+        gpu, where = figures
+        return f"{gpu} ({where}) does not support MIG"
+    if case == "no-profile":
+        gpu, where, offered = figures
+        return f"{gpu} ({where}) has no MIG profile {profile} (profiles: {offered})"
+    if case == "unpartitioned":
+        return (
+            f"pool {figures[0]} does not partition its GPUs ({MIG_CONFIG_LABEL} unset "
+            "or all-disabled)"
+        )
+    pool, partition = figures
+    return f"pool {pool} partitions its GPUs as {partition}, which makes no {profile} instances"
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an O005 verdict."""
+    v, strategy = verdict.values, verdict.thresholds.get("strategy")
+    if verdict.reason == "mixed-strategies":
+        strategies = cast(tuple[str, ...], v["strategies"])
+        return f"several GPU Operators with different MIG strategies ({', '.join(strategies)})"
+    if verdict.reason == "mig-request-unserved":
+        resource = str(v["resource"])
+        problems = "; ".join(
+            _problem_text(p, resource[len(MIG_PREFIX) :])
+            for p in cast(tuple[Problem, ...], v["problems"])
+        )
+        return f"pod{v['pod']} requests {resource}, but {problems}; it stays Pending"
+    if strategy == "mixed":
+        why = (
+            "MIG strategy mixed advertises MIG-enabled GPUs only as "
+            "nvidia.com/mig-<profile>, so those nodes offer no nvidia.com/gpu and the pod "
+            "stays Pending"
+        )
+    else:
+        why = (
+            f"MIG strategy {strategy} makes the device plugin ignore MIG: it hands out the "
+            "partitioned GPUs whole as nvidia.com/gpu and never serves their MIG instances"
+        )
+    return (
+        f"pod{v['pod']} requests nvidia.com/gpu on pool {v['pool']}, whose GPUs are "
+        f"MIG-partitioned ({MIG_CONFIG_LABEL}: {v['partition']}), but {why}; use strategy "
+        "single (each nvidia.com/gpu is then one MIG instance) or request "
+        "nvidia.com/mig-<profile> with mixed"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message), facts={"MIG_K8S": MIG_K8S})

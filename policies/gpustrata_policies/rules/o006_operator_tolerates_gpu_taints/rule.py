@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.gpu_operator import ASSET_TOLERATIONS_URL
 from gpustrata_policies.view.nodes import GPU_OPERATOR_VALUES, gpu_pools, operators_for
 from gpustrata_policies.view.objects import K8sObject
@@ -43,41 +44,62 @@ def _default(helm: bool) -> str:
     return ", the chart default" if helm else ", the operator's DaemonSet assets' default"
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """The operator's DaemonSets and NFD tolerate every hard taint of the GPU pools."""
     for op in operators_for(ctx, obj):
         pools = gpu_pools(ctx)
         if not pools:
-            yield ctx.not_evaluated(obj, "no GpuNodePool describes the GPU nodes' taints")
+            yield Verdict("not_evaluated", "no-pools")
             continue
         which = ["daemonsets", "nfd"] if op.deploys_nfd else ["daemonsets"]
         for component in which:
             tolerations, default = op.tolerations(component)
-            missing = [
-                f"pool {p.name}: {', '.join(_taint(t) for t in bad)}"
+            missing = tuple(
+                (p.name, tuple(_taint(t) for t in bad))
                 for p in pools
                 if (bad := [t for t in p.hard_taints if not tolerates(tolerations, t)])
-            ]
+            )
             if not missing:
                 continue
-            has = ", ".join(_toleration(t) for t in tolerations) or "none"
-            what, consequence = _CONSEQUENCE[component]
             path = (
                 op.path("daemonsets", "tolerations")
                 if component == "daemonsets"
                 else op.path("node-feature-discovery", "worker", "tolerations")
             )
-            yield ctx.violation(
-                obj,
-                f"{op.label}: the {what} do not tolerate {'; '.join(missing)} (they tolerate "
-                f"{has}{_default(op.is_helm) if default else ''}); {consequence}",
-                path,
+            yield Verdict(
+                "violation",
+                "taints-not-tolerated",
+                values={
+                    "operator": op.label,
+                    "component": component,
+                    "untolerated": missing,
+                    "tolerations": tuple(_toleration(t) for t in tolerations),
+                    "default": _default(op.is_helm) if default else "",
+                },
+                path=path,
             )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an O006 verdict."""
+    v = verdict.values
+    if verdict.reason == "no-pools":
+        return "no GpuNodePool describes the GPU nodes' taints"
+    missing = "; ".join(
+        f"pool {name}: {', '.join(taints)}"
+        for name, taints in cast(tuple[tuple[str, tuple[str, ...]], ...], v["untolerated"])
+    )
+    has = ", ".join(cast(tuple[str, ...], v["tolerations"])) or "none"
+    what, consequence = _CONSEQUENCE[str(v["component"])]
+    return (
+        f"{v['operator']}: the {what} do not tolerate {missing} (they tolerate "
+        f"{has}{v['default']}); {consequence}"
+    )
 
 
 RULE = folder_rule(
     __name__,
-    check,
+    judged(judge, message),
     facts={
         "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
         "ASSET_TOLERATIONS_URL": ASSET_TOLERATIONS_URL,

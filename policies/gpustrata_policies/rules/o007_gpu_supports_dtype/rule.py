@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, GpuRef, engine_sites
 from gpustrata_policies.view.nodes import gpu_requests
@@ -37,29 +38,24 @@ def _capability(gpu: GpuModel) -> tuple[int, int]:
     return found
 
 
-def _problems(site: EngineSite, gpu: GpuModel) -> list[str]:
+def _problems(site: EngineSite, gpu: GpuModel) -> list[tuple[str, ...]]:
+    """What the engine runs that *gpu* has no kernels for: ``("bf16", dtype)`` and
+    ``("fp8", where the quantisation was read, quantisation)``."""
     cc = _capability(gpu)
     if cc >= _MODERN:
         return []  # both checks below are about GPUs older than 8.0
-    out = []
+    out: list[tuple[str, ...]] = []
     model = site.engine.model
     dtype = str(site.flag("dtype") or "auto").lower()
     if dtype in _BF16 and cc < (8, 0):
-        out.append(
-            f"dtype {dtype} needs compute capability 8.0 or newer (vLLM refuses to start: "
-            "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0'); "
-            "use --dtype half"
-        )
+        out.append(("bf16", dtype))
     quant = site.flag("quantization")
     where = "--quantization"
     if not isinstance(quant, str) and model:
         arch = catalogs.model_architecture(model)
         quant, where = (arch.quantization if arch else None), f"the checkpoint of {model}"
     if isinstance(quant, str) and quant.lower() in _FP8 and cc < (8, 0):
-        out.append(
-            f"FP8 weights ({where}: {quant}) need compute capability 8.0 or newer (weight-only "
-            "FP8 via Marlin on Ampere, native FP8 from 8.9); vLLM has no FP8 kernels below 8.0"
-        )
+        out.append(("fp8", where, quant))
     return out
 
 
@@ -70,7 +66,7 @@ def _shown(ref: GpuRef) -> str:
     return f"selected by {ref.where}"
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """An explicit bf16 dtype or FP8 quantisation runs on the GPU the engine gets."""
     extra = ctx.config.gpu_resources
     for site in engine_sites(ctx, obj):
@@ -80,11 +76,49 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         found = site.gpus(ctx)  # MIG: the slice keeps its parent's compute capability
         # Only GPUs older than 8.0 can fail a check (_problems).
         for ref in found if not isinstance(found, str) else []:
-            problems = "; ".join(_problems(site, ref.gpu))
-            gpu = f"{ref.gpu.name} ({_shown(ref)}, compute capability {ref.gpu.compute_capability})"
+            problems = _problems(site, ref.gpu)
             if problems:
-                text = f"{site.label} runs on {gpu}: {problems}"
-                yield ctx.violation(obj, text, (*pod.path, "containers"))
+                yield Verdict(
+                    "violation",
+                    "gpu-lacks-kernels",
+                    values={
+                        "container": site.label,
+                        "gpu": ref.gpu.name,
+                        "where": _shown(ref),
+                        "compute_capability": ref.gpu.compute_capability,
+                        "problems": tuple(problems),
+                    },
+                    thresholds={"min_compute_capability": ".".join(map(str, _MODERN))},
+                    path=(*pod.path, "containers"),
+                )
 
 
-RULE = folder_rule(__name__, check)
+def _problem_text(problem: tuple[str, ...], minimum: str) -> str:
+    """One dtype or quantisation the GPU has no kernels for, in words."""
+    if problem[0] == "bf16":
+        return (
+            f"dtype {problem[1]} needs compute capability {minimum} or newer (vLLM refuses to "
+            "start: 'Bfloat16 is only supported on GPUs with compute capability of at least "
+            "8.0'); use --dtype half"
+        )
+    _, where, quant = problem
+    return (
+        f"FP8 weights ({where}: {quant}) need compute capability {minimum} or newer "
+        "(weight-only FP8 via Marlin on Ampere, native FP8 from 8.9); vLLM has no FP8 kernels "
+        f"below {minimum}"
+    )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an O007 verdict."""
+    v, minimum = verdict.values, str(verdict.thresholds["min_compute_capability"])
+    problems = "; ".join(
+        _problem_text(p, minimum) for p in cast(tuple[tuple[str, ...], ...], v["problems"])
+    )
+    return (
+        f"{v['container']} runs on {v['gpu']} ({v['where']}, compute capability "
+        f"{v['compute_capability']}): {problems}"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

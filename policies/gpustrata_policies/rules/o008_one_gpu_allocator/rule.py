@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import cast
 
 from gpustrata.catalog.charts import dra_node_labels
 from gpustrata.core.contract import DEVICE_PLUGIN_DEPLOY_LABEL
 from gpustrata.core.terminal import quoted
 from gpustrata.core.versions import is_version, parse_version
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.device_classes import operator_dra
 from gpustrata_policies.view.dra import (
     CLAIM_KINDS,
@@ -39,6 +41,7 @@ OPERATOR_VALUES_2607 = (
     "NVIDIA/gpu-operator@v26.7.0:deployments/gpu-operator/values.yaml (clusterPolicy.deployCR, "
     "gpuCluster.deployCR: 'It is an invalid configuration for both CRs to exist')"
 )
+VALIDATOR_SOURCE = "NVIDIA/gpu-operator@v26.7.0:cmd/nvidia-validator/main.go validateGPUResource"
 
 
 def deploys_cluster_policy(op: GpuOperatorView) -> bool:
@@ -70,26 +73,30 @@ def _device_plugin_pools(ctx: RuleContext, driver: DraDriverView) -> list[GpuPoo
     ]
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _judge_claim(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """A DRA v1 claim where the GPU pools' Kubernetes serves resource.k8s.io/v1."""
+    stated = {v for p in gpu_pools(ctx) if (v := p.kubernetes_version)}
+    readable = {v for v in stated if is_version(v)}
+    old = sorted(
+        (v for v in readable if parse_version(v)[:2] < DRA_V1_KUBERNETES), key=parse_version
+    )
+    if stated - readable:  # "latest": O001 names it; this rule cannot compare it
+        values = {"kubernetes": tuple(sorted(stated - readable))}
+        yield Verdict("not_evaluated", "kubernetes-unreadable", values=values)
+    if old:
+        yield Verdict(
+            "violation",
+            "dra-v1-unserved",
+            values={"kind": obj.kind, "name": obj.name, "kubernetes": tuple(old)},
+            thresholds={"min_kubernetes": ".".join(map(str, DRA_V1_KUBERNETES))},
+            path=("apiVersion",),
+        )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """One allocator per GPU node; DRA v1 claims only where the cluster serves the API."""
     if obj.kind in CLAIM_KINDS and obj.api_version == DRA_V1:
-        stated = {v for p in gpu_pools(ctx) if (v := p.kubernetes_version)}
-        readable = {v for v in stated if is_version(v)}
-        old = sorted(
-            (v for v in readable if parse_version(v)[:2] < DRA_V1_KUBERNETES), key=parse_version
-        )
-        if stated - readable:  # "latest": O001 names it; this rule cannot compare it
-            unreadable = ", ".join(quoted(v) for v in sorted(stated - readable))
-            yield ctx.not_evaluated(
-                obj, f"the GPU pools' Kubernetes version {unreadable} is not a release number"
-            )
-        if old:
-            yield ctx.violation(
-                obj,
-                f"{obj.kind} {obj.name} uses {DRA_V1}, which Kubernetes serves from 1.34, but "
-                f"the GPU pools run Kubernetes {', '.join(old)}; the API server rejects it",
-                ("apiVersion",),
-            )
+        yield from _judge_claim(ctx, obj)
         return
     drivers: list[DraDriverView] = []
     found = dra_driver_view(obj)
@@ -97,65 +104,58 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         drivers.append(found)
         policies = [o for o in ctx.objects if o.kind == "ClusterPolicy"]
         if found.operator and policies:
-            yield ctx.violation(
-                obj,
-                f"GPUCluster {obj.name} and ClusterPolicy {policies[0].name} both exist: the "
-                "device-plugin stack and the DRA stack on the same GPUs, which the operator "
-                f"calls invalid ({OPERATOR_VALUES_2607}); keep one of them",
-                ("kind",),
+            yield Verdict(
+                "violation",
+                "gpucluster-and-clusterpolicy",
+                values={"gpu_cluster": obj.name, "cluster_policy": policies[0].name},
+                sources=(OPERATOR_VALUES_2607,),
+                path=("kind",),
             )
     for op in operators_for(ctx, obj):
         if deploys_cluster_policy(op) and op.is_helm and operator_dra(op) is not None:
-            yield ctx.violation(
-                obj,
-                f"{op.label} deploys both a ClusterPolicy (clusterPolicy.deployCR) and a "
-                "GPUCluster (gpuCluster.deployCR): the device-plugin stack and the DRA stack "
-                f"on the same GPUs, which the operator calls invalid ({OPERATOR_VALUES_2607}); "
-                "set clusterPolicy.deployCR=false to use its DRA driver",
-                op.path("gpuCluster", "deployCR"),
+            yield Verdict(
+                "violation",
+                "both-crs-deployed",
+                values={"operator": op.label},
+                sources=(OPERATOR_VALUES_2607,),
+                path=op.path("gpuCluster", "deployCR"),
             )
             continue
         dra = operator_dra(op)
         if dra is not None:
             drivers.append(dra)
     for driver in drivers:
-        yield from _check_driver(ctx, obj, driver)
+        yield from _judge_driver(ctx, driver)
 
 
-def _check_driver(ctx: RuleContext, obj: K8sObject, driver: DraDriverView) -> Iterator[Outcome]:
+def _judge_driver(ctx: RuleContext, driver: DraDriverView) -> Iterator[Verdict]:
     where = ("spec",) if driver.operator else ("spec", "values")
     if not gpu_pools(ctx):
         plugins = _plugins(ctx) if driver.allocates_gpus else []
         if plugins and driver.default_placement:
-            yield ctx.violation(
-                obj,
-                f"{driver.label} publishes the GPUs of every GPU node (its kubelet plugin's "
-                f"default placement) and {plugins[0].label} runs its device plugin "
-                "cluster-wide (devicePlugin on), which advertises the same GPUs as "
-                "nvidia.com/gpu; both admit Pods against the same devices, so two Pods can be "
-                "given one GPU",
-                where,
+            yield Verdict(
+                "violation",
+                "default-placement-overlaps-plugin",
+                values={"driver": driver.label, "operator": plugins[0].label},
+                path=where,
             )
             return
-        yield ctx.not_evaluated(obj, "no GpuNodePool describes the GPU nodes' labels")
+        yield Verdict("not_evaluated", "no-pools")
         return
-    yield from _validator(ctx, obj, driver, where)
+    yield from _validator(ctx, driver, where)
     both = _device_plugin_pools(ctx, driver)
     if both:
-        names = ", ".join(p.name for p in both)
-        yield ctx.violation(
-            obj,
-            f"{driver.label} publishes the GPUs of pool(s) {names} (resources.gpus.enabled, "
-            f"its kubelet plugin runs there) and the GPU Operator's device plugin advertises "
-            f"them as nvidia.com/gpu too (no {DEVICE_PLUGIN_LABEL}=false label); both "
-            "admit Pods against the same devices, so two Pods can be given one GPU",
-            where,
+        yield Verdict(
+            "violation",
+            "plugin-overlaps-dra",
+            values={"driver": driver.label, "pools": tuple(p.name for p in both)},
+            path=where,
         )
 
 
 def _validator(
-    ctx: RuleContext, obj: K8sObject, driver: DraDriverView, where: tuple[str, ...]
-) -> Iterator[Outcome]:
+    ctx: RuleContext, driver: DraDriverView, where: tuple[str, ...]
+) -> Iterator[Verdict]:
     """DRA-only pools keep the device-plugin stack's validator off (it waits for
     nvidia.com/gpu capacity they never advertise: charts.yaml gpu-operator facts.dra_node)."""
     if not driver.allocates_gpus or not any(deploys_cluster_policy(o) for o in operators(ctx)):
@@ -169,20 +169,80 @@ def _validator(
         and str(p.labels.get(VALIDATOR_LABEL, "")) != wanted
     ]
     if stuck:
-        yield ctx.violation(
-            obj,
-            f"{driver.label} publishes the GPUs of DRA-only pool(s) {', '.join(stuck)} "
-            f"({DEVICE_PLUGIN_LABEL}=false), but they do not carry {VALIDATOR_LABEL}={wanted}: "
-            "the GPU Operator's validator runs there and waits for nvidia.com/gpu capacity "
-            "that DRA nodes never advertise, so it never becomes ready (NVIDIA/gpu-operator"
-            "@v26.7.0:cmd/nvidia-validator/main.go validateGPUResource). Label those nodes "
-            f"{VALIDATOR_LABEL}={wanted}",
-            where,
+        yield Verdict(
+            "violation",
+            "validator-on-dra-pools",
+            values={"driver": driver.label, "pools": tuple(stuck)},
+            thresholds={"validator_label": wanted},
+            sources=(VALIDATOR_SOURCE,),
+            path=where,
         )
+
+
+def _names(v: Mapping[str, Value], key: str, spell: Callable[[str], str] = str) -> str:
+    return ", ".join(spell(n) for n in cast(tuple[str, ...], v[key]))
+
+
+_TEXTS: Mapping[str, str] = {
+    "dra-v1-unserved": (
+        "{kind} {name} uses {api}, which Kubernetes serves from {min_kubernetes}, but "
+        "the GPU pools run Kubernetes {versions}; the API server rejects it"
+    ),
+    "gpucluster-and-clusterpolicy": (
+        "GPUCluster {gpu_cluster} and ClusterPolicy {cluster_policy} both exist: the "
+        "device-plugin stack and the DRA stack on the same GPUs, which the operator "
+        "calls invalid ({source}); keep one of them"
+    ),
+    "both-crs-deployed": (
+        "{operator} deploys both a ClusterPolicy (clusterPolicy.deployCR) and a "
+        "GPUCluster (gpuCluster.deployCR): the device-plugin stack and the DRA stack "
+        "on the same GPUs, which the operator calls invalid ({source}); "
+        "set clusterPolicy.deployCR=false to use its DRA driver"
+    ),
+    "default-placement-overlaps-plugin": (
+        "{driver} publishes the GPUs of every GPU node (its kubelet plugin's "
+        "default placement) and {operator} runs its device plugin "
+        "cluster-wide (devicePlugin on), which advertises the same GPUs as "
+        "nvidia.com/gpu; both admit Pods against the same devices, so two Pods can be "
+        "given one GPU"
+    ),
+    "no-pools": "no GpuNodePool describes the GPU nodes' labels",
+    "plugin-overlaps-dra": (
+        "{driver} publishes the GPUs of pool(s) {names} (resources.gpus.enabled, "
+        "its kubelet plugin runs there) and the GPU Operator's device plugin advertises "
+        "them as nvidia.com/gpu too (no {plugin_label}=false label); both "
+        "admit Pods against the same devices, so two Pods can be given one GPU"
+    ),
+    "validator-on-dra-pools": (
+        "{driver} publishes the GPUs of DRA-only pool(s) {names} "
+        "({plugin_label}=false), but they do not carry {label}={validator_label}: "
+        "the GPU Operator's validator runs there and waits for nvidia.com/gpu capacity "
+        "that DRA nodes never advertise, so it never becomes ready ({source}). Label those "
+        "nodes {label}={validator_label}"
+    ),
+}
+"""The prose of O008's verdicts, by reason (``{key}``: a verdict value or threshold)."""
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an O008 verdict."""
+    v = verdict.values
+    if verdict.reason == "kubernetes-unreadable":
+        unreadable = _names(v, "kubernetes", quoted)
+        return f"the GPU pools' Kubernetes version {unreadable} is not a release number"
+    words = {
+        "versions": _names(v, "kubernetes") if "kubernetes" in v else "",
+        "api": DRA_V1,
+        "plugin_label": DEVICE_PLUGIN_LABEL,
+        "label": VALIDATOR_LABEL,
+        "source": verdict.sources[0] if verdict.sources else "",
+        "names": _names(v, "pools") if "pools" in v else "",
+    }
+    return _TEXTS[verdict.reason].format_map({**v, **verdict.thresholds, **words})
 
 
 RULE = folder_rule(
     __name__,
-    check,
+    judged(judge, message),
     facts={"DRA_DRIVER_VALUES": DRA_DRIVER_VALUES, "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES},
 )

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fractions import Fraction
+from typing import cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.kuberay import fmt_gpus as format_number
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.objects import K8sObject
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A worker group advertises to Ray exactly the GPUs its Ray container gets."""
     extra = ctx.config.gpu_resources
     for group in ray_groups(obj):
@@ -20,48 +23,76 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         try:
             advertised, where = group.advertised_gpus()
         except ValueError as exc:
-            yield ctx.not_evaluated(obj, f"{group.label}: {exc}")
+            values = {"group": group.label, "error": str(exc)}
+            yield Verdict("not_evaluated", "num-gpus-unreadable", values=values)
             continue
         container = group.container
         if container is None:
             continue
+        path = (*group.path, "rayStartParams")
         if advertised is None:
             claimed = container.claimed_gpus()
             if claimed:  # KubeRay reads limits, not DRA claims: Ray is told 0 GPUs
-                yield ctx.violation(
-                    obj,
-                    f"{group.label} leaves rayStartParams num-gpus unset, so KubeRay takes "
-                    f"the Ray container's GPU limit (none), but '{container.name}' claims "
-                    f"{format_number(claimed)} GPU(s) through DRA; Ray advertises no GPU "
-                    "there and no GPU engine is ever placed on these Pods",
-                    (*group.path, "rayStartParams"),
+                yield Verdict(
+                    "violation",
+                    "dra-gpus-unadvertised",
+                    values={"group": group.label, "container": container.name, "claimed": claimed},
+                    path=path,
                 )
             continue  # KubeRay sets num-gpus from the Ray container's GPU limit
         limit = group.container_gpus(extra)
         if advertised == limit:
             continue
-        if limit == 0:
-            effect = (
-                "Ray schedules GPU engine workers onto Pods that have no GPU, and CUDA fails "
-                "when they start"
-            )
-        elif advertised > limit:
-            effect = (
-                f"Ray places {format_number(advertised)} GPU workers on each Pod but only "
-                f"{format_number(limit)} GPU(s) exist there; the extra workers fail to start"
-            )
-        else:
-            effect = (
-                f"{format_number(limit - advertised)} GPU(s) of each Pod stay idle, and "
-                "placement groups sized to the Pod do not fit"
-            )
-        yield ctx.violation(
-            obj,
-            f"{group.label} tells Ray it has {format_number(advertised)} GPU(s) per Pod "
-            f"({where}) but its Ray container '{container.name}' has "
-            f"{format_number(limit)} GPU(s) in its limits; {effect}",
-            (*group.path, "rayStartParams"),
+        yield Verdict(
+            "violation",
+            "num-gpus-mismatch",
+            values={
+                "group": group.label,
+                "advertised": advertised,
+                "where": where,
+                "container": container.name,
+            },
+            thresholds={"limit": limit},
+            path=path,
         )
 
 
-RULE = folder_rule(__name__, check)
+def _effect(advertised: Fraction, limit: Fraction) -> str:
+    """What a num-gpus other than the container's GPU limit does."""
+    if limit == 0:
+        return (
+            "Ray schedules GPU engine workers onto Pods that have no GPU, and CUDA fails "
+            "when they start"
+        )
+    if advertised > limit:
+        return (
+            f"Ray places {format_number(advertised)} GPU workers on each Pod but only "
+            f"{format_number(limit)} GPU(s) exist there; the extra workers fail to start"
+        )
+    return (
+        f"{format_number(limit - advertised)} GPU(s) of each Pod stay idle, and "
+        "placement groups sized to the Pod do not fit"
+    )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an R001 verdict."""
+    v = verdict.values
+    if verdict.reason == "num-gpus-unreadable":
+        return f"{v['group']}: {v['error']}"
+    if verdict.reason == "dra-gpus-unadvertised":
+        return (
+            f"{v['group']} leaves rayStartParams num-gpus unset, so KubeRay takes "
+            f"the Ray container's GPU limit (none), but '{v['container']}' claims "
+            f"{format_number(cast(Fraction, v['claimed']))} GPU(s) through DRA; Ray advertises "
+            "no GPU there and no GPU engine is ever placed on these Pods"
+        )
+    advertised, limit = cast(Fraction, v["advertised"]), cast(Fraction, verdict.thresholds["limit"])
+    return (
+        f"{v['group']} tells Ray it has {format_number(advertised)} GPU(s) per Pod "
+        f"({v['where']}) but its Ray container '{v['container']}' has "
+        f"{format_number(limit)} GPU(s) in its limits; {_effect(advertised, limit)}"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fractions import Fraction
+from typing import cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.engines import engine_sites
 from gpustrata_policies.view.kuberay import fmt_gpus, ray_groups
 from gpustrata_policies.view.nodes import gpu_pools
-from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.objects import K8sObject, PodRef
 from gpustrata_policies.view.ray import (
     reachable_pools,
     selects_gpu_nodes,
@@ -33,7 +36,21 @@ def _runs_ray_executor_engine(
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _reach(ctx: RuleContext, pod: PodRef) -> Value:
+    """How a head Pod that leaves num-gpus unset can land on a GPU node: the GPU pools it
+    can be scheduled on (a tuple), ``"toleration"``, ``"selector"``, or None (it cannot)."""
+    pools = gpu_pools(ctx)
+    if pools:
+        reachable = reachable_pools(pod, pools)
+        return tuple(p.name for p in reachable) if reachable else None
+    if tolerates_gpu_taint(pod):
+        return "toleration"
+    if selects_gpu_nodes(pod):
+        return "selector"
+    return None
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """The head advertises num-gpus "0", requests no GPU, and so never hosts an engine."""
     if ctx.threshold("allow_head_gpus") is True:
         return
@@ -46,49 +63,64 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         try:
             advertised, where = group.advertised_gpus()
         except ValueError as exc:
-            yield ctx.not_evaluated(obj, f"head group: {exc}")
+            yield Verdict("not_evaluated", "num-gpus-unreadable", values={"error": str(exc)})
             continue
         if requested > 0 and _runs_ray_executor_engine(ctx, obj, group.pod.path):
             continue  # vLLM's Ray executor needs GPUs on the node its driver runs on
         if requested > 0:
-            yield ctx.violation(
-                obj,
-                f"head group requests {fmt_gpus(requested)} GPU(s); Ray then schedules "
-                "engine workers on the head, next to GCS, the dashboard and the Serve "
-                "controller, and a GPU fault or OOM there takes the whole cluster down",
-                (*group.pod.path, "containers"),
+            yield Verdict(
+                "violation",
+                "head-requests-gpus",
+                values={"requested": requested},
+                path=(*group.pod.path, "containers"),
             )
             continue
         if advertised is not None:
             if advertised > 0:
-                yield ctx.violation(
-                    obj,
-                    f"head group advertises {fmt_gpus(advertised)} GPU(s) ({where}) without "
-                    "requesting any; Ray places GPU engine workers on the head, where no GPU "
-                    "is allocated to them",
-                    path,
-                )
+                values: dict[str, Value] = {"advertised": advertised, "where": where}
+                yield Verdict("violation", "head-advertises-gpus", values=values, path=path)
             continue
-        pools = gpu_pools(ctx)
-        if pools:
-            reachable = reachable_pools(group.pod, pools)
-            if not reachable:
-                continue
-            how = f"can be scheduled on GPU pool(s) {', '.join(p.name for p in reachable)}"
-        elif tolerates_gpu_taint(group.pod):
-            how = "tolerates the nvidia.com/gpu taint, so it can be scheduled on a GPU node"
-        elif selects_gpu_nodes(group.pod):
-            how = "selects GPU node labels"
-        else:
-            continue
-        yield ctx.violation(
-            obj,
-            f'head group leaves rayStartParams num-gpus unset (not "0") and {how}; there '
-            "the NVIDIA runtime can expose the node's GPUs to a container that requests none "
-            "(CUDA images set NVIDIA_VISIBLE_DEVICES=all), Ray counts them and places "
-            "engine workers on the head",
-            path,
+        reach = _reach(ctx, group.pod)
+        if reach is not None:
+            yield Verdict("violation", "head-reaches-gpu-nodes", values={"reach": reach}, path=path)
+
+
+_REACH = {
+    "toleration": "tolerates the nvidia.com/gpu taint, so it can be scheduled on a GPU node",
+    "selector": "selects GPU node labels",
+}
+"""How a head Pod reaches a GPU node other than through a described pool, in words."""
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of an R002 verdict."""
+    v = verdict.values
+    if verdict.reason == "num-gpus-unreadable":
+        return f"head group: {v['error']}"
+    if verdict.reason == "head-requests-gpus":
+        return (
+            f"head group requests {fmt_gpus(cast(Fraction, v['requested']))} GPU(s); Ray then "
+            "schedules engine workers on the head, next to GCS, the dashboard and the Serve "
+            "controller, and a GPU fault or OOM there takes the whole cluster down"
         )
+    if verdict.reason == "head-advertises-gpus":
+        return (
+            f"head group advertises {fmt_gpus(cast(Fraction, v['advertised']))} GPU(s) "
+            f"({v['where']}) without requesting any; Ray places GPU engine workers on the "
+            "head, where no GPU is allocated to them"
+        )
+    reach = v["reach"]
+    how = (
+        f"can be scheduled on GPU pool(s) {', '.join(cast(tuple[str, ...], reach))}"
+        if isinstance(reach, tuple)
+        else _REACH[str(reach)]
+    )
+    return (
+        f'head group leaves rayStartParams num-gpus unset (not "0") and {how}; there '
+        "the NVIDIA runtime can expose the node's GPUs to a container that requests none "
+        "(CUDA images set NVIDIA_VISIBLE_DEVICES=all), Ray counts them and places "
+        "engine workers on the head"
+    )
 
 
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, judged(judge, message))

@@ -9,9 +9,9 @@ from fractions import Fraction
 from typing import cast
 
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, outcomes
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.kuberay import (
     RAY_SERVE_LLM_PG_PR,
     EnginePlacement,
@@ -320,11 +320,6 @@ def message(verdict: Verdict) -> str:
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """R003's findings: :func:`judge` worded by :func:`message`."""
-    return outcomes(ctx, obj, judge(ctx, obj), message)
-
-
 def _leader_worker_groups(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A LeaderWorkerSet's groups (``replicas`` x ``size`` Pods: a multi-node engine's Ray
     cluster or torch.distributed group) fit the one pool their Pods target at its maxSize;
@@ -408,4 +403,4 @@ def _strategy_choices(engines: list[EnginePlacement]) -> list[list[tuple[EngineP
     return out
 
 
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, judged(judge, message))

@@ -8,9 +8,9 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, Path, RuleContext
+from gpustrata_policies.findings import Path, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import cluster_spec_path, operator_version, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
@@ -318,9 +318,4 @@ def message(verdict: Verdict) -> str:
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """R004's findings: :func:`judge` worded by :func:`message`."""
-    return outcomes(ctx, obj, judge(ctx, obj), message)
-
-
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, judged(judge, message))

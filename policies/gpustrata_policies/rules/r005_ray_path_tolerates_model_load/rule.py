@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION as ESTIMATE_ANNOTATION
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kuberay import operator_release, ray_groups
@@ -285,11 +285,6 @@ def message(verdict: Verdict) -> str:
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """R005's findings: :func:`judge` worded by :func:`message`."""
-    return outcomes(ctx, obj, judge(ctx, obj), message)
-
-
 def _llms(app: Mapping[str, Any]) -> list[Any]:
     args = app.get("args")
     configs = args.get("llm_configs") if isinstance(args, Mapping) else None
@@ -299,4 +294,4 @@ def _llms(app: Mapping[str, Any]) -> list[Any]:
     return [single] if single is not None else []
 
 
-RULE = folder_rule(__name__, check, facts={"KUBERAY_1685": KUBERAY_1685})
+RULE = folder_rule(__name__, judged(judge, message), facts={"KUBERAY_1685": KUBERAY_1685})

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from fractions import Fraction
+from typing import Any, cast
 
 from gpustrata.catalog.vllm_release_types import source_url
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
@@ -30,23 +32,25 @@ catalogue holds the reference release's)."""
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 
 
-def _utilization(site: EngineSite) -> tuple[float | None, str, bool]:
-    """(value, as written, set) of gpu_memory_utilization; value None when unreadable."""
+def _utilization(site: EngineSite) -> tuple[float | None, str | None]:
+    """(value, as written) of gpu_memory_utilization: value None when unreadable, written
+    None when unset (vLLM's default, at least :data:`DEFAULT_FLOOR`)."""
     raw = site.flag("gpu_memory_utilization")
     if raw is UNKNOWN:
         raise UnknownInput(f"gpu_memory_utilization of {site.label}")
     if raw is None:
-        return (
-            DEFAULT_FLOOR,
-            f"vLLM's default gpu_memory_utilization (at least {DEFAULT_FLOOR})",
-            False,
-        )
+        return DEFAULT_FLOOR, None
     if isinstance(raw, bool):
-        return None, f"gpu_memory_utilization {raw}", True
+        return None, f"{raw}"
     try:
-        return float(str(raw)), f"gpu_memory_utilization {raw}", True
+        return float(str(raw)), f"{raw}"
     except ValueError:
-        return None, f"gpu_memory_utilization {raw}", True
+        return None, f"{raw}"
+
+
+def _out_of_range(value: float | None, written: str | None) -> bool:
+    """A stated gpu_memory_utilization vLLM refuses (unreadable, or outside (0, 1])."""
+    return written is not None and (value is None or not 0 < value <= 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,20 +88,20 @@ def _sharing(ctx: RuleContext, container: ContainerRef) -> _Sharing | None:
     return None
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """0 < gpu_memory_utilization <= 1; engines sharing one GPU sum to at most 1."""
-    sites = engine_sites(ctx, obj, ray_pods=True)
+def _judge_containers(ctx: RuleContext, sites: list[EngineSite]) -> Iterator[Verdict]:
+    """Each container engine's fraction, and the engines a time-sliced GPU holds."""
     for site in sites:
         container = site.container
         if container is None:
             continue
-        value, text, explicit = _utilization(site)
-        where = container.label
-        if explicit and (value is None or not 0 < value <= 1):
-            yield ctx.violation(
-                obj,
-                f"{where} sets {text}; vLLM accepts a fraction in (0, 1] and refuses to start",
-                (*container.path, "args"),
+        value, written = _utilization(site)
+        if _out_of_range(value, written):
+            yield Verdict(
+                "violation",
+                "fraction-out-of-range",
+                values={"engine": container.label, "utilization": written},
+                thresholds={"range": (0, 1)},
+                path=(*container.path, "args"),
             )
             continue
         if value is None or container.gpu_limit(ctx.config.gpu_resources) != 1:
@@ -105,30 +109,38 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         sharing = _sharing(ctx, container)
         if sharing is None or sharing.replicas * value <= 1:
             continue
-        count = str(sharing.replicas) if sharing.exact else f"at least {sharing.replicas}"
-        yield ctx.violation(
-            obj,
-            f"{where} gets a time-sliced GPU ({sharing.where}) that {count} Pods share with no "
-            f"memory isolation, and its engine takes {text} of the GPU's memory: {count} "
-            f"engines need {sharing.replicas * value:.2f} x the GPU; the second fails with out "
-            "of memory",
-            (*container.path, "resources"),
+        yield Verdict(
+            "violation",
+            "time-sliced-gpu-oversubscribed",
+            values={
+                "engine": container.label,
+                "sharing": sharing.where,
+                "pods": sharing.replicas,
+                "exact": sharing.exact,
+                "utilization": written,
+                "fraction": value,
+            },
+            thresholds={"max_total": 1},
+            path=(*container.path, "resources"),
         )
-    if obj.kind != "RayService":
-        return
+
+
+def _judge_placements(obj: K8sObject, sites: list[EngineSite]) -> Iterator[Verdict]:
+    """A RayService's engines: the fraction, and workers Ray packs onto one GPU."""
     by_label = {s.label: s for s in sites if s.ray}
     placements, _ = engine_placements(obj)
     for placement in placements:
         ray_site = by_label.get(placement.label)
         if ray_site is None:
             continue
-        value, text, explicit = _utilization(ray_site)
-        if explicit and (value is None or not 0 < value <= 1):
-            yield ctx.violation(
-                obj,
-                f"{placement.where} sets {text}; vLLM accepts a fraction in (0, 1] and refuses "
-                "to start",
-                ("spec", "serveConfigV2"),
+        value, written = _utilization(ray_site)
+        if _out_of_range(value, written):
+            yield Verdict(
+                "violation",
+                "fraction-out-of-range",
+                values={"engine": placement.where, "utilization": written},
+                thresholds={"range": (0, 1)},
+                path=("spec", "serveConfigV2"),
             )
             continue
         gpus = placement.bundle_gpus
@@ -140,14 +152,61 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         per_gpu = math.floor(1 / smallest)
         if per_gpu * value <= 1:
             continue
-        yield ctx.violation(
-            obj,
-            f"{placement.where} places workers in bundles of {fmt_gpus(smallest)} GPU, so Ray "
-            f"can put {per_gpu} of them on one GPU, each taking {text} of its memory: "
-            f"{per_gpu * value:.2f} x the GPU; set gpu_memory_utilization to at most "
-            f"{math.floor(100 / per_gpu) / 100:g}",
-            ("spec", "serveConfigV2"),
+        yield Verdict(
+            "violation",
+            "bundles-oversubscribe-gpu",
+            values={
+                "engine": placement.where,
+                "bundle_gpus": smallest,
+                "per_gpu": per_gpu,
+                "utilization": written,
+                "fraction": value,
+            },
+            thresholds={"max_utilization": math.floor(100 / per_gpu) / 100},
+            path=("spec", "serveConfigV2"),
         )
 
 
-RULE = folder_rule(__name__, check, facts={"gpu_memory_utilization_source": VLLM_CACHE_CONFIG})
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """0 < gpu_memory_utilization <= 1; engines sharing one GPU sum to at most 1."""
+    sites = engine_sites(ctx, obj, ray_pods=True)
+    yield from _judge_containers(ctx, sites)
+    if obj.kind == "RayService":
+        yield from _judge_placements(obj, sites)
+
+
+def _text(written: Value) -> str:
+    """gpu_memory_utilization as the message names it."""
+    if written is None:
+        return f"vLLM's default gpu_memory_utilization (at least {DEFAULT_FLOOR})"
+    return f"gpu_memory_utilization {written}"
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a V007 verdict."""
+    v, text = verdict.values, _text(verdict.values["utilization"])
+    if verdict.reason == "fraction-out-of-range":
+        return f"{v['engine']} sets {text}; vLLM accepts a fraction in (0, 1] and refuses to start"
+    fraction = cast(float, v["fraction"])
+    if verdict.reason == "time-sliced-gpu-oversubscribed":
+        pods = cast(int, v["pods"])
+        count = str(pods) if v["exact"] else f"at least {pods}"
+        return (
+            f"{v['engine']} gets a time-sliced GPU ({v['sharing']}) that {count} Pods share with "
+            f"no memory isolation, and its engine takes {text} of the GPU's memory: {count} "
+            f"engines need {pods * fraction:.2f} x the GPU; the second fails with out of memory"
+        )
+    per_gpu = cast(int, v["per_gpu"])
+    return (
+        f"{v['engine']} places workers in bundles of {fmt_gpus(cast(Fraction, v['bundle_gpus']))} "
+        f"GPU, so Ray can put {per_gpu} of them on one GPU, each taking {text} of its memory: "
+        f"{per_gpu * fraction:.2f} x the GPU; set gpu_memory_utilization to at most "
+        f"{verdict.thresholds['max_utilization']:g}"
+    )
+
+
+RULE = folder_rule(
+    __name__,
+    judged(judge, message),
+    facts={"gpu_memory_utilization_source": VLLM_CACHE_CONFIG},
+)

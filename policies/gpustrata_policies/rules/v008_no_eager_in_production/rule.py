@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import K8sObject
 
@@ -21,32 +22,39 @@ def _graphs_off_anyway(site: EngineSite) -> bool:
     return str(backend) == DEEPEP_HT and isinstance(dp, int) and dp > 1
 
 
-def _message(where: str, how: str) -> str:
-    return (
-        f"{where} runs vLLM with enforce_eager ({how}): no CUDA graphs and no torch.compile, "
-        "so every decode step launches its kernels one by one and serves fewer tokens per "
-        "second at higher latency"
-    )
-
-
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """enforce_eager is off (production: mandatory)."""
     for site in engine_sites(ctx, obj, ray_pods=True):
         if not site.flag_on("enforce_eager") or _graphs_off_anyway(site):
             continue
         if site.container is not None:
-            yield ctx.violation(
-                obj, _message(site.label, "--enforce-eager"), (*site.container.path, "args")
+            yield Verdict(
+                "violation",
+                "enforce-eager",
+                values={"engine": site.label, "how": "--enforce-eager"},
+                path=(*site.container.path, "args"),
             )
             continue
         model = site.engine.model
-        yield ctx.violation(
-            obj,
-            _message(
-                f"engine '{model}'" if model else site.label, "engine_kwargs enforce_eager: true"
-            ),
-            ("spec", "serveConfigV2"),
+        yield Verdict(
+            "violation",
+            "enforce-eager",
+            values={
+                "engine": f"engine '{model}'" if model else site.label,
+                "how": "engine_kwargs enforce_eager: true",
+            },
+            path=("spec", "serveConfigV2"),
         )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a V008 verdict."""
+    v = verdict.values
+    return (
+        f"{v['engine']} runs vLLM with enforce_eager ({v['how']}): no CUDA graphs and no "
+        "torch.compile, so every decode step launches its kernels one by one and serves fewer "
+        "tokens per second at higher latency"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, cast
 
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.capacity import (
     ModelRef,
     Probe,
@@ -30,19 +31,22 @@ if TYPE_CHECKING:
     from gpustrata.vllm.capacity import StartupEstimate
 
 
-def _window(startup: Probe | None, liveness: Probe | None) -> tuple[int, str, Probe] | None:
-    """Seconds the kubelet gives the engine before restarting it, and the working."""
+def _window(startup: Probe | None, liveness: Probe | None) -> dict[str, Value] | None:
+    """Seconds the kubelet gives the engine before restarting it, with the probe's figures
+    as written (``None``: no probe restarts it)."""
     chosen = startup or liveness
     if chosen is None:
         return None
-    seconds = chosen.initial_delay + chosen.failure_threshold * chosen.period
-    prefix = "" if startup is not None else "no startupProbe, so the "
-    return (
-        seconds,
-        f"{prefix}{chosen.kind} {chosen.text('initialDelaySeconds')} + "
-        f"{chosen.text('failureThreshold')} x {chosen.text('periodSeconds')} = {seconds} s",
-        chosen,
-    )
+    return {
+        "window_s": chosen.initial_delay + chosen.failure_threshold * chosen.period,
+        "probe": chosen.kind,
+        "startup_probe": startup is not None,
+        "initial_delay": chosen.initial_delay,
+        "period": chosen.period,
+        "written": tuple(
+            chosen.text(k) for k in ("initialDelaySeconds", "failureThreshold", "periodSeconds")
+        ),
+    }
 
 
 def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstimate | str:
@@ -84,75 +88,121 @@ def _estimate(site: EngineSite, model: ModelRef, factor: float) -> StartupEstima
         return str(exc)
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _needed(
+    site: EngineSite, model: ModelRef, factor: float, window: int
+) -> dict[str, Value] | Verdict:
+    """The startup the engine needs (the annotated estimate, or the planner's) with its
+    working, or the not-evaluated verdict that says why it is not known."""
+    annotated = annotated_startup(site)
+    if annotated is not None:
+        return {"needed_s": annotated * factor, "annotated_s": annotated}
+    estimate = _estimate(site, model, float(factor))
+    if isinstance(estimate, str):
+        return Verdict(
+            "not_evaluated", "estimate-failed", values={"why": not_evaluated_reason(site, estimate)}
+        )
+    # Published loads of this source spread widely; at the fastest of them the window
+    # would suffice: a likely restart, not a certain one.
+    optimistic = estimate.optimistic_s is not None and window >= estimate.optimistic_s
+    _, where = weights_source(site, model)
+    return {
+        "needed_s": estimate.budget_s,
+        "annotated_s": None,
+        "explanation": f"{estimate.explanation} ({where})",
+        "optimistic": estimate.optimistic_explanation if optimistic else None,
+    }
+
+
+def _judge_site(ctx: RuleContext, site: EngineSite, factor: float) -> Iterator[Verdict]:
+    """One container engine's startup window against its estimated load."""
+    container = site.container
+    if container is None:
+        return  # the Ray path has no kubelet probe on the engine: R005 covers it
+    startup, liveness = probe(container, "startupProbe"), probe(container, "livenessProbe")
+    for bad in (startup, liveness):
+        if isinstance(bad, str):
+            yield Verdict(
+                "not_evaluated", "probe-unreadable", values={"why": f"{site.name}: {bad}"}
+            )
+    if isinstance(startup, str) or isinstance(liveness, str):
+        return
+    window = _window(startup, liveness)
+    if window is None:
+        return  # nothing restarts the container while it loads
+    model = resolve_model(site)
+    if isinstance(model, str):
+        yield Verdict(
+            "not_evaluated", "model-unresolved", values={"why": not_evaluated_reason(site, model)}
+        )
+        return
+    needed = _needed(site, model, factor, cast(int, window["window_s"]))
+    if isinstance(needed, Verdict):
+        yield needed
+        return
+    if cast(int, window["window_s"]) >= cast(float, needed["needed_s"]):
+        return
+    yield Verdict(
+        "advisory" if needed.get("optimistic") else "violation",
+        "window-too-short",
+        values={"engine": site.name, "model": model.name, **window, **needed},
+        thresholds={"safety_factor": factor},
+        path=(*container.path, str(window["probe"])),
+    )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """The startup (or, without one, liveness) window exceeds the estimated engine startup."""
     factor = ctx.threshold("safety_factor")
     if isinstance(factor, bool) or not isinstance(factor, int | float) or factor < 1:
-        yield ctx.not_evaluated(obj, f"safety_factor {quoted(factor)} is not a number >= 1")
+        why = f"safety_factor {quoted(factor)} is not a number >= 1"
+        yield Verdict("not_evaluated", "safety-factor-invalid", values={"why": why})
         return
     for site in engine_sites(ctx, obj):
-        container = site.container
-        if container is None:
-            continue  # the Ray path has no kubelet probe on the engine: R005 covers it
-        startup, liveness = probe(container, "startupProbe"), probe(container, "livenessProbe")
-        for bad in (startup, liveness):
-            if isinstance(bad, str):
-                yield ctx.not_evaluated(obj, f"{site.name}: {bad}")
-        if isinstance(startup, str) or isinstance(liveness, str):
-            continue
-        window = _window(startup, liveness)
-        if window is None:
-            continue  # nothing restarts the container while it loads
-        seconds, working, chosen = window
-        model = resolve_model(site)
-        if isinstance(model, str):
-            yield ctx.not_evaluated(obj, not_evaluated_reason(site, model))
-            continue
-        annotated = annotated_startup(site)
-        maybe, hedge = False, ""
-        if annotated is not None:
-            needed = annotated * factor
-            chain = (
-                f"the planner's estimate {annotated} s (annotation {STARTUP_ESTIMATE_ANNOTATION}) "
-                f"x{factor:g} = {needed:.0f} s"
-            )
-        else:
-            estimate = _estimate(site, model, float(factor))
-            if isinstance(estimate, str):
-                yield ctx.not_evaluated(obj, not_evaluated_reason(site, estimate))
-                continue
-            needed = estimate.budget_s
-            if estimate.optimistic_s is not None and seconds >= estimate.optimistic_s:
-                # Published loads of this source spread widely; at the fastest of them the
-                # window would suffice: a likely restart, not a certain one.
-                maybe = True
-                hedge = (
-                    f" (at {estimate.optimistic_explanation} the window would suffice: "
-                    "measure this cluster's load bandwidth)"
-                )
-            _, where = weights_source(site, model)
-            chain = f"{estimate.explanation} ({where})"
-        if seconds >= needed:
-            continue
-        failures = math.ceil((needed - chosen.initial_delay) / chosen.period)
-        if chosen.kind == "startupProbe":
-            fix = (
-                f"raise startupProbe.failureThreshold to {failures} (x periodSeconds "
-                f"{chosen.period} = {failures * chosen.period} s)"
-            )
-        else:
-            fix = (
-                f"add a startupProbe on /health with periodSeconds 10 and failureThreshold "
-                f"{math.ceil(needed / 10)}, keeping the livenessProbe for steady state"
-            )
-        yield ctx.violation(
-            obj,
-            f"{site.name} gets {seconds} s to start ({working}) but {model.name} needs an "
-            f"estimated {needed:.0f} s: {chain}; the kubelet restarts the container before the "
-            f"model has loaded, again on every attempt{hedge}. Fix: {fix}",
-            (*container.path, chosen.kind),
-            advisory=maybe,
+        yield from _judge_site(ctx, site, factor)
+
+
+def _fix(v: Mapping[str, Value], needed: float) -> str:
+    """How to widen the window to *needed* seconds."""
+    period = cast(int, v["period"])
+    if v["probe"] == "startupProbe":
+        failures = math.ceil((needed - cast(int, v["initial_delay"])) / period)
+        return (
+            f"raise startupProbe.failureThreshold to {failures} (x periodSeconds "
+            f"{period} = {failures * period} s)"
         )
+    return (
+        f"add a startupProbe on /health with periodSeconds 10 and failureThreshold "
+        f"{math.ceil(needed / 10)}, keeping the livenessProbe for steady state"
+    )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a V009 verdict."""
+    v = verdict.values
+    if verdict.decision == "not_evaluated":
+        return str(v["why"])
+    seconds, needed = v["window_s"], cast(float, v["needed_s"])
+    delay, failures, period = cast(tuple[str, str, str], v["written"])
+    prefix = "" if v["startup_probe"] else "no startupProbe, so the "
+    working = f"{prefix}{v['probe']} {delay} + {failures} x {period} = {seconds} s"
+    if v["annotated_s"] is not None:
+        factor = cast(float, verdict.thresholds["safety_factor"])
+        chain = (
+            f"the planner's estimate {v['annotated_s']} s (annotation "
+            f"{STARTUP_ESTIMATE_ANNOTATION}) x{factor:g} = {needed:.0f} s"
+        )
+    else:
+        chain = str(v["explanation"])
+    hedge = (
+        f" (at {v['optimistic']} the window would suffice: measure this cluster's load bandwidth)"
+        if v.get("optimistic")
+        else ""
+    )
+    return (
+        f"{v['engine']} gets {seconds} s to start ({working}) but {v['model']} needs an "
+        f"estimated {needed:.0f} s: {chain}; the kubelet restarts the container before the "
+        f"model has loaded, again on every attempt{hedge}. Fix: {_fix(v, needed)}"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from gpustrata.catalog.vllm_release_types import source_url
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.capacity import (
     Probe,
@@ -33,66 +34,113 @@ SERVE_LLM_HEALTH_DEFAULTS = {"health_check_period_s": 10, "health_check_timeout_
 """Ray Serve LLM's deployment defaults (ray 2.60 python/ray/llm/_internal/serve/constants.py)."""
 
 
+FLOOR_KEYS = ("min_timeout_seconds", "min_failure_threshold", "min_tolerance_seconds")
+"""The thresholds of the floor every /health check needs."""
+PROBE_NAMES = ("timeoutSeconds", "failureThreshold", "periodSeconds")
+SERVE_NAMES = ("health_check_timeout_s", "", "health_check_period_s")
+
+
 def _floor_problems(
-    ctx: RuleContext, timeout: float, failures: int, period: float, names: tuple[str, str, str]
-) -> list[str]:
-    """What falls below the floor (timeout, failures, failures x period)."""
-    t_name, f_name, p_name = names
-    min_timeout = ctx.threshold("min_timeout_seconds")
-    min_failures = ctx.threshold("min_failure_threshold")
-    min_tolerance = ctx.threshold("min_tolerance_seconds")
+    floor: Mapping[str, Value], timeout: float, failures: int, period: float
+) -> tuple[str, ...]:
+    """What falls below the floor: ``timeout``, ``failures``, ``tolerance`` (failures x
+    period)."""
+    min_timeout, min_failures, min_tolerance = (cast(float, floor[k]) for k in FLOOR_KEYS)
     out = []
     if timeout < min_timeout:
-        out.append(f"{t_name} {timeout:g} < {min_timeout}")
-    if f_name and failures < min_failures:
-        out.append(f"{f_name} {failures} < {min_failures}")
+        out.append("timeout")
+    if failures < min_failures:
+        out.append("failures")
     if failures * period < min_tolerance:
-        times = f"{f_name} {failures}" if f_name else f"{failures} failures"
-        out.append(f"{times} x {p_name} {period:g} = {failures * period:g} s < {min_tolerance} s")
-    return out
+        out.append("tolerance")
+    return tuple(out)
 
 
-def _floor_text(ctx: RuleContext, names: tuple[str, str, str]) -> str:
+def _problems_text(v: Mapping[str, Value], t: Mapping[str, Value], names: tuple[str, ...]) -> str:
+    """The floor's broken parts, in words (``names``: the timeout, failures, period keys)."""
     t_name, f_name, p_name = names
-    return (
-        f"{t_name} >= {ctx.threshold('min_timeout_seconds')}, {f_name} >= "
-        f"{ctx.threshold('min_failure_threshold')} and {f_name} x {p_name} >= "
-        f"{ctx.threshold('min_tolerance_seconds')} s"
-    )
+    timeout, period = cast(float, v["timeout"]), cast(float, v["period"])
+    failures = cast(int, v["failures"])
+    out = []
+    for problem in cast(tuple[str, ...], v["problems"]):
+        if problem == "timeout":
+            out.append(f"{t_name} {timeout:g} < {t['min_timeout_seconds']}")
+        elif problem == "failures":
+            out.append(f"{f_name} {failures} < {t['min_failure_threshold']}")
+        else:
+            times = f"{f_name} {failures}" if f_name else f"{failures} failures"
+            out.append(
+                f"{times} x {p_name} {period:g} = {failures * period:g} s < "
+                f"{t['min_tolerance_seconds']} s"
+            )
+    return "; ".join(out)
 
 
 def _floor(
     ctx: RuleContext, site: EngineSite, live: Probe, where: str, v0: str | None
-) -> str | None:
+) -> Verdict | None:
     """The floor every /health probe of a container engine needs (V1, and V0 from the
     release whose front end reads only an error flag)."""
-    names = ("timeoutSeconds", "failureThreshold", "periodSeconds")
-    problems = _floor_problems(ctx, live.timeout, live.failure_threshold, live.period, names)
+    floor = {k: ctx.threshold(k) for k in FLOOR_KEYS}
+    problems = _floor_problems(floor, live.timeout, live.failure_threshold, live.period)
     if not problems:
         return None
-    if v0 is None and where.startswith("vLLM "):
-        engine = (
+    # A floor, not a certain failure: advisory (RULES.md), on every release.
+    return Verdict(
+        "advisory",
+        "probe-below-floor",
+        values={
+            "engine": site.name,
+            "where": where,
+            "v0": v0,
+            "timeout": live.timeout,
+            "failures": live.failure_threshold,
+            "period": live.period,
+            "written": tuple(live.text(k) for k in PROBE_NAMES),
+            "problems": problems,
+        },
+        thresholds=floor,
+        sources=(_source(HEALTH.sources[0]),) if v0 is not None else (),
+        path=(*site.container.path, "livenessProbe") if site.container else site.path,
+    )
+
+
+def _engine_text(v: Mapping[str, Value], sources: tuple[str, ...]) -> tuple[Value, str]:
+    """(where the release was read, why /health never waits on a prefill) as worded."""
+    where = v["where"]
+    if v["v0"] is None and str(where).startswith("vLLM "):
+        return where, (
             "on the V1 engine, whose /health only reads an error flag in the API-server "
             "process (AsyncLLM.check_health)"
         )
-    elif v0 is None:  # no release known: the floor holds for every one from 0.6.4
-        where, engine = (
-            f"a vLLM release its image does not name ({where})",
+    if v["v0"] is None:  # no release known: the floor holds for every one from 0.6.4
+        return f"a vLLM release its image does not name ({where})", (
             f"; from vLLM {HEALTH.v0_engine_loop_until} on, V0 and V1 alike, /health only "
-            "reads an error flag in the API-server process",
+            "reads an error flag in the API-server process"
         )
-    else:
-        engine = (
-            f"on the V0 engine ({v0}), whose multiprocessing front end's /health only reads "
-            f"an error flag (MQLLMEngineClient.check_health, {_source(HEALTH.sources[0])})"
-        )
+    return where, (
+        f"on the V0 engine ({v['v0']}), whose multiprocessing front end's /health only reads "
+        f"an error flag (MQLLMEngineClient.check_health, {sources[0]})"
+    )
+
+
+def _floor_message(verdict: Verdict) -> str:
+    """The prose of a container liveness probe below the floor."""
+    v, t = verdict.values, verdict.thresholds
+    where, engine = _engine_text(v, verdict.sources)
+    timeout, failures, period = cast(tuple[str, str, str], v["written"])
+    t_name, f_name, p_name = PROBE_NAMES
+    floor = (
+        f"{t_name} >= {t['min_timeout_seconds']}, {f_name} >= "
+        f"{t['min_failure_threshold']} and {f_name} x {p_name} >= "
+        f"{t['min_tolerance_seconds']} s"
+    )
     return (
-        f"{site.name} runs {where}{'' if engine.startswith(';') else ' '}{engine}, so a long "
+        f"{v['engine']} runs {where}{'' if engine.startswith(';') else ' '}{engine}, so a long "
         "prefill never blocks it; "
         "but that process also tokenizes, detokenizes and streams every request and answers "
-        f"late under load, and its livenessProbe ({live.text('timeoutSeconds')}, "
-        f"{live.text('failureThreshold')}, {live.text('periodSeconds')}) restarts a busy, "
-        f"healthy Pod: {'; '.join(problems)}. Fix: {_floor_text(ctx, names)}"
+        f"late under load, and its livenessProbe ({timeout}, {failures}, {period}) restarts a "
+        f"busy, healthy Pod: {_problems_text(v, t, PROBE_NAMES)}. Fix: {floor}"
     )
 
 
@@ -111,34 +159,37 @@ def _loop_bound(version: str | None) -> bool:
         return False
 
 
-def _v0_loop_bound(
-    ctx: RuleContext, obj: K8sObject, site: EngineSite, where: str, why: str
-) -> Iterator[Outcome]:
+def _v0_loop_bound(ctx: RuleContext, site: EngineSite, where: str, why: str) -> Iterator[Verdict]:
     """Before the release that fixed it, the V0 multiprocessing front end marked the engine
     dead (and /health failed for good) once one engine step outlasted its heartbeat
     threshold, whatever the probe: the longest step must stay under it."""
     found = capacity_inputs(ctx, site)
     if isinstance(found, str):
-        yield ctx.not_evaluated(obj, not_evaluated_reason(site, found))
+        yield Verdict(
+            "not_evaluated", "capacity-unread", {"why": not_evaluated_reason(site, found)}
+        )
         return
     limit = HEALTH.v0_dead_after_s.value
     for inp in found:
         step = inp.estimate.longest_step
         if step.seconds < limit:
             continue
-        defaults = inp.default_notes("enable_chunked_prefill", "max_num_batched_tokens")
-        yield ctx.violation(
-            obj,
-            f"{site.name} runs {where} on the V0 engine ({why}), whose multiprocessing front "
-            f"end marks the engine dead when its loop has not come round for {limit:g} s "
-            f"(last_alive_threshold = 3 x VLLM_RPC_TIMEOUT, "
-            f"{_source(HEALTH.v0_dead_after_s.source)}); /health then fails until the "
-            f"livenessProbe restarts the container. The longest engine step of "
-            f"{inp.model.name} on {inp.gpu.label} is estimated at {step.seconds:.1f} s: "
-            f"{step.explanation}{defaults}; one long prompt gets the Pod killed. Fix: enable "
-            "chunked prefill with a smaller max_num_batched_tokens, or use a vLLM release "
-            f"from {HEALTH.v0_engine_loop_until} (vllm#9818)",
-            (*site.container.path, "livenessProbe") if site.container else site.path,
+        yield Verdict(
+            "violation",
+            "step-outlasts-v0-heartbeat",
+            values={
+                "engine": site.name,
+                "where": where,
+                "why": why,
+                "model": inp.model.name,
+                "gpu": inp.gpu.label,
+                "step_s": step.seconds,
+                "step_explanation": step.explanation,
+                "defaults": inp.default_notes("enable_chunked_prefill", "max_num_batched_tokens"),
+            },
+            thresholds={"dead_after_s": limit},
+            sources=(_source(HEALTH.v0_dead_after_s.source),),
+            path=(*site.container.path, "livenessProbe") if site.container else site.path,
         )
 
 
@@ -156,95 +207,151 @@ def _seconds(config: Mapping[str, Any], key: str) -> float | str | None:
         return f"{key} {quoted(value)} is not a number"
 
 
-def _ray(ctx: RuleContext, obj: K8sObject, site: EngineSite) -> Iterator[Outcome]:
+def _ray(ctx: RuleContext, site: EngineSite) -> Iterator[Verdict]:
     """Ray Serve health checks of a Ray Serve LLM replica, against the same floor."""
     config = as_map(site.llm_config.get("deployment_config"), "deployment_config")
     values: dict[str, float] = {}
-    written: dict[str, str] = {}
+    defaulted: list[str] = []
     for key, default in SERVE_LLM_HEALTH_DEFAULTS.items():
         value = _seconds(config, key)
         if isinstance(value, str):
-            yield ctx.not_evaluated(obj, f"{site.name}: {value}")
+            yield Verdict("not_evaluated", "value-unreadable", {"why": f"{site.name}: {value}"})
             return
         values[key] = value if value is not None else float(default)
-        written[key] = "" if value is not None else " (Ray Serve LLM default)"
-    names = ("health_check_timeout_s", "", "health_check_period_s")
-    problems = _floor_problems(
-        ctx,
-        values["health_check_timeout_s"],
-        SERVE_UNHEALTHY_THRESHOLD,
-        values["health_check_period_s"],
-        names,
-    )
+        if value is None:
+            defaulted.append(key)
+    floor = {k: ctx.threshold(k) for k in FLOOR_KEYS}
+    timeout, period = values["health_check_timeout_s"], values["health_check_period_s"]
+    problems = _floor_problems(floor, timeout, SERVE_UNHEALTHY_THRESHOLD, period)
+    if "failures" in problems:
+        problems = tuple(p for p in problems if p != "failures")  # Ray Serve's, not the user's
     if problems:
-        yield ctx.violation(
-            obj,
-            f"{site.name}: Ray Serve restarts the replica (and reloads the model) after "
-            f"{SERVE_UNHEALTHY_THRESHOLD} failed health checks in a row "
-            f"(health_check_timeout_s {values['health_check_timeout_s']:g}"
-            f"{written['health_check_timeout_s']}, health_check_period_s "
-            f"{values['health_check_period_s']:g}{written['health_check_period_s']}); the "
-            "check awaits vLLM's AsyncLLM.check_health in the replica's event loop, which "
-            f"answers late under load: {'; '.join(problems)}. Fix: "
-            f"health_check_timeout_s >= {ctx.threshold('min_timeout_seconds')} and "
-            f"{SERVE_UNHEALTHY_THRESHOLD} x health_check_period_s >= "
-            f"{ctx.threshold('min_tolerance_seconds')} s in the deployment_config",
-            site.path,
-            advisory=True,
+        yield Verdict(
+            "advisory",
+            "serve-check-below-floor",
+            values={
+                "engine": site.name,
+                "timeout": timeout,
+                "failures": SERVE_UNHEALTHY_THRESHOLD,
+                "period": period,
+                "defaulted": tuple(defaulted),
+                "problems": problems,
+            },
+            thresholds=floor,
+            path=site.path,
         )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _serve_message(verdict: Verdict) -> str:
+    """The prose of Ray Serve health checks below the floor."""
+    v, t = verdict.values, verdict.thresholds
+    defaulted = cast(tuple[str, ...], v["defaulted"])
+
+    def shown(key: str, value: Value) -> str:
+        default = " (Ray Serve LLM default)" if key in defaulted else ""
+        return f"{key} {cast(float, value):g}{default}"
+
+    return (
+        f"{v['engine']}: Ray Serve restarts the replica (and reloads the model) after "
+        f"{SERVE_UNHEALTHY_THRESHOLD} failed health checks in a row "
+        f"({shown('health_check_timeout_s', v['timeout'])}, "
+        f"{shown('health_check_period_s', v['period'])}); the "
+        "check awaits vLLM's AsyncLLM.check_health in the replica's event loop, which "
+        f"answers late under load: {_problems_text(v, t, SERVE_NAMES)}. Fix: "
+        f"health_check_timeout_s >= {t['min_timeout_seconds']} and "
+        f"{SERVE_UNHEALTHY_THRESHOLD} x health_check_period_s >= "
+        f"{t['min_tolerance_seconds']} s in the deployment_config"
+    )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A liveness check that a long prefill (V0) or a busy API server (V1) cannot fail."""
     for site in engine_sites(ctx, obj):
         if site.container is None:
-            yield from _ray(ctx, obj, site)
+            yield from _ray(ctx, site)
             continue
         live = probe(site.container, "livenessProbe")
         if isinstance(live, str):
-            yield ctx.not_evaluated(obj, f"{site.name}: {live}")
+            yield Verdict("not_evaluated", "value-unreadable", {"why": f"{site.name}: {live}"})
             continue
         if live is None or "tcpSocket" in live.raw:
             continue  # no liveness probe, or one the kernel answers (the listen backlog)
         version = engine_version(site)
-        text = _floor(ctx, site, live, version.where, version.why if version.v0 else None)
-        if text is not None:
-            # A floor, not a certain failure: advisory (RULES.md), on every release.
-            yield ctx.violation(obj, text, (*site.container.path, "livenessProbe"), advisory=True)
+        floor = _floor(ctx, site, live, version.where, version.why if version.v0 else None)
+        if floor is not None:
+            yield floor
         in_process = site.bool_flag("disable_frontend_multiprocessing")
         if version.version is None and not in_process:
-            yield from _unknown_release(ctx, obj, site, version.where)
+            yield from _unknown_release(ctx, site, version.where)
         elif version.v0 and _loop_bound(version.version) and not in_process:
-            yield from _v0_loop_bound(ctx, obj, site, version.where, version.why)
+            yield from _v0_loop_bound(ctx, site, version.where, version.why)
 
 
-def _unknown_release(
-    ctx: RuleContext, obj: K8sObject, site: EngineSite, where: str
-) -> Iterator[Outcome]:
+def _unknown_release(ctx: RuleContext, site: EngineSite, where: str) -> Iterator[Verdict]:
     """No release is assumed: where the longest step would mark a V0 engine of a release
     before the fix dead, whether this engine is one is not known ("not evaluated")."""
     found = capacity_inputs(ctx, site)
     limit = HEALTH.v0_dead_after_s.value
+    values: dict[str, Value] = {"engine": site.name, "where": where}
     if isinstance(found, str):
-        step_text = f"its longest step is not estimated ({found})"
+        values["step_unread"] = found
     else:
         long = [inp for inp in found if inp.estimate.longest_step.seconds >= limit]
         if not long:
             return  # shorter than the limit on every GPU: no release can fail here
-        step = max(inp.estimate.longest_step.seconds for inp in long)
-        step_text = f"its longest step is estimated at {step:.1f} s"
-    yield ctx.not_evaluated(
-        obj,
-        f"{site.name}: {where}, so whether /health waits on the engine loop is not known: "
-        f"vLLM before {HEALTH.v0_engine_loop_until} (V0) marks the engine dead after "
-        f"{limit:g} s without a loop turn, and {step_text}. Pin the image to a vLLM "
-        f"release {profile_hint('images')}",
+        values["step_s"] = max(inp.estimate.longest_step.seconds for inp in long)
+    yield Verdict("not_evaluated", "release-unknown", values, thresholds={"dead_after_s": limit})
+
+
+def _step_message(verdict: Verdict) -> str:
+    """The prose of a V0 engine step that outlasts the front end's heartbeat."""
+    v, limit = verdict.values, cast(float, verdict.thresholds["dead_after_s"])
+    return (
+        f"{v['engine']} runs {v['where']} on the V0 engine ({v['why']}), whose multiprocessing "
+        f"front end marks the engine dead when its loop has not come round for {limit:g} s "
+        f"(last_alive_threshold = 3 x VLLM_RPC_TIMEOUT, {verdict.sources[0]}); /health then "
+        "fails until the livenessProbe restarts the container. The longest engine step of "
+        f"{v['model']} on {v['gpu']} is estimated at {cast(float, v['step_s']):.1f} s: "
+        f"{v['step_explanation']}{v['defaults']}; one long prompt gets the Pod killed. Fix: "
+        "enable chunked prefill with a smaller max_num_batched_tokens, or use a vLLM release "
+        f"from {HEALTH.v0_engine_loop_until} (vllm#9818)"
     )
+
+
+def _release_message(verdict: Verdict) -> str:
+    """The prose of an engine whose release (so whether V0 applies) is unknown."""
+    v, limit = verdict.values, cast(float, verdict.thresholds["dead_after_s"])
+    if "step_unread" in v:
+        step_text = f"its longest step is not estimated ({v['step_unread']})"
+    else:
+        step_text = f"its longest step is estimated at {cast(float, v['step_s']):.1f} s"
+    return (
+        f"{v['engine']}: {v['where']}, so whether /health waits on the engine loop is not "
+        f"known: vLLM before {HEALTH.v0_engine_loop_until} (V0) marks the engine dead after "
+        f"{limit:g} s without a loop turn, and {step_text}. Pin the image to a vLLM "
+        f"release {profile_hint('images')}"
+    )
+
+
+_MESSAGES = {
+    "probe-below-floor": _floor_message,
+    "serve-check-below-floor": _serve_message,
+    "step-outlasts-v0-heartbeat": _step_message,
+    "release-unknown": _release_message,
+}
+"""The prose of V010's verdicts, by reason (the unread ones carry their own)."""
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a V010 verdict."""
+    if verdict.reason in _MESSAGES:
+        return _MESSAGES[verdict.reason](verdict)
+    return str(verdict.values["why"])
 
 
 RULE = folder_rule(
     __name__,
-    check,
+    judged(judge, message),
     facts={
         "v0_engine_loop_until": HEALTH.v0_engine_loop_until,
         "v0_dead_after_s": f"{HEALTH.v0_dead_after_s.value:g}",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.engines import engine_sites
 from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map
@@ -26,19 +27,18 @@ def _port_number(c: ContainerRef, port: object) -> int | None:
         return None
 
 
-def problem(c: ContainerRef, serving_port: int | None) -> str | None:
-    """Why the readiness probe does not gate traffic on the engine, or ``None``."""
+def probe_case(c: ContainerRef, serving_port: int | None) -> tuple[str, Value] | None:
+    """Why the readiness probe does not gate traffic on the engine, as (case, what the probe
+    states), or ``None``."""
     probe = c.raw.get("readinessProbe")
     if not isinstance(probe, Mapping):
-        return (
-            "has no readinessProbe, so the pod is Ready (and gets traffic) while the engine loads"
-        )
+        return "no-probe", None
     http = as_map(probe.get("httpGet"), "httpGet")
     if http:
         path = str(http.get("path") or "/")
         if path.rstrip("/") in READY_PATHS:
             return None
-        return f"has a readinessProbe on {path}, which is not /health or /v1/models"
+        return "http-path", path
     tcp = as_map(probe.get("tcpSocket"), "tcpSocket")
     if tcp:
         # vLLM binds its port early but listens only once the engine is up
@@ -47,14 +47,22 @@ def problem(c: ContainerRef, serving_port: int | None) -> str | None:
         port = _port_number(c, tcp.get("port"))
         if serving_port is not None and port == serving_port:
             return None
-        return (
-            f"has a tcpSocket readinessProbe on port {tcp.get('port')}, "
-            f"not vLLM's port {serving_port}"
-        )
+        return "tcp-port", str(tcp.get("port"))
     command = as_list(as_map(probe.get("exec"), "exec").get("command"), "exec.command")
     if any(p in str(part) for part in command for p in READY_PATHS):
         return None
-    return "has a readinessProbe that does not query /health or /v1/models"
+    return "other-probe", None
+
+
+_CASES = {
+    "no-probe": (
+        "has no readinessProbe, so the pod is Ready (and gets traffic) while the engine loads"
+    ),
+    "http-path": "has a readinessProbe on {probe}, which is not /health or /v1/models",
+    "tcp-port": "has a tcpSocket readinessProbe on port {probe}, not vLLM's port {port}",
+    "other-probe": "has a readinessProbe that does not query /health or /v1/models",
+}
+"""Each case of :func:`probe_case` in words (``{key}``: a verdict value)."""
 
 
 # Batch workloads: no Service routes to them by readiness. A Job gets none; a JobSet's
@@ -65,7 +73,7 @@ BATCH_KINDS = frozenset({"Job", "CronJob", "JobSet"})
 PROBE_HANDLERS = ("httpGet", "tcpSocket", "exec", "grpc")
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Containers that serve vLLM have a readiness probe on /health or /v1/models."""
     if obj.kind in BATCH_KINDS:
         return
@@ -81,17 +89,35 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             and isinstance(probe, Mapping)
             and not any(k in probe for k in PROBE_HANDLERS)
         ):
-            yield ctx.not_evaluated(
-                obj,
-                f"{c.label}'s readinessProbe states no handler: it overrides part of the "
-                f"probe of KServe's preset under it ({KSERVE_PRESET_SOURCE}), not read here",
+            yield Verdict(
+                "not_evaluated",
+                "preset-probe-unread",
+                values={"container": c.label},
+                sources=(KSERVE_PRESET_SOURCE,),
             )
             continue
-        why = problem(c, engine.port)
-        if why:
-            yield ctx.violation(
-                obj, f"{c.label} serves vLLM but {why}", (*c.path, "readinessProbe")
+        found = probe_case(c, engine.port)
+        if found:
+            case, stated = found
+            yield Verdict(
+                "violation",
+                case,
+                values={"container": c.label, "probe": stated},
+                thresholds={"port": engine.port, "paths": READY_PATHS},
+                path=(*c.path, "readinessProbe"),
             )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a V011 verdict."""
+    v = verdict.values
+    if verdict.reason == "preset-probe-unread":
+        return (
+            f"{v['container']}'s readinessProbe states no handler: it overrides part of the "
+            f"probe of KServe's preset under it ({verdict.sources[0]}), not read here"
+        )
+    why = _CASES[verdict.reason].format_map({**v, **verdict.thresholds})
+    return f"{v['container']} serves vLLM but {why}"
+
+
+RULE = folder_rule(__name__, judged(judge, message))

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from typing import cast
 
 from gpustrata.catalog.vllm_release_types import FlagSet, source_url
 from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases, load_vllm_releases
 from gpustrata.core.versions import parse_version
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import flags_starting_with
 
-Verdict = tuple[bool, str]
+Resolution = tuple[bool, str]
 """(accepted, the option the parser resolves it to, or why not)."""
 
 
-def _resolve(option: str, flags: frozenset[str]) -> Verdict:
+def _resolve(option: str, flags: frozenset[str]) -> Resolution:
     """How one release's argument parser takes an option as written.
 
     FlexibleArgumentParser turns ``_`` into ``-`` in ``--names``; ``--a.b`` sets a key of
@@ -65,15 +67,16 @@ def _last_accepting(option: str, before: str | None) -> str | None:
     return found
 
 
-def _instead(option: str) -> str:
+def _instead(option: str) -> tuple[str, str] | None:
+    """What the catalogue says replaced a dropped option, and where it says so."""
     name = "--" + option.lstrip("-").replace("_", "-").split(".", 1)[0]
     for change in load_vllm_releases().flag_changes:
         if change.flag == name:
-            return f"; instead: {change.instead} ({source_url(change.source)})"
-    return ""
+            return change.instead, source_url(change.source)
+    return None
 
 
-def _judge(sets: tuple[FlagSet, ...], option: str) -> Verdict | None:
+def _judge(sets: tuple[FlagSet, ...], option: str) -> Resolution | None:
     """(accepted, why) where every read release around agrees; None where they differ."""
     verdicts = [_resolve(option, s.flags) for s in sets]
     if all(v[0] for v in verdicts):
@@ -91,7 +94,48 @@ def _options(site: EngineSite) -> list[tuple[str, str]]:
     return [(k, "--" + k.replace("_", "-")) for k in dict.fromkeys(site.engine.written)]
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _judge_options(
+    site: EngineSite, options: list[tuple[str, str]], version: str, where: str
+) -> Iterator[Verdict]:
+    """Each option of one engine against the read releases around *version*."""
+    sets = accepted_flags(version)
+    values: dict[str, Value] = {"engine": site.name, "version": version, "where": where}
+    if sets is None:
+        read = flag_releases()
+        thresholds = {"read": (read[0], read[-1])}
+        yield Verdict("not_evaluated", "release-not-read", values, thresholds)
+        return
+    values["judged_by"] = tuple(s.version for s in sets)
+    for written, option in options:
+        verdict = _judge(sets, option)
+        if verdict is None:
+            yield Verdict("not_evaluated", "releases-disagree", {**values, "written": written})
+            continue
+        accepted, why = verdict
+        if accepted:
+            continue
+        if site.container is None and _last_accepting(option, None) is None:
+            # An engine_kwargs key no release has as a flag may still be an EngineArgs
+            # field without one: only keys a release dropped are judged.
+            continue
+        instead = _instead(option)
+        yield Verdict(
+            "violation",
+            "option-refused",
+            values={
+                **values,
+                "written": written,
+                "engine_kwargs": site.container is None,
+                "why": why,
+                "last_accepting": _last_accepting(option, sets[0].version),
+                "instead": instead[0] if instead else None,
+            },
+            sources=(instead[1],) if instead else (),
+            path=site.path,
+        )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Every option of every engine is one that the image's vLLM release accepts."""
     for site in engine_sites(ctx, obj):
         options = _options(site)
@@ -100,59 +144,60 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         release = site.release()
         version, where = release.version, release.where
         if version is None:
-            yield ctx.not_evaluated(
-                obj, f"{site.name}: the accepted flags depend on the vLLM release, but {where}"
-            )
+            values = {"engine": site.name, "where": where}
+            yield Verdict("not_evaluated", "release-unknown", values=values)
             continue
-        sets = accepted_flags(version)
-        if sets is None:
-            read = flag_releases()
-            yield ctx.not_evaluated(
-                obj,
-                f"{site.name}: vLLM {version} ({where}) is outside the releases whose flags "
-                f"were read ({read[0]} to {read[-1]})",
-            )
-            continue
-        judged = " and ".join(s.version for s in sets)
-        label = f"vLLM {version} ({where})" + (
-            f"; judged by {judged}, the read releases around it" if len(sets) > 1 else ""
+        yield from _judge_options(site, options, version, where)
+
+
+def _refused_message(verdict: Verdict) -> str:
+    """The prose of an option the release refuses."""
+    v = verdict.values
+    judged_by = cast(tuple[str, ...], v["judged_by"])
+    label = f"vLLM {v['version']} ({v['where']})" + (
+        f"; judged by {' and '.join(judged_by)}, the read releases around it"
+        if len(judged_by) > 1
+        else ""
+    )
+    last = v["last_accepting"]
+    history = f"; vLLM {last} was the last read release to accept it" if last else ""
+    instead = f"; instead: {v['instead']} ({verdict.sources[0]})" if v["instead"] else ""
+    if v["engine_kwargs"]:
+        what = f"the engine_kwargs key {v['written']}"
+        stop = (
+            "AsyncEngineArgs(**engine_kwargs) refuses the unknown keyword before the "
+            "engine starts, so the replica never comes up"
         )
-        for written, option in options:
-            verdict = _judge(sets, option)
-            if verdict is None:
-                yield ctx.not_evaluated(
-                    obj,
-                    f"{site.name}: {written} is accepted by only one of vLLM {judged}, the read "
-                    f"releases around {version}",
-                )
-                continue
-            accepted, why = verdict
-            if accepted:
-                continue
-            if site.container is None and _last_accepting(option, None) is None:
-                # An engine_kwargs key no release has as a flag may still be an EngineArgs
-                # field without one: only keys a release dropped are judged.
-                continue
-            last = _last_accepting(option, sets[0].version)
-            history = f"; vLLM {last} was the last read release to accept it" if last else ""
-            if site.container is None:
-                what = f"the engine_kwargs key {written}"
-                stop = (
-                    "AsyncEngineArgs(**engine_kwargs) refuses the unknown keyword before the "
-                    "engine starts, so the replica never comes up"
-                )
-            else:
-                what = f"the option {written}"
-                stop = (
-                    f"the argument parser stops ('{why}') before the engine starts, so the "
-                    "container exits"
-                )
-            yield ctx.violation(
-                obj,
-                f"{site.name} passes {what}, which {label} does not accept: {stop}{history}"
-                f"{_instead(option)}. Fix: remove it or use what this release accepts",
-                site.path,
-            )
+    else:
+        what = f"the option {v['written']}"
+        stop = (
+            f"the argument parser stops ('{v['why']}') before the engine starts, so the "
+            "container exits"
+        )
+    return (
+        f"{v['engine']} passes {what}, which {label} does not accept: {stop}{history}"
+        f"{instead}. Fix: remove it or use what this release accepts"
+    )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a V013 verdict."""
+    v = verdict.values
+    if verdict.reason == "release-unknown":
+        return f"{v['engine']}: the accepted flags depend on the vLLM release, but {v['where']}"
+    if verdict.reason == "release-not-read":
+        first, last = cast(tuple[str, str], verdict.thresholds["read"])
+        return (
+            f"{v['engine']}: vLLM {v['version']} ({v['where']}) is outside the releases whose "
+            f"flags were read ({first} to {last})"
+        )
+    if verdict.reason == "releases-disagree":
+        judged = " and ".join(cast(tuple[str, ...], v["judged_by"]))
+        return (
+            f"{v['engine']}: {v['written']} is accepted by only one of vLLM {judged}, the read "
+            f"releases around {v['version']}"
+        )
+    return _refused_message(verdict)
+
+
+RULE = folder_rule(__name__, judged(judge, message))
