@@ -429,7 +429,6 @@ def test_gke_accelerator_label_names_the_gpu() -> None:
     assert inp.gpu.gpu.id == "l4"
 
 
-
 def test_volcengine_gpu_name_label_names_the_gpu() -> None:
     """AIBrix's heterogeneous samples pin each Deployment by Volcengine VKE's GPU label
     (field corpus 2): a full product name resolves, a family name alone does not."""
@@ -442,6 +441,7 @@ def test_volcengine_gpu_name_label_names_the_gpu() -> None:
     v100 = _docs(REPO / "tests/data/field-corpus-2/aibrix-deepseek-coder-7b-v100.yaml")
     [reason] = _not_evaluated(v100, "V003")
     assert "gpu-name=Tesla-V100 is not in the hardware catalogue" in reason
+
 
 def test_described_pool_gives_the_gpu() -> None:
     pool = {
