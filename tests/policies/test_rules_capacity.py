@@ -452,7 +452,7 @@ def test_weights_over_every_catalogued_gpu_are_a_finding_without_a_gpu_label() -
     """Issue 30: with no GPU named, V003 still decides where the weights per GPU exceed
     gpu_memory_utilization x the largest catalogued GPU; where they do not, the record
     stays "not evaluated" (never a pass: a GPU smaller than every catalogued one exists)."""
-    from gpustrata_policies.view.capacity import largest_gpu
+    from gpustrata_policies.view.any_gpu import largest_gpu
 
     big = _no_gpu_label(_deployment("meta-llama/Llama-3.1-405B-Instruct"))
     [message] = _findings([big], "V003")

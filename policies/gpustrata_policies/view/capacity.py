@@ -18,7 +18,6 @@ import json
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from gpustrata.catalog.vllm_facts import facts_for
@@ -37,7 +36,6 @@ from gpustrata_policies.view.engines import (
     GpuRef,
     as_bool,
     as_int,
-    gpu_resources,
     site_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
@@ -472,7 +470,7 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
         settings = dataclasses.replace(settings, flashinfer_sampler=bool(int(sampler)))
     out: list[Inputs] = []
     for ref in gpus:
-        estimate = _estimate(ctx, site, model.arch, ref.gpu, settings)
+        estimate = site_estimate(ctx, site, model.arch, ref.gpu, settings)
         if isinstance(estimate, str):
             return estimate
         out.append(Inputs(site, model, ref, version, settings, estimate))
@@ -490,83 +488,16 @@ def estimated_engines(ctx: RuleContext, obj: K8sObject) -> Iterator[Inputs | Not
             yield from found
 
 
-@dataclass(frozen=True, slots=True)
-class AnyGpu:
-    """An engine whose GPU model is unknown, estimated on the catalogued GPU with the most
-    memory: a memory shortfall there (weights, one sequence's KV cache, max_num_seqs
-    sequences) is one on every catalogued GPU, whichever the Pod lands on."""
-
-    inputs: Inputs
-    """The engine on that GPU (its :class:`GpuRef` says why it stands for any GPU)."""
-    record: NotEvaluated
-    """The "not evaluated" record to give where the shortfall is not certain."""
-
-    @property
-    def room(self) -> int:
-        """Bytes per GPU vLLM may use there (gpu_memory_utilization x memory), less the
-        weights: an upper bound of the KV cache on any catalogued GPU (activations, CUDA
-        graphs and runtime overhead only lower it)."""
-        est = self.inputs.estimate
-        return int(est.memory.requested.value - est.weights.bytes_per_gpu)
-
-
-def largest_gpu() -> GpuModel:
-    """The catalogued GPU with the most memory (the hardware catalogue holds NVIDIA GPUs)."""
-    return max(catalogs.hardware().gpus.values(), key=lambda g: (g.memory_gib, g.id))
-
-
-def estimated_engines_any_gpu(
-    ctx: RuleContext, obj: K8sObject
-) -> Iterator[Inputs | NotEvaluated | AnyGpu]:
-    """:func:`estimated_engines`, with an engine whose only missing input is its GPU model
-    (whole ``nvidia.com/gpu`` GPUs, the model and settings known) given as :class:`AnyGpu`
-    on :func:`largest_gpu` with the record it otherwise gets: a rule reports a shortfall
-    there as one on any GPU and gives the record otherwise (never a pass: a GPU smaller
-    than every catalogued one exists)."""
-    for site in engine_sites(ctx, obj):
-        found = capacity_inputs(ctx, site)
-        if not isinstance(found, str):
-            yield from found
-            continue
-        record = ctx.not_evaluated(obj, not_evaluated_reason(site, found))
-        bound = ctx.memo(("capacity-any-gpu", id(site)), partial(_any_gpu, ctx, site, found))
-        yield record if bound is None else AnyGpu(bound, record)
-
-
-def _any_gpu(ctx: RuleContext, site: EngineSite, reason: str) -> Inputs | None:
-    if not isinstance(site_gpus(ctx, site), str) or site.gpu_pod is None:
-        return None  # the GPU is known: the record is for another missing input
-    resources = gpu_resources(ctx, site.gpu_pod)
-    if set(resources) != {"nvidia.com/gpu"}:
-        return None  # MIG slices, DRA claims, other vendors: not whole catalogued GPUs
-    try:
-        model = resolve_model(site)
-        if isinstance(model, str):
-            return None
-        version = engine_version(site)
-        settings = engine_settings(site, model.arch, version.v0, version.version)
-    except UnknownInput:  # an input the controller or a preview fills
-        return None
-    if isinstance(settings, str):
-        return None
-    gpu = largest_gpu()
-    estimate = _estimate(ctx, site, model.arch, gpu, settings)
-    if isinstance(estimate, str):
-        return None
-    where = (
-        f"the catalogued GPU with the most memory, {gpu.memory_gib:g} GiB, standing for any "
-        f"GPU: {reason.removeprefix(site.name + ': ')}"
-    )
-    return Inputs(site, model, GpuRef(gpu, where), version, settings, estimate)
-
-
-def _estimate(
+def site_estimate(
     ctx: RuleContext,
     site: EngineSite,
     arch: ModelArchitecture,
     gpu: GpuModel,
     settings: PlannerSettings,
 ) -> CapacityEstimate | str:
+    """The capacity estimate of *site* on *gpu* (made once per engine, GPU and evaluation;
+    engines sharing model, GPU and settings share it), or why vLLM would refuse it."""
+
     def compute() -> CapacityEstimate | Exception:
         from gpustrata.vllm.capacity import CapacityError
 

@@ -8,12 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpustrata_policies.findings import NotEvaluated, Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.view.capacity import (
-    AnyGpu,
-    Inputs,
-    estimate,
-    estimated_engines_any_gpu,
-)
+from gpustrata_policies.view.any_gpu import AnyGpu, estimated_engines_any_gpu
+from gpustrata_policies.view.capacity import Inputs, estimate
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 from gpustrata_policies.findings import NotEvaluated, Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.view.capacity import AnyGpu, Inputs, estimated_engines_any_gpu
+from gpustrata_policies.view.any_gpu import AnyGpu, estimated_engines_any_gpu
+from gpustrata_policies.view.capacity import Inputs
 from gpustrata_policies.view.objects import K8sObject
 
 
