@@ -71,6 +71,8 @@ REQUIRED_IDS = [
     "mistralai/Mistral-7B-Instruct-v0.2",
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
     "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+    "neuralmagic/Meta-Llama-3.1-405B-Instruct-FP8",
+    "deepseek-ai/deepseek-coder-6.7b-instruct",
     "Qwen/Qwen2.5-Coder-1.5B-Instruct",
 ]
 

@@ -356,6 +356,23 @@ def test_v001_nnodes_mig_ray_executor_and_bundles() -> None:
     assert (bundles.thresholds, bundles.path) == ({"world": 4}, ("spec", "serveConfigV2"))
 
 
+def test_v001_rayclusterfleet_head_joins_its_ray_cluster() -> None:
+    """Regression (issue 30, corpus 2): AIBrix's RayClusterFleet head runs
+    `$KUBERAY_GEN_RAY_START_CMD; vllm serve ... --tensor-parallel-size 16
+    --distributed-executor-backend ray` with 8 GPUs; KubeRay starts Ray there and its worker
+    group joins, so the engine's other GPUs come from that cluster: never "joins no Ray
+    cluster"."""
+    from gpustrata_policies.rules.v001_parallelism_matches_gpus.rule import judge
+
+    corpus = Path("tests/data/field-corpus-2/aibrix-deepseek-r1-huggingface.yaml")
+    [v] = _verdicts("V001", corpus, judge)["RayClusterFleet/default/deepseek-r1-671b"]
+    assert (v.decision, v.reason, v.values["limit"]) == (
+        "not_evaluated",
+        "ray-executor-joins-cluster",
+        8,
+    )
+
+
 # O002: (fixture, resource) -> (decision, floor case, driver on the pool).
 O002_BELOW = {
     ("bad-driver-too-old.yaml", "Deployment/llm/o002-vllm-new"): (

@@ -242,11 +242,18 @@ def gpu_models_of_pool(pool: GpuPool, pod: PodRef | None = None) -> list[GpuMode
     return [gpu]
 
 
+VKE_GPU_NAME = "machine.cluster.vke.volcengine.com/gpu-name"
+"""Volcengine VKE's GPU-name node label (https://volcengine.com/docs/6460/1358690): the NVML
+name with spaces as dashes (``NVIDIA-L20``, the GFD product form), the label AIBrix pins each
+GPU type by (vllm-project/aibrix@c1610cd:docs/source/features/heterogeneous-gpu.rst).
+A value that is no full product name (``Tesla-V100``: SXM2 or PCIe, 16 or 32 GB) resolves to
+no catalogue entry and says so."""
 # Node labels that name the GPU model (RULES.md "Where the inputs come from").
 _GPU_NAME_LABELS = (
     "nvidia.com/gpu.product",
     "karpenter.k8s.aws/instance-gpu-name",
     "cloud.google.com/gke-accelerator",
+    VKE_GPU_NAME,
 )
 GKE_GPUS = "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#available_gpus"
 # cloud.google.com/gke-accelerator values (the GPU names of GKE_GPUS) -> catalogue GPU.

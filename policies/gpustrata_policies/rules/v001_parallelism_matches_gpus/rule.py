@@ -15,6 +15,7 @@ from gpustrata_policies.rules._verdict import Decision, Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.kinds import RAY_KINDS
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
 from gpustrata_policies.view.vllm_args import EngineArgs
@@ -59,14 +60,15 @@ are created (or made available to a container), a single CUDA process can only e
 single MIG device"."""
 GROUP_KINDS = frozenset({"LeaderWorkerSet", "ModelServing"})
 """Kinds whose Pods may run one engine together (:func:`pod_group`)."""
-RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", *GROUP_KINDS})
+# KubeRay kinds and AIBrix's RayClusterFleet (view.kinds), whose Pods start Ray themselves.
+JOINING_KINDS = RAY_KINDS | GROUP_KINDS
 SERVING_RUNTIMES = frozenset({"ServingRuntime", "ClusterServingRuntime"})
 
 
 def _joins_a_ray_cluster(obj: K8sObject, container: ContainerRef, engine: EngineArgs) -> bool:
     """Does the engine's process run on a node of a Ray cluster it did not start alone:
     a Ray or LeaderWorkerSet Pod, a script that runs ``ray start``, or a RAY_ADDRESS?"""
-    if obj.kind in RAY_KINDS or engine.ray_start is not None:
+    if obj.kind in JOINING_KINDS or engine.ray_start is not None:
         return True
     if container.raw.get("envFrom"):
         return True  # a ConfigMap or Secret may set RAY_ADDRESS: not known here
