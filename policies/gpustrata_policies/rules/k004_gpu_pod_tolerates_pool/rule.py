@@ -175,13 +175,14 @@ def _judge_pools(
     verdicts: dict[tuple[str, str, str], bool] = {}
     if any(all(_tolerated(tolerations, t, verdicts) for t in p.hard_taints) for p in targeted):
         return  # one pool it can land on is enough
-    missing = tuple(
-        (
-            p.name,
-            tuple(_as_tuple(t) for t in p.hard_taints if not _tolerated(tolerations, t, verdicts)),
+    # By pool name: the pools of one name (Nodes of one pool) are named once, as the last.
+    by_name = {
+        p.name: tuple(
+            _as_tuple(t) for t in p.hard_taints if not _tolerated(tolerations, t, verdicts)
         )
         for p in targeted
-    )
+    }
+    missing = tuple(by_name.items())
     # A taint keyed by a requested resource, NoSchedule, is one the admission plugin
     # would tolerate: only where it is known off is a miss certain.
     admissible = all(
