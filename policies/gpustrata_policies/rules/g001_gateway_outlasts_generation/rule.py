@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from gpustrata.core.unknown import known
 from gpustrata.core.yamlio import safe_load
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import fmt, object_index, pool_members
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.endpoints import reach, services
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.gateways import (
@@ -286,13 +287,47 @@ _HOPS = {
 }
 
 
-def _message(hop: Hop, site: EngineSite, seconds: float, working: str) -> str:
-    needed = math.ceil(seconds)
-    cut = f"{hop.what} ({hop.seconds:g} s)"
-    answer = (
-        f"the longest answer {site.label} of {site.obj.resource} admits takes at least {working}"
-    )
-    if hop.idle:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """Every timeout in front of an engine outlasts the longest answer it admits."""
+    hops = _HOPS.get(obj.kind)
+    if hops is None:
+        return
+    for hop in hops(ctx, obj):
+        if hop.seconds <= 0:
+            continue  # 0 disables the timeout in Gateway API, Istio and Envoy
+        worst: tuple[EngineSite, float, str] | None = None
+        for site in {id(e): e for e in hop.engines}.values():
+            gen = longest_generation(ctx, site)
+            if isinstance(gen, str):
+                yield Verdict("not_evaluated", "generation-unknown", {"why": gen})
+                continue
+            if gen.seconds > hop.seconds and (worst is None or gen.seconds > worst[1]):
+                worst = (site, gen.seconds, gen.text())
+        if worst is not None:
+            site, seconds, working = worst
+            yield Verdict(
+                "advisory" if hop.idle else "violation",
+                "idle-timeout-cuts-answer" if hop.idle else "timeout-cuts-answer",
+                values={
+                    "hop": hop.what,
+                    "engine": f"{site.label} of {site.obj.resource}",
+                    "generation_seconds": seconds,
+                    "working": working,
+                },
+                thresholds={"timeout_seconds": hop.seconds},
+                path=hop.path,
+            )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a G001 verdict."""
+    v = verdict.values
+    if verdict.reason == "generation-unknown":
+        return str(v["why"])
+    needed = math.ceil(cast(float, v["generation_seconds"]))
+    cut = f"{v['hop']} ({cast(float, verdict.thresholds['timeout_seconds']):g} s)"
+    answer = f"the longest answer {v['engine']} admits takes at least {v['working']}"
+    if verdict.reason == "idle-timeout-cuts-answer":
         return (
             f"{cut} ends a response that sends nothing for that long, and a non-streamed "
             f"answer sends nothing until it is complete: {answer}. Such answers are cut "
@@ -306,27 +341,4 @@ def _message(hop: Hop, site: EngineSite, seconds: float, working: str) -> str:
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """Every timeout in front of an engine outlasts the longest answer it admits."""
-    hops = _HOPS.get(obj.kind)
-    if hops is None:
-        return
-    for hop in hops(ctx, obj):
-        if hop.seconds <= 0:
-            continue  # 0 disables the timeout in Gateway API, Istio and Envoy
-        worst: tuple[EngineSite, float, str] | None = None
-        for site in {id(e): e for e in hop.engines}.values():
-            gen = longest_generation(ctx, site)
-            if isinstance(gen, str):
-                yield ctx.not_evaluated(obj, gen)
-                continue
-            if gen.seconds > hop.seconds and (worst is None or gen.seconds > worst[1]):
-                worst = (site, gen.seconds, gen.text())
-        if worst is not None:
-            site, seconds, working = worst
-            yield ctx.violation(
-                obj, _message(hop, site, seconds, working), hop.path, advisory=hop.idle
-            )
-
-
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, judged(judge, message))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import (
     fmt,
     object_index,
@@ -14,6 +14,7 @@ from gpustrata_policies.rules._common import (
     vllm_pods_in,
 )
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.endpoints import by_namespace
 from gpustrata_policies.view.engines import EngineSite, release_version
 from gpustrata_policies.view.gateways import (
@@ -28,10 +29,11 @@ from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, dig
 from gpustrata_policies.view.vllm_args import split_image
 
 
-def _listens(site: EngineSite) -> str:
-    engine = site.engine
-    how = f"--port {engine.port}" if engine.get("port") is not None else "--port unset"
-    return f"{engine.port} ({how}: vLLM's default)" if "unset" in how else f"{engine.port} ({how})"
+def _listens(v: Mapping[str, Value]) -> str:
+    port = v["engine_port"]
+    if v["port_stated"]:
+        return f"{port} (--port {port})"
+    return f"{port} (--port unset: vLLM's default)"
 
 
 EPP_IMAGE = "gateway-api-inference-extension/epp"
@@ -75,7 +77,7 @@ def _metrics(
     obj: K8sObject,
     pool: PoolView,
     members: list[tuple[PodRef, list[EngineSite]]],
-) -> Iterator[Outcome]:
+) -> Iterator[Verdict]:
     picked = _picker(ctx, pool)
     if picked is None:
         return
@@ -89,22 +91,20 @@ def _metrics(
                 continue
             hidden = site.engine.get("show_hidden_metrics_for_version") is not None
             if vllm_exports(metric, key, hidden) is False:
-                yield ctx.violation(
-                    obj,
-                    f"InferencePool {obj.name}'s endpoint picker reads KV-cache usage from "
-                    f"{metric} ({why}), which vLLM {version} ({where}) of {site.label} of "
-                    f"{site.obj.resource} does not export (vllm/v1/metrics/loggers.py of the "
-                    "releases read: 0.8.5 exports vllm:gpu_cache_usage_perc, 0.10.1.1 both, "
-                    "0.11.0 on vllm:kv_cache_usage_perc only); its KV-cache-aware scoring "
-                    f"sees no value. Set --{KV_USAGE_FLAG}=vllm:kv_cache_usage_perc (or the "
-                    "metric that release exports) on the picker",
-                    (
-                        "spec",
-                        "endpointPickerRef"
-                        if "endpointPickerRef" in _spec(obj)
-                        else "extensionRef",
-                    ),
-                    advisory=True,
+                ref = "endpointPickerRef" if "endpointPickerRef" in _spec(obj) else "extensionRef"
+                yield Verdict(
+                    "advisory",
+                    "picker-metric-not-exported",
+                    values={
+                        "pool": obj.name,
+                        "metric": metric,
+                        "metric_source": why,
+                        "vllm": version,
+                        "vllm_source": where,
+                        "engine": f"{site.label} of {site.obj.resource}",
+                        "hidden_metrics": hidden,
+                    },
+                    path=("spec", ref),
                 )
                 return
 
@@ -131,7 +131,7 @@ def _sidecar_serves(pod: PodRef, sites: list[EngineSite], ports: tuple[int, ...]
     return False
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """An InferencePool selects vLLM Pods and targets the port their engines serve on."""
     pool = inference_pool(obj)
     if pool is None:
@@ -144,13 +144,17 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if not candidates:
             return  # the Pods are not in the input
         pod, _ = candidates[0]
-        yield ctx.violation(
-            obj,
-            f"InferencePool {obj.name} selects {_labels(pool.selector.get('matchLabels'))}, "
-            f"which no Pod of namespace {obj.namespace} carries, so it has no endpoints; the "
-            f"vLLM Pods here ({pod.obj.resource}, labels {_labels(pod.labels)}) get none of "
-            "its traffic. Select the engine Pods' labels",
-            ("spec", "selector"),
+        yield Verdict(
+            "violation",
+            "selects-no-pod",
+            values={
+                "pool": obj.name,
+                "selector": _labels(pool.selector.get("matchLabels")),
+                "namespace": obj.namespace,
+                "vllm_pod": pod.obj.resource,
+                "vllm_labels": _labels(pod.labels),
+            },
+            path=("spec", "selector"),
         )
         return
     yield from _metrics(ctx, obj, pool, members)
@@ -162,15 +166,47 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         for site in sites:
             if site.engine.port in pool.ports:
                 continue
-            ports = ", ".join(str(p) for p in pool.ports)
-            yield ctx.violation(
-                obj,
-                f"InferencePool {obj.name} sends requests to port {ports}, but {site.label} of "
-                f"{pod.obj.resource} (selected by it) listens on {_listens(site)}; the gateway "
-                f"gets connection refused from every endpoint. Target port {site.engine.port}",
-                pool.ports_path,
+            yield Verdict(
+                "violation",
+                "port-not-served",
+                values={
+                    "pool": obj.name,
+                    "engine": f"{site.label} of {pod.obj.resource}",
+                    "engine_port": site.engine.port,
+                    "port_stated": site.engine.get("port") is not None,
+                },
+                thresholds={"pool_ports": tuple(pool.ports)},
+                path=pool.ports_path,
             )
             return
 
 
-RULE = folder_rule(__name__, check, facts={"GIE_CRDS": GIE_CRDS})
+def message(verdict: Verdict) -> str:
+    """The prose of a G002 verdict."""
+    v = verdict.values
+    if verdict.reason == "selects-no-pod":
+        return (
+            f"InferencePool {v['pool']} selects {v['selector']}, which no Pod of namespace "
+            f"{v['namespace']} carries, so it has no endpoints; the vLLM Pods here "
+            f"({v['vllm_pod']}, labels {v['vllm_labels']}) get none of its traffic. Select the "
+            "engine Pods' labels"
+        )
+    if verdict.reason == "picker-metric-not-exported":
+        return (
+            f"InferencePool {v['pool']}'s endpoint picker reads KV-cache usage from "
+            f"{v['metric']} ({v['metric_source']}), which vLLM {v['vllm']} ({v['vllm_source']}) "
+            f"of {v['engine']} does not export (vllm/v1/metrics/loggers.py of the releases "
+            "read: 0.8.5 exports vllm:gpu_cache_usage_perc, 0.10.1.1 both, 0.11.0 on "
+            "vllm:kv_cache_usage_perc only); its KV-cache-aware scoring sees no value. Set "
+            f"--{KV_USAGE_FLAG}=vllm:kv_cache_usage_perc (or the metric that release exports) "
+            "on the picker"
+        )
+    ports = ", ".join(str(p) for p in cast(tuple[int, ...], verdict.thresholds["pool_ports"]))
+    return (
+        f"InferencePool {v['pool']} sends requests to port {ports}, but {v['engine']} "
+        f"(selected by it) listens on {_listens(v)}; the gateway gets connection refused from "
+        f"every endpoint. Target port {v['engine_port']}"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message), facts={"GIE_CRDS": GIE_CRDS})

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, RuleContext
-from gpustrata_policies.rules._common import (
-    fmt,
-)
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import fmt
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.objects import K8sObject, is_gpu_resource
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Every GPU request has a limit, and equals it."""
     extra = ctx.config.gpu_resources
     for c in obj.containers():
@@ -24,32 +24,41 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 continue
             req = known(requests[name], f"requests.{name} of {c.label}")
             path = (*c.path, "resources", "requests", name)
+            values: dict[str, Value] = {"container": c.label, "resource": name, "request": fmt(req)}
             if name not in limits:
-                yield ctx.violation(
-                    obj,
-                    f"{c.label} requests {name}: {fmt(req)} but sets no limit; the API server "
-                    "rejects it (Limit must be set for non overcommitable resources)",
-                    path,
-                )
+                yield Verdict("violation", "no-limit", values=values, path=path)
                 continue
             lim = known(limits[name], f"limits.{name} of {c.label}")
             q_req, q_lim = parse_quantity(req), parse_quantity(lim)
+            values = {**values, "limit": fmt(lim), "request_q": q_req, "limit_q": q_lim}
             if q_req is None or q_lim is None:  # .nan, "abc": no comparison means anything
                 bad = sorted({fmt(v) for v, q in ((req, q_req), (lim, q_lim)) if q is None})
-                yield ctx.violation(
-                    obj,
-                    f"{c.label} requests {name}: {fmt(req)} and limits it to {fmt(lim)}; "
-                    f"{' and '.join(bad)} is not a quantity, so the API server rejects it",
-                    path,
-                )
+                values = {**values, "not_quantities": tuple(bad)}
+                yield Verdict("violation", "not-a-quantity", values=values, path=path)
                 continue
             if q_req != q_lim:
-                yield ctx.violation(
-                    obj,
-                    f"{c.label} requests {name}: {fmt(req)} but limits it to {fmt(lim)}; the API "
-                    f"server rejects it (must be equal to {name} limit of {fmt(lim)})",
-                    path,
-                )
+                yield Verdict("violation", "request-not-limit", values=values, path=path)
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a K001 verdict."""
+    v = verdict.values
+    head = f"{v['container']} requests {v['resource']}: {v['request']}"
+    if verdict.reason == "no-limit":
+        return (
+            f"{head} but sets no limit; the API server rejects it (Limit must be set for non "
+            "overcommitable resources)"
+        )
+    if verdict.reason == "not-a-quantity":
+        bad = " and ".join(cast(tuple[str, ...], v["not_quantities"]))
+        return (
+            f"{head} and limits it to {v['limit']}; {bad} is not a quantity, so the API server "
+            "rejects it"
+        )
+    return (
+        f"{head} but limits it to {v['limit']}; the API server rejects it (must be equal to "
+        f"{v['resource']} limit of {v['limit']})"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

@@ -6,17 +6,16 @@ from collections.abc import Iterator
 
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, RuleContext
-from gpustrata_policies.rules._common import (
-    fmt,
-)
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import fmt
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.device_plugin import SHARING_DOCS
 from gpustrata_policies.view.nodes import cluster_gpu_sharing
-from gpustrata_policies.view.objects import K8sObject, Path, is_gpu_resource
+from gpustrata_policies.view.objects import K8sObject, is_gpu_resource
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """GPU quantities are whole, non-negative numbers."""
     extra = ctx.config.gpu_resources
     for c in obj.containers():
@@ -27,37 +26,65 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 value = known(raw, f"{section}.{name} of {c.label}")
                 amount = parse_quantity(value)
                 path = (*c.path, "resources", section, name)
+                values: dict[str, Value] = {
+                    "container": c.label,
+                    "section": section,
+                    "resource": name,
+                    "value": fmt(value),
+                    "amount": amount,
+                }
                 if amount is None:
-                    problem = "is not a quantity"
+                    reason = "not-a-quantity"
                 elif amount.numerator < 0:  # amount < 0 (the denominator is positive)
-                    problem = "is negative"
+                    reason = "negative"
                 elif amount.denominator != 1:
-                    problem = (
-                        "is not a whole number (the API server rejects it: must be an integer)"
-                    )
+                    reason = "not-whole"
                 else:
                     if section == "limits" and amount.numerator > 1:  # whole here: amount > 1
-                        yield from _shared_beyond_one(ctx, obj, c.label, name, value, path)
+                        yield from _shared_beyond_one(ctx, values, path)
                     continue
-                yield ctx.violation(
-                    obj, f"{c.label} sets {section}.{name}: {fmt(value)}, which {problem}", path
-                )
+                yield Verdict("violation", reason, values=values, path=path)
 
 
 def _shared_beyond_one(
-    ctx: RuleContext, obj: K8sObject, label: str, name: str, value: object, path: Path
-) -> Iterator[Outcome]:
+    ctx: RuleContext, values: dict[str, Value], path: tuple[str | int, ...]
+) -> Iterator[Verdict]:
     """More than one replica of a shared GPU where the device plugin refuses that."""
     sharing = cluster_gpu_sharing(ctx)
-    if sharing is None or sharing.resource != name or not sharing.fail_requests_greater_than_one:
+    if (
+        sharing is None
+        or sharing.resource != values["resource"]
+        or not sharing.fail_requests_greater_than_one
+    ):
         return
-    yield ctx.violation(
-        obj,
-        f"{label} sets limits.{name}: {fmt(value)}, but the device plugin shares that "
-        f"resource ({sharing.where}) with failRequestsGreaterThanOne, so it fails the Pod "
-        "with UnexpectedAdmissionError (replicas of a shared GPU give no more GPU anyway)",
-        path,
+    yield Verdict(
+        "violation",
+        "shared-beyond-one",
+        values={**values, "sharing_where": sharing.where},
+        thresholds={"max_replicas": 1},
+        sources=(SHARING_DOCS,),
+        path=path,
     )
 
 
-RULE = folder_rule(__name__, check, facts={"SHARING_DOCS": SHARING_DOCS})
+_PROBLEMS = {
+    "not-a-quantity": "is not a quantity",
+    "negative": "is negative",
+    "not-whole": "is not a whole number (the API server rejects it: must be an integer)",
+}
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K002 verdict."""
+    v = verdict.values
+    sets = f"{v['container']} sets {v['section']}.{v['resource']}: {v['value']}"
+    if verdict.reason == "shared-beyond-one":
+        return (
+            f"{sets}, but the device plugin shares that resource ({v['sharing_where']}) with "
+            "failRequestsGreaterThanOne, so it fails the Pod with UnexpectedAdmissionError "
+            "(replicas of a shared GPU give no more GPU anyway)"
+        )
+    return f"{sets}, which {_PROBLEMS[verdict.reason]}"
+
+
+RULE = folder_rule(__name__, judged(judge, message), facts={"SHARING_DOCS": SHARING_DOCS})

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.nodes import (
     AKS_ADMISSION,
@@ -22,8 +23,8 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
     tolerations_of,
 )
-from gpustrata_policies.view.objects import K8sObject, dig
-from gpustrata_policies.view.pools import tolerates
+from gpustrata_policies.view.objects import K8sObject, PodRef, dig
+from gpustrata_policies.view.pools import GpuPool, tolerates
 from gpustrata_policies.view.profile import active_profile
 
 DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}
@@ -52,21 +53,45 @@ def _tolerates_some_taint(tolerations: list[Mapping[str, Any]]) -> bool:
     )
 
 
-def _untolerated_profile_taints(taints: Iterable[Any], tolerations: list[Mapping[str, Any]]) -> str:
-    """The profile's NoSchedule/NoExecute GPU taints the tolerations miss, as text ('' when
-    none)."""
+Taint = tuple[str, str, str]
+"""(key, value, effect) of a node taint."""
+
+
+def _untolerated_profile_taints(
+    taints: Iterable[Any], tolerations: list[Mapping[str, Any]]
+) -> tuple[Taint, ...]:
+    """The profile's NoSchedule/NoExecute GPU taints the tolerations miss."""
     hard = [
         {"key": t.key, "value": t.value, "effect": t.effect}
         for t in taints
         if t.effect in ("NoSchedule", "NoExecute")
     ]
-    return ", ".join(_taint(t) for t in hard if not tolerates(tolerations, t))
+    return tuple(_as_tuple(t) for t in hard if not tolerates(tolerations, t))
 
 
-def _admission_note(admission: Admission) -> str:
-    if admission.extended_resource_toleration is False:
+def _as_tuple(t: Mapping[str, str]) -> Taint:
+    return (t["key"], t["value"], t["effect"])
+
+
+def _taints_text(taints: object) -> str:
+    return ", ".join(
+        _taint({"key": k, "value": v, "effect": e}) for k, v, e in cast(tuple[Taint, ...], taints)
+    )
+
+
+def _admission(admission: Admission) -> dict[str, Value]:
+    """The cluster's admission as verdict values."""
+    return {
+        "flavour": admission.flavour,
+        "evidence": admission.evidence,
+        "extended_resource_toleration": admission.extended_resource_toleration,
+    }
+
+
+def _admission_note(v: Mapping[str, Value]) -> str:
+    if v["extended_resource_toleration"] is False:
         return (
-            f" (a {admission.flavour} cluster, {admission.evidence}: the "
+            f" (a {v['flavour']} cluster, {v['evidence']}: the "
             "ExtendedResourceToleration admission plugin is off by default and adds no "
             "toleration)"
         )
@@ -86,7 +111,7 @@ def _tolerated(
     return found
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A GPU pod tolerates the hard taints of a pool it targets, as the cluster admits it."""
     extra = ctx.config.gpu_resources
     pools = gpu_pools(ctx)
@@ -99,11 +124,7 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         label = f"pod{pod.where}"
         if obj.kind == "LLMInferenceService" and not stated:
             if dig(obj.raw, "spec", "baseRefs") and obj.merged_with is None:
-                yield ctx.not_evaluated(
-                    obj,
-                    f"{label} is completed from the LLMInferenceServiceConfigs its baseRefs "
-                    "name, which may add the tolerations and are not among the inputs",
-                )
+                yield Verdict("not_evaluated", "base-refs-unread", {"pod": label})
                 continue
             # KServe completes the pod from its presets, which add no tolerations (read at
             # the release whose presets give the engine command line): judged as written,
@@ -112,18 +133,14 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         admission = cluster_admission(ctx, pod)
         requested = set(gpu_requests(pod, extra))
         tolerations = [*stated, *admitted_tolerations(admission, requested)]
+        values: dict[str, Value] = {"pod": label, "gpus": gpus, **_admission(admission)}
         profile = active_profile()
         if not pools and profile is not None and profile.gpu_taints is not None:
             # The cluster profile states the taints GPU nodes carry: judged exactly.
             untolerated = _untolerated_profile_taints(profile.gpu_taints, tolerations)
             if untolerated:
-                yield ctx.violation(
-                    obj,
-                    f"{label} requests {gpus} GPU(s) but does not tolerate "
-                    f"{untolerated}, which GPU nodes carry (cluster profile gpu_taints)"
-                    f"{_admission_note(admission)}; it stays Pending",
-                    path,
-                )
+                values["untolerated"] = untolerated
+                yield Verdict("violation", "profile-taints", values, path=path)
             continue
         if not pools:
             # Without pool data a Pod that tolerates some taint of its own cluster
@@ -135,73 +152,99 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 or _tolerates_some_taint(stated)
             ):
                 continue
-            yield ctx.violation(
-                obj,
-                f"{label} requests {gpus} GPU(s) but does not tolerate "
-                f"{_taint(DEFAULT_TAINT)}, the taint GPU nodes usually carry (assumed: no Node "
-                "object or GpuNodePool describes the pool's taints"
-                + (
-                    ""
-                    if admission.known
-                    else ", and nothing says whether the cluster's ExtendedResourceToleration "
-                    "admission plugin adds it, as EKS and GKE do"
-                )
-                + "); on nodes with that taint it stays Pending",
-                path,
-                advisory=True,
-            )
+            values["untolerated"] = (_as_tuple(DEFAULT_TAINT),)
+            yield Verdict("advisory", "assumed-default-taint", values, path=path)
             continue
-        targeted = targeted_pools(pod, pools)
-        if not targeted:
-            yield ctx.not_evaluated(
-                obj,
-                f"no described GPU pool matches the node selectors of {label} "
-                f"({pod.selected_labels() or 'none'}); see K005",
+        yield from _judge_pools(pod, targeted_pools(pod, pools), tolerations, requested, values)
+
+
+def _judge_pools(
+    pod: PodRef,
+    targeted: list[GpuPool],
+    tolerations: list[Mapping[str, Any]],
+    requested: set[str],
+    values: dict[str, Value],
+) -> Iterator[Verdict]:
+    """The pod against the hard taints of the pools it targets."""
+    path = (*pod.path, "tolerations")
+    if not targeted:
+        values = {"pod": values["pod"], "selected": f"{pod.selected_labels() or 'none'}"}
+        yield Verdict("not_evaluated", "no-pool-matches", values)
+        return
+    # Pools share taints (nvidia.com/gpu:NoSchedule): each distinct one is judged once.
+    verdicts: dict[tuple[str, str, str], bool] = {}
+    if any(all(_tolerated(tolerations, t, verdicts) for t in p.hard_taints) for p in targeted):
+        return  # one pool it can land on is enough
+    # By pool name: the pools of one name (Nodes of one pool) are named once, as the last.
+    by_name = {
+        p.name: tuple(
+            _as_tuple(t) for t in p.hard_taints if not _tolerated(tolerations, t, verdicts)
+        )
+        for p in targeted
+    }
+    missing = tuple(by_name.items())
+    # A taint keyed by a requested resource, NoSchedule, is one the admission plugin
+    # would tolerate: only where it is known off is a miss certain.
+    admissible = all(
+        key in requested and effect == "NoSchedule"
+        for _, taints in missing
+        for key, _, effect in taints
+    )
+    values = {**values, "missing": missing}
+    if admissible and values["extended_resource_toleration"] is None:
+        yield Verdict("advisory", "pool-taints-admission-unknown", values, path=path)
+        return
+    yield Verdict("violation", "pool-taints", values, path=path)
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K004 verdict."""
+    v = verdict.values
+    if verdict.reason == "base-refs-unread":
+        return (
+            f"{v['pod']} is completed from the LLMInferenceServiceConfigs its baseRefs "
+            "name, which may add the tolerations and are not among the inputs"
+        )
+    if verdict.reason == "no-pool-matches":
+        return (
+            f"no described GPU pool matches the node selectors of {v['pod']} "
+            f"({v['selected']}); see K005"
+        )
+    head = f"{v['pod']} requests {v['gpus']} GPU(s)"
+    if verdict.reason == "profile-taints":
+        return (
+            f"{head} but does not tolerate {_taints_text(v['untolerated'])}, which GPU nodes "
+            f"carry (cluster profile gpu_taints){_admission_note(v)}; it stays Pending"
+        )
+    if verdict.reason == "assumed-default-taint":
+        return (
+            f"{head} but does not tolerate {_taints_text(v['untolerated'])}, the taint GPU "
+            "nodes usually carry (assumed: no Node object or GpuNodePool describes the pool's "
+            "taints"
+            + (
+                ""
+                if v["extended_resource_toleration"] is not None
+                else ", and nothing says whether the cluster's ExtendedResourceToleration "
+                "admission plugin adds it, as EKS and GKE do"
             )
-            continue
-        # Pools share taints (nvidia.com/gpu:NoSchedule): each distinct one is judged once.
-        verdicts: dict[tuple[str, str, str], bool] = {}
-        if any(all(_tolerated(tolerations, t, verdicts) for t in p.hard_taints) for p in targeted):
-            continue  # one pool it can land on is enough
-        missing = {
-            p.name: [t for t in p.hard_taints if not _tolerated(tolerations, t, verdicts)]
-            for p in targeted
-        }
-        detail = "; ".join(
-            f"pool {name}: {', '.join(_taint(t) for t in taints)}"
-            for name, taints in missing.items()
+            + "); on nodes with that taint it stays Pending"
         )
-        # A taint keyed by a requested resource, NoSchedule, is one the admission plugin
-        # would tolerate: only where it is known off is a miss certain.
-        admissible = all(
-            t["key"] in requested and t["effect"] == "NoSchedule"
-            for taints in missing.values()
-            for t in taints
+    missing = cast(tuple[tuple[str, tuple[Taint, ...]], ...], v["missing"])
+    names = ", ".join(name for name, _ in missing)
+    detail = "; ".join(f"pool {name}: {_taints_text(taints)}" for name, taints in missing)
+    head = f"{head} and targets GPU pool(s) {names} but does not tolerate their taints ({detail})"
+    if verdict.reason == "pool-taints-admission-unknown":
+        return (
+            f"{head}; it stays Pending unless the cluster's ExtendedResourceToleration admission "
+            "plugin adds the toleration (EKS and GKE enable it; nothing in the input says "
+            "which cluster this is)"
         )
-        if admissible and not admission.known:
-            yield ctx.violation(
-                obj,
-                f"{label} requests {gpus} GPU(s) and targets GPU pool(s) "
-                f"{', '.join(missing)} but does not tolerate their taints ({detail}); it stays "
-                "Pending unless the cluster's ExtendedResourceToleration admission plugin adds "
-                "the toleration (EKS and GKE enable it; nothing in the input says which "
-                "cluster this is)",
-                path,
-                advisory=True,
-            )
-            continue
-        yield ctx.violation(
-            obj,
-            f"{label} requests {gpus} GPU(s) and targets GPU pool(s) "
-            f"{', '.join(missing)} but does not tolerate their taints ({detail})"
-            f"{_admission_note(admission)}; it stays Pending",
-            path,
-        )
+    return f"{head}{_admission_note(v)}; it stays Pending"
 
 
 RULE = folder_rule(
     __name__,
-    check,
+    judged(judge, message),
     facts={
         "EXTENDED_RESOURCE_TOLERATION": EXTENDED_RESOURCE_TOLERATION,
         "EKS_ADMISSION": EKS_ADMISSION,

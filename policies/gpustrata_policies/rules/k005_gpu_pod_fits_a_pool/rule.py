@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from gpustrata.core.quantity import (
     ZERO,
@@ -17,8 +17,9 @@ from gpustrata.core.quantity import (
     parse_quantity,
 )
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.device_plugin import Sharing
 from gpustrata_policies.view.nodes import (
@@ -160,26 +161,42 @@ def _gib(value: Fraction) -> str:
     return f"{float(value) / GIB:.1f}Gi"
 
 
-def _shortfalls(demand: Demand, cap: Capacity) -> tuple[list[str], bool]:
+Shortfall = tuple[str, Fraction | int]
+"""(``gpus``, ``cpu`` or ``memory``, what one node offers of it) where the pod needs more."""
+PoolMiss = tuple[str, int, str | None, tuple[Shortfall, ...], str]
+"""(pool label, instance types it may launch or 0, the largest one, shortfalls, basis)."""
+
+
+def _shortfalls(demand: Demand, cap: Capacity) -> tuple[tuple[Shortfall, ...], bool]:
     """What does not fit, and whether any needed figure was unknown."""
-    short: list[str] = []
+    short: list[Shortfall] = []
     unknown = False
     if demand.gpus:
         if cap.gpus is None:
             unknown = True
         elif exceeds(demand.gpus, cap.gpus):
-            short.append(f"{cap.gpus} GPU(s) per node")
-    for what, need, have, show in (
-        ("CPU", demand.cpu, cap.cpu, format_cores),
-        ("memory", demand.memory, cap.memory, _gib),
-    ):
+            short.append(("gpus", cap.gpus))
+    for what, need, have in (("cpu", demand.cpu, cap.cpu), ("memory", demand.memory, cap.memory)):
         if need is None or need == 0:
             continue
         if have is None:
             unknown = True
         elif exceeds(need, have):
-            short.append(f"{show(have)} {what}")
-    return short, unknown
+            short.append((what, have))
+    return tuple(short), unknown
+
+
+def _shortfall_text(short: tuple[Shortfall, ...]) -> str:
+    """``4 GPU(s) per node, 7.5 CPU, 60.0Gi memory``."""
+    parts = []
+    for what, have in short:
+        if what == "gpus":
+            parts.append(f"{have} GPU(s) per node")
+        elif what == "cpu":
+            parts.append(f"{format_cores(Fraction(have))} CPU")
+        else:
+            parts.append(f"{_gib(Fraction(have))} memory")
+    return ", ".join(parts)
 
 
 def _labels(labels: Mapping[str, Any]) -> str:
@@ -188,100 +205,100 @@ def _labels(labels: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
-def _asks(demand: Demand) -> str:
-    parts = [f"{fmt_count(demand.gpus)} GPU(s)"] if demand.gpus else []
-    if demand.cpu:
-        parts.append(f"{format_cores(demand.cpu)} CPU")
-    if demand.memory:
-        parts.append(f"{_gib(demand.memory)} memory")
+def _demand_values(pod: PodRef, demand: Demand) -> dict[str, Value]:
+    return {
+        "pod": f"pod{pod.where}",
+        "gpus": demand.gpus,
+        "cpu": demand.cpu,
+        "memory": demand.memory,
+    }
+
+
+def _asks(v: Mapping[str, Value]) -> str:
+    gpus, cpu, memory = (cast(Fraction | None, v[k]) for k in ("gpus", "cpu", "memory"))
+    parts = [f"{fmt_count(gpus)} GPU(s)"] if gpus else []
+    if cpu:
+        parts.append(f"{format_cores(cpu)} CPU")
+    if memory:
+        parts.append(f"{_gib(memory)} memory")
     return ", ".join(parts)
 
 
-def _check_pools(
-    ctx: RuleContext, obj: K8sObject, pod: PodRef, demand: Demand, pools: list[GpuPool]
-) -> Iterator[Outcome]:
+def _judge_pools(
+    ctx: RuleContext, pod: PodRef, demand: Demand, pools: list[GpuPool]
+) -> Iterator[Verdict]:
     targeted = targeted_pools(pod, pools)
-    path = (*pod.path, "nodeSelector")
+    values = _demand_values(pod, demand)
     if not targeted:
-        yield ctx.violation(
-            obj,
-            f"pod{pod.where} requests {_asks(demand)} and selects "
-            f"{_labels(pod.selected_labels())}, but no described GPU pool has "
-            f"those labels (pools: {', '.join(p.name for p in pools)}); it stays Pending",
-            path,
-        )
+        values["selected"] = _labels(pod.selected_labels())
+        values["pools"] = tuple(p.name for p in pools)
+        yield Verdict("violation", "no-pool-matches", values, path=(*pod.path, "nodeSelector"))
         return
-    reasons, unknown = [], []
+    misses: list[PoolMiss] = []
+    unknown: list[str] = []
     # The pod's selectors, read at the first pool (as a read per pool would) and kept.
     selectors: tuple[dict[str, Any], list[list[Mapping[str, Any]]]] | None = None
     for pool in targeted:
         if selectors is None:
             selectors = (pod.node_selector(), pod.required_affinity_terms())
-        types = launchable_types(pool, *selectors)
-        if types:
-            # A Karpenter NodePool launches whichever of its types fits the pod.
-            caps: list[Capacity] = [
-                ctx.memo(
-                    f"k005-capacity:{id(pool)}:{t}",
-                    partial(_capacity, pool, t, cluster_gpu_sharing(ctx)),
-                )
-                for t in types
-            ]
-            results = [_shortfalls(demand, c) for c in caps]
-            if any(not short and not missing for short, missing in results):
-                return
-            if all(short for short, _ in results) and not pool.extra.get("unknownTypes"):
-                largest = max(zip(types, caps, strict=True), key=lambda tc: tc[1].cpu or 0)
-                reasons.append(
-                    f"{pool_label(pool)}: none of the {len(types)} instance type(s) it may "
-                    f"launch for this pod fits, the largest, {largest[0]}, offers "
-                    f"{', '.join(_shortfalls(demand, largest[1])[0]) or 'too little'} "
-                    f"({largest[1].basis})"
-                )
-            else:
-                unknown.append(pool.name)
-            continue
-        # A pool's capacity, worked out once per evaluation rather than once per Pod.
-        cap: Capacity = ctx.memo(
-            f"k005-capacity:{id(pool)}", partial(_capacity, pool, None, cluster_gpu_sharing(ctx))
-        )
-        short, missing = _shortfalls(demand, cap)
-        if not short and not missing:
+        found = _pool_fit(ctx, pool, demand, launchable_types(pool, *selectors))
+        if found is None:
             return  # fits this pool
-        if short:
-            reasons.append(f"{pool_label(pool)} offers {', '.join(short)} ({cap.basis})")
+        if isinstance(found, str):
+            unknown.append(found)
         else:
-            unknown.append(pool.name)
+            misses.append(found)
     if unknown:
-        yield ctx.not_evaluated(
-            obj,
-            f"pod{pod.where} requests {_asks(demand)}; the GPU count, CPU or memory of "
-            f"pool(s) {', '.join(unknown)} is not described and not in the hardware catalogue",
-        )
+        values["unknown_pools"] = tuple(unknown)
+        yield Verdict("not_evaluated", "pool-capacity-unknown", values)
         return
-    yield ctx.violation(
-        obj,
-        f"pod{pod.where} requests {_asks(demand)} per pod, more than any pool it can land "
-        f"on: {'; '.join(reasons)}; it stays Pending",
-        (*pod.path, "containers"),
+    values["misses"] = tuple(misses)
+    yield Verdict("violation", "fits-no-pool", values, path=(*pod.path, "containers"))
+
+
+def _pool_fit(
+    ctx: RuleContext, pool: GpuPool, demand: Demand, types: list[str]
+) -> PoolMiss | str | None:
+    """None where the pod fits *pool*, its name where a figure is unknown, else the miss."""
+    if types:
+        # A Karpenter NodePool launches whichever of its types fits the pod.
+        caps: list[Capacity] = [
+            ctx.memo(
+                f"k005-capacity:{id(pool)}:{t}",
+                partial(_capacity, pool, t, cluster_gpu_sharing(ctx)),
+            )
+            for t in types
+        ]
+        results = [_shortfalls(demand, c) for c in caps]
+        if any(not short and not missing for short, missing in results):
+            return None
+        if all(short for short, _ in results) and not pool.extra.get("unknownTypes"):
+            largest = max(zip(types, caps, strict=True), key=lambda tc: tc[1].cpu or 0)
+            short = _shortfalls(demand, largest[1])[0]
+            return (pool_label(pool), len(types), largest[0], short, largest[1].basis)
+        return pool.name
+    # A pool's capacity, worked out once per evaluation rather than once per Pod.
+    cap: Capacity = ctx.memo(
+        f"k005-capacity:{id(pool)}", partial(_capacity, pool, None, cluster_gpu_sharing(ctx))
     )
+    short, missing = _shortfalls(demand, cap)
+    if not short and not missing:
+        return None
+    if short:
+        return (pool_label(pool), 0, None, short, cap.basis)
+    return pool.name
 
 
-def _check_selectors(
-    ctx: RuleContext, obj: K8sObject, pod: PodRef, demand: Demand
-) -> Iterator[Outcome]:
+def _judge_selectors(pod: PodRef, demand: Demand) -> Iterator[Verdict]:
     """No pool described: use the instance type / GPU count the pod selects, if any."""
     labels = pod.selected_labels()
     name = labels.get("node.kubernetes.io/instance-type")
     count = parse_quantity(labels.get("nvidia.com/gpu.count"))
+    values = _demand_values(pod, demand)
     if isinstance(name, str):
         inst = catalogs.instance(name)
         if inst is None:
-            yield ctx.not_evaluated(
-                obj,
-                f"pod{pod.where} selects instance type {name}, which is not in the hardware "
-                "catalogue",
-            )
+            yield Verdict("not_evaluated", "instance-uncatalogued", {**values, "instance": name})
             return
         cap = Capacity(
             inst.gpu_count,
@@ -297,15 +314,13 @@ def _check_selectors(
         return
     short, _ = _shortfalls(demand, cap)
     if short:
-        yield ctx.violation(
-            obj,
-            f"pod{pod.where} requests {_asks(demand)} per pod but selects {where}, which "
-            f"offers {', '.join(short)} ({cap.basis}); it stays Pending",
-            (*pod.path, "nodeSelector"),
+        values = {**values, "selects": where, "shortfalls": short, "basis": cap.basis}
+        yield Verdict(
+            "violation", "selected-node-too-small", values, path=(*pod.path, "nodeSelector")
         )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A GPU pod fits (GPUs, CPU, memory after reservations) a pool it selects."""
     extra = ctx.config.gpu_resources
     for pod in obj.pods():
@@ -314,9 +329,50 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         demand = _demand(pod, extra)
         pools = gpu_pools(ctx)
         if pools:
-            yield from _check_pools(ctx, obj, pod, demand, pools)
+            yield from _judge_pools(ctx, pod, demand, pools)
         else:
-            yield from _check_selectors(ctx, obj, pod, demand)
+            yield from _judge_selectors(pod, demand)
 
 
-RULE = folder_rule(__name__, check, facts={"KUBE_RESERVED": KUBE_RESERVED})
+def _miss_text(miss: PoolMiss) -> str:
+    label, types, largest, short, basis = miss
+    if not types:
+        return f"{label} offers {_shortfall_text(short)} ({basis})"
+    return (
+        f"{label}: none of the {types} instance type(s) it may launch for this pod fits, the "
+        f"largest, {largest}, offers {_shortfall_text(short) or 'too little'} ({basis})"
+    )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K005 verdict."""
+    v = verdict.values
+    asks = f"{v['pod']} requests {_asks(v)}"
+    if verdict.reason == "no-pool-matches":
+        pools = ", ".join(cast(tuple[str, ...], v["pools"]))
+        return (
+            f"{asks} and selects {v['selected']}, but no described GPU pool has those labels "
+            f"(pools: {pools}); it stays Pending"
+        )
+    if verdict.reason == "pool-capacity-unknown":
+        pools = ", ".join(cast(tuple[str, ...], v["unknown_pools"]))
+        return (
+            f"{asks}; the GPU count, CPU or memory of pool(s) {pools} is not described and "
+            "not in the hardware catalogue"
+        )
+    if verdict.reason == "instance-uncatalogued":
+        return (
+            f"{v['pod']} selects instance type {v['instance']}, which is not in the hardware "
+            "catalogue"
+        )
+    if verdict.reason == "selected-node-too-small":
+        short = _shortfall_text(cast(tuple[Shortfall, ...], v["shortfalls"]))
+        return (
+            f"{asks} per pod but selects {v['selects']}, which offers {short} ({v['basis']}); "
+            "it stays Pending"
+        )
+    misses = "; ".join(_miss_text(m) for m in cast(tuple[PoolMiss, ...], v["misses"]))
+    return f"{asks} per pod, more than any pool it can land on: {misses}; it stays Pending"
+
+
+RULE = folder_rule(__name__, judged(judge, message), facts={"KUBE_RESERVED": KUBE_RESERVED})

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from gpustrata.core.quantity import parse_quantity
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.karpenter import KARPENTER_NODECLASS_DOCS
 from gpustrata_policies.view.nodes import KUBE_RESERVED, gpu_pools, kubelet_of, pool_label
 from gpustrata_policies.view.objects import K8sObject, as_map
+from gpustrata_policies.view.pools import GpuPool
 
 RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
 
@@ -20,46 +22,57 @@ def _reserved(section: Mapping[str, Any], key: str) -> bool:
     return value is not None and value > 0
 
 
-def _problems(kubelet: Mapping[str, Any], karpenter: bool = False) -> list[str]:
-    problems = []
+Problem = tuple[str, str, tuple[str, ...]]
+"""(case, kubelet section, resources): ``not-reservable``, ``unreserved`` or
+``no-eviction-floor``."""
+
+
+def _problems(kubelet: Mapping[str, Any], karpenter: bool = False) -> tuple[Problem, ...]:
+    problems: list[Problem] = []
     for name in ("systemReserved", "kubeReserved"):
         section = as_map(kubelet.get(name), f"kubelet.{name}")
-        bad = sorted(k for k in section if k not in RESERVABLE)
+        bad = tuple(sorted(k for k in section if k not in RESERVABLE))
         if bad:
-            problems.append(
-                f"{name} lists {', '.join(bad)}, which the kubelet cannot reserve (it "
-                f"accepts only {', '.join(RESERVABLE)} and exits with 'cannot reserve "
-                f'"{bad[0]}" resource\')'
-            )
-        missing = [k for k in ("cpu", "memory") if not _reserved(section, k)]
+            problems.append(("not-reservable", name, bad))
+        missing = tuple(k for k in ("cpu", "memory") if not _reserved(section, k))
         if karpenter and name == "kubeReserved" and name not in kubelet:
-            missing = []  # Karpenter computes kubeReserved from the instance type when unset
+            missing = ()  # Karpenter computes kubeReserved from the instance type when unset
         if missing:
-            who = "system daemons" if name == "systemReserved" else "the kubelet and runtime"
-            problems.append(f"{name} reserves no {' or '.join(missing)} for {who}")
+            problems.append(("unreserved", name, missing))
     eviction = as_map(kubelet.get("evictionHard"), "kubelet.evictionHard")
     threshold = eviction.get("memory.available")
     if not isinstance(threshold, str | int | float) or not str(threshold).lstrip("<"):
-        problems.append(
-            "evictionHard sets no memory.available threshold (at most the kubelet's 100Mi "
-            "default applies)"
+        problems.append(("no-eviction-floor", "evictionHard", ("memory.available",)))
+    return tuple(problems)
+
+
+def _problem_text(problem: Problem) -> str:
+    """One problem of a kubelet configuration, as a clause."""
+    case, name, keys = problem
+    if case == "not-reservable":
+        return (
+            f"{name} lists {', '.join(keys)}, which the kubelet cannot reserve (it "
+            f"accepts only {', '.join(RESERVABLE)} and exits with 'cannot reserve "
+            f'"{keys[0]}" resource\')'
         )
-    return problems
+    if case == "unreserved":
+        who = "system daemons" if name == "systemReserved" else "the kubelet and runtime"
+        return f"{name} reserves no {' or '.join(keys)} for {who}"
+    return (
+        "evictionHard sets no memory.available threshold (at most the kubelet's 100Mi "
+        "default applies)"
+    )
 
 
-def _check_karpenter(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _judge_karpenter(obj: K8sObject, pools: list[GpuPool]) -> Iterator[Verdict]:
     """The kubelet settings of Karpenter GPU NodePools: the EC2NodeClass's ``spec.kubelet``
     (v1), or the NodePool's ``template.spec.kubelet`` (v1beta1); one finding per object."""
-    pools = [p for p in gpu_pools(ctx) if p.extra.get("source") == "NodePool"]
     if obj.kind == "NodePool":
         orphans = [p for p in pools if p.obj is obj and p.extra.get("kubeletObject") is None]
         for pool in orphans:
-            yield ctx.not_evaluated(
-                obj,
-                f"GPU NodePool {pool.name} names EC2NodeClass "
-                f"{pool.extra.get('nodeClass') or '(none)'}, which is not in the input, and "
-                "sets no kubelet settings itself",
-            )
+            node_class = str(pool.extra.get("nodeClass") or "(none)")
+            values = {"pool": pool.name, "node_class": node_class}
+            yield Verdict("not_evaluated", "node-class-missing", values=values)
     served = [p for p in pools if p.extra.get("kubeletObject") is obj]
     if not served:
         return
@@ -67,22 +80,27 @@ def _check_karpenter(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     problems = _problems(kubelet, karpenter=True)
     if not problems:
         return
-    names = ", ".join(p.name for p in served)
     path = ("spec", "kubelet") if obj.kind == "EC2NodeClass" else ("spec", "template", "spec")
-    where = "its spec.kubelet" if kubelet else "it sets no spec.kubelet"
-    yield ctx.violation(
-        obj,
-        f"{obj.kind} {obj.name} launches the nodes of GPU NodePool(s) {names} and {where}: "
-        f"{'; '.join(problems)} (Karpenter computes kubeReserved from the instance type when "
-        "it is unset and reserves nothing for the system)",
-        path if obj.kind == "EC2NodeClass" else (*path, "kubelet"),
+    yield Verdict(
+        "violation",
+        "karpenter-kubelet",
+        values={
+            "object": f"{obj.kind} {obj.name}",
+            "pools": tuple(p.name for p in served),
+            "has_kubelet": bool(kubelet),
+            "problems": problems,
+        },
+        thresholds={"reservable": RESERVABLE},
+        path=path if obj.kind == "EC2NodeClass" else (*path, "kubelet"),
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """GPU pools reserve cpu/memory for system and kubelet and set a memory eviction floor."""
     if obj.kind in ("EC2NodeClass", "NodePool"):
-        yield from _check_karpenter(ctx, obj)
+        yield from _judge_karpenter(
+            obj, [p for p in gpu_pools(ctx) if p.extra.get("source") == "NodePool"]
+        )
         return
     if obj.kind != "GpuNodePool":
         return
@@ -91,24 +109,50 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             continue
         kubelet = kubelet_of(pool)
         if kubelet is None:
-            where = (
-                "is a node group whose kubelet settings live in its launch template user data"
-                if pool.derived
-                else "does not describe its kubelet settings (spec.kubelet)"
-            )
-            yield ctx.not_evaluated(obj, f"{pool_label(pool)} {where}")
+            values: dict[str, Value] = {"pool": pool_label(pool), "derived": pool.derived}
+            yield Verdict("not_evaluated", "kubelet-undescribed", values=values)
             continue
         problems = _problems(kubelet)
         if problems:
-            yield ctx.violation(
-                obj,
-                f"GPU {pool_label(pool)}: {'; '.join(problems)}",
-                ("spec", "kubelet"),
+            values = {"pool": pool_label(pool), "problems": problems}
+            yield Verdict(
+                "violation",
+                "pool-kubelet",
+                values=values,
+                thresholds={"reservable": RESERVABLE},
+                path=("spec", "kubelet"),
             )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K006 verdict."""
+    v = verdict.values
+    if verdict.reason == "node-class-missing":
+        return (
+            f"GPU NodePool {v['pool']} names EC2NodeClass {v['node_class']}, which is not in "
+            "the input, and sets no kubelet settings itself"
+        )
+    if verdict.reason == "kubelet-undescribed":
+        where = (
+            "is a node group whose kubelet settings live in its launch template user data"
+            if v["derived"]
+            else "does not describe its kubelet settings (spec.kubelet)"
+        )
+        return f"{v['pool']} {where}"
+    problems = "; ".join(_problem_text(p) for p in cast(tuple[Problem, ...], v["problems"]))
+    if verdict.reason == "pool-kubelet":
+        return f"GPU {v['pool']}: {problems}"
+    names = ", ".join(cast(tuple[str, ...], v["pools"]))
+    where = "its spec.kubelet" if v["has_kubelet"] else "it sets no spec.kubelet"
+    return (
+        f"{v['object']} launches the nodes of GPU NodePool(s) {names} and {where}: "
+        f"{problems} (Karpenter computes kubeReserved from the instance type when it is unset "
+        "and reserves nothing for the system)"
+    )
 
 
 RULE = folder_rule(
     __name__,
-    check,
+    judged(judge, message),
     facts={"KUBE_RESERVED": KUBE_RESERVED, "KARPENTER_NODECLASS_DOCS": KARPENTER_NODECLASS_DOCS},
 )

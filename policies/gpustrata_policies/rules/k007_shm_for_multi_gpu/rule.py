@@ -8,9 +8,9 @@ from typing import cast
 
 from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, outcomes
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.engines import EngineSite, engine_sites, unread_ray_engines
 from gpustrata_policies.view.kuberay import operator_release
@@ -235,9 +235,4 @@ def message(verdict: Verdict) -> str:
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """K007's findings: :func:`judge` worded by :func:`message`."""
-    return outcomes(ctx, obj, judge(ctx, obj), message)
-
-
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, judged(judge, message))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import object_index, scale_target
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.objects import K8sObject, as_list, dig, is_gpu_resource
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A VPA that is not Off controls only cpu and memory of GPU workloads."""
     if obj.kind != "VerticalPodAutoscaler":
         return
@@ -28,26 +30,43 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         if not isinstance(policy, Mapping):
             continue
         controlled = as_list(policy.get("controlledResources"), "controlledResources")
-        other = [str(r) for r in controlled if r not in ("cpu", "memory")]
+        other = tuple(str(r) for r in controlled if r not in ("cpu", "memory"))
         if not other:
             continue
         gpu_listed = any(is_gpu_resource(r, extra) for r in other)
         target_has_gpus = target is not None and any(p.gpu_count(extra) > 0 for p in target.pods())
         if not gpu_listed and target is None:
-            yield ctx.not_evaluated(
-                obj, f"target {'/'.join(target_key or ('?',))} is not among the objects"
-            )
+            key = "/".join(target_key or ("?",))
+            yield Verdict("not_evaluated", "target-missing", values={"target": key})
             continue
         if not (gpu_listed or target_has_gpus):
             continue
-        what = f"{target_key[0]}/{target_key[2]}" if target_key else "its target"
-        yield ctx.violation(
-            obj,
-            f"VPA in updateMode {mode} controls {', '.join(other)} for container "
-            f"'{policy.get('containerName', '*')}' of GPU workload {what}; restrict "
-            "controlledResources to cpu and memory",
-            ("spec", "resourcePolicy", "containerPolicies", index, "controlledResources"),
+        yield Verdict(
+            "violation",
+            "controls-other-resources",
+            values={
+                "mode": mode,
+                "controlled": other,
+                "container": str(policy.get("containerName", "*")),
+                "target": f"{target_key[0]}/{target_key[2]}" if target_key else "its target",
+                "gpu_listed": gpu_listed,
+            },
+            thresholds={"allowed": ("cpu", "memory")},
+            path=("spec", "resourcePolicy", "containerPolicies", index, "controlledResources"),
         )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a K009 verdict."""
+    v = verdict.values
+    if verdict.reason == "target-missing":
+        return f"target {v['target']} is not among the objects"
+    controlled = ", ".join(cast(tuple[str, ...], v["controlled"]))
+    return (
+        f"VPA in updateMode {v['mode']} controls {controlled} for container "
+        f"'{v['container']}' of GPU workload {v['target']}; restrict controlledResources to "
+        "cpu and memory"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

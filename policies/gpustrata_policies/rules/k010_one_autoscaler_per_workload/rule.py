@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import cast
 
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import autoscaler_target, object_index
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.objects import K8sObject, dig
 
 Key = tuple[str, str, str]
@@ -40,31 +42,39 @@ def in_tree_autoscaling(target: K8sObject) -> bool:
     return value is True
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """One replica writer per workload."""
     key = autoscaler_target(obj)
     if key is None:
         return
-    target_name = f"{key[0]}/{key[2]}"
-    others = [o for o in _autoscalers(ctx).get(key, []) if o is not obj]
+    subject = {"autoscaler": f"{obj.kind} {obj.name}", "target": f"{key[0]}/{key[2]}"}
+    others = tuple(f"{o.kind} {o.name}" for o in _autoscalers(ctx).get(key, []) if o is not obj)
     if others:
-        names = ", ".join(f"{o.kind} {o.name}" for o in others[:3])
-        if len(others) > 3:
-            names += f" (and {len(others) - 3} more)"
-        yield ctx.violation(
-            obj,
-            f"{obj.kind} {obj.name} and {names} both set the replica count of {target_name}; "
-            "they overwrite each other",
-            ("spec", "scaleTargetRef"),
-        )
+        values: dict[str, Value] = {**subject, "others": others}
+        yield Verdict("violation", "several-autoscalers", values, path=("spec", "scaleTargetRef"))
     target = object_index(ctx).get(key)
     if target is not None and in_tree_autoscaling(target):
-        yield ctx.violation(
-            obj,
-            f"{obj.kind} {obj.name} scales {target_name}, whose KubeRay in-tree autoscaler "
-            "(enableInTreeAutoscaling: true) also sets its worker replicas",
-            ("spec", "scaleTargetRef"),
+        yield Verdict(
+            "violation", "ray-in-tree-autoscaler", subject, path=("spec", "scaleTargetRef")
         )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a K010 verdict."""
+    v = verdict.values
+    if verdict.reason == "ray-in-tree-autoscaler":
+        return (
+            f"{v['autoscaler']} scales {v['target']}, whose KubeRay in-tree autoscaler "
+            "(enableInTreeAutoscaling: true) also sets its worker replicas"
+        )
+    others = cast(tuple[str, ...], v["others"])
+    names = ", ".join(others[:3])
+    if len(others) > 3:
+        names += f" (and {len(others) - 3} more)"
+    return (
+        f"{v['autoscaler']} and {names} both set the replica count of {v['target']}; "
+        "they overwrite each other"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from typing import cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import autoscaler_target, object_index, runs_vllm
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 INFERENCE_METRIC = re.compile(
@@ -41,27 +43,40 @@ def metrics_of(obj: K8sObject) -> list[str]:
     return out
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Autoscalers of vLLM workloads use a queue or KV-cache metric."""
     key = autoscaler_target(obj)
     if key is None:
         return
+    name = f"{key[0]}/{key[2]}"
     target = object_index(ctx).get(key)
     if target is None:
-        yield ctx.not_evaluated(obj, f"scale target {key[0]}/{key[2]} is not among the objects")
+        yield Verdict("not_evaluated", "target-missing", values={"target": name})
         return
     if not runs_vllm(ctx, target):
         return
-    metrics = metrics_of(obj)
+    metrics = tuple(metrics_of(obj))
     if any(INFERENCE_METRIC.search(m) for m in metrics):
         return
-    yield ctx.violation(
-        obj,
-        f"{obj.kind} {obj.name} scales vLLM workload {key[0]}/{key[2]} on "
-        f"{', '.join(metrics) or 'nothing'} only; GPU engines saturate on queue and KV cache, "
-        "not CPU or memory",
-        ("spec", "metrics" if obj.kind == "HorizontalPodAutoscaler" else "triggers"),
+    yield Verdict(
+        "violation",
+        "no-inference-metric",
+        values={"autoscaler": f"{obj.kind} {obj.name}", "target": name, "metrics": metrics},
+        thresholds={"inference_metric": INFERENCE_METRIC.pattern},
+        path=("spec", "metrics" if obj.kind == "HorizontalPodAutoscaler" else "triggers"),
     )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a K011 verdict."""
+    v = verdict.values
+    if verdict.reason == "target-missing":
+        return f"scale target {v['target']} is not among the objects"
+    metrics = ", ".join(cast(tuple[str, ...], v["metrics"]))
+    return (
+        f"{v['autoscaler']} scales vLLM workload {v['target']} on {metrics or 'nothing'} only; "
+        "GPU engines saturate on queue and KV cache, not CPU or memory"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gpustrata.core.unknown import UnknownInput, known
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import (
     autoscalers_by_scale_target,
     runs_vllm,
     selector_matches,
 )
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.pools import pool_matches, pools_of
 
@@ -88,7 +89,7 @@ def _one_per_node_anyway(ctx: RuleContext, pod: PodRef) -> bool:
     return gpus >= FULL_NODE_GPUS
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Multi-replica vLLM workloads have a PDB and spread across nodes."""
     if obj.kind not in WORKLOADS or not runs_vllm(ctx, obj):
         return
@@ -104,18 +105,34 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         for o in _pdbs(ctx).get(obj.namespace, [])
     )
     spread = all(_spreads(p) or _one_per_node_anyway(ctx, p) for p in pods)
+    if has_pdb and spread:
+        return
+    yield Verdict(
+        "violation",
+        "replicas-exposed",
+        values={
+            "workload": f"{obj.kind} {obj.name}",
+            "replicas": replicas,
+            "has_pdb": has_pdb,
+            "spread": spread,
+        },
+        thresholds={"max_unprotected_replicas": 1, "full_node_gpus": FULL_NODE_GPUS},
+        path=("spec",),
+    )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K012 verdict."""
+    v = verdict.values
     missing = []
-    if not has_pdb:
+    if not v["has_pdb"]:
         missing.append("no PodDisruptionBudget selects its pods")
-    if not spread:
+    if not v["spread"]:
         missing.append(f"nothing spreads them across nodes (topologyKey {HOSTNAME})")
-    if missing:
-        yield ctx.violation(
-            obj,
-            f"{obj.kind} {obj.name} runs {replicas} vLLM replicas but {' and '.join(missing)}; "
-            "one node drain or failure can stop every replica at once",
-            ("spec",),
-        )
+    return (
+        f"{v['workload']} runs {v['replicas']} vLLM replicas but {' and '.join(missing)}; "
+        "one node drain or failure can stop every replica at once"
+    )
 
 
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, judged(judge, message))

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustrata.core.unknown import known
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import moving_tag, split_image
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Images carry a tag other than ``latest`` (or a digest)."""
     for c in obj.containers():
         image = known(c.image, f"image of {c.label}")
@@ -22,18 +23,33 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             continue
         word = moving_tag(tag)
         if tag is None:
-            problem = "has no tag, so it pulls :latest"
+            reason = "no-tag"
         elif tag == "latest":
-            problem = "uses the :latest tag"
+            reason = "latest"
         elif word is not None:
-            problem = f"uses the moving tag :{tag} ({word!r} names a channel, not a release)"
+            reason = "moving-tag"
         else:
             continue
-        yield ctx.violation(
-            obj,
-            f"{c.label} image {image} {problem}; what runs changes without a change here",
-            (*c.path, "image"),
+        yield Verdict(
+            "violation",
+            reason,
+            values={"container": c.label, "image": image, "tag": tag, "channel": word},
+            path=(*c.path, "image"),
         )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a K013 verdict."""
+    v = verdict.values
+    if verdict.reason == "no-tag":
+        problem = "has no tag, so it pulls :latest"
+    elif verdict.reason == "latest":
+        problem = "uses the :latest tag"
+    else:
+        problem = (
+            f"uses the moving tag :{v['tag']} ({v['channel']!r} names a channel, not a release)"
+        )
+    return f"{v['container']} image {v['image']} {problem}; what runs changes without a change here"
+
+
+RULE = folder_rule(__name__, judged(judge, message))

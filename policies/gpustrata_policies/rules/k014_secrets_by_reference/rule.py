@@ -7,10 +7,11 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.view.engines import engine_sites
-from gpustrata_policies.view.objects import K8sObject, as_map
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_map
 from gpustrata_policies.view.vllm_args import serve_config
 
 KNOWN_SECRET_ENV = frozenset(
@@ -38,14 +39,20 @@ def _is_secret_name(name: str, extra: tuple[str, ...]) -> bool:
     return upper in KNOWN_SECRET_ENV or name in extra or bool(SECRET_SUFFIX.search(upper))
 
 
-def _literal(value: Any) -> str:
+def _literal(value: Any) -> dict[str, Value]:
+    """What a secret's value is, without the secret: a placeholder's text, or its length."""
     text = str(value)
-    if PLACEHOLDER.match(text):
+    placeholder = text if PLACEHOLDER.match(text) else None
+    return {"placeholder": placeholder, "length": len(text)}
+
+
+def _literal_text(v: Mapping[str, Value]) -> str:
+    if v["placeholder"] is not None:
         return (
-            f"the placeholder {text!r} (substituted before apply, the secret is stored in the "
-            "object; applied as is, the container gets the placeholder)"
+            f"the placeholder {v['placeholder']!r} (substituted before apply, the secret is "
+            "stored in the object; applied as is, the container gets the placeholder)"
         )
-    return f"a literal value ({len(text)} characters)"
+    return f"a literal value ({v['length']} characters)"
 
 
 _FLAG = re.compile(r"^--(api[-_]key|hf[-_]token)(?:=(.*))?$", re.DOTALL)
@@ -103,66 +110,84 @@ def _command_line_flags(c: Any) -> Iterator[tuple[str, str, bool]]:
                     yield flag, value, True
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _judge_container(
+    c: ContainerRef, site: EngineSite | None, extra: tuple[str, ...]
+) -> Iterator[Verdict]:
+    """Secrets in one container's env and command line."""
+    for index, entry in enumerate(c.env()):
+        name, value = entry.get("name"), entry.get("value")
+        if isinstance(name, str) and value not in (None, "") and _is_secret_name(name, extra):
+            values = {"container": c.label, "name": name, **_literal(value)}
+            yield Verdict("violation", "env-literal", values, path=(*c.path, "env", index, "value"))
+    for flag in SECRET_FLAGS:
+        value = site.flag(flag) if site else None
+        if isinstance(value, str) and value and "$" not in value:
+            values = {"container": c.label, "flag": flag.replace("_", "-"), **_literal(value)}
+            yield Verdict("violation", "flag-literal", values, path=(*c.path, "args"))
+    for flag, value, in_shell in _command_line_flags(c):
+        values = {"container": c.label, "flag": flag, "in_shell": in_shell, **_literal(value)}
+        yield Verdict("violation", "flag-elsewhere", values, path=(*c.path, "args"))
+
+
+def _judge_serve_config(
+    ctx: RuleContext, obj: K8sObject, extra: tuple[str, ...]
+) -> Iterator[Verdict]:
+    """Secrets in a RayService's serveConfigV2: runtime_env env_vars and engine_kwargs."""
+    cfg = serve_config(obj)
+    scopes: list[Mapping[str, Any]] = [
+        *(cfg.applications if cfg else []),
+        *(cfg.llm_configs if cfg else []),
+    ]
+    for scope in scopes:
+        env_vars = as_map(
+            as_map(scope.get("runtime_env"), "runtime_env").get("env_vars"), "env_vars"
+        )
+        for name, value in env_vars.items():
+            if value not in (None, "") and _is_secret_name(str(name), extra):
+                values = {"name": str(name), **_literal(value)}
+                yield Verdict(
+                    "violation", "runtime-env-literal", values, path=("spec", "serveConfigV2")
+                )
+    for site in engine_sites(ctx, obj):
+        kwargs = site.llm_config.get("engine_kwargs") if site.ray else None
+        for name, value in kwargs.items() if isinstance(kwargs, Mapping) else ():
+            secret = str(name).replace("-", "_") in SECRET_FLAGS
+            if secret and isinstance(value, str) and _literal_flag(value):
+                values = {"name": str(name), **_literal(value)}
+                yield Verdict(
+                    "violation", "engine-kwargs-literal", values, path=("spec", "serveConfigV2")
+                )
+
+
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Secret-bearing env vars and flags come from Secrets."""
     extra = ctx.config.secret_env_names
     sites = {
         id(s.container): s for s in engine_sites(ctx, obj, ray_pods=True) if s.container is not None
     }
     for c in obj.containers():
-        for index, entry in enumerate(c.env()):
-            name, value = entry.get("name"), entry.get("value")
-            if isinstance(name, str) and value not in (None, "") and _is_secret_name(name, extra):
-                yield ctx.violation(
-                    obj,
-                    f"{c.label} sets {name} to {_literal(value)}; secrets in a spec are readable "
-                    "by anyone who can read the object",
-                    (*c.path, "env", index, "value"),
-                )
-        site = None if c.init else sites.get(id(c))
-        for flag in SECRET_FLAGS:
-            value = site.flag(flag) if site else None
-            if isinstance(value, str) and value and "$" not in value:
-                yield ctx.violation(
-                    obj,
-                    f"{c.label} passes --{flag.replace('_', '-')} as {_literal(value)} on its "
-                    "command line",
-                    (*c.path, "args"),
-                )
-        for flag, value, in_shell in _command_line_flags(c):
-            where = "in a shell command" if in_shell else "a second time"
-            yield ctx.violation(
-                obj,
-                f"{c.label} passes --{flag} {where} as {_literal(value)} on its command line",
-                (*c.path, "args"),
-            )
+        yield from _judge_container(c, None if c.init else sites.get(id(c)), extra)
     if obj.kind == "RayService":
-        cfg = serve_config(obj)
-        scopes: list[Mapping[str, Any]] = [
-            *(cfg.applications if cfg else []),
-            *(cfg.llm_configs if cfg else []),
-        ]
-        for scope in scopes:
-            env_vars = as_map(
-                as_map(scope.get("runtime_env"), "runtime_env").get("env_vars"), "env_vars"
-            )
-            for name, value in env_vars.items():
-                if value not in (None, "") and _is_secret_name(str(name), extra):
-                    yield ctx.violation(
-                        obj,
-                        f"serveConfigV2 runtime_env sets {name} to {_literal(value)}",
-                        ("spec", "serveConfigV2"),
-                    )
-        for site in engine_sites(ctx, obj):
-            kwargs = site.llm_config.get("engine_kwargs") if site.ray else None
-            for name, value in kwargs.items() if isinstance(kwargs, Mapping) else ():
-                secret = str(name).replace("-", "_") in SECRET_FLAGS
-                if secret and isinstance(value, str) and _literal_flag(value):
-                    yield ctx.violation(
-                        obj,
-                        f"serveConfigV2 engine_kwargs sets {name} to {_literal(value)}",
-                        ("spec", "serveConfigV2"),
-                    )
+        yield from _judge_serve_config(ctx, obj, extra)
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a K014 verdict."""
+    v = verdict.values
+    literal = _literal_text(v)
+    if verdict.reason == "env-literal":
+        return (
+            f"{v['container']} sets {v['name']} to {literal}; secrets in a spec are readable "
+            "by anyone who can read the object"
+        )
+    if verdict.reason == "flag-literal":
+        return f"{v['container']} passes --{v['flag']} as {literal} on its command line"
+    if verdict.reason == "flag-elsewhere":
+        where = "in a shell command" if v["in_shell"] else "a second time"
+        return f"{v['container']} passes --{v['flag']} {where} as {literal} on its command line"
+    if verdict.reason == "runtime-env-literal":
+        return f"serveConfigV2 runtime_env sets {v['name']} to {literal}"
+    return f"serveConfigV2 engine_kwargs sets {v['name']} to {literal}"
+
+
+RULE = folder_rule(__name__, judged(judge, message))

@@ -6,12 +6,13 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gpustrata.core.quantity import exact_sum, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.nodes import GIB, gpu_requests
@@ -157,9 +158,7 @@ def _ephemeral(c: ContainerRef) -> tuple[Fraction | None, Fraction | None]:
     return (request if request is not None else limit), limit
 
 
-def _check_container(
-    ctx: RuleContext, obj: K8sObject, pod: PodRef, c: ContainerRef, downloads: list[Download]
-) -> Iterator[Outcome]:
+def _judge_container(pod: PodRef, c: ContainerRef, downloads: list[Download]) -> Iterator[Verdict]:
     target = downloads[0].target
     mount = _covering_mount(c, target)
     empty: Any = None
@@ -172,62 +171,37 @@ def _check_container(
             return  # counted against the Pod's memory, not its disk
     sizes = [d.size for d in downloads]
     total = exact_sum(s for s in sizes if s is not None) if None not in sizes else None
-    what = ", ".join(d.model for d in downloads)
-    weights = f"{what} (at least {_gb(total)} of weights)" if total else what
-    where = f" into {target}" if target else " into the Hugging Face cache"
-    storage = "with no volume for them"
+    values: dict[str, Value] = {
+        "container": c.label,
+        "models": tuple(d.model for d in downloads),
+        "weights_bytes": total,
+        "target": target,
+        "empty_dir": None,
+    }
     if mount is not None and isinstance(empty, Mapping):
         size_limit = parse_quantity(empty.get("sizeLimit"))
+        values["empty_dir"] = f"{mount.get('name')}"
         if size_limit is not None and total is not None and size_limit < total:
-            yield ctx.violation(
-                obj,
-                f"{c.label} downloads {weights}{where}, on the emptyDir "
-                f"'{mount.get('name')}' whose sizeLimit {empty.get('sizeLimit')} is smaller; "
-                "the kubelet evicts the Pod when the download passes it",
-                (*pod.path, "volumes"),
+            values["size_limit"] = f"{empty.get('sizeLimit')}"
+            thresholds: dict[str, Value] = {"size_limit_bytes": size_limit}
+            yield Verdict(
+                "violation", "empty-dir-too-small", values, thresholds, path=(*pod.path, "volumes")
             )
             return
         if size_limit is not None and total is not None:
             return
-        storage = f"on the emptyDir '{mount.get('name')}' (node disk, no sizeLimit)"
     request, limit = _ephemeral(c)
+    values.update(ephemeral_request=request, ephemeral_limit=limit)
     path = (*c.path, "resources")
     if request is None:
-        yield ctx.violation(
-            obj,
-            f"{c.label} downloads {weights}{where} {storage} and sets no "
-            "ephemeral-storage request or limit; the scheduler reserves no disk for the "
-            "download, and under disk pressure the kubelet evicts Pods by usage above their "
-            "request, this one early",
-            path,
-        )
+        yield Verdict("violation", "no-ephemeral-storage", values, path=path)
         return
     if total is None:
-        unknown = [d.model for d in downloads if d.size is None]
-        yield ctx.not_evaluated(
-            obj,
-            f"{c.label} sets an ephemeral-storage request but the weight size of "
-            f"{', '.join(unknown)} is unknown (not in the model catalogue; "
-            f"{catalogs.UNCATALOGUED_FIX})",
-        )
+        values["unsized"] = tuple(d.model for d in downloads if d.size is None)
+        yield Verdict("not_evaluated", "weights-size-unknown", values)
         return
-    short = [
-        f"{name} {fmt}"
-        for name, value, fmt in (
-            ("request", request, _gi(request)),
-            ("limit", limit, _gi(limit) if limit is not None else ""),
-        )
-        if value is not None and value < total
-    ]
-    if short:
-        yield ctx.violation(
-            obj,
-            f"{c.label} downloads {weights}{where}, but its ephemeral-storage "
-            f"{' and '.join(short)} {'are' if len(short) > 1 else 'is'} below that; the "
-            "kubelet evicts the Pod past its limit, and a small request lets the scheduler "
-            "place it on a node without the room",
-            path,
-        )
+    if request < total or (limit is not None and limit < total):
+        yield Verdict("violation", "ephemeral-storage-too-small", values, path=path)
 
 
 def _gi(value: Fraction | None) -> str:
@@ -236,7 +210,7 @@ def _gi(value: Fraction | None) -> str:
     return f"{float(value) / GIB:g}Gi"
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Engines that download weights have a volume or enough ephemeral storage for them."""
     extra = ctx.config.gpu_resources
     sites = engine_sites(ctx, obj)
@@ -251,7 +225,50 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 found = _vllm_download(by_container.get(id(c)), c)
                 downloads = [found] if found else []
             if downloads:
-                yield from _check_container(ctx, obj, pod, c, downloads)
+                yield from _judge_container(pod, c, downloads)
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a K015 verdict."""
+    v = verdict.values
+    if verdict.reason == "weights-size-unknown":
+        return (
+            f"{v['container']} sets an ephemeral-storage request but the weight size of "
+            f"{', '.join(cast(tuple[str, ...], v['unsized']))} is unknown (not in the model "
+            f"catalogue; {catalogs.UNCATALOGUED_FIX})"
+        )
+    what = ", ".join(cast(tuple[str, ...], v["models"]))
+    total = cast(Fraction | None, v["weights_bytes"])
+    weights = f"{what} (at least {_gb(total)} of weights)" if total else what
+    where = f" into {v['target']}" if v["target"] else " into the Hugging Face cache"
+    downloads = f"{v['container']} downloads {weights}{where}"
+    if verdict.reason == "empty-dir-too-small":
+        return (
+            f"{downloads}, on the emptyDir '{v['empty_dir']}' whose sizeLimit {v['size_limit']} "
+            "is smaller; the kubelet evicts the Pod when the download passes it"
+        )
+    if verdict.reason == "no-ephemeral-storage":
+        storage = (
+            f"on the emptyDir '{v['empty_dir']}' (node disk, no sizeLimit)"
+            if v["empty_dir"] is not None
+            else "with no volume for them"
+        )
+        return (
+            f"{downloads} {storage} and sets no ephemeral-storage request or limit; the "
+            "scheduler reserves no disk for the download, and under disk pressure the kubelet "
+            "evicts Pods by usage above their request, this one early"
+        )
+    request, limit = (cast(Fraction | None, v[k]) for k in ("ephemeral_request", "ephemeral_limit"))
+    short = [
+        f"{name} {_gi(value)}"
+        for name, value in (("request", request), ("limit", limit))
+        if value is not None and total is not None and value < total
+    ]
+    return (
+        f"{downloads}, but its ephemeral-storage {' and '.join(short)} "
+        f"{'are' if len(short) > 1 else 'is'} below that; the kubelet evicts the Pod past its "
+        "limit, and a small request lets the scheduler place it on a node without the room"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

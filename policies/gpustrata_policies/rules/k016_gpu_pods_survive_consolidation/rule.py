@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Verdict, judged
 from gpustrata_policies.view.karpenter import KARPENTER_DOCS
 from gpustrata_policies.view.nodes import gpu_pools, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
@@ -63,7 +64,7 @@ def _inference_pods(ctx: RuleContext, pool: GpuPool) -> list[tuple[PodRef, bool]
     return out
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A Karpenter GPU NodePool does not consolidate nodes that serve or load engines."""
     if obj.kind != "NodePool" or not obj.api_version.startswith("karpenter.sh/"):
         return
@@ -80,28 +81,46 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     pods = _inference_pods(ctx, pool)
     if pods and all(protected for _, protected in pods):
         return
-    setting = f"consolidationPolicy: {policy}" + ("" if stated else ", Karpenter's default")
     after = disruption.get("consolidateAfter")
-    if after is not None:
-        setting += f", consolidateAfter: {after}"
-    exposed = [f"{p.obj.resource}{p.where}" for p, protected in pods if not protected]
+    yield Verdict(
+        "violation",
+        "consolidates-gpu-pods",
+        values={
+            "pool": obj.name,
+            "policy": policy,
+            "defaulted": not stated,
+            "consolidate_after": None if after is None else f"{after}",
+            "exposed": tuple(f"{p.obj.resource}{p.where}" for p, ok in pods if not ok),
+        },
+        sources=(KARPENTER_DISRUPTION,),
+        path=("spec", "disruption", "consolidationPolicy") if stated else ("spec",),
+    )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K016 verdict."""
+    v = verdict.values
+    setting = f"consolidationPolicy: {v['policy']}" + (
+        ", Karpenter's default" if v["defaulted"] else ""
+    )
+    if v["consolidate_after"] is not None:
+        setting += f", consolidateAfter: {v['consolidate_after']}"
+    exposed = cast(tuple[str, ...], v["exposed"])
     who = (
         f'the GPU Pods of {", ".join(exposed)}, which do not carry {DO_NOT_DISRUPT}: "true",'
         if exposed
         else "any inference Pod on it (none in the input targets it)"
     )
-    yield ctx.violation(
-        obj,
-        f"GPU NodePool {obj.name} consolidates underutilised nodes ({setting}) with no "
+    return (
+        f"GPU NodePool {v['pool']} consolidates underutilised nodes ({setting}) with no "
         f"disruption budget that holds them: Karpenter may evict {who} to repack or replace "
         "a busy GPU node, and an engine that serves or is still loading weights restarts "
-        "from scratch on another node",
-        ("spec", "disruption", "consolidationPolicy") if stated else ("spec",),
+        "from scratch on another node"
     )
 
 
 RULE = folder_rule(
     __name__,
-    check,
+    judged(judge, message),
     facts={"KARPENTER_DISRUPTION": KARPENTER_DISRUPTION, "KARPENTER_DOCS": KARPENTER_DOCS},
 )

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from gpustrata.core.contract import DERIVED_FROM_ANNOTATION
 from gpustrata.core.unknown import is_tracked
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import and_joined
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.kinds import RAY_KINDS
 from gpustrata_policies.view.objects import K8sObject, PodRef, dig
 from gpustrata_policies.view.pools import GpuPool, pools_of
@@ -80,29 +82,39 @@ def _gpu_pod(need: PodNeed, pods: dict[str, PodRef], extra: Sequence[str]) -> bo
     return pod is not None and pod.gpu_count(extra) > 0
 
 
-def _fix(need: PodNeed, empty: list[str]) -> str:
+def _fix(need: PodNeed, empty: list[str]) -> dict[str, Value]:
+    """Which fix suits a Pod with no node (``fix`` case and its figures)."""
     if empty:
-        return (
-            f"give pool(s) {', '.join(empty)} a minimum size of 1, or let an autoscaler that "
-            "scales from zero provision them (a Karpenter NodePool, the Cluster Autoscaler)"
-        )
+        return {"fix": "scale-from-zero", "empty_pools": tuple(empty)}
     if need.chart is not None and need.values_path:
-        return (
-            f"set {need.chart.chart} values {need.values_path} (and the matching tolerations) "
-            "to a pool it can run on, or add an untainted system node group"
-        )
+        return {"fix": "chart-values", "chart": need.chart.chart, "values_path": need.values_path}
     if need.owner.kind == ADDON_KIND:
-        return (
-            "add an untainted system node group, or set the add-on's configurationValues "
-            "(nodeSelector, tolerations) to a pool it can run on"
-        )
-    return (
+        return {"fix": "addon-values"}
+    return {"fix": "system-pool"}
+
+
+_FIXES: Mapping[str, str] = {
+    "scale-from-zero": (
+        "give pool(s) {pools} a minimum size of 1, or let an autoscaler that scales from zero "
+        "provision them (a Karpenter NodePool, the Cluster Autoscaler)"
+    ),
+    "chart-values": (
+        "set {chart} values {values_path} (and the matching tolerations) to a pool it can run "
+        "on, or add an untainted system node group"
+    ),
+    "addon-values": (
+        "add an untainted system node group, or set the add-on's configurationValues "
+        "(nodeSelector, tolerations) to a pool it can run on"
+    ),
+    "system-pool": (
         "add an untainted system node group for Pods without a GPU toleration, or give the "
         "Pod the tolerations and node selector of a pool that exists"
-    )
+    ),
+}
+"""The fix of a Pod with no node, by case (``{key}``: a verdict value)."""
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Every Pod that must run has a pool it tolerates, selects and that can have nodes."""
     if obj.kind not in _KINDS:
         return
@@ -112,13 +124,42 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     needs, unread = pods_that_must_run([obj])
     if unread:
         if cluster.complete:
-            yield ctx.not_evaluated(obj, "; ".join(u.split(": ", 1)[-1] for u in unread))
+            why = tuple(u.split(": ", 1)[-1] for u in unread)
+            yield Verdict("not_evaluated", "pods-unread", values={"unread": why})
         return
-    scale_from_zero = not cluster.stack or cluster.autoscaler is not None
     pods = {f"{obj.resource}{p.where}": p for p in obj.pods()}
+    failing = yield from _landings(ctx, obj, cluster, needs, pods)
+    for group in failing.values():
+        first = group[0][0]
+        pod = pods.get(first.name)
+        yield Verdict(
+            "violation",
+            "no-node",
+            values={
+                "pods": tuple(n.name for n, _, _ in group),
+                "why": group[0][1],
+                "release": obj.kind in {"HelmRelease", ADDON_KIND},
+                **group[0][2],
+            },
+            path=(*pod.path, "tolerations") if pod is not None else ("spec",),
+        )
+
+
+_Failing = dict[tuple[str, str], list[tuple[PodNeed, str, dict[str, Value]]]]
+
+
+def _landings(
+    ctx: RuleContext,
+    obj: K8sObject,
+    cluster: _Cluster,
+    needs: Sequence[PodNeed],
+    pods: dict[str, PodRef],
+) -> Generator[Verdict, None, _Failing]:
+    """The verdicts of Pods that land short of room; returns the Pods that land nowhere,
+    grouped by reason and fix (Pods of one owner that fail alike are one finding)."""
+    scale_from_zero = not cluster.stack or cluster.autoscaler is not None
     extra = ctx.config.gpu_resources
-    # Pods of one owner that fail for the same reason are one finding (a chart's controllers).
-    failing: dict[tuple[str, str], list[PodNeed]] = {}
+    failing: _Failing = {}
     # Without an unknown value in the object or the pools, a landing is a function of
     # the Pod's placement; with one, each object's reads are logged as it reads them.
     shared = not cluster.tracked and not is_tracked(obj.raw)
@@ -132,13 +173,12 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         fits, why = found
         short = room(need, fits, scale_from_zero=scale_from_zero) if fits else ""
         if short:
-            names = ", ".join(p.name for p in fits)
-            yield ctx.violation(
-                obj,
-                f"{short}: a replica stays Pending and the release's wait (Helm --wait) fails. "
-                f"Fix: give {names} a minimum size of {need.distinct_nodes}, or lower the "
-                "chart's replicas",
-                ("spec",),
+            yield Verdict(
+                "violation",
+                "too-few-nodes",
+                values={"short": short, "pools": tuple(p.name for p in fits)},
+                thresholds={"min_nodes": need.distinct_nodes},
+                path=("spec",),
             )
             continue
         if fits:
@@ -148,30 +188,46 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             continue  # a GPU Pod's taints and selectors are K004's and K005's
         if not empty and not cluster.complete:
             continue  # other nodes (a system pool) may exist that the input does not show
-        failing.setdefault(("; ".join(why), _fix(need, empty)), []).append(need)
-    for (reason, fix), group in failing.items():
-        first = group[0]
-        if len(group) == 1:
-            who = f"{first.name} has"
-        else:  # the chart's Pods: "HelmRelease x: a, b and c have"
-            owner = first.name.rsplit(": ", 1)[0]
-            parts = [n.name.rsplit(": ", 1)[-1] for n in group]
-            who = f"{owner}: {and_joined(parts)} have"
-        pod = pods.get(first.name)
-        path = (*pod.path, "tolerations") if pod is not None else ("spec",)
-        yield ctx.violation(
-            obj,
-            f"{who} no node to run on: {reason}; "
-            + ("they stay" if len(group) > 1 else "it stays")
-            + " Pending"
-            + (
-                ", and the release's wait (Helm --wait) or the add-on's creation fails"
-                if obj.kind in {"HelmRelease", ADDON_KIND}
-                else ""
-            )
-            + f". Fix: {fix}",
-            path,
+        fix = _fix(need, empty)
+        reason = "; ".join(why)
+        failing.setdefault((reason, _fix_text(fix)), []).append((need, reason, fix))
+    return failing
+
+
+def _fix_text(v: Mapping[str, Value]) -> str:
+    pools = ", ".join(cast(tuple[str, ...], v.get("empty_pools", ())))
+    return _FIXES[str(v["fix"])].format_map({**v, "pools": pools})
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K017 verdict."""
+    v = verdict.values
+    if verdict.reason == "pods-unread":
+        return "; ".join(cast(tuple[str, ...], v["unread"]))
+    if verdict.reason == "too-few-nodes":
+        pools = ", ".join(cast(tuple[str, ...], v["pools"]))
+        return (
+            f"{v['short']}: a replica stays Pending and the release's wait (Helm --wait) fails. "
+            f"Fix: give {pools} a minimum size of {verdict.thresholds['min_nodes']}, or lower "
+            "the chart's replicas"
         )
+    names = cast(tuple[str, ...], v["pods"])
+    if len(names) == 1:
+        who = f"{names[0]} has"
+    else:  # the chart's Pods: "HelmRelease x: a, b and c have"
+        owner = names[0].rsplit(": ", 1)[0]
+        who = f"{owner}: {and_joined([n.rsplit(': ', 1)[-1] for n in names])} have"
+    return (
+        f"{who} no node to run on: {v['why']}; "
+        + ("they stay" if len(names) > 1 else "it stays")
+        + " Pending"
+        + (
+            ", and the release's wait (Helm --wait) or the add-on's creation fails"
+            if v["release"]
+            else ""
+        )
+        + f". Fix: {_fix_text(v)}"
+    )
 
 
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, judged(judge, message))

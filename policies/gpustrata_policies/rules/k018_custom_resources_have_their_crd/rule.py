@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from gpustrata.catalog.charts import chart_releases, crd_owner
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.device_classes import (
     DRIVER_FIX,
     claims_gpu_class,
@@ -101,55 +103,42 @@ def _owner(group_kind: str, group: str) -> str:
     return f"{owner}, e.g. {pinned},"
 
 
-def _profile_note() -> str:
+def _profile_lists_crds() -> bool:
     profile = active_profile()
-    if profile is None or profile.crds is None:
-        return ""
-    return " and the cluster profile's crds do not list"
+    return profile is not None and profile.crds is not None
 
 
-def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A claim on the ``gpu.nvidia.com`` DeviceClass needs the DRA driver that creates it."""
     classes = ctx.memo("k018_device_classes", lambda: device_classes_installed(ctx.objects))
     profile = active_profile()
     stated = profile.device_classes if profile is not None else None
     if GPU_DEVICE_CLASS in classes or GPU_DEVICE_CLASS in (stated or ()):
         return
+    what = f"DeviceClass {GPU_DEVICE_CLASS}"
     if stated is None:
         shown = ctx.memo("k018_installed_by", lambda: _installed_by(ctx.objects))
         if not shown.evaluated:
             if profile is not None and profile.crds is not None:
-                yield ctx.not_evaluated(
-                    obj,
-                    f"nothing in the input installs the DeviceClass {GPU_DEVICE_CLASS}; the "
-                    "cluster profile's device_classes would say whether the cluster has it",
-                )
+                yield Verdict("not_evaluated", "device-class-unknown", values={"what": what})
             return  # a bare application manifest: the cluster's drivers are not in the input
         if shown.unknown_charts:
-            yield ctx.not_evaluated(obj, _unknown_charts(f"DeviceClass {GPU_DEVICE_CLASS}", shown))
+            values: dict[str, Value] = {"what": what, "charts": tuple(shown.unknown_charts)}
+            yield Verdict("not_evaluated", "charts-uncatalogued", values=values)
             return
-    listed = ""
-    if stated is not None:
-        listed = " and the cluster profile's device_classes do not list it"
-    yield ctx.violation(
-        obj,
-        f"{obj.kind} {obj.name} claims devices of the DeviceClass {GPU_DEVICE_CLASS}, which "
-        f"nothing in the input installs (no NVIDIA DRA driver){listed}: the claim is never "
-        "allocated and the Pods that use it stay Pending. Fix: " + DRIVER_FIX,
-        ("spec",),
+    yield Verdict(
+        "violation",
+        "device-class-missing",
+        values={
+            "object": f"{obj.kind} {obj.name}",
+            "device_class": GPU_DEVICE_CLASS,
+            "profile_lists": stated is not None,
+        },
+        path=("spec",),
     )
 
 
-def _unknown_charts(what: str, installed: _Installed) -> str:
-    """Why *what* (missing from the input) may still be installed: charts the chart
-    catalogue does not know."""
-    return (
-        f"no {what} is in the input, and the chart catalogue does not know what "
-        f"{', '.join(installed.unknown_charts)} installs"
-    )
-
-
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A custom resource's CRD is installed by the same stack or manifest set; a DRA GPU
     claim's DeviceClass likewise."""
     if claims_gpu_class(obj):
@@ -165,18 +154,58 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     if not found.evaluated or _listed(found, group_kind) or group_kind in found.owned_elsewhere:
         return  # a bare application manifest: the cluster's CRDs are not in the input
     if found.unknown_charts:
-        yield ctx.not_evaluated(obj, _unknown_charts(f"CRD for {group_kind}", found))
+        values: dict[str, Value] = {
+            "what": f"CRD for {group_kind}",
+            "charts": tuple(found.unknown_charts),
+        }
+        yield Verdict("not_evaluated", "charts-uncatalogued", values=values)
         return
-    owner = _owner(group_kind, group)
-    yield ctx.violation(
-        obj,
-        f"{obj.kind} ({group_kind}) needs its CustomResourceDefinition, which nothing in the "
-        f'input installs{_profile_note()}: the API server answers "no matches for kind '
-        f'{obj.kind} in version {obj.raw.get("apiVersion")}" and the apply fails. Fix: install '
-        f"{owner} in the same stack or manifest set, ordered before it (depends_on), or "
-        "drop the resource (turn the feature off)",
-        ("kind",),
+    yield Verdict(
+        "violation",
+        "crd-missing",
+        values={
+            "kind": obj.kind,
+            "group_kind": group_kind,
+            "api_version": f"{obj.raw.get('apiVersion')}",
+            "owner": _owner(group_kind, group),
+            "profile_lists": _profile_lists_crds(),
+        },
+        path=("kind",),
     )
 
 
-RULE = folder_rule(__name__, check)
+def message(verdict: Verdict) -> str:
+    """The prose of a K018 verdict."""
+    v = verdict.values
+    if verdict.reason == "device-class-unknown":
+        return (
+            f"nothing in the input installs the {v['what']}; the cluster profile's "
+            "device_classes would say whether the cluster has it"
+        )
+    if verdict.reason == "charts-uncatalogued":
+        # Why the thing missing from the input may still be installed: charts the chart
+        # catalogue does not know.
+        charts = ", ".join(cast(tuple[str, ...], v["charts"]))
+        return (
+            f"no {v['what']} is in the input, and the chart catalogue does not know what "
+            f"{charts} installs"
+        )
+    if verdict.reason == "device-class-missing":
+        listed = " and the cluster profile's device_classes do not list it"
+        return (
+            f"{v['object']} claims devices of the DeviceClass {v['device_class']}, which "
+            "nothing in the input installs (no NVIDIA DRA driver)"
+            f"{listed if v['profile_lists'] else ''}: the claim is never allocated and the "
+            "Pods that use it stay Pending. Fix: " + DRIVER_FIX
+        )
+    note = " and the cluster profile's crds do not list" if v["profile_lists"] else ""
+    return (
+        f"{v['kind']} ({v['group_kind']}) needs its CustomResourceDefinition, which nothing in "
+        f'the input installs{note}: the API server answers "no matches for kind {v["kind"]} '
+        f'in version {v["api_version"]}" and the apply fails. Fix: install {v["owner"]} in '
+        "the same stack or manifest set, ordered before it (depends_on), or drop the resource "
+        "(turn the feature off)"
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))

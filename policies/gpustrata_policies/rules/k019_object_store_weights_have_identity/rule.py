@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.identity import (
     AZURE_CLIENT_ID,
     AZURE_USE,
     GKE_GSA,
     IRSA_ROLE,
     STORE_NAMES,
-    Binding,
     Loader,
     Store,
     bindings,
@@ -66,24 +66,107 @@ def _who(loader: Loader, pod: PodRef) -> str:
     return f"{loader.site.name}{pod.where}"
 
 
-def _account(b: Binding) -> str:
-    if not b.named:
+def _account(v: Mapping[str, Value]) -> str:
+    if not v["named"]:
         return "no serviceAccountName (the namespace's default ServiceAccount)"
-    if b.account == "default":
+    if v["account"] == "default":
         return "the namespace's default ServiceAccount"
-    return f"ServiceAccount '{b.account}'"
+    return f"ServiceAccount '{v['account']}'"
 
 
 def _judge(
     ctx: RuleContext, obj: K8sObject, loader: Loader, pod: PodRef, store: Store, what: str
-) -> Iterator[Outcome]:
+) -> Iterator[Verdict]:
     if carried_credentials(loader.container, pod, store, _runtime_env(loader)):
         return  # credentials of its own (from a Secret: K014 checks they are not literal)
     b = bindings(ctx, pod)
     if b.identities[store]:
         return
-    who, account = _who(loader, pod), _account(b)
-    other = [m for s, ms in b.identities.items() if s != store for m in ms]
+    values: dict[str, Value] = {
+        "who": _who(loader, pod),
+        "what": what,
+        "store": store,
+        "account": b.account,
+        "named": b.named,
+        "other_identities": tuple(m for s, ms in b.identities.items() if s != store for m in ms),
+    }
+    path = (*pod.path, "serviceAccountName")
+    default = b.account == "default"
+    if store == "azure":
+        missing = (
+            *(() if b.azure_label else ("label",)),
+            *(("client-id",) if b.found is not None or default else ()),
+        )
+        if b.azure_label and b.found is None and not default:
+            yield Verdict("not_evaluated", "azure-account-missing", values)
+            return
+        yield Verdict("violation", "no-azure-identity", {**values, "missing": missing}, path=path)
+        return
+    if b.unknown and store == "s3":
+        yield Verdict("not_evaluated", "binding-unknown", {"unknown": b.unknown})
+        return
+    if default:
+        yield Verdict("violation", "default-account", values, path=path)
+        return
+    if b.found is None:
+        yield Verdict("not_evaluated", "account-missing", values)
+        return
+    source = env_from(loader.container, pod)
+    if source is not None:
+        yield Verdict("not_evaluated", "env-from", {**values, "env_from": source})
+        return
+    if store == "gcs":
+        yield Verdict("not_evaluated", "gcs-principal", values)
+        return
+    if obj.file is not None and not _has_associations(ctx):
+        # Manifests: an association made with eksctl, Terraform or the EKS API does not show
+        # in them. A Pulumi program (or a manifest set that manages associations) shows all.
+        yield Verdict("not_evaluated", "association-outside", values)
+        return
+    yield Verdict("violation", "account-unbound", values, path=path)
+
+
+_NOT_EVALUATED: Mapping[str, str] = {
+    "azure-account-missing": (
+        "{who} loads weights from {what} under ServiceAccount '{account}', which is not in "
+        "the input (its azure.workload.identity/client-id annotation may be set in the cluster)"
+    ),
+    "binding-unknown": "{unknown} is unknown until the deployment runs",
+    "account-missing": (
+        "{who} loads weights from {what} under ServiceAccount '{account}', which is not in the "
+        "input (it may exist in the cluster, bound to an identity)"
+    ),
+    "env-from": (
+        "{who} loads weights from {what} under ServiceAccount '{account}', which has no "
+        "identity binding, but takes its environment from {env_from}, which may hold "
+        "credentials"
+    ),
+    "gcs-principal": (
+        "{who} loads weights from {what} under ServiceAccount '{account}', which has no "
+        f"{GKE_GSA} annotation; GKE Workload Identity Federation may grant the bucket to the "
+        "ServiceAccount's own principal in IAM, which no manifest shows"
+    ),
+    "association-outside": (
+        "{who} loads weights from {what} under ServiceAccount '{account}', which has no "
+        f"{IRSA_ROLE} annotation; an EKS Pod Identity association made outside these "
+        "manifests (eksctl, Terraform, the EKS API) does not show in them"
+    ),
+}
+"""The prose of K019's not-evaluated verdicts, by reason (``{key}``: a verdict value)."""
+
+_AZURE_MISSING = {
+    "label": f'the Pod label {AZURE_USE}: "true"',
+    "client-id": f"the ServiceAccount annotation {AZURE_CLIENT_ID}",
+}
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K019 verdict."""
+    v = verdict.values
+    if verdict.reason in _NOT_EVALUATED:
+        return _NOT_EVALUATED[verdict.reason].format_map(v)
+    store = cast(Store, v["store"])
+    other = cast(tuple[str, ...], v["other_identities"])
     besides = ""
     if other:
         besides = f"; it has {', '.join(other)}, which {STORE_NAMES[store]} does not take"
@@ -91,79 +174,14 @@ def _judge(
         f"{STORE_NAMES[store]} requests then go out with the node's credentials (AccessDenied, "
         "or every Pod on the node can read the weights)"
     )
-    default = b.account == "default"
-    if store == "azure":
-        missing = []
-        if not b.azure_label:
-            missing.append(f'the Pod label {AZURE_USE}: "true"')
-        if b.found is not None or default:
-            missing.append(f"the ServiceAccount annotation {AZURE_CLIENT_ID}")
-        if b.azure_label and b.found is None and not default:
-            yield ctx.not_evaluated(
-                obj,
-                f"{who} loads weights from {what} under ServiceAccount '{b.account}', which "
-                "is not in the input (its azure.workload.identity/client-id annotation may be "
-                "set in the cluster)",
-            )
-            return
-        yield ctx.violation(
-            obj,
-            f"{who} loads weights from {what} under {account} without "
-            f"{' and '.join(missing)}, so Azure Workload Identity gives it no token{besides}; "
-            f"{node}",
-            (*pod.path, "serviceAccountName"),
+    head = f"{v['who']} loads weights from {v['what']} under {_account(v)}"
+    if verdict.reason == "no-azure-identity":
+        missing = " and ".join(_AZURE_MISSING[m] for m in cast(tuple[str, ...], v["missing"]))
+        return (
+            f"{head} without {missing}, so Azure Workload Identity gives it no token{besides}; "
+            f"{node}"
         )
-        return
-    if b.unknown and store == "s3":
-        yield ctx.not_evaluated(obj, f"{b.unknown} is unknown until the deployment runs")
-        return
-    if default:
-        yield ctx.violation(
-            obj,
-            f"{who} loads weights from {what} under {account}: {_HOW[store]}{besides}; {node}",
-            (*pod.path, "serviceAccountName"),
-        )
-        return
-    if b.found is None:
-        yield ctx.not_evaluated(
-            obj,
-            f"{who} loads weights from {what} under ServiceAccount '{b.account}', which is not "
-            "in the input (it may exist in the cluster, bound to an identity)",
-        )
-        return
-    source = env_from(loader.container, pod)
-    if source is not None:
-        yield ctx.not_evaluated(
-            obj,
-            f"{who} loads weights from {what} under ServiceAccount '{b.account}', which has "
-            f"no identity binding, but takes its environment from {source}, which may hold "
-            "credentials",
-        )
-        return
-    if store == "gcs":
-        yield ctx.not_evaluated(
-            obj,
-            f"{who} loads weights from {what} under ServiceAccount '{b.account}', which has no "
-            f"{GKE_GSA} annotation; GKE Workload Identity Federation may grant the bucket to "
-            "the ServiceAccount's own principal in IAM, which no manifest shows",
-        )
-        return
-    if obj.file is not None and not _has_associations(ctx):
-        # Manifests: an association made with eksctl, Terraform or the EKS API does not show
-        # in them. A Pulumi program (or a manifest set that manages associations) shows all.
-        yield ctx.not_evaluated(
-            obj,
-            f"{who} loads weights from {what} under ServiceAccount '{b.account}', which has no "
-            f"{IRSA_ROLE} annotation; an EKS Pod Identity association made outside these "
-            "manifests (eksctl, Terraform, the EKS API) does not show in them",
-        )
-        return
-    yield ctx.violation(
-        obj,
-        f"{who} loads weights from {what} under ServiceAccount '{b.account}': "
-        f"{_HOW[store]}{besides}; {node}",
-        (*pod.path, "serviceAccountName"),
-    )
+    return f"{head}: {_HOW[store]}{besides}; {node}"
 
 
 def _has_associations(ctx: RuleContext) -> bool:
@@ -171,7 +189,7 @@ def _has_associations(ctx: RuleContext) -> bool:
     return bool(index) or unknown is not None
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Engines that read weights from object storage run under a bound cloud identity."""
     if obj.kind not in _OWN_ACCOUNT_KINDS:
         return
@@ -184,4 +202,4 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
                 yield from _judge(ctx, obj, loader, pod, store, ", ".join(labels))
 
 
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, judged(judge, message))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from fractions import Fraction
+from typing import cast
 
 from gpustrata.catalog.vllm_releases import reference_release
 from gpustrata.core.unknown import known
@@ -15,8 +17,9 @@ from gpustrata.vllm.offload import (
     host_memory,
     weight_loading,
 )
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.capacity import capacity_inputs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list
@@ -36,7 +39,7 @@ def _gib(value: float) -> str:
     return f"{value / GIB:,.1f} GiB"
 
 
-def _shm_note(container: ContainerRef) -> str:
+def _shm_unbounded(container: ContainerRef) -> bool:
     """A memory-backed /dev/shm without sizeLimit: its pages count against the limit."""
     volumes = container.pod.volumes()
     for mount in as_list(container.raw.get("volumeMounts"), "volumeMounts"):
@@ -47,11 +50,8 @@ def _shm_note(container: ContainerRef) -> str:
         empty = volumes.get(str(mount.get("name")), {}).get("emptyDir")
         memory = isinstance(empty, Mapping) and empty.get("medium") == "Memory"
         if memory and isinstance(empty, Mapping) and empty.get("sizeLimit") is None:
-            return (
-                "; its memory-backed /dev/shm has no sizeLimit, and what NCCL and the "
-                "workers write there counts against the same limit"
-            )
-    return ""
+            return True
+    return False
 
 
 def _estimates(ctx: RuleContext, site: EngineSite) -> tuple[int | None, int | None]:
@@ -64,12 +64,10 @@ def _estimates(ctx: RuleContext, site: EngineSite) -> tuple[int | None, int | No
     return per_token, min(i.estimate.weights.total_bytes for i in found)
 
 
-def _release_note(site: EngineSite) -> str:
+def _release_note(v: Mapping[str, Value]) -> str:
     """The loader paths are read at the reference release: say so where the image names
     another release or none (the release is not assumed)."""
-    release = site.release()
-    version = release.version
-    reference = reference_release()
+    version, reference = v["vllm"], v["reference_vllm"]
     if version == reference:
         return ""
     runs = f"the image runs vLLM {version}" if version else "the image names no vLLM release"
@@ -77,61 +75,41 @@ def _release_note(site: EngineSite) -> str:
 
 
 def _loading(
-    ctx: RuleContext,
-    obj: K8sObject,
-    site: EngineSite,
-    container: ContainerRef,
-    sizes: tuple[int, int, int],
-) -> Outcome | None:
+    site: EngineSite, container: ContainerRef, sizes: tuple[int, int, int]
+) -> Verdict | None:
     """A memory limit below the weights the engine loads: mandatory where the loader holds
     them all in process memory at once, advisory where it fails or not by the checkpoint's
     shards, or merely cannot keep them cached."""
     weights, limit, gpus = sizes
     loading = weight_loading(site.engine.values)
     if isinstance(loading, str):
-        return ctx.not_evaluated(obj, f"{site.name}: {loading}") if limit < weights else None
+        if limit < weights:
+            return Verdict("not_evaluated", "loading-unread", {"site": site.name, "why": loading})
+        return None
     if loading.holds == "none":
         return None
     held = weights * gpus if loading.holds == "all" else weights
     if limit >= held:
         return None
-    path = (*container.path, "resources", "limits", "memory")
-    head = (
-        f"{site.label} loads {_gib(weights)} of weights under a memory limit of "
-        f"{_gib(float(limit))}: {loading.how}{_release_note(site)}"
-    )
-    need = math.ceil(held / GIB)
-    if loading.holds == "all":
-        return ctx.violation(
-            obj,
-            f"{head}, so {gpus} worker(s) hold {_gib(held)} and the kernel OOM-kills the "
-            f"container during the load. Set limits.memory above {need}Gi plus the engine's "
-            "own memory, or drop enable_multithread_load",
-            path,
-        )
-    if loading.holds == "files":
-        return ctx.violation(
-            obj,
-            f"{head}. Whether the load is OOM-killed depends on the largest files held at "
-            f"once times {gpus} worker(s), which the checkpoint's shards decide (not read "
-            f"here). Set limits.memory above {need}Gi, or load safetensors memory-mapped "
-            "(vLLM's default)",
-            path,
-            advisory=True,
-        )
-    return ctx.violation(
-        obj,
-        f"{head}. Not a failure: the load completes, but the weights cannot stay cached in "
-        f"the container, and vLLM {reference_release()} skips its automatic prefetch on "
-        "NFS/Lustre (it needs the checkpoint within 90% of the container's free memory, "
-        f"{VLLM_LOADER_SRC}). Set "
-        f"limits.memory above {need}Gi plus the engine's own memory to keep them cached",
-        path,
-        advisory=True,
+    return Verdict(
+        "violation" if loading.holds == "all" else "advisory",
+        f"loader-holds-{loading.holds}",
+        values={
+            "engine": site.label,
+            "weights_bytes": weights,
+            "held_bytes": held,
+            "workers": gpus,
+            "how": loading.how,
+            "vllm": site.release().version,
+            "reference_vllm": reference_release(),
+        },
+        thresholds={"memory_limit_bytes": limit},
+        sources=(VLLM_LOADER_SRC,),
+        path=(*container.path, "resources", "limits", "memory"),
     )
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """The container memory limit covers the host KV cache and offloaded weights."""
     for site in engine_sites(ctx, obj):
         container = site.container
@@ -145,34 +123,87 @@ def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         per_token, weights = _estimates(ctx, site)
         host = host_memory(site.engine.values, site.env, gpus, per_token)
         if isinstance(host, str):
-            yield ctx.not_evaluated(obj, f"{site.name}: {host}")
+            yield Verdict("not_evaluated", "host-memory-unread", {"site": site.name, "why": host})
             continue
         known(container.resources("limits").get("memory"), f"memory limit of {site.label}")
         limit = container.memory_limit()
         if limit is None:
             continue
         if weights:
-            found = _loading(ctx, obj, site, container, (weights, math.ceil(limit), gpus))
+            found = _loading(site, container, (weights, math.ceil(limit), gpus))
             if found is not None:
                 yield found
         if not host.total_bytes or limit >= host.total_bytes:
             continue
-        tokens = f", holding {host.kv_tokens:,} tokens on the host" if host.kv_tokens else ""
-        need = math.ceil(host.total_bytes / GIB)
-        yield ctx.violation(
-            obj,
-            f"{site.label} pins at least {_gib(host.total_bytes)} of host memory "
-            f"({'; '.join(host.parts)}){tokens}, but its memory limit is "
-            f"{_gib(float(limit))}; the kernel OOM-kills the container once the buffer fills"
-            f"{_shm_note(container)}. Set limits.memory above {need}Gi plus what the engine "
-            "processes themselves use, or shrink the offload",
-            (*container.path, "resources", "limits", "memory"),
+        yield Verdict(
+            "violation",
+            "host-memory-exceeds-limit",
+            values={
+                "engine": site.label,
+                "host_bytes": host.total_bytes,
+                "parts": tuple(host.parts),
+                "kv_tokens": host.kv_tokens,
+                "shm_unbounded": _shm_unbounded(container),
+            },
+            thresholds={"memory_limit_bytes": limit},
+            sources=(VLLM_CACHE_SRC, VLLM_WEIGHTS_SRC),
+            path=(*container.path, "resources", "limits", "memory"),
         )
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K020 verdict."""
+    v = verdict.values
+    if verdict.decision == "not_evaluated":
+        return f"{v['site']}: {v['why']}"
+    limit = _gib(float(cast(Fraction | int, verdict.thresholds["memory_limit_bytes"])))
+    if verdict.reason == "host-memory-exceeds-limit":
+        host = cast(int, v["host_bytes"])
+        tokens = f", holding {v['kv_tokens']:,} tokens on the host" if v["kv_tokens"] else ""
+        shm = (
+            "; its memory-backed /dev/shm has no sizeLimit, and what NCCL and the workers "
+            "write there counts against the same limit"
+            if v["shm_unbounded"]
+            else ""
+        )
+        return (
+            f"{v['engine']} pins at least {_gib(host)} of host memory "
+            f"({'; '.join(cast(tuple[str, ...], v['parts']))}){tokens}, but its memory limit is "
+            f"{limit}; the kernel OOM-kills the container once the buffer fills{shm}. Set "
+            f"limits.memory above {math.ceil(host / GIB)}Gi plus what the engine processes "
+            "themselves use, or shrink the offload"
+        )
+    held = cast(int, v["held_bytes"])
+    need = math.ceil(held / GIB)
+    head = (
+        f"{v['engine']} loads {_gib(cast(int, v['weights_bytes']))} of weights under a memory "
+        f"limit of {limit}: {v['how']}{_release_note(v)}"
+    )
+    if verdict.reason == "loader-holds-all":
+        return (
+            f"{head}, so {v['workers']} worker(s) hold {_gib(held)} and the kernel OOM-kills "
+            f"the container during the load. Set limits.memory above {need}Gi plus the "
+            "engine's own memory, or drop enable_multithread_load"
+        )
+    if verdict.reason == "loader-holds-files":
+        return (
+            f"{head}. Whether the load is OOM-killed depends on the largest files held at "
+            f"once times {v['workers']} worker(s), which the checkpoint's shards decide (not "
+            f"read here). Set limits.memory above {need}Gi, or load safetensors memory-mapped "
+            "(vLLM's default)"
+        )
+    return (
+        f"{head}. Not a failure: the load completes, but the weights cannot stay cached in "
+        f"the container, and vLLM {v['reference_vllm']} skips its automatic prefetch on "
+        "NFS/Lustre (it needs the checkpoint within 90% of the container's free memory, "
+        f"{VLLM_LOADER_SRC}). Set limits.memory above {need}Gi plus the engine's own memory "
+        "to keep them cached"
+    )
 
 
 RULE = folder_rule(
     __name__,
-    check,
+    judged(judge, message),
     facts={
         "VLLM_CACHE_SRC": VLLM_CACHE_SRC,
         "VLLM_WEIGHTS_SRC": VLLM_WEIGHTS_SRC,

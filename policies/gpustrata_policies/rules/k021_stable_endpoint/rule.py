@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view.endpoints import (
     KUBERAY_SERVE_SOURCE,
     Reach,
@@ -48,72 +49,84 @@ def _unreached(reaches: list[Reach]) -> Reach | None:
     return None
 
 
-def _miss(svc: ServiceView, r: Reach) -> str:
-    port = r.port
-    if r.target is None:
+def _miss(svc: ServiceView, r: Reach) -> dict[str, Value]:
+    """Where a Service port's traffic goes instead of the engine, as verdict values."""
+    return {
+        "service": svc.label,
+        "port": r.port.label,
+        "target_name": None if r.target is not None else f"{r.port.effective_target}",
+        "target": r.target,
+        "engine_ports": r.engine_ports(),
+        "engine_port": str(r.engines[0].engine.port) if r.engines else "?",
+    }
+
+
+def _miss_text(v: Mapping[str, Value]) -> str:
+    if v["target_name"] is not None:
         return (
-            f"{svc.label} {port.label} targets the container port name "
-            f"'{port.effective_target}', which no container of the Pods it selects declares "
-            f"({r.engine_ports()}); the Service gets no endpoints for it. Declare the "
-            f"containerPort {_engine_port(r)} with that name, or set targetPort {_engine_port(r)}"
+            f"{v['service']} {v['port']} targets the container port name '{v['target_name']}', "
+            f"which no container of the Pods it selects declares ({v['engine_ports']}); the "
+            f"Service gets no endpoints for it. Declare the containerPort {v['engine_port']} "
+            f"with that name, or set targetPort {v['engine_port']}"
         )
     return (
-        f"{svc.label} {port.label} sends traffic to port {r.target}, but {r.engine_ports()}; "
-        f"requests get connection refused. Set targetPort {_engine_port(r)}"
+        f"{v['service']} {v['port']} sends traffic to port {v['target']}, but "
+        f"{v['engine_ports']}; requests get connection refused. Set targetPort {v['engine_port']}"
     )
 
 
-def _engine_port(r: Reach) -> str:
-    return str(r.engines[0].engine.port) if r.engines else "?"
-
-
-def _check_service(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _judge_service(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     svc = _find(ctx, obj.namespace, obj.name)
     if svc is None or svc.kuberay:
         return
     per_port = [(p, reach(ctx, svc, p)) for p in svc.ports]
-    judged = [(p, rs) for p, rs in per_port if rs]
-    if not judged:
+    judged_ports = [(p, rs) for p, rs in per_port if rs]
+    if not judged_ports:
         return  # selects no vLLM engine (or nothing in the input)
-    for p, rs in judged:
+    for p, rs in judged_ports:
         if isinstance(p.effective_target, str):
             missing = next((r for r in rs if r.target is None), None)
             if missing is not None:
-                yield ctx.violation(obj, _miss(svc, missing), ("spec", "ports", p.index))
-    if any(not _unreached(rs) for _, rs in judged):
+                yield _violation(
+                    "port-misses-engine", _miss(svc, missing), ("spec", "ports", p.index)
+                )
+    if any(not _unreached(rs) for _, rs in judged_ports):
         return  # some port reaches the engines
-    numeric = [(p, rs) for p, rs in judged if not isinstance(p.effective_target, str)]
+    numeric = [(p, rs) for p, rs in judged_ports if not isinstance(p.effective_target, str)]
     if numeric:
         p, rs = numeric[0]
         r = _unreached(rs)
         if r is not None:
-            yield ctx.violation(obj, _miss(svc, r), ("spec", "ports", p.index))
+            yield _violation("port-misses-engine", _miss(svc, r), ("spec", "ports", p.index))
+
+
+def _violation(reason: str, values: Mapping[str, Value], path: Path) -> Verdict:
+    return Verdict("violation", reason, values, path=path)
 
 
 def _backend(
-    ctx: RuleContext,
-    obj: K8sObject,
-    svc: ServiceView,
-    port: Any,
-    path: Path,
-    what: str,
-) -> Iterator[Outcome]:
+    ctx: RuleContext, svc: ServiceView, port: Any, path: Path, what: str
+) -> Iterator[Verdict]:
     entry = svc.find(port)
     if entry is None:
-        yield ctx.violation(
-            obj,
-            f"{what} sends traffic to {svc.label} port {port}, which it does not expose (its "
-            f"ports: {svc.numbers()}); requests fail with 503 or are refused. Use port "
-            f"{_suggest(svc)}",
-            path,
-        )
+        values = {"what": what, **_exposed(svc), "asked_port": f"{port}"}
+        yield _violation("backend-port-not-exposed", values, path)
         return
     r = _unreached(reach(ctx, svc, entry))
     if r is not None:
-        yield ctx.violation(obj, f"{what} uses {_miss(svc, r)}", path)
+        yield _violation("backend-misses-engine", {"what": what, **_miss(svc, r)}, path)
 
 
-def _check_ingress(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _exposed(svc: ServiceView) -> dict[str, Value]:
+    """The Service's ports, and the one to suggest."""
+    return {
+        "service": svc.label,
+        "service_ports": svc.numbers(),
+        "suggest": str(svc.ports[0].port) if svc.ports else "?",
+    }
+
+
+def _judge_ingress(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     spec = as_map(_known(obj.raw.get("spec"), f"spec of {obj.resource}"), "spec")
     found: list[tuple[Mapping[str, Any], Path]] = []
     default = spec.get("defaultBackend", spec.get("backend"))
@@ -137,10 +150,10 @@ def _check_ingress(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         svc = _find(ctx, obj.namespace, name)
         if svc is None or port is None:
             continue
-        yield from _backend(ctx, obj, svc, port, path, f"Ingress {obj.name}'s backend")
+        yield from _backend(ctx, svc, port, path, f"Ingress {obj.name}'s backend")
 
 
-def _check_route(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _judge_route(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     rules = as_list(dig(obj.raw, "spec", "rules"), f"spec.rules of {obj.resource}")
     for i, rule in enumerate(rules):
         refs = rule.get("backendRefs") if isinstance(rule, Mapping) else None
@@ -158,18 +171,12 @@ def _check_route(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
             path: Path = ("spec", "rules", i, "backendRefs", j)
             what = f"HTTPRoute {obj.name}'s backendRef"
             if port is None:
-                yield ctx.violation(
-                    obj,
-                    f"{what} to {svc.label} names no port; Gateway API requires one for a "
-                    f"Service backend (its ports: {svc.numbers()}), and the route is not "
-                    "accepted (ResolvedRefs false)",
-                    path,
-                )
+                yield _violation("route-no-port", {"what": what, **_exposed(svc)}, path)
                 continue
-            yield from _backend(ctx, obj, svc, port, path, what)
+            yield from _backend(ctx, svc, port, path, what)
 
 
-def _check_endpoint(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _judge_endpoint(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     spec = as_map(_known(obj.raw.get("spec"), f"spec of {obj.resource}"), "spec")
     url = _known(spec.get("url"), f"spec.url of {obj.resource}")
     name = _known(spec.get("service"), f"spec.service of {obj.resource}")
@@ -180,87 +187,66 @@ def _check_endpoint(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         return
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    what = f"ModelEndpoint {obj.name} exports {url}"
+    values: dict[str, Value] = {"what": f"ModelEndpoint {obj.name} exports {url}", "scheme": scheme}
     where: Path = ("spec", "url")
     if scheme not in _DEFAULT_PORTS:
-        yield ctx.violation(obj, f"{what}: scheme '{scheme}' is not http or https", where)
+        yield _violation("endpoint-scheme", values, where)
         return
     try:
         port = parts.port or _DEFAULT_PORTS[scheme]
     except ValueError:
-        yield ctx.violation(obj, f"{what}: its port is not a number", where)
+        yield _violation("endpoint-port-not-a-number", values, where)
         return
     host = (parts.hostname or "").split(".")
     if len(host) >= 3 and host[2] == "svc" and (host[0], host[1]) != (svc.name, namespace):
-        yield ctx.violation(
-            obj,
-            f"{what}, whose host names Service {host[1]}/{host[0]}, but it describes {svc.label}",
-            where,
+        named = f"{host[1]}/{host[0]}"
+        yield _violation(
+            "endpoint-host-mismatch", {**values, "host_service": named, "service": svc.label}, where
         )
     entry = svc.find(port)
     if entry is None:
-        source = f" (KubeRay's convention, {KUBERAY_SERVE_SOURCE})" if svc.kuberay else ""
-        yield ctx.violation(
-            obj,
-            f"{what} (port {port}), but {svc.label} exposes {svc.numbers()}{source}; clients "
-            f"of the exported URL are refused. Export port {_suggest(svc)} instead",
-            where,
+        values = {**values, **_exposed(svc), "url_port": port, "kuberay": svc.kuberay}
+        yield Verdict(
+            "violation",
+            "endpoint-port-not-exposed",
+            values,
+            sources=(KUBERAY_SERVE_SOURCE,) if svc.kuberay else (),
+            path=where,
         )
         return
-    yield from _scheme_and_path(ctx, obj, svc, entry, scheme, parts.path, what, where)
-
-
-def _suggest(svc: ServiceView) -> str:
-    return str(svc.ports[0].port) if svc.ports else "?"
+    yield from _scheme_and_path(ctx, svc, entry, parts.path, values)
 
 
 def _scheme_and_path(
-    ctx: RuleContext,
-    obj: K8sObject,
-    svc: ServiceView,
-    entry: ServicePort,
-    scheme: str,
-    path: str,
-    what: str,
-    where: Path,
-) -> Iterator[Outcome]:
+    ctx: RuleContext, svc: ServiceView, entry: ServicePort, path: str, values: dict[str, Value]
+) -> Iterator[Verdict]:
+    where: Path = ("spec", "url")
+    scheme = values["scheme"]
     if svc.kuberay:
         if scheme == "https":
-            yield ctx.violation(obj, f"{what}, but Ray Serve's HTTP proxy serves plain http", where)
+            yield _violation("endpoint-ray-https", values, where)
         bases = {(p.rstrip("/") + OPENAI_BASE) for p in svc.route_prefixes} or {OPENAI_BASE}
     else:
         reaches = reach(ctx, svc, entry)
         missed = _unreached(reaches)
         if missed is not None:
-            yield ctx.violation(obj, f"{what}, but {_miss(svc, missed)}", where)
+            yield _violation("endpoint-misses-engine", {**values, **_miss(svc, missed)}, where)
         engines = [e for r in reaches if r.reaches for e in r.engines]
         tls = [e for e in engines if e.engine.get("ssl_certfile")]
         if scheme == "https" and engines and not tls:
-            yield ctx.violation(
-                obj,
-                f"{what}, but {engines[0].label} of {engines[0].obj.resource} serves plain "
-                "http (no --ssl-certfile / --ssl-keyfile)",
-                where,
-            )
+            engine = f"{engines[0].label} of {engines[0].obj.resource}"
+            yield _violation("endpoint-https-plain", {**values, "engine": engine}, where)
         if scheme == "http" and tls:
-            yield ctx.violation(
-                obj,
-                f"{what}, but {tls[0].label} of {tls[0].obj.resource} serves https "
-                "(--ssl-certfile is set)",
-                where,
-            )
+            engine = f"{tls[0].label} of {tls[0].obj.resource}"
+            yield _violation("endpoint-http-tls", {**values, "engine": engine}, where)
         bases = {OPENAI_BASE}
     stripped = path.rstrip("/")
     if stripped and stripped not in bases:
-        yield ctx.violation(
-            obj,
-            f"{what}: path '{path}' is not the OpenAI API base the server answers on "
-            f"({', '.join(sorted(bases))}); clients appending /chat/completions get 404",
-            where,
-        )
+        values = {**values, "path": path, "bases": tuple(sorted(bases))}
+        yield _violation("endpoint-path", values, where)
 
 
-def _check_rayservice(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def _judge_rayservice(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     svc = next(
         (s for s in services(ctx).values() if s.kuberay and s.obj is obj),
         None,
@@ -269,30 +255,83 @@ def _check_rayservice(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
         return
     for p in svc.ports:
         if p.name == "serve" and p.port is not None and p.port != svc.proxy_port:
-            yield ctx.violation(
-                obj,
-                f"the head container's port 'serve' is {p.port}, so {svc.label} serves on "
-                f"{p.port}, but Ray Serve's HTTP proxy listens on {svc.proxy_port} "
-                "(serveConfigV2 http_options.port, 8000 when unset); set containerPort "
-                f"{svc.proxy_port} or http_options.port {p.port}",
-                ("spec", "rayClusterConfig", "headGroupSpec"),
+            yield Verdict(
+                "violation",
+                "serve-port-not-proxy",
+                values={"service": svc.label, "serve_port": p.port},
+                thresholds={"proxy_port": svc.proxy_port},
+                path=("spec", "rayClusterConfig", "headGroupSpec"),
             )
 
 
-_CHECKS = {
-    "Service": _check_service,
-    "Ingress": _check_ingress,
-    "HTTPRoute": _check_route,
-    "ModelEndpoint": _check_endpoint,
-    "RayService": _check_rayservice,
+_JUDGES = {
+    "Service": _judge_service,
+    "Ingress": _judge_ingress,
+    "HTTPRoute": _judge_route,
+    "ModelEndpoint": _judge_endpoint,
+    "RayService": _judge_rayservice,
 }
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Exported endpoints, routes and Services lead to the port the engine serves on."""
-    found = _CHECKS.get(obj.kind)
+    found = _JUDGES.get(obj.kind)
     if found is not None and (obj.kind != "Service" or is_builtin(obj)):  # not Knative's
         yield from found(ctx, obj)
 
 
-RULE = folder_rule(__name__, check)
+_TEXTS: Mapping[str, str] = {
+    "backend-port-not-exposed": (
+        "{what} sends traffic to {service} port {asked_port}, which it does not expose (its "
+        "ports: {service_ports}); requests fail with 503 or are refused. Use port {suggest}"
+    ),
+    "route-no-port": (
+        "{what} to {service} names no port; Gateway API requires one for a Service backend "
+        "(its ports: {service_ports}), and the route is not accepted (ResolvedRefs false)"
+    ),
+    "endpoint-scheme": "{what}: scheme '{scheme}' is not http or https",
+    "endpoint-port-not-a-number": "{what}: its port is not a number",
+    "endpoint-host-mismatch": (
+        "{what}, whose host names Service {host_service}, but it describes {service}"
+    ),
+    "endpoint-port-not-exposed": (
+        "{what} (port {url_port}), but {service} exposes {service_ports}{convention}; clients "
+        "of the exported URL are refused. Export port {suggest} instead"
+    ),
+    "endpoint-ray-https": "{what}, but Ray Serve's HTTP proxy serves plain http",
+    "endpoint-https-plain": (
+        "{what}, but {engine} serves plain http (no --ssl-certfile / --ssl-keyfile)"
+    ),
+    "endpoint-http-tls": "{what}, but {engine} serves https (--ssl-certfile is set)",
+    "endpoint-path": (
+        "{what}: path '{path}' is not the OpenAI API base the server answers on ({base_list}); "
+        "clients appending /chat/completions get 404"
+    ),
+}
+"""K021's prose by reason (``{key}``: a verdict value)."""
+
+
+def message(verdict: Verdict) -> str:
+    """The prose of a K021 verdict."""
+    v = verdict.values
+    if verdict.reason == "port-misses-engine":
+        return _miss_text(v)
+    if verdict.reason == "backend-misses-engine":
+        return f"{v['what']} uses {_miss_text(v)}"
+    if verdict.reason == "endpoint-misses-engine":
+        return f"{v['what']}, but {_miss_text(v)}"
+    if verdict.reason == "serve-port-not-proxy":
+        port, proxy = v["serve_port"], verdict.thresholds["proxy_port"]
+        return (
+            f"the head container's port 'serve' is {port}, so {v['service']} serves on {port}, "
+            f"but Ray Serve's HTTP proxy listens on {proxy} (serveConfigV2 http_options.port, "
+            f"8000 when unset); set containerPort {proxy} or http_options.port {port}"
+        )
+    convention = f" (KubeRay's convention, {KUBERAY_SERVE_SOURCE})" if v.get("kuberay") else ""
+    base_list = ", ".join(cast(tuple[str, ...], v.get("bases", ())))
+    return _TEXTS[verdict.reason].format_map(
+        {**v, "convention": convention, "base_list": base_list}
+    )
+
+
+RULE = folder_rule(__name__, judged(judge, message))
