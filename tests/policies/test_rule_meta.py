@@ -4,6 +4,7 @@ the file, the key, the bad value and the fix."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -133,4 +134,65 @@ def test_missing_and_unparsable_files(tmp_path: Any, monkeypatch: pytest.MonkeyP
         RuleMetaError,
         match=r"meta.yaml:1:5: not valid YAML \(while parsing a flow sequence expected",
     ):
+        folder_rule(module, lambda ctx, obj: ())
+
+
+_PACKAGES = itertools.count()
+
+
+def _worded_rule(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, messages: Any) -> str:
+    root = f"wordedrules{next(_PACKAGES)}"  # a fresh package: imports are cached by name
+    package = tmp_path / root / "k003_gpu_pool_tainted"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    data = {**_good(), **({"messages": messages} if messages is not None else {})}
+    (package / "meta.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{root}.k003_gpu_pool_tainted.rule"
+
+
+def test_worded_rule_fills_its_reason_template_from_values_and_fields(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpustrata_policies.rules._verdict import Verdict, worded
+
+    module = _worded_rule(
+        tmp_path, monkeypatch, {"short": "{pod} asks {gpus:,} GPUs on {pools}; see ${VLLM_SRC}"}
+    )
+
+    def judge(ctx: Any, obj: Any) -> Any:
+        yield Verdict("violation", "short", {"pod": "Pod/a", "gpus": 1200}, path=("spec",))
+        yield Verdict("violation", "unworded", {})
+
+    rule = folder_rule(module, worded(judge, lambda v: {"pools": "p1 and p2"}))
+
+    class Ctx:
+        def violation(self, obj: Any, text: str, path: Any, advisory: bool) -> str:
+            return text
+
+    outcomes = rule.check(Ctx(), None)  # type: ignore[arg-type]
+    assert next(iter(outcomes)) == (
+        f"Pod/a asks 1,200 GPUs on p1 and p2; see {SHARED_FACTS['VLLM_SRC']}"
+    )
+    with pytest.raises(RuleMetaError, match=r"messages has no 'unworded'.*add its template"):
+        list(outcomes)
+
+
+def test_messages_errors_name_the_file_the_reason_and_the_fix(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpustrata_policies.rules._verdict import worded
+
+    def judge(ctx: Any, obj: Any) -> Any:
+        return ()
+
+    module = _worded_rule(tmp_path, monkeypatch, {"short": "{pod"})
+    with pytest.raises(RuleMetaError, match=r"meta.yaml: messages.short: .*str.format template"):
+        folder_rule(module, worded(judge))
+    module = _worded_rule(tmp_path / "b", monkeypatch, None)
+    with pytest.raises(RuleMetaError, match=r"messages is missing; a rule registered with worded"):
+        folder_rule(module, worded(judge))
+    module = _worded_rule(tmp_path / "c", monkeypatch, {"short": "text"})
+    with pytest.raises(RuleMetaError, match=r"messages is given but rule.py words its findings"):
         folder_rule(module, lambda ctx, obj: ())

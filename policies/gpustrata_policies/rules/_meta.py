@@ -11,6 +11,9 @@ and ``rule.py`` holds the logic only::
 A text field may cite a value the code knows (a catalogued release, a pinned source URL) as
 ``${name}``: the name is one of :data:`SHARED_FACTS` or of the rule's own *facts*. A
 ``references`` item that is exactly ``${name}`` of a tuple stands for all its URLs. The file
+may word its rule's verdicts: ``messages`` maps each verdict reason to a template filled
+with ``str.format`` from the verdict's values (``{pod}``, ``{gpus:,}``), for a rule registered
+as ``folder_rule(__name__, worded(judge))``. The file
 is validated on load; a mistake stops the import with the file, the key, the bad value and
 the fix (:class:`RuleMetaError`).
 """
@@ -19,7 +22,8 @@ from __future__ import annotations
 
 import importlib.resources
 import re
-from collections.abc import Mapping
+import string
+from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
 import yaml
@@ -35,6 +39,7 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Scope,
 )
+from gpustrata_policies.rules._verdict import Verdict, Worded, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.capacity import VLLM_SRC
 from gpustrata_policies.view.ray import KUBERAY_V170, RAY_V2600
@@ -71,7 +76,7 @@ _REQUIRED = (
     "fix",
     "references",
 )
-_OPTIONAL = ("scope", "thresholds")
+_OPTIONAL = ("scope", "thresholds", "messages")
 _SCOPES: tuple[Scope, ...] = get_args(Scope)
 _THRESHOLD_TYPES: Mapping[str, tuple[type, ...]] = {
     "integer": (int,),
@@ -87,9 +92,12 @@ class RuleMetaError(ValueError):
     """A rule folder's ``meta.yaml`` is missing, unreadable or invalid."""
 
 
-def folder_rule(module: str, check: CheckFn, facts: Mapping[str, Fact] | None = None) -> Rule:
+def folder_rule(
+    module: str, check: CheckFn | Worded, facts: Mapping[str, Fact] | None = None
+) -> Rule:
     """The rule of the folder holding *module* (a rule's ``__name__``): its ``meta.yaml``
-    with ``${name}`` resolved from :data:`SHARED_FACTS` and *facts*, and *check*."""
+    with ``${name}`` resolved from :data:`SHARED_FACTS` and *facts*, and *check* (a
+    :class:`Worded` judge is worded by the file's ``messages``)."""
     package = module.rpartition(".")[0]
     where = f"{package.replace('.', '/')}/{META_FILE}"
     try:
@@ -106,12 +114,97 @@ def folder_rule(module: str, check: CheckFn, facts: Mapping[str, Fact] | None = 
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
         what = " ".join(str(getattr(exc, k, "") or "") for k in ("context", "problem")).strip()
         raise RuleMetaError(f"{at}: not valid YAML ({what or exc}); fix the syntax") from None
-    return Rule(meta_from(data, where, package.rpartition(".")[2], facts or {}), check)
+    used: set[str] = set()
+    meta = meta_from(data, where, package.rpartition(".")[2], facts or {}, used)
+    templates = _messages(data, {**SHARED_FACTS, **(facts or {})}, used, where)
+    if isinstance(check, Worded):
+        if not templates:
+            raise RuleMetaError(
+                f"{where}: messages is missing; a rule registered with worded(judge) words "
+                "each verdict reason there (reason: template)"
+            )
+        check = judged(check.judge, _Wording(templates, check.fields, where))
+    elif templates:
+        raise RuleMetaError(
+            f"{where}: messages is given but rule.py words its findings itself; register "
+            "folder_rule(__name__, worded(judge)) or drop messages"
+        )
+    _unused(facts or {}, used, where)
+    return Rule(meta, check)
 
 
-def meta_from(data: Any, where: str, folder: str, facts: Mapping[str, Fact]) -> RuleMeta:
+class _Wording:
+    """A worded rule's ``message(verdict)``: its reason's template filled from its values."""
+
+    def __init__(
+        self,
+        templates: Mapping[str, str],
+        fields: Callable[[Verdict], Mapping[str, object]] | None,
+        where: str,
+    ) -> None:
+        self.templates, self.fields, self.where = templates, fields, where
+
+    def __call__(self, verdict: Verdict) -> str:
+        template = self.templates.get(verdict.reason)
+        if template is None:
+            raise RuleMetaError(
+                f"{self.where}: messages has no {verdict.reason!r}, a reason the rule's judge "
+                "gives; add its template"
+            )
+        values: dict[str, object] = dict(verdict.values)
+        if self.fields is not None:
+            values.update(self.fields(verdict))
+        try:
+            return template.format_map(values)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise RuleMetaError(
+                f"{self.where}: messages.{verdict.reason}: {exc!r} does not fill from the "
+                f"verdict's values ({', '.join(sorted(values))})"
+            ) from None
+
+
+def _messages(data: Any, known: Mapping[str, Fact], used: set[str], where: str) -> dict[str, str]:
+    value = data.get("messages", {}) if isinstance(data, Mapping) else {}
+    if not isinstance(value, Mapping):
+        raise RuleMetaError(
+            f"{where}: messages: expected a mapping of verdict reason to template, got "
+            f"{_kind(value)}"
+        )
+    out: dict[str, str] = {}
+    for reason, template in value.items():
+        at = f"{where}: messages.{reason}"
+        if not isinstance(template, str):
+            raise RuleMetaError(f"{at}: expected a template (text), got {_kind(template)}")
+        text = _resolve(template, known, used, at)
+        try:
+            list(string.Formatter().parse(text))
+        except ValueError as exc:
+            raise RuleMetaError(
+                f"{at}: {exc}; write a str.format template ({{name}}, {{{{ for a brace)"
+            ) from None
+        out[str(reason)] = text
+    return out
+
+
+def _unused(facts: Mapping[str, Fact], used: set[str], where: str) -> None:
+    unused = sorted(set(facts) - used)
+    if unused:
+        raise RuleMetaError(
+            f"{where}: the rule passes fact {unused[0]!r} but no field cites ${{{unused[0]}}}; "
+            "cite it or drop it from folder_rule(facts=...)"
+        )
+
+
+def meta_from(
+    data: Any,
+    where: str,
+    folder: str,
+    facts: Mapping[str, Fact],
+    used: set[str] | None = None,
+) -> RuleMeta:
     """Validate the parsed ``meta.yaml`` *data* of rule folder *folder* (``k003_gpu_pool_
-    tainted``; *where* names the file in errors) and build its :class:`RuleMeta`."""
+    tainted``; *where* names the file in errors) and build its :class:`RuleMeta`. *used*
+    collects the facts cited; without it, a fact of *facts* no field cites is an error."""
     if not isinstance(data, Mapping):
         raise RuleMetaError(f"{where}: expected a mapping of keys, got {_kind(data)}")
     unknown = sorted(set(map(str, data)) - {*_REQUIRED, *_OPTIONAL})
@@ -126,7 +219,8 @@ def meta_from(data: Any, where: str, folder: str, facts: Mapping[str, Fact]) -> 
             f"{where}: {missing[0]} is missing; add it (a rule needs all of {', '.join(_REQUIRED)})"
         )
     known = {**SHARED_FACTS, **facts}
-    used: set[str] = set()
+    check_unused = used is None
+    used = set() if used is None else used
 
     def text(key: str) -> str:
         value = data.get(key, "")
@@ -162,12 +256,8 @@ def meta_from(data: Any, where: str, folder: str, facts: Mapping[str, Fact]) -> 
         scope=choice("scope", _SCOPES) if "scope" in data else "resource",
         thresholds=_thresholds(data.get("thresholds", {}), where),
     )
-    unused = sorted(set(facts) - used)
-    if unused:
-        raise RuleMetaError(
-            f"{where}: the rule passes fact {unused[0]!r} but no field cites ${{{unused[0]}}}; "
-            "cite it or drop it from folder_rule(facts=...)"
-        )
+    if check_unused:
+        _unused(facts, used, where)
     return meta
 
 

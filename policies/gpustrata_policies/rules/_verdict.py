@@ -54,6 +54,24 @@ def outcomes(
             yield ctx.violation(obj, text, verdict.path, advisory=verdict.decision == "advisory")
 
 
+@dataclass(frozen=True)
+class Worded:
+    """A judge whose verdicts its folder's ``meta.yaml`` words: one ``messages`` template per
+    verdict reason, filled from the verdict's values (and *fields*, for text the values do not
+    hold as such), as ESLint rules word a report by ``messageId`` and ``data``.
+    ``RULE = folder_rule(__name__, worded(judge))``; :func:`~gpustrata_policies.rules._meta.
+    folder_rule` reads the templates."""
+
+    judge: Judge
+    fields: Callable[[Verdict], Mapping[str, object]] | None = None
+
+
+def worded(judge: Judge, fields: Callable[[Verdict], Mapping[str, object]] | None = None) -> Worded:
+    """*judge*, to be worded by the ``messages`` of its folder's ``meta.yaml``; *fields*
+    (optional) adds derived text to a verdict's values before its template is filled."""
+    return Worded(judge, fields)
+
+
 def judged(judge: Judge, message: Callable[[Verdict], str]) -> CheckFn:
     """The check of a rule split as *judge* + *message*: its verdicts as findings and
     not-evaluated records (``RULE = folder_rule(__name__, judged(judge, message))``)."""

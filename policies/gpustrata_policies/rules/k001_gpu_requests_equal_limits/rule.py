@@ -10,7 +10,7 @@ from gpustrata.core.unknown import known
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import fmt
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.objects import K8sObject, is_gpu_resource
 
 
@@ -40,25 +40,9 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                 yield Verdict("violation", "request-not-limit", values=values, path=path)
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K001 verdict."""
-    v = verdict.values
-    head = f"{v['container']} requests {v['resource']}: {v['request']}"
-    if verdict.reason == "no-limit":
-        return (
-            f"{head} but sets no limit; the API server rejects it (Limit must be set for non "
-            "overcommitable resources)"
-        )
-    if verdict.reason == "not-a-quantity":
-        bad = " and ".join(cast(tuple[str, ...], v["not_quantities"]))
-        return (
-            f"{head} and limits it to {v['limit']}; {bad} is not a quantity, so the API server "
-            "rejects it"
-        )
-    return (
-        f"{head} but limits it to {v['limit']}; the API server rejects it (must be equal to "
-        f"{v['resource']} limit of {v['limit']})"
-    )
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K001 message quotes beyond its values: the values that are no quantity."""
+    return {"bad": " and ".join(cast(tuple[str, ...], verdict.values.get("not_quantities", ())))}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))
