@@ -443,43 +443,6 @@ def test_volcengine_gpu_name_label_names_the_gpu() -> None:
     assert "gpu-name=Tesla-V100 is not in the hardware catalogue" in reason
 
 
-def _no_gpu_label(doc: dict[str, Any]) -> dict[str, Any]:
-    del doc["spec"]["template"]["spec"]["nodeSelector"]
-    return doc
-
-
-def test_weights_over_every_catalogued_gpu_are_a_finding_without_a_gpu_label() -> None:
-    """Issue 30: with no GPU named, V003 still decides where the weights per GPU exceed
-    gpu_memory_utilization x the largest catalogued GPU; where they do not, the record
-    stays "not evaluated" (never a pass: a GPU smaller than every catalogued one exists)."""
-    from gpustrata_policies.view.any_gpu import largest_gpu
-
-    big = _no_gpu_label(_deployment("meta-llama/Llama-3.1-405B-Instruct"))
-    [message] = _findings([big], "V003")
-    assert f"the largest, {largest_gpu().name} ({largest_gpu().memory_gib:g} GiB)" in message
-    assert "Whichever GPU the Pod lands on" in message
-    assert _not_evaluated([big], "V004") == []  # V003's finding: the KV cache is moot
-    small = _no_gpu_label(_deployment("Qwen/Qwen2.5-7B-Instruct"))
-    assert _findings([small], "V003") == []
-    [reason] = _not_evaluated([small], "V003")
-    assert "the GPU model is unknown" in reason and "gpu_products or pools" in reason
-
-
-def test_one_sequence_over_every_catalogued_kv_cache_is_a_finding_without_a_gpu_label() -> None:
-    # 70B in bf16 on one GPU at 0.6: its weights fit the largest catalogued GPU, a
-    # 131,072-token sequence's KV cache (40 GiB) does not fit what is left there.
-    flags = ["--max-model-len", "131072", "--gpu-memory-utilization", "0.6"]
-    doc = _no_gpu_label(_deployment("meta-llama/Llama-3.1-70B-Instruct", flags=flags))
-    assert _findings([doc], "V003") == []
-    [message] = _findings([doc], "V004")
-    assert "no catalogued GPU leaves that much" in message
-    assert "max_model_len 131,072" in message
-    doc = _no_gpu_label(_deployment("meta-llama/Llama-3.1-70B-Instruct", flags=flags[:2]))
-    assert _findings([doc], "V004") == []  # fits at 0.9 on the largest: not decided
-    [reason] = _not_evaluated([doc], "V004")
-    assert "the GPU model is unknown" in reason
-
-
 def test_described_pool_gives_the_gpu() -> None:
     pool = {
         "apiVersion": "gpustrata.io/v1alpha1",

@@ -473,7 +473,7 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
         settings = dataclasses.replace(settings, flashinfer_sampler=bool(int(sampler)))
     out: list[Inputs] = []
     for ref in gpus:
-        estimate = site_estimate(ctx, site, model.arch, ref.gpu, settings)
+        estimate = _estimate(ctx, site, model.arch, ref.gpu, settings)
         if isinstance(estimate, str):
             return estimate
         out.append(Inputs(site, model, ref, version, settings, estimate))
@@ -491,16 +491,13 @@ def estimated_engines(ctx: RuleContext, obj: K8sObject) -> Iterator[Inputs | Not
             yield from found
 
 
-def site_estimate(
+def _estimate(
     ctx: RuleContext,
     site: EngineSite,
     arch: ModelArchitecture,
     gpu: GpuModel,
     settings: PlannerSettings,
 ) -> CapacityEstimate | str:
-    """The capacity estimate of *site* on *gpu* (made once per engine, GPU and evaluation;
-    engines sharing model, GPU and settings share it), or why vLLM would refuse it."""
-
     def compute() -> CapacityEstimate | Exception:
         from gpustrata.vllm.capacity import CapacityError
 

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpustrata_policies.findings import NotEvaluated, Outcome, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.view.any_gpu import AnyGpu, estimated_engines_any_gpu
-from gpustrata_policies.view.capacity import Inputs, estimate
+from gpustrata_policies.view.capacity import Inputs, estimate, estimated_engines
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
@@ -120,42 +119,11 @@ def message(ctx: RuleContext, inp: Inputs) -> str:
     )
 
 
-def any_gpu_message(bound: AnyGpu) -> str:
-    """The violation text for an engine whose weights exceed what vLLM may use on every
-    catalogued GPU, its own GPU model unknown."""
-    from gpustrata.vllm.capacity import gib
-
-    inp = bound.inputs
-    est, gpu = inp.estimate, inp.gpu.gpu
-    parallel = f"tensor_parallel_size {est.tensor_parallel_size}"
-    if est.pipeline_parallel_size > 1:
-        parallel += f" x pipeline_parallel_size {est.pipeline_parallel_size}"
-    defaults = inp.default_notes("tensor_parallel_size", "gpu_memory_utilization")
-    return (
-        f"{inp.site.name} serves {inp.model.name} with {parallel}: its weights take "
-        f"{gib(est.weights.bytes_per_gpu)} per GPU ({est.weights.explanation}), more than "
-        f"gpu_memory_utilization {est.gpu_memory_utilization:g} lets vLLM use on any "
-        f"catalogued GPU: the largest, {gpu.name} ({gpu.memory_gib:g} GiB), gives "
-        f"{gib(est.memory.requested.value)} before activations and CUDA graphs. Whichever "
-        "GPU the Pod lands on (the input names no GPU model), vLLM fails with out of "
-        f"memory while loading{defaults}. Fix: raise "
-        "tensor_parallel_size (or add pipeline parallelism across nodes) until the weights "
-        "per GPU fit the GPU you pin with a node selector, or serve a quantised checkpoint"
-    )
-
-
 def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
     """Weights per GPU plus activations and runtime overhead fit the memory vLLM may use."""
-    for inp in estimated_engines_any_gpu(ctx, obj):
+    for inp in estimated_engines(ctx, obj):
         if isinstance(inp, NotEvaluated):
             yield inp
-        elif isinstance(inp, AnyGpu):
-            est = inp.inputs.estimate
-            # Weights alone above util x the largest memory: short on every catalogued GPU.
-            if est.weights.bytes_per_gpu > est.memory.requested.value:
-                yield ctx.violation(obj, any_gpu_message(inp), inp.inputs.site.path)
-            else:
-                yield inp.record
         elif not inp.estimate.weights_fit:
             yield ctx.violation(obj, message(ctx, inp), inp.site.path)
 
