@@ -7,6 +7,7 @@ reason) when the catalogue does not know the answer: rules never guess.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,14 +63,17 @@ def _memo(name: str, catalog: object) -> dict[Any, Any]:
     return entry[1]
 
 
+def _loaded(name: str, module: str, loader: str) -> Any:
+    """The catalogue *loader* of *module* returns (it caches it), found once per process."""
+    load = _LOADERS.get(name)
+    if load is None:
+        load = _LOADERS[name] = getattr(importlib.import_module(module), loader)
+    return load()
+
+
 def compat() -> CompatCatalog:
     """The packaged compatibility catalogue."""
-    load = _LOADERS.get("compat")
-    if load is None:
-        from gpustrata.catalog.compat import load_compat_catalog
-
-        load = _LOADERS["compat"] = load_compat_catalog
-    catalog: CompatCatalog = load()
+    catalog: CompatCatalog = _loaded("compat", "gpustrata.catalog.compat", "load_compat_catalog")
     return catalog
 
 
@@ -109,12 +113,9 @@ def reference_vllm_minor() -> str:
 
 def hardware() -> HardwareCatalog:
     """The packaged hardware catalogue."""
-    load = _LOADERS.get("hardware")
-    if load is None:
-        from gpustrata.catalog.hardware import load_hardware_catalog
-
-        load = _LOADERS["hardware"] = load_hardware_catalog
-    catalog: HardwareCatalog = load()
+    catalog: HardwareCatalog = _loaded(
+        "hardware", "gpustrata.catalog.hardware", "load_hardware_catalog"
+    )
     return catalog
 
 
