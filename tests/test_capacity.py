@@ -324,18 +324,54 @@ def test_gpt_oss_on_one_h100_with_vllm_0_14_1_runs_out_of_memory() -> None:
     assert not est.weights_fit
 
 
+def test_gpt_oss_on_one_h100_with_vllm_0_10_2_starts_at_32k_as_gpustack_ran_it() -> None:
+    """GPUStack's lab served gpt-oss-120b on one H100 with vLLM 0.10.2 and
+    --max-model-len 32768 (docs/performance-lab/gpt-oss-120b/h100.md; its FlashInfer
+    attention error says the image ships FlashInfer), and its 32K burst decodes about one
+    request at a time. 0.10.2 pins torch 2.8.0, so Hopper runs the Triton MoE kernels
+    (unpadded experts, block scales kept) where 0.10.1 padded them for Marlin, and keeps
+    0.10.1's FlashInfer sampler: room for one or two 32K sequences. Sized as the tighter of
+    0.10.1 and 0.14.1 (the old arithmetic) it could not start."""
+    a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
+    est = estimate_capacity(
+        a, h100, gpu_memory_utilization=0.9, vllm_release="0.10.2", max_model_len=32768
+    )
+    assert "vllm_release" not in est.defaults  # read, not bracketed
+    assert "vLLM 0.10.2 runs the experts on Triton" in est.weights.explanation
+    assert est.weights.bytes_per_gpu / GIB == pytest.approx(64.42, rel=0.02)
+    assert "flashinfer top-k/top-p path" in est.memory.activation.explanation
+    assert est.fits and est.kv.vllm_error is None
+    assert 1 <= est.kv.max_concurrency < 3
+    # 0.10.1 on the same settings pads the experts for Marlin and cannot hold one sequence.
+    old = estimate_capacity(
+        a, h100, gpu_memory_utilization=0.9, vllm_release="0.10.1", max_model_len=32768
+    )
+    assert old.weights.bytes_per_gpu > est.weights.bytes_per_gpu and not old.fits
+    # A pip install without the [flashinfer] extra takes the native sampler and does not start.
+    pip = estimate_capacity(
+        a,
+        h100,
+        gpu_memory_utilization=0.9,
+        vllm_release="0.10.2",
+        max_model_len=32768,
+        flashinfer_sampler=False,
+    )
+    assert not pip.fits
+
+
 def test_unread_releases_between_read_ones_size_as_the_tighter_of_the_two() -> None:
-    """An unread release between two read ones that disagree (0.12.0: Marlin in 0.10.1,
-    Triton keeping the block scales in 0.14.1 on Hopper) does what one of them does, so it
-    is sized as the one leaving less KV memory, and says so; a tag that is no release, and
-    no release, size as the reference release."""
+    """An unread release between two read ones that disagree (0.12.0: FlashInfer's sampler
+    by default in 0.10.2, the native one in 0.14.1) does what one of them does, so it is
+    sized as the one leaving less KV memory, and says so; a tag that is no release, and no
+    release, size as the reference release."""
     a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
     reference = estimate_capacity(a, h100)
     est = estimate_capacity(a, h100, vllm_release="0.12.0")
     assert est.memory.available_kv_bytes < reference.memory.available_kv_bytes
-    bounds = [estimate_capacity(a, h100, vllm_release=r) for r in ("0.10.1", "0.14.1")]
+    bounds = [estimate_capacity(a, h100, vllm_release=r) for r in ("0.10.2", "0.14.1")]
+    assert bounds[0].memory.available_kv_bytes != bounds[1].memory.available_kv_bytes
     assert est.memory.available_kv_bytes == min(b.memory.available_kv_bytes for b in bounds)
-    assert "0.12.0 was not read; it lies between 0.10.1 and 0.14.1" in est.defaults["vllm_release"]
+    assert "0.12.0 was not read; it lies between 0.10.2 and 0.14.1" in est.defaults["vllm_release"]
     for release in ("nightly", None):
         other = estimate_capacity(a, h100, vllm_release=release)
         assert other.weights.bytes_per_gpu == reference.weights.bytes_per_gpu

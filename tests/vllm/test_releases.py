@@ -198,15 +198,22 @@ def test_memory_default_per_release() -> None:
 
 def test_mxfp4_kernel_per_release_and_gpu_generation() -> None:
     """The MXFP4 MoE kernel of a read release, of a release between two read ones that
-    agree (Marlin below SM90 in 0.10.1 and 0.14.1), and the reference release's otherwise."""
+    agree (Marlin below SM90, Triton on Hopper in 0.10.2 and 0.14.1), and the reference
+    release's otherwise."""
     cat = load_vllm_releases()
     marlin, read_in = mxfp4_kernel("0.10.1", 9)
     assert marlin is not None and marlin.kernel == "Marlin" and read_in == "0.10.1"
     assert (marlin.hidden_multiple, marlin.intermediate_multiple) == (256, 128)
+    # 0.10.2 pins torch 2.8.0, so Hopper leaves Marlin for the Triton kernels.
+    triton, read_in = mxfp4_kernel("0.10.2", 9)
+    assert triton is not None and triton.kernel == "Triton" and read_in == "0.10.2"
+    assert triton.padding() != marlin.padding()
     between, read_in = mxfp4_kernel("0.12.0", 8)
-    assert between is not None and between.kernel == "Marlin" and read_in == "0.10.1"
-    # On Hopper 0.10.1 (Marlin) and 0.14.1 (Triton) disagree: the reference decides.
-    assert mxfp4_kernel("0.12.0", 9)[1] == cat.reference
+    assert between is not None and between.kernel == "Marlin" and read_in == "0.10.2"
+    hopper, read_in = mxfp4_kernel("0.12.0", 9)
+    assert hopper is not None and hopper.kernel == "Triton" and read_in == "0.10.2"
+    # Between 0.10.1 (Marlin) and 0.10.2 (Triton) on Hopper they disagree: the reference decides.
+    assert mxfp4_kernel("0.10.1.post1", 9)[1] == cat.reference
     assert mxfp4_kernel(None, 9) == mxfp4_kernel(cat.reference, 9)
     assert mxfp4_kernel("0.10.1", 10) == (None, "0.10.1")  # not read there
 
