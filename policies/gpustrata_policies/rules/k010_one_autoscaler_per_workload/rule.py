@@ -10,7 +10,7 @@ from gpustrata.core.unknown import known
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import autoscaler_target, object_index
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.objects import K8sObject, dig
 
 Key = tuple[str, str, str]
@@ -59,22 +59,13 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K010 verdict."""
-    v = verdict.values
-    if verdict.reason == "ray-in-tree-autoscaler":
-        return (
-            f"{v['autoscaler']} scales {v['target']}, whose KubeRay in-tree autoscaler "
-            "(enableInTreeAutoscaling: true) also sets its worker replicas"
-        )
-    others = cast(tuple[str, ...], v["others"])
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K010 message quotes beyond its values: the other autoscalers, three named."""
+    others = cast(tuple[str, ...], verdict.values.get("others", ()))
     names = ", ".join(others[:3])
     if len(others) > 3:
         names += f" (and {len(others) - 3} more)"
-    return (
-        f"{v['autoscaler']} and {names} both set the replica count of {v['target']}; "
-        "they overwrite each other"
-    )
+    return {"names": names}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -9,7 +9,7 @@ from typing import cast
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import autoscaler_target, object_index, runs_vllm
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
 INFERENCE_METRIC = re.compile(
@@ -67,16 +67,10 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K011 verdict."""
-    v = verdict.values
-    if verdict.reason == "target-missing":
-        return f"scale target {v['target']} is not among the objects"
-    metrics = ", ".join(cast(tuple[str, ...], v["metrics"]))
-    return (
-        f"{v['autoscaler']} scales vLLM workload {v['target']} on {metrics or 'nothing'} only; "
-        "GPU engines saturate on queue and KV cache, not CPU or memory"
-    )
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K011 message quotes beyond its values: the metrics it scales on."""
+    metrics = ", ".join(cast(tuple[str, ...], verdict.values.get("metrics", ())))
+    return {"metric_list": metrics or "nothing"}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -9,7 +9,7 @@ from typing import Any
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_map
 from gpustrata_policies.view.vllm_args import serve_config
@@ -171,23 +171,12 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         yield from _judge_serve_config(ctx, obj, extra)
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K014 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K014 message quotes beyond its values: the literal (or placeholder) and
+    where a repeated flag is."""
     v = verdict.values
-    literal = _literal_text(v)
-    if verdict.reason == "env-literal":
-        return (
-            f"{v['container']} sets {v['name']} to {literal}; secrets in a spec are readable "
-            "by anyone who can read the object"
-        )
-    if verdict.reason == "flag-literal":
-        return f"{v['container']} passes --{v['flag']} as {literal} on its command line"
-    if verdict.reason == "flag-elsewhere":
-        where = "in a shell command" if v["in_shell"] else "a second time"
-        return f"{v['container']} passes --{v['flag']} {where} as {literal} on its command line"
-    if verdict.reason == "runtime-env-literal":
-        return f"serveConfigV2 runtime_env sets {v['name']} to {literal}"
-    return f"serveConfigV2 engine_kwargs sets {v['name']} to {literal}"
+    where = "in a shell command" if v.get("in_shell") else "a second time"
+    return {"literal": _literal_text(v), "where": where}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

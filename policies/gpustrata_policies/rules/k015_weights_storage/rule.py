@@ -12,7 +12,7 @@ from gpustrata.core.quantity import exact_sum, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.nodes import GIB, gpu_requests
@@ -228,47 +228,36 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                 yield from _judge_container(pod, c, downloads)
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K015 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K015 message quotes beyond its values: what the container downloads where
+    (the ``downloads`` head), the storage it lands on, the ephemeral-storage settings short of
+    the weights, and the models of unknown size."""
     v = verdict.values
-    if verdict.reason == "weights-size-unknown":
-        return (
-            f"{v['container']} sets an ephemeral-storage request but the weight size of "
-            f"{', '.join(cast(tuple[str, ...], v['unsized']))} is unknown (not in the model "
-            f"catalogue; {catalogs.UNCATALOGUED_FIX})"
-        )
-    what = ", ".join(cast(tuple[str, ...], v["models"]))
-    total = cast(Fraction | None, v["weights_bytes"])
+    what = ", ".join(cast(tuple[str, ...], v.get("models", ())))
+    total = cast(Fraction | None, v.get("weights_bytes"))
     weights = f"{what} (at least {_gb(total)} of weights)" if total else what
-    where = f" into {v['target']}" if v["target"] else " into the Hugging Face cache"
-    downloads = f"{v['container']} downloads {weights}{where}"
-    if verdict.reason == "empty-dir-too-small":
-        return (
-            f"{downloads}, on the emptyDir '{v['empty_dir']}' whose sizeLimit {v['size_limit']} "
-            "is smaller; the kubelet evicts the Pod when the download passes it"
-        )
-    if verdict.reason == "no-ephemeral-storage":
-        storage = (
-            f"on the emptyDir '{v['empty_dir']}' (node disk, no sizeLimit)"
-            if v["empty_dir"] is not None
-            else "with no volume for them"
-        )
-        return (
-            f"{downloads} {storage} and sets no ephemeral-storage request or limit; the "
-            "scheduler reserves no disk for the download, and under disk pressure the kubelet "
-            "evicts Pods by usage above their request, this one early"
-        )
-    request, limit = (cast(Fraction | None, v[k]) for k in ("ephemeral_request", "ephemeral_limit"))
+    where = f" into {v['target']}" if v.get("target") else " into the Hugging Face cache"
+    storage = (
+        f"on the emptyDir '{v['empty_dir']}' (node disk, no sizeLimit)"
+        if v.get("empty_dir") is not None
+        else "with no volume for them"
+    )
+    request, limit = (
+        cast(Fraction | None, v.get(k)) for k in ("ephemeral_request", "ephemeral_limit")
+    )
     short = [
         f"{name} {_gi(value)}"
         for name, value in (("request", request), ("limit", limit))
         if value is not None and total is not None and value < total
     ]
-    return (
-        f"{downloads}, but its ephemeral-storage {' and '.join(short)} "
-        f"{'are' if len(short) > 1 else 'is'} below that; the kubelet evicts the Pod past its "
-        "limit, and a small request lets the scheduler place it on a node without the room"
-    )
+    return {
+        "downloads": f"{v.get('container')} downloads {weights}{where}",
+        "storage": storage,
+        "short": " and ".join(short),
+        "short_verb": "are" if len(short) > 1 else "is",
+        "unsized_list": ", ".join(cast(tuple[str, ...], v.get("unsized", ()))),
+        "uncatalogued_fix": catalogs.UNCATALOGUED_FIX,
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

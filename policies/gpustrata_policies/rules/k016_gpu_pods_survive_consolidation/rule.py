@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.karpenter import KARPENTER_DOCS
 from gpustrata_policies.view.nodes import gpu_pools, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
@@ -97,8 +97,9 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K016 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K016 message quotes beyond its values: the pool's disruption settings and
+    the Pods it may evict."""
     v = verdict.values
     setting = f"consolidationPolicy: {v['policy']}" + (
         ", Karpenter's default" if v["defaulted"] else ""
@@ -111,16 +112,11 @@ def message(verdict: Verdict) -> str:
         if exposed
         else "any inference Pod on it (none in the input targets it)"
     )
-    return (
-        f"GPU NodePool {v['pool']} consolidates underutilised nodes ({setting}) with no "
-        f"disruption budget that holds them: Karpenter may evict {who} to repack or replace "
-        "a busy GPU node, and an engine that serves or is still loading weights restarts "
-        "from scratch on another node"
-    )
+    return {"setting": setting, "who": who}
 
 
 RULE = folder_rule(
     __name__,
-    judged(judge, message),
+    worded(judge, fields),
     facts={"KARPENTER_DISRUPTION": KARPENTER_DISRUPTION, "KARPENTER_DOCS": KARPENTER_DOCS},
 )

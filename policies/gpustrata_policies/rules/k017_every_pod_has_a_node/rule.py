@@ -11,7 +11,7 @@ from gpustrata.core.unknown import is_tracked
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import and_joined
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.kinds import RAY_KINDS
 from gpustrata_policies.view.objects import K8sObject, PodRef, dig
 from gpustrata_policies.view.pools import GpuPool, pools_of
@@ -199,35 +199,30 @@ def _fix_text(v: Mapping[str, Value]) -> str:
     return _FIXES[str(v["fix"])].format_map({**v, "pools": pools})
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K017 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K017 message quotes beyond its values: the Pods without a node and their
+    fix, the pools too small, and what could not be read."""
     v = verdict.values
     if verdict.reason == "pods-unread":
-        return "; ".join(cast(tuple[str, ...], v["unread"]))
+        return {"unread_list": "; ".join(cast(tuple[str, ...], v["unread"]))}
     if verdict.reason == "too-few-nodes":
-        pools = ", ".join(cast(tuple[str, ...], v["pools"]))
-        return (
-            f"{v['short']}: a replica stays Pending and the release's wait (Helm --wait) fails. "
-            f"Fix: give {pools} a minimum size of {verdict.thresholds['min_nodes']}, or lower "
-            "the chart's replicas"
-        )
+        return {
+            "pool_list": ", ".join(cast(tuple[str, ...], v["pools"])),
+            "min_nodes": f"{verdict.thresholds['min_nodes']}",
+        }
     names = cast(tuple[str, ...], v["pods"])
     if len(names) == 1:
         who = f"{names[0]} has"
     else:  # the chart's Pods: "HelmRelease x: a, b and c have"
         owner = names[0].rsplit(": ", 1)[0]
         who = f"{owner}: {and_joined([n.rsplit(': ', 1)[-1] for n in names])} have"
-    return (
-        f"{who} no node to run on: {v['why']}; "
-        + ("they stay" if len(names) > 1 else "it stays")
-        + " Pending"
-        + (
-            ", and the release's wait (Helm --wait) or the add-on's creation fails"
-            if v["release"]
-            else ""
-        )
-        + f". Fix: {_fix_text(v)}"
-    )
+    wait = ", and the release's wait (Helm --wait) or the add-on's creation fails"
+    return {
+        "who": who,
+        "stays": "they stay" if len(names) > 1 else "it stays",
+        "release_wait": wait if v["release"] else "",
+        "fix_text": _fix_text(v),
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

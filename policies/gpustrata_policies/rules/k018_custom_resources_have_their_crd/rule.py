@@ -9,7 +9,7 @@ from typing import cast
 from gpustrata.catalog.charts import chart_releases, crd_owner
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.device_classes import (
     DRIVER_FIX,
     claims_gpu_class,
@@ -174,38 +174,18 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K018 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K018 message quotes beyond its values: the charts the catalogue does not
+    know, the profile's clause, and the DRA driver's fix."""
     v = verdict.values
-    if verdict.reason == "device-class-unknown":
-        return (
-            f"nothing in the input installs the {v['what']}; the cluster profile's "
-            "device_classes would say whether the cluster has it"
-        )
-    if verdict.reason == "charts-uncatalogued":
-        # Why the thing missing from the input may still be installed: charts the chart
-        # catalogue does not know.
-        charts = ", ".join(cast(tuple[str, ...], v["charts"]))
-        return (
-            f"no {v['what']} is in the input, and the chart catalogue does not know what "
-            f"{charts} installs"
-        )
-    if verdict.reason == "device-class-missing":
-        listed = " and the cluster profile's device_classes do not list it"
-        return (
-            f"{v['object']} claims devices of the DeviceClass {v['device_class']}, which "
-            "nothing in the input installs (no NVIDIA DRA driver)"
-            f"{listed if v['profile_lists'] else ''}: the claim is never allocated and the "
-            "Pods that use it stay Pending. Fix: " + DRIVER_FIX
-        )
-    note = " and the cluster profile's crds do not list" if v["profile_lists"] else ""
-    return (
-        f"{v['kind']} ({v['group_kind']}) needs its CustomResourceDefinition, which nothing in "
-        f'the input installs{note}: the API server answers "no matches for kind {v["kind"]} '
-        f'in version {v["api_version"]}" and the apply fails. Fix: install {v["owner"]} in '
-        "the same stack or manifest set, ordered before it (depends_on), or drop the resource "
-        "(turn the feature off)"
-    )
+    device_classes = " and the cluster profile's device_classes do not list it"
+    crds = " and the cluster profile's crds do not list"
+    listed = device_classes if verdict.reason == "device-class-missing" else crds
+    return {
+        "chart_list": ", ".join(cast(tuple[str, ...], v.get("charts", ()))),
+        "listed": listed if v.get("profile_lists") else "",
+        "driver_fix": DRIVER_FIX,
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

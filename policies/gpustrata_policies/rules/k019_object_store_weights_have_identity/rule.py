@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.identity import (
     AZURE_CLIENT_ID,
     AZURE_USE,
@@ -126,45 +126,20 @@ def _judge(
     yield Verdict("violation", "account-unbound", values, path=path)
 
 
-_NOT_EVALUATED: Mapping[str, str] = {
-    "azure-account-missing": (
-        "{who} loads weights from {what} under ServiceAccount '{account}', which is not in "
-        "the input (its azure.workload.identity/client-id annotation may be set in the cluster)"
-    ),
-    "binding-unknown": "{unknown} is unknown until the deployment runs",
-    "account-missing": (
-        "{who} loads weights from {what} under ServiceAccount '{account}', which is not in the "
-        "input (it may exist in the cluster, bound to an identity)"
-    ),
-    "env-from": (
-        "{who} loads weights from {what} under ServiceAccount '{account}', which has no "
-        "identity binding, but takes its environment from {env_from}, which may hold "
-        "credentials"
-    ),
-    "gcs-principal": (
-        "{who} loads weights from {what} under ServiceAccount '{account}', which has no "
-        f"{GKE_GSA} annotation; GKE Workload Identity Federation may grant the bucket to the "
-        "ServiceAccount's own principal in IAM, which no manifest shows"
-    ),
-    "association-outside": (
-        "{who} loads weights from {what} under ServiceAccount '{account}', which has no "
-        f"{IRSA_ROLE} annotation; an EKS Pod Identity association made outside these "
-        "manifests (eksctl, Terraform, the EKS API) does not show in them"
-    ),
-}
-"""The prose of K019's not-evaluated verdicts, by reason (``{key}``: a verdict value)."""
-
 _AZURE_MISSING = {
     "label": f'the Pod label {AZURE_USE}: "true"',
     "client-id": f"the ServiceAccount annotation {AZURE_CLIENT_ID}",
 }
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K019 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K019 message quotes beyond its values: the annotations it names, and for a
+    violation the ``head`` (who loads what under which account), how the store would bind
+    it, the identities the store does not take and what the node's credentials do."""
+    out = {"gke_gsa": GKE_GSA, "irsa_role": IRSA_ROLE}
+    if verdict.decision == "not_evaluated":
+        return out
     v = verdict.values
-    if verdict.reason in _NOT_EVALUATED:
-        return _NOT_EVALUATED[verdict.reason].format_map(v)
     store = cast(Store, v["store"])
     other = cast(tuple[str, ...], v["other_identities"])
     besides = ""
@@ -174,14 +149,15 @@ def message(verdict: Verdict) -> str:
         f"{STORE_NAMES[store]} requests then go out with the node's credentials (AccessDenied, "
         "or every Pod on the node can read the weights)"
     )
-    head = f"{v['who']} loads weights from {v['what']} under {_account(v)}"
-    if verdict.reason == "no-azure-identity":
-        missing = " and ".join(_AZURE_MISSING[m] for m in cast(tuple[str, ...], v["missing"]))
-        return (
-            f"{head} without {missing}, so Azure Workload Identity gives it no token{besides}; "
-            f"{node}"
-        )
-    return f"{head}: {_HOW[store]}{besides}; {node}"
+    missing = cast(tuple[str, ...], v.get("missing", ()))
+    return {
+        **out,
+        "head": f"{v['who']} loads weights from {v['what']} under {_account(v)}",
+        "how": _HOW[store],
+        "besides": besides,
+        "node": node,
+        "missing_text": " and ".join(_AZURE_MISSING[m] for m in missing),
+    }
 
 
 def _has_associations(ctx: RuleContext) -> bool:
@@ -202,4 +178,4 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                 yield from _judge(ctx, obj, loader, pod, store, ", ".join(labels))
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

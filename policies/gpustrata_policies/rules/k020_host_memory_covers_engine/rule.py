@@ -19,7 +19,7 @@ from gpustrata.vllm.offload import (
 )
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.capacity import capacity_inputs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list
@@ -151,59 +151,38 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K020 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K020 message quotes beyond its values: sizes in GiB, the host buffer's
+    parts and clauses, and the ``head`` the loader reasons share."""
     v = verdict.values
     if verdict.decision == "not_evaluated":
-        return f"{v['site']}: {v['why']}"
+        return {}
     limit = _gib(float(cast(Fraction | int, verdict.thresholds["memory_limit_bytes"])))
     if verdict.reason == "host-memory-exceeds-limit":
         host = cast(int, v["host_bytes"])
-        tokens = f", holding {v['kv_tokens']:,} tokens on the host" if v["kv_tokens"] else ""
         shm = (
             "; its memory-backed /dev/shm has no sizeLimit, and what NCCL and the workers "
             "write there counts against the same limit"
-            if v["shm_unbounded"]
-            else ""
         )
-        return (
-            f"{v['engine']} pins at least {_gib(host)} of host memory "
-            f"({'; '.join(cast(tuple[str, ...], v['parts']))}){tokens}, but its memory limit is "
-            f"{limit}; the kernel OOM-kills the container once the buffer fills{shm}. Set "
-            f"limits.memory above {math.ceil(host / GIB)}Gi plus what the engine processes "
-            "themselves use, or shrink the offload"
-        )
+        return {
+            "limit": limit,
+            "host": _gib(host),
+            "host_gi": str(math.ceil(host / GIB)),
+            "part_list": "; ".join(cast(tuple[str, ...], v["parts"])),
+            "tokens": f", holding {v['kv_tokens']:,} tokens on the host" if v["kv_tokens"] else "",
+            "shm": shm if v["shm_unbounded"] else "",
+        }
     held = cast(int, v["held_bytes"])
-    need = math.ceil(held / GIB)
     head = (
         f"{v['engine']} loads {_gib(cast(int, v['weights_bytes']))} of weights under a memory "
         f"limit of {limit}: {v['how']}{_release_note(v)}"
     )
-    if verdict.reason == "loader-holds-all":
-        return (
-            f"{head}, so {v['workers']} worker(s) hold {_gib(held)} and the kernel OOM-kills "
-            f"the container during the load. Set limits.memory above {need}Gi plus the "
-            "engine's own memory, or drop enable_multithread_load"
-        )
-    if verdict.reason == "loader-holds-files":
-        return (
-            f"{head}. Whether the load is OOM-killed depends on the largest files held at "
-            f"once times {v['workers']} worker(s), which the checkpoint's shards decide (not "
-            f"read here). Set limits.memory above {need}Gi, or load safetensors memory-mapped "
-            "(vLLM's default)"
-        )
-    return (
-        f"{head}. Not a failure: the load completes, but the weights cannot stay cached in "
-        f"the container, and vLLM {v['reference_vllm']} skips its automatic prefetch on "
-        "NFS/Lustre (it needs the checkpoint within 90% of the container's free memory, "
-        f"{VLLM_LOADER_SRC}). Set limits.memory above {need}Gi plus the engine's own memory "
-        "to keep them cached"
-    )
+    return {"head": head, "held": _gib(held), "need": str(math.ceil(held / GIB))}
 
 
 RULE = folder_rule(
     __name__,
-    judged(judge, message),
+    worded(judge, fields),
     facts={
         "VLLM_CACHE_SRC": VLLM_CACHE_SRC,
         "VLLM_WEIGHTS_SRC": VLLM_WEIGHTS_SRC,

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.endpoints import (
     KUBERAY_SERVE_SOURCE,
     Reach,
@@ -280,58 +280,21 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         yield from found(ctx, obj)
 
 
-_TEXTS: Mapping[str, str] = {
-    "backend-port-not-exposed": (
-        "{what} sends traffic to {service} port {asked_port}, which it does not expose (its "
-        "ports: {service_ports}); requests fail with 503 or are refused. Use port {suggest}"
-    ),
-    "route-no-port": (
-        "{what} to {service} names no port; Gateway API requires one for a Service backend "
-        "(its ports: {service_ports}), and the route is not accepted (ResolvedRefs false)"
-    ),
-    "endpoint-scheme": "{what}: scheme '{scheme}' is not http or https",
-    "endpoint-port-not-a-number": "{what}: its port is not a number",
-    "endpoint-host-mismatch": (
-        "{what}, whose host names Service {host_service}, but it describes {service}"
-    ),
-    "endpoint-port-not-exposed": (
-        "{what} (port {url_port}), but {service} exposes {service_ports}{convention}; clients "
-        "of the exported URL are refused. Export port {suggest} instead"
-    ),
-    "endpoint-ray-https": "{what}, but Ray Serve's HTTP proxy serves plain http",
-    "endpoint-https-plain": (
-        "{what}, but {engine} serves plain http (no --ssl-certfile / --ssl-keyfile)"
-    ),
-    "endpoint-http-tls": "{what}, but {engine} serves https (--ssl-certfile is set)",
-    "endpoint-path": (
-        "{what}: path '{path}' is not the OpenAI API base the server answers on ({base_list}); "
-        "clients appending /chat/completions get 404"
-    ),
-}
-"""K021's prose by reason (``{key}``: a verdict value)."""
-
-
-def message(verdict: Verdict) -> str:
-    """The prose of a K021 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K021 message quotes beyond its values: where a port's traffic goes instead
+    of the engine, the proxy port, KubeRay's convention and the OpenAI API bases."""
     v = verdict.values
-    if verdict.reason == "port-misses-engine":
-        return _miss_text(v)
-    if verdict.reason == "backend-misses-engine":
-        return f"{v['what']} uses {_miss_text(v)}"
-    if verdict.reason == "endpoint-misses-engine":
-        return f"{v['what']}, but {_miss_text(v)}"
-    if verdict.reason == "serve-port-not-proxy":
-        port, proxy = v["serve_port"], verdict.thresholds["proxy_port"]
-        return (
-            f"the head container's port 'serve' is {port}, so {v['service']} serves on {port}, "
-            f"but Ray Serve's HTTP proxy listens on {proxy} (serveConfigV2 http_options.port, "
-            f"8000 when unset); set containerPort {proxy} or http_options.port {port}"
-        )
-    convention = f" (KubeRay's convention, {KUBERAY_SERVE_SOURCE})" if v.get("kuberay") else ""
-    base_list = ", ".join(cast(tuple[str, ...], v.get("bases", ())))
-    return _TEXTS[verdict.reason].format_map(
-        {**v, "convention": convention, "base_list": base_list}
-    )
+    out = {
+        "convention": f" (KubeRay's convention, {KUBERAY_SERVE_SOURCE})"
+        if v.get("kuberay")
+        else "",
+        "base_list": ", ".join(cast(tuple[str, ...], v.get("bases", ()))),
+    }
+    if verdict.reason.endswith("-misses-engine"):
+        out["miss"] = _miss_text(v)
+    if "proxy_port" in verdict.thresholds:
+        out["proxy"] = f"{verdict.thresholds['proxy_port']}"
+    return out
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))
