@@ -8,7 +8,7 @@ from typing import cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.kuberay import fmt_gpus as format_number
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.objects import K8sObject
@@ -75,24 +75,20 @@ def _effect(advertised: Fraction, limit: Fraction) -> str:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of an R001 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an R001 message quotes beyond its values: the GPU counts formatted, and what
+    the mismatch does."""
     v = verdict.values
-    if verdict.reason == "num-gpus-unreadable":
-        return f"{v['group']}: {v['error']}"
     if verdict.reason == "dra-gpus-unadvertised":
-        return (
-            f"{v['group']} leaves rayStartParams num-gpus unset, so KubeRay takes "
-            f"the Ray container's GPU limit (none), but '{v['container']}' claims "
-            f"{format_number(cast(Fraction, v['claimed']))} GPU(s) through DRA; Ray advertises "
-            "no GPU there and no GPU engine is ever placed on these Pods"
-        )
+        return {"claimed": format_number(cast(Fraction, v["claimed"]))}
+    if verdict.reason != "num-gpus-mismatch":
+        return {}
     advertised, limit = cast(Fraction, v["advertised"]), cast(Fraction, verdict.thresholds["limit"])
-    return (
-        f"{v['group']} tells Ray it has {format_number(advertised)} GPU(s) per Pod "
-        f"({v['where']}) but its Ray container '{v['container']}' has "
-        f"{format_number(limit)} GPU(s) in its limits; {_effect(advertised, limit)}"
-    )
+    return {
+        "advertised": format_number(advertised),
+        "limit": format_number(limit),
+        "effect": _effect(advertised, limit),
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -8,7 +8,7 @@ from typing import cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.engines import engine_sites
 from gpustrata_policies.view.kuberay import fmt_gpus, ray_groups
 from gpustrata_policies.view.nodes import gpu_pools
@@ -92,35 +92,24 @@ _REACH = {
 """How a head Pod reaches a GPU node other than through a described pool, in words."""
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of an R002 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an R002 message quotes beyond its values: the GPU counts formatted, and how
+    the head can reach GPU nodes."""
     v = verdict.values
-    if verdict.reason == "num-gpus-unreadable":
-        return f"head group: {v['error']}"
     if verdict.reason == "head-requests-gpus":
-        return (
-            f"head group requests {fmt_gpus(cast(Fraction, v['requested']))} GPU(s); Ray then "
-            "schedules engine workers on the head, next to GCS, the dashboard and the Serve "
-            "controller, and a GPU fault or OOM there takes the whole cluster down"
-        )
+        return {"requested": fmt_gpus(cast(Fraction, v["requested"]))}
     if verdict.reason == "head-advertises-gpus":
-        return (
-            f"head group advertises {fmt_gpus(cast(Fraction, v['advertised']))} GPU(s) "
-            f"({v['where']}) without requesting any; Ray places GPU engine workers on the "
-            "head, where no GPU is allocated to them"
-        )
+        return {"advertised": fmt_gpus(cast(Fraction, v["advertised"]))}
+    if verdict.reason != "head-reaches-gpu-nodes":
+        return {}
     reach = v["reach"]
-    how = (
-        f"can be scheduled on GPU pool(s) {', '.join(cast(tuple[str, ...], reach))}"
-        if isinstance(reach, tuple)
-        else _REACH[str(reach)]
-    )
-    return (
-        f'head group leaves rayStartParams num-gpus unset (not "0") and {how}; there '
-        "the NVIDIA runtime can expose the node's GPUs to a container that requests none "
-        "(CUDA images set NVIDIA_VISIBLE_DEVICES=all), Ray counts them and places "
-        "engine workers on the head"
-    )
+    return {
+        "how": (
+            f"can be scheduled on GPU pool(s) {', '.join(cast(tuple[str, ...], reach))}"
+            if isinstance(reach, tuple)
+            else _REACH[str(reach)]
+        )
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import Path, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import cluster_spec_path, operator_version, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
@@ -265,57 +265,37 @@ def _operator_note(v: Mapping[str, Value]) -> str:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of an R004 verdict."""
-    v = verdict.values
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an R004 message quotes beyond its values: the groups per Ray version, the
+    stated rayVersion, the gates crossed and the clauses they decide, the thresholds quoted."""
+    v, t = verdict.values, verdict.thresholds
+    out: dict[str, str] = {}
     if verdict.reason == "mixed-ray-images":
         groups = cast(tuple[tuple[str, tuple[str, ...]], ...], v["images"])
-        detail = "; ".join(f"Ray {ray} in {', '.join(labels)}" for ray, labels in groups)
-        return (
-            f"the Ray containers run different Ray versions ({detail}); Ray refuses to join "
-            "nodes whose version differs from the head's"
-        )
-    if verdict.reason == "stale-ray-version":
-        stated = f"rayVersion {v['declared']}" if v["declared"] else "rayVersion is unset"
-        head = f"{stated} but the Ray image {v['image']} runs Ray {v['image_ray']}"
-        note = _operator_note(v)
+        out["detail"] = "; ".join(f"Ray {ray} in {', '.join(labels)}" for ray, labels in groups)
+    elif verdict.reason == "stale-ray-version":
         crossed = cast(tuple[tuple[str, str], ...], v["crossed"])
-        if crossed:
-            names = ", ".join(f"{name} (Ray {min_ray})" for name, min_ray in crossed)
-            return (
-                f"{head}; KubeRay switches {names} on rayVersion ({note}), so it "
-                "configures the Pods for the wrong Ray"
-            )
-        return (
-            f"{head}; no behaviour this object uses switches between them ({note}), but "
-            "KubeRay reads rayVersion to choose probes, autoscaler and auth: keep it equal to "
-            "the image"
-        )
-    if verdict.reason == "ray-older-than-kuberay-supports":
-        source = v["operator_source"] or "?"
-        return (
-            f"Ray {v['ray']} is older than KubeRay {v['kuberay']} supports (Ray "
-            f"{verdict.thresholds['min_ray']} and later; operator from {source})"
-        )
-    if verdict.reason == "no-min-ray-catalogued":
-        return (
-            f"KubeRay {v['kuberay']} documents no minimum Ray version in the compatibility "
-            f"catalogue; its support for Ray {v['ray']} is not checked"
-        )
-    if verdict.reason == "kuberay-not-catalogued":
-        return (
-            f"KubeRay {v['kuberay']} is not in the compatibility catalogue; its support for Ray "
-            f"{v['ray']} is not checked"
-        )
-    if verdict.reason == "vllm-outside-ray-llm":
-        return (
-            f"Ray Serve LLM runs vLLM {v['vllm']} ({v['where']}) but ray[llm]=={v['ray_llm']} "
-            f"requires vllm{verdict.thresholds['vllm_requirement']}"
-        )
-    return (
-        f"Ray {v['ray']} has no ray[llm] vLLM requirement in the compatibility catalogue; "
-        f"vLLM {v['vllm']} ({v['where']}) is not checked"
-    )
+        names = ", ".join(f"{name} (Ray {min_ray})" for name, min_ray in crossed)
+        out |= {
+            "stated": f"rayVersion {v['declared']}" if v["declared"] else "rayVersion is unset",
+            "note": _operator_note(v),
+            "switch": (
+                f"KubeRay switches {names} on rayVersion"
+                if crossed
+                else "no behaviour this object uses switches between them"
+            ),
+            "effect": (
+                "so it configures the Pods for the wrong Ray"
+                if crossed
+                else "but KubeRay reads rayVersion to choose probes, autoscaler and auth: keep "
+                "it equal to the image"
+            ),
+        }
+    elif verdict.reason == "ray-older-than-kuberay-supports":
+        out |= {"source": str(v["operator_source"] or "?"), "min_ray": str(t["min_ray"])}
+    elif verdict.reason == "vllm-outside-ray-llm":
+        out["requirement"] = str(t["vllm_requirement"])
+    return out
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -11,7 +11,7 @@ from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kuberay import operator_release, ray_groups
@@ -243,46 +243,20 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             yield found
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of an R005 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an R005 message quotes beyond its values: the thresholds, the hedge when an
+    optimistic bandwidth would fit, and where a cluster profile names the KubeRay release."""
     v, t = verdict.values, verdict.thresholds
-    if verdict.reason == "load-not-estimated":
-        return f"{v['engine']}: {v['estimate']}; {v['timeout_set_in']} is not checked"
+    out = {name: str(value) for name, value in t.items()}
     if verdict.reason == "engine-start-timeout-short":
-        hedge = (
+        out["hedge"] = (
             f"; at {v['optimistic']} it would fit, so measure this cluster's download bandwidth"
             if v["fits_optimistic"]
             else ""
         )
-        return (
-            f"{v['engine']}: Ray Serve LLM gives up on the engine after {t['timeout_s']} s "
-            f"({v['timeout_set_in']}) but loading it needs {v['load_s']} s ({v['estimate']}); "
-            f"the replica is killed and restarted before it ever serves{hedge}"
-        )
-    if verdict.reason == "threshold-unset":
-        return (
-            f"{v['key']} is unset, so KubeRay before 1.0 ({v['api_version']}) replaces the "
-            f"cluster when the application is not RUNNING after {t['threshold_s']} s, less "
-            f"than the {v['load_s']} s the engine needs to load ({v['estimate']})"
-        )
-    if verdict.reason == "threshold-ignored":
-        return (
-            f"{v['key']}: {v['setting']} has no effect: {v['operator']} ignores "
-            f"it ({KUBERAY_1685}); the engine start timeout is what bounds a model load"
-        )
-    if verdict.reason == "threshold-ignored-from-1-1":
-        return (
-            f"{v['key']}: {v['setting']} has no effect from KubeRay 1.1 on, which ignores it in "
-            f"ray.io/v1 ({KUBERAY_1685}; KubeRay 1.0 applies it to UNHEALTHY/DEPLOY_FAILED "
-            "applications, never to a loading one); the engine start timeout is what "
-            "bounds a model load; the KubeRay release decides it "
-            + profile_hint("versions.kuberay")
-        )
-    return (
-        f"{v['key']}: {t['threshold_s']} s is less than the {v['load_s']} s the engine needs to "
-        f"load ({v['estimate']}); KubeRay before 1.0 ({v['api_version']}) replaces the cluster "
-        "when the application is not RUNNING by then"
-    )
+    elif verdict.reason == "threshold-ignored-from-1-1":
+        out["hint"] = profile_hint("versions.kuberay")
+    return out
 
 
 def _llms(app: Mapping[str, Any]) -> list[Any]:
@@ -294,4 +268,4 @@ def _llms(app: Mapping[str, Any]) -> list[Any]:
     return [single] if single is not None else []
 
 
-RULE = folder_rule(__name__, judged(judge, message), facts={"KUBERAY_1685": KUBERAY_1685})
+RULE = folder_rule(__name__, worded(judge, fields), facts={"KUBERAY_1685": KUBERAY_1685})

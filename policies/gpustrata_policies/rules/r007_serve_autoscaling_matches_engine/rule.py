@@ -9,7 +9,7 @@ from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.capacity import capacity_inputs, engine_sites, engine_version
 from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject
@@ -103,41 +103,24 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         )
 
 
-_NOT_EVALUATED = {
-    "target-unreadable": "{error}",
-    "max-num-seqs-malformed": "max_num_seqs {max_num_seqs} is not an integer",
-    "release-unknown": (
-        "max_num_seqs unset and {release}: its default differs between releases "
-        "and GPUs. Set max_num_seqs in engine_kwargs or pin the image {hint}"
-    ),
-    "default-unknown": "max_num_seqs unset, and its default on this GPU is not known: {why}",
-    "default-differs-by-gpu": (
-        "max_num_seqs unset, and its default differs between the GPUs it may run on"
-    ),
-}
-"""The prose of R007's not-evaluated verdicts, by reason (``{key}``: a verdict value)."""
-
-
-def message(verdict: Verdict) -> str:
-    """The prose of an R007 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an R007 message quotes beyond its values: where a cluster profile pins the
+    image, and the figures of a target above the batch (its multiple of max_num_seqs, what
+    each replica admits, the largest target the ratio allows)."""
     v = verdict.values
-    if verdict.reason in _NOT_EVALUATED:
-        text = _NOT_EVALUATED[verdict.reason].format_map({**v, "hint": profile_hint("images")})
-        return f"{v['deployment']}: {text}"
-    key, seqs = v["key"], cast(int, v["max_num_seqs"])
-    value = cast(float, v["target"])
+    if verdict.reason == "release-unknown":
+        return {"hint": profile_hint("images")}
+    if verdict.reason != "target-above-batch":
+        return {}
+    seqs, value = cast(int, v["max_num_seqs"]), cast(float, v["target"])
     ratio = cast(float, verdict.thresholds["max_target_batch_ratio"])
     admitted = cast(tuple[str, float] | None, v["admitted"])
-    queue = f"; each replica admits up to {admitted[0]} {admitted[1]:g}" if admitted else ""
-    return (
-        f"{v['deployment']}: Serve autoscaling {key} {value:g} is {value / seqs:.1f} x the "
-        f"engine's max_num_seqs {seqs} ({v['where']}){queue}. vLLM runs {seqs} sequences at "
-        f"once and the rest wait inside the replica, while the autoscaler adds a replica "
-        f"only when the average ongoing requests per replica exceed {value:g}: requests "
-        f"queue (TTFT grows) long before any scale-up. Fix: {key} at most "
-        f"{ratio:g} x max_num_seqs ({int(ratio * seqs)}), or raise max_num_seqs where the "
-        "KV cache holds it (V012)"
-    )
+    return {
+        "multiple": f"{value / seqs:.1f}",
+        "queue": f"; each replica admits up to {admitted[0]} {admitted[1]:g}" if admitted else "",
+        "ratio": f"{ratio:g}",
+        "cap": str(int(ratio * seqs)),
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -9,7 +9,7 @@ from gpustrata.core.terminal import quoted
 from gpustrata.vllm.parallelism import kv_heads_split, valid_tp_sizes
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import engine_sites, site_architecture
 from gpustrata_policies.view.objects import K8sObject
@@ -119,26 +119,22 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a V002 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a V002 message quotes beyond its values: the value quoted, the models named
+    and the catalogue's fix, or the model's KV heads and each case of :func:`cases` in words."""
     v = verdict.values
     if verdict.reason == "parallel-size-malformed":
-        return (
-            f"{v['engine']}: parallel size {quoted(v['value'])} is not a number (V001 reads it too)"
-        )
+        return {"quoted": quoted(v["value"])}
     if verdict.reason == "model-uncatalogued":
         models = " / ".join(cast(tuple[str, ...], v["models"])) or "a model it does not name"
-        return (
-            f"{v['engine']} serves {models}, which is not in the model catalogue, so its "
-            f"attention heads and layers are unknown; {catalogs.UNCATALOGUED_FIX}"
-        )
+        return {"named": models, "fix": catalogs.UNCATALOGUED_FIX}
     figures = {**v, **verdict.thresholds}
-    kv = "MLA" if v["mla"] else f"{v['kv_heads']} KV heads"
-    found = "; ".join(_case_text(case, figures) for case in cast(tuple[str, ...], figures["cases"]))
-    return (
-        f"{v['engine']} serves {v['model']} ({v['heads']} attention heads, "
-        f"{kv}, {v['layers']} layers): {found}"
-    )
+    return {
+        "kv": "MLA" if v["mla"] else f"{v['kv_heads']} KV heads",
+        "found": "; ".join(
+            _case_text(case, figures) for case in cast(tuple[str, ...], figures["cases"])
+        ),
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import K8sObject
 
@@ -47,14 +47,4 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a V008 verdict."""
-    v = verdict.values
-    return (
-        f"{v['engine']} runs vLLM with enforce_eager ({v['how']}): no CUDA graphs and no "
-        "torch.compile, so every decode step launches its kernels one by one and serves fewer "
-        "tokens per second at higher latency"
-    )
-
-
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge))

@@ -10,7 +10,7 @@ from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.capacity import (
     ModelRef,
     Probe,
@@ -176,15 +176,13 @@ def _fix(v: Mapping[str, Value], needed: float) -> str:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a V009 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a V009 message quotes beyond its values: which probe restarts the engine,
+    how the needed startup was reached, the bandwidth hedge and the fix."""
     v = verdict.values
-    if verdict.decision == "not_evaluated":
-        return str(v["why"])
-    seconds, needed = v["window_s"], cast(float, v["needed_s"])
-    delay, failures, period = cast(tuple[str, str, str], v["written"])
-    prefix = "" if v["startup_probe"] else "no startupProbe, so the "
-    working = f"{prefix}{v['probe']} {delay} + {failures} x {period} = {seconds} s"
+    if verdict.reason != "window-too-short":
+        return {}
+    needed = cast(float, v["needed_s"])
     if v["annotated_s"] is not None:
         factor = cast(float, verdict.thresholds["safety_factor"])
         chain = (
@@ -193,16 +191,17 @@ def message(verdict: Verdict) -> str:
         )
     else:
         chain = str(v["explanation"])
-    hedge = (
-        f" (at {v['optimistic']} the window would suffice: measure this cluster's load bandwidth)"
-        if v.get("optimistic")
-        else ""
-    )
-    return (
-        f"{v['engine']} gets {seconds} s to start ({working}) but {v['model']} needs an "
-        f"estimated {needed:.0f} s: {chain}; the kubelet restarts the container before the "
-        f"model has loaded, again on every attempt{hedge}. Fix: {_fix(v, needed)}"
-    )
+    return {
+        "prefix": "" if v["startup_probe"] else "no startupProbe, so the ",
+        "chain": chain,
+        "hedge": (
+            f" (at {v['optimistic']} the window would suffice: measure this cluster's load "
+            "bandwidth)"
+            if v.get("optimistic")
+            else ""
+        ),
+        "fix": _fix(v, needed),
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

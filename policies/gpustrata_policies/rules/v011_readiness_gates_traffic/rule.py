@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.engines import engine_sites
 from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map
@@ -54,17 +54,6 @@ def probe_case(c: ContainerRef, serving_port: int | None) -> tuple[str, Value] |
     return "other-probe", None
 
 
-_CASES = {
-    "no-probe": (
-        "has no readinessProbe, so the pod is Ready (and gets traffic) while the engine loads"
-    ),
-    "http-path": "has a readinessProbe on {probe}, which is not /health or /v1/models",
-    "tcp-port": "has a tcpSocket readinessProbe on port {probe}, not vLLM's port {port}",
-    "other-probe": "has a readinessProbe that does not query /health or /v1/models",
-}
-"""Each case of :func:`probe_case` in words (``{key}``: a verdict value)."""
-
-
 # Batch workloads: no Service routes to them by readiness. A Job gets none; a JobSet's
 # headless Service publishes not-ready Pods by default (network.publishNotReadyAddresses
 # "Defaults to True", kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go), and the
@@ -108,16 +97,11 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a V011 verdict."""
-    v = verdict.values
-    if verdict.reason == "preset-probe-unread":
-        return (
-            f"{v['container']}'s readinessProbe states no handler: it overrides part of the "
-            f"probe of KServe's preset under it ({verdict.sources[0]}), not read here"
-        )
-    why = _CASES[verdict.reason].format_map({**v, **verdict.thresholds})
-    return f"{v['container']} serves vLLM but {why}"
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a V011 message quotes beyond its values: vLLM's serving port."""
+    return {"port": str(verdict.thresholds.get("port"))}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(
+    __name__, worded(judge, fields), facts={"KSERVE_PRESET_SOURCE": KSERVE_PRESET_SOURCE}
+)

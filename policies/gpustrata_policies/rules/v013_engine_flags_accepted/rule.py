@@ -11,7 +11,7 @@ from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases, load_
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import flags_starting_with
@@ -150,18 +150,12 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         yield from _judge_options(site, options, version, where)
 
 
-def _refused_message(verdict: Verdict) -> str:
-    """The prose of an option the release refuses."""
+def _refused(verdict: Verdict) -> dict[str, str]:
+    """The clauses of an option the release refuses: the releases that judged it, what
+    stops the engine (a flag or an engine_kwargs key), its history and replacement."""
     v = verdict.values
     judged_by = cast(tuple[str, ...], v["judged_by"])
-    label = f"vLLM {v['version']} ({v['where']})" + (
-        f"; judged by {' and '.join(judged_by)}, the read releases around it"
-        if len(judged_by) > 1
-        else ""
-    )
     last = v["last_accepting"]
-    history = f"; vLLM {last} was the last read release to accept it" if last else ""
-    instead = f"; instead: {v['instead']} ({verdict.sources[0]})" if v["instead"] else ""
     if v["engine_kwargs"]:
         what = f"the engine_kwargs key {v['written']}"
         stop = (
@@ -174,30 +168,30 @@ def _refused_message(verdict: Verdict) -> str:
             f"the argument parser stops ('{v['why']}') before the engine starts, so the "
             "container exits"
         )
-    return (
-        f"{v['engine']} passes {what}, which {label} does not accept: {stop}{history}"
-        f"{instead}. Fix: remove it or use what this release accepts"
-    )
+    return {
+        "around": (
+            f"; judged by {' and '.join(judged_by)}, the read releases around it"
+            if len(judged_by) > 1
+            else ""
+        ),
+        "what": what,
+        "stop": stop,
+        "history": f"; vLLM {last} was the last read release to accept it" if last else "",
+        "replaced": f"; instead: {v['instead']} ({verdict.sources[0]})" if v["instead"] else "",
+    }
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a V013 verdict."""
-    v = verdict.values
-    if verdict.reason == "release-unknown":
-        return f"{v['engine']}: the accepted flags depend on the vLLM release, but {v['where']}"
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a V013 message quotes beyond its values: the read releases, and the
+    clauses of a refused option."""
     if verdict.reason == "release-not-read":
         first, last = cast(tuple[str, str], verdict.thresholds["read"])
-        return (
-            f"{v['engine']}: vLLM {v['version']} ({v['where']}) is outside the releases whose "
-            f"flags were read ({first} to {last})"
-        )
+        return {"first": first, "last": last}
     if verdict.reason == "releases-disagree":
-        judged = " and ".join(cast(tuple[str, ...], v["judged_by"]))
-        return (
-            f"{v['engine']}: {v['written']} is accepted by only one of vLLM {judged}, the read "
-            f"releases around {v['version']}"
-        )
-    return _refused_message(verdict)
+        return {"judged": " and ".join(cast(tuple[str, ...], verdict.values["judged_by"]))}
+    if verdict.reason == "option-refused":
+        return _refused(verdict)
+    return {}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))
