@@ -146,7 +146,8 @@ def _worded_rule(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, messages: Any) 
     package.mkdir(parents=True)
     (package.parent / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
-    data = {**_good(), **({"messages": messages} if messages is not None else {})}
+    data = {k: v for k, v in _good().items() if k != "messages"}  # K003's own, if it has one
+    data.update({"messages": messages} if messages is not None else {})
     (package / "meta.yaml").write_text(yaml.safe_dump(data))
     monkeypatch.syspath_prepend(str(tmp_path))
     return f"{root}.k003_gpu_pool_tainted.rule"

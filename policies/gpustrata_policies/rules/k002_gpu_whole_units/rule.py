@@ -9,7 +9,7 @@ from gpustrata.core.unknown import known
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import fmt
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.device_plugin import SHARING_DOCS
 from gpustrata_policies.view.nodes import cluster_gpu_sharing
 from gpustrata_policies.view.objects import K8sObject, is_gpu_resource
@@ -67,24 +67,4 @@ def _shared_beyond_one(
     )
 
 
-_PROBLEMS = {
-    "not-a-quantity": "is not a quantity",
-    "negative": "is negative",
-    "not-whole": "is not a whole number (the API server rejects it: must be an integer)",
-}
-
-
-def message(verdict: Verdict) -> str:
-    """The prose of a K002 verdict."""
-    v = verdict.values
-    sets = f"{v['container']} sets {v['section']}.{v['resource']}: {v['value']}"
-    if verdict.reason == "shared-beyond-one":
-        return (
-            f"{sets}, but the device plugin shares that resource ({v['sharing_where']}) with "
-            "failRequestsGreaterThanOne, so it fails the Pod with UnexpectedAdmissionError "
-            "(replicas of a shared GPU give no more GPU anyway)"
-        )
-    return f"{sets}, which {_PROBLEMS[verdict.reason]}"
-
-
-RULE = folder_rule(__name__, judged(judge, message), facts={"SHARING_DOCS": SHARING_DOCS})
+RULE = folder_rule(__name__, worded(judge), facts={"SHARING_DOCS": SHARING_DOCS})

@@ -7,7 +7,7 @@ from typing import cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.nodes import gpu_pools, pool_label
 from gpustrata_policies.view.objects import K8sObject
 
@@ -28,19 +28,9 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K003 verdict."""
-    v = verdict.values
-    soft = cast(tuple[str, ...], v["soft_taints"])
-    has = (
-        f"only PreferNoSchedule taints ({', '.join(soft)}), which the scheduler may ignore"
-        if soft
-        else "no taint"
-    )
-    return (
-        f"GPU {v['pool']} has {has}; Pods that request no GPU can be scheduled onto its nodes "
-        "and take the CPU and memory the GPU Pods need"
-    )
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K003 message quotes beyond its values: the soft taints' keys."""
+    return {"soft": ", ".join(cast(tuple[str, ...], verdict.values["soft_taints"]))}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

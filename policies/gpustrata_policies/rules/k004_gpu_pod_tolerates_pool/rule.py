@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.nodes import (
     AKS_ADMISSION,
@@ -197,54 +197,33 @@ def _judge_pools(
     yield Verdict("violation", "pool-taints", values, path=path)
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K004 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K004 message quotes beyond its values: taints as written, the pools'
+    names and missed taints, and what the cluster's admission adds or leaves open."""
     v = verdict.values
-    if verdict.reason == "base-refs-unread":
-        return (
-            f"{v['pod']} is completed from the LLMInferenceServiceConfigs its baseRefs "
-            "name, which may add the tolerations and are not among the inputs"
+    out: dict[str, str] = {}
+    if "untolerated" in v:
+        out["taints"] = _taints_text(v["untolerated"])
+    if "extended_resource_toleration" in v:
+        out["admission_note"] = _admission_note(v)
+        out["admission_unknown"] = (
+            ""
+            if v["extended_resource_toleration"] is not None
+            else ", and nothing says whether the cluster's ExtendedResourceToleration "
+            "admission plugin adds it, as EKS and GKE do"
         )
-    if verdict.reason == "no-pool-matches":
-        return (
-            f"no described GPU pool matches the node selectors of {v['pod']} "
-            f"({v['selected']}); see K005"
+    if "missing" in v:
+        missing = cast(tuple[tuple[str, tuple[Taint, ...]], ...], v["missing"])
+        out["names"] = ", ".join(name for name, _ in missing)
+        out["detail"] = "; ".join(
+            f"pool {name}: {_taints_text(taints)}" for name, taints in missing
         )
-    head = f"{v['pod']} requests {v['gpus']} GPU(s)"
-    if verdict.reason == "profile-taints":
-        return (
-            f"{head} but does not tolerate {_taints_text(v['untolerated'])}, which GPU nodes "
-            f"carry (cluster profile gpu_taints){_admission_note(v)}; it stays Pending"
-        )
-    if verdict.reason == "assumed-default-taint":
-        return (
-            f"{head} but does not tolerate {_taints_text(v['untolerated'])}, the taint GPU "
-            "nodes usually carry (assumed: no Node object or GpuNodePool describes the pool's "
-            "taints"
-            + (
-                ""
-                if v["extended_resource_toleration"] is not None
-                else ", and nothing says whether the cluster's ExtendedResourceToleration "
-                "admission plugin adds it, as EKS and GKE do"
-            )
-            + "); on nodes with that taint it stays Pending"
-        )
-    missing = cast(tuple[tuple[str, tuple[Taint, ...]], ...], v["missing"])
-    names = ", ".join(name for name, _ in missing)
-    detail = "; ".join(f"pool {name}: {_taints_text(taints)}" for name, taints in missing)
-    head = f"{head} and targets GPU pool(s) {names} but does not tolerate their taints ({detail})"
-    if verdict.reason == "pool-taints-admission-unknown":
-        return (
-            f"{head}; it stays Pending unless the cluster's ExtendedResourceToleration admission "
-            "plugin adds the toleration (EKS and GKE enable it; nothing in the input says "
-            "which cluster this is)"
-        )
-    return f"{head}{_admission_note(v)}; it stays Pending"
+    return out
 
 
 RULE = folder_rule(
     __name__,
-    judged(judge, message),
+    worded(judge, fields),
     facts={
         "EXTENDED_RESOURCE_TOLERATION": EXTENDED_RESOURCE_TOLERATION,
         "EKS_ADMISSION": EKS_ADMISSION,

@@ -19,7 +19,7 @@ from gpustrata.core.quantity import (
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.device_plugin import Sharing
 from gpustrata_policies.view.nodes import (
@@ -344,35 +344,20 @@ def _miss_text(miss: PoolMiss) -> str:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K005 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K005 message quotes beyond its values: the pod's demand, the pools named,
+    and what each pool or node offers short of it."""
     v = verdict.values
-    asks = f"{v['pod']} requests {_asks(v)}"
-    if verdict.reason == "no-pool-matches":
-        pools = ", ".join(cast(tuple[str, ...], v["pools"]))
-        return (
-            f"{asks} and selects {v['selected']}, but no described GPU pool has those labels "
-            f"(pools: {pools}); it stays Pending"
-        )
-    if verdict.reason == "pool-capacity-unknown":
-        pools = ", ".join(cast(tuple[str, ...], v["unknown_pools"]))
-        return (
-            f"{asks}; the GPU count, CPU or memory of pool(s) {pools} is not described and "
-            "not in the hardware catalogue"
-        )
-    if verdict.reason == "instance-uncatalogued":
-        return (
-            f"{v['pod']} selects instance type {v['instance']}, which is not in the hardware "
-            "catalogue"
-        )
-    if verdict.reason == "selected-node-too-small":
-        short = _shortfall_text(cast(tuple[Shortfall, ...], v["shortfalls"]))
-        return (
-            f"{asks} per pod but selects {v['selects']}, which offers {short} ({v['basis']}); "
-            "it stays Pending"
-        )
-    misses = "; ".join(_miss_text(m) for m in cast(tuple[PoolMiss, ...], v["misses"]))
-    return f"{asks} per pod, more than any pool it can land on: {misses}; it stays Pending"
+    out = {"asks": _asks(v)}
+    if "pools" in v:
+        out["pool_names"] = ", ".join(cast(tuple[str, ...], v["pools"]))
+    if "unknown_pools" in v:
+        out["unknown_names"] = ", ".join(cast(tuple[str, ...], v["unknown_pools"]))
+    if "shortfalls" in v:
+        out["short"] = _shortfall_text(cast(tuple[Shortfall, ...], v["shortfalls"]))
+    if "misses" in v:
+        out["misses"] = "; ".join(_miss_text(m) for m in cast(tuple[PoolMiss, ...], v["misses"]))
+    return out
 
 
-RULE = folder_rule(__name__, judged(judge, message), facts={"KUBE_RESERVED": KUBE_RESERVED})
+RULE = folder_rule(__name__, worded(judge, fields), facts={"KUBE_RESERVED": KUBE_RESERVED})

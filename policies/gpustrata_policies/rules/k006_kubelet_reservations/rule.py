@@ -8,7 +8,7 @@ from typing import Any, cast
 from gpustrata.core.quantity import parse_quantity
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.karpenter import KARPENTER_NODECLASS_DOCS
 from gpustrata_policies.view.nodes import KUBE_RESERVED, gpu_pools, kubelet_of, pool_label
 from gpustrata_policies.view.objects import K8sObject, as_map
@@ -124,35 +124,28 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K006 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K006 message quotes beyond its values: the problems as clauses, the pools
+    a node class serves, and where the kubelet settings live."""
     v = verdict.values
-    if verdict.reason == "node-class-missing":
-        return (
-            f"GPU NodePool {v['pool']} names EC2NodeClass {v['node_class']}, which is not in "
-            "the input, and sets no kubelet settings itself"
-        )
-    if verdict.reason == "kubelet-undescribed":
-        where = (
+    out: dict[str, str] = {}
+    if "derived" in v:
+        out["where"] = (
             "is a node group whose kubelet settings live in its launch template user data"
             if v["derived"]
             else "does not describe its kubelet settings (spec.kubelet)"
         )
-        return f"{v['pool']} {where}"
-    problems = "; ".join(_problem_text(p) for p in cast(tuple[Problem, ...], v["problems"]))
-    if verdict.reason == "pool-kubelet":
-        return f"GPU {v['pool']}: {problems}"
-    names = ", ".join(cast(tuple[str, ...], v["pools"]))
-    where = "its spec.kubelet" if v["has_kubelet"] else "it sets no spec.kubelet"
-    return (
-        f"{v['object']} launches the nodes of GPU NodePool(s) {names} and {where}: "
-        f"{problems} (Karpenter computes kubeReserved from the instance type when it is unset "
-        "and reserves nothing for the system)"
-    )
+    if "problems" in v:
+        problems = cast(tuple[Problem, ...], v["problems"])
+        out["problems"] = "; ".join(_problem_text(p) for p in problems)
+    if "pools" in v:
+        out["names"] = ", ".join(cast(tuple[str, ...], v["pools"]))
+        out["kubelet"] = "its spec.kubelet" if v["has_kubelet"] else "it sets no spec.kubelet"
+    return out
 
 
 RULE = folder_rule(
     __name__,
-    judged(judge, message),
+    worded(judge, fields),
     facts={"KUBE_RESERVED": KUBE_RESERVED, "KARPENTER_NODECLASS_DOCS": KARPENTER_NODECLASS_DOCS},
 )

@@ -10,7 +10,7 @@ from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.engines import EngineSite, engine_sites, unread_ray_engines
 from gpustrata_policies.view.kuberay import operator_release
@@ -215,24 +215,10 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                     yield found
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K007 verdict."""
-    v = verdict.values
-    if verdict.reason == "min-shm-not-a-quantity":
-        return f"min_shm_size {v['min_shm_size']} is not a quantity"
-    if verdict.reason == "kuberay-injection-unknown":
-        return f"{v['container']} {v['shm']}"
-    if verdict.reason == "parallel-sizes-unread":
-        return (
-            f"{v['container']} has {v['gpus']} GPUs and {v['shm']}, but its "
-            "tensor/pipeline parallel sizes are not readable"
-        )
-    minimum = cast(Fraction, verdict.thresholds["min_shm_bytes"])
-    return (
-        f"{v['container']} runs vLLM engines of {v['engine_gpus']} GPUs (tensor x pipeline "
-        f"parallel) and {v['shm']}; NCCL between the engine's GPU workers needs at least "
-        f"{format_bytes(minimum)} of memory-backed /dev/shm"
-    )
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K007 message quotes beyond its values: the /dev/shm minimum, in bytes."""
+    minimum = verdict.thresholds.get("min_shm_bytes")
+    return {"minimum": format_bytes(cast(Fraction, minimum))} if minimum is not None else {}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -13,7 +13,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput, handled_unknowns
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import autoscalers_by_scale_target
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.nodes import fmt_count, gpu_pools, gpu_requests, targeted_pools
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_map, dig
 from gpustrata_policies.view.pools import GpuPool
@@ -230,32 +230,23 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             yield found
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K008 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K008 message quotes beyond its values: the pools' names, a Pod's GPUs,
+    where the strategy comes from, and the thresholds judged against."""
     v, t = verdict.values, verdict.thresholds
-    names = ", ".join(cast(tuple[str, ...], v["pools"]))
-    if verdict.reason == "pool-size-unknown":
-        return (
-            f"the rolling update surges {v['surge']} Pod(s) of "
-            f"{fmt_count(cast(Fraction, v['pod_gpus']))} GPU(s) and pool(s) {names} state no "
-            "maxSize or GPU count, so their spare GPUs are unknown"
+    out = {"names": ", ".join(cast(tuple[str, ...], v["pools"]))}
+    if "pod_gpus" in v:
+        out["gpus"] = fmt_count(cast(Fraction, v["pod_gpus"]))
+    if "defaults" in v:
+        out["how"] = (
+            "the RollingUpdate defaults maxSurge 25%, maxUnavailable 25%"
+            if v["defaults"]
+            else "its rollingUpdate"
         )
-    if verdict.reason == "held-unknown":
-        return f"the GPUs held on pool(s) {names} are unknown until deploy ({v['unknown']})"
-    how = (
-        "the RollingUpdate defaults maxSurge 25%, maxUnavailable 25%"
-        if v["defaults"]
-        else "its rollingUpdate"
-    )
-    return (
-        f"Deployment {v['name']} updates {v['replicas']} replica(s) with maxSurge {v['surge']} "
-        f"and maxUnavailable 0 ({how}): the surge Pod(s) need {t['need']} GPU(s) but pool(s) "
-        f"{names} have {t['spare']} spare ({v['capacity']} GPU(s) at max size, "
-        f"{v['held']} held by GPU workloads at their max replicas); no old Pod is removed "
-        "first, so the rollout never finishes"
-    )
+    out.update({key: f"{t[key]}" for key in ("need", "spare") if key in t})
+    return out
 
 
 RULE = folder_rule(
-    __name__, judged(judge, message), facts={"DEPLOYMENT_STRATEGY": DEPLOYMENT_STRATEGY}
+    __name__, worded(judge, fields), facts={"DEPLOYMENT_STRATEGY": DEPLOYMENT_STRATEGY}
 )

@@ -9,7 +9,7 @@ from gpustrata.core.unknown import known
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import object_index, scale_target
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.objects import K8sObject, as_list, dig, is_gpu_resource
 
 
@@ -56,17 +56,9 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K009 verdict."""
-    v = verdict.values
-    if verdict.reason == "target-missing":
-        return f"target {v['target']} is not among the objects"
-    controlled = ", ".join(cast(tuple[str, ...], v["controlled"]))
-    return (
-        f"VPA in updateMode {v['mode']} controls {controlled} for container "
-        f"'{v['container']}' of GPU workload {v['target']}; restrict controlledResources to "
-        "cpu and memory"
-    )
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K009 message quotes beyond its values: the resources the VPA controls."""
+    return {"resources": ", ".join(cast(tuple[str, ...], verdict.values.get("controlled", ())))}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

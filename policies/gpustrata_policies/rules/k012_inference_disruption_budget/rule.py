@@ -12,7 +12,7 @@ from gpustrata_policies.rules._common import (
     selector_matches,
 )
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.pools import pool_matches, pools_of
 
@@ -121,18 +121,15 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K012 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a K012 message quotes beyond its values: the protections the workload lacks."""
     v = verdict.values
     missing = []
     if not v["has_pdb"]:
         missing.append("no PodDisruptionBudget selects its pods")
     if not v["spread"]:
         missing.append(f"nothing spreads them across nodes (topologyKey {HOSTNAME})")
-    return (
-        f"{v['workload']} runs {v['replicas']} vLLM replicas but {' and '.join(missing)}; "
-        "one node drain or failure can stop every replica at once"
-    )
+    return {"missing": " and ".join(missing)}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

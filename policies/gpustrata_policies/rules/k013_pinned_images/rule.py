@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gpustrata.core.unknown import known
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import moving_tag, split_image
 
@@ -38,18 +38,4 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a K013 verdict."""
-    v = verdict.values
-    if verdict.reason == "no-tag":
-        problem = "has no tag, so it pulls :latest"
-    elif verdict.reason == "latest":
-        problem = "uses the :latest tag"
-    else:
-        problem = (
-            f"uses the moving tag :{v['tag']} ({v['channel']!r} names a channel, not a release)"
-        )
-    return f"{v['container']} image {v['image']} {problem}; what runs changes without a change here"
-
-
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge))
