@@ -84,12 +84,7 @@ class CalibrationPoint(BaseModel):
         description="Figures left out of the fit (and the medians), with why in notes",
     )
     session: int | None = Field(
-        default=None,
-        ge=1,
-        description=(
-            "The session that added the point under the inclusion rule (the file's header), "
-            "its figures predicted before any fit saw them; None: before the rule"
-        ),
+        default=None, ge=1, description="Session that added it under the file's inclusion rule"
     )
 
     @model_validator(mode="after")
