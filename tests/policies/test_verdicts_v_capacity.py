@@ -11,6 +11,37 @@ from conftest import fixture
 from test_rule_verdicts import _verdicts
 
 
+def test_v003_70b_on_one_l4_does_not_fit() -> None:
+    from gpustrata_policies.rules.v003_weights_fit.rule import judge
+
+    [v] = _verdicts("V003", "bad-70b-on-one-l4.yaml", judge)["Deployment/llm/llama-70b"]
+    assert (v.decision, v.reason) == ("violation", "weights-too-large")
+    assert (v.values["model"], v.values["engine"]) == (
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "container 'vllm'",
+    )
+    assert (v.values["tensor_parallel_size"], v.values["pipeline_parallel_size"]) == (1, 1)
+    size = {k: v.values[k] for k in v.values if k.endswith("_bytes")}
+    assert all(isinstance(n, int) for n in size.values())
+    room = sum(
+        -int(str(size[k])) if k != "requested_bytes" else int(str(size[k]))
+        for k in (
+            "requested_bytes",
+            "activation_bytes",
+            "cuda_graphs_bytes",
+            "runtime_overhead_bytes",
+        )
+    )
+    weights = int(str(size["weights_bytes"]))
+    assert weights > room  # the decision's figures: the weights exceed what is left
+    assert round(weights / 2**30, 2) == 131.41
+    assert v.values["utilization"] == 0.92
+    # The alternatives are decided in the judge, with the planner: TP 8 holds the weights.
+    assert str(v.values["fixes"]).startswith("use tensor_parallel_size 8 on NVIDIA L4")
+    assert v.path == ("spec", "template", "spec", "containers", 0, "command")
+    assert _verdicts("V003", "good-70b-tp4-on-h100.yaml", judge) == {}
+
+
 def test_v004_full_context_on_l4_does_not_fit_the_kv_cache() -> None:
     from gpustrata_policies.rules.v004_context_fits_kv_cache.rule import judge
 
