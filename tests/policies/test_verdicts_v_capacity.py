@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import fixture
 from test_rule_verdicts import _verdicts
+
+from gpustrata_policies.findings import RuleContext
 
 
 def test_v003_70b_on_one_l4_does_not_fit() -> None:
@@ -71,3 +74,30 @@ def test_v004_unknown_model_is_not_estimated_with_the_views_sentence(tmp_path: P
     [v] = _verdicts("V004", unknown, judge)["Deployment/llm/llama-8b"]
     assert (v.decision, v.reason) == ("not_evaluated", "not-estimated")
     assert "acme/unknown-llm" in str(v.values["why"])
+
+
+def test_v012_1024_seqs_on_l4_are_never_reached() -> None:
+    from gpustrata_policies.rules.v012_concurrency_within_kv.rule import judge
+
+    [v] = _verdicts("V012", "bad-1024-seqs-on-l4.yaml", judge)["Deployment/llm/llama-8b"]
+    assert (v.decision, v.reason) == ("violation", "seqs-beyond-kv")
+    assert v.thresholds == {"typical_sequence_tokens": 2048}
+    assert (v.values["max_num_seqs"], v.values["length"]) == (1024, 2048)
+    assert (v.values["held"], v.values["blocks"], v.values["best"]) == (6, 128, 10)
+    assert (v.values["kv_tokens"], v.values["kv_blocks"], v.values["block_size"]) == (
+        13520,
+        845,
+        16,
+    )
+    assert v.values["full_length_held"] == 1 and v.values["max_model_len"] == 8192
+    assert _verdicts("V012", "good-seqs-within-kv.yaml", judge) == {}
+
+
+def test_v012_unusable_typical_length_is_not_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config loader refuses such a value; a host passing it unchecked gets the record."""
+    from gpustrata_policies.rules.v012_concurrency_within_kv.rule import judge
+
+    monkeypatch.setattr(RuleContext, "threshold", lambda self, key: "long")
+    [v] = _verdicts("V012", "bad-1024-seqs-on-l4.yaml", judge)["Deployment/llm/llama-8b"]
+    assert (v.decision, v.reason) == ("not_evaluated", "typical-invalid")
+    assert v.values["why"] == "typical_sequence_tokens 'long' is not a positive integer"
