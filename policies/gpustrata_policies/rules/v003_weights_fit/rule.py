@@ -6,10 +6,11 @@ import operator
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from gpustrata_policies.findings import NotEvaluated, RuleContext
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import estimated_subject, judged_engines
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, worded
-from gpustrata_policies.view.capacity import Inputs, estimate, estimated_engines
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
+from gpustrata_policies.view.capacity import Inputs, estimate
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
@@ -98,38 +99,32 @@ def _cached_fixes(ctx: RuleContext, inp: Inputs) -> str:
 
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Weights per GPU plus activations and runtime overhead fit the memory vLLM may use."""
-    for inp in estimated_engines(ctx, obj):
-        if isinstance(inp, NotEvaluated):
-            # The view words why the engine is not estimated; the verdict carries its sentence.
-            yield Verdict("not_evaluated", "not-estimated", values={"why": inp.reason})
-            continue
-        est = inp.estimate
-        if est.weights_fit:
-            continue
-        mem = est.memory
-        yield Verdict(
-            "violation",
-            "weights-too-large",
-            values={
-                "engine": inp.site.name,
-                "model": inp.model.name,
-                "gpu": inp.gpu.label,
-                "tensor_parallel_size": est.tensor_parallel_size,
-                "pipeline_parallel_size": est.pipeline_parallel_size,
-                "weights_bytes": est.weights.bytes_per_gpu,
-                "weights_explanation": est.weights.explanation,
-                "utilization": est.gpu_memory_utilization,
-                "total_bytes": mem.total.value,
-                "requested_bytes": mem.requested.value,
-                "activation_bytes": mem.activation.value,
-                "cuda_graphs_bytes": mem.cuda_graphs.value,
-                "runtime_overhead_bytes": mem.runtime_overhead.value,
-                "defaults": inp.default_notes("tensor_parallel_size", "gpu_memory_utilization"),
-                # The alternatives need the planner (and the evaluation's cache): decided here.
-                "fixes": _cached_fixes(ctx, inp),
-            },
-            path=inp.site.path,
-        )
+    yield from judged_engines(ctx, obj, lambda inp: _judge_engine(ctx, inp))
+
+
+def _judge_engine(ctx: RuleContext, inp: Inputs) -> Iterator[Verdict]:
+    """One engine: its weights fit (the fixes tried are cached in *ctx*)."""
+    est = inp.estimate
+    if est.weights_fit:
+        return
+    mem = est.memory
+    values: dict[str, Value] = {
+        **estimated_subject(inp),
+        "tensor_parallel_size": est.tensor_parallel_size,
+        "pipeline_parallel_size": est.pipeline_parallel_size,
+        "weights_bytes": est.weights.bytes_per_gpu,
+        "weights_explanation": est.weights.explanation,
+        "utilization": est.gpu_memory_utilization,
+        "total_bytes": mem.total.value,
+        "requested_bytes": mem.requested.value,
+        "activation_bytes": mem.activation.value,
+        "cuda_graphs_bytes": mem.cuda_graphs.value,
+        "runtime_overhead_bytes": mem.runtime_overhead.value,
+        "defaults": inp.default_notes("tensor_parallel_size", "gpu_memory_utilization"),
+        # The alternatives need the planner (and the evaluation's cache): decided here.
+        "fixes": _cached_fixes(ctx, inp),
+    }
+    yield Verdict("violation", "weights-too-large", values, path=inp.site.path)
 
 
 # The byte figures of a verdict, shown in GiB.

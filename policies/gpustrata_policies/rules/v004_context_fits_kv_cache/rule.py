@@ -5,49 +5,44 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import cast
 
-from gpustrata_policies.findings import NotEvaluated, RuleContext
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import estimated_subject, judged_engines
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, worded
-from gpustrata_policies.view.capacity import estimated_engines
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
+from gpustrata_policies.view.capacity import Inputs
 from gpustrata_policies.view.objects import K8sObject
 
 
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """One max_model_len sequence fits the KV-cache memory of every GPU of the engine."""
-    for inp in estimated_engines(ctx, obj):
-        if isinstance(inp, NotEvaluated):
-            # The view words why the engine is not estimated; the verdict carries its sentence.
-            yield Verdict("not_evaluated", "not-estimated", values={"why": inp.reason})
-            continue
-        est = inp.estimate
-        kv = est.kv
-        # Weights that do not fit are V003's finding; the KV cache is moot then.
-        if not est.weights_fit or kv.fits_one_sequence:
-            continue
-        yield Verdict(
-            "violation",
-            "context-too-long",
-            values={
-                "engine": inp.site.name,
-                "model": inp.model.name,
-                "gpu": inp.gpu.label,
-                "max_model_len": est.max_model_len,
-                "weights_bytes": est.weights.bytes_per_gpu,
-                "kv_bytes": max(0, est.memory.available_kv_bytes),
-                "kv_tokens": kv.tokens,
-                "sequences": kv.max_concurrency,
-                "needed_bytes": kv.needed_bytes,
-                "blocks": kv.blocks_per_request,
-                "block_bytes": kv.bytes_per_block,
-                # 0: the KV cache cannot hold even one token.
-                "largest_max_model_len": min(kv.largest_max_model_len, est.model_max_len),
-                # Raising gpu_memory_utilization is a fix only where some utilization <= 1
-                # holds it (None: none does).
-                "utilization_to_start": est.utilization_to_start,
-                "defaults": inp.default_notes("max_model_len", "gpu_memory_utilization"),
-            },
-            path=inp.site.path,
-        )
+    yield from judged_engines(ctx, obj, _judge_engine)
+
+
+def _judge_engine(inp: Inputs) -> Iterator[Verdict]:
+    """One engine: its KV cache holds one max_model_len sequence."""
+    est = inp.estimate
+    kv = est.kv
+    # Weights that do not fit are V003's finding; the KV cache is moot then.
+    if not est.weights_fit or kv.fits_one_sequence:
+        return
+    values: dict[str, Value] = {
+        **estimated_subject(inp),
+        "max_model_len": est.max_model_len,
+        "weights_bytes": est.weights.bytes_per_gpu,
+        "kv_bytes": max(0, est.memory.available_kv_bytes),
+        "kv_tokens": kv.tokens,
+        "sequences": kv.max_concurrency,
+        "needed_bytes": kv.needed_bytes,
+        "blocks": kv.blocks_per_request,
+        "block_bytes": kv.bytes_per_block,
+        # 0: the KV cache cannot hold even one token.
+        "largest_max_model_len": min(kv.largest_max_model_len, est.model_max_len),
+        # Raising gpu_memory_utilization is a fix only where some utilization <= 1
+        # holds it (None: none does).
+        "utilization_to_start": est.utilization_to_start,
+        "defaults": inp.default_notes("max_model_len", "gpu_memory_utilization"),
+    }
+    yield Verdict("violation", "context-too-long", values, path=inp.site.path)
 
 
 def fields(verdict: Verdict) -> dict[str, str]:

@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterator
 from typing import cast
 
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import NotEvaluated, RuleContext
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import estimated_subject, judged_engines
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, worded
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.capacity import (
     Inputs,
     estimate,
-    estimated_engines,
     per_estimate,
 )
 from gpustrata_policies.view.objects import K8sObject
@@ -107,52 +107,52 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         why = f"typical_sequence_tokens {quoted(typical)} is not a positive integer"
         yield Verdict("not_evaluated", "typical-invalid", values={"why": why})
         return
-    for inp in estimated_engines(ctx, obj):
-        if isinstance(inp, NotEvaluated):
-            # The view words why the engine is not estimated; the verdict carries its sentence.
-            yield Verdict("not_evaluated", "not-estimated", values={"why": inp.reason})
-            continue
-        est = inp.estimate
-        if not est.fits:
-            continue  # V003 / V004: vLLM does not start at all
-        unset = "max_num_seqs" in inp.settings.defaults or "max_num_seqs" in est.defaults
-        if inp.version.version is None and unset:
-            yield Verdict(
-                "not_evaluated",
-                "max-num-seqs-unknown",
-                values={
-                    "engine": inp.site.name,
-                    "where": inp.version.where,
-                    "hint": profile_hint("images"),
-                },
-            )
-            continue
-        length = min(typical, est.max_model_len)
-        held, blocks = typical_capacity(inp, length)
-        if held >= est.max_num_seqs:
-            continue
+    tokens: int = typical  # narrowed above; the closure keeps it
+    yield from judged_engines(ctx, obj, lambda inp: _judge_engine(inp, tokens))
+
+
+def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
+    """One engine: its KV cache holds max_num_seqs sequences of *typical* tokens."""
+    est = inp.estimate
+    if not est.fits:
+        return  # V003 / V004: vLLM does not start at all
+    unset = "max_num_seqs" in inp.settings.defaults or "max_num_seqs" in est.defaults
+    if inp.version.version is None and unset:
         yield Verdict(
-            "violation",
-            "seqs-beyond-kv",
+            "not_evaluated",
+            "max-num-seqs-unknown",
             values={
                 "engine": inp.site.name,
-                "model": inp.model.name,
-                "gpu": inp.gpu.label,
-                "max_num_seqs": est.max_num_seqs,
-                "kv_tokens": est.kv.tokens,
-                "kv_blocks": est.kv.num_blocks,
-                "block_size": est.block_size,
-                "held": held,
-                "length": length,
-                "blocks": blocks,
-                "full_length_held": est.max_concurrent_full_length_sequences,
-                "max_model_len": est.max_model_len,
-                "defaults": inp.default_notes("max_num_seqs", "max_model_len"),
-                "best": reachable_max_num_seqs(inp, length),
+                "where": inp.version.where,
+                "hint": profile_hint("images"),
             },
-            thresholds={"typical_sequence_tokens": typical},
-            path=inp.site.path,
         )
+        return
+    length = min(typical, est.max_model_len)
+    held, blocks = typical_capacity(inp, length)
+    if held >= est.max_num_seqs:
+        return
+    values: dict[str, Value] = {
+        **estimated_subject(inp),
+        "max_num_seqs": est.max_num_seqs,
+        "kv_tokens": est.kv.tokens,
+        "kv_blocks": est.kv.num_blocks,
+        "block_size": est.block_size,
+        "held": held,
+        "length": length,
+        "blocks": blocks,
+        "full_length_held": est.max_concurrent_full_length_sequences,
+        "max_model_len": est.max_model_len,
+        "defaults": inp.default_notes("max_num_seqs", "max_model_len"),
+        "best": reachable_max_num_seqs(inp, length),
+    }
+    yield Verdict(
+        "violation",
+        "seqs-beyond-kv",
+        values,
+        thresholds={"typical_sequence_tokens": typical},
+        path=inp.site.path,
+    )
 
 
 def fields(verdict: Verdict) -> dict[str, str]:
