@@ -24,18 +24,12 @@ def test_v003_70b_on_one_l4_does_not_fit() -> None:
         "container 'vllm'",
     )
     assert (v.values["tensor_parallel_size"], v.values["pipeline_parallel_size"]) == (1, 1)
-    size = {k: v.values[k] for k in v.values if k.endswith("_bytes")}
+    size = {k: v.values[f"{k}_bytes"] for k in ("weights", "requested", "activation")}
+    size |= {k: v.values[f"{k}_bytes"] for k in ("cuda_graphs", "runtime_overhead")}
     assert all(isinstance(n, int) for n in size.values())
-    room = sum(
-        -int(str(size[k])) if k != "requested_bytes" else int(str(size[k]))
-        for k in (
-            "requested_bytes",
-            "activation_bytes",
-            "cuda_graphs_bytes",
-            "runtime_overhead_bytes",
-        )
-    )
-    weights = int(str(size["weights_bytes"]))
+    sizes = {k: int(str(n)) for k, n in size.items()}
+    weights = sizes.pop("weights")
+    room = sizes.pop("requested") - sum(sizes.values())  # less activations, graphs, overhead
     assert weights > room  # the decision's figures: the weights exceed what is left
     assert round(weights / 2**30, 2) == 131.41
     assert v.values["utilization"] == 0.92
