@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
-from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.findings import NotEvaluated, RuleContext
+from gpustrata_policies.rules._verdict import Value, Verdict
+from gpustrata_policies.view.capacity import Inputs, estimated_engines
 from gpustrata_policies.view.endpoints import by_namespace
 from gpustrata_policies.view.engines import EngineSite, engine_sites, unread_ray_engines
 from gpustrata_policies.view.gateways import PoolView
@@ -164,3 +166,22 @@ def vllm_pods_in(ctx: RuleContext, namespace: str) -> list[tuple[PodRef, EngineS
 
 def _runs_in(site: EngineSite, pod: PodRef) -> bool:
     return site.gpu_pod is pod or (site.container is not None and site.container.pod is pod)
+
+
+def judged_engines(
+    ctx: RuleContext, obj: K8sObject, judge_engine: Callable[[Inputs], Iterable[Verdict]]
+) -> Iterator[Verdict]:
+    """A capacity rule's verdicts: *judge_engine*'s on each engine the view estimates
+    (:func:`~gpustrata_policies.view.capacity.estimated_engines`), and where it could not
+    estimate one a "not-estimated" verdict carrying the view's sentence (``values["why"]``),
+    so that the rule's ``messages`` template ``{why}`` words the same not-evaluated record."""
+    for inp in estimated_engines(ctx, obj):
+        if isinstance(inp, NotEvaluated):
+            yield Verdict("not_evaluated", "not-estimated", values={"why": inp.reason})
+        else:
+            yield from judge_engine(inp)
+
+
+def estimated_subject(inp: Inputs) -> dict[str, Value]:
+    """The values that name a capacity verdict's engine, model and GPU."""
+    return {"engine": inp.site.name, "model": inp.model.name, "gpu": inp.gpu.label}

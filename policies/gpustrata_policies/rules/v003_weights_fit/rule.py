@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from gpustrata_policies.findings import NotEvaluated, Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import estimated_subject, judged_engines
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.view.capacity import Inputs, estimate, estimated_engines
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
+from gpustrata_policies.view.capacity import Inputs, estimate
 from gpustrata_policies.view.objects import K8sObject
 
 if TYPE_CHECKING:
@@ -95,37 +97,60 @@ def _cached_fixes(ctx: RuleContext, inp: Inputs) -> str:
     return text[1]
 
 
-def message(ctx: RuleContext, inp: Inputs) -> str:
-    """The violation text for an engine whose weights do not fit."""
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
+    """Weights per GPU plus activations and runtime overhead fit the memory vLLM may use."""
+    yield from judged_engines(ctx, obj, lambda inp: _judge_engine(ctx, inp))
+
+
+def _judge_engine(ctx: RuleContext, inp: Inputs) -> Iterator[Verdict]:
+    """One engine: its weights fit (the fixes tried are cached in *ctx*)."""
+    est = inp.estimate
+    if est.weights_fit:
+        return
+    mem = est.memory
+    values: dict[str, Value] = {
+        **estimated_subject(inp),
+        "tensor_parallel_size": est.tensor_parallel_size,
+        "pipeline_parallel_size": est.pipeline_parallel_size,
+        "weights_bytes": est.weights.bytes_per_gpu,
+        "weights_explanation": est.weights.explanation,
+        "utilization": est.gpu_memory_utilization,
+        "total_bytes": mem.total.value,
+        "requested_bytes": mem.requested.value,
+        "activation_bytes": mem.activation.value,
+        "cuda_graphs_bytes": mem.cuda_graphs.value,
+        "runtime_overhead_bytes": mem.runtime_overhead.value,
+        "defaults": inp.default_notes("tensor_parallel_size", "gpu_memory_utilization"),
+        # The alternatives need the planner (and the evaluation's cache): decided here.
+        "fixes": _cached_fixes(ctx, inp),
+    }
+    yield Verdict("violation", "weights-too-large", values, path=inp.site.path)
+
+
+# The byte figures of a verdict, shown in GiB.
+_SIZES = ("weights", "total", "requested", "activation", "cuda_graphs", "runtime_overhead")
+
+
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a V003 message quotes beyond its values: the parallel layout, sizes in GiB
+    and the room left for the weights."""
     from gpustrata.vllm.capacity import gib
 
-    est = inp.estimate
-    mem = est.memory
-    parallel = f"tensor_parallel_size {est.tensor_parallel_size}"
-    if est.pipeline_parallel_size > 1:
-        parallel += f" x pipeline_parallel_size {est.pipeline_parallel_size}"
-    overhead = mem.activation.value + mem.cuda_graphs.value + mem.runtime_overhead.value
-    room = mem.requested.value - overhead
-    defaults = inp.default_notes("tensor_parallel_size", "gpu_memory_utilization")
-    return (
-        f"{inp.site.name} serves {inp.model.name} on {inp.gpu.label} with {parallel}: its "
-        f"weights take {gib(est.weights.bytes_per_gpu)} per GPU ({est.weights.explanation}), "
-        f"but gpu_memory_utilization {est.gpu_memory_utilization:g} x "
-        f"{gib(mem.total.value)} = {gib(mem.requested.value)}, less "
-        f"{gib(mem.activation.value)} of activations, {gib(mem.cuda_graphs.value)} of CUDA "
-        f"graphs and {gib(mem.runtime_overhead.value)} of runtime overhead, leaves "
-        f"{gib(max(0, room))} for them ({gib(est.weights.bytes_per_gpu - room)} short); "
-        f"vLLM fails with out of memory while loading{defaults}. Fix: {_cached_fixes(ctx, inp)}"
-    )
+    v = verdict.values
+    if verdict.reason != "weights-too-large":
+        return {}
+    parallel = f"tensor_parallel_size {v['tensor_parallel_size']}"
+    pp = cast(int, v["pipeline_parallel_size"])
+    if pp > 1:
+        parallel += f" x pipeline_parallel_size {pp}"
+    size = {k: cast(int, v[f"{k}_bytes"]) for k in _SIZES}
+    room = size["requested"] - size["activation"] - size["cuda_graphs"] - size["runtime_overhead"]
+    return {
+        "parallel": parallel,
+        **{k: gib(n) for k, n in size.items()},
+        "room": gib(max(0, room)),
+        "short": gib(size["weights"] - room),
+    }
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
-    """Weights per GPU plus activations and runtime overhead fit the memory vLLM may use."""
-    for inp in estimated_engines(ctx, obj):
-        if isinstance(inp, NotEvaluated):
-            yield inp
-        elif not inp.estimate.weights_fit:
-            yield ctx.violation(obj, message(ctx, inp), inp.site.path)
-
-
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from typing import cast
 
 from gpustrata.core.terminal import quoted
-from gpustrata_policies.findings import NotEvaluated, Outcome, RuleContext
+from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import estimated_subject, judged_engines
 from gpustrata_policies.rules._meta import folder_rule
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.capacity import (
     Inputs,
     estimate,
-    estimated_engines,
     per_estimate,
 )
 from gpustrata_policies.view.objects import K8sObject
@@ -96,62 +98,83 @@ def _largest_from(
     return low + largest_passing(lambda k: holds(low + k), fail - low - 1)
 
 
-def check(ctx: RuleContext, obj: K8sObject) -> Iterator[Outcome]:
+def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """The KV cache holds max_num_seqs sequences of the configured typical length."""
     typical = ctx.threshold("typical_sequence_tokens")
     if isinstance(typical, float) and typical.is_integer():
         typical = int(typical)  # CrossGuard passes config numbers as doubles
     if isinstance(typical, bool) or not isinstance(typical, int) or typical < 1:
-        yield ctx.not_evaluated(
-            obj, f"typical_sequence_tokens {quoted(typical)} is not a positive integer"
+        why = f"typical_sequence_tokens {quoted(typical)} is not a positive integer"
+        yield Verdict("not_evaluated", "typical-invalid", values={"why": why})
+        return
+    tokens: int = typical  # narrowed above; the closure keeps it
+    yield from judged_engines(ctx, obj, lambda inp: _judge_engine(inp, tokens))
+
+
+def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
+    """One engine: its KV cache holds max_num_seqs sequences of *typical* tokens."""
+    est = inp.estimate
+    if not est.fits:
+        return  # V003 / V004: vLLM does not start at all
+    unset = "max_num_seqs" in inp.settings.defaults or "max_num_seqs" in est.defaults
+    if inp.version.version is None and unset:
+        yield Verdict(
+            "not_evaluated",
+            "max-num-seqs-unknown",
+            values={
+                "engine": inp.site.name,
+                "where": inp.version.where,
+                "hint": profile_hint("images"),
+            },
         )
         return
-    for inp in estimated_engines(ctx, obj):
-        if isinstance(inp, NotEvaluated):
-            yield inp
-            continue
-        est = inp.estimate
-        if not est.fits:
-            continue  # V003 / V004: vLLM does not start at all
-        unset = "max_num_seqs" in inp.settings.defaults or "max_num_seqs" in est.defaults
-        if inp.version.version is None and unset:
-            yield ctx.not_evaluated(
-                obj,
-                f"{inp.site.name}: max_num_seqs unset, and {inp.version.where}: its default "
-                "differs between releases and GPUs (the release catalogue's scheduler rows), "
-                "so the sequences vLLM runs at once are not known. Set --max-num-seqs or pin "
-                f"the image to a vLLM release {profile_hint('images')}",
-            )
-            continue
-        length = min(typical, est.max_model_len)
-        held, blocks = typical_capacity(inp, length)
-        if held >= est.max_num_seqs:
-            continue
-        what = (
+    length = min(typical, est.max_model_len)
+    held, blocks = typical_capacity(inp, length)
+    if held >= est.max_num_seqs:
+        return
+    values: dict[str, Value] = {
+        **estimated_subject(inp),
+        "max_num_seqs": est.max_num_seqs,
+        "kv_tokens": est.kv.tokens,
+        "kv_blocks": est.kv.num_blocks,
+        "block_size": est.block_size,
+        "held": held,
+        "length": length,
+        "blocks": blocks,
+        "full_length_held": est.max_concurrent_full_length_sequences,
+        "max_model_len": est.max_model_len,
+        "defaults": inp.default_notes("max_num_seqs", "max_model_len"),
+        "best": reachable_max_num_seqs(inp, length),
+    }
+    yield Verdict(
+        "violation",
+        "seqs-beyond-kv",
+        values,
+        thresholds={"typical_sequence_tokens": typical},
+        path=inp.site.path,
+    )
+
+
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a V012 message quotes beyond its values: which length was judged and the fix."""
+    v = verdict.values
+    if verdict.reason != "seqs-beyond-kv":
+        return {}
+    typical = cast(int, verdict.thresholds["typical_sequence_tokens"])
+    length, best = cast(int, v["length"]), cast(int, v["best"])
+    return {
+        "what": (
             f"typical_sequence_tokens {typical:,}"
             if length == typical
             else f"max_model_len, below typical_sequence_tokens {typical:,}"
-        )
-        defaults = inp.default_notes("max_num_seqs", "max_model_len")
-        best = reachable_max_num_seqs(inp, length)
-        fix = (
+        ),
+        "fix": (
             f"set max_num_seqs to at most {best:,} (with fewer sequences vLLM's sampler "
             f"buffers shrink and the KV cache holds {best:,} sequences of {length:,} tokens)"
             if best
             else f"not even one sequence of {length:,} tokens fits: lower max_model_len"
-        )
-        yield ctx.violation(
-            obj,
-            f"{inp.site.name} lets vLLM run max_num_seqs {est.max_num_seqs:,} sequences at "
-            f"once, but the KV cache of {inp.model.name} on {inp.gpu.label} holds "
-            f"{est.kv.tokens:,} tokens ({est.kv.num_blocks:,} blocks of {est.block_size} "
-            f"tokens): {held:,} sequences of {length:,} tokens ({what}, {blocks:,} blocks "
-            f"each) or {est.max_concurrent_full_length_sequences:,} of max_model_len "
-            f"{est.max_model_len:,}; beyond that requests wait for KV blocks or running "
-            f"ones are preempted and recomputed, so {est.max_num_seqs:,} is never "
-            f"reached{defaults}. Fix: {fix}, or give the KV cache more memory",
-            inp.site.path,
-        )
+        ),
+    }
 
 
-RULE = folder_rule(__name__, check)
+RULE = folder_rule(__name__, worded(judge, fields))
