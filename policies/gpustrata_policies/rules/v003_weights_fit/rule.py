@@ -134,11 +134,11 @@ _SIZES = ("weights", "total", "requested", "activation", "cuda_graphs", "runtime
 def fields(verdict: Verdict) -> dict[str, str]:
     """The text a V003 message quotes beyond its values: the parallel layout, sizes in GiB
     and the room left for the weights."""
+    if verdict.reason != "weights-too-large":
+        return {}  # a not-evaluated record quotes the view's reason: nothing to import
     from gpustrata.vllm.capacity import gib
 
     v = verdict.values
-    if verdict.reason != "weights-too-large":
-        return {}
     parallel = f"tensor_parallel_size {v['tensor_parallel_size']}"
     pp = cast(int, v["pipeline_parallel_size"])
     if pp > 1:

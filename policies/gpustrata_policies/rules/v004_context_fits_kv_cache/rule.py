@@ -47,11 +47,11 @@ def _judge_engine(inp: Inputs) -> Iterator[Verdict]:
 
 def fields(verdict: Verdict) -> dict[str, str]:
     """The text a V004 message quotes beyond its values: sizes in GiB and the fix."""
+    if verdict.reason != "context-too-long":
+        return {}  # a not-evaluated record quotes the view's reason: nothing to import
     from gpustrata.vllm.capacity import gib
 
     v = verdict.values
-    if verdict.reason != "context-too-long":
-        return {}
     largest = cast(int, v["largest_max_model_len"])
     u = cast(float | None, v["utilization_to_start"])
     return {
