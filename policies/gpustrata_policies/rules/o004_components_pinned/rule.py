@@ -100,11 +100,10 @@ def fields(verdict: Verdict) -> dict[str, str]:
     }
 
 
-RULE = folder_rule(
-    __name__,
-    worded(judge, fields),
-    facts={
-        "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
-        "DECLARED_OVERRIDES_ANNOTATION": DECLARED_OVERRIDES_ANNOTATION,
-    },
-)
+_FACTS = {
+    "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
+    "DECLARED_OVERRIDES_ANNOTATION": DECLARED_OVERRIDES_ANNOTATION,
+}
+"""The facts the rule's meta.yaml cites (``${NAME}``)."""
+
+RULE = folder_rule(__name__, worded(judge, fields), facts=_FACTS)

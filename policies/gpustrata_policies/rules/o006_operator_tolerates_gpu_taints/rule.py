@@ -99,11 +99,10 @@ def fields(verdict: Verdict) -> dict[str, str]:
     }
 
 
-RULE = folder_rule(
-    __name__,
-    worded(judge, fields),
-    facts={
-        "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
-        "ASSET_TOLERATIONS_URL": ASSET_TOLERATIONS_URL,
-    },
-)
+_FACTS = {
+    "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
+    "ASSET_TOLERATIONS_URL": ASSET_TOLERATIONS_URL,
+}
+"""The facts the rule's meta.yaml cites (``${NAME}``)."""
+
+RULE = folder_rule(__name__, worded(judge, fields), facts=_FACTS)

@@ -196,14 +196,13 @@ def fields(verdict: Verdict) -> dict[str, object]:
     }
 
 
-RULE = folder_rule(
-    __name__,
-    worded(judge, fields),
-    facts={
-        "DRA_DRIVER_VALUES": DRA_DRIVER_VALUES,
-        "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
-        "DRA_V1": DRA_V1,
-        "DEVICE_PLUGIN_LABEL": DEVICE_PLUGIN_LABEL,
-        "VALIDATOR_LABEL": VALIDATOR_LABEL,
-    },
-)
+_FACTS = {
+    "DRA_DRIVER_VALUES": DRA_DRIVER_VALUES,
+    "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
+    "DRA_V1": DRA_V1,
+    "DEVICE_PLUGIN_LABEL": DEVICE_PLUGIN_LABEL,
+    "VALIDATOR_LABEL": VALIDATOR_LABEL,
+}
+"""The facts the rule's meta.yaml cites (``${NAME}``)."""
+
+RULE = folder_rule(__name__, worded(judge, fields), facts=_FACTS)
