@@ -12,7 +12,7 @@ from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import fmt, object_index, pool_members
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.endpoints import reach, services
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.gateways import (
@@ -319,26 +319,16 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a G001 verdict."""
-    v = verdict.values
-    if verdict.reason == "generation-unknown":
-        return str(v["why"])
-    needed = math.ceil(cast(float, v["generation_seconds"]))
-    cut = f"{v['hop']} ({cast(float, verdict.thresholds['timeout_seconds']):g} s)"
-    answer = f"the longest answer {v['engine']} admits takes at least {v['working']}"
-    if verdict.reason == "idle-timeout-cuts-answer":
-        return (
-            f"{cut} ends a response that sends nothing for that long, and a non-streamed "
-            f"answer sends nothing until it is complete: {answer}. Such answers are cut "
-            f"with a 504 while the engine keeps generating; only clients that stream "
-            f'("stream": true) are safe. Raise it above {needed} s or make every client stream'
-        )
-    return (
-        f"{cut} ends the response even while it streams, and {answer}; longer answers are "
-        f"cut with a 504 while the engine keeps generating. Raise it above {needed} s (or "
-        "disable it) or lower --max-model-len"
-    )
+def fields(verdict: Verdict) -> dict[str, object]:
+    """The numbers a G001 message quotes beyond its values: the hop's timeout and the whole
+    seconds it must exceed."""
+    seconds = verdict.values.get("generation_seconds")
+    if seconds is None:
+        return {}
+    return {
+        "timeout": cast(float, verdict.thresholds["timeout_seconds"]),
+        "needed": math.ceil(cast(float, seconds)),
+    }
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -14,7 +14,7 @@ from gpustrata_policies.rules._common import (
     vllm_pods_in,
 )
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.endpoints import by_namespace
 from gpustrata_policies.view.engines import EngineSite, release_version
 from gpustrata_policies.view.gateways import (
@@ -181,32 +181,16 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             return
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a G002 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text a G002 message derives: the pool's ports, where the engine listens and why."""
     v = verdict.values
-    if verdict.reason == "selects-no-pod":
-        return (
-            f"InferencePool {v['pool']} selects {v['selector']}, which no Pod of namespace "
-            f"{v['namespace']} carries, so it has no endpoints; the vLLM Pods here "
-            f"({v['vllm_pod']}, labels {v['vllm_labels']}) get none of its traffic. Select the "
-            "engine Pods' labels"
-        )
-    if verdict.reason == "picker-metric-not-exported":
-        return (
-            f"InferencePool {v['pool']}'s endpoint picker reads KV-cache usage from "
-            f"{v['metric']} ({v['metric_source']}), which vLLM {v['vllm']} ({v['vllm_source']}) "
-            f"of {v['engine']} does not export (vllm/v1/metrics/loggers.py of the releases "
-            "read: 0.8.5 exports vllm:gpu_cache_usage_perc, 0.10.1.1 both, 0.11.0 on "
-            "vllm:kv_cache_usage_perc only); its KV-cache-aware scoring sees no value. Set "
-            f"--{KV_USAGE_FLAG}=vllm:kv_cache_usage_perc (or the metric that release exports) "
-            "on the picker"
-        )
-    ports = ", ".join(str(p) for p in cast(tuple[int, ...], verdict.thresholds["pool_ports"]))
-    return (
-        f"InferencePool {v['pool']} sends requests to port {ports}, but {v['engine']} "
-        f"(selected by it) listens on {_listens(v)}; the gateway gets connection refused from "
-        f"every endpoint. Target port {v['engine_port']}"
-    )
+    ports = cast(tuple[int, ...], verdict.thresholds.get("pool_ports", ()))
+    listens = "" if "engine_port" not in v else _listens(v)
+    return {"ports": ", ".join(str(p) for p in ports), "listens": listens}
 
 
-RULE = folder_rule(__name__, judged(judge, message), facts={"GIE_CRDS": GIE_CRDS})
+RULE = folder_rule(
+    __name__,
+    worded(judge, fields),
+    facts={"GIE_CRDS": GIE_CRDS, "KV_USAGE_FLAG": KV_USAGE_FLAG},
+)

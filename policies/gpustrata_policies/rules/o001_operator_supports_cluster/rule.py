@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import cast
 
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.nodes import GPU_OPERATOR_PLATFORMS, gpu_pools, operators_for
 from gpustrata_policies.view.objects import K8sObject
@@ -55,38 +55,20 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             )
 
 
-_NOT_EVALUATED: Mapping[str, str] = {
-    "kubernetes-unknown": (
-        "the cluster's Kubernetes version is unknown: no GpuNodePool states spec.kubernetesVersion"
-    ),
-    "operator-uncatalogued": "GPU Operator {version} is not in the compatibility catalogue",
-}
-"""The prose of O001's not-evaluated verdicts, by reason (``{key}``: a verdict value)."""
-
-
-def message(verdict: Verdict) -> str:
-    """The prose of an O001 verdict."""
-    v, t = verdict.values, verdict.thresholds
-    if verdict.reason in _NOT_EVALUATED:
-        return _NOT_EVALUATED[verdict.reason].format_map(v)
-    if verdict.reason == "chart-unpinned":
-        what = (
-            f"is a range or tag, not a release ({v['version']})"
-            if v["version"]
-            else "is not stated"
-        )
-        return f"the GPU Operator's chart version {what}"
-    names = ", ".join(cast(tuple[str, ...], v["pools"]))
-    if verdict.reason == "kubernetes-unreadable":
-        return f"Kubernetes version {quoted(v['kubernetes'])} of pool(s) {names} is unreadable"
-    which = "Amazon EKS" if v["on_eks"] else "upstream Kubernetes"
-    return (
-        f"GPU Operator {v['operator']} supports {which} {t['min_kubernetes']} to "
-        f"{t['max_kubernetes']} (its platform support matrix), but pool(s) {names} "
-        f"run Kubernetes {v['kubernetes']}"
-    )
+def fields(verdict: Verdict) -> dict[str, object]:
+    """The text an O001 message derives: what is wrong with the chart version, the pools
+    named, the Kubernetes version quoted, the platform and its supported range."""
+    v = verdict.values
+    version = v.get("version")
+    return {
+        **verdict.thresholds,
+        "what": f"is a range or tag, not a release ({version})" if version else "is not stated",
+        "names": ", ".join(cast(tuple[str, ...], v.get("pools", ()))),
+        "unreadable": quoted(v["kubernetes"]) if "kubernetes" in v else "",
+        "which": "Amazon EKS" if v.get("on_eks") else "upstream Kubernetes",
+    }
 
 
 RULE = folder_rule(
-    __name__, judged(judge, message), facts={"GPU_OPERATOR_PLATFORMS": GPU_OPERATOR_PLATFORMS}
+    __name__, worded(judge, fields), facts={"GPU_OPERATOR_PLATFORMS": GPU_OPERATOR_PLATFORMS}
 )

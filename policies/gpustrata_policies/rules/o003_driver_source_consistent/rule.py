@@ -7,7 +7,7 @@ from typing import cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.nodes import (
     EKS_AMI_TYPES,
     GPU_OPERATOR_EKS,
@@ -56,41 +56,22 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             yield Verdict("violation", "no-driver", {**values, "pools": images}, path=path)
 
 
-_TEXTS = {
-    "driver-twice": (
-        "{operator} installs its own NVIDIA driver ({setting}), but pool(s) {names} run a node "
-        "image that already ships one ({images}); set driver.enabled=false for nodes whose "
-        "image has the driver"
-    ),
-    "no-driver": (
-        "{operator} does not install the NVIDIA driver ({setting}), and pool(s) {names} run a "
-        "node image without one ({images}); the device plugin finds no GPU there and "
-        "nvidia.com/gpu stays 0"
-    ),
-}
-"""The prose of O003's violations, by reason (``{key}``: a verdict value)."""
-
-
-def message(verdict: Verdict) -> str:
-    """The prose of an O003 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an O003 message derives: the operator's driver setting and the pools' names
+    and images."""
     v = verdict.values
-    if verdict.reason == "node-images-unknown":
-        return (
-            "no GpuNodePool states its node image (spec.amiType or spec.driverPreinstalled) "
-            "and no Node shows one (Bottlerocket osImage, nvidia.com/gpu.deploy.driver="
-            "pre-installed), so whether the nodes ship a driver is unknown"
-        )
+    if "pools" not in v:
+        return {}
     pools = cast(tuple[tuple[str, str], ...], v["pools"])
-    words = {
+    return {
         "setting": f"driver.enabled: {str(v['driver_enabled']).lower()}{v['origin']}",
         "names": ", ".join(name for name, _ in pools),
         "images": "; ".join(f"{name}: {image}" for name, image in pools),
     }
-    return _TEXTS[verdict.reason].format_map({**v, **words})
 
 
 RULE = folder_rule(
     __name__,
-    judged(judge, message),
+    worded(judge, fields),
     facts={"GPU_OPERATOR_EKS": GPU_OPERATOR_EKS, "EKS_AMI_TYPES": EKS_AMI_TYPES},
 )

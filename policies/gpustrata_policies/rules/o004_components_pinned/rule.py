@@ -7,7 +7,7 @@ from typing import cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.gpu_operator import DECLARED_OVERRIDES_ANNOTATION, GpuOperatorView
 from gpustrata_policies.view.nodes import GPU_OPERATOR_VALUES, operators_for
@@ -81,39 +81,29 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of an O004 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an O004 message derives: the chart version stated, why the operator's tested
+    set is unknown, and the overrides listed."""
     v = verdict.values
-    if verdict.reason == "values-file-unversioned":
-        return (
-            "a values file does not state the chart version it is installed with, so "
-            "whether the release is pinned is unknown"
-        )
-    if verdict.reason == "chart-unpinned":
-        return (
-            f"the GPU Operator chart version is not pinned ({v['version'] or 'unset'}); each "
-            "install takes the newest release and with it new driver, toolkit, device plugin "
-            "and DCGM exporter versions"
-        )
-    if verdict.reason == "operator-uncatalogued":
-        reason = (
-            f"{v['operator']} is not in the compatibility catalogue"
-            if v["version"]
+    overrides = cast(tuple[tuple[str, str, str], ...], v.get("overrides", ()))
+    return {
+        "stated": f"{v.get('version') or 'unset'}",
+        "uncatalogued": (
+            f"{v.get('operator')} is not in the compatibility catalogue"
+            if v.get("version")
             else "the GPU Operator's release is not stated (helm.sh/chart label)"
-        )
-        return f"{reason}, so its tested component versions are unknown"
-    overrides = cast(tuple[tuple[str, str, str], ...], v["overrides"])
-    listed = "; ".join(
-        f"{component}.version {stated} (tested: {tested})"
-        for component, stated, tested in overrides
-    )
-    return (
-        f"{v['operator']} runs components outside its tested set: {listed}; "
-        f"declare deliberate overrides ({DECLARED_OVERRIDES_ANNOTATION} or "
-        "declaredOverrides) or use the tested versions"
-    )
+        ),
+        "listed": "; ".join(
+            f"{component}.version {stated} (tested: {tested})"
+            for component, stated, tested in overrides
+        ),
+    }
 
 
-RULE = folder_rule(
-    __name__, judged(judge, message), facts={"GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES}
-)
+_FACTS = {
+    "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
+    "DECLARED_OVERRIDES_ANNOTATION": DECLARED_OVERRIDES_ANNOTATION,
+}
+"""The facts the rule's meta.yaml cites (``${NAME}``)."""
+
+RULE = folder_rule(__name__, worded(judge, fields), facts=_FACTS)

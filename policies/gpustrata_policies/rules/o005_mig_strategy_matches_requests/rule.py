@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.nodes import (
     MIG_CONFIG_LABEL,
     MIG_K8S,
@@ -160,36 +160,32 @@ def _problem_text(problem: Problem, profile: str) -> str:
     return f"pool {pool} partitions its GPUs as {partition}, which makes no {profile} instances"
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of an O005 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an O005 message derives: the strategies in conflict, why a MIG request is
+    not served, and why a whole-GPU request on a MIG pool is not."""
     v, strategy = verdict.values, verdict.thresholds.get("strategy")
-    if verdict.reason == "mixed-strategies":
-        strategies = cast(tuple[str, ...], v["strategies"])
-        return f"several GPU Operators with different MIG strategies ({', '.join(strategies)})"
-    if verdict.reason == "mig-request-unserved":
-        resource = str(v["resource"])
-        problems = "; ".join(
-            _problem_text(p, resource[len(MIG_PREFIX) :])
-            for p in cast(tuple[Problem, ...], v["problems"])
+    out = {"strategies": ", ".join(cast(tuple[str, ...], v.get("strategies", ())))}
+    if "problems" in v:
+        profile = str(v["resource"])[len(MIG_PREFIX) :]
+        out["problems"] = "; ".join(
+            _problem_text(p, profile) for p in cast(tuple[Problem, ...], v["problems"])
         )
-        return f"pod{v['pod']} requests {resource}, but {problems}; it stays Pending"
     if strategy == "mixed":
-        why = (
+        out["why"] = (
             "MIG strategy mixed advertises MIG-enabled GPUs only as "
             "nvidia.com/mig-<profile>, so those nodes offer no nvidia.com/gpu and the pod "
             "stays Pending"
         )
     else:
-        why = (
+        out["why"] = (
             f"MIG strategy {strategy} makes the device plugin ignore MIG: it hands out the "
             "partitioned GPUs whole as nvidia.com/gpu and never serves their MIG instances"
         )
-    return (
-        f"pod{v['pod']} requests nvidia.com/gpu on pool {v['pool']}, whose GPUs are "
-        f"MIG-partitioned ({MIG_CONFIG_LABEL}: {v['partition']}), but {why}; use strategy "
-        "single (each nvidia.com/gpu is then one MIG instance) or request "
-        "nvidia.com/mig-<profile> with mixed"
-    )
+    return out
 
 
-RULE = folder_rule(__name__, judged(judge, message), facts={"MIG_K8S": MIG_K8S})
+RULE = folder_rule(
+    __name__,
+    worded(judge, fields),
+    facts={"MIG_K8S": MIG_K8S, "MIG_CONFIG_LABEL": MIG_CONFIG_LABEL},
+)

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view.gpu_operator import ASSET_TOLERATIONS_URL
 from gpustrata_policies.view.nodes import GPU_OPERATOR_VALUES, gpu_pools, operators_for
 from gpustrata_policies.view.objects import K8sObject
@@ -80,28 +80,29 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of an O006 verdict."""
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an O006 message derives: the untolerated taints by pool, the tolerations
+    set, and what the component is and what its missing tolerations cost."""
     v = verdict.values
-    if verdict.reason == "no-pools":
-        return "no GpuNodePool describes the GPU nodes' taints"
+    if "component" not in v:
+        return {}
     missing = "; ".join(
         f"pool {name}: {', '.join(taints)}"
         for name, taints in cast(tuple[tuple[str, tuple[str, ...]], ...], v["untolerated"])
     )
-    has = ", ".join(cast(tuple[str, ...], v["tolerations"])) or "none"
     what, consequence = _CONSEQUENCE[str(v["component"])]
-    return (
-        f"{v['operator']}: the {what} do not tolerate {missing} (they tolerate "
-        f"{has}{v['default']}); {consequence}"
-    )
+    return {
+        "missing": missing,
+        "has": ", ".join(cast(tuple[str, ...], v["tolerations"])) or "none",
+        "what": what,
+        "consequence": consequence,
+    }
 
 
-RULE = folder_rule(
-    __name__,
-    judged(judge, message),
-    facts={
-        "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
-        "ASSET_TOLERATIONS_URL": ASSET_TOLERATIONS_URL,
-    },
-)
+_FACTS = {
+    "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
+    "ASSET_TOLERATIONS_URL": ASSET_TOLERATIONS_URL,
+}
+"""The facts the rule's meta.yaml cites (``${NAME}``)."""
+
+RULE = folder_rule(__name__, worded(judge, fields), facts=_FACTS)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Verdict, judged
+from gpustrata_policies.rules._verdict import Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, GpuRef, engine_sites
 from gpustrata_policies.view.nodes import gpu_requests
@@ -109,16 +109,11 @@ def _problem_text(problem: tuple[str, ...], minimum: str) -> str:
     )
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of an O007 verdict."""
-    v, minimum = verdict.values, str(verdict.thresholds["min_compute_capability"])
-    problems = "; ".join(
-        _problem_text(p, minimum) for p in cast(tuple[tuple[str, ...], ...], v["problems"])
-    )
-    return (
-        f"{v['container']} runs on {v['gpu']} ({v['where']}, compute capability "
-        f"{v['compute_capability']}): {problems}"
-    )
+def fields(verdict: Verdict) -> dict[str, str]:
+    """The text an O007 message derives: each dtype or quantisation the GPU lacks, in words."""
+    minimum = str(verdict.thresholds["min_compute_capability"])
+    problems = cast(tuple[tuple[str, ...], ...], verdict.values["problems"])
+    return {"problems": "; ".join(_problem_text(p, minimum) for p in problems)}
 
 
-RULE = folder_rule(__name__, judged(judge, message))
+RULE = folder_rule(__name__, worded(judge, fields))

@@ -11,7 +11,7 @@ from gpustrata.core.terminal import quoted
 from gpustrata.core.versions import is_version, parse_version
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.device_classes import operator_dra
 from gpustrata_policies.view.dra import (
     CLAIM_KINDS,
@@ -183,66 +183,26 @@ def _names(v: Mapping[str, Value], key: str, spell: Callable[[str], str] = str) 
     return ", ".join(spell(n) for n in cast(tuple[str, ...], v[key]))
 
 
-_TEXTS: Mapping[str, str] = {
-    "dra-v1-unserved": (
-        "{kind} {name} uses {api}, which Kubernetes serves from {min_kubernetes}, but "
-        "the GPU pools run Kubernetes {versions}; the API server rejects it"
-    ),
-    "gpucluster-and-clusterpolicy": (
-        "GPUCluster {gpu_cluster} and ClusterPolicy {cluster_policy} both exist: the "
-        "device-plugin stack and the DRA stack on the same GPUs, which the operator "
-        "calls invalid ({source}); keep one of them"
-    ),
-    "both-crs-deployed": (
-        "{operator} deploys both a ClusterPolicy (clusterPolicy.deployCR) and a "
-        "GPUCluster (gpuCluster.deployCR): the device-plugin stack and the DRA stack "
-        "on the same GPUs, which the operator calls invalid ({source}); "
-        "set clusterPolicy.deployCR=false to use its DRA driver"
-    ),
-    "default-placement-overlaps-plugin": (
-        "{driver} publishes the GPUs of every GPU node (its kubelet plugin's "
-        "default placement) and {operator} runs its device plugin "
-        "cluster-wide (devicePlugin on), which advertises the same GPUs as "
-        "nvidia.com/gpu; both admit Pods against the same devices, so two Pods can be "
-        "given one GPU"
-    ),
-    "no-pools": "no GpuNodePool describes the GPU nodes' labels",
-    "plugin-overlaps-dra": (
-        "{driver} publishes the GPUs of pool(s) {names} (resources.gpus.enabled, "
-        "its kubelet plugin runs there) and the GPU Operator's device plugin advertises "
-        "them as nvidia.com/gpu too (no {plugin_label}=false label); both "
-        "admit Pods against the same devices, so two Pods can be given one GPU"
-    ),
-    "validator-on-dra-pools": (
-        "{driver} publishes the GPUs of DRA-only pool(s) {names} "
-        "({plugin_label}=false), but they do not carry {label}={validator_label}: "
-        "the GPU Operator's validator runs there and waits for nvidia.com/gpu capacity "
-        "that DRA nodes never advertise, so it never becomes ready ({source}). Label those "
-        "nodes {label}={validator_label}"
-    ),
-}
-"""The prose of O008's verdicts, by reason (``{key}``: a verdict value or threshold)."""
-
-
-def message(verdict: Verdict) -> str:
-    """The prose of an O008 verdict."""
+def fields(verdict: Verdict) -> dict[str, object]:
+    """The text an O008 message derives: its thresholds, the pools' Kubernetes versions and
+    names, and the source it cites."""
     v = verdict.values
-    if verdict.reason == "kubernetes-unreadable":
-        unreadable = _names(v, "kubernetes", quoted)
-        return f"the GPU pools' Kubernetes version {unreadable} is not a release number"
-    words = {
+    return {
+        **verdict.thresholds,
+        "unreadable": _names(v, "kubernetes", quoted) if "kubernetes" in v else "",
         "versions": _names(v, "kubernetes") if "kubernetes" in v else "",
-        "api": DRA_V1,
-        "plugin_label": DEVICE_PLUGIN_LABEL,
-        "label": VALIDATOR_LABEL,
         "source": verdict.sources[0] if verdict.sources else "",
         "names": _names(v, "pools") if "pools" in v else "",
     }
-    return _TEXTS[verdict.reason].format_map({**v, **verdict.thresholds, **words})
 
 
-RULE = folder_rule(
-    __name__,
-    judged(judge, message),
-    facts={"DRA_DRIVER_VALUES": DRA_DRIVER_VALUES, "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES},
-)
+_FACTS = {
+    "DRA_DRIVER_VALUES": DRA_DRIVER_VALUES,
+    "GPU_OPERATOR_VALUES": GPU_OPERATOR_VALUES,
+    "DRA_V1": DRA_V1,
+    "DEVICE_PLUGIN_LABEL": DEVICE_PLUGIN_LABEL,
+    "VALIDATOR_LABEL": VALIDATOR_LABEL,
+}
+"""The facts the rule's meta.yaml cites (``${NAME}``)."""
+
+RULE = folder_rule(__name__, worded(judge, fields), facts=_FACTS)

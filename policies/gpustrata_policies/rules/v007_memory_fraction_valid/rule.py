@@ -12,7 +12,7 @@ from gpustrata.catalog.vllm_release_types import source_url
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
-from gpustrata_policies.rules._verdict import Value, Verdict, judged
+from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
@@ -182,31 +182,25 @@ def _text(written: Value) -> str:
     return f"gpu_memory_utilization {written}"
 
 
-def message(verdict: Verdict) -> str:
-    """The prose of a V007 verdict."""
-    v, text = verdict.values, _text(verdict.values["utilization"])
-    if verdict.reason == "fraction-out-of-range":
-        return f"{v['engine']} sets {text}; vLLM accepts a fraction in (0, 1] and refuses to start"
-    fraction = cast(float, v["fraction"])
-    if verdict.reason == "time-sliced-gpu-oversubscribed":
+def fields(verdict: Verdict) -> dict[str, object]:
+    """The text a V007 message derives: the fraction as named, the Pods sharing a GPU, the
+    GPU size of a bundle, and the GPUs the engines need together."""
+    v = verdict.values
+    out: dict[str, object] = {"text": _text(v["utilization"])}
+    fraction = cast(float, v.get("fraction", 0.0))
+    if "pods" in v:
         pods = cast(int, v["pods"])
-        count = str(pods) if v["exact"] else f"at least {pods}"
-        return (
-            f"{v['engine']} gets a time-sliced GPU ({v['sharing']}) that {count} Pods share with "
-            f"no memory isolation, and its engine takes {text} of the GPU's memory: {count} "
-            f"engines need {pods * fraction:.2f} x the GPU; the second fails with out of memory"
-        )
-    per_gpu = cast(int, v["per_gpu"])
-    return (
-        f"{v['engine']} places workers in bundles of {fmt_gpus(cast(Fraction, v['bundle_gpus']))} "
-        f"GPU, so Ray can put {per_gpu} of them on one GPU, each taking {text} of its memory: "
-        f"{per_gpu * fraction:.2f} x the GPU; set gpu_memory_utilization to at most "
-        f"{verdict.thresholds['max_utilization']:g}"
-    )
+        out["count"] = str(pods) if v["exact"] else f"at least {pods}"
+        out["need"] = pods * fraction
+    if "per_gpu" in v:
+        out["bundle"] = fmt_gpus(cast(Fraction, v["bundle_gpus"]))
+        out["need"] = cast(int, v["per_gpu"]) * fraction
+        out["max_utilization"] = verdict.thresholds["max_utilization"]
+    return out
 
 
 RULE = folder_rule(
     __name__,
-    judged(judge, message),
+    worded(judge, fields),
     facts={"gpu_memory_utilization_source": VLLM_CACHE_CONFIG},
 )
