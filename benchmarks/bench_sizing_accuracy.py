@@ -73,7 +73,7 @@ def _serving() -> int:
 
 def _startup() -> int:
     from gpustrata.catalog.serving import load_startup_logs
-    from gpustrata.vllm.timing import predict_logged_startup
+    from gpustrata.vllm.timing import logged_startup_prediction
 
     logs = load_startup_logs()
     fit = load_serving_fit()
@@ -86,7 +86,8 @@ def _startup() -> int:
     share: dict[str, list[bool]] = {"in-sample": [], "out-of-sample": []}
     share_cited: list[bool] = []
     for log in logs:
-        fitted, cited, logged, why = predict_logged_startup(log)
+        p = logged_startup_prediction(log)
+        fitted, cited, logged, why = p.point_s, p.cited_s, p.logged_s, p.how
         ratio, ratio_cited = fitted / logged, cited / logged
         ok = 1 / 1.5 <= ratio <= 1.5
         ok_cited = 1 / 1.5 <= ratio_cited <= 1.5

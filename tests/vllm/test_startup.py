@@ -28,7 +28,6 @@ from gpustrata.vllm.timing import (
     load_path_fixed_s,
     logged_startup_prediction,
     planner_load_paths,
-    predict_logged_startup,
     startup_estimate,
 )
 from gpustrata.vllm.weights import WeightsEstimate, weights_estimate
@@ -194,7 +193,8 @@ def test_published_logs_within_a_factor_1_5() -> None:
     logs = load_startup_logs()
     ok = cited_ok = fitted_ok = fitted_n = 0
     for log in logs:
-        fitted, cited, logged, _ = predict_logged_startup(log)
+        p = logged_startup_prediction(log)
+        fitted, cited, logged = p.point_s, p.cited_s, p.logged_s
         within = 1 / 1.5 <= fitted / logged <= 1.5
         ok += within
         cited_ok += 1 / 1.5 <= cited / logged <= 1.5

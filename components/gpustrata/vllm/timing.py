@@ -45,7 +45,6 @@ __all__ = [
     "load_path_fixed_s",
     "logged_startup_prediction",
     "planner_load_paths",
-    "predict_logged_startup",
     "startup_estimate",
     "step_estimate",
     "streamer_bandwidth",
@@ -705,13 +704,6 @@ def logged_startup_prediction(
         logged_s=logged,
         how="; ".join(how),
     )
-
-
-def predict_logged_startup(log: StartupLog) -> tuple[float, float, float, str]:
-    """(fitted prediction, the cited defaults' prediction, logged, how) for a log, with
-    the catalogue's constants (:func:`logged_startup_prediction`)."""
-    p = logged_startup_prediction(log)
-    return p.point_s, p.cited_s, p.logged_s, p.how
 
 
 def _rate(gbps: float) -> str:
