@@ -195,7 +195,6 @@ def fields(verdict: Verdict) -> dict[str, object]:
     if "per_gpu" in v:
         out["bundle"] = fmt_gpus(cast(Fraction, v["bundle_gpus"]))
         out["need"] = cast(int, v["per_gpu"]) * fraction
-        out["max_utilization"] = verdict.thresholds["max_utilization"]
     return out
 
 
