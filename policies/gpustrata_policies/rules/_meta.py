@@ -154,7 +154,7 @@ class _Wording:
                 f"{self.where}: messages has no {verdict.reason!r}, a reason the rule's judge "
                 "gives; add its template"
             )
-        shared = sorted(set(verdict.values) & set(verdict.thresholds))
+        shared = sorted(verdict.thresholds.keys() & verdict.values.keys())
         if shared:
             raise RuleMetaError(
                 f"{self.where}: messages.{verdict.reason}: {self.rule_id}'s verdict has "
@@ -215,8 +215,9 @@ def meta_from(
     used: set[str] | None = None,
 ) -> RuleMeta:
     """Validate the parsed ``meta.yaml`` *data* of rule folder *folder* (``k003_gpu_pool_
-    tainted``; *where* names the file in errors) and build its :class:`RuleMeta`. *used*
-    collects the facts cited; without it, a fact of *facts* no field cites is an error."""
+    tainted``; *where* names the file in errors), its ``messages`` included, and build its
+    :class:`RuleMeta`. *used* collects the facts cited; without it, a fact of *facts* no
+    field cites is an error."""
     check_unused = used is None
     used = set() if used is None else used
     meta, _ = _read(data, where, folder, facts, used)
