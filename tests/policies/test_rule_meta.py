@@ -180,6 +180,42 @@ def test_worded_rule_fills_its_reason_template_from_values_and_fields(
         list(outcomes)
 
 
+def test_worded_rule_fills_thresholds_and_fields_take_precedence(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template names the verdict's thresholds as it names its values; *fields* may word
+    either anew; a name that is both a value and a threshold is an error naming the rule and
+    the reason."""
+    from gpustrata_policies.rules._verdict import Verdict, worded
+
+    module = _worded_rule(
+        tmp_path, monkeypatch, {"short": "{pod} has {free} of {need:g} GPUs", "both": "{need}"}
+    )
+    verdicts = [
+        Verdict("violation", "short", {"pod": "Pod/a", "free": 1}, {"need": 2.0}),
+        Verdict("violation", "both", {"need": 1}, {"need": 2}),
+    ]
+
+    def judge(ctx: Any, obj: Any) -> Any:
+        return iter(verdicts)
+
+    class Ctx:
+        def violation(self, obj: Any, text: str, path: Any, advisory: bool) -> str:
+            return text
+
+    def fields(verdict: Verdict) -> dict[str, object]:
+        return {"free": "one"} if verdict.reason == "short" else {}
+
+    outcomes = iter(folder_rule(module, worded(judge, fields)).check(Ctx(), None))  # type: ignore[arg-type]
+    assert next(outcomes) == "Pod/a has one of 2 GPUs"
+    with pytest.raises(
+        RuleMetaError,
+        match=r"meta.yaml: messages.both: K003's verdict has 'need' both as a value and as a "
+        r"threshold; .* rename one in the rule's judge",
+    ):
+        next(outcomes)
+
+
 def test_messages_errors_name_the_file_the_reason_and_the_fix(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

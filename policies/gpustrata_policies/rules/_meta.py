@@ -12,8 +12,9 @@ A text field may cite a value the code knows (a catalogued release, a pinned sou
 ``${name}``: the name is one of :data:`SHARED_FACTS` or of the rule's own *facts*. A
 ``references`` item that is exactly ``${name}`` of a tuple stands for all its URLs. The file
 may word its rule's verdicts: ``messages`` maps each verdict reason to a template filled
-with ``str.format`` from the verdict's values (``{pod}``, ``{gpus:,}``), for a rule registered
-as ``folder_rule(__name__, worded(judge))``. The file
+with ``str.format`` from the verdict's values and thresholds (``{pod}``, ``{gpus:,}``; a name
+in both is an error) and the rule's *fields*, which take precedence, for a rule registered as
+``folder_rule(__name__, worded(judge, fields))``. The file
 is validated on load; a mistake stops the import with the file, the key, the bad value and
 the fix (:class:`RuleMetaError`).
 """
@@ -115,15 +116,14 @@ def folder_rule(
         what = " ".join(str(getattr(exc, k, "") or "") for k in ("context", "problem")).strip()
         raise RuleMetaError(f"{at}: not valid YAML ({what or exc}); fix the syntax") from None
     used: set[str] = set()
-    meta = meta_from(data, where, package.rpartition(".")[2], facts or {}, used)
-    templates = _messages(data, {**SHARED_FACTS, **(facts or {})}, used, where)
+    meta, templates = _read(data, where, package.rpartition(".")[2], facts or {}, used)
     if isinstance(check, Worded):
         if not templates:
             raise RuleMetaError(
                 f"{where}: messages is missing; a rule registered with worded(judge) words "
                 "each verdict reason there (reason: template)"
             )
-        check = judged(check.judge, _Wording(templates, check.fields, where))
+        check = judged(check.judge, _Wording(templates, check.fields, where, meta.id))
     elif templates:
         raise RuleMetaError(
             f"{where}: messages is given but rule.py words its findings itself; register "
@@ -134,15 +134,18 @@ def folder_rule(
 
 
 class _Wording:
-    """A worded rule's ``message(verdict)``: its reason's template filled from its values."""
+    """A worded rule's ``message(verdict)``: its reason's template filled from the verdict's
+    values and thresholds (no name in both), then from its *fields*, which win: they word
+    a figure the template cannot (a byte count as ``1Gi``, a tuple as a list)."""
 
     def __init__(
         self,
         templates: Mapping[str, str],
         fields: Callable[[Verdict], Mapping[str, object]] | None,
         where: str,
+        rule_id: str,
     ) -> None:
-        self.templates, self.fields, self.where = templates, fields, where
+        self.templates, self.fields, self.where, self.rule_id = templates, fields, where, rule_id
 
     def __call__(self, verdict: Verdict) -> str:
         template = self.templates.get(verdict.reason)
@@ -151,7 +154,14 @@ class _Wording:
                 f"{self.where}: messages has no {verdict.reason!r}, a reason the rule's judge "
                 "gives; add its template"
             )
-        values: dict[str, object] = dict(verdict.values)
+        shared = sorted(verdict.thresholds.keys() & verdict.values.keys())
+        if shared:
+            raise RuleMetaError(
+                f"{self.where}: messages.{verdict.reason}: {self.rule_id}'s verdict has "
+                f"{shared[0]!r} both as a value and as a threshold; a template names each once, "
+                "so rename one in the rule's judge"
+            )
+        values: dict[str, object] = {**verdict.values, **verdict.thresholds}
         if self.fields is not None:
             values.update(self.fields(verdict))
         try:
@@ -163,8 +173,10 @@ class _Wording:
             ) from None
 
 
-def _messages(data: Any, known: Mapping[str, Fact], used: set[str], where: str) -> dict[str, str]:
-    value = data.get("messages", {}) if isinstance(data, Mapping) else {}
+def _messages(
+    data: Mapping[str, Any], known: Mapping[str, Fact], used: set[str], where: str
+) -> dict[str, str]:
+    value = data.get("messages", {})
     if not isinstance(value, Mapping):
         raise RuleMetaError(
             f"{where}: messages: expected a mapping of verdict reason to template, got "
@@ -203,8 +215,22 @@ def meta_from(
     used: set[str] | None = None,
 ) -> RuleMeta:
     """Validate the parsed ``meta.yaml`` *data* of rule folder *folder* (``k003_gpu_pool_
-    tainted``; *where* names the file in errors) and build its :class:`RuleMeta`. *used*
-    collects the facts cited; without it, a fact of *facts* no field cites is an error."""
+    tainted``; *where* names the file in errors), its ``messages`` included, and build its
+    :class:`RuleMeta`. *used* collects the facts cited; without it, a fact of *facts* no
+    field cites is an error."""
+    check_unused = used is None
+    used = set() if used is None else used
+    meta, _ = _read(data, where, folder, facts, used)
+    if check_unused:
+        _unused(facts, used, where)
+    return meta
+
+
+def _read(
+    data: Any, where: str, folder: str, facts: Mapping[str, Fact], used: set[str]
+) -> tuple[RuleMeta, dict[str, str]]:
+    """The :class:`RuleMeta` and the ``messages`` templates of *data* (see :func:`meta_from`),
+    their ``${name}`` resolved from one mapping of the known facts."""
     if not isinstance(data, Mapping):
         raise RuleMetaError(f"{where}: expected a mapping of keys, got {_kind(data)}")
     unknown = sorted(set(map(str, data)) - {*_REQUIRED, *_OPTIONAL})
@@ -219,8 +245,6 @@ def meta_from(
             f"{where}: {missing[0]} is missing; add it (a rule needs all of {', '.join(_REQUIRED)})"
         )
     known = {**SHARED_FACTS, **facts}
-    check_unused = used is None
-    used = set() if used is None else used
 
     def text(key: str) -> str:
         value = data.get(key, "")
@@ -256,9 +280,7 @@ def meta_from(
         scope=choice("scope", _SCOPES) if "scope" in data else "resource",
         thresholds=_thresholds(data.get("thresholds", {}), where),
     )
-    if check_unused:
-        _unused(facts, used, where)
-    return meta
+    return meta, _messages(data, known, used, where)
 
 
 def _resolve(value: str, known: Mapping[str, Fact], used: set[str], where: str) -> str:

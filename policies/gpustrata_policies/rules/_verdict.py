@@ -57,8 +57,8 @@ def outcomes(
 @dataclass(frozen=True)
 class Worded:
     """A judge whose verdicts its folder's ``meta.yaml`` words: one ``messages`` template per
-    verdict reason, filled from the verdict's values (and *fields*, for text the values do not
-    hold as such), as ESLint rules word a report by ``messageId`` and ``data``.
+    verdict reason, filled from the verdict's values and thresholds (and *fields*, for text
+    they do not hold as such), as ESLint rules word a report by ``messageId`` and ``data``.
     ``RULE = folder_rule(__name__, worded(judge))``; :func:`~gpustrata_policies.rules._meta.
     folder_rule` reads the templates."""
 
@@ -68,7 +68,8 @@ class Worded:
 
 def worded(judge: Judge, fields: Callable[[Verdict], Mapping[str, object]] | None = None) -> Worded:
     """*judge*, to be worded by the ``messages`` of its folder's ``meta.yaml``; *fields*
-    (optional) adds derived text to a verdict's values before its template is filled."""
+    (optional) adds derived text to a verdict's values and thresholds (replacing one of the
+    same name) before its template is filled."""
     return Worded(judge, fields)
 
 

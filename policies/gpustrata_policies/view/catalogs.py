@@ -18,7 +18,7 @@ from gpustrata.core.unknown import UnknownInput
 from gpustrata_policies.view.vllm_args import split_image, vllm_version
 
 if TYPE_CHECKING:
-    from gpustrata.catalog.architectures import ModelArchitecture
+    from gpustrata.catalog.architectures import ModelArchitecture, ModelCatalog
     from gpustrata.catalog.compat import CompatCatalog, DriverRequirement, GpuOperatorRelease
     from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
     from gpustrata.catalog.kserve import KServePreset
@@ -64,7 +64,8 @@ def _memo(name: str, catalog: object) -> dict[Any, Any]:
 
 
 def _loaded(name: str, module: str, loader: str) -> Any:
-    """The catalogue *loader* of *module* returns (it caches it), found once per process."""
+    """What *loader* of *module* returns now (a catalogue it caches, the command's model
+    sources), the function found once per process."""
     load = _LOADERS.get(name)
     if load is None:
         load = _LOADERS[name] = getattr(importlib.import_module(module), loader)
@@ -160,17 +161,13 @@ def model_architecture(model_id: str) -> ModelArchitecture | None:
 
     Raises :class:`~gpustrata.core.unknown.UnknownInput` (the rule is not evaluated) with
     the file and the fix when the model's local file is found but refused."""
-    load = _LOADERS.get("models")
-    active = _LOADERS.get("sources")
-    if load is None or active is None:
-        from gpustrata.catalog.architectures import load_model_catalog
-        from gpustrata.catalog.model_sources import active_model_sources
-
-        load = _LOADERS["models"] = load_model_catalog
-        active = _LOADERS["sources"] = active_model_sources
-    catalog = load()
+    catalog: ModelCatalog = _loaded(
+        "models", "gpustrata.catalog.architectures", "load_model_catalog"
+    )
     memo = _memo("model_architecture", catalog)
-    sources: ModelSources | None = active()
+    sources: ModelSources | None = _loaded(
+        "sources", "gpustrata.catalog.model_sources", "active_model_sources"
+    )
     local = sources is not None and not sources.empty
     key = (sources, model_id) if local else model_id
     if key not in memo:

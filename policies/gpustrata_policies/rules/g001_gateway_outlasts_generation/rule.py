@@ -320,15 +320,10 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
 
 
 def fields(verdict: Verdict) -> dict[str, object]:
-    """The numbers a G001 message quotes beyond its values: the hop's timeout and the whole
-    seconds it must exceed."""
+    """The number a G001 message quotes beyond its values and thresholds: the whole seconds
+    the hop's timeout must exceed."""
     seconds = verdict.values.get("generation_seconds")
-    if seconds is None:
-        return {}
-    return {
-        "timeout": cast(float, verdict.thresholds["timeout_seconds"]),
-        "needed": math.ceil(cast(float, seconds)),
-    }
+    return {} if seconds is None else {"needed": math.ceil(cast(float, seconds))}
 
 
 RULE = folder_rule(__name__, worded(judge, fields))

@@ -231,9 +231,9 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
 
 
 def fields(verdict: Verdict) -> dict[str, str]:
-    """The text a K008 message quotes beyond its values: the pools' names, a Pod's GPUs,
-    where the strategy comes from, and the thresholds judged against."""
-    v, t = verdict.values, verdict.thresholds
+    """The text a K008 message quotes beyond its values and thresholds: the pools' names, a
+    Pod's GPUs, and where the strategy comes from."""
+    v = verdict.values
     out = {"names": ", ".join(cast(tuple[str, ...], v["pools"]))}
     if "pod_gpus" in v:
         out["gpus"] = fmt_count(cast(Fraction, v["pod_gpus"]))
@@ -243,7 +243,6 @@ def fields(verdict: Verdict) -> dict[str, str]:
             if v["defaults"]
             else "its rollingUpdate"
         )
-    out.update({key: f"{t[key]}" for key in ("need", "spare") if key in t})
     return out
 
 

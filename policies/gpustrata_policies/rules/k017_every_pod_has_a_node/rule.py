@@ -206,10 +206,7 @@ def fields(verdict: Verdict) -> dict[str, str]:
     if verdict.reason == "pods-unread":
         return {"unread_list": "; ".join(cast(tuple[str, ...], v["unread"]))}
     if verdict.reason == "too-few-nodes":
-        return {
-            "pool_list": ", ".join(cast(tuple[str, ...], v["pools"])),
-            "min_nodes": f"{verdict.thresholds['min_nodes']}",
-        }
+        return {"pool_list": ", ".join(cast(tuple[str, ...], v["pools"]))}
     names = cast(tuple[str, ...], v["pods"])
     if len(names) == 1:
         who = f"{names[0]} has"

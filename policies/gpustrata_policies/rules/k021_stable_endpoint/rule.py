@@ -292,8 +292,6 @@ def fields(verdict: Verdict) -> dict[str, str]:
     }
     if verdict.reason.endswith("-misses-engine"):
         out["miss"] = _miss_text(v)
-    if "proxy_port" in verdict.thresholds:
-        out["proxy"] = f"{verdict.thresholds['proxy_port']}"
     return out
 
 

@@ -57,11 +57,11 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
 
 def fields(verdict: Verdict) -> dict[str, object]:
     """The text an O001 message derives: what is wrong with the chart version, the pools
-    named, the Kubernetes version quoted, the platform and its supported range."""
+    named, the Kubernetes version quoted and the platform (its supported range is the
+    verdict's thresholds)."""
     v = verdict.values
     version = v.get("version")
     return {
-        **verdict.thresholds,
         "what": f"is a range or tag, not a release ({version})" if version else "is not stated",
         "names": ", ".join(cast(tuple[str, ...], v.get("pools", ()))),
         "unreadable": quoted(v["kubernetes"]) if "kubernetes" in v else "",

@@ -184,11 +184,10 @@ def _names(v: Mapping[str, Value], key: str, spell: Callable[[str], str] = str) 
 
 
 def fields(verdict: Verdict) -> dict[str, object]:
-    """The text an O008 message derives: its thresholds, the pools' Kubernetes versions and
-    names, and the source it cites."""
+    """The text an O008 message derives: the pools' Kubernetes versions and names, and the
+    source it cites."""
     v = verdict.values
     return {
-        **verdict.thresholds,
         "unreadable": _names(v, "kubernetes", quoted) if "kubernetes" in v else "",
         "versions": _names(v, "kubernetes") if "kubernetes" in v else "",
         "source": verdict.sources[0] if verdict.sources else "",

@@ -267,8 +267,8 @@ def _operator_note(v: Mapping[str, Value]) -> str:
 
 def fields(verdict: Verdict) -> dict[str, str]:
     """The text an R004 message quotes beyond its values: the groups per Ray version, the
-    stated rayVersion, the gates crossed and the clauses they decide, the thresholds quoted."""
-    v, t = verdict.values, verdict.thresholds
+    stated rayVersion, the gates crossed and the clauses they decide, the operator's source."""
+    v = verdict.values
     out: dict[str, str] = {}
     if verdict.reason == "mixed-ray-images":
         groups = cast(tuple[tuple[str, tuple[str, ...]], ...], v["images"])
@@ -292,9 +292,7 @@ def fields(verdict: Verdict) -> dict[str, str]:
             ),
         }
     elif verdict.reason == "ray-older-than-kuberay-supports":
-        out |= {"source": str(v["operator_source"] or "?"), "min_ray": str(t["min_ray"])}
-    elif verdict.reason == "vllm-outside-ray-llm":
-        out["requirement"] = str(t["vllm_requirement"])
+        out["source"] = str(v["operator_source"] or "?")
     return out
 
 

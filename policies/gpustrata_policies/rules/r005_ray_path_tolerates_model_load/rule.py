@@ -244,10 +244,10 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
 
 
 def fields(verdict: Verdict) -> dict[str, str]:
-    """The text an R005 message quotes beyond its values: the thresholds, the hedge when an
+    """The text an R005 message quotes beyond its values and thresholds: the hedge when an
     optimistic bandwidth would fit, and where a cluster profile names the KubeRay release."""
-    v, t = verdict.values, verdict.thresholds
-    out = {name: str(value) for name, value in t.items()}
+    v = verdict.values
+    out: dict[str, str] = {}
     if verdict.reason == "engine-start-timeout-short":
         out["hedge"] = (
             f"; at {v['optimistic']} it would fit, so measure this cluster's download bandwidth"

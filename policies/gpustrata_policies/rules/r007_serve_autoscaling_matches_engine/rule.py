@@ -118,7 +118,6 @@ def fields(verdict: Verdict) -> dict[str, str]:
     return {
         "multiple": f"{value / seqs:.1f}",
         "queue": f"; each replica admits up to {admitted[0]} {admitted[1]:g}" if admitted else "",
-        "ratio": f"{ratio:g}",
         "cap": str(int(ratio * seqs)),
     }
 

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from gpustrata.catalog.vllm_release_types import source_url
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.findings import Path, RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
@@ -51,6 +51,18 @@ def _utilization(site: EngineSite) -> tuple[float | None, str | None]:
 def _out_of_range(value: float | None, written: str | None) -> bool:
     """A stated gpu_memory_utilization vLLM refuses (unreadable, or outside (0, 1])."""
     return written is not None and (value is None or not 0 < value <= 1)
+
+
+def _refused(engine: str, written: str | None, path: Path) -> Verdict:
+    """The verdict on *engine*'s gpu_memory_utilization, *written* out of range (at *path*:
+    a container's args, a RayService's serveConfigV2)."""
+    return Verdict(
+        "violation",
+        "fraction-out-of-range",
+        values={"engine": engine, "utilization": written},
+        thresholds={"range": (0, 1)},
+        path=path,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +108,7 @@ def _judge_containers(ctx: RuleContext, sites: list[EngineSite]) -> Iterator[Ver
             continue
         value, written = _utilization(site)
         if _out_of_range(value, written):
-            yield Verdict(
-                "violation",
-                "fraction-out-of-range",
-                values={"engine": container.label, "utilization": written},
-                thresholds={"range": (0, 1)},
-                path=(*container.path, "args"),
-            )
+            yield _refused(container.label, written, (*container.path, "args"))
             continue
         if value is None or container.gpu_limit(ctx.config.gpu_resources) != 1:
             continue
@@ -135,13 +141,7 @@ def _judge_placements(obj: K8sObject, sites: list[EngineSite]) -> Iterator[Verdi
             continue
         value, written = _utilization(ray_site)
         if _out_of_range(value, written):
-            yield Verdict(
-                "violation",
-                "fraction-out-of-range",
-                values={"engine": placement.where, "utilization": written},
-                thresholds={"range": (0, 1)},
-                path=("spec", "serveConfigV2"),
-            )
+            yield _refused(placement.where, written, ("spec", "serveConfigV2"))
             continue
         gpus = placement.bundle_gpus
         # 0 < g < 1 on the integers (a Fraction's denominator is positive): no Fraction compares
@@ -195,7 +195,6 @@ def fields(verdict: Verdict) -> dict[str, object]:
     if "per_gpu" in v:
         out["bundle"] = fmt_gpus(cast(Fraction, v["bundle_gpus"]))
         out["need"] = cast(int, v["per_gpu"]) * fraction
-        out["max_utilization"] = verdict.thresholds["max_utilization"]
     return out
 
 

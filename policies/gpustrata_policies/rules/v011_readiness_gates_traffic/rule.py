@@ -97,11 +97,4 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             )
 
 
-def fields(verdict: Verdict) -> dict[str, str]:
-    """The text a V011 message quotes beyond its values: vLLM's serving port."""
-    return {"port": str(verdict.thresholds.get("port"))}
-
-
-RULE = folder_rule(
-    __name__, worded(judge, fields), facts={"KSERVE_PRESET_SOURCE": KSERVE_PRESET_SOURCE}
-)
+RULE = folder_rule(__name__, worded(judge), facts={"KSERVE_PRESET_SOURCE": KSERVE_PRESET_SOURCE})

@@ -184,9 +184,6 @@ def _refused(verdict: Verdict) -> dict[str, str]:
 def fields(verdict: Verdict) -> dict[str, str]:
     """The text a V013 message quotes beyond its values: the read releases, and the
     clauses of a refused option."""
-    if verdict.reason == "release-not-read":
-        first, last = cast(tuple[str, str], verdict.thresholds["read"])
-        return {"first": first, "last": last}
     if verdict.reason == "releases-disagree":
         return {"judged": " and ".join(cast(tuple[str, ...], verdict.values["judged_by"]))}
     if verdict.reason == "option-refused":
