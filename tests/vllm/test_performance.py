@@ -132,6 +132,20 @@ def test_fp8_weights_halve_the_bytes_and_double_the_peak() -> None:
     assert b.compute_s.value == pytest.approx(a.compute_s.value / 2)
 
 
+def test_fp8_on_ampere_is_weight_only_marlin() -> None:
+    """A100 has no FP8 tensor cores: vLLM runs FP8 checkpoints through Marlin (weights read
+    at 8 bits, GEMMs at the 16-bit rate), so FP8 halves the bytes but not the compute."""
+    arch, gpu, bf16 = _setup(LLAMA_70B, "a100-sxm-80gb", tensor_parallel_size=4)
+    _, _, fp8 = _setup(LLAMA_70B, "a100-sxm-80gb", tensor_parallel_size=4, quantization="fp8")
+    assert not gpu.fp8
+    a = decode_step(arch, gpu, bf16, batch=4096, context=1, constants=BARE)
+    b = decode_step(arch, gpu, fp8, batch=4096, context=1, constants=BARE)
+    assert b.weight_bytes.value < 0.55 * a.weight_bytes.value
+    assert b.compute_s.value == pytest.approx(a.compute_s.value)
+    assert "weight-only through Marlin" in b.compute_s.explanation
+    assert "Marlin" not in a.compute_s.explanation
+
+
 def test_workload_needs_one_load() -> None:
     with pytest.raises(CapacityError):
         Workload(10, 10)

@@ -222,9 +222,19 @@ def _kv_bytes_read(arch: ModelArchitecture, est: CapacityEstimate, batch: int, c
 
 
 def _peak_flops(gpu: GpuModel, est: CapacityEstimate) -> tuple[float, str]:
-    fp8 = gpu.fp8 and (est.quantization or "").lower() in FP8_QUANTIZATIONS
+    """Dense peak FLOP/s of the step's GEMMs. FP8 weights on a GPU without FP8 tensor
+    cores (compute capability below 8.9: A100) run weight-only through Marlin: vLLM's
+    ``Fp8LinearMethod`` and ``Fp8MoEMethod`` set ``use_marlin`` when the device lacks
+    capability 89 and leave activations unquantised (vllm ``model_executor/layers/
+    quantization/fp8.py`` of the releases read, e.g. the one GPUStack's A100 runs state),
+    so the GEMMs run at the 16-bit rate while the weights are read at 8 bits (the weights
+    estimate's bytes)."""
+    quantised = (est.quantization or "").lower() in FP8_QUANTIZATIONS
+    fp8 = gpu.fp8 and quantised
     mult = 2.0 if fp8 else 1.0
     why = f"{gpu.dense_bf16_tflops:g} TFLOP/s dense BF16" + (" x 2 (FP8 GEMMs)" if fp8 else "")
+    if quantised and not gpu.fp8:
+        why += " (FP8 weights without FP8 tensor cores: weight-only through Marlin, 16-bit GEMMs)"
     return gpu.dense_bf16_tflops * 1e12 * mult, why
 
 
