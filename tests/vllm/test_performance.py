@@ -146,6 +146,26 @@ def test_fp8_on_ampere_is_weight_only_marlin() -> None:
     assert "Marlin" not in a.compute_s.explanation
 
 
+def test_fp8_moe_experts_run_at_the_16_bit_rate() -> None:
+    """On Hopper an FP8 MoE's routed-expert GEMMs run in Triton's fused_moe, no faster than
+    BF16 (vllm-project/vllm#23280): FP8 doubles only the rest of the step's FLOP rate, so
+    its compute time lies between half the BF16 one and the BF16 one, by the expert share."""
+    arch, gpu, bf16 = _setup("Qwen/Qwen3-30B-A3B")
+    _, _, fp8 = _setup("Qwen/Qwen3-30B-A3B", quantization="fp8")
+    a = decode_step(arch, gpu, bf16, batch=4096, context=1, constants=BARE)
+    b = decode_step(arch, gpu, fp8, batch=4096, context=1, constants=BARE)
+    assert a.compute_s.value / 2 < b.compute_s.value < a.compute_s.value
+    assert "fused_moe at the 16-bit rate" in b.compute_s.explanation
+    assert "fused_moe" not in a.compute_s.explanation
+    # the expert share: 2 x tokens x k x one expert's parameters over all layers
+    e, k = arch.num_experts or 0, arch.num_experts_per_tok or 0
+    expert = 2 * 4096 * k * (arch.params_total_b - arch.params_active_b) * 1e9 / (e - k)
+    rate = gpu.dense_bf16_tflops * 1e12
+    assert b.compute_s.value == pytest.approx(
+        expert / rate + (b.flops.value - expert) / (2 * rate), rel=1e-9
+    )
+
+
 def test_workload_needs_one_load() -> None:
     with pytest.raises(CapacityError):
         Workload(10, 10)
