@@ -166,6 +166,29 @@ def test_fp8_moe_experts_run_at_the_16_bit_rate() -> None:
     )
 
 
+def test_published_runs_are_sized_at_the_release_they_state() -> None:
+    """The calibration path sizes a run as ``size --vllm-version X`` would: gpt-oss-120b on
+    one H100 at GPUStack's 0.10.2 gets that release's KV cache (about one 32K sequence, as
+    the run decoded), not the reference release's; a run that states no release gets the
+    reference release's terms, and says so."""
+    from gpustrata.catalog.vllm_releases import reference_release
+    from gpustrata.vllm.calibration import point_release, sized_point
+
+    points = {p.id: p for p in load_serving_calibration()}
+    run = points["gpustack-gpt-oss-120b-h100-32000-100-burst100"]
+    arch, gpu, est = sized_point(run)
+    assert point_release(run) == ("0.10.2", "0.10.2 (read)")
+    at_release = estimate_capacity(
+        arch, gpu, vllm_release="0.10.2", max_model_len=32768, tensor_parallel_size=1
+    )
+    reference = estimate_capacity(arch, gpu, max_model_len=32768, tensor_parallel_size=1)
+    assert est.kv.tokens == at_release.kv.tokens < reference.kv.tokens
+    assert 1 <= est.kv.max_concurrency < 2
+    unstated = next(p for p in points.values() if p.vllm_version == "not stated")
+    release, why = point_release(unstated)
+    assert release is None and reference_release() in why
+
+
 def test_workload_needs_one_load() -> None:
     with pytest.raises(CapacityError):
         Workload(10, 10)
