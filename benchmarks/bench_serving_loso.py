@@ -150,8 +150,12 @@ def _fold(src: str) -> tuple[str, ServingConstants, dict[str, dict[str, float]]]
 def _sized_at(p: CalibrationPoint) -> str:
     """The release a point is sized at, and by which rule."""
     why = point_release(p)[1]
+    if "not read; between" not in why:
+        return why
     note = sized_point(p)[2].defaults.get("vllm_release", "")
-    return why + (f": {note.split(': ', 1)[1]}" if ": " in note else "")
+    if ": " in note:  # a read release around it leaves less KV memory: sized as that one
+        return f"{why}: {note.split(': ', 1)[1]}"
+    return f"{why}: the reference release's terms, which leave no more KV memory than either"
 
 
 def main() -> None:

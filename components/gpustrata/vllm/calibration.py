@@ -111,9 +111,9 @@ def point_release(point: CalibrationPoint) -> tuple[str | None, str]:
     """The vLLM release a published run is sized at, and by which rule: the release it
     states, as ``gpustrata size --vllm-version X`` sizes it (:func:`~gpustrata.vllm.capacity.
     estimate_capacity`: that release's default ``gpu_memory_utilization`` and memory terms;
-    a release between two read ones whose terms differ, as the one leaving less KV memory;
-    one outside the read releases, and a run that states none, at the reference release's
-    terms)."""
+    an unread release between two read ones whose terms differ, as whichever of them or
+    the reference release's terms leaves the least KV memory; one outside the read
+    releases, and a run that states none, at the reference release's terms)."""
     from gpustrata.catalog.vllm_releases import (
         load_vllm_releases,
         reference_release,
@@ -128,7 +128,7 @@ def point_release(point: CalibrationPoint) -> tuple[str | None, str]:
     if release in read:
         return release, f"{release} (read)"
     if bracket is not None:
-        return release, f"{release} (not read; the tighter of {bracket[0]} and {bracket[1]})"
+        return release, f"{release} (not read; between {bracket[0]} and {bracket[1]})"
     return release, (
         f"{release} (memory terms outside the read releases: the reference "
         f"{reference_release()}'s, the release's own gpu_memory_utilization default)"
