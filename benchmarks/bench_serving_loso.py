@@ -17,6 +17,11 @@ compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overh
 Kept from serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
 per_sequence_overhead_s, allreduce_latency_s, moe_layer_overhead_s.
 
+Each point is sized at the vLLM release it states, as ``gpustrata size --vllm-version X``
+sizes it (its memory terms and default gpu_memory_utilization; an unread release between two
+read ones as the one leaving less KV memory; a run that states none, or a release outside the
+read ones, at the reference release's terms): the release column of ``--points`` says which.
+
 Then the five worst held-out figures (point, figure, error to 0.1 %), and the points a
 session added under the inclusion rule (``session`` in the calibration file) predicted with
 the shipped constants, which were fitted before those points existed (out of sample).
@@ -36,6 +41,7 @@ from concurrent.futures import ProcessPoolExecutor
 from gpustrata.catalog.serving import CalibrationPoint, load_serving_calibration
 from gpustrata.vllm.calibration import (
     default_constants,
+    point_release,
     point_workload,
     predict_point,
     sized_point,
@@ -141,6 +147,17 @@ def _fold(src: str) -> tuple[str, ServingConstants, dict[str, dict[str, float]]]
     return src, c, {p.id: errors(p, simulate(p, c)) for p in points if source_of(p) == src}
 
 
+def _sized_at(p: CalibrationPoint) -> str:
+    """The release a point is sized at, and by which rule."""
+    why = point_release(p)[1]
+    if "not read; between" not in why:
+        return why
+    note = sized_point(p)[2].defaults.get("vllm_release", "")
+    if ": " in note:  # a read release around it leaves less KV memory: sized as that one
+        return f"{why}: {note.split(': ', 1)[1]}"
+    return f"{why}: the reference release's terms, which leave no more KV memory than either"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", action="store_true", help="print every held-out point")
@@ -199,10 +216,15 @@ def main() -> None:
     print("worst five held-out figures:")
     for _, pid, k, v in ranked[:5]:
         print(f"  {pid:52} {k:10} {v:+.1%}")
+    sized_at: dict[str, int] = {}
+    for p in points:
+        how = _sized_at(p)
+        sized_at[how] = sized_at.get(how, 0) + 1
+    print("sized at: " + "; ".join(f"{how} ({n})" for how, n in sorted(sized_at.items())))
     if args.points:
         for pid, e in sorted(held.items()):
             cells = "  ".join(f"{k} {v:+6.1%}" for k, v in e.items()) or "not simulated"
-            print(f"  {pid:52} {cells}")
+            print(f"  {pid:52} {cells:44} [{_sized_at(by_id[pid])}]")
     new = [p for p in points if p.session is not None]
     for session in sorted({p.session for p in new if p.session is not None}):
         got = {"tpot": [], "throughput": [], "ttft": []}

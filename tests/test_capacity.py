@@ -359,6 +359,27 @@ def test_gpt_oss_on_one_h100_with_vllm_0_10_2_starts_at_32k_as_gpustack_ran_it()
     assert not pip.fits
 
 
+def test_an_unset_gpu_memory_utilization_is_the_stated_releases_default() -> None:
+    """``capacity --vllm-version 0.10.2`` sizes at 0.10.2's own default share (0.9, read in
+    its config/cache.py), not the reference release's, as GPUStack's run of gpt-oss-120b
+    on one H100 got it: the same KV cache as that share set explicitly, and says so."""
+    from gpustrata.catalog.vllm_releases import memory_default
+
+    a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
+    share = memory_default("0.10.2")
+    assert share is not None
+    est = estimate_capacity(a, h100, vllm_release="0.10.2", max_model_len=32768)
+    stated = estimate_capacity(
+        a, h100, gpu_memory_utilization=share.value, vllm_release="0.10.2", max_model_len=32768
+    )
+    assert est.gpu_memory_utilization == share.value
+    assert est.kv.tokens == stated.kv.tokens
+    assert f"vLLM 0.10.2's default {share.value:g}" in est.defaults["gpu_memory_utilization"]
+    # No release: the reference release's default, no note (unchanged).
+    plain = estimate_capacity(a, h100, max_model_len=32768)
+    assert "gpu_memory_utilization" not in plain.defaults
+
+
 def test_unread_releases_between_read_ones_size_as_the_tighter_of_the_two() -> None:
     """An unread release between two read ones that disagree (0.12.0: FlashInfer's sampler
     by default in 0.10.2, the native one in 0.14.1) does what one of them does, so it is

@@ -132,6 +132,63 @@ def test_fp8_weights_halve_the_bytes_and_double_the_peak() -> None:
     assert b.compute_s.value == pytest.approx(a.compute_s.value / 2)
 
 
+def test_fp8_on_ampere_is_weight_only_marlin() -> None:
+    """A100 has no FP8 tensor cores: vLLM runs FP8 checkpoints through Marlin (weights read
+    at 8 bits, GEMMs at the 16-bit rate), so FP8 halves the bytes but not the compute."""
+    arch, gpu, bf16 = _setup(LLAMA_70B, "a100-sxm-80gb", tensor_parallel_size=4)
+    _, _, fp8 = _setup(LLAMA_70B, "a100-sxm-80gb", tensor_parallel_size=4, quantization="fp8")
+    assert not gpu.fp8
+    a = decode_step(arch, gpu, bf16, batch=4096, context=1, constants=BARE)
+    b = decode_step(arch, gpu, fp8, batch=4096, context=1, constants=BARE)
+    assert b.weight_bytes.value < 0.55 * a.weight_bytes.value
+    assert b.compute_s.value == pytest.approx(a.compute_s.value)
+    assert "weight-only through Marlin" in b.compute_s.explanation
+    assert "Marlin" not in a.compute_s.explanation
+
+
+def test_fp8_moe_experts_run_at_the_16_bit_rate() -> None:
+    """On Hopper an FP8 MoE's routed-expert GEMMs run in Triton's fused_moe, no faster than
+    BF16 (vllm-project/vllm#23280): FP8 doubles only the rest of the step's FLOP rate, so
+    its compute time lies between half the BF16 one and the BF16 one, by the expert share."""
+    arch, gpu, bf16 = _setup("Qwen/Qwen3-30B-A3B")
+    _, _, fp8 = _setup("Qwen/Qwen3-30B-A3B", quantization="fp8")
+    a = decode_step(arch, gpu, bf16, batch=4096, context=1, constants=BARE)
+    b = decode_step(arch, gpu, fp8, batch=4096, context=1, constants=BARE)
+    assert a.compute_s.value / 2 < b.compute_s.value < a.compute_s.value
+    assert "fused_moe at the 16-bit rate" in b.compute_s.explanation
+    assert "fused_moe" not in a.compute_s.explanation
+    # the expert share: 2 x tokens x k x one expert's parameters over all layers
+    e, k = arch.num_experts or 0, arch.num_experts_per_tok or 0
+    expert = 2 * 4096 * k * (arch.params_total_b - arch.params_active_b) * 1e9 / (e - k)
+    rate = gpu.dense_bf16_tflops * 1e12
+    assert b.compute_s.value == pytest.approx(
+        expert / rate + (b.flops.value - expert) / (2 * rate), rel=1e-9
+    )
+
+
+def test_published_runs_are_sized_at_the_release_they_state() -> None:
+    """The calibration path sizes a run as ``size --vllm-version X`` would: gpt-oss-120b on
+    one H100 at GPUStack's 0.10.2 gets that release's KV cache (about one 32K sequence, as
+    the run decoded), not the reference release's; a run that states no release gets the
+    reference release's terms, and says so."""
+    from gpustrata.catalog.vllm_releases import reference_release
+    from gpustrata.vllm.calibration import point_release, sized_point
+
+    points = {p.id: p for p in load_serving_calibration()}
+    run = points["gpustack-gpt-oss-120b-h100-32000-100-burst100"]
+    arch, gpu, est = sized_point(run)
+    assert point_release(run) == ("0.10.2", "0.10.2 (read)")
+    at_release = estimate_capacity(
+        arch, gpu, vllm_release="0.10.2", max_model_len=32768, tensor_parallel_size=1
+    )
+    reference = estimate_capacity(arch, gpu, max_model_len=32768, tensor_parallel_size=1)
+    assert est.kv.tokens == at_release.kv.tokens < reference.kv.tokens
+    assert 1 <= est.kv.max_concurrency < 2
+    unstated = next(p for p in points.values() if p.vllm_version == "not stated")
+    release, why = point_release(unstated)
+    assert release is None and reference_release() in why
+
+
 def test_workload_needs_one_load() -> None:
     with pytest.raises(CapacityError):
         Workload(10, 10)

@@ -34,10 +34,14 @@ __all__ = [
     "constants_from_fit",
     "default_constants",
     "measured_margin",
+    "point_release",
     "point_workload",
     "predict_point",
     "sized_point",
 ]
+
+NOT_STATED = "not stated"
+"""``vllm_version`` of a published run that names no release."""
 
 CONSTANT_NAMES = (
     "memory_efficiency",
@@ -103,6 +107,34 @@ class PointPrediction:
         return out
 
 
+def point_release(point: CalibrationPoint) -> tuple[str | None, str]:
+    """The vLLM release a published run is sized at, and by which rule: the release it
+    states, as ``gpustrata size --vllm-version X`` sizes it (:func:`~gpustrata.vllm.capacity.
+    estimate_capacity`: that release's default ``gpu_memory_utilization`` and memory terms;
+    an unread release between two read ones whose terms differ, as whichever of them or
+    the reference release's terms leaves the least KV memory; one outside the read
+    releases, and a run that states none, at the reference release's terms)."""
+    from gpustrata.catalog.vllm_releases import (
+        load_vllm_releases,
+        reference_release,
+        unread_memory_bracket,
+    )
+
+    release = point.vllm_version
+    if release == NOT_STATED:
+        return None, f"not stated: the reference release {reference_release()}'s terms"
+    read = {r.version for r in load_vllm_releases().profile_run}
+    bracket = unread_memory_bracket(release)
+    if release in read:
+        return release, f"{release} (read)"
+    if bracket is not None:
+        return release, f"{release} (not read; between {bracket[0]} and {bracket[1]})"
+    return release, (
+        f"{release} (memory terms outside the read releases: the reference "
+        f"{reference_release()}'s, the release's own gpu_memory_utilization default)"
+    )
+
+
 @functools.cache
 def _sized(point_id: str) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
     point = next(p for p in load_serving_calibration() if p.id == point_id)
@@ -116,7 +148,8 @@ def _sized(point_id: str) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate
         **point.settings,
     }
     settings.setdefault("max_model_len", point.input_tokens + point.output_tokens + 16)
-    return arch, gpu, estimate_capacity(arch, gpu, **settings)
+    release, _ = point_release(point)
+    return arch, gpu, estimate_capacity(arch, gpu, vllm_release=release, **settings)
 
 
 def point_workload(point: CalibrationPoint) -> Workload:
@@ -131,7 +164,8 @@ def point_workload(point: CalibrationPoint) -> Workload:
 
 
 def sized_point(point: CalibrationPoint) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
-    """The model, GPU and capacity estimate of a published run (cached by id)."""
+    """The model, GPU and capacity estimate of a published run (cached by id), sized at
+    the release it states (:func:`point_release`)."""
     return _sized(point.id)
 
 

@@ -24,6 +24,7 @@ from gpustrata.vllm.defaults import (
     default_gpu_memory_utilization,
     default_max_num_batched_tokens,
     default_max_num_seqs,
+    release_gpu_memory_utilization,
 )
 from gpustrata.vllm.dtypes import cache_dtype_bytes, model_dtype_bytes
 from gpustrata.vllm.kv_cache import KvCacheGroup, KvCacheLayout, kv_cache_blocks, pp_layer_partition
@@ -245,9 +246,14 @@ def estimate_capacity(
         raise CapacityError(
             "gpu_memory_utilization", f"gpu_memory_utilization {utilization!r} is not a number"
         )
-    gpu_memory_utilization = (
-        default_gpu_memory_utilization() if utilization is None else utilization
-    )
+    utilization_default = ""
+    if utilization is None and vllm_release:
+        # The release's own default (0.9 before 0.20, 0.92 since): what its engine takes.
+        gpu_memory_utilization, utilization_default = release_gpu_memory_utilization(vllm_release)
+    else:
+        gpu_memory_utilization = (
+            default_gpu_memory_utilization() if utilization is None else utilization
+        )
     dtype = settings.dtype or "auto"
     kv_cache_dtype = settings.kv_cache_dtype or "auto"
     quantization = settings.quantization
@@ -261,6 +267,8 @@ def estimate_capacity(
             f"gpu_memory_utilization {gpu_memory_utilization} must be in (0, 1]",
         )
     defaults: dict[str, str] = {}
+    if utilization_default:
+        defaults["gpu_memory_utilization"] = utilization_default
     mml = max_model_len or arch.max_position_embeddings
     if max_model_len is None:
         defaults["max_model_len"] = (

@@ -20,6 +20,7 @@ __all__ = [
     "default_max_num_batched_tokens",
     "default_max_num_seqs",
     "planner_facts",
+    "release_gpu_memory_utilization",
 ]
 
 
@@ -41,6 +42,23 @@ def _need(found: Default | None, what: str) -> Default:
 def default_gpu_memory_utilization() -> float:
     """The reference release's ``gpu_memory_utilization`` default."""
     return float(_need(planner_facts().gpu_memory_utilization, "memory_defaults row").value)
+
+
+def release_gpu_memory_utilization(release: str | None) -> tuple[float, str]:
+    """The unset ``gpu_memory_utilization`` of *release* (read in it, or agreed by the read
+    releases around it), else the reference release's, and how it was found."""
+    reference = planner_facts().release
+    found = facts_for(release).gpu_memory_utilization if release else None
+    if found is not None and release != reference:
+        return float(found.value), (
+            f"gpu_memory_utilization unset: vLLM {release}'s default {found.value:g} "
+            f"({found.source})"
+        )
+    ref = _need(planner_facts().gpu_memory_utilization, "memory_defaults row")
+    unread = f" (vLLM {release}'s was not read)" if release not in (None, reference) else ""
+    return float(ref.value), (
+        f"gpu_memory_utilization unset: vLLM {reference}'s default {ref.value}{unread}"
+    )
 
 
 def default_block_size(arch: ModelArchitecture, gpu: GpuModel | None = None) -> tuple[int, str]:

@@ -188,13 +188,22 @@ def _bytes_per_param(arch: ModelArchitecture, est: CapacityEstimate) -> float:
     return est.weights.total_bytes / max(1.0, arch.params_total_b * 1e9)
 
 
+def _routed_expert_params(arch: ModelArchitecture) -> float:
+    """Parameters of one routed expert summed over the MoE layers (0 for a dense model):
+    the parameters a token does not activate, over the experts it does not route to."""
+    e, k = arch.num_experts or 0, arch.num_experts_per_tok or 0
+    if not arch.is_moe or e <= k or k <= 0:
+        return 0.0
+    return (arch.params_total_b - arch.params_active_b) * 1e9 / (e - k)
+
+
 def _weight_bytes_read(arch: ModelArchitecture, est: CapacityEstimate, tokens: float) -> Term:
     """Weight bytes one GPU of the largest stage reads in a step of ``tokens`` tokens."""
     per_gpu = est.weights.bytes_per_gpu
     e, k = arch.num_experts or 0, arch.num_experts_per_tok or 0
-    if not arch.is_moe or e <= k or k <= 0:
+    per_expert = _routed_expert_params(arch)
+    if not per_expert:
         return Term(per_gpu, f"{per_gpu / GB:.2f} GB of weights on one GPU, all read")
-    per_expert = (arch.params_total_b - arch.params_active_b) * 1e9 / (e - k)
     expert_bytes = min(per_gpu, e * per_expert * _bytes_per_param(arch, est) / est.gpus)
     touched = 1 - (1 - k / e) ** max(1.0, tokens)
     read = per_gpu - expert_bytes * (1 - touched)
@@ -221,10 +230,51 @@ def _kv_bytes_read(arch: ModelArchitecture, est: CapacityEstimate, batch: int, c
     )
 
 
-def _peak_flops(gpu: GpuModel, est: CapacityEstimate) -> tuple[float, str]:
+def _compute_seconds(
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    flops: float,
+    tokens: float,
+    rate: float,
+) -> tuple[float, str]:
+    """Seconds of ``flops`` (per GPU) at ``rate`` FLOP/s (peak x efficiency), and how.
+
+    FP8 on a GPU with FP8 tensor cores doubles the rate of the dense GEMMs (CUTLASS
+    ``scaled_mm``), but not of an MoE model's routed-expert GEMMs: vLLM's ``Fp8MoEMethod``
+    runs them in Triton's ``fused_moe`` on Hopper (DeepGEMM only where the image installs
+    it; the CUTLASS block-scaled grouped GEMM only on compute capability 10.0: vllm
+    ``model_executor/layers/quantization/fp8.py``), and vLLM's own measurement of
+    block-scaled FP8 GEMMs on H100 gives 407 TFLOP/s (Triton) and 490 (CUTLASS) against
+    666 for BF16 at M = 8192 (vllm-project/vllm#23280): no faster than 16-bit. So those
+    FLOPs are priced at the 16-bit rate.
+    """
     fp8 = gpu.fp8 and (est.quantization or "").lower() in FP8_QUANTIZATIONS
+    expert = 2 * tokens * (arch.num_experts_per_tok or 0) * _routed_expert_params(arch)
+    expert = min(flops, expert / est.gpus)
+    if not fp8 or not expert:
+        return flops / rate, ""
+    seconds = (flops - expert) / rate + expert / (rate / 2)
+    return seconds, (
+        f" (of which {expert / 1e12:.3f} TFLOP routed-expert GEMMs in fused_moe at the 16-bit "
+        "rate: FP8 MoE kernels are no faster than BF16, vllm-project/vllm#23280)"
+    )
+
+
+def _peak_flops(gpu: GpuModel, est: CapacityEstimate) -> tuple[float, str]:
+    """Dense peak FLOP/s of the step's GEMMs. FP8 weights on a GPU without FP8 tensor
+    cores (compute capability below 8.9: A100) run weight-only through Marlin: vLLM's
+    ``Fp8LinearMethod`` and ``Fp8MoEMethod`` set ``use_marlin`` when the device lacks
+    capability 89 and leave activations unquantised (vllm ``model_executor/layers/
+    quantization/fp8.py`` of the releases read, e.g. the one GPUStack's A100 runs state),
+    so the GEMMs run at the 16-bit rate while the weights are read at 8 bits (the weights
+    estimate's bytes)."""
+    quantised = (est.quantization or "").lower() in FP8_QUANTIZATIONS
+    fp8 = gpu.fp8 and quantised
     mult = 2.0 if fp8 else 1.0
     why = f"{gpu.dense_bf16_tflops:g} TFLOP/s dense BF16" + (" x 2 (FP8 GEMMs)" if fp8 else "")
+    if quantised and not gpu.fp8:
+        why += " (FP8 weights without FP8 tensor cores: weight-only through Marlin, 16-bit GEMMs)"
     return gpu.dense_bf16_tflops * 1e12 * mult, why
 
 
@@ -295,7 +345,8 @@ def decode_step(
     mem = (w.value + kv.value) / bw * pp
     peak, peak_why = _peak_flops(gpu, est)
     eff, eff_why = c.compute_efficiency_for(gpu)
-    comp = flops / (peak * eff) * pp
+    comp_s, comp_why = _compute_seconds(arch, gpu, est, flops, tokens, peak * eff)
+    comp = comp_s * pp
     pp_why = f" x PP {pp}" if pp > 1 else ""
     mem_t = Term(
         mem,
@@ -304,7 +355,8 @@ def decode_step(
     )
     comp_t = Term(
         comp,
-        f"{flops / 1e12:.3f} TFLOP / ({peak_why} x {eff_why}){pp_why} = {comp * 1e3:.2f} ms",
+        f"{flops / 1e12:.3f} TFLOP / ({peak_why} x {eff_why}){comp_why}{pp_why} "
+        f"= {comp * 1e3:.2f} ms",
     )
     ar = _allreduce(arch, gpu, est, tokens, c)
     moe_layers = arch.num_hidden_layers if arch.is_moe else 0

@@ -20,8 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from gpustrata.catalog.vllm_facts import facts_for
-from gpustrata.catalog.vllm_release_types import VllmReleaseCatalogError, vllm_file_url
+from gpustrata.catalog.vllm_release_types import vllm_file_url
 from gpustrata.catalog.vllm_releases import memory_default_any_release
 from gpustrata.core.contract import STARTUP_ESTIMATE_ANNOTATION
 from gpustrata.core.quantity import parse_number
@@ -358,21 +357,9 @@ def engine_settings(
 def _memory_share(release: str | None) -> tuple[float, str]:
     """The unset ``gpu_memory_utilization`` of *release* (read in it, or agreed around
     it), else the reference release's, and how it was found."""
-    found = facts_for(release).gpu_memory_utilization if release else None
-    if found is not None and release != REFERENCE_VLLM:
-        return float(found.value), (
-            f"gpu_memory_utilization unset: vLLM {release}'s default {found.value:g} "
-            f"({found.source})"
-        )
-    ref = facts_for(REFERENCE_VLLM).gpu_memory_utilization
-    if ref is None:
-        raise VllmReleaseCatalogError(
-            f"memory_defaults has no row for the reference release {REFERENCE_VLLM}"
-        )
-    unread = f" (vLLM {release}'s was not read)" if release not in (None, REFERENCE_VLLM) else ""
-    return float(ref.value), (
-        f"gpu_memory_utilization unset: vLLM {REFERENCE_VLLM}'s default {ref.value}{unread}"
-    )
+    from gpustrata.vllm.defaults import release_gpu_memory_utilization
+
+    return release_gpu_memory_utilization(release)
 
 
 def _v0_defaults(
