@@ -72,9 +72,7 @@ def test_every_vendor_mapping_cites_the_publishers_own_page() -> None:
         ("1.6.0", "0.31.0"),
     ],
 )
-def test_dynamo_vllm_runtime_runs_the_vllm_its_support_matrix_names(
-    tag: str, version: str
-) -> None:
+def test_dynamo_vllm_runtime_runs_the_vllm_its_support_matrix_names(tag: str, version: str) -> None:
     image = f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{tag}"
     found = image_release(image)
     assert found is not None and found.version == version
