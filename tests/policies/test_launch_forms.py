@@ -154,8 +154,8 @@ def test_abbreviations_follow_the_release_parser() -> None:
     assert engine is not None and engine.get_int("max_model_len") == 4000
     # A release the catalogue has no answer for: the prefix is not resolved, and the
     # engine is incomplete (it may set a setting the rules would read as unset).
-    assert accepts_abbreviations("0.5.0") is None
-    engine = _engine(image="vllm/vllm-openai:v0.5.0", args=["--model", "m", "--max-model", "4k"])
+    assert accepts_abbreviations("0.4.1") is None
+    engine = _engine(image="vllm/vllm-openai:v0.4.1", args=["--model", "m", "--max-model", "4k"])
     assert engine is not None and engine.get("max_model_len") is None and not engine.complete
 
 

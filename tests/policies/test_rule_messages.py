@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, fixture_files
 
+from gpustrata.catalog.vllm_releases import flag_releases
 from gpustrata.core.errors import InputError
 from gpustrata.spec.profile_file import load_profile_file
 from gpustrata_policies import evaluate
@@ -306,12 +307,21 @@ def _built() -> dict[str, list[Verdict]]:
         ],
         "V012": [_ne("typical-invalid", why="typical_sequence_tokens 0 is not a positive integer")],
         "V013": [
+            # No input reaches either since 0.4.2 (the corpus's oldest image) was read.
+            Verdict(
+                "not_evaluated",
+                "release-not-read",
+                {"engine": "container 'vllm'", "version": "0.3.3", "where": "image v:v0.3.3"},
+                {"read": (flag_releases()[0], flag_releases()[-1])},
+            ),
             _ne(
                 "releases-disagree",
-                **_harvested()["V013"]["release-not-read"][0].values,
+                engine="container 'vllm'",
+                version="0.10.1",
+                where="image vllm/vllm-openai:v0.10.1",
                 judged_by=("0.10.0", "0.11.0"),
                 written="--x",
-            )
+            ),
         ],
     }
 
