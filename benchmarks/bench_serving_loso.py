@@ -1,14 +1,15 @@
 """Leave-one-source-out accuracy of the simulated scheduler (gpustrata.vllm.simulate).
 
 For each publisher of ``catalog/data/serving-calibration.yaml`` (GPUStack's performance
-lab, tt-inference-server #143 and #340, vLLM #20469, kvcached #331, Musgrave), the
-simulator's constants are fitted on the OTHER publishers' points and the held-out ones are
-predicted: TPOT, throughput and TTFT median and max |error| per held-out source, beside
-the naive roofline (TPOT = weights per GPU / datasheet HBM bandwidth) and the shipped
-closed-form model (gpustrata.vllm.performance with serving-fit.yaml: fitted on 21 of the
-28 points before session 15, so mostly in-sample there). A source is a publisher, not a
-page: GPUStack's pages share one harness and one lab, so all of them are held out together
-(session 15's 16 points from three more of its pages join that fold).
+lab, tt-inference-server #143 and #340, vLLM #20469, kvcached #331, Musgrave, Dennis Lee's
+vLLM-benchmarking), the simulator's constants are fitted on the OTHER publishers' points
+and the held-out ones are predicted: TPOT, throughput and TTFT median and max |error| per
+held-out source, beside the naive roofline (TPOT = weights per GPU / datasheet HBM
+bandwidth) and the shipped closed-form model (gpustrata.vllm.performance with
+serving-fit.yaml: fitted on 21 of the 28 points before session 15, so mostly in-sample
+there). A source is a publisher, not a page: GPUStack's pages share one harness and one
+lab, so all of them are held out together (session 15's 16 points from three more of its
+pages join that fold).
 
 Fitted per fold (coordinate descent, x0.8/x0.9/x1.1/x1.25 around the shipped value, one
 sweep, loss = mean |log error| of TPOT and throughput + 0.5 x TTFT): memory_efficiency per
