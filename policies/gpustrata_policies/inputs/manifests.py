@@ -304,7 +304,18 @@ def _located(
             return items
         raise _Slow
 
-    return value(root, 0), lines
+    try:
+        return value(root, 0), lines
+    finally:
+        # `value` refers to itself through its closure: without this, each document
+        # left a cycle holding the loader (its copy of the whole input text) until the
+        # cycle collector's next full run, which `check` holds off (issue 35).
+        value = _walked
+
+
+def _walked(node: yaml.Node, at: int) -> Any:
+    """What :func:`_located`'s walk becomes once it returned (it is not called again)."""
+    raise AssertionError("the walk of a document is done")
 
 
 def _short(text: str, limit: int = 60) -> str:
