@@ -97,6 +97,15 @@ def test_thresholds_under_a_kuberay_1_1_release_are_advisory() -> None:
     ]
 
 
+def test_kuberay_1_1_minimum_ray_is_catalogued() -> None:
+    """docs.ray.io: KubeRay v1.1.0 supports Ray 2.8.0 and later; v1.1.1 is v1.1.0 plus four
+    bug-fix cherry-picks. data-on-eks's Ray 2.24.0 under chart 1.1.1 is decided, not skipped."""
+    for tag in ("v1.1.0", "v1.1.1"):
+        release = load_compat_catalog().kuberay(tag)
+        assert release is not None and release.min_ray == "2.8.0"
+        assert release.supports_ray("2.24.0") and release.supports_ray("2.7.0") is False
+
+
 def test_kuberay_1_0_threshold_is_not_called_without_effect() -> None:
     """KubeRay 1.0.0 still reads the thresholds (rayservice_controller.go at v1.0.0)."""
     path = str(fixture("R005", "good-kuberay-1-0-threshold.yaml"))
