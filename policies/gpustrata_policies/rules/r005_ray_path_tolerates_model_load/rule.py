@@ -213,12 +213,20 @@ def _threshold(
         return None  # KubeRay 1.0 counts only UNHEALTHY/DEPLOY_FAILED time, not a load
     if release is not None:
         values["operator"] = operator[1] if operator else ""
-        return Verdict("advisory", "threshold-ignored", values, sources=(KUBERAY_1685,))
+        return Verdict(
+            "advisory", "threshold-ignored", values, sources=(KUBERAY_1685,), path=("spec", key)
+        )
     if not honoured:
         # ray.io/v1 is served from KubeRay v1.0.0 (apis/ray/v1 first appears at that tag): 1.0
         # counts only UNHEALTHY/DEPLOY_FAILED time (getAndCheckServeStatus) and the dashboard
         # agent's, 1.1 on reads neither field, so no release lets it cut a load short.
-        return Verdict("advisory", "threshold-not-a-load-bound", values, sources=(KUBERAY_1685,))
+        return Verdict(
+            "advisory",
+            "threshold-not-a-load-bound",
+            values,
+            sources=(KUBERAY_1685,),
+            path=("spec", key),
+        )
     if value is not None and longest is not None and value < longest[0]:
         return Verdict(
             "violation", "threshold-short", values, {"threshold_s": value}, path=("spec", key)
