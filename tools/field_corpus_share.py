@@ -77,6 +77,10 @@ CAUSES: tuple[tuple[str, str], ...] = (
         r"|not in the hardware catalogue",
     ),
     (
+        "GPU model unknown: a family label names several catalogued GPUs (gpu_products)",
+        r"the value names a family",
+    ),
+    (
         "GPU model unknown: bring-your-own nodes (KAITO labelSelector)",
         r"bring-your-own nodes",
     ),

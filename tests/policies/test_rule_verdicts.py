@@ -199,10 +199,10 @@ def test_r005_engine_start_timeout_against_the_estimated_load() -> None:
     estimated = found["RayService/ray/estimated"]
     assert [v.reason for v in estimated] == [
         "engine-start-timeout-short",
-        "threshold-ignored-from-1-1",
+        "threshold-not-a-load-bound",
     ]
     assert estimated[0].thresholds == {"timeout_s": 100}
-    assert estimated[1].values["setting"] == "1800"
+    assert (estimated[1].decision, estimated[1].values["setting"]) == ("advisory", "1800")
     # KubeRay before 1.0 (ray.io/v1alpha1) honours the threshold: 600 s < the 1200 s load.
     [old] = found["RayService/ray/old-kuberay"]
     assert (old.reason, old.thresholds, old.values["load_s"]) == (

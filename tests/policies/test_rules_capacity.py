@@ -440,7 +440,21 @@ def test_volcengine_gpu_name_label_names_the_gpu() -> None:
     assert inp.model.arch.id == "deepseek-ai/deepseek-coder-6.7b-instruct"
     v100 = _docs(REPO / "tests/data/field-corpus-2/aibrix-deepseek-coder-7b-v100.yaml")
     [reason] = _not_evaluated(v100, "V003")
-    assert "gpu-name=Tesla-V100 is not in the hardware catalogue" in reason
+    # Tesla-V100 names the V100 family; V003 differs between its 16 GB and 32 GB variants on
+    # this engine, so the record names the variants and the profile key, not a missing GPU.
+    assert "gpu-name=Tesla-V100 is not one GPU" in reason
+    for name in ("V100 16GB (SXM2)", "V100 32GB (SXM2)", "V100 16GB (PCIe)"):
+        assert name in reason
+    assert reason.endswith("(set gpu_products in the cluster profile)")
+
+
+def test_gpu_family_value_lists_its_catalogued_variants() -> None:
+    from gpustrata_policies.view.nodes import gpu_variants_named
+
+    ids = [g.id for g in gpu_variants_named("Tesla-V100")]
+    assert ids == ["v100-pcie-16gb", "v100-sxm-16gb", "v100-sxm-32gb"]
+    assert gpu_variants_named("Tesla-V100-SXM2-16GB") == []  # a full product name
+    assert gpu_variants_named("NVIDIA") == []  # any GPU, not a family
 
 
 def test_described_pool_gives_the_gpu() -> None:

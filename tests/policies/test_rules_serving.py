@@ -67,17 +67,43 @@ def test_allow_head_gpus_threshold_silences_r002() -> None:
     assert [f for f in report.findings if f.rule == "R002"] == []
 
 
-def test_deprecated_thresholds_are_noted_not_violations() -> None:
+def test_deprecated_thresholds_are_decided_without_a_kuberay_release() -> None:
+    """ray.io/v1 is served from KubeRay 1.0, which never counts a loading application against
+    the thresholds, and 1.1 on ignore them: the same on every release, so R005 decides (an
+    advisory to drop the field) instead of asking for versions.kuberay."""
     path = str(fixture("R005", "bad-timeout-shorter-than-load.yaml"))
     report = evaluate(load_paths([path]))
-    notes = [n.reason for n in report.not_evaluated if n.rule == "R005"]
-    assert notes == [
-        "serviceUnhealthySecondThreshold: 1800 has no effect from KubeRay 1.1 on, which ignores "
-        "it in ray.io/v1 (https://github.com/ray-project/kuberay/issues/1685; KubeRay 1.0 "
-        "applies it to UNHEALTHY/DEPLOY_FAILED applications, never to a loading one); the "
-        "engine start timeout is what bounds a model load; the KubeRay release decides it "
-        "(set versions.kuberay in the cluster profile)"
+    assert [n.reason for n in report.not_evaluated if n.rule == "R005"] == []
+    noted = [
+        f
+        for f in report.findings
+        if f.rule == "R005" and f.message.startswith("serviceUnhealthySecondThreshold: 1800")
     ]
+    assert [(f.resource, f.enforcement) for f in noted] == [
+        ("RayService/ray/estimated", "advisory")
+    ]
+    assert "never bounds a model load" in noted[0].message
+
+
+def test_thresholds_under_a_kuberay_1_1_release_are_advisory() -> None:
+    """A stated KubeRay 1.1.1 (the data-on-eks shape) ignores both fields (kuberay#1685)."""
+    path = str(fixture("R005", "bad-kuberay-1-1-threshold-no-effect.yaml"))
+    report = evaluate(load_paths([path]))
+    assert [n.reason for n in report.not_evaluated if n.rule == "R005"] == []
+    found = [(f.enforcement, f.message.split(":")[0]) for f in report.findings if f.rule == "R005"]
+    assert found == [
+        ("advisory", "serviceUnhealthySecondThreshold"),
+        ("advisory", "deploymentUnhealthySecondThreshold"),
+    ]
+
+
+def test_kuberay_1_1_minimum_ray_is_catalogued() -> None:
+    """docs.ray.io: KubeRay v1.1.0 supports Ray 2.8.0 and later; v1.1.1 is v1.1.0 plus four
+    bug-fix cherry-picks. data-on-eks's Ray 2.24.0 under chart 1.1.1 is decided, not skipped."""
+    for tag in ("v1.1.0", "v1.1.1"):
+        release = load_compat_catalog().kuberay(tag)
+        assert release is not None and release.min_ray == "2.8.0"
+        assert release.supports_ray("2.24.0") and release.supports_ray("2.7.0") is False
 
 
 def test_kuberay_1_0_threshold_is_not_called_without_effect() -> None:

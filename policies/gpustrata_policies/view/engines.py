@@ -33,6 +33,7 @@ from gpustrata_policies.view.nodes import (
     gpu_model_of_selectors,
     gpu_models_of_pool,
     gpu_pools,
+    gpu_variants_named,
     selector_key,
     targeted_pools,
 )
@@ -371,6 +372,14 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
     if gpu is not None:
         return [GpuRef(gpu, where)]
     if where:
+        variants = gpu_variants_named(where.partition("=")[2])
+        if len(variants) > 1:
+            names = ", ".join(g.name for g in variants)
+            return (
+                f"the GPU model selected by {where} is not one GPU: the value names a family "
+                f"with several catalogued models ({names}) and does not say which "
+                + profile_hint("gpu_products")
+            )
         return (
             f"the GPU model selected by {where} is not in the hardware catalogue "
             + profile_hint("gpu_products")

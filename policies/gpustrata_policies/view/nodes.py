@@ -247,7 +247,7 @@ VKE_GPU_NAME = "machine.cluster.vke.volcengine.com/gpu-name"
 name with spaces as dashes (``NVIDIA-L20``, the GFD product form), the label AIBrix pins each
 GPU type by (vllm-project/aibrix@c1610cd:docs/source/features/heterogeneous-gpu.rst).
 A value that is no full product name (``Tesla-V100``: SXM2 or PCIe, 16 or 32 GB) resolves to
-no catalogue entry and says so."""
+no one catalogue entry; the reason lists the variants it names (:func:`gpu_variants_named`)."""
 # Node labels that name the GPU model (RULES.md "Where the inputs come from").
 _GPU_NAME_LABELS = (
     "nvidia.com/gpu.product",
@@ -301,6 +301,21 @@ def gpu_model_of_labels(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str
         found = catalogs.gpu_by_label(inst.gpu) if inst is not None else None
         return found, f"node.kubernetes.io/instance-type={inst_name}"
     return None, ""
+
+
+def gpu_variants_named(value: str) -> list[GpuModel]:
+    """The catalogued GPUs a family value names (``Tesla-V100``: every GPU whose GFD product
+    starts ``Tesla-V100-``, the SXM2/PCIe and 16/32 GB variants), by id; empty when it names
+    none, is a full product name, or names no model (``NVIDIA``: any GPU, not a family)."""
+    prefix = value.strip().lower() + "-"
+    if not any(c.isdigit() for c in prefix):
+        return []
+    found = {
+        g.id: g
+        for g in catalogs.hardware().gpus.values()
+        if any(p.lower().startswith(prefix) for p in g.gfd_products)
+    }
+    return [found[k] for k in sorted(found)]
 
 
 def gpu_model_of_selectors(pod: PodRef) -> tuple[GpuModel | None, str]:

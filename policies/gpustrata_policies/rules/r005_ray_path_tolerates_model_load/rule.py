@@ -16,7 +16,6 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kuberay import operator_release, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
-from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.vllm_args import serve_config
 
 if TYPE_CHECKING:
@@ -214,10 +213,19 @@ def _threshold(
         return None  # KubeRay 1.0 counts only UNHEALTHY/DEPLOY_FAILED time, not a load
     if release is not None:
         values["operator"] = operator[1] if operator else ""
-        return Verdict("not_evaluated", "threshold-ignored", values, sources=(KUBERAY_1685,))
-    if not honoured:
         return Verdict(
-            "not_evaluated", "threshold-ignored-from-1-1", values, sources=(KUBERAY_1685,)
+            "advisory", "threshold-ignored", values, sources=(KUBERAY_1685,), path=("spec", key)
+        )
+    if not honoured:
+        # ray.io/v1 is served from KubeRay v1.0.0 (apis/ray/v1 first appears at that tag): 1.0
+        # counts only UNHEALTHY/DEPLOY_FAILED time (getAndCheckServeStatus) and the dashboard
+        # agent's, 1.1 on reads neither field, so no release lets it cut a load short.
+        return Verdict(
+            "advisory",
+            "threshold-not-a-load-bound",
+            values,
+            sources=(KUBERAY_1685,),
+            path=("spec", key),
         )
     if value is not None and longest is not None and value < longest[0]:
         return Verdict(
@@ -245,7 +253,7 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
 
 def fields(verdict: Verdict) -> dict[str, str]:
     """The text an R005 message quotes beyond its values and thresholds: the hedge when an
-    optimistic bandwidth would fit, and where a cluster profile names the KubeRay release."""
+    optimistic bandwidth would fit."""
     v = verdict.values
     out: dict[str, str] = {}
     if verdict.reason == "engine-start-timeout-short":
@@ -254,8 +262,6 @@ def fields(verdict: Verdict) -> dict[str, str]:
             if v["fits_optimistic"]
             else ""
         )
-    elif verdict.reason == "threshold-ignored-from-1-1":
-        out["hint"] = profile_hint("versions.kuberay")
     return out
 
 
