@@ -222,6 +222,15 @@ class VersionsProfile(_Model):
         "LLMInferenceService as the controller does.",
         examples=["0.20.0"],
     )
+    kubeai: str | None = Field(
+        default=None,
+        pattern=_VERSION,
+        description="KubeAI Helm chart release installed with its default values, e.g. "
+        "0.21.0: its resourceProfiles (GPUs per unit, tolerations, node selector) and "
+        "modelServers.VLLM.images (so the vLLM release) complete each KubeAI Model as the "
+        "controller does.",
+        examples=["0.21.0"],
+    )
 
 
 class ImageRelease(_Model):
