@@ -561,6 +561,12 @@ def test_a_launcher_field_known_only_at_deploy_time_is_one_record() -> None:
         ),
         ("workloads.x-k8s.io/v1alpha2", "RoleBasedGroup", {"roles": UNKNOWN}, "roles"),
         ("kubeai.org/v1", "Model", {"engine": UNKNOWN}, "spec.engine"),
+        (
+            "kubeai.org/v1",
+            "Model",
+            {"engine": "VLLM", "resourceProfile": UNKNOWN},
+            "spec.resourceProfile",
+        ),
     ):
         doc = {"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
         report = evaluate([doc])

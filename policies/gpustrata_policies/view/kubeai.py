@@ -24,7 +24,7 @@ from gpustrata.catalog.kubeai import (
     kubeai_defaults,
     kubeai_releases,
 )
-from gpustrata.core.unknown import UNKNOWN
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.objects import K8sObject, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint
 
@@ -149,10 +149,13 @@ class KubeAIInstall:
 
 def kubeai_install(obj: K8sObject) -> KubeAIInstall | None:
     """The resolution of a KubeAI Model's resource profile (None when its
-    ``resourceProfile`` is not ``NAME:COUNT``), once per object."""
+    ``resourceProfile`` is not ``NAME:COUNT``), once per object; raises
+    :class:`~gpustrata.core.unknown.UnknownInput` when it is known only at deploy time."""
     found = obj.memo.get(_MEMO)
     if isinstance(found, KubeAIInstall):
         return found
+    if dig(obj.raw, "spec", "resourceProfile") is UNKNOWN:
+        raise UnknownInput("spec.resourceProfile")  # a Pulumi preview: known at deploy time
     parsed = kubeai_profile(obj)
     if parsed is None:
         return None

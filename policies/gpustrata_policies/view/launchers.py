@@ -81,7 +81,10 @@ def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
         return exc.reason
     if obj.kind == "Model":
         field = exc.what.split(" ", 1)[0].split(".", 1)[0].split("[", 1)[0]
-        why = kubeai_fill(obj).unknown.get(field)
+        try:
+            why = kubeai_fill(obj).unknown.get(field)
+        except UnknownInput:
+            return exc.reason
         return f"{exc.what}: {why}, so what depends on it is not evaluated" if why else exc.reason
     filled = _INSTALLATION_FILLS.get(obj.kind)
     if filled is None:
@@ -101,7 +104,10 @@ def filled_note(obj: K8sObject) -> str:
     finding's message so it says which values the manifest did not state."""
     if obj.kind != "Model" or not is_read_kind(obj) or dig(obj.raw, "spec", "engine") != "VLLM":
         return ""
-    fill = kubeai_fill(obj)
+    try:
+        fill = kubeai_fill(obj)
+    except UnknownInput:  # known only at deploy time: its record says so
+        return ""
     if not fill.filled:
         return ""
     return f" (KubeAI filled {', '.join(fill.filled)}: {fill.where})"
