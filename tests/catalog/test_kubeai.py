@@ -59,3 +59,25 @@ def test_defining_lists_the_releases_of_a_profile() -> None:
     assert defining("nvidia-gpu-l4")[0].release == "0.4.1"
     assert defining("nvidia-gpu-b200") == ()
     assert kubeai_defaults("0.99.0") is None
+
+
+def test_values_files_merge_as_helm_does() -> None:
+    """values-eks.yaml at 0.21.0 adds a node selector to nvidia-gpu-h100 and keeps the
+    defaults' limits and toleration (maps merge key by key); the source names both files."""
+    base = kubeai_defaults("0.21.0")
+    assert base is not None and set(base.overlays) >= {"values-eks.yaml", "values-gke.yaml"}
+    eks = base.with_overlays(["values-eks.yaml"])
+    assert eks is not None and eks.applied == ("values-eks.yaml",)
+    h100 = eks.resource_profiles["nvidia-gpu-h100"]
+    assert h100["nodeSelector"] == {"karpenter.k8s.aws/instance-gpu-name": "h100"}
+    assert h100["limits"] == {"nvidia.com/gpu": "1"} and h100["tolerations"] == [GPU_PRESENT]
+    assert eks.source.endswith("charts/kubeai/values.yaml + values-eks.yaml")
+    assert "nodeSelector" not in base.resource_profiles["nvidia-gpu-h100"]  # unchanged
+    assert base.with_overlays(["values-none.yaml"]) is None
+
+
+def test_helm_merge_null_removes_a_key() -> None:
+    from gpustrata.catalog.kubeai import _helm_merge
+
+    merged = _helm_merge({"a": {"x": 1, "y": 2}, "b": [1]}, {"a": {"y": None, "z": 3}, "b": [2]})
+    assert merged == {"a": {"x": 1, "z": 3}, "b": [2]}

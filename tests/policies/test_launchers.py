@@ -278,6 +278,40 @@ def test_kubeai_chart_release_in_the_profile_fills_the_image() -> None:
     )
 
 
+def test_kubeai_values_file_gives_the_profile_its_node_selector() -> None:
+    """KubeAI's GKE install (helm -f values-gke.yaml, the chart's own file) pins
+    nvidia-gpu-h100 to cloud.google.com/gke-accelerator=nvidia-h100-80gb: with it in the
+    profile the GPU model is known and V003 / V004 / V012 are evaluated on the H100."""
+    profile = ClusterProfile.model_validate(
+        {"versions": {"kubeai": "0.21.0"}, "kubeai_values": ["values-gke.yaml"]}
+    )
+    with using_profile(profile):
+        (pod,) = _kubeai()[0].pods()
+    assert pod.spec["nodeSelector"] == {
+        "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",
+        "cloud.google.com/gke-spot": "true",
+    }
+    report = evaluate(_kubeai(), profile=profile)
+    assert not {"V003", "V004", "V012"} & {n.rule for n in report.not_evaluated}
+    (v012,) = [f.message for f in report.findings if f.rule == "V012"]
+    assert "on NVIDIA H100 80GB" in v012
+    assert "KubeAI chart 0.21.0's default values with values-gke.yaml" in v012
+    assert "charts/kubeai/values.yaml + values-gke.yaml" in v012
+    without = evaluate(_kubeai(), profile=_kubeai_profile("0.21.0"))
+    assert {"V003", "V004", "V012"} <= {n.rule for n in without.not_evaluated}
+
+
+def test_kubeai_values_file_the_release_lacks_reads_nothing() -> None:
+    """values-eks.yaml first ships with chart 0.8.0: at 0.7.0 nothing of the chart is read."""
+    profile = ClusterProfile.model_validate(
+        {"versions": {"kubeai": "0.7.0"}, "kubeai_values": ["values-eks.yaml"]}
+    )
+    report = evaluate(_kubeai(), profile=profile)
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "KubeAI chart 0.7.0 has no values-eks.yaml beside its values.yaml" in record
+    assert "it has values-gke.yaml" in record
+
+
 def test_kubeai_profile_requests_are_multiplied() -> None:
     """KubeAI multiplies each of the profile's requests and limits by the Model's multiple
     (getModelConfig's Quantity.Mul): nvidia-gpu-l4:8 asks 8 GPUs, 48 CPUs and 192Gi."""

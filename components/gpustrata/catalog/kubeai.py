@@ -12,8 +12,8 @@ cluster profile); :func:`defining` gives the releases whose defaults hold a prof
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
@@ -46,6 +46,32 @@ class KubeAIDefaults:
     resource_profiles: Mapping[str, Mapping[str, Any]]
     """``resourceProfiles``: name -> the fields KubeAI applies (``imageName``, ``requests``,
     ``limits``, ``nodeSelector``, ``affinity``, ``tolerations``, ``runtimeClassName``)."""
+    overlays: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The chart's own values files beside ``values.yaml`` (``values-gke.yaml``): file ->
+    its ``vllm_images`` and ``resource_profiles`` facts, applied with :meth:`with_overlays`."""
+    applied: tuple[str, ...] = ()
+    """The overlays merged into this object, in order."""
+
+    def with_overlays(self, names: Sequence[str]) -> KubeAIDefaults | None:
+        """These defaults with the chart's values files *names* merged over them in order,
+        as ``helm -f`` merges values (maps key by key, anything else replaced, ``null``
+        removes a key); None when this release's chart has no file of one of those names."""
+        images: Any = dict(self.vllm_images)
+        profiles: Any = dict(self.resource_profiles)
+        for name in names:
+            over = self.overlays.get(name)
+            if over is None:
+                return None
+            images = _helm_merge(images, over.get("vllm_images", {}))
+            profiles = _helm_merge(profiles, over.get("resource_profiles", {}))
+        source = " + ".join([self.source, *names])
+        return replace(
+            self,
+            source=source,
+            vllm_images=images,
+            resource_profiles=profiles,
+            applied=(*self.applied, *names),
+        )
 
     def vllm_image(self, profile: str) -> str | None:
         """The vLLM image KubeAI runs for a Model on *profile* without ``spec.image``; None
@@ -55,6 +81,19 @@ class KubeAIDefaults:
             return None
         name = found.get("imageName") or "default"
         return self.vllm_images.get(str(name)) or self.vllm_images.get("default")
+
+
+def _helm_merge(base: Any, over: Any) -> Any:
+    """*over* merged into *base* as Helm coalesces a values file into the chart's values."""
+    if not (isinstance(base, Mapping) and isinstance(over, Mapping)):
+        return over
+    out = dict(base)
+    for key, value in over.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _helm_merge(out.get(key), value)
+    return out
 
 
 def _key(release: str) -> tuple[int, ...]:
@@ -74,6 +113,7 @@ def _catalogue() -> dict[str, KubeAIDefaults]:
                 source.format(release=release),
                 dict(row["vllm_images"]),
                 dict(row["resource_profiles"]),
+                dict(row.get("overlays") or {}),
             )
     return dict(sorted(out.items(), key=lambda item: _key(item[0])))
 

@@ -2,7 +2,8 @@
 resource profile's requests, limits, tolerations and node placement, and the vLLM image,
 from the chart's default values at a catalogued release (:mod:`gpustrata.catalog.kubeai`).
 
-The release is the cluster profile's ``versions.kubeai``. Where it is not stated, a value is
+The release is the cluster profile's ``versions.kubeai``, with the chart's own values files
+the profile's ``kubeai_values`` names merged over its defaults. Where it is not stated, a value is
 read only where every catalogued chart release that defines the Model's profile gives the
 same one (the record says so and which releases those are); a value that differs across
 them stays unknown, naming ``versions.kubeai``. A profile no catalogued release defines is
@@ -101,10 +102,12 @@ class KubeAIInstall:
     def where(self) -> str:
         """Whose defaults were read: ``KubeAI chart 0.21.0's default values (source)`` or
         the releases every one of which gives the value, with the hint to state one."""
+        files = self.rows[0].applied
+        over = f" with {' and '.join(files)}" if files else ""
         if self.stated is not None:
-            return f"KubeAI chart {self.stated}'s default values ({self.rows[0].source})"
+            return f"KubeAI chart {self.stated}'s default values{over} ({self.rows[0].source})"
         return (
-            f"the default values of every catalogued KubeAI chart release that defines "
+            f"the default values{over} of every catalogued KubeAI chart release that defines "
             f"'{self.profile}' ({_releases(self.rows)}, e.g. {self.rows[-1].source}; the "
             f"installed release is not stated {profile_hint('versions.kubeai')})"
         )
@@ -162,17 +165,24 @@ def kubeai_install(obj: K8sObject) -> KubeAIInstall | None:
     name, count = parsed
     profile = active_profile()
     stated = profile.versions.kubeai if profile is not None else None
+    files = list(profile.kubeai_values) if profile is not None else []
     rows: tuple[KubeAIDefaults, ...] = ()
     problem = None
     known = kubeai_releases()
     span = f"{known[0]} to {known[-1]}" if known else "none"
     if stated is not None:
         stated = stated.removeprefix("v")
-        defaults = kubeai_defaults(stated)
-        if defaults is None:
+        found = kubeai_defaults(stated)
+        defaults = found.with_overlays(files) if found is not None else None
+        if found is None:
             problem = (
                 f"KubeAI chart {stated} (cluster profile versions.kubeai) is not catalogued "
                 f"(catalogued: {span})"
+            )
+        elif defaults is None:
+            problem = (
+                f"KubeAI chart {stated} has no {' or '.join(files)} beside its values.yaml "
+                f"(cluster profile kubeai_values; it has {', '.join(found.overlays) or 'none'})"
             )
         elif name not in defaults.resource_profiles:
             problem = (
@@ -182,11 +192,14 @@ def kubeai_install(obj: K8sObject) -> KubeAIInstall | None:
         else:
             rows = (defaults,)
     else:
-        rows = defining(name)
+        rows = tuple(
+            merged for d in defining(name) if (merged := d.with_overlays(files)) is not None
+        )
         if not rows:
+            with_files = f" with {' and '.join(files)}" if files else ""
             problem = (
                 f"no catalogued KubeAI chart release ({span}) defines the resource profile "
-                f"'{name}' in its default values, so it is the installation's own"
+                f"'{name}' in its default values{with_files}, so it is the installation's own"
             )
     install = KubeAIInstall(name, count, rows, stated, problem)
     obj.memo[_MEMO] = install
