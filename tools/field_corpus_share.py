@@ -95,7 +95,10 @@ CAUSES: tuple[tuple[str, str], ...] = (
         "vLLM release unknown: image names none (placeholder, variable, digest, plain OS)",
         r"does not name a vLLM version|names no vLLM release",
     ),
-    ("vLLM release outside the releases read", r"outside the releases whose flags were read"),
+    (
+        "vLLM release outside the releases read",
+        r"outside the releases whose flags were read|engine of vLLM [\w.]+ was not read",
+    ),
     ("image not recognised as vLLM / build unknown", r"is not a vLLM image|vLLM build it runs"),
     ("model not catalogued", r"not in the model catalogue|model '[^']+' is not catalogued"),
     (
