@@ -55,6 +55,8 @@ DOCUMENTED = {
     "ai-on-eks-vllm-rayserve-gpu.yaml": PROFILES / "ai-on-eks-41a979ee.yaml",
     "awslabs-data-on-eks-ray-service-vllm.yaml": PROFILES / "data-on-eks-jark-stack-115b236.yaml",
     "data-on-eks-rayservice-deepseek-r1-8b.yaml": PROFILES / "data-on-eks-ray-batch-inference.yaml",
+    "kubeai-llama-3.1-405b-fp8-a100-80gb.yaml": PROFILES / "kubeai-2f32ef4.yaml",
+    "kubeai-llama-3.1-70b-fp8-h100.yaml": PROFILES / "kubeai-2f32ef4.yaml",
 }
 COLUMNS = ("without profile", "with documented profiles")
 
@@ -97,7 +99,10 @@ CAUSES: tuple[tuple[str, str], ...] = (
         "vLLM release unknown: image names none (placeholder, variable, digest, plain OS)",
         r"does not name a vLLM version|names no vLLM release",
     ),
-    ("vLLM release outside the releases read", r"outside the releases whose flags were read"),
+    (
+        "vLLM release outside the releases read",
+        r"outside the releases whose flags were read|engine of vLLM [\w.]+ was not read",
+    ),
     ("image not recognised as vLLM / build unknown", r"is not a vLLM image|vLLM build it runs"),
     ("model not catalogued", r"not in the model catalogue|model '[^']+' is not catalogued"),
     (
@@ -108,6 +113,7 @@ CAUSES: tuple[tuple[str, str], ...] = (
     (
         "the controller's installation sets it (KubeAI image, tolerations)",
         r"is set by the [\w ]*installation|is set by the llmaz BackendRuntime"
+        r"|differs across the KubeAI chart releases"
         r"|unknown until the deployment runs",
     ),
     (

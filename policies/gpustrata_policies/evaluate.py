@@ -43,6 +43,7 @@ from gpustrata_policies.view.gpu_operator import operator_view
 from gpustrata_policies.view.kinds import is_read_kind
 from gpustrata_policies.view.launchers import (
     attach_partners,
+    filled_note,
     installation_reason,
     launcher_fills,
 )
@@ -362,7 +363,7 @@ def _evaluate(
                     about = outcome.obj
                     if index.in_context(about):
                         continue  # about a context object: not under review
-                    resource, message = about.resource, outcome.message
+                    resource, message = about.resource, outcome.message + filled_note(about)
                     findings.append(
                         Finding(
                             meta.id,

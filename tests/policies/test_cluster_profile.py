@@ -111,6 +111,15 @@ def _write(tmp_path: Path, text: str, name: str = "cluster.yaml") -> Path:
             ":2: profile.versions.kserve: 0.2 is not a string; use a value such as '0.20.0'",
         ),
         (
+            "kubeai_values: [gke.yaml]\n",
+            ":1: profile.kubeai_values[0]: 'gke.yaml' is not in the expected form",
+        ),
+        (
+            "versions: {kubeai: latest}\n",
+            ":1: profile.versions.kubeai: 'latest' is not in the expected form; use a value "
+            "such as '0.21.0'",
+        ),
+        (
             "versions: {kubernetes: 1.31}\n",
             ":1: profile.versions.kubernetes: 1.31 is not a string; use a value such as '1.31'",
         ),

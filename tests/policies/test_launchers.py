@@ -22,6 +22,7 @@ from gpustrata_policies.view.engines import EngineSite, engine_sites, image_rele
 from gpustrata_policies.view.kinds import is_builtin, is_read_kind
 from gpustrata_policies.view.launchers import launcher_fills, llmisvc_engine
 from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.profile import using_profile
 from gpustrata_policies.view.templates import strategic_merge
 from gpustrata_policies.view.vllm_args import vllm_engine, vllm_version
 
@@ -172,46 +173,70 @@ def test_aibrix_builds_run_the_vllm_their_build_files_name() -> None:
 # --------------------------------------------------------------------------- kinds
 
 
+def _kubeai(name: str = "kubeai-llama-3.1-70b-instruct-fp8-h100.yaml") -> list[K8sObject]:
+    return _load(name)
+
+
+def _kubeai_profile(release: str) -> ClusterProfile:
+    return ClusterProfile.model_validate({"versions": {"kubeai": release}})
+
+
+KUBEAI_IMAGE_RULES = {"K013", "V005", "V010", "V013"}
+"""The rules whose records on a KubeAI Model depend on its image (so its vLLM release)."""
+
+
 def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
-    objs = _load("kubeai-llama-3.1-70b-instruct-fp8-h100.yaml")
+    """Without versions.kubeai, what every catalogued chart release defining the Model's
+    profile gives alike is read (2 GPUs for nvidia-gpu-h100:2, the nvidia.com/gpu=present
+    toleration, no node selector), the vLLM image (which differs) is not."""
+    objs = _kubeai()
     (model,) = objs
     assert is_read_kind(model)
     (pod,) = model.pods()
-    assert pod.gpu_count() == 2  # resourceProfile nvidia-gpu-h100:2
+    assert pod.gpu_count() == 2  # resourceProfile nvidia-gpu-h100:2, 1 GPU per unit
+    assert pod.spec["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
+    assert "nodeSelector" not in pod.spec
     (site,) = _sites(objs, model)
     assert site.engine.model == "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8"
     assert site.engine.get_int("tensor_parallel_size") == 2
     assert site.engine.get_int("max_model_len") == 65536
-    assert site.image is UNKNOWN  # the installation's image: its release is not guessed
+    assert site.image is UNKNOWN  # the releases' images differ: its release is not guessed
     report = evaluate(objs)
     resource = "Model/default/llama-3.1-70b-instruct-fp8-h100"
     assert not [f for f in report.findings if f.resource == resource and f.rule == "V001"]
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
-    assert "'nvidia-gpu-h100:2' is read as 2 nvidia.com/gpu" in record
-    assert "modelServers.VLLM.images" in record
-    unknown = {n.rule for n in report.not_evaluated if "set by the KubeAI installation" in n.reason}
-    assert {"K004", "K013", "V010", "V013"} <= unknown  # tolerations and image: KubeAI's
+    assert "limits 2 nvidia.com/gpu (2 x the profile's)" in record
+    assert "tolerations nvidia.com/gpu=present:NoSchedule" in record
+    assert "substratusai/kubeai@helm-chart-kubeai-0.21.0:charts/kubeai/values.yaml" in record
+    assert "set versions.kubeai in the cluster profile" in record
+    unknown = {n.rule for n in report.not_evaluated if "versions.kubeai" in n.reason}
+    assert {"K013", "V010", "V013"} <= unknown
+    assert "K004" not in {n.rule for n in report.not_evaluated}  # the toleration is known
 
 
 def test_kubeai_values_its_installation_sets_are_named_as_such() -> None:
-    """The image and tolerations of a KubeAI Model's Pod are the KubeAI installation's
-    (resourceProfiles, modelServers.VLLM.images): the records say so. Regression: they read
-    "image of container 'server' is unknown until the deployment runs" for a file check."""
-    objs = _load("kubeai-llama-3.1-70b-instruct-fp8-h100.yaml")
-    report = evaluate(objs)
-    reasons = {n.rule: n.reason for n in report.not_evaluated if n.rule in ("K004", "V013")}
-    assert set(reasons) == {"K004", "V013"}
+    """The image of a KubeAI Model's Pod is the installation's modelServers.VLLM.images:
+    its records name the chart releases' images and the profile key that decides it.
+    Regression: they read "image of container 'server' is unknown until the deployment
+    runs" for a file check."""
+    report = evaluate(_kubeai())
+    reasons = {n.rule: n.reason for n in report.not_evaluated if n.rule in KUBEAI_IMAGE_RULES}
+    assert set(reasons) == KUBEAI_IMAGE_RULES
     for reason in reasons.values():
-        assert "is set by the KubeAI installation" in reason
+        assert "differs across the KubeAI chart releases that define 'nvidia-gpu-h100'" in reason
+        assert "vllm/vllm-openai:v0.8.3 in 0.20.0 to 0.21.0" in reason
+        assert "(set versions.kubeai in the cluster profile)" in reason
         assert "until the deployment runs" not in reason
 
 
 def test_kubeai_model_with_its_own_image_runs_that_image() -> None:
     """A KubeAI Model's spec.image is the server image KubeAI runs (lookupServerImage in
-    substratusai/kubeai@2f32ef4 internal/modelcontroller/model_controller.go; docs/how-to/
+    substratusai/kubeai@v0.21.0 internal/modelcontroller/model_controller.go; docs/how-to/
     build-models-into-containers.md adds it to a Model): read, its vLLM release is known.
     Regression: the reader always left the image to the installation ("unknown")."""
-    (model,) = _load("kubeai-llama-3.1-70b-instruct-fp8-h100.yaml")
+    (model,) = _kubeai()
     doc = copy.deepcopy(model.raw)
     doc["spec"]["image"] = "vllm/vllm-openai:v0.8.5"
     objs = [K8sObject(doc)]
@@ -219,10 +244,112 @@ def test_kubeai_model_with_its_own_image_runs_that_image() -> None:
     assert site.image == "vllm/vllm-openai:v0.8.5"
     report = evaluate(objs)
     rules = {n.rule for n in report.not_evaluated}
-    assert not rules & {"K013", "V005", "V010", "V013"}  # the image and its release are known
-    assert "K004" in rules  # the tolerations stay the installation's
+    assert not rules & {*KUBEAI_IMAGE_RULES, "K004", "*"}  # image, release, tolerations known
+    assert report.findings
+    for finding in report.findings:  # each says what KubeAI filled and from where
+        assert "(KubeAI filled no node selector, tolerations nvidia.com/gpu=present" in (
+            finding.message
+        )
+        assert "modelServers.VLLM.images" not in finding.message  # its own, not filled
+
+
+def test_kubeai_chart_release_in_the_profile_fills_the_image() -> None:
+    """With versions.kubeai 0.21.0 the Pod runs that chart's modelServers.VLLM.images
+    nvidia-gpu image, vllm/vllm-openai:v0.8.3; nothing is left to the installation, so no
+    "*" record, and each finding names the chart's values it was read with."""
+    objs = _kubeai()
+    (model,) = objs
+    report = evaluate(objs, profile=_kubeai_profile("0.21.0"))
+    with using_profile(_kubeai_profile("0.21.0")):
+        (server,) = _kubeai()[0].pods()[0].containers()
+    assert server.image == "vllm/vllm-openai:v0.8.3"
+    assert not [n for n in report.not_evaluated if n.rule == "*" or "KubeAI" in n.reason]
+    v010 = [f.message for f in report.findings if f.rule == "V010"]
+    assert v010 and "runs vLLM 0.8.3 (image vllm/vllm-openai:v0.8.3)" in v010[0]
+    assert (
+        "image vllm/vllm-openai:v0.8.3 (modelServers.VLLM.images): KubeAI chart 0.21.0's "
+        "default values (substratusai/kubeai@helm-chart-kubeai-0.21.0:charts/kubeai/values.yaml)"
+    ) in v010[0]
+    older = evaluate(_kubeai(), profile=_kubeai_profile("v0.13.0"))
+    v010 = [f.message for f in older.findings if f.rule == "V010"]
+    assert not v010 or "vllm/vllm-openai:v0.7.2" in v010[0]
+    assert "KubeAI chart 0.13.0's default values" in next(
+        f.message for f in older.findings if f.resource == model.resource
+    )
+
+
+def test_kubeai_values_file_gives_the_profile_its_node_selector() -> None:
+    """KubeAI's GKE install (helm -f values-gke.yaml, the chart's own file) pins
+    nvidia-gpu-h100 to cloud.google.com/gke-accelerator=nvidia-h100-80gb: with it in the
+    profile the GPU model is known and V003 / V004 / V012 are evaluated on the H100."""
+    profile = ClusterProfile.model_validate(
+        {"versions": {"kubeai": "0.21.0"}, "kubeai_values": ["values-gke.yaml"]}
+    )
+    with using_profile(profile):
+        (pod,) = _kubeai()[0].pods()
+    assert pod.spec["nodeSelector"] == {
+        "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",
+        "cloud.google.com/gke-spot": "true",
+    }
+    report = evaluate(_kubeai(), profile=profile)
+    assert not {"V003", "V004", "V012"} & {n.rule for n in report.not_evaluated}
+    (v012,) = [f.message for f in report.findings if f.rule == "V012"]
+    assert "on NVIDIA H100 80GB" in v012
+    assert "KubeAI chart 0.21.0's default values with values-gke.yaml" in v012
+    assert "charts/kubeai/values.yaml + values-gke.yaml" in v012
+    without = evaluate(_kubeai(), profile=_kubeai_profile("0.21.0"))
+    assert {"V003", "V004", "V012"} <= {n.rule for n in without.not_evaluated}
+
+
+def test_kubeai_values_file_the_release_lacks_reads_nothing() -> None:
+    """values-eks.yaml first ships with chart 0.8.0: at 0.7.0 nothing of the chart is read."""
+    profile = ClusterProfile.model_validate(
+        {"versions": {"kubeai": "0.7.0"}, "kubeai_values": ["values-eks.yaml"]}
+    )
+    report = evaluate(_kubeai(), profile=profile)
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
-    assert "its image is spec.image" in record and "modelServers" not in record
+    assert "KubeAI chart 0.7.0 has no values-eks.yaml beside its values.yaml" in record
+    assert "it has values-gke.yaml" in record
+
+
+def test_kubeai_profile_requests_are_multiplied() -> None:
+    """KubeAI multiplies each of the profile's requests and limits by the Model's multiple
+    (getModelConfig's Quantity.Mul): nvidia-gpu-l4:8 asks 8 GPUs, 48 CPUs and 192Gi."""
+    (model,) = _kubeai("kubeai-llama-3.1-70b-instruct-fp8-l4.yaml")
+    (pod,) = model.pods()
+    (server,) = pod.containers()
+    assert server.raw["resources"] == {
+        "limits": {"nvidia.com/gpu": "8"},
+        "requests": {"nvidia.com/gpu": "8", "cpu": "48", "memory": "192Gi"},
+    }
+    assert pod.gpu_count() == 8
+
+
+def test_kubeai_release_not_catalogued_guesses_nothing() -> None:
+    """A versions.kubeai the catalogue does not hold reads nothing of the chart: the
+    tolerations, GPUs and image stay the installation's, and the records say why."""
+    objs = _kubeai()
+    report = evaluate(objs, profile=_kubeai_profile("0.99.0"))
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "KubeAI chart 0.99.0 (cluster profile versions.kubeai) is not catalogued" in record
+    reasons = {n.rule: n.reason for n in report.not_evaluated}
+    assert "is not catalogued" in reasons["K004"]  # tolerations not guessed
+    assert "is not catalogued" in reasons["V013"]  # nor the image
+
+
+def test_kubeai_profile_of_the_installation_guesses_no_gpu() -> None:
+    """A resource profile no catalogued chart release defines is the installation's own:
+    its GPUs, tolerations and image are not guessed from its name. Regression: any
+    nvidia-gpu-* profile was read as one GPU per unit."""
+    (model,) = _kubeai()
+    doc = copy.deepcopy(model.raw)
+    doc["spec"]["resourceProfile"] = "nvidia-gpu-b200:8"
+    objs = [K8sObject(doc)]
+    report = evaluate(objs)
+    reasons = {n.rule: n.reason for n in report.not_evaluated}
+    assert "defines the resource profile 'nvidia-gpu-b200'" in reasons["*"]
+    assert "installation's own" in reasons["V001"] and "installation's own" in reasons["K004"]
+    assert not [f for f in report.findings if f.rule in ("V001", "K004")]
 
 
 def test_kubeai_model_of_another_engine_is_not_read_as_vllm() -> None:
@@ -468,6 +595,12 @@ def test_a_launcher_field_known_only_at_deploy_time_is_one_record() -> None:
         ),
         ("workloads.x-k8s.io/v1alpha2", "RoleBasedGroup", {"roles": UNKNOWN}, "roles"),
         ("kubeai.org/v1", "Model", {"engine": UNKNOWN}, "spec.engine"),
+        (
+            "kubeai.org/v1",
+            "Model",
+            {"engine": "VLLM", "resourceProfile": UNKNOWN},
+            "spec.resourceProfile",
+        ),
     ):
         doc = {"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
         report = evaluate([doc])

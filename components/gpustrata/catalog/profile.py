@@ -21,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -222,6 +222,15 @@ class VersionsProfile(_Model):
         "LLMInferenceService as the controller does.",
         examples=["0.20.0"],
     )
+    kubeai: str | None = Field(
+        default=None,
+        pattern=_VERSION,
+        description="KubeAI Helm chart release installed with its default values, e.g. "
+        "0.21.0: its resourceProfiles (GPUs per unit, tolerations, node selector) and "
+        "modelServers.VLLM.images (so the vLLM release) complete each KubeAI Model as the "
+        "controller does.",
+        examples=["0.21.0"],
+    )
 
 
 class ImageRelease(_Model):
@@ -327,6 +336,14 @@ class ClusterProfile(_Model):
         description="DRA DeviceClasses the cluster has (gpu.nvidia.com once the NVIDIA DRA "
         "driver runs), by name: `kubectl get deviceclass -o "
         "jsonpath='{.items[*].metadata.name}'`. Unset: unknown; an empty list: none.",
+    )
+    kubeai_values: list[Annotated[str, Field(pattern=r"^values-[\w.-]+\.yaml$")]] = Field(
+        default_factory=list,
+        description="The KubeAI chart's own values files the installation was made with, in "
+        "order (helm -f), e.g. values-gke.yaml or values-eks.yaml: merged over the chart's "
+        "defaults of versions.kubeai, they give each resource profile its node selector (so "
+        "the GPU model).",
+        examples=[["values-gke.yaml"]],
     )
     storage: StorageProfile = Field(
         default_factory=StorageProfile, description="Model-loading bandwidth."

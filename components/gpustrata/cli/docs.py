@@ -163,6 +163,12 @@ _PROFILE_READERS = [
         "versions.kserve",
         "every LLMInferenceService: KServe's presets (image, probes, /dev/shm) merged under it",
     ),
+    (
+        "versions.kubeai",
+        "every KubeAI Model: the chart's resourceProfiles and modelServers.VLLM.images (the "
+        "image, so the vLLM release) fill its Pod",
+    ),
+    ("kubeai_values", "every KubeAI Model: the chart's values files give its node selector"),
     ("versions.gpu_operator", "recorded only: no rule reads it without the operator's objects"),
     ("images", "every rule that needs the vLLM release of an image (V005, V010, V012, V013, ...)"),
     ("crds", "K018 (evaluated on a bare application manifest once the profile lists CRDs)"),

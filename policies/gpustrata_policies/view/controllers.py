@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.kinds import CONTROLLER_KINDS, is_read_kind
+from gpustrata_policies.view.kubeai import kubeai_fill
 from gpustrata_policies.view.objects import K8sObject, Path, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.templates import _ray_cluster, _template, _template_at, strategic_merge
 
@@ -18,8 +19,6 @@ __all__ = [
     "BOOSTER_COMMAND",
     "KTHENA_SOURCE",
     "controller_fills",
-    "kubeai_image",
-    "kubeai_profile",
     "multi_pod_role",
     "pod_group",
     "rbg_group",
@@ -138,23 +137,6 @@ def _kubeai_model_flag(url: Any) -> str | None:
     return url
 
 
-def kubeai_profile(obj: K8sObject) -> tuple[str, int] | None:
-    """A KubeAI Model's ``resourceProfile`` as (profile, count): ``nvidia-gpu-l4:1`` ->
-    (``nvidia-gpu-l4``, 1); None when it is not of that form."""
-    profile = dig(obj.raw, "spec", "resourceProfile")
-    if not isinstance(profile, str) or ":" not in profile:
-        return None
-    name, _, count = profile.rpartition(":")
-    return (name, int(count)) if count.isdigit() else None
-
-
-def kubeai_image(obj: K8sObject) -> str | None:
-    """A KubeAI Model's own ``spec.image`` (the server image KubeAI runs instead of the
-    installation's, :data:`KUBEAI_SOURCE` ``lookupServerImage``), or None."""
-    image = dig(obj.raw, "spec", "image")
-    return image if isinstance(image, str) and image.strip() else None
-
-
 def _kubeai_probe(period: int, timeout: int, failures: int) -> dict[str, Any]:
     return {
         "httpGet": {"path": "/health", "port": "http"},
@@ -167,12 +149,11 @@ def _kubeai_probe(period: int, timeout: int, failures: int) -> dict[str, Any]:
 def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
     """The Pod KubeAI runs for a ``spec.engine: VLLM`` Model (:data:`KUBEAI_SOURCE`).
 
-    The image is ``spec.image`` where the Model states one, else the installation's, as are
-    the tolerations (unknown: what depends on them is not evaluated, its vLLM release is
-    never guessed); the node selector its resource
-    profile's (unstated); a ``nvidia-gpu-*:N`` profile gives the Pod N ``nvidia.com/gpu``
-    (the chart's profiles give one GPU per unit;
-    :func:`~gpustrata_policies.view.launchers.launcher_fills` says so)."""
+    The image is ``spec.image`` where the Model states one, else the installation's; the
+    resources (the profile's times its multiple), tolerations and node placement are the
+    resource profile's: both from the chart's default values
+    (:func:`~gpustrata_policies.view.kubeai.kubeai_fill`), unknown where the installed
+    release is not stated and the releases differ, so nothing is guessed."""
     spec = as_map(dig(obj.raw, "spec"), f"spec of {obj.resource}")
     if spec.get("engine") != "VLLM":
         return
@@ -181,11 +162,10 @@ def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
     args.append(f"--served-model-name={obj.name}")
     args.extend(str(a) for a in as_list(spec.get("args"), f"spec.args of {obj.resource}"))
     env = as_map(spec.get("env"), f"spec.env of {obj.resource}")
+    fill = kubeai_fill(obj)
     container: dict[str, Any] = {
         "name": "server",
-        # spec.image when stated, else the installation's modelServers.VLLM.images, chosen
-        # at deploy time (lookupServerImage, internal/modelcontroller/model_controller.go)
-        "image": kubeai_image(obj) or UNKNOWN,
+        "image": fill.container["image"],
         "command": list(KUBEAI_VLLM_COMMAND),
         "args": args,
         "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
@@ -195,14 +175,13 @@ def _kubeai_pod(obj: K8sObject) -> Iterator[PodRef]:
         "livenessProbe": _kubeai_probe(30, 3, 3),
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
-    profile = kubeai_profile(obj)
-    if profile is not None and profile[0].startswith("nvidia-gpu-"):
-        gpus = {"nvidia.com/gpu": profile[1]}
-        container["resources"] = {"limits": gpus, "requests": dict(gpus)}
+    resources = fill.container.get("resources")
+    if resources is UNKNOWN or resources:
+        container["resources"] = resources
     pod: dict[str, Any] = {
         "containers": [container],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-        "tolerations": UNKNOWN,  # the resource profile's (the chart's GPU profiles add some)
+        **fill.pod,
     }
     replicas = spec.get("replicas", spec.get("minReplicas"))
     yield PodRef(obj, ("spec",), pod, "", replicas=replicas)

@@ -23,12 +23,11 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.controllers import (
     BOOSTER_COMMAND,
     KTHENA_SOURCE,
-    kubeai_image,
-    kubeai_profile,
     multi_pod_role,
     rbg_group,
 )
 from gpustrata_policies.view.kinds import is_read_kind
+from gpustrata_policies.view.kubeai import kubeai_fill, kubeai_image
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.templates import strategic_merge
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KSERVE_PRESET_SOURCE",
     "attach_partners",
+    "filled_note",
     "installation_reason",
     "launcher_fills",
     "llmisvc_engine",
@@ -59,9 +59,6 @@ as a strategic merge patch (containers by name)."""
 KSERVE_CONFIG_LOOKUP = "kserve/kserve@v0.20.0:pkg/controller/v1alpha2/llmisvc/config_merge.go"
 """``getConfig``: a config is looked up by name in the service's namespace, then in
 ``kserve``; a well-known preset's name found there is used instead of KServe's own."""
-KUBEAI_VALUES = "substratusai/kubeai@2f32ef4:charts/kubeai/values.yaml"
-"""KubeAI's default resource profiles (each ``nvidia-gpu-*`` profile: 1 ``nvidia.com/gpu`` per
-unit, no node selector) and vLLM images (``modelServers.VLLM.images``)."""
 LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
 """llmaz's default vLLM BackendRuntime: ``python3 -m vllm.entrypoints.openai.api_server
 --model <path> --served-model-name <name> --port 8080`` on the chart's image."""
@@ -69,10 +66,6 @@ LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
 
 _INSTALLATION_FILLS: dict[str, tuple[str, tuple[str, ...]]] = {
     # kind -> (who fills it, the values the Pod gpustrata builds leaves unknown for it)
-    "Model": (
-        "the KubeAI installation (its resourceProfiles and modelServers.VLLM.images)",
-        ("image", "tolerations"),
-    ),
     "Playground": ("the llmaz BackendRuntime the installation holds", ("image",)),
 }
 
@@ -80,11 +73,21 @@ _INSTALLATION_FILLS: dict[str, tuple[str, tuple[str, ...]]] = {
 def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
     """The "not evaluated" reason for *exc* on *obj*: for a value the Pod gpustrata builds
     for a KubeAI Model or llmaz Playground leaves to the controller's installation (its
-    image, tolerations), who sets it; otherwise *exc*'s own reason. A value known only at
-    deploy time (a Pulumi preview: *obj* holds unknowns) keeps its reason."""
-    filled = _INSTALLATION_FILLS.get(obj.kind)
+    image, tolerations), who sets it and what would decide it; otherwise *exc*'s own
+    reason. A value known only at deploy time (a Pulumi preview: *obj* holds unknowns)
+    keeps its reason."""
     default = f"{exc.what} is unknown until the deployment runs"
-    if filled is None or exc.reason != default or not is_read_kind(obj) or is_tracked(obj.raw):
+    if exc.reason != default or not is_read_kind(obj) or is_tracked(obj.raw):
+        return exc.reason
+    if obj.kind == "Model":
+        field = exc.what.split(" ", 1)[0].split(".", 1)[0].split("[", 1)[0]
+        try:
+            why = kubeai_fill(obj).unknown.get(field)
+        except UnknownInput:
+            return exc.reason
+        return f"{exc.what}: {why}, so what depends on it is not evaluated" if why else exc.reason
+    filled = _INSTALLATION_FILLS.get(obj.kind)
+    if filled is None:
         return exc.reason
     who, values = filled
     if not exc.what.startswith(values):
@@ -93,6 +96,21 @@ def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
         f"{exc.what} is set by {who}, which the manifest does not state, so what depends on "
         "it is not evaluated"
     )
+
+
+def filled_note(obj: K8sObject) -> str:
+    """What *obj*'s controller filled into the Pod a finding on it judges, from its
+    installation's defaults (`` (KubeAI filled ... from ...)``), or ``""``: appended to each
+    finding's message so it says which values the manifest did not state."""
+    if obj.kind != "Model" or not is_read_kind(obj) or dig(obj.raw, "spec", "engine") != "VLLM":
+        return ""
+    try:
+        fill = kubeai_fill(obj)
+    except UnknownInput:  # known only at deploy time: its record says so
+        return ""
+    if not fill.filled:
+        return ""
+    return f" (KubeAI filled {', '.join(fill.filled)}: {fill.where})"
 
 
 def launcher_fills(obj: K8sObject) -> list[str]:
@@ -609,28 +627,18 @@ def _kubeai(obj: K8sObject) -> list[str]:
             f"KubeAI Model with engine {engine!r}: only the VLLM engine's Pod is read; the "
             "KubeAI controller builds this one, which is not evaluated"
         ]
-    profile = kubeai_profile(obj)
+    fill = kubeai_fill(obj)
+    if not fill.unknown:
+        return []  # every value the installation fills is read: the rules' records say so
     stated = dig(obj.raw, "spec", "resourceProfile")
-    if profile is None or not profile[0].startswith("nvidia-gpu-"):
-        gpus = (
-            f"resourceProfile {stated!r} is not an nvidia-gpu-* profile of the form NAME:COUNT, "
-            "so the Pod's GPUs are the installation's and not evaluated"
-        )
-    else:
-        gpus = (
-            f"resourceProfile {stated!r} is read as {profile[1]} nvidia.com/gpu (KubeAI's "
-            f"default profiles give one GPU per unit, {KUBEAI_VALUES})"
-        )
-    if kubeai_image(obj) is not None:
-        return [
-            f"KubeAI Model: {gpus}; the GPU model, node selector and tolerations come from "
-            "the installation's resourceProfiles, which the manifest does not state (its "
-            "image is spec.image)"
-        ]
+    read = (
+        f"read with {fill.where}: {', '.join(fill.filled)}; " if fill.where and fill.filled else ""
+    )
+    gaps = "; ".join(dict.fromkeys(fill.unknown.values()))
+    own = " (its image is spec.image)" if kubeai_image(obj) is not None else ""
     return [
-        f"KubeAI Model: {gpus}; the GPU model, node selector, tolerations and the vLLM image "
-        "(so the vLLM release) come from the installation's resourceProfiles and "
-        "modelServers.VLLM.images, which the manifest does not state"
+        f"KubeAI Model: the controller builds its Pod from the installation's resource "
+        f"profile {stated!r} and vLLM images{own}; {read}not evaluated: {gaps}"
     ]
 
 
