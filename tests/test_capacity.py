@@ -382,17 +382,17 @@ def test_an_unset_gpu_memory_utilization_is_the_stated_releases_default() -> Non
 
 def test_unread_releases_between_read_ones_size_as_the_tighter_of_the_two() -> None:
     """An unread release between two read ones that disagree (0.12.0: FlashInfer's sampler
-    by default in 0.10.2, the native one in 0.14.1) does what one of them does, so it is
+    by default in 0.11.0, the native one in 0.14.1) does what one of them does, so it is
     sized as the one leaving less KV memory, and says so; a tag that is no release, and no
     release, size as the reference release."""
     a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
     reference = estimate_capacity(a, h100)
     est = estimate_capacity(a, h100, vllm_release="0.12.0")
     assert est.memory.available_kv_bytes < reference.memory.available_kv_bytes
-    bounds = [estimate_capacity(a, h100, vllm_release=r) for r in ("0.10.2", "0.14.1")]
+    bounds = [estimate_capacity(a, h100, vllm_release=r) for r in ("0.11.0", "0.14.1")]
     assert bounds[0].memory.available_kv_bytes != bounds[1].memory.available_kv_bytes
     assert est.memory.available_kv_bytes == min(b.memory.available_kv_bytes for b in bounds)
-    assert "0.12.0 was not read; it lies between 0.10.2 and 0.14.1" in est.defaults["vllm_release"]
+    assert "0.12.0 was not read; it lies between 0.11.0 and 0.14.1" in est.defaults["vllm_release"]
     for release in ("nightly", None):
         other = estimate_capacity(a, h100, vllm_release=release)
         assert other.weights.bytes_per_gpu == reference.weights.bytes_per_gpu
@@ -406,16 +406,31 @@ def test_unread_releases_between_read_ones_size_as_the_tighter_of_the_two() -> N
 
 # vllm-project/vllm#27508: torch 2.8.0 (vLLM 0.11.0's pin), one H100 80GB HBM3, gpt-oss-120b,
 # `--gpu-memory-utilization 0.95 --max-num-batched-tokens 1024` at the default 131,072
-# context: "Available KV cache memory: 1.71 GiB", "EngineCore failed to start". The same
-# model on v0.11.2 "on single H100 with 85K context length" at 0.97 and max_num_seqs 100
-# (vllm-project/vllm#33155's first command) started.
+# context: "Available KV cache memory: 1.71 GiB" (gpu_worker.py:298, 0.11.0's line),
+# "EngineCore failed to start". Its traceback runs from a conda env's site-packages
+# (/opt/conda/envs/vllm_env/lib/python3.13), a pip install, and 0.11.0's wheel lists
+# flashinfer-python only under the [flashinfer] extra: the sampler warm-up took the native
+# path (VLLM_USE_FLASHINFER_SAMPLER=0 is the same path). The same model on v0.11.2 "on
+# single H100 with 85K context length" at 0.97 and max_num_seqs 100 (vllm-project/vllm#33155's
+# first command) started.
 def test_gpt_oss_on_one_h100_with_vllm_0_11_refuses_and_starts_where_the_logs_say() -> None:
     a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
     refused = estimate_capacity(
-        a, h100, gpu_memory_utilization=0.95, max_num_batched_tokens=1024, vllm_release="0.11.0"
+        a,
+        h100,
+        gpu_memory_utilization=0.95,
+        max_num_batched_tokens=1024,
+        vllm_release="0.11.0",
+        flashinfer_sampler=False,
     )
     assert not refused.fits
     assert refused.memory.available_kv_bytes / GIB < 5  # logged 1.71 GiB
+    # The vllm/vllm-openai image, which installs FlashInfer, samples on its path (half the
+    # native one's bytes per logit), leaving more to the KV cache.
+    image = estimate_capacity(
+        a, h100, gpu_memory_utilization=0.95, max_num_batched_tokens=1024, vllm_release="0.11.0"
+    )
+    assert image.memory.available_kv_bytes > refused.memory.available_kv_bytes
     # The reference release's arithmetic, which is what the estimate used for 0.11.0
     # before, says the same settings start:
     assert estimate_capacity(a, h100, gpu_memory_utilization=0.95, max_num_batched_tokens=1024).fits
