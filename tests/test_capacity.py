@@ -304,7 +304,8 @@ def test_gpt_oss_on_one_h100_with_vllm_0_10_1_does_not_start() -> None:
     leave torch.sort's workspace out. It is not the forward: here 0.9 x 79.2 GiB + 2.14 -
     65.97 = 7.44 GiB beside the weights; vllm#27508 (0.11.0 from pip, the same native path,
     1,024 batched tokens instead of 8,192) logs 0.95 x 79.2 - 1.71 - 65.97 = 7.55 GiB with
-    the same Marlin weights, so the 8,192-token forward adds nothing to the sampler's peak
+    the same Marlin weights (0.11.0's wheel requires no triton_kernels, whose absence picks
+    Marlin in get_mxfp4_backend), so the 8,192-token forward adds nothing to the sampler's peak
     (profile_run samples after the forward returned)."""
     a, h100 = arch("openai/gpt-oss-120b"), gpu("h100-sxm-80gb")
     pip = estimate_capacity(
