@@ -206,7 +206,7 @@ def test_memory_default_per_release() -> None:
 
 def test_mxfp4_kernel_per_release_and_gpu_generation() -> None:
     """The MXFP4 MoE kernel of a read release, of a release between two read ones that
-    agree (Marlin below SM90, Triton on Hopper in 0.10.2 and 0.14.1), and the reference
+    agree (Marlin below SM90, Triton on Hopper in 0.11.0 and 0.14.1), and the reference
     release's otherwise."""
     cat = load_vllm_releases()
     marlin, read_in = mxfp4_kernel("0.10.1", 9)
@@ -217,9 +217,12 @@ def test_mxfp4_kernel_per_release_and_gpu_generation() -> None:
     assert triton is not None and triton.kernel == "Triton" and read_in == "0.10.2"
     assert triton.padding() != marlin.padding()
     between, read_in = mxfp4_kernel("0.12.0", 8)
-    assert between is not None and between.kernel == "Marlin" and read_in == "0.10.2"
+    assert between is not None and between.kernel == "Marlin" and read_in == "0.11.0"
     hopper, read_in = mxfp4_kernel("0.12.0", 9)
-    assert hopper is not None and hopper.kernel == "Triton" and read_in == "0.10.2"
+    assert hopper is not None and hopper.kernel == "Triton" and read_in == "0.11.0"
+    # 0.11.0 and 0.14.1 both take FlashInfer's BF16 MXFP4 backend on SM100 (256 / 256).
+    blackwell, read_in = mxfp4_kernel("0.12.0", 10)
+    assert blackwell is not None and blackwell.padding()[:2] == (256, 256) and read_in == "0.11.0"
     # Between 0.10.1 (Marlin) and 0.10.2 (Triton) on Hopper they disagree: the reference decides.
     assert mxfp4_kernel("0.10.1.post1", 9)[1] == cat.reference
     assert mxfp4_kernel(None, 9) == mxfp4_kernel(cat.reference, 9)

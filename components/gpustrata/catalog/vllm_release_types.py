@@ -272,14 +272,23 @@ class ProfileRelease:
     """(path, bytes per logit the warm-up's peak holds) for each path read."""
     why: str
     sources: tuple[str, ...]
+    sampler_after_forward: bool = False
+    """profile_run samples after the dummy forward has returned (its activations freed,
+    only the hidden states kept), so the profile's torch peak is the larger of the two,
+    not their sum."""
 
     def sampler_bytes_per_logit(self, path: str) -> int | None:
         """Bytes per ``max_num_seqs x vocab`` logit on that sampler path, or None."""
         return dict(self.sampler_bytes).get(path)
 
-    def facts(self) -> tuple[bool, str | None, tuple[tuple[str, int], ...]]:
+    def facts(self) -> tuple[bool, str | None, tuple[tuple[str, int], ...], bool]:
         """What changes the estimate (releases agree when these are equal)."""
-        return self.cuda_graph_estimate, self.sampler_default, self.sampler_bytes
+        return (
+            self.cuda_graph_estimate,
+            self.sampler_default,
+            self.sampler_bytes,
+            self.sampler_after_forward,
+        )
 
 
 @dataclass(frozen=True, slots=True)

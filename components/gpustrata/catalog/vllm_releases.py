@@ -195,6 +195,8 @@ def _profile_release(data: Any, what: str) -> ProfileRelease:
             )
     if not isinstance(r.get("cuda_graph_estimate"), bool):
         raise VllmReleaseCatalogError(f"{what}.cuda_graph_estimate must be true or false")
+    if not isinstance(r.get("sampler_after_forward", False), bool):
+        raise VllmReleaseCatalogError(f"{what}.sampler_after_forward must be true or false")
     return ProfileRelease(
         version=_version(r.get("version"), what),
         cuda_graph_estimate=bool(r["cuda_graph_estimate"]),
@@ -202,6 +204,7 @@ def _profile_release(data: Any, what: str) -> ProfileRelease:
         sampler_bytes=tuple(sorted((str(k), int(v)) for k, v in sampler.items())),
         why=str(r.get("why") or ""),
         sources=tuple(_source(x, what) for x in r.get("sources") or []),
+        sampler_after_forward=bool(r.get("sampler_after_forward", False)),
     )
 
 

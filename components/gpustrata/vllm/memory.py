@@ -72,6 +72,7 @@ def activation_bytes(
     max_num_seqs: int,
     sampler_bytes_per_logit: int = _SAMPLER_BYTES_PER_LOGIT,
     sampler_why: str = "",
+    sampler_after_forward: bool = False,
 ) -> Term:
     """Peak activation of vLLM's profile run (a forward pass of max_num_batched_tokens).
 
@@ -79,9 +80,12 @@ def activation_bytes(
     QKV output and the gated MLP (for MoE: ``top_k x (3 x expert_mlp/TP + hidden)``, the
     fused-MoE caches), plus the sampler warm-up's ``max_num_seqs x vocab x`` 8 B (float32
     logits and probabilities) or the *sampler_bytes_per_logit* a release's sampler path
-    holds (the release catalogue's ``profile_run``, explained by *sampler_why*).
-    Calibrated on vLLM PR #10511's log (Llama-3-8B, 8192 tokens: 1.26 GiB measured,
-    1.3 GiB estimated); multimodal encoders are not modelled.
+    holds (the release catalogue's ``profile_run``, explained by *sampler_why*). With
+    *sampler_after_forward* (a read release whose profile_run samples once the dummy
+    forward has returned) the peak is the larger of the forward and the sampler warm-up
+    beside the kept hidden states (``T x hidden``), not their sum. Calibrated on vLLM PR
+    #10511's log (Llama-3-8B, 8192 tokens: 1.26 GiB measured, 1.3 GiB estimated);
+    multimodal encoders are not modelled.
     """
     tp = tensor_parallel_size
     t = max_num_batched_tokens
@@ -96,12 +100,25 @@ def activation_bytes(
         mlp_why = f"3 x {arch.intermediate_size}/TP"
     forward = t * dtype_bytes * (4 * h + qkv + max(mlp, 3 * arch.intermediate_size // tp))
     sampler = max_num_seqs * arch.vocab_size * sampler_bytes_per_logit
-    value = forward + sampler
+    forward_why = f"{t} tokens x {dtype_bytes} B x (4 x {h} + qkv {qkv} + mlp {mlp_why})"
+    sampler_why_s = (
+        f"sampler {max_num_seqs} seqs x {arch.vocab_size} vocab x {sampler_bytes_per_logit} B"
+        f"{f' ({sampler_why})' if sampler_why else ''}"
+    )
+    if sampler_after_forward:
+        kept = t * dtype_bytes * h
+        value = max(forward, kept + sampler)
+        how = (
+            f"max(forward {forward_why} = {gib(forward)}, hidden states {t} x {h} x "
+            f"{dtype_bytes} B + {sampler_why_s} = {gib(kept + sampler)}): the sampler "
+            "warm-up runs after the dummy forward returned"
+        )
+    else:
+        value = forward + sampler
+        how = f"{forward_why} + {sampler_why_s}"
     why = (
-        f"{t} tokens x {dtype_bytes} B x (4 x {h} + qkv {qkv} + mlp {mlp_why}) + sampler "
-        f"{max_num_seqs} seqs x {arch.vocab_size} vocab x {sampler_bytes_per_logit} B"
-        f"{f' ({sampler_why})' if sampler_why else ''} = {gib(value)} (gpustrata "
-        f"estimate of the profile run's torch peak, {SRC_PROFILING})"
+        f"{how} = {gib(value)} (gpustrata estimate of the profile run's torch peak, "
+        f"{SRC_PROFILING})"
     )
     return Term(value, why)
 
@@ -151,6 +168,7 @@ def memory_budget(
         max_num_seqs=max_num_seqs,
         sampler_bytes_per_logit=sampler_bytes,
         sampler_why=sampler_why,
+        sampler_after_forward=facts is not None and facts.sampler_after_forward,
     )
     if enforce_eager:
         graphs = Term(0, "enforce_eager: no CUDA graphs are captured")
