@@ -76,3 +76,20 @@ def test_unread_releases_follow_agreeing_neighbours() -> None:
     assert between[0].source.startswith("vllm@v0.4.2:")
     rows = {v: how for v, _, how in load_vllm_releases().health.dead_after}
     assert (rows["0.6.1.post2"], rows["0.6.2"]) == ("iteration-timeout", "heartbeat")
+
+
+@pytest.mark.parametrize(
+    "row",
+    [["0.6.2", 30, "guessed", "vllm/engine/multiprocessing/engine.py"], ["0.6.2", 30, "heartbeat"]],
+)
+def test_a_malformed_death_row_is_refused(row: list[object]) -> None:
+    import importlib.resources
+
+    from gpustrata.catalog.vllm_release_types import VllmReleaseCatalogError
+    from gpustrata.catalog.vllm_releases import releases_from_document
+
+    text = importlib.resources.files("gpustrata.catalog").joinpath("data/vllm-releases.yaml")
+    doc = yaml.safe_load(text.read_text())
+    doc["health"]["v0_dead_after"] = [row]
+    with pytest.raises(VllmReleaseCatalogError, match=r"health\.v0_dead_after\[0\]"):
+        releases_from_document(doc)
