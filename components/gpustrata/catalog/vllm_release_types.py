@@ -309,6 +309,9 @@ class HealthFacts:
     v0_dead_after_s: Fact
     """Before that release: seconds without an engine-loop turn that mark the engine dead."""
     sources: tuple[str, ...]
+    dead_after: tuple[tuple[str, Fact, str], ...] = ()
+    """Per release read, oldest first: (release, seconds one step may last before /health
+    fails for good, mechanism ``iteration-timeout`` or ``heartbeat``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,6 +406,7 @@ class VllmReleases:
             for m in r.mla
         ]
         out += [("health", s) for s in self.health.sources]
+        out += [(f"health {v} {how}", f.source) for v, f, how in self.health.dead_after]
         out += [(f"mxfp4_moe {r.version}", r.source) for r in self.mxfp4_moe]
         out += [(f"profile_run {r.version}", s) for r in self.profile_run for s in r.sources]
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]

@@ -48,6 +48,7 @@ __all__ = [
     "profile_facts",
     "reference_release",
     "unread_memory_bracket",
+    "v0_dead_after",
 ]
 
 
@@ -282,6 +283,16 @@ def releases_from_document(data: Any) -> VllmReleases:
     health = _map(doc.get("health"), "health")
     loop = _map(health.get("v0_engine_loop_until"), "health.v0_engine_loop_until")
     dead = _fact(health.get("v0_dead_after_s"), "health.v0_dead_after_s")
+    dead_after = []
+    for i, row in enumerate(health.get("v0_dead_after") or []):
+        what = f"health.v0_dead_after[{i}]"
+        if not isinstance(row, list) or len(row) != 4 or row[2] not in MECHANISMS:
+            raise VllmReleaseCatalogError(
+                f"{what} must be [release, seconds, {'|'.join(MECHANISMS)}, path]"
+            )
+        version = _version(row[0], what)
+        fact = _fact({"value": row[1], "source": f"vllm@v{version}:{row[3]}"}, what)
+        dead_after.append((version, fact, str(row[2])))
     memory = []
     for i, row in enumerate(doc.get("memory_defaults") or []):
         if not isinstance(row, list) or len(row) != 3:
@@ -382,6 +393,7 @@ def releases_from_document(data: Any) -> VllmReleases:
             _version(loop.get("version"), "health.v0_engine_loop_until"),
             dead,
             (_source(loop.get("source"), "health.v0_engine_loop_until"), dead.source),
+            tuple(sorted(dead_after, key=lambda r: parse_version(r[0]))),
         ),
         memory_defaults=tuple(sorted(memory, key=lambda r: parse_version(r[0]))),
         flags_file=str(flags.get("file") or ""),
@@ -493,6 +505,27 @@ def _per_catalogue(name: str, source: object, build: Callable[[], _T]) -> _T:
 
 def _same_value(a: Fact, b: Fact) -> bool:
     return a.value == b.value
+
+
+MECHANISMS = ("iteration-timeout", "heartbeat")
+"""What marks a V0 engine dead during one long step (``health.v0_dead_after``)."""
+
+
+def v0_dead_after(version: str) -> tuple[Fact, str] | None:
+    """(seconds one engine step may last before /health fails for good, mechanism) of a
+    V0 release before ``health.v0_engine_loop_until``: read in it, or agreed by the read
+    releases around it; None when unknown."""
+    catalogue = load_vllm_releases()
+    table = _per_catalogue(
+        "v0_dead_after",
+        catalogue,
+        lambda: {v: (fact, how) for v, fact, how in catalogue.health.dead_after},
+    )
+    return _read_or_agreed(version, table, _same_death)
+
+
+def _same_death(a: tuple[Fact, str], b: tuple[Fact, str]) -> bool:
+    return a[0].value == b[0].value and a[1] == b[1]
 
 
 def memory_default(version: str) -> Fact | None:

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 from gpustrata.catalog.vllm_release_types import source_url
+from gpustrata.catalog.vllm_releases import v0_dead_after
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version
@@ -159,17 +160,39 @@ def _loop_bound(version: str | None) -> bool:
         return False
 
 
-def _v0_loop_bound(ctx: RuleContext, site: EngineSite, where: str, why: str) -> Iterator[Verdict]:
-    """Before the release that fixed it, the V0 multiprocessing front end marked the engine
-    dead (and /health failed for good) once one engine step outlasted its heartbeat
-    threshold, whatever the probe: the longest step must stay under it."""
+def _v0_loop_bound(
+    ctx: RuleContext,
+    site: EngineSite,
+    version: str,
+    in_process: bool,
+    why_text: tuple[str, str],
+) -> Iterator[Verdict]:
+    """Before the release that fixed it, a V0 engine was marked dead (and /health failed for
+    good) once one engine step outlasted a limit, whatever the probe: the AsyncLLMEngine's
+    iteration timeout through 0.6.1, the MQLLMEngine heartbeat in 0.6.2-0.6.3 (catalogue,
+    per release read). The longest step must stay under it."""
+    where, why = why_text
+    death = v0_dead_after(version)
+    if death is None:
+        yield Verdict(
+            "not_evaluated",
+            "health-unread",
+            {
+                "why": f"{site.name}: what /health in vLLM {version} waits on is not read in "
+                "the catalogue (health.v0_dead_after), nor agreed by the read releases around it"
+            },
+        )
+        return
+    fact, mechanism = death
+    if mechanism == "heartbeat" and in_process:
+        return  # no MQLLMEngine heartbeat when the front end runs the engine in process
     found = capacity_inputs(ctx, site)
     if isinstance(found, str):
         yield Verdict(
             "not_evaluated", "capacity-unread", {"why": not_evaluated_reason(site, found)}
         )
         return
-    limit = HEALTH.v0_dead_after_s.value
+    limit = fact.value
     for inp in found:
         step = inp.estimate.longest_step
         if step.seconds < limit:
@@ -186,9 +209,10 @@ def _v0_loop_bound(ctx: RuleContext, site: EngineSite, where: str, why: str) -> 
                 "step_s": step.seconds,
                 "step_explanation": step.explanation,
                 "defaults": inp.default_notes("enable_chunked_prefill", "max_num_batched_tokens"),
+                "mechanism": mechanism,
             },
             thresholds={"dead_after_s": limit},
-            sources=(_source(HEALTH.v0_dead_after_s.source),),
+            sources=(_source(fact.source),),
             path=(*site.container.path, "livenessProbe") if site.container else site.path,
         )
 
@@ -283,8 +307,10 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         in_process = site.bool_flag("disable_frontend_multiprocessing")
         if version.version is None and not in_process:
             yield from _unknown_release(ctx, site, version.where)
-        elif version.v0 and _loop_bound(version.version) and not in_process:
-            yield from _v0_loop_bound(ctx, site, version.where, version.why)
+        elif version.v0 and version.version is not None and _loop_bound(version.version):
+            yield from _v0_loop_bound(
+                ctx, site, version.version, bool(in_process), (version.where, version.why)
+            )
 
 
 def _unknown_release(ctx: RuleContext, site: EngineSite, where: str) -> Iterator[Verdict]:
@@ -306,10 +332,19 @@ def _unknown_release(ctx: RuleContext, site: EngineSite, where: str) -> Iterator
 def _step_message(verdict: Verdict) -> str:
     """The prose of a V0 engine step that outlasts the front end's heartbeat."""
     v, limit = verdict.values, cast(float, verdict.thresholds["dead_after_s"])
+    if v.get("mechanism") == "iteration-timeout":
+        dead = (
+            f"whose AsyncLLMEngine aborts an engine step after {limit:g} s and stays errored "
+            f"(VLLM_ENGINE_ITERATION_TIMEOUT_S, {verdict.sources[0]})"
+        )
+    else:
+        dead = (
+            "whose multiprocessing front end (MQLLMEngineClient) marks the engine dead when "
+            f"its loop has not come round for {limit:g} s (last_alive_threshold = 3 x "
+            f"VLLM_RPC_TIMEOUT, {verdict.sources[0]})"
+        )
     return (
-        f"{v['engine']} runs {v['where']} on the V0 engine ({v['why']}), whose multiprocessing "
-        f"front end marks the engine dead when its loop has not come round for {limit:g} s "
-        f"(last_alive_threshold = 3 x VLLM_RPC_TIMEOUT, {verdict.sources[0]}); /health then "
+        f"{v['engine']} runs {v['where']} on the V0 engine ({v['why']}), {dead}; /health then "
         "fails until the livenessProbe restarts the container. The longest engine step of "
         f"{v['model']} on {v['gpu']} is estimated at {cast(float, v['step_s']):.1f} s: "
         f"{v['step_explanation']}{v['defaults']}; one long prompt gets the Pod killed. Fix: "
@@ -328,7 +363,7 @@ def _release_message(verdict: Verdict) -> str:
     return (
         f"{v['engine']}: {v['where']}, so whether /health waits on the engine loop is not "
         f"known: vLLM before {HEALTH.v0_engine_loop_until} (V0) marks the engine dead after "
-        f"{limit:g} s without a loop turn, and {step_text}. Pin the image to a vLLM "
+        f"a step of {limit:g} s or more (by release), and {step_text}. Pin the image to a vLLM "
         f"release {profile_hint('images')}"
     )
 
