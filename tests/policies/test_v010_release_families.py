@@ -93,3 +93,26 @@ def test_a_malformed_death_row_is_refused(row: list[object]) -> None:
     doc["health"]["v0_dead_after"] = [row]
     with pytest.raises(VllmReleaseCatalogError, match=r"health\.v0_dead_after\[0\]"):
         releases_from_document(doc)
+
+
+@pytest.mark.parametrize("release", ["0.6.2", "0.6.3.post1"])
+def test_heartbeat_family_in_process_keeps_the_iteration_timeout(release: str) -> None:
+    """--disable-frontend-multiprocessing runs AsyncLLMEngine in the API server: no heartbeat,
+    but its 60 s step timeout still fails /health for good (no longer skipped)."""
+
+    def steps(instance: str) -> list[str]:
+        doc = _deployment(release, instance)
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        key = "args" if "args" in container else "command"
+        container[key] = [*container[key], "--disable-frontend-multiprocessing"]
+        report = evaluate([doc])
+        return [
+            f.message
+            for f in report.findings
+            if f.rule == "V010" and "longest engine step" in f.message
+        ]
+
+    [message] = steps(L4)
+    assert "VLLM_ENGINE_ITERATION_TIMEOUT_S" in message and "60 s" in message
+    assert "MQLLMEngineClient" not in message
+    assert steps(L40S) == []  # 44 s: over the heartbeat's 30 s, under the 60 s timeout

@@ -312,6 +312,9 @@ class HealthFacts:
     dead_after: tuple[tuple[str, Fact, str], ...] = ()
     """Per release read, oldest first: (release, seconds one step may last before /health
     fails for good, mechanism ``iteration-timeout`` or ``heartbeat``)."""
+    in_process_dead_after_s: Fact | None = None
+    """Where the heartbeat releases run the engine in the API server
+    (``--disable-frontend-multiprocessing``): the AsyncLLMEngine's step timeout instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +410,8 @@ class VllmReleases:
         ]
         out += [("health", s) for s in self.health.sources]
         out += [(f"health {v} {how}", f.source) for v, f, how in self.health.dead_after]
+        if self.health.in_process_dead_after_s is not None:
+            out.append(("health in-process", self.health.in_process_dead_after_s.source))
         out += [(f"mxfp4_moe {r.version}", r.source) for r in self.mxfp4_moe]
         out += [(f"profile_run {r.version}", s) for r in self.profile_run for s in r.sources]
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]

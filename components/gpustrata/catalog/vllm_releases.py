@@ -283,6 +283,10 @@ def releases_from_document(data: Any) -> VllmReleases:
     health = _map(doc.get("health"), "health")
     loop = _map(health.get("v0_engine_loop_until"), "health.v0_engine_loop_until")
     dead = _fact(health.get("v0_dead_after_s"), "health.v0_dead_after_s")
+    in_process = health.get("v0_in_process_dead_after_s")
+    in_process_dead = (
+        None if in_process is None else _fact(in_process, "health.v0_in_process_dead_after_s")
+    )
     dead_after = []
     for i, row in enumerate(health.get("v0_dead_after") or []):
         what = f"health.v0_dead_after[{i}]"
@@ -394,6 +398,7 @@ def releases_from_document(data: Any) -> VllmReleases:
             dead,
             (_source(loop.get("source"), "health.v0_engine_loop_until"), dead.source),
             tuple(sorted(dead_after, key=lambda r: parse_version(r[0]))),
+            in_process_dead,
         ),
         memory_defaults=tuple(sorted(memory, key=lambda r: parse_version(r[0]))),
         flags_file=str(flags.get("file") or ""),

@@ -185,7 +185,11 @@ def _v0_loop_bound(
         return
     fact, mechanism = death
     if mechanism == "heartbeat" and in_process:
-        return  # no MQLLMEngine heartbeat when the front end runs the engine in process
+        # No MQLLMEngine heartbeat when the front end runs the engine in process: the
+        # AsyncLLMEngine's step timeout applies instead (catalogue, as read in 0.6.2).
+        if HEALTH.in_process_dead_after_s is None:
+            return
+        fact, mechanism = HEALTH.in_process_dead_after_s, "iteration-timeout"
     found = capacity_inputs(ctx, site)
     if isinstance(found, str):
         yield Verdict(
