@@ -356,18 +356,16 @@ def _probes_clause(v: Mapping[str, Value]) -> str:
         else f"KubeRay {v['kuberay']}, the newest catalogued (the operator version is not in "
         "the input; the cluster profile's versions.kuberay states it)"
     )
-    if v["probes"] == "injected":
-        return (
-            f"{kuberay} gives the head's Ray container, which sets no probes of its own, "
-            "exactly those probes"
-        )
-    if v["probes"] == "own":
-        return (
-            "the head's Ray container sets its own liveness and readiness probes, which KubeRay "
-            "keeps: the Pod stays up unless they ask the agent, but the agent's own work (job "
-            "logs, metrics) still hangs"
-        )
-    return f"{kuberay} injects those probes only with GCS fault tolerance (ray.io/ft-enabled)"
+    clauses = {
+        "injected": f"{kuberay} gives the head's Ray container, which sets no probes of its "
+        "own, exactly those probes",
+        "own": "the head's Ray container sets its own liveness and readiness probes, which "
+        "KubeRay keeps: the Pod stays up unless they ask the agent, but the agent's own work "
+        "(job logs, metrics) still hangs",
+        "ft-only": f"{kuberay} injects those probes only with GCS fault tolerance "
+        "(ray.io/ft-enabled)",
+    }
+    return clauses[str(v["probes"])]
 
 
 RULE = folder_rule(__name__, worded(judge, fields))
