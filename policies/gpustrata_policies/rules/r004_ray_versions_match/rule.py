@@ -14,6 +14,7 @@ from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import cluster_spec_path, operator_version, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.vllm_args import serve_config, split_image
 
 if TYPE_CHECKING:
@@ -353,8 +354,8 @@ def _probes_clause(v: Mapping[str, Value]) -> str:
     kuberay = (
         f"KubeRay {v['kuberay']} ({v['operator_source']})"
         if v["operator_source"]
-        else f"KubeRay {v['kuberay']}, the newest catalogued (the operator version is not in "
-        "the input; the cluster profile's versions.kuberay states it)"
+        else f"KubeRay {v['kuberay']}, the newest catalogued, as the operator version is not "
+        f"in the input {profile_hint('versions.kuberay')},"
     )
     clauses = {
         "injected": f"{kuberay} gives the head's Ray container, which sets no probes of its "
