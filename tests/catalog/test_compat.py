@@ -23,6 +23,7 @@ TABLES = (
     "kuberay_releases",
     "ray_releases",
     "karpenter_releases",
+    "ray_defects",
 )
 
 
@@ -250,6 +251,29 @@ def test_kuberay_lookup_and_gates() -> None:
     crossed = {g.name for g in k16.gates_crossed("2.52.0", "2.54.0")}
     assert crossed == {"unified-http-health-probe"}
     assert c.kuberay("9.9.9") is None
+
+
+def test_kuberay_agent_probes_per_release() -> None:
+    """pod.go injects agent probes into every Ray container from v1.1.0 (kuberay#1674), only
+    with GCS fault tolerance in v1.0.0."""
+    c = load_compat_catalog()
+    kinds = {k.version: k.agent_probes for k in c.kuberay_releases()}
+    assert kinds.pop("v1.0.0") == "gcs-ft-only"
+    assert kinds and set(kinds.values()) == {"every-ray-container"}
+    entry = "- version: v1.1.0\n  released: 2024-03-21\n  unhealthy_thresholds_honoured: false\n"
+    with pytest.raises(CompatCatalogError, match=r"kuberay_releases entry version='v1.1.0'"):
+        catalog_from_documents([("k.yaml", "kuberay_releases:\n" + entry + "  sources: [x]\n")])
+
+
+def test_ray_defect_range_is_half_open() -> None:
+    c = load_compat_catalog()
+    assert [d.name for d in c.ray_defects("2.11.0")] == ["dashboard-agent-hang"]
+    assert c.ray_defects("2.37.0") and c.ray_defects("2.24.1")
+    assert c.ray_defects("2.10.0") == [] == c.ray_defects("2.38.0")
+    assert c.ray_defects("not-a-version") == []
+    bad = "ray_defects:\n- name: x\n  first_ray: two\n  fixed_ray: 2.38.0\n  breaks: y\n"
+    with pytest.raises(CompatCatalogError, match=r"ray_defects entry first_ray='two'"):
+        catalog_from_documents([("r.yaml", bad + "  sources: ['https://example.org']\n")])
 
 
 def test_ray_and_ray_llm_images() -> None:

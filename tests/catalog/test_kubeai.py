@@ -4,6 +4,7 @@ tools/kubeai_defaults.py from substratusai/kubeai's helm-chart-kubeai-* tags).""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from gpustrata.catalog.kubeai import defining, kubeai_defaults, kubeai_releases
 
@@ -76,8 +77,15 @@ def test_values_files_merge_as_helm_does() -> None:
     assert base.with_overlays(["values-none.yaml"]) is None
 
 
-def test_helm_merge_null_removes_a_key() -> None:
-    from gpustrata.catalog.kubeai import _helm_merge
-
-    merged = _helm_merge({"a": {"x": 1, "y": 2}, "b": [1]}, {"a": {"y": None, "z": 3}, "b": [2]})
-    assert merged == {"a": {"x": 1, "z": 3}, "b": [2]}
+def test_overlay_null_removes_a_profile_key() -> None:
+    """A values file's ``null`` removes the chart's key (Helm's coalesce.go), at any depth."""
+    base = kubeai_defaults(kubeai_releases()[-1])
+    assert base is not None
+    name, profile = next(iter(base.resource_profiles.items()))
+    key = next(iter(profile))
+    over = {"x.yaml": {"resource_profiles": {name: {key: None}}, "vllm_images": {"new": "i:1"}}}
+    merged = replace(base, overlays=over).with_overlays(["x.yaml"])
+    assert merged is not None and key in profile
+    assert key not in merged.resource_profiles[name]
+    assert merged.vllm_images["new"] == "i:1"
+    assert set(merged.vllm_images) == {*base.vllm_images, "new"}

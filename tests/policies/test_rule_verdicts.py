@@ -76,6 +76,72 @@ def test_r004_support_matrix_thresholds_come_from_the_catalogue() -> None:
     assert _verdicts("R004", "good-versions-match.yaml", judge) == {}
 
 
+def test_r004_ray_agent_hang_by_who_probes_the_head() -> None:
+    """Ray 2.11.0-2.37.x hang the head's dashboard agent once a job exists (ray#47637): mandatory
+    where KubeRay probes the head through that agent, advisory where it does not."""
+    from gpustrata_policies.rules.r004_ray_versions_match.rule import judge
+
+    found = _verdicts("R004", "bad-ray-agent-hang.yaml", judge)
+    [hang] = found["RayService/ray/vllm"]
+    assert (hang.decision, hang.reason) == ("violation", "ray-release-defect")
+    assert (hang.values["ray"], hang.values["probes"], hang.values["kuberay"]) == (
+        "2.24.0",
+        "injected",
+        "v1.1.1",
+    )
+    assert hang.thresholds == {"first_ray": "2.11.0", "fixed_ray": "2.38.0"}
+    assert any("troubleshooting" in s for s in hang.sources)
+    assert hang.path[-1] == "image" and "headGroupSpec" in hang.path
+    [own] = found["RayCluster/ray/own-probes"]
+    assert (own.decision, own.values["probes"]) == ("advisory", "own")
+    found = _verdicts("R004", "bad-ray-agent-hang-kuberay-1-0.yaml", judge)
+    [ft] = [v for v in found["RayCluster/ray/ray-2-30"] if v.reason == "ray-release-defect"]
+    assert (ft.decision, ft.values["probes"], ft.values["kuberay"]) == (
+        "advisory",
+        "ft-only",
+        "v1.0.0",
+    )
+
+
+def test_r004_ray_agent_hang_range_edges(tmp_path: Path) -> None:
+    """2.10.0 and 2.38.0 are clean, 2.11.0 and 2.37.0 are not; a Ray that KubeRay does not
+    support at all (v1.4.2: Ray 2.38.0 and later) is reported once, as unsupported."""
+    from gpustrata_policies.rules.r004_ray_versions_match.rule import judge
+
+    def reasons(ray: str, kuberay: str = "1.1.1") -> list[str]:
+        path = tmp_path / f"ray-{ray}-{kuberay}.yaml"
+        path.write_text(
+            "apiVersion: helm.sh/v3\nkind: HelmRelease\n"
+            "metadata: {name: kuberay-operator, namespace: kuberay}\n"
+            f"spec: {{chart: kuberay-operator, version: {kuberay}}}\n---\n"
+            "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: c, namespace: ray}\n"
+            f"spec:\n  rayVersion: '{ray}'\n  headGroupSpec:\n    rayStartParams: {{}}\n"
+            "    template:\n      spec:\n        containers:\n"
+            f"        - {{name: ray-head, image: 'rayproject/ray:{ray}-py310'}}\n"
+        )
+        found = _verdicts("R004", path, judge).get("RayCluster/ray/c", [])
+        return [v.reason for v in found if v.decision != "not_evaluated"]
+
+    assert reasons("2.10.0") == [] and reasons("2.38.0") == []
+    assert reasons("2.11.0") == ["ray-release-defect"] == reasons("2.37.0")
+    assert reasons("2.24.0", "1.4.2") == ["ray-older-than-kuberay-supports"]
+
+
+def test_r004_field_corpus_ray_2_24_is_reported() -> None:
+    """data-on-eks' RayService on Ray 2.24.0 (field corpus) passed R004 silently before."""
+    from conftest import FIELD_CORPUS
+
+    from gpustrata_policies.rules.r004_ray_versions_match.rule import judge
+
+    found = _verdicts("R004", FIELD_CORPUS / "awslabs-data-on-eks-ray-service-vllm.yaml", judge)
+    [hang] = found["RayService/rayserve-vllm/vllm"]
+    assert (hang.decision, hang.reason, hang.values["ray"]) == (
+        "violation",
+        "ray-release-defect",
+        "2.24.0",
+    )
+
+
 def test_r003_replicas_beyond_the_worker_pods() -> None:
     from gpustrata_policies.rules.r003_placement_fits_workers.rule import judge
 

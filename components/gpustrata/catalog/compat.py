@@ -8,10 +8,11 @@ The data lives in ``gpustrata/catalog/data/compat-*.yaml`` and covers:
 - CUDA version -> minimum Linux driver (rule O002).
 - vLLM releases: pinned torch, Python range, engine generation (V0/V1) and, where verified, the
   CUDA version of the official ``vllm/vllm-openai`` image (rules O002, R004, V010).
-- KubeRay releases: the oldest supported Ray and the behaviour KubeRay gates on ``rayVersion``
-  (rules R004, R005).
+- KubeRay releases: the oldest supported Ray, the behaviour KubeRay gates on ``rayVersion`` and
+  the probes it injects into Ray containers (rules R004, R005).
 - Ray releases: the vLLM requirement of the ``ray[llm]`` extra (rule R004), and parsing of
-  ``rayproject/ray-llm`` image tags.
+  ``rayproject/ray-llm`` image tags; Ray release ranges with a defect that breaks Ray on
+  KubeRay (rule R004).
 
 Every entry carries ``sources`` (at least one URL). Lookups never guess: an unknown version returns
 ``None`` and the caller reports "not evaluated".
@@ -43,6 +44,7 @@ __all__ = [
     "ImageDriverBranches",
     "KubeRayRelease",
     "KubernetesRange",
+    "RayDefect",
     "RayLlmImage",
     "RayRelease",
     "RayVersionGate",
@@ -381,6 +383,13 @@ class KubeRayRelease(_Model):
         "containers whose rayStartParams set plasma-directory (ray-operator "
         "controllers/ray/common/pod.go, from v1.6.0).",
     )
+    agent_probes: Literal["every-ray-container", "gcs-ft-only"] = Field(
+        description="Which Ray containers that set no probe of their own get KubeRay's liveness "
+        "and readiness probes, which ask the Ray dashboard agent (port 52365) for the Raylet's "
+        "health: every one (from v1.1.0, kuberay#1674, unless the operator's "
+        "ENABLE_PROBES_INJECTION is false) or only with GCS fault tolerance (v1.0.0); "
+        "controllers/ray/common/pod.go at the tag."
+    )
     ray_version_gates: list[RayVersionGate] = Field(
         default_factory=list, description="Behaviour gated on rayVersion in this release."
     )
@@ -445,6 +454,28 @@ class RayRelease(_Model):
         if req is not None and req.startswith(">=") and "," not in req and "*" not in req:
             return req[2:].strip()
         return None
+
+
+class RayDefect(_Model):
+    """A range of Ray releases with a defect that breaks Ray on KubeRay (Ray's own KubeRay
+    guide says not to use them)."""
+
+    name: str = Field(description="Short id, e.g. 'dashboard-agent-hang'.")
+    first_ray: str = Field(description="First Ray release with the defect.")
+    fixed_ray: str = Field(description="First Ray release without it.")
+    breaks: str = Field(description="What fails, and when.")
+    sources: list[str] = _Sources
+
+    _v = field_validator("first_ray", "fixed_ray")(_check_version_text)
+
+    def affects(self, ray_version: str) -> bool:
+        """Whether Ray *ray_version* lies in ``[first_ray, fixed_ray)``; False when unreadable."""
+        try:
+            v = parse_version(ray_version)
+        except ValueError:
+            return False
+        lo, hi = parse_version(self.first_ray), parse_version(self.fixed_ray)
+        return _cmp(v, lo) >= 0 and _cmp(v, hi) < 0
 
 
 class RayLlmImage(_Model):
@@ -535,6 +566,7 @@ class CompatCatalog:
         kuberay_releases: Iterable[KubeRayRelease],
         ray_releases: Iterable[RayRelease],
         karpenter_releases: Iterable[KarpenterRelease] = (),
+        ray_defects: Iterable[RayDefect] = (),
     ) -> None:
         """Build the catalogue from validated entries (see :func:`load_compat_catalog`)."""
         self._gpu_operator = _ByRelease(gpu_operator_releases)
@@ -543,6 +575,7 @@ class CompatCatalog:
         self._kuberay = _ByRelease(kuberay_releases)
         self._ray = _ByRelease(ray_releases)
         self._karpenter = _ByRelease(karpenter_releases)
+        self._ray_defects = tuple(ray_defects)
 
     def gpu_operator(self, version: str) -> GpuOperatorRelease | None:
         """The GPU Operator release for ``'v25.3.0'``/``'25.3.0'``, or None if not catalogued."""
@@ -626,6 +659,15 @@ class CompatCatalog:
         """All catalogued Ray releases, newest first."""
         return self._ray.newest_first()
 
+    def ray_defects(self, version: str) -> list[RayDefect]:
+        """The catalogued defects of Ray *version* (``'2.24.0'``); empty when none or
+        unreadable."""
+        return [d for d in self._ray_defects if d.affects(version)]
+
+    def all_ray_defects(self) -> list[RayDefect]:
+        """Every catalogued Ray defect range, in file order."""
+        return list(self._ray_defects)
+
     def ray_llm_image(self, tag: str) -> RayLlmImage | None:
         """Parse a ``rayproject/ray-llm`` tag such as ``'ray-2.48.0-py311-cu128'``.
 
@@ -683,6 +725,7 @@ _TABLES: dict[str, tuple[str, type[_Model], str]] = {
     "kuberay_releases": ("kuberay_releases", KubeRayRelease, "version"),
     "ray_releases": ("ray_releases", RayRelease, "version"),
     "karpenter_releases": ("karpenter_releases", KarpenterRelease, "version"),
+    "ray_defects": ("ray_defects", RayDefect, "first_ray"),
 }
 
 
@@ -737,7 +780,7 @@ def catalog_from_documents(documents: Iterable[tuple[str, str]]) -> CompatCatalo
 
     Each document is a mapping whose keys are table names (``gpu_operator_releases``,
     ``cuda_driver_requirements``, ``vllm_releases``, ``kuberay_releases``, ``ray_releases``,
-    ``karpenter_releases``) and whose values are lists of entries. Used by
+    ``karpenter_releases``, ``ray_defects``) and whose values are lists of entries. Used by
     :func:`load_compat_catalog` and by tests.
     """
     return CompatCatalog(**_parse_documents(documents))

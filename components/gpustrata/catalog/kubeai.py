@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
+from gpustrata.core.helmmerge import merge_helm_values
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -54,16 +55,19 @@ class KubeAIDefaults:
 
     def with_overlays(self, names: Sequence[str]) -> KubeAIDefaults | None:
         """These defaults with the chart's values files *names* merged over them in order,
-        as ``helm -f`` merges values (maps key by key, anything else replaced, ``null``
-        removes a key); None when this release's chart has no file of one of those names."""
+        as Helm coalesces a values file over the chart's (maps key by key, anything else
+        replaced, ``null`` removes a key: :func:`merge_helm_values`); None when this
+        release's chart has no file of one of those names."""
         images: Any = dict(self.vllm_images)
         profiles: Any = dict(self.resource_profiles)
         for name in names:
             over = self.overlays.get(name)
             if over is None:
                 return None
-            images = _helm_merge(images, over.get("vllm_images", {}))
-            profiles = _helm_merge(profiles, over.get("resource_profiles", {}))
+            images = merge_helm_values(images, over.get("vllm_images", {}), null_removes=True)
+            profiles = merge_helm_values(
+                profiles, over.get("resource_profiles", {}), null_removes=True
+            )
         source = " + ".join([self.source, *names])
         return replace(
             self,
@@ -81,19 +85,6 @@ class KubeAIDefaults:
             return None
         name = found.get("imageName") or "default"
         return self.vllm_images.get(str(name)) or self.vllm_images.get("default")
-
-
-def _helm_merge(base: Any, over: Any) -> Any:
-    """*over* merged into *base* as Helm coalesces a values file into the chart's values."""
-    if not (isinstance(base, Mapping) and isinstance(over, Mapping)):
-        return over
-    out = dict(base)
-    for key, value in over.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = _helm_merge(out.get(key), value)
-    return out
 
 
 def _key(release: str) -> tuple[int, ...]:

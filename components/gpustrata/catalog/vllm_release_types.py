@@ -312,9 +312,10 @@ class HealthFacts:
     dead_after: tuple[tuple[str, Fact, str], ...] = ()
     """Per release read, oldest first: (release, seconds one step may last before /health
     fails for good, mechanism ``iteration-timeout`` or ``heartbeat``)."""
-    in_process_dead_after_s: Fact | None = None
-    """Where the heartbeat releases run the engine in the API server
-    (``--disable-frontend-multiprocessing``): the AsyncLLMEngine's step timeout instead."""
+    in_process_dead_after: tuple[tuple[str, Fact], ...] = ()
+    """Per release read, oldest first: (release, seconds one step may last) where a V0 engine
+    runs as AsyncLLMEngine in the API server (``--disable-frontend-multiprocessing``): its
+    step timeout, in place of the heartbeat (0.6.2-0.6.3) and also after the 0.6.4 fix."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,8 +411,7 @@ class VllmReleases:
         ]
         out += [("health", s) for s in self.health.sources]
         out += [(f"health {v} {how}", f.source) for v, f, how in self.health.dead_after]
-        if self.health.in_process_dead_after_s is not None:
-            out.append(("health in-process", self.health.in_process_dead_after_s.source))
+        out += [(f"health {v} in-process", f.source) for v, f in self.health.in_process_dead_after]
         out += [(f"mxfp4_moe {r.version}", r.source) for r in self.mxfp4_moe]
         out += [(f"profile_run {r.version}", s) for r in self.profile_run for s in r.sources]
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]

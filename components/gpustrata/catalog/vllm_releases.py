@@ -49,6 +49,7 @@ __all__ = [
     "reference_release",
     "unread_memory_bracket",
     "v0_dead_after",
+    "v0_in_process_dead_after",
 ]
 
 
@@ -283,10 +284,14 @@ def releases_from_document(data: Any) -> VllmReleases:
     health = _map(doc.get("health"), "health")
     loop = _map(health.get("v0_engine_loop_until"), "health.v0_engine_loop_until")
     dead = _fact(health.get("v0_dead_after_s"), "health.v0_dead_after_s")
-    in_process = health.get("v0_in_process_dead_after_s")
-    in_process_dead = (
-        None if in_process is None else _fact(in_process, "health.v0_in_process_dead_after_s")
-    )
+    in_process_dead = []
+    for i, row in enumerate(health.get("v0_in_process_dead_after_s") or []):
+        what = f"health.v0_in_process_dead_after_s[{i}]"
+        if not isinstance(row, list) or len(row) != 3:
+            raise VllmReleaseCatalogError(f"{what} must be [release, seconds, path]")
+        version = _version(row[0], what)
+        fact = _fact({"value": row[1], "source": f"vllm@v{version}:{row[2]}"}, what)
+        in_process_dead.append((version, fact))
     dead_after = []
     for i, row in enumerate(health.get("v0_dead_after") or []):
         what = f"health.v0_dead_after[{i}]"
@@ -398,7 +403,7 @@ def releases_from_document(data: Any) -> VllmReleases:
             dead,
             (_source(loop.get("source"), "health.v0_engine_loop_until"), dead.source),
             tuple(sorted(dead_after, key=lambda r: parse_version(r[0]))),
-            in_process_dead,
+            tuple(sorted(in_process_dead, key=lambda r: parse_version(r[0]))),
         ),
         memory_defaults=tuple(sorted(memory, key=lambda r: parse_version(r[0]))),
         flags_file=str(flags.get("file") or ""),
@@ -527,6 +532,19 @@ def v0_dead_after(version: str) -> tuple[Fact, str] | None:
         lambda: {v: (fact, how) for v, fact, how in catalogue.health.dead_after},
     )
     return _read_or_agreed(version, table, _same_death)
+
+
+def v0_in_process_dead_after(version: str) -> Fact | None:
+    """Seconds one engine step may last before /health fails for good where a V0 engine of
+    *version* runs as AsyncLLMEngine in the API server (``--disable-frontend-multiprocessing``):
+    read in it, or agreed by the read releases around it; None when unknown."""
+    catalogue = load_vllm_releases()
+    table = _per_catalogue(
+        "v0_in_process_dead_after",
+        catalogue,
+        lambda: dict(catalogue.health.in_process_dead_after),
+    )
+    return _read_or_agreed(version, table, _same_value)
 
 
 def _same_death(a: tuple[Fact, str], b: tuple[Fact, str]) -> bool:

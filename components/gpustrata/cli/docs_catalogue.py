@@ -234,6 +234,7 @@ def catalogue_markdown() -> str:
             "released",
             "minimum Ray",
             "RayService unhealthy thresholds honoured",
+            "agent probes injected into",
             "sources",
         ],
         (
@@ -242,6 +243,7 @@ def catalogue_markdown() -> str:
                 str(k.released),
                 k.min_ray or "-",
                 "yes" if k.unhealthy_thresholds_honoured else "no",
+                k.agent_probes,
                 _sources(k.sources),
             ]
             for k in compat.kuberay_releases()
@@ -279,6 +281,14 @@ def catalogue_markdown() -> str:
                 _sources(r.sources),
             ]
             for r in compat.ray_releases()
+        ),
+    )
+    out += ["", "Ray releases with a defect that breaks Ray on KubeRay (rule R004):", ""]
+    out += _table(
+        ["defect", "Ray", "fixed in", "what breaks", "sources"],
+        (
+            [d.name, f"{d.first_ray} and later", d.fixed_ray, _cell(d.breaks), _sources(d.sources)]
+            for d in compat.all_ray_defects()
         ),
     )
     return "\n".join(out) + "\n"

@@ -23,6 +23,7 @@ from gpustrata.catalog.charts import (
     placement_values,
 )
 from gpustrata.core.contract import POOL_LABEL
+from gpustrata.core.helmmerge import merge_helm_values
 from gpustrata.spec.stack import StackSpec
 
 SYSTEM_POOL = "system"
@@ -65,17 +66,6 @@ def subnet_tags(cluster_name: str, *, public: bool) -> dict[str, str]:
     return {INTERNAL_ELB_TAG: "1", DISCOVERY_TAG: cluster_name}
 
 
-def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """*base* with *extra* merged in, mappings key by key (*extra* wins elsewhere)."""
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def catalogued_chart(chart: str, version: str) -> tuple[ChartRelease | None, str]:
     """The chart's catalogued facts at *version*, else the newest catalogued release of
     that chart (its values keys), with a note saying which was used; (None, note) when
@@ -100,7 +90,7 @@ def system_values(chart: str, version: str, values: Mapping[str, Any]) -> dict[s
     release, _ = catalogued_chart(chart, version)
     if release is None:
         return dict(values)
-    return deep_merge(placement_values(release, SYSTEM_SELECTOR, ()), values)
+    return merge_helm_values(placement_values(release, SYSTEM_SELECTOR, ()), values)
 
 
 def system_pool_placement(spec: StackSpec) -> dict[str, str] | None:

@@ -10,13 +10,13 @@ from gpustrata.catalog.aws import efa_facts
 from gpustrata.catalog.charts import chart_release, gpu_cluster_values
 from gpustrata.catalog.dra import DRA_CHART_WAYS, dra_driver_release
 from gpustrata.core.contract import API_VERSION, POOL_LABEL
+from gpustrata.core.helmmerge import merge_helm_values
 from gpustrata.planning.plan import engine_disk_gib
 from gpustrata.planning.plan_types import ModelPlan, PoolPlan, StackPlan
 from gpustrata.render import karpenter
 from gpustrata.render.dra import dra_driver_values
 from gpustrata.render.foundation import (
     chart_version,
-    deep_merge,
     system_pool_placement,
     system_values,
 )
@@ -376,7 +376,7 @@ def operator_values(plan: StackPlan) -> dict[str, Any]:
         p.spec.gpu_allocation == "dra" for p in plan.pools.values()
     ):  # its own DRA stack: a GPUCluster instead of the ClusterPolicy (the loader checked)
         own_dra = gpu_cluster_values(spec.gpu_operator.pinned_chart_version)
-        values = deep_merge(values, own_dra or {})
+        values = merge_helm_values(values, own_dra or {})
     return _on_system_pool(plan, "gpu-operator", spec.gpu_operator.pinned_chart_version, values)
 
 

@@ -27,9 +27,10 @@ import yaml
 
 from gpustrata.catalog.charts import ChartRelease, chart_release, values_at
 from gpustrata.catalog.gateway import GatewayRelease, gateway_crds, gateway_release
+from gpustrata.core.helmmerge import merge_helm_values
 from gpustrata.core.quantity import format_bytes, parse_quantity
 from gpustrata.planning.plan_types import ModelPlan, StackPlan
-from gpustrata.render.foundation import deep_merge, system_pool_placement, system_values
+from gpustrata.render.foundation import system_pool_placement, system_values
 from gpustrata.render.from_plan import helm_release_object
 from gpustrata.render.workloads import APP_LABEL, MANAGED_BY, ROLE_LABEL, VLLM_PORT
 from gpustrata.spec.routing import ModelRoutingSpec
@@ -209,7 +210,9 @@ def pool_values(mp: ModelPlan, plan: StackPlan) -> dict[str, Any]:
     )
     pod = chart.pods[0]
     if pod.values_replicas:
-        values = deep_merge(values, values_at({pod.values_replicas: routing.picker_replicas}))
+        values = merge_helm_values(
+            values, values_at({pod.values_replicas: routing.picker_replicas})
+        )
     if system_pool_placement(plan.spec) is None:
         return values
     return system_values(chart.chart, chart.version, values)

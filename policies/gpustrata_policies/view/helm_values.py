@@ -13,7 +13,8 @@ helmreleases/#values-references; internal/chartutil/values.go
   parser.
 
 The files are merged in order, later keys over earlier, maps merged key by key (Helm's
-``mergeMaps``, fluxcd/pkg runtime/transform ``MergeMaps``), and ``spec.values`` last, over
+``mergeMaps``, fluxcd/pkg runtime/transform ``MergeMaps``:
+:func:`~gpustrata.core.helmmerge.merge_helm_values`), and ``spec.values`` last, over
 them all.
 
 gpustrata reads the ConfigMaps and Secrets among its inputs (manifests or ``--context``).
@@ -33,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from gpustrata.core.helmmerge import merge_helm_values
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map
@@ -41,7 +43,6 @@ __all__ = [
     "FLUX_VALUES_REFERENCES",
     "ValuesLayer",
     "ValuesSources",
-    "merge_values",
     "release_values",
     "values_flag",
     "values_sources",
@@ -84,19 +85,6 @@ def values_flag(value: Any, default: bool) -> bool:
     if isinstance(value, str) and value.lower() in {"true", "false"}:
         return value.lower() == "true"
     return default
-
-
-def merge_values(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """*over* merged into a copy of *base*: a map merges key by key, anything else
-    replaces (Helm's ``mergeMaps``, Flux's ``transform.MergeMaps``)."""
-    out = dict(base)
-    for key, value in over.items():
-        below = out.get(key)
-        if isinstance(value, Mapping) and isinstance(below, Mapping):
-            out[key] = merge_values(below, value)
-        else:
-            out[key] = value
-    return out
 
 
 def _data(ref: K8sObject, key: str) -> str | None:
@@ -217,5 +205,5 @@ def release_values(
         return inline, tuple(layers)
     merged: Mapping[str, Any] = {}
     for layer in layers:
-        merged = merge_values(merged, layer.values)
+        merged = merge_helm_values(merged, layer.values)
     return merged, tuple(layers)

@@ -14,10 +14,16 @@ from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.kuberay import cluster_spec_path, operator_version, ray_groups
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.vllm_args import serve_config, split_image
 
 if TYPE_CHECKING:
-    from gpustrata.catalog.compat import CompatCatalog, KubeRayRelease, RayVersionGate
+    from gpustrata.catalog.compat import (
+        CompatCatalog,
+        KubeRayRelease,
+        RayDefect,
+        RayVersionGate,
+    )
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 _RAY_IN_NAME = re.compile(r"(?:^|[^a-z])ray-?(\d+\.\d+\.\d+)")
@@ -185,6 +191,42 @@ def _support(
         )
 
 
+def _defect(
+    defect: RayDefect,
+    probes_release: KubeRayRelease,
+    operator: tuple[str, str] | None,
+    running: tuple[str, str],
+    obj: K8sObject,
+    base: Path,
+) -> Verdict:
+    """Ray *running* (version, where) has *defect*: mandatory where the head's Ray container
+    gets KubeRay's agent probes (it sets none of its own and the operator injects them)."""
+    head = next((g for g in ray_groups(obj) if g.is_head), None)
+    container = head.container if head is not None else None
+    own = container is not None and all(
+        container.raw.get(key) is not None for key in ("livenessProbe", "readinessProbe")
+    )
+    if probes_release.agent_probes != "every-ray-container":
+        probes = "ft-only"
+    else:
+        probes = "own" if own else "injected"
+    return Verdict(
+        "violation" if probes == "injected" else "advisory",
+        "ray-release-defect",
+        values={
+            "ray": running[0],
+            "where": running[1],
+            "breaks": defect.breaks,
+            "probes": probes,
+            "kuberay": probes_release.version,
+            "operator_source": operator[1] if operator else None,
+        },
+        thresholds={"first_ray": defect.first_ray, "fixed_ray": defect.fixed_ray},
+        sources=(*defect.sources, *(operator[1:] if operator else ())),
+        path=(*container.path, "image") if container is not None else (*base, "rayVersion"),
+    )
+
+
 def _pins(compat: CompatCatalog, ray: str, obj: K8sObject) -> Iterator[Verdict]:
     """The vLLM pinned by Ray Serve LLM runtime_env against the ray[llm] requirement."""
     pins = _vllm_pins(obj) if obj.kind == "RayService" else []
@@ -249,7 +291,16 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     ray = declared or image_version
     if compat is None or ray is None or _key(ray) is None:
         return
-    yield from _support(release, operator, ray, path)
+    support = list(_support(release, operator, ray, path))
+    yield from support
+    running = (
+        (image_version, f"the image {images[image_version][0][1]}")
+        if image_version
+        else (ray, "rayVersion")
+    )
+    if gates_release is not None and not any(v.decision == "violation" for v in support):
+        for defect in compat.ray_defects(running[0]):  # unsupported Ray: said above
+            yield _defect(defect, gates_release, operator, running, obj, base)
     yield from _pins(compat, ray, obj)
 
 
@@ -293,7 +344,29 @@ def fields(verdict: Verdict) -> dict[str, str]:
         }
     elif verdict.reason == "ray-older-than-kuberay-supports":
         out["source"] = str(v["operator_source"] or "?")
+    elif verdict.reason == "ray-release-defect":
+        out["probes"] = _probes_clause(v)
     return out
+
+
+def _probes_clause(v: Mapping[str, Value]) -> str:
+    """Whether the head Pod gets the probes that the defect breaks, and from which KubeRay."""
+    kuberay = (
+        f"KubeRay {v['kuberay']} ({v['operator_source']})"
+        if v["operator_source"]
+        else f"KubeRay {v['kuberay']}, the newest catalogued, as the operator version is not "
+        f"in the input {profile_hint('versions.kuberay')},"
+    )
+    clauses = {
+        "injected": f"{kuberay} gives the head's Ray container, which sets no probes of its "
+        "own, exactly those probes",
+        "own": "the head's Ray container sets its own liveness and readiness probes, which "
+        "KubeRay keeps: the Pod stays up unless they ask the agent, but the agent's own work "
+        "(job logs, metrics) still hangs",
+        "ft-only": f"{kuberay} injects those probes only with GCS fault tolerance "
+        "(ray.io/ft-enabled)",
+    }
+    return clauses[str(v["probes"])]
 
 
 RULE = folder_rule(__name__, worded(judge, fields))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
-from gpustrata.catalog.vllm_release_types import source_url
-from gpustrata.catalog.vllm_releases import v0_dead_after
+from gpustrata.catalog.vllm_release_types import Fact, source_url
+from gpustrata.catalog.vllm_releases import v0_dead_after, v0_in_process_dead_after
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version
@@ -160,6 +160,19 @@ def _loop_bound(version: str | None) -> bool:
         return False
 
 
+def _death(version: str, in_process: bool) -> tuple[Fact, str] | str:
+    """(seconds one step may last before /health fails for good, mechanism) of V0 release
+    *version*, or the catalogue key that lacks it. In process
+    (``--disable-frontend-multiprocessing``) the AsyncLLMEngine's step timeout applies in
+    every release read, in place of the heartbeat and also after the 0.6.4 fix; otherwise
+    only releases before that fix are loop-bound."""
+    death = v0_dead_after(version) if _loop_bound(version) else None
+    if in_process and (death is None or death[1] == "heartbeat"):
+        fact = v0_in_process_dead_after(version)
+        return (fact, "iteration-timeout") if fact is not None else "v0_in_process_dead_after_s"
+    return death if death is not None else "v0_dead_after"
+
+
 def _v0_loop_bound(
     ctx: RuleContext,
     site: EngineSite,
@@ -167,29 +180,23 @@ def _v0_loop_bound(
     in_process: bool,
     why_text: tuple[str, str],
 ) -> Iterator[Verdict]:
-    """Before the release that fixed it, a V0 engine was marked dead (and /health failed for
-    good) once one engine step outlasted a limit, whatever the probe: the AsyncLLMEngine's
-    iteration timeout through 0.6.1, the MQLLMEngine heartbeat in 0.6.2-0.6.3 (catalogue,
+    """A V0 engine is marked dead (and /health fails for good) once one engine step outlasts
+    a limit, whatever the probe: the AsyncLLMEngine's iteration timeout through 0.6.1 and
+    wherever it runs in the API server, the MQLLMEngine heartbeat in 0.6.2-0.6.3 (catalogue,
     per release read). The longest step must stay under it."""
     where, why = why_text
-    death = v0_dead_after(version)
-    if death is None:
+    death = _death(version, in_process)
+    if isinstance(death, str):
         yield Verdict(
             "not_evaluated",
             "health-unread",
             {
                 "why": f"{site.name}: what /health in vLLM {version} waits on is not read in "
-                "the catalogue (health.v0_dead_after), nor agreed by the read releases around it"
+                f"the catalogue (health.{death}), nor agreed by the read releases around it"
             },
         )
         return
     fact, mechanism = death
-    if mechanism == "heartbeat" and in_process:
-        # No MQLLMEngine heartbeat when the front end runs the engine in process: the
-        # AsyncLLMEngine's step timeout applies instead (catalogue, as read in 0.6.2).
-        if HEALTH.in_process_dead_after_s is None:
-            return
-        fact, mechanism = HEALTH.in_process_dead_after_s, "iteration-timeout"
     found = capacity_inputs(ctx, site)
     if isinstance(found, str):
         yield Verdict(
@@ -214,6 +221,7 @@ def _v0_loop_bound(
                 "step_explanation": step.explanation,
                 "defaults": inp.default_notes("enable_chunked_prefill", "max_num_batched_tokens"),
                 "mechanism": mechanism,
+                "in_process": in_process,
             },
             thresholds={"dead_after_s": limit},
             sources=(_source(fact.source),),
@@ -308,21 +316,26 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         floor = _floor(ctx, site, live, version.where, version.why if version.v0 else None)
         if floor is not None:
             yield floor
-        in_process = site.bool_flag("disable_frontend_multiprocessing")
-        if version.version is None and not in_process:
-            yield from _unknown_release(ctx, site, version.where)
-        elif version.v0 and version.version is not None and _loop_bound(version.version):
+        in_process = bool(site.bool_flag("disable_frontend_multiprocessing"))
+        if version.version is None:
+            yield from _unknown_release(ctx, site, version.where, in_process)
+        elif version.v0 and (in_process or _loop_bound(version.version)):
             yield from _v0_loop_bound(
-                ctx, site, version.version, bool(in_process), (version.where, version.why)
+                ctx, site, version.version, in_process, (version.where, version.why)
             )
 
 
-def _unknown_release(ctx: RuleContext, site: EngineSite, where: str) -> Iterator[Verdict]:
+def _unknown_release(
+    ctx: RuleContext, site: EngineSite, where: str, in_process: bool
+) -> Iterator[Verdict]:
     """No release is assumed: where the longest step would mark a V0 engine of a release
-    before the fix dead, whether this engine is one is not known ("not evaluated")."""
+    before the fix (or any V0 engine run in process) dead, whether this engine is one is not
+    known ("not evaluated")."""
     found = capacity_inputs(ctx, site)
     limit = HEALTH.v0_dead_after_s.value
-    values: dict[str, Value] = {"engine": site.name, "where": where}
+    if in_process and HEALTH.in_process_dead_after:
+        limit = min(fact.value for _, fact in HEALTH.in_process_dead_after)
+    values: dict[str, Value] = {"engine": site.name, "where": where, "in_process": in_process}
     if isinstance(found, str):
         values["step_unread"] = found
     else:
@@ -347,13 +360,21 @@ def _step_message(verdict: Verdict) -> str:
             f"its loop has not come round for {limit:g} s (last_alive_threshold = 3 x "
             f"VLLM_RPC_TIMEOUT, {verdict.sources[0]})"
         )
+    if v.get("in_process"):
+        dead = f"run in the API server (--disable-frontend-multiprocessing), {dead}"
+        other = (
+            "or drop --disable-frontend-multiprocessing (from "
+            f"{HEALTH.v0_engine_loop_until} the multiprocess front end's /health no longer "
+            "waits on the engine loop, vllm#9818)"
+        )
+    else:
+        other = f"or use a vLLM release from {HEALTH.v0_engine_loop_until} (vllm#9818)"
     return (
         f"{v['engine']} runs {v['where']} on the V0 engine ({v['why']}), {dead}; /health then "
         "fails until the livenessProbe restarts the container. The longest engine step of "
         f"{v['model']} on {v['gpu']} is estimated at {cast(float, v['step_s']):.1f} s: "
         f"{v['step_explanation']}{v['defaults']}; one long prompt gets the Pod killed. Fix: "
-        "enable chunked prefill with a smaller max_num_batched_tokens, or use a vLLM release "
-        f"from {HEALTH.v0_engine_loop_until} (vllm#9818)"
+        f"enable chunked prefill with a smaller max_num_batched_tokens, {other}"
     )
 
 
@@ -364,11 +385,20 @@ def _release_message(verdict: Verdict) -> str:
         step_text = f"its longest step is not estimated ({v['step_unread']})"
     else:
         step_text = f"its longest step is estimated at {cast(float, v['step_s']):.1f} s"
+    if v.get("in_process"):
+        dead = (
+            "a V0 engine run in the API server (--disable-frontend-multiprocessing, any "
+            f"release with V0) marks itself dead after a step of {limit:g} s"
+        )
+    else:
+        dead = (
+            f"vLLM before {HEALTH.v0_engine_loop_until} (V0) marks the engine dead after a "
+            f"step of {limit:g} s or more (by release)"
+        )
     return (
         f"{v['engine']}: {v['where']}, so whether /health waits on the engine loop is not "
-        f"known: vLLM before {HEALTH.v0_engine_loop_until} (V0) marks the engine dead after "
-        f"a step of {limit:g} s or more (by release), and {step_text}. Pin the image to a vLLM "
-        f"release {profile_hint('images')}"
+        f"known: {dead}, and {step_text}. Pin the image to a vLLM release "
+        f"{profile_hint('images')}"
     )
 
 
