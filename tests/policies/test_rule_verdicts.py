@@ -127,19 +127,30 @@ def test_r004_ray_agent_hang_range_edges(tmp_path: Path) -> None:
     assert reasons("2.24.0", "1.4.2") == ["ray-older-than-kuberay-supports"]
 
 
-def test_r004_field_corpus_ray_2_24_is_reported() -> None:
-    """data-on-eks' RayService on Ray 2.24.0 (field corpus) passed R004 silently before."""
+def test_r004_field_corpus_ray_2_24_is_reported(tmp_path: Path) -> None:
+    """data-on-eks' RayService on Ray 2.24.0 (field corpus) passed R004 silently before. The
+    file names no KubeRay release, and v1.0.0 injects the agent probes only with GCS fault
+    tolerance, so it is advisory until the operator is known (data-on-eks installs 1.1.1)."""
     from conftest import FIELD_CORPUS
 
     from gpustrata_policies.rules.r004_ray_versions_match.rule import judge
 
-    found = _verdicts("R004", FIELD_CORPUS / "awslabs-data-on-eks-ray-service-vllm.yaml", judge)
-    [hang] = found["RayService/rayserve-vllm/vllm"]
+    corpus_file = FIELD_CORPUS / "awslabs-data-on-eks-ray-service-vllm.yaml"
+    [hang] = _verdicts("R004", corpus_file, judge)["RayService/rayserve-vllm/vllm"]
     assert (hang.decision, hang.reason, hang.values["ray"]) == (
-        "violation",
+        "advisory",
         "ray-release-defect",
         "2.24.0",
     )
+    assert hang.values["probes"] == "operator-unknown"
+    with_operator = tmp_path / "with-operator.yaml"
+    with_operator.write_text(
+        "apiVersion: helm.sh/v3\nkind: HelmRelease\n"
+        "metadata: {name: kuberay-operator, namespace: kuberay}\n"
+        "spec: {chart: kuberay-operator, version: 1.1.1}\n---\n" + corpus_file.read_text()
+    )
+    [known] = _verdicts("R004", with_operator, judge)["RayService/rayserve-vllm/vllm"]
+    assert (known.decision, known.values["probes"]) == ("violation", "injected")
 
 
 def test_r003_replicas_beyond_the_worker_pods() -> None:

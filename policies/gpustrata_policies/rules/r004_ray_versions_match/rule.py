@@ -206,10 +206,17 @@ def _defect(
     own = container is not None and all(
         container.raw.get(key) is not None for key in ("livenessProbe", "readinessProbe")
     )
-    if probes_release.agent_probes != "every-ray-container":
+    if own:
+        probes = "own"
+    elif operator is None:
+        # No operator release in the input: decide only what every catalogued release
+        # agrees on (v1.0.0 injects the agent probes only with GCS fault tolerance).
+        kinds = {r.agent_probes for r in catalogs.compat().kuberay_releases()}
+        probes = "injected" if kinds == {"every-ray-container"} else "operator-unknown"
+    elif probes_release.agent_probes != "every-ray-container":
         probes = "ft-only"
     else:
-        probes = "own" if own else "injected"
+        probes = "injected"
     return Verdict(
         "violation" if probes == "injected" else "advisory",
         "ray-release-defect",
@@ -365,6 +372,10 @@ def _probes_clause(v: Mapping[str, Value]) -> str:
         "(job logs, metrics) still hangs",
         "ft-only": f"{kuberay} injects those probes only with GCS fault tolerance "
         "(ray.io/ft-enabled)",
+        "operator-unknown": "whether the head Pod is restarted depends on the KubeRay release, "
+        "which is not in the input: from v1.1.0 KubeRay gives a head Ray container that sets "
+        "no probes of its own exactly those probes, v1.0.0 only with GCS fault tolerance "
+        f"{profile_hint('versions.kuberay')}",
     }
     return clauses[str(v["probes"])]
 
