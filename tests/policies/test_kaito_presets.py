@@ -44,7 +44,8 @@ def test_release_independent_values_are_read_without_a_release() -> None:
     assert fill.values["gpus"] == 1 and fill.values["tensor_parallel_size"] == 1
     assert fill.values["gpu_memory_utilization"] == "0.84"
     assert "image" not in fill.values
-    assert "versions.kaito" in fill.unknown["image"]
+    assert "differs across those releases" in fill.unknown["image"]
+    assert "versions.kaito" in fill.where
     assert "0.8.0" in fill.unknown["image"] and "0.12.0" in fill.unknown["image"]
     assert "estimator" in fill.unknown["nodes"]
     assert "0.8.0 to 0.12.0" in fill.where
@@ -108,9 +109,12 @@ def test_a10_gets_kaitos_override_at_0_12_0() -> None:
 def test_no_instance_type_leaves_the_gpus_to_the_nodes() -> None:
     """An InferenceSet without resource.instanceType runs on the nodes its labelSelector
     finds: the GPUs per Pod are not known."""
-    fill = kaito_fill(_workspace(MIG))
+    (obj,) = load_paths([str(MIG)])
+    fill = kaito_fill(obj)
     assert fill is not None and fill.values["model"] == "microsoft/Phi-4-mini-instruct"
     assert "gpus" not in fill.values and "labelSelector" in fill.unknown["gpus"]
+    records = [n.reason for n in evaluate([obj]).not_evaluated if n.rule == "*"]
+    assert sum("labelSelector" in r for r in records) == 1  # said once, in its own record
 
 
 def test_record_says_what_kaito_filled_and_what_is_not_known() -> None:

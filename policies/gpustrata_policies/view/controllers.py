@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.view.kaito import KaitoFill, kaito_fill
+from gpustrata_policies.view.kaito import NO_INSTANCE, KaitoFill, kaito_fill
 from gpustrata_policies.view.kinds import CONTROLLER_KINDS, is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill
 from gpustrata_policies.view.objects import K8sObject, Path, PodRef, as_list, as_map, dig
@@ -624,7 +624,10 @@ def _kaito_preset_text(fill: KaitoFill) -> str:
     """The record of a KAITO preset: what the controller fills, read from the catalogued
     releases, and what stays unknown."""
     read = f"read with {fill.where}: {'; '.join(fill.filled)}; " if fill.filled else ""
-    gaps = "; ".join(dict.fromkeys(fill.unknown.values()))
+    # the bring-your-own-nodes reason has a record of its own (below)
+    gaps = "; ".join(
+        why for why in dict.fromkeys(fill.unknown.values()) if not why.startswith(NO_INSTANCE)
+    )
     return (
         f"KAITO preset {fill.preset!r}: the KAITO controller builds the vLLM Pods from the "
         f"preset (image, model, engine flags, GPUs per Pod, node count); {read}"

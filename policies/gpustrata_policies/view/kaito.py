@@ -22,7 +22,7 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.objects import K8sObject, Path, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint
 
-__all__ = ["KAITO_PARALLELISM_SOURCE", "KaitoFill", "kaito_base", "kaito_fill"]
+__all__ = ["KAITO_PARALLELISM_SOURCE", "NO_INSTANCE", "KaitoFill", "kaito_base", "kaito_fill"]
 
 KAITO_PARALLELISM_SOURCE = "kaito-project/kaito@v0.12.0:pkg/model/interface.go"
 """``buildVLLMInferenceCommand``: ``--tensor-parallel-size`` from ``SKUNumGPUs`` (the
@@ -31,6 +31,8 @@ instance type's GPU count; ``configureParallelism`` from v0.10.0), ``--model`` /
 (``GenerateInferencePodSpec`` in pkg/workspace/inference/preset_inferences.go)."""
 
 _MEMO = "kaito-fill"
+NO_INSTANCE = "no resource.instanceType"
+"""How the reason for a Workspace without an instance type starts."""
 
 
 def kaito_base(obj: K8sObject) -> Path:
@@ -51,7 +53,8 @@ class KaitoFill:
     filled: tuple[str, ...]
     """Each known value, worded (``image mcr.microsoft.com/...``)."""
     unknown: Mapping[str, str]
-    """Value -> why it is not known."""
+    """Value -> why it is not known (with :attr:`where`, which names the releases read and
+    ``versions.kaito`` when none is stated)."""
     where: str
     """Whose facts were read, or ``""`` when none (:attr:`unknown` says why)."""
 
@@ -62,7 +65,8 @@ def _span(rows: tuple[KaitoRelease, ...]) -> str:
 
 
 class _Resolver:
-    """The releases one object is read against, and how a value is read across them."""
+    """The releases one object is read against, and how a value is read across them (the
+    reasons of values that differ leave naming ``versions.kaito`` to :attr:`where`)."""
 
     def __init__(self, preset: str, rows: tuple[KaitoRelease, ...], stated: str | None):
         self.preset, self.rows, self.stated = preset, rows, stated
@@ -101,10 +105,7 @@ class _Resolver:
             if len(spans) > 2
             else "; ".join(span(*s) for s in spans)
         )
-        return (
-            f"{what} differs across the KAITO releases with the preset '{self.preset}' "
-            f"({listed}) and the installed release is not stated {profile_hint('versions.kaito')}"
-        )
+        return f"{what} differs across those releases ({listed})"
 
 
 def _rows(preset: str) -> tuple[tuple[KaitoRelease, ...], str | None, str | None]:
@@ -202,7 +203,7 @@ def _gpus(
     hint = "GPUs per node"
     if not isinstance(instance_type, str) or not instance_type:
         why = (
-            "no resource.instanceType: KAITO reads the GPU count from the nodes "
+            f"{NO_INSTANCE}: KAITO reads the GPU count from the nodes "
             "resource.labelSelector finds (bring-your-own nodes), which are not among the inputs"
         )
         unknown.update(dict.fromkeys(("gpus", "tensor_parallel_size"), why))
