@@ -37,6 +37,8 @@ REQUIREMENTS = "presets/workspace/dependencies/requirements.txt"
 VALUES = "charts/kaito/workspace/values.yaml"
 INTERFACE = "pkg/model/interface.go"
 CONTROLLER = "pkg/workspace/controllers/workspace_controller.go"
+CRDS = {"Workspace": "workspaces", "InferenceSet": "inferencesets"}
+"""Kind -> the plural of its CRD, config/crd/bases/kaito.sh_<plural>.yaml."""
 GMU = re.compile(
     r'(?:ModelRunParams\["gpu-memory-utilization"\] = |defaultGPUMemoryUtilization = )"([\d.]+)"'
 )
@@ -91,7 +93,15 @@ def _facts(git_dir: str, tag: str) -> dict[str, Any] | None:
     by_gpu = (interface or "").partition("gpuMemoryUtilizationByGPUModel = map")[2]
     overrides = dict(GMU_BY_GPU.findall(by_gpu.partition("\n}")[0])) if by_gpu else {}
     estimated = "UpdateWorkspaceTargetNodeCount" in controller
+    served = {}
+    for kind, plural in CRDS.items():
+        crd = yaml.safe_load(_show(git_dir, tag, f"config/crd/bases/kaito.sh_{plural}.yaml") or "")
+        versions = (crd or {}).get("spec", {}).get("versions", [])
+        names = [str(v["name"]) for v in versions if v.get("served")]
+        if names:
+            served[kind] = names
     return {
+        "served": served,
         "base_image": f"{registry}/kaito-base:{base['tag']}",
         "vllm": pin[1],
         "parallelism": "data-parallel-when-fits" if fits else "all-gpus",
@@ -113,28 +123,32 @@ def main(git_dir: str) -> None:
             continue
         rows.append({"kaito": [tag.removeprefix("v")], **facts})
     head = (
-        "# What the KAITO controller decides for a preset Workspace or InferenceSet, per KAITO\n"
-        "# release (vX.Y.Z tags, from v0.4.6, the first with a shared base image): the image\n"
-        "# every vLLM preset runs (presetRegistryName of charts/kaito/workspace/values.yaml\n"
-        "# + kaito-base:<tag of the `base` entry> of\n"
-        "# presets/workspace/models/supported_models.yaml),\n"
-        "# the vLLM release that image installs (the vllm== pin of\n"
-        "# presets/workspace/dependencies/requirements.txt), how pkg/model/interface.go sets\n"
-        "# --tensor-parallel-size (all-gpus: the instance type's GPU count; data-parallel-when-\n"
-        "# fits: 1 with --data-parallel-size <GPU count> when the model's files take under half\n"
-        "# of one GPU's memory, else the GPU count) and each preset's Hugging Face model and\n"
-        "# revision (its `version`). node_count: resource.count, or `estimated` (the\n"
-        "# controller's node estimator sets status.targetNodeCount for a vLLM preset:\n"
-        "# UpdateWorkspaceTargetNodeCount in pkg/workspace/controllers/workspace_controller.go);\n"
-        "# gpu_memory_utilization: the --gpu-memory-utilization KAITO passes (null: computed from\n"
-        "# the GPU), _by_gpu: its overrides by GPU model. Facts only; each release's were read\n"
-        "# from `source` with {release} and {path} filled in; the releases of one row are equal\n"
-        "# in them.\n"
+        "# What the KAITO controller decides for a preset Workspace or InferenceSet, per\n"
+        "# KAITO release (vX.Y.Z tags from v0.4.6, the first with a shared base image):\n"
+        "# - base_image: the image every vLLM preset runs (presetRegistryName of\n"
+        "#   charts/kaito/workspace/values.yaml + kaito-base:<tag of the `base` entry> of\n"
+        "#   presets/workspace/models/supported_models.yaml);\n"
+        "# - vllm: the vLLM release that image installs (the vllm== pin of\n"
+        "#   presets/workspace/dependencies/requirements.txt);\n"
+        "# - parallelism: how pkg/model/interface.go sets --tensor-parallel-size\n"
+        "#   (all-gpus: the instance type's GPU count; data-parallel-when-fits: 1 with\n"
+        "#   --data-parallel-size <GPU count> when the model's files take under half of\n"
+        "#   one GPU's memory, else the GPU count);\n"
+        "# - node_count: resource.count, or `estimated` (the controller's node estimator\n"
+        "#   sets status.targetNodeCount: UpdateWorkspaceTargetNodeCount in\n"
+        "#   pkg/workspace/controllers/workspace_controller.go);\n"
+        "# - gpu_memory_utilization: the --gpu-memory-utilization KAITO passes (null:\n"
+        "#   computed from the GPU); _by_gpu: its overrides by GPU model;\n"
+        "# - served: the API versions each kind's CRD serves\n"
+        "#   (config/crd/bases/kaito.sh_<kind>s.yaml);\n"
+        "# - presets: each preset's Hugging Face model and revision (its `version`).\n"
+        "# Facts only; each release's were read from `source` with {release} and {path}\n"
+        "# filled in; the releases of one row are equal in them.\n"
         "# Written by tools/kaito_presets.py; read by catalog/kaito.py.\n"
     )
     doc = {
         "source": "kaito-project/kaito@v{release}:{path}",
-        "paths": [MODELS, REQUIREMENTS, VALUES, INTERFACE, CONTROLLER],
+        "paths": [MODELS, REQUIREMENTS, VALUES, INTERFACE, CONTROLLER, "config/crd/bases"],
         "releases": rows,
     }
     sys.stdout.write(head + yaml.safe_dump(doc, sort_keys=False, width=100))

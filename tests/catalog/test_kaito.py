@@ -61,3 +61,18 @@ def test_defining_lists_the_releases_of_a_preset() -> None:
     assert defining("no-such-preset") == ()
     revisions = {r.presets["mistral-7b-instruct"].revision for r in defining("mistral-7b-instruct")}
     assert len(revisions) == 1  # every release pins the same commit
+
+
+def test_served_kinds_follow_the_crds() -> None:
+    """config/crd/bases: Workspace v1alpha1 and v1beta1 throughout; InferenceSet from v0.8.0
+    (v1alpha1), v1beta1 from v0.11.0."""
+    first = kaito_release("0.7.2")
+    assert first is not None and first.serves("kaito.sh/v1beta1", "Workspace")
+    assert not first.serves("kaito.sh/v1alpha1", "InferenceSet")
+    assert not first.serves("other.io/v1beta1", "Workspace")
+    assert [
+        r.release for r in defining("phi-4-mini-instruct", "kaito.sh/v1beta1", "InferenceSet")
+    ] == [
+        "0.11.0",
+        "0.12.0",
+    ]

@@ -126,3 +126,25 @@ def test_record_says_what_kaito_filled_and_what_is_not_known() -> None:
     report = evaluate([_workspace()], profile=_profile("0.12.0"))
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
     assert "image mcr.microsoft.com/aks/kaito/kaito-base:0.5.0" in record
+
+
+def test_only_releases_serving_the_kind_are_read() -> None:
+    """kaito.sh/v1alpha1 InferenceSet is served from v0.8.0 (its CRD), v1beta1 from v0.11.0:
+    the mistral-7b InferenceSet (v1alpha1) is read against 0.8.0 to 0.12.0, where
+    --gpu-memory-utilization is 0.84 in every release (computed before 0.7.0 does not
+    count); a v1beta1 InferenceSet against 0.11.0 and 0.12.0; KAITO 0.9.4 stated for the
+    v1beta1 one serves no such kind."""
+    (mistral,) = load_paths([str(CORPUS / "field-corpus-2" / "kaito-inferenceset-mistral-7b.yaml")])
+    fill = kaito_fill(mistral)
+    assert fill is not None and "0.8.0 to 0.12.0" in fill.where
+    assert fill.values["gpu_memory_utilization"] == "0.84"
+    (mig,) = load_paths([str(MIG)])
+    fill = kaito_fill(mig)
+    assert fill is not None and "0.11.0 to 0.12.0" in fill.where
+    (mig,) = load_paths([str(MIG)])
+    with using_profile(_profile("0.9.4")):
+        fill = kaito_fill(mig)
+    assert (
+        fill is not None
+        and "KAITO 0.9.4 serves no kaito.sh/v1beta1 InferenceSet" in (fill.unknown["model"])
+    )

@@ -57,6 +57,13 @@ class KaitoRelease:
     """Its overrides by GPU model name (``NVIDIA A10`` -> ``0.82``)."""
     presets: Mapping[str, KaitoPreset]
     """Preset name -> its model."""
+    served: Mapping[str, tuple[str, ...]]
+    """Kind (``Workspace``, ``InferenceSet``) -> the API versions its CRD serves."""
+
+    def serves(self, api_version: str, kind: str) -> bool:
+        """Whether this release serves *kind* at *api_version* (``kaito.sh/v1beta1``)."""
+        group, _, version = api_version.rpartition("/")
+        return group == "kaito.sh" and version in self.served.get(kind, ())
 
 
 def _key(release: str) -> tuple[int, ...]:
@@ -68,7 +75,8 @@ def _catalogue() -> dict[str, KaitoRelease]:
     text = resources.files("gpustrata.catalog").joinpath("data/kaito-presets.yaml")
     doc: Any = safe_load(text.read_text("utf-8"))
     source = str(doc["source"])
-    paths = [str(p).rsplit("/", 1)[-1] for p in doc["paths"]]
+    # files by their name, a folder (config/crd/bases) whole
+    paths = [p.rsplit("/", 1)[-1] if "." in p else p for p in map(str, doc["paths"])]
     out: dict[str, KaitoRelease] = {}
     for row in doc["releases"]:
         presets = {
@@ -91,6 +99,7 @@ def _catalogue() -> dict[str, KaitoRelease]:
                     for k, v in (row.get("gpu_memory_utilization_by_gpu") or {}).items()
                 },
                 presets,
+                {str(k): tuple(map(str, v)) for k, v in (row.get("served") or {}).items()},
             )
     return dict(sorted(out.items(), key=lambda item: _key(item[0])))
 
@@ -105,7 +114,14 @@ def kaito_release(release: str) -> KaitoRelease | None:
     return _catalogue().get(release.removeprefix("v"))
 
 
-def defining(preset: str) -> tuple[KaitoRelease, ...]:
-    """The catalogued releases whose presets include *preset* (``llama-3.3-70b-instruct``),
-    oldest first: the others reject a Workspace naming it."""
-    return tuple(r for r in _catalogue().values() if preset in r.presets)
+def defining(
+    preset: str, api_version: str | None = None, kind: str | None = None
+) -> tuple[KaitoRelease, ...]:
+    """The catalogued releases whose presets include *preset* (``llama-3.3-70b-instruct``)
+    and, given *api_version* and *kind*, that serve that kind at that version, oldest first:
+    the others reject such an object."""
+    return tuple(
+        r
+        for r in _catalogue().values()
+        if preset in r.presets and (kind is None or r.serves(api_version or "", kind))
+    )

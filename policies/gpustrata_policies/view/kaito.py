@@ -76,7 +76,7 @@ class _Resolver:
         if self.stated is not None:
             return f"KAITO {self.stated} ({self.rows[0].source})"
         return (
-            f"every catalogued KAITO release with the preset '{self.preset}' "
+            f"every catalogued KAITO release with the preset '{self.preset}' that serves the kind "
             f"({_span(self.rows)}, e.g. {self.rows[-1].source}; the installed release is not "
             f"stated {profile_hint('versions.kaito')})"
         )
@@ -108,24 +108,31 @@ class _Resolver:
         return f"{what} differs across those releases ({listed})"
 
 
-def _rows(preset: str) -> tuple[tuple[KaitoRelease, ...], str | None, str | None]:
+def _rows(obj: K8sObject, preset: str) -> tuple[tuple[KaitoRelease, ...], str | None, str | None]:
     """(the releases to read, the stated release, why none is read)."""
     profile = active_profile()
     stated = profile.versions.kaito if profile is not None else None
     known = kaito_releases()
     span = f"{known[0]} to {known[-1]}" if known else "none"
+    served = f"{obj.api_version} {obj.kind}"
     if stated is not None:
         stated = stated.removeprefix("v")
         found = kaito_release(stated)
         if found is None:
             why = f"KAITO {stated} (cluster profile versions.kaito) is not catalogued"
             return (), stated, f"{why} (catalogued: {span})"
+        if not found.serves(obj.api_version, obj.kind):
+            return (), stated, f"KAITO {stated} serves no {served} ({found.source})"
         if preset not in found.presets:
             return (), stated, f"KAITO {stated} has no preset '{preset}' ({found.source})"
         return (found,), stated, None
-    rows = defining(preset)
+    rows = defining(preset, obj.api_version, obj.kind)
     if not rows:
-        return (), None, f"no catalogued KAITO release ({span}) has the preset '{preset}'"
+        return (
+            (),
+            None,
+            (f"no catalogued KAITO release ({span}) has the preset '{preset}' and serves {served}"),
+        )
     return rows, None, None
 
 
@@ -155,7 +162,7 @@ def kaito_fill(obj: K8sObject) -> KaitoFill | None:
         raise UnknownInput(f"inference.preset.name / resource.instanceType of {obj.resource}")
     if not isinstance(preset, str):
         return None
-    rows, stated, problem = _rows(preset)
+    rows, stated, problem = _rows(obj, preset)
     values: dict[str, Any] = {}
     filled: list[str] = []
     unknown: dict[str, str] = {}
