@@ -57,6 +57,12 @@ DOCUMENTED = {
     "data-on-eks-rayservice-deepseek-r1-8b.yaml": PROFILES / "data-on-eks-ray-batch-inference.yaml",
     "kubeai-llama-3.1-405b-fp8-a100-80gb.yaml": PROFILES / "kubeai-2f32ef4.yaml",
     "kubeai-llama-3.1-70b-fp8-h100.yaml": PROFILES / "kubeai-2f32ef4.yaml",
+    "kaito-workspace-gemma-3-27b.yaml": PROFILES / "kaito-056b828.yaml",
+    "kaito-inferenceset-mistral-7b.yaml": PROFILES / "kaito-056b828.yaml",
+    "kaito-workspace-deepseek-r1.yaml": PROFILES / "kaito-056b828.yaml",
+    "kaito-inferenceset-mig-single.yaml": PROFILES / "kaito-056b828.yaml",
+    "kaito-workspace-gpt-oss-120b.yaml": PROFILES / "kaito-056b828.yaml",
+    "kaito-workspace-llama-3.3-70b.yaml": PROFILES / "kaito-056b828.yaml",
 }
 COLUMNS = ("without profile", "with documented profiles")
 

@@ -148,3 +148,46 @@ def test_only_releases_serving_the_kind_are_read() -> None:
         fill is not None
         and "KAITO 0.9.4 serves no kaito.sh/v1beta1 InferenceSet" in (fill.unknown["model"])
     )
+
+
+GPT_OSS = CORPUS / "field-corpus-3" / "kaito-workspace-gpt-oss-120b.yaml"
+
+
+def _with_config(objs: list[K8sObject]) -> K8sObject:
+    from gpustrata_policies.view.launchers import attach_partners
+
+    attach_partners(objs)
+    (obj,) = [o for o in objs if o.kind == "Workspace"]
+    return obj
+
+
+def test_inference_config_configmap_overrides_kaitos_flags() -> None:
+    """gpt-oss-120b's ConfigMap sets gpu-memory-utilization 0.92: inference_api.py appends
+    its vllm: keys after KAITO's --gpu-memory-utilization 0.84, so 0.92 is what runs."""
+    obj = _with_config(load_paths([str(GPT_OSS)]))
+    fill = kaito_fill(obj)
+    assert fill is not None and fill.values["gpu_memory_utilization"] == 0.92
+    assert not [f for f in fill.filled if f.startswith("--gpu-memory-utilization 0.84")]
+    assert any("ConfigMap 'gpt-oss-120b-inference-config'" in f for f in fill.filled)
+
+
+def test_inference_config_not_among_the_inputs_or_unreadable() -> None:
+    """The Workspace alone: its ConfigMap's keys are not known, and the record says they
+    may override KAITO's flags; a ConfigMap whose inference_config.yaml is not YAML is named
+    with the reason, never a traceback."""
+    (workspace,) = [o for o in load_paths([str(GPT_OSS)]) if o.kind == "Workspace"]
+    alone = _with_config([workspace])
+    fill = kaito_fill(alone)
+    assert fill is not None and "not among the inputs" in fill.unknown["config"]
+    assert fill.values["gpu_memory_utilization"] == "0.84"  # KAITO's, the record says so
+    objs = load_paths([str(GPT_OSS)])
+    (config,) = [o for o in objs if o.kind == "ConfigMap"]
+    raw = copy.deepcopy(dict(config.raw))
+    raw["data"] = {"inference_config.yaml": "vllm: [unclosed"}
+    broken = K8sObject(raw=raw, file=config.file, line=config.line)
+    (workspace,) = [o for o in objs if o.kind == "Workspace"]
+    fill = kaito_fill(_with_config([broken, workspace]))
+    assert fill is not None and "is no YAML" in fill.unknown["config"]
+    assert "gpt-oss-120b-inference-config" in fill.unknown["config"]
+    report = evaluate(objs)
+    assert any("gpu-memory-utilization 0.92" in n.reason for n in report.not_evaluated)

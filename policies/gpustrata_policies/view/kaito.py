@@ -12,17 +12,28 @@ releases and ``versions.kaito``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from gpustrata.catalog.kaito import KaitoRelease, defining, kaito_release, kaito_releases
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.objects import K8sObject, Path, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint
 
-__all__ = ["KAITO_PARALLELISM_SOURCE", "NO_INSTANCE", "KaitoFill", "kaito_base", "kaito_fill"]
+__all__ = [
+    "KAITO_CONFIG_SOURCE",
+    "KAITO_PARALLELISM_SOURCE",
+    "NO_INSTANCE",
+    "KaitoFill",
+    "attach_kaito_configs",
+    "kaito_base",
+    "kaito_fill",
+]
 
 KAITO_PARALLELISM_SOURCE = "kaito-project/kaito@v0.12.0:pkg/model/interface.go"
 """``buildVLLMInferenceCommand``: ``--tensor-parallel-size`` from ``SKUNumGPUs`` (the
@@ -30,7 +41,15 @@ instance type's GPU count; ``configureParallelism`` from v0.10.0), ``--model`` /
 ``--code-revision`` from the preset's ``version``; the Pod requests every GPU of the node
 (``GenerateInferencePodSpec`` in pkg/workspace/inference/preset_inferences.go)."""
 
+KAITO_CONFIG_SOURCE = (
+    "kaito-project/kaito@v0.12.0:presets/workspace/inference/vllm/inference_api.py"
+)
+"""``KAITOArgumentParser.parse_args``: the ``vllm:`` keys of the ConfigMap's
+``inference_config.yaml`` (``inference.config``) appended as ``--key value`` after KAITO's
+own flags, so they win (the same in every catalogued release)."""
+
 _MEMO = "kaito-fill"
+_CONFIG = "kaito-config"
 NO_INSTANCE = "no resource.instanceType"
 """How the reason for a Workspace without an instance type starts."""
 
@@ -136,6 +155,78 @@ def _rows(obj: K8sObject, preset: str) -> tuple[tuple[KaitoRelease, ...], str | 
     return rows, None, None
 
 
+def attach_kaito_configs(objects: Iterable[K8sObject]) -> None:
+    """Give each KAITO Workspace / InferenceSet whose ``inference.config`` names a ConfigMap
+    among *objects* (same namespace) that ConfigMap's ``inference_config.yaml`` ``vllm:``
+    keys, or the reason they cannot be read."""
+    every = list(objects)
+    maps = {
+        (o.namespace, o.name): o for o in every if o.kind == "ConfigMap" and o.api_version == "v1"
+    }
+    for obj in every:
+        if obj.kind not in {"Workspace", "InferenceSet"} or obj.api_version.split("/")[0] != (
+            "kaito.sh"
+        ):
+            continue
+        name = dig(obj.raw, *kaito_base(obj), "inference", "config")
+        found = maps.get((obj.namespace, name)) if isinstance(name, str) else None
+        obj.memo.pop(_MEMO, None)  # read again with what is attached now
+        if found is not None:
+            obj.memo[_CONFIG] = _config_flags(found)
+        else:
+            obj.memo.pop(_CONFIG, None)
+
+
+def _config_flags(config: K8sObject) -> Mapping[str, Any] | str:
+    """The ``vllm:`` mapping of a ConfigMap's ``inference_config.yaml``, or why not."""
+    text = dig(config.raw, "data", "inference_config.yaml")
+    at = f" ({config.file}:{config.line})" if config.file and config.line else ""
+    where = f"ConfigMap {config.name!r}{at}"
+    if text is UNKNOWN:
+        return f"{where}: inference_config.yaml is known only at deploy time"
+    if not isinstance(text, str):
+        return f"{where} has no data key inference_config.yaml"
+    try:
+        doc = safe_load(text)
+    except yaml.YAMLError as exc:
+        return f"{where}: inference_config.yaml is no YAML ({exc.__class__.__name__})"
+    flags = doc.get("vllm") if isinstance(doc, Mapping) else None
+    if flags is None:
+        return {}
+    if not isinstance(flags, Mapping):
+        return f"{where}: inference_config.yaml's vllm is not a mapping"
+    return {str(k): v for k, v in flags.items()}
+
+
+def _config(
+    obj: K8sObject, base: Path, values: dict[str, Any], filled: list[str], unknown: dict[str, str]
+) -> None:
+    """Apply what ``inference.config`` names: the ConfigMap's ``vllm:`` keys win over the
+    flags KAITO passes (:data:`KAITO_CONFIG_SOURCE`)."""
+    name = dig(obj.raw, *base, "inference", "config")
+    if not isinstance(name, str) or not name:
+        return
+    flags = obj.memo.get(_CONFIG)
+    if flags is None:
+        unknown["config"] = (
+            f"inference.config names ConfigMap {name!r}, which is not among the inputs: its "
+            f"vllm: keys follow KAITO's flags and override them ({KAITO_CONFIG_SOURCE})"
+        )
+        return
+    if isinstance(flags, str):
+        unknown["config"] = f"{flags}, so what it sets is not known"
+        return
+    for key, value in flags.items():
+        attr = key.replace("-", "_")
+        if attr in ("gpu_memory_utilization", "tensor_parallel_size"):
+            values[attr] = value  # the ConfigMap's flag wins over KAITO's
+            unknown.pop(attr, None)
+            filled[:] = [f for f in filled if not f.startswith(f"--{key} ")]
+    if flags:
+        shown = ", ".join(f"--{k} {v}" for k, v in flags.items())
+        filled.append(f"{shown} (ConfigMap {name!r}, appended after KAITO's flags)")
+
+
 def _gmu(release: KaitoRelease, gpu_name: str | None) -> str | None:
     if release.gpu_memory_utilization_by_gpu:
         if gpu_name is None:
@@ -191,6 +282,7 @@ def kaito_fill(obj: K8sObject) -> KaitoFill | None:
         values["vllm"] = vllm
         filled.append(f"image {values['image']} (vLLM {vllm})")
     _gpus(obj, base, instance_type, read, values, filled, unknown)
+    _config(obj, base, values, filled, unknown)
     result = KaitoFill(preset, values, tuple(filled), unknown, read.where)
     obj.memo[_MEMO] = result
     return result
