@@ -191,3 +191,16 @@ def test_inference_config_not_among_the_inputs_or_unreadable() -> None:
     assert "gpt-oss-120b-inference-config" in fill.unknown["config"]
     report = evaluate(objs)
     assert any("gpu-memory-utilization 0.92" in n.reason for n in report.not_evaluated)
+
+
+def test_values_known_only_at_deploy_time_and_odd_values() -> None:
+    """A preset name the Pulumi preview does not know yet gives a record, never a crash; an
+    instanceType that is no string is named as such."""
+    from gpustrata_policies import UNKNOWN
+
+    raw = copy.deepcopy(dict(_workspace().raw))
+    raw["inference"] = {"preset": {"name": UNKNOWN}}
+    report = evaluate([K8sObject(raw=raw)])
+    assert any("known" in n.reason and n.rule == "*" for n in report.not_evaluated)
+    fill = kaito_fill(_workspace(instanceType=5))
+    assert fill is not None and "5 is not an instance type name" in fill.unknown["gpus"]

@@ -643,9 +643,13 @@ def controller_fills(obj: K8sObject) -> list[str]:
     raw, out = obj.raw, []
     if obj.kind in {"Workspace", "InferenceSet"}:
         base: Path = () if obj.kind == "Workspace" else ("spec", "template")
-        fill = kaito_fill(obj)
-        if fill is not None:
-            out.append(_kaito_preset_text(fill))
+        try:
+            fill = kaito_fill(obj)
+        except UnknownInput as exc:  # a Pulumi preview: known at deploy time
+            out.append(f"KAITO preset: {exc.reason}, so what the controller builds is not read")
+        else:
+            if fill is not None:
+                out.append(_kaito_preset_text(fill))
         if dig(raw, *base, "tuning") is not None:
             out.append("KAITO tuning: the controller builds the tuning Job; it is not evaluated")
         if dig(raw, *base, "resource", "instanceType") is None:

@@ -300,7 +300,11 @@ def _gpus(
     """The GPUs per node, ``--tensor-parallel-size``, ``--gpu-memory-utilization`` and the
     node count, from the instance type and the releases' rules."""
     hint = "GPUs per node"
-    if not isinstance(instance_type, str) or not instance_type:
+    if instance_type is not None and not isinstance(instance_type, str):
+        why = f"resource.instanceType {instance_type!r} is not an instance type name"
+        unknown.update(dict.fromkeys(("gpus", "tensor_parallel_size"), why))
+        return
+    if not instance_type:
         why = (
             f"{NO_INSTANCE}: KAITO reads the GPU count from the nodes "
             "resource.labelSelector finds (bring-your-own nodes), which are not among the inputs"
