@@ -23,7 +23,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.objects import K8sObject, Path, dig
-from gpustrata_policies.view.profile import active_profile, profile_hint
+from gpustrata_policies.view.profile import active_profile, profile_hint, release_spans
 
 __all__ = [
     "KAITO_CONFIG_SOURCE",
@@ -107,23 +107,7 @@ class _Resolver:
         return False, None
 
     def differs(self, what: str, read: Callable[[KaitoRelease], Any]) -> str:
-        spans: list[tuple[str, list[str]]] = []
-        for r in self.rows:
-            shown = str(read(r))
-            if spans and spans[-1][0] == shown:
-                spans[-1][1].append(r.release)
-            else:
-                spans.append((shown, [r.release]))
-
-        def span(value: str, releases: list[str]) -> str:
-            tail = f" to {releases[-1]}" if len(releases) > 1 else ""
-            return f"{value} in {releases[0]}{tail}"
-
-        listed = (
-            f"{len(spans)} values: {span(*spans[0])} ... {span(*spans[-1])}"
-            if len(spans) > 2
-            else "; ".join(span(*s) for s in spans)
-        )
+        listed = release_spans((str(read(r)), r.release) for r in self.rows)
         return f"{what} differs across those releases ({listed})"
 
 
