@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.view.kaito import NO_INSTANCE, KaitoFill, kaito_fill
+from gpustrata_policies.view.kaito import NO_INSTANCE, KaitoFill, kaito_base, kaito_fill
 from gpustrata_policies.view.kinds import CONTROLLER_KINDS, is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill
 from gpustrata_policies.view.objects import K8sObject, Path, PodRef, as_list, as_map, dig
@@ -642,7 +642,7 @@ def controller_fills(obj: K8sObject) -> list[str]:
         return []
     raw, out = obj.raw, []
     if obj.kind in {"Workspace", "InferenceSet"}:
-        base: Path = () if obj.kind == "Workspace" else ("spec", "template")
+        base = kaito_base(obj)
         try:
             fill = kaito_fill(obj)
         except UnknownInput as exc:  # a Pulumi preview: known at deploy time

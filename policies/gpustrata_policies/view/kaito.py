@@ -5,9 +5,12 @@ release), the GPUs per node and ``--tensor-parallel-size`` it derives from
 catalogued releases (:mod:`gpustrata.catalog.kaito`).
 
 The release is the cluster profile's ``versions.kaito``. Where it is not stated, a value is
-read only where every catalogued release that has the preset gives the same one (the record
-says which releases those are); a value that differs across them stays unknown, naming the
-releases and ``versions.kaito``.
+read only where every catalogued release that has the preset and serves the object's kind at
+its API version gives the same one (the record says which releases those are); a value that
+differs across them stays unknown, naming the releases and ``versions.kaito``. The ConfigMap
+``inference.config`` names, where it is among the inputs, overrides KAITO's flags
+(:data:`KAITO_CONFIG_SOURCE`). From v0.7.0 the node count is the controller's estimator's,
+which is not ported: no Pod is built, and the object's record says what was read.
 """
 
 from __future__ import annotations
