@@ -231,6 +231,13 @@ class VersionsProfile(_Model):
         "controller does.",
         examples=["0.21.0"],
     )
+    kaito: str | None = Field(
+        default=None,
+        pattern=_VERSION,
+        description="KAITO release installed, e.g. 0.12.0: the image (so the vLLM release), "
+        "--gpu-memory-utilization and node count it gives a preset Workspace or InferenceSet.",
+        examples=["0.12.0"],
+    )
 
 
 class ImageRelease(_Model):

@@ -169,6 +169,11 @@ _PROFILE_READERS = [
         "image, so the vLLM release) fill its Pod",
     ),
     ("kubeai_values", "every KubeAI Model: the chart's values files give its node selector"),
+    (
+        "versions.kaito",
+        "every KAITO preset Workspace / InferenceSet: the image (so the vLLM release), "
+        "--gpu-memory-utilization and node count KAITO gives it",
+    ),
     ("versions.gpu_operator", "recorded only: no rule reads it without the operator's objects"),
     ("images", "every rule that needs the vLLM release of an image (V005, V010, V012, V013, ...)"),
     ("crds", "K018 (evaluated on a bare application manifest once the profile lists CRDs)"),

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view.kaito import NO_INSTANCE, KaitoFill, kaito_base, kaito_fill
 from gpustrata_policies.view.kinds import CONTROLLER_KINDS, is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill
 from gpustrata_policies.view.objects import K8sObject, Path, PodRef, as_list, as_map, dig
@@ -619,6 +620,21 @@ def _controller_pods(obj: K8sObject) -> Iterator[PodRef]:
         yield from _vllmruntime_pod(obj)
 
 
+def _kaito_preset_text(fill: KaitoFill) -> str:
+    """The record of a KAITO preset: what the controller fills, read from the catalogued
+    releases, and what stays unknown."""
+    read = f"read with {fill.where}: {'; '.join(fill.filled)}; " if fill.filled else ""
+    # the bring-your-own-nodes reason has a record of its own (below)
+    gaps = "; ".join(
+        why for why in dict.fromkeys(fill.unknown.values()) if not why.startswith(NO_INSTANCE)
+    )
+    return (
+        f"KAITO preset {fill.preset!r}: the KAITO controller builds the vLLM Pods from the "
+        f"preset (image, model, engine flags, GPUs per Pod, node count); {read}"
+        f"the vLLM engine is not evaluated: {gaps or 'gpustrata does not build its Pods'}"
+    )
+
+
 def controller_fills(obj: K8sObject) -> list[str]:
     """What a controller kind's controller decides and the manifest does not state:
     reasons those parts are not evaluated (empty for the other kinds)."""
@@ -626,14 +642,14 @@ def controller_fills(obj: K8sObject) -> list[str]:
         return []
     raw, out = obj.raw, []
     if obj.kind in {"Workspace", "InferenceSet"}:
-        base: Path = () if obj.kind == "Workspace" else ("spec", "template")
-        preset = dig(raw, *base, "inference", "preset", "name")
-        if isinstance(preset, str):
-            out.append(
-                f"KAITO preset {preset!r}: the KAITO controller chooses the image, the engine "
-                "and its flags and the GPUs per replica from the preset, which the manifest does "
-                "not state; they are not evaluated"
-            )
+        base = kaito_base(obj)
+        try:
+            fill = kaito_fill(obj)
+        except UnknownInput as exc:  # a Pulumi preview: known at deploy time
+            out.append(f"KAITO preset: {exc.reason}, so what the controller builds is not read")
+        else:
+            if fill is not None:
+                out.append(_kaito_preset_text(fill))
         if dig(raw, *base, "tuning") is not None:
             out.append("KAITO tuning: the controller builds the tuning Job; it is not evaluated")
         if dig(raw, *base, "resource", "instanceType") is None:

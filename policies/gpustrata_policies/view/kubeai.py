@@ -27,7 +27,7 @@ from gpustrata.catalog.kubeai import (
 )
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.objects import K8sObject, dig
-from gpustrata_policies.view.profile import active_profile, profile_hint
+from gpustrata_policies.view.profile import active_profile, profile_hint, release_spans
 
 __all__ = [
     "KubeAIFill",
@@ -126,23 +126,9 @@ class KubeAIInstall:
         not know."""
         if self.problem is not None:
             return f"{what} is set by the KubeAI installation: {self.problem}"
-        spans: list[tuple[str, list[str]]] = []
-        for d in self.rows:
-            value = read(d)
-            shown = value if isinstance(value, str) else _text(value)
-            if spans and spans[-1][0] == shown:
-                spans[-1][1].append(d.release)
-            else:
-                spans.append((shown, [d.release]))
-
-        def span(value: str, releases: list[str]) -> str:
-            return f"{value} in {releases[0]}" + (
-                f" to {releases[-1]}" if len(releases) > 1 else ""
-            )
-
-        listed = "; ".join(span(*spans[i]) for i in sorted({0, len(spans) - 1}))
-        if len(spans) > 2:
-            listed = f"{len(spans)} values: {span(*spans[0])} ... {span(*spans[-1])}"
+        listed = release_spans(
+            (v if isinstance(v := read(d), str) else _text(v), d.release) for d in self.rows
+        )
         return (
             f"{what} differs across the KubeAI chart releases that define '{self.profile}' "
             f"({listed}) and the installed release is not stated "

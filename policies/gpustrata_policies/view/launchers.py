@@ -26,6 +26,7 @@ from gpustrata_policies.view.controllers import (
     multi_pod_role,
     rbg_group,
 )
+from gpustrata_policies.view.kaito import attach_kaito_configs
 from gpustrata_policies.view.kinds import is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill, kubeai_image
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
@@ -511,8 +512,10 @@ def attach_partners(objects: Iterable[K8sObject]) -> None:
     whose ``predictor.model`` runs on a ServingRuntime (multi-node runtimes, with
     ``workerSpec``, are left unmerged), an llmaz Playground its claimed OpenModel, a KServe
     LLMInferenceService the LLMInferenceServiceConfigs its ``spec.baseRefs`` name (all of
-    them among *objects*, else none)."""
+    them among *objects*, else none); a KAITO Workspace the ConfigMap its
+    ``inference.config`` names (:func:`~gpustrata_policies.view.kaito.attach_kaito_configs`)."""
     every = list(objects)
+    attach_kaito_configs(every)
     index = _runtime_index(every)
     models = {o.name: o for o in every if o.kind == "OpenModel" and is_read_kind(o)}
     configs = {
