@@ -140,7 +140,7 @@ def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
         "max_num_seqs": est.max_num_seqs,
         "kv_tokens": est.kv.tokens,
         "kv_blocks": est.kv.num_blocks,
-        "block_size": est.block_size,
+        "block_size": est.kv.block_size,
         "held": held,
         "length": length,
         "blocks": blocks,
