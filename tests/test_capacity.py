@@ -826,3 +826,16 @@ def test_profile_peak_is_the_larger_of_forward_and_sampler_where_read() -> None:
     assert "after the dummy forward returned" not in ref.memory.activation.explanation
     # 28,992 KV tokens: still short of the 40,960 one request at the default length needs.
     assert 28_000 < est.kv.tokens < 30_000 and not est.fits
+
+
+def test_gated_deltanet_layers_attend_no_context() -> None:
+    """Only Qwen3.5-4B's 8 full layers grow with the context; each of the 24 linear layers
+    costs 6 x 32 value heads x 128 x 128 FLOPs a token, whatever the context."""
+    from gpustrata.vllm.timing import forward_flops
+
+    qwen = arch("Qwen/Qwen3.5-4B")
+    short, long = forward_flops(qwen, 100, 1000, 1), forward_flops(qwen, 100, 2000, 1)
+    assert long - short == 8 * 4 * 16 * 256 * 100 * 1000
+    wider = qwen.model_copy(update={"linear_num_value_heads": 64})
+    extra = forward_flops(wider, 100, 1000, 1) - short
+    assert extra == 24 * 6 * (64 - 32) * 128 * 128 * 100
