@@ -446,6 +446,11 @@ class ModelArchitecture(BaseModel):
             )
         if self.attention_chunk_size is not None:
             raise ValueError(f'{where}: attention "hybrid_linear" takes no attention_chunk_size')
+        if self.mamba_ssm_dtype not in (None, "float32", "bfloat16", "float16"):
+            raise ValueError(
+                f"{where}: mamba_ssm_dtype {self.mamba_ssm_dtype!r} must be float32, bfloat16 "
+                "or float16"
+            )
         if self.layer_types is None and self.full_attention_interval is None:
             raise ValueError(
                 f'{where}: attention "hybrid_linear" needs full_attention_interval or layer_types'

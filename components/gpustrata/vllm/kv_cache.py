@@ -237,11 +237,8 @@ def gdn_state_bytes(arch: ModelArchitecture, tp: int, model_bytes: int) -> int:
     conv, recurrent = arch.gdn_state_elements(tp)
     ssm_bytes = model_bytes
     if arch.mamba_ssm_dtype and arch.architecture in _QWEN3_5_ARCHITECTURES:
-        ssm_bytes = _SSM_DTYPE_BYTES.get(arch.mamba_ssm_dtype.lower(), model_bytes)
+        ssm_bytes = model_dtype_bytes(arch, arch.mamba_ssm_dtype)[1]
     return conv * model_bytes + recurrent * ssm_bytes
-
-
-_SSM_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 def _linear_hybrid_specs(
