@@ -26,10 +26,12 @@ from gpustrata.vllm.capacity import (
     CapacityError,
     default_max_num_batched_tokens,
     estimate_capacity,
+    gdn_prefill_checkpoints,
     kv_cache_blocks,
     pp_layer_partition,
     weights_estimate,
 )
+from gpustrata.vllm.kv_cache import gdn_state_bytes
 from gpustrata.vllm.timing import (
     PROCESS_START_S,
     fitted_engine_init,
@@ -187,6 +189,66 @@ def test_hybrid_gpt_oss_uses_equal_groups() -> None:
     kv = kv_cache_blocks(arch("openai/gpt-oss-20b"), available_bytes=GIB)
     assert sorted(len(x.layers) for x in kv.groups) == [12, 12]
     assert kv.bytes_per_block == 12 * (8 * 16 * 128 * 2)
+
+
+def test_qwen3_5_gated_deltanet_state_sets_the_block_size() -> None:
+    """Qwen3.5-4B with vLLM 0.33's arithmetic, worked by hand from the source:
+
+    * a Gated DeltaNet layer's state (mamba_utils.py gated_delta_net_state_shape, dtypes
+      gated_delta_net_state_dtype with Qwen3.5's config mamba_ssm_dtype float32): conv
+      (2 x 16 x 128 + 32 x 128) x (4 - 1) bf16 = 49,152 B, recurrent 32 x 128 x 128 fp32 =
+      2,097,152 B, 2,146,304 B in all;
+    * a full layer's token: 4 KV heads x (256 + 256) x 2 B = 4,096 B; the attention block
+      (platforms/interface.py _align_hybrid_block_size, alignment 16) is
+      16 x cdiv(2,146,304, 16 x 4,096) = 16 x 33 = 528 tokens, page 2,162,688 B, to which
+      the state page is padded;
+    * 8 full + 24 linear layers: groups of 8 (get_kv_cache_groups), 1 full + 3 linear,
+      8 pages a block = 17,301,504 B; 10 GiB // that = 620 blocks;
+    * a 262,144-token request: cdiv(262,144, 528) = 497 full blocks + 2 state blocks per
+      linear group with prefix caching (MambaSpec.max_memory_usage_bytes, mode "align")
+      = 503; 620 / 503 x 262,144 = 323,119 tokens.
+    """
+    qwen = arch("Qwen/Qwen3.5-4B")
+    kv = kv_cache_blocks(qwen, available_bytes=10 * GIB, max_model_len=262144)
+    assert kv.block_size == 528 and kv.page_size_bytes == 2_162_688
+    assert sorted((g.kind, len(g.layers), g.pages_per_request) for g in kv.groups) == [
+        ("full_attention", 8, 497),
+        *[("mamba", 8, 2)] * 3,
+    ]
+    assert kv.bytes_per_block == 17_301_504 and kv.num_blocks == 620
+    assert kv.blocks_per_request == 503 and kv.tokens == 323_119
+    # Without prefix caching a request holds one state block per linear group.
+    plain = kv_cache_blocks(
+        qwen, available_bytes=10 * GIB, max_model_len=262144, prefix_caching=False
+    )
+    assert plain.blocks_per_request == 497 + 3
+    # Hopper's FlashInfer GDN prefill: blocks aligned to 64 tokens (64 x cdiv(2,146,304,
+    # 64 x 4,096) = 576) and one checkpoint block more per linear group.
+    hopper = kv_cache_blocks(
+        qwen,
+        available_bytes=10 * GIB,
+        max_model_len=262144,
+        gdn_prefill_checkpoints=gdn_prefill_checkpoints(qwen, "9.0"),
+    )
+    assert hopper.block_size == 576
+    assert hopper.blocks_per_request == -(-262144 // 576) + 3 * 3
+    assert not gdn_prefill_checkpoints(qwen, "8.9")  # L4: Triton/FLA
+    # TP 2 halves the state and the KV heads alike: the block stays 528 tokens.
+    assert kv_cache_blocks(qwen, tensor_parallel_size=2, available_bytes=GIB).block_size == 528
+
+
+def test_qwen3_next_state_takes_the_model_dtype() -> None:
+    """No mamba_ssm_dtype in Qwen3-Next's config: the recurrent state is bf16, so one state
+    is 24,576 x 2 + 524,288 x 2 = 1,097,728 B; 2 KV heads x 512 x 2 B = 2,048 B a token;
+    16 x cdiv(1,097,728, 32,768) = 16 x 34 = 544-token blocks."""
+    nxt = arch("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert gdn_state_bytes(nxt, 1, 2) == 1_097_728
+    kv = kv_cache_blocks(nxt, available_bytes=GIB)
+    assert kv.block_size == 544 and kv.page_size_bytes == 544 * 2048
+    # vLLM divides the linear heads by TP too (gated_delta_net_state_shape's divide).
+    odd = nxt.model_copy(update={"linear_num_key_heads": 12})
+    with pytest.raises(CapacityError, match=r"does not divide .* linear_num_key_heads 12"):
+        kv_cache_blocks(odd, tensor_parallel_size=8, available_bytes=GIB)
 
 
 def test_pipeline_stages_follow_get_pp_indices() -> None:
@@ -764,3 +826,16 @@ def test_profile_peak_is_the_larger_of_forward_and_sampler_where_read() -> None:
     assert "after the dummy forward returned" not in ref.memory.activation.explanation
     # 28,992 KV tokens: still short of the 40,960 one request at the default length needs.
     assert 28_000 < est.kv.tokens < 30_000 and not est.fits
+
+
+def test_gated_deltanet_layers_attend_no_context() -> None:
+    """Only Qwen3.5-4B's 8 full layers grow with the context; each of the 24 linear layers
+    costs 6 x 32 value heads x 128 x 128 FLOPs a token, whatever the context."""
+    from gpustrata.vllm.timing import forward_flops
+
+    qwen = arch("Qwen/Qwen3.5-4B")
+    short, long = forward_flops(qwen, 100, 1000, 1), forward_flops(qwen, 100, 2000, 1)
+    assert long - short == 8 * 4 * 16 * 256 * 100 * 1000
+    wider = qwen.model_copy(update={"linear_num_value_heads": 64})
+    extra = forward_flops(wider, 100, 1000, 1) - short
+    assert extra == 24 * 6 * (64 - 32) * 128 * 128 * 100

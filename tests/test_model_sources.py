@@ -251,6 +251,48 @@ def test_check_reads_the_hf_cache(
     assert f"snapshots/{COMMIT}/config.json" in reason
 
 
+def test_check_sizes_a_gated_deltanet_hybrid_from_the_hf_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A private Qwen3.5 fine-tune (text_config with layer_types, linear_* keys) in the HF
+    cache is sized, not refused: V012 reports vLLM's raised attention block."""
+    layer_types = (["linear_attention"] * 3 + ["full_attention"]) * 8
+    qwen35 = {
+        "architectures": ["Qwen3_5ForConditionalGeneration"],
+        "model_type": "qwen3_5",
+        "text_config": {
+            "model_type": "qwen3_5_text",
+            "hidden_size": 2560,
+            "intermediate_size": 9216,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 4,
+            "head_dim": 256,
+            "layer_types": layer_types,
+            "linear_num_key_heads": 16,
+            "linear_num_value_heads": 32,
+            "linear_key_head_dim": 128,
+            "linear_value_head_dim": 128,
+            "linear_conv_kernel_dim": 4,
+            "mamba_ssm_dtype": "float32",
+            "vocab_size": 248320,
+            "max_position_embeddings": 262144,
+            "dtype": "bfloat16",
+        },
+        "tie_word_embeddings": True,
+    }
+    _hub(tmp_path / "hf" / "hub", "acme/qwen35-tuned", qwen35)
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    data = json.loads(_check(tmp_path, "acme/qwen35-tuned", capsys))
+    records = [f["message"] for f in data["findings"]] + [
+        n["reason"] for n in data["not_evaluated"]
+    ]
+    assert not any("linear-attention hybrid" in r for r in records), records
+    v012 = [f["message"] for f in data["findings"] if f["rule"] == "V012"]
+    assert v012 and "blocks of 528 tokens" in v012[0]
+
+
 def test_check_bad_local_file_is_not_evaluated_with_file_and_fix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

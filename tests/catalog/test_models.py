@@ -41,6 +41,8 @@ REQUIRED_IDS = [
     "Qwen/Qwen3-14B",
     "Qwen/Qwen3-32B",
     "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
+    "Qwen/Qwen3.5-4B",
     "Qwen/Qwen3-235B-A22B",
     "mistralai/Mistral-7B-Instruct-v0.3",
     "mistralai/Ministral-8B-Instruct-2410",
@@ -552,49 +554,86 @@ QWEN3_NEXT_CONFIG: dict[str, Any] = {
 }
 
 
-def test_linear_attention_hybrid_is_refused_not_sized_as_full_attention(tmp_path: Path) -> None:
-    """Qwen3-Next used to come out as 48 full-attention layers; it is refused, clearly."""
-    path = _write_config(tmp_path, QWEN3_NEXT_CONFIG)
-    with pytest.raises(ModelCatalogError) as info:
-        architecture_from_hf_config(path)
-    message = str(info.value)
-    assert str(path) in message and "every 4th of 48 layers is full attention" in message
-    assert "gated_delta_net_state_shape" in message
-    typed = {**QWEN3_NEXT_CONFIG, "layer_types": ["linear_attention"] * 3 + ["full_attention"]}
-    typed |= {"num_hidden_layers": 4}
-    del typed["full_attention_interval"]
-    with pytest.raises(ModelCatalogError, match="1 of 4 layers are full attention"):
-        architecture_from_hf_config(_write_config(tmp_path, typed))
+def test_linear_attention_hybrid_is_read_from_full_attention_interval(tmp_path: Path) -> None:
+    """Qwen3-Next (no layer_types): every 4th layer full, the others Gated DeltaNet, with
+    the linear_* fields vLLM sizes the per-sequence state from; it equals the catalogue."""
+    arch = architecture_from_hf_config(_write_config(tmp_path, QWEN3_NEXT_CONFIG))
+    assert arch.attention == "hybrid_linear" and arch.full_attention_interval == 4
+    assert arch.num_full_attention_layers == 12
+    assert arch.layer_attention_types()[:4] == ("linear_attention",) * 3 + ("full_attention",)
+    # conv (2 x 16 x 128 + 32 x 128) x 3 positions; recurrent 32 x 128 x 128
+    assert arch.gdn_state_elements() == (8192 * 3, 32 * 128 * 128)
+    assert arch.gdn_state_elements(tp=2) == (4096 * 3, 16 * 128 * 128)
+    assert arch.mamba_ssm_dtype is None
+    catalogued = load_model_catalog().get("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert catalogued is not None
+    assert catalogued.layer_attention_types() == arch.layer_attention_types()
+    assert catalogued.gdn_state_elements() == arch.gdn_state_elements()
 
 
-def test_qwen3_5_multimodal_config_is_refused_as_a_linear_attention_hybrid(tmp_path: Path) -> None:
-    """Qwen3.5 is a Gated DeltaNet hybrid like Qwen3-Next, behind a multimodal config: the
-    language model sits in text_config, whose layer_types say which layers are linear. The
-    shape is that of a published Qwen3.5-9B checkpoint's config.json
-    (huggingface.co/NexVeridian/OmniCoder-9B-5bit/blob/main/config.json: 32 layers, every 4th
-    full attention); docs.modular.com/max/api/python/pipelines.architectures.qwen3_5 describes
-    the same hybrid."""
+def test_qwen3_5_multimodal_config_reads_text_config_layer_types(tmp_path: Path) -> None:
+    """Qwen3.5 behind a multimodal config: the language model sits in text_config, whose
+    layer_types say which layers are linear; mamba_ssm_dtype is kept (vLLM's recurrent
+    state dtype for Qwen3.5). Shape of Qwen/Qwen3.5-4B's text_config."""
     layer_types = (["linear_attention"] * 3 + ["full_attention"]) * 8
+    text = {
+        "model_type": "qwen3_5_text",
+        "full_attention_interval": 4,
+        "head_dim": 256,
+        "hidden_size": 2560,
+        "intermediate_size": 9216,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "layer_types": layer_types,
+        "num_hidden_layers": len(layer_types),
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_conv_kernel_dim": 4,
+        "mamba_ssm_dtype": "float32",
+        "vocab_size": 248320,
+        "max_position_embeddings": 262144,
+        "dtype": "bfloat16",
+    }
     config = {
         "architectures": ["Qwen3_5ForConditionalGeneration"],
         "model_type": "qwen3_5",
-        "text_config": {
-            "model_type": "qwen3_5_text",
-            "full_attention_interval": 4,
-            "head_dim": 256,
-            "hidden_size": 4096,
-            "intermediate_size": 12288,
-            "layer_types": layer_types,
-            "num_hidden_layers": len(layer_types),
-        },
+        "text_config": text,
+        "tie_word_embeddings": True,
     }
+    arch = architecture_from_hf_config(_write_config(tmp_path, config), "Qwen/Qwen3.5-4B")
+    assert arch.attention == "hybrid_linear" and arch.mamba_ssm_dtype == "float32"
+    assert arch.layer_types == layer_types and arch.num_full_attention_layers == 8
+    catalogued = load_model_catalog().get("qwen/qwen3.5-4b")  # the manifest's casing
+    assert catalogued is not None and catalogued.id == "Qwen/Qwen3.5-4B"
+    assert catalogued.layer_attention_types() == arch.layer_attention_types()
+    # the estimate (text model only) lands near the card's 4B
+    assert 3.8 < arch.params_total_b < 4.4
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"linear_conv_kernel_dim": None}, "missing required key 'linear_conv_kernel_dim'"),
+        ({"linear_num_value_heads": 1 << 20}, "linear_num_value_heads: 1048576 is out of range"),
+        ({"linear_key_head_dim": -1}, "linear_key_head_dim: -1 is out of range"),
+        ({"linear_key_head_dim": 0}, "linear_key_head_dim must be a positive integer"),
+        ({"full_attention_interval": 1}, "full_attention_interval 1 must be between 2"),
+        ({"layer_types": ["linear_attention", "mamba"] * 24}, "unsupported entries 'mamba'"),
+        ({"layer_types": ["linear_attention"] * 3 + ["full_attention"]}, "has 4 items"),
+        ({"layer_types": ["linear_attention"] * 48}, "must mix linear_attention and full"),
+        ({"mamba_ssm_dtype": "int8"}, "mamba_ssm_dtype must be float32"),
+    ],
+)
+def test_linear_attention_hybrid_refusals_name_the_key(
+    tmp_path: Path, change: dict[str, Any], expected: str
+) -> None:
+    config = {k: v for k, v in {**QWEN3_NEXT_CONFIG, **change}.items() if v is not None}
     path = _write_config(tmp_path, config)
     with pytest.raises(ModelCatalogError) as info:
         architecture_from_hf_config(path)
-    message = str(info.value)
-    assert str(path) in message
-    assert "qwen3_5_text is a linear-attention hybrid (8 of 32 layers are full attention" in message
-    assert "gated_delta_net_state_shape" in message
+    assert str(path) in str(info.value) and expected in str(info.value)
 
 
 def test_nearest_ids_for_a_typo() -> None:

@@ -210,6 +210,19 @@ def _built() -> dict[str, list[Verdict]]:
                 },
             ),
         ],
+        "K015": [
+            _ne(
+                "weights-size-unknown",
+                container="container 'llm' (worker group 'gpu-group')",
+                models=("acme/private-model",),
+                weights_bytes=None,
+                target="/home/ray/.cache/huggingface",
+                empty_dir=None,
+                ephemeral_request=Fraction(32 * GIB),
+                ephemeral_limit=Fraction(32 * GIB),
+                unsized=("acme/private-model",),
+            )
+        ],
         "K017": [
             _ne("pods-unread", unread=("the replicas of HelmRelease x are unknown",)),
             Verdict(

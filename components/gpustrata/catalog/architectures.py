@@ -14,7 +14,11 @@ What the KV-cache planner reads (vLLM V1 semantics):
   :meth:`ModelArchitecture.layer_attention_types` (``hybrid_sliding`` models mix both);
 * MLA (DeepSeek V2/V3/R1): one compressed latent of ``kv_lora_rank + qk_rope_head_dim``
   elements per token and layer (:attr:`ModelArchitecture.mla_latent_dim`), shared by
-  all heads.
+  all heads;
+* Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5; ``hybrid_linear``): the
+  ``linear_attention`` layers keep one fixed-size state per sequence (a causal-conv
+  state and a recurrent state, :meth:`ModelArchitecture.gdn_state_elements`) instead of
+  a per-token KV cache; only the ``full_attention`` layers grow with the context.
 """
 
 from __future__ import annotations
@@ -42,10 +46,14 @@ __all__ = [
     "load_model_catalog_file",
 ]
 
-AttentionKind = Literal["full", "sliding_window", "hybrid_sliding", "hybrid_chunked", "mla"]
+AttentionKind = Literal[
+    "full", "sliding_window", "hybrid_sliding", "hybrid_chunked", "hybrid_linear", "mla"
+]
 """How the attention layers bound the KV cache (see :class:`ModelArchitecture`)."""
 
-LayerAttentionType = Literal["full_attention", "sliding_attention", "chunked_attention"]
+LayerAttentionType = Literal[
+    "full_attention", "sliding_attention", "chunked_attention", "linear_attention"
+]
 """Per-layer attention type, with the names Hugging Face uses in ``layer_types``."""
 
 _MODELS_FILE = "data/models.yaml"
@@ -165,8 +173,10 @@ class ModelArchitecture(BaseModel):
             "slide (see sliding_window_pattern / layer_types), the rest are full; "
             '"hybrid_chunked": chunked local attention (Llama 4): most layers attend only '
             "within their attention_chunk_size block of tokens, every full_attention_interval-th "
-            'layer is full; "mla": multi-head latent attention (DeepSeek), one latent per '
-            "token."
+            'layer is full; "hybrid_linear": Gated DeltaNet linear attention (Qwen3-Next, '
+            "Qwen3.5): every full_attention_interval-th layer (or the layer_types entries "
+            '"full_attention") is full, the others keep a fixed recurrent state per sequence; '
+            '"mla": multi-head latent attention (DeepSeek), one latent per token.'
         ),
     )
     sliding_window: int | None = Field(
@@ -200,9 +210,10 @@ class ModelArchitecture(BaseModel):
         default=None,
         ge=2,
         description=(
-            "For hybrid_chunked: layer i (0-based) is full (global) attention iff "
-            "(i + 1) % N == 0, the others are chunked (Llama 4's no_rope_layer_interval 4: "
-            "its NoPE layers are the global ones)."
+            "For hybrid_chunked / hybrid_linear: layer i (0-based) is full (global) "
+            "attention iff (i + 1) % N == 0, the others are chunked (Llama 4's "
+            "no_rope_layer_interval 4: its NoPE layers are the global ones) or linear "
+            "(config.json full_attention_interval of Qwen3-Next / Qwen3.5: 4)."
         ),
     )
     layer_types: list[LayerAttentionType] | None = Field(
@@ -229,6 +240,35 @@ class ModelArchitecture(BaseModel):
     )
     q_lora_rank: int | None = Field(
         default=None, gt=0, description="MLA query compression rank (config.json)."
+    )
+    linear_num_key_heads: int | None = Field(
+        default=None, gt=0, description="hybrid_linear: Gated DeltaNet key heads (config.json)."
+    )
+    linear_num_value_heads: int | None = Field(
+        default=None, gt=0, description="hybrid_linear: Gated DeltaNet value heads (config.json)."
+    )
+    linear_key_head_dim: int | None = Field(
+        default=None, gt=0, description="hybrid_linear: Gated DeltaNet key head dim (config.json)."
+    )
+    linear_value_head_dim: int | None = Field(
+        default=None,
+        gt=0,
+        description="hybrid_linear: Gated DeltaNet value head dim (config.json).",
+    )
+    linear_conv_kernel_dim: int | None = Field(
+        default=None,
+        gt=0,
+        description="hybrid_linear: causal conv1d kernel width (config.json; its state keeps "
+        "kernel - 1 positions).",
+    )
+    mamba_ssm_dtype: str | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            'hybrid_linear: config.json mamba_ssm_dtype (Qwen3.5: "float32"), the recurrent '
+            "state's dtype vLLM uses for Qwen3.5 architectures when --mamba-ssm-cache-dtype "
+            "is auto; unset: the recurrent state takes the model dtype."
+        ),
     )
     torch_dtype: str = Field(
         min_length=1,
@@ -325,13 +365,27 @@ class ModelArchitecture(BaseModel):
                 )
         elif self.kv_lora_rank is not None:
             raise ValueError(f'{where}: kv_lora_rank is set but attention is {kind!r}, not "mla"')
+        linear = (
+            self.linear_num_key_heads,
+            self.linear_num_value_heads,
+            self.linear_key_head_dim,
+            self.linear_value_head_dim,
+            self.linear_conv_kernel_dim,
+        )
+        if kind == "hybrid_linear":
+            self._check_linear(where, linear)
+            return
+        if any(v is not None for v in linear) or self.mamba_ssm_dtype is not None:
+            raise ValueError(f'{where}: linear_* / mamba_ssm_dtype need attention "hybrid_linear"')
+        if self.layer_types is not None and "linear_attention" in self.layer_types:
+            raise ValueError(f'{where}: linear layers need attention "hybrid_linear"')
         if kind == "hybrid_chunked":
             self._check_chunked(where)
             return
         if self.attention_chunk_size is not None or self.full_attention_interval is not None:
             raise ValueError(
                 f"{where}: attention_chunk_size / full_attention_interval need attention "
-                '"hybrid_chunked"'
+                '"hybrid_chunked" or "hybrid_linear"'
             )
         if self.layer_types is not None and "chunked_attention" in self.layer_types:
             raise ValueError(f'{where}: chunked layers need attention "hybrid_chunked"')
@@ -379,6 +433,38 @@ class ModelArchitecture(BaseModel):
                 f'{where}: attention "hybrid_sliding" needs both full and sliding layers'
             )
 
+    def _check_linear(self, where: str, linear: tuple[int | None, ...]) -> None:
+        if any(v is None for v in linear):
+            raise ValueError(
+                f'{where}: attention "hybrid_linear" needs linear_num_key_heads, '
+                "linear_num_value_heads, linear_key_head_dim, linear_value_head_dim and "
+                "linear_conv_kernel_dim"
+            )
+        if self.sliding_window is not None or self.sliding_window_pattern is not None:
+            raise ValueError(
+                f'{where}: attention "hybrid_linear" takes no sliding_window(_pattern)'
+            )
+        if self.attention_chunk_size is not None:
+            raise ValueError(f'{where}: attention "hybrid_linear" takes no attention_chunk_size')
+        if self.mamba_ssm_dtype not in (None, "float32", "bfloat16", "float16"):
+            raise ValueError(
+                f"{where}: mamba_ssm_dtype {self.mamba_ssm_dtype!r} must be float32, bfloat16 "
+                "or float16"
+            )
+        if self.layer_types is None and self.full_attention_interval is None:
+            raise ValueError(
+                f'{where}: attention "hybrid_linear" needs full_attention_interval or layer_types'
+            )
+        if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(
+                f"{where}: layer_types has {len(self.layer_types)} items, "
+                f"num_hidden_layers is {self.num_hidden_layers}"
+            )
+        if set(self.layer_attention_types()) != {"full_attention", "linear_attention"}:
+            raise ValueError(
+                f'{where}: attention "hybrid_linear" needs full and linear layers only'
+            )
+
     def _check_chunked(self, where: str) -> None:
         if self.attention_chunk_size is None:
             raise ValueError(f'{where}: attention "hybrid_chunked" needs attention_chunk_size')
@@ -417,6 +503,20 @@ class ModelArchitecture(BaseModel):
         """Layers whose KV cache grows with the whole context."""
         return self.layer_attention_types().count("full_attention")
 
+    def gdn_state_elements(self, tp: int = 1) -> tuple[int, int]:
+        """Elements of one linear layer's per-sequence state on one of ``tp`` ranks:
+        (conv state, recurrent state), as vLLM's ``gated_delta_net_state_shape`` sizes
+        them: conv ``(2 x key heads x key dim + value heads x value dim) / TP x
+        (kernel - 1)`` and recurrent ``value heads / TP x value dim x key dim``.
+        (0, 0) for models without linear layers."""
+        if self.attention != "hybrid_linear":
+            return 0, 0
+        kh, vh = self.linear_num_key_heads or 0, self.linear_num_value_heads or 0
+        kd, vd = self.linear_key_head_dim or 0, self.linear_value_head_dim or 0
+        conv_dim = 2 * kh * kd + vh * vd
+        conv = conv_dim // tp * ((self.linear_conv_kernel_dim or 1) - 1)
+        return conv, vh // tp * vd * kd
+
     @property
     def num_sliding_attention_layers(self) -> int:
         """Layers whose KV cache is bounded by sliding_window tokens."""
@@ -448,11 +548,12 @@ def _derived_layer_types(
 ) -> tuple[LayerAttentionType, ...]:
     """Every layer's attention type where ``layer_types`` is not given (the KV-cache
     layout asks for it once per engine it sizes: an 80-layer tuple each time)."""
-    if attention == "hybrid_chunked" and full_attention_interval is not None:
+    if attention in ("hybrid_chunked", "hybrid_linear") and full_attention_interval is not None:
         n = full_attention_interval
-        return tuple(
-            "full_attention" if (i + 1) % n == 0 else "chunked_attention" for i in range(num_layers)
+        other: LayerAttentionType = (
+            "chunked_attention" if attention == "hybrid_chunked" else "linear_attention"
         )
+        return tuple("full_attention" if (i + 1) % n == 0 else other for i in range(num_layers))
     kind: LayerAttentionType = "full_attention"
     if attention == "sliding_window":
         kind = "sliding_attention"

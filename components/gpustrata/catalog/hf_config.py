@@ -176,7 +176,7 @@ class _ConfigReader:
         if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
             raise self.fail("missing required key 'architectures' (a non-empty list)")
         layers = self.req_int("num_hidden_layers")
-        self._refuse_linear_attention(layers)
+        linear, linear_types = self._linear(layers)
         hidden = self.req_int("hidden_size")
         heads = self.req_int("num_attention_heads")
         vocab = self.req_int("vocab_size")
@@ -197,9 +197,14 @@ class _ConfigReader:
         head_dim, derived = self._head_dim(hidden, heads, mla)
         chunk: int | None = None
         interval: int | None = None
-        if not mla and self.cfg.get("attention_chunk_size") is not None:
+        if linear:
+            attention: AttentionKind = "hybrid_linear"
+            window = pattern = None
+            layer_types = linear_types
+            interval = linear.get("full_attention_interval")
+        elif not mla and self.cfg.get("attention_chunk_size") is not None:
             chunk, interval, layer_types = self._chunked(layers)
-            attention: AttentionKind = "hybrid_chunked"
+            attention = "hybrid_chunked"
             window = pattern = None
         else:
             attention, window, pattern, layer_types = self._attention(layers, mla)
@@ -214,6 +219,19 @@ class _ConfigReader:
         total, active = self._estimate_params(
             layers, hidden, inter, heads, kv_heads, head_dim, vocab, tied, num_experts, top_k
         )
+        if linear:
+            # A linear layer's projections (in_proj_qkvz, in_proj_ba, out_proj) instead of
+            # the attention ones the estimate counted for every layer.
+            kh, vh = linear["linear_num_key_heads"], linear["linear_num_value_heads"]
+            kd, vd = linear["linear_key_head_dim"], linear["linear_value_head_dim"]
+            gdn = hidden * (2 * kh * kd + 2 * vh * vd) + 2 * hidden * vh + vh * vd * hidden
+            attn = hidden * head_dim * (2 * heads + 2 * kv_heads)
+            if linear_types is not None:
+                n_linear = linear_types.count("linear_attention")
+            else:
+                n_linear = layers - layers // linear["full_attention_interval"]
+            total += n_linear * (gdn - attn)
+            active += n_linear * (gdn - attn)
         if self.defaulted:
             self.notes.append(
                 "transformers defaults used for text_config keys: " + ", ".join(self.defaulted)
@@ -252,49 +270,76 @@ class _ConfigReader:
                 quantization=_text(quant_method) if quant_method else None,
                 num_experts=num_experts,
                 num_experts_per_tok=top_k,
+                **{k: v for k, v in linear.items() if k != "full_attention_interval"},
                 sources=[self.file.resolve().as_uri()],
                 notes=" ".join(self.notes),
             )
         except ValidationError as exc:
             raise self.fail(f"does not describe a consistent model: {exc}") from exc
 
-    def _refuse_linear_attention(self, layers: int) -> None:
-        """Refuse hybrids of linear attention (Gated DeltaNet) and full attention.
-
-        vLLM keeps a fixed recurrent state per sequence for each linear-attention layer
-        (``MambaStateShapeCalculator.gated_delta_net_state_shape``, sized from
-        ``linear_num_key_heads`` / ``linear_num_value_heads`` / ``linear_key_head_dim`` /
-        ``linear_value_head_dim`` / ``linear_conv_kernel_dim`` in vLLM's
-        vllm/model_executor/models/qwen3_next.py at the reference release) and a KV cache only
-        for the full-attention layers, under its hybrid cache manager. gpustrata does not size
-        that state; reading the config as all full attention (what it did before) overstates
-        the KV cache per token several times, so the config is refused instead.
-        """
+    def _linear(self, layers: int) -> tuple[dict[str, Any], list[LayerAttentionType] | None]:
+        """Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): the linear_* fields vLLM sizes
+        their per-sequence state from (``gated_delta_net_state_shape``), and which layers
+        are full attention: ``layer_types`` ("linear_attention" / "full_attention"), else
+        ``full_attention_interval`` (transformers' Qwen3NextConfig default 4). Empty when
+        the config has no linear layers."""
         cfg = self.cfg
         keys = [k for k in _LINEAR_ATTENTION_KEYS if cfg.get(k) is not None]
         raw_types = cfg.get("layer_types")
-        linear_layers = (
-            sum(1 for t in raw_types if t == "linear_attention")
-            if isinstance(raw_types, list)
-            else 0
-        )
+        linear_layers = isinstance(raw_types, list) and "linear_attention" in raw_types
         if not keys and not linear_layers:
-            return
-        interval = cfg.get("full_attention_interval")
-        if linear_layers:
-            split = f"{layers - linear_layers} of {layers} layers are full attention"
-        elif isinstance(interval, int) and interval > 0:
-            split = f"every {interval}th of {layers} layers is full attention"
+            return {}, None
+        fields: dict[str, Any] = {
+            k: self.req_int(k) for k in _LINEAR_ATTENTION_KEYS if k != "full_attention_interval"
+        }
+        types: list[LayerAttentionType] | None = None
+        if isinstance(raw_types, list):
+            bad = [t for t in raw_types if t not in ("full_attention", "linear_attention")]
+            if bad:
+                shown = ", ".join(clipped(repr(t)) for t in bad[:3])
+                raise self.fail(
+                    f"{self.prefix}layer_types has unsupported entries {shown} in a "
+                    'linear-attention hybrid (expected "linear_attention" / "full_attention")'
+                )
+            if len(raw_types) != layers:
+                raise self.fail(
+                    f"{self.prefix}layer_types has {len(raw_types)} items, "
+                    f"num_hidden_layers is {layers}"
+                )
+            types = list(raw_types)
+            if set(types) != {"full_attention", "linear_attention"}:
+                raise self.fail(
+                    f"{self.prefix}layer_types must mix linear_attention and full_attention "
+                    "layers; an all-linear or all-full list with linear_* keys is not a "
+                    "model vLLM's hybrid cache sizes"
+                )
         else:
-            split = f"{layers} layers mix linear and full attention"
-        raise self.fail(
-            f"{cfg.get('model_type') or 'this model'} is a linear-attention hybrid ({split}; "
-            f"config keys {', '.join(self.prefix + k for k in keys) or 'layer_types'}): vLLM "
-            "keeps a Gated DeltaNet state per sequence for its linear layers "
-            "(vLLM's vllm/model_executor/layers/mamba/mamba_utils.py "
-            "gated_delta_net_state_shape), which gpustrata does not size yet; plan it from a "
-            "measured deployment rather than this estimate"
+            interval = self.opt_int("full_attention_interval")
+            if interval is None:
+                interval = 4
+                self.notes.append(
+                    "full_attention_interval absent: transformers' default 4 (every 4th layer "
+                    "full)."
+                )
+            if interval < 2 or interval > layers:
+                raise self.fail(
+                    f"{self.prefix}full_attention_interval {interval} must be between 2 and "
+                    f"num_hidden_layers {layers}"
+                )
+            fields["full_attention_interval"] = interval
+        ssm = cfg.get("mamba_ssm_dtype")
+        if ssm is not None:
+            if ssm not in ("float32", "bfloat16", "float16"):
+                raise self.fail(
+                    f"{self.prefix}mamba_ssm_dtype must be float32, bfloat16 or float16, got "
+                    f"{clipped(repr(ssm))}"
+                )
+            fields["mamba_ssm_dtype"] = ssm
+        self.notes.append(
+            "Gated DeltaNet hybrid: linear layers keep a fixed state per sequence "
+            "(vLLM gated_delta_net_state_shape); only full layers hold a per-token KV cache."
         )
+        return fields, types
 
     def _head_dim(self, hidden: int, heads: int, mla: bool) -> tuple[int, bool]:
         """Return (head_dim, derived)."""

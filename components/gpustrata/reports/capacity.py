@@ -170,6 +170,12 @@ def _figures(est: CapacityEstimate) -> dict[str, tuple[int | float, str]]:
         f"page bytes / block size ({kv.page_size_bytes:,} B / {kv.block_size} tokens per "
         f"layer; {kv.cache_dtype}, {kv.num_kv_heads_per_rank} KV heads per GPU)"
     )
+    states = sum(len(g.layers) for g in kv.groups if g.kind == "mamba")
+    if states:
+        per_token += (
+            f"; the {states} Gated DeltaNet layers add nothing per token: each holds one "
+            "state page per sequence"
+        )
     # A storage kind that is stated (or has one fitted speed) gives no range: both ends
     # are the startup itself.
     ranged = st.slow_s > st.fast_s

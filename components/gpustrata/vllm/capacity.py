@@ -27,7 +27,13 @@ from gpustrata.vllm.defaults import (
     release_gpu_memory_utilization,
 )
 from gpustrata.vllm.dtypes import cache_dtype_bytes, model_dtype_bytes
-from gpustrata.vllm.kv_cache import KvCacheGroup, KvCacheLayout, kv_cache_blocks, pp_layer_partition
+from gpustrata.vllm.kv_cache import (
+    KvCacheGroup,
+    KvCacheLayout,
+    gdn_prefill_checkpoints,
+    kv_cache_blocks,
+    pp_layer_partition,
+)
 from gpustrata.vllm.memory import MemoryBudget, activation_bytes, cuda_total_bytes, memory_budget
 from gpustrata.vllm.reference import VLLM_VERSION
 from gpustrata.vllm.settings import EngineSettings
@@ -68,6 +74,7 @@ __all__ = [
     "default_max_num_seqs",
     "estimate_capacity",
     "gb",
+    "gdn_prefill_checkpoints",
     "gib",
     "kv_cache_blocks",
     "largest_passing",
@@ -340,6 +347,7 @@ def estimate_capacity(
         available_bytes=[max(0, a) for a in memory.available_kv_per_stage],
         max_model_len=mml,
         max_num_batched_tokens=max_num_batched_tokens,
+        gdn_prefill_checkpoints=gdn_prefill_checkpoints(arch, gpu.compute_capability),
     )
     startup = startup_estimate(
         arch,

@@ -14,6 +14,20 @@ The arithmetic follows the reference vLLM release of the release catalogue
   ``get_kv_cache_groups``: one group when every layer has the same spec; for hybrid
   full/sliding models, groups of ``min`` layers per attention type, or ``max`` when
   ``max < 1.5 x min``, taking ``layers[i::num_groups]``);
+* Gated DeltaNet hybrids (``hybrid_linear``: Qwen3-Next, Qwen3.5): each linear layer is a
+  ``MambaSpec`` whose page is one sequence's state (``gated_delta_net_state_shape``: conv
+  ``(2 x key heads x key dim + value heads x value dim) / TP x (kernel - 1)`` in the
+  model dtype, recurrent ``value heads / TP x value dim x key dim`` in
+  ``mamba_ssm_cache_dtype``, which Qwen3.5 architectures take from config.json's
+  ``mamba_ssm_dtype``: ``vllm/model_executor/models/config.py``
+  ``Qwen3_5ForConditionalGenerationConfig``); ``Platform._align_hybrid_block_size``
+  (``vllm/platforms/interface.py``) raises the attention block size to the smallest
+  multiple of the kernel alignment whose page holds that state and pads the state page to
+  the attention page; a request holds 1 state block per linear group, 2 with prefix
+  caching (``mamba_cache_mode`` "align", the default for hybrids: ``MambaModelConfig``)
+  plus 1 prefill checkpoint where the FlashInfer GDN prefill kernel runs (Hopper,
+  Blackwell), which also aligns the block to 64 tokens
+  (``vllm/v1/kv_cache_interface.py`` ``MambaSpec.max_memory_usage_bytes``);
 * ``num_blocks = available_memory // bytes_per_block`` where ``bytes_per_block`` is the
   widest group's sum of page sizes on that worker (``_get_kv_cache_bytes_per_block``),
   and every worker takes the smallest count (``get_kv_cache_configs``);
@@ -26,6 +40,7 @@ The arithmetic follows the reference vLLM release of the release catalogue
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -40,6 +55,8 @@ __all__ = [
     "KvCacheGroup",
     "KvCacheLayout",
     "check_parallelism",
+    "gdn_prefill_checkpoints",
+    "gdn_state_bytes",
     "kv_cache_blocks",
     "pp_layer_partition",
 ]
@@ -85,6 +102,17 @@ def check_parallelism(arch: ModelArchitecture, tp: int, pp: int) -> None:
             "one must divide the other for vLLM's QKVParallelLinear; use one of "
             + ", ".join(str(d) for d in valid_tp_sizes(arch)),
         )
+    if arch.attention == "hybrid_linear":
+        for name in ("linear_num_key_heads", "linear_num_value_heads"):
+            value = getattr(arch, name) or 0
+            if value % tp:
+                raise CapacityError(
+                    "tensor_parallel_size",
+                    f"tensor_parallel_size {tp} does not divide {arch.id}'s {name} {value} "
+                    "(vLLM's gated_delta_net_state_shape divides them by TP and refuses to "
+                    "start); use one of "
+                    + ", ".join(str(d) for d in valid_tp_sizes(arch) if not value % d),
+                )
     pp_layer_partition(arch.num_hidden_layers, pp)
 
 
@@ -92,7 +120,7 @@ def check_parallelism(arch: ModelArchitecture, tp: int, pp: int) -> None:
 class _LayerSpec:
     """One layer's KV spec as vLLM builds it (block size, bytes per token, window)."""
 
-    kind: Literal["full_attention", "sliding_window", "chunked_local", "mla"]
+    kind: Literal["full_attention", "sliding_window", "chunked_local", "mla", "mamba"]
     block_size: int
     token_bytes: int
     window: int | None = None
@@ -121,6 +149,8 @@ def _layer_specs(
     cache_dtype: str,
     dtype_bytes: int,
     sliding_kernel_block: int,
+    model_bytes: int = 2,
+    gdn: _GdnCache | None = None,
 ) -> tuple[list[_LayerSpec], str]:
     """Every layer's spec and the page formula in words."""
     if arch.attention == "mla":
@@ -142,6 +172,10 @@ def _layer_specs(
         f"{heads} KV heads per rank (max(1, {arch.num_key_value_heads} // TP {tp})) x "
         f"{block_size} tokens x (K {arch.head_dim} + V {arch.head_dim}) x {dtype_bytes} B"
     )
+    if arch.attention == "hybrid_linear":
+        return _linear_hybrid_specs(
+            arch, tp, block_size, token, model_bytes, sliding_kernel_block, gdn, why
+        )
     sw_block = _sliding_block_size(block_size, sliding_kernel_block)
     # One spec per kind, shared by its layers (specs are values: an 80-layer model needs
     # one, not 80; the grouping below relies on the sharing to stay cheap).
@@ -154,6 +188,90 @@ def _layer_specs(
         ),
     }
     specs = [by_kind.get(kind, full) for kind in arch.layer_attention_types()]
+    return specs, why
+
+
+@dataclass(frozen=True)
+class _GdnCache:
+    """How vLLM holds Gated DeltaNet states: prefix caching (``mamba_cache_mode`` "align")
+    and whether the FlashInfer GDN prefill kernel exports prefill checkpoints."""
+
+    prefix_caching: bool = True
+    prefill_checkpoints: bool = False
+
+
+_QWEN3_5_ARCHITECTURES = frozenset(
+    {
+        "Qwen3_5ForCausalLM",
+        "Qwen3_5ForConditionalGeneration",
+        "Qwen3_5MoeForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration",
+    }
+)
+"""Architectures whose recurrent state takes config.json's ``mamba_ssm_dtype`` when
+``--mamba-ssm-cache-dtype`` is auto (reference release ``vllm/model_executor/models/
+config.py`` ``Qwen3_5ForConditionalGenerationConfig`` / ``Qwen3_5ForCausalLMConfig``)."""
+
+_GDN_CHECKPOINT_ALIGNMENT = 64
+"""``FLASHINFER_GDN_CHECKPOINT_ALIGNMENT`` (``vllm/v1/attention/backends/gdn_attn.py``)."""
+
+
+def gdn_prefill_checkpoints(arch: ModelArchitecture, compute_capability: str | None) -> bool:
+    """Whether vLLM picks the FlashInfer GDN prefill kernel, which exports prefill
+    checkpoints (``_resolve_gdn_prefill_backend`` in
+    ``vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py``): compute capability
+    9.0, or the 10.x / 12.x families with ``linear_key_head_dim`` 128 and CUDA runtime 13+
+    (the reference release's PyPI wheel is built for CUDA 13: torch 2.14, ``[cu13]``
+    extras). False for other GPUs (Triton/FLA) and for models without linear layers."""
+    if arch.attention != "hybrid_linear" or not compute_capability:
+        return False
+    major, _, minor = compute_capability.partition(".")
+    if major == "9":
+        return minor in ("0", "")
+    return major in ("10", "12") and arch.linear_key_head_dim == 128
+
+
+def gdn_state_bytes(arch: ModelArchitecture, tp: int, model_bytes: int) -> int:
+    """One linear layer's per-sequence state on one rank (``MambaSpec.page_size_bytes``
+    before padding): conv state in the model dtype, recurrent state in the SSM dtype."""
+    conv, recurrent = arch.gdn_state_elements(tp)
+    ssm_bytes = model_bytes
+    if arch.mamba_ssm_dtype and arch.architecture in _QWEN3_5_ARCHITECTURES:
+        ssm_bytes = model_dtype_bytes(arch, arch.mamba_ssm_dtype)[1]
+    return conv * model_bytes + recurrent * ssm_bytes
+
+
+def _linear_hybrid_specs(
+    arch: ModelArchitecture,
+    tp: int,
+    block_size: int,
+    token: int,
+    model_bytes: int,
+    kernel_block: int,
+    gdn: _GdnCache | None,
+    why: str,
+) -> tuple[list[_LayerSpec], str]:
+    """``_align_hybrid_block_size``: the attention block grows until its page holds one
+    Gated DeltaNet state; the state page is padded to the attention page."""
+    gdn = gdn or _GdnCache()
+    state = gdn_state_bytes(arch, tp, model_bytes)
+    align = max(kernel_block, block_size)
+    if gdn.prefix_caching and gdn.prefill_checkpoints:
+        align = math.lcm(align, _GDN_CHECKPOINT_ALIGNMENT)
+    attn_block = align * -(-state // (align * token))
+    attn_block = kernel_block * -(-attn_block // kernel_block)
+    block = max(block_size, attn_block)
+    page = block * token
+    full = _LayerSpec("full_attention", block, token)
+    # The state does not grow per token: token_bytes 0, a page of exactly one state.
+    mamba = _LayerSpec("mamba", block, 0, padded_page=page)
+    specs = [full if t == "full_attention" else mamba for t in arch.layer_attention_types()]
+    conv, recurrent = arch.gdn_state_elements(tp)
+    why = why.replace(f"{block_size} tokens", f"{block} tokens") + (
+        f"; each linear layer holds one {state:,} B Gated DeltaNet state per sequence "
+        f"(conv {conv:,} + recurrent {recurrent:,} elements per rank), so the attention "
+        f"block is {block} tokens and the state page is padded to it"
+    )
     return specs, why
 
 
@@ -226,8 +344,15 @@ def _promote_sliding(specs: list[_LayerSpec], block_size: int) -> list[_LayerSpe
     return [promoted[id(s)] for s in specs]
 
 
-def _pages_per_request(spec: _LayerSpec, max_model_len: int, in_flight: int) -> int:
+def _pages_per_request(
+    spec: _LayerSpec, max_model_len: int, in_flight: int, gdn: _GdnCache | None = None
+) -> int:
     """``cdiv(max_memory_usage_bytes, page_size_bytes)`` of one group's spec."""
+    if spec.kind == "mamba":
+        gdn = gdn or _GdnCache()
+        if not gdn.prefix_caching:
+            return 1
+        return 2 + (1 if gdn.prefill_checkpoints else 0)
     if spec.kind == "sliding_window" and spec.window is not None:
         tokens = min(spec.window - 1 + in_flight, max_model_len)
         return -(-tokens // spec.block_size) + 1
@@ -243,7 +368,7 @@ def _pages_per_request(spec: _LayerSpec, max_model_len: int, in_flight: int) -> 
 class KvCacheGroup:
     """One vLLM KV-cache group: layers sharing a block table."""
 
-    kind: Literal["full_attention", "sliding_window", "chunked_local", "mla"]
+    kind: Literal["full_attention", "sliding_window", "chunked_local", "mla", "mamba"]
     layers: tuple[int, ...]
     """Global layer indices (0-based) in the group."""
     block_size: int
@@ -311,6 +436,8 @@ def kv_cache_blocks(
     max_concurrent_batches: int | None = None,
     hybrid_kv_cache_manager: bool = True,
     sliding_kernel_block: int = 16,
+    prefix_caching: bool = True,
+    gdn_prefill_checkpoints: bool = False,
 ) -> KvCacheLayout:
     """Page size, block count and token capacity exactly as the reference release computes them.
 
@@ -329,7 +456,12 @@ def kv_cache_blocks(
         hybrid_kv_cache_manager: False mirrors ``--disable-hybrid-kv-cache-manager``.
         sliding_kernel_block: the attention backend's kernel block multiple that
             sliding-window layers round to (16 for FlashAttention/Triton on CUDA, 32 on
-            the CPU backend).
+            the CPU backend); Gated DeltaNet hybrids align their block to it too.
+        prefix_caching: only Gated DeltaNet hybrids use it: with prefix caching (vLLM's
+            default) a request holds 2 state blocks per linear group, without it 1.
+        gdn_prefill_checkpoints: the FlashInfer GDN prefill kernel runs (vLLM picks it on
+            Hopper and Blackwell GPUs; Triton elsewhere): with prefix caching, one more
+            state block per linear group and a block size aligned to 64 tokens.
 
     Raises:
         CapacityError: a TP/PP size or dtype vLLM would refuse.
@@ -352,8 +484,16 @@ def kv_cache_blocks(
             )
     in_flight = (max_concurrent_batches or pp + 1) * max_num_batched_tokens
 
+    gdn = _GdnCache(prefix_caching, gdn_prefill_checkpoints)
     specs, page_why = _layer_specs(
-        arch, tp, block_size, cache_name, cache_bytes, sliding_kernel_block
+        arch,
+        tp,
+        block_size,
+        cache_name,
+        cache_bytes,
+        sliding_kernel_block,
+        model_dtype_bytes(arch, model_dtype)[1],
+        gdn,
     )
     if not hybrid_kv_cache_manager:
         specs = _promote_sliding(specs, block_size)
@@ -374,7 +514,7 @@ def kv_cache_blocks(
     group_specs = [spec for spec, _ in groups]
 
     def pages_for(length: int) -> int:
-        return sum(_pages_per_request(spec, length, in_flight) for spec in group_specs)
+        return sum(_pages_per_request(spec, length, in_flight, gdn) for spec in group_specs)
 
     stages = list(zip(avail, per_stage_bpb, strict=True))
     room = all(a - b > 0 for a, b in stages)  # a block left after the null block, everywhere
@@ -411,11 +551,12 @@ def kv_cache_blocks(
             block_size=spec.block_size,
             page_size_bytes=spec.page,
             sliding_window=spec.window,
-            pages_per_request=_pages_per_request(spec, mml, in_flight),
+            pages_per_request=_pages_per_request(spec, mml, in_flight, gdn),
         )
         for spec, layers in groups
     )
     page = groups[0][0].page
+    block_size = groups[0][0].block_size if arch.attention == "hybrid_linear" else block_size
     heads = 1 if arch.attention == "mla" else max(1, arch.num_key_value_heads // tp)
     explanation = _kv_explanation(
         arch,

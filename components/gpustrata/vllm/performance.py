@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
 from gpustrata.vllm.capacity import CapacityEstimate
+from gpustrata.vllm.dtypes import model_dtype_bytes
+from gpustrata.vllm.kv_cache import gdn_state_bytes
 from gpustrata.vllm.terms import GB, CapacityError, Term
 from gpustrata.vllm.timing import forward_flops
 
@@ -223,11 +225,16 @@ def _kv_bytes_read(arch: ModelArchitecture, est: CapacityEstimate, batch: int, c
     window = arch.sliding_window or ctx
     eff_ctx = ((layers - sliding) * ctx + sliding * min(ctx, window)) / layers
     value = batch * eff_ctx * per_token
-    return Term(
-        value,
-        f"{batch} sequences x {eff_ctx:,.0f} attended tokens x {per_token:,} B/token/GPU "
-        f"= {value / GB:.2f} GB",
-    )
+    why = f"{batch} sequences x {eff_ctx:,.0f} attended tokens x {per_token:,} B/token/GPU"
+    linear = arch.layer_attention_types().count("linear_attention")
+    if linear:
+        # Each Gated DeltaNet layer reads (and writes back) its whole state every step.
+        state = gdn_state_bytes(
+            arch, est.tensor_parallel_size, model_dtype_bytes(arch, est.dtype)[1]
+        )
+        value += batch * linear * state
+        why += f" + {batch} x {linear} Gated DeltaNet states of {state:,} B"
+    return Term(value, f"{why} = {value / GB:.2f} GB")
 
 
 def _compute_seconds(

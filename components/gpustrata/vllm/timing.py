@@ -726,12 +726,21 @@ def forward_flops(
     2 x tokens x (active params - embeddings - lm_head) + 2 x ``logits_tokens`` x vocab x
     hidden (logits are computed for the last token of each sequence) + 4 x heads x head_dim
     x tokens x context per layer (QK^T and PV), sliding layers attending at most their
-    window. The one FLOP count of the step estimate and the serving model.
+    window, Gated DeltaNet layers 6 x value heads x key dim x value dim per token. The one
+    FLOP count of the step estimate and the serving model.
     """
     linear = 2 * tokens * _linear_params(arch)
     logits = 2 * logits_tokens * arch.vocab_size * arch.hidden_size
     attn = 0.0
+    # A Gated DeltaNet layer attends no context: per token its recurrence updates and
+    # reads a value-heads x key dim x value dim state (S^T k, k x delta, S^T q: three
+    # products of 2 FLOPs per element), whatever the context.
+    gdn = 6 * (arch.linear_num_value_heads or 0) * (arch.linear_key_head_dim or 0)
+    gdn *= arch.linear_value_head_dim or 0
     for kind in arch.layer_attention_types():
+        if kind == "linear_attention":
+            attn += gdn * tokens
+            continue
         layer_ctx = (
             min(context, arch.sliding_window or context) if kind == "sliding_attention" else context
         )

@@ -419,7 +419,13 @@ class Inputs:
                     f"{getattr(est, key)}"
                 )
             elif key == "block_size" and key in est.defaults:
-                notes.append(f"block_size unset: vLLM {REFERENCE_VLLM} uses {est.block_size}")
+                used = f"block_size unset: vLLM {REFERENCE_VLLM} uses {est.block_size}"
+                if est.kv.block_size != est.block_size:
+                    used += (
+                        f", raised to {est.kv.block_size} so one attention page holds a "
+                        "Gated DeltaNet state"
+                    )
+                notes.append(used)
             elif key == "enable_chunked_prefill" and key in est.defaults:
                 notes.append("chunked prefill on: the V1 engine always chunks long prompts")
         return "".join(f"; {n}" for n in notes)

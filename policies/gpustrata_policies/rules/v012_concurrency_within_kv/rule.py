@@ -27,7 +27,7 @@ def typical_capacity(inp: Inputs, tokens: int) -> tuple[int, int]:
 
 
 def _typical(inp: Inputs, tokens: int) -> tuple[int, int]:
-    from gpustrata.vllm.capacity import kv_cache_blocks
+    from gpustrata.vllm.capacity import gdn_prefill_checkpoints, kv_cache_blocks
 
     est = inp.estimate
     layout = kv_cache_blocks(
@@ -40,6 +40,9 @@ def _typical(inp: Inputs, tokens: int) -> tuple[int, int]:
         available_bytes=[max(0, a) for a in est.memory.available_kv_per_stage],
         max_model_len=tokens,
         max_num_batched_tokens=est.max_num_batched_tokens,
+        gdn_prefill_checkpoints=gdn_prefill_checkpoints(
+            inp.model.arch, inp.gpu.gpu.compute_capability
+        ),
     )
     return math.floor(layout.max_concurrency), layout.blocks_per_request
 
@@ -137,7 +140,7 @@ def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
         "max_num_seqs": est.max_num_seqs,
         "kv_tokens": est.kv.tokens,
         "kv_blocks": est.kv.num_blocks,
-        "block_size": est.block_size,
+        "block_size": est.kv.block_size,
         "held": held,
         "length": length,
         "blocks": blocks,
