@@ -14,9 +14,12 @@ pages join that fold).
 Fitted per fold (coordinate descent, x0.8/x0.9/x1.1/x1.25 around the shipped value, one
 sweep, loss = mean |log error| of TPOT and throughput + 0.5 x TTFT): memory_efficiency per
 GPU generation (sm80: A100, sm90: H100/H200; each starts at the shipped single value),
-compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s.
-Kept from serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
-per_sequence_overhead_s, allreduce_latency_s, moe_layer_overhead_s.
+compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s; and
+before them moe_tp_layer_floor_s, searched from zero (0-300 us) on the training sources' MoE
+points at TP > 1 alone, so no fold sees the held-out source's floor (``--no-floor`` holds it
+at 0: the model before session 17). Kept from serving-fit.yaml (fitted on all sources: a
+leak this script reports, not hides): per_sequence_overhead_s, allreduce_latency_s,
+moe_layer_overhead_s.
 
 Each point is sized at the vLLM release it states, as ``gpustrata size --vllm-version X``
 sizes it (its memory terms and default gpu_memory_utilization; an unread release between two
@@ -27,7 +30,7 @@ Then the five worst held-out figures (point, figure, error to 0.1 %), and the po
 session added under the inclusion rule (``session`` in the calibration file) predicted with
 the shipped constants, which were fitted before those points existed (out of sample).
 
-    python benchmarks/bench_serving_loso.py [--points] [--jobs N]
+    python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor]
 """
 
 from __future__ import annotations
