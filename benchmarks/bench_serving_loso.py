@@ -31,6 +31,7 @@ session added under the inclusion rule (``session`` in the calibration file) pre
 the shipped constants, which were fitted before those points existed (out of sample).
 
     python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor]
+    python benchmarks/bench_serving_loso.py --floor-check
 """
 
 from __future__ import annotations
@@ -186,6 +187,51 @@ def _sized_at(p: CalibrationPoint) -> str:
     return f"{why}: the reference release's terms, which leave no more KV memory than either"
 
 
+def _floor_check() -> None:
+    """``--floor-check``: held out by source, every constant but the floor at its shipped
+    value; the floor 0 (before) and fitted per fold on the other sources' MoE TP points
+    (after). Only the MoE points at TP > 1 can move; a cheap check of the one term."""
+    points = load_serving_calibration()
+    base = dataclasses.replace(_shipped(), moe_tp_layer_floor_s=0.0)
+    moved = [p for p in points if _moe_tp(p)]
+    floors = {}
+    for src in sorted({source_of(p) for p in moved}):
+        train = [p for p in moved if source_of(p) != src]
+        floors[src] = min(
+            FLOOR_GRID,
+            key=lambda v: (loss(train, dataclasses.replace(base, moe_tp_layer_floor_s=v)), v),
+        )
+    print(
+        "floor per held-out source: "
+        + ", ".join(f"{s} {v * 1e6:.0f} us" for s, v in floors.items())
+    )
+    before = {p.id: errors(p, simulate(p, base)) for p in points}
+    after = dict(before)
+    for p in moved:
+        c = dataclasses.replace(base, moe_tp_layer_floor_s=floors[source_of(p)])
+        after[p.id] = errors(p, simulate(p, c))
+
+    def cells(d: dict[str, dict[str, float]], ids: set[str]) -> str:
+        out = []
+        for k in ("tpot", "throughput", "ttft"):
+            a = [abs(e[k]) for i, e in d.items() if i in ids and k in e]
+            out.append(f"{statistics.median(a):6.1%} / {max(a):6.1%}" if a else f"{'-':>15}")
+        return "  ".join(out)
+
+    print(
+        f"{'held-out source':14} {'':6}  {'TPOT med/max':>15}  {'tok/s med/max':>15}  "
+        f"{'TTFT med/max':>15}"
+    )
+    for src in [*sorted({source_of(p) for p in points}), "all"]:
+        ids = {p.id for p in points if src in ("all", source_of(p))}
+        for name, d in (("before", before), ("after", after)):
+            print(f"{src:14} {name:6}  {cells(d, ids)}")
+    for p in moved:
+        b = "  ".join(f"{k} {v:+6.1%}" for k, v in before[p.id].items())
+        a = "  ".join(f"{k} {v:+6.1%}" for k, v in after[p.id].items())
+        print(f"  {p.id:52} before {b:44} after {a}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", action="store_true", help="print every held-out point")
@@ -195,9 +241,17 @@ def main() -> None:
         action="store_true",
         help="hold moe_tp_layer_floor_s at 0 (the model before session 17)",
     )
+    ap.add_argument(
+        "--floor-check",
+        action="store_true",
+        help="only the per-layer MoE TP floor, held out by source, the rest at shipped values",
+    )
     args = ap.parse_args()
     global FLOOR
     FLOOR = not args.no_floor
+    if args.floor_check:
+        _floor_check()
+        return
     t0 = time.perf_counter()
     points = load_serving_calibration()
     by_id = {p.id: p for p in points}
