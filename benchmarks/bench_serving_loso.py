@@ -14,9 +14,12 @@ pages join that fold).
 Fitted per fold (coordinate descent, x0.8/x0.9/x1.1/x1.25 around the shipped value, one
 sweep, loss = mean |log error| of TPOT and throughput + 0.5 x TTFT): memory_efficiency per
 GPU generation (sm80: A100, sm90: H100/H200; each starts at the shipped single value),
-compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s.
-Kept from serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
-per_sequence_overhead_s, allreduce_latency_s, moe_layer_overhead_s.
+compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s; and
+before them moe_tp_layer_floor_s, searched from zero (0-300 us) on the training sources' MoE
+points at TP > 1 alone, so no fold sees the held-out source's floor (``--no-floor`` holds it
+at 0: the model before session 17). Kept from serving-fit.yaml (fitted on all sources: a
+leak this script reports, not hides): per_sequence_overhead_s, allreduce_latency_s,
+moe_layer_overhead_s.
 
 Each point is sized at the vLLM release it states, as ``gpustrata size --vllm-version X``
 sizes it (its memory terms and default gpu_memory_utilization; an unread release between two
@@ -27,7 +30,8 @@ Then the five worst held-out figures (point, figure, error to 0.1 %), and the po
 session added under the inclusion rule (``session`` in the calibration file) predicted with
 the shipped constants, which were fitted before those points existed (out of sample).
 
-    python benchmarks/bench_serving_loso.py [--points] [--jobs N]
+    python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor]
+    python benchmarks/bench_serving_loso.py --floor-check
 """
 
 from __future__ import annotations
@@ -59,6 +63,12 @@ FITTED = (
     "request_overhead_s",
 )
 STEPS = (0.8, 0.9, 1.1, 1.25)
+FLOOR_GRID = tuple(round(i * 1e-5, 6) for i in range(31))
+"""moe_tp_layer_floor_s searched per fold from zero (0-300 us per layer): a value fitted on
+every source would leak the held-out one into its own prediction."""
+FLOOR = True
+"""Whether the per-layer MoE TP floor is fitted (``--no-floor``: held at 0, the model before
+session 17)."""
 
 
 def source_of(p: CalibrationPoint) -> str:
@@ -105,7 +115,22 @@ def loss(points: list[CalibrationPoint], c: ServingConstants) -> float:
     return total / max(1, n)
 
 
+def _moe_tp(p: CalibrationPoint) -> bool:
+    """Whether the MoE TP layer floor can bind on ``p``."""
+    arch = sized_point(p)[0]
+    return arch.is_moe and p.tensor_parallel_size > 1
+
+
 def fit(points: list[CalibrationPoint], start: ServingConstants) -> ServingConstants:
+    """The floor first (its grid, on the points it can move), then the others."""
+    floor = 0.0
+    moved = [p for p in points if _moe_tp(p)]
+    if FLOOR and moved:
+        floor = min(
+            FLOOR_GRID,
+            key=lambda v: (loss(moved, dataclasses.replace(start, moe_tp_layer_floor_s=v)), v),
+        )
+    start = dataclasses.replace(start, moe_tp_layer_floor_s=floor)
     best, best_loss = start, loss(points, start)
     for _ in range(1):
         for name in FITTED:
@@ -136,7 +161,10 @@ def _fmt(values: list[float]) -> str:
 def _shipped() -> ServingConstants:
     d = default_constants()
     return dataclasses.replace(
-        d, memory_efficiency_sm80=d.memory_efficiency, memory_efficiency_sm90=d.memory_efficiency
+        d,
+        memory_efficiency_sm80=d.memory_efficiency,
+        memory_efficiency_sm90=d.memory_efficiency,
+        moe_tp_layer_floor_s=d.moe_tp_layer_floor_s if FLOOR else 0.0,
     )
 
 
@@ -159,11 +187,71 @@ def _sized_at(p: CalibrationPoint) -> str:
     return f"{why}: the reference release's terms, which leave no more KV memory than either"
 
 
+def _floor_check() -> None:
+    """``--floor-check``: held out by source, every constant but the floor at its shipped
+    value; the floor 0 (before) and fitted per fold on the other sources' MoE TP points
+    (after). Only the MoE points at TP > 1 can move; a cheap check of the one term."""
+    points = load_serving_calibration()
+    base = dataclasses.replace(_shipped(), moe_tp_layer_floor_s=0.0)
+    moved = [p for p in points if _moe_tp(p)]
+    floors = {}
+    for src in sorted({source_of(p) for p in moved}):
+        train = [p for p in moved if source_of(p) != src]
+        floors[src] = min(
+            FLOOR_GRID,
+            key=lambda v: (loss(train, dataclasses.replace(base, moe_tp_layer_floor_s=v)), v),
+        )
+    print(
+        "floor per held-out source: "
+        + ", ".join(f"{s} {v * 1e6:.0f} us" for s, v in floors.items())
+    )
+    before = {p.id: errors(p, simulate(p, base)) for p in points}
+    after = dict(before)
+    for p in moved:
+        c = dataclasses.replace(base, moe_tp_layer_floor_s=floors[source_of(p)])
+        after[p.id] = errors(p, simulate(p, c))
+
+    def cells(d: dict[str, dict[str, float]], ids: set[str]) -> str:
+        out = []
+        for k in ("tpot", "throughput", "ttft"):
+            a = [abs(e[k]) for i, e in d.items() if i in ids and k in e]
+            out.append(f"{statistics.median(a):6.1%} / {max(a):6.1%}" if a else f"{'-':>15}")
+        return "  ".join(out)
+
+    print(
+        f"{'held-out source':14} {'':6}  {'TPOT med/max':>15}  {'tok/s med/max':>15}  "
+        f"{'TTFT med/max':>15}"
+    )
+    for src in [*sorted({source_of(p) for p in points}), "all"]:
+        ids = {p.id for p in points if src in ("all", source_of(p))}
+        for name, d in (("before", before), ("after", after)):
+            print(f"{src:14} {name:6}  {cells(d, ids)}")
+    for p in moved:
+        b = "  ".join(f"{k} {v:+6.1%}" for k, v in before[p.id].items())
+        a = "  ".join(f"{k} {v:+6.1%}" for k, v in after[p.id].items())
+        print(f"  {p.id:52} before {b:44} after {a}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", action="store_true", help="print every held-out point")
     ap.add_argument("--jobs", type=int, default=1, help="folds fitted in parallel")
+    ap.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="hold moe_tp_layer_floor_s at 0 (the model before session 17)",
+    )
+    ap.add_argument(
+        "--floor-check",
+        action="store_true",
+        help="only the per-layer MoE TP floor, held out by source, the rest at shipped values",
+    )
     args = ap.parse_args()
+    global FLOOR
+    FLOOR = not args.no_floor
+    if args.floor_check:
+        _floor_check()
+        return
     t0 = time.perf_counter()
     points = load_serving_calibration()
     by_id = {p.id: p for p in points}
@@ -195,7 +283,7 @@ def main() -> None:
         consts = ", ".join(
             f"{n.split('_')[0][:4]}{'/' + n[-4:] if 'sm' in n else ''} {getattr(c, n):.3g}"
             for n in FITTED
-        )
+        ) + (f", floor {c.moe_tp_layer_floor_s * 1e6:.0f} us" if FLOOR else "")
         print(
             f"{src:14} {len(test):3}  {_fmt(got['tpot']):>13}  {_fmt(got['throughput']):>13}  "
             f"{_fmt(got['ttft']):>13}  {_fmt(naive):>13}  {_fmt(closed):>16}  "
@@ -233,10 +321,15 @@ def main() -> None:
         for p in added:
             for k, v in errors(p, simulate(p, _shipped())).items():
                 got[k].append(v)
+        leak = (
+            " (moe_tp_layer_floor_s was fitted on session 17's points: in sample for them)"
+            if FLOOR and session >= 17
+            else ""
+        )
         print(
             f"{len(added)} points added in session {session}, shipped constants (fitted before "
             f"them): TPOT {_fmt(got['tpot'])}, tok/s {_fmt(got['throughput'])}, "
-            f"TTFT {_fmt(got['ttft'])}"
+            f"TTFT {_fmt(got['ttft'])}{leak}"
         )
     print(f"({len(sources)} folds in {time.perf_counter() - t0:.1f} s, one run)")
 

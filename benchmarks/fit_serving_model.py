@@ -7,6 +7,10 @@ the queueing the runs do not all state), and writes ``catalog/data/serving-fit.y
 with each value and the ids it was fitted on. Re-run only when points are added:
 
     python benchmarks/fit_serving_model.py [--write]
+
+``--only moe_tp_layer_floor_s`` searches that one constant with every other at its value in
+serving-fit.yaml and (with ``--write``) rewrites only its entry: how session 17 added the
+per-layer MoE TP floor without refitting constants fitted before its points existed.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
-from gpustrata.catalog.serving import load_serving_calibration
+from gpustrata.catalog.serving import CalibrationPoint, load_serving_calibration
 from gpustrata.vllm.calibration import CONSTANT_NAMES, predict_point
 from gpustrata.vllm.performance import ServingConstants
 
@@ -33,6 +38,7 @@ GRID = {
     "per_sequence_overhead_s": np.array([0.0, 1e-5, 2e-5, 4e-5, 8e-5, 1.2e-4, 1.6e-4, 2e-4]),
     "allreduce_latency_s": np.array([0.0, 5e-6, 1e-5, 2e-5]),
     "moe_layer_overhead_s": np.round(np.arange(0.0, 0.000121, 0.00001), 6),
+    "moe_tp_layer_floor_s": np.round(np.arange(0.0, 0.000301, 0.00001), 6),
     "request_overhead_s": np.round(np.arange(0.0, 0.0601, 0.005), 4),
 }
 _DATA = Path(__file__).resolve().parents[1] / "components/gpustrata/catalog/data/serving-fit.yaml"
@@ -79,6 +85,57 @@ def _loss(c: ServingConstants) -> float:
     return float(np.mean(a) + 0.5 * np.max(a) + 0.5 * np.median(t))
 
 
+FLOOR_WHY = (
+    "least time per decoder layer per step of an MoE model whose experts are split over "
+    "TP > 1 GPUs (the layer's latency-bound kernel chain and its two all-reduces), taken "
+    "as the larger of it and the bytes over HBM bandwidth; fitted alone, every other "
+    "constant at its value here, on the MoE points at TP > 1: only the small-batch ones "
+    "(a few GB read per GPU per step) reach it"
+)
+
+
+def _moe_tp(p: CalibrationPoint) -> bool:
+    """Whether ``moe_tp_layer_floor_s`` can bind on ``p``: an MoE model at TP > 1."""
+    arch = load_model_catalog().get(p.model)
+    return bool(arch and arch.is_moe and p.tensor_parallel_size > 1)
+
+
+def _dump(doc: object) -> str:
+    class _NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data: object) -> bool:
+            return True
+
+    return yaml.dump(doc, Dumper=_NoAliases, sort_keys=False, width=100)
+
+
+def _fit_one(name: str, points: list[CalibrationPoint], *, write: bool) -> int:
+    """Search ``name``'s grid alone with the shipped values of the others; print (and with
+    ``write`` store) its entry, naming the points whose loss it moves."""
+    old = _DATA.read_text(encoding="utf-8")
+    head, startup = old, ""
+    if "\nstartup:" in old:
+        head, startup = old[: old.index("\nstartup:")], old[old.index("\nstartup:") :]
+    doc = yaml.safe_load(head)
+    shipped = {k: float(v["value"]) for k, v in doc["constants"].items()}
+    values = {n: shipped.get(n, 0.0) for n in SEARCHED}
+    loss, value = min((_loss(_constants({**values, name: float(v)})), float(v)) for v in GRID[name])
+    on = [p.id for p in points if _moe_tp(p)]
+    entry = {"value": value, "fitted_on": on, "explanation": FLOOR_WHY}
+    constants = {}
+    for k, v in doc["constants"].items():
+        if k != name:
+            constants[k] = v
+        if k == "moe_layer_overhead_s":
+            constants[name] = entry
+    constants.setdefault(name, entry)
+    doc["constants"] = constants
+    print(f"{name} = {value:g} (loss {loss:.4f}) on {len(on)} points: {', '.join(on)}")
+    if write:
+        header = "".join(line + "\n" for line in head.splitlines() if line.startswith("#"))
+        _DATA.write_text(header + _dump(doc) + startup.lstrip("\n"), encoding="utf-8")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="write serving-fit.yaml")
@@ -89,6 +146,12 @@ def main() -> int:
         metavar="ID",
         help="point ids left out of the fit (their errors are reported out-of-sample)",
     )
+    parser.add_argument(
+        "--only",
+        choices=["moe_tp_layer_floor_s"],
+        help="search only this constant, the others fixed at serving-fit.yaml's values, and "
+        "(with --write) rewrite only its entry",
+    )
     args = parser.parse_args()
     global HELD_OUT
     known = {p.id for p in load_serving_calibration()}
@@ -97,6 +160,8 @@ def main() -> int:
         parser.error(f"--hold-out: no such point: {', '.join(unknown)}")
     HELD_OUT = frozenset(args.hold_out)
     points = [p for p in load_serving_calibration() if p.id not in HELD_OUT]
+    if args.only:
+        return _fit_one(args.only, points, write=args.write)
     # Coordinate descent over the grid, from the middle: each pass minimises one constant
     # with the others fixed, until no constant moves (a handful of passes).
     current = {k: float(v[len(v) // 2]) for k, v in GRID.items()}
@@ -198,6 +263,7 @@ def main() -> int:
             "MoE points",
             [p.id for p in points if "a3b" in p.id.lower() or "moe" in p.id.lower()] or ids,
         ),
+        "moe_tp_layer_floor_s": (FLOOR_WHY, [p.id for p in points if _moe_tp(p)] or ids),
     }
     tpot, tput, ttft = _errors(c)
     out_tpot, out_tput, _ = _errors(c, held_out=True)

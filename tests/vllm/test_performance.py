@@ -166,6 +166,34 @@ def test_fp8_moe_experts_run_at_the_16_bit_rate() -> None:
     )
 
 
+def test_moe_at_tp_has_a_per_layer_floor_only_where_bytes_are_few() -> None:
+    """An MoE split over TP > 1 GPUs steps no faster than ``moe_tp_layer_floor_s`` per
+    decoder layer: DeepSeek-R1 (AWQ) on 8 x H100 at batch 1 reads ~1 ms of bytes per GPU,
+    so 61 layers x the floor set the step (tt-inference-server#356 measures 16.1 ms); a
+    dense model at TP 8, an MoE on one GPU and a large MoE batch keep their roofline."""
+    floor = dataclasses.replace(BARE, moe_tp_layer_floor_s=170e-6)
+    arch, gpu, est = _setup("deepseek-ai/DeepSeek-R1", tensor_parallel_size=8, quantization="awq")
+    bare = decode_step(arch, gpu, est, batch=1, context=1, constants=BARE)
+    one = decode_step(arch, gpu, est, batch=1, context=1, constants=floor)
+    assert bare.seconds.value < 0.005
+    assert one.seconds.value == pytest.approx(
+        arch.num_hidden_layers * 170e-6 + bare.allreduce_s.value, rel=1e-9
+    )
+    assert "layer-floor-bound" in one.seconds.explanation
+    assert "170 us x 61 layers" in one.seconds.explanation
+    many = decode_step(arch, gpu, est, batch=4096, context=1, constants=floor)
+    assert many.seconds.value == pytest.approx(
+        decode_step(arch, gpu, est, batch=4096, context=1, constants=BARE).seconds.value
+    )
+    for model, tp in ((LLAMA_70B, 8), ("Qwen/Qwen3-30B-A3B", 1)):
+        a, g, e = _setup(model, tensor_parallel_size=tp)
+        with_floor = decode_step(a, g, e, batch=1, context=1, constants=floor)
+        assert with_floor.seconds.value == pytest.approx(
+            decode_step(a, g, e, batch=1, context=1, constants=BARE).seconds.value
+        ), model
+        assert "layer floor" not in with_floor.seconds.explanation
+
+
 def test_published_runs_are_sized_at_the_release_they_state() -> None:
     """The calibration path sizes a run as ``size --vllm-version X`` would: gpt-oss-120b on
     one H100 at GPUStack's 0.10.2 gets that release's KV cache (about one 32K sequence, as

@@ -52,6 +52,7 @@ CONSTANT_NAMES = (
     "per_sequence_overhead_s",
     "allreduce_latency_s",
     "moe_layer_overhead_s",
+    "moe_tp_layer_floor_s",
     "request_overhead_s",
 )
 """The fields of :class:`ServingConstants` the fit sets, in its order."""

@@ -92,6 +92,14 @@ class ServingConstants:
     (benchmarks/data/h200-decode-microbench.json), more than one value for every generation
     gives; benchmarks/bench_serving_loso.py fits both per held-out source."""
 
+    moe_tp_layer_floor_s: float = 0.0
+    """Least time one decoder layer of an MoE model takes per step when its experts are
+    split over TP > 1 GPUs, however few bytes each GPU reads: the layer's chain of
+    latency-bound kernels (attention, router and top-k, the two fused-MoE GEMMs, shared
+    expert, norms) and its two all-reduces, each a launch of its own in the step's CUDA
+    graph. At small batch each GPU's slice of the touched experts is a few MB, so the chain,
+    not HBM bandwidth, sets the step (``decode_step`` takes the larger of the two)."""
+
     def _for(self, gpu: GpuModel, name: str, label: str) -> tuple[float, str]:
         """``name`` on ``gpu``'s generation (``name_sm80`` / ``name_sm90`` where set, else
         ``name``), and which value it is."""
@@ -378,11 +386,27 @@ def decode_step(
         f"{c.step_overhead_s * 1e3:.2f} ms per step + {c.per_sequence_overhead_s * 1e6:.0f} us "
         f"x {batch} sequences{moe_why}",
     )
-    total = max(mem, comp) + ar.value * pp + over
+    floor_layers = (
+        max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
+        if arch.is_moe and est.tensor_parallel_size > 1
+        else 0
+    )
+    floor = c.moe_tp_layer_floor_s * floor_layers * pp
+    total = max(mem, comp, floor) + ar.value * pp + over
     bound = "memory" if mem >= comp else "compute"
+    if floor > max(mem, comp):
+        bound = "layer-floor"
+    floor_why = (
+        f", MoE TP {est.tensor_parallel_size} layer floor "
+        f"{c.moe_tp_layer_floor_s * 1e6:.0f} us x {floor_layers} layers{pp_why} "
+        f"= {floor * 1e3:.2f} ms"
+        if floor_layers and c.moe_tp_layer_floor_s
+        else ""
+    )
     secs = Term(
         total,
-        f"max(memory {mem * 1e3:.2f} ms, compute {comp * 1e3:.2f} ms) [{bound}-bound] + "
+        f"max(memory {mem * 1e3:.2f} ms, compute {comp * 1e3:.2f} ms{floor_why}) "
+        f"[{bound}-bound] + "
         f"all-reduce {ar.value * pp * 1e3:.2f} ms + overhead {over * 1e3:.2f} ms "
         f"= {total * 1e3:.2f} ms",
     )
