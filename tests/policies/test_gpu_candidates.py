@@ -1,0 +1,142 @@
+"""Verdicts that do not depend on the unknown GPU (issue 30, session 17): an engine whose Pod
+names no GPU (or a family label naming several catalogued GPUs) is judged by V003, V004 and
+V012 on every catalogued GPU it may run on, and decided only where the verdict is the same on
+all of them; otherwise "not evaluated", naming where it passes and where it fails.
+
+Fixtures are the V003 rule folder's real-shaped Deployment with its GPU selector removed (or
+replaced), so the image, probes and resources stay those of a real manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from conftest import fixture
+from test_rule_verdicts import _verdicts
+
+from gpustrata.catalog.hardware import load_hardware_catalog
+from gpustrata_policies.view import catalogs
+
+
+def _candidates() -> list[Any]:
+    """The catalogue's GPUs at or above the release catalogue's compute-capability floor."""
+    floor = catalogs.vllm_releases().cuda_cc_floor
+    assert floor is not None
+    gpus = load_hardware_catalog().gpus.values()
+    found = [g for g in gpus if float(g.compute_capability) >= floor.value]
+    return sorted(found, key=lambda g: (g.memory_gib, g.id))
+
+
+def _manifest(
+    tmp_path: Path,
+    args: list[str],
+    selector: dict[str, str] | None = None,
+    image: str | None = None,
+) -> Path:
+    """The V003 fixture's Deployment serving *args*, with *selector* as its only GPU
+    selector (none by default) and *image* (default: the fixture's pinned vLLM image)."""
+    doc = yaml.safe_load(fixture("V003", "bad-70b-on-one-l4.yaml").read_text())
+    spec = doc["spec"]["template"]["spec"]
+    spec.pop("nodeSelector")
+    if selector:
+        spec["nodeSelector"] = selector
+    container = spec["containers"][0]
+    container["command"] = ["vllm", "serve", *args]
+    if image is not None:
+        container["image"] = image(container["image"]) if callable(image) else image
+    out = tmp_path / "deployment.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return out
+
+
+RESOURCE = "Deployment/llm/llama-70b"
+
+
+def test_weights_too_large_for_every_candidate_is_one_finding(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v003_weights_fit.rule import judge
+
+    path = _manifest(tmp_path, ["meta-llama/Llama-3.1-405B-Instruct", "--max-model-len", "8192"])
+    [v] = _verdicts("V003", path, judge)[RESOURCE]
+    assert (v.decision, v.reason) == ("violation", "weights-too-large")
+    cands = _candidates()
+    largest = cands[-1]
+    gpu = str(v.values["gpu"])
+    assert gpu.startswith(f"every catalogued GPU it can run on ({len(cands)} models from ")
+    assert f"{cands[0].memory_gib:g} GiB" in gpu and f"{largest.memory_gib:g} GiB" in gpu
+    assert gpu.endswith(f"figures for the largest, {largest.name})")
+    # The figures are the largest candidate's: more memory than any other candidate has.
+    total = int(str(v.values["total_bytes"]))
+    assert cands[-2].memory_gib * 2**30 < total <= largest.memory_gib * 2**30
+
+
+def test_passes_on_every_candidate_are_silent(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v003_weights_fit.rule import judge as v003
+    from gpustrata_policies.rules.v004_context_fits_kv_cache.rule import judge as v004
+    from gpustrata_policies.rules.v012_concurrency_within_kv.rule import judge as v012
+
+    args = ["Qwen/Qwen2.5-0.5B-Instruct", "--max-model-len", "2048", "--max-num-seqs", "16"]
+    path = _manifest(tmp_path, args)
+    for rule, judge in (("V003", v003), ("V004", v004), ("V012", v012)):
+        assert _verdicts(rule, path, judge) == {}, rule  # no finding, no "not evaluated"
+
+
+def test_split_verdict_stays_not_evaluated_naming_both_sides(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v003_weights_fit.rule import judge
+
+    path = _manifest(tmp_path, ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"])
+    [v] = _verdicts("V003", path, judge)[RESOURCE]
+    assert (v.decision, v.reason) == ("not_evaluated", "not-estimated")
+    why = str(v.values["why"])
+    assert "the GPU model is unknown" in why
+    small = [g.id for g in _candidates() if g.memory_gib < 16.5]  # 16 GB of BF16 weights
+    assert small and "t4" in small
+    assert f"fails (weights-too-large) on {', '.join(small[:-1])} and {small[-1]}" in why
+    assert f"passes on the other {len(_candidates()) - len(small)}" in why
+    assert why.endswith("the verdict depends on the GPU")
+    assert "(set gpu_products or pools in the cluster profile)" in why
+
+
+def test_family_label_is_judged_on_its_models(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v003_weights_fit.rule import judge
+
+    args = ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"]
+    selector = {"nvidia.com/gpu.product": "Tesla-V100"}
+    [v] = _verdicts("V003", _manifest(tmp_path, args, selector), judge)[RESOURCE]
+    why = str(v.values["why"])
+    assert v.decision == "not_evaluated"
+    assert "judged on each catalogued GPU that nvidia.com/gpu.product=Tesla-V100 names" in why
+    assert "fails (weights-too-large) on v100-pcie-16gb and v100-sxm-16gb" in why
+    assert "passes on v100-sxm-32gb" in why
+    # The 405B fails on each V100: one finding over the family, worded for the family.
+    args = ["meta-llama/Llama-3.1-405B-Instruct", "--max-model-len", "8192"]
+    [v] = _verdicts("V003", _manifest(tmp_path, args, selector), judge)[RESOURCE]
+    assert v.decision == "violation"
+    assert "3 models from 16 GiB" in str(v.values["gpu"])
+    assert "the Tesla-V100 label names no single model" in str(v.values["gpu"])
+
+
+def test_moot_candidates_neither_agree_nor_disagree(tmp_path: Path) -> None:
+    """On the 16 GB GPUs the 8B's weights do not fit (V003's finding there): V012 decides on
+    the GPUs where vLLM starts, and says so."""
+    from gpustrata_policies.rules.v012_concurrency_within_kv.rule import judge
+
+    args = ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"]
+    path = _manifest(tmp_path, [*args, "--max-num-seqs", "1024"])
+    [v] = _verdicts("V012", path, judge)[RESOURCE]
+    assert (v.decision, v.reason) == ("violation", "seqs-beyond-kv")
+    assert "on the 3 smaller ones its weights or one sequence do not fit" in str(v.values["gpu"])
+    assert int(str(v.values["held"])) < 1024
+    # With 8 sequences it holds everywhere it starts: silent.
+    assert _verdicts("V012", _manifest(tmp_path, [*args, "--max-num-seqs", "8"]), judge) == {}
+
+
+def test_rocm_build_gets_no_nvidia_candidates(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v003_weights_fit.rule import judge
+
+    args = ["meta-llama/Llama-3.1-405B-Instruct", "--max-model-len", "8192"]
+    path = _manifest(tmp_path, args, image=lambda i: i.replace("vllm-openai", "vllm-openai-rocm"))
+    [v] = _verdicts("V003", path, judge)[RESOURCE]
+    assert v.decision == "not_evaluated"
+    assert "the GPU model is unknown" in str(v.values["why"])
+    assert "judged on" not in str(v.values["why"])
