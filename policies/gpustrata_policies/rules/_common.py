@@ -302,11 +302,11 @@ def _split(
         else:
             named = and_joined([g.id for g in gpus])
         parts.append(f"{what} {named} ({memory_span(gpus)})")
-    unknown = not_evaluated_reason(site, cands.unknown)
-    hint = "" if cands.hint in unknown else f" {cands.hint}"
+    # The profile key ends the record (once), as every GPU-unknown reason's does.
+    unknown = not_evaluated_reason(site, cands.unknown).replace(f" {cands.hint}", "")
     why = (
         f"{unknown}; judged on {cands.basis} ({len(cands.gpus)} models), it "
-        f"{'; it '.join(parts)}: the verdict depends on the GPU{hint}"
+        f"{'; it '.join(parts)}: the verdict depends on the GPU {cands.hint}"
     )
     return Verdict("not_evaluated", "not-estimated", values={"why": why})
 

@@ -73,6 +73,7 @@ __all__ = [
     "neighbours",
     "pod_gpus",
     "ray_gpu_pod",
+    "release_candidates",
     "release_key",
     "release_version",
     "site_architecture",
@@ -548,6 +549,10 @@ class ImageRelease:
     bound only (its lowest release)."""
     ray: str | None = None
     """The Ray release whose pin gave the version (``rayproject/ray-llm``)."""
+    unpinned: bool = False
+    """An upstream vLLM image whose reference names no release (a moving tag such as
+    ``latest``, no tag, a digest alone): it runs some vLLM release, any of the catalogued
+    ones, so a rule may judge it under each (:func:`release_candidates`)."""
 
 
 def image_release(image: Any) -> ImageRelease | None:
@@ -611,7 +616,9 @@ def image_release(image: Any) -> ImageRelease | None:
     if version is not None:
         return ImageRelease(version, f"image {image}")
     if tag is None and digest is not None:
-        return ImageRelease(None, f"image {image} is pinned by digest, which names no vLLM version")
+        return ImageRelease(
+            None, f"image {image} is pinned by digest, which names no vLLM version", unpinned=True
+        )
     if moving_tag(tag) is not None:
         # A moving tag (latest, nightly, main, ...: vllm_args.MOVING_TAG_WORDS, the words
         # K013 reports) names no release: what it runs changed with every vLLM release, so
@@ -621,6 +628,7 @@ def image_release(image: Any) -> ImageRelease | None:
             None,
             f"image {image} is unpinned ({shown}): it names no vLLM release, and the one it "
             "runs moves with every push",
+            unpinned=True,
         )
     return ImageRelease(None, f"image {image}: tag {tag!r} names no vLLM release")
 
@@ -665,6 +673,18 @@ def site_release(site: EngineSite) -> SiteRelease:
     return SiteRelease(
         None, f"the image ({shown}) does not name a vLLM version {profile_hint('images')}"
     )
+
+
+def release_candidates(site: EngineSite, read: Sequence[str]) -> tuple[str, ...] | None:
+    """The releases an engine whose image names none may run, for a rule that judges it
+    under each and decides only where all agree: the rule's *read* releases (those whose
+    facts it has) when the image is an unpinned upstream vLLM image (``latest``, no tag,
+    a digest: :attr:`ImageRelease.unpinned`); None where the release is known, or unknown
+    for another reason (a vendor or other publisher's build, a non-vLLM tag)."""
+    found = site.release()
+    if found.version is not None or found.found is None or not found.found.unpinned:
+        return None
+    return tuple(read) or None
 
 
 def site_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:

@@ -1,7 +1,12 @@
-"""Verdicts that do not depend on the unknown GPU (issue 30, session 17): an engine whose Pod
-names no GPU (or a family label naming several catalogued GPUs) is judged by V003, V004 and
-V012 on every catalogued GPU it may run on, and decided only where the verdict is the same on
-all of them; otherwise "not evaluated", naming where it passes and where it fails.
+"""Verdicts that do not depend on the unknown fact (issue 30, session 17).
+
+- An engine whose Pod names no GPU (or a family label naming several catalogued GPUs) is
+  judged by V003, V004 and V012 on every catalogued GPU it may run on, and decided only where
+  the verdict is the same on all of them; otherwise "not evaluated", naming where it passes
+  and where it fails.
+- An upstream vLLM image that names no release (``latest``) has its flags judged by V013
+  under every read release: refused by all is a finding, accepted by all passes, a split
+  stays "not evaluated" naming the option and the releases on each side.
 
 Fixtures are the V003 rule folder's real-shaped Deployment with its GPU selector removed (or
 replaced), so the image, probes and resources stay those of a real manifest."""
@@ -93,8 +98,8 @@ def test_split_verdict_stays_not_evaluated_naming_both_sides(tmp_path: Path) -> 
     assert small and "t4" in small
     assert f"fails (weights-too-large) on {', '.join(small[:-1])} and {small[-1]}" in why
     assert f"passes on the other {len(_candidates()) - len(small)}" in why
-    assert why.endswith("the verdict depends on the GPU")
-    assert "(set gpu_products or pools in the cluster profile)" in why
+    hint = "(set gpu_products or pools in the cluster profile)"
+    assert why.endswith(f"the verdict depends on the GPU {hint}") and why.count(hint) == 1
 
 
 def test_family_label_is_judged_on_its_models(tmp_path: Path) -> None:
@@ -140,3 +145,43 @@ def test_rocm_build_gets_no_nvidia_candidates(tmp_path: Path) -> None:
     assert v.decision == "not_evaluated"
     assert "the GPU model is unknown" in str(v.values["why"])
     assert "judged on" not in str(v.values["why"])
+
+
+LATEST = "vllm/vllm-openai:latest"
+
+
+def test_flags_every_release_accepts_pass_on_latest(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v013_engine_flags_accepted.rule import judge
+
+    args = ["Qwen/Qwen2.5-0.5B-Instruct", "--max-model-len", "2048", "--max-num-seqs", "16"]
+    assert _verdicts("V013", _manifest(tmp_path, args, image=LATEST), judge) == {}
+    # The same flags on a build whose release is unknown for another reason stay unjudged.
+    other = _manifest(tmp_path, args, image="lmcache/vllm-openai:2025-05-05-v1")
+    [v] = _verdicts("V013", other, judge)[RESOURCE]
+    assert (v.decision, v.reason) == ("not_evaluated", "release-unknown")
+
+
+def test_flag_no_release_accepts_is_a_finding_on_latest(tmp_path: Path) -> None:
+    from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases
+    from gpustrata_policies.rules.v013_engine_flags_accepted.rule import judge
+
+    args = ["Qwen/Qwen2.5-0.5B-Instruct", "--maxModelLen", "2048"]
+    [v] = _verdicts("V013", _manifest(tmp_path, args, image=LATEST), judge)[RESOURCE]
+    assert (v.decision, v.reason) == ("violation", "option-refused-everywhere")
+    read = [r for r in flag_releases() if accepted_flags(r)]
+    assert v.values["judged_by"] == (read[0], read[-1])
+    assert v.values["written"] == "--maxModelLen"
+    assert v.values["why"] == "unrecognized arguments: --maxModelLen"
+
+
+def test_flag_some_releases_accept_stays_not_evaluated_naming_them(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v013_engine_flags_accepted.rule import judge
+
+    config = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+    args = ["Qwen/Qwen2.5-0.5B-Instruct", "--kv-transfer-config", config]
+    [v] = _verdicts("V013", _manifest(tmp_path, args, image=LATEST), judge)[RESOURCE]
+    assert (v.decision, v.reason) == ("not_evaluated", "releases-split")
+    split = str(v.values["split"])
+    assert split.startswith("--kv-transfer-config (accepted by ")
+    assert ", refused by " in split
+    assert "is unpinned (tag 'latest')" in str(v.values["where"])
