@@ -185,3 +185,22 @@ def test_flag_some_releases_accept_stays_not_evaluated_naming_them(tmp_path: Pat
     assert split.startswith("--kv-transfer-config (accepted by ")
     assert ", refused by " in split
     assert "is unpinned (tag 'latest')" in str(v.values["where"])
+
+
+def test_ray_accelerator_type_the_catalogue_lacks_gets_no_candidates(tmp_path: Path) -> None:
+    """A Ray Serve LLM engine whose accelerator_type names a GPU the catalogue lacks runs on
+    that GPU: no catalogued GPU is a candidate, the GPU reason stands."""
+    from conftest import REPO
+
+    from gpustrata_policies.rules.v003_weights_fit.rule import judge
+
+    text = REPO / "tests/data/field-corpus-1/ray-project-kuberay-ray-service-llm-serve.yaml"
+    original = text.read_text()
+    anchor = "          engine_kwargs:\n"
+    assert anchor in original
+    for accelerator, judged in (("", True), ("          accelerator_type: MI300X\n", False)):
+        path = tmp_path / "ray.yaml"
+        path.write_text(original.replace(anchor, accelerator + anchor, 1))
+        [v] = _verdicts("V003", path, judge)["RayService/default/ray-serve-llm"]
+        assert v.decision == "not_evaluated"
+        assert ("judged on every catalogued NVIDIA GPU" in str(v.values["why"])) is judged

@@ -442,10 +442,10 @@ def gpu_candidates(ctx: RuleContext, site: EngineSite) -> GpuCandidates | None:
     no GPU the catalogue knows by one model: it selects no GPU label (or only labels that
     name no GPU, such as a vendor's own), or a family label naming several catalogued
     models (``Tesla-V100``). None where the GPU is known, or unknown for a reason that no
-    candidate set covers: a described pool or NodePool (its reason stands), a label naming
-    a GPU the catalogue lacks, a MIG slice, GPUs that are not ``nvidia.com/gpu`` (the
-    catalogue holds NVIDIA GPUs only), or an image built for another accelerator (ROCm,
-    CPU, ...).
+    candidate set covers: a described pool or NodePool (its reason stands), a label or Ray
+    ``accelerator_type`` naming a GPU the catalogue lacks, a MIG slice, GPUs that are not
+    ``nvidia.com/gpu`` (the catalogue holds NVIDIA GPUs only), or an image built for another
+    accelerator (ROCm, CPU, ...).
 
     Without a GPU label the set is every catalogued NVIDIA GPU of at least the lowest
     compute capability any vLLM release's CUDA build runs on (release catalogue
@@ -464,6 +464,9 @@ def gpu_candidates(ctx: RuleContext, site: EngineSite) -> GpuCandidates | None:
     pools = gpu_pools(ctx)
     if pools and targeted_pools(pod, pools):
         return None  # a described pool says what it runs (or why that is unknown)
+    wanted = site.llm_config.get("accelerator_type")
+    if isinstance(wanted, str) and wanted:
+        return None  # Ray places it on that GPU type, which the catalogue lacks
     labels = pod.selected_labels()
     if _karpenter_gpu(labels) is not None:
         return None
