@@ -70,6 +70,10 @@ def test_weights_too_large_for_every_candidate_is_one_finding(tmp_path: Path) ->
     assert gpu.startswith(f"every catalogued GPU it can run on ({len(cands)} models from ")
     assert f"{cands[0].memory_gib:g} GiB" in gpu and f"{largest.memory_gib:g} GiB" in gpu
     assert gpu.endswith(f"figures for the largest, {largest.name})")
+    # V004 is moot where the weights fit nowhere: silent, as on a known GPU.
+    from gpustrata_policies.rules.v004_context_fits_kv_cache.rule import judge as v004
+
+    assert _verdicts("V004", path, v004) == {}
     # The figures are the largest candidate's: more memory than any other candidate has.
     total = int(str(v.values["total_bytes"]))
     assert cands[-2].memory_gib * 2**30 < total <= largest.memory_gib * 2**30

@@ -231,6 +231,8 @@ def on_every_candidate(
         verdicts = tuple(judge_engine(inp))
         judged.append((gpu, _MOOT if not verdicts and not inp.estimate.fits else verdicts))
     live = [(g, o) for g, o in judged if o != _MOOT]
+    if not live:
+        return  # vLLM starts on none: V003's (or V004's) finding, as on a known GPU
     kinds = {_kind(o) for _, o in live}
     if len(kinds) != 1 or any(isinstance(o, str) for _, o in live):
         yield _split(site, cands, judged)
