@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -28,7 +28,7 @@ from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import AUTO_FIT
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
-from gpustrata_policies.findings import NotEvaluated, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
@@ -518,17 +518,6 @@ def _candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | N
             else Inputs(site, model, ref, version, settings, estimate)
         )
     return CandidateInputs(candidates, tuple(out))
-
-
-def estimated_engines(ctx: RuleContext, obj: K8sObject) -> Iterator[Inputs | NotEvaluated]:
-    """The capacity inputs of every engine *obj* runs, on each GPU model it can land on,
-    and a "not evaluated" record for each engine whose inputs cannot be made."""
-    for site in engine_sites(ctx, obj):
-        found = capacity_inputs(ctx, site)
-        if isinstance(found, str):
-            yield ctx.not_evaluated(obj, not_evaluated_reason(site, found))
-        else:
-            yield from found
 
 
 def _estimate(
