@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from _release import REFERENCE
 from conftest import (
     FIELD_CORPUS,
@@ -260,7 +261,16 @@ def test_field_corpus_2_invalid_upstream_files_are_refused_clearly(name: str) ->
     assert "\n" not in line and f"{name}:" in line and "invalid YAML" in line
 
 
-def test_check_is_light_on_imports() -> None:
+def test_check_is_light_on_imports(tmp_path: Path) -> None:
+    # A manifest with no vLLM engine on a GPU: K001's fixture without its engine (an engine
+    # on a GPU is sized with the catalogues, pydantic models, even on an unknown GPU: it is
+    # judged on every catalogued candidate).
+    docs = list(yaml.safe_load_all(fixture("K001", "bad-request-without-limit.yaml").read_text()))
+    spec = docs[0]["spec"]["template"]["spec"]
+    spec["containers"] = [c for c in spec["containers"] if c["name"] != "vllm"]
+    spec.pop("volumes")
+    manifest = tmp_path / "sidecar.yaml"
+    manifest.write_text(yaml.safe_dump_all(docs))
     code = (
         "import sys; from gpustrata.cli.check import main; "
         "rc = main(['check', '--format', 'json', sys.argv[1]]); "
@@ -268,7 +278,7 @@ def test_check_is_light_on_imports() -> None:
         "print(bad, file=sys.stderr); sys.exit(3 if bad else rc)"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(fixture("K001", "bad-request-without-limit.yaml"))],
+        [sys.executable, "-c", code, str(manifest)],
         env={"PYTHONPATH": f"{REPO / 'components'}:{REPO / 'policies'}", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,

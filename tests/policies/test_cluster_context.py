@@ -483,14 +483,16 @@ def test_gpu_model_unknown_names_the_labels_the_pod_does_select(tmp_path: Path) 
         "      containers:",
         "      nodeSelector: {cloud.google.com/compute-class: l4-dws-spot}\n      containers:",
     )
+    # V004 holds on every candidate GPU (session 17); V012 differs between them, so its
+    # record names the labels, the split and the profile key.
     _, data = check([write(tmp_path / "d.yaml", deployment)])
-    [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V004"}
-    assert reason.endswith(
+    [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V012"}
+    assert (
         "(it selects only cloud.google.com/compute-class=l4-dws-spot: no GPU model gpustrata reads)"
-        " (set gpu_products or pools in the cluster profile)"
+        "; judged on every catalogued NVIDIA GPU" in reason
     ), reason
+    assert reason.endswith("(set gpu_products or pools in the cluster profile)"), reason
     _, data = check([write(tmp_path / "none.yaml", DEPLOYMENT.format(tolerations=""))])
-    [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V004"}
-    assert reason.endswith(
-        "matches no described GpuNodePool (set gpu_products or pools in the cluster profile)"
-    ), reason
+    [reason] = {n["reason"] for n in data["not_evaluated"] if n["rule"] == "V012"}
+    assert "matches no described GpuNodePool; judged on every catalogued NVIDIA GPU" in reason
+    assert reason.endswith("(set gpu_products or pools in the cluster profile)"), reason

@@ -236,9 +236,12 @@ def _messages(findings: Any, rule: str) -> list[str]:
 
 def test_gpu_products_give_a_site_label_its_gpu() -> None:
     _, before = _records(None)
-    (reason,) = _reasons(before, "V004")
-    assert "the GPU model is unknown" in reason
+    # Without the profile the site label names no GPU: V003 differs between the candidate
+    # GPUs (not evaluated, naming the key); V004 holds on every one of them (session 17).
+    (reason,) = _reasons(before, "V003")
+    assert "the GPU model is unknown" in reason and "it selects only gpuspecs=A100_40GB" in reason
     assert reason.endswith("(set gpu_products or pools in the cluster profile)"), reason
+    assert not _reasons(before, "V004")
     _, gpu_only = _records("gpu_products: [{node_label: gpuspecs=A100_40GB, gpu: a100-sxm-40gb}]\n")
     assert not _reasons(gpu_only, "V004")
     # max_num_seqs' default needs the release too: the private image names none

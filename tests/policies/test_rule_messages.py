@@ -335,6 +335,22 @@ def _built() -> dict[str, list[Verdict]]:
                 judged_by=("0.10.0", "0.11.0"),
                 written="--x",
             ),
+            # A flag no read release accepts on an unpinned image: no corpus file has one.
+            Verdict(
+                "violation",
+                "option-refused-everywhere",
+                {
+                    "engine": "container 'vllm'",
+                    "version": "",
+                    "where": "image vllm/vllm-openai:latest is unpinned (tag 'latest')",
+                    "written": "--maxModelLen",
+                    "engine_kwargs": False,
+                    "why": "unrecognized arguments: --maxModelLen",
+                    "judged_by": (flag_releases()[0], flag_releases()[-1]),
+                    "last_accepting": None,
+                    "instead": None,
+                },
+            ),
         ],
     }
 

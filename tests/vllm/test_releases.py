@@ -38,7 +38,9 @@ GENERATED = {
 """Generated from the spec, whose descriptions quote the catalogue's reference release:
 an upgrade regenerates it (``python -m gpustrata.cli.codegen``; tests/test_stack_args.py
 fails while it is stale), as it regenerates docs/reference/spec.md."""
-SOURCE = re.compile(r"vllm@v\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?:vllm/\S+")
+# A fact is read in vLLM's code, or in its documentation at the tag (the installation
+# requirements: cuda_compute_capability).
+SOURCE = re.compile(r"vllm@v\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?:(?:vllm|docs)/\S+")
 
 
 def test_catalogue_loads_with_a_reference_release() -> None:

@@ -375,6 +375,9 @@ class VllmReleases:
     """Where that release refuses it."""
     ray_fallback_last_source: str | None = None
     """Where the last release before it picks the Ray executor."""
+    cuda_cc_floor: Fact | None = None
+    """The lowest CUDA compute capability any release's CUDA build runs on (the floor of
+    the GPUs an engine of unknown GPU is judged on)."""
 
     def vendor_image(self, repository: str, tag: str) -> VendorImage | None:
         """The catalogued vendor build ``repository:tag``, or None."""
@@ -417,4 +420,6 @@ class VllmReleases:
         out += [(f"memory_defaults {v}", f) for v, f in self.memory_defaults]
         out += [(f"flags {c.flag}", c.source) for c in self.flag_changes]
         out += [(f"abbreviations {v}", f) for v, f in self.abbreviations]
+        if self.cuda_cc_floor is not None:
+            out.append(("cuda_compute_capability lowest", self.cuda_cc_floor))
         return out

@@ -371,6 +371,12 @@ def releases_from_document(data: Any) -> VllmReleases:
         if fallback_map
         else None,
         gpu_memory_utilization=_reference_memory(ref.get("version"), memory),
+        cuda_cc_floor=_fact(
+            _map(doc.get("cuda_compute_capability"), "cuda_compute_capability").get("lowest"),
+            "cuda_compute_capability.lowest",
+        )
+        if doc.get("cuda_compute_capability") is not None
+        else None,
         v0_defaults=V0Defaults(
             tuple(_version(v, "v0_engine.read_in") for v in v0.get("read_in") or []),
             v0_facts["max_num_seqs"].int_value,

@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
-from gpustrata_policies.findings import NotEvaluated, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._verdict import Value, Verdict
-from gpustrata_policies.view.capacity import Inputs, estimated_engines
+from gpustrata_policies.view.capacity import (
+    CandidateInputs,
+    Inputs,
+    candidate_inputs,
+    capacity_inputs,
+    not_evaluated_reason,
+)
+from gpustrata_policies.view.capacity import engine_sites as capacity_sites
 from gpustrata_policies.view.endpoints import by_namespace
-from gpustrata_policies.view.engines import EngineSite, engine_sites, unread_ray_engines
+from gpustrata_policies.view.engines import (
+    EngineSite,
+    GpuCandidates,
+    engine_sites,
+    unread_ray_engines,
+)
 from gpustrata_policies.view.gateways import PoolView
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
+
+if TYPE_CHECKING:
+    from gpustrata.catalog.hardware import GpuModel
 
 
 def fmt(value: Any) -> str:
@@ -171,15 +187,130 @@ def _runs_in(site: EngineSite, pod: PodRef) -> bool:
 def judged_engines(
     ctx: RuleContext, obj: K8sObject, judge_engine: Callable[[Inputs], Iterable[Verdict]]
 ) -> Iterator[Verdict]:
-    """A capacity rule's verdicts: *judge_engine*'s on each engine the view estimates
-    (:func:`~gpustrata_policies.view.capacity.estimated_engines`), and where it could not
-    estimate one a "not-estimated" verdict carrying the view's sentence (``values["why"]``),
-    so that the rule's ``messages`` template ``{why}`` words the same not-evaluated record."""
-    for inp in estimated_engines(ctx, obj):
-        if isinstance(inp, NotEvaluated):
-            yield Verdict("not_evaluated", "not-estimated", values={"why": inp.reason})
+    """A capacity rule's verdicts: *judge_engine*'s on each engine the view estimates, on
+    each GPU model it lands on (:func:`~gpustrata_policies.view.capacity.capacity_inputs`).
+    Where the engine's GPU is unknown, its verdicts on every GPU it may run on
+    (:func:`on_every_candidate`); where it could not be estimated otherwise, a
+    "not-estimated" verdict carrying the view's sentence (``values["why"]``), so that the
+    rule's ``messages`` template ``{why}`` words the same not-evaluated record."""
+    for site in capacity_sites(ctx, obj):
+        found = capacity_inputs(ctx, site)
+        if not isinstance(found, str):
+            for inp in found:
+                yield from judge_engine(inp)
+            continue
+        candidates = candidate_inputs(ctx, site)
+        if candidates is None:
+            why = ctx.not_evaluated(obj, not_evaluated_reason(site, found)).reason
+            yield Verdict("not_evaluated", "not-estimated", values={"why": why})
         else:
-            yield from judge_engine(inp)
+            yield from on_every_candidate(site, candidates, judge_engine)
+
+
+def on_every_candidate(
+    site: EngineSite,
+    found: CandidateInputs,
+    judge_engine: Callable[[Inputs], Iterable[Verdict]],
+) -> Iterator[Verdict]:
+    """The verdicts of an engine whose GPU is unknown: *judge_engine* on every candidate
+    GPU, reported only where they agree (same decisions for the same reasons on each).
+    Nothing is assumed about which GPU it is.
+
+    A pass on all is silent; a finding on all is the one on the largest candidate, its GPU
+    named as the whole set ("every catalogued GPU it can run on, from X GiB to Y GiB");
+    otherwise "not evaluated", naming the GPUs it passes on and those it fails on, and the
+    profile key that would decide it. A candidate on which vLLM does not start for another
+    rule's reason (its weights or one sequence do not fit: V003, V004), and the rule says
+    nothing, neither agrees nor disagrees: the rule's question does not arise there."""
+    cands = found.candidates
+    judged: list[tuple[GpuModel, _Outcome]] = []
+    for gpu, inp in zip(cands.gpus, found.inputs, strict=True):
+        if isinstance(inp, str):
+            judged.append((gpu, inp))
+            continue
+        verdicts = tuple(judge_engine(inp))
+        judged.append((gpu, _MOOT if not verdicts and not inp.estimate.fits else verdicts))
+    live = [(g, o) for g, o in judged if o != _MOOT]
+    if not live:
+        return  # vLLM starts on none: V003's (or V004's) finding, as on a known GPU
+    kinds = {_kind(o) for _, o in live}
+    if len(kinds) != 1 or any(isinstance(o, str) for _, o in live):
+        yield _split(site, cands, judged)
+        return
+    gpus, last = [g for g, _ in live], live[-1][1]
+    assert not isinstance(last, str)  # narrowed above
+    moot = len(judged) - len(live)
+    for verdict in last:
+        if verdict.decision == "not_evaluated" or "gpu" not in verdict.values:
+            yield verdict
+            continue
+        models = f"{len(gpus)} models" if len(gpus) > 1 else "1 model"
+        every = f"every catalogued GPU it can run on ({models} {memory_span(gpus)}"
+        if moot:
+            every = (
+                f"every catalogued GPU it can start on ({models} {memory_span(gpus)}; on the "
+                f"{moot} smaller ones its weights or one sequence do not fit, V003/V004"
+            )
+        every += f"; {cands.unnamed}; figures for the largest, {gpus[-1].name})"
+        yield replace(verdict, values={**verdict.values, "gpu": every})
+
+
+_MOOT = "moot"
+_Outcome = tuple[Verdict, ...] | str
+"""A candidate's verdicts, :data:`_MOOT`, or why the planner cannot size the engine there."""
+
+
+def memory_span(gpus: Sequence[GpuModel]) -> str:
+    """``from 15 GiB (NVIDIA T4) to 268.59 GiB (NVIDIA B300)`` for GPUs sorted by memory."""
+    low, high = gpus[0], gpus[-1]
+    if low is high:
+        return f"{low.name}, {low.memory_gib:g} GiB"
+    return f"from {low.memory_gib:g} GiB ({low.name}) to {high.memory_gib:g} GiB ({high.name})"
+
+
+def _kind(outcome: _Outcome) -> tuple[tuple[str, str], ...]:
+    """What a candidate's outcome decides (decision and reason of each verdict; ``()`` a
+    pass), for comparing candidates."""
+    if outcome == _MOOT:
+        return (("moot", ""),)
+    if isinstance(outcome, str):
+        return (("error", outcome),)
+    return tuple((v.decision, v.reason) for v in outcome)
+
+
+def _split(
+    site: EngineSite, cands: GpuCandidates, judged: list[tuple[GpuModel, _Outcome]]
+) -> Verdict:
+    """The not-evaluated verdict of candidates that disagree, naming each group's GPUs
+    (the largest group as "the other N", with its memory range)."""
+    groups: dict[tuple[tuple[str, str], ...], list[GpuModel]] = {}
+    for gpu, outcome in judged:
+        groups.setdefault(_kind(outcome), []).append(gpu)
+    biggest = max(groups, key=lambda k: len(groups[k]))
+    parts: list[str] = []
+    for kind, gpus in groups.items():
+        if not kind:
+            what = "passes on"
+        elif kind[0][0] == "moot":
+            what = "does not start (V003/V004) on"
+        elif kind[0][0] == "error":
+            what = "cannot be sized on"
+        elif any(d == "not_evaluated" for d, _ in kind):
+            what = "is not evaluated on"
+        else:
+            what = "fails (" + ", ".join(r for _, r in kind) + ") on"
+        if kind == biggest and len(groups) > 1 and len(gpus) > 3:
+            named = f"the other {len(gpus)}"
+        else:
+            named = and_joined([g.id for g in gpus])
+        parts.append(f"{what} {named} ({memory_span(gpus)})")
+    # The profile key ends the record (once), as every GPU-unknown reason's does.
+    unknown = not_evaluated_reason(site, cands.unknown).replace(f" {cands.hint}", "")
+    why = (
+        f"{unknown}; judged on {cands.basis} ({len(cands.gpus)} models), it "
+        f"{'; it '.join(parts)}: the verdict depends on the GPU {cands.hint}"
+    )
+    return Verdict("not_evaluated", "not-estimated", values={"why": why})
 
 
 def estimated_subject(inp: Inputs) -> dict[str, Value]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -28,13 +28,15 @@ from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.vllm.flags import AUTO_FIT
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
-from gpustrata_policies.findings import NotEvaluated, RuleContext
+from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
+    GpuCandidates,
     GpuRef,
     as_bool,
     as_int,
+    gpu_candidates,
     site_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
@@ -454,6 +456,21 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     gpus = site_gpus(ctx, site)
     if isinstance(gpus, str):
         return gpus
+    read = _model_and_settings(site)
+    if isinstance(read, str):
+        return read
+    model, version, settings = read
+    out: list[Inputs] = []
+    for ref in gpus:
+        estimate = _estimate(ctx, site, model.arch, ref.gpu, settings)
+        if isinstance(estimate, str):
+            return estimate
+        out.append(Inputs(site, model, ref, version, settings, estimate))
+    return out
+
+
+def _model_and_settings(site: EngineSite) -> tuple[ModelRef, EngineVersion, PlannerSettings] | str:
+    """The engine's model, release and planner settings, or why one is unknown."""
     model = resolve_model(site)
     if isinstance(model, str):
         return model
@@ -464,24 +481,49 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     sampler = _env(site).get("VLLM_USE_FLASHINFER_SAMPLER")
     if sampler is not None and sampler.strip().lstrip("-").isdigit():
         settings = dataclasses.replace(settings, flashinfer_sampler=bool(int(sampler)))
-    out: list[Inputs] = []
-    for ref in gpus:
-        estimate = _estimate(ctx, site, model.arch, ref.gpu, settings)
-        if isinstance(estimate, str):
-            return estimate
-        out.append(Inputs(site, model, ref, version, settings, estimate))
-    return out
+    return model, version, settings
 
 
-def estimated_engines(ctx: RuleContext, obj: K8sObject) -> Iterator[Inputs | NotEvaluated]:
-    """The capacity inputs of every engine *obj* runs, on each GPU model it can land on,
-    and a "not evaluated" record for each engine whose inputs cannot be made."""
-    for site in engine_sites(ctx, obj):
-        found = capacity_inputs(ctx, site)
-        if isinstance(found, str):
-            yield ctx.not_evaluated(obj, not_evaluated_reason(site, found))
-        else:
-            yield from found
+@dataclass(frozen=True, slots=True)
+class CandidateInputs:
+    """The capacity inputs of an engine whose GPU is unknown, on each candidate GPU
+    (:func:`~gpustrata_policies.view.engines.gpu_candidates`): a rule reports only what
+    holds on all of them."""
+
+    candidates: GpuCandidates
+    inputs: tuple[Inputs | str, ...]
+    """Per candidate GPU (same order): its inputs, or why the planner cannot size it there."""
+
+
+def candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | None:
+    """The capacity inputs of *site* on every GPU it may run on when its GPU is unknown
+    (None where it is known, or unknown for a reason no candidate set covers, or where the
+    model or settings are unknown as well: the GPU reason stands then); once per engine."""
+    key = ("candidate-inputs", site.path, site.ray)
+    found: CandidateInputs | None = ctx.index.fact(
+        site.obj, key, lambda: _candidate_inputs(ctx, site)
+    )
+    return found
+
+
+def _candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | None:
+    candidates = gpu_candidates(ctx, site)
+    if candidates is None:
+        return None
+    read = _model_and_settings(site)
+    if isinstance(read, str):
+        return None
+    model, version, settings = read
+    out: list[Inputs | str] = []
+    for gpu in candidates.gpus:
+        estimate = _estimate(ctx, site, model.arch, gpu, settings)
+        ref = GpuRef(gpu, "one of the candidates: the Pod's GPU is unknown")
+        out.append(
+            estimate
+            if isinstance(estimate, str)
+            else Inputs(site, model, ref, version, settings, estimate)
+        )
+    return CandidateInputs(candidates, tuple(out))
 
 
 def _estimate(

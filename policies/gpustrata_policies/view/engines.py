@@ -60,17 +60,20 @@ T = TypeVar("T")
 
 __all__ = [
     "EngineSite",
+    "GpuCandidates",
     "GpuRef",
     "ImageRelease",
     "SiteRelease",
     "as_bool",
     "as_int",
     "engine_sites",
+    "gpu_candidates",
     "gpu_resources",
     "image_release",
     "neighbours",
     "pod_gpus",
     "ray_gpu_pod",
+    "release_candidates",
     "release_key",
     "release_version",
     "site_architecture",
@@ -408,6 +411,100 @@ def _selects_only(pod: PodRef) -> str:
     return f" (it selects only {', '.join(shown[:3])}{more}: no GPU model gpustrata reads)"
 
 
+# --------------------------------------------------------------------------- GPU candidates
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCandidates:
+    """Every catalogued GPU an engine whose GPU is unknown may run on: the values the
+    unknown fact can take. A rule decides on such an engine only where its verdict is the
+    same on each of them (:func:`gpustrata_policies.rules._common.judged_engines`)."""
+
+    gpus: tuple[GpuModel, ...]
+    """The candidates, smallest memory first."""
+    unknown: str
+    """Why the GPU is unknown (:func:`site_gpus`' reason)."""
+    basis: str
+    """What the set is (``every catalogued NVIDIA GPU of compute capability 7.0 or more``)."""
+    hint: str
+    """The cluster-profile key that would decide it (``gpu_products`` or ``pools``)."""
+    unnamed: str
+    """Why no one GPU is named (``the Pod names no GPU``), for a finding's wording."""
+
+
+# Image words of vLLM builds for other accelerators than NVIDIA's (the vllm-openai-rocm and
+# -cpu variants, vllm_args.vllm_tagged_image; AMD's rocm/vllm): no catalogued GPU is theirs.
+_NOT_CUDA_BUILDS = ("rocm", "-cpu", "/cpu", "tpu", "neuron", "xpu", "hpu", "gaudi")
+
+
+def gpu_candidates(ctx: RuleContext, site: EngineSite) -> GpuCandidates | None:
+    """The catalogued GPUs *site* may run on when its GPU is unknown because the Pod names
+    no GPU the catalogue knows by one model: it selects no GPU label (or only labels that
+    name no GPU, such as a vendor's own), or a family label naming several catalogued
+    models (``Tesla-V100``). None where the GPU is known, or unknown for a reason that no
+    candidate set covers: a described pool or NodePool (its reason stands), a label or Ray
+    ``accelerator_type`` naming a GPU the catalogue lacks, a MIG slice, GPUs that are not
+    ``nvidia.com/gpu`` (the catalogue holds NVIDIA GPUs only), or an image built for another
+    accelerator (ROCm, CPU, ...).
+
+    Without a GPU label the set is every catalogued NVIDIA GPU of at least the lowest
+    compute capability any vLLM release's CUDA build runs on (release catalogue
+    ``cuda_compute_capability``): a superset of what any image can run on."""
+    found = site_gpus(ctx, site)
+    pod = site.gpu_pod
+    if not isinstance(found, str) or pod is None:
+        return None
+    if set(gpu_resources(ctx, pod)) != {"nvidia.com/gpu"}:
+        return None  # MIG slices, another vendor's resource, or several kinds
+    words = [
+        w for i in site.images if isinstance(i, str) for w in _NOT_CUDA_BUILDS if w in i.lower()
+    ]
+    if words:
+        return None  # a build for another accelerator
+    pools = gpu_pools(ctx)
+    if pools and targeted_pools(pod, pools):
+        return None  # a described pool says what it runs (or why that is unknown)
+    wanted = site.llm_config.get("accelerator_type")
+    if isinstance(wanted, str) and wanted:
+        return None  # Ray places it on that GPU type, which the catalogue lacks
+    labels = pod.selected_labels()
+    if _karpenter_gpu(labels) is not None:
+        return None
+    gpu, where = gpu_model_of_selectors(pod)
+    if gpu is not None:
+        return None
+    if where:
+        variants = gpu_variants_named(where.partition("=")[2])
+        if len(variants) < 2:
+            return None  # a GPU the catalogue lacks: no catalogued GPU is a candidate
+        gpus = sorted(variants, key=lambda g: (g.memory_gib, g.id))
+        basis = f"each catalogued GPU that {where} names"
+        hint = profile_hint("gpu_products")
+        unnamed = f"the {where.partition('=')[2]} label names no single model"
+    else:
+        floor = catalogs.vllm_releases().cuda_cc_floor
+        if floor is None:
+            return None
+        gpus = sorted(
+            (g for g in catalogs.hardware().gpus.values() if _cc(g) >= floor.value),
+            key=lambda g: (g.memory_gib, g.id),
+        )
+        basis = (
+            f"every catalogued NVIDIA GPU of compute capability {floor.value:.1f} or more, the "
+            f"lowest any vLLM release's CUDA build runs on ({floor.source})"
+        )
+        hint = profile_hint("gpu_products or pools")
+        unnamed = "the Pod names no GPU"
+    if not gpus:
+        return None
+    return GpuCandidates(tuple(gpus), found, basis, hint, unnamed)
+
+
+def _cc(gpu: GpuModel) -> float:
+    major, _, minor = gpu.compute_capability.partition(".")
+    return int(major) + int(minor or 0) / 10
+
+
 # --------------------------------------------------------------------------- versions
 
 
@@ -455,6 +552,10 @@ class ImageRelease:
     bound only (its lowest release)."""
     ray: str | None = None
     """The Ray release whose pin gave the version (``rayproject/ray-llm``)."""
+    unpinned: bool = False
+    """An upstream vLLM image whose reference names no release (a moving tag such as
+    ``latest``, no tag, a digest alone): it runs some vLLM release, any of the catalogued
+    ones, so a rule may judge it under each (:func:`release_candidates`)."""
 
 
 def image_release(image: Any) -> ImageRelease | None:
@@ -518,7 +619,9 @@ def image_release(image: Any) -> ImageRelease | None:
     if version is not None:
         return ImageRelease(version, f"image {image}")
     if tag is None and digest is not None:
-        return ImageRelease(None, f"image {image} is pinned by digest, which names no vLLM version")
+        return ImageRelease(
+            None, f"image {image} is pinned by digest, which names no vLLM version", unpinned=True
+        )
     if moving_tag(tag) is not None:
         # A moving tag (latest, nightly, main, ...: vllm_args.MOVING_TAG_WORDS, the words
         # K013 reports) names no release: what it runs changed with every vLLM release, so
@@ -528,6 +631,7 @@ def image_release(image: Any) -> ImageRelease | None:
             None,
             f"image {image} is unpinned ({shown}): it names no vLLM release, and the one it "
             "runs moves with every push",
+            unpinned=True,
         )
     return ImageRelease(None, f"image {image}: tag {tag!r} names no vLLM release")
 
@@ -572,6 +676,18 @@ def site_release(site: EngineSite) -> SiteRelease:
     return SiteRelease(
         None, f"the image ({shown}) does not name a vLLM version {profile_hint('images')}"
     )
+
+
+def release_candidates(site: EngineSite, read: Sequence[str]) -> tuple[str, ...] | None:
+    """The releases an engine whose image names none may run, for a rule that judges it
+    under each and decides only where all agree: the rule's *read* releases (those whose
+    facts it has) when the image is an unpinned upstream vLLM image (``latest``, no tag,
+    a digest: :attr:`ImageRelease.unpinned`); None where the release is known, or unknown
+    for another reason (a vendor or other publisher's build, a non-vLLM tag)."""
+    found = site.release()
+    if found.version is not None or found.found is None or not found.found.unpinned:
+        return None
+    return tuple(read) or None
 
 
 def site_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:

@@ -12,7 +12,7 @@ from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
-from gpustrata_policies.view.engines import EngineSite, engine_sites
+from gpustrata_policies.view.engines import EngineSite, engine_sites, release_candidates
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import flags_starting_with
 
@@ -144,10 +144,68 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         release = site.release()
         version, where = release.version, release.where
         if version is None:
+            read = release_candidates(site, [v for v, _, sets in _read_releases() if sets])
+            if read is not None:
+                yield from _judge_every_release(site, options, read, where)
+                continue
             values = {"engine": site.name, "where": where}
             yield Verdict("not_evaluated", "release-unknown", values=values)
             continue
         yield from _judge_options(site, options, version, where)
+
+
+def _judge_every_release(
+    site: EngineSite, options: list[tuple[str, str]], read: tuple[str, ...], where: str
+) -> Iterator[Verdict]:
+    """Each option of an engine whose image names no release (``latest``) under every read
+    release: refused by all is a finding, accepted by all passes, and options some accept
+    and others refuse make the engine "not evaluated", naming them and who accepts them."""
+    sets = {v: s for v, _, s in _read_releases() if s}
+    split: list[str] = []
+    values: dict[str, Value] = {"engine": site.name, "version": "", "where": where}
+    for written, option in options:
+        found = [(v, _resolve(option, sets[v][0].flags)) for v in read]
+        accepting = [v for v, (ok, _) in found if ok]
+        if len(accepting) == len(found):
+            continue
+        if accepting:
+            refusing = [v for v, (ok, _) in found if not ok]
+            split.append(
+                f"{written} (accepted by {_releases(accepting)}, refused by {_releases(refusing)})"
+            )
+            continue
+        if site.container is None and _last_accepting(option, None) is None:
+            continue  # an engine_kwargs key no release has as a flag (see _judge_options)
+        instead = _instead(option)
+        yield Verdict(
+            "violation",
+            "option-refused-everywhere",
+            values={
+                **values,
+                "written": written,
+                "engine_kwargs": site.container is None,
+                "why": found[-1][1][1],
+                "judged_by": (read[0], read[-1]),
+                "last_accepting": None,
+                "instead": instead[0] if instead else None,
+            },
+            sources=(instead[1],) if instead else (),
+            path=site.path,
+        )
+    if split:
+        yield Verdict(
+            "not_evaluated",
+            "releases-split",
+            {**values, "split": "; ".join(split)},
+            thresholds={"read": (read[0], read[-1]), "count": len(read)},
+        )
+
+
+def _releases(versions: list[str]) -> str:
+    """``3: 0.4.2 ... 0.6.4`` (how many, the oldest and newest), or the one release."""
+    if len(versions) == 1:
+        return versions[0]
+    return f"{len(versions)}, {versions[0]} ... {versions[-1]}"
 
 
 def _refused(verdict: Verdict) -> dict[str, str]:
@@ -186,7 +244,7 @@ def fields(verdict: Verdict) -> dict[str, str]:
     clauses of a refused option."""
     if verdict.reason == "releases-disagree":
         return {"judged": " and ".join(cast(tuple[str, ...], verdict.values["judged_by"]))}
-    if verdict.reason == "option-refused":
+    if verdict.reason in ("option-refused", "option-refused-everywhere"):
         return _refused(verdict)
     return {}
 
