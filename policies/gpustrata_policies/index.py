@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["EvaluationIndex"]
 
 _T = TypeVar("_T")
+_BY_KIND = ("index", "objects-by-kind")
+"""The :meth:`EvaluationIndex.derived` key of the objects grouped by kind."""
 
 
 @final
@@ -85,6 +87,21 @@ class EvaluationIndex:
                 o for o, k in zip(self.subjects, self._kinds, strict=True) if not k or k in kinds
             )
         return found
+
+    def objects_of(self, kind: str) -> tuple[K8sObject, ...]:
+        """Every object (subjects, then context objects) whose :attr:`~gpustrata_policies.
+        view.objects.K8sObject.kind` is *kind*, in input order: one dict read where a rule
+        would scan every object per subject (G001's routes and InferencePools). Built in one
+        pass over the objects on the first call; an unknown kind read there counts as read
+        by every caller, as a scan's would (:meth:`derived`)."""
+        by_kind: dict[str, tuple[K8sObject, ...]] = self.derived(_BY_KIND, self._group_kinds)
+        return by_kind.get(kind, ())
+
+    def _group_kinds(self) -> dict[str, tuple[K8sObject, ...]]:
+        groups: dict[str, list[K8sObject]] = {}
+        for obj in self.objects:
+            groups.setdefault(obj.kind, []).append(obj)
+        return {kind: tuple(objs) for kind, objs in groups.items()}
 
     def in_context(self, obj: K8sObject) -> bool:
         """Is *obj* a context object (read, never reported on)?"""
