@@ -220,8 +220,8 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                 if cuda is None:
                     continue  # the image does not say which CUDA it carries
                 if unknown is not None and cuda.cuda is not None:
-                    on = f"pool {target.name}" if target else "the GPU nodes"
-                    unknown_on.setdefault(unknown, {})[on] = None
+                    pool_name = f"pool {target.name}" if target else "the GPU nodes"
+                    unknown_on.setdefault(unknown, {})[pool_name] = None
                     continue
                 verdict = _judge_image(pairs, c, cuda, driver, target)
                 if verdict is None or verdict.decision != "not_evaluated":
