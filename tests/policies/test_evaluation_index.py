@@ -117,3 +117,15 @@ def test_pods_that_select_alike_share_one_match_held_with_the_pools() -> None:
     assert len(pools.matches) == len({repr(p.node_selector()) for p in pods[:1]})
     # A plain list of pools is matched each time, with the same answer.
     assert targeted_pools(pods[0], list(pools)) == first
+
+
+def test_objects_of_a_kind_are_every_object_of_it_in_input_order() -> None:
+    pool_a = K8sObject({"kind": "InferencePool", "metadata": {"name": "a"}})
+    route = K8sObject({"kind": "HTTPRoute", "metadata": {"name": "r"}})
+    pool_b = K8sObject({"kind": "InferencePool", "metadata": {"name": "b"}})
+    seen = K8sObject({"kind": "InferencePool", "metadata": {"name": "from-context"}})
+    index = EvaluationIndex([pool_a, route, pool_b], [seen])
+    assert index.objects_of("InferencePool") == (pool_a, pool_b, seen)  # context included
+    assert index.objects_of("HTTPRoute") == (route,)
+    assert index.objects_of("Service") == ()
+    assert index.objects_of("InferencePool") is index.objects_of("InferencePool")  # built once

@@ -67,8 +67,8 @@ def _service_engines(
 
 
 def _pool_engines(ctx: RuleContext, namespace: str, name: Any, group: str) -> list[EngineSite]:
-    for candidate in ctx.objects:
-        if candidate.kind != "InferencePool" or (candidate.namespace, candidate.name) != (
+    for candidate in ctx.index.objects_of("InferencePool"):
+        if (candidate.namespace, candidate.name) != (
             namespace,
             name,
         ):
@@ -218,8 +218,8 @@ def _targets(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
         elif ref.get("kind") == "Gateway":
             routes += [
                 o
-                for o in ctx.objects
-                if o.kind == "HTTPRoute" and _attached(o, obj.namespace, str(name))
+                for o in ctx.index.objects_of("HTTPRoute")
+                if _attached(o, obj.namespace, str(name))
             ]
     return [e for route in routes for _, _, engines in _route_rules(ctx, route) for e in engines]
 

@@ -213,9 +213,16 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                 todo: Iterable[tuple[ContainerRef, ImageCuda | None]] = _read_images(pod, images)
             else:
                 todo = images
+            # The driver of these nodes is unknown: each image that names its CUDA adds
+            # the pool to the one record per driver source below (no verdict per image).
+            unknown = driver.where if driver.version is None else None
             for c, cuda in todo:
                 if cuda is None:
                     continue  # the image does not say which CUDA it carries
+                if unknown is not None and cuda.cuda is not None:
+                    pool_name = f"pool {target.name}" if target else "the GPU nodes"
+                    unknown_on.setdefault(unknown, {})[pool_name] = None
+                    continue
                 verdict = _judge_image(pairs, c, cuda, driver, target)
                 if verdict is None or verdict.decision != "not_evaluated":
                     yield from (verdict,) if verdict else ()
