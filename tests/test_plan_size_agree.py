@@ -173,3 +173,11 @@ def test_a_rayservice_tp_over_worker_pods_is_priced_over_the_network_by_plan_and
     assert one_pod[0]["predicted"]["tpot_seconds"]["value"] < (
         mp.serving.prediction.tpot_seconds.value
     )
+
+
+def test_size_refuses_an_unknown_tp_transport(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["size", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l40s"]
+    argv += ["--input-tokens", "100", "--output-tokens", "100", "--concurrency", "1"]
+    assert main([*argv, "--tp-transport", "pcie"]) != 0
+    err = capsys.readouterr().err
+    assert "--tp-transport 'pcie' is not a transport" in err and "device, host, network" in err
