@@ -10,14 +10,20 @@ transport per pair of ranks:
   its fixed time the fitted ``allreduce_latency_s``.
 * ``host``: one host, no peer access (``cudaDeviceCanAccessPeer`` false: PCIe GPUs under
   different root complexes, or a platform that hides P2P). vLLM's custom all-reduce
-  refuses (vllm-project/vllm@v0.10.1.1:vllm/distributed/device_communicators/
-  custom_all_reduce.py ``_can_p2p`` -> "Custom allreduce is disabled because your platform
-  lacks GPU P2P capability"); NCCL's P2P transport refuses too
+  refuses (``_can_p2p`` asks ``torch.cuda.can_device_access_peer``, then "Custom allreduce
+  is disabled because your platform lacks GPU P2P capability": vLLM 0.10.1.1 logs it from
+  custom_all_reduce.py:35 and :147 in dennislee22/vLLM-benchmarking@c1eadb81928e:
+  vllm-7B-2gpuA10080GB-same-node.log; the same code in vllm-project/vllm@00d618aab604:
+  vllm/distributed/device_communicators/custom_all_reduce.py); NCCL's P2P transport refuses
+  too
   (NVIDIA/nccl@v2.26.2-1:src/transport/p2p.cc ``p2pCanConnect``: ``cudaDeviceCanAccessPeer``)
   and NCCL uses its SHM transport through host memory
   (NVIDIA/nccl@v2.26.2-1:src/transport/shm.cc ``shmCanConnect``: same host hash and the
   same ``/dev/shm`` device).
 * ``network``: the ranks are in different Pods (Ray worker Pods, LeaderWorkerSet, nodes).
+  vLLM's custom all-reduce refuses a group not all ``in_the_same_node_as`` rank 0 ("this
+  process group spans across nodes", vllm-project/vllm@00d618aab604:
+  vllm/distributed/device_communicators/custom_all_reduce.py), so NCCL carries them.
   NCCL's host hash is the hostname plus ``/proc/sys/kernel/random/boot_id``
   (NVIDIA/nccl@v2.26.2-1:src/misc/utils.cc ``getHostHashOnce``, unless NCCL_HOSTID is
   set) and a Pod's hostname is its own, so two Pods on one node are two hosts to NCCL:
