@@ -135,3 +135,49 @@ def test_capacity_and_size_agree_on_a_workload_given_as_flags(
     assert "a burst of 100" in current["predicted"]["workload"]
     tpot = cand["predicted"]["tpot_seconds"]["value"]
     assert current["predicted"]["tpot_seconds"] == round(tpot, 4)
+
+
+def test_a_rayservice_tp_over_worker_pods_is_priced_over_the_network_by_plan_and_size(
+    tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Staging's TP 4 RayService on 1-GPU g6e.4xlarge nodes: the engine spans four worker
+    Pods, so NCCL sees four hosts (gpustrata.vllm.transport) and `plan` prices its
+    all-reduces over the network; `size --tp-transport network` on the same inputs prints
+    the same TPOT, and slower than the same engine within one Pod."""
+    import yaml
+
+    text = stack_path("staging").read_text(encoding="utf-8")
+    doc = yaml.safe_load(text.replace("g6e.12xlarge", "g6e.4xlarge"))
+    pool = doc["config"]["gpustrata:stack"]["node_pools"][0]
+    pool["karpenter"].pop("instance_types", None)  # the 4-GPU fallback type
+    model = doc["config"]["gpustrata:stack"]["models"][0]
+    model.update(cpu="12", memory="100Gi", shm_size="8Gi")  # one Pod per 1-GPU node
+    path = tmp_path / "Pulumi.staging.yaml"  # type: ignore[operator]
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    plan = plan_spec(load_stack_file(path))
+    mp = plan.models["llama-70b-fp8"]
+    assert mp.serving is not None and mp.capacity is not None
+    assert mp.capacity.tp_transport == "network"
+    assert "network transport" in mp.serving.prediction.step.allreduce_s.explanation
+    argv = _size_argv(mp)
+    main([*argv, "--tp-transport", "network"])
+    (cand,) = json.loads(capsys.readouterr().out)["candidates"]
+    assert cand["predicted"]["tpot_seconds"]["value"] == mp.serving.prediction.tpot_seconds.value
+    assert cand["instances"] == 4 * mp.serving.replicas  # one node per rank: whole nodes
+    main(argv)  # the default: within one Pod (the instance cannot hold it: no candidate)
+    assert json.loads(capsys.readouterr().out)["candidates"] == []
+    main([*argv[: argv.index("--instance-type")], *argv[argv.index("--instance-type") + 2 :]])
+    within = json.loads(capsys.readouterr().out)["candidates"]
+    one_pod = [c for c in within if c["gpu"] == "l40s" and c["tensor_parallel_size"] == 4]
+    assert one_pod
+    assert one_pod[0]["predicted"]["tpot_seconds"]["value"] < (
+        mp.serving.prediction.tpot_seconds.value
+    )
+
+
+def test_size_refuses_an_unknown_tp_transport(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["size", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l40s"]
+    argv += ["--input-tokens", "100", "--output-tokens", "100", "--concurrency", "1"]
+    assert main([*argv, "--tp-transport", "pcie"]) != 0
+    err = capsys.readouterr().err
+    assert "--tp-transport 'pcie' is not a transport" in err and "device, host, network" in err

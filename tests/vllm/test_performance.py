@@ -370,3 +370,49 @@ def test_a_burst_drains_in_waves() -> None:
     )
     with pytest.raises(CapacityError):
         Workload(16, 128, request_rate=1.0, burst=True)
+
+
+@pytest.mark.parametrize("transport", ["host", "network"])
+def test_tp_all_reduces_priced_by_their_transport(transport: str) -> None:
+    """The same TP 2 engine: over the GPU link (custom all-reduce, the fitted latency, here
+    0) each all-reduce costs its bytes over NVLink; through host memory (NCCL SHM) or across
+    Pods (NCCL NET) it costs the transport's cited latency plus its bytes over the
+    transport's bus bandwidth, 2 x layers times a step."""
+    from gpustrata.vllm.transport import transport_figures
+
+    arch, gpu, device = _setup(LLAMA_70B, tensor_parallel_size=4)
+    _, _, other = _setup(LLAMA_70B, tensor_parallel_size=4, tp_transport=transport)
+    assert other.tp_transport == transport and device.tp_transport == "device"
+    figures = transport_figures(other.tp_transport)
+    assert figures is not None and figures.source
+    fast = decode_step(arch, gpu, device, batch=64, context=1024, constants=BARE)
+    slow = decode_step(arch, gpu, other, batch=64, context=1024, constants=BARE)
+    msg = 64 * arch.hidden_size * 2
+    one = figures.latency_s + 2 * 3 / 4 * msg / (figures.bus_gbs * 1e9)
+    assert slow.allreduce_s.value == pytest.approx(2 * arch.num_hidden_layers * one)
+    assert slow.allreduce_s.value > 10 * fast.allreduce_s.value
+    assert f"NCCL {transport} transport" in slow.allreduce_s.explanation
+    assert slow.memory_s.value == fast.memory_s.value  # only the communication changes
+
+
+def test_an_unknown_tp_transport_is_refused_by_name() -> None:
+    with pytest.raises(CapacityError, match="'nvlink' is not one of device, host, network"):
+        _setup(tensor_parallel_size=2, tp_transport="nvlink")
+
+
+def test_a_calibration_point_states_its_transport_with_a_quote() -> None:
+    """The dennislee22 TP 2 runs say in their logs that the custom all-reduce was off for
+    lack of GPU peer access (NCCL through host memory); a transport other than the GPU
+    link needs such a quote."""
+    import pydantic
+
+    from gpustrata.catalog.serving import CalibrationPoint
+
+    host = [p for p in load_serving_calibration() if p.tp_transport == "host"]
+    assert host and all(p.id.startswith("dennislee-qwen2-7b-2xa100") for p in host)
+    assert all("Custom allreduce is disabled" in (p.tp_transport_quote or "") for p in host)
+    raw = host[0].model_dump()
+    with pytest.raises(pydantic.ValidationError, match="quote what says so"):
+        CalibrationPoint.model_validate({**raw, "tp_transport_quote": None})
+    with pytest.raises(pydantic.ValidationError, match="tensor_parallel_size 1"):
+        CalibrationPoint.model_validate({**raw, "tensor_parallel_size": 1})

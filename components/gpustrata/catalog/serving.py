@@ -50,6 +50,18 @@ class CalibrationPoint(BaseModel):
     gpu: str = Field(min_length=1, description="GpuModel.id")
     tensor_parallel_size: int = Field(ge=1)
     pipeline_parallel_size: int = Field(default=1, ge=1)
+    tp_transport: Literal["device", "host", "network"] = Field(
+        default="device",
+        description=(
+            "The path the TP all-reduces took (gpustrata.vllm.transport): device (GPU peer "
+            "access in one Pod, the default), host (one Pod, no peer access: NCCL SHM), "
+            "network (the TP group spans Pods: NCCL NET); not device only with "
+            "tp_transport_quote"
+        ),
+    )
+    tp_transport_quote: str | None = Field(
+        default=None, description="Verbatim from the source or its logs: what says the path"
+    )
     vllm_version: str = Field(min_length=1, description='Release, or "not stated"')
     input_tokens: int = Field(ge=1)
     output_tokens: int = Field(ge=1)
@@ -93,6 +105,12 @@ class CalibrationPoint(BaseModel):
             raise ValueError("give exactly one of concurrency or request_rate")
         if self.burst and self.concurrency is None:
             raise ValueError("burst: give the requests sent as concurrency")
+        if self.tp_transport != "device" and not self.tp_transport_quote:
+            raise ValueError(
+                f"tp_transport {self.tp_transport}: quote what says so in tp_transport_quote"
+            )
+        if self.tp_transport != "device" and self.tensor_parallel_size == 1:
+            raise ValueError(f"tp_transport {self.tp_transport} with tensor_parallel_size 1")
         return self
 
 

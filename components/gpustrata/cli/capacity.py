@@ -88,6 +88,12 @@ def add_engine_args(p: Any, *, release_use: str) -> None:
         help="the engine's vLLM release (a catalogued one, e.g. 0.11.0; default: the "
         f"reference release): {release_use}",
     )
+    p.add_argument(
+        "--tp-transport",
+        help="the path the TP all-reduces take: device (GPU peer access in one Pod, the "
+        "default), host (one Pod without GPU peer access: NCCL through host memory), "
+        "network (the TP group spans Pods, e.g. Ray worker Pods: NCCL over the network)",
+    )
     p.add_argument("--dtype", help="model dtype: " + ", ".join(get_args(ModelDtype)))
     p.add_argument("--quantization", help="weight quantisation (fp8, awq, gptq, mxfp4, ...)")
     p.add_argument("--kv-cache-dtype", help="KV cache dtype: " + ", ".join(get_args(KvCacheDtype)))
@@ -142,6 +148,20 @@ def _choice(flag: str, raw: str | None, choices: Iterable[object]) -> str | None
         hint = f"did you mean {near[0]}? " if near else ""
         raise InputError(
             f"{flag} {clipped(raw)!r} is not accepted; {hint}use one of {', '.join(allowed)}"
+        )
+    return raw
+
+
+def tp_transport(raw: str | None) -> str | None:
+    """``--tp-transport``: one of :data:`gpustrata.vllm.transport.TRANSPORTS` (None: unset,
+    the stack's layout or ``device``)."""
+    if raw is None:
+        return None
+    from gpustrata.vllm.transport import TRANSPORTS
+
+    if raw not in TRANSPORTS:
+        raise InputError(
+            f"--tp-transport {raw!r} is not a transport; use one of {', '.join(TRANSPORTS)}"
         )
     return raw
 
@@ -313,6 +333,7 @@ def _target(args: argparse.Namespace) -> CapacityTarget:
     release = vllm_version(args.vllm_version)
     if release is not None:
         flags["vllm_release"] = release
+    flags["tp_transport"] = tp_transport(args.tp_transport)
     settings.update({k: v for k, v in flags.items() if v is not None})
 
     if args.model is not None:

@@ -19,6 +19,7 @@ from gpustrata.cli.capacity import (
     _resolve_gpu,
     _resolve_model,
     add_engine_args,
+    tp_transport,
     vllm_version,
 )
 from gpustrata.cli.command import add_command
@@ -174,6 +175,7 @@ def _request(args: argparse.Namespace) -> Any:
             "use a fraction in (0, 1] such as 0.9",
         ),
         "vllm_release": vllm_version(args.vllm_version),
+        "tp_transport": tp_transport(args.tp_transport),
     }
     return SizingRequest(
         arch=arch,

@@ -10,8 +10,9 @@ from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel
 from gpustrata.spec.serving import ModelSpec
 from gpustrata.vllm.capacity import CapacityEstimate, estimate_capacity
+from gpustrata.vllm.transport import TpTransport
 
-__all__ = ["estimate_for_model", "model_settings"]
+__all__ = ["estimate_for_model", "model_settings", "tp_transport_for"]
 
 
 def model_settings(model: ModelSpec) -> dict[str, Any]:
@@ -38,12 +39,33 @@ def model_settings(model: ModelSpec) -> dict[str, Any]:
     }
 
 
+def tp_transport_for(tensor_parallel_size: int | None, gpus_per_pod: int | None) -> TpTransport:
+    """The path an engine's TP all-reduces take where it is laid out on Pods of
+    ``gpus_per_pod`` GPUs: ``network`` when the TP group needs more GPUs than one Pod holds
+    (a RayService's engine over several worker Pods: NCCL sees one host per Pod,
+    :mod:`gpustrata.vllm.transport`), else ``device``. A multi-node (LeaderWorkerSet)
+    engine keeps TP within a Pod and spans Pods by pipeline stages only."""
+    tp = tensor_parallel_size or 1
+    return "network" if gpus_per_pod is not None and tp > gpus_per_pod else "device"
+
+
 def estimate_for_model(
-    model: ModelSpec, arch: ModelArchitecture, gpu: GpuModel, **overrides: Any
+    model: ModelSpec,
+    arch: ModelArchitecture,
+    gpu: GpuModel,
+    *,
+    gpus_per_pod: int | None = None,
+    **overrides: Any,
 ) -> CapacityEstimate:
     """:func:`estimate_capacity` with a stack model's engine and weights settings.
 
+    ``gpus_per_pod``: the GPUs one Pod of the engine holds (the pool's node), which decides
+    the TP all-reduces' transport (:func:`tp_transport_for`); None: within one Pod.
     ``overrides`` replace single settings by their :func:`estimate_capacity` name
     (``tensor_parallel_size=8``), for what-if tables.
     """
-    return estimate_capacity(arch, gpu, **{**model_settings(model), **overrides})
+    settings = {**model_settings(model), **overrides}
+    settings.setdefault(
+        "tp_transport", tp_transport_for(settings.get("tensor_parallel_size"), gpus_per_pod)
+    )
+    return estimate_capacity(arch, gpu, **settings)

@@ -260,7 +260,10 @@ def _plan_model(
         )
         if arch is not None:
             try:
-                capacity, unavailable = estimate_for_model(model, arch, pool.gpu), None
+                capacity, unavailable = (
+                    estimate_for_model(model, arch, pool.gpu, gpus_per_pod=pool.instance.gpu_count),
+                    None,
+                )
             except CapacityError as exc:
                 capacity = None
                 unavailable = f"{arch.id} with these engine settings cannot be estimated: {exc}"
@@ -514,7 +517,11 @@ def _capacity(
             None,
         )
     try:
-        return estimate_for_model(model, arch, pool.gpu), None, arch
+        return (
+            estimate_for_model(model, arch, pool.gpu, gpus_per_pod=pool.instance.gpu_count),
+            None,
+            arch,
+        )
     except CapacityError as exc:
         return None, f"{arch.id} with these engine settings cannot be estimated: {exc}", arch
 

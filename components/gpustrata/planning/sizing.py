@@ -267,7 +267,8 @@ def size(
         assert gpu is not None  # the catalogue checks instance -> GPU references
         for tp in req.tensor_parallel_sizes:
             gpus_per_replica = tp * req.pipeline_parallel_size
-            if gpus_per_replica > inst.gpu_count:
+            spans = req.settings.get("tp_transport") == "network"  # one engine, several Pods
+            if gpus_per_replica > inst.gpu_count and not spans:
                 tried_too_large.append(inst)
                 continue
             key = (gpu.id, tp)
@@ -360,13 +361,16 @@ def _candidate(
     est: CapacityEstimate,
     constants: ServingConstants,
 ) -> Candidate:
-    per_instance = inst.gpu_count // (tp * req.pipeline_parallel_size)
+    gpus_per_replica = tp * req.pipeline_parallel_size
+    # A replica over several nodes (--tp-transport network) takes whole nodes.
+    per_instance = inst.gpu_count // gpus_per_replica
+    nodes_per_replica = 1 if per_instance else -(-gpus_per_replica // inst.gpu_count)
     price = instance_price(inst, req.prices)
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
     best: tuple[int, ServingPrediction, list[str], float | None] | None = None
     for r in tries:
         pred = ReplicaShare(req.arch, gpu, est, req.workload, r, constants).predict()
-        instances = -(-r // per_instance)
+        instances = -(-r // per_instance) if per_instance else r * nodes_per_replica
         cost = instances * price[0] if price else None
         misses = _misses(req, pred, cost)
         slo_misses = [m for m in misses if not m.startswith("cost")]
@@ -380,7 +384,12 @@ def _candidate(
             break
     assert best is not None
     r, pred, misses, cost = best
-    instances = -(-r // per_instance)
+    instances = -(-r // per_instance) if per_instance else r * nodes_per_replica
+    layout = (
+        f"{per_instance} replica(s) of {gpus_per_replica} GPU(s) per instance"
+        if per_instance
+        else f"{nodes_per_replica} instances per replica of {gpus_per_replica} GPU(s)"
+    )
     tok = pred.output_tokens_per_second.value * r
     tok_t = Term(tok, f"{r} replicas x {pred.output_tokens_per_second.value:,.1f} tok/s")
     rps = Term(tok / req.workload.output_tokens, f"{tok:,.1f} tok/s / {req.workload.output_tokens}")
@@ -388,8 +397,7 @@ def _candidate(
     if price is not None and cost is not None:
         cost_t = Term(
             cost,
-            f"{instances} x {inst.name} at ${price[0]:g}/h ({price[1]}); {per_instance} "
-            f"replica(s) of {tp * req.pipeline_parallel_size} GPU(s) per instance",
+            f"{instances} x {inst.name} at ${price[0]:g}/h ({price[1]}); {layout}",
         )
         per_m = Term(
             cost / (tok * 3600) * 1e6,

@@ -150,7 +150,13 @@ def _sized(point_id: str) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate
     }
     settings.setdefault("max_model_len", point.input_tokens + point.output_tokens + 16)
     release, _ = point_release(point)
-    return arch, gpu, estimate_capacity(arch, gpu, vllm_release=release, **settings)
+    return (
+        arch,
+        gpu,
+        estimate_capacity(
+            arch, gpu, vllm_release=release, tp_transport=point.tp_transport, **settings
+        ),
+    )
 
 
 def point_workload(point: CalibrationPoint) -> Workload:

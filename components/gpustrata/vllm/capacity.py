@@ -47,6 +47,7 @@ from gpustrata.vllm.timing import (
     startup_estimate,
     step_estimate,
 )
+from gpustrata.vllm.transport import TRANSPORTS, TpTransport
 from gpustrata.vllm.weights import WeightsEstimate, weights_estimate
 
 __all__ = [
@@ -120,6 +121,10 @@ class CapacityEstimate:
     """Settings gpustrata resolved to vLLM's defaults, with the reason."""
     quantization: str | None = None
     """The weights' quantisation: the setting, else the checkpoint's (config.json)."""
+    tp_transport: TpTransport = "device"
+    """The path the TP all-reduces take (:mod:`gpustrata.vllm.transport`): ``device`` (GPU
+    peer access within one Pod), ``host`` (one Pod, no peer access: NCCL SHM) or
+    ``network`` (the TP group spans Pods: NCCL NET)."""
 
     @property
     def kv_cache_dtype(self) -> str:
@@ -224,6 +229,7 @@ def estimate_capacity(
     efficiency: float = DEFAULT_EFFICIENCY,
     vllm_release: str | None = None,
     flashinfer_sampler: bool | None = None,
+    tp_transport: TpTransport = "device",
     **engine: Any,
 ) -> CapacityEstimate:
     """Weights, memory budget, KV cache, startup and longest step for one engine.
@@ -236,12 +242,18 @@ def estimate_capacity(
     release where the release catalogue has per-release facts (the MXFP4 MoE kernel and its
     weight layout, the memory profile's terms; None: the reference release), and
     ``flashinfer_sampler`` what the engine's ``VLLM_USE_FLASHINFER_SAMPLER`` says (None:
-    unset). Unset settings take the reference release's defaults (recorded in
-    ``defaults``). Raises :class:`CapacityError` for settings vLLM would refuse (TP not
-    dividing the heads, an unknown dtype, a value that is not a number).
+    unset). ``tp_transport`` is the path the TP all-reduces take
+    (:mod:`gpustrata.vllm.transport`: ``network`` where the TP group spans Pods). Unset
+    settings take the reference release's defaults (recorded in ``defaults``). Raises
+    :class:`CapacityError` for settings vLLM would refuse (TP not dividing the heads, an
+    unknown dtype, a value that is not a number).
     """
     settings = (settings or EngineSettings()).replace(**engine) if engine else settings
     settings = settings or EngineSettings()
+    if tp_transport not in TRANSPORTS:
+        raise CapacityError(
+            "tp_transport", f"{tp_transport!r} is not one of {', '.join(TRANSPORTS)}"
+        )
     tp = _resolved_int(settings, "tensor_parallel_size", 1) or 1
     pp = _resolved_int(settings, "pipeline_parallel_size", 1) or 1
     max_model_len = _resolved_int(settings, "max_model_len", None)
@@ -392,6 +404,7 @@ def estimate_capacity(
         longest_step=step,
         defaults=defaults,
         quantization=quantization or arch.quantization,
+        tp_transport=tp_transport,
     )
 
 

@@ -34,6 +34,7 @@ from gpustrata.vllm.dtypes import model_dtype_bytes
 from gpustrata.vllm.kv_cache import gdn_state_bytes
 from gpustrata.vllm.terms import GB, CapacityError, Term
 from gpustrata.vllm.timing import forward_flops
+from gpustrata.vllm.transport import transport_figures
 
 __all__ = [
     "FP8_QUANTIZATIONS",
@@ -313,16 +314,21 @@ def _allreduce(
     tp = est.tensor_parallel_size
     if tp == 1:
         return Term(0.0, "TP 1: no all-reduce")
-    interconnect_gbs = link_gbs(gpu)
-    bw = interconnect_gbs or PCIE4_GBS
     layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
     msg = tokens * arch.hidden_size * 2
-    one = c.allreduce_latency_s + 2 * (tp - 1) / tp * msg / (bw * GB)
+    figures = transport_figures(est.tp_transport)
+    if figures is not None:
+        latency, bw = figures.latency_s, figures.bus_gbs
+        src = f" over NCCL {est.tp_transport} transport: {figures.source}"
+    else:
+        interconnect_gbs = link_gbs(gpu)
+        latency, bw = c.allreduce_latency_s, interconnect_gbs or PCIE4_GBS
+        src = "" if interconnect_gbs else " (no interconnect in the catalogue: PCIe Gen4 assumed)"
+    one = latency + 2 * (tp - 1) / tp * msg / (bw * GB)
     total = 2 * layers * one
-    src = "" if interconnect_gbs else " (no interconnect in the catalogue: PCIe Gen4 assumed)"
     return Term(
         total,
-        f"2 all-reduces x {layers} layers x ({c.allreduce_latency_s * 1e6:.0f} us + ring "
+        f"2 all-reduces x {layers} layers x ({latency * 1e6:.1f} us + ring "
         f"2x{tp - 1}/{tp} x {msg / 1e6:.2f} MB / {bw:g} GB/s per direction{src}) "
         f"= {total * 1e3:.2f} ms",
     )
