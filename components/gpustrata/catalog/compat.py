@@ -31,7 +31,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gpustrata.catalog.packaged import CatalogError
-from gpustrata.core.versions import parse_version
+from gpustrata.core.versions import compare_versions as _cmp
+from gpustrata.core.versions import pad_version as _pad
+from gpustrata.core.versions import parse_version, version_satisfies
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -56,62 +58,6 @@ __all__ = [
 _DATA_PACKAGE = "gpustrata.catalog"
 _DATA_DIR = "data"
 _DATA_GLOB_PREFIX = "compat-"
-
-
-def _pad(v: tuple[int, ...], n: int) -> tuple[int, ...]:
-    return v + (0,) * (n - len(v))
-
-
-def _cmp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    if len(a) != len(b):  # most comparisons are of equal lengths: nothing to pad
-        n = max(len(a), len(b))
-        a, b = _pad(a, n), _pad(b, n)
-    return (a > b) - (a < b)
-
-
-def version_satisfies(version: str, specifier: str) -> bool:
-    """Return whether ``version`` satisfies a PEP 440-style ``specifier`` (comma-separated).
-
-    Supports ``==``, ``!=`` (both with a trailing ``.*`` wildcard), ``>=``, ``<=``, ``>``, ``<``
-    and ``~=``. Extras and environment markers are not accepted here; pass only the specifier part
-    (``">=0.8.5"``, ``"==0.22.0"``, ``"!=2.44.*,>=2.43.0"``). An empty specifier is satisfied by any
-    version. Raises ``ValueError`` on an operator it does not know.
-    """
-    v = parse_version(version)
-    for raw in specifier.split(","):
-        clause = raw.strip()
-        if not clause:
-            continue
-        m = re.match(r"^(==|!=|>=|<=|~=|>|<)\s*(.+)$", clause)
-        if m is None:
-            raise ValueError(f"unsupported version specifier clause {clause!r}")
-        op, target = m.group(1), m.group(2).strip()
-        if target.endswith(".*"):
-            prefix = parse_version(target[:-2])
-            in_prefix = v[: len(prefix)] == prefix
-            if op == "==" and not in_prefix:
-                return False
-            if op == "!=" and in_prefix:
-                return False
-            if op not in ("==", "!="):
-                raise ValueError(f"wildcard only allowed with == or !=: {clause!r}")
-            continue
-        t = parse_version(target)
-        c = _cmp(v, t)
-        ok = {
-            "==": c == 0,
-            "!=": c != 0,
-            ">=": c >= 0,
-            "<=": c <= 0,
-            ">": c > 0,
-            "<": c < 0,
-        }.get(op)
-        if op == "~=":
-            upper = (*t[:-2], t[-2] + 1) if len(t) >= 2 else (t[0] + 1,)
-            ok = c >= 0 and _cmp(v, upper) < 0
-        if not ok:
-            return False
-    return True
 
 
 class CompatCatalogError(CatalogError):

@@ -732,9 +732,7 @@ def forward_flops(
     linear = 2 * tokens * _linear_params(arch)
     logits = 2 * logits_tokens * arch.vocab_size * arch.hidden_size
     attn = 0.0
-    # A Gated DeltaNet layer attends no context: per token its recurrence updates and
-    # reads a value-heads x key dim x value dim state (S^T k, k x delta, S^T q: three
-    # products of 2 FLOPs per element), whatever the context.
+    # Gated DeltaNet: three 2-FLOP products (S^T k, k x delta, S^T q) over the state.
     gdn = 6 * (arch.linear_num_value_heads or 0) * (arch.linear_key_head_dim or 0)
     gdn *= arch.linear_value_head_dim or 0
     for kind in arch.layer_attention_types():

@@ -10,10 +10,9 @@ from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._verdict import Value, Verdict
+from gpustrata_policies.view.candidates import CandidateInputs, GpuCandidates, candidate_inputs
 from gpustrata_policies.view.capacity import (
-    CandidateInputs,
     Inputs,
-    candidate_inputs,
     capacity_inputs,
     not_evaluated_reason,
 )
@@ -21,7 +20,6 @@ from gpustrata_policies.view.capacity import engine_sites as capacity_sites
 from gpustrata_policies.view.endpoints import by_namespace
 from gpustrata_policies.view.engines import (
     EngineSite,
-    GpuCandidates,
     engine_sites,
     unread_ray_engines,
 )

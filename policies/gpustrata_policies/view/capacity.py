@@ -32,11 +32,9 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
     EngineSite,
-    GpuCandidates,
     GpuRef,
     as_bool,
     as_int,
-    gpu_candidates,
     site_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
@@ -456,20 +454,20 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     gpus = site_gpus(ctx, site)
     if isinstance(gpus, str):
         return gpus
-    read = _model_and_settings(site)
+    read = model_and_settings(site)
     if isinstance(read, str):
         return read
     model, version, settings = read
     out: list[Inputs] = []
     for ref in gpus:
-        estimate = _estimate(ctx, site, model.arch, ref.gpu, settings)
+        estimate = gpu_estimate(ctx, site, model.arch, ref.gpu, settings)
         if isinstance(estimate, str):
             return estimate
         out.append(Inputs(site, model, ref, version, settings, estimate))
     return out
 
 
-def _model_and_settings(site: EngineSite) -> tuple[ModelRef, EngineVersion, PlannerSettings] | str:
+def model_and_settings(site: EngineSite) -> tuple[ModelRef, EngineVersion, PlannerSettings] | str:
     """The engine's model, release and planner settings, or why one is unknown."""
     model = resolve_model(site)
     if isinstance(model, str):
@@ -484,49 +482,7 @@ def _model_and_settings(site: EngineSite) -> tuple[ModelRef, EngineVersion, Plan
     return model, version, settings
 
 
-@dataclass(frozen=True, slots=True)
-class CandidateInputs:
-    """The capacity inputs of an engine whose GPU is unknown, on each candidate GPU
-    (:func:`~gpustrata_policies.view.engines.gpu_candidates`): a rule reports only what
-    holds on all of them."""
-
-    candidates: GpuCandidates
-    inputs: tuple[Inputs | str, ...]
-    """Per candidate GPU (same order): its inputs, or why the planner cannot size it there."""
-
-
-def candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | None:
-    """The capacity inputs of *site* on every GPU it may run on when its GPU is unknown
-    (None where it is known, or unknown for a reason no candidate set covers, or where the
-    model or settings are unknown as well: the GPU reason stands then); once per engine."""
-    key = ("candidate-inputs", site.path, site.ray)
-    found: CandidateInputs | None = ctx.index.fact(
-        site.obj, key, lambda: _candidate_inputs(ctx, site)
-    )
-    return found
-
-
-def _candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | None:
-    candidates = gpu_candidates(ctx, site)
-    if candidates is None:
-        return None
-    read = _model_and_settings(site)
-    if isinstance(read, str):
-        return None
-    model, version, settings = read
-    out: list[Inputs | str] = []
-    for gpu in candidates.gpus:
-        estimate = _estimate(ctx, site, model.arch, gpu, settings)
-        ref = GpuRef(gpu, "one of the candidates: the Pod's GPU is unknown")
-        out.append(
-            estimate
-            if isinstance(estimate, str)
-            else Inputs(site, model, ref, version, settings, estimate)
-        )
-    return CandidateInputs(candidates, tuple(out))
-
-
-def _estimate(
+def gpu_estimate(
     ctx: RuleContext,
     site: EngineSite,
     arch: ModelArchitecture,

@@ -60,16 +60,15 @@ T = TypeVar("T")
 
 __all__ = [
     "EngineSite",
-    "GpuCandidates",
     "GpuRef",
     "ImageRelease",
     "SiteRelease",
     "as_bool",
     "as_int",
     "engine_sites",
-    "gpu_candidates",
     "gpu_resources",
     "image_release",
+    "karpenter_gpu",
     "neighbours",
     "pod_gpus",
     "ray_gpu_pod",
@@ -319,7 +318,7 @@ def _listed(found: list[GpuRef] | str) -> list[GpuRef]:
     return [] if isinstance(found, str) else found
 
 
-def _karpenter_gpu(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str] | None:
+def karpenter_gpu(labels: Mapping[str, Any]) -> tuple[GpuModel | None, str] | None:
     """Karpenter's ``instance-gpu-name`` (``h100``, ``a10g``) resolved through the AWS
     instance types of the hardware catalogue; ``instance-gpu-memory`` (MiB) picks between
     models of one name (A100 40 GB / 80 GB)."""
@@ -370,7 +369,7 @@ def pod_gpus(ctx: RuleContext, pod: PodRef) -> list[GpuRef] | str:
         return "; ".join(unknown)  # a NodePool may launch a type nothing here knows
     if refs:
         return list(refs.values())
-    karpenter = _karpenter_gpu(pod.selected_labels())
+    karpenter = karpenter_gpu(pod.selected_labels())
     gpu, where = karpenter if karpenter is not None else gpu_model_of_selectors(pod)
     if gpu is not None:
         return [GpuRef(gpu, where)]
@@ -409,100 +408,6 @@ def _selects_only(pod: PodRef) -> str:
     shown = [f"{k}={v}" for k, v in sorted(labels.items(), key=lambda kv: str(kv[0]))]
     more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
     return f" (it selects only {', '.join(shown[:3])}{more}: no GPU model gpustrata reads)"
-
-
-# --------------------------------------------------------------------------- GPU candidates
-
-
-@dataclass(frozen=True, slots=True)
-class GpuCandidates:
-    """Every catalogued GPU an engine whose GPU is unknown may run on: the values the
-    unknown fact can take. A rule decides on such an engine only where its verdict is the
-    same on each of them (:func:`gpustrata_policies.rules._common.judged_engines`)."""
-
-    gpus: tuple[GpuModel, ...]
-    """The candidates, smallest memory first."""
-    unknown: str
-    """Why the GPU is unknown (:func:`site_gpus`' reason)."""
-    basis: str
-    """What the set is (``every catalogued NVIDIA GPU of compute capability 7.0 or more``)."""
-    hint: str
-    """The cluster-profile key that would decide it (``gpu_products`` or ``pools``)."""
-    unnamed: str
-    """Why no one GPU is named (``the Pod names no GPU``), for a finding's wording."""
-
-
-# Image words of vLLM builds for other accelerators than NVIDIA's (the vllm-openai-rocm and
-# -cpu variants, vllm_args.vllm_tagged_image; AMD's rocm/vllm): no catalogued GPU is theirs.
-_NOT_CUDA_BUILDS = ("rocm", "-cpu", "/cpu", "tpu", "neuron", "xpu", "hpu", "gaudi")
-
-
-def gpu_candidates(ctx: RuleContext, site: EngineSite) -> GpuCandidates | None:
-    """The catalogued GPUs *site* may run on when its GPU is unknown because the Pod names
-    no GPU the catalogue knows by one model: it selects no GPU label (or only labels that
-    name no GPU, such as a vendor's own), or a family label naming several catalogued
-    models (``Tesla-V100``). None where the GPU is known, or unknown for a reason that no
-    candidate set covers: a described pool or NodePool (its reason stands), a label or Ray
-    ``accelerator_type`` naming a GPU the catalogue lacks, a MIG slice, GPUs that are not
-    ``nvidia.com/gpu`` (the catalogue holds NVIDIA GPUs only), or an image built for another
-    accelerator (ROCm, CPU, ...).
-
-    Without a GPU label the set is every catalogued NVIDIA GPU of at least the lowest
-    compute capability any vLLM release's CUDA build runs on (release catalogue
-    ``cuda_compute_capability``): a superset of what any image can run on."""
-    found = site_gpus(ctx, site)
-    pod = site.gpu_pod
-    if not isinstance(found, str) or pod is None:
-        return None
-    if set(gpu_resources(ctx, pod)) != {"nvidia.com/gpu"}:
-        return None  # MIG slices, another vendor's resource, or several kinds
-    words = [
-        w for i in site.images if isinstance(i, str) for w in _NOT_CUDA_BUILDS if w in i.lower()
-    ]
-    if words:
-        return None  # a build for another accelerator
-    pools = gpu_pools(ctx)
-    if pools and targeted_pools(pod, pools):
-        return None  # a described pool says what it runs (or why that is unknown)
-    wanted = site.llm_config.get("accelerator_type")
-    if isinstance(wanted, str) and wanted:
-        return None  # Ray places it on that GPU type, which the catalogue lacks
-    labels = pod.selected_labels()
-    if _karpenter_gpu(labels) is not None:
-        return None
-    gpu, where = gpu_model_of_selectors(pod)
-    if gpu is not None:
-        return None
-    if where:
-        variants = gpu_variants_named(where.partition("=")[2])
-        if len(variants) < 2:
-            return None  # a GPU the catalogue lacks: no catalogued GPU is a candidate
-        gpus = sorted(variants, key=lambda g: (g.memory_gib, g.id))
-        basis = f"each catalogued GPU that {where} names"
-        hint = profile_hint("gpu_products")
-        unnamed = f"the {where.partition('=')[2]} label names no single model"
-    else:
-        floor = catalogs.vllm_releases().cuda_cc_floor
-        if floor is None:
-            return None
-        gpus = sorted(
-            (g for g in catalogs.hardware().gpus.values() if _cc(g) >= floor.value),
-            key=lambda g: (g.memory_gib, g.id),
-        )
-        basis = (
-            f"every catalogued NVIDIA GPU of compute capability {floor.value:.1f} or more, the "
-            f"lowest any vLLM release's CUDA build runs on ({floor.source})"
-        )
-        hint = profile_hint("gpu_products or pools")
-        unnamed = "the Pod names no GPU"
-    if not gpus:
-        return None
-    return GpuCandidates(tuple(gpus), found, basis, hint, unnamed)
-
-
-def _cc(gpu: GpuModel) -> float:
-    major, _, minor = gpu.compute_capability.partition(".")
-    return int(major) + int(minor or 0) / 10
 
 
 # --------------------------------------------------------------------------- versions
