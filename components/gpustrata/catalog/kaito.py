@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from gpustrata.core.versions import parse_version
 from gpustrata.core.yamlio import safe_load
 
 __all__ = ["KaitoPreset", "KaitoRelease", "defining", "kaito_release", "kaito_releases"]
@@ -66,10 +67,6 @@ class KaitoRelease:
         return group == "kaito.sh" and version in self.served.get(kind, ())
 
 
-def _key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split("."))
-
-
 @functools.cache
 def _catalogue() -> dict[str, KaitoRelease]:
     text = resources.files("gpustrata.catalog").joinpath("data/kaito-presets.yaml")
@@ -101,7 +98,7 @@ def _catalogue() -> dict[str, KaitoRelease]:
                 presets,
                 {str(k): tuple(map(str, v)) for k, v in (row.get("served") or {}).items()},
             )
-    return dict(sorted(out.items(), key=lambda item: _key(item[0])))
+    return dict(sorted(out.items(), key=lambda item: parse_version(item[0])))
 
 
 def kaito_releases() -> tuple[str, ...]:

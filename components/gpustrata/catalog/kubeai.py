@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 from gpustrata.core.helmmerge import merge_helm_values
+from gpustrata.core.versions import parse_version
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -87,10 +88,6 @@ class KubeAIDefaults:
         return self.vllm_images.get(str(name)) or self.vllm_images.get("default")
 
 
-def _key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split("."))
-
-
 @functools.cache
 def _catalogue() -> dict[str, KubeAIDefaults]:
     text = resources.files("gpustrata.catalog").joinpath("data/kubeai-defaults.yaml")
@@ -106,7 +103,7 @@ def _catalogue() -> dict[str, KubeAIDefaults]:
                 dict(row["resource_profiles"]),
                 dict(row.get("overlays") or {}),
             )
-    return dict(sorted(out.items(), key=lambda item: _key(item[0])))
+    return dict(sorted(out.items(), key=lambda item: parse_version(item[0])))
 
 
 def kubeai_releases() -> tuple[str, ...]:
