@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _model_configs import QWEN3_5_LAYER_TYPES, qwen3_5_4b_config
 
 from gpustrata.catalog.architectures import (
     ModelArchitecture,
@@ -575,36 +576,10 @@ def test_qwen3_5_multimodal_config_reads_text_config_layer_types(tmp_path: Path)
     """Qwen3.5 behind a multimodal config: the language model sits in text_config, whose
     layer_types say which layers are linear; mamba_ssm_dtype is kept (vLLM's recurrent
     state dtype for Qwen3.5). Shape of Qwen/Qwen3.5-4B's text_config."""
-    layer_types = (["linear_attention"] * 3 + ["full_attention"]) * 8
-    text = {
-        "model_type": "qwen3_5_text",
-        "full_attention_interval": 4,
-        "head_dim": 256,
-        "hidden_size": 2560,
-        "intermediate_size": 9216,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 4,
-        "layer_types": layer_types,
-        "num_hidden_layers": len(layer_types),
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 32,
-        "linear_key_head_dim": 128,
-        "linear_value_head_dim": 128,
-        "linear_conv_kernel_dim": 4,
-        "mamba_ssm_dtype": "float32",
-        "vocab_size": 248320,
-        "max_position_embeddings": 262144,
-        "dtype": "bfloat16",
-    }
-    config = {
-        "architectures": ["Qwen3_5ForConditionalGeneration"],
-        "model_type": "qwen3_5",
-        "text_config": text,
-        "tie_word_embeddings": True,
-    }
+    config = qwen3_5_4b_config()
     arch = architecture_from_hf_config(_write_config(tmp_path, config), "Qwen/Qwen3.5-4B")
     assert arch.attention == "hybrid_linear" and arch.mamba_ssm_dtype == "float32"
-    assert arch.layer_types == layer_types and arch.num_full_attention_layers == 8
+    assert arch.layer_types == QWEN3_5_LAYER_TYPES and arch.num_full_attention_layers == 8
     catalogued = load_model_catalog().get("qwen/qwen3.5-4b")  # the manifest's casing
     assert catalogued is not None and catalogued.id == "Qwen/Qwen3.5-4B"
     assert catalogued.layer_attention_types() == arch.layer_attention_types()
