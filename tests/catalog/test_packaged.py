@@ -62,3 +62,20 @@ def test_a_packaged_model_names_the_file_key_and_value(monkeypatch: pytest.Monke
     assert message.startswith("data/dra-driver.yaml: invalid: ")
     assert "dra_driver_releases.0.chart" in message and "Field required" in message
     assert "dra_driver_releases.0.sources" in message and "not-a-list" in message
+
+
+def test_a_per_release_table_gives_each_release_its_row_oldest_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows list several releases each; the result orders them as versions (0.10.0 after
+    0.9.1), not as text, and each record is built from its own row."""
+    text = "releases:\n- {tool: [0.10.0, v0.9.1], image: b}\n- {tool: [0.2.0], image: a}\n"
+    monkeypatch.setattr(packaged, "packaged_text", lambda path: text)
+    table = packaged.per_release(
+        "data/per-release-test.yaml", "tool", lambda row, release: f"{release}:{row['image']}"
+    )
+    assert list(table.items()) == [
+        ("0.2.0", "0.2.0:a"),
+        ("v0.9.1", "v0.9.1:b"),
+        ("0.10.0", "0.10.0:b"),
+    ]
