@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from gpustrata.catalog import packaged
@@ -79,3 +82,17 @@ def test_a_per_release_table_gives_each_release_its_row_oldest_first(
         ("v0.9.1", "v0.9.1:b"),
         ("0.10.0", "0.10.0:b"),
     ]
+
+
+def test_catalogue_yaml_errors_name_the_file_in_each_catalogues_error(tmp_path: Path) -> None:
+    """A user's model catalogue and the compatibility documents are parsed by the one reader
+    (packaged.catalog_yaml), each raising its own catalogue's error."""
+    from gpustrata.catalog.architectures import ModelCatalogError, load_model_catalog_file
+    from gpustrata.catalog.compat import CompatCatalogError, catalog_from_documents
+
+    bad = tmp_path / "models.yaml"
+    bad.write_text("models: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ModelCatalogError, match=rf"^{re.escape(str(bad))}: not valid YAML: "):
+        load_model_catalog_file(bad)
+    with pytest.raises(CompatCatalogError, match=r"^compat-x\.yaml: not valid YAML: "):
+        catalog_from_documents([("compat-x.yaml", "a: [unclosed\n")])

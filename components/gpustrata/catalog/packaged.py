@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CatalogError",
     "CitedTable",
+    "catalog_yaml",
     "cited_table",
     "packaged_document",
     "packaged_mapping",
@@ -55,10 +56,16 @@ def packaged_document(path: str) -> Any:
         text = packaged_text(path)
     except OSError as exc:
         raise CatalogError(f"{path}: cannot be read: {exc}") from exc
+    return catalog_yaml(text, path)
+
+
+def catalog_yaml(text: str, name: str, error: type[CatalogError] = CatalogError) -> Any:
+    """The YAML document of catalogue file *name* (packaged or a user's); text that is not
+    YAML is an *error* naming the file."""
     try:
         return safe_load(text)
     except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: not valid YAML: {exc}") from exc
+        raise error(f"{name}: not valid YAML: {exc}") from exc
 
 
 @functools.cache
