@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from _stacks import STACKS, closure, stack_doc
 
+from gpustrata.catalog.aws import pod_identity_trust_policy
 from gpustrata.core.contract import POOL_LABEL
 from gpustrata.core.errors import StackError
 from gpustrata.render.foundation import s3_read_policy, subnet_layout
@@ -117,6 +118,25 @@ def test_custom_resources_have_their_chart(stack: tuple[str, dict[str, Registere
         if kind in needs:
             assert needs[kind] in charts, f"{kind} {r.name} without {needs[kind]}"
             assert charts[needs[kind]] in closure(res, r.name)
+
+
+def test_pod_identity_roles_trust_the_catalogued_policy(
+    stack: tuple[str, dict[str, Registered]],
+) -> None:
+    """Every role EKS Pod Identity hands to Pods (the EBS CSI and Karpenter controllers',
+    each s3:// model's weights reader) trusts the catalogue's principal and actions."""
+    _, res = stack
+    associations = [
+        r for r in res.values() if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    ]
+    trusts = [
+        json.loads(r.inputs["assumeRolePolicy"])
+        for r in res.values()
+        if r.type == "aws:iam/role:Role"
+        and "pods.eks.amazonaws.com" in r.inputs["assumeRolePolicy"]
+    ]
+    assert len(trusts) == len(associations)  # none on a stack that creates no cluster
+    assert all(trust == pod_identity_trust_policy() for trust in trusts)
 
 
 def test_object_store_weights_have_pod_identity(stack: tuple[str, dict[str, Registered]]) -> None:

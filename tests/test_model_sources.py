@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _model_configs import qwen3_5_4b_config
 from _stacks import ROOT
 
 from gpustrata.catalog.architectures import ModelCatalogError
@@ -256,32 +257,7 @@ def test_check_sizes_a_gated_deltanet_hybrid_from_the_hf_cache(
 ) -> None:
     """A private Qwen3.5 fine-tune (text_config with layer_types, linear_* keys) in the HF
     cache is sized, not refused: V012 reports vLLM's raised attention block."""
-    layer_types = (["linear_attention"] * 3 + ["full_attention"]) * 8
-    qwen35 = {
-        "architectures": ["Qwen3_5ForConditionalGeneration"],
-        "model_type": "qwen3_5",
-        "text_config": {
-            "model_type": "qwen3_5_text",
-            "hidden_size": 2560,
-            "intermediate_size": 9216,
-            "num_hidden_layers": 32,
-            "num_attention_heads": 16,
-            "num_key_value_heads": 4,
-            "head_dim": 256,
-            "layer_types": layer_types,
-            "linear_num_key_heads": 16,
-            "linear_num_value_heads": 32,
-            "linear_key_head_dim": 128,
-            "linear_value_head_dim": 128,
-            "linear_conv_kernel_dim": 4,
-            "mamba_ssm_dtype": "float32",
-            "vocab_size": 248320,
-            "max_position_embeddings": 262144,
-            "dtype": "bfloat16",
-        },
-        "tie_word_embeddings": True,
-    }
-    _hub(tmp_path / "hf" / "hub", "acme/qwen35-tuned", qwen35)
+    _hub(tmp_path / "hf" / "hub", "acme/qwen35-tuned", qwen3_5_4b_config())
     monkeypatch.delenv("HF_HUB_CACHE")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     data = json.loads(_check(tmp_path, "acme/qwen35-tuned", capsys))

@@ -313,6 +313,16 @@ def test_p5_48xlarge(catalog: HardwareCatalog) -> None:
     assert 79 < h100.memory_gib <= 80 and h100.compute_capability == "9.0" and h100.fp8
 
 
+def test_compute_capability_compares_as_major_minor(catalog: HardwareCatalog) -> None:
+    """``GpuModel.capability`` orders by number, not text: "10.0" is above "9.0" and "7.5"."""
+    t4, a10g, h100, b200 = (catalog.gpu(i) for i in ("t4", "a10g", "h100-sxm-80gb", "b200"))
+    assert t4 is not None and a10g is not None and h100 is not None and b200 is not None
+    assert (t4.capability, a10g.capability, h100.capability) == ((7, 5), (8, 6), (9, 0))
+    assert b200.capability == (10, 0) > h100.capability > a10g.capability > t4.capability
+    for gpu in catalog.gpus.values():
+        assert ".".join(map(str, gpu.capability)) == gpu.compute_capability
+
+
 def test_g5_xlarge(catalog: HardwareCatalog) -> None:
     g5 = catalog.instance("g5.xlarge")
     assert g5 is not None

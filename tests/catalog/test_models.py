@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _model_configs import QWEN3_5_LAYER_TYPES, qwen3_5_4b_config
 
 from gpustrata.catalog.architectures import (
     ModelArchitecture,
@@ -450,30 +451,54 @@ def test_from_config_mla_moe(tmp_path: Path) -> None:
     assert arch.params_active_b == pytest.approx(37, rel=0.05)
 
 
+GPT_OSS_20B_CONFIG: dict[str, Any] = {
+    "architectures": ["GptOssForCausalLM"],
+    "model_type": "gpt_oss",
+    "head_dim": 64,
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+    "max_position_embeddings": 131072,
+    "num_attention_heads": 64,
+    "num_experts_per_tok": 4,
+    "num_hidden_layers": 24,
+    "num_key_value_heads": 8,
+    "num_local_experts": 32,
+    "quantization_config": {"quant_method": "mxfp4"},
+    "sliding_window": 128,
+    "vocab_size": 201088,
+}
+"""gpt-oss-20b's config.json shape: sliding and full attention layers alternating."""
+
+
 def test_from_config_hybrid_layer_types(tmp_path: Path) -> None:
-    config = {
-        "architectures": ["GptOssForCausalLM"],
-        "model_type": "gpt_oss",
-        "head_dim": 64,
-        "hidden_size": 2880,
-        "intermediate_size": 2880,
-        "layer_types": ["sliding_attention", "full_attention"] * 12,
-        "max_position_embeddings": 131072,
-        "num_attention_heads": 64,
-        "num_experts_per_tok": 4,
-        "num_hidden_layers": 24,
-        "num_key_value_heads": 8,
-        "num_local_experts": 32,
-        "quantization_config": {"quant_method": "mxfp4"},
-        "sliding_window": 128,
-        "vocab_size": 201088,
-    }
+    config = GPT_OSS_20B_CONFIG
     arch = architecture_from_hf_config(_write_config(tmp_path, config), model_id="x/oss")
     assert arch.attention == "hybrid_sliding" and arch.sliding_window == 128
     assert arch.layer_attention_types() == _get("openai/gpt-oss-20b").layer_attention_types()
     assert arch.quantization == "mxfp4" and arch.torch_dtype == "bfloat16"
     assert arch.params_total_b == pytest.approx(21, rel=0.05)
     assert arch.params_active_b == pytest.approx(3.6, rel=0.1)
+
+
+@pytest.mark.parametrize(
+    ("layer_types", "expected"),
+    [
+        (
+            ["sliding_attention", "chunked_attention"] * 12,
+            "unsupported entries 'chunked_attention'",
+        ),
+        (["sliding_attention", "full_attention"] * 2, "has 4 items, num_hidden_layers is 24"),
+    ],
+)
+def test_sliding_layer_types_refusals_name_the_key(
+    tmp_path: Path, layer_types: list[str], expected: str
+) -> None:
+    path = _write_config(tmp_path, {**GPT_OSS_20B_CONFIG, "layer_types": layer_types})
+    with pytest.raises(ModelCatalogError) as info:
+        architecture_from_hf_config(path)
+    message = str(info.value)
+    assert str(path) in message and expected in message and "linear-attention" not in message
 
 
 def test_from_config_gemma3_text_config_defaults(tmp_path: Path) -> None:
@@ -575,36 +600,10 @@ def test_qwen3_5_multimodal_config_reads_text_config_layer_types(tmp_path: Path)
     """Qwen3.5 behind a multimodal config: the language model sits in text_config, whose
     layer_types say which layers are linear; mamba_ssm_dtype is kept (vLLM's recurrent
     state dtype for Qwen3.5). Shape of Qwen/Qwen3.5-4B's text_config."""
-    layer_types = (["linear_attention"] * 3 + ["full_attention"]) * 8
-    text = {
-        "model_type": "qwen3_5_text",
-        "full_attention_interval": 4,
-        "head_dim": 256,
-        "hidden_size": 2560,
-        "intermediate_size": 9216,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 4,
-        "layer_types": layer_types,
-        "num_hidden_layers": len(layer_types),
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 32,
-        "linear_key_head_dim": 128,
-        "linear_value_head_dim": 128,
-        "linear_conv_kernel_dim": 4,
-        "mamba_ssm_dtype": "float32",
-        "vocab_size": 248320,
-        "max_position_embeddings": 262144,
-        "dtype": "bfloat16",
-    }
-    config = {
-        "architectures": ["Qwen3_5ForConditionalGeneration"],
-        "model_type": "qwen3_5",
-        "text_config": text,
-        "tie_word_embeddings": True,
-    }
+    config = qwen3_5_4b_config()
     arch = architecture_from_hf_config(_write_config(tmp_path, config), "Qwen/Qwen3.5-4B")
     assert arch.attention == "hybrid_linear" and arch.mamba_ssm_dtype == "float32"
-    assert arch.layer_types == layer_types and arch.num_full_attention_layers == 8
+    assert arch.layer_types == QWEN3_5_LAYER_TYPES and arch.num_full_attention_layers == 8
     catalogued = load_model_catalog().get("qwen/qwen3.5-4b")  # the manifest's casing
     assert catalogued is not None and catalogued.id == "Qwen/Qwen3.5-4B"
     assert catalogued.layer_attention_types() == arch.layer_attention_types()

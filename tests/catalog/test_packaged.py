@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from gpustrata.catalog import packaged
@@ -62,3 +65,34 @@ def test_a_packaged_model_names_the_file_key_and_value(monkeypatch: pytest.Monke
     assert message.startswith("data/dra-driver.yaml: invalid: ")
     assert "dra_driver_releases.0.chart" in message and "Field required" in message
     assert "dra_driver_releases.0.sources" in message and "not-a-list" in message
+
+
+def test_a_per_release_table_gives_each_release_its_row_oldest_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows list several releases each; the result orders them as versions (0.10.0 after
+    0.9.1), not as text, and each record is built from its own row."""
+    text = "releases:\n- {tool: [0.10.0, v0.9.1], image: b}\n- {tool: [0.2.0], image: a}\n"
+    monkeypatch.setattr(packaged, "packaged_text", lambda path: text)
+    table = packaged.per_release(
+        "data/per-release-test.yaml", "tool", lambda row, release: f"{release}:{row['image']}"
+    )
+    assert list(table.items()) == [
+        ("0.2.0", "0.2.0:a"),
+        ("v0.9.1", "v0.9.1:b"),
+        ("0.10.0", "0.10.0:b"),
+    ]
+
+
+def test_catalogue_yaml_errors_name_the_file_in_each_catalogues_error(tmp_path: Path) -> None:
+    """A user's model catalogue and the compatibility documents are parsed by the one reader
+    (packaged.catalog_yaml), each raising its own catalogue's error."""
+    from gpustrata.catalog.architectures import ModelCatalogError, load_model_catalog_file
+    from gpustrata.catalog.compat import CompatCatalogError, catalog_from_documents
+
+    bad = tmp_path / "models.yaml"
+    bad.write_text("models: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ModelCatalogError, match=rf"^{re.escape(str(bad))}: not valid YAML: "):
+        load_model_catalog_file(bad)
+    with pytest.raises(CompatCatalogError, match=r"^compat-x\.yaml: not valid YAML: "):
+        catalog_from_documents([("compat-x.yaml", "a: [unclosed\n")])

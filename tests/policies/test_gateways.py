@@ -179,3 +179,15 @@ def test_an_explicit_picker_flag_wins_over_its_default() -> None:
             container = d["spec"]["template"]["spec"]["containers"][0]
             container["args"] += ["--kv-cache-usage-percentage-metric", "vllm:kv_cache_usage_perc"]
     assert _of(evaluate(docs), "G002") == []
+
+
+@pytest.mark.parametrize(
+    ("written", "number"),
+    [(8000, 8000), ("8000", 8000), ("http", None), (True, None), ("-1", None), (None, None)],
+)
+def test_port_number_reads_a_number_or_its_digits_only(written: object, number: int | None) -> None:
+    """Service ports, container ports and an InferencePool's target ports are one reading
+    (view.endpoints.port_number): a number or its digits; a name or a boolean is none."""
+    from gpustrata_policies.view.endpoints import port_number
+
+    assert port_number(written) == number

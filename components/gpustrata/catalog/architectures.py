@@ -30,11 +30,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpustrata.catalog.packaged import CatalogError, packaged_text
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import CatalogError, catalog_yaml, packaged_text
 
 __all__ = [
     "AttentionKind",
@@ -665,10 +663,7 @@ def _entry_label(raw: Any, index: int) -> str:
 
 def _parse_catalog(text: str, filename: str) -> ModelCatalog:
     """Parse catalogue YAML text; errors name ``filename`` and the entry."""
-    try:
-        data = safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ModelCatalogError(f"{filename}: not valid YAML: {exc}") from exc
+    data = catalog_yaml(text, filename, ModelCatalogError)
     if not isinstance(data, Mapping) or set(data) != {"models"}:
         raise ModelCatalogError(f"{filename}: expected a mapping with exactly one key 'models'")
     entries = data["models"]

@@ -27,14 +27,12 @@ from datetime import date
 from importlib import resources
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gpustrata.catalog.packaged import CatalogError
+from gpustrata.catalog.packaged import CatalogError, catalog_yaml
 from gpustrata.core.versions import compare_versions as _cmp
 from gpustrata.core.versions import pad_version as _pad
 from gpustrata.core.versions import parse_version, version_satisfies
-from gpustrata.core.yamlio import safe_load
 
 __all__ = [
     "CompatCatalog",
@@ -687,10 +685,7 @@ def _parse_documents(
     tables: dict[str, list[Any]] = {name: [] for name in _TABLES}
     seen: dict[tuple[str, tuple[int, ...]], str] = {}
     for filename, text in documents:
-        try:
-            data = safe_load(text)
-        except yaml.YAMLError as exc:
-            raise CompatCatalogError(f"{filename}: not valid YAML: {exc}") from exc
+        data = catalog_yaml(text, filename, CompatCatalogError)
         if data is None:
             continue
         if not isinstance(data, dict):

@@ -126,6 +126,20 @@ class GpuModel(BaseModel):
         description='Where the figures come from: URLs or "owner/repo/path@commit".',
     )
 
+    @property
+    def capability(self) -> tuple[int, int]:
+        """:attr:`compute_capability` as a comparable (major, minor) pair: ``"8.6"`` ->
+        ``(8, 6)``."""
+        return _capability(self.compute_capability)
+
+
+# Parsed once per text: a check asks it for every pod x pool x engine (issue 18: 70k parses
+# of a handful of strings).
+@functools.cache
+def _capability(text: str) -> tuple[int, int]:
+    major, _, minor = text.partition(".")
+    return int(major), int(minor)
+
 
 class OnDemandPrice(BaseModel):
     """A published list price of one instance type (on-demand unless ``kind`` says otherwise)."""

@@ -294,19 +294,12 @@ class _ConfigReader:
         }
         types: list[LayerAttentionType] | None = None
         if isinstance(raw_types, list):
-            bad = [t for t in raw_types if t not in ("full_attention", "linear_attention")]
-            if bad:
-                shown = ", ".join(clipped(repr(t)) for t in bad[:3])
-                raise self.fail(
-                    f"{self.prefix}layer_types has unsupported entries {shown} in a "
-                    'linear-attention hybrid (expected "linear_attention" / "full_attention")'
-                )
-            if len(raw_types) != layers:
-                raise self.fail(
-                    f"{self.prefix}layer_types has {len(raw_types)} items, "
-                    f"num_hidden_layers is {layers}"
-                )
-            types = list(raw_types)
+            types = self._layer_types(
+                raw_types,
+                layers,
+                "linear_attention",
+                ' in a linear-attention hybrid (expected "linear_attention" / "full_attention")',
+            )
             if set(types) != {"full_attention", "linear_attention"}:
                 raise self.fail(
                     f"{self.prefix}layer_types must mix linear_attention and full_attention "
@@ -340,6 +333,21 @@ class _ConfigReader:
             "(vLLM gated_delta_net_state_shape); only full layers hold a per-token KV cache."
         )
         return fields, types
+
+    def _layer_types(
+        self, raw: list[Any], layers: int, other: str, context: str
+    ) -> list[LayerAttentionType]:
+        """config.json ``layer_types``: one entry per layer, each ``full_attention`` or
+        *other*; an error names the bad entries (with *context*) or the count."""
+        bad = [t for t in raw if t not in ("full_attention", other)]
+        if bad:
+            shown = ", ".join(clipped(repr(t)) for t in bad[:3])
+            raise self.fail(f"{self.prefix}layer_types has unsupported entries {shown}{context}")
+        if len(raw) != layers:
+            raise self.fail(
+                f"{self.prefix}layer_types has {len(raw)} items, num_hidden_layers is {layers}"
+            )
+        return list(raw)
 
     def _head_dim(self, hidden: int, heads: int, mla: bool) -> tuple[int, bool]:
         """Return (head_dim, derived)."""
@@ -399,16 +407,7 @@ class _ConfigReader:
         window = self.opt_int("sliding_window")
         raw_types = cfg.get("layer_types")
         if isinstance(raw_types, list):
-            bad = [t for t in raw_types if t not in ("full_attention", "sliding_attention")]
-            if bad:
-                shown = ", ".join(clipped(repr(t)) for t in bad[:3])
-                raise self.fail(f"{self.prefix}layer_types has unsupported entries {shown}")
-            if len(raw_types) != layers:
-                raise self.fail(
-                    f"{self.prefix}layer_types has {len(raw_types)} items, "
-                    f"num_hidden_layers is {layers}"
-                )
-            types: list[LayerAttentionType] = list(raw_types)
+            types = self._layer_types(raw_types, layers, "sliding_attention", "")
             if "sliding_attention" not in types:
                 return "full", None, None, None
             if window is None:

@@ -15,11 +15,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from gpustrata.core.versions import parse_version
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import packaged_mapping, per_release
 
 __all__ = ["KaitoPreset", "KaitoRelease", "defining", "kaito_release", "kaito_releases"]
 
@@ -67,38 +65,35 @@ class KaitoRelease:
         return group == "kaito.sh" and version in self.served.get(kind, ())
 
 
+_PATH = "data/kaito-presets.yaml"
+
+
 @functools.cache
 def _catalogue() -> dict[str, KaitoRelease]:
-    text = resources.files("gpustrata.catalog").joinpath("data/kaito-presets.yaml")
-    doc: Any = safe_load(text.read_text("utf-8"))
+    doc = packaged_mapping(_PATH)
     source = str(doc["source"])
     # files by their name, a folder (config/crd/bases) whole
     paths = [p.rsplit("/", 1)[-1] if "." in p else p for p in map(str, doc["paths"])]
-    out: dict[str, KaitoRelease] = {}
-    for row in doc["releases"]:
-        presets = {
-            str(name): KaitoPreset(str(p["model"]), str(p["revision"]))
-            for name, p in (row.get("presets") or {}).items()
-        }
+
+    def build(row: Mapping[str, Any], release: str) -> KaitoRelease:
         gmu = row.get("gpu_memory_utilization")
-        for release in map(str, row["kaito"]):
-            cited = f"{source.format(release=release, path='').rstrip(':')} ({', '.join(paths)})"
-            out[release] = KaitoRelease(
-                release,
-                cited,
-                str(row["base_image"]),
-                str(row["vllm"]),
-                str(row["parallelism"]),
-                str(row["node_count"]),
-                str(gmu) if gmu is not None else None,
-                {
-                    str(k): str(v)
-                    for k, v in (row.get("gpu_memory_utilization_by_gpu") or {}).items()
-                },
-                presets,
-                {str(k): tuple(map(str, v)) for k, v in (row.get("served") or {}).items()},
-            )
-    return dict(sorted(out.items(), key=lambda item: parse_version(item[0])))
+        return KaitoRelease(
+            release,
+            f"{source.format(release=release, path='').rstrip(':')} ({', '.join(paths)})",
+            str(row["base_image"]),
+            str(row["vllm"]),
+            str(row["parallelism"]),
+            str(row["node_count"]),
+            str(gmu) if gmu is not None else None,
+            {str(k): str(v) for k, v in (row.get("gpu_memory_utilization_by_gpu") or {}).items()},
+            {
+                str(name): KaitoPreset(str(p["model"]), str(p["revision"]))
+                for name, p in (row.get("presets") or {}).items()
+            },
+            {str(k): tuple(map(str, v)) for k, v in (row.get("served") or {}).items()},
+        )
+
+    return per_release(_PATH, "kaito", build)
 
 
 def kaito_releases() -> tuple[str, ...]:

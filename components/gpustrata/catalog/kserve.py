@@ -13,10 +13,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import per_release
 
 __all__ = ["KSERVE_SELECTION_SOURCE", "KServePreset", "kserve_preset", "kserve_releases"]
 
@@ -42,22 +41,19 @@ class KServePreset:
 
 @functools.cache
 def _catalogue() -> dict[str, dict[str, KServePreset]]:
-    text = resources.files("gpustrata.catalog").joinpath("data/kserve-presets.yaml")
-    doc: Any = safe_load(text.read_text("utf-8"))
-    out: dict[str, dict[str, KServePreset]] = {}
-    for row in doc["releases"]:
-        presets = {
+    return per_release(
+        "data/kserve-presets.yaml",
+        "kserve",
+        lambda row, _: {
             str(p["name"]): KServePreset(str(p["name"]), str(p["source"]), dict(p["parts"]))
             for p in row["presets"]
-        }
-        for release in row["kserve"]:
-            out[str(release)] = presets
-    return out
+        },
+    )
 
 
 def kserve_releases() -> tuple[str, ...]:
     """The KServe releases whose presets are catalogued (``0.20.0``), oldest first."""
-    return tuple(sorted(_catalogue(), key=lambda v: tuple(int(p) for p in v.split("."))))
+    return tuple(_catalogue())
 
 
 def kserve_preset(release: str, name: str) -> KServePreset | None:

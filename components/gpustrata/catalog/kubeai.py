@@ -14,12 +14,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from typing import Any
 
+from gpustrata.catalog.packaged import packaged_mapping, per_release
 from gpustrata.core.helmmerge import merge_helm_values
-from gpustrata.core.versions import parse_version
-from gpustrata.core.yamlio import safe_load
 
 __all__ = [
     "KUBEAI_APPLY_SOURCE",
@@ -88,22 +86,23 @@ class KubeAIDefaults:
         return self.vllm_images.get(str(name)) or self.vllm_images.get("default")
 
 
+_PATH = "data/kubeai-defaults.yaml"
+
+
 @functools.cache
 def _catalogue() -> dict[str, KubeAIDefaults]:
-    text = resources.files("gpustrata.catalog").joinpath("data/kubeai-defaults.yaml")
-    doc: Any = safe_load(text.read_text("utf-8"))
-    source = str(doc["source"])
-    out: dict[str, KubeAIDefaults] = {}
-    for row in doc["releases"]:
-        for release in map(str, row["kubeai"]):
-            out[release] = KubeAIDefaults(
-                release,
-                source.format(release=release),
-                dict(row["vllm_images"]),
-                dict(row["resource_profiles"]),
-                dict(row.get("overlays") or {}),
-            )
-    return dict(sorted(out.items(), key=lambda item: parse_version(item[0])))
+    source = str(packaged_mapping(_PATH)["source"])
+    return per_release(
+        _PATH,
+        "kubeai",
+        lambda row, release: KubeAIDefaults(
+            release,
+            source.format(release=release),
+            dict(row["vllm_images"]),
+            dict(row["resource_profiles"]),
+            dict(row.get("overlays") or {}),
+        ),
+    )
 
 
 def kubeai_releases() -> tuple[str, ...]:

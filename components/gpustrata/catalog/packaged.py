@@ -8,13 +8,14 @@ every catalogue's data (a file, an entry, a user-supplied extension).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
+from gpustrata.core.versions import parse_version
 from gpustrata.core.yamlio import safe_load
 
 if TYPE_CHECKING:
@@ -23,16 +24,19 @@ if TYPE_CHECKING:
 __all__ = [
     "CatalogError",
     "CitedTable",
+    "catalog_yaml",
     "cited_table",
     "packaged_document",
     "packaged_mapping",
     "packaged_model",
     "packaged_text",
+    "per_release",
 ]
 
 _PACKAGE = "gpustrata.catalog"
 
 _M = TypeVar("_M", bound="BaseModel")
+_R = TypeVar("_R")
 
 
 class CatalogError(ValueError):
@@ -52,10 +56,16 @@ def packaged_document(path: str) -> Any:
         text = packaged_text(path)
     except OSError as exc:
         raise CatalogError(f"{path}: cannot be read: {exc}") from exc
+    return catalog_yaml(text, path)
+
+
+def catalog_yaml(text: str, name: str, error: type[CatalogError] = CatalogError) -> Any:
+    """The YAML document of catalogue file *name* (packaged or a user's); text that is not
+    YAML is an *error* naming the file."""
     try:
         return safe_load(text)
     except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: not valid YAML: {exc}") from exc
+        raise error(f"{name}: not valid YAML: {exc}") from exc
 
 
 @functools.cache
@@ -100,3 +110,17 @@ def cited_table(path: str, default_source: str) -> CitedTable:
         str(document.get("source", default_source)),
         document,
     )
+
+
+def per_release(
+    path: str, key: str, build: Callable[[Mapping[str, Any], str], _R]
+) -> dict[str, _R]:
+    """The per-release table a ``tools/`` generator writes (``data/kaito-presets.yaml``):
+    each row of the document's ``releases`` lists under *key* the releases it holds for;
+    *build* makes one release's record from its row. Release -> record, oldest first
+    (:func:`~gpustrata.core.versions.parse_version`)."""
+    out: dict[str, _R] = {}
+    for row in packaged_mapping(path)["releases"]:
+        for release in map(str, row[key]):
+            out[release] = build(row, release)
+    return dict(sorted(out.items(), key=lambda item: parse_version(item[0])))

@@ -11,11 +11,11 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from gpustrata.catalog.aws import pod_identity_trust_policy
 from gpustrata.render.foundation import (
     EBS_CSI_ADDON,
     EBS_CSI_POLICY,
     EBS_CSI_SERVICE_ACCOUNT,
-    POD_IDENTITY_TRUST,
     SYSTEM_POOL,
     SYSTEM_SELECTOR,
     subnet_tags,
@@ -242,7 +242,7 @@ class EksCluster(pulumi.ComponentResource):
             # The controller creates volumes with its own role (EKS Pod Identity).
             role = aws.iam.Role(
                 f"{name}-ebs-csi-role",
-                assume_role_policy=json.dumps(POD_IDENTITY_TRUST),
+                assume_role_policy=json.dumps(pod_identity_trust_policy()),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             after = [

@@ -7,8 +7,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from gpustrata.catalog.aws import pod_identity_trust_policy
 from gpustrata.components._options import child_options
-from gpustrata.render.foundation import POD_IDENTITY_TRUST, s3_read_policy
+from gpustrata.render.foundation import s3_read_policy
 from gpustrata.render.from_plan import weights_service_account_object
 
 
@@ -47,7 +48,7 @@ class WeightsIdentity(pulumi.ComponentResource):
         )
         role = aws.iam.Role(
             f"{name}-role",
-            assume_role_policy=json.dumps(POD_IDENTITY_TRUST),
+            assume_role_policy=json.dumps(pod_identity_trust_policy()),
             opts=pulumi.ResourceOptions(parent=self),
         )
         aws.iam.RolePolicy(

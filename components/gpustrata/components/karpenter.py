@@ -16,6 +16,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from gpustrata.catalog.aws import pod_identity_trust_policy
 from gpustrata.components._helm import pinned_release
 from gpustrata.components._options import child_options
 from gpustrata.components.serving import register_object
@@ -209,18 +210,7 @@ class Karpenter(pulumi.ComponentResource):
             )
         role = aws.iam.Role(
             f"{name}-controller-role",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Principal": {"Service": "pods.eks.amazonaws.com"},
-                            "Action": ["sts:AssumeRole", "sts:TagSession"],
-                        }
-                    ],
-                }
-            ),
+            assume_role_policy=json.dumps(pod_identity_trust_policy()),
             opts=child,
         )
         aws.iam.RolePolicy(

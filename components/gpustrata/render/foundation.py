@@ -130,19 +130,6 @@ def s3_read_policy(uri: str) -> dict[str, Any]:
     }
 
 
-POD_IDENTITY_TRUST: dict[str, Any] = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    ],
-}
-"""Trust policy of a role EKS Pod Identity hands to Pods (EKS user guide, "Create IAM
-role with trust policy required by EKS Pod Identity")."""
-
 MONITORING_REPO = "https://prometheus-community.github.io/helm-charts"
 MONITORING_CHART = "kube-prometheus-stack"
 KEDA_REPO = "https://kedacore.github.io/charts"

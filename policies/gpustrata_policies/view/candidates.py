@@ -103,8 +103,9 @@ def gpu_candidates(ctx: RuleContext, site: EngineSite) -> GpuCandidates | None:
         floor = catalogs.vllm_releases().cuda_cc_floor
         if floor is None:
             return None
+        lowest = divmod(round(floor.value * 10), 10)  # 7.5 -> (7, 5)
         gpus = sorted(
-            (g for g in catalogs.hardware().gpus.values() if _cc(g) >= floor.value),
+            (g for g in catalogs.hardware().gpus.values() if g.capability >= lowest),
             key=lambda g: (g.memory_gib, g.id),
         )
         basis = (
@@ -116,11 +117,6 @@ def gpu_candidates(ctx: RuleContext, site: EngineSite) -> GpuCandidates | None:
     if not gpus:
         return None
     return GpuCandidates(tuple(gpus), found, basis, hint, unnamed)
-
-
-def _cc(gpu: GpuModel) -> float:
-    major, _, minor = gpu.compute_capability.partition(".")
-    return int(major) + int(minor or 0) / 10
 
 
 @dataclass(frozen=True, slots=True)

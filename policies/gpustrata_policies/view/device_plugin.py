@@ -163,14 +163,20 @@ def _operator_config(
             return parse_config(data[name], f"{label} devicePlugin.config.data.{name}")
     wanted = config.get("name")
     for obj in objects:
-        if obj.kind != "ConfigMap" or obj.name != wanted:
-            continue
-        configs = config_map_configs(obj)
-        raw = obj.raw.get("data")
-        name = _default_of([str(k) for k in raw] if isinstance(raw, Mapping) else [], default)
-        if name in configs:
-            return configs[name]
+        if obj.kind == "ConfigMap" and obj.name == wanted:
+            found = _default_config(obj, default)
+            if found is not None:
+                return found
     return None
+
+
+def _default_config(obj: K8sObject, default: Any) -> Sharing | None:
+    """The sharing config of ConfigMap *obj* at the key the plugin applies to unlabelled
+    nodes (*default*, else ``default``, else the only key); None when there is none."""
+    configs = config_map_configs(obj)
+    raw = obj.raw.get("data")
+    name = _default_of([str(k) for k in raw] if isinstance(raw, Mapping) else [], default)
+    return configs.get(name) if name is not None else None
 
 
 def cluster_sharing(objects: Iterable[K8sObject]) -> Sharing | None:
@@ -199,11 +205,9 @@ def cluster_sharing(objects: Iterable[K8sObject]) -> Sharing | None:
     for obj in objects:
         if obj.kind == "ConfigMap" and obj.name in named:
             continue
-        configs = config_map_configs(obj)
-        raw = obj.raw.get("data")
-        name = _default_of([str(k) for k in raw] if isinstance(raw, Mapping) else [], None)
-        if name in configs:
-            return configs[name]
+        found = _default_config(obj, None)
+        if found is not None:
+            return found
     return None
 
 

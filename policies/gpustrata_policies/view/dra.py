@@ -32,7 +32,14 @@ from typing import Any
 from gpustrata.core.contract import DRA_GPU_DEVICE_CLASS
 from gpustrata.core.quantity import ZERO, exact_sum, parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
+from gpustrata_policies.view.objects import (
+    CLAIM_SOURCES,
+    K8sObject,
+    PodRef,
+    as_list,
+    as_map,
+    dig,
+)
 from gpustrata_policies.view.pools import GpuPool, matches_selectors
 
 __all__ = [
@@ -193,10 +200,7 @@ def claimed_products(pod: PodRef) -> list[str]:
     for claim in as_list(pod.spec.get("resourceClaims"), f"resourceClaims of {pod.obj.resource}"):
         if not isinstance(claim, Mapping):
             continue
-        for key, kind in (
-            ("resourceClaimTemplateName", "ResourceClaimTemplate"),
-            ("resourceClaimName", "ResourceClaim"),
-        ):
+        for key, kind in CLAIM_SOURCES:
             name = claim.get(key)
             found = (
                 pod.obj.claims.get((kind, pod.obj.namespace, name))

@@ -34,6 +34,7 @@ __all__ = [
     "Reach",
     "ServicePort",
     "ServiceView",
+    "port_number",
     "reach",
     "serve_http_options",
     "services",
@@ -109,7 +110,9 @@ class ServiceView:
         )
 
 
-def _int(value: Any) -> int | None:
+def port_number(value: Any) -> int | None:
+    """A port as a manifest writes its number (``8000`` or ``"8000"``); None for anything
+    else (a name, a boolean, a template)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -130,12 +133,12 @@ def _service(obj: K8sObject) -> ServiceView:
         if raw.get("port") is UNKNOWN or raw.get("targetPort") is UNKNOWN:
             raise UnknownInput(f"spec.ports[{index}] of {obj.resource}")
         target = raw.get("targetPort")
-        number = _int(target)
+        number = port_number(target)
         name = raw.get("name")
         ports.append(
             ServicePort(
                 name if isinstance(name, str) else None,
-                _int(raw.get("port")),
+                port_number(raw.get("port")),
                 number if number is not None else (target if isinstance(target, str) else None),
                 index,
             )
@@ -180,7 +183,7 @@ def _http_options(text: str) -> tuple[int | None, tuple[str, ...]]:
         if isinstance(app, Mapping):
             prefix = app.get("route_prefix", "/")
             prefixes.append(prefix if isinstance(prefix, str) else "/")
-    return _int(port), tuple(prefixes)
+    return port_number(port), tuple(prefixes)
 
 
 def _kuberay_serve(obj: K8sObject) -> ServiceView | None:
@@ -200,7 +203,7 @@ def _kuberay_serve(obj: K8sObject) -> ServiceView | None:
             continue
         name = entry.get("name")
         if isinstance(name, str) and (name == "serve" or name.startswith("serve-")):
-            ports.append(ServicePort(name, _int(entry.get("containerPort")), None, index))
+            ports.append(ServicePort(name, port_number(entry.get("containerPort")), None, index))
     custom = as_map(dig(obj.raw, "spec", "serveService"), "spec.serveService")
     if not ports and not custom:
         return None  # KubeRay creates no serve Service (it logs an error)
@@ -337,11 +340,11 @@ def reach(ctx: RuleContext, svc: ServiceView, port: ServicePort) -> list[Reach]:
         number: int | None
         if isinstance(target, str):
             match = [e for _, e in declared if e.get("name") == target]
-            number = _int(match[0].get("containerPort")) if match else None
+            number = port_number(match[0].get("containerPort")) if match else None
         else:
             number = target
         sidecar = any(
-            id(c) not in engine_containers and _int(e.get("containerPort")) == number
+            id(c) not in engine_containers and port_number(e.get("containerPort")) == number
             for c, e in declared
         )
         out.append(Reach(port, number, tuple(sites), sidecar))

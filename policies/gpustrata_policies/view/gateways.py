@@ -45,6 +45,7 @@ from typing import Any
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import capacity, catalogs
+from gpustrata_policies.view.endpoints import port_number
 from gpustrata_policies.view.engines import EngineSite, site_gpus
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 
@@ -107,14 +108,6 @@ class PoolView:
     """The endpoint picker Service's name (``endpointPickerRef`` / ``extensionRef``)."""
 
 
-def _port(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
-
-
 def inference_pool(obj: K8sObject) -> PoolView | None:
     """The pool *obj* describes, or ``None`` when it is no InferencePool of a known group."""
     if obj.kind != "InferencePool":
@@ -135,13 +128,13 @@ def inference_pool(obj: K8sObject) -> PoolView | None:
         raw = spec.get("targetPortNumber")
         if raw is UNKNOWN:
             raise UnknownInput(f"spec.targetPortNumber of {obj.resource}")
-        found = _port(raw)
+        found = port_number(raw)
         ports = [found] if found is not None else []
     for entry in as_list(spec.get("targetPorts"), "spec.targetPorts"):
         number = entry.get("number") if isinstance(entry, Mapping) else None
         if number is UNKNOWN:
             raise UnknownInput(f"spec.targetPorts of {obj.resource}")
-        found = _port(number)
+        found = port_number(number)
         if found is not None:
             ports.append(found)
     ref = spec.get("endpointPickerRef", spec.get("extensionRef"))

@@ -50,6 +50,7 @@ from gpustrata_policies.view.helm_values import (
     ValuesLayer,
     ValuesSources,
     release_values,
+    values_flag,
     values_sources,
 )
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
@@ -159,12 +160,7 @@ class GpuOperatorView:
 
     def enabled(self, component: str) -> bool:
         """``<component>.enabled`` (driver and toolkit default to true in the chart)."""
-        value = self.value(component, "enabled")
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in {"true", "false"}:
-            return value.lower() == "true"
-        return True
+        return values_flag(self.value(component, "enabled"), True)
 
     @property
     def mig_strategy(self) -> str:

@@ -19,6 +19,7 @@ from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, is_tracked, m
 from gpustrata_policies.view.kinds import CLUSTER_SCOPED_KINDS
 
 __all__ = [
+    "CLAIM_SOURCES",
     "ContainerRef",
     "K8sObject",
     "PodRef",
@@ -33,6 +34,13 @@ Path = tuple[str | int, ...]
 
 CLAIMED_GPU_RESOURCE = "nvidia.com/gpu"
 """The resource name under which a container's DRA-claimed GPUs are counted."""
+
+CLAIM_SOURCES = (
+    ("resourceClaimTemplateName", "ResourceClaimTemplate"),
+    ("resourceClaimName", "ResourceClaim"),
+)
+"""The keys by which a Pod's ``resourceClaims`` entry names its claim, each with the kind
+of the object it names."""
 
 
 def dig(data: Any, *path: str | int) -> Any:
@@ -490,10 +498,7 @@ class ContainerRef:
             claim = by_name.get(name) if isinstance(name, str) else None
             if claim is None:
                 continue
-            for key, kind in (
-                ("resourceClaimTemplateName", "ResourceClaimTemplate"),
-                ("resourceClaimName", "ResourceClaim"),
-            ):
+            for key, kind in CLAIM_SOURCES:
                 name = claim.get(key)
                 if name is UNKNOWN:
                     raise UnknownInput(f"resourceClaims.{key} of {self.pod.obj.resource}")

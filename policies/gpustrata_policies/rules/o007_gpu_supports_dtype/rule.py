@@ -24,24 +24,10 @@ _MODERN = (8, 0)
 """The compute capability from which both checks pass (bf16 and FP8 kernels)."""
 
 
-# Each catalogue compute capability ("8.6") as a comparable pair, parsed once: a check
-# asks it for every pod x pool x engine (issue 18: 70k parses of a handful of strings).
-_CAPABILITIES: dict[str, tuple[int, int]] = {}
-
-
-def _capability(gpu: GpuModel) -> tuple[int, int]:
-    text = gpu.compute_capability
-    found = _CAPABILITIES.get(text)
-    if found is None:
-        major, minor = text.split(".")
-        found = _CAPABILITIES[text] = (int(major), int(minor))
-    return found
-
-
 def _problems(site: EngineSite, gpu: GpuModel) -> list[tuple[str, ...]]:
     """What the engine runs that *gpu* has no kernels for: ``("bf16", dtype)`` and
     ``("fp8", where the quantisation was read, quantisation)``."""
-    cc = _capability(gpu)
+    cc = gpu.capability
     if cc >= _MODERN:
         return []  # both checks below are about GPUs older than 8.0
     out: list[tuple[str, ...]] = []

@@ -137,11 +137,6 @@ READ: list[tuple[Version, Release]] = [
 _ALL_CC = ((7, 0), (7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0))
 
 
-def _cc(gpu: GpuModel) -> tuple[int, int]:
-    major, _, minor = gpu.compute_capability.partition(".")
-    return int(major), int(minor or 0)
-
-
 def _judge(
     releases: list[Release],
     block: int,
@@ -189,7 +184,8 @@ def _forced(
         if not agreed or backend.upper() != fact.backend or block % fact.multiple_of == 0:
             continue
         if all(
-            fact.applies(_cc(g)[0], arch.head_dim, kv_dtype, mla, arch.model_type) for g, _ in gpus
+            fact.applies(g.capability[0], arch.head_dim, kv_dtype, mla, arch.model_type)
+            for g, _ in gpus
         ):
             return fact, source_url(fact.source)
     return None
@@ -216,7 +212,7 @@ def _judge_site(ctx: RuleContext, site: EngineSite, block: int) -> Verdict | Non
     mla_options = (arch.attention == "mla",) if arch else (False, True)
     found = site_gpus(ctx, site)  # MIG: the slice, with its parent's compute capability
     gpus = [] if isinstance(found, str) else [(r.gpu, r.where) for r in found]
-    ccs = [_cc(g) for g, _ in gpus] or list(_ALL_CC)
+    ccs = [g.capability for g, _ in gpus] or list(_ALL_CC)
     refused, why = _judge(releases, block, mla_options, ccs, not site.ray)
     forced = _forced(site, block, releases, arch, gpus) if refused is False else None
     values.update(where=where, gpus=_gpu_names(gpus), why=why)
