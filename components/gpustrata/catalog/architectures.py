@@ -33,7 +33,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpustrata.catalog.packaged import CatalogError, packaged_text
+from gpustrata.catalog.packaged import CatalogError, packaged_document
 from gpustrata.core.yamlio import safe_load
 
 __all__ = [
@@ -669,6 +669,11 @@ def _parse_catalog(text: str, filename: str) -> ModelCatalog:
         data = safe_load(text)
     except yaml.YAMLError as exc:
         raise ModelCatalogError(f"{filename}: not valid YAML: {exc}") from exc
+    return _catalog_of(data, filename)
+
+
+def _catalog_of(data: Any, filename: str) -> ModelCatalog:
+    """The catalogue of parsed document *data*; errors name ``filename`` and the entry."""
     if not isinstance(data, Mapping) or set(data) != {"models"}:
         raise ModelCatalogError(f"{filename}: expected a mapping with exactly one key 'models'")
     entries = data["models"]
@@ -693,10 +698,10 @@ def _parse_catalog(text: str, filename: str) -> ModelCatalog:
 def load_model_catalog() -> ModelCatalog:
     """Load the built-in catalogue (``gpustrata.catalog/data/models.yaml``), once."""
     try:
-        text = packaged_text(_MODELS_FILE)
-    except OSError as exc:
-        raise ModelCatalogError(f"{_MODELS_FILE}: cannot be read: {exc}") from exc
-    return _parse_catalog(text, _MODELS_FILE)
+        data = packaged_document(_MODELS_FILE)
+    except CatalogError as exc:
+        raise ModelCatalogError(str(exc)) from exc
+    return _catalog_of(data, _MODELS_FILE)
 
 
 def load_model_catalog_file(path: str | Path) -> ModelCatalog:
