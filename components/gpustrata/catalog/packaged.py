@@ -39,7 +39,6 @@ __all__ = [
     "packaged_mapping",
     "packaged_model",
     "packaged_text",
-    "same_data",
 ]
 
 _PACKAGE = "gpustrata.catalog"
@@ -147,21 +146,9 @@ def cache_text(path: str, text: str) -> str:
     except (TypeError, ValueError) as exc:
         raise CatalogError(f"{path}: cannot be cached as JSON: {exc}") from exc
     back = _decode_cache(out)["document"]
-    if not same_data(back, document):
+    if repr(back) != repr(document):  # repr: 1, 1.0 and True differ, and key order counts
         raise CatalogError(f"{path}: its JSON cache does not read back as the YAML does")
     return out + "\n"
-
-
-def same_data(a: Any, b: Any) -> bool:
-    """Whether two parsed documents are equal with equal types throughout (``1``, ``1.0``
-    and ``True`` differ; mappings compare in order)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same_data(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_data(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 @functools.cache
