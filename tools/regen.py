@@ -8,6 +8,9 @@
 Run from anywhere; it works on the repository it lives in. A stale file after a change
 you meant is rewritten here: review its diff before committing. The generators:
 
+- ``catalog-cache``: ``catalog/data/cache/*.json``, each ``catalog/data/*.yaml`` parsed
+  once (what the catalogues read at start instead of the YAML, when the digest it records
+  matches; :mod:`gpustrata.catalog.packaged`);
 - ``docs``: the reference pages of ``docs/`` (``python -m gpustrata.cli.docs``);
 - ``rules-md``: ``docs/rules.md`` (``python -m gpustrata_policies.output.docs``);
 - ``stack-args``: the package ``components/gpustrata/components/stack_args/`` from the spec
@@ -73,6 +76,28 @@ def _texts(files: dict[Path, str], check: bool) -> Result:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(files[path], encoding="utf-8")
     return Result(stale, not check and bool(stale))
+
+
+CATALOG_DATA = ROOT / "components/gpustrata/catalog/data"
+
+
+def catalog_cache(check: bool, data: Path = CATALOG_DATA) -> Result:
+    """The JSON cache of each catalogue YAML file in *data*; a cache whose YAML file is
+    gone is stale too (deleted when writing)."""
+    from gpustrata.catalog.packaged import cache_name, cache_text
+
+    files: dict[Path, str] = {}
+    for source in sorted(data.glob("*.yaml")):
+        name = cache_name(f"data/{source.name}")
+        assert name is not None
+        files[data.parent / name] = cache_text(f"data/{source.name}", source.read_text("utf-8"))
+    folder = data / "cache"
+    orphans = sorted(set(folder.glob("*.json")) - set(files)) if folder.is_dir() else []
+    result = _texts(files, check)
+    if not check:
+        for path in orphans:
+            path.unlink()
+    return Result(result.stale + orphans, result.written or (not check and bool(orphans)))
 
 
 def docs(check: bool) -> Result:
@@ -198,6 +223,7 @@ def markdown_report(check: bool) -> Result:
 
 
 GENERATORS: dict[str, tuple[Callable[[bool], Result], str]] = {
+    "catalog-cache": (catalog_cache, "components/gpustrata/catalog/data/cache/*.json"),
     "docs": (docs, "docs/reference/*.md, docs/images/prod-stack.svg"),
     "rules-md": (rules_md, "docs/rules.md"),
     "stack-args": (stack_args, "components/gpustrata/components/stack_args/"),

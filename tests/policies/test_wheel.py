@@ -30,6 +30,12 @@ def test_installed_wheel_explains_with_its_example(tmp_path: Path) -> None:
     ]
     assert len(metas) == len([n for n in names if n.endswith("/rule.py")]) > 50
     assert not [n for n in names if n.startswith("tests/")]
+    # Each catalogue file's prebuilt cache ships beside it (a start reads it, not the YAML).
+    data = "gpustrata/catalog/data/"
+    sources = [n for n in names if n.startswith(data) and n.count("/") == 3 and n.endswith("ml")]
+    caches = {n for n in names if n.startswith(data + "cache/")}
+    assert len(sources) > 10
+    assert caches == {f"{data}cache/{n[len(data) :].removesuffix('.yaml')}.json" for n in sources}
 
     installed = _run(
         [*pip, "install", "--no-deps", "--target", str(site), str(wheel)], elsewhere, env
@@ -67,3 +73,17 @@ def test_installed_wheel_explains_with_its_example(tmp_path: Path) -> None:
     )
     assert "Example that violates it:\n" in explained.stdout
     assert "\n".join("  " + line for line in example.splitlines()) in explained.stdout
+
+    # The installed catalogues read their caches: each one's digest matches its YAML.
+    cached = _run(
+        [
+            sys.executable,
+            "-c",
+            "from gpustrata.catalog import packaged as p; print(sum("
+            "p._cached_document(n, p.packaged_text(n)) is p._STALE for n in "
+            "('data/gpus.yaml', 'data/instances.yaml', 'data/compat-vllm.yaml')))",
+        ],
+        elsewhere,
+        env,
+    )
+    assert cached.returncode == 0 and cached.stdout.split() == ["0"], cached.stderr

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpustrata.catalog.packaged import CatalogError, catalog_yaml, packaged_text
+from gpustrata.catalog.packaged import CatalogError, catalog_yaml, packaged_document
 
 __all__ = [
     "AttentionKind",
@@ -663,7 +663,11 @@ def _entry_label(raw: Any, index: int) -> str:
 
 def _parse_catalog(text: str, filename: str) -> ModelCatalog:
     """Parse catalogue YAML text; errors name ``filename`` and the entry."""
-    data = catalog_yaml(text, filename, ModelCatalogError)
+    return _catalog_of(catalog_yaml(text, filename, ModelCatalogError), filename)
+
+
+def _catalog_of(data: Any, filename: str) -> ModelCatalog:
+    """The catalogue of parsed document *data*; errors name ``filename`` and the entry."""
     if not isinstance(data, Mapping) or set(data) != {"models"}:
         raise ModelCatalogError(f"{filename}: expected a mapping with exactly one key 'models'")
     entries = data["models"]
@@ -688,10 +692,10 @@ def _parse_catalog(text: str, filename: str) -> ModelCatalog:
 def load_model_catalog() -> ModelCatalog:
     """Load the built-in catalogue (``gpustrata.catalog/data/models.yaml``), once."""
     try:
-        text = packaged_text(_MODELS_FILE)
-    except OSError as exc:
-        raise ModelCatalogError(f"{_MODELS_FILE}: cannot be read: {exc}") from exc
-    return _parse_catalog(text, _MODELS_FILE)
+        data = packaged_document(_MODELS_FILE)
+    except CatalogError as exc:
+        raise ModelCatalogError(str(exc)) from exc
+    return _catalog_of(data, _MODELS_FILE)
 
 
 def load_model_catalog_file(path: str | Path) -> ModelCatalog:

@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpustrata.catalog.packaged import packaged_text
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import packaged_document
 
 __all__ = [
     "ChartPod",
@@ -156,8 +155,7 @@ def _pod(entry: Mapping[str, Any]) -> ChartPod:
 @functools.cache
 def chart_releases() -> tuple[ChartRelease, ...]:
     """Every catalogued chart release and EKS add-on."""
-    text = packaged_text("data/charts.yaml")
-    doc: Any = safe_load(text)
+    doc: Any = packaged_document("data/charts.yaml")
     return tuple(
         ChartRelease(
             chart=str(e["chart"]),

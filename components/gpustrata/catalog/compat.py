@@ -29,7 +29,12 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gpustrata.catalog.packaged import CatalogError, catalog_yaml
+from gpustrata.catalog.packaged import (
+    CatalogError,
+    catalog_yaml,
+    packaged_document,
+    packaged_text,
+)
 from gpustrata.core.versions import compare_versions as _cmp
 from gpustrata.core.versions import pad_version as _pad
 from gpustrata.core.versions import parse_version, version_satisfies
@@ -682,10 +687,18 @@ def _entry_label(raw: Any, key_field: str, index: int) -> str:
 def _parse_documents(
     documents: Iterable[tuple[str, str]],
 ) -> dict[str, list[Any]]:
+    return _tables((filename, _yaml(filename, text)) for filename, text in documents)
+
+
+def _yaml(filename: str, text: str) -> Any:
+    return catalog_yaml(text, filename, CompatCatalogError)
+
+
+def _tables(documents: Iterable[tuple[str, Any]]) -> dict[str, list[Any]]:
+    """The validated tables of parsed ``(filename, document)`` pairs."""
     tables: dict[str, list[Any]] = {name: [] for name in _TABLES}
     seen: dict[tuple[str, tuple[int, ...]], str] = {}
-    for filename, text in documents:
-        data = catalog_yaml(text, filename, CompatCatalogError)
+    for filename, data in documents:
         if data is None:
             continue
         if not isinstance(data, dict):
@@ -727,21 +740,32 @@ def catalog_from_documents(documents: Iterable[tuple[str, str]]) -> CompatCatalo
     return CompatCatalog(**_parse_documents(documents))
 
 
-def packaged_documents() -> list[tuple[str, str]]:
-    """The packaged ``compat-*.yaml`` files as ``(name, text)`` pairs, sorted by name."""
+def _packaged_names() -> list[str]:
+    """The packaged ``compat-*.yaml`` files (``data/compat-cuda.yaml``), sorted by name."""
     root = resources.files(_DATA_PACKAGE).joinpath(_DATA_DIR)
-    docs = []
-    for item in sorted(root.iterdir(), key=lambda p: p.name):
-        if item.name.startswith(_DATA_GLOB_PREFIX) and item.name.endswith(".yaml"):
-            docs.append((f"{_DATA_DIR}/{item.name}", item.read_text(encoding="utf-8")))
-    if not docs:
+    names = [
+        f"{_DATA_DIR}/{item.name}"
+        for item in sorted(root.iterdir(), key=lambda p: p.name)
+        if item.name.startswith(_DATA_GLOB_PREFIX) and item.name.endswith(".yaml")
+    ]
+    if not names:
         raise CompatCatalogError(
             f"no {_DATA_DIR}/{_DATA_GLOB_PREFIX}*.yaml found in {_DATA_PACKAGE}"
         )
-    return docs
+    return names
+
+
+def packaged_documents() -> list[tuple[str, str]]:
+    """The packaged ``compat-*.yaml`` files as ``(name, text)`` pairs, sorted by name."""
+    return [(name, packaged_text(name)) for name in _packaged_names()]
 
 
 @functools.cache
 def load_compat_catalog() -> CompatCatalog:
-    """Load and validate the packaged compatibility catalogue (cached for the process)."""
-    return catalog_from_documents(packaged_documents())
+    """Load and validate the packaged compatibility catalogue (cached for the process),
+    each file from its prebuilt cache when current (:mod:`.packaged`)."""
+    try:
+        documents = [(name, packaged_document(name)) for name in _packaged_names()]
+    except CatalogError as exc:
+        raise CompatCatalogError(str(exc)) from exc
+    return CompatCatalog(**_tables(documents))

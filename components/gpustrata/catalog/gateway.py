@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from gpustrata.catalog.packaged import packaged_text
+from gpustrata.catalog.packaged import packaged_document
 from gpustrata.core.yamlio import safe_load
 
 __all__ = ["GatewayRelease", "gateway_crds", "gateway_release"]
@@ -55,8 +55,7 @@ class GatewayRelease:
 @functools.cache
 def gateway_release() -> GatewayRelease:
     """The catalogued inference gateway release."""
-    text = packaged_text("data/gateway.yaml")
-    doc: Any = safe_load(text)
+    doc: Any = packaged_document("data/gateway.yaml")
     api, ext, impl = doc["gateway_api"], doc["inference_extension"], doc["implementation"]
     return GatewayRelease(
         gateway_api_version=str(api["version"]),

@@ -122,17 +122,32 @@ class _PathTable:
 
     ``kids[i]`` maps each key or index below path ``i`` to its child's id, so a walk
     finds a child's id by its key alone, without building the child's path (id 0 is the
-    empty path, a document's root)."""
+    empty path, a document's root). While the input is read, ``shapes`` holds one array
+    per distinct set of a document's path ids, which documents of one shape share (a
+    Deployment's replicas, a cluster dump's pods of one ReplicaSet); :meth:`done` drops it
+    and the walk's ``kids``."""
 
-    __slots__ = ("ids", "kids", "paths")
+    __slots__ = ("ids", "kids", "paths", "shapes")
 
     def __init__(self) -> None:
         self.ids: dict[Path, int] = {(): 0}
         self.paths: list[Path] = [()]
         self.kids: list[dict[str | int, int]] = [{}]
+        self.shapes: dict[bytes, array[int]] = {}
+
+    def shape(self, ids: list[int]) -> array[int]:
+        """The sorted path ids *ids* as a compact array, one array per distinct set."""
+        found = _compact(ids)
+        return self.shapes.setdefault(found.typecode.encode() + found.tobytes(), found)
+
+    def done(self) -> None:
+        """Drop what only reading needs (the lines keep ``ids`` and ``paths``)."""
+        self.shapes = {}
+        self.kids = []
 
     def child(self, parent: int, step: str | int) -> int:
-        """The id of path *parent* + (*step*,), given it one when it has none."""
+        """The id of path *parent* + (*step*,), given it one when it has none (while the
+        input is read)."""
         found = self.kids[parent].get(step)
         if found is None:
             path = (*self.paths[parent], step)
@@ -170,19 +185,30 @@ class _Lines(Mapping[Path, int]):
         return sum(1 for _ in self)
 
 
+def _compact(values: list[int]) -> array[int]:
+    """*values* (none negative) as 2-byte machine integers, or 4-byte where one needs it."""
+    try:
+        return array("H", values)
+    except OverflowError:
+        return array("I", values)
+
+
 class _YamlLines(_Lines):
     """Line of each key and item of a YAML document, by path: the ids of its paths in
-    the input's :class:`_PathTable`, sorted, and their lines, in two arrays of machine
-    integers (8 bytes a path, where a dict of paths to int objects took about 70: a
-    fifth of what reading kept per input MB, issue 35)."""
+    the input's :class:`_PathTable`, sorted, in an array documents of one shape share,
+    and each path's line after the document's first, in an array of its own; 2-byte
+    integers where they fit (2 to 4 bytes a path, where a dict of paths to int objects
+    took about 70, issue 35)."""
 
-    __slots__ = ("_ids", "_lines", "_table")
+    __slots__ = ("_first", "_ids", "_lines", "_table")
 
     def __init__(self, table: _PathTable, by_id: Mapping[int, int]) -> None:
         ids = sorted(by_id)
+        first = min(by_id.values(), default=0)
         self._table = table
-        self._ids = array("I", ids)
-        self._lines = array("I", [by_id[i] for i in ids])
+        self._ids = table.shape(ids)
+        self._first = first
+        self._lines = _compact([by_id[i] - first for i in ids])
 
     @classmethod
     def of_paths(cls, table: _PathTable, lines: Mapping[Path, int]) -> _YamlLines:
@@ -195,7 +221,7 @@ class _YamlLines(_Lines):
             return default
         ids = self._ids
         at = bisect.bisect_left(ids, found)
-        return self._lines[at] if at < len(ids) and ids[at] == found else default
+        return self._first + self._lines[at] if at < len(ids) and ids[at] == found else default
 
     def __iter__(self) -> Iterator[Path]:
         paths = self._table.paths
@@ -683,6 +709,7 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
         raise InputError(f"{name}: YAML nested too deeply to read") from None
     finally:
         dispose_loader(loader)
+        table.done()
     return out
 
 
