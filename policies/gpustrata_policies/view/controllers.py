@@ -13,6 +13,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.kaito import NO_INSTANCE, KaitoFill, kaito_base, kaito_fill
 from gpustrata_policies.view.kinds import CONTROLLER_KINDS, is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill
+from gpustrata_policies.view.llmaz import llmaz_image
 from gpustrata_policies.view.objects import K8sObject, Path, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.templates import _ray_cluster, _template, _template_at, strategic_merge
 
@@ -212,7 +213,8 @@ def _llmaz_probe(delay: int, period: int, failures: int) -> dict[str, Any]:
 def _llmaz_pod(obj: K8sObject) -> Iterator[PodRef]:
     """The Pod llmaz runs for a Playground of one model on the default vLLM BackendRuntime
     (:data:`LLMAZ_SOURCE`), once :func:`~gpustrata_policies.view.launchers.attach_partners`
-    has given it its OpenModel. The image is the installation's (unknown); a Playground of
+    has given it its OpenModel. The image is the chart's default BackendRuntime's where the
+    release is known or every catalogued release agrees (:func:`llmaz_image`); a Playground of
     several models (speculative decoding) or another backend is not built."""
     model = obj.merged_with
     spec = as_map(dig(obj.raw, "spec"), f"spec of {obj.resource}")
@@ -229,7 +231,7 @@ def _llmaz_pod(obj: K8sObject) -> Iterator[PodRef]:
     args += ["--port", "8080", *(str(a) for a in as_list(config.get("args"), "args"))]
     container: dict[str, Any] = {
         "name": "model-runner",
-        "image": UNKNOWN,  # the BackendRuntime's image and version: the installation's
+        "image": llmaz_image(obj).image,  # the chart's default BackendRuntime's, or UNKNOWN
         "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
         "args": args,
         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],

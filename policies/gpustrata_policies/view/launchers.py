@@ -29,6 +29,7 @@ from gpustrata_policies.view.controllers import (
 from gpustrata_policies.view.kaito import attach_kaito_configs
 from gpustrata_policies.view.kinds import is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill, kubeai_image
+from gpustrata_policies.view.llmaz import llmaz_image
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.templates import strategic_merge
@@ -65,12 +66,6 @@ LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
 --model <path> --served-model-name <name> --port 8080`` on the chart's image."""
 
 
-_INSTALLATION_FILLS: dict[str, tuple[str, tuple[str, ...]]] = {
-    # kind -> (who fills it, the values the Pod gpustrata builds leaves unknown for it)
-    "Playground": ("the llmaz BackendRuntime the installation holds", ("image",)),
-}
-
-
 def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
     """The "not evaluated" reason for *exc* on *obj*: for a value the Pod gpustrata builds
     for a KubeAI Model or llmaz Playground leaves to the controller's installation (its
@@ -87,22 +82,18 @@ def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
         except UnknownInput:
             return exc.reason
         return f"{exc.what}: {why}, so what depends on it is not evaluated" if why else exc.reason
-    filled = _INSTALLATION_FILLS.get(obj.kind)
-    if filled is None:
+    if obj.kind != "Playground" or not exc.what.startswith("image"):
         return exc.reason
-    who, values = filled
-    if not exc.what.startswith(values):
-        return exc.reason
-    return (
-        f"{exc.what} is set by {who}, which the manifest does not state, so what depends on "
-        "it is not evaluated"
-    )
+    return f"{exc.what}: {llmaz_image(obj).where}, so what depends on it is not evaluated"
 
 
 def filled_note(obj: K8sObject) -> str:
     """What *obj*'s controller filled into the Pod a finding on it judges, from its
     installation's defaults (`` (KubeAI filled ... from ...)``), or ``""``: appended to each
     finding's message so it says which values the manifest did not state."""
+    if obj.kind == "Playground" and is_read_kind(obj) and obj.pods():
+        image = llmaz_image(obj)
+        return f" (llmaz filled {image.where})" if image.known else ""
     if obj.kind != "Model" or not is_read_kind(obj) or dig(obj.raw, "spec", "engine") != "VLLM":
         return ""
     try:
@@ -655,12 +646,15 @@ def _llmaz(obj: K8sObject) -> list[str]:
     models = ", ".join(repr(m) for m in [claim, *claims] if isinstance(m, str)) or "none named"
     backend = dig(obj.raw, "spec", "backendRuntimeConfig", "backendName") or "vllm"
     if obj.pods():
+        image = llmaz_image(obj)
+        if image.known:
+            return []  # every value is read: each finding says what llmaz filled
         return [
             f"llmaz Playground: read as the Pod llmaz builds from the claimed OpenModel "
             f"{models} (its first flavor's limits and node selector) and llmaz's default vLLM "
-            f"BackendRuntime (command, args, probes, 2Gi /dev/shm: {LLMAZ_BACKEND}); the "
-            "BackendRuntime's image (so the vLLM release) is the installation's and not "
-            "evaluated, and an installation that changes the BackendRuntime changes the rest"
+            f"BackendRuntime (command, args, probes, 2Gi /dev/shm: {LLMAZ_BACKEND}); not "
+            f"evaluated: {image.where}; an installation that changes the BackendRuntime "
+            "changes the rest"
         ]
     return [
         f"llmaz Playground: the llmaz controller builds the inference Pods from the "

@@ -1,0 +1,94 @@
+"""An llmaz Playground's image from the chart's default vLLM BackendRuntime per llmaz release
+(issue 30: what controllers fill): read where the release is stated (versions.llmaz) or every
+catalogued release agrees, the assumption said; otherwise each release's image and the
+profile key are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpustrata.catalog.profile import ClusterProfile
+from gpustrata_policies import UNKNOWN, evaluate
+from gpustrata_policies.inputs.manifests import load_paths
+from gpustrata_policies.view.objects import K8sObject
+from gpustrata_policies.view.profile import using_profile
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+PLAYGROUND = DATA / "launchers" / "llmaz-huggingface-playground.yaml"
+RESOURCE = "Playground/default/opt-125m"
+
+
+def _objs(version: str | None = None, folder: Path | None = None) -> list[K8sObject]:
+    """The fixture (a real llmaz example), its Playground stating *version* when given."""
+    if version is None or folder is None:
+        return load_paths([str(PLAYGROUND)])
+    path = folder / PLAYGROUND.name
+    text = PLAYGROUND.read_text("utf-8")
+    path.write_text(f"{text}  backendRuntimeConfig:\n    version: {version}\n", "utf-8")
+    return load_paths([str(path)])
+
+
+def _profile(release: str) -> ClusterProfile:
+    return ClusterProfile.model_validate({"versions": {"llmaz": release}})
+
+
+def _image(objs: list[K8sObject], profile: ClusterProfile | None = None) -> object:
+    with using_profile(profile):
+        (pod,) = objs[1].pods()
+        return pod.spec["containers"][0]["image"]
+
+
+def _records(report: object, rule: str | None = None) -> list[str]:
+    return [
+        n.reason
+        for n in report.not_evaluated  # type: ignore[attr-defined]
+        if n.resource == RESOURCE and (rule is None or n.rule == rule)
+    ]
+
+
+def test_unstated_release_names_each_release_image_and_the_key() -> None:
+    objs = _objs()
+    report = evaluate(objs)
+    assert _image(objs) is UNKNOWN
+    (record,) = _records(report, "*")
+    assert "vllm/vllm-openai:v0.6.0 in 0.0.7 to 0.1.1" in record
+    assert "vllm/vllm-openai:v0.7.3 in 0.1.2 to 0.1.4" in record
+    assert "(set versions.llmaz in the cluster profile)" in record
+    (k013,) = _records(report, "K013")
+    assert k013.startswith("image of container 'model-runner': the vLLM image")
+
+
+def test_stated_release_gives_its_chart_image() -> None:
+    for release, image in (
+        ("0.1.1", "vllm/vllm-openai:v0.6.0"),
+        ("0.1.4", "vllm/vllm-openai:v0.7.3"),
+    ):
+        objs = _objs()
+        report = evaluate(objs, profile=_profile(release))
+        assert _image(objs, _profile(release)) == image
+        assert _records(report, "*") == []  # every value read: the findings say what
+        v010 = [f for f in report.findings if f.resource == RESOURCE and f.rule == "V010"]
+        assert v010 and f"llmaz {release}'s default vLLM BackendRuntime" in v010[0].message
+        assert "backendRuntime.vllm.image" in v010[0].message  # the assumption, said
+
+
+def test_playground_version_is_read_where_every_release_agrees_on_the_repository(
+    tmp_path: Path,
+) -> None:
+    """backendRuntimeConfig.version replaces the tag (playground_controller.go); every
+    catalogued release's BackendRuntime is vllm/vllm-openai, so no release is needed."""
+    objs = _objs("v0.8.5", tmp_path)
+    assert objs[1].raw["spec"]["backendRuntimeConfig"] == {"version": "v0.8.5"}
+    report = evaluate(objs)
+    assert _image(objs) == "vllm/vllm-openai:v0.8.5"
+    assert not [r for r in _records(report) if "versions.llmaz" in r]
+    notes = [f.message for f in report.findings if f.resource == RESOURCE]
+    assert notes and all("every catalogued llmaz release (0.0.7 to" in m for m in notes)
+
+
+def test_uncatalogued_release_reads_nothing() -> None:
+    objs = _objs()
+    report = evaluate(objs, profile=_profile("0.9.9"))
+    assert _image(objs, _profile("0.9.9")) is UNKNOWN
+    (record,) = _records(report, "*")
+    assert "llmaz 0.9.9 (cluster profile versions.llmaz) is not catalogued" in record
