@@ -81,7 +81,9 @@ def test_playground_version_is_read_where_every_release_agrees_on_the_repository
     assert objs[1].raw["spec"]["backendRuntimeConfig"] == {"version": "v0.8.5"}
     report = evaluate(objs)
     assert _image(objs) == "vllm/vllm-openai:v0.8.5"
-    assert not [r for r in _records(report) if "versions.llmaz" in r]
+    assert not [r for r in _records(report) if "vLLM image" in r]  # only probes, /dev/shm
+    (record,) = _records(report, "*")
+    assert "the probes of llmaz's default BackendRuntime 'vllm' differ" in record
     notes = [f.message for f in report.findings if f.resource == RESOURCE]
     assert notes and all("every catalogued llmaz release (0.0.7 to" in m for m in notes)
 
@@ -92,3 +94,30 @@ def test_uncatalogued_release_reads_nothing() -> None:
     assert _image(objs, _profile("0.9.9")) is UNKNOWN
     (record,) = _records(report, "*")
     assert "llmaz 0.9.9 (cluster profile versions.llmaz) is not catalogued" in record
+
+
+def test_probes_and_shm_are_each_release_s() -> None:
+    """The chart's BackendRuntime has no probes before 0.1.0 and no sharedMemorySize before
+    0.1.2: unstated, the probes and /dev/shm are unknown (never the newest chart's, never
+    "no probe": V011 gave a wrong mandatory finding on the unknown readinessProbe);
+    stated, each release's own (0.0.9: no readinessProbe, a right V011)."""
+    objs = _objs()
+    report = evaluate(objs)
+    (v011,) = _records(report, "V011")
+    assert "none in 0.0.7 to 0.0.9; startup, liveness, readiness in 0.1.0 to 0.1.4" in v011
+    assert "V011" not in {f.rule for f in report.findings}
+    (k007,) = _records(report, "K007")
+    assert "none in 0.0.7 to 0.1.1; 2Gi in 0.1.2 to 0.1.4" in k007
+    old = evaluate(_objs(), profile=_profile("0.0.9"))
+    assert [f.rule for f in old.findings if f.rule == "V011"] == ["V011"]
+    new_objs = _objs()
+    new = evaluate(new_objs, profile=_profile("0.1.4"))
+    assert not [f for f in new.findings if f.rule in {"V009", "V011"}]
+    with using_profile(_profile("0.1.4")):
+        (pod,) = new_objs[1].pods()
+    (container,) = pod.spec["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert pod.spec["volumes"] == [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}
+    ]
+    assert container["args"][:2] == ["--model", "/workspace/models/models--facebook--opt-125m"]

@@ -29,7 +29,7 @@ from gpustrata_policies.view.controllers import (
 from gpustrata_policies.view.kaito import attach_kaito_configs
 from gpustrata_policies.view.kinds import is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill, kubeai_image
-from gpustrata_policies.view.llmaz import llmaz_image
+from gpustrata_policies.view.llmaz import llmaz_fill, llmaz_image
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.templates import strategic_merge
@@ -61,9 +61,10 @@ as a strategic merge patch (containers by name)."""
 KSERVE_CONFIG_LOOKUP = "kserve/kserve@v0.20.0:pkg/controller/v1alpha2/llmisvc/config_merge.go"
 """``getConfig``: a config is looked up by name in the service's namespace, then in
 ``kserve``; a well-known preset's name found there is used instead of KServe's own."""
-LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
-"""llmaz's default vLLM BackendRuntime: ``python3 -m vllm.entrypoints.openai.api_server
---model <path> --served-model-name <name> --port 8080`` on the chart's image."""
+LLMAZ_BACKEND = "InftyAI/llmaz@v{release}:chart/templates/backends/vllm.yaml"
+"""llmaz's default vLLM BackendRuntime, per release (:mod:`gpustrata.catalog.llmaz`):
+``python3 -m vllm.entrypoints.openai.api_server --model <path> --served-model-name <name>
+--port 8080`` on the chart's image."""
 
 
 def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
@@ -82,9 +83,18 @@ def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
         except UnknownInput:
             return exc.reason
         return f"{exc.what}: {why}, so what depends on it is not evaluated" if why else exc.reason
-    if obj.kind != "Playground" or not exc.what.startswith("image"):
+    if obj.kind != "Playground":
         return exc.reason
-    return f"{exc.what}: {llmaz_image(obj).where}, so what depends on it is not evaluated"
+    found = llmaz_image(obj).where if exc.what.startswith("image") else None
+    for name, key in _LLMAZ_FIELDS:
+        if found is None and key in exc.what:
+            found = llmaz_fill(obj).unknown.get(name)
+    return f"{exc.what}: {found}, so what depends on it is not evaluated" if found else exc.reason
+
+
+_LLMAZ_FIELDS = (("probes", "Probe"), ("/dev/shm", "volumeMounts"), ("args", "args"))
+"""(field of :class:`~gpustrata_policies.view.llmaz.LlmazFill`, a word of the unknown
+value's name): which fill an unknown Playground value comes from."""
 
 
 def filled_note(obj: K8sObject) -> str:
@@ -647,14 +657,16 @@ def _llmaz(obj: K8sObject) -> list[str]:
     backend = dig(obj.raw, "spec", "backendRuntimeConfig", "backendName") or "vllm"
     if obj.pods():
         image = llmaz_image(obj)
-        if image.known:
+        gaps = list(llmaz_fill(obj).unknown.values())
+        if image.known and not gaps:
             return []  # every value is read: each finding says what llmaz filled
+        if not image.known:
+            gaps.insert(0, image.where)
         return [
             f"llmaz Playground: read as the Pod llmaz builds from the claimed OpenModel "
             f"{models} (its first flavor's limits and node selector) and llmaz's default vLLM "
-            f"BackendRuntime (command, args, probes, 2Gi /dev/shm: {LLMAZ_BACKEND}); not "
-            f"evaluated: {image.where}; an installation that changes the BackendRuntime "
-            "changes the rest"
+            f"BackendRuntime (command, args, probes, /dev/shm); not evaluated: "
+            f"{'; '.join(dict.fromkeys(gaps))}"
         ]
     return [
         f"llmaz Playground: the llmaz controller builds the inference Pods from the "
