@@ -213,6 +213,9 @@ def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
     assert "tolerations nvidia.com/gpu=present:NoSchedule" in record
     assert "substratusai/kubeai@helm-chart-kubeai-0.21.0:charts/kubeai/values.yaml" in record
     assert "set versions.kubeai in the cluster profile" in record
+    # the chart's defaults are assumed kept: the record names the values that replace them
+    assert "assumed kept by the installation" in record
+    assert "resourceProfiles.nvidia-gpu-h100" in record
     unknown = {n.rule for n in report.not_evaluated if "versions.kubeai" in n.reason}
     assert "V010" in unknown and not unknown & {"K013", "V013"}  # decided on every image
     assert "K004" not in {n.rule for n in report.not_evaluated}  # the toleration is known

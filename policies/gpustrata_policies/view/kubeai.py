@@ -105,12 +105,19 @@ class KubeAIInstall:
         the releases every one of which gives the value, with the hint to state one."""
         files = self.rows[0].applied
         over = f" with {' and '.join(files)}" if files else ""
+        assumed = (
+            "; assumed kept by the installation, whose own values (resourceProfiles."
+            f"{self.profile}, the image's key) would replace them"
+        )
         if self.stated is not None:
-            return f"KubeAI chart {self.stated}'s default values{over} ({self.rows[0].source})"
+            return (
+                f"KubeAI chart {self.stated}'s default values{over} ({self.rows[0].source})"
+                f"{assumed}"
+            )
         return (
             f"the default values{over} of every catalogued KubeAI chart release that defines "
             f"'{self.profile}' ({_releases(self.rows)}, e.g. {self.rows[-1].source}; the "
-            f"installed release is not stated {profile_hint('versions.kubeai')})"
+            f"installed release is not stated {profile_hint('versions.kubeai')}){assumed}"
         )
 
     def fact(self, read: Callable[[KubeAIDefaults], Any]) -> tuple[bool, Any]:
