@@ -14,11 +14,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from gpustrata.core.versions import parse_version
-from gpustrata.core.yamlio import safe_load
+from gpustrata.catalog.packaged import packaged_mapping, per_release
 
 __all__ = ["LLMAZ_IMAGE_SOURCE", "LlmazBackend", "llmaz_backend", "llmaz_backends"]
 
@@ -54,24 +52,25 @@ class LlmazBackend:
         return f"{self.repository}:{version or self.version}"
 
 
+_PATH = "data/llmaz-defaults.yaml"
+
+
 @functools.cache
 def _catalogue() -> dict[str, LlmazBackend]:
-    text = resources.files("gpustrata.catalog").joinpath("data/llmaz-defaults.yaml")
-    doc: Any = safe_load(text.read_text("utf-8"))
-    source = str(doc["source"])
-    out: dict[str, LlmazBackend] = {}
-    for row in doc["releases"]:
-        for release in map(str, row["llmaz"]):
-            out[release] = LlmazBackend(
-                release,
-                source.format(release=release, path="chart/templates/backends/vllm.yaml"),
-                str(row["image"]["repository"]),
-                str(row["image"]["version"]),
-                tuple(map(str, row["command"])),
-                dict(row["configs"]),
-                dict(row["probes"]),
-            )
-    return dict(sorted(out.items(), key=lambda item: parse_version(item[0])))
+    source = str(packaged_mapping(_PATH)["source"])
+    return per_release(
+        _PATH,
+        "llmaz",
+        lambda row, release: LlmazBackend(
+            release,
+            source.format(release=release, path="chart/templates/backends/vllm.yaml"),
+            str(row["image"]["repository"]),
+            str(row["image"]["version"]),
+            tuple(map(str, row["command"])),
+            dict(row["configs"]),
+            dict(row["probes"]),
+        ),
+    )
 
 
 def llmaz_backends() -> Sequence[LlmazBackend]:

@@ -15,11 +15,10 @@ from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.engines import (
     EngineSite,
+    default_image_releases,
     engine_sites,
-    image_release,
     release_candidates,
 )
-from gpustrata_policies.view.kubeai import kubeai_default_images
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import flags_starting_with
 
@@ -165,18 +164,13 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
 
 def _accepted_on_kubeai_defaults(site: EngineSite, options: list[tuple[str, str]]) -> bool:
     """Does every option pass under the vLLM release of each default image of the KubeAI
-    chart releases (:func:`kubeai_default_images`)? False where one is refused, undecided
-    or its release unknown: the record then names the releases' images."""
-    images = kubeai_default_images(site.obj)
-    if not images:
-        return False
-    for image in images:
-        found = image_release(image)
-        if found is None or found.version is None:
-            return False
-        if list(_judge_options(site, options, found.version, found.where)):
-            return False
-    return True
+    chart releases (:func:`default_image_releases`)? False where one is refused, undecided
+    or a release unknown: the record then names the releases' images."""
+    releases = default_image_releases(site)
+    where = "the default image of every KubeAI chart release defining the Model's profile"
+    return bool(releases) and not any(
+        list(_judge_options(site, options, version, where)) for version in releases
+    )
 
 
 def _judge_every_release(
