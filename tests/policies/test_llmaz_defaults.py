@@ -22,9 +22,13 @@ def _objs(version: str | None = None, folder: Path | None = None) -> list[K8sObj
     """The fixture (a real llmaz example), its Playground stating *version* when given."""
     if version is None or folder is None:
         return load_paths([str(PLAYGROUND)])
+    return _with(f"  backendRuntimeConfig:\n    version: {version}\n", folder)
+
+
+def _with(spec: str, folder: Path) -> list[K8sObject]:
+    """The fixture with *spec* (YAML lines under the Playground's spec) appended."""
     path = folder / PLAYGROUND.name
-    text = PLAYGROUND.read_text("utf-8")
-    path.write_text(f"{text}  backendRuntimeConfig:\n    version: {version}\n", "utf-8")
+    path.write_text(PLAYGROUND.read_text("utf-8") + spec, "utf-8")
     return load_paths([str(path)])
 
 
@@ -121,3 +125,24 @@ def test_probes_and_shm_are_each_release_s() -> None:
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}
     ]
     assert container["args"][:2] == ["--model", "/workspace/models/models--facebook--opt-125m"]
+
+
+def test_resources_merge_as_llmaz_writes_them(tmp_path: Path) -> None:
+    """The recommended config's resources (every release: 4 CPUs, 8Gi), the Playground's own
+    replacing them key by key with CPU and memory limits raised to their requests, then the
+    flavor's limits written as request and limit (playground_controller.go buildTemplate,
+    service_controller.go injectModelFlavor)."""
+    objs = _objs()
+    evaluate(objs)  # gives the Playground its OpenModel
+    (pod,) = objs[1].pods()
+    resources = pod.spec["containers"][0]["resources"]
+    assert resources["requests"] == {"cpu": 4, "memory": "8Gi", "nvidia.com/gpu": 1}
+    assert resources["limits"] == {"cpu": 4, "memory": "8Gi", "nvidia.com/gpu": 1}
+    own = "  backendRuntimeConfig:\n    resources:\n      requests:\n        memory: 32Gi\n"
+    objs = _with(own, tmp_path)
+    evaluate(objs)
+    (pod,) = objs[1].pods()
+    resources = pod.spec["containers"][0]["resources"]
+    assert resources["requests"]["memory"] == "32Gi"
+    assert resources["limits"]["memory"] == "32Gi"  # raised to the request
+    assert resources["limits"]["cpu"] == 4

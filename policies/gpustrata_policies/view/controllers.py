@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.kaito import NO_INSTANCE, KaitoFill, kaito_base, kaito_fill
 from gpustrata_policies.view.kinds import CONTROLLER_KINDS, is_read_kind
@@ -199,6 +200,35 @@ LLMAZ_MODEL_DIR = "/workspace/models/"
 """Where llmaz's model loader puts a model hub model (``modelsource/modelhub.go``)."""
 
 
+LLMAZ_RESOURCES = "InftyAI/llmaz@v0.1.4:pkg/controller/inference/playground_controller.go"
+"""``buildTemplate``: the recommended config's resources, each of the Playground's own
+``backendRuntimeConfig.resources`` replacing the config's of the same name
+(``util.MergeResources``), CPU and memory limits raised to their requests; then
+``service_controller.go`` ``injectModelFlavor`` writes the flavor's limits as both request
+and limit."""
+
+
+def _llmaz_resources(base: Any, own: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The container resources llmaz writes before the flavor (:data:`LLMAZ_RESOURCES`),
+    from the config's *base* (UNKNOWN or None: only the Playground's own) and *own*."""
+    config = base if isinstance(base, Mapping) else {}
+    out: dict[str, dict[str, Any]] = {}
+    for section in ("requests", "limits"):
+        merged = {
+            **as_map(config.get(section), section),
+            **as_map(own.get(section), f"backendRuntimeConfig.resources.{section}"),
+        }
+        if merged:
+            out[section] = merged
+    if own:
+        for key in ("cpu", "memory"):
+            request = parse_quantity(out.get("requests", {}).get(key))
+            limit = parse_quantity(out.get("limits", {}).get(key))
+            if request is not None and limit is not None and request > limit:
+                out["limits"][key] = out["requests"][key]
+    return out
+
+
 def _llmaz_pod(obj: K8sObject) -> Iterator[PodRef]:
     """The Pod llmaz runs for a Playground of one model on the default vLLM BackendRuntime
     (:data:`LLMAZ_SOURCE`), once :func:`~gpustrata_policies.view.launchers.attach_partners`
@@ -242,9 +272,12 @@ def _llmaz_pod(obj: K8sObject) -> Iterator[PodRef]:
         pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": fill.shm}}]
     flavors = as_list(dig(model, "inferenceConfig", "flavors"), "inferenceConfig.flavors")
     flavor = flavors[0] if flavors and isinstance(flavors[0], Mapping) else {}
-    limits = as_map(flavor.get("limits"), "flavor limits")
-    if limits:
-        container["resources"] = {"limits": dict(limits)}
+    resources = _llmaz_resources(fill.resources, as_map(config.get("resources"), "resources"))
+    for key, value in as_map(flavor.get("limits"), "flavor limits").items():
+        for section in ("requests", "limits"):  # injectModelFlavor overwrites both
+            resources.setdefault(section, {})[key] = value
+    if resources:
+        container["resources"] = resources
     selector = as_map(flavor.get("nodeSelector"), "flavor nodeSelector")
     if selector:
         pod["nodeSelector"] = dict(selector)

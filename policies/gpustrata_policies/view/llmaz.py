@@ -119,6 +119,8 @@ class LlmazFill:
     """The ``/dev/shm`` size (``2Gi``), None for none, or UNKNOWN."""
     probes: Any
     """``startupProbe`` / ``livenessProbe`` / ``readinessProbe`` -> probe, or UNKNOWN."""
+    resources: Any
+    """The recommended config's ``requests`` / ``limits`` (CPU, memory), None, or UNKNOWN."""
     unknown: Mapping[str, str]
     """Field (``probes``, ``/dev/shm`` ...) -> why it is not known."""
 
@@ -185,6 +187,7 @@ def llmaz_fill(obj: K8sObject) -> LlmazFill:
         if isinstance(own_shm, str)
         else agreed("/dev/shm", config("sharedMemorySize"), lambda v: v or "none"),
         agreed("probes", lambda b: dict(b.probes), _probes),
+        agreed("resources", config("resources")),
         unknown,
     )
     obj.memo[_FILL] = result
