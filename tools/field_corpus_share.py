@@ -123,7 +123,7 @@ CAUSES: tuple[tuple[str, str], ...] = (
     (
         "the controller's installation sets it (KubeAI image, tolerations)",
         r"is set by the [\w ]*installation|is set by the llmaz BackendRuntime"
-        r"|differs across the KubeAI chart releases"
+        r"|differs across the KubeAI chart releases|differs? across the catalogued llmaz releases"
         r"|unknown until the deployment runs",
     ),
     (

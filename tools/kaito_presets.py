@@ -31,6 +31,7 @@ import sys
 from typing import Any
 
 import yaml
+from release_rows import release_rows
 
 MODELS = "presets/workspace/models/supported_models.yaml"
 REQUIREMENTS = "presets/workspace/dependencies/requirements.txt"
@@ -43,7 +44,6 @@ GMU = re.compile(
     r'(?:ModelRunParams\["gpu-memory-utilization"\] = |defaultGPUMemoryUtilization = )"([\d.]+)"'
 )
 GMU_BY_GPU = re.compile(r'^\s*"([^"]+)":\s*"([\d.]+)",', re.MULTILINE)
-TAG = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
 VERSION = re.compile(r"^https://huggingface\.co/([^/]+/[^/]+)/commit/([0-9a-f]{7,40})$")
 PIN = re.compile(r"^vllm==([\w.]+)\s*$", re.MULTILINE)
 
@@ -59,11 +59,6 @@ def _show(git_dir: str, tag: str, path: str) -> str | None:
         return _git(git_dir, "show", f"{tag}:{path}")
     except subprocess.CalledProcessError:
         return None
-
-
-def _tags(git_dir: str) -> list[str]:
-    found = [(m, t) for t in _git(git_dir, "tag").split() if (m := TAG.match(t))]
-    return [t for _, t in sorted((tuple(int(p) for p in m.groups()), t) for m, t in found)]
 
 
 def _facts(git_dir: str, tag: str) -> dict[str, Any] | None:
@@ -113,15 +108,7 @@ def _facts(git_dir: str, tag: str) -> dict[str, Any] | None:
 
 
 def main(git_dir: str) -> None:
-    rows: list[dict[str, Any]] = []
-    for tag in _tags(git_dir):
-        facts = _facts(git_dir, tag)
-        if facts is None:
-            continue
-        if rows and {k: rows[-1][k] for k in facts} == facts:
-            rows[-1]["kaito"].append(tag.removeprefix("v"))
-            continue
-        rows.append({"kaito": [tag.removeprefix("v")], **facts})
+    rows = release_rows(git_dir, "v", "kaito", lambda tag: _facts(git_dir, tag))
     head = (
         "# What the KAITO controller decides for a preset Workspace or InferenceSet, per\n"
         "# KAITO release (vX.Y.Z tags from v0.4.6, the first with a shared base image):\n"

@@ -1,6 +1,8 @@
 """Write components/gpustrata/catalog/data/kserve-presets.yaml: the facts of KServe's
-well-known LLMInferenceServiceConfig presets (config/llmisvcconfig/) at each release tag,
-read from a git mirror of kserve/kserve with ``git show TAG:path``.
+well-known LLMInferenceServiceConfig presets (config/llmisvcconfig/) at each release tag
+(``vX.Y.Z`` with that folder: 0.16.0 on), read from a git mirror of kserve/kserve with
+``git show TAG:path``; consecutive releases with equal facts share a row
+(tools/release_rows.py), each preset citing the row's first release.
 
 Only facts are kept, never the preset's script: per Pod part, the ``main`` container's
 image, ports, probes (their ``scheme`` is a Go template on KServe's TLS setting: left out,
@@ -19,15 +21,8 @@ import sys
 from typing import Any
 
 import yaml
+from release_rows import release_rows
 
-RELEASES = (
-    ("v0.16.0",),
-    ("v0.17.0", "v0.17.1"),
-    ("v0.18.0", "v0.18.1"),
-    ("v0.19.0",),
-    ("v0.20.0",),
-)
-"""Release tags read; a patch release whose config/llmisvcconfig is unchanged shares a row."""
 FILES = (
     "config-llm-template.yaml",
     "config-llm-worker-data-parallel.yaml",
@@ -69,33 +64,42 @@ def _pod(pod: Any) -> dict[str, Any] | None:
     return out
 
 
-def main(git_dir: str) -> None:
-    releases = []
-    for tags in RELEASES:
-        presets = []
-        for name in FILES:
-            path = f"config/llmisvcconfig/{name}"
+def _facts(git_dir: str, tag: str) -> dict[str, Any] | None:
+    """The presets of one release tag; None where it has no config/llmisvcconfig."""
+    presets = []
+    for name in FILES:
+        path = f"config/llmisvcconfig/{name}"
+        try:
             text = subprocess.check_output(
-                ["git", "--git-dir", git_dir, "show", f"{tags[0]}:{path}"]
+                ["git", "--git-dir", git_dir, "show", f"{tag}:{path}"], stderr=subprocess.DEVNULL
             )
-            doc = yaml.safe_load(text)
-            spec = doc["spec"]
-            parts = {}
-            for part in PARTS:
-                node: Any = spec
-                for key in part:
-                    node = node.get(key) if isinstance(node, dict) else None
-                facts = _pod(node)
-                if facts:
-                    parts[".".join(part)] = facts
-            presets.append(
-                {
-                    "name": doc["metadata"]["name"],
-                    "source": f"kserve/kserve@{tags[0]}:{path}",
-                    "parts": parts,
-                }
-            )
-        releases.append({"kserve": [t.removeprefix("v") for t in tags], "presets": presets})
+        except subprocess.CalledProcessError:
+            return None
+        doc = yaml.safe_load(text)
+        spec = doc["spec"]
+        parts = {}
+        for part in PARTS:
+            node: Any = spec
+            for key in part:
+                node = node.get(key) if isinstance(node, dict) else None
+            facts = _pod(node)
+            if facts:
+                parts[".".join(part)] = facts
+        presets.append({"name": doc["metadata"]["name"], "path": path, "parts": parts})
+    return {"presets": presets}
+
+
+def main(git_dir: str) -> None:
+    releases = release_rows(git_dir, "v", "kserve", lambda tag: _facts(git_dir, tag))
+    for row in releases:  # each preset cites the first release of its row
+        row["presets"] = [
+            {
+                "name": p["name"],
+                "source": f"kserve/kserve@v{row['kserve'][0]}:{p['path']}",
+                "parts": p["parts"],
+            }
+            for p in row["presets"]
+        ]
     head = (
         "# KServe's well-known LLMInferenceServiceConfig presets per release: what the controller\n"
         "# merges under an LLMInferenceService's own spec (kserve/kserve@v0.20.0:pkg/controller/\n"

@@ -23,11 +23,12 @@ import sys
 from typing import Any
 
 import yaml
+from release_rows import release_rows
 
 FOLDER = "charts/kubeai"
 PATH = f"{FOLDER}/values.yaml"
 OVERLAY = re.compile(r"^values-[\w.-]+\.yaml$")
-TAG = re.compile(r"^helm-chart-kubeai-(\d+)\.(\d+)\.(\d+)$")
+PREFIX = "helm-chart-kubeai-"
 PROFILE_KEYS = (
     "imageName",
     "requests",
@@ -37,12 +38,6 @@ PROFILE_KEYS = (
     "tolerations",
     "runtimeClassName",
 )
-
-
-def _tags(git_dir: str) -> list[str]:
-    out = subprocess.check_output(["git", "--git-dir", git_dir, "tag"], text=True).split()
-    found = [(tuple(int(p) for p in m.groups()), t) for t in out if (m := TAG.match(t))]
-    return [t for _, t in sorted(found)]
 
 
 def _show(git_dir: str, tag: str, path: str) -> Any:
@@ -84,16 +79,7 @@ def _facts(git_dir: str, tag: str) -> dict[str, Any] | None:
 
 
 def main(git_dir: str) -> None:
-    rows: list[dict[str, Any]] = []
-    for tag in _tags(git_dir):
-        facts = _facts(git_dir, tag)
-        if facts is None:
-            continue
-        version = tag.removeprefix("helm-chart-kubeai-")
-        if rows and {k: rows[-1][k] for k in facts} == facts:
-            rows[-1]["kubeai"].append(version)
-            continue
-        rows.append({"kubeai": [version], **facts})
+    rows = release_rows(git_dir, PREFIX, "kubeai", lambda tag: _facts(git_dir, tag))
     head = (
         "# The KubeAI Helm chart's default values that decide the Pod KubeAI builds for a vLLM\n"
         "# Model, per chart release (helm-chart-kubeai-X.Y.Z tags): modelServers.VLLM.images and\n"

@@ -20,6 +20,7 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.inputs.manifests import load_paths
 from gpustrata_policies.view.engines import EngineSite, engine_sites, image_release
 from gpustrata_policies.view.kinds import is_builtin, is_read_kind
+from gpustrata_policies.view.kubeai import kubeai_default_images
 from gpustrata_policies.view.launchers import launcher_fills, llmisvc_engine
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.profile import using_profile
@@ -181,8 +182,9 @@ def _kubeai_profile(release: str) -> ClusterProfile:
     return ClusterProfile.model_validate({"versions": {"kubeai": release}})
 
 
-KUBEAI_IMAGE_RULES = {"K013", "V005", "V010", "V013"}
-"""The rules whose records on a KubeAI Model depend on its image (so its vLLM release)."""
+KUBEAI_IMAGE_RULES = {"V005", "V010"}
+"""The rules whose records on a KubeAI Model depend on its image (so its vLLM release);
+K013 and V013 pass on every chart release's default image of its profile."""
 
 
 def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
@@ -211,8 +213,11 @@ def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
     assert "tolerations nvidia.com/gpu=present:NoSchedule" in record
     assert "substratusai/kubeai@helm-chart-kubeai-0.21.0:charts/kubeai/values.yaml" in record
     assert "set versions.kubeai in the cluster profile" in record
+    # the chart's defaults are assumed kept: the record names the values that replace them
+    assert "assumed kept by the installation" in record
+    assert "resourceProfiles.nvidia-gpu-h100" in record
     unknown = {n.rule for n in report.not_evaluated if "versions.kubeai" in n.reason}
-    assert {"K013", "V010", "V013"} <= unknown
+    assert "V010" in unknown and not unknown & {"K013", "V013"}  # decided on every image
     assert "K004" not in {n.rule for n in report.not_evaluated}  # the toleration is known
 
 
@@ -229,6 +234,28 @@ def test_kubeai_values_its_installation_sets_are_named_as_such() -> None:
         assert "vllm/vllm-openai:v0.8.3 in 0.20.0 to 0.21.0" in reason
         assert "(set versions.kubeai in the cluster profile)" in reason
         assert "until the deployment runs" not in reason
+
+
+def test_kubeai_rules_decide_where_every_chart_release_image_agrees() -> None:
+    """K013 and V013 judge the default image of every chart release defining the profile
+    (vllm/vllm-openai v0.6.1.post2 ... v0.8.3, all pinned, all accepting the Model's flags):
+    they pass without versions.kubeai. A flag some of those releases refuse
+    (--no-enable-prefix-caching, a BooleanOptionalAction none of 0.6-0.8 has) keeps V013's
+    record, naming the releases' images and the profile key."""
+    (model,) = _kubeai()
+    assert kubeai_default_images(model)[0] == "vllm/vllm-openai:v0.6.1.post2"
+    assert kubeai_default_images(model)[-1] == "vllm/vllm-openai:v0.8.3"
+    report = evaluate([model])
+    assert not {n.rule for n in report.not_evaluated} & {"K013", "V013"}
+    assert not {f.rule for f in report.findings} & {"K013", "V013"}
+    doc = copy.deepcopy(model.raw)
+    doc["spec"]["args"] = [*doc["spec"]["args"], "--no-enable-prefix-caching"]
+    report = evaluate([K8sObject(doc)])
+    (v013,) = [n.reason for n in report.not_evaluated if n.rule == "V013"]
+    assert "(set versions.kubeai in the cluster profile)" in v013
+    assert "K013" not in {n.rule for n in report.not_evaluated}
+    with using_profile(_kubeai_profile("0.21.0")):  # a stated release: nothing to span
+        assert kubeai_default_images(K8sObject(doc)) == ()
 
 
 def test_kubeai_model_with_its_own_image_runs_that_image() -> None:

@@ -231,6 +231,13 @@ class VersionsProfile(_Model):
         "controller does.",
         examples=["0.21.0"],
     )
+    llmaz: str | None = Field(
+        default=None,
+        pattern=_VERSION,
+        description="llmaz release installed with its chart's default vLLM BackendRuntime, "
+        "e.g. 0.1.4: the image (so the vLLM release) each Playground on backend vllm runs.",
+        examples=["0.1.4"],
+    )
     kaito: str | None = Field(
         default=None,
         pattern=_VERSION,

@@ -170,6 +170,11 @@ _PROFILE_READERS = [
     ),
     ("kubeai_values", "every KubeAI Model: the chart's values files give its node selector"),
     (
+        "versions.llmaz",
+        "every llmaz Playground on backend vllm: the image (so the vLLM release) of the chart's "
+        "default BackendRuntime",
+    ),
+    (
         "versions.kaito",
         "every KAITO preset Workspace / InferenceSet: the image (so the vLLM release), "
         "--gpu-memory-utilization and node count KAITO gives it",

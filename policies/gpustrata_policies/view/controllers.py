@@ -9,10 +9,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.kaito import NO_INSTANCE, KaitoFill, kaito_base, kaito_fill
 from gpustrata_policies.view.kinds import CONTROLLER_KINDS, is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill
+from gpustrata_policies.view.llmaz import llmaz_fill, llmaz_image
 from gpustrata_policies.view.objects import K8sObject, Path, PodRef, as_list, as_map, dig
 from gpustrata_policies.view.templates import _ray_cluster, _template, _template_at, strategic_merge
 
@@ -192,27 +194,47 @@ LLMAZ_SOURCE = "InftyAI/llmaz@3c13ff3"
 """Where llmaz builds a Playground's Pod: ``pkg/controller/inference/playground_controller.go``
 ``buildTemplate`` (the BackendRuntime's command, args, probes and /dev/shm; the claimed
 OpenModel's path), ``service_controller.go`` ``injectModelFlavor`` (the first flavor's
-limits and node selector), and the chart's default vLLM BackendRuntime
-``chart/templates/backends/vllm.yaml`` (its ``default`` recommended config)."""
+limits and node selector); the chart's default vLLM BackendRuntime per release is
+:mod:`gpustrata.catalog.llmaz` (its ``default`` recommended config)."""
 LLMAZ_MODEL_DIR = "/workspace/models/"
 """Where llmaz's model loader puts a model hub model (``modelsource/modelhub.go``)."""
 
 
-def _llmaz_probe(delay: int, period: int, failures: int) -> dict[str, Any]:
-    probe: dict[str, Any] = {
-        "httpGet": {"path": "/health", "port": 8080},
-        "periodSeconds": period,
-        "failureThreshold": failures,
-    }
-    if delay:
-        probe["initialDelaySeconds"] = delay
-    return probe
+LLMAZ_RESOURCES = "InftyAI/llmaz@v0.1.4:pkg/controller/inference/playground_controller.go"
+"""``buildTemplate``: the recommended config's resources, each of the Playground's own
+``backendRuntimeConfig.resources`` replacing the config's of the same name
+(``util.MergeResources``), CPU and memory limits raised to their requests; then
+``service_controller.go`` ``injectModelFlavor`` writes the flavor's limits as both request
+and limit."""
+
+
+def _llmaz_resources(base: Any, own: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The container resources llmaz writes before the flavor (:data:`LLMAZ_RESOURCES`),
+    from the config's *base* (UNKNOWN or None: only the Playground's own) and *own*."""
+    config = base if isinstance(base, Mapping) else {}
+    out: dict[str, dict[str, Any]] = {}
+    for section in ("requests", "limits"):
+        merged = {
+            **as_map(config.get(section), section),
+            **as_map(own.get(section), f"backendRuntimeConfig.resources.{section}"),
+        }
+        if merged:
+            out[section] = merged
+    if own:
+        for key in ("cpu", "memory"):
+            request = parse_quantity(out.get("requests", {}).get(key))
+            limit = parse_quantity(out.get("limits", {}).get(key))
+            if request is not None and limit is not None and request > limit:
+                out["limits"][key] = out["requests"][key]
+    return out
 
 
 def _llmaz_pod(obj: K8sObject) -> Iterator[PodRef]:
     """The Pod llmaz runs for a Playground of one model on the default vLLM BackendRuntime
     (:data:`LLMAZ_SOURCE`), once :func:`~gpustrata_policies.view.launchers.attach_partners`
-    has given it its OpenModel. The image is the installation's (unknown); a Playground of
+    has given it its OpenModel. The image, command, args, probes and /dev/shm are the chart's
+    default BackendRuntime's where the release is known or every catalogued release agrees
+    (:func:`llmaz_image`, :func:`llmaz_fill`), else UNKNOWN; a Playground of
     several models (speculative decoding) or another backend is not built."""
     model = obj.merged_with
     spec = as_map(dig(obj.raw, "spec"), f"spec of {obj.resource}")
@@ -225,28 +247,37 @@ def _llmaz_pod(obj: K8sObject) -> Iterator[PodRef]:
     skip = dig(obj.raw, "metadata", "annotations", "llmaz.io/skip-model-loader") == "true"
     path = model_id if skip else f"{LLMAZ_MODEL_DIR}models--{model_id.replace('/', '--')}"
     name = dig(spec, "modelClaim", "modelName")
-    args = ["--model", path, "--served-model-name", str(name), "--host", "0.0.0.0"]
-    args += ["--port", "8080", *(str(a) for a in as_list(config.get("args"), "args"))]
+    fill = llmaz_fill(obj)
+    own = [str(a) for a in as_list(config.get("args"), "args")]
+    filled = {"{{ .ModelPath }}": path, "{{ .ModelName }}": str(name)}
+    args = fill.args
+    if args is not UNKNOWN:  # the recommended config's, its placeholders filled, then its own
+        args = [filled.get(str(a), str(a)) for a in args or []] + own
     container: dict[str, Any] = {
         "name": "model-runner",
-        "image": UNKNOWN,  # the BackendRuntime's image and version: the installation's
-        "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+        "image": llmaz_image(obj).image,  # the chart's default BackendRuntime's, or UNKNOWN
+        "command": fill.command,
         "args": args,
         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-        "startupProbe": _llmaz_probe(0, 10, 30),
-        "livenessProbe": _llmaz_probe(15, 10, 3),
-        "readinessProbe": _llmaz_probe(5, 5, 3),
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
-    pod: dict[str, Any] = {
-        "containers": [container],
-        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}],
-    }
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        value = UNKNOWN if fill.probes is UNKNOWN else fill.probes.get(probe)
+        if value is not None:
+            container[probe] = value
+    pod: dict[str, Any] = {"containers": [container]}
+    if fill.shm is UNKNOWN:
+        container["volumeMounts"] = UNKNOWN
+    elif fill.shm is not None:  # playground_controller.go: a memory-backed dshm of that size
+        container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": fill.shm}}]
     flavors = as_list(dig(model, "inferenceConfig", "flavors"), "inferenceConfig.flavors")
     flavor = flavors[0] if flavors and isinstance(flavors[0], Mapping) else {}
-    limits = as_map(flavor.get("limits"), "flavor limits")
-    if limits:
-        container["resources"] = {"limits": dict(limits)}
+    resources = _llmaz_resources(fill.resources, as_map(config.get("resources"), "resources"))
+    for key, value in as_map(flavor.get("limits"), "flavor limits").items():
+        for section in ("requests", "limits"):  # injectModelFlavor overwrites both
+            resources.setdefault(section, {})[key] = value
+    if resources:
+        container["resources"] = resources
     selector = as_map(flavor.get("nodeSelector"), "flavor nodeSelector")
     if selector:
         pod["nodeSelector"] = dict(selector)

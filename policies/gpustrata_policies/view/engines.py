@@ -28,6 +28,7 @@ from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.karpenter import KARPENTER_GPU_MEMORY, KARPENTER_GPU_NAME
+from gpustrata_policies.view.kubeai import kubeai_default_images
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.nodes import (
     gpu_model_of_selectors,
@@ -65,6 +66,7 @@ __all__ = [
     "SiteRelease",
     "as_bool",
     "as_int",
+    "default_image_releases",
     "engine_sites",
     "gpu_resources",
     "image_release",
@@ -593,6 +595,21 @@ def release_candidates(site: EngineSite, read: Sequence[str]) -> tuple[str, ...]
     if found.version is not None or found.found is None or not found.found.unpinned:
         return None
     return tuple(read) or None
+
+
+def default_image_releases(site: EngineSite) -> tuple[str, ...]:
+    """The vLLM releases of the default images a controller's installation may run for the
+    engine, one per distinct image, where the installed release is not stated and those
+    defaults differ (a KubeAI Model: :func:`~gpustrata_policies.view.kubeai.
+    kubeai_default_images`), for a rule that decides only where its verdict is the same on
+    all; empty where there are none or one names no release."""
+    releases = []
+    for image in kubeai_default_images(site.obj):
+        found = image_release(image)
+        if found is None or found.version is None:
+            return ()
+        releases.append(found.version)
+    return tuple(dict.fromkeys(releases))
 
 
 def site_gpus(ctx: RuleContext, site: EngineSite) -> list[GpuRef] | str:

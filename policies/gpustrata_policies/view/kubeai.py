@@ -32,6 +32,7 @@ from gpustrata_policies.view.profile import active_profile, profile_hint, releas
 __all__ = [
     "KubeAIFill",
     "KubeAIInstall",
+    "kubeai_default_images",
     "kubeai_fill",
     "kubeai_image",
     "kubeai_install",
@@ -104,12 +105,19 @@ class KubeAIInstall:
         the releases every one of which gives the value, with the hint to state one."""
         files = self.rows[0].applied
         over = f" with {' and '.join(files)}" if files else ""
+        assumed = (
+            "; assumed kept by the installation, whose own values (resourceProfiles."
+            f"{self.profile}, the image's key) would replace them"
+        )
         if self.stated is not None:
-            return f"KubeAI chart {self.stated}'s default values{over} ({self.rows[0].source})"
+            return (
+                f"KubeAI chart {self.stated}'s default values{over} ({self.rows[0].source})"
+                f"{assumed}"
+            )
         return (
             f"the default values{over} of every catalogued KubeAI chart release that defines "
             f"'{self.profile}' ({_releases(self.rows)}, e.g. {self.rows[-1].source}; the "
-            f"installed release is not stated {profile_hint('versions.kubeai')})"
+            f"installed release is not stated {profile_hint('versions.kubeai')}){assumed}"
         )
 
     def fact(self, read: Callable[[KubeAIDefaults], Any]) -> tuple[bool, Any]:
@@ -306,3 +314,23 @@ def kubeai_fill(obj: K8sObject) -> KubeAIFill:
     result = KubeAIFill(pod, container, tuple(filled), unknown, where)
     obj.memo[_FILL] = result
     return result
+
+
+def kubeai_default_images(obj: K8sObject) -> tuple[str, ...]:
+    """The vLLM images a KubeAI Model without ``spec.image`` runs on each catalogued chart
+    release defining its profile, oldest first and each once, where those releases' defaults
+    differ and the installed release is not stated (empty otherwise): a rule whose verdict
+    is the same on all of them decides without the release; any other keeps the record
+    :func:`kubeai_fill` gives (the image differs, naming ``versions.kubeai``)."""
+    if obj.kind != "Model" or dig(obj.raw, "spec", "engine") != "VLLM" or kubeai_image(obj):
+        return ()
+    try:
+        install = kubeai_install(obj)
+    except UnknownInput:
+        return ()
+    if install is None or install.stated is not None or "image" not in kubeai_fill(obj).unknown:
+        return ()
+    images = [d.vllm_image(install.profile) for d in install.rows]
+    if not images or not all(isinstance(i, str) for i in images):
+        return ()
+    return tuple(dict.fromkeys(str(i) for i in images))

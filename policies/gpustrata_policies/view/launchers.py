@@ -29,6 +29,7 @@ from gpustrata_policies.view.controllers import (
 from gpustrata_policies.view.kaito import attach_kaito_configs
 from gpustrata_policies.view.kinds import is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill, kubeai_image
+from gpustrata_policies.view.llmaz import llmaz_fill, llmaz_image
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.templates import strategic_merge
@@ -60,15 +61,10 @@ as a strategic merge patch (containers by name)."""
 KSERVE_CONFIG_LOOKUP = "kserve/kserve@v0.20.0:pkg/controller/v1alpha2/llmisvc/config_merge.go"
 """``getConfig``: a config is looked up by name in the service's namespace, then in
 ``kserve``; a well-known preset's name found there is used instead of KServe's own."""
-LLMAZ_BACKEND = "InftyAI/llmaz@3c13ff3:chart/templates/backends/vllm.yaml"
-"""llmaz's default vLLM BackendRuntime: ``python3 -m vllm.entrypoints.openai.api_server
---model <path> --served-model-name <name> --port 8080`` on the chart's image."""
-
-
-_INSTALLATION_FILLS: dict[str, tuple[str, tuple[str, ...]]] = {
-    # kind -> (who fills it, the values the Pod gpustrata builds leaves unknown for it)
-    "Playground": ("the llmaz BackendRuntime the installation holds", ("image",)),
-}
+LLMAZ_BACKEND = "InftyAI/llmaz@v{release}:chart/templates/backends/vllm.yaml"
+"""llmaz's default vLLM BackendRuntime, per release (:mod:`gpustrata.catalog.llmaz`):
+``python3 -m vllm.entrypoints.openai.api_server --model <path> --served-model-name <name>
+--port 8080`` on the chart's image."""
 
 
 def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
@@ -87,22 +83,27 @@ def installation_reason(obj: K8sObject, exc: UnknownInput) -> str:
         except UnknownInput:
             return exc.reason
         return f"{exc.what}: {why}, so what depends on it is not evaluated" if why else exc.reason
-    filled = _INSTALLATION_FILLS.get(obj.kind)
-    if filled is None:
+    if obj.kind != "Playground":
         return exc.reason
-    who, values = filled
-    if not exc.what.startswith(values):
-        return exc.reason
-    return (
-        f"{exc.what} is set by {who}, which the manifest does not state, so what depends on "
-        "it is not evaluated"
-    )
+    found = llmaz_image(obj).where if exc.what.startswith("image") else None
+    for name, key in _LLMAZ_FIELDS:
+        if found is None and key in exc.what:
+            found = llmaz_fill(obj).unknown.get(name)
+    return f"{exc.what}: {found}, so what depends on it is not evaluated" if found else exc.reason
+
+
+_LLMAZ_FIELDS = (("probes", "Probe"), ("/dev/shm", "volumeMounts"), ("args", "args"))
+"""(field of :class:`~gpustrata_policies.view.llmaz.LlmazFill`, a word of the unknown
+value's name): which fill an unknown Playground value comes from."""
 
 
 def filled_note(obj: K8sObject) -> str:
     """What *obj*'s controller filled into the Pod a finding on it judges, from its
     installation's defaults (`` (KubeAI filled ... from ...)``), or ``""``: appended to each
     finding's message so it says which values the manifest did not state."""
+    if obj.kind == "Playground" and is_read_kind(obj) and obj.pods():
+        image = llmaz_image(obj)
+        return f" (llmaz filled {image.where})" if image.known else ""
     if obj.kind != "Model" or not is_read_kind(obj) or dig(obj.raw, "spec", "engine") != "VLLM":
         return ""
     try:
@@ -655,12 +656,17 @@ def _llmaz(obj: K8sObject) -> list[str]:
     models = ", ".join(repr(m) for m in [claim, *claims] if isinstance(m, str)) or "none named"
     backend = dig(obj.raw, "spec", "backendRuntimeConfig", "backendName") or "vllm"
     if obj.pods():
+        image = llmaz_image(obj)
+        gaps = list(llmaz_fill(obj).unknown.values())
+        if image.known and not gaps:
+            return []  # every value is read: each finding says what llmaz filled
+        if not image.known:
+            gaps.insert(0, image.where)
         return [
             f"llmaz Playground: read as the Pod llmaz builds from the claimed OpenModel "
             f"{models} (its first flavor's limits and node selector) and llmaz's default vLLM "
-            f"BackendRuntime (command, args, probes, 2Gi /dev/shm: {LLMAZ_BACKEND}); the "
-            "BackendRuntime's image (so the vLLM release) is the installation's and not "
-            "evaluated, and an installation that changes the BackendRuntime changes the rest"
+            f"BackendRuntime (command, args, probes, /dev/shm); not evaluated: "
+            f"{'; '.join(dict.fromkeys(gaps))}"
         ]
     return [
         f"llmaz Playground: the llmaz controller builds the inference Pods from the "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
@@ -31,6 +32,8 @@ def probe_case(c: ContainerRef, serving_port: int | None) -> tuple[str, Value] |
     """Why the readiness probe does not gate traffic on the engine, as (case, what the probe
     states), or ``None``."""
     probe = c.raw.get("readinessProbe")
+    if probe is UNKNOWN:  # a controller's default that is not known: never "no probe"
+        raise UnknownInput(f"readinessProbe of {c.label}")
     if not isinstance(probe, Mapping):
         return "no-probe", None
     http = as_map(probe.get("httpGet"), "httpGet")

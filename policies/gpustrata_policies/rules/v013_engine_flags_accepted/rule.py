@@ -8,11 +8,17 @@ from typing import cast
 
 from gpustrata.catalog.vllm_release_types import FlagSet, source_url
 from gpustrata.catalog.vllm_releases import accepted_flags, flag_releases, load_vllm_releases
+from gpustrata.core.unknown import UNKNOWN
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
-from gpustrata_policies.view.engines import EngineSite, engine_sites, release_candidates
+from gpustrata_policies.view.engines import (
+    EngineSite,
+    default_image_releases,
+    engine_sites,
+    release_candidates,
+)
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.vllm_args import flags_starting_with
 
@@ -141,6 +147,8 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         options = _options(site)
         if not options:
             continue
+        if site.image is UNKNOWN and _accepted_on_kubeai_defaults(site, options):
+            continue  # accepted on every KubeAI chart release's default image
         release = site.release()
         version, where = release.version, release.where
         if version is None:
@@ -152,6 +160,17 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             yield Verdict("not_evaluated", "release-unknown", values=values)
             continue
         yield from _judge_options(site, options, version, where)
+
+
+def _accepted_on_kubeai_defaults(site: EngineSite, options: list[tuple[str, str]]) -> bool:
+    """Does every option pass under the vLLM release of each default image of the KubeAI
+    chart releases (:func:`default_image_releases`)? False where one is refused, undecided
+    or a release unknown: the record then names the releases' images."""
+    releases = default_image_releases(site)
+    where = "the default image of every KubeAI chart release defining the Model's profile"
+    return bool(releases) and not any(
+        list(_judge_options(site, options, version, where)) for version in releases
+    )
 
 
 def _judge_every_release(
