@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from gpustrata.core import jsonio
-from gpustrata.core.contract import API_VERSION, CLUSTER_PROFILE_FILE
+from gpustrata.core.contract import CLUSTER_PROFILE_FILE
 from gpustrata.core.errors import InputError
 from gpustrata.core.jsonio import JsonShapeError
 from gpustrata.core.textfiles import (
@@ -28,6 +28,12 @@ from gpustrata.core.textfiles import (
 from gpustrata.core.unknown import UNKNOWN
 from gpustrata.core.yamlguard import MAX_INT_DIGITS, YamlShapeError, check_node
 from gpustrata.core.yamlio import dispose_loader, error_line, new_loader, safe_load
+from gpustrata_policies.inputs.helm_values import (
+    VALUES_CHARTS,
+    VALUES_KIND,
+    values_chart,
+    values_object,
+)
 from gpustrata_policies.view.objects import K8sObject
 
 __all__ = [
@@ -349,100 +355,6 @@ def _short(text: str, limit: int = 60) -> str:
     return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
 
 
-VALUES_CHARTS = ("gpu-operator", "nvidia-device-plugin")
-"""Charts whose Helm values file ``check`` reads (``--values CHART=FILE``)."""
-VALUES_KIND = "HelmValues"
-"""Kind of the object a values file becomes: ``spec.chart`` and ``spec.values``."""
-
-# Top-level keys of NVIDIA/gpu-operator deployments/gpu-operator/values.yaml (v26.7.0):
-# a kindless document with two of them, one specific to the chart, is its values file.
-_OPERATOR_KEYS = frozenset(
-    {
-        "driver",
-        "toolkit",
-        "devicePlugin",
-        "dcgm",
-        "dcgmExporter",
-        "gfd",
-        "mig",
-        "migManager",
-        "nfd",
-        "node-feature-discovery",
-        "operator",
-        "validator",
-        "daemonsets",
-        "vgpuManager",
-        "sandboxWorkloads",
-        "ccManager",
-    }
-)
-_OPERATOR_ONLY_KEYS = frozenset(
-    {
-        "toolkit",
-        "devicePlugin",
-        "dcgmExporter",
-        "gfd",
-        "migManager",
-        "node-feature-discovery",
-        "vgpuManager",
-        "sandboxWorkloads",
-        "ccManager",
-    }
-)
-
-
-# Top-level keys only NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/
-# values.yaml has (1b826acc): with its `config` key, a kindless document is its values file.
-_DEVICE_PLUGIN_KEYS = frozenset(
-    {
-        "migStrategy",
-        "failOnInitError",
-        "deviceListStrategy",
-        "deviceIDStrategy",
-        "nvidiaDriverRoot",
-        "compatWithCPUManager",
-        "deviceDiscoveryStrategy",
-    }
-)
-
-
-def _values_chart(data: Mapping[str, Any], name: str) -> str | None:
-    """The chart a kindless document is the values of (by its keys, or one key and a
-    path naming the chart), else ``None``."""
-    plugin = {k for k in data if isinstance(k, str)} & _DEVICE_PLUGIN_KEYS
-    if data.get("version") == "v1" and isinstance(data.get("sharing"), Mapping):
-        return "nvidia-device-plugin"  # the plugin's own config file (its README's grammar)
-    if isinstance(data.get("config"), Mapping) and (
-        plugin or "device-plugin" in name.replace("\\", "/").lower()
-    ):
-        return "nvidia-device-plugin"
-    keys = {k for k in data if isinstance(k, str)} & _OPERATOR_KEYS
-    if len(keys) >= 2 and keys & _OPERATOR_ONLY_KEYS:
-        return "gpu-operator"
-    if keys and "gpu-operator" in name.replace("\\", "/").lower():
-        return "gpu-operator"
-    return None
-
-
-def _values_object(
-    data: Mapping[str, Any],
-    chart: str,
-    name: str,
-    line: int | None,
-    lines: Mapping[Path, int] | None,
-) -> K8sObject:
-    """A values file as the object the view reads: ``spec.values`` is the file."""
-    stem = FsPath(name).name or name
-    raw = {
-        "apiVersion": API_VERSION,
-        "kind": VALUES_KIND,
-        "metadata": {"name": stem},
-        "spec": {"chart": chart, "values": data},
-    }
-    moved = {("spec", "values", *p): v for p, v in (lines or {}).items()}
-    return K8sObject(raw, name, line, moved)
-
-
 class _Prefixed(_Lines):
     """The lines of one item of a list, by its own paths: a view of the whole input's
     (copying them per item made a ``kind: List`` of n items cost n^2)."""
@@ -531,9 +443,9 @@ def _objects(
             item_line = (lines or {}).get(("objects", index), line)
             yield from _objects(_substitute(item, values), name, item_line, sub)
     elif isinstance(data, Mapping):
-        chart = _values_chart(data, name) if "kind" not in data else None
+        chart = values_chart(data, name) if "kind" not in data else None
         if chart is not None:
-            yield _values_object(data, chart, name, line, lines)
+            yield values_object(data, chart, name, line, lines)
         else:
             yield K8sObject(data, name, line, lines)
     elif data is not None:
@@ -823,5 +735,5 @@ def load_values(spec: str) -> list[K8sObject]:
             )
         else:
             lines = dict(obj.lines or {})
-            out.append(_values_object(obj.raw, chart, str(obj.file), obj.line, lines))
+            out.append(values_object(obj.raw, chart, str(obj.file), obj.line, lines))
     return out
