@@ -49,6 +49,7 @@ class EvaluationIndex:
         "_facts",
         "_kinds",
         "_others",
+        "_texts",
         "objects",
         "subjects",
     )
@@ -75,6 +76,14 @@ class EvaluationIndex:
         # Facts of objects outside the evaluation (a view read on an object built apart,
         # in a test), each kept with its object so that its id stays its own.
         self._others: dict[int, tuple[K8sObject, dict[Hashable, Any]]] = {}
+        self._texts: dict[str, str] = {}
+
+    def text(self, value: str) -> str:
+        """*value*, as the one string object of its text in this evaluation: a report
+        repeats few texts many times (the corpus: 13,179 finding messages, 785 distinct),
+        so the findings and not-evaluated records share them instead of each keeping a
+        copy of its own (~9 MiB of the corpus's peak)."""
+        return self._texts.setdefault(value, value)
 
     def of_kinds(self, kinds: frozenset[str] | None) -> tuple[K8sObject, ...]:
         """The subjects of *kinds* in input order, and those of an unknown kind (every
@@ -130,6 +139,7 @@ class EvaluationIndex:
         self._derived.clear()
         self._facts = [None] * len(self.objects)
         self._others.clear()
+        self._texts.clear()
 
     def fact(self, obj: K8sObject, name: Hashable, resolve: Callable[[], _T]) -> _T:
         """The fact *name* about *obj* (its engine sites, one site's capacity inputs):
