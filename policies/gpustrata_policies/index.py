@@ -25,11 +25,44 @@ from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, memoised
 if TYPE_CHECKING:
     from gpustrata_policies.view.objects import K8sObject
 
-__all__ = ["EvaluationIndex"]
+__all__ = ["EvaluationIndex", "content_key"]
 
 _T = TypeVar("_T")
 _BY_KIND = ("index", "objects-by-kind")
 """The :meth:`EvaluationIndex.derived` key of the objects grouped by kind."""
+
+
+_PLAIN = (int, float, bool, type(None))
+
+
+def content_key(*parts: Any) -> Hashable | None:
+    """A hashable key equal for equal *parts* of plain data (what YAML and JSON give:
+    dicts, lists, strings, numbers, booleans, null), to share what is derived from
+    exactly those inputs across objects that repeat them (one chart in many namespaces):
+    a fact keyed so costs a dict lookup on every copy after the first. ``None`` when a
+    part holds anything else (a value unknown until deployment, a tracked mapping):
+    such inputs are not shared. Non-string scalars carry their type, so ``1``, ``1.0``
+    and ``True`` (equal in Python) make different keys."""
+    out: list[Hashable] = []
+    stack: list[Any] = list(reversed(parts))
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            out.append(item)
+        elif kind is dict:
+            out.append(("{", len(item)))
+            for name, value in reversed(item.items()):
+                stack.append(value)
+                stack.append(name)
+        elif kind is list or kind is tuple:
+            out.append(("[", len(item)))
+            stack.extend(reversed(item))
+        elif kind in _PLAIN:
+            out.append((kind.__name__, item))
+        else:
+            return None
+    return tuple(out)
 
 
 @final
