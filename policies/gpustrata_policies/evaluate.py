@@ -371,7 +371,7 @@ def _evaluate(
                             meta.severity,
                             "advisory" if outcome.advisory else enforcement,
                             _redacted(resource, MAX_RESOURCE_CHARS),
-                            _redacted(message),
+                            index.text(_redacted(message)),
                             meta.fix,
                             about.file,
                             about.line_of(outcome.path),

@@ -189,7 +189,9 @@ class RuleContext:
         key = (obj.resource, reason)
         found = self._not_evaluated.get(key)
         if found is None:
-            found = self._not_evaluated[key] = NotEvaluated(self.meta.id, obj.resource, reason)
+            found = self._not_evaluated[key] = NotEvaluated(
+                self.meta.id, obj.resource, self.index.text(reason)
+            )
         return found
 
 

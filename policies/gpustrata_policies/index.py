@@ -25,11 +25,44 @@ from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, memoised
 if TYPE_CHECKING:
     from gpustrata_policies.view.objects import K8sObject
 
-__all__ = ["EvaluationIndex"]
+__all__ = ["EvaluationIndex", "content_key"]
 
 _T = TypeVar("_T")
 _BY_KIND = ("index", "objects-by-kind")
 """The :meth:`EvaluationIndex.derived` key of the objects grouped by kind."""
+
+
+_PLAIN = (int, float, bool, type(None))
+
+
+def content_key(*parts: Any) -> Hashable | None:
+    """A hashable key equal for equal *parts* of plain data (what YAML and JSON give:
+    dicts, lists, strings, numbers, booleans, null), to share what is derived from
+    exactly those inputs across objects that repeat them (one chart in many namespaces):
+    a fact keyed so costs a dict lookup on every copy after the first. ``None`` when a
+    part holds anything else (a value unknown until deployment, a tracked mapping):
+    such inputs are not shared. Non-string scalars carry their type, so ``1``, ``1.0``
+    and ``True`` (equal in Python) make different keys."""
+    out: list[Hashable] = []
+    stack: list[Any] = list(reversed(parts))
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            out.append(item)
+        elif kind is dict:
+            out.append(("{", len(item)))
+            for name, value in reversed(item.items()):
+                stack.append(value)
+                stack.append(name)
+        elif kind is list or kind is tuple:
+            out.append(("[", len(item)))
+            stack.extend(reversed(item))
+        elif kind in _PLAIN:
+            out.append((kind.__name__, item))
+        else:
+            return None
+    return tuple(out)
 
 
 @final
@@ -49,6 +82,7 @@ class EvaluationIndex:
         "_facts",
         "_kinds",
         "_others",
+        "_texts",
         "objects",
         "subjects",
     )
@@ -75,6 +109,14 @@ class EvaluationIndex:
         # Facts of objects outside the evaluation (a view read on an object built apart,
         # in a test), each kept with its object so that its id stays its own.
         self._others: dict[int, tuple[K8sObject, dict[Hashable, Any]]] = {}
+        self._texts: dict[str, str] = {}
+
+    def text(self, value: str) -> str:
+        """*value*, as the one string object of its text in this evaluation: a report
+        repeats few texts many times (the corpus: 13,179 finding messages, 785 distinct),
+        so the findings and not-evaluated records share them instead of each keeping a
+        copy of its own (~9 MiB of the corpus's peak)."""
+        return self._texts.setdefault(value, value)
 
     def of_kinds(self, kinds: frozenset[str] | None) -> tuple[K8sObject, ...]:
         """The subjects of *kinds* in input order, and those of an unknown kind (every
@@ -130,6 +172,7 @@ class EvaluationIndex:
         self._derived.clear()
         self._facts = [None] * len(self.objects)
         self._others.clear()
+        self._texts.clear()
 
     def fact(self, obj: K8sObject, name: Hashable, resolve: Callable[[], _T]) -> _T:
         """The fact *name* about *obj* (its engine sites, one site's capacity inputs):

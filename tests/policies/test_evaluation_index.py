@@ -129,3 +129,64 @@ def test_objects_of_a_kind_are_every_object_of_it_in_input_order() -> None:
     assert index.objects_of("HTTPRoute") == (route,)
     assert index.objects_of("Service") == ()
     assert index.objects_of("InferencePool") is index.objects_of("InferencePool")  # built once
+
+
+def test_content_key_is_equal_for_equal_plain_data_and_tells_types_apart() -> None:
+    from gpustrata.core.unknown import UNKNOWN
+    from gpustrata_policies.index import content_key
+
+    args = ["--model", "m", {"a": [1, 2.5, None, True]}]
+    assert content_key("c", args) == content_key("c", [*args[:2], {"a": [1, 2.5, None, True]}])
+    assert content_key("c", args) != content_key("c", ["--model", "m"])
+    # 1 == 1.0 == True in Python: the key keeps them apart, and the shape of the nesting.
+    assert len({content_key(1), content_key(1.0), content_key(True), content_key("1")}) == 4
+    assert content_key(["a", "b"]) != content_key([["a"], "b"])
+    assert content_key({"a": "b"}) != content_key(["a", "b"])
+    assert content_key("c", ["--model", UNKNOWN]) is None  # unknown inputs are not shared
+
+
+def _engine_pod(namespace: str, args: list[Any]) -> dict[str, Any]:
+    container = {"name": "vllm", "image": "vllm/vllm-openai:latest", "args": args}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "llm", "namespace": namespace},
+        "spec": {"containers": [container]},
+    }
+
+
+def test_containers_with_equal_engine_inputs_share_one_engine_read() -> None:
+    from gpustrata_policies.view.vllm_args import vllm_engine
+
+    same = ["--model", "org/m", "--tensor-parallel-size", "2"]
+    a, b, c = to_objects(
+        [_engine_pod("a", same), _engine_pod("b", list(same)), _engine_pod("c", [*same[:2]])]
+    )
+    index = EvaluationIndex([a, b, c])
+    ca, cb, cc = (next(o.containers()) for o in (a, b, c))
+    first, second, other = (vllm_engine(x, index) for x in (ca, cb, cc))
+    assert first is not None and other is not None
+    assert first is second  # one read for both namespaces' copies
+    assert other is not first and other.values.get("tensor_parallel_size") is None
+    assert first.values["tensor_parallel_size"] == "2"
+    # Without the index, a container is read on its own (and keeps it).
+    lone = next(K8sObject(_engine_pod("d", same)).containers())
+    assert vllm_engine(lone) is not first and vllm_engine(lone) is vllm_engine(lone)
+
+
+def test_findings_of_copies_share_their_message_text() -> None:
+    docs = _docs(*FIXTURES)
+    copies = [
+        {**d, "metadata": {**d.get("metadata", {}), "namespace": f"ns-{n}"}}
+        for n in range(2)
+        for d in docs
+        if d.get("kind") not in ("GpuNodePool", "NodePool", "Node")
+    ]
+    pools = [d for d in docs if d.get("kind") in ("GpuNodePool", "NodePool", "Node")]
+    report = evaluate([*pools, *copies])
+    by_text: dict[tuple[str, str], list[str]] = {}
+    for f in report.findings:
+        by_text.setdefault((f.rule, f.message), []).append(f.message)
+    repeated = [texts for texts in by_text.values() if len(texts) > 1]
+    assert repeated, "the copies should repeat a finding"
+    assert all(all(t is texts[0] for t in texts) for texts in repeated)

@@ -183,8 +183,11 @@ _SITES = {False: "engine-sites", True: "engine-sites-with-ray-pods"}
 
 def _sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> list[EngineSite]:
     if ray_pods:  # the Ray Serve LLM engines are the default list's: built once
-        return [*_container_sites(obj, True), *(s for s in engine_sites(ctx, obj) if s.ray)]
-    return [*_container_sites(obj, False), *_ray_sites(ctx, obj)]
+        return [
+            *_container_sites(ctx, obj, True),
+            *(s for s in engine_sites(ctx, obj) if s.ray),
+        ]
+    return [*_container_sites(ctx, obj, False), *_ray_sites(ctx, obj)]
 
 
 def unread_ray_engines(obj: K8sObject) -> list[str]:
@@ -232,12 +235,12 @@ def _ray_sites(ctx: RuleContext, obj: K8sObject) -> Iterator[EngineSite]:
             )
 
 
-def _container_sites(obj: K8sObject, ray_pods: bool) -> Iterator[EngineSite]:
+def _container_sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> Iterator[EngineSite]:
     for pod in obj.pods():
         if pod.is_ray and not ray_pods:
             continue
         for c in pod.containers(init=False):
-            engine = vllm_engine(c)
+            engine = vllm_engine(c, ctx.index)
             if engine is not None:
                 path = (*c.path, "args" if "args" in c.raw else "command")
                 names = (engine.model,) if engine.model else ()

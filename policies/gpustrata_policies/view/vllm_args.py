@@ -34,6 +34,7 @@ from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata.core.yamlguard import YamlShapeError
 from gpustrata.core.yamlio import safe_load
 from gpustrata.vllm.flags import int_setting, parse_flags
+from gpustrata_policies.index import EvaluationIndex, content_key
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, dig
 from gpustrata_policies.view.shell import (
     MARK,
@@ -393,13 +394,33 @@ def image_publisher(image: Any) -> str | None:
     return OTHER_PUBLISHERS.get(owner)
 
 
-def vllm_engine(container: ContainerRef) -> EngineArgs | None:
+def vllm_engine(container: ContainerRef, index: EvaluationIndex | None = None) -> EngineArgs | None:
     """vLLM engine settings of a container that runs the vLLM server, else ``None``.
 
     Read once per container (kept in ``container.memo``; the rules do not change it):
-    a dozen rules ask for the same container's engine.
+    a dozen rules ask for the same container's engine. With the evaluation's *index*,
+    containers whose inputs (label, image, command, args, env, envFrom) are equal share
+    one read (:func:`~gpustrata_policies.index.content_key`): the engine is a function of
+    them alone.
     """
-    return memoised(container.memo, "vllm_engine", _read_engine, container)
+    if index is None or "vllm_engine" in container.memo:
+        return memoised(container.memo, "vllm_engine", _read_engine, container)
+    raw = container.raw
+    key = content_key(
+        container.label,
+        raw.get("image"),
+        raw.get("command"),
+        raw.get("args"),
+        raw.get("env"),
+        raw.get("envFrom"),
+    )
+    if key is None:  # a value unknown until deployment: read on its own
+        return memoised(container.memo, "vllm_engine", _read_engine, container)
+    return memoised(
+        container.memo,
+        "vllm_engine",
+        lambda: index.derived(("vllm-engine", key), lambda: _read_engine(container)),
+    )
 
 
 def _read_engine(container: ContainerRef) -> EngineArgs | None:
