@@ -5,17 +5,31 @@ decides on such an engine only where its verdict is the same on every candidate
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from gpustrata.catalog.vllm_facts import scheduler_releases
+from gpustrata.vllm.defaults import release_gpu_memory_utilization
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
-from gpustrata_policies.view.capacity import Inputs, gpu_estimate, model_and_settings
+from gpustrata_policies.view.agreement import Agreement, agreement
+from gpustrata_policies.view.capacity import (
+    Inputs,
+    PlannerSettings,
+    engine_settings,
+    engine_version,
+    gpu_estimate,
+    model_and_settings,
+)
 from gpustrata_policies.view.engines import (
     EngineSite,
     GpuRef,
     gpu_resources,
     karpenter_gpu,
+    neighbours,
+    release_candidates,
+    release_version,
     site_gpus,
 )
 from gpustrata_policies.view.nodes import (
@@ -29,7 +43,19 @@ from gpustrata_policies.view.profile import profile_hint
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
 
-__all__ = ["CandidateInputs", "GpuCandidates", "candidate_inputs", "gpu_candidates"]
+__all__ = [
+    "CANDIDATE_GPU",
+    "Agreement",
+    "CandidateInputs",
+    "GpuCandidates",
+    "ReleaseCandidates",
+    "ReleaseInputs",
+    "agreement",
+    "candidate_inputs",
+    "candidate_releases",
+    "gpu_candidates",
+    "release_inputs",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +149,10 @@ def _cc(gpu: GpuModel) -> float:
     return int(major) + int(minor or 0) / 10
 
 
+CANDIDATE_GPU = "one of the candidates: the Pod's GPU is unknown"
+"""The :attr:`GpuRef.where` of a candidate GPU (:func:`candidate_inputs`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CandidateInputs:
     """The capacity inputs of an engine whose GPU is unknown, on each candidate GPU
@@ -156,10 +186,157 @@ def _candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | N
     out: list[Inputs | str] = []
     for gpu in candidates.gpus:
         estimate = gpu_estimate(ctx, site, model.arch, gpu, settings)
-        ref = GpuRef(gpu, "one of the candidates: the Pod's GPU is unknown")
+        ref = GpuRef(gpu, CANDIDATE_GPU)
         out.append(
             estimate
             if isinstance(estimate, str)
             else Inputs(site, model, ref, version, settings, estimate)
         )
     return CandidateInputs(candidates, tuple(out))
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseCandidates:
+    """Every catalogued vLLM release an engine whose image names none may run: the values
+    the unknown release can take (:func:`candidate_releases`)."""
+
+    releases: tuple[str, ...]
+    """The candidates, oldest first."""
+    basis: str
+    """Why these (``image vllm/vllm-openai:latest is unpinned: any catalogued release``)."""
+    hint: str
+    """The cluster-profile key that would decide it (``images``)."""
+
+    @property
+    def span(self) -> str:
+        """``from 0.6.0 to 0.33.0`` (or the one release)."""
+        first, last = self.releases[0], self.releases[-1]
+        return first if first == last else f"from {first} to {last}"
+
+
+def candidate_releases(site: EngineSite) -> ReleaseCandidates | None:
+    """The catalogued vLLM releases (compatibility catalogue) *site*'s image may run when it
+    names none (:func:`~gpustrata_policies.view.engines.release_candidates`: every one for
+    an unpinned upstream image, those from the tag's leading release on for another
+    publisher's build); None where the release is known or nothing bounds it."""
+    known = sorted(
+        (r.version for r in catalogs.compat().vllm_releases()),
+        key=lambda v: release_version(v) or (),
+    )
+    read = release_candidates(site, known)
+    found = site.release()
+    if read is None or found.found is None:
+        return None
+    image = found.image
+    if found.found.unpinned:
+        basis = f"image {image} names no release, so it may be any catalogued one"
+    else:
+        basis = (
+            f"image {image} is another publisher's build whose tag leads with vLLM "
+            f"{found.found.floor}: built on that release or a later one (AIBrix builds such "
+            "a v0.10.0 tag from v0.10.2, vllm-project/aibrix@e3e10f9e:samples/"
+            "disaggregation/vllm/README.md), not an earlier one"
+        )
+    return ReleaseCandidates(read, basis, profile_hint("images"))
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseInputs:
+    """The capacity inputs of an engine whose release is unknown, per class of candidate
+    releases that size it alike (:func:`release_inputs`)."""
+
+    candidates: ReleaseCandidates
+    classes: tuple[tuple[tuple[str, ...], Inputs | str], ...]
+    """(the releases of one class, oldest first; their inputs or why the planner cannot
+    size the engine under them), in release order."""
+
+
+def release_inputs(ctx: RuleContext, inp: Inputs) -> ReleaseInputs | None:
+    """*inp*'s engine sized under every release its image may run (:func:`candidate_releases`)
+    on *inp*'s GPU, each as if the image named it (its V0/V1 engine, its unset defaults:
+    the release's scheduler row where the catalogue read it or the read releases around it
+    agree, as V005 reads them; its memory facts). Releases that give the same settings and
+    memory facts form one class, sized once. None where the release is known or nothing
+    bounds it."""
+    cands = candidate_releases(inp.site)
+    if cands is None:
+        return None
+    key = ("release-inputs", inp.site.path, inp.site.ray, inp.gpu.gpu.id)
+    found: ReleaseInputs = ctx.index.fact(
+        inp.site.obj, key, lambda: _release_inputs(ctx, inp, cands)
+    )
+    return found
+
+
+def _release_inputs(ctx: RuleContext, inp: Inputs, cands: ReleaseCandidates) -> ReleaseInputs:
+    from gpustrata.catalog.vllm_releases import mxfp4_kernel, profile_facts, unread_memory_bracket
+
+    site, gpu = inp.site, inp.gpu.gpu
+    major = int(gpu.compute_capability.partition(".")[0])
+    classes: dict[Any, tuple[list[str], Inputs | str]] = {}
+    for release in cands.releases:
+        version = engine_version(site, release)
+        settings = engine_settings(site, inp.model.arch, version.v0, release)
+        if not isinstance(settings, str) and not version.v0:
+            settings = _scheduler_defaults(settings, release, gpu)
+        facts = profile_facts(release)
+        memory = (
+            facts.facts() if facts is not None else None,
+            unread_memory_bracket(release),
+            mxfp4_kernel(release, major)[0],
+            release_gpu_memory_utilization(release)[0],
+        )
+        engine = settings if isinstance(settings, str) else settings.engine
+        group = (version.v0, engine, memory)
+        if group in classes:
+            classes[group][0].append(release)
+            continue
+        if isinstance(settings, str):
+            classes[group] = ([release], settings)
+            continue
+        est = gpu_estimate(ctx, site, inp.model.arch, gpu, settings)
+        classes[group] = (
+            [release],
+            est
+            if isinstance(est, str)
+            else Inputs(site, inp.model, inp.gpu, version, settings, est),
+        )
+    return ReleaseInputs(cands, tuple((tuple(rs), i) for rs, i in classes.values()))
+
+
+def _scheduler_defaults(settings: PlannerSettings, release: str, gpu: GpuModel) -> PlannerSettings:
+    """*settings* with unset max_num_batched_tokens / max_num_seqs taken from *release*'s
+    ``get_batch_defaults`` row for *gpu* (V1, ``vllm serve``), where the catalogue read the
+    release or the read releases around it agree on the row; otherwise left to the
+    planner's reference defaults, as for an image that names the release."""
+    engine = settings.engine
+    if engine.max_num_batched_tokens is not None and engine.max_num_seqs is not None:
+        return settings
+    key = release_version(release)
+    rows = (
+        neighbours(key, [(release_version(r.version) or (), r) for r in scheduler_releases()])
+        if key is not None
+        else None
+    )
+    if not rows:
+        return settings
+    label = f"{gpu.id} {gpu.name}"
+    found = agreement(rows, lambda r: (r.batch_row(gpu.memory_gib, label), r.clamp_seqs))
+    if not found.agreed or found.value is None:
+        return settings
+    row, clamp = found.value
+    tokens = engine.max_num_batched_tokens
+    changes: dict[str, Any] = {}
+    defaults = dict(settings.defaults)
+    if tokens is None and engine.enable_chunked_prefill is not False:
+        tokens = changes["max_num_batched_tokens"] = row.tokens
+        defaults["max_num_batched_tokens"] = (
+            f"max_num_batched_tokens unset: vLLM {release}'s default on {gpu.name} is {tokens}"
+        )
+    if engine.max_num_seqs is None:
+        seqs = min(row.seqs, tokens) if clamp and tokens else row.seqs
+        changes["max_num_seqs"] = seqs
+        defaults["max_num_seqs"] = (
+            f"max_num_seqs unset: vLLM {release}'s default on {gpu.name} is {seqs}"
+        )
+    return dataclasses.replace(settings, engine=engine.replace(**changes), defaults=defaults)

@@ -14,6 +14,7 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.candidates import candidate_releases
 from gpustrata_policies.view.capacity import (
     Probe,
     capacity_inputs,
@@ -331,6 +332,12 @@ def _unknown_release(
     """No release is assumed: where the longest step would mark a V0 engine of a release
     before the fix (or any V0 engine run in process) dead, whether this engine is one is not
     known ("not evaluated")."""
+    cands = candidate_releases(site)
+    if cands is not None and not any(
+        (v := engine_version(site, r)).v0 and (in_process or _loop_bound(v.version))
+        for r in cands.releases
+    ):
+        return  # no release it may run has a /health that waits on the engine loop
     found = capacity_inputs(ctx, site)
     limit = HEALTH.v0_dead_after_s.value
     if in_process and HEALTH.in_process_dead_after:

@@ -8,9 +8,10 @@ from typing import cast
 
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.rules._common import estimated_subject, judged_engines
+from gpustrata_policies.rules._common import estimated_subject, judged_engines, on_every_release
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
+from gpustrata_policies.view.candidates import release_inputs
 from gpustrata_policies.view.capacity import (
     Inputs,
     estimate,
@@ -111,7 +112,20 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         yield Verdict("not_evaluated", "typical-invalid", values={"why": why})
         return
     tokens: int = typical  # narrowed above; the closure keeps it
-    yield from judged_engines(ctx, obj, lambda inp: _judge_engine(inp, tokens))
+    yield from judged_engines(ctx, obj, lambda inp: _judge_any_release(ctx, inp, tokens))
+
+
+def _judge_any_release(ctx: RuleContext, inp: Inputs, typical: int) -> Iterator[Verdict]:
+    """One engine; where its image names no release and max_num_seqs is left to vLLM,
+    under every release it may run (:func:`on_every_release`), on a GPU that is known
+    (with the GPU unknown as well the record stays "not evaluated": not sized twice over)."""
+    unset = "max_num_seqs" in inp.settings.defaults or "max_num_seqs" in inp.estimate.defaults
+    if inp.version.version is None and unset:
+        found = release_inputs(ctx, inp)
+        if found is not None:
+            yield from on_every_release(inp, found, lambda i: _judge_engine(i, typical))
+            return
+    yield from _judge_engine(inp, typical)
 
 
 def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
