@@ -111,3 +111,46 @@ def test_dated_publisher_build_gets_no_candidates(tmp_path: Path) -> None:
     path = _manifest(tmp_path, args, selector=L4, image="lmcache/vllm-openai:2025-05-05-v1")
     [v] = _verdicts("V012", path, judge)[RESOURCE]
     assert (v.decision, v.reason) == ("not_evaluated", "max-num-seqs-unknown")
+
+
+def test_v005_budget_below_seqs_fails_under_every_release(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v005_batch_budget_covers_context.rule import judge
+
+    args = ["Qwen/Qwen2.5-0.5B-Instruct", "--max-num-batched-tokens", "64", "--max-num-seqs", "256"]
+    found = _verdicts("V005", _manifest(tmp_path, args, image=LATEST), judge)[RESOURCE]
+    [v] = [v for v in found if v.decision == "violation"]
+    assert v.reason == "tokens-below-seqs"
+    releases = _releases()
+    assert f"on every vLLM release from {releases[0]} to {releases[-1]}" in str(v.values["engine"])
+    # The V0 releases also refuse the budget below max_model_len (chunked prefill off for
+    # short contexts there); V1 ones chunk: that verdict is not on all, so it stays open.
+    [rest] = [v for v in found if v.decision == "not_evaluated"]
+    why = str(rest.values["why"])
+    v1_from = catalogs.vllm_releases().v1_default_from
+    before = releases[releases.index(v1_from) - 1]
+    assert f"fails (tokens-below-max-len) under {releases[0]} to {before}" in why
+
+
+def test_v005_floor_build_passes_and_latest_splits_naming_releases(tmp_path: Path) -> None:
+    from gpustrata_policies.rules.v005_batch_budget_covers_context.rule import judge
+
+    args = [
+        "Qwen/Qwen2.5-0.5B-Instruct",
+        "--max-num-batched-tokens",
+        "8192",
+        "--max-num-seqs",
+        "64",
+        "--max-model-len",
+        "4096",
+    ]
+    # Every release from 0.10.0 had its scheduler defaults read: the budget covers both.
+    assert _verdicts("V005", _manifest(tmp_path, args, image=FLOOR_IMAGE), judge) == {}
+    # `latest` includes releases whose defaults were not read (below the first read V1
+    # release): "not evaluated", naming where it passes and where it is not judged.
+    [v] = _verdicts("V005", _manifest(tmp_path, args, image=LATEST), judge)[RESOURCE]
+    assert (v.decision, v.reason) == ("not_evaluated", "defaults-unread")
+    why = str(v.values["why"])
+    assert "it passes under " in why and "it is not evaluated (defaults-unread) under " in why
+    assert why.endswith(
+        "the verdict depends on the vLLM release (set images in the cluster profile)"
+    )

@@ -345,26 +345,56 @@ def on_every_release(
             continue
         verdicts = tuple(judge_engine(sized))
         judged.append((releases, _MOOT if not verdicts and not sized.estimate.fits else verdicts))
+    yield from every_release(
+        cands,
+        judged,
+        lambda v: f"{v.values['engine']}, on every vLLM release {cands.span} its image may run",
+        lambda rest, partial: _release_split(inp, cands, rest, split_reason, partial),
+    )
+
+
+def every_release(
+    cands: ReleaseCandidates,
+    judged: Sequence[tuple[tuple[str, ...], _Outcome]],
+    every: Callable[[Verdict], str],
+    split: Callable[[list[tuple[tuple[str, ...], _Outcome]], bool], Verdict],
+) -> Iterator[Verdict]:
+    """What every candidate release decides (*judged*: each class's releases and outcome):
+    a verdict every live class gives (same decision and reason) is reported once, from the
+    newest class, its ``engine`` value renamed by *every* (``..., on every vLLM release from
+    X to Y its image may run``, with the basis and whose figures); the verdicts only some
+    classes give become one *split* record naming the releases on each side. A moot class
+    (vLLM does not start there and the rule says nothing) neither agrees nor disagrees."""
     live = [(r, o) for r, o in judged if o != _MOOT]
     if not live:
         return
-    if not agreement(live, lambda j: _kind(j[1])).agreed or any(
-        isinstance(o, str) for _, o in live
-    ):
-        yield _release_split(inp, cands, judged, split_reason)
+    if any(isinstance(o, str) for _, o in live):
+        yield split(list(judged), False)
         return
+    kinds = [set(_kind(o)) for _, o in live]
+    common = set.intersection(*kinds)
     last = live[-1][1]
     assert not isinstance(last, str)  # narrowed above
     newest = live[-1][0][-1]
     for verdict in last:
+        if (verdict.decision, verdict.reason) not in common:
+            continue
         if verdict.decision == "not_evaluated" or "engine" not in verdict.values:
             yield verdict
             continue
-        every = (
-            f"{verdict.values['engine']}, on every vLLM release {cands.span} its image may run "
-            f"({cands.basis}; figures for {newest})"
+        named = f"{every(verdict)} ({cands.basis}; figures for {newest})"
+        yield replace(verdict, values={**verdict.values, "engine": named})
+    rest = [
+        (
+            r,
+            o
+            if isinstance(o, str)
+            else tuple(v for v in o if (v.decision, v.reason) not in common),
         )
-        yield replace(verdict, values={**verdict.values, "engine": every})
+        for r, o in judged
+    ]
+    if any(k != common for k in kinds):
+        yield split(rest, bool(common))
 
 
 def release_runs(releases: Sequence[str], order: Sequence[str]) -> str:
@@ -387,27 +417,43 @@ def _release_split(
     cands: ReleaseCandidates,
     judged: list[tuple[tuple[str, ...], _Outcome]],
     reason: str,
+    partial: bool = False,
 ) -> Verdict:
     """The not-evaluated verdict of releases that disagree, naming each side's releases."""
+    why = (
+        f"{inp.site.name}: {inp.version.where}; judged on {inp.gpu.label} "
+        f"{releases_split(cands, judged, partial)}"
+    )
+    return Verdict("not_evaluated", reason, values={"why": why})
+
+
+def releases_split(
+    cands: ReleaseCandidates,
+    judged: Sequence[tuple[tuple[str, ...], _Outcome]],
+    partial: bool = False,
+) -> str:
+    """``under every vLLM release it may run (...), it passes under X; it fails (...) under
+    Y: the verdict depends on the vLLM release (set images ...)``: the end of the record of
+    an engine whose candidate releases disagree (*judged*: each class's releases and
+    outcome). *partial*: the verdicts every release gives were reported apart, and a class
+    with none left is worded "gives no other verdict", not "passes"."""
     found = agreement(judged, lambda j: _kind(j[1]))
     parts: list[str] = []
     for kind, members in found.groups:
         releases = [r for rs, _ in members for r in rs]
         if not kind:
-            what = "passes under"
+            what = "gives no other verdict under" if partial else "passes under"
         elif kind[0][0] == "moot":
             what = "does not start (V003/V004) under"
         elif kind[0][0] == "error":
             what = "cannot be sized under"
         elif any(d == "not_evaluated" for d, _ in kind):
-            what = "is not evaluated under"
+            what = "is not evaluated (" + ", ".join(r for _, r in kind) + ") under"
         else:
             what = "fails (" + ", ".join(r for _, r in kind) + ") under"
         parts.append(f"{what} {release_runs(releases, cands.releases)}")
-    why = (
-        f"{inp.site.name}: {inp.version.where}; judged on {inp.gpu.label} under every vLLM "
-        f"release it may run ({cands.basis}: {len(cands.releases)} catalogued releases "
-        f"{cands.span}), it {'; it '.join(parts)}: the verdict depends on the vLLM release "
-        f"{cands.hint}"
+    return (
+        f"under every vLLM release it may run ({cands.basis}: {len(cands.releases)} "
+        f"catalogued releases {cands.span}), it {'; it '.join(parts)}: the verdict depends "
+        f"on the vLLM release {cands.hint}"
     )
-    return Verdict("not_evaluated", reason, values={"why": why})

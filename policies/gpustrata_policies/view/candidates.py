@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpustrata.catalog.vllm_facts import scheduler_releases
+from gpustrata.core.versions import parse_version
 from gpustrata.vllm.defaults import release_gpu_memory_utilization
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
@@ -219,10 +220,7 @@ def candidate_releases(site: EngineSite) -> ReleaseCandidates | None:
     names none (:func:`~gpustrata_policies.view.engines.release_candidates`: every one for
     an unpinned upstream image, those from the tag's leading release on for another
     publisher's build); None where the release is known or nothing bounds it."""
-    known = sorted(
-        (r.version for r in catalogs.compat().vllm_releases()),
-        key=lambda v: release_version(v) or (),
-    )
+    known = sorted((r.version for r in catalogs.compat().vllm_releases()), key=parse_version)
     read = release_candidates(site, known)
     found = site.release()
     if read is None or found.found is None:
