@@ -421,7 +421,7 @@ def _release_split(
 ) -> Verdict:
     """The not-evaluated verdict of releases that disagree, naming each side's releases."""
     why = (
-        f"{inp.site.name}: {inp.version.where}; judged on {inp.gpu.label} "
+        f"{inp.site.name}: {inp.version.where}; on {inp.gpu.label}, "
         f"{releases_split(cands, judged, partial)}"
     )
     return Verdict("not_evaluated", reason, values={"why": why})
@@ -432,7 +432,7 @@ def releases_split(
     judged: Sequence[tuple[tuple[str, ...], _Outcome]],
     partial: bool = False,
 ) -> str:
-    """``under every vLLM release it may run (...), it passes under X; it fails (...) under
+    """``judged under every vLLM release it may run (...), it passes under X; it fails (...) under
     Y: the verdict depends on the vLLM release (set images ...)``: the end of the record of
     an engine whose candidate releases disagree (*judged*: each class's releases and
     outcome). *partial*: the verdicts every release gives were reported apart, and a class
@@ -453,7 +453,7 @@ def releases_split(
             what = "fails (" + ", ".join(r for _, r in kind) + ") under"
         parts.append(f"{what} {release_runs(releases, cands.releases)}")
     return (
-        f"under every vLLM release it may run ({cands.basis}: {len(cands.releases)} "
+        f"judged under every vLLM release it may run ({cands.basis}: {len(cands.releases)} "
         f"catalogued releases {cands.span}), it {'; it '.join(parts)}: the verdict depends "
         f"on the vLLM release {cands.hint}"
     )
