@@ -154,3 +154,49 @@ def test_v005_floor_build_passes_and_latest_splits_naming_releases(tmp_path: Pat
     assert why.endswith(
         "the verdict depends on the vLLM release (set images in the cluster profile)"
     )
+
+
+def _rayservice(tmp_path: Path, target: int) -> Path:
+    """R007's real-shaped RayService with max_num_seqs unset, the worker on an H100 and
+    running the unpinned upstream image."""
+    import yaml
+
+    from gpustrata_policies.rules import r007_serve_autoscaling_matches_engine as r007
+
+    folder = Path(r007.__file__).parent
+    doc = yaml.safe_load((folder / "bad-target-far-above-batch.yaml").read_text())
+    serve = yaml.safe_load(doc["spec"]["serveConfigV2"])
+    config = serve["applications"][0]["args"]["llm_configs"][0]
+    del config["engine_kwargs"]["max_num_seqs"]
+    config["deployment_config"]["max_ongoing_requests"] = target + 100
+    config["deployment_config"]["autoscaling_config"]["target_ongoing_requests"] = target
+    doc["spec"]["serveConfigV2"] = yaml.safe_dump(serve)
+    worker = doc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
+    worker["nodeSelector"] = H100
+    worker["containers"][0]["image"] = LATEST
+    out = tmp_path / "rayservice.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return out
+
+
+RAY_RESOURCE = "RayService/ray/qwen-r007-bad"
+
+
+def test_r007_target_within_every_release_batch_passes_above_all_fails_between_splits(
+    tmp_path: Path,
+) -> None:
+    from gpustrata_policies.rules.r007_serve_autoscaling_matches_engine.rule import judge
+
+    # Defaults on an H100: 256 under the V0 engine, 1,024 under V1; the ratio is 2.
+    assert _verdicts("R007", _rayservice(tmp_path, 300), judge) == {}
+    [v] = _verdicts("R007", _rayservice(tmp_path, 3000), judge)[RAY_RESOURCE]
+    assert (v.decision, v.reason) == ("violation", "target-above-batch")
+    releases = _releases()
+    assert f"on every vLLM release from {releases[0]} to {releases[-1]}" in str(v.values["where"])
+    [v] = _verdicts("R007", _rayservice(tmp_path, 600), judge)[RAY_RESOURCE]
+    assert (v.decision, v.reason) == ("not_evaluated", "default-unknown")
+    v1_from = catalogs.vllm_releases().v1_default_from
+    before = releases[releases.index(v1_from) - 1]
+    why = str(v.values["why"])
+    assert f"it fails (target-above-batch) under {releases[0]} to {before}" in why
+    assert f"it passes under {v1_from} to {releases[-1]}" in why

@@ -358,10 +358,11 @@ def every_release(
     judged: Sequence[tuple[tuple[str, ...], _Outcome]],
     every: Callable[[Verdict], str],
     split: Callable[[list[tuple[tuple[str, ...], _Outcome]], bool], Verdict],
+    key: str = "engine",
 ) -> Iterator[Verdict]:
     """What every candidate release decides (*judged*: each class's releases and outcome):
     a verdict every live class gives (same decision and reason) is reported once, from the
-    newest class, its ``engine`` value renamed by *every* (``..., on every vLLM release from
+    newest class, its *key* value (``engine``) renamed by *every* (``..., on every vLLM release from
     X to Y its image may run``, with the basis and whose figures); the verdicts only some
     classes give become one *split* record naming the releases on each side. A moot class
     (vLLM does not start there and the rule says nothing) neither agrees nor disagrees."""
@@ -379,11 +380,11 @@ def every_release(
     for verdict in last:
         if (verdict.decision, verdict.reason) not in common:
             continue
-        if verdict.decision == "not_evaluated" or "engine" not in verdict.values:
+        if verdict.decision == "not_evaluated" or key not in verdict.values:
             yield verdict
             continue
         named = f"{every(verdict)} ({cands.basis}; figures for {newest})"
-        yield replace(verdict, values={**verdict.values, "engine": named})
+        yield replace(verdict, values={**verdict.values, key: named})
     rest = [
         (
             r,
