@@ -16,6 +16,7 @@ from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.agreement import Agreement, agreement
 from gpustrata_policies.view.capacity import (
+    EngineVersion,
     Inputs,
     PlannerSettings,
     engine_settings,
@@ -267,11 +268,57 @@ def release_inputs(ctx: RuleContext, inp: Inputs) -> ReleaseInputs | None:
 
 
 def _release_inputs(ctx: RuleContext, inp: Inputs, cands: ReleaseCandidates) -> ReleaseInputs:
+    site, gpu = inp.site, inp.gpu.gpu
+    out: list[tuple[tuple[str, ...], Inputs | str]] = []
+    for releases, version, settings in _release_classes(inp, cands):
+        if isinstance(settings, str):
+            out.append((releases, settings))
+            continue
+        est = gpu_estimate(ctx, site, inp.model.arch, gpu, settings)
+        sized = (
+            est
+            if isinstance(est, str)
+            else Inputs(site, inp.model, inp.gpu, version, settings, est)
+        )
+        out.append((releases, sized))
+    return ReleaseInputs(cands, tuple(out))
+
+
+_Class = tuple[tuple[str, ...], EngineVersion, PlannerSettings | str]
+_CLASSES: dict[Any, list[_Class]] = {}
+"""Release classes by what decides them (the engine's settings read without a release, the
+GPU, the image, the candidates), shared by every engine alike in one process: a manifest
+repeats engines across namespaces and the per-release reading is the costly part."""
+
+
+def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> list[_Class]:
+    """The candidate releases grouped into classes that size the engine alike: the same
+    engine generation, settings (the release's defaults filled in) and memory facts."""
     from gpustrata.catalog.vllm_releases import mxfp4_kernel, profile_facts, unread_memory_bracket
 
-    site, gpu = inp.site, inp.gpu.gpu
+    site, gpu, base = inp.site, inp.gpu.gpu, inp.settings
+    key = (
+        id(inp.model.arch),
+        inp.model.arch.id,
+        gpu.id,
+        base.engine,
+        frozenset(base.defaults),
+        base.auto_fit,
+        base.flashinfer_sampler,
+        site.release().image,
+        tuple(sorted(site.env.items())),  # VLLM_USE_V1 picks the engine generation
+        repr(site.llm_config.get("runtime_env")),
+        cands.releases,
+    )
+    try:
+        found = _CLASSES.get(key)
+        shared = True
+    except TypeError:  # a setting held as a mapping: not shared
+        found, shared = None, False
+    if found is not None:
+        return found
     major = int(gpu.compute_capability.partition(".")[0])
-    classes: dict[Any, tuple[list[str], Inputs | str]] = {}
+    classes: dict[Any, tuple[list[str], EngineVersion, PlannerSettings | str]] = {}
     for release in cands.releases:
         version = engine_version(site, release)
         settings = engine_settings(site, inp.model.arch, version.v0, release)
@@ -288,18 +335,14 @@ def _release_inputs(ctx: RuleContext, inp: Inputs, cands: ReleaseCandidates) -> 
         group = (version.v0, engine, memory)
         if group in classes:
             classes[group][0].append(release)
-            continue
-        if isinstance(settings, str):
-            classes[group] = ([release], settings)
-            continue
-        est = gpu_estimate(ctx, site, inp.model.arch, gpu, settings)
-        classes[group] = (
-            [release],
-            est
-            if isinstance(est, str)
-            else Inputs(site, inp.model, inp.gpu, version, settings, est),
-        )
-    return ReleaseInputs(cands, tuple((tuple(rs), i) for rs, i in classes.values()))
+        else:
+            classes[group] = ([release], version, settings)
+    result = [(tuple(rs), v, st) for rs, v, st in classes.values()]
+    if shared:
+        if len(_CLASSES) > 4096:
+            _CLASSES.clear()
+        _CLASSES[key] = result
+    return result
 
 
 def _scheduler_defaults(settings: PlannerSettings, release: str, gpu: GpuModel) -> PlannerSettings:

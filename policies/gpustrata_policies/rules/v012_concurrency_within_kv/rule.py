@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import cast
 
 from gpustrata.core.terminal import quoted
@@ -123,13 +124,23 @@ def _judge_any_release(ctx: RuleContext, inp: Inputs, typical: int) -> Iterator[
     if inp.version.version is None and unset:
         found = release_inputs(ctx, inp)
         if found is not None:
-            yield from on_every_release(inp, found, lambda i: _judge_engine(i, typical))
+            # The fix's reachable max_num_seqs (a search of estimates) only for the class
+            # whose figures are reported: the newest that vLLM starts under.
+            sized = [i for _, i in found.classes if not isinstance(i, str) and i.estimate.fits]
+            for verdict in on_every_release(
+                inp, found, lambda i: _judge_engine(i, typical, searched=False)
+            ):
+                if verdict.reason == "seqs-beyond-kv" and sized:
+                    best = reachable_max_num_seqs(sized[-1], cast(int, verdict.values["length"]))
+                    verdict = replace(verdict, values={**verdict.values, "best": best})
+                yield verdict
             return
     yield from _judge_engine(inp, typical)
 
 
-def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
-    """One engine: its KV cache holds max_num_seqs sequences of *typical* tokens."""
+def _judge_engine(inp: Inputs, typical: int, searched: bool = True) -> Iterator[Verdict]:
+    """One engine: its KV cache holds max_num_seqs sequences of *typical* tokens (with the
+    largest max_num_seqs it holds searched, unless *searched* is False: filled in later)."""
     est = inp.estimate
     if not est.fits:
         return  # V003 / V004: vLLM does not start at all
@@ -161,7 +172,7 @@ def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
         "full_length_held": est.max_concurrent_full_length_sequences,
         "max_model_len": est.max_model_len,
         "defaults": inp.default_notes("max_num_seqs", "max_model_len"),
-        "best": reachable_max_num_seqs(inp, length),
+        "best": reachable_max_num_seqs(inp, length) if searched else 0,
     }
     yield Verdict(
         "violation",
