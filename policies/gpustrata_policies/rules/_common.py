@@ -398,6 +398,12 @@ def every_release(
         yield split(rest, bool(common))
 
 
+def release_unknown(site: EngineSite, cands: ReleaseCandidates) -> str:
+    """Why the engine's release is unknown (its image's reading), without the profile key,
+    which a split record names once, at its end."""
+    return site.release().where.replace(f" {cands.hint}", "")
+
+
 def release_runs(releases: Sequence[str], order: Sequence[str]) -> str:
     """*releases* as runs of consecutive ones in *order* (``0.6.0 to 0.7.3, 0.9.0``)."""
     picked = set(releases)

@@ -8,7 +8,7 @@ from typing import Any, cast
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.rules._common import every_release, releases_split
+from gpustrata_policies.rules._common import every_release, release_unknown, releases_split
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
 from gpustrata_policies.view.candidates import ReleaseCandidates, release_inputs
@@ -137,7 +137,10 @@ def _on_every_release(
         lambda rest, partial: Verdict(
             "not_evaluated",
             "default-unknown",
-            values={"deployment": site.name, "why": releases_split(cands, rest, partial)},
+            values={
+                "deployment": site.name,
+                "why": f"{release_unknown(site, cands)}; {releases_split(cands, rest, partial)}",
+            },
         ),
         key="where",
     )

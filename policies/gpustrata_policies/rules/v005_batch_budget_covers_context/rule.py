@@ -10,7 +10,7 @@ from gpustrata.catalog.vllm_facts import scheduler_releases
 from gpustrata.catalog.vllm_release_types import BatchDefaults, SchedulerRelease, source_url
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.rules._common import every_release, releases_split
+from gpustrata_policies.rules._common import every_release, release_unknown, releases_split
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
@@ -366,7 +366,10 @@ def _every_release(
         lambda rest, partial: Verdict(
             "not_evaluated",
             "defaults-unread",
-            values={"engine": site.label, "why": releases_split(cands, rest, partial)},
+            values={
+                "engine": site.label,
+                "why": f"{release_unknown(site, cands)}; {releases_split(cands, rest, partial)}",
+            },
         ),
     ):
         if verdict.decision == "not_evaluated":
