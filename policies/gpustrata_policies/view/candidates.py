@@ -211,7 +211,7 @@ class ReleaseCandidates:
 
     @property
     def span(self) -> str:
-        """``from 0.6.0 to 0.33.0`` (or the one release)."""
+        """``from X to Y``, the oldest and newest candidates (or the one release)."""
         first, last = self.releases[0], self.releases[-1]
         return first if first == last else f"from {first} to {last}"
 
