@@ -9,9 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpustrata.catalog.vllm_facts import scheduler_releases
 from gpustrata.core.versions import parse_version
-from gpustrata.vllm.defaults import release_gpu_memory_utilization
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.agreement import Agreement, agreement
@@ -294,7 +292,10 @@ repeats engines across namespaces and the per-release reading is the costly part
 def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> list[_Class]:
     """The candidate releases grouped into classes that size the engine alike: the same
     engine generation, settings (the release's defaults filled in) and memory facts."""
+    # Imported here: the catalogue readers load pydantic, which a check with no engine to
+    # size never needs (tests/policies/test_cli.py, light on imports).
     from gpustrata.catalog.vllm_releases import mxfp4_kernel, profile_facts, unread_memory_bracket
+    from gpustrata.vllm.defaults import release_gpu_memory_utilization
 
     site, gpu, base = inp.site, inp.gpu.gpu, inp.settings
     key = (
@@ -350,6 +351,8 @@ def _scheduler_defaults(settings: PlannerSettings, release: str, gpu: GpuModel) 
     ``get_batch_defaults`` row for *gpu* (V1, ``vllm serve``), where the catalogue read the
     release or the read releases around it agree on the row; otherwise left to the
     planner's reference defaults, as for an image that names the release."""
+    from gpustrata.catalog.vllm_facts import scheduler_releases
+
     engine = settings.engine
     if engine.max_num_batched_tokens is not None and engine.max_num_seqs is not None:
         return settings
