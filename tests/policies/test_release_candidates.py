@@ -14,9 +14,9 @@ from pathlib import Path
 from test_invariant_verdicts import LATEST, RESOURCE, _manifest
 from test_rule_verdicts import _verdicts
 
+from gpustrata.core.versions import parse_version
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.agreement import agreement
-from gpustrata_policies.view.engines import release_version
 
 FLOOR_IMAGE = "ghcr.io/volcano-sh/vllm-openai:v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2"
 """kthena's P/D image (tests/data/field-corpus-3/kthena-vllm-pd-multinode.yaml)."""
@@ -26,7 +26,7 @@ L4 = {"nvidia.com/gpu.product": "NVIDIA-L4"}
 
 def _releases() -> list[str]:
     known = [r.version for r in catalogs.compat().vllm_releases()]
-    return sorted(known, key=lambda v: release_version(v) or ())
+    return sorted(known, key=parse_version)
 
 
 def test_agreement_groups_equal_values_and_agrees_only_on_one() -> None:
@@ -200,3 +200,35 @@ def test_r007_target_within_every_release_batch_passes_above_all_fails_between_s
     why = str(v.values["why"])
     assert f"it fails (target-above-batch) under {releases[0]} to {before}" in why
     assert f"it passes under {v1_from} to {releases[-1]}" in why
+
+
+def test_v010_long_v0_step_splits_naming_the_loop_bound_releases(tmp_path: Path) -> None:
+    import yaml
+
+    from gpustrata_policies.rules import v010_liveness_outlasts_longest_step as v010
+    from gpustrata_policies.rules.v010_liveness_outlasts_longest_step.rule import HEALTH, judge
+
+    # V010's folder fixture (Llama 3.1 8B, a 131,072-token prompt unchunked) on an L4 and the
+    # unpinned image: every release before the fix marks it dead (60 s iteration timeout,
+    # 30 s heartbeat), none after.
+    fixture = Path(v010.__file__).parent / "bad-v0-step-marks-engine-dead.yaml"
+    doc = next(iter(yaml.safe_load_all(fixture.read_text())))
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    container["image"] = LATEST
+    doc["spec"]["template"]["spec"]["nodeSelector"] = L4  # ~131 s a step: past every limit
+    path = tmp_path / "v010.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    resource = f"Deployment/{doc['metadata'].get('namespace', 'default')}/{doc['metadata']['name']}"
+    [v] = _verdicts("V010", path, judge)[resource]
+    assert (v.decision, v.reason) == ("not_evaluated", "releases-split")
+    why = str(v.values["why"])
+    releases = _releases()
+    fixed = HEALTH.v0_engine_loop_until
+    last_bound = releases[releases.index(fixed) - 1]
+    assert f"it fails (step-outlasts-v0-heartbeat) under {releases[0]} to {last_bound}" in why
+    assert f"it passes under {fixed} to {releases[-1]}" in why
+    assert "its longest step under them is estimated at " in why
+    # The same engine from 0.10.0 on (no loop-bound release among them): nothing to report.
+    container["image"] = FLOOR_IMAGE
+    path.write_text(yaml.safe_dump(doc))
+    assert _verdicts("V010", path, judge) == {}
