@@ -51,6 +51,7 @@ __all__ = [
     "ReleaseCandidates",
     "ReleaseInputs",
     "agreement",
+    "candidate_engines",
     "candidate_inputs",
     "candidate_releases",
     "gpu_candidates",
@@ -237,6 +238,29 @@ def candidate_releases(site: EngineSite) -> ReleaseCandidates | None:
     return ReleaseCandidates(read, basis, profile_hint("images"))
 
 
+def candidate_engines(site: EngineSite, cands: ReleaseCandidates) -> tuple[bool, ...]:
+    """Per candidate release (same order): whether the engine runs V0 under it
+    (:func:`~gpustrata_policies.view.capacity.engine_version`: the release's default engine
+    and ``VLLM_USE_V1``), shared by engines alike in one process."""
+    key = (cands.releases, _env_key(site))
+    found = _ENGINES.get(key)
+    if found is None:
+        found = tuple(engine_version(site, r).v0 for r in cands.releases)
+        if len(_ENGINES) > 4096:
+            _ENGINES.clear()
+        _ENGINES[key] = found
+    return found
+
+
+_ENGINES: dict[Any, tuple[bool, ...]] = {}
+
+
+def _env_key(site: EngineSite) -> tuple[Any, ...]:
+    """What of *site* picks the engine generation: its env (``VLLM_USE_V1``), with a Ray
+    Serve LLM config's ``runtime_env``."""
+    return tuple(sorted(site.env.items())), repr(site.llm_config.get("runtime_env"))
+
+
 @dataclass(frozen=True, slots=True)
 class ReleaseInputs:
     """The capacity inputs of an engine whose release is unknown, per class of candidate
@@ -307,8 +331,7 @@ def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> list[_Class]:
         base.auto_fit,
         base.flashinfer_sampler,
         site.release().image,
-        tuple(sorted(site.env.items())),  # VLLM_USE_V1 picks the engine generation
-        repr(site.llm_config.get("runtime_env")),
+        _env_key(site),  # VLLM_USE_V1 picks the engine generation
         cands.releases,
     )
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from gpustrata.catalog.vllm_facts import scheduler_releases
 from gpustrata.catalog.vllm_release_types import BatchDefaults, SchedulerRelease, source_url
@@ -358,7 +358,15 @@ def _every_release(
     """An image that names no release but bounds it: judged under each release it may run
     (:func:`~gpustrata_policies.view.candidates.candidate_releases`), decided where all
     agree, otherwise "not evaluated" naming the releases on each side."""
-    judged = [((r,), tuple(_judge_run(site, s, _running(ctx, site, s, r)))) for r in cands.releases]
+    # Releases that read the same scheduler facts give the same worlds: judged once each.
+    use_v1 = site.env.get("VLLM_USE_V1")
+    classes: dict[Any, list[str]] = {}
+    for release in cands.releases:
+        classes.setdefault(_facts_read(release, use_v1), []).append(release)
+    judged = [
+        (tuple(rs), tuple(_judge_run(site, s, _running(ctx, site, s, rs[-1]))))
+        for rs in classes.values()
+    ]
     for verdict in every_release(
         cands,
         judged,
@@ -376,6 +384,20 @@ def _every_release(
             yield verdict
         else:  # figures for the newest; "runs vLLM" without one release's name
             yield replace(verdict, values={**verdict.values, "version": "", "v0": False})
+
+
+def _facts_read(release: str, use_v1: str | None) -> tuple[Any, ...]:
+    """What :func:`_running` reads for *release*: the engine generation and the scheduler
+    rows (V1: the read releases at or around it) or V0 defaults (read or not, the chunked
+    budget) it judges by."""
+    parsed = release_key(release)
+    if (parsed >= _V1_DEFAULT and use_v1 != "0") or parsed >= _V0_REMOVED:
+        rows = neighbours(parsed, READ)
+        return ("v1", tuple(r.version for r in rows) if rows else None)
+    if parsed < _V1_DEFAULT and use_v1 == "1" and parsed >= _V1_OPT_IN:
+        return ("v1-opt-in",)
+    read = V0_READ[0] <= parsed <= V0_READ[-1]
+    return ("v0", read, _CATALOGUE.v0_defaults.chunked_batch_tokens(release))
 
 
 def _joined(values: Value) -> str:

@@ -17,6 +17,7 @@ from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.candidates import (
     ReleaseCandidates,
+    candidate_engines,
     candidate_releases,
     release_inputs,
 )
@@ -339,10 +340,11 @@ def _unknown_release(
     before the fix (or any V0 engine run in process) dead, whether this engine is one is not
     known ("not evaluated")."""
     cands = candidate_releases(site)
+    engines = candidate_engines(site, cands) if cands is not None else ()
     bound = [
         r
-        for r in (cands.releases if cands is not None else ())
-        if engine_version(site, r).v0 and (in_process or _loop_bound(r))
+        for r, v0 in zip(cands.releases if cands is not None else (), engines, strict=True)
+        if v0 and (in_process or _loop_bound(r))
     ]
     if cands is not None and not bound:
         return  # no release it may run has a /health that waits on the engine loop
