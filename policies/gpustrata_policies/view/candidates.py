@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.versions import parse_version
@@ -56,6 +57,7 @@ __all__ = [
     "candidate_releases",
     "gpu_candidates",
     "release_inputs",
+    "release_inputs_key",
 ]
 
 
@@ -220,8 +222,7 @@ def candidate_releases(site: EngineSite) -> ReleaseCandidates | None:
     names none (:func:`~gpustrata_policies.view.engines.release_candidates`: every one for
     an unpinned upstream image, those from the tag's leading release on for another
     publisher's build); None where the release is known or nothing bounds it."""
-    known = sorted((r.version for r in catalogs.compat().vllm_releases()), key=parse_version)
-    read = release_candidates(site, known)
+    read = release_candidates(site, _catalogued())
     found = site.release()
     if read is None or found.found is None:
         return None
@@ -261,6 +262,12 @@ def _env_key(site: EngineSite) -> tuple[Any, ...]:
     return tuple(sorted(site.env.items())), repr(site.llm_config.get("runtime_env"))
 
 
+@cache
+def _catalogued() -> tuple[str, ...]:
+    """The compatibility catalogue's vLLM releases, oldest first."""
+    return tuple(sorted((r.version for r in catalogs.compat().vllm_releases()), key=parse_version))
+
+
 @dataclass(frozen=True, slots=True)
 class ReleaseInputs:
     """The capacity inputs of an engine whose release is unknown, per class of candidate
@@ -270,6 +277,9 @@ class ReleaseInputs:
     classes: tuple[tuple[tuple[str, ...], Inputs | str], ...]
     """(the releases of one class, oldest first; their inputs or why the planner cannot
     size the engine under them), in release order."""
+    key: Any = None
+    """What decides the classes (hashable; None where a setting is not): equal keys give
+    equal classes, so a rule may share its verdicts between engines alike."""
 
 
 def release_inputs(ctx: RuleContext, inp: Inputs) -> ReleaseInputs | None:
@@ -292,7 +302,8 @@ def release_inputs(ctx: RuleContext, inp: Inputs) -> ReleaseInputs | None:
 def _release_inputs(ctx: RuleContext, inp: Inputs, cands: ReleaseCandidates) -> ReleaseInputs:
     site, gpu = inp.site, inp.gpu.gpu
     out: list[tuple[tuple[str, ...], Inputs | str]] = []
-    for releases, version, settings in _release_classes(inp, cands):
+    key, classes = _release_classes(inp, cands)
+    for releases, version, settings in classes:
         if isinstance(settings, str):
             out.append((releases, settings))
             continue
@@ -303,7 +314,7 @@ def _release_inputs(ctx: RuleContext, inp: Inputs, cands: ReleaseCandidates) -> 
             else Inputs(site, inp.model, inp.gpu, version, settings, est)
         )
         out.append((releases, sized))
-    return ReleaseInputs(cands, tuple(out))
+    return ReleaseInputs(cands, tuple(out), key)
 
 
 _Class = tuple[tuple[str, ...], EngineVersion, PlannerSettings | str]
@@ -313,7 +324,35 @@ GPU, the image, the candidates), shared by every engine alike in one process: a 
 repeats engines across namespaces and the per-release reading is the costly part."""
 
 
-def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> list[_Class]:
+def release_inputs_key(inp: Inputs) -> Any:
+    """:attr:`ReleaseInputs.key` of *inp*'s engine without sizing it (None where its release
+    is known or unbounded, or a setting is not hashable)."""
+    cands = candidate_releases(inp.site)
+    return _classes_key(inp, cands) if cands is not None else None
+
+
+def _classes_key(inp: Inputs, cands: ReleaseCandidates) -> Any:
+    base = inp.settings
+    key = (
+        id(inp.model.arch),
+        inp.model.arch.id,
+        inp.gpu.gpu.id,
+        base.engine,
+        frozenset(base.defaults),
+        base.auto_fit,
+        base.flashinfer_sampler,
+        inp.site.release().image,
+        _env_key(inp.site),  # VLLM_USE_V1 picks the engine generation
+        cands.releases,
+    )
+    try:
+        hash(key)
+    except TypeError:  # a setting held as a mapping: not shared
+        return None
+    return key
+
+
+def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> tuple[Any, list[_Class]]:
     """The candidate releases grouped into classes that size the engine alike: the same
     engine generation, settings (the release's defaults filled in) and memory facts."""
     # Imported here: the catalogue readers load pydantic, which a check with no engine to
@@ -321,26 +360,12 @@ def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> list[_Class]:
     from gpustrata.catalog.vllm_releases import mxfp4_kernel, profile_facts, unread_memory_bracket
     from gpustrata.vllm.defaults import release_gpu_memory_utilization
 
-    site, gpu, base = inp.site, inp.gpu.gpu, inp.settings
-    key = (
-        id(inp.model.arch),
-        inp.model.arch.id,
-        gpu.id,
-        base.engine,
-        frozenset(base.defaults),
-        base.auto_fit,
-        base.flashinfer_sampler,
-        site.release().image,
-        _env_key(site),  # VLLM_USE_V1 picks the engine generation
-        cands.releases,
-    )
-    try:
-        found = _CLASSES.get(key)
-        shared = True
-    except TypeError:  # a setting held as a mapping: not shared
-        found, shared = None, False
+    site, gpu = inp.site, inp.gpu.gpu
+    key = _classes_key(inp, cands)
+    shared = key is not None
+    found = _CLASSES.get(key) if shared else None
     if found is not None:
-        return found
+        return key, found
     major = int(gpu.compute_capability.partition(".")[0])
     classes: dict[Any, tuple[list[str], EngineVersion, PlannerSettings | str]] = {}
     for release in cands.releases:
@@ -366,7 +391,7 @@ def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> list[_Class]:
         if len(_CLASSES) > 4096:
             _CLASSES.clear()
         _CLASSES[key] = result
-    return result
+    return (key if shared else None), result
 
 
 def _scheduler_defaults(settings: PlannerSettings, release: str, gpu: GpuModel) -> PlannerSettings:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import cast
+from typing import Any, cast
 
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import estimated_subject, judged_engines, on_every_release
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
-from gpustrata_policies.view.candidates import release_inputs
+from gpustrata_policies.view.candidates import ReleaseInputs, release_inputs, release_inputs_key
 from gpustrata_policies.view.capacity import (
     Inputs,
     estimate,
@@ -122,20 +122,41 @@ def _judge_any_release(ctx: RuleContext, inp: Inputs, typical: int) -> Iterator[
     (with the GPU unknown as well the record stays "not evaluated": not sized twice over)."""
     unset = "max_num_seqs" in inp.settings.defaults or "max_num_seqs" in inp.estimate.defaults
     if inp.version.version is None and unset:
+        classes = release_inputs_key(inp)
+        # Engines alike (one chart in many namespaces) share the verdicts.
+        key = (classes, typical, inp.site.name, inp.site.path, inp.gpu.label, inp.model.name)
+        held = _SHARED.get(key) if classes is not None else None
+        if held is not None:
+            yield from held
+            return
         found = release_inputs(ctx, inp)
         if found is not None:
-            # The fix's reachable max_num_seqs (a search of estimates) only for the class
-            # whose figures are reported: the newest that vLLM starts under.
-            sized = [i for _, i in found.classes if not isinstance(i, str) and i.estimate.fits]
-            for verdict in on_every_release(
-                inp, found, lambda i: _judge_engine(i, typical, searched=False)
-            ):
-                if verdict.reason == "seqs-beyond-kv" and sized:
-                    best = reachable_max_num_seqs(sized[-1], cast(int, verdict.values["length"]))
-                    verdict = replace(verdict, values={**verdict.values, "best": best})
-                yield verdict
+            held = tuple(_on_every_release(inp, found, typical))
+            if found.key is not None:
+                if len(_SHARED) > 4096:
+                    _SHARED.clear()
+                _SHARED[(found.key, *key[1:])] = held
+            yield from held
             return
     yield from _judge_engine(inp, typical)
+
+
+_SHARED: dict[Any, tuple[Verdict, ...]] = {}
+"""V012's verdicts under every release, by what decides them (:attr:`ReleaseInputs.key`)."""
+
+
+def _on_every_release(inp: Inputs, found: ReleaseInputs, typical: int) -> Iterator[Verdict]:
+    """:func:`on_every_release`, with the fix's reachable max_num_seqs (a search of
+    estimates) run only for the class whose figures are reported: the newest that vLLM
+    starts under."""
+    sized = [i for _, i in found.classes if not isinstance(i, str) and i.estimate.fits]
+    for verdict in on_every_release(
+        inp, found, lambda i: _judge_engine(i, typical, searched=False)
+    ):
+        if verdict.reason == "seqs-beyond-kv" and sized:
+            best = reachable_max_num_seqs(sized[-1], cast(int, verdict.values["length"]))
+            verdict = replace(verdict, values={**verdict.values, "best": best})
+        yield verdict
 
 
 def _judge_engine(inp: Inputs, typical: int, searched: bool = True) -> Iterator[Verdict]:
