@@ -10,7 +10,14 @@ from gpustrata.core.terminal import yaml_spelling
 from gpustrata.core.unknown import UnknownInput, handled_unknowns
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._verdict import Value, Verdict
-from gpustrata_policies.view.candidates import CandidateInputs, GpuCandidates, candidate_inputs
+from gpustrata_policies.view.agreement import agreement
+from gpustrata_policies.view.candidates import (
+    CandidateInputs,
+    GpuCandidates,
+    ReleaseCandidates,
+    ReleaseInputs,
+    candidate_inputs,
+)
 from gpustrata_policies.view.capacity import (
     Inputs,
     capacity_inputs,
@@ -231,8 +238,9 @@ def on_every_candidate(
     live = [(g, o) for g, o in judged if o != _MOOT]
     if not live:
         return  # vLLM starts on none: V003's (or V004's) finding, as on a known GPU
-    kinds = {_kind(o) for _, o in live}
-    if len(kinds) != 1 or any(isinstance(o, str) for _, o in live):
+    if not agreement(live, lambda j: _kind(j[1])).agreed or any(
+        isinstance(o, str) for _, o in live
+    ):
         yield _split(site, cands, judged)
         return
     gpus, last = [g for g, _ in live], live[-1][1]
@@ -281,12 +289,11 @@ def _split(
 ) -> Verdict:
     """The not-evaluated verdict of candidates that disagree, naming each group's GPUs
     (the largest group as "the other N", with its memory range)."""
-    groups: dict[tuple[tuple[str, str], ...], list[GpuModel]] = {}
-    for gpu, outcome in judged:
-        groups.setdefault(_kind(outcome), []).append(gpu)
-    biggest = max(groups, key=lambda k: len(groups[k]))
+    found = agreement(judged, lambda j: _kind(j[1]))
+    biggest = found.largest()[0]
     parts: list[str] = []
-    for kind, gpus in groups.items():
+    for kind, members in found.groups:
+        gpus = [g for g, _ in members]
         if not kind:
             what = "passes on"
         elif kind[0][0] == "moot":
@@ -297,7 +304,7 @@ def _split(
             what = "is not evaluated on"
         else:
             what = "fails (" + ", ".join(r for _, r in kind) + ") on"
-        if kind == biggest and len(groups) > 1 and len(gpus) > 3:
+        if kind == biggest and len(found.groups) > 1 and len(gpus) > 3:
             named = f"the other {len(gpus)}"
         else:
             named = and_joined([g.id for g in gpus])
@@ -314,3 +321,146 @@ def _split(
 def estimated_subject(inp: Inputs) -> dict[str, Value]:
     """The values that name a capacity verdict's engine, model and GPU."""
     return {"engine": inp.site.name, "model": inp.model.name, "gpu": inp.gpu.label}
+
+
+def on_every_release(
+    inp: Inputs,
+    found: ReleaseInputs,
+    judge_engine: Callable[[Inputs], Iterable[Verdict]],
+    split_reason: str = "not-estimated",
+) -> Iterator[Verdict]:
+    """The verdicts of an engine whose image names no vLLM release: *judge_engine* under
+    every release it may run (:func:`~gpustrata_policies.view.candidates.release_inputs`,
+    one sizing per class of releases alike), reported only where they agree, as
+    :func:`on_every_candidate` does for GPUs. A finding on all names the span ("on every
+    vLLM release from X to Y its image may run"), figures for the newest; otherwise a
+    *split_reason* record (``{why}``) naming the releases on each side and the profile
+    key. A class under which vLLM does not start (V003/V004) and the rule says nothing
+    neither agrees nor disagrees."""
+    cands = found.candidates
+    judged: list[tuple[tuple[str, ...], _Outcome]] = []
+    for releases, sized in found.classes:
+        if isinstance(sized, str):
+            judged.append((releases, sized))
+            continue
+        verdicts = tuple(judge_engine(sized))
+        judged.append((releases, _MOOT if not verdicts and not sized.estimate.fits else verdicts))
+    yield from every_release(
+        cands,
+        judged,
+        lambda v: f"{v.values['engine']}, on every vLLM release {cands.span} its image may run",
+        lambda rest, partial: _release_split(inp, cands, rest, split_reason, partial),
+    )
+
+
+def every_release(
+    cands: ReleaseCandidates,
+    judged: Sequence[tuple[tuple[str, ...], _Outcome]],
+    every: Callable[[Verdict], str],
+    split: Callable[[list[tuple[tuple[str, ...], _Outcome]], bool], Verdict],
+    key: str = "engine",
+) -> Iterator[Verdict]:
+    """What every candidate release decides (*judged*: each class's releases and outcome):
+    a verdict every live class gives (same decision and reason) is reported once, from the
+    newest class, its *key* value (``engine``) renamed by *every* (``..., on every vLLM release from
+    X to Y its image may run``, with the basis and whose figures); the verdicts only some
+    classes give become one *split* record naming the releases on each side. A moot class
+    (vLLM does not start there and the rule says nothing) neither agrees nor disagrees."""
+    live = [(r, o) for r, o in judged if o != _MOOT]
+    if not live:
+        return
+    if any(isinstance(o, str) for _, o in live):
+        yield split(list(judged), False)
+        return
+    kinds = [set(_kind(o)) for _, o in live]
+    common = set.intersection(*kinds)
+    last = live[-1][1]
+    assert not isinstance(last, str)  # narrowed above
+    newest = live[-1][0][-1]
+    for verdict in last:
+        if (verdict.decision, verdict.reason) not in common:
+            continue
+        if verdict.decision == "not_evaluated" or key not in verdict.values:
+            yield verdict
+            continue
+        named = f"{every(verdict)} ({cands.basis}; figures for {newest})"
+        yield replace(verdict, values={**verdict.values, key: named})
+    rest = [
+        (
+            r,
+            o
+            if isinstance(o, str)
+            else tuple(v for v in o if (v.decision, v.reason) not in common),
+        )
+        for r, o in judged
+    ]
+    if any(k != common for k in kinds):
+        yield split(rest, bool(common))
+
+
+def release_unknown(site: EngineSite, cands: ReleaseCandidates) -> str:
+    """Why the engine's release is unknown (its image's reading), without the profile key,
+    which a split record names once, at its end."""
+    return site.release().where.replace(f" {cands.hint}", "")
+
+
+def release_runs(releases: Sequence[str], order: Sequence[str]) -> str:
+    """*releases* as runs of consecutive ones in *order* (``0.6.0 to 0.7.3, 0.9.0``)."""
+    picked = set(releases)
+    runs: list[list[str]] = []
+    previous = False
+    for release in order:
+        if release in picked:
+            if previous:
+                runs[-1].append(release)
+            else:
+                runs.append([release])
+        previous = release in picked
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]} to {r[-1]}" for r in runs)
+
+
+def _release_split(
+    inp: Inputs,
+    cands: ReleaseCandidates,
+    judged: list[tuple[tuple[str, ...], _Outcome]],
+    reason: str,
+    partial: bool = False,
+) -> Verdict:
+    """The not-evaluated verdict of releases that disagree, naming each side's releases."""
+    why = (
+        f"{inp.site.name}: {inp.version.where}; on {inp.gpu.label}, "
+        f"{releases_split(cands, judged, partial)}"
+    )
+    return Verdict("not_evaluated", reason, values={"why": why})
+
+
+def releases_split(
+    cands: ReleaseCandidates,
+    judged: Sequence[tuple[tuple[str, ...], _Outcome]],
+    partial: bool = False,
+) -> str:
+    """``judged under every vLLM release it may run (...), it passes under X; it fails (...) under
+    Y: the verdict depends on the vLLM release (set images ...)``: the end of the record of
+    an engine whose candidate releases disagree (*judged*: each class's releases and
+    outcome). *partial*: the verdicts every release gives were reported apart, and a class
+    with none left is worded "gives no other verdict", not "passes"."""
+    found = agreement(judged, lambda j: _kind(j[1]))
+    parts: list[str] = []
+    for kind, members in found.groups:
+        releases = [r for rs, _ in members for r in rs]
+        if not kind:
+            what = "gives no other verdict under" if partial else "passes under"
+        elif kind[0][0] == "moot":
+            what = "does not start (V003/V004) under"
+        elif kind[0][0] == "error":
+            what = "cannot be sized under"
+        elif any(d == "not_evaluated" for d, _ in kind):
+            what = "is not evaluated (" + ", ".join(r for _, r in kind) + ") under"
+        else:
+            what = "fails (" + ", ".join(r for _, r in kind) + ") under"
+        parts.append(f"{what} {release_runs(releases, cands.releases)}")
+    return (
+        f"judged under every vLLM release it may run ({cands.basis}: {len(cands.releases)} "
+        f"catalogued releases {cands.span}), it {'; it '.join(parts)}: the verdict depends "
+        f"on the vLLM release {cands.hint}"
+    )

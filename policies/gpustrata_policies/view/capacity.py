@@ -186,16 +186,21 @@ def _env(site: EngineSite) -> dict[str, str]:
     return env
 
 
-def engine_version(site: EngineSite) -> EngineVersion:
+def engine_version(site: EngineSite, candidate: str | None = None) -> EngineVersion:
     """The vLLM version from the image tag (``vllm/vllm-openai:vX``; ``rayproject/ray-llm``
     through the Ray release that pins it) and the engine generation the compatibility
     catalogue gives it (V1 the default from, and V0 removed in, the releases the vLLM
-    release catalogue names)."""
+    release catalogue names). *candidate*: one of the releases an image that names none
+    may run (:func:`~gpustrata_policies.view.candidates.release_inputs`), judged as if the
+    image named it."""
     read = site.release()
     found, version = read.found, read.version
     image = read.image if read.image is not None else site.image
     where = ""
-    if found is not None and version is not None:
+    if candidate is not None:
+        found, version = None, candidate
+        where = f"vLLM {candidate} (one of the releases image {image} may run)"
+    if found is not None and version is not None and candidate is None:
         if found.ray and found.assumed:
             where = f"vLLM {version} ({found.where})"
         elif found.ray:
@@ -531,7 +536,7 @@ def gpu_estimate(
         return f"{site.name}: {result}" if isinstance(result, Exception) else result
 
     found: CapacityEstimate | str = ctx.index.fact(
-        site.obj, ("capacity-estimate", site.engine.source, gpu.id), build
+        site.obj, ("capacity-estimate", site.engine.source, gpu.id, settings.release), build
     )
     return found
 

@@ -15,6 +15,7 @@ the read range are not judged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -466,6 +467,13 @@ class ImageRelease:
     """An upstream vLLM image whose reference names no release (a moving tag such as
     ``latest``, no tag, a digest alone): it runs some vLLM release, any of the catalogued
     ones, so a rule may judge it under each (:func:`release_candidates`)."""
+    floor: str | None = None
+    """Another publisher's ``vllm-openai`` build whose tag leads with a vLLM release and adds
+    its own build words (``v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2``, kthena's and AIBrix's
+    P/D images): built on that release or a later one, never an earlier one. AIBrix's own
+    README builds ``aibrix/vllm-openai:v0.10.0-nixl-latest`` from VLLM_BASE_TAG=v0.10.2
+    (vllm-project/aibrix@e3e10f9e:samples/disaggregation/vllm/README.md), so the leading
+    release is a floor, not the base (:func:`release_candidates`)."""
 
 
 def image_release(image: Any) -> ImageRelease | None:
@@ -543,7 +551,17 @@ def image_release(image: Any) -> ImageRelease | None:
             "runs moves with every push",
             unpinned=True,
         )
-    return ImageRelease(None, f"image {image}: tag {tag!r} names no vLLM release")
+    lead = _LEADING_RELEASE.match(tag or "")
+    return ImageRelease(
+        None,
+        f"image {image}: tag {tag!r} names no vLLM release",
+        floor=lead.group(1) if lead and catalogs.compat().vllm(lead.group(1)) else None,
+    )
+
+
+_LEADING_RELEASE = re.compile(r"v(\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?)-[a-z]")
+"""A tag that leads with a vLLM release and adds build words (``v0.10.0-cu128-nixl-...``):
+:attr:`ImageRelease.floor`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -592,12 +610,19 @@ def release_candidates(site: EngineSite, read: Sequence[str]) -> tuple[str, ...]
     """The releases an engine whose image names none may run, for a rule that judges it
     under each and decides only where all agree: the rule's *read* releases (those whose
     facts it has) when the image is an unpinned upstream vLLM image (``latest``, no tag,
-    a digest: :attr:`ImageRelease.unpinned`); None where the release is known, or unknown
-    for another reason (a vendor or other publisher's build, a non-vLLM tag)."""
+    a digest: :attr:`ImageRelease.unpinned`), those from its floor on for another
+    publisher's build whose tag leads with a release (:attr:`ImageRelease.floor`); None
+    where the release is known, or unknown for another reason (a vendor build tagged with
+    the vendor's version, a dated or non-vLLM tag)."""
     found = site.release()
-    if found.version is not None or found.found is None or not found.found.unpinned:
+    if found.version is not None or found.found is None:
         return None
-    return tuple(read) or None
+    if found.found.unpinned:
+        return tuple(read) or None
+    floor = release_version(found.found.floor)
+    if floor is None:
+        return None
+    return tuple(v for v in read if (release_version(v) or ()) >= floor) or None
 
 
 def default_image_releases(site: EngineSite) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from gpustrata.catalog.kaito import KaitoRelease, defining, kaito_release, kaito
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.agreement import agreement
 from gpustrata_policies.view.objects import K8sObject, Path, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint, release_spans
 
@@ -104,10 +105,10 @@ class _Resolver:
         )
 
     def fact(self, read: Callable[[KaitoRelease], Any]) -> tuple[bool, Any]:
-        values = [read(r) for r in self.rows]
-        if all(v is not None and v == values[0] for v in values):
-            return True, values[0]
-        return False, None
+        """(known, value): the value *read* gives on every one of :attr:`rows`, known where
+        they agree on one that is not None."""
+        found = agreement(self.rows, read).value
+        return found is not None, found
 
     def differs(self, what: str, read: Callable[[KaitoRelease], Any]) -> str:
         listed = release_spans((str(read(r)), r.release) for r in self.rows)

@@ -26,6 +26,7 @@ from gpustrata.catalog.kubeai import (
     kubeai_releases,
 )
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata_policies.view.agreement import agreement
 from gpustrata_policies.view.objects import K8sObject, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint, release_spans
 
@@ -122,12 +123,8 @@ class KubeAIInstall:
 
     def fact(self, read: Callable[[KubeAIDefaults], Any]) -> tuple[bool, Any]:
         """(known, value): the value *read* gives on :attr:`rows`, known where they agree."""
-        if not self.rows:
-            return False, None
-        values = [read(d) for d in self.rows]
-        if all(_text(v) == _text(values[0]) for v in values):
-            return True, values[0]
-        return False, None
+        found = agreement(self.rows, read, _text)
+        return found.agreed, found.value
 
     def unknown(self, what: str, read: Callable[[KubeAIDefaults], Any]) -> str:
         """The "not evaluated" reason for *what* (``the vLLM image``) that :meth:`fact` does

@@ -8,8 +8,10 @@ from typing import Any, cast
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import every_release, release_unknown, releases_split
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
+from gpustrata_policies.view.candidates import ReleaseCandidates, release_inputs
 from gpustrata_policies.view.capacity import capacity_inputs, engine_sites, engine_version
 from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject
@@ -38,7 +40,9 @@ def _number(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, floa
     return None
 
 
-def _batch(ctx: RuleContext, site: EngineSite) -> tuple[int, str] | Verdict:
+def _batch(
+    ctx: RuleContext, site: EngineSite
+) -> tuple[int, str] | tuple[ReleaseCandidates, list[tuple[tuple[str, ...], int, str]]] | Verdict:
     """max_num_seqs as the engine runs it (stated, or the release's default on its GPU), or
     the not-evaluated verdict that says why it is not known."""
     stated = site.int_flag("max_num_seqs")
@@ -50,6 +54,9 @@ def _batch(ctx: RuleContext, site: EngineSite) -> tuple[int, str] | Verdict:
         return Verdict("not_evaluated", "max-num-seqs-malformed", values=values)
     version = engine_version(site)
     if version.version is None:
+        every = _every_release(ctx, site)
+        if every is not None:
+            return every
         values["release"] = version.where
         return Verdict("not_evaluated", "release-unknown", values=values)
     found = capacity_inputs(ctx, site)
@@ -59,6 +66,27 @@ def _batch(ctx: RuleContext, site: EngineSite) -> tuple[int, str] | Verdict:
     if len(seqs) != 1:
         return Verdict("not_evaluated", "default-differs-by-gpu", values=values)
     return seqs.pop(), f"vLLM {version.version}'s default on {found[0].gpu.label}"
+
+
+def _every_release(
+    ctx: RuleContext, site: EngineSite
+) -> tuple[ReleaseCandidates, list[tuple[tuple[str, ...], int, str]]] | None:
+    """max_num_seqs under each class of releases an image that names none may run, on its
+    one known GPU (:func:`~gpustrata_policies.view.candidates.release_inputs`); None where
+    the releases are not bounded, the GPU is unknown or several, or a class is not sized."""
+    found = capacity_inputs(ctx, site)
+    if isinstance(found, str) or len(found) != 1:
+        return None
+    inputs = release_inputs(ctx, found[0])
+    if inputs is None:
+        return None
+    out: list[tuple[tuple[str, ...], int, str]] = []
+    for releases, sized in inputs.classes:
+        if isinstance(sized, str):
+            return None
+        where = f"vLLM {releases[-1]}'s default on {sized.gpu.label}"
+        out.append((releases, sized.estimate.max_num_seqs, where))
+    return inputs.candidates, out
 
 
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
@@ -79,28 +107,70 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             yield Verdict("not_evaluated", "target-unreadable", values=values)
             continue
         batch = _batch(ctx, site)
+        admitted = _number(deployment, MAX_KEYS)
         if isinstance(batch, Verdict):
             yield batch
-            continue
-        seqs, where = batch
-        key, value = target
-        if value <= ratio * seqs:
-            continue
-        admitted = _number(deployment, MAX_KEYS)
-        yield Verdict(
-            "violation",
-            "target-above-batch",
+        elif isinstance(batch[0], ReleaseCandidates):
+            yield from _on_every_release(site, batch[0], batch[1], target, admitted, ratio)
+        else:
+            yield from _judge(site, target, batch[0], batch[1], admitted, ratio)
+
+
+def _on_every_release(
+    site: EngineSite,
+    cands: ReleaseCandidates,
+    classes: list[tuple[tuple[str, ...], int, str]],
+    target: tuple[str, float],
+    admitted: tuple[str, float] | str | None,
+    ratio: float,
+) -> Iterator[Verdict]:
+    """The target against max_num_seqs under every release the image may run: decided
+    where all agree (:func:`~gpustrata_policies.rules._common.every_release`)."""
+    judged = [
+        (rs, tuple(_judge(site, target, seqs, where, admitted, ratio)))
+        for rs, seqs, where in classes
+    ]
+    yield from every_release(
+        cands,
+        judged,
+        lambda v: f"{v.values['where']}; on every vLLM release {cands.span} its image may run",
+        lambda rest, partial: Verdict(
+            "not_evaluated",
+            "default-unknown",
             values={
                 "deployment": site.name,
-                "key": key,
-                "target": value,
-                "max_num_seqs": seqs,
-                "where": where,
-                "admitted": admitted if isinstance(admitted, tuple) else None,
+                "why": f"{release_unknown(site, cands)}; {releases_split(cands, rest, partial)}",
             },
-            thresholds={"max_target_batch_ratio": ratio},
-            path=site.path,
-        )
+        ),
+        key="where",
+    )
+
+
+def _judge(
+    site: EngineSite,
+    target: tuple[str, float],
+    seqs: int,
+    where: str,
+    admitted: tuple[str, float] | str | None,
+    ratio: float,
+) -> Iterator[Verdict]:
+    key, value = target
+    if value <= ratio * seqs:
+        return
+    yield Verdict(
+        "violation",
+        "target-above-batch",
+        values={
+            "deployment": site.name,
+            "key": key,
+            "target": value,
+            "max_num_seqs": seqs,
+            "where": where,
+            "admitted": admitted if isinstance(admitted, tuple) else None,
+        },
+        thresholds={"max_target_batch_ratio": ratio},
+        path=site.path,
+    )
 
 
 def fields(verdict: Verdict) -> dict[str, str]:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from gpustrata.catalog.vllm_facts import scheduler_releases
 from gpustrata.catalog.vllm_release_types import BatchDefaults, SchedulerRelease, source_url
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import every_release, release_unknown, releases_split
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.candidates import ReleaseCandidates, candidate_releases
 from gpustrata_policies.view.engines import (
     EngineSite,
     Version,
@@ -197,10 +199,15 @@ def _gpus(ctx: RuleContext, site: EngineSite) -> list[tuple[GpuModel, str]]:
     return [] if isinstance(found, str) else [(r.gpu, r.where) for r in found]
 
 
-def _running(ctx: RuleContext, site: EngineSite, s: Settings) -> _Running:
-    """Which release and engine (V0/V1) run *site*, and the worlds they allow."""
+def _running(
+    ctx: RuleContext, site: EngineSite, s: Settings, candidate: str | None = None
+) -> _Running:
+    """Which release and engine (V0/V1) run *site*, and the worlds they allow; under
+    *candidate*, one of the releases an image that names none may run, as if it named it."""
     release = site.release()
     version, where = release.version, release.where
+    if candidate is not None:
+        version, where = candidate, f"one of the releases image {release.image} may run"
     parsed = release_version(version)
     use_v1 = site.env.get("VLLM_USE_V1")
     worlds: list[World] | None
@@ -331,10 +338,66 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             yield s
         elif s is not None:
             run = _running(ctx, site, s)
-            if run.worlds is None:
-                yield from _judge_unread(site, s, run)
+            cands = candidate_releases(site) if run.values["version"] is None else None
+            if cands is not None:
+                yield from _every_release(ctx, site, s, cands)
             else:
-                yield from _judge_worlds(site, s, run, run.worlds)
+                yield from _judge_run(site, s, run)
+
+
+def _judge_run(site: EngineSite, s: Settings, run: _Running) -> Iterator[Verdict]:
+    if run.worlds is None:
+        yield from _judge_unread(site, s, run)
+    else:
+        yield from _judge_worlds(site, s, run, run.worlds)
+
+
+def _every_release(
+    ctx: RuleContext, site: EngineSite, s: Settings, cands: ReleaseCandidates
+) -> Iterator[Verdict]:
+    """An image that names no release but bounds it: judged under each release it may run
+    (:func:`~gpustrata_policies.view.candidates.candidate_releases`), decided where all
+    agree, otherwise "not evaluated" naming the releases on each side."""
+    # Releases that read the same scheduler facts give the same worlds: judged once each.
+    use_v1 = site.env.get("VLLM_USE_V1")
+    classes: dict[Any, list[str]] = {}
+    for release in cands.releases:
+        classes.setdefault(_facts_read(release, use_v1), []).append(release)
+    judged = [
+        (tuple(rs), tuple(_judge_run(site, s, _running(ctx, site, s, rs[-1]))))
+        for rs in classes.values()
+    ]
+    for verdict in every_release(
+        cands,
+        judged,
+        lambda v: f"{site.label}, on every vLLM release {cands.span} its image may run",
+        lambda rest, partial: Verdict(
+            "not_evaluated",
+            "defaults-unread",
+            values={
+                "engine": site.label,
+                "why": f"{release_unknown(site, cands)}; {releases_split(cands, rest, partial)}",
+            },
+        ),
+    ):
+        if verdict.decision == "not_evaluated":
+            yield verdict
+        else:  # figures for the newest; "runs vLLM" without one release's name
+            yield replace(verdict, values={**verdict.values, "version": "", "v0": False})
+
+
+def _facts_read(release: str, use_v1: str | None) -> tuple[Any, ...]:
+    """What :func:`_running` reads for *release*: the engine generation and the scheduler
+    rows (V1: the read releases at or around it) or V0 defaults (read or not, the chunked
+    budget) it judges by."""
+    parsed = release_key(release)
+    if (parsed >= _V1_DEFAULT and use_v1 != "0") or parsed >= _V0_REMOVED:
+        rows = neighbours(parsed, READ)
+        return ("v1", tuple(r.version for r in rows) if rows else None)
+    if parsed < _V1_DEFAULT and use_v1 == "1" and parsed >= _V1_OPT_IN:
+        return ("v1-opt-in",)
+    read = V0_READ[0] <= parsed <= V0_READ[-1]
+    return ("v0", read, _CATALOGUE.v0_defaults.chunked_batch_tokens(release))
 
 
 def _joined(values: Value) -> str:

@@ -11,10 +11,18 @@ from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import RuleContext
+from gpustrata_policies.rules._common import release_unknown, releases_split
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.candidates import (
+    ReleaseCandidates,
+    candidate_engines,
+    candidate_releases,
+    release_inputs,
+)
 from gpustrata_policies.view.capacity import (
+    Inputs,
     Probe,
     capacity_inputs,
     engine_sites,
@@ -331,7 +339,19 @@ def _unknown_release(
     """No release is assumed: where the longest step would mark a V0 engine of a release
     before the fix (or any V0 engine run in process) dead, whether this engine is one is not
     known ("not evaluated")."""
+    cands = candidate_releases(site)
+    engines = candidate_engines(site, cands) if cands is not None else ()
+    bound = [
+        r
+        for r, v0 in zip(cands.releases if cands is not None else (), engines, strict=True)
+        if v0 and (in_process or _loop_bound(r))
+    ]
+    if cands is not None and not bound:
+        return  # no release it may run has a /health that waits on the engine loop
     found = capacity_inputs(ctx, site)
+    if cands is not None and not isinstance(found, str):
+        yield from _every_release(ctx, site, cands, set(bound), in_process, found)
+        return
     limit = HEALTH.v0_dead_after_s.value
     if in_process and HEALTH.in_process_dead_after:
         limit = min(fact.value for _, fact in HEALTH.in_process_dead_after)
@@ -344,6 +364,52 @@ def _unknown_release(
             return  # shorter than the limit on every GPU: no release can fail here
         values["step_s"] = max(inp.estimate.longest_step.seconds for inp in long)
     yield Verdict("not_evaluated", "release-unknown", values, thresholds={"dead_after_s": limit})
+
+
+def _every_release(
+    ctx: RuleContext,
+    site: EngineSite,
+    cands: ReleaseCandidates,
+    bound: set[str],
+    in_process: bool,
+    found: list[Inputs],
+) -> Iterator[Verdict]:
+    """An image that names no release but bounds it, on known GPUs: the longest step of
+    each release it may run (its own defaults: the V0 engine's unchunked prompts) against
+    the limit of each whose /health waits on the engine loop (*bound*); silent where none
+    fails, otherwise "not evaluated" naming the releases on each side."""
+    outcome: dict[str, tuple[Verdict, ...] | str] = {r: () for r in cands.releases}
+    steps: list[float] = []
+    for inp in found:
+        classes = release_inputs(ctx, inp)
+        for releases, sized in classes.classes if classes is not None else ():
+            for release in (r for r in releases if r in bound):
+                death = _death(release, in_process)
+                if isinstance(sized, str) or isinstance(death, str):
+                    outcome[release] = sized if isinstance(sized, str) else f"health.{death}"
+                elif sized.estimate.longest_step.seconds >= death[0].value:
+                    outcome[release] = (Verdict("violation", "step-outlasts-v0-heartbeat"),)
+                    steps.append(sized.estimate.longest_step.seconds)
+    judged = [((r,), o) for r, o in outcome.items()]
+    if all(o == () for _, o in judged):
+        return  # no release it may run marks it dead
+    if in_process and HEALTH.in_process_dead_after:
+        limit = min(fact.value for _, fact in HEALTH.in_process_dead_after)
+        dead = (
+            "a V0 engine run in the API server (--disable-frontend-multiprocessing) marks "
+            f"itself dead after one step of {limit:g} s or more (by release)"
+        )
+    else:
+        dead = (
+            f"before vLLM {HEALTH.v0_engine_loop_until} the V0 engine is marked dead after one "
+            f"step of {HEALTH.v0_dead_after_s.value:g} s or more (by release)"
+        )
+    step = f"; its longest step under them is estimated at {max(steps):.1f} s" if steps else ""
+    why = (
+        f"{site.name}: {release_unknown(site, cands)}; {dead}{step}; "
+        f"{releases_split(cands, judged)}"
+    )
+    yield Verdict("not_evaluated", "releases-split", {"why": why})
 
 
 def _step_message(verdict: Verdict) -> str:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from typing import cast
+from dataclasses import replace
+from typing import Any, cast
 
 from gpustrata.core.terminal import quoted
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.rules._common import estimated_subject, judged_engines
+from gpustrata_policies.rules._common import estimated_subject, judged_engines, on_every_release
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
+from gpustrata_policies.view.candidates import ReleaseInputs, release_inputs, release_inputs_key
 from gpustrata_policies.view.capacity import (
     Inputs,
     estimate,
@@ -111,11 +113,55 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         yield Verdict("not_evaluated", "typical-invalid", values={"why": why})
         return
     tokens: int = typical  # narrowed above; the closure keeps it
-    yield from judged_engines(ctx, obj, lambda inp: _judge_engine(inp, tokens))
+    yield from judged_engines(ctx, obj, lambda inp: _judge_any_release(ctx, inp, tokens))
 
 
-def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
-    """One engine: its KV cache holds max_num_seqs sequences of *typical* tokens."""
+def _judge_any_release(ctx: RuleContext, inp: Inputs, typical: int) -> Iterator[Verdict]:
+    """One engine; where its image names no release and max_num_seqs is left to vLLM,
+    under every release it may run (:func:`on_every_release`), on a GPU that is known
+    (with the GPU unknown as well the record stays "not evaluated": not sized twice over)."""
+    unset = "max_num_seqs" in inp.settings.defaults or "max_num_seqs" in inp.estimate.defaults
+    if inp.version.version is None and unset:
+        classes = release_inputs_key(inp)
+        # Engines alike (one chart in many namespaces) share the verdicts.
+        key = (classes, typical, inp.site.name, inp.site.path, inp.gpu.label, inp.model.name)
+        held = _SHARED.get(key) if classes is not None else None
+        if held is not None:
+            yield from held
+            return
+        found = release_inputs(ctx, inp)
+        if found is not None:
+            held = tuple(_on_every_release(inp, found, typical))
+            if found.key is not None:
+                if len(_SHARED) > 4096:
+                    _SHARED.clear()
+                _SHARED[(found.key, *key[1:])] = held
+            yield from held
+            return
+    yield from _judge_engine(inp, typical)
+
+
+_SHARED: dict[Any, tuple[Verdict, ...]] = {}
+"""V012's verdicts under every release, by what decides them (:attr:`ReleaseInputs.key`)."""
+
+
+def _on_every_release(inp: Inputs, found: ReleaseInputs, typical: int) -> Iterator[Verdict]:
+    """:func:`on_every_release`, with the fix's reachable max_num_seqs (a search of
+    estimates) run only for the class whose figures are reported: the newest that vLLM
+    starts under."""
+    sized = [i for _, i in found.classes if not isinstance(i, str) and i.estimate.fits]
+    for verdict in on_every_release(
+        inp, found, lambda i: _judge_engine(i, typical, searched=False)
+    ):
+        if verdict.reason == "seqs-beyond-kv" and sized:
+            best = reachable_max_num_seqs(sized[-1], cast(int, verdict.values["length"]))
+            verdict = replace(verdict, values={**verdict.values, "best": best})
+        yield verdict
+
+
+def _judge_engine(inp: Inputs, typical: int, searched: bool = True) -> Iterator[Verdict]:
+    """One engine: its KV cache holds max_num_seqs sequences of *typical* tokens (with the
+    largest max_num_seqs it holds searched, unless *searched* is False: filled in later)."""
     est = inp.estimate
     if not est.fits:
         return  # V003 / V004: vLLM does not start at all
@@ -147,7 +193,7 @@ def _judge_engine(inp: Inputs, typical: int) -> Iterator[Verdict]:
         "full_length_held": est.max_concurrent_full_length_sequences,
         "max_model_len": est.max_model_len,
         "defaults": inp.default_notes("max_num_seqs", "max_model_len"),
-        "best": reachable_max_num_seqs(inp, length),
+        "best": reachable_max_num_seqs(inp, length) if searched else 0,
     }
     yield Verdict(
         "violation",
