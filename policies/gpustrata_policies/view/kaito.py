@@ -358,7 +358,7 @@ class _Shape:
         inputs = release.presets[self.preset].estimator
         size = inputs.size if inputs is not None else "?"
         return (
-            f"KAITO's node estimator: the preset's {size} of model files against "
+            f"KAITO {release.release}'s node estimator: the preset's {size} of model files against "
             f"{self.memory_gib}Gi over {self.gpus} GPU(s) with a {context}-token context, "
             f"{ESTIMATOR_SOURCES[release.estimator or 'kv-overhead']}"
         )

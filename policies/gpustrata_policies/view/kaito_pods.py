@@ -15,6 +15,7 @@ from gpustrata_policies.view.shell import MARK
 __all__ = [
     "KAITO_LAUNCHER",
     "KAITO_POD_SHAPES",
+    "KAITO_POD_SOURCE",
     "KAITO_POD_VALUES",
     "KAITO_ROLES",
     "builds_pods",
@@ -62,9 +63,10 @@ def builds_pods(fill: KaitoFill) -> bool:
     )
 
 
-KAITO_POD_SHAPES = ("0.12.0",)
-"""The KAITO releases whose Pods (probes, volumes, tolerations) gpustrata builds, read at
-kaito-project/kaito@v0.12.0: pkg/workspace/inference/preset_inferences.go."""
+KAITO_POD_SOURCE = "kaito-project/kaito@v0.12.0:pkg/workspace/inference/preset_inferences.go"
+"""Where the Pods built here (probes, volumes, tolerations) were read."""
+KAITO_POD_SHAPES = (KAITO_POD_SOURCE.partition("@v")[2].partition(":")[0],)
+"""The KAITO releases whose Pods gpustrata builds: the one :data:`KAITO_POD_SOURCE` read."""
 _MINUTE = 60
 # readinessTimeoutForModelSize (presets/workspace/models/vllm_model.go, v0.12.0): 15 min
 # + 18 s per GiB of model files, within [30 min, 180 min].
