@@ -255,7 +255,8 @@ def test_engine_over_nodes_is_one_pod_group() -> None:
     assert "--pipeline-parallel-size=2" in container.raw["args"]
     assert container.raw["args"][-2:] == ["--max-model-len", "16384"]  # the ConfigMap's
     report = evaluate(objs, profile=_profile("0.12.0"))
-    assert not [f for f in report.findings if f.rule == "V001"]
+    # V001 counts both Pods; V011 knows KAITO's multi-node readiness script (it GETs /health)
+    assert not [f for f in report.findings if f.rule in {"V001", "V011"}]
 
 
 def test_swap_space_in_kaitos_llama_example_is_refused() -> None:
@@ -280,3 +281,37 @@ def test_unknown_release_splits_and_names_both_sides() -> None:
     assert "--pipeline-parallel-size 2 on 2 node(s) in 0.7.0 to 0.12.0" in record
     assert "kaito-base:0.5.0 in 0.12.0" in record
     assert "set versions.kaito in the cluster profile" in record
+
+
+def test_kaitos_launcher_is_read_as_vllm() -> None:
+    """A container running KAITO's inference_api.py (a custom KAITO template, or the built
+    Pod) is a vLLM engine: its --kaito-* flags are KAITO's, the rest vLLM's."""
+    from gpustrata_policies.view.vllm_args import vllm_engine
+
+    raw = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "kaito-custom"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "vllm",
+                            "image": "mcr.microsoft.com/aks/kaito/kaito-base:0.5.0",
+                            "command": ["python3", "/workspace/vllm/inference_api.py"],
+                            "args": [
+                                "--kaito-config-file=/mnt/config/x.yaml",
+                                "--max-model-len=4096",
+                            ],
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    (pod,) = K8sObject(raw=raw).pods()
+    (container,) = pod.containers(init=False)
+    engine = vllm_engine(container)
+    assert engine is not None and engine.get_int("max_model_len") == 4096
+    assert not [w for w in engine.written if w.startswith("--kaito")]
