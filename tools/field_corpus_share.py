@@ -112,8 +112,8 @@ CAUSES: tuple[tuple[str, str], ...] = (
     ("image not recognised as vLLM / build unknown", r"is not a vLLM image|vLLM build it runs"),
     ("model not catalogued", r"not in the model catalogue|model '[^']+' is not catalogued"),
     (
-        "KAITO preset: node count by its estimator (not ported); image per release",
-        r"^KAITO preset '[^']+': the KAITO controller builds.*(node estimator|its estimator)",
+        "KAITO preset: release not stated (image, engine layout per release)",
+        r"^KAITO preset '[^']+': the KAITO controller builds.*differs across those releases",
     ),
     (
         "controller presets / operator fills values",

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import re
 
-from gpustrata.catalog.kaito import defining, kaito_release, kaito_releases
+import pytest
+
+from gpustrata.catalog.kaito import (
+    EstimatorInputs,
+    base_image_vllm,
+    defining,
+    estimate_nodes,
+    kaito_release,
+    kaito_releases,
+)
 
 
 def test_releases_are_ordered_and_cited_per_tag() -> None:
@@ -76,3 +85,52 @@ def test_served_kinds_follow_the_crds() -> None:
         "0.11.0",
         "0.12.0",
     ]
+
+
+def test_estimator_per_release() -> None:
+    """resource.count decides before v0.7.0; the advanced estimator's formula from v0.7.0,
+    the weight-scaled overhead from v0.11.0 (each read at its tag)."""
+    assert [
+        kaito_release(r).estimator for r in ("0.6.2", "0.7.0", "0.10.0", "0.11.0", "0.12.0")
+    ] == [  # type: ignore[union-attr]
+        None,
+        "kv-overhead",
+        "kv-overhead",
+        "kv-weight-overhead",
+        "kv-weight-overhead",
+    ]
+    llama = kaito_release("0.12.0").presets["llama-3.3-70b-instruct"].estimator  # type: ignore[union-attr]
+    assert llama == EstimatorInputs("131.42Gi", 327680, True, True)
+    assert base_image_vllm("mcr.microsoft.com/aks/kaito/kaito-base:0.5.0") is not None
+    assert base_image_vllm("vllm/vllm-openai:v0.10.1") is None
+
+
+def test_estimator_hand_derived_per_formula() -> None:
+    """A 62Gi preset (131072 bytes per token) on one 80Gi GPU with the default 2048-token
+    context: weights 62 x 1.02 = 63.24 GiB; budget 0.84 x 80 = 67.2 GiB; reserve 2.3 GiB +
+    2048 x 131072 B = 2.55 GiB. kv-overhead: 63.24 / (67.2 - 2.55 = 64.65) = 0.978, so
+    1 GPU, 1 node. kv-weight-overhead: 64.65 / 1.05 = 61.571; 63.24 / 61.571 = 1.027, so
+    2 GPUs, 2 nodes."""
+    preset = EstimatorInputs("62Gi", 131072, True, True)
+    assert estimate_nodes("kv-overhead", preset, 80, 1, None) == 1
+    assert estimate_nodes("kv-weight-overhead", preset, 80, 1, None) == 2
+    # llama-3.3-70b on Standard_NC48ads_A100_v4 (160Gi, 2 GPUs) at 16384 tokens: weights
+    # 134.05 GiB; per GPU 67.2 - 2.3 - 16384 x 327680 / 2 B (2.5 GiB) = 62.4 GiB, so
+    # floor(2.148) + 1 = 3 GPUs (the 1.05 divisor: 59.43, 2.256, 3): 2 nodes either way
+    llama = EstimatorInputs("131.42Gi", 327680, True, True)
+    for formula in ("kv-overhead", "kv-weight-overhead"):
+        assert estimate_nodes(formula, llama, 160, 2, 16384) == 2
+
+
+def test_estimator_refusals() -> None:
+    """KAITO refuses a Workspace whose preset may not span nodes, or whose GPU holds no
+    more than the overhead; an unknown formula or size is a clear error."""
+    alone = EstimatorInputs("62Gi", 131072, False, True)
+    refused = estimate_nodes("kv-weight-overhead", alone, 80, 1, None)
+    assert isinstance(refused, str) and "distributed inference" in refused
+    tiny = estimate_nodes("kv-overhead", EstimatorInputs("1Gi", 1 << 20, True, True), 16, 1, 16384)
+    assert isinstance(tiny, str) and "overhead" in tiny
+    with pytest.raises(ValueError, match="unknown KAITO estimator"):
+        estimate_nodes("guess", alone, 80, 1, None)
+    with pytest.raises(ValueError, match="not in Gi"):
+        _ = EstimatorInputs("62G", 1, True, True).size_bytes

@@ -47,7 +47,8 @@ def test_release_independent_values_are_read_without_a_release() -> None:
     assert "differs across those releases" in fill.unknown["image"]
     assert "versions.kaito" in fill.where
     assert "0.8.0" in fill.unknown["image"] and "0.12.0" in fill.unknown["image"]
-    assert "estimator" in fill.unknown["nodes"]
+    # every release's node estimator puts 54.8Gi / 51.10Gi of files on one 80Gi GPU
+    assert fill.values["nodes"] == 1 and "nodes" not in fill.unknown
     assert "0.8.0 to 0.12.0" in fill.where
 
 
@@ -89,7 +90,10 @@ def test_tensor_parallel_over_several_gpus_depends_on_the_release() -> None:
     assert "gpu_memory_utilization" in fill.unknown  # computed from the GPU then
     fill = kaito_fill(obj)
     assert fill is not None and fill.values["gpus"] == 2
-    assert "how --tensor-parallel-size is derived differs" in fill.unknown["tensor_parallel_size"]
+    # the data-parallel tier (v0.10.0+) needs files under half of one GPU: 54.8Gi x 2 x 2
+    # and 51.10Gi x 2 x 2 are over KAITO's 160Gi, so every release runs TP 2 on one node
+    assert fill.values["tensor_parallel_size"] == 2 and fill.values["data_parallel_size"] == 1
+    assert fill.values["nodes"] == 1
 
 
 def test_a10_gets_kaitos_override_at_0_12_0() -> None:
@@ -123,9 +127,12 @@ def test_record_says_what_kaito_filled_and_what_is_not_known() -> None:
     assert "model google/gemma-3-27b-it@005ad34" in record
     assert "1 nvidia.com/gpu per Pod" in record
     assert "(set versions.kaito in the cluster profile)" in record
-    report = evaluate([_workspace()], profile=_profile("0.12.0"))
+    report = evaluate([_workspace()], profile=_profile("0.11.0"))
     (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
-    assert "image mcr.microsoft.com/aks/kaito/kaito-base:0.5.0" in record
+    assert "image mcr.microsoft.com/aks/kaito/kaito-base:0.4.2" in record
+    assert "the Pods KAITO 0.11.0 builds (probes, volumes) are not read" in record
+    report = evaluate([_workspace()], profile=_profile("0.12.0"))
+    assert not [n for n in report.not_evaluated if n.rule == "*"]  # its Pods are built
 
 
 def test_only_releases_serving_the_kind_are_read() -> None:
@@ -204,3 +211,107 @@ def test_values_known_only_at_deploy_time_and_odd_values() -> None:
     assert any("known" in n.reason and n.rule == "*" for n in report.not_evaluated)
     fill = kaito_fill(_workspace(instanceType=5))
     assert fill is not None and "5 is not an instance type name" in fill.unknown["gpus"]
+
+
+LLAMA = CORPUS / "field-corpus-3" / "kaito-workspace-llama-3.3-70b.yaml"
+
+
+def test_preset_pod_is_built_as_kaito_builds_it() -> None:
+    """KAITO's gemma-3-27b example at 0.12.0 (Standard_NC24ads_A100_v4): one Pod on
+    kaito-base:0.5.0 with KAITO's launcher, TP 1, --max-model-len=auto, 0.84, one GPU,
+    the NVMe weights claim, /dev/shm and HTTP /health probes (a 30-minute startup window:
+    15 min + 51.10 x 18 s = 1820 s, so 182 periods of 10 s)."""
+    obj = _workspace()
+    with using_profile(_profile("0.12.0")):
+        (pod,) = obj.pods()
+        (container,) = pod.containers(init=False)
+    assert pod.role == "" and container.image == "mcr.microsoft.com/aks/kaito/kaito-base:0.5.0"
+    raw = container.raw
+    assert raw["command"] == ["python3", "/workspace/vllm/inference_api.py"]
+    assert "--tensor-parallel-size=1" in raw["args"] and "--max-model-len=auto" in raw["args"]
+    assert "--gpu-memory-utilization=0.84" in raw["args"]
+    assert raw["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert raw["startupProbe"]["failureThreshold"] == 182
+    assert pod.spec["nodeSelector"] == {
+        "node.kubernetes.io/instance-type": "Standard_NC24ads_A100_v4"
+    }
+    report = evaluate([_workspace()], profile=_profile("0.12.0"))
+    assert not [f for f in report.findings if f.enforcement == "mandatory"]
+
+
+def test_engine_over_nodes_is_one_pod_group() -> None:
+    """llama-3.3-70b on two Standard_NC48ads_A100_v4 (the estimator's 2 nodes at 16384
+    tokens): the leader runs TP 2 x PP 2, the worker joins it; V001 counts both Pods."""
+    from gpustrata_policies.view.controllers import pod_group
+
+    objs = load_paths([str(LLAMA)])
+    obj = _with_config(objs)
+    with using_profile(_profile("0.12.0")):
+        leader, worker = obj.pods()
+        group = pod_group(leader)
+    assert (leader.role, worker.role) == ("leader", "worker")
+    assert group is not None and group[0] == 2 and group[1] is worker
+    (container,) = leader.containers(init=False)
+    assert "--pipeline-parallel-size=2" in container.raw["args"]
+    assert container.raw["args"][-2:] == ["--max-model-len", "16384"]  # the ConfigMap's
+    report = evaluate(objs, profile=_profile("0.12.0"))
+    # V001 counts both Pods; V011 knows KAITO's multi-node readiness script (it GETs /health)
+    assert not [f for f in report.findings if f.rule in {"V001", "V011"}]
+
+
+def test_swap_space_in_kaitos_llama_example_is_refused() -> None:
+    """Regression (missed defect): KAITO's llama-3.3-70b example passes swap-space: 4 through
+    its ConfigMap; KAITO 0.12.0's kaito-base:0.5.0 installs vLLM 0.25.1, whose parser has
+    no --swap-space, so the engine exits. V013 says so, with the image's release."""
+    report = evaluate(load_paths([str(LLAMA)]), profile=_profile("0.12.0"))
+    (finding,) = [f for f in report.findings if f.rule == "V013"]
+    assert finding.enforcement == "mandatory"
+    assert "--swap-space" in finding.message and "0.25.1" in finding.message
+    assert "kaito-base" in finding.message
+
+
+def test_unknown_release_splits_and_names_both_sides() -> None:
+    """No versions.kaito: llama-3.3-70b's image and engine layout differ across the
+    catalogued releases (resource.count before 0.7.0, the estimator's 2 nodes after), so
+    no Pod is built and the record names the values per release and versions.kaito."""
+    report = evaluate(load_paths([str(LLAMA)]))
+    assert not report.findings
+    (record,) = [n.reason for n in report.not_evaluated if n.rule == "*"]
+    assert "the engine layout differs across those releases" in record
+    assert "--pipeline-parallel-size 2 on 2 node(s) in 0.7.0 to 0.12.0" in record
+    assert "kaito-base:0.5.0 in 0.12.0" in record
+    assert "set versions.kaito in the cluster profile" in record
+
+
+def test_kaitos_launcher_is_read_as_vllm() -> None:
+    """A container running KAITO's inference_api.py (a custom KAITO template, or the built
+    Pod) is a vLLM engine: its --kaito-* flags are KAITO's, the rest vLLM's."""
+    from gpustrata_policies.view.vllm_args import vllm_engine
+
+    raw = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "kaito-custom"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "vllm",
+                            "image": "mcr.microsoft.com/aks/kaito/kaito-base:0.5.0",
+                            "command": ["python3", "/workspace/vllm/inference_api.py"],
+                            "args": [
+                                "--kaito-config-file=/mnt/config/x.yaml",
+                                "--max-model-len=4096",
+                            ],
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    (pod,) = K8sObject(raw=raw).pods()
+    (container,) = pod.containers(init=False)
+    engine = vllm_engine(container)
+    assert engine is not None and engine.get_int("max_model_len") == 4096
+    assert not [w for w in engine.written if w.startswith("--kaito")]

@@ -222,6 +222,15 @@ class InstanceType(BaseModel):
             "no EFA; None: not known (every non-AWS type). AWS only."
         ),
     )
+    kaito_gpu_memory_gib: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "GPU memory of one instance (all its GPUs) as the KAITO operator's SKU table "
+            "states it, in GiB: what KAITO's node estimator sizes a Workspace with; None: "
+            "not in KAITO's table."
+        ),
+    )
     sources: list[str] = Field(
         min_length=1,
         description='Where the figures come from: URLs or "owner/repo/path@commit".',

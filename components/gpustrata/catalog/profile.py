@@ -242,7 +242,8 @@ class VersionsProfile(_Model):
         default=None,
         pattern=_VERSION,
         description="KAITO release installed, e.g. 0.12.0: the image (so the vLLM release), "
-        "--gpu-memory-utilization and node count it gives a preset Workspace or InferenceSet.",
+        "--gpu-memory-utilization, engine layout and node count (its node estimator) it gives "
+        "a preset Workspace or InferenceSet, and for 0.12.0 the Pods it builds.",
         examples=["0.12.0"],
     )
 

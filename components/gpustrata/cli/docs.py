@@ -177,7 +177,8 @@ _PROFILE_READERS = [
     (
         "versions.kaito",
         "every KAITO preset Workspace / InferenceSet: the image (so the vLLM release), "
-        "--gpu-memory-utilization and node count KAITO gives it",
+        "--gpu-memory-utilization, engine layout and node count KAITO gives it; with 0.12.0 "
+        "its Pods are built and judged",
     ),
     ("versions.gpu_operator", "recorded only: no rule reads it without the operator's objects"),
     ("images", "every rule that needs the vLLM release of an image (V005, V010, V012, V013, ...)"),

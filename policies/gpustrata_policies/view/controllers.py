@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from gpustrata.core.quantity import parse_quantity
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.kaito import NO_INSTANCE, KaitoFill, kaito_base, kaito_fill
+from gpustrata_policies.view.kaito_pods import KAITO_ROLES, builds_pods, preset_pods, unbuilt
 from gpustrata_policies.view.kinds import CONTROLLER_KINDS, is_read_kind
 from gpustrata_policies.view.kubeai import kubeai_fill
 from gpustrata_policies.view.llmaz import llmaz_fill, llmaz_image
@@ -45,12 +46,22 @@ def _with_instance_type(pod: PodRef, instance_type: Any) -> PodRef:
 
 def _kaito(obj: K8sObject, base: Path, replicas: Any) -> Iterator[PodRef]:
     """A KAITO Workspace (``resource``/``inference`` at the top) or an InferenceSet's
-    ``spec.template``: the Pods of ``inference.template``, on ``resource.instanceType``."""
+    ``spec.template``: the Pods of ``inference.template``, else those KAITO builds for its
+    preset (:func:`_kaito_preset_pods`), on ``resource.instanceType``."""
     instance_type = dig(obj.raw, *base, "resource", "instanceType")
     if instance_type is UNKNOWN:
         raise UnknownInput(f"resource.instanceType of {obj.resource}")
-    for pod in _template(obj, (*base, "inference", "template"), replicas=replicas):
-        yield _with_instance_type(pod, instance_type)
+    if dig(obj.raw, *base, "inference", "template") is not None:
+        for pod in _template(obj, (*base, "inference", "template"), replicas=replicas):
+            yield _with_instance_type(pod, instance_type)
+        return
+    try:
+        fill = kaito_fill(obj)
+    except UnknownInput:
+        return  # a Pulumi preview: controller_fills says what is not read
+    if fill is not None and builds_pods(fill):
+        for pod in preset_pods(obj, base, fill, replicas):
+            yield _with_instance_type(pod, instance_type)
 
 
 def _nim_pod(obj: K8sObject) -> Iterator[PodRef]:
@@ -409,8 +420,9 @@ def _kthena_pods(obj: K8sObject) -> Iterator[PodRef]:
 
 def pod_group(pod: PodRef) -> tuple[int, PodRef] | None:
     """(Pods in the group, one worker Pod) where *pod* leads a group of Pods that run one
-    engine together: a LeaderWorkerSet's leader (``size``) or a kthena ModelServing role's
-    entry Pod (1 + ``workerReplicas``); None otherwise."""
+    engine together: a LeaderWorkerSet's leader (``size``), a kthena ModelServing role's
+    entry Pod (1 + ``workerReplicas``) or the leader of a KAITO preset that spans nodes
+    (its node count); None otherwise."""
     obj = pod.obj
     if obj.kind == "LeaderWorkerSet" and pod.role == "leader":
         size = dig(obj.raw, "spec", "leaderWorkerTemplate", "size")
@@ -422,6 +434,10 @@ def pod_group(pod: PodRef) -> tuple[int, PodRef] | None:
         workers = found[0].get("workerReplicas") if found else None
         size = workers + 1 if isinstance(workers, int) and not isinstance(workers, bool) else None
         worker = f"role {name} worker"
+    elif obj.kind in {"Workspace", "InferenceSet"} and pod.role == KAITO_ROLES[0]:
+        fill = kaito_fill(obj)  # read when the Pods were built
+        size = fill.values.get("nodes") if fill is not None else None
+        worker = KAITO_ROLES[1]
     else:
         return None
     if not isinstance(size, int) or isinstance(size, bool) or size <= 1:
@@ -662,7 +678,7 @@ def _kaito_preset_text(fill: KaitoFill) -> str:
     return (
         f"KAITO preset {fill.preset!r}: the KAITO controller builds the vLLM Pods from the "
         f"preset (image, model, engine flags, GPUs per Pod, node count); {read}"
-        f"the vLLM engine is not evaluated: {gaps or 'gpustrata does not build its Pods'}"
+        f"the vLLM engine is not evaluated: {gaps or unbuilt(fill)}"
     )
 
 
@@ -679,7 +695,7 @@ def controller_fills(obj: K8sObject) -> list[str]:
         except UnknownInput as exc:  # a Pulumi preview: known at deploy time
             out.append(f"KAITO preset: {exc.reason}, so what the controller builds is not read")
         else:
-            if fill is not None:
+            if fill is not None and not builds_pods(fill):  # built: the rules judge them
                 out.append(_kaito_preset_text(fill))
         if dig(raw, *base, "tuning") is not None:
             out.append("KAITO tuning: the controller builds the tuning Job; it is not evaluated")

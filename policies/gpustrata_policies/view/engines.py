@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from gpustrata.catalog.kaito import base_image_vllm
 from gpustrata.catalog.vllm_release_types import vllm_file_url as vllm_source
 from gpustrata.core.quantity import parse_number
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
@@ -511,6 +512,14 @@ def image_release(image: Any) -> ImageRelease | None:
                 info.vllm, f"image {image} (Ray {info.ray} pins vllm=={info.vllm})", ray=info.ray
             )
         return ImageRelease(None, f"image {image} does not pin a vLLM version the catalogue knows")
+    kaito = base_image_vllm(image)
+    if kaito is not None:  # KAITO's preset image: its requirements pin the vLLM release
+        vllm, row = kaito
+        return ImageRelease(
+            vllm,
+            f"image {image} (the kaito-base image of KAITO {row.release} installs vLLM "
+            f"{vllm}: {row.source})",
+        )
     build = catalogs.vllm_releases().vendor_image(repo, tag or "")
     if build is not None:  # a vendor build whose notes or build files name its vLLM
         return ImageRelease(

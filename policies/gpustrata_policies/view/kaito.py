@@ -21,7 +21,15 @@ from typing import Any
 
 import yaml
 
-from gpustrata.catalog.kaito import KaitoRelease, defining, kaito_release, kaito_releases
+from gpustrata.catalog.kaito import (
+    DEFAULT_CONTEXT,
+    ESTIMATOR_SOURCES,
+    KaitoRelease,
+    defining,
+    estimate_nodes,
+    kaito_release,
+    kaito_releases,
+)
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.view import catalogs
@@ -36,6 +44,7 @@ __all__ = [
     "KaitoFill",
     "attach_kaito_configs",
     "kaito_base",
+    "kaito_config_flags",
     "kaito_fill",
 ]
 
@@ -72,7 +81,9 @@ class KaitoFill:
     """``inference.preset.name``."""
     values: Mapping[str, Any]
     """``model``, ``revision``, ``image``, ``vllm``, ``gpus`` (per node),
-    ``tensor_parallel_size``, ``gpu_memory_utilization``, ``nodes``: the known ones."""
+    ``tensor_parallel_size``, ``pipeline_parallel_size``, ``data_parallel_size``,
+    ``nodes``, ``gpu_memory_utilization``, ``max_model_len`` (``auto``), ``model_size``
+    (KAITO's figure, ``131.42Gi``), ``release`` (the stated one): the known ones."""
     filled: tuple[str, ...]
     """Each known value, worded (``image mcr.microsoft.com/...``)."""
     unknown: Mapping[str, str]
@@ -165,6 +176,13 @@ def attach_kaito_configs(objects: Iterable[K8sObject]) -> None:
             obj.memo.pop(_CONFIG, None)
 
 
+def kaito_config_flags(obj: K8sObject) -> Mapping[str, Any]:
+    """The ``vllm:`` keys of the ConfigMap *obj*'s ``inference.config`` names, as read by
+    :func:`attach_kaito_configs`; empty where none is named or read."""
+    flags = obj.memo.get(_CONFIG)
+    return flags if isinstance(flags, Mapping) else {}
+
+
 def _config_flags(config: K8sObject) -> Mapping[str, Any] | str:
     """The ``vllm:`` mapping of a ConfigMap's ``inference_config.yaml``, or why not."""
     text = dig(config.raw, "data", "inference_config.yaml")
@@ -227,6 +245,126 @@ def _gmu(release: KaitoRelease, gpu_name: str | None) -> str | None:
     return release.gpu_memory_utilization
 
 
+@dataclass(frozen=True, slots=True)
+class KaitoLayout:
+    """How KAITO lays one engine out: TP x PP over *nodes* Pods, DP within one."""
+
+    tp: int
+    pp: int | None
+    """None: how the release spreads one engine over its nodes is not read."""
+    dp: int
+    nodes: int
+
+    def __str__(self) -> str:
+        parts = [f"--tensor-parallel-size {self.tp}"]
+        if self.pp is None:
+            parts.append("(how KAITO spreads it over the nodes is not read)")
+        elif self.pp > 1:
+            parts.append(f"--pipeline-parallel-size {self.pp}")
+        if self.dp > 1:
+            parts.append(f"--data-parallel-size {self.dp}")
+        return f"{' '.join(parts)} on {self.nodes} node(s)"
+
+
+_UNSTATED_CONTEXT = "unstated"
+
+
+def _context(obj: K8sObject) -> int | str | None:
+    """The context the node estimator sizes the KV cache for: the ``max-model-len`` of
+    the inference ConfigMap's ``vllm:`` keys when it states a positive integer
+    (``ParseExplicitMaxModelLen`` in kaito-project/kaito@v0.12.0:pkg/utils/config_parser.go,
+    the same from v0.7.0), None for the estimator's own default; ``_UNSTATED_CONTEXT``
+    where a ConfigMap is named that is not read."""
+    name = dig(obj.raw, *kaito_base(obj), "inference", "config")
+    if not isinstance(name, str) or not name:
+        return None
+    flags = obj.memo.get(_CONFIG)
+    if not isinstance(flags, Mapping):
+        return _UNSTATED_CONTEXT
+    value = flags.get("max-model-len")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What the engine layout of one Workspace depends on besides the release."""
+
+    preset: str
+    gpus: int
+    memory_gib: int | None
+    """KAITO's SKU table's GPU memory of the instance type (all its GPUs)."""
+    context: int | str | None
+    count: Any
+    """``resource.count`` as written."""
+
+    def nodes(self, release: KaitoRelease) -> int | str:
+        """The node count *release* gives one replica, or why it is not known."""
+        if release.node_count == "resource.count":
+            return self.count if isinstance(self.count, int) and self.count > 0 else 1
+        inputs = release.presets[self.preset].estimator
+        if release.estimator is None or inputs is None:
+            return (
+                f"KAITO {release.release}'s node estimator has no model size for the preset "
+                f"({release.source})"
+            )
+        if self.memory_gib is None:
+            return (
+                "the node count is KAITO's node estimator's, which sizes with KAITO's SKU "
+                "table's GPU memory, and the instance type has none in gpustrata's catalogue "
+                "(kaito_gpu_memory_gib)"
+            )
+        if self.context == _UNSTATED_CONTEXT:
+            return (
+                "the node count is KAITO's node estimator's, which reads max-model-len from "
+                "the inference ConfigMap, not among the inputs"
+            )
+        context = self.context if isinstance(self.context, int) else None
+        found = estimate_nodes(release.estimator, inputs, self.memory_gib, self.gpus, context)
+        if isinstance(found, str):
+            return (
+                f"KAITO {release.release}'s node estimator refuses the Workspace ({found}; "
+                f"{ESTIMATOR_SOURCES[release.estimator]}), so it builds no Pod"
+            )
+        return found
+
+    def layout(self, release: KaitoRelease) -> KaitoLayout | str:
+        """The engine layout *release* builds (``configureParallelism`` in
+        pkg/model/interface.go: TP = the node's GPUs; from v0.10.0 TP 1 with DP = the
+        GPUs when one node serves and the model's files take under half of one GPU's
+        memory; PP = the nodes where the preset supports distributed inference)."""
+        nodes = self.nodes(release)
+        if isinstance(nodes, str):
+            return nodes
+        if release.node_count == "resource.count":  # all-gpus TP in those releases
+            return KaitoLayout(self.gpus, 1 if nodes == 1 else None, 1, nodes)
+        inputs = release.presets[self.preset].estimator
+        distributed = nodes > 1 and inputs is not None and inputs.distributed
+        tp, dp = self.gpus, 1
+        if release.parallelism != "all-gpus" and not distributed and self.gpus > 1:
+            if inputs is None or self.memory_gib is None:
+                return (
+                    f"KAITO {release.release} runs TP 1 with DP {self.gpus} when the model's "
+                    "files take under half of one GPU's memory, and their size (or KAITO's "
+                    "figure for the GPU) is not catalogued"
+                )
+            if inputs.size_bytes * self.gpus * 2 < self.memory_gib * (1 << 30):
+                tp, dp = 1, self.gpus
+        return KaitoLayout(tp, nodes if distributed else 1, dp, nodes)
+
+    def why(self, release: KaitoRelease) -> str:
+        """Where the layout comes from, worded for the record."""
+        if release.node_count == "resource.count":
+            return f"resource.count; {KAITO_PARALLELISM_SOURCE}"
+        context = self.context if isinstance(self.context, int) else DEFAULT_CONTEXT
+        inputs = release.presets[self.preset].estimator
+        size = inputs.size if inputs is not None else "?"
+        return (
+            f"KAITO {release.release}'s node estimator: the preset's {size} of model files against "
+            f"{self.memory_gib}Gi over {self.gpus} GPU(s) with a {context}-token context, "
+            f"{ESTIMATOR_SOURCES[release.estimator or 'kv-overhead']}"
+        )
+
+
 def kaito_fill(obj: K8sObject) -> KaitoFill | None:
     """What KAITO fills into *obj* (a Workspace or InferenceSet naming a preset), once per
     object; None when it names no preset. Raises
@@ -269,7 +407,16 @@ def kaito_fill(obj: K8sObject) -> KaitoFill | None:
         known, vllm = read.fact(lambda r: r.vllm)
         values["vllm"] = vllm
         filled.append(f"image {values['image']} (vLLM {vllm})")
-    _gpus(obj, base, instance_type, read, values, filled, unknown)
+    if stated is not None:
+        values["release"] = stated
+    known, size = read.fact(lambda r: r.presets[preset].estimator)
+    if known:
+        values["model_size"] = size.size
+    known, context = read.fact(lambda r: r.max_model_len)
+    if known and context == "auto":
+        values["max_model_len"] = context
+        filled.append("--max-model-len=auto")
+    _gpus(obj, base, instance_type, read, values, filled, unknown, preset)
     _config(obj, base, values, filled, unknown)
     result = KaitoFill(preset, values, tuple(filled), unknown, read.where)
     obj.memo[_MEMO] = result
@@ -284,9 +431,10 @@ def _gpus(
     values: dict[str, Any],
     filled: list[str],
     unknown: dict[str, str],
+    preset: str,
 ) -> None:
-    """The GPUs per node, ``--tensor-parallel-size``, ``--gpu-memory-utilization`` and the
-    node count, from the instance type and the releases' rules."""
+    """The GPUs per node, the engine layout (TP, PP, DP, nodes), ``--gpu-memory-utilization``,
+    from the instance type and the releases' rules and node estimators."""
     hint = "GPUs per node"
     if instance_type is not None and not isinstance(instance_type, str):
         why = f"resource.instanceType {instance_type!r} is not an instance type name"
@@ -309,25 +457,18 @@ def _gpus(
     gpu_name = gpu.name if gpu is not None else None
     values["gpus"] = gpus
     filled.append(f"{gpus} nvidia.com/gpu per Pod ({hint} of {instance_type})")
-    if gpus == 1:
-        values["tensor_parallel_size"] = 1
-        filled.append("--tensor-parallel-size 1 (one GPU per node)")
+    count = dig(obj.raw, *base, "resource", "count")
+    shape = _Shape(preset, gpus, found.kaito_gpu_memory_gib, _context(obj), count)
+    known, layout = read.fact(shape.layout)
+    if known and isinstance(layout, KaitoLayout):
+        values.update(tensor_parallel_size=layout.tp, data_parallel_size=layout.dp)
+        values["nodes"] = layout.nodes
+        if layout.pp is not None:
+            values["pipeline_parallel_size"] = layout.pp
+        filled.append(f"{layout} ({shape.why(read.rows[-1])})")
     else:
-        known, rule = read.fact(lambda r: r.parallelism)
-        if known and rule == "all-gpus":
-            values["tensor_parallel_size"] = gpus
-            filled.append(f"--tensor-parallel-size {gpus} (every GPU of the node)")
-        elif known:
-            unknown["tensor_parallel_size"] = (
-                f"--tensor-parallel-size is 1 with --data-parallel-size {gpus} when the "
-                f"model's files take under half of one GPU's memory, else {gpus} "
-                f"({KAITO_PARALLELISM_SOURCE} configureParallelism), and KAITO's model file "
-                "size is not read"
-            )
-        else:
-            unknown["tensor_parallel_size"] = read.differs(
-                "how --tensor-parallel-size is derived", lambda r: r.parallelism
-            )
+        why = layout if known else read.differs("the engine layout", shape.layout)
+        unknown.update(dict.fromkeys(("tensor_parallel_size", "nodes"), str(why)))
     known, gmu = read.fact(lambda r: _gmu(r, gpu_name))
     if known:
         values["gpu_memory_utilization"] = gmu
@@ -335,20 +476,4 @@ def _gpus(
     else:
         unknown["gpu_memory_utilization"] = read.differs(
             "--gpu-memory-utilization", lambda r: _gmu(r, gpu_name) or "computed from the GPU"
-        )
-    known, rule = read.fact(lambda r: r.node_count)
-    count = dig(obj.raw, *base, "resource", "count")
-    if known and rule == "resource.count":
-        values["nodes"] = count if isinstance(count, int) else 1
-        filled.append(f"{values['nodes']} node(s) (resource.count)")
-    elif known:
-        unknown["nodes"] = (
-            "the node count (so whether one engine spans several nodes with "
-            "--pipeline-parallel-size) is set by KAITO's node estimator from the model size "
-            "and GPU memory, not read by gpustrata"
-        )
-    else:
-        unknown["nodes"] = read.differs(
-            "who sets the node count",
-            lambda r: "resource.count" if r.node_count == "resource.count" else "its estimator",
         )

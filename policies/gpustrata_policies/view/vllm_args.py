@@ -65,6 +65,10 @@ __all__ = [
 _API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 _CLI_MODULE = "vllm.entrypoints.cli.main"
 """``python -m vllm.entrypoints.cli.main serve``: the module behind the ``vllm`` command."""
+_KAITO_LAUNCHER = "/workspace/vllm/inference_api.py"
+"""KAITO's vLLM wrapper in its ``kaito-base`` image (kaito-project/kaito@v0.12.0:
+presets/workspace/inference/vllm/inference_api.py): it takes its ``--kaito-*`` flags and
+hands the rest to vLLM's own argument parser, so they are vLLM's engine flags."""
 _VLLM_REPO_PREFIX = "vllm-openai"
 _VLLM_REPOS = frozenset({"vllm-tpu"})
 """Image repository names of the vLLM server besides ``vllm-openai*``."""
@@ -128,6 +132,8 @@ def _vllm_invocation(tokens: list[str]) -> list[str] | None:
             return tokens[i + 2 :]
         if tok == "-m" and tokens[i + 1 : i + 3] == [_CLI_MODULE, "serve"]:
             return tokens[i + 3 :]
+        if tok == _KAITO_LAUNCHER and i and tokens[i - 1].rsplit("/", 1)[-1].startswith("python"):
+            return [t for t in tokens[i + 1 :] if not t.startswith("--kaito-")]
     return None
 
 

@@ -123,6 +123,10 @@ class StackInstanceTypeArgs(_TypedDict):
     EFA device plugin advertises per node); 0: no EFA; None: not known (every non-AWS type). AWS
     only.
     """
+    kaito_gpu_memory_gib: _NotRequired[int]
+    """GPU memory of one instance (all its GPUs) as the KAITO operator's SKU table states it, in
+    GiB: what KAITO's node estimator sizes a Workspace with; None: not in KAITO's table.
+    """
     sources: list[str]
     """Where the figures come from: URLs or "owner/repo/path@commit"."""
 

@@ -13,6 +13,10 @@ from gpustrata_policies.view.launchers import KSERVE_PRESET_SOURCE
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map
 
 READY_PATHS = ("/health", "/v1/models", "/ping")
+KAITO_READINESS = "multi-node-health-check.py readiness"
+"""KAITO's multi-node readiness probe: its script GETs the leader's vLLM ``/health``
+(kaito-project/kaito@v0.12.0:presets/workspace/inference/vllm/multi-node-health-check.py
+``readiness``)."""
 
 
 def _port_number(c: ContainerRef, port: object) -> int | None:
@@ -52,7 +56,7 @@ def probe_case(c: ContainerRef, serving_port: int | None) -> tuple[str, Value] |
             return None
         return "tcp-port", str(tcp.get("port"))
     command = as_list(as_map(probe.get("exec"), "exec").get("command"), "exec.command")
-    if any(p in str(part) for part in command for p in READY_PATHS):
+    if any(p in str(part) for part in command for p in (*READY_PATHS, KAITO_READINESS)):
         return None
     return "other-probe", None
 
