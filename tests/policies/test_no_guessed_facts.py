@@ -86,3 +86,19 @@ def test_a_refused_flag_is_not_read_as_its_default(tmp_path: Path) -> None:
     assert "V001" not in found  # was: "TP 1 x PP 1 = 1 GPU, 1 GPU idle"
     assert any("'--tensor-parallel-size 2' is one argument" in r for r in skipped["V001"])
     assert "V013" in found
+
+
+def test_a_pinned_release_cites_its_own_default(tmp_path: Path) -> None:
+    """An image naming a release whose per-GPU scheduler defaults are catalogued cites that
+    release's default, not the reference release's (KAITO's 0.25.1 and the corpus's 0.12.0
+    engines were told "vLLM <reference>'s default")."""
+    pinned = [r.version for r in catalogs.compat().vllm_releases() if r.version != REFERENCE]
+    doc = _deployment(
+        "vllm/vllm-openai:v0.12.0",
+        ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"],
+    )
+    assert "0.12.0" in pinned
+    found, _ = _check(tmp_path, doc)
+    [v012] = found["V012"]
+    assert "max_num_seqs unset: vLLM 0.12.0's default on" in v012, v012
+    assert f"vLLM {REFERENCE}'s default" not in v012, v012

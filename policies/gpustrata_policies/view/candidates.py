@@ -58,6 +58,7 @@ __all__ = [
     "gpu_candidates",
     "release_inputs",
     "release_inputs_key",
+    "release_scheduler_defaults",
 ]
 
 
@@ -368,7 +369,7 @@ def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> tuple[Any, list[_
         version = engine_version(site, release)
         settings = engine_settings(site, inp.model.arch, version.v0, release)
         if not isinstance(settings, str) and not version.v0:
-            settings = _scheduler_defaults(settings, release, gpu)
+            settings = release_scheduler_defaults(settings, release, gpu)
         facts = profile_facts(release)
         memory = (
             facts.facts() if facts is not None else None,
@@ -390,7 +391,9 @@ def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> tuple[Any, list[_
     return (key if shared else None), result
 
 
-def _scheduler_defaults(settings: PlannerSettings, release: str, gpu: GpuModel) -> PlannerSettings:
+def release_scheduler_defaults(
+    settings: PlannerSettings, release: str, gpu: GpuModel
+) -> PlannerSettings:
     """*settings* with unset max_num_batched_tokens / max_num_seqs taken from *release*'s
     ``get_batch_defaults`` row for *gpu* (V1, ``vllm serve``), where the catalogue read the
     release or the read releases around it agree on the row; otherwise left to the

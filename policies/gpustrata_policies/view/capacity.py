@@ -419,9 +419,15 @@ class Inputs:
             if key in self.settings.defaults:
                 notes.append(self.settings.defaults[key])
             elif key in est.defaults and key in _PER_GPU_DEFAULTS:
+                own = self.version.version
+                unread = (
+                    f" (the reference release's: vLLM {own}'s default for this GPU is not catalogued)"
+                    if own not in (None, REFERENCE_VLLM)
+                    else ""
+                )
                 notes.append(
                     f"{key} unset: vLLM {REFERENCE_VLLM}'s default on {self.gpu.gpu.name} is "
-                    f"{getattr(est, key)}"
+                    f"{getattr(est, key)}{unread}"
                 )
             elif key == "block_size" and key in est.defaults:
                 used = f"block_size unset: vLLM {REFERENCE_VLLM} uses {est.block_size}"
@@ -465,10 +471,16 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
     model, version, settings = read
     out: list[Inputs] = []
     for ref in gpus:
-        estimate = gpu_estimate(ctx, site, model.arch, ref.gpu, settings)
+        sized = settings
+        if not version.v0 and version.version not in (None, REFERENCE_VLLM):
+            # the named release's own per-GPU defaults where read (or agreed around it)
+            from gpustrata_policies.view.candidates import release_scheduler_defaults
+
+            sized = release_scheduler_defaults(settings, str(version.version), ref.gpu)
+        estimate = gpu_estimate(ctx, site, model.arch, ref.gpu, sized)
         if isinstance(estimate, str):
             return estimate
-        out.append(Inputs(site, model, ref, version, settings, estimate))
+        out.append(Inputs(site, model, ref, version, sized, estimate))
     return out
 
 
