@@ -421,7 +421,8 @@ class Inputs:
             elif key in est.defaults and key in _PER_GPU_DEFAULTS:
                 own = self.version.version
                 unread = (
-                    f" (the reference release's: vLLM {own}'s default for this GPU is not catalogued)"
+                    f" (the reference release's: vLLM {own}'s default for this GPU is not "
+                    "catalogued)"
                     if own not in (None, REFERENCE_VLLM)
                     else ""
                 )
