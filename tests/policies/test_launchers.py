@@ -182,9 +182,10 @@ def _kubeai_profile(release: str) -> ClusterProfile:
     return ClusterProfile.model_validate({"versions": {"kubeai": release}})
 
 
-KUBEAI_IMAGE_RULES = {"V005", "V010"}
+KUBEAI_IMAGE_RULES = {"V010"}
 """The rules whose records on a KubeAI Model depend on its image (so its vLLM release);
-K013 and V013 pass on every chart release's default image of its profile."""
+K013 and V013 pass on every chart release's default image of its profile, V005 on each
+one's release (its stated budget covers max_model_len and max_num_seqs)."""
 
 
 def test_kubeai_model_runs_the_pod_kubeai_builds() -> None:
@@ -256,6 +257,49 @@ def test_kubeai_rules_decide_where_every_chart_release_image_agrees() -> None:
     assert "K013" not in {n.rule for n in report.not_evaluated}
     with using_profile(_kubeai_profile("0.21.0")):  # a stated release: nothing to span
         assert kubeai_default_images(K8sObject(doc)) == ()
+
+
+def test_kubeai_model_is_judged_under_each_chart_release_default_image() -> None:
+    """Without versions.kubeai, V003-V012 judge the Model's engine under the vLLM release of
+    each chart release's default image for its profile (0.6.1.post2 ... 0.8.3 for
+    nvidia-gpu-h100), on every candidate GPU (the chart's profile selects none), and decide
+    where all agree. --max-num-batched-token (an abbreviation) is read as every default
+    release's parser resolves it, so the engine is complete (no V009 record). V010 splits:
+    releases before 0.6.4 (V0, /health tied to the engine loop) fail on some GPU with the
+    unchunked 65,536-token prompt, later ones pass; the record names both sides, the
+    chart's default assumed kept, the key that replaces it and versions.kubeai."""
+    objs = _kubeai()
+    (site,) = _sites(objs, objs[0])
+    assert site.engine.complete and site.engine.get_int("max_num_batched_tokens") == 65536
+    assert site.release().version is None
+    assert site.release().found is not None
+    assert site.release().found.defaults[0] == "0.6.1.post2"
+    assert site.release().found.defaults[-1] == "0.8.3"
+    report = evaluate(objs)
+    records = {n.rule: n.reason for n in report.not_evaluated}
+    assert "V009" not in records and "V004" not in records
+    v010 = records["V010"]
+    assert "fails (step-outlasts-v0-heartbeat) under 0.6.1.post2 to 0.6.3.post1" in v010
+    assert "passes under 0.6.4.post1 to 0.8.3" in v010
+    assert "its GPU is unknown too" in v010
+    assert "assumed kept by the installation" in v010
+    assert "modelServers.VLLM.images.nvidia-gpu or the Model's spec.image" in v010
+    assert v010.endswith("(set versions.kubeai in the cluster profile)")
+    # chunked prefill in 2,048-token steps: no release marks the engine dead on any GPU
+    doc = copy.deepcopy(objs[0].raw)
+    doc["spec"]["args"] = [
+        "--max-model-len=65536",
+        "--max-num-batched-tokens=2048",
+        "--enable-chunked-prefill",
+        "--tensor-parallel-size=2",
+    ]
+    report = evaluate([K8sObject(doc)])
+    assert "V010" not in {n.rule for n in report.not_evaluated}
+    (v010,) = [f for f in report.findings if f.rule == "V010"]  # KubeAI's 3 s probe timeout
+    assert v010.enforcement == "advisory" and "timeoutSeconds 3 < 5" in v010.message
+    with using_profile(_kubeai_profile("0.21.0")):  # the stated release's image: no span
+        (site,) = _sites(objs, objs[0])
+        assert site.release().version == "0.8.3"
 
 
 def test_kubeai_model_with_its_own_image_runs_that_image() -> None:

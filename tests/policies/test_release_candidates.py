@@ -145,8 +145,13 @@ def test_v005_floor_build_passes_and_latest_splits_naming_releases(tmp_path: Pat
     ]
     # Every release from 0.10.0 had its scheduler defaults read: the budget covers both.
     assert _verdicts("V005", _manifest(tmp_path, args, image=FLOOR_IMAGE), judge) == {}
-    # `latest` includes releases whose defaults were not read (below the first read V1
-    # release): "not evaluated", naming where it passes and where it is not judged.
+    # Stated values that cover both max_model_len and max_num_seqs pass under any
+    # release's defaults, read or not: `latest` passes too.
+    assert _verdicts("V005", _manifest(tmp_path, args, image=LATEST), judge) == {}
+    # A budget below max_model_len depends on whether prefills are chunked: `latest`
+    # includes releases whose defaults were not read (below the first read V1 release):
+    # "not evaluated", naming where it passes and where it is not judged.
+    args[args.index("--max-model-len") + 1] = "16384"
     [v] = _verdicts("V005", _manifest(tmp_path, args, image=LATEST), judge)[RESOURCE]
     assert (v.decision, v.reason) == ("not_evaluated", "defaults-unread")
     why = str(v.values["why"])

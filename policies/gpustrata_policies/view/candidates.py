@@ -33,6 +33,7 @@ from gpustrata_policies.view.engines import (
     release_version,
     site_gpus,
 )
+from gpustrata_policies.view.kubeai import kubeai_default_basis
 from gpustrata_policies.view.nodes import (
     gpu_model_of_selectors,
     gpu_pools,
@@ -218,12 +219,17 @@ def candidate_releases(site: EngineSite) -> ReleaseCandidates | None:
     """The catalogued vLLM releases (compatibility catalogue) *site*'s image may run when it
     names none (:func:`~gpustrata_policies.view.engines.release_candidates`: every one for
     an unpinned upstream image, those from the tag's leading release on for another
-    publisher's build); None where the release is known or nothing bounds it."""
+    publisher's build, the default images' of every KubeAI chart release defining a Model's
+    profile); None where the release is known or nothing bounds it."""
     read = release_candidates(site, _catalogued())
     found = site.release()
     if read is None or found.found is None:
         return None
     image = found.image
+    if found.found.defaults:
+        return ReleaseCandidates(
+            read, kubeai_default_basis(site.obj), profile_hint("versions.kubeai")
+        )
     if found.found.unpinned:
         basis = f"image {image} names no release, so it may be any catalogued one"
     else:

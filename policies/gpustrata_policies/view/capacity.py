@@ -199,7 +199,8 @@ def engine_version(site: EngineSite, candidate: str | None = None) -> EngineVers
     where = ""
     if candidate is not None:
         found, version = None, candidate
-        where = f"vLLM {candidate} (one of the releases image {image} may run)"
+        shown = f"image {image}" if isinstance(image, str) else "its image"
+        where = f"vLLM {candidate} (one of the releases {shown} may run)"
     if found is not None and version is not None and candidate is None:
         if found.ray and found.assumed:
             where = f"vLLM {version} ({found.where})"

@@ -30,7 +30,7 @@ from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.karpenter import KARPENTER_GPU_MEMORY, KARPENTER_GPU_NAME
-from gpustrata_policies.view.kubeai import kubeai_default_images
+from gpustrata_policies.view.kubeai import kubeai_default_images, kubeai_fill
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.nodes import (
     gpu_model_of_selectors,
@@ -475,6 +475,11 @@ class ImageRelease:
     README builds ``aibrix/vllm-openai:v0.10.0-nixl-latest`` from VLLM_BASE_TAG=v0.10.2
     (vllm-project/aibrix@e3e10f9e:samples/disaggregation/vllm/README.md), so the leading
     release is a floor, not the base (:func:`release_candidates`)."""
+    defaults: tuple[str, ...] = ()
+    """The releases of the default images a controller's installation may run where the
+    manifest names no image and the installed release is not stated (a KubeAI Model:
+    :func:`default_image_releases`), oldest first: a rule may judge the engine under each,
+    as for an unpinned image (:func:`release_candidates`)."""
 
 
 def image_release(image: Any) -> ImageRelease | None:
@@ -596,7 +601,10 @@ def site_release(site: EngineSite) -> SiteRelease:
     seen: list[Any] = []
     for image in (site.image, *site.images) if site.image is not None else site.images:
         if image is UNKNOWN:
-            raise UnknownInput(f"image of {site.label}")
+            defaults = _installation_release(site)
+            if defaults is None:
+                raise UnknownInput(f"image of {site.label}")
+            return defaults
         if image in seen:
             continue
         seen.append(image)
@@ -615,6 +623,21 @@ def site_release(site: EngineSite) -> SiteRelease:
     )
 
 
+def _installation_release(site: EngineSite) -> SiteRelease | None:
+    """The release of an engine whose image the controller's installation sets, where the
+    installed release is not stated and its defaults differ (a KubeAI Model without
+    ``spec.image``): unknown, with the releases of those defaults as its candidates
+    (:attr:`ImageRelease.defaults`); None where there are none (the image stays unknown)."""
+    releases = default_image_releases(site)
+    if not releases:
+        return None
+    why = kubeai_fill(site.obj).unknown.get("image")
+    if why is None:
+        return None
+    where = f"the image of {site.label} is the KubeAI installation's: {why}"
+    return SiteRelease(None, where, UNKNOWN, ImageRelease(None, where, defaults=releases))
+
+
 def release_candidates(site: EngineSite, read: Sequence[str]) -> tuple[str, ...] | None:
     """The releases an engine whose image names none may run, for a rule that judges it
     under each and decides only where all agree: the rule's *read* releases (those whose
@@ -626,6 +649,8 @@ def release_candidates(site: EngineSite, read: Sequence[str]) -> tuple[str, ...]
     found = site.release()
     if found.version is not None or found.found is None:
         return None
+    if found.found.defaults:
+        return found.found.defaults  # exact: every one is judged, read or not
     if found.found.unpinned:
         return tuple(read) or None
     floor = release_version(found.found.floor)

@@ -33,6 +33,7 @@ from gpustrata_policies.view.profile import active_profile, profile_hint, releas
 __all__ = [
     "KubeAIFill",
     "KubeAIInstall",
+    "kubeai_default_basis",
     "kubeai_default_images",
     "kubeai_fill",
     "kubeai_image",
@@ -331,3 +332,25 @@ def kubeai_default_images(obj: K8sObject) -> tuple[str, ...]:
     if not images or not all(isinstance(i, str) for i in images):
         return ()
     return tuple(dict.fromkeys(str(i) for i in images))
+
+
+def kubeai_default_basis(obj: K8sObject) -> str:
+    """Why a KubeAI Model without ``spec.image`` may run each release of
+    :func:`kubeai_default_images` (for a record judged under each): the chart releases
+    defining its profile, and the installation key that would replace their default,
+    which the installation is assumed to keep; ``""`` where there are no such images."""
+    if not kubeai_default_images(obj):
+        return ""
+    install = kubeai_install(obj)
+    assert install is not None  # kubeai_default_images read it
+    names = dict.fromkeys(
+        str(d.resource_profiles[install.profile].get("imageName") or "default")
+        for d in install.rows
+    )
+    keys = " or ".join(f"modelServers.VLLM.images.{n}" for n in names)
+    return (
+        f"the Model names no image, so KubeAI runs its installation's vLLM image for "
+        f"'{install.profile}': the default of each catalogued KubeAI chart release defining "
+        f"it ({_releases(install.rows)}, e.g. {install.rows[-1].source}), assumed kept by the "
+        f"installation ({keys} or the Model's spec.image would replace it)"
+    )

@@ -219,12 +219,31 @@ def _mark_malformed(engine: EngineArgs) -> None:
         del engine.values[key]
 
 
-def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
+def _release_images(container: ContainerRef) -> tuple[Any, ...]:
+    """The images whose vLLM release parses *container*'s flags: its own, or where the
+    controller's installation sets it and its defaults differ (a KubeAI Model without
+    ``spec.image``), each default image it may run
+    (:func:`~gpustrata_policies.view.kubeai.kubeai_default_images`)."""
+    if container.image is UNKNOWN:
+        # Imported here: the KubeAI reader is the engine view's, read only for its Models.
+        from gpustrata_policies.view.kubeai import kubeai_default_images
+
+        found = kubeai_default_images(container.pod.obj)
+        if found:
+            return found
+    return (container.image,)
+
+
+def _resolve_abbreviations(engine: EngineArgs, images: tuple[Any, ...]) -> None:
     """A unique prefix of a long option (``--max-model 4096``) names the option, where
-    the image's vLLM release takes prefixes (the catalogue's ``abbreviations``, read from
-    the release's parser) and every read release around it resolves it the same way.
-    Where that is not known, a prefix of some flag makes the engine incomplete."""
-    accepts, sets = _release_parser(vllm_version(image))
+    the vLLM release of each of *images* (the image, or every one it may be) takes
+    prefixes (the catalogue's ``abbreviations``, read from the release's parser) and every
+    read release around each resolves it the same way. Where that is not known, a prefix
+    of some flag makes the engine incomplete."""
+    readings = [_release_parser(vllm_version(image)) for image in images]
+    takes = all(a is not None and a.value for a, _ in readings)
+    parsed = [ss for _, ss in readings]
+    sets = tuple(s for ss in parsed if ss for s in ss) if all(parsed) else None
     for written in list(engine.written):
         if not written.startswith("--"):
             continue
@@ -236,7 +255,7 @@ def _resolve_abbreviations(engine: EngineArgs, image: Any) -> None:
             all(name in s.flags for s in sets) if sets else name in _every_flag()
         ):
             continue
-        if sets and accepts is not None and accepts.value:
+        if sets and takes:
             found = {_unique_prefix(name, s.flags) for s in sets}
             if len(found) == 1 and (full := found.pop()) is not None:
                 engine.values.setdefault(full[2:].replace("-", "_"), engine.values.pop(key))
@@ -462,7 +481,7 @@ def _read_engine(container: ContainerRef) -> EngineArgs | None:
         engine.model = engine.values["model"]
     _mark_unknowns(engine, flags)
     _mark_malformed(engine)
-    _resolve_abbreviations(engine, container.image)
+    _resolve_abbreviations(engine, _release_images(container))
     if engine.values.get("port") is UNKNOWN:
         engine.port = None  # stated where the container runs
     else:

@@ -262,6 +262,14 @@ def _judge_unread(site: EngineSite, s: Settings, run: _Running) -> Iterator[Verd
     """The release was not read: only stated values can be judged."""
     if s.tokens is not None and s.seqs is not None and s.tokens < s.seqs:
         yield _seqs_verdict(site, s, run, [])
+    elif (
+        s.tokens is not None
+        and s.seqs is not None
+        and s.max_len is not None
+        and not s.max_len_why  # stated, not derived
+        and s.tokens >= s.max_len
+    ):
+        return  # the stated budget covers both, chunked or not, whatever the defaults
     elif s.tokens is not None or s.seqs is not None or s.chunked is False:
         yield Verdict(
             "not_evaluated",

@@ -16,8 +16,10 @@ from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.candidates import (
+    GpuCandidates,
     ReleaseCandidates,
     candidate_engines,
+    candidate_inputs,
     candidate_releases,
     release_inputs,
 )
@@ -348,14 +350,27 @@ def _unknown_release(
     ]
     if cands is not None and not bound:
         return  # no release it may run has a /health that waits on the engine loop
-    found = capacity_inputs(ctx, site)
+    found: list[Inputs] | str = capacity_inputs(ctx, site)
+    gpus = None
+    if cands is not None and isinstance(found, str):
+        # The GPU unknown as well: judged on every candidate GPU (silent only where no
+        # release it may run marks the engine dead on any of them).
+        on_each = candidate_inputs(ctx, site)
+        if on_each is not None and not any(isinstance(i, str) for i in on_each.inputs):
+            found = [i for i in on_each.inputs if not isinstance(i, str)]
+            gpus = on_each.candidates
     if cands is not None and not isinstance(found, str):
-        yield from _every_release(ctx, site, cands, set(bound), in_process, found)
+        yield from _every_release(ctx, site, cands, set(bound), in_process, found, gpus)
         return
     limit = HEALTH.v0_dead_after_s.value
     if in_process and HEALTH.in_process_dead_after:
         limit = min(fact.value for _, fact in HEALTH.in_process_dead_after)
-    values: dict[str, Value] = {"engine": site.name, "where": where, "in_process": in_process}
+    values: dict[str, Value] = {
+        "engine": site.name,
+        "where": where,
+        "in_process": in_process,
+        "hint": cands.hint if cands is not None else profile_hint("images"),
+    }
     if isinstance(found, str):
         values["step_unread"] = found
     else:
@@ -373,11 +388,14 @@ def _every_release(
     bound: set[str],
     in_process: bool,
     found: list[Inputs],
+    gpus: GpuCandidates | None = None,
 ) -> Iterator[Verdict]:
     """An image that names no release but bounds it, on known GPUs: the longest step of
     each release it may run (its own defaults: the V0 engine's unchunked prompts) against
     the limit of each whose /health waits on the engine loop (*bound*); silent where none
-    fails, otherwise "not evaluated" naming the releases on each side."""
+    fails, otherwise "not evaluated" naming the releases on each side. *gpus*: *found* is
+    the engine on each GPU it may run on (its GPU unknown too); a release fails where it
+    fails on any of them."""
     outcome: dict[str, tuple[Verdict, ...] | str] = {r: () for r in cands.releases}
     steps: list[float] = []
     for inp in found:
@@ -405,6 +423,12 @@ def _every_release(
             f"step of {HEALTH.v0_dead_after_s.value:g} s or more (by release)"
         )
     step = f"; its longest step under them is estimated at {max(steps):.1f} s" if steps else ""
+    if gpus is not None:
+        most = f": its longest step there is estimated at up to {max(steps):.1f} s" if steps else ""
+        step = (
+            f"; its GPU is unknown too ({gpus.unnamed}), so each release is judged on "
+            f"{gpus.basis} ({len(gpus.gpus)} models) and fails where it fails on any{most}"
+        )
     why = (
         f"{site.name}: {release_unknown(site, cands)}; {dead}{step}; "
         f"{releases_split(cands, judged)}"
@@ -464,7 +488,7 @@ def _release_message(verdict: Verdict) -> str:
     return (
         f"{v['engine']}: {v['where']}, so whether /health waits on the engine loop is not "
         f"known: {dead}, and {step_text}. Pin the image to a vLLM release "
-        f"{profile_hint('images')}"
+        f"{v.get('hint') or profile_hint('images')}"
     )
 
 

@@ -152,7 +152,12 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         release = site.release()
         version, where = release.version, release.where
         if version is None:
-            read = release_candidates(site, [v for v, _, sets in _read_releases() if sets])
+            # A KubeAI default image's release is judged above, read or not.
+            read = (
+                release_candidates(site, [v for v, _, sets in _read_releases() if sets])
+                if site.image is not UNKNOWN
+                else None
+            )
             if read is not None:
                 yield from _judge_every_release(site, options, read, where)
                 continue
