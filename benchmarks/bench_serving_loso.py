@@ -315,6 +315,12 @@ def main() -> None:
         metavar="W",
         help=f"add W x log(efficiency / {MEMORY_PRIOR})^2 per generation's memory efficiency",
     )
+    ap.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        help="hold out only this publisher (repeatable; a quick check of one fold)",
+    )
     args = ap.parse_args()
     global FLOOR, BALANCED, SHARED_MEMORY, PRIOR_WEIGHT
     FLOOR = not args.no_floor
@@ -326,6 +332,12 @@ def main() -> None:
     points = load_serving_calibration()
     by_id = {p.id: p for p in points}
     sources = sorted({source_of(p) for p in points})
+    if args.source:
+        unknown = sorted(set(args.source) - set(sources))
+        if unknown:
+            raise SystemExit(f"--source {', '.join(unknown)}: not a publisher ({sources})")
+        sources = [s for s in sources if s in args.source]
+        points = [p for p in points if source_of(p) in sources]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             folds = list(pool.map(_fold, sources))
