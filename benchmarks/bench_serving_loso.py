@@ -26,11 +26,18 @@ sizes it (its memory terms and default gpu_memory_utilization; an unread release
 read ones as the one leaving less KV memory; a run that states none, or a release outside the
 read ones, at the reference release's terms): the release column of ``--points`` says which.
 
+Fit variants (session 18, issue 31): ``--balanced`` takes each publisher's mean loss and then
+their mean, so one publisher's many points do not set a constant; ``--shared-memory`` fits
+one memory efficiency for every generation; ``--prior W`` pulls each generation's memory
+efficiency towards the H200 microbenchmark's 0.765. A point whose source leaves the GPU
+open (``gpu_variants``) is scored as its ``gpu``; ``--points`` prints it as the others too.
+
 Then the five worst held-out figures (point, figure, error to 0.1 %), and the points a
 session added under the inclusion rule (``session`` in the calibration file) predicted with
 the shipped constants, which were fitted before those points existed (out of sample).
 
-    python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor]
+    python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor] [--source NAME]
+        [--balanced] [--shared-memory] [--prior W]
     python benchmarks/bench_serving_loso.py --floor-check
 """
 
