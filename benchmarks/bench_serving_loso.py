@@ -26,11 +26,18 @@ sizes it (its memory terms and default gpu_memory_utilization; an unread release
 read ones as the one leaving less KV memory; a run that states none, or a release outside the
 read ones, at the reference release's terms): the release column of ``--points`` says which.
 
+Fit variants (session 18, issue 31): ``--balanced`` takes each publisher's mean loss and then
+their mean, so one publisher's many points do not set a constant; ``--shared-memory`` fits
+one memory efficiency for every generation; ``--prior W`` pulls each generation's memory
+efficiency towards the H200 microbenchmark's 0.765. A point whose source leaves the GPU
+open (``gpu_variants``) is scored as its ``gpu``; ``--points`` prints it as the others too.
+
 Then the five worst held-out figures (point, figure, error to 0.1 %), and the points a
 session added under the inclusion rule (``session`` in the calibration file) predicted with
 the shipped constants, which were fitted before those points existed (out of sample).
 
-    python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor]
+    python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor] [--source NAME]
+        [--balanced] [--shared-memory] [--prior W]
     python benchmarks/bench_serving_loso.py --floor-check
 """
 
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import statistics
 import time
@@ -71,15 +79,25 @@ FLOOR = True
 session 17)."""
 
 
+_BY_ID = {p.id: p for p in load_serving_calibration()}
+
+BALANCED = False
+"""Whether the fit's loss weighs each publisher equally (``--balanced``)."""
+SHARED_MEMORY = False
+"""Whether one memory efficiency serves every GPU generation (``--shared-memory``)."""
+
+
 def source_of(p: CalibrationPoint) -> str:
     """The publisher: the id's first part (gpustack, tt-143, vllm-20469, ...)."""
     head = p.id.split("-")
     return "-".join(head[:2]) if head[0] in {"tt", "vllm", "kvcached"} else head[0]
 
 
-def simulate(p: CalibrationPoint, c: ServingConstants) -> SimulatedServing | None:
-    arch, gpu, est = sized_point(p)
-    s = simulate_serving(arch, gpu, est, point_workload(p), c)
+def simulate(
+    p: CalibrationPoint, c: ServingConstants, gpu: str | None = None
+) -> SimulatedServing | None:
+    arch, gpu_model, est = sized_point(p, gpu)
+    s = simulate_serving(arch, gpu_model, est, point_workload(p), c)
     return s if s.requests else None
 
 
@@ -102,17 +120,53 @@ def errors(p: CalibrationPoint, s: SimulatedServing | None) -> dict[str, float]:
     return out
 
 
+@functools.lru_cache(maxsize=200_000)
+def _point_loss(pid: str, c: ServingConstants) -> tuple[float, int]:
+    """Summed weighted |log error| of one point and how many figures it has (memoised: the
+    folds try the same constants on the same points; the simulator is deterministic)."""
+    p = _BY_ID[pid]
+    e = errors(p, simulate(p, c))
+    if not e:
+        return 2.0, 1  # not simulated: a large, finite penalty
+    total = 0.0
+    for key, err in e.items():
+        weight = 0.5 if key == "ttft" else 1.0
+        total += weight * abs(math.log1p(max(err, -0.99)))
+    return total, len(e)
+
+
 def loss(points: list[CalibrationPoint], c: ServingConstants) -> float:
-    total, n = 0.0, 0
+    """Mean weighted |log error| over ``points`` (``BALANCED``: each publisher's mean first,
+    then their mean, so a publisher with many points weighs as much as one with few)."""
+    groups: dict[str, list[tuple[float, int]]] = {}
     for p in points:
-        e = errors(p, simulate(p, c))
-        if not e:
-            total, n = total + 2.0, n + 1  # not simulated: a large, finite penalty
-        for key, err in e.items():
-            weight = 0.5 if key == "ttft" else 1.0
-            total += weight * abs(math.log1p(max(err, -0.99)))
-            n += 1
-    return total / max(1, n)
+        groups.setdefault(source_of(p) if BALANCED else "", []).append(_point_loss(p.id, c))
+    means = [sum(t for t, _ in g) / max(1, sum(n for _, n in g)) for g in groups.values()]
+    return sum(means) / max(1, len(means))
+
+
+MEMORY_PRIOR = 0.765
+"""Prior of the per-generation memory efficiency (``--prior W``): the middle of the
+0.75-0.78 of datasheet HBM bandwidth a Llama-3.1-8B decode step's GEMMs read on the H200
+(benchmarks/data/h200-decode-microbench.json)."""
+PRIOR_WEIGHT = 0.0
+"""Weight of the squared log distance of each per-generation memory efficiency from
+MEMORY_PRIOR added to the fit's loss (0: no prior)."""
+
+
+def _prior_penalty(c: ServingConstants) -> float:
+    if not PRIOR_WEIGHT:
+        return 0.0
+    effs = [c.memory_efficiency_sm80, c.memory_efficiency_sm90]
+    return PRIOR_WEIGHT * sum(math.log(e / MEMORY_PRIOR) ** 2 for e in effs if e is not None)
+
+
+def _fitted() -> tuple[str, ...]:
+    """The constants the coordinate descent moves (``SHARED_MEMORY``: one memory efficiency
+    for every generation instead of one per generation)."""
+    if SHARED_MEMORY:
+        return ("memory_efficiency", *FITTED[2:])
+    return FITTED
 
 
 def _moe_tp(p: CalibrationPoint) -> bool:
@@ -131,13 +185,17 @@ def fit(points: list[CalibrationPoint], start: ServingConstants) -> ServingConst
             key=lambda v: (loss(moved, dataclasses.replace(start, moe_tp_layer_floor_s=v)), v),
         )
     start = dataclasses.replace(start, moe_tp_layer_floor_s=floor)
-    best, best_loss = start, loss(points, start)
+
+    def objective(c: ServingConstants) -> float:
+        return loss(points, c) + _prior_penalty(c)
+
+    best, best_loss = start, objective(start)
     for _ in range(1):
-        for name in FITTED:
+        for name in _fitted():
             base = getattr(best, name)
             for f in STEPS:
                 trial = dataclasses.replace(best, **{name: base * f})
-                trial_loss = loss(points, trial)
+                trial_loss = objective(trial)
                 if trial_loss < best_loss:
                     best, best_loss = trial, trial_loss
     return best
@@ -160,10 +218,11 @@ def _fmt(values: list[float]) -> str:
 
 def _shipped() -> ServingConstants:
     d = default_constants()
+    per_generation = None if SHARED_MEMORY else d.memory_efficiency
     return dataclasses.replace(
         d,
-        memory_efficiency_sm80=d.memory_efficiency,
-        memory_efficiency_sm90=d.memory_efficiency,
+        memory_efficiency_sm80=per_generation,
+        memory_efficiency_sm90=per_generation,
         moe_tp_layer_floor_s=d.moe_tp_layer_floor_s if FLOOR else 0.0,
     )
 
@@ -246,9 +305,33 @@ def main() -> None:
         action="store_true",
         help="only the per-layer MoE TP floor, held out by source, the rest at shipped values",
     )
+    ap.add_argument(
+        "--balanced",
+        action="store_true",
+        help="weigh each publisher equally in the fit's loss (its points' mean, then the mean)",
+    )
+    ap.add_argument(
+        "--shared-memory",
+        action="store_true",
+        help="fit one memory efficiency for every GPU generation, not one per generation",
+    )
+    ap.add_argument(
+        "--prior",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help=f"add W x log(efficiency / {MEMORY_PRIOR})^2 per generation's memory efficiency",
+    )
+    ap.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        help="hold out only this publisher (repeatable; a quick check of one fold)",
+    )
     args = ap.parse_args()
-    global FLOOR
+    global FLOOR, BALANCED, SHARED_MEMORY, PRIOR_WEIGHT
     FLOOR = not args.no_floor
+    BALANCED, SHARED_MEMORY, PRIOR_WEIGHT = args.balanced, args.shared_memory, args.prior
     if args.floor_check:
         _floor_check()
         return
@@ -256,6 +339,12 @@ def main() -> None:
     points = load_serving_calibration()
     by_id = {p.id: p for p in points}
     sources = sorted({source_of(p) for p in points})
+    if args.source:
+        unknown = sorted(set(args.source) - set(sources))
+        if unknown:
+            raise SystemExit(f"--source {', '.join(unknown)}: not a publisher ({sources})")
+        sources = [s for s in sources if s in args.source]
+        points = [p for p in points if source_of(p) in sources]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             folds = list(pool.map(_fold, sources))
@@ -282,7 +371,7 @@ def main() -> None:
         every["naive"] += naive
         consts = ", ".join(
             f"{n.split('_')[0][:4]}{'/' + n[-4:] if 'sm' in n else ''} {getattr(c, n):.3g}"
-            for n in FITTED
+            for n in _fitted()
         ) + (f", floor {c.moe_tp_layer_floor_s * 1e6:.0f} us" if FLOOR else "")
         print(
             f"{src:14} {len(test):3}  {_fmt(got['tpot']):>13}  {_fmt(got['throughput']):>13}  "
@@ -311,9 +400,15 @@ def main() -> None:
         sized_at[how] = sized_at.get(how, 0) + 1
     print("sized at: " + "; ".join(f"{how} ({n})" for how, n in sorted(sized_at.items())))
     if args.points:
+        fold_of = {pid: c for _, c, errs in folds for pid in errs}
         for pid, e in sorted(held.items()):
             cells = "  ".join(f"{k} {v:+6.1%}" for k, v in e.items()) or "not simulated"
             print(f"  {pid:52} {cells:44} [{_sized_at(by_id[pid])}]")
+            p = by_id[pid]
+            for other in (g for g in p.gpu_variants if g != p.gpu):
+                alt = errors(p, simulate(p, fold_of[pid], other))
+                cells = "  ".join(f"{k} {v:+6.1%}" for k, v in alt.items()) or "not simulated"
+                print(f"    as {other:49} {cells:44} [not scored: gpu_choice picks {p.gpu}]")
     new = [p for p in points if p.session is not None]
     for session in sorted({p.session for p in new if p.session is not None}):
         got = {"tpot": [], "throughput": [], "ttft": []}

@@ -416,3 +416,50 @@ def test_a_calibration_point_states_its_transport_with_a_quote() -> None:
         CalibrationPoint.model_validate({**raw, "tp_transport_quote": None})
     with pytest.raises(pydantic.ValidationError, match="tensor_parallel_size 1"):
         CalibrationPoint.model_validate({**raw, "tensor_parallel_size": 1})
+
+
+def test_a_pcie_nvlink_bridge_joins_two_gpus_and_larger_tp_crosses_pcie() -> None:
+    """A100 PCIe's NVLink bridge joins 2 GPUs (datasheet): TP 2 reduces over it like the SXM
+    part; a TP 4 ring's other hops cross PCIe Gen4, so each all-reduce moves its bytes at
+    PCIe speed, while TP 4 on SXM (NVSwitch) stays on NVLink."""
+    from gpustrata.vllm.performance import PCIE4_GBS, link_gbs
+
+    pcie = load_hardware_catalog().gpu("a100-pcie-80gb")
+    sxm = load_hardware_catalog().gpu("a100-sxm-80gb")
+    assert pcie is not None and sxm is not None and pcie.nvlink_peers == 2
+    assert sxm.nvlink_peers is None
+    assert link_gbs(pcie, 2) == link_gbs(sxm, 2) == 300.0
+    assert link_gbs(pcie, 4) == PCIE4_GBS and link_gbs(sxm, 8) == 300.0
+    steps = {}
+    for gpu in ("a100-pcie-80gb", "a100-sxm-80gb"):
+        arch, g, est = _setup(LLAMA_70B, gpu, tensor_parallel_size=4)
+        steps[gpu] = decode_step(arch, g, est, batch=64, context=1024, constants=BARE)
+    slow, fast = steps["a100-pcie-80gb"].allreduce_s, steps["a100-sxm-80gb"].allreduce_s
+    assert slow.value == pytest.approx(fast.value * 300.0 / PCIE4_GBS)
+    assert "one NVLink bridge joins" in slow.explanation
+
+
+def test_a_point_whose_source_leaves_the_part_open_names_every_variant() -> None:
+    """GPUStack's pages say "NVIDIA A100 GPUs": each such point lists the parts that fit
+    and is scored as one of them with the reason; a variant outside the list is refused."""
+    import pydantic
+
+    from gpustrata.catalog.serving import CalibrationPoint
+    from gpustrata.vllm.calibration import sized_point
+
+    open_part = [p for p in load_serving_calibration() if p.gpu_variants]
+    assert open_part and all(p.id.startswith("gpustack-") and "a100" in p.id for p in open_part)
+    hardware = load_hardware_catalog()
+    for p in open_part:
+        assert p.gpu in p.gpu_variants and p.gpu_choice
+        assert all(hardware.gpu(g) is not None for g in p.gpu_variants)
+    tp8 = next(p for p in open_part if p.tensor_parallel_size == 8)
+    assert sized_point(tp8, "a100-sxm-80gb")[1].id == "a100-sxm-80gb"
+    assert sized_point(tp8)[1].id == tp8.gpu
+    with pytest.raises(CapacityError, match="not among"):
+        sized_point(tp8, "h100-sxm-80gb")
+    raw = tp8.model_dump()
+    with pytest.raises(pydantic.ValidationError, match="say why it is the one scored"):
+        CalibrationPoint.model_validate({**raw, "gpu_choice": None})
+    with pytest.raises(pydantic.ValidationError, match="list gpu"):
+        CalibrationPoint.model_validate({**raw, "gpu": "h100-sxm-80gb"})

@@ -100,6 +100,15 @@ class GpuModel(BaseModel):
             "datasheet figure (NVLink, or the PCIe link for PCIe-only parts); None if not read."
         ),
     )
+    nvlink_peers: int | None = Field(
+        default=None,
+        ge=2,
+        description=(
+            "How many GPUs one NVLink bridge joins on a PCIe card (the datasheet's 'NVLink "
+            "Bridge for 2 GPUs'); a tensor-parallel group larger than that crosses PCIe. None: "
+            "NVLink reaches every GPU of the node (SXM with NVSwitch) or no NVLink at all."
+        ),
+    )
     gfd_products: list[str] = Field(
         min_length=1,
         description=(

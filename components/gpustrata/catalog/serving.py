@@ -62,6 +62,17 @@ class CalibrationPoint(BaseModel):
     tp_transport_quote: str | None = Field(
         default=None, description="Verbatim from the source or its logs: what says the path"
     )
+    gpu_variants: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Every catalogued GPU the source's words fit where it leaves the part open (A100 "
+            "SXM or PCIe); ``gpu`` is the one it is scored as, gpu_choice says why"
+        ),
+    )
+    gpu_choice: str | None = Field(
+        default=None,
+        description="Why ``gpu`` among gpu_variants: what the source's other runs imply, quoted",
+    )
     vllm_version: str = Field(min_length=1, description='Release, or "not stated"')
     input_tokens: int = Field(ge=1)
     output_tokens: int = Field(ge=1)
@@ -108,6 +119,11 @@ class CalibrationPoint(BaseModel):
         if self.tp_transport != "device" and not self.tp_transport_quote:
             raise ValueError(
                 f"tp_transport {self.tp_transport}: quote what says so in tp_transport_quote"
+            )
+        if self.gpu_variants and (self.gpu not in self.gpu_variants or not self.gpu_choice):
+            raise ValueError(
+                f"gpu_variants {self.gpu_variants}: list gpu {self.gpu!r} among them and say "
+                "why it is the one scored in gpu_choice"
             )
         if self.tp_transport != "device" and self.tensor_parallel_size == 1:
             raise ValueError(f"tp_transport {self.tp_transport} with tensor_parallel_size 1")

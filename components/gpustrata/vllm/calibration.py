@@ -137,10 +137,12 @@ def point_release(point: CalibrationPoint) -> tuple[str | None, str]:
 
 
 @functools.cache
-def _sized(point_id: str) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
+def _sized(
+    point_id: str, gpu_id: str | None = None
+) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
     point = next(p for p in load_serving_calibration() if p.id == point_id)
     arch = load_model_catalog().get(point.model)
-    gpu = load_hardware_catalog().gpu(point.gpu)
+    gpu = load_hardware_catalog().gpu(gpu_id or point.gpu)
     if arch is None or gpu is None:
         raise CapacityError("point", f"{point.id}: model or GPU not in the catalogue")
     settings = {
@@ -170,10 +172,15 @@ def point_workload(point: CalibrationPoint) -> Workload:
     )
 
 
-def sized_point(point: CalibrationPoint) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
+def sized_point(
+    point: CalibrationPoint, gpu: str | None = None
+) -> tuple[ModelArchitecture, GpuModel, CapacityEstimate]:
     """The model, GPU and capacity estimate of a published run (cached by id), sized at
-    the release it states (:func:`point_release`)."""
-    return _sized(point.id)
+    the release it states (:func:`point_release`); ``gpu``: as another of the parts its
+    source leaves open (``gpu_variants``) instead of the one it is scored as."""
+    if gpu is not None and gpu not in (point.gpu, *point.gpu_variants):
+        raise CapacityError("gpu", f"{point.id}: {gpu!r} is not among {point.gpu_variants}")
+    return _sized(point.id, None if gpu == point.gpu else gpu)
 
 
 def predict_point(point: CalibrationPoint, constants: ServingConstants) -> PointPrediction:

@@ -299,8 +299,12 @@ PCIE4_GBS = 32.0
 catalogue entry states no interconnect_gbs."""
 
 
-def link_gbs(gpu: GpuModel) -> float | None:
-    """Per-direction GPU-to-GPU GB/s: half the catalogue's bidirectional ``interconnect_gbs``."""
+def link_gbs(gpu: GpuModel, tp: int = 2) -> float | None:
+    """Per-direction GPU-to-GPU GB/s of a ring over ``tp`` GPUs: half the catalogue's
+    bidirectional ``interconnect_gbs``, or a PCIe Gen4 link where the group is larger than
+    the GPUs one NVLink bridge joins (``nvlink_peers``: the ring's other hops cross PCIe)."""
+    if gpu.nvlink_peers is not None and tp > gpu.nvlink_peers:
+        return PCIE4_GBS
     return gpu.interconnect_gbs / 2 if gpu.interconnect_gbs else None
 
 
@@ -321,9 +325,14 @@ def _allreduce(
         latency, bw = figures.latency_s, figures.bus_gbs
         src = f" over NCCL {est.tp_transport} transport: {figures.source}"
     else:
-        interconnect_gbs = link_gbs(gpu)
+        interconnect_gbs = link_gbs(gpu, tp)
         latency, bw = c.allreduce_latency_s, interconnect_gbs or PCIE4_GBS
         src = "" if interconnect_gbs else " (no interconnect in the catalogue: PCIe Gen4 assumed)"
+        if gpu.nvlink_peers is not None and tp > gpu.nvlink_peers:
+            src = (
+                f" (TP {tp} > the {gpu.nvlink_peers} GPUs one NVLink bridge joins: the ring "
+                "crosses PCIe Gen4)"
+            )
     one = latency + 2 * (tp - 1) / tp * msg / (bw * GB)
     total = 2 * layers * one
     return Term(

@@ -49,6 +49,11 @@ class StackGpuModelArgs(_TypedDict):
     """Total (bidirectional) GPU-to-GPU bandwidth of that interconnect per GPU in GB/s, datasheet
     figure (NVLink, or the PCIe link for PCIe-only parts); None if not read.
     """
+    nvlink_peers: _NotRequired[int]
+    """How many GPUs one NVLink bridge joins on a PCIe card (the datasheet's 'NVLink Bridge for 2
+    GPUs'); a tensor-parallel group larger than that crosses PCIe. None: NVLink reaches every GPU of
+    the node (SXM with NVSwitch) or no NVLink at all.
+    """
     gfd_products: list[str]
     """Values GPU Feature Discovery sets in the nvidia.com/gpu.product node label (NVML device name,
     spaces replaced by "-"), e.g. "NVIDIA-H100-80GB-HBM3".
