@@ -190,3 +190,19 @@ def test_vllm_0_4_2_image_is_judged_with_the_flags_read_from_its_wheel() -> None
     report = evaluate([doc])
     (v013,) = [f.message for f in report.findings if f.rule == "V013"]
     assert "--distributed-executor-backend" in v013 and "vLLM 0.4.2" in v013
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["ghcr.io/llm-d/llm-d-dev:v0.2.2"]
+    + [f"ghcr.io/llm-d/llm-d-cuda:{t}" for t in ("v0.4.0", "v0.6.0", "v0.8.0", "v0.9.0")],
+)
+def test_llm_d_images_are_not_read_as_a_vllm_release(image: str) -> None:
+    """KServe's preset images (0.16-0.20) and the one corpus-3's LLMInferenceService states:
+    llm-d's release notes name vLLM v0.23.0 / v0.26.0 for v0.8.0 / v0.9.0, but its build file
+    of that era builds CUDA from a fork commit (vllm-releases.yaml's note, session 19), and
+    the older tags name no release; with the vendor's statements disagreeing none is read."""
+    found = image_release(image)
+    assert found is None or found.version is None
+    repository, _, version = image.partition(":")
+    assert load_vllm_releases().vendor_image(repository, version) is None
