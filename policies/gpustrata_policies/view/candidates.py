@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import RuleContext
@@ -400,21 +400,22 @@ def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> tuple[Any, list[_
 
 
 def release_scheduler_defaults(
-    settings: PlannerSettings,
-    release: str,
-    gpu: GpuModel,
-    row: tuple[BatchDefaults | None, bool] | Literal["look up"] | None = "look up",
+    settings: PlannerSettings, release: str, gpu: GpuModel, ctx: RuleContext | None = None
 ) -> PlannerSettings:
     """*settings* with unset max_num_batched_tokens / max_num_seqs taken from *release*'s
     ``get_batch_defaults`` row for *gpu* (V1, ``vllm serve``), where the catalogue read the
     release or the read releases around it agree on the row; otherwise left to the
-    planner's reference defaults, as for an image that names the release. *row* is
-    :func:`scheduler_row` of *release* and *gpu* where the caller has it already (one
-    evaluation looks each pair up once); ``"look up"``: look it up here."""
+    planner's reference defaults, as for an image that names the release. With *ctx*, the
+    row (:func:`scheduler_row`) is looked up once per evaluation, release and GPU, not
+    once per engine (issue 35)."""
     engine = settings.engine
     if engine.max_num_batched_tokens is not None and engine.max_num_seqs is not None:
         return settings
-    found = scheduler_row(release, gpu) if row == "look up" else row
+    if ctx is None:
+        found = scheduler_row(release, gpu)
+    else:
+        key = ("scheduler-row", release, gpu.id, gpu.name, gpu.memory_gib)
+        found = ctx.memo(key, lambda: scheduler_row(release, gpu))
     if found is None:
         return settings
     return _with_row(settings, release, gpu, *found)

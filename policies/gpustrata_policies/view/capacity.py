@@ -476,19 +476,9 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
         sized = settings
         if not version.v0 and version.version not in (None, REFERENCE_VLLM):
             # the named release's own per-GPU defaults where read (or agreed around it)
-            from gpustrata_policies.view.candidates import (
-                release_scheduler_defaults,
-                scheduler_row,
-            )
+            from gpustrata_policies.view.candidates import release_scheduler_defaults
 
-            # The catalogue's row is a function of the release and the GPU's id, name and
-            # memory alone: looked up once per evaluation, not once per engine and GPU.
-            release, gpu = str(version.version), ref.gpu
-            row = ctx.memo(
-                ("scheduler-row", release, gpu.id, gpu.name, gpu.memory_gib),
-                lambda: scheduler_row(release, gpu),  # noqa: B023 (called before the next ref)
-            )
-            sized = release_scheduler_defaults(settings, release, gpu, row)
+            sized = release_scheduler_defaults(settings, str(version.version), ref.gpu, ctx)
         estimate = gpu_estimate(ctx, site, model.arch, ref.gpu, sized)
         if isinstance(estimate, str):
             return estimate
