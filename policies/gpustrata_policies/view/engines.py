@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpustrata.catalog.kaito import base_image_vllm
 from gpustrata.catalog.vllm_release_types import vllm_file_url as vllm_source
 from gpustrata.core.quantity import parse_number
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.unknown import UNKNOWN, UnknownInput, memoised
 from gpustrata.core.versions import parse_version
 from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
@@ -118,6 +118,9 @@ class EngineSite:
     """The image running the engine (Ray: the GPU worker group's first container's)."""
     gpu_pod_unknown: str | None = None
     """Set when the GPU worker group could not be read (a value known only at deploy time)."""
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What is resolved about the engine once (its release): a site lives for one
+    evaluation (:func:`engine_sites`), so this does too."""
 
     @property
     def label(self) -> str:
@@ -157,8 +160,10 @@ class EngineSite:
         return self.engine.gpus_per_engine()
 
     def release(self) -> SiteRelease:
-        """The vLLM release the engine runs (:func:`site_release`, the one resolver)."""
-        return site_release(self)
+        """The vLLM release the engine runs (:func:`site_release`, the one resolver), read
+        once per site: a dozen rules ask (issue 35)."""
+        found: SiteRelease = memoised(self.memo, "release", site_release, self)
+        return found
 
     def gpus(self, ctx: RuleContext) -> list[GpuRef] | str:
         """The GPU(s) the engine gets, MIG slices and Ray accelerator types included
