@@ -44,6 +44,7 @@ from gpustrata_policies.view.profile import profile_hint
 
 if TYPE_CHECKING:
     from gpustrata.catalog.hardware import GpuModel
+    from gpustrata.catalog.vllm_release_types import BatchDefaults
 
 __all__ = [
     "CANDIDATE_GPU",
@@ -60,6 +61,7 @@ __all__ = [
     "release_inputs",
     "release_inputs_key",
     "release_scheduler_defaults",
+    "scheduler_row",
 ]
 
 
@@ -398,17 +400,34 @@ def _release_classes(inp: Inputs, cands: ReleaseCandidates) -> tuple[Any, list[_
 
 
 def release_scheduler_defaults(
-    settings: PlannerSettings, release: str, gpu: GpuModel
+    settings: PlannerSettings, release: str, gpu: GpuModel, ctx: RuleContext | None = None
 ) -> PlannerSettings:
     """*settings* with unset max_num_batched_tokens / max_num_seqs taken from *release*'s
     ``get_batch_defaults`` row for *gpu* (V1, ``vllm serve``), where the catalogue read the
     release or the read releases around it agree on the row; otherwise left to the
-    planner's reference defaults, as for an image that names the release."""
-    from gpustrata.catalog.vllm_facts import scheduler_releases
-
+    planner's reference defaults, as for an image that names the release. With *ctx*, the
+    row (:func:`scheduler_row`) is looked up once per evaluation, release and GPU, not
+    once per engine (issue 35)."""
     engine = settings.engine
     if engine.max_num_batched_tokens is not None and engine.max_num_seqs is not None:
         return settings
+    if ctx is None:
+        found = scheduler_row(release, gpu)
+    else:
+        key = ("scheduler-row", release, gpu.id, gpu.name, gpu.memory_gib)
+        found = ctx.memo(key, lambda: scheduler_row(release, gpu))
+    if found is None:
+        return settings
+    return _with_row(settings, release, gpu, *found)
+
+
+def scheduler_row(release: str, gpu: GpuModel) -> tuple[BatchDefaults | None, bool] | None:
+    """(the ``get_batch_defaults`` row for *gpu*, whether ``max_num_seqs`` is clamped to
+    the batched tokens) of *release*, where the catalogue read the release or the read
+    releases around it agree on both; None otherwise. A function of the release, the
+    GPU's memory, id and name and the catalogue alone."""
+    from gpustrata.catalog.vllm_facts import scheduler_releases
+
     key = release_version(release)
     rows = (
         neighbours(key, [(release_version(r.version) or (), r) for r in scheduler_releases()])
@@ -416,12 +435,25 @@ def release_scheduler_defaults(
         else None
     )
     if not rows:
-        return settings
+        return None
     label = f"{gpu.id} {gpu.name}"
     found = agreement(rows, lambda r: (r.batch_row(gpu.memory_gib, label), r.clamp_seqs))
     if not found.agreed or found.value is None:
-        return settings
-    row, clamp = found.value
+        return None
+    return found.value
+
+
+def _with_row(
+    settings: PlannerSettings,
+    release: str,
+    gpu: GpuModel,
+    row: BatchDefaults | None,
+    clamp: bool,
+) -> PlannerSettings:
+    """*settings* with the unset scheduler limits taken from *row* (see
+    :func:`release_scheduler_defaults`)."""
+    assert row is not None, "a read release has a get_batch_defaults row for every GPU"
+    engine = settings.engine
     tokens = engine.max_num_batched_tokens
     changes: dict[str, Any] = {}
     defaults = dict(settings.defaults)

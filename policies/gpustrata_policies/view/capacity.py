@@ -478,7 +478,7 @@ def _inputs(ctx: RuleContext, site: EngineSite) -> list[Inputs] | str:
             # the named release's own per-GPU defaults where read (or agreed around it)
             from gpustrata_policies.view.candidates import release_scheduler_defaults
 
-            sized = release_scheduler_defaults(settings, str(version.version), ref.gpu)
+            sized = release_scheduler_defaults(settings, str(version.version), ref.gpu, ctx)
         estimate = gpu_estimate(ctx, site, model.arch, ref.gpu, sized)
         if isinstance(estimate, str):
             return estimate

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpustrata.catalog.kaito import base_image_vllm
 from gpustrata.catalog.vllm_release_types import vllm_file_url as vllm_source
 from gpustrata.core.quantity import parse_number
-from gpustrata.core.unknown import UNKNOWN, UnknownInput
+from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, memoised
 from gpustrata.core.versions import parse_version
 from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
@@ -118,6 +118,9 @@ class EngineSite:
     """The image running the engine (Ray: the GPU worker group's first container's)."""
     gpu_pod_unknown: str | None = None
     """Set when the GPU worker group could not be read (a value known only at deploy time)."""
+    known_release: SiteRelease | None = field(default=None, compare=False, repr=False)
+    """The release once read without an unknown (:meth:`release`); a site lives for one
+    evaluation (:func:`engine_sites`), so this does too."""
 
     @property
     def label(self) -> str:
@@ -157,8 +160,15 @@ class EngineSite:
         return self.engine.gpus_per_engine()
 
     def release(self) -> SiteRelease:
-        """The vLLM release the engine runs (:func:`site_release`, the one resolver)."""
-        return site_release(self)
+        """The vLLM release the engine runs (:func:`site_release`, the one resolver), read
+        once per site: a dozen rules ask (issue 35)."""
+        found = self.known_release
+        if found is None:
+            memo: dict[str, Any] = {}
+            found = memoised(memo, "release", site_release, self)
+            if type(memo["release"]) is not TAINTED:  # an unknown read is read again
+                object.__setattr__(self, "known_release", found)
+        return found
 
     def gpus(self, ctx: RuleContext) -> list[GpuRef] | str:
         """The GPU(s) the engine gets, MIG slices and Ray accelerator types included
