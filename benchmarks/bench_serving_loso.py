@@ -26,18 +26,20 @@ sizes it (its memory terms and default gpu_memory_utilization; an unread release
 read ones as the one leaving less KV memory; a run that states none, or a release outside the
 read ones, at the reference release's terms): the release column of ``--points`` says which.
 
-Fit variants (session 18, issue 31): ``--balanced`` takes each publisher's mean loss and then
-their mean, so one publisher's many points do not set a constant; ``--shared-memory`` fits
-one memory efficiency for every generation; ``--prior W`` pulls each generation's memory
-efficiency towards the H200 microbenchmark's 0.765. A point whose source leaves the GPU
-open (``gpu_variants``) is scored as its ``gpu``; ``--points`` prints it as the others too.
+Fit variants (session 18, issue 31): the loss takes each publisher's mean loss and then their
+mean, so one publisher's many points do not set a constant (session 18's ``--balanced``, the
+default since session 19, as in the shipped fit; ``--unbalanced`` weighs every point the
+same); ``--shared-memory`` fits one memory efficiency for every generation; ``--prior W``
+pulls each generation's memory efficiency towards the H200 microbenchmark's 0.765. A point
+whose source leaves the GPU open (``gpu_variants``) is scored as its ``gpu``; ``--points``
+prints it as the others too.
 
 Then the five worst held-out figures (point, figure, error to 0.1 %), and the points a
 session added under the inclusion rule (``session`` in the calibration file) predicted with
 the shipped constants, which were fitted before those points existed (out of sample).
 
     python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor] [--source NAME]
-        [--balanced] [--shared-memory] [--prior W]
+        [--unbalanced] [--shared-memory] [--prior W]
     python benchmarks/bench_serving_loso.py --floor-check
 """
 
@@ -54,6 +56,7 @@ from concurrent.futures import ProcessPoolExecutor
 from gpustrata.catalog.serving import CalibrationPoint, load_serving_calibration
 from gpustrata.vllm.calibration import (
     default_constants,
+    point_publisher,
     point_release,
     point_workload,
     predict_point,
@@ -81,16 +84,15 @@ session 17)."""
 
 _BY_ID = {p.id: p for p in load_serving_calibration()}
 
-BALANCED = False
-"""Whether the fit's loss weighs each publisher equally (``--balanced``)."""
+BALANCED = True
+"""Whether the fit's loss weighs each publisher equally (the default since session 19, as
+the shipped fit does; ``--unbalanced``: every point the same)."""
 SHARED_MEMORY = False
 """Whether one memory efficiency serves every GPU generation (``--shared-memory``)."""
 
 
-def source_of(p: CalibrationPoint) -> str:
-    """The publisher: the id's first part (gpustack, tt-143, vllm-20469, ...)."""
-    head = p.id.split("-")
-    return "-".join(head[:2]) if head[0] in {"tt", "vllm", "kvcached"} else head[0]
+source_of = point_publisher
+"""The publisher a point is held out with (gpustrata.vllm.calibration.point_publisher)."""
 
 
 def simulate(
@@ -306,9 +308,10 @@ def main() -> None:
         help="only the per-layer MoE TP floor, held out by source, the rest at shipped values",
     )
     ap.add_argument(
-        "--balanced",
+        "--unbalanced",
         action="store_true",
-        help="weigh each publisher equally in the fit's loss (its points' mean, then the mean)",
+        help="weigh every point the same in the fit's loss (before session 19); the default "
+        "weighs each publisher equally (its points' mean, then the mean), as the shipped fit",
     )
     ap.add_argument(
         "--shared-memory",
@@ -331,7 +334,7 @@ def main() -> None:
     args = ap.parse_args()
     global FLOOR, BALANCED, SHARED_MEMORY, PRIOR_WEIGHT
     FLOOR = not args.no_floor
-    BALANCED, SHARED_MEMORY, PRIOR_WEIGHT = args.balanced, args.shared_memory, args.prior
+    BALANCED, SHARED_MEMORY, PRIOR_WEIGHT = not args.unbalanced, args.shared_memory, args.prior
     if args.floor_check:
         _floor_check()
         return
