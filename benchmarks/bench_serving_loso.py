@@ -17,8 +17,10 @@ GPU generation (sm80: A100, sm90: H100/H200; each starts at the shipped single v
 compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s; and
 before them moe_tp_layer_floor_s, searched from zero (0-300 us) on the training sources' MoE
 points at TP > 1 alone, so no fold sees the held-out source's floor (``--no-floor`` holds it
-at 0: the model before session 17). Kept from serving-fit.yaml (fitted on all sources: a
-leak this script reports, not hides): per_sequence_overhead_s, allreduce_latency_s,
+at 0: the model before session 17); with ``--fit-per-sequence`` (session 19)
+per_sequence_overhead_s too, on a grid (0-120 us) on the training sources. Kept from
+serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
+per_sequence_overhead_s (unless ``--fit-per-sequence``), allreduce_latency_s,
 moe_layer_overhead_s.
 
 Each point is sized at the vLLM release it states, as ``gpustrata size --vllm-version X``
@@ -26,18 +28,20 @@ sizes it (its memory terms and default gpu_memory_utilization; an unread release
 read ones as the one leaving less KV memory; a run that states none, or a release outside the
 read ones, at the reference release's terms): the release column of ``--points`` says which.
 
-Fit variants (session 18, issue 31): ``--balanced`` takes each publisher's mean loss and then
-their mean, so one publisher's many points do not set a constant; ``--shared-memory`` fits
-one memory efficiency for every generation; ``--prior W`` pulls each generation's memory
-efficiency towards the H200 microbenchmark's 0.765. A point whose source leaves the GPU
-open (``gpu_variants``) is scored as its ``gpu``; ``--points`` prints it as the others too.
+Fit variants (session 18, issue 31): the loss takes each publisher's mean loss and then their
+mean, so one publisher's many points do not set a constant (session 18's ``--balanced``, the
+default since session 19, as in the shipped fit; ``--unbalanced`` weighs every point the
+same); ``--shared-memory`` fits one memory efficiency for every generation; ``--prior W``
+pulls each generation's memory efficiency towards the H200 microbenchmark's 0.765. A point
+whose source leaves the GPU open (``gpu_variants``) is scored as its ``gpu``; ``--points``
+prints it as the others too.
 
 Then the five worst held-out figures (point, figure, error to 0.1 %), and the points a
 session added under the inclusion rule (``session`` in the calibration file) predicted with
 the shipped constants, which were fitted before those points existed (out of sample).
 
     python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor] [--source NAME]
-        [--balanced] [--shared-memory] [--prior W]
+        [--unbalanced] [--shared-memory] [--prior W]
     python benchmarks/bench_serving_loso.py --floor-check
 """
 
@@ -54,6 +58,7 @@ from concurrent.futures import ProcessPoolExecutor
 from gpustrata.catalog.serving import CalibrationPoint, load_serving_calibration
 from gpustrata.vllm.calibration import (
     default_constants,
+    point_publisher,
     point_release,
     point_workload,
     predict_point,
@@ -74,6 +79,13 @@ STEPS = (0.8, 0.9, 1.1, 1.25)
 FLOOR_GRID = tuple(round(i * 1e-5, 6) for i in range(31))
 """moe_tp_layer_floor_s searched per fold from zero (0-300 us per layer): a value fitted on
 every source would leak the held-out one into its own prediction."""
+PER_SEQUENCE_GRID = (0.0, 1e-5, 2e-5, 4e-5, 8e-5, 1.2e-4)
+"""per_sequence_overhead_s searched per fold on the training sources (session 19): kept from
+serving-fit.yaml (fitted on every source, against the closed-form model, at small batches)
+it priced dennislee's burst of 500 at 256 running sequences 28 ms a step of a measured 62."""
+PER_SEQUENCE = False
+"""Whether per_sequence_overhead_s is fitted per fold (``--fit-per-sequence``; session 19
+measured it: the maxima did not move, docs/reference/sizing-accuracy.md)."""
 FLOOR = True
 """Whether the per-layer MoE TP floor is fitted (``--no-floor``: held at 0, the model before
 session 17)."""
@@ -81,16 +93,15 @@ session 17)."""
 
 _BY_ID = {p.id: p for p in load_serving_calibration()}
 
-BALANCED = False
-"""Whether the fit's loss weighs each publisher equally (``--balanced``)."""
+BALANCED = True
+"""Whether the fit's loss weighs each publisher equally (the default since session 19, as
+the shipped fit does; ``--unbalanced``: every point the same)."""
 SHARED_MEMORY = False
 """Whether one memory efficiency serves every GPU generation (``--shared-memory``)."""
 
 
-def source_of(p: CalibrationPoint) -> str:
-    """The publisher: the id's first part (gpustack, tt-143, vllm-20469, ...)."""
-    head = p.id.split("-")
-    return "-".join(head[:2]) if head[0] in {"tt", "vllm", "kvcached"} else head[0]
+source_of = point_publisher
+"""The publisher a point is held out with (gpustrata.vllm.calibration.point_publisher)."""
 
 
 def simulate(
@@ -185,6 +196,12 @@ def fit(points: list[CalibrationPoint], start: ServingConstants) -> ServingConst
             key=lambda v: (loss(moved, dataclasses.replace(start, moe_tp_layer_floor_s=v)), v),
         )
     start = dataclasses.replace(start, moe_tp_layer_floor_s=floor)
+    if PER_SEQUENCE:
+        per_seq = min(
+            PER_SEQUENCE_GRID,
+            key=lambda v: (loss(points, dataclasses.replace(start, per_sequence_overhead_s=v)), v),
+        )
+        start = dataclasses.replace(start, per_sequence_overhead_s=per_seq)
 
     def objective(c: ServingConstants) -> float:
         return loss(points, c) + _prior_penalty(c)
@@ -306,9 +323,15 @@ def main() -> None:
         help="only the per-layer MoE TP floor, held out by source, the rest at shipped values",
     )
     ap.add_argument(
-        "--balanced",
+        "--fit-per-sequence",
         action="store_true",
-        help="weigh each publisher equally in the fit's loss (its points' mean, then the mean)",
+        help="search per_sequence_overhead_s per fold (0-120 us) instead of serving-fit.yaml's",
+    )
+    ap.add_argument(
+        "--unbalanced",
+        action="store_true",
+        help="weigh every point the same in the fit's loss (before session 19); the default "
+        "weighs each publisher equally (its points' mean, then the mean), as the shipped fit",
     )
     ap.add_argument(
         "--shared-memory",
@@ -329,9 +352,10 @@ def main() -> None:
         help="hold out only this publisher (repeatable; a quick check of one fold)",
     )
     args = ap.parse_args()
-    global FLOOR, BALANCED, SHARED_MEMORY, PRIOR_WEIGHT
+    global FLOOR, BALANCED, SHARED_MEMORY, PRIOR_WEIGHT, PER_SEQUENCE
     FLOOR = not args.no_floor
-    BALANCED, SHARED_MEMORY, PRIOR_WEIGHT = args.balanced, args.shared_memory, args.prior
+    PER_SEQUENCE = args.fit_per_sequence
+    BALANCED, SHARED_MEMORY, PRIOR_WEIGHT = not args.unbalanced, args.shared_memory, args.prior
     if args.floor_check:
         _floor_check()
         return
@@ -373,6 +397,7 @@ def main() -> None:
             f"{n.split('_')[0][:4]}{'/' + n[-4:] if 'sm' in n else ''} {getattr(c, n):.3g}"
             for n in _fitted()
         ) + (f", floor {c.moe_tp_layer_floor_s * 1e6:.0f} us" if FLOOR else "")
+        consts += f", per-seq {c.per_sequence_overhead_s * 1e6:.0f} us" if PER_SEQUENCE else ""
         print(
             f"{src:14} {len(test):3}  {_fmt(got['tpot']):>13}  {_fmt(got['throughput']):>13}  "
             f"{_fmt(got['ttft']):>13}  {_fmt(naive):>13}  {_fmt(closed):>16}  "

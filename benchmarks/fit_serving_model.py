@@ -1,9 +1,11 @@
 """Fit the serving model's constants ONCE on the published runs and write the fit.
 
 Reads ``catalog/data/serving-calibration.yaml``, searches a grid of the five constants of
-:class:`gpustrata.vllm.performance.ServingConstants` (numpy), minimising the median
-absolute log error of TPOT and output throughput (TTFT weighted half, since it carries
-the queueing the runs do not all state), and writes ``catalog/data/serving-fit.yaml``
+:class:`gpustrata.vllm.performance.ServingConstants` (numpy), minimising the mean absolute
+log error of TPOT and output throughput (each publisher's mean, then their mean: publisher-
+balanced since session 19, as benchmarks/bench_serving_loso.py's folds) plus half the
+largest, and half the median TTFT one (TTFT weighted half, since it carries the queueing
+the runs do not all state), and writes ``catalog/data/serving-fit.yaml``
 with each value and the ids it was fitted on. Re-run only when points are added:
 
     python benchmarks/fit_serving_model.py [--write]
@@ -27,7 +29,7 @@ import yaml
 from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.hardware import load_hardware_catalog
 from gpustrata.catalog.serving import CalibrationPoint, load_serving_calibration
-from gpustrata.vllm.calibration import CONSTANT_NAMES, predict_point
+from gpustrata.vllm.calibration import CONSTANT_NAMES, point_publisher, predict_point
 from gpustrata.vllm.performance import ServingConstants
 
 GRID = {
@@ -62,27 +64,41 @@ HELD_OUT: frozenset[str] = frozenset()
 
 def _errors(
     c: ServingConstants, *, held_out: bool = False
-) -> tuple[list[float], list[float], list[float]]:
-    """Log errors of the fitted points (``held_out``: of the held-out points instead)."""
-    tpot, tput, ttft = [], [], []
+) -> tuple[list[float], list[float], list[float], list[str]]:
+    """Log errors of the fitted points (``held_out``: of the held-out points instead), and
+    the publisher of each TPOT-or-throughput error, in order."""
+    tpot, tput, ttft, tpot_by, tput_by = [], [], [], [], []
     for p in load_serving_calibration():
         if (p.id in HELD_OUT) != held_out:
             continue
         e = predict_point(p, c).errors()
         if "tpot" in e:
             tpot.append(math.log1p(e["tpot"]))
+            tpot_by.append(point_publisher(p))
         if "throughput" in e:
             tput.append(math.log1p(e["throughput"]))
+            tput_by.append(point_publisher(p))
         if "ttft" in e and math.isfinite(e["ttft"]):
             ttft.append(math.log1p(e["ttft"]))
-    return tpot, tput, ttft
+    return tpot, tput, ttft, tpot_by + tput_by
+
+
+def _balanced_mean(values: np.ndarray, by: list[str]) -> float:
+    """Each publisher's mean of ``values``, then their mean (as bench_serving_loso.py's fit
+    weighs them): one publisher's many points do not set a constant."""
+    groups: dict[str, list[float]] = {}
+    for v, pub in zip(values, by, strict=True):
+        groups.setdefault(pub, []).append(float(v))
+    return float(np.mean([np.mean(g) for g in groups.values()]))
 
 
 def _loss(c: ServingConstants) -> float:
-    tpot, tput, ttft = _errors(c)
+    """Publisher-balanced mean |log error| of TPOT and throughput, + 0.5 x the largest
+    (an order statistic: no weights) + 0.5 x the median TTFT |log error|."""
+    tpot, tput, ttft, by = _errors(c)
     a = np.abs(np.array(tpot + tput))
     t = np.abs(np.array(ttft))
-    return float(np.mean(a) + 0.5 * np.max(a) + 0.5 * np.median(t))
+    return float(_balanced_mean(a, by) + 0.5 * np.max(a) + 0.5 * np.median(t))
 
 
 FLOOR_WHY = (
@@ -265,8 +281,8 @@ def main() -> int:
         ),
         "moe_tp_layer_floor_s": (FLOOR_WHY, [p.id for p in points if _moe_tp(p)] or ids),
     }
-    tpot, tput, ttft = _errors(c)
-    out_tpot, out_tput, _ = _errors(c, held_out=True)
+    tpot, tput, ttft, _ = _errors(c)
+    out_tpot, out_tput, _, _ = _errors(c, held_out=True)
     held = ""
     if HELD_OUT:
         out = np.abs(np.expm1(np.array(out_tpot + out_tput)))
@@ -277,7 +293,8 @@ def main() -> int:
     doc: dict[str, object] = {
         "method": (
             "coordinate descent on a grid (benchmarks/fit_serving_model.py), loss = mean "
-            "|log error| of TPOT and throughput + 0.5 x the largest + 0.5 x median TTFT "
+            "|log error| of TPOT and throughput, each publisher's mean then their mean "
+            "(publisher-balanced since session 19) + 0.5 x the largest + 0.5 x median TTFT "
             f"|log error|; {len(points)} points; medians after the fit: TPOT "
             f"{np.median(np.abs(np.expm1(tpot))):.1%}, throughput "
             f"{np.median(np.abs(np.expm1(tput))):.1%}, TTFT {np.median(np.abs(np.expm1(ttft))):.1%}"

@@ -463,3 +463,17 @@ def test_a_point_whose_source_leaves_the_part_open_names_every_variant() -> None
         CalibrationPoint.model_validate({**raw, "gpu_choice": None})
     with pytest.raises(pydantic.ValidationError, match="list gpu"):
         CalibrationPoint.model_validate({**raw, "gpu": "h100-sxm-80gb"})
+
+
+def test_a_publisher_is_a_harness_not_a_page() -> None:
+    """The serving fit and its held-out check weigh and hold out by publisher: GPUStack's
+    pages are one, tenstorrent's issues are one each, and no point is left without one."""
+    from gpustrata.vllm.calibration import point_publisher
+
+    points = load_serving_calibration()
+    by = {point_publisher(p) for p in points}
+    gpustack = {p.id.split("-")[1] for p in points if p.id.startswith("gpustack-")}
+    assert len(gpustack) > 1  # several models' pages ...
+    assert {point_publisher(p) for p in points if p.id.startswith("gpustack-")} == {"gpustack"}
+    assert {"tt-143", "tt-340"} <= by  # ... but tenstorrent's issues stay apart
+    assert all(by)

@@ -161,6 +161,18 @@ def _sized(
     )
 
 
+def point_publisher(point: CalibrationPoint) -> str:
+    """The publisher of ``point``: its id's first part (gpustack, tt-143, vllm-20469, ...).
+
+    A publisher is a harness and a lab, not a page: GPUStack's pages share one, so they are
+    one publisher. The serving fit (benchmarks/fit_serving_model.py) and its held-out
+    check (benchmarks/bench_serving_loso.py) weigh each publisher equally and hold out
+    by it.
+    """
+    head = point.id.split("-")
+    return "-".join(head[:2]) if head[0] in {"tt", "vllm", "kvcached"} else head[0]
+
+
 def point_workload(point: CalibrationPoint) -> Workload:
     """The workload a published run served."""
     return Workload(
