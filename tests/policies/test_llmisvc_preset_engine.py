@@ -152,3 +152,24 @@ def test_release_dependent_rules_are_not_handed_the_preset_engine() -> None:
     assert engine_sites(ctx, obj) == []
     (site,) = engine_sites(ctx, obj, presets=True)
     assert site.preset and site.models == ("Qwen/Qwen2.5-7B-Instruct",)
+
+
+def _dp_sites(doc: dict[str, Any]) -> list[Any]:
+    objs = to_objects([doc])
+    ctx = RuleContext(find_rule("V001").meta, load_config(None), objs)
+    return engine_sites(ctx, objs[0], presets=True)
+
+
+def test_the_data_parallel_preset_is_one_engine_on_identical_pods() -> None:
+    """KServe's DP/EP sample (tests/data/launchers, kserve/kserve docs/samples/llmisvc/dp-ep):
+    template and worker run the same preset command on the same GPUs, so the rules judge it
+    once for both Pods; a worker pinned to another GPU is judged on its own."""
+    (obj,) = load_paths(
+        [str(DATA / "launchers" / "kserve-llmisvc-dp-ep-deepseek-r1-gpu-naive.yaml")]
+    )
+    doc = copy.deepcopy(dict(obj.raw))
+    (site,) = _dp_sites(doc)
+    assert "(template and worker;" in site.label and len(site.pods) == 2
+    doc["spec"]["worker"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    template, worker = _dp_sites(doc)
+    assert "(template;" in template.label and "(worker;" in worker.label

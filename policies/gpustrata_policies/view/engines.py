@@ -15,6 +15,7 @@ the read range are not judged.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -242,7 +243,32 @@ def _preset_sites(obj: K8sObject) -> list[EngineSite]:
                 preset=KSERVE_PRESET_SOURCE,
             )
         )
+    if len(out) == 2 and _same_engine(*out):  # the data-parallel preset: one engine per Pod
+        first, worker = out
+        first.engine.source = first.engine.source.replace("(template", "(template and worker")
+        return [dataclasses.replace(first, pods=(*first.pods, *worker.pods))]
     return out
+
+
+_POD_PLACEMENT = ("nodeSelector", "affinity", "tolerations", "resourceClaims")
+"""Pod fields that decide which GPU a Pod gets (:func:`_same_engine`)."""
+
+
+def _same_engine(template: EngineSite, worker: EngineSite) -> bool:
+    """Do a preset's template and worker Pods run the same engine on the same GPUs (KServe's
+    data-parallel preset writes one command for both: each Pod holds its local ranks), so
+    that the rules judge it once for both? Same settings, image, literal env, main
+    container resources and the Pod fields that choose the node."""
+    t, w = template.container, worker.container
+    assert t is not None and w is not None  # preset sites are container sites
+    return (
+        template.engine.values == worker.engine.values
+        and template.engine.complete == worker.engine.complete
+        and t.image == w.image
+        and t.literal_env() == w.literal_env()
+        and t.raw.get("resources") == w.raw.get("resources")
+        and all(t.pod.spec.get(k) == w.pod.spec.get(k) for k in _POD_PLACEMENT)
+    )
 
 
 def _sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> list[EngineSite]:
