@@ -72,8 +72,8 @@ def test_the_sample_fits_an_l4_and_the_release_rules_stay_in_its_record() -> Non
     found, unjudged = _report(_on("NVIDIA-L4"))
     assert not {"V001", "V002", "V003", "V004"} & (set(found) | set(unjudged))
     (record,) = unjudged["*"]
-    assert "V001 to V004 judge that engine" in record
-    assert "V005 to V013 (release-dependent) are not evaluated on it" in record
+    assert "V001 to V004 and V007 judge that engine" in record
+    assert "V005, V006 and V008 to V013 (release-dependent) are not evaluated on it" in record
     assert "set versions.kserve in the cluster profile" in record
 
 
@@ -173,3 +173,12 @@ def test_the_data_parallel_preset_is_one_engine_on_identical_pods() -> None:
     doc["spec"]["worker"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     template, worker = _dp_sites(doc)
     assert "(template;" in template.label and "(worker;" in worker.label
+
+
+def test_memory_fraction_out_of_range_in_the_additional_args() -> None:
+    """V007 needs no release: vLLM refuses gpu_memory_utilization 1.5 in every release."""
+    doc = _on("NVIDIA-L4")
+    _main(doc)["env"] = [{"name": "VLLM_ADDITIONAL_ARGS", "value": "--gpu-memory-utilization 1.5"}]
+    found, _ = _report(doc)
+    (message,) = found["V007"]
+    assert "1.5" in message

@@ -151,11 +151,12 @@ def _additional_args_unset(spec: Mapping[str, Any], main: Mapping[str, Any]) -> 
     return not listed and not main.get("envFrom") and not extra
 
 
-PRESET_RULES = "V001 to V004"
+PRESET_RULES = "V001 to V004 and V007"
 """The rules handed a KServe preset's engine (``presets=True`` in :func:`~gpustrata_policies.
 view.engines.engine_sites`): GPUs per Pod, the model's heads and layers, its weights and
-one sequence against GPU memory; none needs the vLLM release."""
-UNJUDGED_RULES = "V005 to V013"
+one sequence against GPU memory, gpu_memory_utilization's range and a shared GPU; none
+needs the vLLM release."""
+UNJUDGED_RULES = "V005, V006 and V008 to V013"
 """The engine rules not handed a preset's engine: their verdicts read the vLLM release's
 defaults and flags, the preset's probes, or what its script adds at run time."""
 
