@@ -182,3 +182,12 @@ def test_memory_fraction_out_of_range_in_the_additional_args() -> None:
     found, _ = _report(doc)
     (message,) = found["V007"]
     assert "1.5" in message
+
+
+def test_a_main_container_read_as_its_own_engine_is_not_judged_twice() -> None:
+    """A vllm-openai image with args and no command is already an engine site of its own
+    (read as before this change): no second, preset site for the same container."""
+    doc = _on("NVIDIA-L4")
+    _main(doc).update({"image": "vllm/vllm-openai:v0.10.1", "args": ["--max-model-len", "4096"]})
+    (site,) = _dp_sites(doc)
+    assert not site.preset

@@ -225,8 +225,8 @@ def _preset_sites(obj: K8sObject) -> list[EngineSite]:
             continue  # the prefill presets are not read (launchers.py says so)
         engine = llmisvc_engine(obj, pod.role)
         main = next((c for c in pod.containers(init=False) if c.name == "main"), None)
-        if engine is None or main is None:
-            continue
+        if engine is None or main is None or vllm_engine(main) is not None:
+            continue  # a main container read as an engine of its own is judged as before
         out.append(
             EngineSite(
                 obj,
