@@ -117,8 +117,10 @@ CAUSES: tuple[tuple[str, str], ...] = (
     ),
     (
         "controller presets / operator fills values",
-        r"preset|controller chooses|completed by the .* controller|picks its engine"
-        r"|controller builds|kthena builds|resourceProfile",
+        # not the label of an engine KServe's preset writes ("the KServe preset's vLLM
+        # command (template...): <reason>"): its reason is the cause
+        r"preset(?!'s vLLM command \()|controller chooses|completed by the .* controller"
+        r"|picks its engine|controller builds|kthena builds|resourceProfile",
     ),
     (
         "the controller's installation sets it (KubeAI image, tolerations)",

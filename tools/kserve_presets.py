@@ -8,7 +8,7 @@ Only facts are kept, never the preset's script: per Pod part, the ``main`` conta
 image, ports, probes (their ``scheme`` is a Go template on KServe's TLS setting: left out,
 so HTTP) and the mounts of its emptyDir volumes, those volumes, and the Pod's
 terminationGracePeriodSeconds. The command line is read by
-``gpustrata_policies.view.launchers.llmisvc_engine`` as the preset writes it.
+``gpustrata_policies.view.kserve_llmisvc.llmisvc_engine`` as the preset writes it.
 
     python tools/kserve_presets.py KSERVE_GIT_DIR \
         > components/gpustrata/catalog/data/kserve-presets.yaml

@@ -2,8 +2,9 @@
 KServe release (session 18's per-release candidates) decide more of the field corpora?
 
 Measured here on the corpora's three services: stating any catalogued release changes no
-rule's verdict, only the text of the object's own record (the preset's command is read, not
-handed to the rules that judge a vLLM engine). So no per-release candidates are built for
+rule's verdict, only the text of the object's own record (the preset's command is handed
+only to the rules that need no vLLM release, V001 to V004 and V007, since session 20; the preset's
+llm-d image maps to no release under any KServe release). So no per-release candidates are built for
 KServe; if this test fails, a rule now reads the preset's Pods per release and the idea
 should be revisited (docs/field-corpus-3.md, "Session 19")."""
 
@@ -45,4 +46,6 @@ def test_no_kserve_release_changes_a_verdict_on_the_corpus_services(path: Path) 
         assert (findings, rules) == (unstated, unstated_rules), release
         # 0.17.1 and 0.18.1 share their minor's presets (kserve-presets.yaml)
         assert "read over KServe's presets kserve/kserve@v" in record, release
-        assert "the rules that judge a container's vLLM engine do not see it" in record
+        # session 20: V001-V004 and V007 judge the preset's engine; release-dependent rules do not
+        assert "V001 to V004 and V007 judge that engine" in record
+        assert "V005, V006 and V008 to V013 (release-dependent) are not evaluated on it" in record

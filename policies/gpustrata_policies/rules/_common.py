@@ -190,15 +190,21 @@ def _runs_in(site: EngineSite, pod: PodRef) -> bool:
 
 
 def judged_engines(
-    ctx: RuleContext, obj: K8sObject, judge_engine: Callable[[Inputs], Iterable[Verdict]]
+    ctx: RuleContext,
+    obj: K8sObject,
+    judge_engine: Callable[[Inputs], Iterable[Verdict]],
+    *,
+    presets: bool = False,
 ) -> Iterator[Verdict]:
     """A capacity rule's verdicts: *judge_engine*'s on each engine the view estimates, on
     each GPU model it lands on (:func:`~gpustrata_policies.view.capacity.capacity_inputs`).
     Where the engine's GPU is unknown, its verdicts on every GPU it may run on
     (:func:`on_every_candidate`); where it could not be estimated otherwise, a
     "not-estimated" verdict carrying the view's sentence (``values["why"]``), so that the
-    rule's ``messages`` template ``{why}`` words the same not-evaluated record."""
-    for site in capacity_sites(ctx, obj):
+    rule's ``messages`` template ``{why}`` words the same not-evaluated record. With
+    *presets*, also the engines a controller's preset writes (a rule whose verdict does not
+    depend on the vLLM release: :func:`~gpustrata_policies.view.engines.engine_sites`)."""
+    for site in capacity_sites(ctx, obj, presets=presets):
         found = capacity_inputs(ctx, site)
         if not isinstance(found, str):
             for inp in found:

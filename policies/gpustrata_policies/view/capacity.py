@@ -70,17 +70,18 @@ _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_overri
 # --------------------------------------------------------------------------- engines
 
 
-def engine_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
-    """The engines of *obj* (:func:`gpustrata_policies.view.engines.engine_sites`) that ask
-    for GPUs: ``vllm serve`` containers with a GPU limit, and every Ray Serve LLM engine."""
-    found: list[EngineSite] = ctx.index.fact(obj, "gpu-engine-sites", lambda: _gpu_sites(ctx, obj))
+def engine_sites(ctx: RuleContext, obj: K8sObject, *, presets: bool = False) -> list[EngineSite]:
+    """The engines of *obj* (:func:`~gpustrata_policies.view.engines.engine_sites`, *presets*
+    as there) asking for GPUs: ``vllm serve`` containers with a GPU limit, Ray Serve LLM's."""
+    key = ("gpu-engine-sites", presets)
+    found: list[EngineSite] = ctx.index.fact(obj, key, lambda: _gpu_sites(ctx, obj, presets))
     return found
 
 
-def _gpu_sites(ctx: RuleContext, obj: K8sObject) -> list[EngineSite]:
+def _gpu_sites(ctx: RuleContext, obj: K8sObject, presets: bool) -> list[EngineSite]:
     extra = ctx.config.gpu_resources
     sites: list[EngineSite] = []
-    for site in all_engine_sites(ctx, obj):
+    for site in all_engine_sites(ctx, obj, presets=presets):
         if site.container is not None and not site.container.gpu_limit(extra):
             continue
         if site.gpu_pod_unknown is not None:
@@ -120,6 +121,7 @@ def _model_candidates(site: EngineSite) -> list[str]:
         raise UnknownInput(f"model_loading_config.model_source of {site.name}")
     if isinstance(source, str) and source:
         out.append(source)
+    out.extend(site.models if site.preset else ())  # the model the preset's path holds
     if isinstance(site.engine.model, str) and site.engine.model:
         out.append(site.engine.model)
     served = site.engine.get("served_model_name")

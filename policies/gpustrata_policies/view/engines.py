@@ -15,21 +15,31 @@ the read range are not judged.
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gpustrata.catalog.kaito import base_image_vllm
 from gpustrata.catalog.vllm_release_types import vllm_file_url as vllm_source
 from gpustrata.core.quantity import parse_number
 from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, memoised
-from gpustrata.core.versions import parse_version
 from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.image_releases import (
+    ImageRelease,
+    image_release,
+    release_key,
+    release_version,
+)
 from gpustrata_policies.view.karpenter import KARPENTER_GPU_MEMORY, KARPENTER_GPU_NAME
+from gpustrata_policies.view.kinds import is_read_kind
+from gpustrata_policies.view.kserve_llmisvc import (
+    KSERVE_PRESET_SOURCE,
+    llmisvc_engine,
+    llmisvc_models,
+)
 from gpustrata_policies.view.kubeai import kubeai_default_images, kubeai_fill
 from gpustrata_policies.view.kuberay import ray_groups
 from gpustrata_policies.view.nodes import (
@@ -41,16 +51,11 @@ from gpustrata_policies.view.nodes import (
     targeted_pools,
 )
 from gpustrata_policies.view.objects import ContainerRef, K8sObject, PodRef, dig
-from gpustrata_policies.view.profile import active_profile, profile_hint
+from gpustrata_policies.view.profile import profile_hint
 from gpustrata_policies.view.vllm_args import (
     EngineArgs,
-    image_publisher,
-    moving_tag,
     serve_config,
-    split_image,
     vllm_engine,
-    vllm_tagged_image,
-    vllm_version,
 )
 
 if TYPE_CHECKING:
@@ -118,6 +123,13 @@ class EngineSite:
     """The image running the engine (Ray: the GPU worker group's first container's)."""
     gpu_pod_unknown: str | None = None
     """Set when the GPU worker group could not be read (a value known only at deploy time)."""
+    preset: str = ""
+    """Where the command line comes from when a controller's preset writes it and the
+    manifest does not (a KServe LLMInferenceService: the preset's ``vllm serve /mnt/models``
+    with ``spec.parallelism`` and ``VLLM_ADDITIONAL_ARGS``, :func:`~gpustrata_policies.view.
+    launchers.llmisvc_engine`); empty where the manifest states it. Such a site is handed
+    only to the rules that ask for it (``presets=True``: those whose verdict needs no vLLM
+    release), since the preset's image, probes and run-time flags are not the manifest's."""
     known_release: SiteRelease | None = field(default=None, compare=False, repr=False)
     """The release once read without an unknown (:meth:`release`); a site lives for one
     evaluation (:func:`engine_sites`), so this does too."""
@@ -176,21 +188,87 @@ class EngineSite:
         return site_gpus(ctx, self)
 
 
-def engine_sites(ctx: RuleContext, obj: K8sObject, *, ray_pods: bool = False) -> list[EngineSite]:
+def engine_sites(
+    ctx: RuleContext, obj: K8sObject, *, ray_pods: bool = False, presets: bool = False
+) -> list[EngineSite]:
     """Every vLLM engine of the object: ``vllm serve`` containers, then the Ray Serve LLM
     configs of a RayService, resolved once per evaluation (a fact of the index).
     Containers in Ray pods (a RayCluster head running ``ray start; vllm serve``) only with
     *ray_pods* (the rules on the engine process itself read those too; the GPU and
-    capacity rules judge Ray engines through their Serve config and worker groups)."""
+    capacity rules judge Ray engines through their Serve config and worker groups).
+    Engines a controller's preset writes (:attr:`EngineSite.preset`, a KServe
+    LLMInferenceService that states no command) only with *presets*: for the rules whose
+    verdict does not depend on the vLLM release, which the preset's image leaves unknown."""
 
     found: list[EngineSite] = ctx.index.fact(
         obj, _SITES[ray_pods], lambda: _sites(ctx, obj, ray_pods)
     )
+    if presets:
+        return [*found, *ctx.index.fact(obj, "preset-engine-sites", lambda: _preset_sites(obj))]
     return found
 
 
 # The index's fact names for an object's engine sites (without and with Ray pods' containers).
 _SITES = {False: "engine-sites", True: "engine-sites-with-ray-pods"}
+
+
+def _preset_sites(obj: K8sObject) -> list[EngineSite]:
+    """The engines a KServe LLMInferenceService's presets write for its ``main`` containers
+    that state no command (:func:`~gpustrata_policies.view.launchers.llmisvc_engine`), on
+    the Pods of ``spec.template`` and ``spec.worker``, the model named by ``spec.model``
+    (:func:`~gpustrata_policies.view.launchers.llmisvc_models`)."""
+    if obj.kind != "LLMInferenceService" or not is_read_kind(obj):
+        return []
+    out: list[EngineSite] = []
+    for pod in obj.pods():
+        if pod.role not in ("template", "worker"):
+            continue  # the prefill presets are not read (launchers.py says so)
+        engine = llmisvc_engine(obj, pod.role)
+        main = next((c for c in pod.containers(init=False) if c.name == "main"), None)
+        if engine is None or main is None or vllm_engine(main) is not None:
+            continue  # a main container read as an engine of its own is judged as before
+        out.append(
+            EngineSite(
+                obj,
+                engine,
+                main.path,
+                (main.image,),
+                main.literal_env(),
+                (pod,),
+                False,
+                llmisvc_models(obj),
+                container=main,
+                gpu_pod=pod,
+                image=main.image,
+                preset=KSERVE_PRESET_SOURCE,
+            )
+        )
+    if len(out) == 2 and _same_engine(*out):  # the data-parallel preset: one engine per Pod
+        first, worker = out
+        first.engine.source = first.engine.source.replace("(template", "(template and worker")
+        return [dataclasses.replace(first, pods=(*first.pods, *worker.pods))]
+    return out
+
+
+_POD_PLACEMENT = ("nodeSelector", "affinity", "tolerations", "resourceClaims")
+"""Pod fields that decide which GPU a Pod gets (:func:`_same_engine`)."""
+
+
+def _same_engine(template: EngineSite, worker: EngineSite) -> bool:
+    """Do a preset's template and worker Pods run the same engine on the same GPUs (KServe's
+    data-parallel preset writes one command for both: each Pod holds its local ranks), so
+    that the rules judge it once for both? Same settings, image, literal env, main
+    container resources and the Pod fields that choose the node."""
+    t, w = template.container, worker.container
+    assert t is not None and w is not None  # preset sites are container sites
+    return (
+        template.engine.values == worker.engine.values
+        and template.engine.complete == worker.engine.complete
+        and t.image == w.image
+        and t.literal_env() == w.literal_env()
+        and t.raw.get("resources") == w.raw.get("resources")
+        and all(t.pod.spec.get(k) == w.pod.spec.get(k) for k in _POD_PLACEMENT)
+    )
 
 
 def _sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> list[EngineSite]:
@@ -428,164 +506,6 @@ def _selects_only(pod: PodRef) -> str:
 
 
 # --------------------------------------------------------------------------- versions
-
-
-def release_version(text: str | None) -> Version | None:
-    """A vLLM release as a 3-part comparison key: ``'1.2.3'`` -> ``(1, 2, 3)``, ``'v1.2'``
-    -> ``(1, 2, 0)``, ``'1.2.3.post1'`` -> ``(1, 2, 3)``; ``None`` when it is no version.
-    Read with :func:`gpustrata.core.versions.parse_version`, the one version grammar."""
-    if not text:
-        return None
-    try:
-        parts = parse_version(text)
-    except ValueError:
-        return None
-    return (*parts, 0, 0, 0)[:3]
-
-
-def release_key(version: str) -> Version:
-    """A catalogued release as a comparison key (``'1.2.3'`` -> ``(1, 2, 3)``)."""
-    key = release_version(version)
-    if key is None:
-        raise ValueError(f"{version!r} is not a release version")
-    return key
-
-
-VENDOR_BUILDS = (
-    ("nvcr.io/nvidia/", "NVIDIA NGC"),
-    ("registry.redhat.io/rhaiis/", "Red Hat AI Inference Server"),
-    ("vertex-ai/", "Vertex AI Model Garden"),
-)
-"""Vendor builds of vLLM whose tags are the vendor's own versions (repository prefix or
-part, vendor); the vLLM inside is the release catalogue's ``vendor_images`` mapping where
-the vendor's notes name it (read first, for any image: AIBrix's builds too), else unknown."""
-
-
-@dataclass(frozen=True, slots=True)
-class ImageRelease:
-    """The vLLM release an image runs, as far as its reference says."""
-
-    version: str | None
-    """The release (``0.10.1.1``); None when the reference names none."""
-    where: str
-    """How it was read, or why no release is known (for messages)."""
-    assumed: bool = False
-    """The release is a bound, not read: a ``ray-llm`` image whose Ray release gives a lower
-    bound only (its lowest release)."""
-    ray: str | None = None
-    """The Ray release whose pin gave the version (``rayproject/ray-llm``)."""
-    unpinned: bool = False
-    """An upstream vLLM image whose reference names no release (a moving tag such as
-    ``latest``, no tag, a digest alone): it runs some vLLM release, any of the catalogued
-    ones, so a rule may judge it under each (:func:`release_candidates`)."""
-    floor: str | None = None
-    """Another publisher's ``vllm-openai`` build whose tag leads with a vLLM release and adds
-    its own build words (``v0.10.0-cu128-nixl-v0.4.1-lmcache-0.3.2``, kthena's and AIBrix's
-    P/D images): built on that release or a later one, never an earlier one. AIBrix's own
-    README builds ``aibrix/vllm-openai:v0.10.0-nixl-latest`` from VLLM_BASE_TAG=v0.10.2
-    (vllm-project/aibrix@e3e10f9e:samples/disaggregation/vllm/README.md), so the leading
-    release is a floor, not the base (:func:`release_candidates`)."""
-    defaults: tuple[str, ...] = ()
-    """The releases of the default images a controller's installation may run where the
-    manifest names no image and the installed release is not stated (a KubeAI Model:
-    :func:`default_image_releases`), oldest first: a rule may judge the engine under each,
-    as for an unpinned image (:func:`release_candidates`)."""
-
-
-def image_release(image: Any) -> ImageRelease | None:
-    """The vLLM release of an image reference as people write them: ``vllm/vllm-openai``
-    tags (``v0.10.1.1``, ``v0.20.2-cu129``), ``latest`` or no tag (unpinned: no release,
-    never an assumed one), a digest alone (names no release), a
-    ``rayproject/ray-llm`` tag (through the vLLM its Ray release pins), another
-    publisher's ``vllm-openai`` (``lmcache/vllm-openai``: its own versions) and vendor
-    builds (unknown). None when the image is none of these."""
-    if image is UNKNOWN:
-        raise UnknownInput("image")
-    if not isinstance(image, str):
-        return None
-    profile = active_profile()
-    stated = profile.image_release(image) if profile is not None else None
-    if stated is not None:
-        return ImageRelease(
-            stated.vllm.removeprefix("v"),
-            f"image {image} (vLLM {stated.vllm.removeprefix('v')}, cluster profile images "
-            f"{stated.pattern})",
-        )
-    repo, tag, digest = split_image(image)
-    if repo.endswith("rayproject/ray-llm"):
-        info = catalogs.compat().ray_llm_image(tag or "")
-        if info is not None and info.vllm and info.vllm_assumed:
-            return ImageRelease(
-                info.vllm,
-                f"image {image} (Ray {info.ray} requires vllm{info.vllm_requirement}: "
-                f"assumed to run {info.vllm}, the lowest release it accepts)",
-                assumed=True,
-                ray=info.ray,
-            )
-        if info is not None and info.vllm:
-            return ImageRelease(
-                info.vllm, f"image {image} (Ray {info.ray} pins vllm=={info.vllm})", ray=info.ray
-            )
-        return ImageRelease(None, f"image {image} does not pin a vLLM version the catalogue knows")
-    kaito = base_image_vllm(image)
-    if kaito is not None:  # KAITO's preset image: its requirements pin the vLLM release
-        vllm, row = kaito
-        return ImageRelease(
-            vllm,
-            f"image {image} (the kaito-base image of KAITO {row.release} installs vLLM "
-            f"{vllm}: {row.source})",
-        )
-    build = catalogs.vllm_releases().vendor_image(repo, tag or "")
-    if build is not None:  # a vendor build whose notes or build files name its vLLM
-        return ImageRelease(
-            build.vllm,
-            f"image {image} ({build.vendor} {tag} ships vLLM {build.vllm}: {build.source})",
-        )
-    publisher = image_publisher(image)
-    if publisher is not None:
-        return ImageRelease(
-            None,
-            f"image {image} is tagged with {publisher}'s version, not vLLM's, and the "
-            f"catalogue does not map {publisher} releases to the vLLM inside",
-        )
-    for prefix, vendor in VENDOR_BUILDS:
-        if prefix in repo and "vllm" in repo.lower():
-            return ImageRelease(
-                None,
-                f"image {image} is a {vendor} build tagged with the vendor's version; the "
-                "vLLM release inside is not catalogued",
-            )
-    if not vllm_tagged_image(image):
-        return None
-    version = vllm_version(image)
-    if version is not None:
-        return ImageRelease(version, f"image {image}")
-    if tag is None and digest is not None:
-        return ImageRelease(
-            None, f"image {image} is pinned by digest, which names no vLLM version", unpinned=True
-        )
-    if moving_tag(tag) is not None:
-        # A moving tag (latest, nightly, main, ...: vllm_args.MOVING_TAG_WORDS, the words
-        # K013 reports) names no release: what it runs changed with every vLLM release, so
-        # no default-dependent figure is read from it (K013 reports the moving tag itself).
-        shown = f"tag {tag!r}" if tag else "no tag"
-        return ImageRelease(
-            None,
-            f"image {image} is unpinned ({shown}): it names no vLLM release, and the one it "
-            "runs moves with every push",
-            unpinned=True,
-        )
-    lead = _LEADING_RELEASE.match(tag or "")
-    return ImageRelease(
-        None,
-        f"image {image}: tag {tag!r} names no vLLM release",
-        floor=lead.group(1) if lead and catalogs.compat().vllm(lead.group(1)) else None,
-    )
-
-
-_LEADING_RELEASE = re.compile(r"v(\d+\.\d+\.\d+(?:\.\d+|\.post\d+)?)-[a-z]")
-"""A tag that leads with a vLLM release and adds build words (``v0.10.0-cu128-nixl-...``):
-:attr:`ImageRelease.floor`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,12 +28,20 @@ from gpustrata_policies.view.controllers import (
 )
 from gpustrata_policies.view.kaito import attach_kaito_configs
 from gpustrata_policies.view.kinds import is_read_kind
+from gpustrata_policies.view.kserve_llmisvc import (
+    KSERVE_PRESET_SOURCE,
+    llmisvc_engine,
+    llmisvc_models,
+    main_container,
+    preset_judged,
+    preset_unjudged,
+)
 from gpustrata_policies.view.kubeai import kubeai_fill, kubeai_image
 from gpustrata_policies.view.llmaz import llmaz_fill, llmaz_image
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint
 from gpustrata_policies.view.templates import strategic_merge
-from gpustrata_policies.view.vllm_args import EngineArgs, preset_engine, vllm_engine
+from gpustrata_policies.view.vllm_args import vllm_engine
 from gpustrata_policies.view.workloads import llmisvc_spec
 
 if TYPE_CHECKING:
@@ -46,15 +54,9 @@ __all__ = [
     "installation_reason",
     "launcher_fills",
     "llmisvc_engine",
+    "llmisvc_models",
 ]
 
-KSERVE_PRESET_SOURCE = "kserve/kserve@aaac4e2:config/llmisvcconfig"
-"""Where KServe's LLMInferenceServiceConfig presets write the vLLM command line
-(``config-llm-template.yaml``: ``vllm serve /mnt/models --served-model-name ... [--tensor-
-parallel-size <parallelism.tensor>] ${VLLM_ADDITIONAL_ARGS}``;
-``config-llm-worker-data-parallel.yaml``: also ``--data-parallel-size <data or 1>
---data-parallel-size-local <dataLocal or 1>`` and ``--enable-expert-parallel``), the image,
-the probes and ``/dev/shm``."""
 KSERVE_MERGE_SOURCE = "kserve/kserve@aaac4e2:pkg/controller/v1alpha2/llmisvc/config_merge.go"
 """``MergeSpecs``: each LLMInferenceServiceConfig's spec, then the service's, merged in order
 as a strategic merge patch (containers by name)."""
@@ -133,54 +135,6 @@ def launcher_fills(obj: K8sObject) -> list[str]:
 # --------------------------------------------------------------------------- KServe
 
 
-def _main_container(spec: Any) -> Mapping[str, Any]:
-    for c in as_list(dig(spec, "containers"), "containers"):
-        if isinstance(c, Mapping) and c.get("name") == "main":
-            return c
-    return {}
-
-
-def llmisvc_engine(obj: K8sObject, part: str = "template") -> EngineArgs | None:
-    """The engine a KServe LLMInferenceService runs in ``spec.<part>`` (``template`` or
-    ``worker``) when it states no command of its own: the preset's command line
-    (:data:`KSERVE_PRESET_SOURCE`) with ``spec.parallelism`` and the main container's
-    ``VLLM_ADDITIONAL_ARGS``; None where the manifest states the command (then the
-    container is read as written) or has no such part."""
-    whole = llmisvc_spec(obj)
-    spec = dig(whole, part)
-    if not isinstance(spec, Mapping):
-        return None
-    main = _main_container(spec)
-    if main.get("command") is not None:
-        return None
-    parallelism = as_map(dig(whole, "parallelism"), "spec.parallelism")
-    words = ["vllm", "serve", "/mnt/models"]
-    tensor = parallelism.get("tensor")
-    if tensor:
-        words += ["--tensor-parallel-size", str(tensor)]
-    if dig(whole, "worker") is not None:
-        if not (parallelism.get("data") or parallelism.get("dataLocal")):
-            return None  # the pipeline-parallel worker preset: not read
-        # the data-parallel worker preset
-        if parallelism.get("expert") is True:
-            words.append("--enable-expert-parallel")
-        words += ["--data-parallel-size", str(parallelism.get("data") or 1)]
-        words += ["--data-parallel-size-local", str(parallelism.get("dataLocal") or 1)]
-    env = {
-        str(e["name"]): str(e["value"])
-        for e in as_list(main.get("env"), "env")
-        if isinstance(e, Mapping) and isinstance(e.get("name"), str)
-        if isinstance(e.get("value"), str | int | float)
-    }
-    script = " ".join(words) + " ${VLLM_ADDITIONAL_ARGS}"
-    engine = preset_engine(f"the KServe preset's vLLM command ({part})", script, env)
-    if engine is not None:
-        args = main.get("args")
-        if isinstance(args, list):  # the template's args reach `vllm serve` as "$@"
-            parse_flags([str(a) for a in args], engine.values, engine.written)
-    return engine
-
-
 def _llmisvc(obj: K8sObject) -> list[str]:
     out = []
     refs = _base_refs(obj)
@@ -208,7 +162,7 @@ def _llmisvc(obj: K8sObject) -> list[str]:
         spec = dig(whole, part)
         engine = llmisvc_engine(obj, part)
         if engine is None:
-            if isinstance(spec, Mapping) and not _main_container(spec).get("command"):
+            if isinstance(spec, Mapping) and not main_container(spec).get("command"):
                 out.append(
                     f"LLMInferenceService {part}: the KServe controller writes the vLLM "
                     "command line from a multi-node preset gpustrata does not read "
@@ -221,17 +175,17 @@ def _llmisvc(obj: K8sObject) -> list[str]:
         text = (
             f"`vllm serve /mnt/models` with {settings or 'no flags'}, i.e. {tp * dp_local} "
             f"GPU(s) per Pod (tensor {tp} x local data parallel {dp_local}) against "
-            f"{_stated_gpus(_main_container(spec))} nvidia.com/gpu stated"
+            f"{_stated_gpus(main_container(spec))} nvidia.com/gpu stated"
         )
         read.setdefault(text, []).append(part)
     if read and isinstance(presets, list) and obj.merged_with is not None:
         parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
         over = "its baseRefs and KServe's presets" if refs else _presets_text(obj, presets)
         out.append(
-            f"LLMInferenceService read over {over}; its vLLM command line: {parts}; that "
-            "command is the preset's, read here only: the rules that judge a container's "
-            "vLLM engine do not see it, and what the preset's script adds to it at run time "
-            "(flags chosen by the vLLM version it finds, RoCE settings) is not evaluated"
+            f"LLMInferenceService read over {over}; its vLLM command line: {parts}; "
+            f"{preset_judged(whole)}; {preset_unjudged(whole)}, and what the preset's script "
+            "adds to the command at run time (flags chosen by the vLLM version it finds, RoCE "
+            "settings) is not evaluated"
         )
     elif read:
         parts = "; ".join(f"{' and '.join(p)} read as {t}" for t, p in read.items())
@@ -239,8 +193,9 @@ def _llmisvc(obj: K8sObject) -> list[str]:
         out.append(
             "LLMInferenceService: the KServe controller writes the vLLM command line from its "
             f"LLMInferenceServiceConfig presets ({KSERVE_PRESET_SOURCE}) with spec.parallelism "
-            f"and VLLM_ADDITIONAL_ARGS: {parts}; the image (so the vLLM release), probes and "
-            f"/dev/shm are the preset's and not evaluated: {why}"
+            f"and VLLM_ADDITIONAL_ARGS: {parts}; {preset_judged(whole)}; "
+            f"{preset_unjudged(whole)}; the preset's probes and /dev/shm are not evaluated "
+            f"either: {why}"
         )
     return out
 
@@ -261,7 +216,7 @@ def _filled(user: Mapping[str, Any], presets: list[KServePreset]) -> str:
     for preset in presets:
         for part, pod in preset.parts.items():
             stated = dig(user, *part.split("."))
-            stated_main = _main_container(stated) if isinstance(stated, Mapping) else {}
+            stated_main = main_container(stated) if isinstance(stated, Mapping) else {}
             keys = said.setdefault(part, [])
             for c in as_list(pod.get("containers"), "containers"):
                 for key, value in c.items():

@@ -119,7 +119,7 @@ class _Engine:
             decision,
             reason,
             values={
-                "container": self.container.label,
+                "container": _label(self.site),
                 "tp": self.tp,
                 "pp": self.pp,
                 "dp": self.dp,
@@ -240,15 +240,25 @@ def _placements(obj: K8sObject) -> Iterator[Verdict]:
         )
 
 
+def _label(site: EngineSite) -> str:
+    """The container, and for an engine a controller's preset writes, which command that is
+    (the manifest states only its sizes: KServe's ``spec.parallelism``)."""
+    assert site.container is not None  # container engines only
+    if site.preset:
+        return f"{site.container.label}, running {site.label},"
+    return site.container.label
+
+
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """TP x PP (x local DP) equals the GPUs the engine gets: the container or the bundles."""
-    for site in engine_sites(ctx, obj, ray_pods=True):
+    # A KServe preset's engine too: TP x PP x local DP against the GPUs needs no release.
+    for site in engine_sites(ctx, obj, ray_pods=True, presets=True):
         container, engine = site.container, site.engine
         if container is None:
             continue  # Ray Serve LLM engines: their placement bundles, below
         limit = container.gpu_limit(ctx.config.gpu_resources)
         factors = _factors(site)
-        label = container.label
+        label = _label(site)
         if factors is None:
             bad = tuple(w for k, w in engine.malformed.items() if k.endswith("parallel_size"))
             yield Verdict("not_evaluated", "sizes-unread", values={"container": label, "bad": bad})

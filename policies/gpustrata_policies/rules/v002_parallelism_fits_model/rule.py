@@ -86,7 +86,7 @@ def _case_text(case: str, figures: Mapping[str, Value]) -> str:
 
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """TP divides the model's heads (and fits its KV heads); PP is at most its layers."""
-    for site in engine_sites(ctx, obj):
+    for site in engine_sites(ctx, obj, presets=True):  # a KServe preset's too: no release
         tp, pp = site.int_flag("tensor_parallel_size"), site.int_flag("pipeline_parallel_size")
         tp = 1 if tp is None else tp
         pp = 1 if pp is None else pp

@@ -99,7 +99,8 @@ def _cached_fixes(ctx: RuleContext, inp: Inputs) -> str:
 
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """Weights per GPU plus activations and runtime overhead fit the memory vLLM may use."""
-    yield from judged_engines(ctx, obj, lambda inp: _judge_engine(ctx, inp))
+    # presets: a KServe preset's engine too (its weights against the GPU need no release)
+    yield from judged_engines(ctx, obj, lambda inp: _judge_engine(ctx, inp), presets=True)
 
 
 def _judge_engine(ctx: RuleContext, inp: Inputs) -> Iterator[Verdict]:

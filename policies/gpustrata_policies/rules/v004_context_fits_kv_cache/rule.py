@@ -15,7 +15,7 @@ from gpustrata_policies.view.objects import K8sObject
 
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """One max_model_len sequence fits the KV-cache memory of every GPU of the engine."""
-    yield from judged_engines(ctx, obj, _judge_engine)
+    yield from judged_engines(ctx, obj, _judge_engine, presets=True)  # KServe presets too
 
 
 def _judge_engine(inp: Inputs) -> Iterator[Verdict]:

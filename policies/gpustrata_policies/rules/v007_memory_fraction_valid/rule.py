@@ -169,7 +169,9 @@ def _judge_placements(obj: K8sObject, sites: list[EngineSite]) -> Iterator[Verdi
 
 def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """0 < gpu_memory_utilization <= 1; engines sharing one GPU sum to at most 1."""
-    sites = engine_sites(ctx, obj, ray_pods=True)
+    # a KServe preset's engine too: the range and a shared GPU need no release (the default
+    # is at least DEFAULT_FLOOR in every one)
+    sites = engine_sites(ctx, obj, ray_pods=True, presets=True)
     yield from _judge_containers(ctx, sites)
     if obj.kind == "RayService":
         yield from _judge_placements(obj, sites)
