@@ -66,7 +66,15 @@ class ServingConstants:
     step_overhead_s: float
     """Fixed time per engine step (scheduler, sampler, launches, output processing)."""
     per_sequence_overhead_s: float
-    """Time per running sequence per step (CPU bookkeeping, detokenisation, streaming)."""
+    """Time per running sequence per step of the engine core's own CPU work, which runs in
+    series with the GPU in vLLM V1 (``EngineCore.step``: ``Scheduler.schedule``, the model
+    runner's input preparation, ``Scheduler.update_from_output``; vllm
+    ``v1/engine/core.py`` at v0.10.1.1). Detokenisation and streaming are not in it: they
+    run in the API server process (``AsyncLLM``'s output handler and
+    ``OutputProcessor``), in parallel with the engine's next steps, and a request's
+    ``RequestOutputCollector`` merges the tokens of several steps when that process falls
+    behind, so its per-request cost does not lengthen a step (session 20,
+    docs/reference/sizing-accuracy.md)."""
     allreduce_latency_s: float
     """Fixed time of one tensor-parallel all-reduce (launch and synchronisation)."""
     moe_layer_overhead_s: float
@@ -100,6 +108,15 @@ class ServingConstants:
     expert, norms) and its two all-reduces, each a launch of its own in the step's CUDA
     graph. At small batch each GPU's slice of the touched experts is a few MB, so the chain,
     not HBM bandwidth, sets the step (``decode_step`` takes the larger of the two)."""
+
+    layer_floor_s: float = 0.0
+    """Least time one decoder layer takes per step on any model, however few bytes it
+    reads: its chain of kernels (norms, QKV, rotary, attention, output projection, MLP),
+    each with a minimum time of its own even when replayed from a CUDA graph. It binds
+    only where a layer's bytes take less (a sub-1B model: Qwen3-0.6B reads ~19 us a layer
+    on an H100); ``moe_tp_layer_floor_s`` is the larger floor of an MoE layer split over
+    TP > 1 GPUs. Not in serving-fit.yaml (0 there): benchmarks/bench_serving_loso.py fits
+    it per held-out source (session 20)."""
 
     def _for(self, gpu: GpuModel, name: str, label: str) -> tuple[float, str]:
         """``name`` on ``gpu``'s generation (``name_sm80`` / ``name_sm90`` where set, else
@@ -401,21 +418,23 @@ def decode_step(
         f"{c.step_overhead_s * 1e3:.2f} ms per step + {c.per_sequence_overhead_s * 1e6:.0f} us "
         f"x {batch} sequences{moe_why}",
     )
-    floor_layers = (
-        max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
-        if arch.is_moe and est.tensor_parallel_size > 1
-        else 0
-    )
-    floor = c.moe_tp_layer_floor_s * floor_layers * pp
+    floor_layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
+    moe_tp = arch.is_moe and est.tensor_parallel_size > 1
+    per_layer = max(c.layer_floor_s, c.moe_tp_layer_floor_s if moe_tp else 0.0)
+    floor = per_layer * floor_layers * pp
     total = max(mem, comp, floor) + ar.value * pp + over
     bound = "memory" if mem >= comp else "compute"
     if floor > max(mem, comp):
         bound = "layer-floor"
+    floor_kind = (
+        f"MoE TP {est.tensor_parallel_size} layer floor"
+        if moe_tp and c.moe_tp_layer_floor_s >= c.layer_floor_s
+        else "layer floor"
+    )
     floor_why = (
-        f", MoE TP {est.tensor_parallel_size} layer floor "
-        f"{c.moe_tp_layer_floor_s * 1e6:.0f} us x {floor_layers} layers{pp_why} "
+        f", {floor_kind} {per_layer * 1e6:.0f} us x {floor_layers} layers{pp_why} "
         f"= {floor * 1e3:.2f} ms"
-        if floor_layers and c.moe_tp_layer_floor_s
+        if per_layer
         else ""
     )
     secs = Term(
