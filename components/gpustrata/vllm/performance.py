@@ -109,14 +109,14 @@ class ServingConstants:
     graph. At small batch each GPU's slice of the touched experts is a few MB, so the chain,
     not HBM bandwidth, sets the step (``decode_step`` takes the larger of the two)."""
 
-    layer_floor_s: float = 0.0
+    layer_floor_s: float | None = None
     """Least time one decoder layer takes per step on any model, however few bytes it
     reads: its chain of kernels (norms, QKV, rotary, attention, output projection, MLP),
     each with a minimum time of its own even when replayed from a CUDA graph. It binds
     only where a layer's bytes take less (a sub-1B model: Qwen3-0.6B reads ~19 us a layer
     on an H100); ``moe_tp_layer_floor_s`` is the larger floor of an MoE layer split over
-    TP > 1 GPUs. Not in serving-fit.yaml (0 there): benchmarks/bench_serving_loso.py fits
-    it per held-out source (session 20)."""
+    TP > 1 GPUs. Not in serving-fit.yaml (None: no floor): benchmarks/bench_serving_loso.py
+    fits it per held-out source (session 20)."""
 
     def _for(self, gpu: GpuModel, name: str, label: str) -> tuple[float, str]:
         """``name`` on ``gpu``'s generation (``name_sm80`` / ``name_sm90`` where set, else
@@ -420,7 +420,8 @@ def decode_step(
     )
     floor_layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
     moe_tp = arch.is_moe and est.tensor_parallel_size > 1
-    per_layer = max(c.layer_floor_s, c.moe_tp_layer_floor_s if moe_tp else 0.0)
+    layer_floor = c.layer_floor_s or 0.0
+    per_layer = max(layer_floor, c.moe_tp_layer_floor_s if moe_tp else 0.0)
     floor = per_layer * floor_layers * pp
     total = max(mem, comp, floor) + ar.value * pp + over
     bound = "memory" if mem >= comp else "compute"
@@ -428,7 +429,7 @@ def decode_step(
         bound = "layer-floor"
     floor_kind = (
         f"MoE TP {est.tensor_parallel_size} layer floor"
-        if moe_tp and c.moe_tp_layer_floor_s >= c.layer_floor_s
+        if moe_tp and c.moe_tp_layer_floor_s >= layer_floor
         else "layer floor"
     )
     floor_why = (
