@@ -150,9 +150,9 @@ def _floor_can_bind(pid: str) -> bool:
     step = decode_step(arch, gpu, est, batch=1, context=0.0, constants=c)
     layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
     per_layer = max(step.memory_s.value, step.compute_s.value) / est.pipeline_parallel_size / layers
-    # Twice the grid's top: a fold moves the memory efficiencies up to x1.25 from the
+    # A fold moves the memory efficiencies up to max(STEPS) = x1.25 from the
     # shipped value this step is priced at, which shortens the step as much.
-    return per_layer < 2 * max(LAYER_FLOOR_GRID)
+    return per_layer < max(STEPS) * max(LAYER_FLOOR_GRID)
 
 
 def _point_loss_at(pid: str, c: ServingConstants) -> tuple[float, int]:
