@@ -407,23 +407,27 @@ def decode_step(
     )
     ar = _allreduce(arch, gpu, est, tokens, c)
     moe_layers = arch.num_hidden_layers if arch.is_moe else 0
-    over = (
-        c.step_overhead_s + c.per_sequence_overhead_s * batch + c.moe_layer_overhead_s * moe_layers
-    )
+    # The engine's CPU work (step_overhead_s, per_sequence_overhead_s) and the MoE layers'
+    # fixed GPU time (moe_layer_overhead_s): only the CPU part overlaps the GPU's under
+    # asynchronous scheduling (gpustrata.vllm.scheduling).
+    cpu = c.step_overhead_s + c.per_sequence_overhead_s * batch
+    moe_over = c.moe_layer_overhead_s * moe_layers
+    over = cpu + moe_over
     moe_why = (
         f" + {c.moe_layer_overhead_s * 1e6:.0f} us x {moe_layers} MoE layers" if moe_layers else ""
     )
     over_t = Term(
         over,
         f"{c.step_overhead_s * 1e3:.2f} ms per step + {c.per_sequence_overhead_s * 1e6:.0f} us "
-        f"x {batch} sequences{moe_why}",
+        f"x {batch} sequences (engine CPU work){moe_why}",
     )
     floor_layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
     moe_tp = arch.is_moe and est.tensor_parallel_size > 1
     layer_floor = c.layer_floor_s or 0.0
     per_layer = max(layer_floor, c.moe_tp_layer_floor_s if moe_tp else 0.0)
     floor = per_layer * floor_layers * pp
-    total = max(mem, comp, floor) + ar.value * pp + over
+    gpu_s = max(mem, comp, floor) + ar.value * pp + moe_over
+    total = max(gpu_s, cpu) if est.async_scheduling else gpu_s + cpu
     bound = "memory" if mem >= comp else "compute"
     if floor > max(mem, comp):
         bound = "layer-floor"
@@ -438,12 +442,19 @@ def decode_step(
         if per_layer
         else ""
     )
+    gpu_why = (
+        f"max(memory {mem * 1e3:.2f} ms, compute {comp * 1e3:.2f} ms{floor_why}) "
+        f"[{bound}-bound] + all-reduce {ar.value * pp * 1e3:.2f} ms"
+        + (f" + MoE layers {moe_over * 1e3:.2f} ms" if moe_layers else "")
+    )
     secs = Term(
         total,
-        f"max(memory {mem * 1e3:.2f} ms, compute {comp * 1e3:.2f} ms{floor_why}) "
-        f"[{bound}-bound] + "
-        f"all-reduce {ar.value * pp * 1e3:.2f} ms + overhead {over * 1e3:.2f} ms "
-        f"= {total * 1e3:.2f} ms",
+        (
+            f"max(GPU {gpu_why} = {gpu_s * 1e3:.2f} ms, engine CPU {cpu * 1e3:.2f} ms) "
+            f"[async scheduling] = {total * 1e3:.2f} ms"
+            if est.async_scheduling
+            else f"{gpu_why} + engine CPU {cpu * 1e3:.2f} ms = {total * 1e3:.2f} ms"
+        ),
     )
     return DecodeStep(batch, prompt_tokens, w, kv, fl, mem_t, comp_t, ar, over_t, secs)
 
