@@ -170,9 +170,7 @@ def test_the_slo_margin_is_the_measured_error_and_a_candidate_keeps_it(
 
     m = measured_margin()
     assert 0 < m.tpot < 1 and "held out" in m.explanation
-    _rc, doc = _json(
-        capsys, [*_8B, "--tpot", "0.010", "--gpu", "h100-sxm-80gb", "--replicas", "1"]
-    )
+    _rc, doc = _json(capsys, [*_8B, "--tpot", "0.010", "--gpu", "h100-sxm-80gb", "--replicas", "1"])
     assert doc["slo"]["tpot_margin"] == m.tpot
     for c in doc["candidates"]:
         tpot = c["predicted"]["tpot_seconds"]["value"]
