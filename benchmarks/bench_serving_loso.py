@@ -17,11 +17,11 @@ GPU generation (sm80: A100, sm90: H100/H200; each starts at the shipped single v
 compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s; and
 before them moe_tp_layer_floor_s, searched from zero (0-300 us) on the training sources' MoE
 points at TP > 1 alone, so no fold sees the held-out source's floor (``--no-floor`` holds it
-at 0: the model before session 17); with ``--fit-per-sequence`` (session 19)
-per_sequence_overhead_s too, on a grid (0-120 us) on the training sources. Kept from
-serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
-per_sequence_overhead_s (unless ``--fit-per-sequence``), allreduce_latency_s,
-moe_layer_overhead_s.
+at 0: the model before session 17); then per_sequence_overhead_s (0-120 us) and
+layer_floor_s (0-100 us per layer) together on a grid on the training sources (session 20;
+``--shipped-per-sequence``: serving-fit.yaml's per-sequence cost and no layer floor). Kept
+from serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
+allreduce_latency_s, moe_layer_overhead_s.
 
 Each point is sized at the vLLM release it states, as ``gpustrata size --vllm-version X``
 sizes it (its memory terms and default gpu_memory_utilization; an unread release between two
@@ -41,7 +41,7 @@ session added under the inclusion rule (``session`` in the calibration file) pre
 the shipped constants, which were fitted before those points existed (out of sample).
 
     python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor] [--source NAME]
-        [--unbalanced] [--shared-memory] [--prior W]
+        [--unbalanced] [--shared-memory] [--prior W] [--shipped-per-sequence]
     python benchmarks/bench_serving_loso.py --floor-check
 """
 

@@ -185,7 +185,12 @@ def simulate_serving(
             total += blocks
         return total
 
+    one_group = len(groups) == 1 and groups[0][1] is None
+    bs0 = groups[0][0]
+
     def blocks_for(r: _Request, new: int) -> int:
+        if one_group:  # the common case, kept to one expression: the loop's hot path
+            return -(-(r.computed + new) // bs0) - r.blocks
         return held(r, new) - r.blocks
 
     def reservation(r: _Request) -> int:
