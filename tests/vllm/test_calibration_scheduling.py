@@ -15,6 +15,9 @@ def test_the_default_turned_on_in_0_14_0() -> None:
     assert not async_scheduling_default("0.10.1.1")[0]
     assert async_scheduling_default("0.14.0")[0]
     assert async_scheduling_default("0.19.0")[0]
+    # Not a release (an image's "nightly" tag): the reference release's default, said so.
+    on, why = async_scheduling_default("nightly")
+    assert on == async_scheduling_default(None)[0] and "not a release" in why
 
 
 def test_a_run_stating_no_release_predates_async_scheduling() -> None:

@@ -40,8 +40,14 @@ def async_scheduling_default(release: str | None) -> tuple[bool, str]:
     from gpustrata.catalog.vllm_releases import reference_release
 
     version = release or reference_release()
-    on = parse_version(version) >= parse_version(ASYNC_SCHEDULING_SINCE)
     which = f"vLLM {version}" + ("" if release else " (the reference release)")
+    try:
+        parsed = parse_version(version)
+    except ValueError:  # "nightly", "latest": no release to read, the reference's default
+        version = reference_release()
+        parsed = parse_version(version)
+        which = f"vLLM {release!r} (not a release: the reference release {version}'s default)"
+    on = parsed >= parse_version(ASYNC_SCHEDULING_SINCE)
     if on:
         return True, (
             f"async scheduling on: {which} schedules the next step while the GPU runs this "
