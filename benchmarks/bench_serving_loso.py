@@ -17,11 +17,11 @@ GPU generation (sm80: A100, sm90: H100/H200; each starts at the shipped single v
 compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s; and
 before them moe_tp_layer_floor_s, searched from zero (0-300 us) on the training sources' MoE
 points at TP > 1 alone, so no fold sees the held-out source's floor (``--no-floor`` holds it
-at 0: the model before session 17); with ``--fit-per-sequence`` (session 19)
-per_sequence_overhead_s too, on a grid (0-120 us) on the training sources. Kept from
-serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
-per_sequence_overhead_s (unless ``--fit-per-sequence``), allreduce_latency_s,
-moe_layer_overhead_s.
+at 0: the model before session 17); then per_sequence_overhead_s (0-120 us) and
+layer_floor_s (0-100 us per layer) together on a grid on the training sources (session 20;
+``--shipped-per-sequence``: serving-fit.yaml's per-sequence cost and no layer floor). Kept
+from serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
+allreduce_latency_s, moe_layer_overhead_s.
 
 Each point is sized at the vLLM release it states, as ``gpustrata size --vllm-version X``
 sizes it (its memory terms and default gpu_memory_utilization; an unread release between two
@@ -41,7 +41,7 @@ session added under the inclusion rule (``session`` in the calibration file) pre
 the shipped constants, which were fitted before those points existed (out of sample).
 
     python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor] [--source NAME]
-        [--unbalanced] [--shared-memory] [--prior W]
+        [--unbalanced] [--shared-memory] [--prior W] [--shipped-per-sequence]
     python benchmarks/bench_serving_loso.py --floor-check
 """
 
@@ -64,7 +64,7 @@ from gpustrata.vllm.calibration import (
     predict_point,
     sized_point,
 )
-from gpustrata.vllm.performance import ServingConstants
+from gpustrata.vllm.performance import ServingConstants, decode_step
 from gpustrata.vllm.simulate import SimulatedServing, simulate_serving
 
 FITTED = (
@@ -79,13 +79,20 @@ STEPS = (0.8, 0.9, 1.1, 1.25)
 FLOOR_GRID = tuple(round(i * 1e-5, 6) for i in range(31))
 """moe_tp_layer_floor_s searched per fold from zero (0-300 us per layer): a value fitted on
 every source would leak the held-out one into its own prediction."""
-PER_SEQUENCE_GRID = (0.0, 1e-5, 2e-5, 4e-5, 8e-5, 1.2e-4)
-"""per_sequence_overhead_s searched per fold on the training sources (session 19): kept from
-serving-fit.yaml (fitted on every source, against the closed-form model, at small batches)
-it priced dennislee's burst of 500 at 256 running sequences 28 ms a step of a measured 62."""
-PER_SEQUENCE = False
-"""Whether per_sequence_overhead_s is fitted per fold (``--fit-per-sequence``; session 19
-measured it: the maxima did not move, docs/reference/sizing-accuracy.md)."""
+PER_SEQUENCE_GRID = (0.0, 1e-5, 2e-5, 3e-5, 4e-5, 6e-5, 8e-5, 1.2e-4)
+"""per_sequence_overhead_s searched per fold on the training sources, jointly with
+layer_floor_s (session 20; session 19 searched it alone): kept from serving-fit.yaml (fitted
+on every source, against the closed-form model, at small batches) it priced dennislee's
+burst of 500 at 248 running sequences 30 ms a step of a measured 44.5."""
+LAYER_FLOOR_GRID = tuple(round(i * 1e-5, 6) for i in range(11))
+"""layer_floor_s searched per fold (0-100 us per layer, session 20) with
+per_sequence_overhead_s: the least time a decoder layer takes, which a sub-1B model reaches
+(kvcached's Qwen3-0.6B); alone, per_sequence_overhead_s takes that small model's missing
+per-step time as 120 us per sequence and overprices every large batch."""
+PER_SEQUENCE = True
+"""Whether per_sequence_overhead_s and layer_floor_s are fitted per fold (the default since
+session 20; ``--shipped-per-sequence``: serving-fit.yaml's per-sequence cost and no layer
+floor, the model before session 20)."""
 FLOOR = True
 """Whether the per-layer MoE TP floor is fitted (``--no-floor``: held at 0, the model before
 session 17)."""
@@ -131,6 +138,34 @@ def errors(p: CalibrationPoint, s: SimulatedServing | None) -> dict[str, float]:
     return out
 
 
+@functools.cache
+def _floor_can_bind(pid: str) -> bool:
+    """Whether a layer floor up to LAYER_FLOOR_GRID's top can set a step of ``pid``: its
+    lightest step (one sequence, no context, no floor) reads a layer in less time (with a
+    margin). Points
+    where it cannot share one simulation over the floor grid (the fit's memo below)."""
+    p = _BY_ID[pid]
+    arch, gpu, est = sized_point(p)
+    c = dataclasses.replace(default_constants(), layer_floor_s=0.0, moe_tp_layer_floor_s=0.0)
+    step = decode_step(arch, gpu, est, batch=1, context=0.0, constants=c)
+    layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
+    per_layer = max(step.memory_s.value, step.compute_s.value) / est.pipeline_parallel_size / layers
+    # A fold moves the memory efficiencies up to max(STEPS) = x1.25 from the
+    # shipped value this step is priced at, which shortens the step as much.
+    return per_layer < max(STEPS) * max(LAYER_FLOOR_GRID)
+
+
+def _point_loss_at(pid: str, c: ServingConstants) -> tuple[float, int]:
+    """:func:`_point_loss` with ``layer_floor_s`` at 0 where it cannot bind (same result,
+    one memo entry)."""
+    if c.layer_floor_s and (
+        not _floor_can_bind(pid)
+        or (_moe_tp(_BY_ID[pid]) and c.moe_tp_layer_floor_s >= (c.layer_floor_s or 0.0))
+    ):
+        c = dataclasses.replace(c, layer_floor_s=0.0)
+    return _point_loss(pid, c)
+
+
 @functools.lru_cache(maxsize=200_000)
 def _point_loss(pid: str, c: ServingConstants) -> tuple[float, int]:
     """Summed weighted |log error| of one point and how many figures it has (memoised: the
@@ -151,7 +186,7 @@ def loss(points: list[CalibrationPoint], c: ServingConstants) -> float:
     then their mean, so a publisher with many points weighs as much as one with few)."""
     groups: dict[str, list[tuple[float, int]]] = {}
     for p in points:
-        groups.setdefault(source_of(p) if BALANCED else "", []).append(_point_loss(p.id, c))
+        groups.setdefault(source_of(p) if BALANCED else "", []).append(_point_loss_at(p.id, c))
     means = [sum(t for t, _ in g) / max(1, sum(n for _, n in g)) for g in groups.values()]
     return sum(means) / max(1, len(means))
 
@@ -197,11 +232,19 @@ def fit(points: list[CalibrationPoint], start: ServingConstants) -> ServingConst
         )
     start = dataclasses.replace(start, moe_tp_layer_floor_s=floor)
     if PER_SEQUENCE:
-        per_seq = min(
-            PER_SEQUENCE_GRID,
-            key=lambda v: (loss(points, dataclasses.replace(start, per_sequence_overhead_s=v)), v),
+        per_seq, layer_floor = min(
+            ((s, f) for s in PER_SEQUENCE_GRID for f in LAYER_FLOOR_GRID),
+            key=lambda v: (
+                loss(
+                    points,
+                    dataclasses.replace(start, per_sequence_overhead_s=v[0], layer_floor_s=v[1]),
+                ),
+                v,
+            ),
         )
-        start = dataclasses.replace(start, per_sequence_overhead_s=per_seq)
+        start = dataclasses.replace(
+            start, per_sequence_overhead_s=per_seq, layer_floor_s=layer_floor
+        )
 
     def objective(c: ServingConstants) -> float:
         return loss(points, c) + _prior_penalty(c)
@@ -323,9 +366,10 @@ def main() -> None:
         help="only the per-layer MoE TP floor, held out by source, the rest at shipped values",
     )
     ap.add_argument(
-        "--fit-per-sequence",
+        "--shipped-per-sequence",
         action="store_true",
-        help="search per_sequence_overhead_s per fold (0-120 us) instead of serving-fit.yaml's",
+        help="keep serving-fit.yaml's per_sequence_overhead_s and no layer floor (before "
+        "session 20) instead of searching both per fold",
     )
     ap.add_argument(
         "--unbalanced",
@@ -354,7 +398,7 @@ def main() -> None:
     args = ap.parse_args()
     global FLOOR, BALANCED, SHARED_MEMORY, PRIOR_WEIGHT, PER_SEQUENCE
     FLOOR = not args.no_floor
-    PER_SEQUENCE = args.fit_per_sequence
+    PER_SEQUENCE = not args.shipped_per_sequence
     BALANCED, SHARED_MEMORY, PRIOR_WEIGHT = not args.unbalanced, args.shared_memory, args.prior
     if args.floor_check:
         _floor_check()
@@ -397,7 +441,12 @@ def main() -> None:
             f"{n.split('_')[0][:4]}{'/' + n[-4:] if 'sm' in n else ''} {getattr(c, n):.3g}"
             for n in _fitted()
         ) + (f", floor {c.moe_tp_layer_floor_s * 1e6:.0f} us" if FLOOR else "")
-        consts += f", per-seq {c.per_sequence_overhead_s * 1e6:.0f} us" if PER_SEQUENCE else ""
+        consts += (
+            f", per-seq {c.per_sequence_overhead_s * 1e6:.0f} us, layer floor "
+            f"{(c.layer_floor_s or 0.0) * 1e6:.0f} us"
+            if PER_SEQUENCE
+            else ""
+        )
         print(
             f"{src:14} {len(test):3}  {_fmt(got['tpot']):>13}  {_fmt(got['throughput']):>13}  "
             f"{_fmt(got['ttft']):>13}  {_fmt(naive):>13}  {_fmt(closed):>16}  "

@@ -477,3 +477,22 @@ def test_a_publisher_is_a_harness_not_a_page() -> None:
     assert {point_publisher(p) for p in points if p.id.startswith("gpustack-")} == {"gpustack"}
     assert {"tt-143", "tt-340"} <= by  # ... but tenstorrent's issues stay apart
     assert all(by)
+
+
+def test_async_scheduling_overlaps_the_engines_cpu_work_with_the_gpus() -> None:
+    """Without asynchronous scheduling (vLLM before 0.14.0) a step costs its GPU work plus
+    the engine's CPU work; with it (0.14.0 on), the larger of the two (session 20)."""
+    c = default_constants()
+    arch, gpu, serial = _setup(vllm_release="0.10.2")
+    _, _, overlapped = _setup(vllm_release="0.14.0")
+    assert not serial.async_scheduling and overlapped.async_scheduling
+    cpu = lambda b: c.step_overhead_s + c.per_sequence_overhead_s * b  # noqa: E731
+    for batch in (1, 64, 256):
+        s = decode_step(arch, gpu, serial, batch=batch, context=1024, constants=c)
+        a = decode_step(arch, gpu, overlapped, batch=batch, context=1024, constants=c)
+        gpu_s = s.seconds.value - cpu(batch)
+        assert a.seconds.value == pytest.approx(max(gpu_s, cpu(batch)))
+        assert "async scheduling" in a.seconds.explanation
+    # An explicit setting overrides the release's default.
+    _, _, forced = _setup(vllm_release="0.14.0", async_scheduling=False)
+    assert not forced.async_scheduling

@@ -75,3 +75,26 @@ def test_a_small_kv_cache_preempts_and_still_finishes() -> None:
         reserve_prompt=True,
     )
     assert s.requests == 32 and s.preemptions > 0
+
+
+def test_a_sliding_window_group_takes_blocks_from_the_shared_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """gpt-oss-120b's sliding-window layers form a KV-cache group of their own that takes
+    blocks from the one pool beside the full-attention group (vLLM's hybrid KV cache
+    manager, session 20): a burst of 4,000-token prompts runs fewer requests at once than
+    the full-attention blocks alone would allow."""
+    from gpustrata.vllm import simulate
+
+    arch = load_model_catalog().get("openai/gpt-oss-120b")
+    gpu = load_hardware_catalog().gpu("h100-sxm-80gb")
+    assert arch is not None and gpu is not None
+    est = estimate_capacity(arch, gpu, max_model_len=32768)
+    assert sorted(simulate._block_groups(est), key=str) == [(16, 128), (16, None)]
+    w, c = Workload(4000, 200, concurrency=300, burst=True), default_constants()
+    both = simulate_serving(arch, gpu, est, w, c)
+    monkeypatch.setattr(simulate, "_block_groups", lambda e: [(e.kv.block_size, None)])
+    full_only = simulate_serving(arch, gpu, est, w, c)
+    assert both.mean_running < 0.95 * full_only.mean_running
+    # A model of one full-attention group is priced as before.
+    assert simulate._block_groups(_engine()[2]) == [(16, None)]

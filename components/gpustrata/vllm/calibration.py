@@ -152,11 +152,21 @@ def _sized(
     }
     settings.setdefault("max_model_len", point.input_tokens + point.output_tokens + 16)
     release, _ = point_release(point)
+    # A run that states no release is priced without asynchronous scheduling, not at the
+    # reference release's default: every such run in the file is dated in its notes or
+    # quote between 2025-04 and 2025-09, before v0.14.0 turned it on
+    # (gpustrata.vllm.scheduling; tests/vllm/test_calibration_scheduling.py checks it).
+    async_scheduling = False if release is None else None
     return (
         arch,
         gpu,
         estimate_capacity(
-            arch, gpu, vllm_release=release, tp_transport=point.tp_transport, **settings
+            arch,
+            gpu,
+            vllm_release=release,
+            tp_transport=point.tp_transport,
+            async_scheduling=async_scheduling,
+            **settings,
         ),
     )
 

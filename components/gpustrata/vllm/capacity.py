@@ -36,6 +36,7 @@ from gpustrata.vllm.kv_cache import (
 )
 from gpustrata.vllm.memory import MemoryBudget, activation_bytes, cuda_total_bytes, memory_budget
 from gpustrata.vllm.reference import VLLM_VERSION
+from gpustrata.vllm.scheduling import async_scheduling_default
 from gpustrata.vllm.settings import EngineSettings
 from gpustrata.vllm.terms import GB, GIB, CapacityError, Term, gb, gib, largest_passing
 from gpustrata.vllm.timing import (
@@ -125,6 +126,10 @@ class CapacityEstimate:
     """The path the TP all-reduces take (:mod:`gpustrata.vllm.transport`): ``device`` (GPU
     peer access within one Pod), ``host`` (one Pod, no peer access: NCCL SHM) or
     ``network`` (the TP group spans Pods: NCCL NET)."""
+    async_scheduling: bool = False
+    """Whether the engine schedules the next step while the GPU runs this one
+    (:mod:`gpustrata.vllm.scheduling`): a step then costs the larger of its CPU and GPU
+    work instead of their sum."""
 
     @property
     def kv_cache_dtype(self) -> str:
@@ -230,6 +235,7 @@ def estimate_capacity(
     vllm_release: str | None = None,
     flashinfer_sampler: bool | None = None,
     tp_transport: TpTransport = "device",
+    async_scheduling: bool | None = None,
     **engine: Any,
 ) -> CapacityEstimate:
     """Weights, memory budget, KV cache, startup and longest step for one engine.
@@ -243,7 +249,9 @@ def estimate_capacity(
     weight layout, the memory profile's terms; None: the reference release), and
     ``flashinfer_sampler`` what the engine's ``VLLM_USE_FLASHINFER_SAMPLER`` says (None:
     unset). ``tp_transport`` is the path the TP all-reduces take
-    (:mod:`gpustrata.vllm.transport`: ``network`` where the TP group spans Pods). Unset
+    (:mod:`gpustrata.vllm.transport`: ``network`` where the TP group spans Pods), and
+    ``async_scheduling`` whether the engine schedules asynchronously (None: the release's
+    default, :func:`~gpustrata.vllm.scheduling.async_scheduling_default`). Unset
     settings take the reference release's defaults (recorded in ``defaults``). Raises
     :class:`CapacityError` for settings vLLM would refuse (TP not dividing the heads, an
     unknown dtype, a value that is not a number).
@@ -286,6 +294,8 @@ def estimate_capacity(
             f"gpu_memory_utilization {gpu_memory_utilization} must be in (0, 1]",
         )
     defaults: dict[str, str] = {}
+    if async_scheduling is None:
+        async_scheduling, defaults["async_scheduling"] = async_scheduling_default(vllm_release)
     if utilization_default:
         defaults["gpu_memory_utilization"] = utilization_default
     mml = max_model_len or arch.max_position_embeddings
@@ -405,6 +415,7 @@ def estimate_capacity(
         defaults=defaults,
         quantization=quantization or arch.quantization,
         tp_transport=tp_transport,
+        async_scheduling=async_scheduling,
     )
 
 

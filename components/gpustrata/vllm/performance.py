@@ -66,7 +66,15 @@ class ServingConstants:
     step_overhead_s: float
     """Fixed time per engine step (scheduler, sampler, launches, output processing)."""
     per_sequence_overhead_s: float
-    """Time per running sequence per step (CPU bookkeeping, detokenisation, streaming)."""
+    """Time per running sequence per step of the engine core's own CPU work, which runs in
+    series with the GPU in vLLM V1 (``EngineCore.step``: ``Scheduler.schedule``, the model
+    runner's input preparation, ``Scheduler.update_from_output``; vllm
+    ``v1/engine/core.py`` at v0.10.1.1). Detokenisation and streaming are not in it: they
+    run in the API server process (``AsyncLLM``'s output handler and
+    ``OutputProcessor``), in parallel with the engine's next steps, and a request's
+    ``RequestOutputCollector`` merges the tokens of several steps when that process falls
+    behind, so its per-request cost does not lengthen a step (session 20,
+    docs/reference/sizing-accuracy.md)."""
     allreduce_latency_s: float
     """Fixed time of one tensor-parallel all-reduce (launch and synchronisation)."""
     moe_layer_overhead_s: float
@@ -100,6 +108,15 @@ class ServingConstants:
     expert, norms) and its two all-reduces, each a launch of its own in the step's CUDA
     graph. At small batch each GPU's slice of the touched experts is a few MB, so the chain,
     not HBM bandwidth, sets the step (``decode_step`` takes the larger of the two)."""
+
+    layer_floor_s: float | None = None
+    """Least time one decoder layer takes per step on any model, however few bytes it
+    reads: its chain of kernels (norms, QKV, rotary, attention, output projection, MLP),
+    each with a minimum time of its own even when replayed from a CUDA graph. It binds
+    only where a layer's bytes take less (a sub-1B model: Qwen3-0.6B reads ~19 us a layer
+    on an H100); ``moe_tp_layer_floor_s`` is the larger floor of an MoE layer split over
+    TP > 1 GPUs. Not in serving-fit.yaml (None: no floor): benchmarks/bench_serving_loso.py
+    fits it per held-out source (session 20)."""
 
     def _for(self, gpu: GpuModel, name: str, label: str) -> tuple[float, str]:
         """``name`` on ``gpu``'s generation (``name_sm80`` / ``name_sm90`` where set, else
@@ -390,40 +407,54 @@ def decode_step(
     )
     ar = _allreduce(arch, gpu, est, tokens, c)
     moe_layers = arch.num_hidden_layers if arch.is_moe else 0
-    over = (
-        c.step_overhead_s + c.per_sequence_overhead_s * batch + c.moe_layer_overhead_s * moe_layers
-    )
+    # The engine's CPU work (step_overhead_s, per_sequence_overhead_s) and the MoE layers'
+    # fixed GPU time (moe_layer_overhead_s): only the CPU part overlaps the GPU's under
+    # asynchronous scheduling (gpustrata.vllm.scheduling).
+    cpu = c.step_overhead_s + c.per_sequence_overhead_s * batch
+    moe_over = c.moe_layer_overhead_s * moe_layers
+    over = cpu + moe_over
     moe_why = (
         f" + {c.moe_layer_overhead_s * 1e6:.0f} us x {moe_layers} MoE layers" if moe_layers else ""
     )
     over_t = Term(
         over,
         f"{c.step_overhead_s * 1e3:.2f} ms per step + {c.per_sequence_overhead_s * 1e6:.0f} us "
-        f"x {batch} sequences{moe_why}",
+        f"x {batch} sequences (engine CPU work){moe_why}",
     )
-    floor_layers = (
-        max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
-        if arch.is_moe and est.tensor_parallel_size > 1
-        else 0
-    )
-    floor = c.moe_tp_layer_floor_s * floor_layers * pp
-    total = max(mem, comp, floor) + ar.value * pp + over
+    floor_layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
+    moe_tp = arch.is_moe and est.tensor_parallel_size > 1
+    layer_floor = c.layer_floor_s or 0.0
+    per_layer = max(layer_floor, c.moe_tp_layer_floor_s if moe_tp else 0.0)
+    floor = per_layer * floor_layers * pp
+    gpu_s = max(mem, comp, floor) + ar.value * pp + moe_over
+    total = max(gpu_s, cpu) if est.async_scheduling else gpu_s + cpu
     bound = "memory" if mem >= comp else "compute"
     if floor > max(mem, comp):
         bound = "layer-floor"
+    floor_kind = (
+        f"MoE TP {est.tensor_parallel_size} layer floor"
+        if moe_tp and c.moe_tp_layer_floor_s >= layer_floor
+        else "layer floor"
+    )
     floor_why = (
-        f", MoE TP {est.tensor_parallel_size} layer floor "
-        f"{c.moe_tp_layer_floor_s * 1e6:.0f} us x {floor_layers} layers{pp_why} "
+        f", {floor_kind} {per_layer * 1e6:.0f} us x {floor_layers} layers{pp_why} "
         f"= {floor * 1e3:.2f} ms"
-        if floor_layers and c.moe_tp_layer_floor_s
+        if per_layer
         else ""
+    )
+    gpu_why = (
+        f"max(memory {mem * 1e3:.2f} ms, compute {comp * 1e3:.2f} ms{floor_why}) "
+        f"[{bound}-bound] + all-reduce {ar.value * pp * 1e3:.2f} ms"
+        + (f" + MoE layers {moe_over * 1e3:.2f} ms" if moe_layers else "")
     )
     secs = Term(
         total,
-        f"max(memory {mem * 1e3:.2f} ms, compute {comp * 1e3:.2f} ms{floor_why}) "
-        f"[{bound}-bound] + "
-        f"all-reduce {ar.value * pp * 1e3:.2f} ms + overhead {over * 1e3:.2f} ms "
-        f"= {total * 1e3:.2f} ms",
+        (
+            f"max(GPU {gpu_why} = {gpu_s * 1e3:.2f} ms, engine CPU {cpu * 1e3:.2f} ms) "
+            f"[async scheduling] = {total * 1e3:.2f} ms"
+            if est.async_scheduling
+            else f"{gpu_why} + engine CPU {cpu * 1e3:.2f} ms = {total * 1e3:.2f} ms"
+        ),
     )
     return DecodeStep(batch, prompt_tokens, w, kv, fl, mem_t, comp_t, ar, over_t, secs)
 

@@ -97,6 +97,24 @@ def _default_requests(w: Workload) -> int:
     return 400
 
 
+def _block_groups(est: CapacityEstimate) -> list[tuple[int, int | None]]:
+    """(block size, sliding window or None) of each KV-cache group that takes blocks from
+    the shared pool per token. vLLM's hybrid KV cache manager gives every group its own
+    blocks from one ``BlockPool`` of ``num_blocks`` (vllm
+    ``v1/core/kv_cache_coordinator.py`` and ``single_type_kv_cache_manager.py`` at v0.10.2:
+    ``allocate_slots`` sums ``get_num_blocks_to_allocate`` over the groups against the
+    pool's free blocks), so gpt-oss's sliding-window group takes blocks beside its
+    full-attention group. A layout with a group of another kind (Mamba state, chunked
+    local attention), or none stated, is priced as one full-attention group of the
+    estimate's block size (the simulator before session 20)."""
+    groups = est.kv.groups
+    if not groups or any(g.kind not in ("full_attention", "sliding_window", "mla") for g in groups):
+        return [(est.kv.block_size, None)]
+    return [
+        (g.block_size, g.sliding_window if g.kind == "sliding_window" else None) for g in groups
+    ]
+
+
 def simulate_serving(
     arch: ModelArchitecture,
     gpu: GpuModel,
@@ -153,8 +171,40 @@ def simulate_serving(
     done: list[_Request] = []
     now, steps, running_sum, preemptions = 0.0, 0, 0, 0
 
+    groups = _block_groups(est)
+
+    def held(r: _Request, new: int) -> int:
+        """Blocks ``r`` holds over every KV-cache group once ``new`` more tokens have slots."""
+        total = 0
+        for g_bs, window in groups:
+            blocks = -(-(r.computed + new) // g_bs)
+            if window is not None:
+                # SlidingWindowManager.remove_skipped_blocks, run before allocating:
+                # blocks wholly before num_computed_tokens - window + 1 go back to the pool.
+                blocks -= max(0, (r.computed - window + 1) // g_bs)
+            total += blocks
+        return total
+
+    one_group = len(groups) == 1 and groups[0][1] is None
+    bs0 = groups[0][0]
+
     def blocks_for(r: _Request, new: int) -> int:
-        return -(-(r.computed + new) // bs) - r.blocks
+        if one_group:  # the common case, kept to one expression: the loop's hot path
+            return -(-(r.computed + new) // bs0) - r.blocks
+        return held(r, new) - r.blocks
+
+    def reservation(r: _Request) -> int:
+        """Blocks a waiting request is admitted against (``reserve_prompt``): its whole
+        prompt in full-attention groups; in a sliding-window group the most it holds while
+        its prompt is computed (the window plus one step's chunk), not the prompt."""
+        total = 0
+        tokens = r.computed + r.to_prefill + 1
+        for g_bs, window in groups:
+            if window is None:
+                total += -(-tokens // g_bs)
+            else:
+                total += -(-min(tokens, window - 1 + budget_max) // g_bs) + 1
+        return total - r.blocks
 
     while len(done) < n_total:
         while pending and pending[-1].arrival <= now:
@@ -200,7 +250,7 @@ def simulate_serving(
             r = waiting[0]
             n = min(r.to_prefill, budget)
             need = blocks_for(r, n)
-            if (blocks_for(r, r.to_prefill + 1) if reserve_prompt else need) > free:
+            if (reservation(r) if reserve_prompt else need) > free:
                 break
             waiting.pop(0)
             free -= need
