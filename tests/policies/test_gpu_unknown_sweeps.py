@@ -100,6 +100,7 @@ def test_r007_target_between_the_defaults_names_the_gpus() -> None:
     ones'): not evaluated, naming both sides and the profile key."""
     found, (reason,) = _report(_serve(600), "R007")
     assert found == []
+    assert "whether the target sits near its default batch depends on the GPU: " in reason
     assert "fails (target-above-batch) on" in reason and "passes on h100-pcie-80gb" in reason
     assert "set gpu_products or pools in the cluster profile" in reason
 

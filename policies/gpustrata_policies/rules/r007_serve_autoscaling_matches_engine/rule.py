@@ -172,7 +172,7 @@ def _on_every_gpu(
         elif verdict.reason == "not-estimated":
             why = str(verdict.values["why"]).removeprefix(site.name).lstrip(": ")
             values: dict[str, Value] = {"deployment": site.name, "why": why}
-            yield Verdict("not_evaluated", "default-unknown", values=values)
+            yield Verdict("not_evaluated", "default-depends-on-gpu", values=values)
         else:
             yield verdict
 
