@@ -171,7 +171,8 @@ class CandidateInputs:
 def candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | None:
     """The capacity inputs of *site* on every GPU it may run on when its GPU is unknown
     (None where it is known, or unknown for a reason no candidate set covers, or where the
-    model or settings are unknown as well: the GPU reason stands then); once per engine."""
+    model or settings are unknown as well: :func:`unsized_reason` then names that cause
+    before the GPU's); once per engine."""
     key = ("candidate-inputs", site.path, site.ray)
     found: CandidateInputs | None = ctx.index.fact(
         site.obj, key, lambda: _candidate_inputs(ctx, site)
