@@ -134,3 +134,36 @@ def test_gpu_alone_unknown_keeps_its_reason() -> None:
     _, (reason,) = _report(_first(OPENSHIFT, "Deployment"), "V003")
     assert reason.startswith("container 'server': " + GPU_REASON)
     assert "it fails (weights-too-large) on t4, v100-pcie-16gb and v100-sxm-16gb" in reason
+
+
+AIBRIX_FLEET = DATA / "field-corpus-2" / "aibrix-deepseek-r1-huggingface.yaml"
+
+
+def _fleet(**worker: Any) -> dict[str, Any]:
+    """AIBrix's DeepSeek-R1 RayClusterFleet (vllm-project/aibrix samples): the head runs
+    `vllm serve --tensor-parallel-size 16 --distributed-executor-backend ray` with 8 GPUs, one
+    worker group of 1 Pod with 8; *worker* overrides that group's fields."""
+    doc = _first(AIBRIX_FLEET, "RayClusterFleet")
+    doc["spec"]["template"]["spec"]["workerGroupSpecs"][0].update(worker)
+    return doc
+
+
+def test_v001_ray_head_whose_cluster_holds_exactly_the_engine_passes() -> None:
+    """Head 8 + 1 worker x 8 = 16 = TP 16: the engine's workers fill the cluster (before:
+    "the GPUs beyond its own 8 come from the Ray cluster it joins")."""
+    found, unjudged = _report(_fleet(), "V001")
+    assert found == [] and unjudged == []
+
+
+def test_v001_ray_head_with_more_or_varying_cluster_gpus_stays_not_evaluated() -> None:
+    """Two workers (24 GPUs), or an autoscaled group from 0 to 1: the cluster's other GPUs
+    may serve other work, so the record stands (no finding is made up)."""
+    for doc in (_fleet(replicas=2, minReplicas=2, maxReplicas=2), _autoscaled()):
+        found, (reason,) = _report(doc, "V001")
+        assert found == [] and "come from the Ray cluster it joins" in reason
+
+
+def _autoscaled() -> dict[str, Any]:
+    doc = _fleet(replicas=1, minReplicas=0, maxReplicas=1)
+    doc["spec"]["template"]["spec"]["enableInTreeAutoscaling"] = True
+    return doc
