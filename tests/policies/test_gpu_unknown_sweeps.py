@@ -167,3 +167,20 @@ def _autoscaled() -> dict[str, Any]:
     doc = _fleet(replicas=1, minReplicas=0, maxReplicas=1)
     doc["spec"]["template"]["spec"]["enableInTreeAutoscaling"] = True
     return doc
+
+
+def test_v001_ray_head_whose_cluster_cannot_hold_the_engine() -> None:
+    """No worker Pods (replicas 0): the cluster advertises the head's 8 GPUs for TP 16, so the
+    placement group never fits: V001's finding (was "not evaluated")."""
+    (message,), unjudged = _report(_fleet(replicas=0, minReplicas=0, maxReplicas=0), "V001")
+    assert unjudged == []
+    assert "advertise at most 8 GPUs" in message and "never fits" in message
+
+
+def test_v001_ray_head_with_ray_address_keeps_its_record() -> None:
+    """A RAY_ADDRESS may point the engine at another cluster: not counted."""
+    doc = _fleet(replicas=0, minReplicas=0, maxReplicas=0)
+    head = doc["spec"]["template"]["spec"]["headGroupSpec"]["template"]["spec"]
+    head["containers"][0]["env"].append({"name": "RAY_ADDRESS", "value": "ray://other:10001"})
+    found, (reason,) = _report(doc, "V001")
+    assert found == [] and "come from the Ray cluster it joins" in reason

@@ -150,6 +150,9 @@ def _multi_node(e: _Engine) -> list[Verdict] | None:
     return [e.verdict("violation", "nnodes-share", nnodes=nnodes, per_node=e.need // nnodes)]
 
 
+RAY_PG_SOURCE = "vllm@v0.33.0:vllm/v1/executor/ray_utils.py, PG_WAIT_TIMEOUT 1800 s"
+"""Where vLLM's Ray executor waits for its placement group of one GPU per worker and raises
+after the timeout (read in the installed vLLM 0.33.0; vllm/executor/ray_utils.py before V1)."""
 OWN_CLUSTER_KINDS = frozenset({"RayCluster", "RayClusterFleet"})
 """Ray kinds whose cluster runs no Serve application or job of its own: an engine in the head
 Pod is the only consumer of the cluster's GPUs the manifest shows."""
@@ -161,7 +164,9 @@ def _head_cluster_gpus(ctx: RuleContext, e: _Engine) -> tuple[Fraction, Fraction
     autoscaler) times the GPUs each advertises (rayStartParams num-gpus or the container's
     limit, as KubeRay sets it). None where the engine is not in the head Pod of a RayCluster
     or RayClusterFleet, or a group's GPUs cannot be read."""
-    if e.obj.kind not in OWN_CLUSTER_KINDS:
+    if e.obj.kind not in OWN_CLUSTER_KINDS or e.container.raw.get("envFrom"):
+        return None  # (a ConfigMap or Secret may point RAY_ADDRESS at another cluster)
+    if any(isinstance(v, Mapping) and v.get("name") == "RAY_ADDRESS" for v in e.container.env()):
         return None
     groups = ray_groups(e.obj)
     if not any(g.is_head and g.pod.path == e.container.pod.path for g in groups):
@@ -197,6 +202,8 @@ def _executor(ctx: RuleContext, e: _Engine) -> list[Verdict] | None:
             cluster = _head_cluster_gpus(ctx, e)
             if cluster is not None and cluster[0] == cluster[1] == e.need:
                 return []
+            if cluster is not None and cluster[1] < e.need:
+                return [e.verdict("violation", "ray-cluster-too-small", cluster=cluster[1])]
             return [e.verdict("not_evaluated", "ray-executor-joins-cluster")]
         return [e.verdict("violation", "ray-executor-no-cluster")]
     limits = container.resources("limits")
@@ -441,6 +448,14 @@ _ENGINE_MESSAGES: Mapping[str, Callable[[Mapping[str, Value]], str]] = {
     "ray-executor-joins-cluster": lambda v: (
         f" uses the Ray executor; the GPUs beyond its own {_gpus(v['limit'])} come from the "
         "Ray cluster it joins"
+    ),
+    "ray-cluster-too-small": lambda v: (
+        f" runs a vLLM engine of {_formula(v)} GPUs with --distributed-executor-backend ray in "
+        f"the head Pod of its Ray cluster, but the cluster's head and worker groups advertise "
+        f"at most {_gpus(v['cluster'])} GPUs: the engine's placement group of one GPU per "
+        "worker never fits, vLLM waits for it and fails at startup (_wait_until_pg_ready, "
+        f"{RAY_PG_SOURCE}). Add worker Pods (or GPUs) up to {_formula(v).rsplit(' ', 1)[-1]} "
+        "GPUs in all, or lower the parallel sizes"
     ),
     "ray-executor-no-cluster": lambda v: (
         f" runs a vLLM engine of {_formula(v)} GPUs with --distributed-executor-backend ray, "
