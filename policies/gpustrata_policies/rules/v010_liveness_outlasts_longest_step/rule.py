@@ -22,6 +22,7 @@ from gpustrata_policies.view.candidates import (
     candidate_inputs,
     candidate_releases,
     release_inputs,
+    unsized_reason,
 )
 from gpustrata_policies.view.capacity import (
     Inputs,
@@ -29,7 +30,6 @@ from gpustrata_policies.view.capacity import (
     capacity_inputs,
     engine_sites,
     engine_version,
-    not_evaluated_reason,
     probe,
 )
 from gpustrata_policies.view.engines import EngineSite
@@ -244,9 +244,7 @@ def _v0_loop_bound(
                 site, on_each, lambda inp: judge_engine(inp) if inp.estimate.fits else ()
             )
             return
-        yield Verdict(
-            "not_evaluated", "capacity-unread", {"why": not_evaluated_reason(site, found)}
-        )
+        yield Verdict("not_evaluated", "capacity-unread", {"why": unsized_reason(ctx, site, found)})
         return
     for inp in found:
         yield from judge_engine(inp)
