@@ -148,6 +148,10 @@ CAUSES: tuple[tuple[str, str], ...] = (
     ("Ray executor GPUs", r"Ray executor|Ray cluster it joins"),
     ("no pool data", r"GpuNodePool|GPU pool .* states no|NodePool"),
     ("engine args not visible", r"further flags from outside|\$@|unresolved variables"),
+    (
+        "the planner does not model it (expert parallelism across data-parallel ranks)",
+        r"is not modelled",
+    ),
     ("object only the cluster holds (ServiceAccount)", r"not in the input \(it may exist"),
 )
 

@@ -301,6 +301,16 @@ def _built() -> dict[str, list[Verdict]]:
         ],
         "R007": [
             _ne("default-differs-by-gpu", deployment="llm"),
+            _ne(
+                "default-unknown",
+                deployment="llm",
+                why="model 'llama' is not in the model catalogue; the GPU model is unknown",
+            ),
+            _ne(
+                "default-depends-on-gpu",
+                deployment="llm",
+                why="the GPU model is unknown; judged on 26 GPUs, it fails on t4 ...",
+            ),
             _ne("max-num-seqs-malformed", deployment="llm", max_num_seqs="'many'"),
             _ne("target-unreadable", deployment="llm", error="target_ongoing_requests is x"),
         ],

@@ -207,3 +207,51 @@ def test_gpu_count_is_the_app_sum_or_the_largest_init_container(
     (spec,) = K8sObject(_deployment(pod)).pods()
     assert spec.gpu_count() == Fraction(expected)
     assert spec.gpu_count() is spec.gpu_count()
+
+
+def test_a_serve_config_string_is_parsed_once_for_every_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """G001, the HTTP options and the structured view share one parse per distinct
+    ``serveConfigV2`` (issue 35: G001 parsed it again for every RayService)."""
+    from gpustrata_policies.evaluate import evaluate
+    from gpustrata_policies.view import endpoints, vllm_args
+
+    parsed: list[str] = []
+    real = vllm_args.safe_load
+
+    def counting(text: str) -> Any:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(vllm_args, "safe_load", counting)
+    for cache in (
+        vllm_args.serve_config_data,
+        vllm_args._parse_serve_config,
+        endpoints._http_options,
+    ):
+        cache.cache_clear()
+    texts = [
+        "http_options:\n  request_timeout_s: 30\napplications:\n- name: llm\n  route_prefix: /\n",
+        "http_options:\n  port: 8001\napplications: []\n",
+    ]
+    objects = [
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayService",
+            "metadata": {"name": f"llm-{i}", "namespace": f"ns-{i}"},
+            "spec": {
+                "serveConfigV2": texts[i % 2],
+                "rayClusterConfig": {
+                    "headGroupSpec": {
+                        "template": {
+                            "spec": {"containers": [{"name": "head", "image": "rayproject/ray"}]}
+                        }
+                    }
+                },
+            },
+        }
+        for i in range(6)
+    ]
+    evaluate(objects)
+    assert sorted(parsed) == sorted(texts)  # six objects, two strings: two parses

@@ -17,6 +17,7 @@ from gpustrata_policies.view.candidates import (
     ReleaseCandidates,
     ReleaseInputs,
     candidate_inputs,
+    unsized_reason,
 )
 from gpustrata_policies.view.capacity import (
     Inputs,
@@ -212,7 +213,7 @@ def judged_engines(
             continue
         candidates = candidate_inputs(ctx, site)
         if candidates is None:
-            why = ctx.not_evaluated(obj, not_evaluated_reason(site, found)).reason
+            why = ctx.not_evaluated(obj, unsized_reason(ctx, site, found)).reason
             yield Verdict("not_evaluated", "not-estimated", values={"why": why})
         else:
             yield from on_every_candidate(site, candidates, judge_engine)

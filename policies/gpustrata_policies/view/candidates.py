@@ -22,6 +22,7 @@ from gpustrata_policies.view.capacity import (
     engine_version,
     gpu_estimate,
     model_and_settings,
+    not_evaluated_reason,
 )
 from gpustrata_policies.view.engines import (
     EngineSite,
@@ -170,7 +171,8 @@ class CandidateInputs:
 def candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | None:
     """The capacity inputs of *site* on every GPU it may run on when its GPU is unknown
     (None where it is known, or unknown for a reason no candidate set covers, or where the
-    model or settings are unknown as well: the GPU reason stands then); once per engine."""
+    model or settings are unknown as well: :func:`unsized_reason` then names that cause
+    before the GPU's); once per engine."""
     key = ("candidate-inputs", site.path, site.ray)
     found: CandidateInputs | None = ctx.index.fact(
         site.obj, key, lambda: _candidate_inputs(ctx, site)
@@ -196,6 +198,19 @@ def _candidate_inputs(ctx: RuleContext, site: EngineSite) -> CandidateInputs | N
             else Inputs(site, model, ref, version, settings, estimate)
         )
     return CandidateInputs(candidates, tuple(out))
+
+
+def unsized_reason(ctx: RuleContext, site: EngineSite, found: str) -> str:
+    """The "not evaluated" reason of *site*, whose sizing failed for *found*
+    (:func:`~gpustrata_policies.view.capacity.capacity_inputs`), prefixed with its label.
+    Where the GPU is unknown in a way the candidate GPUs cover (:func:`gpu_candidates`) and
+    the model or engine settings are unknown as well, that reason comes first and the GPU's
+    after it: naming the GPU alone (``gpu_products``) would not decide the record."""
+    read = model_and_settings(site) if gpu_candidates(ctx, site) is not None else None
+    if not isinstance(read, str):
+        return not_evaluated_reason(site, found)
+    gpu = found.removeprefix(site.name).lstrip(": ")
+    return f"{not_evaluated_reason(site, read)}; {gpu}"
 
 
 @dataclass(frozen=True, slots=True)

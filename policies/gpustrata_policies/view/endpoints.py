@@ -22,11 +22,11 @@ from functools import lru_cache
 from typing import Any
 
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
-from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kinds import is_builtin
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_list, as_map, dig
+from gpustrata_policies.view.vllm_args import serve_config_data
 
 __all__ = [
     "KUBERAY_SERVE_SOURCE",
@@ -172,7 +172,7 @@ def _http_options(text: str) -> tuple[int | None, tuple[str, ...]]:
     string (as :func:`~.vllm_args.serve_config` parses it): K021 read each RayService's
     again (5% of the evaluation of the 5,000-object corpus in a profile, issue 35)."""
     try:
-        data = safe_load(text)
+        data = serve_config_data(text)
     except Exception:  # an unreadable string: other rules report it
         return None, ()
     data = data if isinstance(data, Mapping) else {}

@@ -546,10 +546,20 @@ def serve_config(obj: K8sObject) -> ServeConfig | None:
 
 
 @lru_cache(maxsize=256)
+def serve_config_data(text: str) -> Any:
+    """A ``serveConfigV2`` string read as YAML (:func:`~gpustrata.core.yamlio.safe_load`,
+    its guards and errors), once per distinct string for every reader: the structured
+    view here, the HTTP options (:mod:`.endpoints`) and G001's request timeout, which
+    parsed it per RayService (631 parses of 36 distinct strings, 0.21 s of a JSON check
+    of the 5,000-object corpus, issue 35). Shared: callers must not change the result."""
+    return safe_load(text)
+
+
+@lru_cache(maxsize=256)
 def _parse_serve_config(text: str) -> ServeConfig:
     """Parse once per distinct string (callers treat the result as read-only)."""
     try:
-        data = safe_load(text)
+        data = serve_config_data(text)
     except YamlShapeError as exc:  # the guards a file gets: duplicate keys, alias bombs
         where = f" (line {exc.line} of the string)" if exc.line else ""
         return ServeConfig(error=f"serveConfigV2 is not valid YAML{where}: {exc}")

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from gpustrata.core.unknown import known
-from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._common import fmt, object_index, pool_members
 from gpustrata_policies.rules._meta import folder_rule
@@ -22,6 +21,7 @@ from gpustrata_policies.view.gateways import (
     parse_duration,
 )
 from gpustrata_policies.view.objects import K8sObject, as_list, as_map, dig
+from gpustrata_policies.view.vllm_args import serve_config_data
 
 Path = tuple[str | int, ...]
 
@@ -261,7 +261,7 @@ def _rayservice_hops(ctx: RuleContext, obj: K8sObject) -> Iterator[Hop]:
     if not isinstance(text, str):
         return
     try:
-        data = safe_load(text)
+        data = serve_config_data(text)
     except Exception:  # an unreadable string: other rules report it
         return
     options = as_map(data.get("http_options"), "") if isinstance(data, Mapping) else {}

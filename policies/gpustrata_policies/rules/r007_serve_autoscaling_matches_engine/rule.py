@@ -3,16 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any, cast
 
 from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.rules._common import every_release, release_unknown, releases_split
+from gpustrata_policies.rules._common import (
+    every_release,
+    on_every_candidate,
+    release_unknown,
+    releases_split,
+)
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
-from gpustrata_policies.view.candidates import ReleaseCandidates, release_inputs
-from gpustrata_policies.view.capacity import capacity_inputs, engine_sites, engine_version
+from gpustrata_policies.view.candidates import (
+    CandidateInputs,
+    ReleaseCandidates,
+    candidate_inputs,
+    release_inputs,
+    unsized_reason,
+)
+from gpustrata_policies.view.capacity import (
+    Inputs,
+    capacity_inputs,
+    engine_sites,
+    engine_version,
+)
 from gpustrata_policies.view.engines import EngineSite
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.profile import profile_hint
@@ -42,9 +59,15 @@ def _number(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, floa
 
 def _batch(
     ctx: RuleContext, site: EngineSite
-) -> tuple[int, str] | tuple[ReleaseCandidates, list[tuple[tuple[str, ...], int, str]]] | Verdict:
-    """max_num_seqs as the engine runs it (stated, or the release's default on its GPU), or
-    the not-evaluated verdict that says why it is not known."""
+) -> (
+    tuple[int, str]
+    | tuple[ReleaseCandidates, list[tuple[tuple[str, ...], int, str]]]
+    | CandidateInputs
+    | Verdict
+):
+    """max_num_seqs as the engine runs it (stated, or the release's default on its GPU; on
+    every GPU it may run on where the release is known and the GPU is not), or the
+    not-evaluated verdict that says why it is not known."""
     stated = site.int_flag("max_num_seqs")
     if isinstance(stated, int):
         return stated, "engine_kwargs max_num_seqs"
@@ -61,7 +84,11 @@ def _batch(
         return Verdict("not_evaluated", "release-unknown", values=values)
     found = capacity_inputs(ctx, site)
     if isinstance(found, str):
-        return Verdict("not_evaluated", "default-unknown", values={**values, "why": found})
+        on_each = candidate_inputs(ctx, site)
+        if on_each is not None:
+            return on_each
+        why = unsized_reason(ctx, site, found).removeprefix(site.name).lstrip(": ")
+        return Verdict("not_evaluated", "default-unknown", values={**values, "why": why})
     seqs = {inp.estimate.max_num_seqs for inp in found}
     if len(seqs) != 1:
         return Verdict("not_evaluated", "default-differs-by-gpu", values=values)
@@ -110,10 +137,44 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
         admitted = _number(deployment, MAX_KEYS)
         if isinstance(batch, Verdict):
             yield batch
+        elif isinstance(batch, CandidateInputs):
+            yield from _on_every_gpu(site, batch, target, admitted, ratio)
         elif isinstance(batch[0], ReleaseCandidates):
             yield from _on_every_release(site, batch[0], batch[1], target, admitted, ratio)
         else:
             yield from _judge(site, target, batch[0], batch[1], admitted, ratio)
+
+
+def _on_every_gpu(
+    site: EngineSite,
+    on_each: CandidateInputs,
+    target: tuple[str, float],
+    admitted: tuple[str, float] | str | None,
+    ratio: float,
+) -> Iterator[Verdict]:
+    """The target against the release's default max_num_seqs on every GPU the engine may
+    run on (its GPU unknown): decided where all agree
+    (:func:`~gpustrata_policies.rules._common.on_every_candidate`), else a record naming the
+    GPUs on each side and the profile key."""
+    release = engine_version(site).version
+
+    def judge_engine(inp: Inputs) -> Iterator[Verdict]:
+        if not inp.estimate.fits:
+            return  # vLLM does not start there (V003/V004): no batch to compare
+        where = f"vLLM {release}'s default on {inp.gpu.label}"
+        for verdict in _judge(site, target, inp.estimate.max_num_seqs, where, admitted, ratio):
+            yield replace(verdict, values={**verdict.values, "gpu": inp.gpu.label})
+
+    for verdict in on_every_candidate(site, on_each, judge_engine):
+        if verdict.decision == "violation":
+            where = f"vLLM {release}'s default on {verdict.values['gpu']}"
+            yield replace(verdict, values={**verdict.values, "where": where})
+        elif verdict.reason == "not-estimated":
+            why = str(verdict.values["why"]).removeprefix(site.name).lstrip(": ")
+            values: dict[str, Value] = {"deployment": site.name, "why": why}
+            yield Verdict("not_evaluated", "default-depends-on-gpu", values=values)
+        else:
+            yield verdict
 
 
 def _on_every_release(

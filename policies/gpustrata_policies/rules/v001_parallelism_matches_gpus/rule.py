@@ -16,7 +16,12 @@ from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.controllers import pod_group
 from gpustrata_policies.view.engines import EngineSite, engine_sites
 from gpustrata_policies.view.kinds import RAY_KINDS
-from gpustrata_policies.view.kuberay import engine_placements, fmt_gpus
+from gpustrata_policies.view.kuberay import (
+    autoscaling_enabled,
+    engine_placements,
+    fmt_gpus,
+    ray_groups,
+)
 from gpustrata_policies.view.objects import ContainerRef, K8sObject
 from gpustrata_policies.view.vllm_args import EngineArgs
 
@@ -145,7 +150,43 @@ def _multi_node(e: _Engine) -> list[Verdict] | None:
     return [e.verdict("violation", "nnodes-share", nnodes=nnodes, per_node=e.need // nnodes)]
 
 
-def _executor(e: _Engine) -> list[Verdict] | None:
+RAY_PG_SOURCE = "vllm@v0.33.0:vllm/v1/executor/ray_utils.py, PG_WAIT_TIMEOUT 1800 s"
+"""Where vLLM's Ray executor waits for its placement group of one GPU per worker and raises
+after the timeout (read in the installed vLLM 0.33.0; vllm/executor/ray_utils.py before V1)."""
+OWN_CLUSTER_KINDS = frozenset({"RayCluster", "RayClusterFleet"})
+"""Ray kinds whose cluster runs no Serve application or job of its own: an engine in the head
+Pod is the only consumer of the cluster's GPUs the manifest shows."""
+
+
+def _head_cluster_gpus(ctx: RuleContext, e: _Engine) -> tuple[Fraction, Fraction] | None:
+    """(fewest, most) GPUs Ray advertises in the cluster whose head Pod runs the engine: the
+    head group's plus each worker group's Pods (``replicas``, or min to max with the
+    autoscaler) times the GPUs each advertises (rayStartParams num-gpus or the container's
+    limit, as KubeRay sets it). None where the engine is not in the head Pod of a RayCluster
+    or RayClusterFleet, or a group's GPUs cannot be read."""
+    if e.obj.kind not in OWN_CLUSTER_KINDS or e.container.raw.get("envFrom"):
+        return None  # (a ConfigMap or Secret may point RAY_ADDRESS at another cluster)
+    if any(isinstance(v, Mapping) and v.get("name") == "RAY_ADDRESS" for v in e.container.env()):
+        return None
+    groups = ray_groups(e.obj)
+    if not any(g.is_head and g.pod.path == e.container.pod.path for g in groups):
+        return None
+    autoscaling = autoscaling_enabled(e.obj)
+    low = high = Fraction(0)
+    for group in groups:
+        try:
+            gpus = group.effective_gpus(ctx.config.gpu_resources)
+        except ValueError:
+            return None
+        if group.is_head:
+            low, high = low + gpus, high + gpus
+            continue
+        _, fewest, most = group.replica_bounds(autoscaling)
+        low, high = low + fewest * gpus, high + most * gpus
+    return low, high
+
+
+def _executor(ctx: RuleContext, e: _Engine) -> list[Verdict] | None:
     """KServe worker Pods, the Ray executor without a Ray cluster, tensor parallelism over
     MIG slices; ``None``: none of them settles the engine."""
     obj, container, engine = e.obj, e.container, e.site.engine
@@ -155,6 +196,14 @@ def _executor(e: _Engine) -> list[Verdict] | None:
         return [e.verdict("not_evaluated", "kserve-worker-spec")]
     elif str(engine.get("distributed_executor_backend") or "") == "ray" and e.need > e.limit:
         if _joins_a_ray_cluster(obj, container, engine):
+            # The engine runs in the head of a Ray cluster the manifest describes whole: its
+            # workers' GPUs are the cluster's. Exactly the engine's at every size: nothing
+            # to report; otherwise the record stands (other work may use the rest).
+            cluster = _head_cluster_gpus(ctx, e)
+            if cluster is not None and cluster[0] == cluster[1] == e.need:
+                return []
+            if cluster is not None and cluster[1] < e.need:
+                return [e.verdict("violation", "ray-cluster-too-small", cluster=cluster[1])]
             return [e.verdict("not_evaluated", "ray-executor-joins-cluster")]
         return [e.verdict("violation", "ray-executor-no-cluster")]
     limits = container.resources("limits")
@@ -271,7 +320,7 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             continue
         e = _Engine(obj, container, site, *factors, limit)
         settled = _multi_node(e)
-        settled = _executor(e) if settled is None else settled
+        settled = _executor(ctx, e) if settled is None else settled
         yield from _gpu_count(ctx, e) if settled is None else settled
     if obj.kind == "RayService":
         yield from _placements(obj)
@@ -399,6 +448,14 @@ _ENGINE_MESSAGES: Mapping[str, Callable[[Mapping[str, Value]], str]] = {
     "ray-executor-joins-cluster": lambda v: (
         f" uses the Ray executor; the GPUs beyond its own {_gpus(v['limit'])} come from the "
         "Ray cluster it joins"
+    ),
+    "ray-cluster-too-small": lambda v: (
+        f" runs a vLLM engine of {_formula(v)} GPUs with --distributed-executor-backend ray in "
+        f"the head Pod of its Ray cluster, but the cluster's head and worker groups advertise "
+        f"at most {_gpus(v['cluster'])} GPUs: the engine's placement group of one GPU per "
+        "worker never fits, vLLM waits for it and fails at startup (_wait_until_pg_ready, "
+        f"{RAY_PG_SOURCE}). Add worker Pods (or GPUs) up to {_formula(v).rsplit(' ', 1)[-1]} "
+        "GPUs in all, or lower the parallel sizes"
     ),
     "ray-executor-no-cluster": lambda v: (
         f" runs a vLLM engine of {_formula(v)} GPUs with --distributed-executor-backend ray, "

@@ -11,7 +11,7 @@ from gpustrata.core.terminal import quoted
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata.core.versions import parse_version
 from gpustrata_policies.findings import RuleContext
-from gpustrata_policies.rules._common import release_unknown, releases_split
+from gpustrata_policies.rules._common import on_every_candidate, release_unknown, releases_split
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, judged
 from gpustrata_policies.view import catalogs
@@ -22,6 +22,7 @@ from gpustrata_policies.view.candidates import (
     candidate_inputs,
     candidate_releases,
     release_inputs,
+    unsized_reason,
 )
 from gpustrata_policies.view.capacity import (
     Inputs,
@@ -29,7 +30,6 @@ from gpustrata_policies.view.capacity import (
     capacity_inputs,
     engine_sites,
     engine_version,
-    not_evaluated_reason,
     probe,
 )
 from gpustrata_policies.view.engines import EngineSite
@@ -207,17 +207,12 @@ def _v0_loop_bound(
         )
         return
     fact, mechanism = death
-    found = capacity_inputs(ctx, site)
-    if isinstance(found, str):
-        yield Verdict(
-            "not_evaluated", "capacity-unread", {"why": not_evaluated_reason(site, found)}
-        )
-        return
     limit = fact.value
-    for inp in found:
+
+    def judge_engine(inp: Inputs) -> Iterator[Verdict]:
         step = inp.estimate.longest_step
         if step.seconds < limit:
-            continue
+            return
         yield Verdict(
             "violation",
             "step-outlasts-v0-heartbeat",
@@ -237,6 +232,22 @@ def _v0_loop_bound(
             sources=(_source(fact.source),),
             path=(*site.container.path, "livenessProbe") if site.container else site.path,
         )
+
+    found = capacity_inputs(ctx, site)
+    if isinstance(found, str):
+        # The release is known; the GPU is not: the longest step on every GPU the engine may
+        # run on, reported where they agree (as V003/V004 do), else which GPUs decide it. A
+        # GPU it does not start on (V003/V004) has no step: there the question does not arise.
+        on_each = candidate_inputs(ctx, site)
+        if on_each is not None:
+            yield from on_every_candidate(
+                site, on_each, lambda inp: judge_engine(inp) if inp.estimate.fits else ()
+            )
+            return
+        yield Verdict("not_evaluated", "capacity-unread", {"why": unsized_reason(ctx, site, found)})
+        return
+    for inp in found:
+        yield from judge_engine(inp)
 
 
 def _seconds(config: Mapping[str, Any], key: str) -> float | str | None:
