@@ -48,6 +48,7 @@ SERVE_CONFIG_READERS = {
     "r004_ray_versions_match": "runtime_env pip pins of the Serve applications",
     "r005_ray_path_tolerates_model_load": "the Serve applications' runtime_env",
     "k014_secrets_by_reference": "the Serve applications' runtime_env",
+    "g001_gateway_outlasts_generation": "the Serve config's http_options.request_timeout_s",
 }
 """Rules that read ``serve_config`` for what is not an engine (its engines they must not
 read: ``.engines`` is a walk of their own)."""

@@ -150,9 +150,15 @@ def _multi_node(e: _Engine) -> list[Verdict] | None:
     return [e.verdict("violation", "nnodes-share", nnodes=nnodes, per_node=e.need // nnodes)]
 
 
-RAY_PG_SOURCE = "vllm@v0.33.0:vllm/v1/executor/ray_utils.py, PG_WAIT_TIMEOUT 1800 s"
-"""Where vLLM's Ray executor waits for its placement group of one GPU per worker and raises
-after the timeout (read in the installed vLLM 0.33.0; vllm/executor/ray_utils.py before V1)."""
+def _ray_pg_source() -> str:
+    """Where vLLM's Ray executor waits for its placement group of one GPU per worker and
+    raises after the timeout: read in the reference release's installed wheel (the release
+    the engines extra pins; vllm/executor/ray_utils.py before V1)."""
+    return (
+        f"vllm@v{catalogs.reference_vllm()}:vllm/v1/executor/ray_utils.py, PG_WAIT_TIMEOUT 1800 s"
+    )
+
+
 OWN_CLUSTER_KINDS = frozenset({"RayCluster", "RayClusterFleet"})
 """Ray kinds whose cluster runs no Serve application or job of its own: an engine in the head
 Pod is the only consumer of the cluster's GPUs the manifest shows."""
@@ -454,7 +460,7 @@ _ENGINE_MESSAGES: Mapping[str, Callable[[Mapping[str, Value]], str]] = {
         f"the head Pod of its Ray cluster, but the cluster's head and worker groups advertise "
         f"at most {_gpus(v['cluster'])} GPUs: the engine's placement group of one GPU per "
         "worker never fits, vLLM waits for it and fails at startup (_wait_until_pg_ready, "
-        f"{RAY_PG_SOURCE}). Add worker Pods (or GPUs) up to {_formula(v).rsplit(' ', 1)[-1]} "
+        f"{_ray_pg_source()}). Add worker Pods (or GPUs) up to {_formula(v).rsplit(' ', 1)[-1]} "
         "GPUs in all, or lower the parallel sizes"
     ),
     "ray-executor-no-cluster": lambda v: (
