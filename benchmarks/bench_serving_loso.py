@@ -160,7 +160,7 @@ def _floor_can_bind(pid: str) -> bool:
     layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
     per_layer = max(step.memory_s.value, step.compute_s.value) / est.pipeline_parallel_size / layers
     # A fold moves the memory efficiencies up to max(STEPS) = x1.25 from the
-    # shipped value this step is priced at, which shortens the step as much.
+    # start value this step is priced at, which shortens the step as much.
     return per_layer < max(STEPS) * max(LAYER_FLOOR_GRID)
 
 
