@@ -5,23 +5,26 @@ lab, tt-inference-server #143 and #340, vLLM #20469, kvcached #331, Musgrave, De
 vLLM-benchmarking), the simulator's constants are fitted on the OTHER publishers' points
 and the held-out ones are predicted: TPOT, throughput and TTFT median and max |error| per
 held-out source, beside the naive roofline (TPOT = weights per GPU / datasheet HBM
-bandwidth) and the shipped closed-form model (gpustrata.vllm.performance with
-serving-fit.yaml: fitted on 21 of the 28 points before session 15, so mostly in-sample
-there). A source is a publisher, not a page: GPUStack's pages share one harness and one
-lab, so all of them are held out together (session 15's 16 points from three more of its
-pages join that fold).
+bandwidth) and the closed-form model (gpustrata.vllm.performance, what ``size`` ranks
+candidates by) with the same fold's constants. A source is a publisher, not a page:
+GPUStack's pages share one harness and one lab, so all of them are held out together
+(session 15's 16 points from three more of its pages join that fold).
 
-Fitted per fold (coordinate descent, x0.8/x0.9/x1.1/x1.25 around the shipped value, one
+Every fit starts from benchmarks/data/serving-fit-start.yaml (serving-fit.yaml before the
+simulator's own fit replaced it, session 21; fixed, so a refit of the shipped constants does
+not move a fold's start). Fitted per fold (coordinate descent, x0.8/x0.9/x1.1/x1.25 around the
+start value, one
 sweep, loss = mean |log error| of TPOT and throughput + 0.5 x TTFT): memory_efficiency per
-GPU generation (sm80: A100, sm90: H100/H200; each starts at the shipped single value),
+GPU generation (sm80: A100, sm90: H100/H200; each starts at the start's single value),
 compute_efficiency_sm80, compute_efficiency_sm90, step_overhead_s, request_overhead_s; and
 before them moe_tp_layer_floor_s, searched from zero (0-300 us) on the training sources' MoE
 points at TP > 1 alone, so no fold sees the held-out source's floor (``--no-floor`` holds it
 at 0: the model before session 17); then per_sequence_overhead_s (0-120 us) and
 layer_floor_s (0-100 us per layer) together on a grid on the training sources (session 20;
-``--shipped-per-sequence``: serving-fit.yaml's per-sequence cost and no layer floor). Kept
-from serving-fit.yaml (fitted on all sources: a leak this script reports, not hides):
-allreduce_latency_s, moe_layer_overhead_s.
+``--shipped-per-sequence``: the start's per-sequence cost and no layer floor). Kept at the
+start's values (session 15's closed-form fit on 21 points of 4 publishers: a leak this script
+reports, not hides): allreduce_latency_s, moe_layer_overhead_s, and the memory and compute
+efficiencies of generations no fold fits (Blackwell, Ada, Volta).
 
 Each point is sized at the vLLM release it states, as ``gpustrata size --vllm-version X``
 sizes it (its memory terms and default gpu_memory_utilization; an unread release between two
@@ -36,12 +39,18 @@ pulls each generation's memory efficiency towards the H200 microbenchmark's 0.76
 whose source leaves the GPU open (``gpu_variants``) is scored as its ``gpu``; ``--points``
 prints it as the others too.
 
+``--write-margin`` writes the held-out median |error| per figure (TPOT, TTFT, throughput),
+with the command, day, publishers and points, to ``catalog/data/serving-margin.yaml``: the
+SLO margin ``size`` and ``plan`` keep (``gpustrata.vllm.calibration.measured_margin``).
+:func:`fit_all` is the same fit on every point: what ``benchmarks/fit_serving_model.py
+--write`` ships (session 20).
+
 Then the five worst held-out figures (point, figure, error to 0.1 %), and the points a
 session added under the inclusion rule (``session`` in the calibration file) predicted with
-the shipped constants, which were fitted before those points existed (out of sample).
+the start's constants, which were fitted before those points existed (out of sample).
 
     python benchmarks/bench_serving_loso.py [--points] [--jobs N] [--no-floor] [--source NAME]
-        [--unbalanced] [--shared-memory] [--prior W] [--shipped-per-sequence]
+        [--unbalanced] [--shared-memory] [--prior W] [--shipped-per-sequence] [--write-margin]
     python benchmarks/bench_serving_loso.py --floor-check
 """
 
@@ -51,13 +60,17 @@ import argparse
 import dataclasses
 import functools
 import math
+import shlex
 import statistics
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import yaml
 
 from gpustrata.catalog.serving import CalibrationPoint, load_serving_calibration
 from gpustrata.vllm.calibration import (
-    default_constants,
     point_publisher,
     point_release,
     point_workload,
@@ -91,7 +104,7 @@ per_sequence_overhead_s: the least time a decoder layer takes, which a sub-1B mo
 per-step time as 120 us per sequence and overprices every large batch."""
 PER_SEQUENCE = True
 """Whether per_sequence_overhead_s and layer_floor_s are fitted per fold (the default since
-session 20; ``--shipped-per-sequence``: serving-fit.yaml's per-sequence cost and no layer
+session 20; ``--shipped-per-sequence``: the start's per-sequence cost and no layer
 floor, the model before session 20)."""
 FLOOR = True
 """Whether the per-layer MoE TP floor is fitted (``--no-floor``: held at 0, the model before
@@ -105,10 +118,6 @@ BALANCED = True
 the shipped fit does; ``--unbalanced``: every point the same)."""
 SHARED_MEMORY = False
 """Whether one memory efficiency serves every GPU generation (``--shared-memory``)."""
-
-
-source_of = point_publisher
-"""The publisher a point is held out with (gpustrata.vllm.calibration.point_publisher)."""
 
 
 def simulate(
@@ -146,12 +155,12 @@ def _floor_can_bind(pid: str) -> bool:
     where it cannot share one simulation over the floor grid (the fit's memo below)."""
     p = _BY_ID[pid]
     arch, gpu, est = sized_point(p)
-    c = dataclasses.replace(default_constants(), layer_floor_s=0.0, moe_tp_layer_floor_s=0.0)
+    c = dataclasses.replace(_start(), layer_floor_s=0.0, moe_tp_layer_floor_s=0.0)
     step = decode_step(arch, gpu, est, batch=1, context=0.0, constants=c)
     layers = max(est.kv.layers_per_stage or (arch.num_hidden_layers,))
     per_layer = max(step.memory_s.value, step.compute_s.value) / est.pipeline_parallel_size / layers
     # A fold moves the memory efficiencies up to max(STEPS) = x1.25 from the
-    # shipped value this step is priced at, which shortens the step as much.
+    # start value this step is priced at, which shortens the step as much.
     return per_layer < max(STEPS) * max(LAYER_FLOOR_GRID)
 
 
@@ -186,7 +195,8 @@ def loss(points: list[CalibrationPoint], c: ServingConstants) -> float:
     then their mean, so a publisher with many points weighs as much as one with few)."""
     groups: dict[str, list[tuple[float, int]]] = {}
     for p in points:
-        groups.setdefault(source_of(p) if BALANCED else "", []).append(_point_loss_at(p.id, c))
+        group = point_publisher(p) if BALANCED else ""
+        groups.setdefault(group, []).append(_point_loss_at(p.id, c))
     means = [sum(t for t, _ in g) / max(1, sum(n for _, n in g)) for g in groups.values()]
     return sum(means) / max(1, len(means))
 
@@ -276,8 +286,22 @@ def _fmt(values: list[float]) -> str:
     return f"{statistics.median(a):5.0%} / {max(a):5.0%}"
 
 
-def _shipped() -> ServingConstants:
-    d = default_constants()
+START = Path(__file__).resolve().parent / "data/serving-fit-start.yaml"
+"""Where every fit of this script starts (each fold's and :func:`fit_all`'s): serving-fit.yaml
+as it stood before the simulator's fit replaced it, kept fixed so that refitting the shipped
+constants does not move a fold's start towards the publisher it holds out."""
+
+
+@functools.cache
+def _start_file() -> ServingConstants:
+    doc = yaml.safe_load(START.read_text(encoding="utf-8"))
+    return ServingConstants(**doc["constants"], source=f"{START.name}: {doc['source']}")
+
+
+def _start() -> ServingConstants:
+    """The fit's start (``START``), each per-generation memory efficiency at the shared
+    value (``SHARED_MEMORY``: unset), the MoE TP floor at 0 with ``--no-floor``."""
+    d = _start_file()
     per_generation = None if SHARED_MEMORY else d.memory_efficiency
     return dataclasses.replace(
         d,
@@ -290,9 +314,63 @@ def _shipped() -> ServingConstants:
 def _fold(src: str) -> tuple[str, ServingConstants, dict[str, dict[str, float]]]:
     """Fit without ``src``'s points, predict them: (source, constants, errors by point id)."""
     points = load_serving_calibration()
-    train = [p for p in points if source_of(p) != src]
-    c = fit(train, _shipped())
-    return src, c, {p.id: errors(p, simulate(p, c)) for p in points if source_of(p) == src}
+    train = [p for p in points if point_publisher(p) != src]
+    c = fit(train, _start())
+    return src, c, {p.id: errors(p, simulate(p, c)) for p in points if point_publisher(p) == src}
+
+
+def fit_all() -> ServingConstants:
+    """The fold with nothing held out: :func:`fit` on every point from ``START``,
+    the procedure ``benchmarks/fit_serving_model.py --write`` ships (session 20)."""
+    return fit(list(load_serving_calibration()), _start())
+
+
+MARGIN = (
+    Path(__file__).resolve().parents[1] / "components/gpustrata/catalog/data/serving-margin.yaml"
+)
+
+
+def _medians(held: dict[str, dict[str, float]]) -> dict[str, dict[str, float | int]]:
+    out: dict[str, dict[str, float | int]] = {}
+    for key in ("tpot", "ttft", "throughput"):
+        values = [abs(e[key]) for e in held.values() if key in e]
+        if values:
+            out[key] = {"median": round(statistics.median(values), 4), "points": len(values)}
+    return out
+
+
+def write_margin(
+    held: dict[str, dict[str, float]],
+    closed: dict[str, dict[str, float]],
+    publishers: list[str],
+    command: str,
+) -> str:
+    """Write ``catalog/data/serving-margin.yaml``: the median |error| per figure over the
+    held-out points, of the simulator (``errors``) and of the closed form ``size`` ranks
+    by (``closed_form``), each fold's constants in both (the SLO margin ``size`` and
+    ``plan`` read through ``gpustrata.vllm.calibration.measured_margin``); returns the text
+    written."""
+    doc = {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "method": (
+            "each publisher's points predicted with constants fitted on the other publishers' "
+            "points (bench_serving_loso.py's fit, from benchmarks/data/serving-fit-start.yaml); "
+            "median |predicted / measured - 1| per figure over every held-out point: errors by "
+            "the simulator (gpustrata.vllm.simulate), closed_form by "
+            "gpustrata.vllm.performance.predict_serving"
+        ),
+        "publishers": publishers,
+        "points": sorted(held),
+        "errors": _medians(held),
+        "closed_form": _medians(closed),
+    }
+    text = (
+        "# Written by benchmarks/bench_serving_loso.py --write-margin; do not edit by hand.\n"
+        + yaml.safe_dump(doc, sort_keys=False, width=100)
+    )
+    MARGIN.write_text(text, encoding="utf-8")
+    return text
 
 
 def _sized_at(p: CalibrationPoint) -> str:
@@ -307,15 +385,15 @@ def _sized_at(p: CalibrationPoint) -> str:
 
 
 def _floor_check() -> None:
-    """``--floor-check``: held out by source, every constant but the floor at its shipped
+    """``--floor-check``: held out by source, every constant but the floor at its start
     value; the floor 0 (before) and fitted per fold on the other sources' MoE TP points
     (after). Only the MoE points at TP > 1 can move; a cheap check of the one term."""
     points = load_serving_calibration()
-    base = dataclasses.replace(_shipped(), moe_tp_layer_floor_s=0.0)
+    base = dataclasses.replace(_start(), moe_tp_layer_floor_s=0.0)
     moved = [p for p in points if _moe_tp(p)]
     floors = {}
-    for src in sorted({source_of(p) for p in moved}):
-        train = [p for p in moved if source_of(p) != src]
+    for src in sorted({point_publisher(p) for p in moved}):
+        train = [p for p in moved if point_publisher(p) != src]
         floors[src] = min(
             FLOOR_GRID,
             key=lambda v: (loss(train, dataclasses.replace(base, moe_tp_layer_floor_s=v)), v),
@@ -327,7 +405,7 @@ def _floor_check() -> None:
     before = {p.id: errors(p, simulate(p, base)) for p in points}
     after = dict(before)
     for p in moved:
-        c = dataclasses.replace(base, moe_tp_layer_floor_s=floors[source_of(p)])
+        c = dataclasses.replace(base, moe_tp_layer_floor_s=floors[point_publisher(p)])
         after[p.id] = errors(p, simulate(p, c))
 
     def cells(d: dict[str, dict[str, float]], ids: set[str]) -> str:
@@ -341,8 +419,8 @@ def _floor_check() -> None:
         f"{'held-out source':14} {'':6}  {'TPOT med/max':>15}  {'tok/s med/max':>15}  "
         f"{'TTFT med/max':>15}"
     )
-    for src in [*sorted({source_of(p) for p in points}), "all"]:
-        ids = {p.id for p in points if src in ("all", source_of(p))}
+    for src in [*sorted({point_publisher(p) for p in points}), "all"]:
+        ids = {p.id for p in points if src in ("all", point_publisher(p))}
         for name, d in (("before", before), ("after", after)):
             print(f"{src:14} {name:6}  {cells(d, ids)}")
     for p in moved:
@@ -363,13 +441,14 @@ def main() -> None:
     ap.add_argument(
         "--floor-check",
         action="store_true",
-        help="only the per-layer MoE TP floor, held out by source, the rest at shipped values",
+        help="only the per-layer MoE TP floor, held out by source, the rest at the start's values",
     )
     ap.add_argument(
         "--shipped-per-sequence",
         action="store_true",
-        help="keep serving-fit.yaml's per_sequence_overhead_s and no layer floor (before "
-        "session 20) instead of searching both per fold",
+        help="keep the start's per_sequence_overhead_s (120 us, benchmarks/data/"
+        "serving-fit-start.yaml) and no layer floor (before session 20) instead of searching "
+        "both per fold",
     )
     ap.add_argument(
         "--unbalanced",
@@ -390,6 +469,12 @@ def main() -> None:
         help=f"add W x log(efficiency / {MEMORY_PRIOR})^2 per generation's memory efficiency",
     )
     ap.add_argument(
+        "--write-margin",
+        action="store_true",
+        help="write the held-out median errors to catalog/data/serving-margin.yaml (the SLO "
+        "margin of size and plan); refused with --source or a fit variant",
+    )
+    ap.add_argument(
         "--source",
         action="append",
         default=[],
@@ -403,16 +488,26 @@ def main() -> None:
     if args.floor_check:
         _floor_check()
         return
+    variant = (
+        args.no_floor,
+        args.shipped_per_sequence,
+        args.unbalanced,
+        args.shared_memory,
+        args.prior,
+        args.source,
+    )
+    if args.write_margin and any(variant):
+        ap.error("--write-margin measures the shipped procedure on every publisher: no variant")
     t0 = time.perf_counter()
     points = load_serving_calibration()
     by_id = {p.id: p for p in points}
-    sources = sorted({source_of(p) for p in points})
+    sources = sorted({point_publisher(p) for p in points})
     if args.source:
         unknown = sorted(set(args.source) - set(sources))
         if unknown:
             raise SystemExit(f"--source {', '.join(unknown)}: not a publisher ({sources})")
         sources = [s for s in sources if s in args.source]
-        points = [p for p in points if source_of(p) in sources]
+        points = [p for p in points if point_publisher(p) in sources]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             folds = list(pool.map(_fold, sources))
@@ -424,6 +519,7 @@ def main() -> None:
     )
     every: dict[str, list[float]] = {"tpot": [], "throughput": [], "ttft": [], "naive": []}
     held: dict[str, dict[str, float]] = {}
+    closed_held: dict[str, dict[str, float]] = {}
     for src, c, errs in folds:
         test = [by_id[pid] for pid in errs]
         held.update(errs)
@@ -433,7 +529,9 @@ def main() -> None:
             for k, v in e.items():
                 got[k].append(v)
         naive = [e for p in test if (e := naive_tpot_error(p)) is not None]
-        closed = [e["tpot"] for p in test if "tpot" in (e := predict_point(p, _shipped()).errors())]
+        closed_errs = {p.id: predict_point(p, c).errors() for p in test}
+        closed_held.update(closed_errs)
+        closed = [e["tpot"] for e in closed_errs.values() if "tpot" in e]
         for k in got:
             every[k] += got[k]
         every["naive"] += naive
@@ -455,6 +553,14 @@ def main() -> None:
     print(
         f"{'all held out':14} {len(points):3}  {_fmt(every['tpot']):>13}  "
         f"{_fmt(every['throughput']):>13}  {_fmt(every['ttft']):>13}  {_fmt(every['naive']):>13}"
+    )
+    print(
+        "closed form (gpustrata.vllm.performance, what size ranks by) with each fold's "
+        "constants, held out: "
+        + ", ".join(
+            f"{k} {_fmt([e[k] for e in closed_held.values() if k in e]).strip()}"
+            for k in ("tpot", "throughput", "ttft")
+        )
     )
     maxima = ", ".join(
         f"{k} {max(abs(v) for v in every[k]):.1%}"
@@ -488,7 +594,7 @@ def main() -> None:
         got = {"tpot": [], "throughput": [], "ttft": []}
         added = [p for p in new if p.session == session]
         for p in added:
-            for k, v in errors(p, simulate(p, _shipped())).items():
+            for k, v in errors(p, simulate(p, _start())).items():
                 got[k].append(v)
         leak = (
             " (moe_tp_layer_floor_s was fitted on session 17's points: in sample for them)"
@@ -496,10 +602,13 @@ def main() -> None:
             else ""
         )
         print(
-            f"{len(added)} points added in session {session}, shipped constants (fitted before "
+            f"{len(added)} points added in session {session}, the start's constants (fitted before "
             f"them): TPOT {_fmt(got['tpot'])}, tok/s {_fmt(got['throughput'])}, "
             f"TTFT {_fmt(got['ttft'])}{leak}"
         )
+    if args.write_margin:
+        command = "python " + shlex.join(["benchmarks/bench_serving_loso.py", *sys.argv[1:]])
+        print(write_margin(held, closed_held, sources, command))
     print(f"({len(sources)} folds in {time.perf_counter() - t0:.1f} s, one run)")
 
 

@@ -27,12 +27,15 @@ __all__ = [
     "STORAGE_KINDS",
     "CalibrationPoint",
     "FittedConstant",
+    "HeldOutError",
     "LoadPath",
     "ServingFit",
+    "ServingMargin",
     "StartupLog",
     "StorageKind",
     "load_serving_calibration",
     "load_serving_fit",
+    "load_serving_margin",
     "load_startup_logs",
 ]
 
@@ -278,6 +281,47 @@ class ServingFit(BaseModel):
     )
 
 
+class HeldOutError(BaseModel):
+    """The median |error| of one figure over the points a held-out benchmark predicted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    median: float = Field(ge=0)
+    points: int = Field(ge=1, description="How many held-out points measured this figure")
+
+
+class ServingMargin(BaseModel):
+    """The serving model's error held out by publisher, as ``benchmarks/bench_serving_loso.py
+    --write-margin`` measured it (``data/serving-margin.yaml``): the SLO margin of ``size``
+    and ``plan`` (:func:`gpustrata.vllm.calibration.measured_margin`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str = Field(min_length=1)
+    date: str = Field(min_length=1, description="UTC day of the run (YYYY-MM-DD)")
+    method: str = Field(min_length=1)
+    publishers: list[str] = Field(min_length=2)
+    points: list[str] = Field(min_length=1, description="Every point held out and predicted")
+    errors: dict[Literal["tpot", "ttft", "throughput"], HeldOutError] = Field(
+        description="The simulator's held-out errors (gpustrata.vllm.simulate)"
+    )
+    closed_form: dict[Literal["tpot", "ttft", "throughput"], HeldOutError] = Field(
+        default_factory=dict,
+        description=(
+            "The closed form's held-out errors with the same folds' constants "
+            "(gpustrata.vllm.performance.predict_serving, what size ranks candidates by)"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _has_tpot_and_ttft(self) -> ServingMargin:
+        for name, errors in (("errors", self.errors), ("closed_form", self.closed_form)):
+            missing = sorted({"tpot", "ttft"} - set(errors))
+            if missing and (errors or name == "errors"):
+                raise ValueError(f"{name} lacks {', '.join(missing)}")
+        return self
+
+
 def _read(filename: str) -> Any:
     return packaged_document(filename)
 
@@ -324,3 +368,10 @@ def load_startup_logs() -> tuple[StartupLog, ...]:
 def load_serving_fit() -> ServingFit:
     """The fitted constants of ``data/serving-fit.yaml`` (cached)."""
     return packaged_model("data/serving-fit.yaml", ServingFit)
+
+
+@functools.cache
+def load_serving_margin() -> ServingMargin:
+    """The held-out-by-publisher errors of ``data/serving-margin.yaml`` (cached); a missing
+    or invalid file is a :class:`CatalogError` naming it."""
+    return packaged_model("data/serving-margin.yaml", ServingMargin)

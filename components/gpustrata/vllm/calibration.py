@@ -18,6 +18,7 @@ from gpustrata.catalog.serving import (
     ServingFit,
     load_serving_calibration,
     load_serving_fit,
+    load_serving_margin,
 )
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, estimate_capacity
 from gpustrata.vllm.performance import (
@@ -29,6 +30,7 @@ from gpustrata.vllm.performance import (
 
 __all__ = [
     "CONSTANT_NAMES",
+    "OPTIONAL_CONSTANT_NAMES",
     "Margin",
     "PointPrediction",
     "constants_from_fit",
@@ -57,6 +59,10 @@ CONSTANT_NAMES = (
 )
 """The fields of :class:`ServingConstants` the fit sets, in its order."""
 
+OPTIONAL_CONSTANT_NAMES = ("memory_efficiency_sm80", "memory_efficiency_sm90", "layer_floor_s")
+"""Fields of :class:`ServingConstants` serving-fit.yaml sets when it has them (the simulator's
+fit, since session 20); absent: their defaults (the generation's shared value, no floor)."""
+
 
 def constants_from_fit(fit: ServingFit) -> ServingConstants:
     """:class:`ServingConstants` from a fit, its source naming the points of each value."""
@@ -68,7 +74,13 @@ def constants_from_fit(fit: ServingFit) -> ServingConstants:
             raise CapacityError(name, f"serving-fit.yaml has no constant {name!r}")
         values[name] = c.value
         why.append(f"{name} {c.value:g} ({c.explanation}; fitted on {len(c.fitted_on)} points)")
+    optional = {}
+    for name in OPTIONAL_CONSTANT_NAMES:
+        if (c := fit.constants.get(name)) is not None:
+            optional[name] = c.value
+            why.append(f"{name} {c.value:g} ({c.explanation}; fitted on {len(c.fitted_on)} points)")
     return ServingConstants(
+        **optional,
         **values,
         source=f"catalog/data/serving-fit.yaml ({fit.method}): " + "; ".join(why),
     )
@@ -227,33 +239,23 @@ class Margin:
     explanation: str
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    n = len(ordered)
-    if n == 0:
-        return 0.0
-    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
-
-
 @functools.cache
 def measured_margin() -> Margin:
-    """The default SLO margin: the median |error| of TPOT and of TTFT over the points the
-    shipped fit held out (``serving-fit.yaml`` ``held_out``), predicted with the shipped
-    constants: what the model misses by on runs it was not fitted to."""
-    fit = load_serving_fit()
-    points = {p.id: p for p in load_serving_calibration()}
-    errors: dict[str, list[float]] = {"tpot": [], "ttft": []}
-    for pid in fit.held_out:
-        if pid not in points:
-            continue
-        for key, err in predict_point(points[pid], default_constants()).errors().items():
-            if key in errors:
-                errors[key].append(abs(err))
-    tpot, ttft = _median(errors["tpot"]), _median(errors["ttft"])
+    """The default SLO margin: the median |error| of TPOT and of TTFT held out by publisher
+    (``data/serving-margin.yaml``, written by ``benchmarks/bench_serving_loso.py
+    --write-margin``: each publisher's points predicted with constants fitted on the
+    others'), what the model misses by on runs it was not fitted to. The closed form's
+    errors where the file has them (``closed_form``: ``size`` judges the SLOs on the
+    closed-form prediction), else the simulator's. A missing or invalid file is a
+    :class:`~gpustrata.catalog.packaged.CatalogError`."""
+    m = load_serving_margin()
+    errors, model = (m.closed_form, "closed form") if m.closed_form else (m.errors, "simulator")
+    tpot, ttft = errors["tpot"], errors["ttft"]
     return Margin(
-        tpot,
-        ttft,
-        f"the serving model's median |error| on the {len(fit.held_out)} calibration points "
-        f"its fit held out (serving-fit.yaml held_out): TPOT {tpot:.0%} over "
-        f"{len(errors['tpot'])} points, TTFT {ttft:.0%} over {len(errors['ttft'])}",
+        tpot.median,
+        ttft.median,
+        f"the {model}'s median |error| held out by publisher (serving-margin.yaml, {m.date}: "
+        f"{len(m.points)} points of {len(m.publishers)} publishers, each predicted with "
+        f"constants fitted on the others'): TPOT {tpot.median:.0%} over {tpot.points} points, "
+        f"TTFT {ttft.median:.0%} over {ttft.points}",
     )
