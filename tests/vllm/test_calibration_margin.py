@@ -57,6 +57,13 @@ def _text(monkeypatch: pytest.MonkeyPatch, text: str | None) -> None:
     monkeypatch.setattr(packaged, "packaged_text", fake)
 
 
+_HEAD = (
+    "command: python benchmarks/bench_serving_loso.py --write-margin\n"
+    "date: '2026-12-05'\nmethod: m\npublishers: [a, b]\npoints: [p, q]\n"
+)
+"""A margin file's fields before its errors."""
+
+
 @pytest.mark.usefixtures("fresh")
 def test_a_missing_margin_file_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     _text(monkeypatch, None)
@@ -68,12 +75,7 @@ def test_a_missing_margin_file_is_an_error_naming_it(monkeypatch: pytest.MonkeyP
 def test_a_margin_file_without_ttft_is_an_error_naming_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _text(
-        monkeypatch,
-        "command: python benchmarks/bench_serving_loso.py --write-margin\n"
-        "date: '2026-12-05'\nmethod: m\npublishers: [a, b]\npoints: [p]\n"
-        "errors:\n  tpot: {median: 0.1, points: 1}\n",
-    )
+    _text(monkeypatch, _HEAD + "errors:\n  tpot: {median: 0.1, points: 1}\n")
     with pytest.raises(CatalogError, match=r"serving-margin\.yaml: invalid(.|\n)*lacks ttft"):
         measured_margin()
 
@@ -84,9 +86,7 @@ def test_the_margin_is_the_closed_forms_error_where_the_file_has_it(
 ) -> None:
     """size judges the SLOs on the closed-form prediction: its held-out error is the margin,
     the simulator's only when the file has no closed-form figures."""
-    head = (
-        "command: python benchmarks/bench_serving_loso.py --write-margin\n"
-        "date: '2026-12-05'\nmethod: m\npublishers: [a, b]\npoints: [p, q]\n"
+    head = _HEAD + (
         "errors:\n  tpot: {median: 0.08, points: 2}\n  ttft: {median: 0.15, points: 2}\n"
     )
     _text(
@@ -108,8 +108,7 @@ def test_the_margin_is_the_closed_forms_error_where_the_file_has_it(
 def test_a_closed_form_without_ttft_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     _text(
         monkeypatch,
-        "command: c\ndate: '2026-12-05'\nmethod: m\npublishers: [a, b]\npoints: [p]\n"
-        "errors:\n  tpot: {median: 0.1, points: 1}\n  ttft: {median: 0.1, points: 1}\n"
+        _HEAD + "errors:\n  tpot: {median: 0.1, points: 1}\n  ttft: {median: 0.1, points: 1}\n"
         "closed_form:\n  tpot: {median: 0.1, points: 1}\n",
     )
     with pytest.raises(CatalogError, match=r"closed_form lacks ttft"):

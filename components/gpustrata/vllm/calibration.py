@@ -68,19 +68,15 @@ def constants_from_fit(fit: ServingFit) -> ServingConstants:
     """:class:`ServingConstants` from a fit, its source naming the points of each value."""
     values = {}
     why = []
-    for name in CONSTANT_NAMES:
+    for name in (*CONSTANT_NAMES, *OPTIONAL_CONSTANT_NAMES):
         c = fit.constants.get(name)
         if c is None:
+            if name in OPTIONAL_CONSTANT_NAMES:
+                continue
             raise CapacityError(name, f"serving-fit.yaml has no constant {name!r}")
         values[name] = c.value
         why.append(f"{name} {c.value:g} ({c.explanation}; fitted on {len(c.fitted_on)} points)")
-    optional = {}
-    for name in OPTIONAL_CONSTANT_NAMES:
-        if (c := fit.constants.get(name)) is not None:
-            optional[name] = c.value
-            why.append(f"{name} {c.value:g} ({c.explanation}; fitted on {len(c.fitted_on)} points)")
     return ServingConstants(
-        **optional,
         **values,
         source=f"catalog/data/serving-fit.yaml ({fit.method}): " + "; ".join(why),
     )
