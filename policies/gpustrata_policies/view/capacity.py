@@ -31,20 +31,18 @@ from gpustrata.vllm.settings import EngineSettings as VllmSettings
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
 from gpustrata_policies.view.engines import (
+    MODEL_LABEL,
+    OBJECT_STORE_PREFIXES,
     EngineSite,
     GpuRef,
     as_bool,
     as_int,
+    is_location,
+    labelled_architecture,
     site_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
-from gpustrata_policies.view.objects import (
-    ContainerRef,
-    K8sObject,
-    as_list,
-    as_map,
-    dig,
-)
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.vllm_args import EngineArgs, hf_hub_cache
 
 T = TypeVar("T")
@@ -62,7 +60,6 @@ REFERENCE_VLLM = _RELEASES.reference
 (the release catalogue's reference)."""
 VLLM_SRC = vllm_file_url(REFERENCE_VLLM, "").rstrip("/")
 """The planner's startup estimate (seconds, before the safety factor) on rendered objects."""
-OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://", "abfss://")
 # Settings that change the memory budget in ways the planner does not model.
 _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_override")
 
@@ -100,6 +97,8 @@ class ModelRef:
     arch: ModelArchitecture
     written: str
     """The model as the manifest names it."""
+    via: str = ""
+    """What named the catalogued model when the manifest's name did not (``MODEL_LABEL``)."""
 
     @property
     def name(self) -> str:
@@ -110,7 +109,12 @@ class ModelRef:
             from gpustrata.catalog.model_sources import local_config_path
 
             return f"{self.written} (from {local_config_path(self.arch)})"
-        return self.arch.id if self.written == self.arch.id else f"{self.written} ({self.arch.id})"
+        via = f", as its Pod label {self.via} names it" if self.via else ""
+        return (
+            self.arch.id
+            if self.written == self.arch.id
+            else f"{self.written} ({self.arch.id}{via})"
+        )
 
 
 def _model_candidates(site: EngineSite) -> list[str]:
@@ -125,13 +129,9 @@ def _model_candidates(site: EngineSite) -> list[str]:
     if isinstance(site.engine.model, str) and site.engine.model:
         out.append(site.engine.model)
     served = site.engine.get("served_model_name")
-    if isinstance(served, str) and out and _is_location(out[0]):
+    if isinstance(served, str) and out and is_location(out[0]):
         out.append(served)  # a path or bucket served under its Hugging Face name
     return out
-
-
-def _is_location(model: str) -> bool:
-    return model.startswith(("/", "./", "../", "file:", *OBJECT_STORE_PREFIXES))
 
 
 def resolve_model(site: EngineSite) -> ModelRef | str:
@@ -143,6 +143,9 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
         arch = catalogs.model_architecture(name)
         if arch is not None:
             return ModelRef(arch, names[0])
+    labelled = labelled_architecture(site) if is_location(names[0]) else None
+    if labelled is not None:
+        return ModelRef(labelled, names[0], MODEL_LABEL)
     shown = " / ".join(repr(n) for n in dict.fromkeys(names))
     near = catalogs.nearest_models(names[0])
     hint = f" (nearest catalogue ids: {', '.join(near)})" if near else ""
@@ -150,9 +153,6 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
         f"model {shown} is not in the model catalogue, so its size and shape are unknown{hint}; "
         f"{catalogs.UNCATALOGUED_FIX}"
     )
-
-
-# --------------------------------------------------------------------------- GPU
 
 
 # --------------------------------------------------------------------------- version
