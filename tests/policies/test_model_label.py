@@ -5,7 +5,11 @@ labelled_architecture`).
 The real-shaped case is GKE's NeMo RL sample (tests/data/field-corpus-2/
 gke-nemo-rl-nvidia-vllm-gemma3-27b.yaml): vLLM serves ``/data/nemo_rl_gemma3_27b_3_11/hf3-11``
 (a post-trained Gemma 3 27B checkpoint) from Pods labelled ``ai.gke.io/model:
-gemma-3-27b-it``. Before, V002/V003/V004/V009/V012 were "not in the model catalogue"."""
+gemma-3-27b-it``. Before, V002/V003/V004/V009/V012 were "not in the model catalogue".
+
+Likewise a kthena ModelBooster's engine serves the cache path kthena downloads
+``spec.backend.modelURI`` to, and the model is the one that URI names
+(:func:`~gpustrata_policies.view.controllers.downloaded_model`)."""
 
 from __future__ import annotations
 
@@ -100,3 +104,49 @@ def test_label_is_not_read_for_a_hub_id() -> None:
             env["value"] = "acme/gemma-3-27b-it-remix"
     _, unjudged = _records(doc)
     assert all("not in the model catalogue" in unjudged[rule][0] for rule in MODEL_RULES)
+
+
+KTHENA = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "field-corpus-3"
+    / "kthena-booster-deepseek-r1-distill-llama-8b.yaml"
+)
+
+
+def _booster(product: str | None = None) -> dict[str, Any]:
+    obj = next(o for o in load_paths([str(KTHENA)]) if o.kind == "ModelBooster")
+    doc = copy.deepcopy(dict(obj.raw))
+    if product is not None:
+        term = {"key": "nvidia.com/gpu.product", "operator": "In", "values": [product]}
+        doc["spec"]["backend"]["workers"][0]["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [term]}]
+                }
+            }
+        }
+    return doc
+
+
+def test_kthena_booster_model_is_the_one_its_model_uri_names() -> None:
+    """volcano-sh/kthena's ModelBooster sample: the engine serves the cache path
+    ``/tmp/test/<md5 of modelURI>``, which names no model; the model is the one
+    ``s3://model-bucket/deepseek-r1-distill-llama-8b`` names (last component, as a --model
+    path is read). On a T4 its 16 GB of weights do not fit, and the finding says so."""
+    found, unjudged = _records(_booster("Tesla-T4"))
+    [v003] = found["V003"]
+    assert "(deepseek-ai/DeepSeek-R1-Distill-Llama-8B, the model " in v003
+    assert "s3://model-bucket/deepseek-r1-distill-llama-8b names)" in v003
+    assert not any("not in the model catalogue" in r for rs in unjudged.values() for r in rs)
+
+
+def test_kthena_booster_model_uri_naming_no_model_stays_unknown() -> None:
+    """Regression: a modelURI whose last component names no catalogued model leaves the
+    model unknown, and the record names both the cache path and the URI."""
+    doc = _booster("Tesla-T4")
+    doc["spec"]["backend"]["modelURI"] = "s3://model-bucket/our-finetune"
+    _, unjudged = _records(doc)
+    [reason] = unjudged["V003"]
+    assert "not in the model catalogue" in reason
+    assert "'s3://model-bucket/our-finetune'" in reason

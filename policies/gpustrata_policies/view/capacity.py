@@ -30,6 +30,7 @@ from gpustrata.vllm.flags import AUTO_FIT
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.controllers import downloaded_model
 from gpustrata_policies.view.engines import (
     MODEL_LABEL,
     OBJECT_STORE_PREFIXES,
@@ -98,7 +99,7 @@ class ModelRef:
     written: str
     """The model as the manifest names it."""
     via: str = ""
-    """What named the catalogued model when the manifest's name did not (``MODEL_LABEL``)."""
+    """What named the model where the engine's name did not (a Pod label, a modelURI)."""
 
     @property
     def name(self) -> str:
@@ -109,12 +110,9 @@ class ModelRef:
             from gpustrata.catalog.model_sources import local_config_path
 
             return f"{self.written} (from {local_config_path(self.arch)})"
-        via = f", as its Pod label {self.via} names it" if self.via else ""
-        return (
-            self.arch.id
-            if self.written == self.arch.id
-            else f"{self.written} ({self.arch.id}{via})"
-        )
+        if self.written == self.arch.id:
+            return self.arch.id
+        return f"{self.written} ({self.arch.id}{self.via})"
 
 
 def _model_candidates(site: EngineSite) -> list[str]:
@@ -128,6 +126,7 @@ def _model_candidates(site: EngineSite) -> list[str]:
     out.extend(site.models if site.preset else ())  # the model the preset's path holds
     if isinstance(site.engine.model, str) and site.engine.model:
         out.append(site.engine.model)
+    out.extend(m for m in site.models if m not in out)  # a controller's download (kthena)
     served = site.engine.get("served_model_name")
     if isinstance(served, str) and out and is_location(out[0]):
         out.append(served)  # a path or bucket served under its Hugging Face name
@@ -142,10 +141,11 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
     for name in names:
         arch = catalogs.model_architecture(name)
         if arch is not None:
-            return ModelRef(arch, names[0])
+            held = name == downloaded_model(site.obj) and name != names[0]
+            return ModelRef(arch, names[0], f", the model {name} names" if held else "")
     labelled = labelled_architecture(site) if is_location(names[0]) else None
     if labelled is not None:
-        return ModelRef(labelled, names[0], MODEL_LABEL)
+        return ModelRef(labelled, names[0], f", as its Pod label {MODEL_LABEL} names it")
     shown = " / ".join(repr(n) for n in dict.fromkeys(names))
     near = catalogs.nearest_models(names[0])
     hint = f" (nearest catalogue ids: {', '.join(near)})" if near else ""

@@ -27,6 +27,7 @@ from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, memoised
 from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.controllers import downloaded_model
 from gpustrata_policies.view.image_releases import (
     ImageRelease,
     image_release,
@@ -336,6 +337,8 @@ def _container_sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> Iterat
             if engine is not None:
                 path = (*c.path, "args" if "args" in c.raw else "command")
                 names = (engine.model,) if engine.model else ()
+                held = downloaded_model(obj)  # what the path holds (kthena's cache path)
+                names = (*names, held) if held and held not in names else names
                 yield EngineSite(
                     obj,
                     engine,
