@@ -77,6 +77,8 @@ REQUIRED_IDS = [
     "neuralmagic/Meta-Llama-3.1-405B-Instruct-FP8",
     "deepseek-ai/deepseek-coder-6.7b-instruct",
     "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8",
 ]
 
 
@@ -189,6 +191,77 @@ def test_deepseek_v3_spot_check() -> None:
     assert (m.kv_lora_rank, m.qk_rope_head_dim) == (512, 64)
     assert m.mla_latent_dim == 576
     assert (m.num_experts, m.num_experts_per_tok, m.quantization) == (256, 8, "fp8")
+
+
+# Qwen/Qwen3-Coder-30B-A3B-Instruct's config.json as published (verbatim copy at
+# ztxz16/fastllm@f8f04c33abb63f6cd4e45f9427a55949a8ebbb44:Qwen3-Coder-30B-A3B-Instruct/config.json;
+# keys gpustrata does not read left out).
+QWEN3_CODER_30B_CONFIG: dict[str, Any] = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "decoder_sparse_step": 1,
+    "head_dim": 128,
+    "hidden_size": 2048,
+    "intermediate_size": 5472,
+    "max_position_embeddings": 262144,
+    "max_window_layers": 28,
+    "mlp_only_layers": [],
+    "model_type": "qwen3_moe",
+    "moe_intermediate_size": 768,
+    "num_attention_heads": 32,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 4,
+    "rope_scaling": None,
+    "rope_theta": 10000000,
+    "shared_expert_intermediate_size": 0,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+
+
+def test_qwen3_coder_entries_match_the_published_config(tmp_path: Path) -> None:
+    """Session 22 (issue 30): the two Qwen3-Coder-30B-A3B entries (KServe's agentic sample
+    serves the FP8 one) carry the shape config.json gives, and the FP8 copy differs only in
+    its weight format."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN3_CODER_30B_CONFIG), encoding="utf-8")
+    read = architecture_from_hf_config(path, model_id="Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    shape = (
+        "num_hidden_layers",
+        "hidden_size",
+        "moe_intermediate_size",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "vocab_size",
+        "max_position_embeddings",
+        "tie_word_embeddings",
+        "num_experts",
+        "num_experts_per_tok",
+        "attention",
+        "torch_dtype",
+    )
+    base = _get("Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    fp8 = _get("Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8")
+    for key in shape:
+        assert getattr(base, key) == getattr(read, key) == getattr(fp8, key), key
+    assert (base.quantization, fp8.quantization) == (None, "fp8")
+    # model.safetensors.index.json: 61,064,245,248 bytes in bf16 = 30.53B parameters
+    assert base.params_total_b == pytest.approx(61_064_245_248 / 2e9, rel=0.01)
+    # not an alias of Qwen3-30B-A3B: its window is 40,960 tokens
+    assert _get("Qwen/Qwen3-30B-A3B").max_position_embeddings == 40960
+    # "shared_expert_intermediate_size": 0 is "no shared expert" (it was refused as not
+    # positive, so --models DIR refused this real file); a negative width still is.
+    path.write_text(
+        json.dumps({**QWEN3_CODER_30B_CONFIG, "shared_expert_intermediate_size": -1}),
+        encoding="utf-8",
+    )
+    with pytest.raises(ModelCatalogError, match="shared_expert_intermediate_size: -1 is out"):
+        architecture_from_hf_config(path)
 
 
 def test_explicit_head_dims_differ_from_hidden_over_heads() -> None:

@@ -114,9 +114,12 @@ def test_r007_target_above_every_default_is_a_finding_naming_the_set() -> None:
 
 
 def test_model_unknown_too_is_named_first() -> None:
-    """kthena's ModelBooster serves an S3 model known only by its cache path: naming the GPU
-    would not decide V003, so the record names --models DIR first, the GPU key after."""
-    _, (reason,) = _report(_first(KTHENA, "ModelBooster"), "V003")
+    """kthena's ModelBooster with a modelURI that names no catalogued model (the sample's
+    names DeepSeek-R1-Distill-Llama-8B, read since session 22): naming the GPU would not
+    decide V003, so the record names --models DIR first, the GPU key after."""
+    doc = _first(KTHENA, "ModelBooster")
+    doc["spec"]["backend"]["modelURI"] = "s3://model-bucket/our-finetune"
+    _, (reason,) = _report(doc, "V003")
     model = reason.index("is not in the model catalogue")
     assert model < reason.index(GPU_REASON)
     assert "check --models DIR" in reason

@@ -318,6 +318,11 @@ def _built() -> dict[str, list[Verdict]]:
         "V009": [
             _ne("probe-unreadable", why="Deployment/llm/vllm: startupProbe is x"),
             _ne("safety-factor-invalid", why="safety_factor 'x' is not a number >= 1"),
+            # reached by gke-nemo-rl until session 22 read its model from its Pod label
+            _ne(
+                "model-unresolved",
+                why="container 'vllm': model '/data/ckpt' is not in the model catalogue",
+            ),
         ],
         "V011": [
             Verdict(

@@ -167,7 +167,13 @@ def test_an_unmapped_vendor_build_names_the_profile_key_that_decides_it() -> Non
     objs = load_paths([str(DATA / "field-corpus-2" / "gke-nemo-rl-nvidia-vllm-gemma3-27b.yaml")])
     report = evaluate(objs)
     reasons = [n.reason for n in report.not_evaluated if n.rule in ("V005", "V010", "V013")]
-    assert len(reasons) == 3
+    # V010 no longer: since session 22 the model is read from the Pod label (Gemma 3 27B), so
+    # the longest V0 step is estimated, short under every release on these H100s
+    assert sorted(n.rule for n in report.not_evaluated if n.rule.startswith("V")) == [
+        "V005",
+        "V013",
+    ]
+    assert len(reasons) == 2
     assert all("nvcr.io/nvidia/vllm:26.02-py3" in r for r in reasons)
     assert all("(set images in the cluster profile)" in r for r in reasons)
 

@@ -154,6 +154,13 @@ class _ConfigReader:
             raise self.fail(f"{self.prefix}{key} must be a positive integer, got {shown}")
         return value
 
+    def opt_count(self, key: str) -> int:
+        """Return an optional count of parts a model may lack (0 when unset): a shared
+        expert's width, which Qwen3-MoE configs write as ``0`` for none
+        (Qwen/Qwen3-Coder-30B-A3B-Instruct: ``"shared_expert_intermediate_size": 0``)."""
+        value = self.cfg.get(key)
+        return 0 if type(value) is int and value == 0 else self.opt_int(key) or 0
+
     def req_int(self, key: str) -> int:
         """Return a required positive integer key."""
         value = self.opt_int(key)
@@ -465,11 +472,8 @@ class _ConfigReader:
             )
             return total, total
         expert = 3 * hidden * (self.opt_int("moe_intermediate_size") or inter)
-        shared_n = self.opt_int("n_shared_experts") or 0
-        shared = shared_n * expert
-        shared_inter = self.opt_int("shared_expert_intermediate_size")
-        if shared_inter:
-            shared += 3 * hidden * shared_inter
+        shared = self.opt_count("n_shared_experts") * expert
+        shared += 3 * hidden * self.opt_count("shared_expert_intermediate_size")
         if cfg.get("model_type") == "llama4_text":
             # Llama4TextMoe: one shared expert of intermediate_size beside the routed ones.
             shared += expert

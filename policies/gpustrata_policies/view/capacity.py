@@ -30,21 +30,20 @@ from gpustrata.vllm.flags import AUTO_FIT
 from gpustrata.vllm.settings import EngineSettings as VllmSettings
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.controllers import downloaded_model
 from gpustrata_policies.view.engines import (
+    MODEL_LABEL,
+    OBJECT_STORE_PREFIXES,
     EngineSite,
     GpuRef,
     as_bool,
     as_int,
+    is_location,
+    labelled_architecture,
     site_gpus,
 )
 from gpustrata_policies.view.engines import engine_sites as all_engine_sites
-from gpustrata_policies.view.objects import (
-    ContainerRef,
-    K8sObject,
-    as_list,
-    as_map,
-    dig,
-)
+from gpustrata_policies.view.objects import ContainerRef, K8sObject, as_list, as_map, dig
 from gpustrata_policies.view.vllm_args import EngineArgs, hf_hub_cache
 
 T = TypeVar("T")
@@ -62,7 +61,6 @@ REFERENCE_VLLM = _RELEASES.reference
 (the release catalogue's reference)."""
 VLLM_SRC = vllm_file_url(REFERENCE_VLLM, "").rstrip("/")
 """The planner's startup estimate (seconds, before the safety factor) on rendered objects."""
-OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://", "abfss://")
 # Settings that change the memory budget in ways the planner does not model.
 _UNMODELLED = ("cpu_offload_gb", "kv_cache_memory_bytes", "num_gpu_blocks_override")
 
@@ -100,6 +98,8 @@ class ModelRef:
     arch: ModelArchitecture
     written: str
     """The model as the manifest names it."""
+    via: str = ""
+    """What named the model where the engine's name did not (a Pod label, a modelURI)."""
 
     @property
     def name(self) -> str:
@@ -110,7 +110,9 @@ class ModelRef:
             from gpustrata.catalog.model_sources import local_config_path
 
             return f"{self.written} (from {local_config_path(self.arch)})"
-        return self.arch.id if self.written == self.arch.id else f"{self.written} ({self.arch.id})"
+        if self.written == self.arch.id:
+            return self.arch.id
+        return f"{self.written} ({self.arch.id}{self.via})"
 
 
 def _model_candidates(site: EngineSite) -> list[str]:
@@ -124,14 +126,11 @@ def _model_candidates(site: EngineSite) -> list[str]:
     out.extend(site.models if site.preset else ())  # the model the preset's path holds
     if isinstance(site.engine.model, str) and site.engine.model:
         out.append(site.engine.model)
+    out.extend(m for m in site.models if m not in out)  # a controller's download (kthena)
     served = site.engine.get("served_model_name")
-    if isinstance(served, str) and out and _is_location(out[0]):
+    if isinstance(served, str) and out and is_location(out[0]):
         out.append(served)  # a path or bucket served under its Hugging Face name
     return out
-
-
-def _is_location(model: str) -> bool:
-    return model.startswith(("/", "./", "../", "file:", *OBJECT_STORE_PREFIXES))
 
 
 def resolve_model(site: EngineSite) -> ModelRef | str:
@@ -142,7 +141,11 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
     for name in names:
         arch = catalogs.model_architecture(name)
         if arch is not None:
-            return ModelRef(arch, names[0])
+            held = name == downloaded_model(site.obj) and name != names[0]
+            return ModelRef(arch, names[0], f", the model {name} names" if held else "")
+    labelled = labelled_architecture(site) if is_location(names[0]) else None
+    if labelled is not None:
+        return ModelRef(labelled, names[0], f", as its Pod label {MODEL_LABEL} names it")
     shown = " / ".join(repr(n) for n in dict.fromkeys(names))
     near = catalogs.nearest_models(names[0])
     hint = f" (nearest catalogue ids: {', '.join(near)})" if near else ""
@@ -150,9 +153,6 @@ def resolve_model(site: EngineSite) -> ModelRef | str:
         f"model {shown} is not in the model catalogue, so its size and shape are unknown{hint}; "
         f"{catalogs.UNCATALOGUED_FIX}"
     )
-
-
-# --------------------------------------------------------------------------- GPU
 
 
 # --------------------------------------------------------------------------- version

@@ -463,6 +463,16 @@ def _booster_model_path(backend: Mapping[str, Any]) -> str:
     return ("/" + root if root else "") + "/" + digest.hexdigest()
 
 
+def downloaded_model(obj: K8sObject) -> str | None:
+    """The model a controller downloads to the path its engine serves, as the manifest names
+    it: a kthena ModelBooster's ``spec.backend.modelURI`` (its engine serves the cache path
+    of :func:`_booster_model_path`, which names no model), or None."""
+    if obj.kind != "ModelBooster" or not is_read_kind(obj):
+        return None
+    uri = dig(obj.raw, "spec", "backend", "modelURI")
+    return uri if isinstance(uri, str) and uri else None
+
+
 def _booster_pod(obj: K8sObject) -> Iterator[PodRef]:
     """The engine Pod kthena builds for a ``type: vLLM`` ModelBooster's ``server`` worker of
     one Pod (``pods`` <= 1; several Pods run a Ray cluster the view does not assemble, and

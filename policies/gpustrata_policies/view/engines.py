@@ -27,6 +27,7 @@ from gpustrata.core.unknown import TAINTED, UNKNOWN, UnknownInput, memoised
 from gpustrata.vllm.flags import flag_bool, int_setting
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.view import catalogs
+from gpustrata_policies.view.controllers import downloaded_model
 from gpustrata_policies.view.image_releases import (
     ImageRelease,
     image_release,
@@ -77,7 +78,9 @@ __all__ = [
     "engine_sites",
     "gpu_resources",
     "image_release",
+    "is_location",
     "karpenter_gpu",
+    "labelled_architecture",
     "neighbours",
     "pod_gpus",
     "ray_gpu_pod",
@@ -334,6 +337,8 @@ def _container_sites(ctx: RuleContext, obj: K8sObject, ray_pods: bool) -> Iterat
             if engine is not None:
                 path = (*c.path, "args" if "args" in c.raw else "command")
                 names = (engine.model,) if engine.model else ()
+                held = downloaded_model(obj)  # what the path holds (kthena's cache path)
+                names = (*names, held) if held and held not in names else names
                 yield EngineSite(
                     obj,
                     engine,
@@ -675,9 +680,37 @@ def _accelerator_type_gpus(ctx: RuleContext, site: EngineSite, pod: PodRef) -> l
 
 
 def site_architecture(site: EngineSite) -> ModelArchitecture | None:
-    """The catalogue architecture of the served model (by id or alias), or None."""
+    """The catalogue architecture of the served model (by id or alias; for a path or bucket
+    that names none, the model its Pod label names: :func:`labelled_architecture`), or None."""
     for name in site.models:
         arch = catalogs.model_architecture(name)
+        if arch is not None:
+            return arch
+    return labelled_architecture(site) if site.models and is_location(site.models[0]) else None
+
+
+OBJECT_STORE_PREFIXES = ("s3://", "gs://", "az://", "abfss://")
+MODEL_LABEL = "ai.gke.io/model"
+"""The Pod label GKE's samples name the served model by (``gemma-3-27b-it``)."""
+
+
+def is_location(model: str) -> bool:
+    """Is the model given as a local path, file URI or object-store bucket?"""
+    return model.startswith(("/", "./", "../", "file:", *OBJECT_STORE_PREFIXES))
+
+
+def labelled_architecture(site: EngineSite) -> ModelArchitecture | None:
+    """The catalogued model a Pod label of the engine names (:data:`MODEL_LABEL`), or None.
+
+    Read only where the engine's model is a path or bucket that names no catalogued model
+    (the callers check): such a path holds a copy or a post-trained checkpoint of the model
+    the label names (GKE's NeMo RL sample serves ``/data/nemo_rl_gemma3_27b_3_11/hf3-11``
+    labelled ``gemma-3-27b-it``), whose shape is that model's; vLLM serves 32-bit and 16-bit
+    checkpoints at 16 bits alike (``--dtype auto``), so the weight bytes are the model's too,
+    unless the checkpoint is quantised, which the label would not say."""
+    for pod in site.pods:
+        label = pod.labels.get(MODEL_LABEL)
+        arch = catalogs.model_architecture(label) if isinstance(label, str) and label else None
         if arch is not None:
             return arch
     return None

@@ -685,7 +685,7 @@ def _booster(obj: K8sObject) -> list[str]:
         f"ModelBooster: read as the engine Pod kthena builds ({KTHENA_SOURCE}: "
         f"`{' '.join(BOOSTER_COMMAND)} --model <cache path>/<md5 of modelURI>` and each "
         "config key as `--<key>`, verbatim); the runtime sidecar (the installation's image) "
-        "and the model download are not evaluated, and the model is known only by its path"
+        "and the model download are not evaluated; the model is the one modelURI names"
     ]
 
 
