@@ -342,6 +342,7 @@ def size(
                 )
             )
     candidates: list[Candidate] = []
+    runs = _Runs(req, constants)
     estimates: dict[tuple[str, int], CapacityEstimate | str] = {}
     tried_too_large: list[InstanceType] = []
     for inst in sorted(types, key=lambda i: (i.gpu, i.gpu_count, i.name)):
@@ -373,8 +374,8 @@ def size(
             if isinstance(found, str):
                 rejected.append(Rejected(inst.name, gpu.id, tp, found))
                 continue
-            candidates.append(_candidate(req, inst, gpu, tp, found, constants))
-    ranked = _simulate_head(req, _ranked(candidates), constants)
+            candidates.append(_candidate(req, inst, gpu, tp, found, runs))
+    ranked = _simulate_head(req, _ranked(candidates), runs)
     if empty is None and not candidates:
         tried = [r for r in rejected if r.instance != "-"]  # "-": a TP no instance holds
         if tried:
@@ -425,11 +426,16 @@ def _instance_types(
     )
 
 
-def _ranked(candidates: Sequence[Candidate]) -> list[Candidate]:
+def _ranked(candidates: Sequence[Candidate], *, simulated_first: bool = False) -> list[Candidate]:
+    """SLO-meeting first, then by cost, fewer nodes, fewer GPUs, more tokens. The search
+    ranks screened and simulated candidates alike (best first); the answer puts the
+    simulated ones first (``simulated_first``), so that a screened candidate, whose verdict
+    no simulation confirmed, is never the recommendation when the budget ran out."""
     return sorted(
         candidates,
         key=lambda c: (
             not c.meets_slo,
+            simulated_first and c.screened,
             c.cost_per_hour is None,
             round(c.cost_per_hour.value, 2) if c.cost_per_hour else 0.0,
             c.instances,  # at equal cost, fewer nodes: fewer to fail, schedule, upgrade
@@ -439,36 +445,49 @@ def _ranked(candidates: Sequence[Candidate]) -> list[Candidate]:
     )
 
 
-class _Simulations:
-    """Each distinct replica (GPU, TP, PP, replicas) simulated once per search, counted
-    against :data:`SIMULATION_BUDGET` (instance types of one GPU share them)."""
+class _Runs:
+    """Each distinct replica (GPU, TP, PP, replicas) predicted and simulated once per search:
+    instance types of one GPU share the estimate (``size`` keys it by GPU and TP), so they
+    share the figures. Simulations count against :data:`SIMULATION_BUDGET`."""
 
     def __init__(self, req: SizingRequest, constants: ServingConstants) -> None:
         self.req, self.constants = req, constants
-        self.runs: dict[tuple[str, int, int, int], SimulatedServing | None] = {}
+        self.sims: dict[tuple[str, int, int, int], SimulatedServing | None] = {}
+        self.preds: dict[tuple[str, int, int, int], ServingPrediction] = {}
 
     @property
     def left(self) -> int:
-        return SIMULATION_BUDGET - len(self.runs)
+        return SIMULATION_BUDGET - len(self.sims)
 
-    def at(self, c: Candidate, replicas: int) -> SimulatedServing | None:
-        key = (c.gpu.id, c.tensor_parallel_size, c.pipeline_parallel_size, replicas)
-        if key not in self.runs:
-            share = ReplicaShare(
-                self.req.arch, c.gpu, c.estimate, self.req.workload, replicas, self.constants
-            )
-            self.runs[key] = share.simulate()
-        return self.runs[key]
+    def _share(self, gpu: GpuModel, est: CapacityEstimate, replicas: int) -> ReplicaShare:
+        return ReplicaShare(self.req.arch, gpu, est, self.req.workload, replicas, self.constants)
+
+    @staticmethod
+    def _key(gpu: GpuModel, est: CapacityEstimate, replicas: int) -> tuple[str, int, int, int]:
+        return (gpu.id, est.tensor_parallel_size, est.pipeline_parallel_size, replicas)
+
+    def predict(self, gpu: GpuModel, est: CapacityEstimate, replicas: int) -> ServingPrediction:
+        """The closed form of one of ``replicas`` replicas (the screen)."""
+        key = self._key(gpu, est, replicas)
+        if key not in self.preds:
+            self.preds[key] = self._share(gpu, est, replicas).predict()
+        return self.preds[key]
+
+    def simulate(
+        self, gpu: GpuModel, est: CapacityEstimate, replicas: int
+    ) -> SimulatedServing | None:
+        """The simulation of one of ``replicas`` replicas (the verdict)."""
+        key = self._key(gpu, est, replicas)
+        if key not in self.sims:
+            self.sims[key] = self._share(gpu, est, replicas).simulate()
+        return self.sims[key]
 
 
-def _simulate_head(
-    req: SizingRequest, ranked: list[Candidate], constants: ServingConstants
-) -> list[Candidate]:
+def _simulate_head(req: SizingRequest, ranked: list[Candidate], runs: _Runs) -> list[Candidate]:
     """Judge the head of the screened ranking by the simulation (module docstring, pass 2):
     until the first :data:`SIMULATED_TOP` candidates are all simulated or the budget is
     spent, take the first one not yet simulated, re-search its replicas on the simulated
     figures and rank again."""
-    sims = _Simulations(req, constants)
     done: set[tuple[str, int]] = set()
     while True:
         todo = next(
@@ -479,24 +498,22 @@ def _simulate_head(
             ),
             None,
         )
-        if todo is None or sims.left <= 0:
-            return ranked
+        if todo is None or runs.left <= 0:
+            return _ranked(ranked, simulated_first=True)
         done.add((todo.instance.name, todo.tensor_parallel_size))
-        again = _simulated(req, todo, sims, constants)
+        again = _simulated(req, todo, runs)
         ranked = _ranked([again if c is todo else c for c in ranked])
 
 
-def _simulated(
-    req: SizingRequest, c: Candidate, sims: _Simulations, constants: ServingConstants
-) -> Candidate:
+def _simulated(req: SizingRequest, c: Candidate, runs: _Runs) -> Candidate:
     """``c`` judged by the simulation. Its replicas are searched again unless fixed: down
-    from the screen's while the simulation still meets the SLOs, up while it misses them
-    (more replicas shorten neither a single request's TPOT nor its prefill: the search
-    stops at a one-request replica, as the screen does)."""
+    from the screen's while the simulation still meets the SLOs, up (galloping, then
+    bisecting) while it misses them (more replicas shorten neither a single request's TPOT
+    nor its prefill: the search stops at a one-request replica, as the screen does)."""
 
     def at(r: int) -> Candidate:
-        sim = sims.at(c, r)
-        pred = ReplicaShare(req.arch, c.gpu, c.estimate, req.workload, r, constants).predict()
+        sim = runs.simulate(c.gpu, c.estimate, r)
+        pred = runs.predict(c.gpu, c.estimate, r)
         return _build(req, c.instance, c.gpu, c.estimate, r, pred, sim, screened=False)
 
     def slo_ok(x: Candidate) -> bool:
@@ -506,19 +523,30 @@ def _simulated(
     if req.replicas or best.simulated is None:
         return best
     if slo_ok(best):
-        while best.replicas > 1 and sims.left > 0:
+        while best.replicas > 1 and runs.left > 0:
             fewer = at(best.replicas - 1)
             if not slo_ok(fewer):
                 break
             best = fewer
         return best
-    while best.replicas < MAX_REPLICAS and sims.left > 0 and c.meets_slo:
-        if best.per_replica.running.value <= 1 and not best.per_replica.saturated:
+    # Up: gallop (r + 1, r + 3, r + 7, ...) to a count that meets the SLOs, then bisect
+    # back to the fewest: a screen far off (TTFT of prompts arriving in waves) costs a few
+    # simulations, not one per replica.
+    miss, step, found = best, 1, None
+    while c.meets_slo and runs.left > 0 and miss.replicas < MAX_REPLICAS:
+        if miss.per_replica.running.value <= 1 and not miss.per_replica.saturated:
             break
-        best = at(best.replicas + 1)
-        if slo_ok(best):
+        trial = at(min(MAX_REPLICAS, miss.replicas + step))
+        if slo_ok(trial):
+            found = trial
             break
-    return best
+        miss, step = trial, step * 2
+    if found is None:
+        return miss
+    while found.replicas - miss.replicas > 1 and runs.left > 0:
+        mid = at((miss.replicas + found.replicas) // 2)
+        miss, found = (miss, mid) if slo_ok(mid) else (mid, found)
+    return found
 
 
 def _replica_layout(req: SizingRequest, inst: InstanceType, tp: int) -> tuple[int, int]:
@@ -541,7 +569,7 @@ def _candidate(
     gpu: GpuModel,
     tp: int,
     est: CapacityEstimate,
-    constants: ServingConstants,
+    runs: _Runs,
 ) -> Candidate:
     """The screen (module docstring, pass 1): the fewest replicas whose closed-form
     prediction meets the SLOs (or the fixed replicas)."""
@@ -549,7 +577,7 @@ def _candidate(
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
     best: tuple[int, ServingPrediction] | None = None
     for r in tries:
-        pred = ReplicaShare(req.arch, gpu, est, req.workload, r, constants).predict()
+        pred = runs.predict(gpu, est, r)
         cost = _instances(req, inst, tp, r) * price[0] if price else None
         misses = _misses(req, judged(pred, None), cost)
         slo_missed = [m for m in misses if not m.startswith("cost")]
