@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -249,3 +250,29 @@ def test_fewer_nodes_first_at_equal_cost() -> None:
     assert top.cost_per_hour and second.cost_per_hour
     assert top.cost_per_hour.value == second.cost_per_hour.value == 80.0
     assert (top.instances, second.instances) == (1, 8)
+
+
+def test_a_spent_simulation_budget_never_recommends_a_screened_candidate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With one simulation allowed, the one candidate simulated is the answer's top (or it
+    misses): a screened candidate, whose verdict nothing confirmed, is ranked after it."""
+    import gpustrata.planning.sizing as sizing
+    from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.catalog.hardware import load_hardware_catalog
+    from gpustrata.vllm.calibration import default_constants
+    from gpustrata.vllm.performance import Workload
+
+    arch = load_model_catalog().get("meta-llama/Llama-3.1-70B-Instruct")
+    assert arch is not None
+    req = sizing.SizingRequest(
+        arch=arch, workload=Workload(2048, 256, concurrency=64), ttft_s=2.0, tpot_s=0.05
+    )
+    monkeypatch.setattr(sizing, "SIMULATION_BUDGET", 1)
+    result = sizing.size(req, load_hardware_catalog(), default_constants())
+    simulated = [c for c in result.candidates if not c.screened]
+    assert len({(c.gpu.id, c.tensor_parallel_size) for c in simulated}) == 1
+    top = result.candidates[0]
+    assert not top.screened or not any(c.meets_slo for c in simulated)
+    meeting = [c for c in result.candidates if c.meets_slo]
+    assert meeting and all(not a.screened or b.screened for a, b in itertools.pairwise(meeting))
