@@ -1,6 +1,7 @@
 """Issue 31, one workload everywhere: `plan` on each reference stack and `size` given the
-same workload, instance type, TP and engine settings print the same predictions (the same
-function, :meth:`gpustrata.planning.sizing.ReplicaShare.predict`, on the same inputs)."""
+same workload, instance type, TP and engine settings print the same predictions: the same
+simulation (:meth:`gpustrata.planning.sizing.ReplicaShare.simulate`) judged the same way
+(:func:`gpustrata.planning.sizing.judged`), and the same closed form beside it."""
 
 from __future__ import annotations
 
@@ -58,27 +59,34 @@ def test_plan_and_size_print_the_same_predictions(
         main(_size_argv(mp))
         doc = json.loads(capsys.readouterr().out)
         (cand,) = doc["candidates"]
-        got = cand["predicted"]
-        p = mp.serving.prediction
+        got, closed = cand["predicted"], cand["closed_form"]
+        p, j = mp.serving.prediction, mp.serving.judged
         key = f"models.{mp.name}.serving"
-        # Exactly the same floats, and the same figures as each command prints them.
-        assert got["tpot_seconds"]["value"] == p.tpot_seconds.value
-        assert got["ttft_seconds"]["value"] == p.ttft_seconds.value
-        assert got["running_per_replica"]["value"] == p.running.value
-        assert derived[f"{key}.tpotMs"] == round(got["tpot_seconds"]["value"] * 1e3, 1)
-        assert derived[f"{key}.ttftSeconds"] == round(got["ttft_seconds"]["value"], 2)
-        # The event-level simulation too: the same function, the same replica and share.
-        sim, top = mp.serving.simulated, doc["simulated_top"]
-        assert sim is not None and top is not None
-        assert (top["ttft_p90_seconds"], top["tpot_p50_seconds"]) == (
+        # Both judge by the simulation: the same function, the same replica and share.
+        assert cand["judged_by"] == j.model == "simulation"
+        sim = mp.serving.simulated
+        assert sim is not None and cand["simulated"] is not None
+        assert (cand["simulated"]["ttft_p90_seconds"], cand["simulated"]["tpot_p50_seconds"]) == (
             sim.ttft_p90_s,
             sim.tpot_p50_s,
         )
+        # Exactly the same floats, and the same figures as each command prints them.
+        assert got["tpot_seconds"]["value"] == j.tpot_seconds.value == sim.tpot_mean_s
+        assert got["ttft_seconds"]["value"] == j.ttft_seconds.value == sim.ttft_mean_s
+        assert got["running_per_replica"]["value"] == p.running.value
+        assert derived[f"{key}.tpotMs"] == round(got["tpot_seconds"]["value"] * 1e3, 1)
+        assert derived[f"{key}.ttftSeconds"] == round(got["ttft_seconds"]["value"], 2)
         assert derived[f"{key}.simulated"].startswith(f"TTFT p50 {sim.ttft_p50_s:.2f} s")
+        # The closed form (size's screen) too.
+        assert closed["tpot_seconds"]["value"] == p.tpot_seconds.value
+        assert closed["ttft_seconds"]["value"] == p.ttft_seconds.value
         replicas = mp.serving.replicas
         assert got["output_tokens_per_second"]["value"] == pytest.approx(
-            p.output_tokens_per_second.value * replicas, rel=1e-12
+            j.output_tokens_per_second.value * replicas, rel=1e-12
         )
+        # The same SLO verdict where the stack states targets.
+        if f"{key}.slo" in derived:
+            assert (derived[f"{key}.slo"] == "met") == cand["meets_slo"]
 
 
 def test_size_snippet_carries_the_workload_plan_reads_back(
@@ -117,6 +125,9 @@ def test_capacity_on_a_stack_model_predicts_the_stack_workload(
     assert current["predicted"]["tpot_seconds"] == round(
         mp.serving.prediction.tpot_seconds.value, 4
     )
+    assert current["predicted"]["simulated"]["tpot_seconds"] == round(
+        mp.serving.judged.tpot_seconds.value, 4
+    )
     assert current["predicted"]["workload"] == mp.serving.workload_why
 
 
@@ -133,8 +144,12 @@ def test_capacity_and_size_agree_on_a_workload_given_as_flags(
     main(["size", *common, "--instance-type", "g6e.xlarge", "--replicas", "1", "--format", "json"])
     (cand,) = json.loads(capsys.readouterr().out)["candidates"]
     assert "a burst of 100" in current["predicted"]["workload"]
-    tpot = cand["predicted"]["tpot_seconds"]["value"]
-    assert current["predicted"]["tpot_seconds"] == round(tpot, 4)
+    assert current["predicted"]["tpot_seconds"] == round(
+        cand["closed_form"]["tpot_seconds"]["value"], 4
+    )
+    assert current["predicted"]["simulated"]["tpot_seconds"] == round(
+        cand["predicted"]["tpot_seconds"]["value"], 4
+    )
 
 
 def test_a_rayservice_tp_over_worker_pods_is_priced_over_the_network_by_plan_and_size(
@@ -162,7 +177,8 @@ def test_a_rayservice_tp_over_worker_pods_is_priced_over_the_network_by_plan_and
     argv = _size_argv(mp)
     main([*argv, "--tp-transport", "network"])
     (cand,) = json.loads(capsys.readouterr().out)["candidates"]
-    assert cand["predicted"]["tpot_seconds"]["value"] == mp.serving.prediction.tpot_seconds.value
+    assert cand["predicted"]["tpot_seconds"]["value"] == mp.serving.judged.tpot_seconds.value
+    assert cand["closed_form"]["tpot_seconds"]["value"] == mp.serving.prediction.tpot_seconds.value
     assert cand["instances"] == 4 * mp.serving.replicas  # one node per rank: whole nodes
     main(argv)  # the default: within one Pod (the instance cannot hold it: no candidate)
     assert json.loads(capsys.readouterr().out)["candidates"] == []
@@ -170,7 +186,7 @@ def test_a_rayservice_tp_over_worker_pods_is_priced_over_the_network_by_plan_and
     within = json.loads(capsys.readouterr().out)["candidates"]
     one_pod = [c for c in within if c["gpu"] == "l40s" and c["tensor_parallel_size"] == 4]
     assert one_pod
-    assert one_pod[0]["predicted"]["tpot_seconds"]["value"] < (
+    assert one_pod[0]["closed_form"]["tpot_seconds"]["value"] < (
         mp.serving.prediction.tpot_seconds.value
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -163,41 +164,64 @@ def test_cloud_keeps_only_that_providers_types(capsys: pytest.CaptureFixture[str
     assert all(c["instance_type"].startswith("Standard_") for c in doc["candidates"])
 
 
-def test_the_slo_margin_is_the_measured_error_and_a_candidate_keeps_it(
+def test_the_slo_margin_is_the_simulations_measured_error_and_a_candidate_keeps_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from gpustrata.vllm.calibration import measured_margin
 
-    m = measured_margin()
-    assert 0 < m.tpot < 1 and "held out" in m.explanation
-    one = [*_8B, "--gpu", "h100-sxm-80gb", "--replicas", "1"]
-    # A target between the predicted TPOT and that TPOT plus the margin: met only without it.
+    m = measured_margin("simulation")
+    assert 0 < m.tpot < 1 and "simulator" in m.explanation and "held out" in m.explanation
+    # One configuration: always at the head, so always judged by the simulation.
+    one = [*_8B, "--instance-type", "p5.48xlarge", "--tp", "1", "--replicas", "1"]
     _rc, free = _json(capsys, [*one, "--margin", "0"])
-    tpot = free["candidates"][0]["predicted"]["tpot_seconds"]["value"]
-    target = tpot * (1 + m.tpot / 2)
-    _rc, doc = _json(capsys, [*one, "--tpot", f"{target:.9f}"])
+    (c,) = free["candidates"]
+    assert c["judged_by"] == "simulation"
+    tpot = c["predicted"]["tpot_seconds"]["value"]
+    assert tpot == c["simulated"]["tpot_mean_seconds"]
+    assert tpot != c["closed_form"]["tpot_seconds"]["value"]
+    # A target between the simulated TPOT and that TPOT plus the margin: met only without it.
+    target = f"{tpot * (1 + m.tpot / 2):.9f}"
+    _rc, doc = _json(capsys, [*one, "--tpot", target])
     assert doc["slo"]["tpot_margin"] == m.tpot
-    for c in doc["candidates"]:
+    (kept,) = doc["candidates"]
+    assert not kept["meets_slo"]
+    assert any(f"+ {m.tpot:.0%} margin" in miss for miss in kept["misses"])
+    _rc, zero = _json(capsys, [*one, "--tpot", target, "--margin", "0"])
+    assert zero["candidates"][0]["meets_slo"]
+
+
+def test_the_head_is_simulated_and_the_rest_keep_the_screen(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gpustrata.planning.sizing import SIMULATED_TOP
+
+    rc, doc = _json(capsys, _70B)
+    assert rc == 0
+    cands = doc["candidates"]
+    head, rest = cands[:SIMULATED_TOP], cands[SIMULATED_TOP:]
+    assert all(c["judged_by"] == "simulation" and c["simulated"] for c in head)
+    assert rest and all(c["judged_by"] == "screen" and c["simulated"] is None for c in rest)
+    # A screened row's verdict is the closed form's with no margin.
+    for c in rest:
+        assert c["predicted"]["tpot_seconds"] == c["closed_form"]["tpot_seconds"]
         t = c["predicted"]["tpot_seconds"]["value"]
-        assert c["meets_slo"] == (t * (1 + m.tpot) <= float(f"{target:.9f}"))
-    # A prediction inside the target but not inside target / (1 + margin) is a miss ...
-    inside = [
-        c
-        for c in doc["candidates"]
-        if target / (1 + m.tpot) < c["predicted"]["tpot_seconds"]["value"] <= target
-    ]
-    assert inside
-    # ... and with --margin 0 the same candidates meet it.
-    _rc, zero = _json(capsys, [*one, "--tpot", f"{target:.9f}", "--margin", "0"])
-    for c in inside:
-        assert not c["meets_slo"]
-        same = next(
-            z
-            for z in zero["candidates"]
-            if (z["instance_type"], z["tensor_parallel_size"], z["replicas"])
-            == (c["instance_type"], c["tensor_parallel_size"], c["replicas"])
-        )
-        assert same["meets_slo"]
+        if c["meets_slo"]:
+            assert t <= 0.05
+    # The head's replicas are the fewest the simulation accepts: one fewer misses.
+    top = head[0]
+    assert top["meets_slo"]
+    if top["replicas"] > 1:
+        fewer = [
+            *_70B,
+            "--instance-type",
+            top["instance_type"],
+            "--tp",
+            str(top["tensor_parallel_size"]),
+            "--replicas",
+            str(top["replicas"] - 1),
+        ]
+        _rc, less = _json(capsys, fewer)
+        assert not less["candidates"][0]["meets_slo"]
 
 
 def test_fewer_nodes_first_at_equal_cost() -> None:
@@ -226,3 +250,29 @@ def test_fewer_nodes_first_at_equal_cost() -> None:
     assert top.cost_per_hour and second.cost_per_hour
     assert top.cost_per_hour.value == second.cost_per_hour.value == 80.0
     assert (top.instances, second.instances) == (1, 8)
+
+
+def test_a_spent_simulation_budget_never_recommends_a_screened_candidate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With one simulation allowed, the one candidate simulated is the answer's top (or it
+    misses): a screened candidate, whose verdict nothing confirmed, is ranked after it."""
+    import gpustrata.planning.sizing as sizing
+    from gpustrata.catalog.architectures import load_model_catalog
+    from gpustrata.catalog.hardware import load_hardware_catalog
+    from gpustrata.vllm.calibration import default_constants
+    from gpustrata.vllm.performance import Workload
+
+    arch = load_model_catalog().get("meta-llama/Llama-3.1-70B-Instruct")
+    assert arch is not None
+    req = sizing.SizingRequest(
+        arch=arch, workload=Workload(2048, 256, concurrency=64), ttft_s=2.0, tpot_s=0.05
+    )
+    monkeypatch.setattr(sizing, "SIMULATION_BUDGET", 1)
+    result = sizing.size(req, load_hardware_catalog(), default_constants())
+    simulated = [c for c in result.candidates if not c.screened]
+    assert len({(c.gpu.id, c.tensor_parallel_size) for c in simulated}) == 1
+    top = result.candidates[0]
+    assert not top.screened or not any(c.meets_slo for c in simulated)
+    meeting = [c for c in result.candidates if c.meets_slo]
+    assert meeting and all(not a.screened or b.screened for a, b in itertools.pairwise(meeting))

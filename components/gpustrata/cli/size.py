@@ -68,8 +68,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--margin",
-        help="fraction a prediction must stay under each SLO target (e.g. 0.25; default: the "
-        "serving model's median error on held-out published runs, printed with the SLO)",
+        help="fraction a simulated figure must stay under each SLO target (e.g. 0.25; default: "
+        "the simulation's median error on held-out published runs, printed with the SLO)",
     )
     p.add_argument("--tp", help="only this tensor_parallel_size")
     p.add_argument("--pp", help="pipeline_parallel_size (default 1)")
@@ -120,7 +120,7 @@ def _prices(raw: list[str], hardware: HardwareCatalog) -> dict[str, float]:
 def _request(args: argparse.Namespace) -> Any:
     from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import TP_SIZES, SizingRequest
-    from gpustrata.vllm.calibration import measured_margin
+    from gpustrata.vllm.calibration import Margin, measured_margin
     from gpustrata.vllm.performance import Workload
 
     hardware = load_hardware_catalog()
@@ -153,12 +153,11 @@ def _request(args: argparse.Namespace) -> Any:
     margin = _float(
         "--margin", args.margin, lambda v: 0 <= v < 10, "use a fraction such as 0.25 (0: none)"
     )
-    if margin is None:
-        measured = measured_margin()
-        tpot_m, ttft_m, margin_why = measured.tpot, measured.ttft, measured.explanation
-    else:
-        tpot_m = ttft_m = margin
-        margin_why = f"--margin {margin:g}"
+    verdict = (
+        measured_margin("simulation")
+        if margin is None
+        else Margin(margin, margin, f"--margin {margin:g}")
+    )
     settings: dict[str, Any] = {
         "dtype": _choice("--dtype", args.dtype, get_args(ModelDtype)),
         "kv_cache_dtype": _choice("--kv-cache-dtype", args.kv_cache_dtype, get_args(KvCacheDtype)),
@@ -198,9 +197,7 @@ def _request(args: argparse.Namespace) -> Any:
             "--max-cost-per-hour", args.max_cost_per_hour, lambda v: v > 0, *positive
         ),
         prices=_prices(args.price, hardware),
-        ttft_margin=ttft_m,
-        tpot_margin=tpot_m,
-        margin_why=margin_why,
+        margin=verdict,
         cloud=args.cloud,
     )
 
@@ -211,8 +208,9 @@ def size_command(args: argparse.Namespace) -> int:
 
     Search instance types x tensor-parallel sizes x replicas for a model and a workload (fixed
     input/output lengths at a concurrency or a request rate); keep the configurations vLLM
-    starts (the capacity estimate), predict TTFT, TPOT, throughput and cost with the calibrated
-    serving model, rank the SLO-meeting ones by cost. Exit 1 when none meets the SLOs.
+    starts (the capacity estimate), screen TTFT, TPOT, throughput and cost with the calibrated
+    closed form, rank the SLO-meeting ones by cost, and judge the head of that ranking again by
+    simulating vLLM's scheduler (the smaller held-out error). Exit 1 when none meets the SLOs.
     """
     from gpustrata.catalog.hardware import load_hardware_catalog
     from gpustrata.planning.sizing import size

@@ -592,8 +592,10 @@ def _record_capacity(key: str, cap: CapacityEstimate, ledger: Ledger) -> None:
 
 def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> None:
     """Put the predicted serving figures in the ledger (so a pull request's comparison
-    shows what a change does to them)."""
+    shows what a change does to them): the simulation's means where it ran (what the SLO
+    verdict uses, as ``size`` judges its head), the closed form beside them."""
     p, skey = serving.prediction, f"{key}.serving"
+    j = serving.judged
     w = serving.workload
     ledger.add(
         f"{skey}.workload",
@@ -603,8 +605,8 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
     )
     ledger.add(f"{skey}.running", int(p.running.value), "formula", p.running.explanation)
     if serving.ttft_s is not None or serving.tpot_s is not None:
-        margin = measured_margin()
-        misses = slo_misses(p, serving.ttft_s, serving.tpot_s, margin.ttft, margin.tpot)
+        margin = measured_margin(j.model)
+        misses = slo_misses(j, serving.ttft_s, serving.tpot_s, margin)
         targets = ", ".join(
             t
             for t in (
@@ -617,14 +619,14 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
             f"{skey}.slo",
             "misses: " + "; ".join(misses) if misses else "met",
             "formula",
-            f"workload targets {targets} against the predictions below plus a margin of "
-            f"{margin.tpot:.0%} on TPOT and {margin.ttft:.0%} on TTFT ({margin.explanation}; "
-            "the same check `size` ranks by)",
+            f"workload targets {targets} against the {j.model}'s figures below plus a margin "
+            f"of {margin.tpot:.0%} on TPOT and {margin.ttft:.0%} on TTFT ({margin.explanation}; "
+            "the same check `size` judges its head by)",
         )
-    tpot_ms = round(p.tpot_seconds.value * 1e3, 1)
-    ledger.add(f"{skey}.tpotMs", tpot_ms, "formula", p.tpot_seconds.explanation)
+    tpot_ms = round(j.tpot_seconds.value * 1e3, 1)
+    ledger.add(f"{skey}.tpotMs", tpot_ms, "formula", j.tpot_seconds.explanation)
     ledger.add(
-        f"{skey}.ttftSeconds", round(p.ttft_seconds.value, 2), "formula", p.ttft_seconds.explanation
+        f"{skey}.ttftSeconds", round(j.ttft_seconds.value, 2), "formula", j.ttft_seconds.explanation
     )
     sim = serving.simulated
     if sim is not None:
@@ -636,11 +638,19 @@ def _record_serving(key: str, serving: ServingAtSettings, ledger: Ledger) -> Non
             sim.explanation + " (gpustrata.vllm.simulate; error per held-out source: "
             "benchmarks/bench_serving_loso.py)",
         )
+        ledger.add(
+            f"{skey}.closedForm",
+            f"TPOT {p.tpot_seconds.value * 1e3:.1f} ms, TTFT {p.ttft_seconds.value:.2f} s, "
+            f"{p.output_tokens_per_second.value:,.0f} tok/s",
+            "formula",
+            f"TPOT: {p.tpot_seconds.explanation}; TTFT: {p.ttft_seconds.explanation} (the "
+            "closed form gpustrata.vllm.performance.predict_serving, size's screen)",
+        )
     ledger.add(
         f"{skey}.outputTokensPerSecond",
-        round(p.output_tokens_per_second.value),
+        round(j.output_tokens_per_second.value),
         "formula",
-        p.output_tokens_per_second.explanation + " (one replica; serving model constants: "
+        j.output_tokens_per_second.explanation + " (one replica; serving model constants: "
         "catalog/data/serving-fit.yaml)",
     )
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, InstanceType
-from gpustrata.planning.sizing import ReplicaShare, instance_price
+from gpustrata.planning.sizing import Judged, ReplicaShare, instance_price, judged
 from gpustrata.spec.serving import WorkloadSpec
 from gpustrata.vllm.calibration import default_constants
 from gpustrata.vllm.capacity import CapacityEstimate
@@ -95,15 +95,23 @@ class ServingAtSettings:
     simulated: SimulatedServing | None = None
     """The event-level simulation of the same replica and workload (p50/p90), when asked."""
 
+    @property
+    def judged(self) -> Judged:
+        """The figures the SLO verdict and the plan's headline use: the simulation's means
+        where it ran, else the closed form's (:func:`~gpustrata.planning.sizing.judged`, as
+        ``size`` judges its head)."""
+        return judged(self.prediction, self.simulated)
+
     def summary(self) -> str:
-        """``TPOT 12.3 ms, TTFT 0.10 s, 4,321 tok/s (1024/256 tokens, c64)``: the three
-        figures people compare, and the per-replica workload they are for."""
-        p = self.prediction
-        w = p.workload
+        """``TPOT 12.3 ms, TTFT 0.10 s, 4,321 tok/s (1024/256 tokens, c64, simulation)``:
+        the three figures people compare, the per-replica workload they are for and the
+        model behind them."""
+        j = self.judged
+        w = self.prediction.workload
         return (
-            f"TPOT {p.tpot_seconds.value * 1e3:.1f} ms, TTFT {p.ttft_seconds.value:.2f} s, "
-            f"{p.output_tokens_per_second.value:,.0f} tok/s ({w.input_tokens}/"
-            f"{w.output_tokens} tokens, {w.load})"
+            f"TPOT {j.tpot_seconds.value * 1e3:.1f} ms, TTFT {j.ttft_seconds.value:.2f} s, "
+            f"{j.output_tokens_per_second.value:,.0f} tok/s ({w.input_tokens}/"
+            f"{w.output_tokens} tokens, {w.load}, {j.model})"
         )
 
 

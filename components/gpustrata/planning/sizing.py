@@ -2,9 +2,21 @@
 
 :func:`size` searches instance types x tensor-parallel sizes (within one instance) x
 replicas, keeps only configurations the capacity estimate says vLLM starts
-(:attr:`~gpustrata.vllm.capacity.CapacityEstimate.fits`), predicts each with
-:func:`~gpustrata.vllm.performance.predict_serving`, and ranks the SLO-meeting ones by
-cost per hour (then the rest, each with the reasons it misses). Pure: no Pulumi.
+(:attr:`~gpustrata.vllm.capacity.CapacityEstimate.fits`), and ranks the SLO-meeting ones by
+cost per hour (then the rest, each with the reasons it misses), in two passes:
+
+1. a screen: each configuration's replicas from the closed form
+   (:func:`~gpustrata.vllm.performance.predict_serving`, milliseconds per call) with no
+   margin (its held-out error, 12 % median, has both signs: a margin here would push
+   configurations the simulation accepts out of the head);
+2. a verdict: the head of that ranking (:data:`SIMULATED_TOP` candidates) judged again by
+   the event-level simulation of vLLM's scheduler (:mod:`gpustrata.vllm.simulate`, 20-250
+   ms per call), whose held-out error is the smaller (``bench_serving_loso.py``): each
+   replica count re-searched on the simulated means with the simulation's margin, and the
+   ranking redone until its head is all simulated (at most :data:`SIMULATION_BUDGET`
+   simulations). Candidates below the head keep the closed form's figures, marked so.
+
+Pure: no Pulumi.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from typing import Any
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+from gpustrata.vllm.calibration import NO_MARGIN, Margin, MarginModel
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, estimate_capacity
 from gpustrata.vllm.performance import (
     ServingConstants,
@@ -27,13 +40,17 @@ from gpustrata.vllm.simulate import SimulatedServing, simulate_serving
 from gpustrata.vllm.terms import Term
 
 __all__ = [
+    "SIMULATED_TOP",
+    "SIMULATION_BUDGET",
     "TP_SIZES",
     "Candidate",
+    "Judged",
     "Rejected",
     "ReplicaShare",
     "SizingRequest",
     "SizingResult",
     "instance_price",
+    "judged",
     "no_price_reason",
     "per_replica_workload",
     "size",
@@ -44,6 +61,12 @@ TP_SIZES = (1, 2, 4, 8)
 """Tensor-parallel sizes tried (one instance's GPUs at most)."""
 MAX_REPLICAS = 64
 """Replicas tried before a configuration is reported as missing the SLOs."""
+SIMULATED_TOP = 3
+"""Candidates at the head of the ranking that the simulation judges (the rest: the screen)."""
+SIMULATION_BUDGET = 32
+"""Simulations one search runs at most (each distinct GPU x TP x replicas once): a bound on
+its time (about 0.02-0.25 s each); where it runs out, the head keeps the closed form's
+figures for the candidates not reached, marked so."""
 
 
 @dataclass(frozen=True)
@@ -66,14 +89,66 @@ class SizingRequest:
     max_cost_per_hour: float | None = None
     prices: dict[str, float] = field(default_factory=dict)
     """USD per hour by instance type, overriding the catalogue."""
-    ttft_margin: float = 0.0
-    """Fraction a predicted TTFT plus this share of it must stay under ``ttft_s``."""
-    tpot_margin: float = 0.0
-    """Fraction a predicted TPOT plus this share of it must stay under ``tpot_s``."""
-    margin_why: str = "no margin"
-    """Where the margins come from (the measured error, or --margin)."""
+    margin: Margin = NO_MARGIN
+    """What the simulated means must keep under the targets: a prediction plus this share
+    of it (the simulation's measured error, or --margin). The screen keeps none."""
     cloud: str | None = None
     """Only instance types of this provider (aws, gcp, azure); None: all."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The figures of one replica that an SLO verdict is made on, and the model behind them."""
+
+    model: MarginModel
+    """``simulation`` (the simulated requests' means) or ``closed form``."""
+    ttft_seconds: Term
+    tpot_seconds: Term
+    output_tokens_per_second: Term
+    """One replica's."""
+    saturated: bool
+    """A request rate above what the replica sustains (the closed form's rate bound)."""
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the figures are the simulation's."""
+        return self.model == "simulation"
+
+
+def judged(pred: ServingPrediction, sim: SimulatedServing | None) -> Judged:
+    """The figures to judge one replica by: the simulation's means where it ran (the means
+    are what ``bench_serving_loso.py`` measures its held-out error on, and the published
+    benchmarks report), else the closed form's. Saturation stays the closed form's test
+    (a rate above the replica's throughput): a finite simulated run only shows it as a
+    long queue."""
+    if sim is None:
+        return Judged(
+            "closed form",
+            pred.ttft_seconds,
+            pred.tpot_seconds,
+            pred.output_tokens_per_second,
+            pred.saturated,
+        )
+    of = f"mean of {sim.explanation}"
+    return Judged(
+        "simulation",
+        Term(sim.ttft_mean_s, f"TTFT {of} (closed form: {_seconds(pred.ttft_seconds.value)})"),
+        Term(
+            sim.tpot_mean_s,
+            f"TPOT {of} (closed form: {pred.tpot_seconds.value * 1e3:.1f} ms)",
+        ),
+        Term(
+            sim.output_tokens_per_second,
+            f"output tokens of the {sim.requests} simulated requests / the time from the first "
+            f"arrival to the last finish (closed form: "
+            f"{pred.output_tokens_per_second.value:,.1f} tok/s)",
+        ),
+        pred.saturated,
+    )
+
+
+def _seconds(v: float) -> str:
+    return "inf" if math.isinf(v) else f"{v:.2f} s"
 
 
 @dataclass(frozen=True)
@@ -87,6 +162,15 @@ class Candidate:
     estimate: CapacityEstimate
     """The engine's estimate: its parallel sizes and settings are the candidate's."""
     per_replica: ServingPrediction
+    """The closed form's prediction of one replica (the screen)."""
+    judged: Judged
+    """The figures the SLO verdict, the ranking and the table use (simulated where the
+    search reached the candidate, else the closed form's)."""
+    simulated: SimulatedServing | None
+    """The simulation of one replica (None: not simulated, or no request ran)."""
+    screened: bool
+    """Not reached by the simulation: figures and verdict are the screen's (closed form,
+    no margin)."""
     output_tokens_per_second: Term
     requests_per_second: Term
     cost_per_hour: Term | None
@@ -160,31 +244,29 @@ def no_price_reason(inst: InstanceType) -> str:
 
 
 def slo_misses(
-    pred: ServingPrediction,
-    ttft_s: float | None,
-    tpot_s: float | None,
-    ttft_margin: float = 0.0,
-    tpot_margin: float = 0.0,
+    figures: Judged, ttft_s: float | None, tpot_s: float | None, margin: Margin = NO_MARGIN
 ) -> list[str]:
-    """The SLO targets ``pred`` misses (saturation, TTFT, TPOT), each as a phrase; empty
-    when it meets them. A prediction plus its margin (a fraction, the model's measured error)
+    """The SLO targets ``figures`` miss (saturation, TTFT, TPOT), each as a phrase; empty
+    when they meet them. A figure plus its margin (a fraction, the model's measured error)
     must stay within the target. ``size`` ranks by these and ``plan`` reports them."""
     out: list[str] = []
-    if pred.saturated:
+    if figures.saturated:
         out.append("saturated: the request rate exceeds what the replicas sustain")
-    ttft = pred.ttft_seconds.value
-    if ttft_s is not None and ttft * (1 + ttft_margin) > ttft_s:
-        plus = f" + {ttft_margin:.0%} margin" if ttft_margin else ""
+    ttft = figures.ttft_seconds.value
+    if ttft_s is not None and ttft * (1 + margin.ttft) > ttft_s:
+        plus = f" + {margin.ttft:.0%} margin" if margin.ttft else ""
         out.append(f"TTFT {ttft:.2f} s{plus} > {ttft_s:g} s")
-    tpot = pred.tpot_seconds.value
-    if tpot_s is not None and tpot * (1 + tpot_margin) > tpot_s:
-        plus = f" + {tpot_margin:.0%} margin" if tpot_margin else ""
+    tpot = figures.tpot_seconds.value
+    if tpot_s is not None and tpot * (1 + margin.tpot) > tpot_s:
+        plus = f" + {margin.tpot:.0%} margin" if margin.tpot else ""
         out.append(f"TPOT {tpot * 1e3:.1f} ms{plus} > {tpot_s * 1e3:g} ms")
     return out
 
 
-def _misses(req: SizingRequest, pred: ServingPrediction, cost: float | None) -> list[str]:
-    out = slo_misses(pred, req.ttft_s, req.tpot_s, req.ttft_margin, req.tpot_margin)
+def _misses(req: SizingRequest, figures: Judged, cost: float | None) -> list[str]:
+    out = slo_misses(
+        figures, req.ttft_s, req.tpot_s, req.margin if figures.simulated else NO_MARGIN
+    )
     if req.max_cost_per_hour is not None and cost is not None and cost > req.max_cost_per_hour:
         out.append(f"cost ${cost:,.2f}/h > ${req.max_cost_per_hour:g}/h")
     return out
@@ -260,6 +342,7 @@ def size(
                 )
             )
     candidates: list[Candidate] = []
+    runs = _Runs(req, constants)
     estimates: dict[tuple[str, int], CapacityEstimate | str] = {}
     tried_too_large: list[InstanceType] = []
     for inst in sorted(types, key=lambda i: (i.gpu, i.gpu_count, i.name)):
@@ -291,18 +374,8 @@ def size(
             if isinstance(found, str):
                 rejected.append(Rejected(inst.name, gpu.id, tp, found))
                 continue
-            candidates.append(_candidate(req, inst, gpu, tp, found, constants))
-    ranked = sorted(
-        candidates,
-        key=lambda c: (
-            not c.meets_slo,
-            c.cost_per_hour is None,
-            round(c.cost_per_hour.value, 2) if c.cost_per_hour else 0.0,
-            c.instances,  # at equal cost, fewer nodes: fewer to fail, schedule, upgrade
-            c.instances * c.instance.gpu_count,
-            -c.output_tokens_per_second.value,
-        ),
-    )
+            candidates.append(_candidate(req, inst, gpu, tp, found, runs))
+    ranked = _simulate_head(req, _ranked(candidates), runs)
     if empty is None and not candidates:
         tried = [r for r in rejected if r.instance != "-"]  # "-": a TP no instance holds
         if tried:
@@ -353,45 +426,207 @@ def _instance_types(
     )
 
 
+def _ranked(candidates: Sequence[Candidate], *, simulated_first: bool = False) -> list[Candidate]:
+    """SLO-meeting first, then by cost, fewer nodes, fewer GPUs, more tokens. The search
+    ranks screened and simulated candidates alike (best first); the answer puts the
+    simulated ones first (``simulated_first``), so that a screened candidate, whose verdict
+    no simulation confirmed, is never the recommendation when the budget ran out."""
+    return sorted(
+        candidates,
+        key=lambda c: (
+            not c.meets_slo,
+            simulated_first and c.screened,
+            c.cost_per_hour is None,
+            round(c.cost_per_hour.value, 2) if c.cost_per_hour else 0.0,
+            c.instances,  # at equal cost, fewer nodes: fewer to fail, schedule, upgrade
+            c.instances * c.instance.gpu_count,
+            -c.output_tokens_per_second.value,
+        ),
+    )
+
+
+class _Runs:
+    """Each distinct replica (GPU, TP, PP, replicas) predicted and simulated once per search:
+    instance types of one GPU share the estimate (``size`` keys it by GPU and TP), so they
+    share the figures. Simulations count against :data:`SIMULATION_BUDGET`."""
+
+    def __init__(self, req: SizingRequest, constants: ServingConstants) -> None:
+        self.req, self.constants = req, constants
+        self.sims: dict[tuple[str, int, int, int], SimulatedServing | None] = {}
+        self.preds: dict[tuple[str, int, int, int], ServingPrediction] = {}
+
+    @property
+    def left(self) -> int:
+        return SIMULATION_BUDGET - len(self.sims)
+
+    def _share(self, gpu: GpuModel, est: CapacityEstimate, replicas: int) -> ReplicaShare:
+        return ReplicaShare(self.req.arch, gpu, est, self.req.workload, replicas, self.constants)
+
+    @staticmethod
+    def _key(gpu: GpuModel, est: CapacityEstimate, replicas: int) -> tuple[str, int, int, int]:
+        return (gpu.id, est.tensor_parallel_size, est.pipeline_parallel_size, replicas)
+
+    def predict(self, gpu: GpuModel, est: CapacityEstimate, replicas: int) -> ServingPrediction:
+        """The closed form of one of ``replicas`` replicas (the screen)."""
+        key = self._key(gpu, est, replicas)
+        if key not in self.preds:
+            self.preds[key] = self._share(gpu, est, replicas).predict()
+        return self.preds[key]
+
+    def simulate(
+        self, gpu: GpuModel, est: CapacityEstimate, replicas: int
+    ) -> SimulatedServing | None:
+        """The simulation of one of ``replicas`` replicas (the verdict)."""
+        key = self._key(gpu, est, replicas)
+        if key not in self.sims:
+            self.sims[key] = self._share(gpu, est, replicas).simulate()
+        return self.sims[key]
+
+
+def _simulate_head(req: SizingRequest, ranked: list[Candidate], runs: _Runs) -> list[Candidate]:
+    """Judge the head of the screened ranking by the simulation (module docstring, pass 2):
+    until the first :data:`SIMULATED_TOP` candidates are all simulated or the budget is
+    spent, take the first one not yet simulated, re-search its replicas on the simulated
+    figures and rank again."""
+    done: set[tuple[str, int]] = set()
+    while True:
+        todo = next(
+            (
+                c
+                for c in ranked[:SIMULATED_TOP]
+                if (c.instance.name, c.tensor_parallel_size) not in done
+            ),
+            None,
+        )
+        if todo is None or runs.left <= 0:
+            return _ranked(ranked, simulated_first=True)
+        done.add((todo.instance.name, todo.tensor_parallel_size))
+        again = _simulated(req, todo, runs)
+        ranked = _ranked([again if c is todo else c for c in ranked])
+
+
+def _simulated(req: SizingRequest, c: Candidate, runs: _Runs) -> Candidate:
+    """``c`` judged by the simulation. Its replicas are searched again unless fixed: down
+    from the screen's while the simulation still meets the SLOs, up (galloping, then
+    bisecting) while it misses them (more replicas shorten neither a single request's TPOT
+    nor its prefill: the search stops at a one-request replica, as the screen does)."""
+
+    def at(r: int) -> Candidate:
+        sim = runs.simulate(c.gpu, c.estimate, r)
+        pred = runs.predict(c.gpu, c.estimate, r)
+        return _build(req, c.instance, c.gpu, c.estimate, r, pred, sim, screened=False)
+
+    def slo_ok(x: Candidate) -> bool:
+        return not any(not m.startswith("cost") for m in x.misses)
+
+    best = at(c.replicas)
+    if req.replicas or best.simulated is None:
+        return best
+    if slo_ok(best):
+        while best.replicas > 1 and runs.left > 0:
+            fewer = at(best.replicas - 1)
+            if not slo_ok(fewer):
+                break
+            best = fewer
+        return best
+    # Up: gallop (r + 1, r + 3, r + 7, ...) to a count that meets the SLOs, then bisect
+    # back to the fewest: a screen far off (TTFT of prompts arriving in waves) costs a few
+    # simulations, not one per replica.
+    miss, step, found = best, 1, None
+    while c.meets_slo and runs.left > 0 and miss.replicas < MAX_REPLICAS:
+        if miss.per_replica.running.value <= 1 and not miss.per_replica.saturated:
+            break
+        trial = at(min(MAX_REPLICAS, miss.replicas + step))
+        if slo_ok(trial):
+            found = trial
+            break
+        miss, step = trial, step * 2
+    if found is None:
+        return miss
+    while found.replicas - miss.replicas > 1 and runs.left > 0:
+        mid = at((miss.replicas + found.replicas) // 2)
+        miss, found = (miss, mid) if slo_ok(mid) else (mid, found)
+    return found
+
+
+def _replica_layout(req: SizingRequest, inst: InstanceType, tp: int) -> tuple[int, int]:
+    """(replicas per instance, instances per replica): 0 replicas per instance where one
+    replica spans instances (--tp-transport network, whole nodes)."""
+    gpus_per_replica = tp * req.pipeline_parallel_size
+    per_instance = inst.gpu_count // gpus_per_replica
+    nodes_per_replica = 1 if per_instance else -(-gpus_per_replica // inst.gpu_count)
+    return per_instance, nodes_per_replica
+
+
+def _instances(req: SizingRequest, inst: InstanceType, tp: int, replicas: int) -> int:
+    per_instance, nodes_per_replica = _replica_layout(req, inst, tp)
+    return -(-replicas // per_instance) if per_instance else replicas * nodes_per_replica
+
+
 def _candidate(
     req: SizingRequest,
     inst: InstanceType,
     gpu: GpuModel,
     tp: int,
     est: CapacityEstimate,
-    constants: ServingConstants,
+    runs: _Runs,
 ) -> Candidate:
-    gpus_per_replica = tp * req.pipeline_parallel_size
-    # A replica over several nodes (--tp-transport network) takes whole nodes.
-    per_instance = inst.gpu_count // gpus_per_replica
-    nodes_per_replica = 1 if per_instance else -(-gpus_per_replica // inst.gpu_count)
+    """The screen (module docstring, pass 1): the fewest replicas whose closed-form
+    prediction meets the SLOs (or the fixed replicas)."""
     price = instance_price(inst, req.prices)
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
-    best: tuple[int, ServingPrediction, list[str], float | None] | None = None
+    best: tuple[int, ServingPrediction] | None = None
     for r in tries:
-        pred = ReplicaShare(req.arch, gpu, est, req.workload, r, constants).predict()
-        instances = -(-r // per_instance) if per_instance else r * nodes_per_replica
-        cost = instances * price[0] if price else None
-        misses = _misses(req, pred, cost)
-        slo_misses = [m for m in misses if not m.startswith("cost")]
-        if best is None or not slo_misses:
-            best = (r, pred, misses, cost)
-        if not slo_misses:
+        pred = runs.predict(gpu, est, r)
+        cost = _instances(req, inst, tp, r) * price[0] if price else None
+        misses = _misses(req, judged(pred, None), cost)
+        slo_missed = [m for m in misses if not m.startswith("cost")]
+        if best is None or not slo_missed:
+            best = (r, pred)
+        if not slo_missed:
             break
         # More replicas cannot shorten TPOT below one sequence's step or TTFT below one
         # prompt's prefill: stop once a single-request replica still misses.
         if pred.running.value <= 1 and not pred.saturated:
             break
     assert best is not None
-    r, pred, misses, cost = best
-    instances = -(-r // per_instance) if per_instance else r * nodes_per_replica
+    return _build(req, inst, gpu, est, best[0], best[1], None, screened=True)
+
+
+def _build(
+    req: SizingRequest,
+    inst: InstanceType,
+    gpu: GpuModel,
+    est: CapacityEstimate,
+    r: int,
+    pred: ServingPrediction,
+    sim: SimulatedServing | None,
+    *,
+    screened: bool,
+) -> Candidate:
+    """The candidate of ``r`` replicas of ``est`` on ``inst``, judged by ``sim`` where given
+    (else the closed form's ``pred``: the screen's figures, or a simulation in which no
+    request completed), with its cost and the SLOs it misses."""
+    tp = est.tensor_parallel_size
+    gpus_per_replica = tp * req.pipeline_parallel_size
+    per_instance, nodes_per_replica = _replica_layout(req, inst, tp)
+    price = instance_price(inst, req.prices)
+    instances = _instances(req, inst, tp, r)
+    cost = instances * price[0] if price else None
+    figures = judged(pred, sim)
+    misses = _misses(req, figures, cost)
+    if sim is None and not screened:
+        misses.append(
+            "no simulated request completes (each waits for KV blocks the cache never frees)"
+        )
     layout = (
         f"{per_instance} replica(s) of {gpus_per_replica} GPU(s) per instance"
         if per_instance
         else f"{nodes_per_replica} instances per replica of {gpus_per_replica} GPU(s)"
     )
-    tok = pred.output_tokens_per_second.value * r
-    tok_t = Term(tok, f"{r} replicas x {pred.output_tokens_per_second.value:,.1f} tok/s")
+    one = figures.output_tokens_per_second.value
+    tok = one * r
+    tok_t = Term(tok, f"{r} replicas x {one:,.1f} tok/s ({figures.model})")
     rps = Term(tok / req.workload.output_tokens, f"{tok:,.1f} tok/s / {req.workload.output_tokens}")
     cost_t = per_m = None
     if price is not None and cost is not None:
@@ -405,7 +640,9 @@ def _candidate(
         )
     elif req.max_cost_per_hour is not None:
         misses = [*misses, no_price_reason(inst)]
-    if math.isinf(pred.ttft_seconds.value) and not any(m.startswith("saturated") for m in misses):
+    if math.isinf(figures.ttft_seconds.value) and not any(
+        m.startswith("saturated") for m in misses
+    ):
         misses = [*misses, "saturated"]
     return Candidate(
         instance=inst,
@@ -414,6 +651,9 @@ def _candidate(
         instances=instances,
         estimate=est,
         per_replica=pred,
+        judged=figures,
+        simulated=sim,
+        screened=screened,
         output_tokens_per_second=tok_t,
         requests_per_second=rps,
         cost_per_hour=cost_t,

@@ -23,7 +23,8 @@ the stack's values (what-if). Output:
   ``max_concurrent_full_length_sequences``, ``largest_max_model_len``,
   ``startup_seconds``, ``longest_step_seconds``, ``current``, ``predicted``: one
   replica's ``tpot_seconds``, ``ttft_seconds``, ``output_tokens_per_second`` at the
-  reference workload, or null).
+  stack's or the reference workload by the closed form, and for the current row
+  ``simulated``: the simulated means ``plan`` and ``size`` judge by; or null).
 
 The flags and the command itself live in :mod:`gpustrata.cli.capacity`.
 """
@@ -250,16 +251,22 @@ def _settings(est: CapacityEstimate) -> dict[str, Any]:
     }
 
 
-def _predicted(target: CapacityTarget | None, est: CapacityEstimate) -> ServingAtSettings | None:
+def _predicted(
+    target: CapacityTarget | None, est: CapacityEstimate, *, simulate: bool = False
+) -> ServingAtSettings | None:
     """A what-if row's predicted serving at the stack model's workload, else the reference
-    workload (None: not predicted)."""
+    workload (None: not predicted): the closed form, and with ``simulate`` (the current
+    row) also the simulation ``plan`` and ``size`` judge by (0.1-1 s a row, too slow for
+    every what-if row)."""
     if target is None:
         return None
     gpu = target.hardware.gpu(est.gpu_id)
     if gpu is None:
         return None
     try:
-        return serving_at_settings(target.arch, gpu, est, target.workload, target.replicas)
+        return serving_at_settings(
+            target.arch, gpu, est, target.workload, target.replicas, simulate=simulate
+        )
     except WorkloadTooLong:
         return None
 
@@ -267,7 +274,7 @@ def _predicted(target: CapacityTarget | None, est: CapacityEstimate) -> ServingA
 def _row(
     est: CapacityEstimate, current: CapacityEstimate, target: CapacityTarget | None = None
 ) -> dict[str, Any]:
-    pred = _predicted(target, est)
+    pred = _predicted(target, est, simulate=_same(est, current))
     predicted = None
     if pred is not None:
         p = pred.prediction
@@ -276,7 +283,15 @@ def _row(
             "tpot_seconds": round(p.tpot_seconds.value, 4),
             "ttft_seconds": round(p.ttft_seconds.value, 3),
             "output_tokens_per_second": round(p.output_tokens_per_second.value, 1),
+            "simulated": None,
         }
+        if pred.simulated is not None:
+            j = pred.judged
+            predicted["simulated"] = {
+                "tpot_seconds": round(j.tpot_seconds.value, 4),
+                "ttft_seconds": round(j.ttft_seconds.value, 3),
+                "output_tokens_per_second": round(j.output_tokens_per_second.value, 1),
+            }
     return {
         "gpu": est.gpu_id,
         "tensor_parallel_size": est.tensor_parallel_size,
@@ -446,7 +461,16 @@ def capacity_text(
         )
         if workload:
             lines.append(
-                f"  (TPOT, TTFT, tok/s: one replica predicted at the {workload}; constants "
-                "fitted on published runs, catalog/data/serving-fit.yaml)"
+                f"  (TPOT, TTFT, tok/s: one replica predicted by the closed form at the "
+                f"{workload}; constants fitted on published runs, "
+                "catalog/data/serving-fit.yaml)"
+            )
+        now = _predicted(target, est, simulate=True) if est.fits else None
+        if now is not None and now.simulated is not None:
+            j = now.judged
+            lines.append(
+                f"  * simulated (what plan and size judge by): TPOT "
+                f"{j.tpot_seconds.value * 1e3:.1f} ms, TTFT {j.ttft_seconds.value:.2f} s, "
+                f"{j.output_tokens_per_second.value:,.0f} tok/s: {j.tpot_seconds.explanation}"
             )
     return "\n".join(lines)

@@ -105,11 +105,11 @@ def model_facts(mp: ModelPlan) -> dict[str, list[Fact]]:
             ("largest max_model_len that fits", _num(cap.largest_max_model_len)),
         ]
     if mp.serving is not None:
-        p = mp.serving.prediction
+        j = mp.serving.judged
         vllm += [
-            ("predicted TPOT", f"{p.tpot_seconds.value * 1e3:.1f} ms"),
-            ("TTFT", f"{p.ttft_seconds.value:.2f} s"),
-            ("output", f"{p.output_tokens_per_second.value:,.0f} tok/s per replica"),
+            ("predicted TPOT", f"{j.tpot_seconds.value * 1e3:.1f} ms ({j.model})"),
+            ("TTFT", f"{j.ttft_seconds.value:.2f} s"),
+            ("output", f"{j.output_tokens_per_second.value:,.0f} tok/s per replica"),
         ]
     probes: list[Fact] = [
         ("startup window", f"{mp.probes.startup_window_s} s"),

@@ -1,16 +1,22 @@
 """What ``gpustrata size`` prints: ranked candidates, rejections, and a stack snippet.
 
-* text: the top candidates with their predicted TTFT/TPOT/throughput and cost, the
-  working of the top one (``<-`` lines), the others that miss (with why), rejections,
-  and a ready-to-paste ``node_pools`` + ``models`` snippet for the top one;
+* text: the top candidates with their predicted TTFT/TPOT/throughput and cost (the
+  ``by`` column names the model: ``sim`` for the simulated means that judge the head of
+  the ranking, ``screen`` for the closed form), the working of the top one (``<-``
+  lines), the others that miss (with why), rejections, and a ready-to-paste
+  ``node_pools`` + ``models`` snippet for the top one;
 * markdown: the same as tables;
 * JSON: ``{"workload", "slo", "max_model_len", "constants", "candidates": [{"gpu",
   "instance_type", "tensor_parallel_size", "pipeline_parallel_size", "replicas",
-  "instances", "max_num_seqs", "max_num_batched_tokens", "predicted": {"tpot_seconds",
-  "ttft_seconds", "output_tokens_per_second", "requests_per_second", "running"},
-  "cost_per_hour", "cost_per_million_output_tokens", "meets_slo", "misses"}],
-  "rejected": [{"instance_type", "gpu", "tensor_parallel_size", "reason"}], "snippet"}``;
-  figures are ``{"value", "explanation"}`` pairs as in ``gpustrata capacity``.
+  "instances", "max_num_seqs", "max_num_batched_tokens", "judged_by", "predicted":
+  {"tpot_seconds", "ttft_seconds", "output_tokens_per_second", "requests_per_second",
+  "running_per_replica"}, "closed_form": {"tpot_seconds", "ttft_seconds",
+  "output_tokens_per_replica"}, "simulated": {p50/p90 ...} | null, "cost_per_hour",
+  "cost_per_million_output_tokens", "meets_slo", "misses"}], "rejected": [{"instance_type",
+  "gpu", "tensor_parallel_size", "reason"}], "snippet"}``; ``predicted`` holds the figures
+  the verdict used (``judged_by``: ``simulation``, ``screen`` for the closed form below the
+  simulated head, or ``closed form`` where no simulated request completed); figures are
+  ``{"value", "explanation"}`` pairs as in ``gpustrata capacity``.
 """
 
 from __future__ import annotations
@@ -22,13 +28,13 @@ from typing import Any
 import yaml
 
 from gpustrata.catalog.model_sources import local_config_path
-from gpustrata.planning.sizing import Candidate, ReplicaShare, SizingResult
+from gpustrata.planning.sizing import Candidate, SizingResult
 from gpustrata.vllm.performance import ServingConstants
 from gpustrata.vllm.reference import VLLM_VERSION
 from gpustrata.vllm.simulate import SimulatedServing
 from gpustrata.vllm.terms import Term
 
-__all__ = ["simulated", "sizing_document", "sizing_markdown", "sizing_snippet", "sizing_text"]
+__all__ = ["sizing_document", "sizing_markdown", "sizing_snippet", "sizing_text"]
 
 _SHOWN = 10
 
@@ -114,15 +120,6 @@ def sizing_snippet(result: SizingResult) -> str | None:
     return text
 
 
-def simulated(
-    result: SizingResult, c: Candidate, constants: ServingConstants
-) -> SimulatedServing | None:
-    """The event-level simulation of one replica of ``c`` at its share of the workload
-    (p50/p90 TTFT and TPOT), or None where it cannot run (a request longer than the KV)."""
-    r = result.request
-    return ReplicaShare(r.arch, c.gpu, c.estimate, r.workload, c.replicas, constants).simulate()
-
-
 def _cost(c: Candidate) -> str:
     return f"${c.cost_per_hour.value:,.2f}/h" if c.cost_per_hour else "no price"
 
@@ -133,7 +130,7 @@ def _per_m(c: Candidate) -> str:
 
 
 def _ttft(c: Candidate) -> str:
-    v = c.per_replica.ttft_seconds.value
+    v = c.judged.ttft_seconds.value
     return "inf" if math.isinf(v) else f"{v:.2f} s"
 
 
@@ -145,11 +142,12 @@ def _row(c: Candidate) -> list[str]:
         str(c.replicas),
         str(c.instances),
         _ttft(c),
-        f"{c.per_replica.tpot_seconds.value * 1e3:.1f} ms",
+        f"{c.judged.tpot_seconds.value * 1e3:.1f} ms",
+        "screen" if c.screened else c.judged.model.replace("simulation", "sim"),
         f"{c.output_tokens_per_second.value:,.0f}",
         _cost(c),
         _per_m(c),
-        "yes" if c.meets_slo else "; ".join(c.misses),
+        ("yes" if c.meets_slo else "; ".join(c.misses)) + (" (screen)" if c.screened else ""),
     ]
 
 
@@ -161,6 +159,7 @@ _HEAD = [
     "instances",
     "TTFT",
     "TPOT",
+    "by",
     "out tok/s",
     "cost",
     "$/M out",
@@ -178,10 +177,10 @@ def _workload(result: SizingResult) -> str:
         slo.append(f"TPOT <= {result.request.tpot_s * 1e3:g} ms")
     margin = ""
     if slo:
-        r = result.request
+        m = result.request.margin
         margin = (
-            f" with a margin of {r.tpot_margin:.0%} on TPOT and {r.ttft_margin:.0%} on TTFT "
-            f"({r.margin_why})"
+            f" with a margin of {m.tpot:.0%} on TPOT and {m.ttft:.0%} on TTFT on the simulated "
+            f"means ({m.explanation})"
         )
     return f"{result.request.arch.id}: {w.input_tokens} in / {w.output_tokens} out at {load}" + (
         f"; SLO {', '.join(slo)}{margin}" if slo else ""
@@ -208,24 +207,30 @@ def sizing_text(result: SizingResult, constants: ServingConstants) -> str:
             "",
             f"top: {top.instance.name}, TP {top.tensor_parallel_size}, {top.replicas} replica(s)",
         ]
-        p = top.per_replica
+        p, j = top.per_replica, top.judged
         for label, t in (
             ("running", p.running),
-            ("TPOT", p.tpot_seconds),
-            ("TTFT", p.ttft_seconds),
+            ("TPOT", j.tpot_seconds),
+            ("TTFT", j.ttft_seconds),
             ("throughput", top.output_tokens_per_second),
             ("cost", top.cost_per_hour),
             ("$/M out", top.cost_per_million_output_tokens),
         ):
             if t is not None:
                 out.append(f"  {label:<10} <- {t.explanation}")
-        sim = simulated(result, top, constants)
+        sim = top.simulated
         if sim is not None:
             out.append(
                 f"  simulated  <- TTFT p50 {sim.ttft_p50_s:.2f} s / p90 {sim.ttft_p90_s:.2f} s, "
                 f"TPOT p50 {sim.tpot_p50_s * 1e3:.1f} ms / p90 {sim.tpot_p90_s * 1e3:.1f} ms, "
-                f"{sim.output_tokens_per_second:,.0f} tok/s per replica: {sim.explanation} "
-                "(gpustrata.vllm.simulate; benchmarks/bench_serving_loso.py has its error)"
+                f"{sim.preemptions} preemptions (gpustrata.vllm.simulate; "
+                "benchmarks/bench_serving_loso.py has its error held out by publisher)"
+            )
+        screened = sum(1 for c in result.candidates if c.screened)
+        if screened:
+            out.append(
+                f"  ({screened} candidate(s) marked 'screen' keep the closed form's figures "
+                "and verdict, with no margin: only the head of the ranking is simulated)"
             )
         snippet = sizing_snippet(result)
         if snippet:
@@ -308,9 +313,9 @@ def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[s
         "slo": {
             "ttft_seconds": result.request.ttft_s,
             "tpot_seconds": result.request.tpot_s,
-            "ttft_margin": result.request.ttft_margin,
-            "tpot_margin": result.request.tpot_margin,
-            "margin_why": result.request.margin_why,
+            "ttft_margin": result.request.margin.ttft,
+            "tpot_margin": result.request.margin.tpot,
+            "margin_why": result.request.margin.explanation,
         },
         "empty_reason": result.empty_reason,
         "max_model_len": {"value": result.max_model_len, "explanation": result.max_model_len_why},
@@ -326,13 +331,20 @@ def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[s
                 "max_num_seqs": c.estimate.max_num_seqs,
                 "max_num_batched_tokens": c.estimate.max_num_batched_tokens,
                 "kv_cache_tokens": c.estimate.kv.tokens,
+                "judged_by": "screen" if c.screened else c.judged.model,
                 "predicted": {
-                    "tpot_seconds": _term(c.per_replica.tpot_seconds),
-                    "ttft_seconds": _term(c.per_replica.ttft_seconds),
+                    "tpot_seconds": _term(c.judged.tpot_seconds),
+                    "ttft_seconds": _term(c.judged.ttft_seconds),
                     "output_tokens_per_second": _term(c.output_tokens_per_second),
                     "requests_per_second": _term(c.requests_per_second),
                     "running_per_replica": _term(c.per_replica.running),
                 },
+                "closed_form": {
+                    "tpot_seconds": _term(c.per_replica.tpot_seconds),
+                    "ttft_seconds": _term(c.per_replica.ttft_seconds),
+                    "output_tokens_per_replica": _term(c.per_replica.output_tokens_per_second),
+                },
+                "simulated": _simulated_doc(c.simulated),
                 "cost_per_hour": _term(c.cost_per_hour),
                 "cost_per_million_output_tokens": _term(c.cost_per_million_output_tokens),
                 "meets_slo": c.meets_slo,
@@ -350,19 +362,17 @@ def sizing_document(result: SizingResult, constants: ServingConstants) -> dict[s
             for r in result.rejected
         ],
         "snippet": sizing_snippet(result),
-        "simulated_top": _simulated_doc(result, constants),
     }
 
 
-def _simulated_doc(result: SizingResult, constants: ServingConstants) -> dict[str, Any] | None:
-    if not result.candidates:
-        return None
-    sim = simulated(result, result.candidates[0], constants)
+def _simulated_doc(sim: SimulatedServing | None) -> dict[str, Any] | None:
     if sim is None:
         return None
     return {
+        "ttft_mean_seconds": sim.ttft_mean_s,
         "ttft_p50_seconds": sim.ttft_p50_s,
         "ttft_p90_seconds": sim.ttft_p90_s,
+        "tpot_mean_seconds": sim.tpot_mean_s,
         "tpot_p50_seconds": sim.tpot_p50_s,
         "tpot_p90_seconds": sim.tpot_p90_s,
         "output_tokens_per_second_per_replica": sim.output_tokens_per_second,

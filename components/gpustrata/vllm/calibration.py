@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Literal
 
 from gpustrata.catalog.architectures import ModelArchitecture, load_model_catalog
 from gpustrata.catalog.hardware import GpuModel, load_hardware_catalog
@@ -30,8 +31,10 @@ from gpustrata.vllm.performance import (
 
 __all__ = [
     "CONSTANT_NAMES",
+    "NO_MARGIN",
     "OPTIONAL_CONSTANT_NAMES",
     "Margin",
+    "MarginModel",
     "PointPrediction",
     "constants_from_fit",
     "default_constants",
@@ -235,22 +238,34 @@ class Margin:
     explanation: str
 
 
+NO_MARGIN = Margin(0.0, 0.0, "no margin")
+"""A prediction compared with the target as it is (``--margin 0``)."""
+
+MarginModel = Literal["simulation", "closed form"]
+"""The serving model whose figures an SLO verdict is made on: the event-level simulation
+(:mod:`gpustrata.vllm.simulate`, the verdict ``size`` and ``plan`` give) or the closed form
+(:func:`~gpustrata.vllm.performance.predict_serving`, ``size``'s first screen)."""
+
+
 @functools.cache
-def measured_margin() -> Margin:
-    """The default SLO margin: the median |error| of TPOT and of TTFT held out by publisher
-    (``data/serving-margin.yaml``, written by ``benchmarks/bench_serving_loso.py
-    --write-margin``: each publisher's points predicted with constants fitted on the
-    others'), what the model misses by on runs it was not fitted to. The closed form's
-    errors where the file has them (``closed_form``: ``size`` judges the SLOs on the
-    closed-form prediction), else the simulator's. A missing or invalid file is a
+def measured_margin(model: MarginModel) -> Margin:
+    """The default SLO margin of ``model``'s figures: their median |error| of TPOT and of
+    TTFT held out by publisher (``data/serving-margin.yaml``, written by
+    ``benchmarks/bench_serving_loso.py --write-margin``: each publisher's points predicted
+    with constants fitted on the others'), what the model misses by on runs it was not
+    fitted to. A file without the closed form's errors gives the simulator's for both (and
+    says so). A missing or invalid file is a
     :class:`~gpustrata.catalog.packaged.CatalogError`."""
     m = load_serving_margin()
-    errors, model = (m.closed_form, "closed form") if m.closed_form else (m.errors, "simulator")
+    if model == "closed form" and m.closed_form:
+        errors, name = m.closed_form, "closed form"
+    else:
+        errors, name = m.errors, "simulator"
     tpot, ttft = errors["tpot"], errors["ttft"]
     return Margin(
         tpot.median,
         ttft.median,
-        f"the {model}'s median |error| held out by publisher (serving-margin.yaml, {m.date}: "
+        f"the {name}'s median |error| held out by publisher (serving-margin.yaml, {m.date}: "
         f"{len(m.points)} points of {len(m.publishers)} publishers, each predicted with "
         f"constants fitted on the others'): TPOT {tpot.median:.0%} over {tpot.points} points, "
         f"TTFT {ttft.median:.0%} over {ttft.points}",
