@@ -6,10 +6,15 @@ point of ``catalog/data/serving-calibration.yaml`` it can express (a model whose
 it bundles, a GPU it has vLLM data for, closed-loop concurrency: its ``estimate`` mode is a
 static batch of that many requests), this prints the measured TPOT, TTFT and output
 tokens/s, AIConfigurator's (``aiconfigurator cli estimate --backend vllm --estimate-mode
-agg``, its default vLLM data version) and gpustrata's (:func:`predict_point`, the shipped
-constants), each with its error, then median and max |error| per tool over the common points.
+agg``, its default vLLM data version) and gpustrata's twice, with the shipped constants:
+the event-level simulation's means (what ``size`` and ``plan`` judge the SLOs by since
+session 22; ``benchmarks/bench_serving_loso.py``'s :func:`simulate` and :func:`errors`, the
+held-out benchmark's own workload per point) and the closed form (:func:`predict_point`,
+which now only screens candidates). Each with its error, then median and max |error| per
+tool over the figures all three predict and the run measured.
 Each point says whether gpustrata's constants were fitted on it (``serving-fit.yaml``):
-on those its figure is in sample, AIConfigurator's never is.
+on those its figure is in sample, AIConfigurator's never is; a figure the point leaves out
+of every fit (``not_fitted``) is named.
 Points it cannot express are listed with the reason (request-rate and burst runs; a
 model or GPU it has no data for).
 
@@ -29,6 +34,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import bench_serving_loso as loso
+
 from gpustrata.catalog.architectures import load_model_catalog
 from gpustrata.catalog.serving import (
     CalibrationPoint,
@@ -44,6 +51,9 @@ GPUS = {
     "l40s": "l40s",
 }
 """gpustrata GPU ids -> AIConfigurator system names (same GPU, same memory)."""
+
+FIGURES = {"tpot": "tpot", "ttft": "ttft", "throughput": "tok/s"}
+"""The figures compared (the keys of :func:`bench_serving_loso.errors`) and their labels."""
 
 
 @dataclass(frozen=True)
@@ -144,15 +154,14 @@ def main() -> int:
         return 0
     constants = default_constants()
     fit = load_serving_fit()
-    fitted_on = {i for c in fit.constants.values() for i in c.fitted_on} - set(fit.held_out)
+    fitted_on = {i for c in fit.constants.values() for i in c.fitted_on}
     points = [p for p in load_serving_calibration() if not args.points or p.id in args.points]
-    errs: dict[str, dict[str, list[float]]] = {
-        "aiconfigurator": {"tpot": [], "ttft": [], "tok/s": []},
-        "gpustrata": {"tpot": [], "ttft": [], "tok/s": []},
-    }
+    tools = ("aiconfigurator", "closed form", "simulated")
+    errs: dict[str, dict[str, list[float]]] = {t: {f: [] for f in FIGURES} for t in tools}
     skipped: list[str] = []
     print(
-        f"{'point':40} {'fig':5} {'measured':>9} {'AIC':>9} {'err':>5} {'gpustrata':>9} {'err':>5}"
+        f"{'point':40} {'fig':5} {'measured':>9} {'AIC':>9} {'err':>5} {'closed':>9} "
+        f"{'err':>5} {'simulated':>9} {'err':>5}"
     )
     for p in points:
         why = _why_not(p, models)
@@ -164,31 +173,40 @@ def main() -> int:
             skipped.append(f"{p.id}: {aic}")
             continue
         pp = predict_point(p, constants)
-        ours = Figures(
-            pp.prediction.tpot_seconds.value * 1e3,
-            pp.prediction.ttft_seconds.value * 1e3,
-            pp.throughput,
-        )
-        rows = (
-            ("tpot", p.tpot_ms, aic.tpot_ms, ours.tpot_ms),
-            ("ttft", p.ttft_ms, aic.ttft_ms, ours.ttft_ms),
-            ("tok/s", p.output_tokens_per_second, aic.tokens_per_s, ours.tokens_per_s),
-        )
-        for fig, measured, a, g in rows:
-            ea, eg = _err(a, measured), _err(g, measured)
-            if ea is not None and eg is not None:
-                errs["aiconfigurator"][fig].append(abs(ea))
-                errs["gpustrata"][fig].append(abs(eg))
-            shown = "-" if measured is None else f"{measured:,.1f}"
-            print(f"{p.id[:40]:40} {fig:5} {shown:>9} {a:9,.1f} {_cell(ea)} {g:9,.1f} {_cell(eg)}")
+        closed = {
+            "tpot": pp.prediction.tpot_seconds.value * 1e3,
+            "ttft": pp.prediction.ttft_seconds.value * 1e3,
+            "throughput": pp.throughput,
+        }
+        sim = loso.simulate(p, constants)
+        simulated = loso.figures(p, sim) if sim is not None else {}
+        sim_errors = loso.errors(p, sim, fitted_only=False)
+        measured = {"tpot": p.tpot_ms, "ttft": p.ttft_ms, "throughput": p.output_tokens_per_second}
+        theirs = {"tpot": aic.tpot_ms, "ttft": aic.ttft_ms, "throughput": aic.tokens_per_s}
+        for fig, label in FIGURES.items():
+            m = measured[fig]
+            e = (_err(theirs[fig], m), _err(closed[fig], m), sim_errors.get(fig))
+            if None not in e:
+                for tool, err in zip(tools, e, strict=True):
+                    assert err is not None
+                    errs[tool][fig].append(abs(err))
+            shown = "-" if m is None else f"{m:,.1f}"
+            g = simulated.get(fig)
+            print(
+                f"{p.id[:40]:40} {label:5} {shown:>9} {theirs[fig]:9,.1f} {_cell(e[0])} "
+                f"{closed[fig]:9,.1f} {_cell(e[1])} "
+                f"{'-' if g is None else f'{g:9,.1f}':>9} {_cell(e[2])}"
+            )
         seen = "in gpustrata's fit" if p.id in fitted_on else "held out of gpustrata's fit"
+        if p.not_fitted:
+            seen += f" (not fitted: {', '.join(p.not_fitted)})"
         print(f"{'':40} (AIConfigurator vllm data: {aic.note}; {seen})")
-    print("\nover the points both express (|error|):")
+    print("\nover the figures all three predict (|error|):")
     for tool, table in errs.items():
         for fig, values in table.items():
             if values:
                 print(
-                    f"  {tool:15} {fig:5} median {statistics.median(values):6.1%}  "
+                    f"  {tool:15} {FIGURES[fig]:5} median {statistics.median(values):6.1%}  "
                     f"max {max(values):6.1%}  ({len(values)} points)"
                 )
     print(f"\nnot expressible ({len(skipped)}):")

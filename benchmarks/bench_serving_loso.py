@@ -128,23 +128,32 @@ def simulate(
     return s if s.requests else None
 
 
-def errors(p: CalibrationPoint, s: SimulatedServing | None) -> dict[str, float]:
-    """predicted / measured - 1 of each measured, fitted figure (empty: not simulated)."""
+def figures(p: CalibrationPoint, s: SimulatedServing) -> dict[str, float]:
+    """The simulated means as ``p`` measures them: TPOT and TTFT in ms, output tokens/s
+    (a ``decode`` throughput: running sequences / TPOT)."""
+    tok = (
+        s.mean_running / s.tpot_mean_s
+        if p.throughput_kind == "decode" and s.tpot_mean_s
+        else s.output_tokens_per_second
+    )
+    return {"tpot": s.tpot_mean_s * 1e3, "throughput": tok, "ttft": s.ttft_mean_s * 1e3}
+
+
+def errors(
+    p: CalibrationPoint, s: SimulatedServing | None, *, fitted_only: bool = True
+) -> dict[str, float]:
+    """predicted / measured - 1 of each measured figure (empty: not simulated); with
+    ``fitted_only`` (the fit's and the medians' view) not those the point's ``not_fitted``
+    leaves out."""
     if s is None:
         return {}
-    out: dict[str, float] = {}
-    if p.tpot_ms and "tpot" not in p.not_fitted:
-        out["tpot"] = s.tpot_mean_s * 1e3 / p.tpot_ms - 1
-    if p.output_tokens_per_second and "throughput" not in p.not_fitted:
-        tok = (
-            s.mean_running / s.tpot_mean_s
-            if p.throughput_kind == "decode" and s.tpot_mean_s
-            else s.output_tokens_per_second
-        )
-        out["throughput"] = tok / p.output_tokens_per_second - 1
-    if p.ttft_ms and "ttft" not in p.not_fitted:
-        out["ttft"] = s.ttft_mean_s * 1e3 / p.ttft_ms - 1
-    return out
+    predicted = figures(p, s)
+    measured = {"tpot": p.tpot_ms, "throughput": p.output_tokens_per_second, "ttft": p.ttft_ms}
+    return {
+        key: predicted[key] / value - 1
+        for key, value in measured.items()
+        if value and not (fitted_only and key in p.not_fitted)
+    }
 
 
 @functools.cache

@@ -269,10 +269,6 @@ class ServingFit(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: str = Field(min_length=1)
-    held_out: list[str] = Field(
-        default_factory=list,
-        description="Calibration points left out of the fit: their errors are out-of-sample",
-    )
     constants: dict[str, FittedConstant]
     startup: dict[str, FittedConstant] = Field(default_factory=dict)
     startup_held_out: list[str] = Field(
