@@ -140,10 +140,14 @@ def load_policy_config(
 def to_objects(objects: Iterable[K8sObject | Mapping[str, Any]]) -> list[K8sObject]:
     """Wrap plain dicts as :class:`K8sObject` (objects already wrapped pass through); an
     object holding an unknown value is read through
-    :func:`~gpustrata.core.unknown.track_unknowns`."""
+    :func:`~gpustrata.core.unknown.track_unknowns` (one read from text holds none:
+    :attr:`~gpustrata_policies.view.objects.K8sObject.plain`)."""
     out = []
     for o in objects:
         obj = o if isinstance(o, K8sObject) else K8sObject(o)
+        if obj.plain:
+            out.append(obj)
+            continue
         tracked = track_unknowns(obj.raw, obj.resource)
         out.append(obj if tracked is obj.raw else K8sObject(tracked, obj.file, obj.line, obj.lines))
     return out

@@ -523,6 +523,13 @@ def load_text(text: str, name: str) -> list[K8sObject]:
     if nul >= 0:
         line = text.count("\n", 0, nul) + 1
         raise InputError(f"{name}:{line}: binary input (contains NUL bytes), not YAML or JSON")
+    objects = _load_text(text, name)
+    for obj in objects:  # text holds no value unknown until deployment
+        obj.plain = True
+    return objects
+
+
+def _load_text(text: str, name: str) -> list[K8sObject]:
     if name.endswith(".json"):
         return _load_json(text, name)
     if name == "<stdin>" and text.lstrip()[:1] in ("{", "["):

@@ -117,6 +117,10 @@ class K8sObject:
     ServingRuntime or ClusterServingRuntime, an llmaz Playground's claimed OpenModel (None:
     not among the objects, or another kind)."""
     _pods: list[PodRef] | None = field(default=None, repr=False, compare=False)
+    plain: bool = field(default=False, repr=False, compare=False)
+    """*raw* was read from YAML or JSON text (:func:`~gpustrata_policies.inputs.manifests.
+    load_text`), so it holds no value unknown until deployment: :func:`~gpustrata_policies.
+    evaluate.to_objects` skips the walk that looks for one (issue 35: 5,000 objects, ~45 ms)."""
     _all_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
     _app_containers: list[ContainerRef] | None = field(default=None, repr=False, compare=False)
 

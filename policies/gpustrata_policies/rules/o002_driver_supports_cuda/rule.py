@@ -129,6 +129,14 @@ class _Pairs:
 
     fits: dict[tuple[str, str], bool] = field(default_factory=dict)
     needs: dict[str, DriverRequirement | None] = field(default_factory=dict)
+    readables: dict[str, bool] = field(default_factory=dict)
+
+    def readable(self, driver: str) -> bool:
+        """Does *driver* parse as a version (:func:`readable_version`, once per text)?"""
+        ok = self.readables.get(driver)
+        if ok is None:
+            ok = self.readables[driver] = readable_version(driver)
+        return ok
 
     def need(self, cuda: str) -> DriverRequirement | None:
         """The catalogue's driver floor for *cuda*."""
@@ -145,23 +153,29 @@ class _Pairs:
         return ok
 
 
+def _on(target: GpuPool | None) -> str:
+    """Where an image runs, as a verdict names it: ``pool NAME`` or ``the GPU nodes``."""
+    return f"pool {target.name}" if target else "the GPU nodes"
+
+
 def _judge_image(
     pairs: _Pairs, c: ContainerRef, cuda: ImageCuda, driver: Driver, target: GpuPool | None
 ) -> Verdict | None:
-    """One GPU image's CUDA against the driver of one target pool."""
-    on = f"pool {target.name}" if target else "the GPU nodes"
-    label = c.label
+    """One GPU image's CUDA against the driver of one target pool. The texts a verdict
+    shows (the container's label, the pool) are built only for a verdict: most pairs fit
+    and give none (issue 35: a pod is judged on every pool it targets)."""
     if cuda.cuda is None:
-        values: dict[str, Value] = {"container": label, "image": f"{c.image}", "why": cuda.why}
+        values: dict[str, Value] = {"container": c.label, "image": f"{c.image}", "why": cuda.why}
         return Verdict("not_evaluated", "image-cuda-unread", values=values)
     if driver.version is None:
+        on = _on(target)
         return Verdict("not_evaluated", "driver-unknown", values={"on": on, "where": driver.where})
     need = pairs.need(cuda.cuda)
     if need is None:
-        values = {"container": label, "cuda": cuda.cuda}
+        values = {"container": c.label, "cuda": cuda.cuda}
         return Verdict("not_evaluated", "cuda-uncatalogued", values=values)
-    if not readable_version(driver.version):
-        values = {"on": on, "driver": driver.version}
+    if not pairs.readable(driver.version):
+        values = {"on": _on(target), "driver": driver.version}
         return Verdict("not_evaluated", "driver-unreadable", values=values)
     if pairs.fit(need, cuda.cuda, driver.version):
         return None
@@ -172,11 +186,11 @@ def _judge_image(
         "violation" if case["fatal"] else "advisory",
         "driver-below-floor",
         values={
-            "container": label,
+            "container": c.label,
             "image": f"{c.image}",
             "cuda": cuda.cuda,
             "why": cuda.why,
-            "on": on,
+            "on": _on(target),
             "driver": driver.version,
             "where": driver.where,
             **case,
@@ -220,8 +234,7 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
                 if cuda is None:
                     continue  # the image does not say which CUDA it carries
                 if unknown is not None and cuda.cuda is not None:
-                    pool_name = f"pool {target.name}" if target else "the GPU nodes"
-                    unknown_on.setdefault(unknown, {})[pool_name] = None
+                    unknown_on.setdefault(unknown, {})[_on(target)] = None
                     continue
                 verdict = _judge_image(pairs, c, cuda, driver, target)
                 if verdict is None or verdict.decision != "not_evaluated":
