@@ -63,6 +63,7 @@ DOCUMENTED = {
     "kaito-inferenceset-mig-single.yaml": PROFILES / "kaito-056b828.yaml",
     "kaito-workspace-gpt-oss-120b.yaml": PROFILES / "kaito-056b828.yaml",
     "kaito-workspace-llama-3.3-70b.yaml": PROFILES / "kaito-056b828.yaml",
+    "kserve-kserve-llmisvc-dp-ep-deepseek-r1.yaml": PROFILES / "kserve-35e18e8.yaml",
 }
 COLUMNS = ("without profile", "with documented profiles")
 

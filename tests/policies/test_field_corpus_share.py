@@ -88,3 +88,18 @@ def test_data_on_eks_documented_image_decides_the_release(tool: ModuleType) -> N
     profile = ROOT / tool.DOCUMENTED[name]
     documented = evaluate(objs, profile=load_profile_file(profile), profile_file=str(profile))
     assert not [n for n in documented.not_evaluated if n.rule in ("V013", "V012", "R007")]
+
+
+def test_kserve_documented_release_reads_its_presets(tool: ModuleType) -> None:
+    """kserve/kserve@35e18e8 ships the v0.16.0 chart and v0.16.0's presets: with that
+    profile the dp-ep sample is read over the catalogued 0.16.0 presets, and what stays "not
+    evaluated" is the preset's image (an llm-d build), not the unstated release."""
+    name = "kserve-kserve-llmisvc-dp-ep-deepseek-r1.yaml"
+    objs = load_paths([os.fspath(ROOT / "tests/data/field-corpus-1" / name)])
+    profile = ROOT / tool.DOCUMENTED[name]
+    without = [n.reason for n in evaluate(objs).not_evaluated if n.rule == "*"]
+    assert any("versions.kserve" in r for r in without), without
+    documented = evaluate(objs, profile=load_profile_file(profile), profile_file=str(profile))
+    reasons = [n.reason for n in documented.not_evaluated if n.rule == "*"]
+    assert reasons and not any("versions.kserve" in r for r in reasons), reasons
+    assert any("kserve/kserve@v0.16.0:config/llmisvcconfig" in r for r in reasons), reasons
