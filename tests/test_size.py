@@ -101,6 +101,8 @@ def test_markdown_and_text(capsys: pytest.CaptureFixture[str]) -> None:
         (["--gpu", "h1000"], "--gpu 'h1000'"),
         (["--price", "p5.48xlarge"], "--price"),
         (["--instance-type", "p9.huge"], "--instance-type"),
+        # 2,048 in + 256 out do not fit: vLLM rejects every request (plan refuses it too).
+        (["--max-model-len", "2000"], "--max-model-len 2000 is below --input-tokens 2048"),
     ],
 )
 def test_bad_input_names_the_flag(
