@@ -101,6 +101,8 @@ def test_markdown_and_text(capsys: pytest.CaptureFixture[str]) -> None:
         (["--gpu", "h1000"], "--gpu 'h1000'"),
         (["--price", "p5.48xlarge"], "--price"),
         (["--instance-type", "p9.huge"], "--instance-type"),
+        # 2,048 in + 256 out do not fit: vLLM rejects every request (plan refuses it too).
+        (["--max-model-len", "2000"], "--max-model-len 2000 is below --input-tokens 2048"),
     ],
 )
 def test_bad_input_names_the_flag(
@@ -276,3 +278,24 @@ def test_a_spent_simulation_budget_never_recommends_a_screened_candidate(
     assert not top.screened or not any(c.meets_slo for c in simulated)
     meeting = [c for c in result.candidates if c.meets_slo]
     assert meeting and all(not a.screened or b.screened for a, b in itertools.pairwise(meeting))
+
+
+def test_a_screen_far_off_is_corrected_to_the_fewest_replicas_the_simulation_accepts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Llama-3.1-405B at concurrency 64 with fixed lengths: the clients stay in waves whose
+    prompts prefill together, so the simulated TTFT is several times the closed form's (which
+    staggers arrivals). The head's replicas are searched up from the screen's (galloping,
+    then bisecting) to the fewest the simulation accepts: one fewer misses."""
+    argv = ["size", "--model", "meta-llama/Llama-3.1-405B-Instruct", "--input-tokens", "2048"]
+    argv += ["--output-tokens", "256", "--concurrency", "64", "--ttft", "2", "--tpot", "0.05"]
+    argv += ["--instance-type", "p6-b200.48xlarge", "--tp", "8"]
+    _rc, doc = _json(capsys, argv)
+    (top,) = doc["candidates"]
+    assert top["judged_by"] == "simulation" and top["meets_slo"]
+    ttft = top["predicted"]["ttft_seconds"]["value"]
+    assert ttft > 2 * top["closed_form"]["ttft_seconds"]["value"]  # the waves
+    _rc, fewer = _json(capsys, [*argv, "--replicas", str(top["replicas"] - 1)])
+    assert not fewer["candidates"][0]["meets_slo"]
+    _rc, same = _json(capsys, [*argv, "--replicas", str(top["replicas"])])
+    assert same["candidates"][0]["meets_slo"]

@@ -45,6 +45,8 @@ CONTEXT = {
     "ai-on-eks-vllm-rayserve-gpu.yaml": CONTEXT_ROOT / "ai-on-eks",  # corpus 3, same commit
     # data-on-eks's jark-stack NodePools, the same way
     "awslabs-data-on-eks-ray-service-vllm.yaml": CONTEXT_ROOT / "data-on-eks",
+    # data-on-eks's `gpu` NodePool at the corpus file's commit (SOURCES.md)
+    "data-on-eks-rayservice-deepseek-r1-8b.yaml": CONTEXT_ROOT / "data-on-eks-a546a19",
 }
 PROFILES = Path("tests/data/profiles/documented")
 DOCUMENTED = {

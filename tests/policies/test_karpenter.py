@@ -4,6 +4,7 @@ evaluate on them. Fixture-level findings live in the rule folders (test_rule_fol
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -309,3 +310,82 @@ def test_a_v1beta1_nodepool_alone_says_eks() -> None:
     pool["spec"]["template"]["spec"]["nodeClassRef"] = {"name": "gpu"}  # nothing says EKS
     findings, _ = rule(evaluate([K8sObject(pool), K8sObject(pod)]), "K004")
     assert len(findings) == 1
+
+
+def _pinned(types: list[str]) -> dict[str, Any]:
+    dep = deployment(
+        "meta-llama/Llama-3.1-8B-Instruct",
+        ["--max-model-len", "131072"],
+        {"karpenter.sh/nodepool": "wide"},
+    )
+    dep["spec"]["template"]["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [req("node.kubernetes.io/instance-type", *types)]}
+                ]
+            }
+        }
+    }
+    return dep
+
+
+def test_a_pod_pinned_to_catalogued_types_gets_their_gpu_despite_unknown_pool_types() -> None:
+    """A NodePool that also allows a family the catalogue lacks (data-on-eks's `gpu` pool
+    allows g7e) leaves the GPU unknown for a Pod that may land on it, but not for a Pod whose
+    own affinity names only catalogued types (g6e: L40S): V004 judges it there."""
+    wide = node_pool("wide", [req(FAMILY, "g6e", "x9e")], limits={"nvidia.com/gpu": 8})
+    pinned = evaluate(
+        [
+            K8sObject(node_class()),
+            K8sObject(wide),
+            K8sObject(_pinned(["g6e.2xlarge", "g6e.4xlarge"])),
+        ]
+    )
+    findings, reasons = rule(pinned, "V004")
+    # Judged on the L40S, where 131,072 tokens of Llama 3.1 8B fit: no finding, no reason.
+    assert (findings, reasons) == ([], [])
+    # A Pod that may get an uncatalogued type stays not evaluated, naming the types.
+    open_ = evaluate(
+        [
+            K8sObject(node_class()),
+            K8sObject(wide),
+            K8sObject(_pinned(["g6e.2xlarge", "x9e.huge"])),
+        ]
+    )
+    _findings, reasons = rule(open_, "V004")
+    assert any("does not know" in r and "x9e family" in r for r in reasons), reasons
+
+
+def test_r006_bounds_a_nodepool_of_mixed_gpu_counts_by_its_gpu_limit() -> None:
+    """A NodePool whose types carry 1 to 8 GPUs (g6e) has no one maxSize, but its
+    `nvidia.com/gpu` limit bounds its GPUs: R006 judges the upgrade against it instead of
+    saying the limits name no GPU (they do)."""
+    import yaml
+
+    from gpustrata_policies.rules import r006_upgrade_capacity
+
+    folder = Path(r006_upgrade_capacity.__file__).parent
+    docs = list(yaml.safe_load_all((folder / "bad-upgrade-exceeds-pool.yaml").read_text()))
+    ray = next(d for d in docs if d["kind"] == "RayService")
+    worker = ray["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
+    worker["nodeSelector"] = {"karpenter.sh/nodepool": "mixed"}
+    worker["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    worker["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [req("node.kubernetes.io/instance-type", "g6e.12xlarge")]}
+                ]
+            }
+        }
+    }
+
+    def run(limit: int) -> tuple[list[str], list[str]]:
+        mixed = node_pool("mixed", [req(FAMILY, "g6e")], limits={"nvidia.com/gpu": limit})
+        return rule(evaluate([K8sObject(node_class()), K8sObject(mixed), K8sObject(ray)]), "R006")
+
+    findings, reasons = run(8)  # 16 serving + 8 new GPUs against at most 8
+    assert len(findings) == 1 and "mixed at most 8 GPUs (its nvidia.com/gpu limit)" in findings[0]
+    assert not reasons
+    assert run(64) == ([], [])  # 24 GPUs fit under the limit

@@ -158,11 +158,18 @@ def _request(args: argparse.Namespace) -> Any:
         if margin is None
         else Margin(margin, margin, f"--margin {margin:g}")
     )
+    mml = _int("--max-model-len", args.max_model_len, 16, "4096")
+    if mml is not None and inp + outp > mml:
+        raise InputError(
+            f"--max-model-len {mml} is below --input-tokens {inp} + --output-tokens {outp} = "
+            f"{inp + outp}: vLLM rejects every such request; raise --max-model-len or shorten "
+            "the workload"
+        )
     settings: dict[str, Any] = {
         "dtype": _choice("--dtype", args.dtype, get_args(ModelDtype)),
         "kv_cache_dtype": _choice("--kv-cache-dtype", args.kv_cache_dtype, get_args(KvCacheDtype)),
         "quantization": args.quantization,
-        "max_model_len": _int("--max-model-len", args.max_model_len, 16, "4096"),
+        "max_model_len": mml,
         "max_num_seqs": _int("--max-num-seqs", args.max_num_seqs, 1, "256"),
         "max_num_batched_tokens": _int(
             "--max-num-batched-tokens", args.max_num_batched_tokens, 1, "8192"

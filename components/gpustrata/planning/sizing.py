@@ -506,10 +506,11 @@ def _simulate_head(req: SizingRequest, ranked: list[Candidate], runs: _Runs) -> 
 
 
 def _simulated(req: SizingRequest, c: Candidate, runs: _Runs) -> Candidate:
-    """``c`` judged by the simulation. Its replicas are searched again unless fixed: down
-    from the screen's while the simulation still meets the SLOs, up (galloping, then
-    bisecting) while it misses them (more replicas shorten neither a single request's TPOT
-    nor its prefill: the search stops at a one-request replica, as the screen does)."""
+    """``c`` judged by the simulation. Its replicas are searched again unless fixed (down
+    from the screen's while the simulation still meets the SLOs, up while it misses them;
+    galloping, then bisecting): the fewest that meet them, where more replicas never make a
+    replica slower. More replicas shorten neither a single request's TPOT nor its prefill:
+    the search up stops at a one-request replica, as the screen does."""
 
     def at(r: int) -> Candidate:
         sim = runs.simulate(c.gpu, c.estimate, r)
@@ -522,27 +523,34 @@ def _simulated(req: SizingRequest, c: Candidate, runs: _Runs) -> Candidate:
     best = at(c.replicas)
     if req.replicas or best.simulated is None:
         return best
+    # A screen far off either way (TTFT of prompts arriving in waves) costs a few
+    # simulations, not one per replica: gallop (r -/+ 1, 3, 7, ...) to the first count on
+    # the other side of the SLOs, then bisect between the two.
+    miss: Candidate | None
+    found: Candidate | None
+    step = 1
     if slo_ok(best):
-        while best.replicas > 1 and runs.left > 0:
-            fewer = at(best.replicas - 1)
-            if not slo_ok(fewer):
+        miss, found = None, best
+        while found.replicas > 1 and runs.left > 0:
+            trial = at(max(1, found.replicas - step))
+            if not slo_ok(trial):
+                miss = trial
                 break
-            best = fewer
-        return best
-    # Up: gallop (r + 1, r + 3, r + 7, ...) to a count that meets the SLOs, then bisect
-    # back to the fewest: a screen far off (TTFT of prompts arriving in waves) costs a few
-    # simulations, not one per replica.
-    miss, step, found = best, 1, None
-    while c.meets_slo and runs.left > 0 and miss.replicas < MAX_REPLICAS:
-        if miss.per_replica.running.value <= 1 and not miss.per_replica.saturated:
-            break
-        trial = at(min(MAX_REPLICAS, miss.replicas + step))
-        if slo_ok(trial):
-            found = trial
-            break
-        miss, step = trial, step * 2
-    if found is None:
-        return miss
+            found, step = trial, step * 2
+        if miss is None:
+            return found
+    else:
+        miss, found = best, None
+        while c.meets_slo and runs.left > 0 and miss.replicas < MAX_REPLICAS:
+            if miss.per_replica.running.value <= 1 and not miss.per_replica.saturated:
+                break
+            trial = at(min(MAX_REPLICAS, miss.replicas + step))
+            if slo_ok(trial):
+                found = trial
+                break
+            miss, step = trial, step * 2
+        if found is None:
+            return miss
     while found.replicas - miss.replicas > 1 and runs.left > 0:
         mid = at((miss.replicas + found.replicas) // 2)
         miss, found = (miss, mid) if slo_ok(mid) else (mid, found)

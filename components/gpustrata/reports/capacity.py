@@ -425,7 +425,8 @@ def capacity_text(
         for r in what_if:
             pred = _predicted(target, r)
             if pred is not None:
-                workload = pred.workload_why
+                if not workload or _same(r, est):  # the note names the current row's
+                    workload = pred.workload_why
                 p = pred.prediction
                 predicted = (
                     f"{p.tpot_seconds.value * 1e3:.1f} ms",
@@ -460,9 +461,14 @@ def capacity_text(
             + ")"
         )
         if workload:
+            each = (
+                " (the current row's; each row runs at its own max_num_seqs)"
+                if "(max_num_seqs;" in workload
+                else ""
+            )
             lines.append(
                 f"  (TPOT, TTFT, tok/s: one replica predicted by the closed form at the "
-                f"{workload}; constants fitted on published runs, "
+                f"{workload}{each}; constants fitted on published runs, "
                 "catalog/data/serving-fit.yaml)"
             )
         now = _predicted(target, est, simulate=True) if est.fits else None

@@ -202,7 +202,8 @@ def karpenter_pools(objects: Iterable[K8sObject]) -> list[GpuPool]:
     ``extra["unknownTypes"]``. ``extra["alternatives"]`` holds the label sets its nodes may
     carry, for :func:`pool_label_sets`. Taints are ``template.spec.taints``
     (``startupTaints`` are removed once the node is ready: kept in ``extra``); ``maxSize``
-    is ``limits["nvidia.com/gpu"]`` divided by the GPUs per node; kubelet settings are the
+    is ``limits["nvidia.com/gpu"]`` divided by the GPUs per node (the limit itself is
+    ``extra["gpuLimit"]``); kubelet settings are the
     EC2NodeClass's ``spec.kubelet`` (v1) or the NodePool's ``template.spec.kubelet``
     (v1beta1), and ``extra["kubeletObject"]`` is the object that holds them.
     """
@@ -304,6 +305,7 @@ def _karpenter_pool(obj: K8sObject, classes: Mapping[str, K8sObject]) -> GpuPool
         "alternatives": _alternatives(labels, candidates, reqs),
         "startupTaints": startup,
         "limits": dict(limits),
+        "gpuLimit": gpu_limit,
         "disruption": spec.get("disruption"),
         "nodeClass": class_name,
         "nodeClassObject": node_class,

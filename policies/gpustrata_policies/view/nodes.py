@@ -28,6 +28,7 @@ from gpustrata_policies.view.pools import (
     DERIVED_FROM,
     GpuPool,
     launchable_types,
+    pinned_types,
     pool_matches,
     pools_of,
 )
@@ -214,7 +215,14 @@ def gpu_models_of_pool(pool: GpuPool, pod: PodRef | None = None) -> list[GpuMode
     selectors narrow them to the types it can get), or why none is known (the instance
     types it names that the catalogue lacks)."""
     unknown = pool.extra.get("unknownTypes")
-    if unknown:
+    pinned = (
+        pinned_types(pod.node_selector(), pod.required_affinity_terms())
+        if pod is not None and unknown
+        else None
+    )
+    # Types the catalogue lacks matter only where the Pod may get one: a Pod whose own
+    # selectors name only catalogued types gets their GPUs, whatever else the pool launches.
+    if unknown and not (pinned and all(catalogs.instance(t) is not None for t in pinned)):
         return (
             f"pool {pool.name} allows instance types the hardware catalogue does not know "
             f"({', '.join(unknown)})"

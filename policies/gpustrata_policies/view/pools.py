@@ -560,6 +560,31 @@ def pool_matches(
     )
 
 
+def pinned_types(
+    node_selector: Mapping[str, Any], affinity_terms: list[list[Mapping[str, Any]]]
+) -> set[str] | None:
+    """The instance types a Pod's own selectors restrict it to (its nodeSelector's
+    instance-type label, or an ``In`` on it in every OR-ed required affinity term), or None
+    where they leave the type open."""
+    for key in INSTANCE_TYPE_LABELS:
+        value = node_selector.get(key)
+        if isinstance(value, str) and value:
+            return {value}
+    out: set[str] = set()
+    for term in affinity_terms:
+        values = [
+            v
+            for e in term
+            if e.get("key") in INSTANCE_TYPE_LABELS and e.get("operator") == "In"
+            for v in as_list(e.get("values"), "values")
+            if isinstance(v, str)
+        ]
+        if not values:
+            return None
+        out.update(values)
+    return out or None
+
+
 def launchable_types(
     pool: GpuPool,
     node_selector: Mapping[str, Any],

@@ -89,17 +89,30 @@ def _demand(ctx: RuleContext, obj: K8sObject, strategy: str) -> _Demand | Verdic
     return demand
 
 
+def gpu_limit(pool: GpuPool) -> int | None:
+    """A Karpenter NodePool's ``spec.limits["nvidia.com/gpu"]`` (None: not stated). Karpenter
+    launches no node that would take the pool past it, so it bounds the pool's GPUs even where
+    the instance types it allows carry different GPU counts (no one maxSize)."""
+    limit = pool.extra.get("gpuLimit")  # view.karpenter reads it from spec.limits
+    return limit if isinstance(limit, int) and limit > 0 else None
+
+
 def _capacity(pools: Iterable[GpuPool]) -> int | Verdict:
-    """GPUs of *pools* at their maxSize, or the pool that states no size or GPU count."""
+    """GPUs of *pools* at their maxSize (a NodePool of mixed GPU counts: its GPU limit), or
+    the pool that states neither."""
     capacity = 0
     for pool in pools:
-        if pool.max_size is None or not pool.gpu_count:
+        if pool.max_size is not None and pool.gpu_count:
+            capacity += pool.max_size * pool.gpu_count
+            continue
+        limit = gpu_limit(pool)
+        if limit is None:
             return Verdict(
                 "not_evaluated",
                 "pool-size-unknown",
                 values={"pool": pool.name, "node_pool": pool.extra.get("source") == "NodePool"},
             )
-        capacity += pool.max_size * pool.gpu_count
+        capacity += limit
     return capacity
 
 
@@ -141,7 +154,14 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             "max_surge_percent": surge_percent,
             "groups": tuple(demand.groups),
             "pools": tuple(
-                (p.name, p.max_size, p.gpu_count) for p in demand.pools.values() if p.max_size
+                (p.name, p.max_size, p.gpu_count)
+                for p in demand.pools.values()
+                if p.max_size and p.gpu_count
+            ),
+            "limited": tuple(
+                (p.name, gpu_limit(p))
+                for p in demand.pools.values()
+                if not (p.max_size and p.gpu_count)
             ),
         },
         thresholds={"capacity_gpus": capacity},
@@ -175,7 +195,11 @@ def message(verdict: Verdict) -> str:
         for label, high, start, gpus in groups
     )
     pools = cast(tuple[tuple[str, int, int], ...], v["pools"])
-    pool_text = ", ".join(f"{name} {size} x {count} GPUs" for name, size, count in pools)
+    limited = cast(tuple[tuple[str, int], ...], v.get("limited", ()))
+    pool_text = ", ".join(
+        [f"{name} {size} x {count} GPUs" for name, size, count in pools]
+        + [f"{name} at most {limit} GPUs (its nvidia.com/gpu limit)" for name, limit in limited]
+    )
     active, pending, need = (
         cast(Fraction, v[key]) for key in ("serving_gpus", "new_gpus", "need_gpus")
     )
