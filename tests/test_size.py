@@ -188,6 +188,7 @@ def test_region_keeps_the_types_its_map_lists_priced_there(
         (["--region", "us-gov-east-1", "--gpu", "h100-sxm-80gb"], "regions that do offer it: "),
         (["--region", "westeuropa"], "'westeuropa' is in none of the catalogued price files"),
         (["--region", "us-east-1", "--cloud", "gcp"], "no per-region data for GCP"),
+        (["--region", "WestEurope", "--gpu", "b200"], "--region westeurope: its price map"),
     ],
 )
 def test_region_empty_answers_name_the_filter(
@@ -195,12 +196,14 @@ def test_region_empty_answers_name_the_filter(
 ) -> None:
     rc, doc = _json(capsys, [*_8B, *extra])
     assert rc == 1 and doc["candidates"] == [] and reason in doc["empty_reason"]
-    assert extra[1] in doc["empty_reason"]
+    assert extra[1].lower() in doc["empty_reason"]
 
 
 def test_region_near_miss_is_suggested(capsys: pytest.CaptureFixture[str]) -> None:
     _rc, doc = _json(capsys, [*_8B, "--region", "westeuropa"])
     assert "did you mean westeurope" in doc["empty_reason"]
+    _rc, gcp = _json(capsys, [*_8B, "--region", "us-east-1", "--cloud", "gcp"])
+    assert "drop --region to size the GCP types" in gcp["empty_reason"]
 
 
 def test_region_prices_agree_with_instances_yaml() -> None:

@@ -200,7 +200,7 @@ def _request(args: argparse.Namespace) -> Any:
         prices=_prices(args.price, hardware),
         margin=verdict,
         cloud=args.cloud,
-        region=args.region.strip() if args.region else None,
+        region=args.region.strip().lower() if args.region else None,
     )
 
 

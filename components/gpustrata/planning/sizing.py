@@ -464,6 +464,8 @@ def _in_region(
     if elsewhere:
         help_ = f"regions that do offer it: {', '.join(elsewhere[:6])}"
         help_ += f" (and {len(elsewhere) - 6} more)" if len(elsewhere) > 6 else ""
+    elif gcp and len(gcp) == len(gpu_ok):
+        help_ = "drop --region to size the GCP types at their catalogued price"
     else:
         help_ = "no catalogued region offers it"
     return [], (
