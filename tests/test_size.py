@@ -155,9 +155,77 @@ def test_an_empty_answer_says_why(
     assert f"no candidate: {doc['empty_reason']}" in capsys.readouterr().out
 
 
-def test_region_is_refused_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([*_8B, "--region", "eu-west-1"]) == 2
-    assert "records no per-region availability" in capsys.readouterr().err
+def test_region_keeps_the_types_its_map_lists_priced_there(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gpustrata.catalog.hardware import load_hardware_catalog
+    from gpustrata.catalog.instance_regions import instance_regions
+
+    hw, table = load_hardware_catalog(), instance_regions()
+    _rc, doc = _json(capsys, [*_8B, "--region", "us-gov-east-1"])
+    assert doc["candidates"]
+    differs = 0
+    for c in doc["candidates"]:
+        inst = hw.instance(c["instance_type"])
+        assert inst is not None and "us-gov-east-1" in table.offered_in(inst)
+        here = table.instance_regions[inst.name]["us-gov-east-1"]
+        per_instance = c["cost_per_hour"]["value"] / c["instances"]
+        assert per_instance == pytest.approx(here)
+        assert "on-demand us-gov-east-1, read 2026-07-20" in json.dumps(c["cost_per_hour"])
+        assert inst.price is not None
+        differs += here != inst.price.usd_per_hour  # instances.yaml: us-east-1
+    assert differs  # GovCloud list prices are not us-east-1's
+    # --price still wins over the region's price.
+    name = doc["candidates"][0]["instance_type"]
+    _rc, over = _json(capsys, [*_8B, "--region", "us-gov-east-1", "--price", f"{name}=0.01"])
+    top = next(c for c in over["candidates"] if c["instance_type"] == name)
+    assert top["cost_per_hour"]["value"] == pytest.approx(0.01 * top["instances"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        (["--region", "us-gov-east-1", "--gpu", "h100-sxm-80gb"], "regions that do offer it: "),
+        (["--region", "westeuropa"], "'westeuropa' is in none of the catalogued price files"),
+        (["--region", "us-east-1", "--cloud", "gcp"], "no per-region data for GCP"),
+        (["--region", "WestEurope", "--gpu", "b200"], "--region westeurope: its price map"),
+    ],
+)
+def test_region_empty_answers_name_the_filter(
+    capsys: pytest.CaptureFixture[str], extra: list[str], reason: str
+) -> None:
+    rc, doc = _json(capsys, [*_8B, *extra])
+    assert rc == 1 and doc["candidates"] == [] and reason in doc["empty_reason"]
+    assert extra[1].lower() in doc["empty_reason"]
+
+
+def test_region_near_miss_is_suggested(capsys: pytest.CaptureFixture[str]) -> None:
+    _rc, doc = _json(capsys, [*_8B, "--region", "westeuropa"])
+    assert "did you mean westeurope" in doc["empty_reason"]
+    _rc, gcp = _json(capsys, [*_8B, "--region", "us-east-1", "--cloud", "gcp"])
+    assert "drop --region to size the GCP types" in gcp["empty_reason"]
+
+
+def test_region_prices_agree_with_instances_yaml() -> None:
+    """One source, no drift: where instances.yaml cites a Karpenter map's region, the
+    per-region file holds the same price."""
+    from gpustrata.catalog.hardware import load_hardware_catalog
+    from gpustrata.catalog.instance_regions import instance_regions
+
+    table = instance_regions()
+    checked = 0
+    for inst in load_hardware_catalog().instances.values():
+        p = inst.price
+        if p is None or p.kind != "on-demand" or "karpenter-provider" not in p.source:
+            continue
+        assert table.instance_regions[inst.name][p.region] == p.usd_per_hour, inst.name
+        checked += 1
+    assert checked > 30
+    assert not any(
+        i.provider == "gcp"
+        for i in load_hardware_catalog().instances.values()
+        if i.name in table.instance_regions
+    )
 
 
 def test_cloud_keeps_only_that_providers_types(capsys: pytest.CaptureFixture[str]) -> None:

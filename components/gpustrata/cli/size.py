@@ -63,8 +63,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--region",
-        help="not supported: the instance catalogue records no per-region availability "
-        "(prices are AWS us-east-1 and Azure westus3 list prices); gives an error saying so",
+        help="only the AWS/Azure instance types this region's on-demand price map lists, "
+        "priced there (catalog/data/instance-regions.yaml, from the Karpenter pricing files); "
+        "GCP types have no per-region data and are left out; --price still wins",
     )
     p.add_argument(
         "--margin",
@@ -143,13 +144,6 @@ def _request(args: argparse.Namespace) -> Any:
                 f"(catalog/data/instances.yaml){hint}"
             )
     tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL)
-    if args.region is not None:
-        raise InputError(
-            f"--region {args.region!r}: the instance catalogue records no per-region "
-            "availability (prices are AWS us-east-1 / Azure westus3 list prices); drop "
-            "--region and pass --instance-type for the types your region offers, with --price "
-            "TYPE=USD for its prices"
-        )
     margin = _float(
         "--margin", args.margin, lambda v: 0 <= v < 10, "use a fraction such as 0.25 (0: none)"
     )
@@ -206,6 +200,7 @@ def _request(args: argparse.Namespace) -> Any:
         prices=_prices(args.price, hardware),
         margin=verdict,
         cloud=args.cloud,
+        region=args.region.strip().lower() if args.region else None,
     )
 
 

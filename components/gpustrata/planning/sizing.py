@@ -21,6 +21,7 @@ Pure: no Pulumi.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import Any
 
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
+from gpustrata.catalog.instance_regions import instance_regions
 from gpustrata.vllm.calibration import NO_MARGIN, Margin, MarginModel
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, estimate_capacity
 from gpustrata.vllm.performance import (
@@ -94,6 +96,9 @@ class SizingRequest:
     of it (the simulation's measured error, or --margin). The screen keeps none."""
     cloud: str | None = None
     """Only instance types of this provider (aws, gcp, azure); None: all."""
+    region: str | None = None
+    """Only instance types this region's price map lists, priced there
+    (catalog/data/instance-regions.yaml); None: every type at its instances.yaml price."""
 
 
 @dataclass(frozen=True)
@@ -217,16 +222,17 @@ class SizingResult:
 
 
 def instance_price(
-    inst: InstanceType, overrides: dict[str, float] | None = None
+    inst: InstanceType, overrides: dict[str, float] | None = None, region: str | None = None
 ) -> tuple[float, str] | None:
     """USD per hour of one ``inst`` and where it comes from (an override, or the
-    catalogue's on-demand price), or None when neither has one.
+    catalogue's on-demand price: in ``region`` when given, from
+    catalog/data/instance-regions.yaml), or None when neither has one.
 
     A capacity-block or spot list price is not used: the node pools gpustrata declares
     (and ``size``'s snippet) are on-demand, and a capacity block is bought apart."""
     if overrides and inst.name in overrides:
         return overrides[inst.name], f"--price {inst.name}={overrides[inst.name]:g}"
-    p = inst.price
+    p = inst.price if region is None else instance_regions().price(inst, region)
     if p is None or p.kind != "on-demand":
         return None
     return p.usd_per_hour, f"{p.kind} {p.region}, read {p.read_on}: {p.source}"
@@ -401,6 +407,8 @@ def _instance_types(
     named = [i for i in every if not req.instance_types or i.name in req.instance_types]
     on_cloud = [i for i in named if req.cloud is None or i.provider == req.cloud]
     wanted = {g.id for g in req.gpus}
+    if req.region is not None and on_cloud:
+        return _in_region(req, req.region, on_cloud, wanted)
     types = [i for i in on_cloud if not wanted or i.gpu in wanted]
     if types:
         return types, None
@@ -423,6 +431,46 @@ def _instance_types(
     return [], (
         f"{gpus} is carried only by instance types the other filters exclude: "
         f"{', '.join(where)}; relax --instance-type or --cloud"
+    )
+
+
+def _in_region(
+    req: SizingRequest, region: str, on_cloud: list[InstanceType], wanted: set[str]
+) -> tuple[list[InstanceType], str | None]:
+    """:func:`_instance_types` under ``--region``: the types ``region``'s price map lists
+    (GCP types have no per-region data and are left out), and why there are none."""
+    table = instance_regions()
+    gpu_ok = [i for i in on_cloud if not wanted or i.gpu in wanted]
+    types = [i for i in gpu_ok if region in table.offered_in(i)]
+    if types:
+        return types, None
+    known = table.regions()
+    if region not in known:
+        near = difflib.get_close_matches(region, known, n=6, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(near)}?" if near else ""
+        return [], (
+            f"--region {region!r} is in none of the catalogued price files "
+            f"({len(table.regions('aws'))} AWS and {len(table.regions('azure'))} Azure regions: "
+            f"catalog/data/instance-regions.yaml){hint}"
+        )
+    gcp = [i for i in gpu_ok if i.provider == "gcp"]
+    why_gcp = (
+        f" ({len(gcp)} GCP type(s) left out: the catalogue has no per-region data for GCP)"
+        if gcp
+        else ""
+    )
+    what = ", ".join(sorted(wanted)) or "selected instance type"
+    elsewhere = sorted({r for i in gpu_ok for r in table.offered_in(i)})
+    if elsewhere:
+        help_ = f"regions that do offer it: {', '.join(elsewhere[:6])}"
+        help_ += f" (and {len(elsewhere) - 6} more)" if len(elsewhere) > 6 else ""
+    elif gcp and len(gcp) == len(gpu_ok):
+        help_ = "drop --region to size the GCP types at their catalogued price"
+    else:
+        help_ = "no catalogued region offers it"
+    return [], (
+        f"--region {region}: its price map lists no {what}{why_gcp}; {help_}; "
+        "choose another --region, or drop --region"
     )
 
 
@@ -581,7 +629,7 @@ def _candidate(
 ) -> Candidate:
     """The screen (module docstring, pass 1): the fewest replicas whose closed-form
     prediction meets the SLOs (or the fixed replicas)."""
-    price = instance_price(inst, req.prices)
+    price = instance_price(inst, req.prices, req.region)
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
     best: tuple[int, ServingPrediction] | None = None
     for r in tries:
@@ -618,7 +666,7 @@ def _build(
     tp = est.tensor_parallel_size
     gpus_per_replica = tp * req.pipeline_parallel_size
     per_instance, nodes_per_replica = _replica_layout(req, inst, tp)
-    price = instance_price(inst, req.prices)
+    price = instance_price(inst, req.prices, req.region)
     instances = _instances(req, inst, tp, r)
     cost = instances * price[0] if price else None
     figures = judged(pred, sim)
