@@ -47,6 +47,7 @@ from gpustrata.vllm.capacity import (
     gib,
 )
 from gpustrata.vllm.offload import VLLM_CPU_SPEC_SRC, host_memory
+from gpustrata.vllm.performance import Workload
 
 __all__ = [
     "SETTING_FLAGS",
@@ -422,11 +423,17 @@ def capacity_text(
         )
         rows = [header]
         workload = ""
+        now: ServingAtSettings | None = None
+        loads: set[Workload] = set()
         for r in what_if:
-            pred = _predicted(target, r)
+            # The current row is simulated too (the line under the table), once.
+            pred = _predicted(target, r, simulate=_same(r, est))
             if pred is not None:
+                loads.add(pred.workload)
                 if not workload or _same(r, est):  # the note names the current row's
                     workload = pred.workload_why
+                if _same(r, est):
+                    now = pred
                 p = pred.prediction
                 predicted = (
                     f"{p.tpot_seconds.value * 1e3:.1f} ms",
@@ -461,17 +468,14 @@ def capacity_text(
             + ")"
         )
         if workload:
-            each = (
-                " (the current row's; each row runs at its own max_num_seqs)"
-                if "(max_num_seqs;" in workload
-                else ""
-            )
+            # Only the reference load (each row's own max_num_seqs) differs between rows.
+            each = " (the current row's; each row runs at its own max_num_seqs)"
+            each = each if len(loads) > 1 else ""
             lines.append(
                 f"  (TPOT, TTFT, tok/s: one replica predicted by the closed form at the "
                 f"{workload}{each}; constants fitted on published runs, "
                 "catalog/data/serving-fit.yaml)"
             )
-        now = _predicted(target, est, simulate=True) if est.fits else None
         if now is not None and now.simulated is not None:
             j = now.judged
             lines.append(
