@@ -269,10 +269,15 @@ def slo_misses(
     return out
 
 
+def _slo_misses(req: SizingRequest, figures: Judged) -> list[str]:
+    """:func:`slo_misses` of ``req``'s targets: the simulation's figures keep the margin,
+    the screen's none."""
+    margin = req.margin if figures.simulated else NO_MARGIN
+    return slo_misses(figures, req.ttft_s, req.tpot_s, margin)
+
+
 def _misses(req: SizingRequest, figures: Judged, cost: float | None) -> list[str]:
-    out = slo_misses(
-        figures, req.ttft_s, req.tpot_s, req.margin if figures.simulated else NO_MARGIN
-    )
+    out = _slo_misses(req, figures)
     if req.max_cost_per_hour is not None and cost is not None and cost > req.max_cost_per_hour:
         out.append(f"cost ${cost:,.2f}/h > ${req.max_cost_per_hour:g}/h")
     return out
@@ -380,7 +385,7 @@ def size(
             if isinstance(found, str):
                 rejected.append(Rejected(inst.name, gpu.id, tp, found))
                 continue
-            candidates.append(_candidate(req, inst, gpu, tp, found, runs))
+            candidates.append(_candidate(req, inst, gpu, found, runs))
     ranked = _simulate_head(req, _ranked(candidates), runs)
     if empty is None and not candidates:
         tried = [r for r in rejected if r.instance != "-"]  # "-": a TP no instance holds
@@ -536,20 +541,11 @@ def _simulate_head(req: SizingRequest, ranked: list[Candidate], runs: _Runs) -> 
     until the first :data:`SIMULATED_TOP` candidates are all simulated or the budget is
     spent, take the first one not yet simulated, re-search its replicas on the simulated
     figures and rank again."""
-    done: set[tuple[str, int]] = set()
     while True:
-        todo = next(
-            (
-                c
-                for c in ranked[:SIMULATED_TOP]
-                if (c.instance.name, c.tensor_parallel_size) not in done
-            ),
-            None,
-        )
+        todo = next((c for c in ranked[:SIMULATED_TOP] if c.screened), None)
         if todo is None or runs.left <= 0:
             return _ranked(ranked, simulated_first=True)
-        done.add((todo.instance.name, todo.tensor_parallel_size))
-        again = _simulated(req, todo, runs)
+        again = _simulated(req, todo, runs)  # never screened, even where no request ran
         ranked = _ranked([again if c is todo else c for c in ranked])
 
 
@@ -566,7 +562,7 @@ def _simulated(req: SizingRequest, c: Candidate, runs: _Runs) -> Candidate:
         return _build(req, c.instance, c.gpu, c.estimate, r, pred, sim, screened=False)
 
     def slo_ok(x: Candidate) -> bool:
-        return not any(not m.startswith("cost") for m in x.misses)
+        return not _slo_misses(req, x.judged)
 
     best = at(c.replicas)
     if req.replicas or best.simulated is None:
@@ -623,20 +619,16 @@ def _candidate(
     req: SizingRequest,
     inst: InstanceType,
     gpu: GpuModel,
-    tp: int,
     est: CapacityEstimate,
     runs: _Runs,
 ) -> Candidate:
     """The screen (module docstring, pass 1): the fewest replicas whose closed-form
     prediction meets the SLOs (or the fixed replicas)."""
-    price = instance_price(inst, req.prices, req.region)
     tries = [req.replicas] if req.replicas else list(range(1, MAX_REPLICAS + 1))
     best: tuple[int, ServingPrediction] | None = None
     for r in tries:
         pred = runs.predict(gpu, est, r)
-        cost = _instances(req, inst, tp, r) * price[0] if price else None
-        misses = _misses(req, judged(pred, None), cost)
-        slo_missed = [m for m in misses if not m.startswith("cost")]
+        slo_missed = _slo_misses(req, judged(pred, None))
         if best is None or not slo_missed:
             best = (r, pred)
         if not slo_missed:
