@@ -199,6 +199,15 @@ def test_region_empty_answers_name_the_filter(
     assert extra[1].lower() in doc["empty_reason"]
 
 
+def test_a_hostile_region_is_clipped_and_an_empty_one_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _rc, doc = _json(capsys, [*_8B, "--region", "x" * 5000])
+    assert doc["candidates"] == [] and "x" * 61 not in doc["empty_reason"]
+    assert main([*_8B, "--region", " "]) == 2
+    assert "--region is empty" in capsys.readouterr().err
+
+
 def test_region_near_miss_is_suggested(capsys: pytest.CaptureFixture[str]) -> None:
     _rc, doc = _json(capsys, [*_8B, "--region", "westeuropa"])
     assert "did you mean westeurope" in doc["empty_reason"]

@@ -144,6 +144,8 @@ def _request(args: argparse.Namespace) -> Any:
                 f"(catalog/data/instances.yaml){hint}"
             )
     tp = _int("--tp", args.tp, 1, "1, 2, 4 or 8", MAX_PARALLEL)
+    if args.region is not None and not args.region.strip():
+        raise InputError("--region is empty: name a region such as westus3, or drop --region")
     margin = _float(
         "--margin", args.margin, lambda v: 0 <= v < 10, "use a fraction such as 0.25 (0: none)"
     )

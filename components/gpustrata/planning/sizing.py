@@ -30,6 +30,7 @@ from typing import Any
 from gpustrata.catalog.architectures import ModelArchitecture
 from gpustrata.catalog.hardware import GpuModel, HardwareCatalog, InstanceType
 from gpustrata.catalog.instance_regions import instance_regions
+from gpustrata.core.terminal import clipped
 from gpustrata.vllm.calibration import NO_MARGIN, Margin, MarginModel
 from gpustrata.vllm.capacity import CapacityError, CapacityEstimate, estimate_capacity
 from gpustrata.vllm.performance import (
@@ -454,7 +455,7 @@ def _in_region(
         near = difflib.get_close_matches(region, known, n=6, cutoff=0.6)
         hint = f"; did you mean {' or '.join(near)}?" if near else ""
         return [], (
-            f"--region {region!r} is in none of the catalogued price files "
+            f"--region {clipped(region)!r} is in none of the catalogued price files "
             f"({len(table.regions('aws'))} AWS and {len(table.regions('azure'))} Azure regions: "
             f"catalog/data/instance-regions.yaml){hint}"
         )
