@@ -7,9 +7,9 @@ import importlib.resources
 import pkgutil
 import sysconfig
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from functools import cache
+from functools import cache, partial
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,8 +35,8 @@ from gpustrata_policies.findings import (
     RuleMeta,
     Violation,
 )
-from gpustrata_policies.index import EvaluationIndex
-from gpustrata_policies.rules._kinds import subject_kinds
+from gpustrata_policies.index import EvaluationIndex, Replica
+from gpustrata_policies.rules._kinds import NAMESPACE_ORDER_READERS, subject_kinds
 from gpustrata_policies.view.controllers import controller_fills
 from gpustrata_policies.view.dra import attach_claims
 from gpustrata_policies.view.gpu_operator import operator_view
@@ -252,6 +252,112 @@ def _tracked_outcomes(
     return outcomes
 
 
+def _outcomes(
+    check: Any,
+    ctx: RuleContext,
+    obj: K8sObject,
+    meta: RuleMeta,
+    enforcement: Enforcement,
+    findings: list[Finding],
+) -> list[Outcome]:
+    """What *check* reports on *obj* when no object holds an unknown value (no read log)."""
+    outcomes: list[Outcome] = []
+    try:
+        # One at a time: what a rule reported before it stopped is kept
+        # (list.extend keeps the items it took from a generator that raised).
+        outcomes.extend(check(ctx, obj))
+    except UnknownInput as exc:
+        outcomes.append(NotEvaluated(meta.id, obj.resource, installation_reason(obj, exc)))
+    except Exception as exc:  # a rule bug: report it, run the other rules
+        findings.append(internal_error(meta, enforcement, obj, exc))
+    return outcomes
+
+
+_Split = tuple[tuple[tuple[int, K8sObject], ...], dict[int, list[tuple[int, K8sObject]]]]
+"""A rule's subjects split: (position, object) of each one judged, and per first copy
+(its ``id()``) the (position, copy) of its copies in other namespaces."""
+
+
+def _split(subjects: Sequence[K8sObject], replicas: Mapping[int, Replica]) -> _Split:
+    judged: list[tuple[int, K8sObject]] = []
+    copies: dict[int, list[tuple[int, K8sObject]]] = {}
+    for at, obj in enumerate(subjects):
+        replica = replicas.get(id(obj))
+        if replica is None:
+            judged.append((at, obj))
+        else:
+            copies.setdefault(id(replica.of), []).append((at, obj))
+    return tuple(judged), copies
+
+
+def _judged_once(
+    judge: Callable[[K8sObject], list[Outcome]],
+    split: _Split,
+    replicas: Mapping[int, Replica],
+    findings: list[Finding],
+) -> list[list[Outcome]]:
+    """The subjects' outcomes that are not empty, in input order, judging a copy of a
+    repeated namespace only where the first copy's outcomes cannot be replayed onto it
+    (:func:`_replayed`); a copy whose first copy reported nothing reports nothing."""
+    judged, copies = split
+    found: list[tuple[int, list[Outcome]]] = []
+    for at, obj in judged:
+        errors = len(findings)
+        outcomes = judge(obj)
+        if outcomes:
+            found.append((at, outcomes))
+        mine = copies.get(id(obj))
+        if mine is None or (not outcomes and len(findings) == errors):
+            continue
+        if len(findings) != errors:  # it crashed on the first copy: each copy its own error
+            found.extend((c, judge(copy)) for c, copy in mine)
+            continue
+        movable: bool | None = None
+        for c, copy in mine:
+            replica = replicas[id(copy)]
+            if movable is None:
+                movable = _movable(outcomes, replica)
+            found.append((c, _replayed(outcomes, copy, replica) if movable else judge(copy)))
+    found.sort(key=lambda pair: pair[0])
+    return [outcomes for _, outcomes in found]
+
+
+def _replayed(first: list[Outcome], obj: K8sObject, replica: Replica) -> list[Outcome]:
+    """The first copy's outcomes *first* as *obj*'s (:func:`_movable`): each about the same
+    object of *obj*'s namespace, or the same object where it is outside the class."""
+    peers = replica.peers
+    moved: list[Outcome] = []
+    for outcome in first:
+        if isinstance(outcome, Violation):
+            about = peers.get(id(outcome.obj), outcome.obj)
+            moved.append(Violation(about, outcome.message, outcome.path, outcome.advisory))
+        elif outcome.resource == replica.of.resource:
+            moved.append(NotEvaluated(outcome.rule, obj.resource, outcome.reason))
+        else:
+            moved.append(outcome)  # about an object outside the class
+    return moved
+
+
+def _movable(first: list[Outcome], replica: Replica) -> bool:
+    """Can each of *first* move to another copy of the namespace? Not where its text names
+    a namespace of the class (it refers to that copy) or it is about an object of another
+    copy."""
+    mentions = replica.mentions.search
+    for outcome in first:
+        if isinstance(outcome, Violation):
+            about = outcome.obj
+            if id(about) not in replica.peers and about.namespace in replica.names:
+                return False  # about an object of another copy
+            text = outcome.message
+        else:
+            if outcome.resource != replica.of.resource and mentions(outcome.resource):
+                return False
+            text = outcome.reason
+        if mentions(text):
+            return False
+    return True
+
+
 def evaluate(
     objects: Iterable[K8sObject | Mapping[str, Any]],
     *,
@@ -262,6 +368,7 @@ def evaluate(
     context: Iterable[K8sObject | Mapping[str, Any]] = (),
     profile: ClusterProfile | None = None,
     profile_file: str | None = None,
+    judge_replicas_once: bool = True,
 ) -> Report:
     """Run *rules* (default: all) over *objects* and collect findings.
 
@@ -272,6 +379,12 @@ def evaluate(
     *profile* is the cluster profile (read from *profile_file*): its pools join *context*
     as ``GpuNodePool`` descriptions, and the view reads its other facts while the rules
     run (:mod:`gpustrata_policies.view.profile`).
+
+    Where namespaces repeat one another (one chart per tenant: every object equal but
+    for its namespace, :meth:`~gpustrata_policies.index.EvaluationIndex.replicas`), each
+    rule judges the first copy and replays its outcomes onto the others, each about its
+    own copy's objects (``judge_replicas_once=False`` judges every copy; the report is
+    the same, ``tests/policies/test_replicas.py``).
 
     Never raises on odd input: an unknown value (Pulumi preview) becomes a "not
     evaluated" record with the reason; a rule that crashes becomes an internal-error
@@ -284,7 +397,9 @@ def evaluate(
         context = [*context, *pools]
     # the objects and the view's caches live until the end
     with fewer_collections(), using_profile(profile):
-        return _evaluate(objects, environment, config, rules, report_unknown_kinds, context)
+        return _evaluate(
+            objects, environment, config, rules, report_unknown_kinds, context, judge_replicas_once
+        )
 
 
 def _evaluate(
@@ -294,6 +409,7 @@ def _evaluate(
     rules: Sequence[Rule] | None,
     report_unknown_kinds: bool,
     context: Iterable[K8sObject | Mapping[str, Any]],
+    judge_replicas_once: bool,
 ) -> Report:
     if isinstance(config, PolicyConfig):
         cfg = config.with_environment(parse_environment(environment))
@@ -336,6 +452,9 @@ def _evaluate(
     # per-check read log is skipped (a context variable set and reset per rule and object),
     # and so is the Python loop over each check's outcomes.
     tracking = any(is_tracked(o.raw) for o in index.objects)
+    # Copies of a namespace (one chart per tenant) are judged once, then replayed.
+    replicas = {} if tracking or not judge_replicas_once else index.replicas()
+    splits: dict[frozenset[str] | None, _Split] = {}
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)
@@ -344,22 +463,24 @@ def _evaluate(
         if enforcement == "disabled":
             continue
         ctx = RuleContext(meta, cfg, index=index)
-        check = rule.check
-        for obj in index.of_kinds(subject_kinds(meta.id)):
-            if tracking:
-                outcomes = _tracked_outcomes(check, ctx, obj, meta, enforcement, findings)
-            else:
-                outcomes = []
-                try:
-                    # One at a time: what a rule reported before it stopped is kept
-                    # (list.extend keeps the items it took from a generator that raised).
-                    outcomes.extend(check(ctx, obj))
-                except UnknownInput as exc:
-                    outcomes.append(
-                        NotEvaluated(meta.id, obj.resource, installation_reason(obj, exc))
-                    )
-                except Exception as exc:  # a rule bug: report it, run the other rules
-                    findings.append(internal_error(meta, enforcement, obj, exc))
+        judge = partial(
+            _tracked_outcomes if tracking else _outcomes,
+            rule.check,
+            ctx,
+            meta=meta,
+            enforcement=enforcement,
+            findings=findings,
+        )
+        kinds = subject_kinds(meta.id)
+        subjects = index.of_kinds(kinds)
+        if replicas and meta.id not in NAMESPACE_ORDER_READERS:
+            split = splits.get(kinds)
+            if split is None:
+                split = splits[kinds] = _split(subjects, replicas)
+            per_object: Iterable[list[Outcome]] = _judged_once(judge, split, replicas, findings)
+        else:
+            per_object = map(judge, subjects)
+        for outcomes in per_object:
             if not outcomes:  # the common case: nothing to report on this object
                 continue
             for outcome in outcomes:

@@ -17,7 +17,9 @@ Both live and die with the evaluation: the view keeps no cache of its own keyed 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
 from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, memoised
@@ -25,7 +27,7 @@ from gpustrata.core.unknown import ABSENT, TAINTED, UNKNOWN, memoised
 if TYPE_CHECKING:
     from gpustrata_policies.view.objects import K8sObject
 
-__all__ = ["EvaluationIndex", "content_key"]
+__all__ = ["EvaluationIndex", "Replica", "content_key"]
 
 _T = TypeVar("_T")
 _BY_KIND = ("index", "objects-by-kind")
@@ -66,6 +68,46 @@ def content_key(*parts: Any) -> Hashable | None:
 
 
 @final
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """A subject whose namespace repeats an earlier one (one chart installed per tenant):
+    every object of the two namespaces is equal but for ``metadata.namespace``, and no
+    object of either names a namespace of the class anywhere else (:meth:`EvaluationIndex.
+    replicas`). A rule that treats namespaces alike judges it as it judged :attr:`of`."""
+
+    of: K8sObject
+    """The object of the class's first namespace that this one repeats."""
+    peers: Mapping[int, K8sObject]
+    """``id()`` of each object of the first namespace -> its copy in this namespace."""
+    names: tuple[str, ...]
+    """The namespaces of the class."""
+    mentions: re.Pattern[str]
+    """Finds a namespace of the class named in a text (as a whole name: ``llm`` in
+    ``svc.llm.cluster``, not in ``vllm``); an outcome that names one is not replayed."""
+
+
+def _mentions(names: Sequence[str]) -> re.Pattern[str]:
+    """A pattern finding any of *names* as a whole DNS label run (namespace names are
+    ``[a-z0-9-]``), so a namespace ``llm`` is not found in ``vllm`` or ``llm-2``."""
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z0-9_-])(?:{alternatives})(?![A-Za-z0-9_-])")
+
+
+def _without_namespace(raw: Mapping[str, Any]) -> str | None:
+    """*raw*'s text with ``metadata.namespace`` left out: equal texts, equal objects but
+    for their namespace (``repr`` keeps types: ``1``, ``1.0``, ``True`` and ``"1"``
+    differ). ``None`` for an object that is not a plain dict."""
+    if type(raw) is not dict:
+        return None
+    meta = raw.get("metadata")
+    if type(meta) is not dict:
+        return None
+    top = dict(raw)
+    top["metadata"] = {k: v for k, v in meta.items() if k != "namespace"}
+    return repr(top)
+
+
+@final
 class EvaluationIndex:
     """The objects of one evaluation, by role and kind, and what is derived from them.
 
@@ -82,6 +124,7 @@ class EvaluationIndex:
         "_facts",
         "_kinds",
         "_others",
+        "_replicas",
         "_texts",
         "objects",
         "subjects",
@@ -110,6 +153,7 @@ class EvaluationIndex:
         # in a test), each kept with its object so that its id stays its own.
         self._others: dict[int, tuple[K8sObject, dict[Hashable, Any]]] = {}
         self._texts: dict[str, str] = {}
+        self._replicas: dict[int, Replica] | None = None
 
     def text(self, value: str) -> str:
         """*value*, as the one string object of its text in this evaluation: a report
@@ -144,6 +188,72 @@ class EvaluationIndex:
         for obj in self.objects:
             groups.setdefault(obj.kind, []).append(obj)
         return {kind: tuple(objs) for kind, objs in groups.items()}
+
+    def replicas(self) -> dict[int, Replica]:
+        """``id()`` of each subject whose namespace repeats an earlier namespace ->
+        :class:`Replica` (built once).
+
+        Two namespaces are of one class when their subjects, ``metadata.namespace`` left
+        out, are the same multiset of objects (as text: :func:`_without_namespace`; equal
+        objects of one namespace pair in input order). A namespace is left out when one
+        of its objects is not plain data or states no namespace (it lands wherever
+        ``kubectl`` applies it), when a context object lives in it (the context is read,
+        never reported on), or when the class's objects name it anywhere in their text (a
+        Service's DNS name, a route's ``namespace``: what a copy refers to would not move
+        with it)."""
+        if self._replicas is None:
+            self._replicas = self._group_replicas()
+        return self._replicas
+
+    def _group_replicas(self) -> dict[int, Replica]:
+        keyed: dict[str, list[tuple[str, K8sObject]]] = {}
+        barred: set[str] = set()
+        for obj in self.subjects:
+            meta = obj.raw.get("metadata")
+            ns = meta.get("namespace") if type(meta) is dict else None
+            if type(ns) is not str or not ns:
+                if obj.namespace != "-":  # a namespaced object applied wherever kubectl says
+                    barred.add(obj.namespace)
+                continue
+            if obj.namespace == "-":
+                continue  # a cluster-scoped kind: its namespace field means nothing
+            key = _without_namespace(obj.raw)
+            if key is None:
+                barred.add(ns)
+                continue
+            keyed.setdefault(ns, []).append((key, obj))
+        for obj in self.objects[len(self.subjects) :]:
+            meta = obj.raw.get("metadata")
+            ns = meta.get("namespace") if type(meta) is dict else None
+            barred.add(ns if type(ns) is str else "default")
+        classes: dict[tuple[str, ...], list[str]] = {}
+        for ns, pairs in keyed.items():
+            if ns in barred:
+                continue
+            pairs.sort(key=lambda pair: pair[0])  # stable: an object twice keeps its order
+            signature = tuple(key for key, _ in pairs)
+            classes.setdefault(signature, []).append(ns)
+        found: dict[int, Replica] = {}
+        for signature, names in classes.items():
+            if len(names) < 2:
+                continue
+            # A text that names a namespace of the class refers to that one: its copies
+            # elsewhere still refer to it, so it is left out of the class (the others,
+            # all referring to it alike, stay one).
+            named = {m for key in signature for m in _mentions(names).findall(key)}
+            if named:
+                names = [n for n in names if n not in named]
+                if len(names) < 2:
+                    continue
+            mentions = _mentions(names)
+            first = keyed[names[0]]
+            members = tuple(names)
+            for ns in names[1:]:
+                copies = keyed[ns]
+                peers = {id(a): b for (_, a), (_, b) in zip(first, copies, strict=True)}
+                for (_, a), (_, b) in zip(first, copies, strict=True):
+                    found[id(b)] = Replica(a, peers, members, mentions)
+        return found
 
     def in_context(self, obj: K8sObject) -> bool:
         """Is *obj* a context object (read, never reported on)?"""

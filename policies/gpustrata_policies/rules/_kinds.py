@@ -25,7 +25,7 @@ from gpustrata_policies.view.kinds import POD_KINDS
 from gpustrata_policies.view.nodes import OPERATOR_KINDS
 from gpustrata_policies.view.scheduling import ADDON_KIND
 
-__all__ = ["SUBJECT_KINDS", "subject_kinds"]
+__all__ = ["NAMESPACE_ORDER_READERS", "SUBJECT_KINDS", "subject_kinds"]
 
 _RAY_SERVICE = frozenset({"RayService"})
 _AUTOSCALERS = frozenset({"HorizontalPodAutoscaler", "ScaledObject"})
@@ -97,6 +97,15 @@ SUBJECT_KINDS: Final[Mapping[str, frozenset[str]]] = {
     "V013": POD_KINDS,
 }
 """Rule id -> the kinds of object it reports on; a rule not listed reports on any kind."""
+
+
+NAMESPACE_ORDER_READERS: Final[frozenset[str]] = frozenset()
+"""Rules whose verdict on an object may depend on where its namespace comes among equal
+namespaces (a first-come share of a pool, say): the evaluator judges each copy of a
+repeated namespace itself for them instead of replaying the first copy's outcomes
+(:meth:`~gpustrata_policies.index.EvaluationIndex.replicas`). Every other rule treats
+namespaces alike; ``tests/policies/test_replicas.py`` checks it on the fixtures and the
+field corpora, each copied into several namespaces."""
 
 
 def subject_kinds(rule_id: str) -> frozenset[str] | None:
