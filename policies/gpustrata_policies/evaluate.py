@@ -454,6 +454,8 @@ def _evaluate(
     tracking = any(is_tracked(o.raw) for o in index.objects)
     # Copies of a namespace (one chart per tenant) are judged once, then replayed.
     replicas = {} if tracking or not judge_replicas_once else index.replicas()
+    if replicas:
+        index.fold_copies()  # what rules sum over every object counts a first copy per copy
     splits: dict[frozenset[str] | None, _Split] = {}
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta

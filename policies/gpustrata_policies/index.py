@@ -120,6 +120,7 @@ class EvaluationIndex:
         "_at",
         "_by_kinds",
         "_context",
+        "_copies",
         "_derived",
         "_facts",
         "_kinds",
@@ -154,6 +155,7 @@ class EvaluationIndex:
         self._others: dict[int, tuple[K8sObject, dict[Hashable, Any]]] = {}
         self._texts: dict[str, str] = {}
         self._replicas: dict[int, Replica] | None = None
+        self._copies: dict[int, list[K8sObject]] = {}
 
     def text(self, value: str) -> str:
         """*value*, as the one string object of its text in this evaluation: a report
@@ -205,6 +207,29 @@ class EvaluationIndex:
             self._replicas = self._group_replicas()
         return self._replicas
 
+    def fold_copies(self) -> None:
+        """Let what is summed over every object count each first copy once per copy
+        (:meth:`copies`, :meth:`is_copy`): the evaluator's switch, on where it replays
+        outcomes onto copies (never with a value unknown until deployment)."""
+        copies: dict[int, list[K8sObject]] = {}
+        for at, replica in self.replicas().items():
+            copies.setdefault(id(replica.of), []).append(self.objects[self._at[at]])
+        self._copies = copies
+
+    def copies(self, obj: K8sObject) -> Sequence[K8sObject]:
+        """The copies in other namespaces of *obj*, a first copy, where the evaluator folds
+        them (:meth:`fold_copies`): an index over every object may take *obj*'s share once
+        per copy and skip them (:meth:`is_copy`). Empty otherwise."""
+        return self._copies.get(id(obj), ())
+
+    def position(self, obj: K8sObject) -> int:
+        """*obj*'s place in :attr:`objects` (input order)."""
+        return self._at[id(obj)]
+
+    def is_copy(self, obj: K8sObject) -> bool:
+        """Is *obj* a copy whose share a folded index takes from its first copy?"""
+        return bool(self._copies) and id(obj) in self.replicas()
+
     def _group_replicas(self) -> dict[int, Replica]:
         keyed: dict[str, list[tuple[str, K8sObject]]] = {}
         barred: set[str] = set()
@@ -240,7 +265,8 @@ class EvaluationIndex:
             # A text that names a namespace of the class refers to that one: its copies
             # elsewhere still refer to it, so it is left out of the class (the others,
             # all referring to it alike, stay one).
-            named = {m for key in signature for m in _mentions(names).findall(key)}
+            find = _mentions(names).findall
+            named = {m for key in signature for m in find(key)}
             if named:
                 names = [n for n in names if n not in named]
                 if len(names) < 2:

@@ -127,12 +127,17 @@ def _demand(
     ctx: RuleContext, pools: list[GpuPool], extra: tuple[str, ...]
 ) -> tuple[dict[str, int], dict[str, str]]:
     """GPUs every GPU workload can hold per pool name, at its maximum size; and per pool
-    name, why some workload's share is unknown during a preview."""
+    name, why some workload's share is unknown during a preview. A copy of a namespace
+    takes its first copy's share (:meth:`~gpustrata_policies.index.EvaluationIndex.copies`)."""
 
     def build() -> tuple[dict[str, int], dict[str, str]]:
         used: dict[str, int] = {}
         unknown: dict[str, str] = {}
+        index = ctx.index
         for other in ctx.objects:
+            if index.is_copy(other):
+                continue
+            times = 1 + len(index.copies(other))
             try:
                 for pod in other.pods():
                     gpus = exact_sum(gpu_requests(pod, extra).values())
@@ -149,7 +154,8 @@ def _demand(
                         continue
                     if count is None:
                         continue
-                    used[hits[0].name] = used.get(hits[0].name, 0) + math.ceil(gpus) * count
+                    share = math.ceil(gpus) * count * times
+                    used[hits[0].name] = used.get(hits[0].name, 0) + share
             except UnknownInput:
                 continue  # its Pods are unknown: the subject's own check reports that
         return used, unknown

@@ -39,28 +39,40 @@ def _blocking_budget(disruption: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _inference_pods(ctx: RuleContext, pool: GpuPool) -> list[tuple[PodRef, bool]]:
-    """GPU Pods in the input that target *pool*, each with whether it opts out of
-    voluntary disruption (``karpenter.sh/do-not-disrupt: "true"``)."""
+def _inference_pods(ctx: RuleContext, pool: GpuPool) -> list[tuple[str, bool]]:
+    """GPU Pods in the input that target *pool* (named ``Kind/namespace/name (role)``),
+    each with whether it opts out of voluntary disruption
+    (``karpenter.sh/do-not-disrupt: "true"``)."""
 
-    def by_pool() -> dict[int, list[PodRef]]:
+    def by_pool() -> dict[int, list[tuple[K8sObject, PodRef]]]:
         # One pass over the input for every NodePool (keyed by identity: ctx's pools),
-        # not one per NodePool; each pool's Pods stay in input order.
+        # not one per NodePool; each pool's Pods stay in input order. A copy of a
+        # namespace has its first copy's Pods (EvaluationIndex.copies): they target the
+        # same pools and carry the same annotations, under the copy's own name.
         pools = gpu_pools(ctx)
-        found: dict[int, list[PodRef]] = {}
-        for obj in ctx.objects:
-            for pod in obj.pods():
+        index = ctx.index
+        found: dict[int, list[tuple[int, int, K8sObject, PodRef]]] = {}
+        for at, obj in enumerate(ctx.objects):
+            if index.is_copy(obj):
+                continue
+            copies = [(index.position(c), c) for c in index.copies(obj)]
+            for n, pod in enumerate(obj.pods()):
                 if pod.gpu_count(ctx.config.gpu_resources) <= 0:
                     continue
                 for p in targeted_pools(pod, pools):
-                    found.setdefault(id(p), []).append(pod)
-        return found
+                    here = found.setdefault(id(p), [])
+                    here.append((at, n, obj, pod))
+                    here.extend((c_at, n, c, pod) for c_at, c in copies)
+        return {
+            pool: [(owner, pod) for _, _, owner, pod in sorted(pods, key=lambda e: (e[0], e[1]))]
+            for pool, pods in found.items()
+        }
 
-    index: dict[int, list[PodRef]] = ctx.memo("k016_gpu_pods_by_pool", by_pool)
+    index: dict[int, list[tuple[K8sObject, PodRef]]] = ctx.memo("k016_gpu_pods_by_pool", by_pool)
     out = []
-    for pod in index.get(id(pool), []):
+    for owner, pod in index.get(id(pool), []):
         value = _pod_annotations(pod).get(DO_NOT_DISRUPT)
-        out.append((pod, str(value).lower() == "true"))
+        out.append((f"{owner.resource}{pod.where}", str(value).lower() == "true"))
     return out
 
 
@@ -90,7 +102,7 @@ def judge(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
             "policy": policy,
             "defaulted": not stated,
             "consolidate_after": None if after is None else f"{after}",
-            "exposed": tuple(f"{p.obj.resource}{p.where}" for p, ok in pods if not ok),
+            "exposed": tuple(name for name, ok in pods if not ok),
         },
         sources=(KARPENTER_DISRUPTION,),
         path=("spec", "disruption", "consolidationPolicy") if stated else ("spec",),
