@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -66,13 +66,24 @@ def _service_engines(
     return out
 
 
+def _pools_by_name(ctx: RuleContext) -> dict[tuple[str, Any], list[K8sObject]]:
+    """The InferencePools by (namespace, name), each list in input order (built once: a
+    lookup per route rule, not a scan of every pool)."""
+
+    def build() -> dict[tuple[str, Any], list[K8sObject]]:
+        found: dict[tuple[str, Any], list[K8sObject]] = {}
+        for candidate in ctx.index.objects_of("InferencePool"):
+            found.setdefault((candidate.namespace, candidate.name), []).append(candidate)
+        return found
+
+    pools: dict[tuple[str, Any], list[K8sObject]] = ctx.memo("g001_pools_by_name", build)
+    return pools
+
+
 def _pool_engines(ctx: RuleContext, namespace: str, name: Any, group: str) -> list[EngineSite]:
-    for candidate in ctx.index.objects_of("InferencePool"):
-        if (candidate.namespace, candidate.name) != (
-            namespace,
-            name,
-        ):
-            continue
+    if not isinstance(name, Hashable):
+        return []
+    for candidate in _pools_by_name(ctx).get((namespace, name), ()):
         if candidate.api_version.split("/", 1)[0] != group:
             continue  # the route names the other API group's InferencePool
         pool = inference_pool(candidate)
