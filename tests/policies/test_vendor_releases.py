@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gpustrata.catalog.profile import ClusterProfile
 from gpustrata.catalog.vllm_releases import accepted_flags, load_vllm_releases
 from gpustrata_policies import evaluate
 from gpustrata_policies.inputs.manifests import load_paths
@@ -176,6 +177,52 @@ def test_an_unmapped_vendor_build_names_the_profile_key_that_decides_it() -> Non
     assert len(reasons) == 2
     assert all("nvcr.io/nvidia/vllm:26.02-py3" in r for r in reasons)
     assert all("(set images in the cluster profile)" in r for r in reasons)
+
+
+VERTEX_2025_03 = (
+    "us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/"
+    "pytorch-vllm-serve:20250312_0916_RC01"
+)
+
+
+@pytest.mark.parametrize(
+    ("corpus_file", "image", "says"),
+    [
+        (
+            "field-corpus-3/production-stack-gie-gpu-deployment.yaml",
+            "lmcache/vllm-openai:2025-05-05-v1",
+            "LMCache",
+        ),
+        (
+            "field-corpus-3/production-stack-operator-vllmruntime.yaml",
+            "docker.io/lmcache/vllm-openai:2025-05-27-v1",
+            "LMCache",
+        ),
+        (
+            "field-corpus-1/GoogleCloudPlatform-kubernetes-engine-samples-vllm-gemma-3-27b-it.yaml",
+            VERTEX_2025_03,
+            "Vertex AI Model Garden",
+        ),
+    ],
+)
+def test_a_dated_vendor_tag_stays_not_evaluated_until_the_profile_states_it(
+    corpus_file: str, image: str, says: str
+) -> None:
+    """Session 23: the field corpora's dated vendor tags, read again (vllm-releases.yaml says
+    what). LMCache's Dockerfile of May 2025 pins `FROM vllm/vllm-openai:v0.7.3`, but its
+    dated tags were built from vLLM's main branch (LMCache/LMCache#536, #757), so the pin is
+    not read as the release inside: V013 stays not evaluated, naming the image and the
+    profile key, and no flag is judged against a guessed release. The profile's `images`
+    entry for the tag is what decides it."""
+    objs = load_paths([str(DATA / corpus_file)])
+    report = evaluate(objs)
+    (reason,) = [n.reason for n in report.not_evaluated if n.rule == "V013"]
+    assert image in reason and says in reason
+    assert reason.endswith("(set images in the cluster profile)")
+    assert not [f for f in report.findings if f.rule == "V013"]
+    profile = ClusterProfile.model_validate({"images": [{"pattern": image, "vllm": "0.9.0"}]})
+    stated = evaluate(objs, profile=profile, profile_file="cluster.yaml")
+    assert not [n for n in stated.not_evaluated if n.rule == "V013"]
 
 
 def test_vllm_0_4_2_image_is_judged_with_the_flags_read_from_its_wheel() -> None:
