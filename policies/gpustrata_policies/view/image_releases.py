@@ -149,8 +149,8 @@ def image_release(image: Any) -> ImageRelease | None:
     if publisher is not None:
         return ImageRelease(
             None,
-            f"image {image} is tagged with {publisher}'s version, not vLLM's, and the "
-            f"catalogue does not map {publisher} releases to the vLLM inside",
+            f"image {image} is a {publisher} build tagged {tag or 'latest'!r}, not with a vLLM "
+            f"version, and the catalogue does not map {publisher}'s tags to the vLLM inside",
         )
     for prefix, vendor in VENDOR_BUILDS:
         if prefix in repo and "vllm" in repo.lower():
