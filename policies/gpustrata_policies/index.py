@@ -86,6 +86,10 @@ class Replica:
     ``svc.llm.cluster``, not in ``vllm``); an outcome that names one is not replayed."""
 
 
+_WORD = re.compile(r"[A-Za-z0-9_-]+")
+"""A run that may be a namespace name (a DNS label) and what borders it (:func:`_mentions`)."""
+
+
 def _mentions(names: Sequence[str]) -> re.Pattern[str]:
     """A pattern finding any of *names* as a whole DNS label run (namespace names are
     ``[a-z0-9-]``), so a namespace ``llm`` is not found in ``vllm`` or ``llm-2``."""
@@ -231,7 +235,7 @@ class EvaluationIndex:
         return bool(self._copies) and id(obj) in self.replicas()
 
     def _group_replicas(self) -> dict[int, Replica]:
-        keyed: dict[str, list[tuple[str, K8sObject]]] = {}
+        by_namespace: dict[str, list[K8sObject]] = {}
         barred: set[str] = set()
         for obj in self.subjects:
             meta = obj.raw.get("metadata")
@@ -240,37 +244,56 @@ class EvaluationIndex:
                 if obj.namespace != "-":  # a namespaced object applied wherever kubectl says
                     barred.add(obj.namespace)
                 continue
-            if obj.namespace == "-":
-                continue  # a cluster-scoped kind: its namespace field means nothing
-            key = _without_namespace(obj.raw)
-            if key is None:
-                barred.add(ns)
-                continue
-            keyed.setdefault(ns, []).append((key, obj))
+            if obj.namespace != "-":  # a cluster-scoped kind: its namespace field means nothing
+                by_namespace.setdefault(ns, []).append(obj)
         for obj in self.objects[len(self.subjects) :]:
             meta = obj.raw.get("metadata")
             ns = meta.get("namespace") if type(meta) is dict else None
             barred.add(ns if type(ns) is str else "default")
+        # Only namespaces holding the same kinds and names can be copies: the objects' texts
+        # are made for those alone (most namespaces of a cluster dump repeat none).
+        alike: dict[tuple[tuple[str, str], ...], list[str]] = {}
+        for ns, objs in by_namespace.items():
+            if ns not in barred:
+                alike.setdefault(tuple(sorted((o.kind, o.name) for o in objs)), []).append(ns)
+        keyed: dict[str, list[tuple[str, K8sObject]]] = {}
         classes: dict[tuple[str, ...], list[str]] = {}
-        for ns, pairs in keyed.items():
-            if ns in barred:
+        for group in alike.values():
+            if len(group) < 2:
                 continue
-            pairs.sort(key=lambda pair: pair[0])  # stable: an object twice keeps its order
-            signature = tuple(key for key, _ in pairs)
-            classes.setdefault(signature, []).append(ns)
-        found: dict[int, Replica] = {}
+            for ns in group:
+                pairs = []
+                for obj in by_namespace[ns]:
+                    key = _without_namespace(obj.raw)
+                    if key is None:
+                        break
+                    pairs.append((key, obj))
+                else:
+                    pairs.sort(key=lambda pair: pair[0])  # stable: an object twice keeps order
+                    keyed[ns] = pairs
+                    classes.setdefault(tuple(key for key, _ in pairs), []).append(ns)
+        candidates = {ns for names in classes.values() if len(names) > 1 for ns in names}
+        if not candidates:
+            return {}
+        # A namespace some text names (a route's backend, a Service's DNS name) is referred
+        # to: its copies elsewhere are not referred to alike, so it is judged on its own.
+        # Each class's texts are read once (equal in every member), and every other object's.
+        words: set[str] = set()
         for signature, names in classes.items():
+            if len(names) > 1:
+                for key in signature:
+                    words.update(_WORD.findall(key))
+        for obj in self.objects:
+            meta = obj.raw.get("metadata")
+            ns = meta.get("namespace") if type(meta) is dict else None
+            if ns not in candidates or obj.namespace == "-":
+                words.update(_WORD.findall(repr(obj.raw)))
+        named = words & candidates
+        found: dict[int, Replica] = {}
+        for names in classes.values():
+            names = [n for n in names if n not in named]
             if len(names) < 2:
                 continue
-            # A text that names a namespace of the class refers to that one: its copies
-            # elsewhere still refer to it, so it is left out of the class (the others,
-            # all referring to it alike, stay one).
-            find = _mentions(names).findall
-            named = {m for key in signature for m in find(key)}
-            if named:
-                names = [n for n in names if n not in named]
-                if len(names) < 2:
-                    continue
             mentions = _mentions(names)
             first = keyed[names[0]]
             members = tuple(names)

@@ -141,7 +141,7 @@ def test_a_namespace_that_differs_is_judged_on_its_own() -> None:
     assert set(EvaluationIndex(objects).replicas()) == {id(objects[1])}
 
 
-def test_a_namespace_named_in_its_objects_is_not_a_copy() -> None:
+def test_a_namespace_named_in_its_own_objects_is_not_a_copy() -> None:
     # the DNS name of a Service in team-a: its copy in team-b still points at team-a
     extra = ", --kv-transfer-config, http://vllm.team-a.svc.cluster.local"
     text = _tenants("team-a", extra=extra) + "---" + _tenants("team-b", extra=extra)
@@ -163,3 +163,103 @@ def test_objects_built_in_code_group_as_read_ones_do() -> None:
     built = [K8sObject(dict(o.raw)) for o in raw]
     assert len(EvaluationIndex(built).replicas()) == 1
     assert _shape(evaluate(built)) == _shape(evaluate(built, judge_replicas_once=False))
+
+
+_TENANT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: vllm, namespace: {ns}, labels: {{app: vllm}}}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: vllm}}}}
+  template:
+    metadata: {{labels: {{app: vllm}}}}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.1
+        args: [--model, meta-llama/Llama-3.1-8B-Instruct, --port, "8000"]
+        ports: [{{containerPort: 8000}}]
+        resources: {{limits: {{nvidia.com/gpu: 1}}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: vllm, namespace: {ns}}}
+spec:
+  selector: {{app: vllm}}
+  ports: [{{port: 80, targetPort: 8000}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: vllm, namespace: {ns}}}
+spec:
+  parentRefs: [{{name: inference, namespace: gateway}}]
+  rules:
+  - backendRefs: [{{name: vllm, port: 80{backend_ns}}}]
+    timeouts: {{request: 10s}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: vllm, namespace: {ns}}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: vllm}}
+  minReplicas: 1
+  maxReplicas: 4
+  metrics:
+  - type: Resource
+    resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 60}}}}
+"""
+
+_GATEWAY = """
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: inference, namespace: gateway}
+spec:
+  gatewayClassName: istio
+  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: gpu}
+spec:
+  template:
+    spec:
+      requirements:
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [g6.xlarge]}
+      taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  limits: {nvidia.com/gpu: 4}
+"""
+
+
+def _tenant(ns: str, backend_ns: str = "") -> str:
+    return _TENANT.format(ns=ns, backend_ns=f", namespace: {backend_ns}" if backend_ns else "")
+
+
+def test_tenants_behind_a_shared_gateway_and_pool_report_as_judged_one_by_one() -> None:
+    # Routes into a shared gateway namespace, HPAs and Services in each tenant, one GPU pool
+    # all tenants share (K008 and K016 sum or list every tenant's Pods), and one tenant's
+    # route sending traffic to team-a's Service: team-a is named there, so it is judged on
+    # its own (routes reach its Service that reach no other tenant's), team-b and team-c
+    # stay one class, and so do the two tenants that name team-a.
+    text = "---".join(
+        [
+            _GATEWAY,
+            _tenant("team-a"),
+            _tenant("team-b"),
+            _tenant("team-c"),
+            _tenant("team-d", backend_ns="team-a"),
+            _tenant("team-e", backend_ns="team-a"),
+        ]
+    )
+    objects = _objects(text)
+    replicas = EvaluationIndex(objects).replicas()
+    namespaces = {o.namespace for o in objects if id(o) in replicas}
+    assert namespaces == {"team-c", "team-e"}
+    every = evaluate(objects, judge_replicas_once=False)
+    once = evaluate(objects)
+    assert _shape(once) == _shape(every)
+    # the shared pool's demand counts every tenant (K008: 5 tenants x 4 Pods > 4 GPUs)
+    assert {f.resource for f in once.findings if f.rule == "K008"} == {
+        f"Deployment/team-{t}/vllm" for t in "abcde"
+    }
