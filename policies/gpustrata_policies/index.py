@@ -106,8 +106,9 @@ def _without_namespace(raw: Mapping[str, Any]) -> str | None:
     meta = raw.get("metadata")
     if type(meta) is not dict:
         return None
-    top = dict(raw)
-    top["metadata"] = {k: v for k, v in meta.items() if k != "namespace"}
+    top, bare = dict(raw), dict(meta)
+    del bare["namespace"]
+    top["metadata"] = bare
     return repr(top)
 
 
