@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -156,3 +157,56 @@ def test_a_command_without_summary_and_description_is_refused() -> None:
     sub = argparse.ArgumentParser().add_subparsers()
     with pytest.raises(ValueError, match="bare: its docstring needs a summary and a description"):
         add_command(sub, "bare", bare)
+
+
+SMALL_CHECK = (
+    "policies/gpustrata_policies/rules/k001_gpu_requests_equal_limits/good-limits-only.yaml"
+)
+"""benchmarks/bench_check.py's small check: a vLLM Pod on an unknown GPU, judged with the
+catalogues (pydantic) on every catalogued candidate."""
+_NOT_FOR_A_POD = (
+    "pulumi",
+    "grpc",
+    "jsonschema",
+    "gpustrata.spec",
+    "gpustrata.planning",
+    "gpustrata.render",
+    "gpustrata.runtime",
+    "gpustrata.components",
+    "gpustrata.catalog.charts",  # read once a HelmRelease, add-on or DRA driver is
+    "gpustrata.catalog.kubeai",  # once a KubeAI Model is
+    "gpustrata.catalog.llmaz",  # once an llmaz Playground is
+)
+
+
+@pytest.mark.parametrize("plugins", [None, ""], ids=["default", "opted-in"])
+def test_small_check_loads_only_what_a_pod_needs(plugins: str | None) -> None:
+    """The `gpustrata` process checking one vLLM Pod loads the catalogues it judges with
+    but not the stack, planner, Pulumi or the catalogues of kinds it lacks, and skips
+    pydantic's plugin discovery (a scan of every installed distribution's entry points)
+    unless PYDANTIC_DISABLE_PLUGINS is set, even empty (issue 35: a small check < 0.5 s)."""
+    code = (
+        "import contextlib, io, json, sys, importlib.metadata as md\n"
+        "scans = []\n"
+        "real = md.entry_points\n"
+        "md.entry_points = lambda **kw: scans.append(kw) or real(**kw)\n"
+        f"sys.argv = ['gpustrata', 'check', {SMALL_CHECK!r}]\n"
+        "from gpustrata.cli.app import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    rc = main()\n"
+        "print(json.dumps({'rc': rc, 'out': out.getvalue(), 'scans': len(scans), "
+        "'modules': sorted(sys.modules)}))\n"
+    )
+    env = {"PYTHONPATH": f"{ROOT / 'components'}:{ROOT / 'policies'}", "PATH": "/usr/bin:/bin"}
+    if plugins is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = plugins
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["rc"] == 0 and "1 object(s) checked" in found["out"], found["out"]
+    modules = found["modules"]
+    assert "gpustrata.catalog.hardware" in modules  # the engine was judged with the catalogues
+    assert [m for m in modules if m.startswith(_NOT_FOR_A_POD)] == []
+    assert found["scans"] == (0 if plugins is None else 1)

@@ -204,10 +204,19 @@ def base_image_vllm(image: str) -> tuple[str, KaitoRelease] | None:
     """(the vLLM release, the first KAITO release that ships it) of a ``kaito-base`` image
     KAITO runs its vLLM presets on (``mcr.microsoft.com/aks/kaito/kaito-base:0.5.0``); None
     for any other image."""
+    if image not in _base_images():  # most images: no release is built (issue 35)
+        return None
     for row in _catalogue().values():
         if row.base_image == image:
             return row.vllm, row
     return None
+
+
+@functools.cache
+def _base_images() -> frozenset[str]:
+    """Every catalogued release's ``base_image``, read from the document without building
+    the releases (every vLLM image asks :func:`base_image_vllm`)."""
+    return frozenset(str(row["base_image"]) for row in packaged_mapping(_PATH)["releases"])
 
 
 def estimate_nodes(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +86,8 @@ def register(sub: Any) -> None:
 def released_requirement() -> str:
     """The requirement that installs this gpustrata: the git URL and revision it was
     installed from (PEP 610 ``direct_url.json``), else ``gpustrata==<version>``."""
+    from importlib import metadata  # every command imports this module (issue 35)
+
     try:
         text = metadata.distribution("gpustrata").read_text("direct_url.json")
     except metadata.PackageNotFoundError:

@@ -16,19 +16,15 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpustrata.catalog.kubeai import (
-    KUBEAI_APPLY_SOURCE,
-    KubeAIDefaults,
-    defining,
-    kubeai_defaults,
-    kubeai_releases,
-)
 from gpustrata.core.unknown import UNKNOWN, UnknownInput
 from gpustrata_policies.view.agreement import agreement
 from gpustrata_policies.view.objects import K8sObject, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint, release_spans
+
+if TYPE_CHECKING:  # the catalogue is read once a KubeAI Model is (issue 35: a small check)
+    from gpustrata.catalog.kubeai import KubeAIDefaults
 
 __all__ = [
     "KubeAIFill",
@@ -154,6 +150,8 @@ def kubeai_install(obj: K8sObject) -> KubeAIInstall | None:
     parsed = kubeai_profile(obj)
     if parsed is None:
         return None
+    from gpustrata.catalog.kubeai import defining, kubeai_defaults, kubeai_releases
+
     name, count = parsed
     profile = active_profile()
     stated = profile.versions.kubeai if profile is not None else None
@@ -283,6 +281,8 @@ def kubeai_fill(obj: K8sObject) -> KubeAIFill:
     unknown: dict[str, str] = {}
     image = kubeai_image(obj)
     if install is None:
+        from gpustrata.catalog.kubeai import KUBEAI_APPLY_SOURCE
+
         stated = dig(obj.raw, "spec", "resourceProfile")
         why = (
             f"resourceProfile {stated!r} is not of the form NAME:COUNT (KubeAI refuses it: "

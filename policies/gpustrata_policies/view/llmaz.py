@@ -16,17 +16,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpustrata.catalog.llmaz import (
-    LLMAZ_IMAGE_SOURCE,
-    LlmazBackend,
-    llmaz_backend,
-    llmaz_backends,
-)
 from gpustrata.core.unknown import UNKNOWN
 from gpustrata_policies.view.objects import K8sObject, dig
 from gpustrata_policies.view.profile import active_profile, profile_hint, release_spans
+
+if TYPE_CHECKING:  # the catalogue is read once a Playground is (issue 35: a small check)
+    from gpustrata.catalog.llmaz import LlmazBackend
 
 __all__ = ["LLMAZ_OVERRIDE", "LlmazFill", "LlmazImage", "llmaz_fill", "llmaz_image"]
 
@@ -60,6 +57,8 @@ def llmaz_image(obj: K8sObject) -> LlmazImage:
     found = obj.memo.get(_MEMO)
     if isinstance(found, LlmazImage):
         return found
+    from gpustrata.catalog.llmaz import LLMAZ_IMAGE_SOURCE, llmaz_backend, llmaz_backends
+
     version = dig(obj.raw, "spec", "backendRuntimeConfig", "version")
     own = version if isinstance(version, str) and version.strip() else None
     tag = f" with its backendRuntimeConfig.version {own}" if own else ""
@@ -138,6 +137,8 @@ def _probes(probes: Any) -> str:
 def _rows(obj: K8sObject) -> tuple[Sequence[LlmazBackend], str | None]:
     """The releases whose defaults decide (the stated one, or every catalogued one) and
     why none does."""
+    from gpustrata.catalog.llmaz import llmaz_backend, llmaz_backends
+
     profile = active_profile()
     stated = profile.versions.llmaz if profile is not None else None
     if stated is None:

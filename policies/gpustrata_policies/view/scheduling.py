@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpustrata.catalog.charts import ChartRelease, chart_release, chart_releases, pod_placement
 from gpustrata.core.unknown import UnknownInput
 from gpustrata_policies.view.kinds import RAY_KINDS
 from gpustrata_policies.view.nodes import tolerations_of
 from gpustrata_policies.view.objects import K8sObject, PodRef, as_map, dig
 from gpustrata_policies.view.pools import GpuPool, pool_matches, tolerates
+
+if TYPE_CHECKING:  # the chart catalogue is read once a chart's object is (issue 35)
+    from gpustrata.catalog.charts import ChartRelease
 
 __all__ = [
     "ADDON_KIND",
@@ -145,6 +147,8 @@ def custom_kind(obj: K8sObject) -> str | None:
 
 def chart_of(obj: K8sObject) -> tuple[ChartRelease | None, str]:
     """The catalogued chart of a HelmRelease or EKS add-on object, or (None, why)."""
+    from gpustrata.catalog.charts import chart_release, chart_releases
+
     spec = as_map(obj.raw.get("spec"), "spec")
     if obj.kind == ADDON_KIND:
         name, version = spec.get("addonName"), spec.get("kubernetesVersion")
@@ -198,6 +202,8 @@ def _distinct_nodes(replicas: int | None, anti: Iterable[Mapping[str, Any]]) -> 
 
 
 def _chart_pods(obj: K8sObject, release: ChartRelease) -> list[PodNeed]:
+    from gpustrata.catalog.charts import pod_placement
+
     values = _values(obj)
     out = []
     for pod in release.pods:

@@ -6,7 +6,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
-from gpustrata.catalog.charts import chart_releases, crd_owner
 from gpustrata_policies.findings import RuleContext
 from gpustrata_policies.rules._meta import folder_rule
 from gpustrata_policies.rules._verdict import Value, Verdict, worded
@@ -80,6 +79,8 @@ def _installed_by(objects: Sequence[K8sObject]) -> _Installed:
         if chart is not None:
             continue
         name = chart_name(release)
+        from gpustrata.catalog.charts import chart_releases  # a HelmRelease to read: issue 35
+
         versions = [r.crds for r in chart_releases() if r.chart == name]
         if versions:
             owned |= set.intersection(*(set(crds) for crds in versions))
@@ -92,6 +93,8 @@ def _installed_by(objects: Sequence[K8sObject]) -> _Installed:
 def _owner(group_kind: str, group: str) -> str:
     """What to install: the project that owns the group, and the catalogued chart releases
     that install this kind (the chart catalogue's ``crds``)."""
+    from gpustrata.catalog.charts import crd_owner  # read once a kind lacks its CRD: issue 35
+
     releases = crd_owner(group_kind)
     charts = sorted({r.chart for r in releases})
     owner = _OWNERS.get(group) or (

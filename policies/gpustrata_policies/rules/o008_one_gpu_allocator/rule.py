@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import cast
 
-from gpustrata.catalog.charts import dra_node_labels
 from gpustrata.core.contract import DEVICE_PLUGIN_DEPLOY_LABEL
 from gpustrata.core.terminal import quoted
 from gpustrata.core.versions import is_version, parse_version
@@ -160,6 +159,8 @@ def _validator(
     nvidia.com/gpu capacity they never advertise: charts.yaml gpu-operator facts.dra_node)."""
     if not driver.allocates_gpus or not any(deploys_cluster_policy(o) for o in operators(ctx)):
         return
+    from gpustrata.catalog.charts import dra_node_labels  # once a DRA driver is: issue 35
+
     wanted = dra_node_labels().get(VALIDATOR_LABEL, "false")
     stuck = [
         p.name
