@@ -34,6 +34,7 @@ from gpustrata_policies.inputs.helm_values import (
     values_chart,
     values_object,
 )
+from gpustrata_policies.inputs.repeats import RepeatedDocuments
 from gpustrata_policies.view.objects import K8sObject
 
 __all__ = [
@@ -222,6 +223,18 @@ class _YamlLines(_Lines):
     def of_paths(cls, table: _PathTable, lines: Mapping[Path, int]) -> _YamlLines:
         """The lines :func:`_record_lines` recorded by path."""
         return cls(table, {table.id_of(p): line for p, line in lines.items()})
+
+    def moved(self, by: int) -> _YamlLines:
+        """These lines *by* lines further down (a document repeated further on: its paths
+        and their offsets are this one's)."""
+        out = _YamlLines.__new__(_YamlLines)
+        out._table, out._ids, out._first, out._lines = (
+            self._table,
+            self._ids,
+            self._first + by,
+            self._lines,
+        )
+        return out
 
     def get(self, path: Path, default: Any = None) -> Any:
         found = self._table.ids.get(path)
@@ -591,6 +604,10 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
     loader = new_loader(text)
     anchors = "&" in text  # else no document has an anchor, and so no alias
     texts: dict[str, str] = {}  # equal string values read as one str (see _located)
+    resolver: Any = loader  # PyYAML's resolver: a plain scalar's implicit tag
+    repeats = RepeatedDocuments(
+        text, lambda v: resolver.resolve(yaml.ScalarNode, v, (True, False)) == _STR
+    )
     after = 0  # where the text of the next document starts, at the latest
     try:
         while loader.check_node():
@@ -600,14 +617,20 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
             end = node.end_mark.index
             anchored = anchors and text.find("&", after, end) >= 0
             after = end
-            try:
-                data, by_id = _located(node, loader, table, anchored, texts)
-                lines = _YamlLines(table, by_id)
-            except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
-                check_node(node)  # alias loops and alias bombs, before anything walks it
-                lines = _YamlLines.of_paths(table, _record_lines(node, name))
-                data = loader.construct_document(node)
             start = node.start_mark.line + 1
+            doc = text[node.start_mark.index : end]
+            found = repeats.repeat(doc, start, _YamlLines.moved)
+            if found is not None:  # a copy of an earlier document in another namespace
+                data, lines = found
+            else:
+                try:
+                    data, by_id = _located(node, loader, table, anchored, texts)
+                    lines = _YamlLines(table, by_id)
+                except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
+                    check_node(node)  # alias loops and alias bombs, before anything walks it
+                    lines = _YamlLines.of_paths(table, _record_lines(node, name))
+                    data = loader.construct_document(node)
+                repeats.remember(doc, start, data, lines)
             origin = name
             if source_starts:  # Helm output: blame the template the document came from
                 at = bisect.bisect_right(source_starts, node.start_mark.index)

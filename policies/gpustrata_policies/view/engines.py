@@ -388,7 +388,9 @@ def gpu_resources(ctx: RuleContext, pod: PodRef) -> dict[str, Fraction]:
                         out.setdefault(name, parse_number(raw) or Fraction(0))
         return {k: v for k, v in out.items() if v > 0}
 
-    found: dict[str, Fraction] = ctx.memo(("gpu-resources", id(pod.spec)), build)
+    # keyed by the object too: a repeated document shares its Pod spec with the first copy
+    # (inputs/repeats.py), while DRA claims resolve in each copy's own namespace
+    found: dict[str, Fraction] = ctx.memo(("gpu-resources", id(pod.obj), id(pod.spec)), build)
     return found
 
 
