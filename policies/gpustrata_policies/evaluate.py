@@ -225,33 +225,6 @@ def _redacted(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return clipped(redact_userinfo(text) if _may_hold_userinfo(text) else text, limit)
 
 
-def _tracked_outcomes(
-    check: Any,
-    ctx: RuleContext,
-    obj: K8sObject,
-    meta: RuleMeta,
-    enforcement: Enforcement,
-    findings: list[Finding],
-) -> list[Outcome]:
-    """What *check* reports on *obj* when some object holds an unknown value: its reads
-    are logged, and a violation that read an unknown makes the rule not evaluated on
-    *obj* (with what it reported before)."""
-    outcomes: list[Outcome] = []
-    with reading_unknowns() as reads:
-        try:
-            # One at a time: what a rule reported before it stopped is kept.
-            for outcome in check(ctx, obj):
-                if reads and isinstance(outcome, Violation):
-                    # It read a value known only at deploy time: not applicable.
-                    raise UnknownInput(reads[0])
-                outcomes.append(outcome)
-        except UnknownInput as exc:
-            outcomes.append(NotEvaluated(meta.id, obj.resource, installation_reason(obj, exc)))
-        except Exception as exc:  # a rule bug: report it, run the other rules
-            findings.append(internal_error(meta, enforcement, obj, exc))
-    return outcomes
-
-
 def _outcomes(
     check: Any,
     ctx: RuleContext,
@@ -259,13 +232,24 @@ def _outcomes(
     meta: RuleMeta,
     enforcement: Enforcement,
     findings: list[Finding],
+    tracking: bool = False,
 ) -> list[Outcome]:
-    """What *check* reports on *obj* when no object holds an unknown value (no read log)."""
+    """What *check* reports on *obj*. With *tracking* (some object holds an unknown value)
+    its reads are logged, and a violation that read an unknown makes the rule not
+    evaluated on *obj* (with what it reported before); without, no read log is kept."""
     outcomes: list[Outcome] = []
     try:
-        # One at a time: what a rule reported before it stopped is kept
-        # (list.extend keeps the items it took from a generator that raised).
-        outcomes.extend(check(ctx, obj))
+        if tracking:
+            with reading_unknowns() as reads:
+                # One at a time: what a rule reported before it stopped is kept.
+                for outcome in check(ctx, obj):
+                    if reads and isinstance(outcome, Violation):
+                        # It read a value known only at deploy time: not applicable.
+                        raise UnknownInput(reads[0])
+                    outcomes.append(outcome)
+        else:
+            # list.extend keeps the items it took from a generator that raised
+            outcomes.extend(check(ctx, obj))
     except UnknownInput as exc:
         outcomes.append(NotEvaluated(meta.id, obj.resource, installation_reason(obj, exc)))
     except Exception as exc:  # a rule bug: report it, run the other rules
@@ -466,12 +450,13 @@ def _evaluate(
             continue
         ctx = RuleContext(meta, cfg, index=index)
         judge = partial(
-            _tracked_outcomes if tracking else _outcomes,
+            _outcomes,
             rule.check,
             ctx,
             meta=meta,
             enforcement=enforcement,
             findings=findings,
+            tracking=tracking,
         )
         kinds = subject_kinds(meta.id)
         subjects = index.of_kinds(kinds)
