@@ -59,11 +59,14 @@ def operator_dra(op: GpuOperatorView) -> DraDriverView | None:
     return DraDriverView(op.obj, draw or {}, version if isinstance(version, str) else None, True)
 
 
-def device_classes_installed(objects: Sequence[K8sObject]) -> dict[str, str]:
+def device_classes_installed(
+    objects: Sequence[K8sObject], operators: Sequence[GpuOperatorView] | None = None
+) -> dict[str, str]:
     """DeviceClass name -> what installs it: DeviceClass objects, the NVIDIA DRA driver's
     charts (unless ``resources.gpus.enabled`` is false), GPUCluster CRs and GPU Operator
     charts that deploy one. A driver whose values are unknown (preview) counts as
-    installing it."""
+    installing it. *operators*: the GPU Operator installations among *objects*, where the
+    caller has them (else found here)."""
     out: dict[str, str] = {}
     for obj in objects:
         if obj.kind == "DeviceClass" and obj.api_version.startswith("resource.k8s.io/"):
@@ -77,7 +80,7 @@ def device_classes_installed(objects: Sequence[K8sObject]) -> dict[str, str]:
             driver = None
         if gpus:
             out.setdefault(GPU_DEVICE_CLASS, driver.label if driver else obj.resource)
-    for op in operators_of(objects):
+    for op in operators_of(objects) if operators is None else operators:
         found = operator_dra(op)
         if found is not None:
             out.setdefault(GPU_DEVICE_CLASS, f"{found.label} ({op.obj.resource})")

@@ -29,15 +29,18 @@ default under MPS, api/config/v1/config.go) the plugin fails such a Pod with
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from gpustrata.core.yamlio import safe_load
 from gpustrata_policies.view.helm_values import values_flag
 from gpustrata_policies.view.objects import K8sObject, as_map, dig
+
+if TYPE_CHECKING:
+    from gpustrata_policies.view.gpu_operator import GpuOperatorView
 
 __all__ = [
     "DEVICE_PLUGIN_CHART",
@@ -179,14 +182,20 @@ def _default_config(obj: K8sObject, default: Any) -> Sharing | None:
     return configs.get(name) if name is not None else None
 
 
-def cluster_sharing(objects: Iterable[K8sObject]) -> Sharing | None:
+def cluster_sharing(
+    objects: Iterable[K8sObject], operators: Sequence[GpuOperatorView] | None = None
+) -> Sharing | None:
     """The cluster-wide sharing of ``nvidia.com/gpu`` the input states: the GPU Operator's
     device-plugin config, the device plugin chart's values, else any ConfigMap holding a
-    sharing config (how ``kubectl get cm -A -o yaml`` shows a plugin's config)."""
+    sharing config (how ``kubectl get cm -A -o yaml`` shows a plugin's config).
+    *operators* are the GPU Operator installations among *objects* where the caller has
+    them (:func:`~gpustrata_policies.view.nodes.operators`), else they are found here."""
     from gpustrata_policies.view.gpu_operator import operators_of
 
     objects = list(objects)
-    for op in operators_of(objects):
+    if operators is None:
+        operators = operators_of(objects)
+    for op in operators:
         found = _operator_config(objects, op.values, f"{op.label} ({op.obj.resource})")
         if found is not None:
             return found
@@ -201,7 +210,7 @@ def cluster_sharing(objects: Iterable[K8sObject]) -> Sharing | None:
     # A ConfigMap an operator or chart names was judged above at its default key; any other
     # counts only at the key the plugin would apply to unlabelled nodes (per-node-label keys
     # such as `a100-40gb` share only the nodes labelled for them).
-    named = {str(dig(op.values, "devicePlugin", "config", "name")) for op in operators_of(objects)}
+    named = {str(dig(op.values, "devicePlugin", "config", "name")) for op in operators}
     for obj in objects:
         if obj.kind == "ConfigMap" and obj.name in named:
             continue

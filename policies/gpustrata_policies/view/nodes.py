@@ -462,7 +462,9 @@ def cluster_gpu_sharing(ctx: RuleContext) -> Sharing | None:
     """The device plugin's cluster-wide sharing of ``nvidia.com/gpu`` (time-slicing or MPS
     replicas), from the GPU Operator, the device plugin chart or a ConfigMap; once per
     evaluation (:mod:`gpustrata_policies.view.device_plugin`)."""
-    found: Sharing | None = ctx.memo("device_plugin_sharing", lambda: cluster_sharing(ctx.objects))
+    found: Sharing | None = ctx.memo(
+        "device_plugin_sharing", lambda: cluster_sharing(ctx.objects, operators(ctx))
+    )
     return found
 
 

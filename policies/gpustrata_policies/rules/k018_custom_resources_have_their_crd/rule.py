@@ -15,6 +15,7 @@ from gpustrata_policies.view.device_classes import (
     device_classes_installed,
 )
 from gpustrata_policies.view.dra import GPU_DEVICE_CLASS
+from gpustrata_policies.view.nodes import operators
 from gpustrata_policies.view.objects import K8sObject
 from gpustrata_policies.view.profile import active_profile
 from gpustrata_policies.view.scheduling import chart_name, chart_of, crds_installed, custom_kind
@@ -113,7 +114,9 @@ def _profile_lists_crds() -> bool:
 
 def _device_class(ctx: RuleContext, obj: K8sObject) -> Iterator[Verdict]:
     """A claim on the ``gpu.nvidia.com`` DeviceClass needs the DRA driver that creates it."""
-    classes = ctx.memo("k018_device_classes", lambda: device_classes_installed(ctx.objects))
+    classes = ctx.memo(
+        "k018_device_classes", lambda: device_classes_installed(ctx.objects, operators(ctx))
+    )
     profile = active_profile()
     stated = profile.device_classes if profile is not None else None
     if GPU_DEVICE_CLASS in classes or GPU_DEVICE_CLASS in (stated or ()):
