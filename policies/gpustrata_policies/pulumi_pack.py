@@ -44,12 +44,13 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.deserialize import SPECIAL_SIG_KEY, deserialize_properties
 
 from gpustrata.catalog.model_sources import ModelSources, using_model_sources
 from gpustrata.core.collector import fewer_collections, no_automatic_collections
 from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
 from gpustrata.core.terminal import clipped
+from gpustrata.core.unknown import ABSENT, replace_pulumi_unknowns
 from gpustrata_policies.config import ConfigError, PolicyConfig, camel, policy_properties
 from gpustrata_policies.evaluate import all_rules, evaluate, load_config, load_policy_config
 from gpustrata_policies.findings import Report, Rule
@@ -318,9 +319,9 @@ def _shared(resources: Sequence[Any]) -> _Shared:
         found: _Shared | None = _SERVING.shared
         if found is None:
             read = []
+            fields: dict[bytes, Any] = {}
             for res in request.resources:
-                props = deserialize_properties(json_format.MessageToDict(res.properties))
-                raw = object_from_pulumi(res.type, res.name, props)
+                raw = _read_resource(res, fields)
                 if raw is not None:
                     read.append((raw, res.urn))
             found = _SERVING.shared = _Shared(_SERVING.token, read)
@@ -334,6 +335,29 @@ def _shared(resources: Sequence[Any]) -> _Shared:
                 read.append((raw, res.urn))
         _LAST[:] = [_Shared(key, read)]
     return _LAST[0]
+
+
+def _read_resource(res: Any, fields: dict[bytes, Any]) -> dict[str, Any] | None:
+    """One protobuf resource of an AnalyzeStack request as :func:`object_from_pulumi` reads
+    it. A Kubernetes resource's top-level properties are read one by one, each kept in
+    *fields* by its serialised bytes: a request that installs one chart per tenant sends
+    the same ``spec`` in every namespace, read once and shared (read-only, as `check`
+    shares a repeated document's, inputs/repeats.py). ``MessageToDict``,
+    ``deserialize_properties`` and :func:`replace_pulumi_unknowns` all work key by key, so
+    the object is the one reading the whole properties gives."""
+    struct = res.properties
+    if not res.type.startswith("kubernetes:") or SPECIAL_SIG_KEY in struct.fields:
+        props = deserialize_properties(json_format.MessageToDict(struct))
+        return object_from_pulumi(res.type, res.name, props)
+    out: dict[str, Any] = {}
+    for name, value in struct.fields.items():
+        key = value.SerializeToString(deterministic=True)
+        found = fields.get(key, ABSENT)
+        if found is ABSENT:
+            read = deserialize_properties({name: json_format.MessageToDict(value)})[name]
+            found = fields[key] = replace_pulumi_unknowns(read)
+        out[str(name)] = found
+    return object_from_pulumi(res.type, res.name, out, replaced=True)
 
 
 def _release(objects: Sequence[K8sObject]) -> None:

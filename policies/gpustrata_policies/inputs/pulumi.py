@@ -162,10 +162,12 @@ def addon_object(name: str, props: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def object_from_pulumi(
-    type_token: str, name: str, inputs: Mapping[str, Any]
+    type_token: str, name: str, inputs: Mapping[str, Any], replaced: bool = False
 ) -> dict[str, Any] | None:
-    """One resource as a Kubernetes-shaped object, or ``None`` if rules never read it."""
-    props = replace_pulumi_unknowns(inputs)
+    """One resource as a Kubernetes-shaped object, or ``None`` if rules never read it.
+    *replaced*: *inputs* already went through :func:`replace_pulumi_unknowns` (a plain
+    dict, read only here)."""
+    props = inputs if replaced else replace_pulumi_unknowns(inputs)
     if props is UNKNOWN or not isinstance(props, dict):
         return None
     if type_token in DESCRIPTION_KINDS:

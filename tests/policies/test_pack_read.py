@@ -1,0 +1,83 @@
+"""The pack reads an AnalyzeStack request's Kubernetes resources key by key, sharing a
+top-level property sent twice (pulumi_pack._read_resource): the object is the one reading
+the whole properties gives, unknowns and secrets included."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2
+from pulumi_policy.deserialize import SPECIAL_SECRET_SIG, SPECIAL_SIG_KEY, deserialize_properties
+
+from gpustrata.core.unknown import PULUMI_UNKNOWN_SENTINELS, UNKNOWN
+from gpustrata_policies.inputs.pulumi import object_from_pulumi
+from gpustrata_policies.pulumi_pack import _read_resource
+
+UNKNOWN_TEXT = next(iter(PULUMI_UNKNOWN_SENTINELS))
+
+
+def _deployment(namespace: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "vllm", "namespace": namespace},
+        "spec": {
+            "replicas": 2.0,  # every number travels as a double
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "vllm",
+                            "image": UNKNOWN_TEXT,  # computed during a preview
+                            "env": [
+                                {
+                                    "name": "HF_TOKEN",
+                                    "value": {SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": "hf_x"},
+                                }
+                            ],
+                            "resources": {"limits": {"nvidia.com/gpu": 1.0}},
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+def _resource(token: str, name: str, props: dict[str, Any]) -> Any:
+    struct = struct_pb2.Struct()
+    struct.update(copy.deepcopy(props))
+    return analyzer_pb2.AnalyzerResource(type=token, properties=struct, name=name, urn=name)
+
+
+def _whole(res: Any) -> dict[str, Any] | None:
+    props = deserialize_properties(json_format.MessageToDict(res.properties))
+    return object_from_pulumi(res.type, res.name, props)
+
+
+def test_key_by_key_reads_as_the_whole_and_shares_a_repeated_spec() -> None:
+    token = "kubernetes:apps/v1:Deployment"
+    resources = [_resource(token, f"r{i}", _deployment(f"team-{i}")) for i in range(3)]
+    fields: dict[bytes, Any] = {}
+    read = [_read_resource(r, fields) for r in resources]
+    assert read == [_whole(r) for r in resources]
+    first, second = read[0], read[1]
+    assert first is not None and second is not None
+    assert second["metadata"]["namespace"] == "team-1"
+    assert first["spec"] is second["spec"]  # read once for both tenants
+    container = first["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] is UNKNOWN
+    assert first["spec"]["replicas"] == 2 and type(first["spec"]["replicas"]) is int
+
+
+def test_other_resources_and_signed_properties_are_read_whole() -> None:
+    pool = _resource(
+        "gpustrata:index:GpuNodePool", "gpu", {"description": {"gpuModel": "h100-sxm-80gb"}}
+    )
+    signed = _resource(
+        "kubernetes:core/v1:ConfigMap",
+        "cm",
+        {SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": {"data": {"a": "b"}}},
+    )
+    for res in (pool, signed):
+        assert _read_resource(res, {}) == _whole(res)
