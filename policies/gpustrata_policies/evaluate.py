@@ -257,51 +257,36 @@ def _outcomes(
     return outcomes
 
 
-_Split = tuple[tuple[tuple[int, K8sObject], ...], dict[int, list[tuple[int, K8sObject]]]]
-"""A rule's subjects split: (position, object) of each one judged, and per first copy
-(its ``id()``) the (position, copy) of its copies in other namespaces."""
-
-
-def _split(subjects: Sequence[K8sObject], replicas: Mapping[int, Replica]) -> _Split:
-    judged: list[tuple[int, K8sObject]] = []
-    copies: dict[int, list[tuple[int, K8sObject]]] = {}
-    for at, obj in enumerate(subjects):
-        replica = replicas.get(id(obj))
-        if replica is None:
-            judged.append((at, obj))
-        else:
-            copies.setdefault(id(replica.of), []).append((at, obj))
-    return tuple(judged), copies
-
-
 def _judged_once(
     judge: Callable[[K8sObject], list[Outcome]],
-    split: _Split,
+    firsts: Sequence[K8sObject],
+    index: EvaluationIndex,
     replicas: Mapping[int, Replica],
     findings: list[Finding],
 ) -> list[list[Outcome]]:
-    """The subjects' outcomes that are not empty, in input order, judging a copy of a
-    repeated namespace only where the first copy's outcomes cannot be replayed onto it
-    (:func:`_replayed`); a copy whose first copy reported nothing reports nothing."""
-    judged, copies = split
+    """The outcomes that are not empty of a rule's subjects, in input order: *firsts* (the
+    subjects that are no copy) judged, and each one's copies (:meth:`~gpustrata_policies.
+    index.EvaluationIndex.copies`) given its outcomes (:func:`_replayed`) where they can
+    move, else judged too; a copy of a first copy that reported nothing reports nothing."""
     found: list[tuple[int, list[Outcome]]] = []
-    for at, obj in judged:
+    for obj in firsts:
         errors = len(findings)
         outcomes = judge(obj)
         if outcomes:
-            found.append((at, outcomes))
-        mine = copies.get(id(obj))
-        if mine is None or (not outcomes and len(findings) == errors):
+            found.append((index.position(obj), outcomes))
+        mine = index.copies(obj)
+        if not mine or (not outcomes and len(findings) == errors):
             continue
         if len(findings) != errors:  # it crashed on the first copy: each copy its own error
-            found.extend((c, judge(copy)) for c, copy in mine)
+            found.extend((index.position(copy), judge(copy)) for copy in mine)
             continue
         movable: bool | None = None
-        for c, copy in mine:
+        for copy in mine:
             replica = replicas[id(copy)]
             if movable is None:
                 movable = _movable(outcomes, replica)
-            found.append((c, _replayed(outcomes, copy, replica) if movable else judge(copy)))
+            moved = _replayed(outcomes, copy, replica) if movable else judge(copy)
+            found.append((index.position(copy), moved))
     found.sort(key=lambda pair: pair[0])
     return [outcomes for _, outcomes in found]
 
@@ -440,7 +425,7 @@ def _evaluate(
     replicas = {} if tracking or not judge_replicas_once else index.replicas()
     if replicas:
         index.fold_copies()  # what rules sum over every object counts a first copy per copy
-    splits: dict[frozenset[str] | None, _Split] = {}
+    firsts_of: dict[frozenset[str] | None, tuple[K8sObject, ...]] = {}
     for rule in rules if rules is not None else all_rules():
         meta = rule.meta
         enforcement, warning = cfg.enforcement(meta)
@@ -461,10 +446,12 @@ def _evaluate(
         kinds = subject_kinds(meta.id)
         subjects = index.of_kinds(kinds)
         if replicas and meta.id not in NAMESPACE_ORDER_READERS:
-            split = splits.get(kinds)
-            if split is None:
-                split = splits[kinds] = _split(subjects, replicas)
-            per_object: Iterable[list[Outcome]] = _judged_once(judge, split, replicas, findings)
+            firsts = firsts_of.get(kinds)
+            if firsts is None:  # a copy has its first copy's kind: it is among these too
+                firsts = firsts_of[kinds] = tuple(o for o in subjects if id(o) not in replicas)
+            per_object: Iterable[list[Outcome]] = _judged_once(
+                judge, firsts, index, replicas, findings
+            )
         else:
             per_object = map(judge, subjects)
         for outcomes in per_object:

@@ -72,7 +72,7 @@ def content_key(*parts: Any) -> Hashable | None:
 class Replica:
     """A subject whose namespace repeats an earlier one (one chart installed per tenant):
     every object of the two namespaces is equal but for ``metadata.namespace``, and no
-    object of either names a namespace of the class anywhere else (:meth:`EvaluationIndex.
+    object of the evaluation names a namespace of the class (:meth:`EvaluationIndex.
     replicas`). A rule that treats namespaces alike judges it as it judged :attr:`of`."""
 
     of: K8sObject
@@ -95,6 +95,12 @@ def _mentions(names: Sequence[str]) -> re.Pattern[str]:
     ``[a-z0-9-]``), so a namespace ``llm`` is not found in ``vllm`` or ``llm-2``."""
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     return re.compile(rf"(?<![A-Za-z0-9_-])(?:{alternatives})(?![A-Za-z0-9_-])")
+
+
+def _stated_namespace(obj: K8sObject) -> Any:
+    """*obj*'s ``metadata.namespace`` as written (``None`` where it states none)."""
+    meta = obj.raw.get("metadata")
+    return meta.get("namespace") if type(meta) is dict else None
 
 
 def _without_namespace(raw: Mapping[str, Any]) -> str | None:
@@ -205,9 +211,9 @@ class EvaluationIndex:
         objects of one namespace pair in input order). A namespace is left out when one
         of its objects is not plain data or states no namespace (it lands wherever
         ``kubectl`` applies it), when a context object lives in it (the context is read,
-        never reported on), or when the class's objects name it anywhere in their text (a
-        Service's DNS name, a route's ``namespace``: what a copy refers to would not move
-        with it)."""
+        never reported on), or when any object of the evaluation names it in its text (a
+        Service's DNS name, a route's backend: what refers to it does not refer to its
+        copies)."""
         if self._replicas is None:
             self._replicas = self._group_replicas()
         return self._replicas
@@ -239,8 +245,7 @@ class EvaluationIndex:
         by_namespace: dict[str, list[K8sObject]] = {}
         barred: set[str] = set()
         for obj in self.subjects:
-            meta = obj.raw.get("metadata")
-            ns = meta.get("namespace") if type(meta) is dict else None
+            ns = _stated_namespace(obj)
             if type(ns) is not str or not ns:
                 if obj.namespace != "-":  # a namespaced object applied wherever kubectl says
                     barred.add(obj.namespace)
@@ -248,8 +253,7 @@ class EvaluationIndex:
             if obj.namespace != "-":  # a cluster-scoped kind: its namespace field means nothing
                 by_namespace.setdefault(ns, []).append(obj)
         for obj in self.objects[len(self.subjects) :]:
-            meta = obj.raw.get("metadata")
-            ns = meta.get("namespace") if type(meta) is dict else None
+            ns = _stated_namespace(obj)
             barred.add(ns if type(ns) is str else "default")
         # Only namespaces holding the same kinds and names can be copies: the objects' texts
         # are made for those alone (most namespaces of a cluster dump repeat none).
@@ -285,9 +289,7 @@ class EvaluationIndex:
                 for key in signature:
                     words.update(_WORD.findall(key))
         for obj in self.objects:
-            meta = obj.raw.get("metadata")
-            ns = meta.get("namespace") if type(meta) is dict else None
-            if ns not in candidates or obj.namespace == "-":
+            if _stated_namespace(obj) not in candidates or obj.namespace == "-":
                 words.update(_WORD.findall(repr(obj.raw)))
         named = words & candidates
         found: dict[int, Replica] = {}
