@@ -12,12 +12,12 @@ import re
 from collections.abc import Callable
 from functools import cache
 from itertools import chain, cycle, islice
-from typing import Any
+from typing import Any, Protocol
 
 from gpustrata.core.terminal import clipped
 from gpustrata.core.yamlguard import MAX_INT_DIGITS
 
-__all__ = ["JsonShapeError", "loads", "loads_located", "locate", "locate_step"]
+__all__ = ["ItemReader", "JsonShapeError", "loads", "loads_located", "locate", "locate_step"]
 
 
 class JsonShapeError(ValueError):
@@ -74,25 +74,38 @@ _KEY = re.compile(r'[ \t\n\r]*"([^"\\]*)"[ \t\n\r]*:[ \t\n\r]*')
 _COMMA = re.compile(r"[ \t\n\r]*,")
 
 
-def loads_located(text: str) -> tuple[Any, int, list[int] | None]:
+class ItemReader(Protocol):
+    """What may read an item of :func:`loads_located`'s array without decoding it (an
+    item that repeats an earlier one), and is shown each item that was decoded."""
+
+    def read(self, text: str, start: int, index: int) -> tuple[Any, int] | None:
+        """Item *index* starting at *start*: its value and end, or ``None`` to decode it.
+        The value must be what decoding ``text[start:end]`` strictly gives."""
+
+    def remember(self, text: str, start: int, end: int, index: int, value: Any) -> None:
+        """Item *index*, ``text[start:end]``, was decoded as *value*."""
+
+
+def loads_located(text: str, reader: ItemReader | None = None) -> tuple[Any, int, list[int] | None]:
     """:func:`loads`, plus where things start: the offset of the top-level value, and of
     each item of a top-level array or of a top-level object's ``items`` array (a
     ``kind: List``, as ``kubectl get -o json`` prints), else ``None``.
 
-    One pass: the items are decoded one at a time where they start.
+    One pass: the items are decoded one at a time where they start, each offered to
+    *reader* first (:class:`ItemReader`).
     """
-    located: tuple[Any, int, list[int] | None] = _strict(text, lambda: _located(text))
+    located: tuple[Any, int, list[int] | None] = _strict(text, lambda: _located(text, reader))
     return located
 
 
-def _located(text: str) -> tuple[Any, int, list[int] | None]:
+def _located(text: str, reader: ItemReader | None) -> tuple[Any, int, list[int] | None]:
     start = _WS.match(text, 0).end()  # type: ignore[union-attr]
     starts: list[int] | None = None
     data: Any
     if text.startswith("[", start):
-        data, end, starts = _array(text, start)
+        data, end, starts = _array(text, start, reader)
     elif text.startswith("{", start):
-        data, end, starts = _object(text, start)
+        data, end, starts = _object(text, start, reader)
     else:
         data, end = _STRICT.raw_decode(text, start)
     end = _WS.match(text, end).end()  # type: ignore[union-attr]
@@ -101,7 +114,7 @@ def _located(text: str) -> tuple[Any, int, list[int] | None]:
     return data, start, starts
 
 
-def _array(text: str, pos: int) -> tuple[list[Any], int, list[int]]:
+def _array(text: str, pos: int, reader: ItemReader | None) -> tuple[list[Any], int, list[int]]:
     """The array at *pos* (``[``), its end, and where each item starts."""
     items: list[Any] = []
     starts: list[int] = []
@@ -110,7 +123,14 @@ def _array(text: str, pos: int) -> tuple[list[Any], int, list[int]]:
         return items, pos + 1, starts
     while True:
         starts.append(pos)
-        item, pos = _STRICT.raw_decode(text, pos)
+        found = reader.read(text, pos, len(items)) if reader is not None else None
+        if found is not None:
+            item, pos = found
+        else:
+            item, end = _STRICT.raw_decode(text, pos)
+            if reader is not None:
+                reader.remember(text, pos, end, len(items), item)
+            pos = end
         items.append(item)
         pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
         if text.startswith("]", pos):
@@ -120,7 +140,9 @@ def _array(text: str, pos: int) -> tuple[list[Any], int, list[int]]:
         pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
 
 
-def _object(text: str, pos: int) -> tuple[dict[str, Any], int, list[int] | None]:
+def _object(
+    text: str, pos: int, reader: ItemReader | None
+) -> tuple[dict[str, Any], int, list[int] | None]:
     """The object at *pos* (``{``), its end, and where its ``items`` array's items start."""
     pairs: list[tuple[str, Any]] = []
     starts: list[int] | None = None
@@ -138,7 +160,7 @@ def _object(text: str, pos: int) -> tuple[dict[str, Any], int, list[int] | None]
             raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
         pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
         if key == "items" and text.startswith("[", pos):
-            value, pos, starts = _array(text, pos)
+            value, pos, starts = _array(text, pos, reader)
         else:
             value, pos = _STRICT.raw_decode(text, pos)
         pairs.append((key, value))

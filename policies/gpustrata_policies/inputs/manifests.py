@@ -34,7 +34,7 @@ from gpustrata_policies.inputs.helm_values import (
     values_chart,
     values_object,
 )
-from gpustrata_policies.inputs.repeats import RepeatedDocuments
+from gpustrata_policies.inputs.repeats import RepeatedDocuments, RepeatedItems
 from gpustrata_policies.view.objects import K8sObject
 
 __all__ = [
@@ -394,7 +394,7 @@ class _JsonLines(_Lines):
     """Lines of a JSON value's keys and items, found in the text when a finding asks
     (:func:`~gpustrata.core.jsonio.locate`) rather than recorded for every value."""
 
-    __slots__ = ("_data", "_found", "_line", "_start", "_text")
+    __slots__ = ("_data", "_found", "_line", "_lines", "_start", "_text")
 
     def __init__(self, text: str, start: int, line: int, data: Any) -> None:
         """*line* is the line of *start*: a finding's line is counted from there, over
@@ -404,8 +404,39 @@ class _JsonLines(_Lines):
         # absent: a finding's line resumes from the longest path located before (the
         # prefixes line_of tries, the fields of one container), not from the object's start.
         self._found: dict[Path, tuple[int, int] | None] = {(): (start, start)}
+        # Path -> its line after *line* (None: absent), as asked.
+        self._lines: dict[Path, int | None] = {}
+
+    @property
+    def line(self) -> int:
+        """The line the value starts on."""
+        return self._line
+
+    def moved(self, by: int) -> _JsonLines:
+        """These lines *by* lines further down: an item repeating this one but for a name
+        without newline (:class:`~gpustrata_policies.inputs.repeats.RepeatedItems`), whose
+        keys sit on this one's lines. The paths located are shared (offsets in this one's
+        text), so a path is found once for every copy."""
+        out = _JsonLines.__new__(_JsonLines)
+        out._text, out._start, out._data, out._found, out._lines = (
+            self._text,
+            self._start,
+            self._data,
+            self._found,
+            self._lines,
+        )
+        out._line = self._line + by
+        return out
 
     def get(self, path: Path, default: Any = None) -> Any:
+        lines = self._lines
+        if path in lines:
+            after = lines[path]
+        else:
+            after = lines[path] = self._after(path)
+        return default if after is None else self._line + after
+
+    def _after(self, path: Path) -> int | None:
         found = self._found
         cut = len(path)
         while path[:cut] not in found:
@@ -417,8 +448,8 @@ class _JsonLines(_Lines):
             cut += 1
             found[path[:cut]] = hit
         if hit is None or not path:
-            return default
-        return self._line + text.count("\n", self._start, hit[0])
+            return None
+        return text.count("\n", self._start, hit[0])
 
     def __iter__(self) -> Iterator[Path]:
         todo: list[tuple[Path, Any]] = [((), self._data)]
@@ -562,9 +593,12 @@ class _NotJson(InputError):
 
 
 def _load_json(text: str, name: str) -> list[K8sObject]:
-    """JSON with the json module (C), lines found per finding (:class:`_JsonLines`)."""
+    """JSON with the json module (C), lines found per finding (:class:`_JsonLines`); an
+    item repeating an earlier one but for its namespace is not decoded again, and its
+    lines are the earlier one's (:class:`~gpustrata_policies.inputs.repeats.RepeatedItems`)."""
+    repeats = RepeatedItems()
     try:
-        data, start, starts = jsonio.loads_located(text)
+        data, start, starts = jsonio.loads_located(text, repeats)
     except JsonShapeError as exc:
         where = f"{name}:{exc.line}" if exc.line is not None else name
         raise InputError(f"{where}: cannot be checked: {exc}") from None
@@ -576,10 +610,18 @@ def _load_json(text: str, name: str) -> list[K8sObject]:
     if starts is not None and isinstance(items, list):
         out: list[K8sObject] = []
         line, counted = 1, 0  # the items in order: the newlines before each counted once
-        for item, at in zip(items, starts, strict=True):
+        lines_of: list[_JsonLines] = []
+        for number, (item, at) in enumerate(zip(items, starts, strict=True)):
             line += text.count("\n", counted, at)
             counted = at
-            out.extend(_objects(item, name, line, _JsonLines(text, at, line, item)))
+            first = repeats.of.get(number)
+            lines = (
+                _JsonLines(text, at, line, item)
+                if first is None
+                else lines_of[first].moved(line - lines_of[first].line)
+            )
+            lines_of.append(lines)
+            out.extend(_objects(item, name, line, lines))
         return out
     line = text.count("\n", 0, start) + 1
     return list(_objects(data, name, line, _JsonLines(text, start, line, data)))
