@@ -103,19 +103,38 @@ def _stated_namespace(obj: K8sObject) -> Any:
     return meta.get("namespace") if type(meta) is dict else None
 
 
-def _without_namespace(raw: Mapping[str, Any]) -> str | None:
+def _without_namespace(raw: Mapping[str, Any], texts: dict[Hashable, str]) -> str | None:
     """*raw*'s text with ``metadata.namespace`` left out: equal texts, equal objects but
     for their namespace (``repr`` keeps types: ``1``, ``1.0``, ``True`` and ``"1"``
-    differ). ``None`` for an object that is not a plain dict."""
+    differ). ``None`` for an object that is not a plain dict.
+
+    The text is ``repr`` of the dict, made of its values' texts. *texts* keeps them by the
+    ``id`` of what they are made of (the caller keeps the objects alive): copies read once
+    share their values (a repeated document or item, a Pulumi property sent for every
+    tenant), so a copy's text is its first copy's, the same string, found by ids alone."""
     if type(raw) is not dict:
         return None
     meta = raw.get("metadata")
     if type(meta) is not dict:
         return None
-    top, bare = dict(raw), dict(meta)
-    del bare["namespace"]
-    top["metadata"] = bare
-    return repr(top)
+    shape = (
+        *((k, None if v is meta else id(v)) for k, v in raw.items()),
+        *((k, id(v)) for k, v in meta.items() if k != "namespace"),
+    )
+    found = texts.get(shape)
+    if found is not None:
+        return found
+    parts = []
+    for key, value in raw.items():
+        if key == "metadata":
+            bare = dict(meta)
+            del bare["namespace"]
+            text = repr(bare)
+        else:
+            text = texts.get(id(value)) or texts.setdefault(id(value), repr(value))
+        parts.append(f"{key!r}: {text}")
+    found = texts[shape] = "{" + ", ".join(parts) + "}"
+    return found
 
 
 @final
@@ -262,6 +281,7 @@ class EvaluationIndex:
             if ns not in barred:
                 alike.setdefault(tuple(sorted((o.kind, o.name) for o in objs)), []).append(ns)
         keyed: dict[str, list[tuple[str, K8sObject]]] = {}
+        texts: dict[Hashable, str] = {}  # texts by ids: the objects keep them alive
         classes: dict[tuple[str, ...], list[str]] = {}
         for group in alike.values():
             if len(group) < 2:
@@ -269,7 +289,7 @@ class EvaluationIndex:
             for ns in group:
                 pairs = []
                 for obj in by_namespace[ns]:
-                    key = _without_namespace(obj.raw)
+                    key = _without_namespace(obj.raw, texts)
                     if key is None:
                         break
                     pairs.append((key, obj))
