@@ -77,6 +77,8 @@ def parse_config(data: Any, where: str) -> Sharing | None:
     """The ``nvidia.com/gpu`` sharing of one device-plugin config file (mapping or YAML
     text), or ``None`` when it shares nothing (or is not such a file)."""
     if isinstance(data, str):
+        if "sharing" not in data and "\\" not in data:
+            return None  # no `sharing` key, not even one spelled with escapes
         try:
             data = safe_load(data)
         except yaml.YAMLError:
@@ -212,8 +214,8 @@ def cluster_sharing(
     # such as `a100-40gb` share only the nodes labelled for them).
     named = {str(dig(op.values, "devicePlugin", "config", "name")) for op in operators}
     for obj in objects:
-        if obj.kind == "ConfigMap" and obj.name in named:
-            continue
+        if obj.kind != "ConfigMap" or obj.name in named:
+            continue  # only a ConfigMap holds a config (config_map_configs)
         found = _default_config(obj, None)
         if found is not None:
             return found
@@ -223,13 +225,15 @@ def cluster_sharing(
 def _device_plugin_values(obj: K8sObject) -> Mapping[str, Any] | None:
     """Values of the device plugin chart: a values file (``HelmValues``) or a Helm release
     (Pulumi, Flux) of the chart."""
+    if obj.kind not in {"HelmValues", "HelmRelease"}:
+        return None
     spec = obj.raw.get("spec")
     if not isinstance(spec, Mapping):
         return None
     chart = spec.get("chart")
     if isinstance(chart, Mapping):  # Flux: spec.chart.spec.chart
         chart = dig(chart, "spec", "chart")
-    if obj.kind not in {"HelmValues", "HelmRelease"} or not isinstance(chart, str):
+    if not isinstance(chart, str):
         return None
     if chart.rstrip("/").rsplit("/", 1)[-1] != DEVICE_PLUGIN_CHART:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from operator import itemgetter
 from typing import Any, cast
 
 from gpustrata_policies.findings import RuleContext
@@ -64,7 +65,7 @@ def _inference_pods(ctx: RuleContext, pool: GpuPool) -> list[tuple[str, bool]]:
                     here.append((at, n, obj, pod))
                     here.extend((c_at, n, c, pod) for c_at, c in copies)
         return {
-            pool: [(owner, pod) for _, _, owner, pod in sorted(pods, key=lambda e: (e[0], e[1]))]
+            pool: [(owner, pod) for _, _, owner, pod in sorted(pods, key=itemgetter(0, 1))]
             for pool, pods in found.items()
         }
 
