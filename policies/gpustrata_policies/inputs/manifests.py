@@ -25,16 +25,20 @@ from gpustrata.core.textfiles import (
     read_text_file,
     special_file_error,
 )
-from gpustrata.core.unknown import UNKNOWN
 from gpustrata.core.yamlguard import MAX_INT_DIGITS, YamlShapeError, check_node
-from gpustrata.core.yamlio import dispose_loader, error_line, new_loader, safe_load
+from gpustrata.core.yamlio import dispose_loader, error_line, new_loader
 from gpustrata_policies.inputs.helm_values import (
     VALUES_CHARTS,
     VALUES_KIND,
     values_chart,
     values_object,
 )
-from gpustrata_policies.inputs.repeats import RepeatedDocuments, RepeatedItems
+from gpustrata_policies.inputs.openshift import (
+    is_openshift_template,
+    substitute,
+    template_parameters,
+)
+from gpustrata_policies.inputs.repeats import RepeatedDocuments, RepeatedItems, Replan
 from gpustrata_policies.view.objects import K8sObject
 
 __all__ = [
@@ -482,12 +486,12 @@ def _objects(
         for index, item in enumerate(data):
             sub = _Prefixed(lines or {}, (index,))
             yield from _objects(item, name, (lines or {}).get((index,), line), sub)
-    elif isinstance(data, Mapping) and _is_openshift_template(data):
-        values = _template_parameters(data)
+    elif isinstance(data, Mapping) and is_openshift_template(data):
+        values = template_parameters(data)
         for index, item in enumerate(data["objects"]):  # what `oc process` would create
             sub = _Prefixed(lines or {}, ("objects", index))
             item_line = (lines or {}).get(("objects", index), line)
-            yield from _objects(_substitute(item, values), name, item_line, sub)
+            yield from _objects(substitute(item, values), name, item_line, sub)
     elif isinstance(data, Mapping):
         chart = values_chart(data, name) if "kind" not in data else None
         if chart is not None:
@@ -496,66 +500,6 @@ def _objects(
             yield K8sObject(data, name, line, lines)
     elif data is not None:
         yield K8sObject({}, name, line, lines)  # a scalar document: reported as not evaluated
-
-
-def _is_openshift_template(data: Mapping[str, Any]) -> bool:
-    api = data.get("apiVersion")
-    return (
-        data.get("kind") == "Template"
-        and api in {"template.openshift.io/v1", "v1"}
-        and isinstance(data.get("objects"), list)
-    )
-
-
-_PARAMETER = re.compile(r"\$\{\{([A-Za-z0-9_]+)\}\}|\$\{([A-Za-z0-9_]+)\}")
-
-
-def _template_parameters(data: Mapping[str, Any]) -> dict[str, Any]:
-    """An OpenShift Template's parameters: the stated ``value``, else UNKNOWN (generated,
-    or given at ``oc process`` time) (openshift/api template/v1/types.go ``Parameter``)."""
-    out: dict[str, Any] = {}
-    params = data.get("parameters")
-    for param in params if isinstance(params, list) else []:
-        if isinstance(param, Mapping) and isinstance(param.get("name"), str):
-            value = param.get("value")
-            stated = isinstance(value, str | int | float) and not isinstance(value, bool)
-            out[param["name"]] = str(value) if stated and "generate" not in param else UNKNOWN
-    return out
-
-
-def _substitute(value: Any, params: Mapping[str, Any]) -> Any:
-    """``${NAME}`` in strings replaced by the parameter; ``${{NAME}}`` as a whole value by
-    the parameter read as YAML (a number, a boolean); an unknown parameter makes the value
-    UNKNOWN; a name that is no parameter stays as written, as ``oc process`` leaves it."""
-    if isinstance(value, Mapping):
-        return {k: _substitute(v, params) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, params) for v in value]
-    if not isinstance(value, str) or "${" not in value:
-        return value
-    whole = _PARAMETER.fullmatch(value)
-    if whole and whole.group(1) in params:
-        found = params[whole.group(1)]
-        if found is UNKNOWN:
-            return UNKNOWN
-        try:
-            return safe_load(found)
-        except (yaml.YAMLError, YamlShapeError):
-            return found
-    unknown = False
-
-    def sub(match: re.Match[str]) -> str:
-        nonlocal unknown
-        key = match.group(1) or match.group(2)
-        if key not in params:
-            return match.group(0)
-        if params[key] is UNKNOWN:
-            unknown = True
-            return match.group(0)
-        return str(params[key])
-
-    text = _PARAMETER.sub(sub, value)
-    return UNKNOWN if unknown else text
 
 
 def load_text(text: str, name: str) -> list[K8sObject]:
@@ -628,56 +572,11 @@ def _load_json(text: str, name: str) -> list[K8sObject]:
 
 
 def _load_yaml(text: str, name: str) -> list[K8sObject]:
-    template = _helm_action(text)
-    if template is not None:
-        line = text.count("\n", 0, template.start()) + 1
-        raise InputError(
-            f"{name}:{line}: an unrendered Helm template ({template.group(0)!r} ...); gpustrata "
-            "checks what Kubernetes receives: render it first, e.g. "
-            "`helm template RELEASE CHART -f values.yaml | gpustrata check -`"
-        )
-    source_starts: list[int] = []
-    source_names: list[str] = []
-    for match in _HELM_SOURCE.finditer(text):
-        source_starts.append(match.start())
-        source_names.append(match.group(1))
-    out: list[K8sObject] = []
-    table = _PathTable()
-    loader = new_loader(text)
-    anchors = "&" in text  # else no document has an anchor, and so no alias
-    texts: dict[str, str] = {}  # equal string values read as one str (see _located)
-    resolver: Any = loader  # PyYAML's resolver: a plain scalar's implicit tag
-    repeats = RepeatedDocuments(
-        text, lambda v: resolver.resolve(yaml.ScalarNode, v, (True, False)) == _STR
-    )
-    after = 0  # where the text of the next document starts, at the latest
     try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            end = node.end_mark.index
-            anchored = anchors and text.find("&", after, end) >= 0
-            after = end
-            start = node.start_mark.line + 1
-            doc = text[node.start_mark.index : end]
-            found = repeats.repeat(doc, start, _YamlLines.moved)
-            if found is not None:  # a copy of an earlier document in another namespace
-                data, lines = found
-            else:
-                try:
-                    data, by_id = _located(node, loader, table, anchored, texts)
-                    lines = _YamlLines(table, by_id)
-                except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
-                    check_node(node)  # alias loops and alias bombs, before anything walks it
-                    lines = _YamlLines.of_paths(table, _record_lines(node, name))
-                    data = loader.construct_document(node)
-                repeats.remember(doc, start, data, lines)
-            origin = name
-            if source_starts:  # Helm output: blame the template the document came from
-                at = bisect.bisect_right(source_starts, node.start_mark.index)
-                origin = source_names[at - 1] if at else name
-            out.extend(_objects(data, origin, start, lines))
+        try:
+            return _read_yaml(text, name, plan=True)
+        except Replan:  # the documents do not fit the plan of repeats: read each one
+            return _read_yaml(text, name, plan=False)
     except YamlShapeError as exc:
         raise InputError(f"{name}:{exc.line}: cannot be checked: {exc}") from None
     except yaml.YAMLError as exc:
@@ -693,6 +592,74 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
         raise InputError(f"{where}: invalid YAML: {problem}") from None
     except RecursionError:  # the pure-Python loader composes recursively
         raise InputError(f"{name}: YAML nested too deeply to read") from None
+
+
+def _read_yaml(text: str, name: str, plan: bool) -> list[K8sObject]:
+    """The objects of YAML *text*; with *plan*, the documents that repeat an earlier one
+    but for their namespace are blanked before libyaml reads the text, and taken from
+    that one (:class:`~gpustrata_policies.inputs.repeats.RepeatedDocuments`)."""
+    template = _helm_action(text)
+    if template is not None:
+        line = text.count("\n", 0, template.start()) + 1
+        raise InputError(
+            f"{name}:{line}: an unrendered Helm template ({template.group(0)!r} ...); gpustrata "
+            "checks what Kubernetes receives: render it first, e.g. "
+            "`helm template RELEASE CHART -f values.yaml | gpustrata check -`"
+        )
+    source_starts: list[int] = []
+    source_names: list[str] = []
+    for match in _HELM_SOURCE.finditer(text):
+        source_starts.append(match.start())
+        source_names.append(match.group(1))
+    out: list[K8sObject] = []
+    table = _PathTable()
+    probe: Any = new_loader("")  # PyYAML's resolver: a plain scalar's implicit tag
+    try:
+        repeats = RepeatedDocuments(
+            text, lambda v: probe.resolve(yaml.ScalarNode, v, (True, False)) == _STR, plan
+        )
+    finally:
+        dispose_loader(probe)
+    planned = repeats.text is not text
+    loader = new_loader(repeats.text)
+    anchors = "&" in text  # else no document has an anchor, and so no alias
+    texts: dict[str, str] = {}  # equal string values read as one str (see _located)
+    after = 0  # where the text of the next document starts, at the latest
+    taken: set[int] = set()
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            index, end = node.start_mark.index, node.end_mark.index
+            segment = repeats.segment(index)
+            if segment is not None and repeats.blanked(segment):
+                if segment in taken or not isinstance(node, yaml.ScalarNode) or node.value:
+                    raise Replan  # libyaml saw the blanked text otherwise than planned
+                taken.add(segment)
+                data, lines, start, index = repeats.repeat(segment, _YamlLines.moved)
+            else:
+                anchored = anchors and text.find("&", after, end) >= 0
+                start = node.start_mark.line + 1
+                try:
+                    data, by_id = _located(node, loader, table, anchored, texts)
+                    lines = _YamlLines(table, by_id)
+                except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
+                    check_node(node)  # alias loops and alias bombs, before anything walks it
+                    lines = _YamlLines.of_paths(table, _record_lines(node, name))
+                    data = loader.construct_document(node)
+                repeats.remember(segment, index, end, start, data, lines)
+            after = end
+            origin = name
+            if source_starts:  # Helm output: blame the template the document came from
+                at = bisect.bisect_right(source_starts, index)
+                origin = source_names[at - 1] if at else name
+            out.extend(_objects(data, origin, start, lines))
+        repeats.check(taken)
+    except (YamlShapeError, yaml.YAMLError, RecursionError):
+        if planned:  # reported as the whole text reads, not the blanked one
+            raise Replan from None
+        raise
     finally:
         dispose_loader(loader)
         table.done()

@@ -2,19 +2,22 @@
 but for their namespace.
 
 A cluster with one chart per tenant, dumped to one file, holds the same document once per
-namespace: only the ``namespace:`` line of its metadata differs. Such a document is still
-parsed by libyaml (its syntax is checked as every other's), but its value is not built
-again: it is the earlier document's, with its own ``metadata`` and namespace, and its lines
-are the earlier document's moved to where it starts (issue 35: building values and lines
-is about 40 % of reading a file, and the copies' values were most of its memory).
+namespace: only the ``namespace:`` line of its metadata differs. Such a document is not
+read again: its value is the earlier document's, with its own ``metadata`` and namespace,
+and its lines are the earlier document's moved to where it starts (issue 35: composing,
+building values and lines was most of reading a file, and the copies' values were most of
+its memory).
 
-A document repeats another when their texts are equal once the value of each line
+A YAML document (:class:`RepeatedDocuments`) repeats another when the texts between their
+``---`` lines are equal, from their first line of content, once the value of each line
 ``namespace: <name>`` is left out, when those values are equal too but for the one that is
 the earlier document's ``metadata.namespace`` (found by its line), and when the new name
-reads as a string (not ``yes``, ``null`` or ``0x10``). Any other difference (a DNS name that
-names the namespace, a flow-style ``metadata``, a quoted name) makes the texts differ, and
-the document is built as usual. Files with YAML directives (``%TAG``) are read without
-this (a directive outside a document's text changes what it means).
+reads as a string (not ``yes``, ``null`` or ``0x10``). Its syntax is the earlier
+document's, which libyaml read: a name of ``[-a-z0-9]`` in a plain scalar changes no
+token. Any other difference (a DNS name that names the namespace, a flow-style
+``metadata``, a quoted name) makes the texts differ, and the document is read as usual.
+Files with YAML directives (``%TAG``), a ``...`` marker, content after ``---`` or line
+breaks other than ``\n`` and ``\r\n`` are read without this.
 
 A JSON item (:class:`RepeatedItems`) repeats another when their texts are equal but for
 the name in the earlier item's ``"namespace": "<name>"``, which is its
@@ -24,26 +27,85 @@ earlier item's moved (:meth:`~gpustrata_policies.inputs.manifests._JsonLines.mov
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from gpustrata.core.jsonio import locate
 
-__all__ = ["RepeatedDocuments", "RepeatedItems"]
+__all__ = ["RepeatedDocuments", "RepeatedItems", "Replan"]
 
-_NAMESPACE_LINE: Final = re.compile(
-    r"^[ \t]*namespace:[ \t]*([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)[ \t]*(?:#[^\n]*)?$",
-    re.MULTILINE,
-)
-"""A block-style ``namespace: <name>`` line, the name a plain DNS label."""
-_DIRECTIVE: Final = re.compile(r"^%", re.MULTILINE)
 _NAME: Final = r"([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)"
+"""A namespace name as a plain DNS label."""
+_NAMESPACE_VALUE: Final = re.compile(rf"namespace:[ \t]*{_NAME}[ \t]*(?:#[^\n]*)?$", re.MULTILINE)
+"""A block-style ``namespace: <name>`` (found by its text; that it starts its line, after
+indentation, is checked apart)."""
 _NAMESPACE_KEY: Final = re.compile(rf'"namespace"[ \t\n\r]*:[ \t\n\r]*"{_NAME}"')
 """A JSON ``"namespace": "<name>"``, the name a plain DNS label (no escape)."""
 _KEY_CHARS: Final = 128
 """The most characters of :data:`_NAMESPACE_KEY` after the text before the name."""
+_MARKER: Final = re.compile(r"\n(?:---|\.\.\.)")
+_DASHES_REST: Final = re.compile(r"[ \t]*(?:#[^\n]*)?")
+"""What may follow ``---`` on its line where an explicit document starts."""
+_LEADING: Final = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\n)*")
+"""Blank and comment lines (and the rest of a ``---`` line)."""
+_LONE_CR: Final = re.compile("\r(?!\n)")
+
+
+def _has_directive(text: str) -> bool:
+    """Does *text* hold a line starting with ``%`` (a YAML directive, or an error)?"""
+    return text.startswith("%") or "\n%" in text
+
+
+def _other_breaks(text: str) -> bool:
+    """Does *text* hold a line break libyaml counts besides ``\n`` and ``\r\n``? A blanked
+    text keeps only ``\n``, so lines would move."""
+    return any(c in text for c in "\x85\u2028\u2029") or (
+        "\r" in text and _LONE_CR.search(text) is not None
+    )
+
+
+def _markers(text: str) -> list[int] | None:
+    """Where each ``---`` line starts (an explicit document); ``None`` where a line starts
+    with another document marker (``...``, ``---`` with content or ``\r`` after it):
+    where documents start is then not planned."""
+    found = [m.start() + 1 for m in _MARKER.finditer(text)]
+    if text.startswith(("---", "...")):
+        found.insert(0, 0)
+    out: list[int] = []
+    for at in found:
+        after = text[at + 3 : at + 4]
+        if after and after not in " \t\n":
+            if after in "\r\x85\u2028\u2029":
+                return None  # a marker before another line break
+            continue  # `----`, `...x`: a plain scalar, not a marker
+        end = text.find("\n", at)
+        if text.startswith("...", at) or not _DASHES_REST.fullmatch(
+            text, at + 3, len(text) if end < 0 else end
+        ):
+            return None
+        out.append(at)
+    return out
+
+
+_LIST_OR_TEMPLATE: Final = re.compile(
+    r"kind:[ \t]*[\"']?(?:[A-Za-z0-9]*List|Template)(?:[\"' \t#\n]|$)"
+)
+"""The ``kind`` line of a list or a template (its objects are read apart)."""
+
+
+def _one_object_text(doc: str) -> bool:
+    """Does *doc* state a top-level ``kind`` that is no list nor template (chart values
+    have none)? A cheap look at the text: the document's value says for sure."""
+    if doc.startswith("kind:"):
+        at = 0
+    else:
+        at = doc.find("\nkind:") + 1
+        if at == 0:
+            return False
+    return _LIST_OR_TEMPLATE.match(doc, at) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,21 +113,95 @@ class _Seen:
     data: dict[str, Any]
     lines: Any
     line: int
-    names: tuple[str, ...]
+    """The document's first line."""
+    index: int
+    """Where the document starts in the text."""
     at: int
-    """Which of *names* is ``metadata.namespace``."""
+    """Which of its namespace lines is ``metadata.namespace``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    start: int
+    """Where its content starts (after blank and comment lines)."""
+    end: int
+    line: int
+    """The line *start* is on."""
+    names: tuple[str, ...]
+    starts: tuple[int, ...]
+    """Where each of *names* starts, from *start*."""
+
+
+class Replan(Exception):
+    """The document nodes libyaml gave do not fit the plan: read the file without it."""
 
 
 class RepeatedDocuments:
-    """The documents of one file that a later one may repeat (see the module)."""
+    """The documents of one file that repeat an earlier one (see the module).
 
-    __slots__ = ("_is_str", "_on", "_seen")
+    Planned before libyaml reads the file: the text between two ``---`` lines (a segment)
+    that equals an earlier segment once each ``namespace: <name>`` line's name is left out,
+    and differs from it in one such name, is blanked in :attr:`text` (the text libyaml
+    reads: spaces, and its newlines, so every other offset and line stays where it was),
+    and its value is taken from the earlier document when libyaml gives its empty
+    document (:meth:`repeat`). Where the nodes do not fit the plan (the earlier document
+    turns out to be no single object, or its namespace line not its metadata's), the
+    reader raises :class:`Replan` and reads the file again with ``plan=False``."""
 
-    def __init__(self, text: str, is_str: Callable[[str], bool]) -> None:
+    __slots__ = ("_is_str", "_met", "_of", "_seen", "_segments", "_starts", "text")
+
+    def __init__(self, text: str, is_str: Callable[[str], bool], plan: bool = True) -> None:
         """*is_str* says whether a plain scalar reads as a string (the loader's resolver)."""
-        self._on = "namespace:" in text and _DIRECTIVE.search(text) is None
-        self._seen: dict[str, _Seen] = {}
+        self.text = text
+        """What libyaml reads: the file with each planned repeat blanked."""
         self._is_str = is_str
+        self._of: dict[int, int] = {}  # a blanked segment -> the segment it repeats
+        self._seen: dict[int, _Seen] = {}
+        self._met: set[int] = set()  # segments a document was read from
+        self._segments: list[_Segment | None] = []
+        self._starts: list[int] = []
+        if plan and "namespace:" in text and not _has_directive(text):
+            markers = None if _other_breaks(text) else _markers(text)
+            if markers is not None:
+                self._plan(text, markers)
+
+    def _plan(self, text: str, markers: list[int]) -> None:
+        starts = [0, *(at + 3 for at in markers)]
+        ends = [*markers, len(text)]
+        first: dict[str, int] = {}
+        pieces: list[str] = []
+        kept = 0  # the text before it is in pieces
+        line, counted = 1, 0
+        for number, (start, end) in enumerate(zip(starts, ends, strict=True)):
+            segment = text[start:end]
+            if "namespace:" not in segment or not _one_object_text(segment):
+                self._segments.append(None)
+                continue
+            # compared from its first line of content (comments and blank lines before it,
+            # a Helm `# Source:` line, are left out), on which its lines are counted
+            content = start + _LEADING.match(segment).end()  # type: ignore[union-attr]
+            line += text.count("\n", counted, content)
+            counted = content
+            key, names, at = self._masked(text[content:end])
+            self._segments.append(_Segment(content, end, line, names, at))
+            earlier = first.setdefault(key, number)
+            if earlier == number:
+                continue
+            before = self._segments[earlier]
+            if before is None:  # never: a key is kept for segments with names
+                continue
+            differ = [i for i, (a, b) in enumerate(zip(names, before.names, strict=True)) if a != b]
+            if len(differ) != 1 or before.names.count(before.names[differ[0]]) != 1:
+                continue  # more than the namespace differs, or which is which is not known
+            if not self._is_str(names[differ[0]]):
+                continue  # a name YAML 1.1 reads as no string
+            self._of[number] = earlier
+            newlines = segment.count("\n")  # the whole segment is blanked
+            pieces += [text[kept:start], " " * (len(segment) - newlines), "\n" * newlines]
+            kept = end
+        if self._of:
+            self.text = "".join(pieces) + text[kept:]
+            self._starts = starts
 
     @staticmethod
     def _masked(doc: str) -> tuple[str, tuple[str, ...], tuple[int, ...]]:
@@ -73,7 +209,9 @@ class RepeatedDocuments:
         names: list[str] = []
         starts: list[int] = []
         at = 0
-        for match in _NAMESPACE_LINE.finditer(doc):
+        for match in _NAMESPACE_VALUE.finditer(doc):
+            if doc[doc.rfind("\n", 0, match.start()) + 1 : match.start()].strip(" \t"):
+                continue  # not a `namespace:` key alone on its line
             pieces.append(doc[at : match.start(1)])
             names.append(match.group(1))
             starts.append(match.start(1))
@@ -81,48 +219,65 @@ class RepeatedDocuments:
         pieces.append(doc[at:])
         return "\0".join(pieces), tuple(names), tuple(starts)
 
-    def repeat(
-        self, doc: str, line: int, moved: Callable[[Any, int], Any]
-    ) -> tuple[dict[str, Any], Any] | None:
-        """The value and lines of *doc* (its text, starting at *line*) where it repeats an
-        earlier document, else ``None``; *moved(lines, by)* shifts an earlier document's
-        lines by *by*."""
-        if not self._on or "namespace:" not in doc:
+    def segment(self, index: int) -> int | None:
+        """The planned segment the node starting at *index* is in (``None``: no plan)."""
+        if not self._starts:
             return None
-        key, names, _ = self._masked(doc)
-        seen = self._seen.get(key)
-        if seen is None or len(names) != len(seen.names):
-            return None
-        name = names[seen.at]
-        if any(
-            a != b for i, (a, b) in enumerate(zip(names, seen.names, strict=True)) if i != seen.at
-        ):
-            return None
-        if not self._is_str(name):
-            return None
-        data = dict(seen.data)
-        data["metadata"] = {**seen.data["metadata"], "namespace": name}
-        return data, moved(seen.lines, line - seen.line)
+        return bisect.bisect_right(self._starts, index) - 1
 
-    def remember(self, doc: str, line: int, data: Any, lines: Mapping[Any, int]) -> None:
-        """Keep *doc* (its text, starting at *line*, read as *data* with *lines*) for the
-        documents that may repeat it: one object (not a list, a template or chart values)
-        whose ``metadata.namespace`` is written on a line of its own."""
-        if not self._on or "namespace:" not in doc:
+    def blanked(self, segment: int | None) -> bool:
+        """Is *segment* a planned repeat (libyaml reads it as an empty document)?"""
+        return segment is not None and segment in self._of
+
+    def check(self, taken: set[int]) -> None:
+        """Every planned repeat was met once (*taken*): else :class:`Replan`."""
+        if taken != self._of.keys():
+            raise Replan
+
+    def repeat(
+        self, segment: int, moved: Callable[[Any, int], Any]
+    ) -> tuple[dict[str, Any], Any, int, int]:
+        """The value, lines, first line and start of the document blanked as *segment*,
+        taken from the one it repeats; *moved(lines, by)* shifts that one's lines by
+        *by*. :class:`Replan` where that one was not kept (:meth:`remember`)."""
+        earlier = self._of[segment]
+        seen = self._seen.get(earlier)
+        here, there = self._segments[segment], self._segments[earlier]
+        if seen is None or here is None or there is None:
+            raise Replan
+        pairs = enumerate(zip(here.names, there.names, strict=True))
+        if any(a != b for i, (a, b) in pairs if i != seen.at):
+            raise Replan  # another name differs than the metadata's
+        data = dict(seen.data)
+        data["metadata"] = {**seen.data["metadata"], "namespace": here.names[seen.at]}
+        by = here.line - there.line
+        return data, moved(seen.lines, by), seen.line + by, seen.index + here.start - there.start
+
+    def remember(
+        self, segment: int | None, index: int, end: int, line: int, data: Any, lines: Any
+    ) -> None:
+        """Keep the document read from *segment* (its node from *index* to *end*, its first
+        line *line*, read as *data* with *lines*) for the segments that repeat it: one
+        object (not a list, a template or chart values) whose ``metadata.namespace`` is on
+        a line of its own, and the only document of its segment."""
+        if segment is None:
             return
+        if segment in self._met:
+            self._seen.pop(segment, None)  # two documents in one segment: keep neither
+            return
+        self._met.add(segment)
+        found = self._segments[segment]
         namespace = _one_object(data)
-        if namespace is None:
+        if found is None or namespace is None or end > found.end:
             return
-        key, names, starts = self._masked(doc)
-        if key in self._seen:
-            return
-        own = [i for i, n in enumerate(names) if n == namespace]
+        own = [i for i, n in enumerate(found.names) if n == namespace]
         if len(own) != 1:
             return  # the name on another namespace line too: which is which is not known
         at = own[0]
-        if lines.get(("metadata", "namespace")) != line + doc.count("\n", 0, starts[at]):
+        text_line = found.line + self.text.count("\n", found.start, found.start + found.starts[at])
+        if lines.get(("metadata", "namespace")) != text_line:
             return  # that line is not metadata's (a flow-style metadata, say)
-        self._seen[key] = _Seen(data, lines, line, names, at)
+        self._seen[segment] = _Seen(data, lines, line, index, at)
 
 
 def _one_object(data: Any) -> str | None:
