@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from operator import itemgetter
 from typing import Any, cast
 
 from gpustrata_policies.findings import RuleContext
@@ -47,27 +46,27 @@ def _inference_pods(ctx: RuleContext, pool: GpuPool) -> list[tuple[str, bool]]:
 
     def by_pool() -> dict[int, list[tuple[K8sObject, PodRef]]]:
         # One pass over the input for every NodePool (keyed by identity: ctx's pools),
-        # not one per NodePool; each pool's Pods stay in input order. A copy of a
-        # namespace has its first copy's Pods (EvaluationIndex.copies): they target the
-        # same pools and carry the same annotations, under the copy's own name.
+        # not one per NodePool; each pool's Pods in input order. A copy of a namespace has
+        # its first copy's Pods (EvaluationIndex.copies): they target the same pools and
+        # carry the same annotations, under the copy's own name.
         pools = gpu_pools(ctx)
         index = ctx.index
-        found: dict[int, list[tuple[int, int, K8sObject, PodRef]]] = {}
-        for at, obj in enumerate(ctx.objects):
-            if index.is_copy(obj):
-                continue
-            copies = [(index.position(c), c) for c in index.copies(obj)]
-            for n, pod in enumerate(obj.pods()):
-                if pod.gpu_count(ctx.config.gpu_resources) <= 0:
-                    continue
-                for p in targeted_pools(pod, pools):
-                    here = found.setdefault(id(p), [])
-                    here.append((at, n, obj, pod))
-                    here.extend((c_at, n, c, pod) for c_at, c in copies)
-        return {
-            pool: [(owner, pod) for _, _, owner, pod in sorted(pods, key=itemgetter(0, 1))]
-            for pool, pods in found.items()
-        }
+        replicas = index.replicas()
+        targets: dict[int, list[tuple[PodRef, list[int]]]] = {}  # by first copy
+        found: dict[int, list[tuple[K8sObject, PodRef]]] = {}
+        for obj in ctx.objects:
+            source = replicas[id(obj)].of if index.is_copy(obj) else obj
+            pods = targets.get(id(source))
+            if pods is None:
+                pods = targets[id(source)] = [
+                    (pod, [id(p) for p in targeted_pools(pod, pools)])
+                    for pod in source.pods()
+                    if pod.gpu_count(ctx.config.gpu_resources) > 0
+                ]
+            for pod, ids in pods:
+                for pool_id in ids:
+                    found.setdefault(pool_id, []).append((obj, pod))
+        return found
 
     index: dict[int, list[tuple[K8sObject, PodRef]]] = ctx.memo("k016_gpu_pods_by_pool", by_pool)
     out = []
