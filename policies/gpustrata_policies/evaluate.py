@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import cache, partial
 from importlib.resources.abc import Traversable
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -263,55 +265,42 @@ def _judged_once(
     index: EvaluationIndex,
     replicas: Mapping[int, Replica],
     findings: list[Finding],
-) -> list[list[Outcome]]:
+) -> list[tuple[list[Outcome], Replica | None]]:
     """The outcomes that are not empty of a rule's subjects, in input order: *firsts* (the
     subjects that are no copy) judged, and each one's copies (:meth:`~gpustrata_policies.
-    index.EvaluationIndex.copies`) given its outcomes (:func:`_replayed`) where they can
-    move, else judged too; a copy of a first copy that reported nothing reports nothing."""
-    found: list[tuple[int, list[Outcome]]] = []
+    index.EvaluationIndex.copies`) given its outcomes with the copy's :class:`Replica`
+    (the caller moves each onto the copy) where they can move (:func:`_movable`), else
+    judged too; a copy of a first copy that reported nothing reports nothing."""
+    found: list[tuple[int, list[Outcome], Replica | None]] = []
     for obj in firsts:
         errors = len(findings)
         outcomes = judge(obj)
         if outcomes:
-            found.append((index.position(obj), outcomes))
+            found.append((index.position(obj), outcomes, None))
         mine = index.copies(obj)
         if not mine or (not outcomes and len(findings) == errors):
             continue
         if len(findings) != errors:  # it crashed on the first copy: each copy its own error
-            found.extend((index.position(copy), judge(copy)) for copy in mine)
+            found.extend((index.position(copy), judge(copy), None) for copy in mine)
             continue
         movable: bool | None = None
         for copy in mine:
             replica = replicas[id(copy)]
             if movable is None:
                 movable = _movable(outcomes, replica)
-            moved = _replayed(outcomes, copy, replica) if movable else judge(copy)
-            found.append((index.position(copy), moved))
-    found.sort(key=lambda pair: pair[0])
-    return [outcomes for _, outcomes in found]
-
-
-def _replayed(first: list[Outcome], obj: K8sObject, replica: Replica) -> list[Outcome]:
-    """The first copy's outcomes *first* as *obj*'s (:func:`_movable`): each about the same
-    object of *obj*'s namespace, or the same object where it is outside the class."""
-    peers = replica.peers
-    moved: list[Outcome] = []
-    for outcome in first:
-        if isinstance(outcome, Violation):
-            about = peers.get(id(outcome.obj), outcome.obj)
-            moved.append(Violation(about, outcome.message, outcome.path, outcome.advisory))
-        elif outcome.resource == replica.of.resource:
-            moved.append(NotEvaluated(outcome.rule, obj.resource, outcome.reason))
-        else:
-            moved.append(outcome)  # about an object outside the class
-    return moved
+            if movable:
+                found.append((index.position(copy), outcomes, replica))
+            else:
+                found.append((index.position(copy), judge(copy), None))
+    found.sort(key=itemgetter(0))
+    return [(outcomes, replica) for _, outcomes, replica in found]
 
 
 def _movable(first: list[Outcome], replica: Replica) -> bool:
     """Can each of *first* move to another copy of the namespace? Not where its text names
     a namespace of the class (it refers to that copy) or it is about an object of another
     copy."""
-    mentions = replica.mentions.search
+    mentions = replica.mentions
     for outcome in first:
         if isinstance(outcome, Violation):
             about = outcome.obj
@@ -449,17 +438,22 @@ def _evaluate(
             firsts = firsts_of.get(kinds)
             if firsts is None:  # a copy has its first copy's kind: it is among these too
                 firsts = firsts_of[kinds] = tuple(o for o in subjects if id(o) not in replicas)
-            per_object: Iterable[list[Outcome]] = _judged_once(
+            per_object: Iterable[tuple[list[Outcome], Replica | None]] = _judged_once(
                 judge, firsts, index, replicas, findings
             )
         else:
-            per_object = map(judge, subjects)
-        for outcomes in per_object:
+            per_object = zip(map(judge, subjects), repeat(None))
+        for outcomes, replica in per_object:
             if not outcomes:  # the common case: nothing to report on this object
                 continue
+            # a copy's outcomes are its first copy's, each moved onto the copy: about the
+            # same object of its namespace, or the same object outside the class
+            peers = None if replica is None else replica.peers
             for outcome in outcomes:
                 if isinstance(outcome, Violation):
                     about = outcome.obj
+                    if peers is not None:
+                        about = peers.get(id(about), about)
                     if index.in_context(about):
                         continue  # about a context object: not under review
                     resource, message = about.resource, outcome.message + filled_note(about)
@@ -477,6 +471,9 @@ def _evaluate(
                         )
                     )
                     continue
+                if replica is not None and outcome.resource == replica.of.resource:
+                    mine = replica.peers[id(replica.of)]
+                    outcome = NotEvaluated(outcome.rule, mine.resource, outcome.reason)
                 if (
                     _may_hold_userinfo(outcome.reason)
                     or _may_hold_userinfo(outcome.resource)

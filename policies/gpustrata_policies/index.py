@@ -81,20 +81,19 @@ class Replica:
     """``id()`` of each object of the first namespace -> its copy in this namespace."""
     names: tuple[str, ...]
     """The namespaces of the class."""
-    mentions: re.Pattern[str]
-    """Finds a namespace of the class named in a text (as a whole name: ``llm`` in
-    ``svc.llm.cluster``, not in ``vllm``); an outcome that names one is not replayed."""
+    named: frozenset[str]
+    """:attr:`names`, for :meth:`mentions`."""
+
+    def mentions(self, text: str) -> bool:
+        """Does *text* name a namespace of the class (as a whole name: ``llm`` in
+        ``svc.llm.cluster``, not in ``vllm`` or ``llm-2``)? An outcome that names one
+        is not replayed. A namespace name is a DNS label, so it is named where a run of
+        ``[A-Za-z0-9_-]`` is one."""
+        return not self.named.isdisjoint(_WORD.findall(text))
 
 
 _WORD = re.compile(r"[A-Za-z0-9_-]+")
-"""A run that may be a namespace name (a DNS label) and what borders it (:func:`_mentions`)."""
-
-
-def _mentions(names: Sequence[str]) -> re.Pattern[str]:
-    """A pattern finding any of *names* as a whole DNS label run (namespace names are
-    ``[a-z0-9-]``), so a namespace ``llm`` is not found in ``vllm`` or ``llm-2``."""
-    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![A-Za-z0-9_-])(?:{alternatives})(?![A-Za-z0-9_-])")
+"""A run that may be a namespace name (a DNS label) and what borders it."""
 
 
 def _stated_namespace(obj: K8sObject) -> Any:
@@ -317,14 +316,13 @@ class EvaluationIndex:
             names = [n for n in names if n not in named]
             if len(names) < 2:
                 continue
-            mentions = _mentions(names)
             first = keyed[names[0]]
-            members = tuple(names)
+            members, words_of = tuple(names), frozenset(names)
             for ns in names[1:]:
                 copies = keyed[ns]
                 peers = {id(a): b for (_, a), (_, b) in zip(first, copies, strict=True)}
                 for (_, a), (_, b) in zip(first, copies, strict=True):
-                    found[id(b)] = Replica(a, peers, members, mentions)
+                    found[id(b)] = Replica(a, peers, members, words_of)
         return found
 
     def in_context(self, obj: K8sObject) -> bool:
