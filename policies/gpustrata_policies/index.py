@@ -89,6 +89,8 @@ class Replica:
         ``svc.llm.cluster``, not in ``vllm`` or ``llm-2``)? An outcome that names one
         is not replayed. A namespace name is a DNS label, so it is named where a run of
         ``[A-Za-z0-9_-]`` is one."""
+        if not any(name in text for name in self.names):
+            return False  # not even inside another word (most texts)
         return not self.named.isdisjoint(_WORD.findall(text))
 
 
