@@ -50,7 +50,7 @@ from gpustrata.catalog.model_sources import ModelSources, using_model_sources
 from gpustrata.core.collector import fewer_collections, no_automatic_collections
 from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
 from gpustrata.core.terminal import clipped
-from gpustrata.core.unknown import ABSENT, replace_pulumi_unknowns
+from gpustrata.core.unknown import ABSENT, contains_unknown, replace_pulumi_unknowns
 from gpustrata_policies.config import ConfigError, PolicyConfig, camel, policy_properties
 from gpustrata_policies.evaluate import all_rules, evaluate, load_config, load_policy_config
 from gpustrata_policies.findings import Report, Rule
@@ -289,7 +289,7 @@ class _Shared:
 
     __slots__ = ("evaluated", "key", "read", "reports")
 
-    def __init__(self, key: object, read: list[tuple[dict[str, Any], str]]) -> None:
+    def __init__(self, key: object, read: list[tuple[dict[str, Any], str, bool]]) -> None:
         self.key, self.read = key, read
         self.reports: dict[str, tuple[Report, dict[str, str]]] = {}
         self.evaluated: list[K8sObject] = []
@@ -298,8 +298,9 @@ class _Shared:
         """Fresh K8sObjects (their derived views stay per evaluation; the manifests are
         shared read-only, as `check` shares them across all rules) and their URNs."""
         objects, urns = [], {}
-        for raw, urn in self.read:
+        for raw, urn, plain in self.read:
             obj = K8sObject(raw)
+            obj.plain = plain  # holds no unknown value (_read_resource)
             objects.append(obj)
             urns[obj.resource] = urn
         self.evaluated.extend(objects)
@@ -321,9 +322,9 @@ def _shared(resources: Sequence[Any]) -> _Shared:
             read = []
             fields: dict[bytes, Any] = {}
             for res in request.resources:
-                raw = _read_resource(res, fields)
+                raw, plain = _read_resource(res, fields)
                 if raw is not None:
-                    read.append((raw, res.urn))
+                    read.append((raw, res.urn, plain))
             found = _SERVING.shared = _Shared(_SERVING.token, read)
         return found
     key = _fingerprint(resources)
@@ -332,32 +333,41 @@ def _shared(resources: Sequence[Any]) -> _Shared:
         for res in resources:
             raw = object_from_pulumi(res.resource_type, res.name, _raw(res.props))
             if raw is not None:
-                read.append((raw, res.urn))
+                read.append((raw, res.urn, False))
         _LAST[:] = [_Shared(key, read)]
     return _LAST[0]
 
 
-def _read_resource(res: Any, fields: dict[bytes, Any]) -> dict[str, Any] | None:
+def _read_resource(res: Any, fields: dict[bytes, Any]) -> tuple[dict[str, Any] | None, bool]:
     """One protobuf resource of an AnalyzeStack request as :func:`object_from_pulumi` reads
     it. A Kubernetes resource's top-level properties are read one by one, each kept in
     *fields* by its serialised bytes: a request that installs one chart per tenant sends
     the same ``spec`` in every namespace, read once and shared (read-only, as `check`
     shares a repeated document's, inputs/repeats.py). ``MessageToDict``,
     ``deserialize_properties`` and :func:`replace_pulumi_unknowns` all work key by key, so
-    the object is the one reading the whole properties gives."""
+    the object is the one reading the whole properties gives.
+
+    Also says whether the object holds no value unknown until deployment (each property
+    looked at once, with its value): :attr:`~gpustrata_policies.view.objects.K8sObject.
+    plain`, so the evaluation does not walk it again looking for one."""
     struct = res.properties
     if not res.type.startswith("kubernetes:") or SPECIAL_SIG_KEY in struct.fields:
         props = deserialize_properties(json_format.MessageToDict(struct))
-        return object_from_pulumi(res.type, res.name, props)
+        return object_from_pulumi(res.type, res.name, props), False
     out: dict[str, Any] = {}
+    known = True
     for name, value in struct.fields.items():
         key = value.SerializeToString(deterministic=True)
         found = fields.get(key, ABSENT)
         if found is ABSENT:
             read = deserialize_properties({name: json_format.MessageToDict(value)})[name]
-            found = fields[key] = replace_pulumi_unknowns(read)
-        out[str(name)] = found
-    return object_from_pulumi(res.type, res.name, out, replaced=True)
+            replaced = replace_pulumi_unknowns(read)
+            found = fields[key] = (replaced, not contains_unknown(replaced))
+        out[str(name)] = found[0]
+        known = known and found[1]
+    raw = object_from_pulumi(res.type, res.name, out, replaced=True)
+    # what the reading adds (an apiVersion, a name) is plain text: only the properties count
+    return raw, known
 
 
 def _release(objects: Sequence[K8sObject]) -> None:

@@ -59,8 +59,11 @@ def test_key_by_key_reads_as_the_whole_and_shares_a_repeated_spec() -> None:
     token = "kubernetes:apps/v1:Deployment"
     resources = [_resource(token, f"r{i}", _deployment(f"team-{i}")) for i in range(3)]
     fields: dict[bytes, Any] = {}
-    read = [_read_resource(r, fields) for r in resources]
+    both = [_read_resource(r, fields) for r in resources]
+    read = [raw for raw, _ in both]
     assert read == [_whole(r) for r in resources]
+    # the image is unknown at preview: no object is plain (the evaluation tracks its reads)
+    assert [plain for _, plain in both] == [False, False, False]
     first, second = read[0], read[1]
     assert first is not None and second is not None
     assert second["metadata"]["namespace"] == "team-1"
@@ -80,4 +83,18 @@ def test_other_resources_and_signed_properties_are_read_whole() -> None:
         {SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": {"data": {"a": "b"}}},
     )
     for res in (pool, signed):
-        assert _read_resource(res, {}) == _whole(res)
+        assert _read_resource(res, {}) == (_whole(res), False)
+
+
+def test_a_resource_without_unknowns_is_plain_and_one_with_is_not() -> None:
+    token = "kubernetes:apps/v1:Deployment"
+    known = _deployment("team-a")
+    known["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.10.1"
+    fields: dict[bytes, Any] = {}
+    raw, plain = _read_resource(_resource(token, "a", known), fields)
+    assert plain and raw == _whole(_resource(token, "a", known))
+    # the same spec read again (shared), an unknown name in another tenant's metadata
+    other = copy.deepcopy(known)
+    other["metadata"]["name"] = UNKNOWN_TEXT
+    raw, plain = _read_resource(_resource(token, "b", other), fields)
+    assert not plain and raw is not None and raw["metadata"]["name"] is UNKNOWN
