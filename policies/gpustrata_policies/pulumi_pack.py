@@ -25,11 +25,13 @@ without ``--models``; the model catalogue is the fallback.
 from __future__ import annotations
 
 import gc
+import heapq
 import json
 import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import pulumi_policy.policy
@@ -53,8 +55,9 @@ from gpustrata.core.terminal import clipped
 from gpustrata.core.unknown import ABSENT, contains_unknown, replace_pulumi_unknowns
 from gpustrata_policies.config import ConfigError, PolicyConfig, camel, policy_properties
 from gpustrata_policies.evaluate import all_rules, evaluate, load_config, load_policy_config
-from gpustrata_policies.findings import Report, Rule
+from gpustrata_policies.findings import Finding, NotEvaluated, Report, Rule
 from gpustrata_policies.inputs.pulumi import object_from_pulumi
+from gpustrata_policies.view.catalogs import preload
 from gpustrata_policies.view.objects import K8sObject
 
 _LEVELS = {
@@ -291,7 +294,7 @@ class _Shared:
 
     def __init__(self, key: object, read: list[tuple[dict[str, Any], str, bool]]) -> None:
         self.key, self.read = key, read
-        self.reports: dict[str, tuple[Report, dict[str, str]]] = {}
+        self.reports: dict[str, tuple[_ByRule, dict[str, str]]] = {}
         self.evaluated: list[K8sObject] = []
 
     def objects(self) -> tuple[list[K8sObject], dict[str, str]]:
@@ -385,6 +388,21 @@ def _release(objects: Sequence[K8sObject]) -> None:
     gc.collect()
 
 
+_ByRule = dict[str, tuple[list[Finding], list[tuple[int, NotEvaluated]]]]
+
+
+def _by_rule(report: Report) -> _ByRule:
+    """*report*'s findings and (numbered) not-evaluated records by rule id (``*``: every
+    rule's), each in report order: split once for the 33 stack policies, not filtered
+    by each."""
+    out: _ByRule = {}
+    for finding in report.findings:
+        out.setdefault(finding.rule, ([], []))[0].append(finding)
+    for number, record in enumerate(report.not_evaluated):
+        out.setdefault(record.rule, ([], []))[1].append((number, record))
+    return out
+
+
 def _stack_rules() -> list[Rule]:
     return [r for r in all_rules() if r.meta.scope == "stack"]
 
@@ -416,12 +434,13 @@ def _stack_policy(rule: Rule, **common: Any) -> StackValidationPolicy:
                     rules=_stack_rules(),
                     report_unknown_kinds=False,
                 )
-                shared.reports[key] = (everything, urns)
-            everything, urns = shared.reports[key]
-            mine = {"*", rule.meta.id}
-            report = Report(
-                findings=[f for f in everything.findings if f.rule == rule.meta.id],
-                not_evaluated=[n for n in everything.not_evaluated if n.rule in mine],
+                shared.reports[key] = (_by_rule(everything), urns)
+            by_rule, urns = shared.reports[key]
+            findings, mine = by_rule.get(rule.meta.id, ([], []))
+            every = by_rule.get("*", ([], []))[1]
+            report = Report(  # its records and every rule's, in report order
+                findings=findings,
+                not_evaluated=[record for _, record in heapq.merge(every, mine, key=itemgetter(0))],
             )
         _report(report, report_violation, urns, args)  # raises when not applicable
 
@@ -462,6 +481,7 @@ def serve() -> None:
     global ENVIRONMENT
     ENVIRONMENT = startup_environment()
     _install_servicer_hooks()
+    preload()  # the catalogues, while the program runs: not in the one AnalyzeStack
     pulumi_policy.PolicyPack(  # looked up when serving, so a test can stand in for it
         name="gpustrata",
         policies=build_policies(),  # type: ignore[arg-type]

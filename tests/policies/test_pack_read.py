@@ -5,6 +5,10 @@ the whole properties gives, unknowns and secrets included."""
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
@@ -98,3 +102,28 @@ def test_a_resource_without_unknowns_is_plain_and_one_with_is_not() -> None:
     other["metadata"]["name"] = UNKNOWN_TEXT
     raw, plain = _read_resource(_resource(token, "b", other), fields)
     assert not plain and raw is not None and raw["metadata"]["name"] is UNKNOWN
+
+
+_PRELOAD_PROBE = """
+import sys
+from gpustrata_policies.view.catalogs import preload
+preload()
+loaded = set(sys.modules)
+from gpustrata_policies.evaluate import evaluate
+from gpustrata_policies.inputs.manifests import load_paths
+evaluate(load_paths([sys.argv[1]], None, []))
+print(" ".join(sorted(m for m in set(sys.modules) - loaded if m.startswith("gpustrata."))))
+"""
+
+
+def test_the_pack_loads_at_start_every_catalogue_a_request_reads() -> None:
+    # serve() preloads: the first AnalyzeStack imports no catalogue nor the capacity model
+    rules = Path(__file__).resolve().parents[2] / "policies" / "gpustrata_policies" / "rules"
+    found = subprocess.run(
+        [sys.executable, "-c", _PRELOAD_PROBE, str(rules)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ).stdout.split()
+    assert not [m for m in found if m.startswith(("gpustrata.catalog.", "gpustrata.vllm."))]
