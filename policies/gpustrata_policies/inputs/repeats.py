@@ -44,6 +44,10 @@ _NAMESPACE_VALUE: Final = re.compile(rf"namespace:[ \t]*{_NAME}[ \t]*(?:#[^\n]*)
 indentation, is checked apart)."""
 _NAMESPACE_KEY: Final = re.compile(rf'"namespace"[ \t\n\r]*:[ \t\n\r]*"{_NAME}"')
 """A JSON ``"namespace": "<name>"``, the name a plain DNS label (no escape)."""
+_HEAD: Final = 48
+"""The characters after the name that pick an item's candidates."""
+_CANDIDATES: Final = 64
+"""The most earlier items kept per text before the name (each is compared on a match)."""
 _KEY_CHARS: Final = 128
 """The most characters of :data:`_NAMESPACE_KEY` after the text before the name."""
 _MARKER: Final = re.compile(r"\n(?:---|\.\.\.)")
@@ -298,8 +302,12 @@ def _one_object(data: Any) -> str | None:
 @dataclass(frozen=True, slots=True)
 class _Item:
     data: dict[str, Any]
-    suffix: str
-    """Its text after its namespace's name."""
+    start: int
+    name: int
+    """Where its namespace's name starts in the text."""
+    after: int
+    """Where the text after the name starts."""
+    end: int
     index: int
 
 
@@ -320,7 +328,9 @@ class RepeatedItems:
     __slots__ = ("_seen", "_window", "of")
 
     def __init__(self) -> None:
-        self._seen: dict[str, list[_Item]] = {}  # the text before the name -> items
+        # (hash of the text before the name, the first characters after it) -> items
+        # (offsets in the text, not copies of it)
+        self._seen: dict[tuple[int, str], list[_Item]] = {}
         self._window = 0  # the longest such text, plus the key's own characters
         self.of: dict[int, int] = {}
 
@@ -331,16 +341,18 @@ class RepeatedItems:
         key = _NAMESPACE_KEY.search(text, start, start + self._window)
         if key is None:
             return None
-        items = self._seen.get(text[start : key.start(1)])
+        prefix, after = text[start : key.start(1)], key.end(1)
+        items = self._seen.get((hash(prefix), text[after : after + _HEAD]))
         if items is None:
             return None
-        after = key.end(1)
         for item in items:
-            if text.startswith(item.suffix, after):
+            if item.name - item.start != len(prefix) or not text.startswith(prefix, item.start):
+                continue  # another text of the same hash
+            if text.startswith(text[item.after : item.end], after):
                 self.of[index] = item.index
                 data = dict(item.data)
                 data["metadata"] = {**item.data["metadata"], "namespace": key.group(1)}
-                return data, after + len(item.suffix)
+                return data, after + item.end - item.after
         return None
 
     def remember(self, text: str, start: int, end: int, index: int, value: Any) -> None:
@@ -356,9 +368,10 @@ class RepeatedItems:
             locate(text, start, ("metadata", "namespace")) != key.start()
         ):
             return  # that "namespace" is not metadata's
-        prefix, suffix = text[start : key.start(1)], text[key.end(1) : end]
-        items = self._seen.setdefault(prefix, [])
-        if any(item.suffix == suffix for item in items):
-            return
-        items.append(_Item(value, suffix, index))
-        self._window = max(self._window, len(prefix) + _KEY_CHARS)
+        name_at, after = key.start(1), key.end(1)
+        head = text[after : after + _HEAD]
+        items = self._seen.setdefault((hash(text[start:name_at]), head), [])
+        if len(items) >= _CANDIDATES:
+            return  # many items alike up to their namespace (it comes first): no more
+        items.append(_Item(value, start, name_at, after, end, index))
+        self._window = max(self._window, name_at - start + _KEY_CHARS)
