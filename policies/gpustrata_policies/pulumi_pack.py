@@ -52,7 +52,7 @@ from gpustrata.catalog.model_sources import ModelSources, using_model_sources
 from gpustrata.core.collector import fewer_collections, no_automatic_collections
 from gpustrata.core.environments import ENVIRONMENTS, enforced_environment
 from gpustrata.core.terminal import clipped
-from gpustrata.core.unknown import ABSENT, contains_unknown, replace_pulumi_unknowns
+from gpustrata.core.unknown import contains_unknown, replace_pulumi_unknowns
 from gpustrata_policies.config import ConfigError, PolicyConfig, camel, policy_properties
 from gpustrata_policies.evaluate import all_rules, evaluate, load_config, load_policy_config
 from gpustrata_policies.findings import Finding, NotEvaluated, Report, Rule
@@ -360,17 +360,35 @@ def _read_resource(res: Any, fields: dict[bytes, Any]) -> tuple[dict[str, Any] |
     out: dict[str, Any] = {}
     known = True
     for name, value in struct.fields.items():
-        key = value.SerializeToString(deterministic=True)
-        found = fields.get(key, ABSENT)
-        if found is ABSENT:
-            read = deserialize_properties({name: json_format.MessageToDict(value)})[name]
-            replaced = replace_pulumi_unknowns(read)
-            found = fields[key] = (replaced, not contains_unknown(replaced))
+        if name == "metadata" and value.HasField("struct_value"):
+            # one level deeper: the name and namespace differ per tenant, the labels and
+            # annotations do not
+            meta = value.struct_value.fields
+            if SPECIAL_SIG_KEY not in meta:
+                parts = {str(k): _read_value(k, v, fields) for k, v in meta.items()}
+                out[str(name)] = {k: v for k, (v, _) in parts.items()}
+                known = known and all(ok for _, ok in parts.values())
+                continue
+        found = _read_value(name, value, fields)
         out[str(name)] = found[0]
         known = known and found[1]
     raw = object_from_pulumi(res.type, res.name, out, replaced=True)
     # what the reading adds (an apiVersion, a name) is plain text: only the properties count
     return raw, known
+
+
+def _read_value(name: str, value: Any, fields: dict[bytes, Any]) -> tuple[Any, bool]:
+    """One protobuf ``Value`` (of property *name*) as the pack reads it, and whether it
+    holds no unknown value: read once per serialised value (*fields*), which is what it
+    reads as wherever it is (``deserialize_properties`` and
+    :func:`replace_pulumi_unknowns` look at values, not at the keys above them)."""
+    key = value.SerializeToString(deterministic=True)
+    found: tuple[Any, bool] | None = fields.get(key)
+    if found is None:
+        read = deserialize_properties({name: json_format.MessageToDict(value)})[name]
+        replaced = replace_pulumi_unknowns(read)
+        found = fields[key] = (replaced, not contains_unknown(replaced))
+    return found
 
 
 def _release(objects: Sequence[K8sObject]) -> None:

@@ -24,7 +24,7 @@ UNKNOWN_TEXT = next(iter(PULUMI_UNKNOWN_SENTINELS))
 
 def _deployment(namespace: str) -> dict[str, Any]:
     return {
-        "metadata": {"name": "vllm", "namespace": namespace},
+        "metadata": {"name": "vllm", "namespace": namespace, "labels": {"app": "vllm"}},
         "spec": {
             "replicas": 2.0,  # every number travels as a double
             "template": {
@@ -72,6 +72,7 @@ def test_key_by_key_reads_as_the_whole_and_shares_a_repeated_spec() -> None:
     assert first is not None and second is not None
     assert second["metadata"]["namespace"] == "team-1"
     assert first["spec"] is second["spec"]  # read once for both tenants
+    assert first["metadata"]["labels"] is second["metadata"]["labels"]  # one level deeper
     container = first["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] is UNKNOWN
     assert first["spec"]["replicas"] == 2 and type(first["spec"]["replicas"]) is int
@@ -86,8 +87,15 @@ def test_other_resources_and_signed_properties_are_read_whole() -> None:
         "cm",
         {SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": {"data": {"a": "b"}}},
     )
+    secret_metadata = _resource(
+        "kubernetes:core/v1:ConfigMap",
+        "cm2",
+        {"metadata": {SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": {"name": "x"}}},
+    )
     for res in (pool, signed):
         assert _read_resource(res, {}) == (_whole(res), False)
+    # a secret metadata is read whole, not one level deeper
+    assert _read_resource(secret_metadata, {}) == (_whole(secret_metadata), True)
 
 
 def test_a_resource_without_unknowns_is_plain_and_one_with_is_not() -> None:
