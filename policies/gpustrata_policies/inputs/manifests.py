@@ -559,13 +559,14 @@ def _load_json(text: str, name: str) -> list[K8sObject]:
             line += text.count("\n", counted, at)
             counted = at
             first = repeats.of.get(number)
-            lines = (
-                _JsonLines(text, at, line, item)
-                if first is None
-                else lines_of[first].moved(line - lines_of[first].line)
-            )
-            lines_of.append(lines)
-            out.extend(_objects(item, name, line, lines))
+            if first is None:
+                lines = _JsonLines(text, at, line, item)
+                lines_of.append(lines)
+                out.extend(_objects(item, name, line, lines))
+            else:  # one object, as the item it repeats (repeats.py): what _objects makes
+                lines = lines_of[first].moved(line - lines_of[first].line)
+                lines_of.append(lines)
+                out.append(K8sObject(item, name, line, lines))
         return out
     line = text.count("\n", 0, start) + 1
     return list(_objects(data, name, line, _JsonLines(text, start, line, data)))
@@ -592,6 +593,15 @@ def _load_yaml(text: str, name: str) -> list[K8sObject]:
         raise InputError(f"{where}: invalid YAML: {problem}") from None
     except RecursionError:  # the pure-Python loader composes recursively
         raise InputError(f"{name}: YAML nested too deeply to read") from None
+
+
+def _origin(index: int, name: str, starts: list[int], names: list[str]) -> str:
+    """The file a document starting at *index* is blamed on: in Helm output (its
+    ``# Source:`` lines at *starts*), the template it came from; else *name*."""
+    if not starts:
+        return name
+    at = bisect.bisect_right(starts, index)
+    return names[at - 1] if at else name
 
 
 def _read_yaml(text: str, name: str, plan: bool) -> list[K8sObject]:
@@ -638,23 +648,26 @@ def _read_yaml(text: str, name: str, plan: bool) -> list[K8sObject]:
                     raise Replan  # libyaml saw the blanked text otherwise than planned
                 taken.add(segment)
                 data, lines, start, index = repeats.repeat(segment, _YamlLines.moved)
-            else:
-                anchored = anchors and text.find("&", after, end) >= 0
-                start = node.start_mark.line + 1
-                try:
-                    data, by_id = _located(node, loader, table, anchored, texts)
-                    lines = _YamlLines(table, by_id)
-                except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
-                    check_node(node)  # alias loops and alias bombs, before anything walks it
-                    lines = _YamlLines.of_paths(table, _record_lines(node, name))
-                    data = loader.construct_document(node)
-                repeats.remember(segment, index, end, start, data, lines)
+                # one object, as the document it repeats (repeats.py): what _objects makes
+                out.append(
+                    K8sObject(data, _origin(index, name, source_starts, source_names), start, lines)
+                )
+                after = end
+                continue
+            anchored = anchors and text.find("&", after, end) >= 0
+            start = node.start_mark.line + 1
+            try:
+                data, by_id = _located(node, loader, table, anchored, texts)
+                lines = _YamlLines(table, by_id)
+            except (_Slow, RecursionError):  # aliases, merge keys, other tags, an error
+                check_node(node)  # alias loops and alias bombs, before anything walks it
+                lines = _YamlLines.of_paths(table, _record_lines(node, name))
+                data = loader.construct_document(node)
+            repeats.remember(segment, index, end, start, data, lines)
             after = end
-            origin = name
-            if source_starts:  # Helm output: blame the template the document came from
-                at = bisect.bisect_right(source_starts, index)
-                origin = source_names[at - 1] if at else name
-            out.extend(_objects(data, origin, start, lines))
+            out.extend(
+                _objects(data, _origin(index, name, source_starts, source_names), start, lines)
+            )
         repeats.check(taken)
     except (YamlShapeError, yaml.YAMLError, RecursionError):
         if planned:  # reported as the whole text reads, not the blanked one
