@@ -79,10 +79,8 @@ class Replica:
     """The object of the class's first namespace that this one repeats."""
     peers: Mapping[int, K8sObject]
     """``id()`` of each object of the first namespace -> its copy in this namespace."""
-    names: tuple[str, ...]
+    names: frozenset[str]
     """The namespaces of the class."""
-    named: frozenset[str]
-    """:attr:`names`, for :meth:`mentions`."""
 
     def mentions(self, text: str) -> bool:
         """Does *text* name a namespace of the class (as a whole name: ``llm`` in
@@ -91,7 +89,7 @@ class Replica:
         ``[A-Za-z0-9_-]`` is one."""
         if not any(name in text for name in self.names):
             return False  # not even inside another word (most texts)
-        return not self.named.isdisjoint(_WORD.findall(text))
+        return not self.names.isdisjoint(_WORD.findall(text))
 
 
 _WORD = re.compile(r"[A-Za-z0-9_-]+")
@@ -319,12 +317,12 @@ class EvaluationIndex:
             if len(names) < 2:
                 continue
             first = keyed[names[0]]
-            members, words_of = tuple(names), frozenset(names)
+            members = frozenset(names)
             for ns in names[1:]:
                 copies = keyed[ns]
                 peers = {id(a): b for (_, a), (_, b) in zip(first, copies, strict=True)}
                 for (_, a), (_, b) in zip(first, copies, strict=True):
-                    found[id(b)] = Replica(a, peers, members, words_of)
+                    found[id(b)] = Replica(a, peers, members)
         return found
 
     def in_context(self, obj: K8sObject) -> bool:
