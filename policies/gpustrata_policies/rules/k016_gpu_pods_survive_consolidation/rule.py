@@ -51,11 +51,10 @@ def _inference_pods(ctx: RuleContext, pool: GpuPool) -> list[tuple[str, bool]]:
         # carry the same annotations, under the copy's own name.
         pools = gpu_pools(ctx)
         index = ctx.index
-        replicas = index.replicas()
         targets: dict[int, list[tuple[PodRef, list[int]]]] = {}  # by first copy
         found: dict[int, list[tuple[K8sObject, PodRef]]] = {}
         for obj in ctx.objects:
-            source = replicas[id(obj)].of if index.is_copy(obj) else obj
+            source = index.replicas()[id(obj)].of if index.is_copy(obj) else obj
             pods = targets.get(id(source))
             if pods is None:
                 pods = targets[id(source)] = [
