@@ -172,7 +172,7 @@ class RepeatedDocuments:
     def _plan(self, text: str, markers: list[int]) -> None:
         starts = [0, *(at + 3 for at in markers)]
         ends = [*markers, len(text)]
-        first: dict[str, int] = {}
+        first: dict[str, tuple[int, _Segment]] = {}  # the first segment of each key
         pieces: list[str] = []
         kept = 0  # the text before it is in pieces
         line, counted = 1, 0
@@ -187,12 +187,10 @@ class RepeatedDocuments:
             line += text.count("\n", counted, content)
             counted = content
             key, names, at = self._masked(text[content:end])
-            self._segments.append(_Segment(content, end, line, names, at))
-            earlier = first.setdefault(key, number)
+            here = _Segment(content, end, line, names, at)
+            self._segments.append(here)
+            earlier, before = first.setdefault(key, (number, here))
             if earlier == number:
-                continue
-            before = self._segments[earlier]
-            if before is None:  # never: a key is kept for segments with names
                 continue
             differ = [i for i, (a, b) in enumerate(zip(names, before.names, strict=True)) if a != b]
             if len(differ) != 1 or before.names.count(before.names[differ[0]]) != 1:
