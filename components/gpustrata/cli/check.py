@@ -176,7 +176,7 @@ def check_command(
     del objects, context  # the report keeps what it needs; free the manifests before output
     if args.format == "text" and profile is not None:
         out.write(f"Cluster profile: {profile_file} ({how})\n\n")
-    with fewer_collections():  # the report's ~20,000 records are not garbage: no full scans
+    with fewer_collections():  # the report's ~23,000 records are not garbage: no full scans
         write(report, args.format, out, quiet=getattr(args, "quiet", False))
     for warning in [*config.deprecations, *report.warnings]:
         print(f"gpustrata: warning: {warning}", file=sys.stderr)

@@ -100,7 +100,7 @@ def preload() -> None:
     """Load every packaged catalogue the rules read, and import the capacity model, now
     rather than when a rule first asks: for a server whose requests come later (the policy
     pack, started as ``pulumi preview`` starts, answers one AnalyzeStack at its end), this
-    is paid while the program runs, not in the first request (issue 35: about 0.4 s of
+    is paid while the program runs, not in the first request (issue 35: about 0.3 s of
     CPU). ``check`` does not call it: a small check never loads most of them."""
     for module, loader in _PRELOADED:
         getattr(importlib.import_module(module), loader)()
